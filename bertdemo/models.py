@@ -1,0 +1,260 @@
+"""Load and cache (tokenizer, masked-LM) pairs by hub id, local folder, embedded default or run checkpoint.
+
+One bounded LRU cache serves every user and every tab. Loading never hangs on an
+unreachable hub: :func:`bertdemo.hub.hub_reachable` answers in a second or two, then we
+either download, read the local Hugging Face cache (``local_files_only``), or fall back
+to the embedded model that ``requirements.txt`` installs — and say which and why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import torch
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
+
+from bertdemo import embedded, hub
+
+DEFAULT_MODEL = "bert-base-uncased"
+CURATED_MODELS = [
+    "bert-base-uncased",
+    "bert-base-cased",
+    "bert-large-uncased",
+    "distilbert-base-uncased",
+    "google/bert_uncased_L-2_H-128_A-2",
+    "roberta-base",
+]
+CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
+OFFLINE_NOTE = "model hub unreachable: using the embedded model"
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and masked-LM ready for inference (eval mode, on ``device``)."""
+
+    name: str  # what the user asked for
+    source: str  # "hub" | "hub cache" | "local" | "embedded"
+    path: str  # what from_pretrained was given
+    tokenizer: object
+    model: PreTrainedModel
+    device: torch.device
+    has_mlm_head: bool  # False when the head weights were missing (randomly initialised)
+    note: str = ""  # why this model is in use, e.g. the hub being unreachable
+    missing_head_keys: list[str] = field(default_factory=list)
+
+    @property
+    def max_length(self) -> int:
+        """Longest input (in tokens, specials included) the model accepts."""
+        limits = [getattr(self.model.config, "max_position_embeddings", 512)]
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tok_max, int) and 0 < tok_max < 100_000:
+            limits.append(tok_max)
+        if getattr(self.model.config, "model_type", "") in {"roberta", "camembert", "xlm-roberta"}:
+            limits[0] -= 2  # RoBERTa position ids start at padding_idx + 1
+        return min(limits)
+
+    def describe(self) -> str:
+        """One line for the page: which model, from where, and why."""
+        cfg = self.model.config
+        shape = (
+            f"{getattr(cfg, 'num_hidden_layers', getattr(cfg, 'n_layers', '?'))} layers, "
+            f"{getattr(cfg, 'num_attention_heads', getattr(cfg, 'n_heads', '?'))} heads, "
+            f"hidden {getattr(cfg, 'hidden_size', getattr(cfg, 'dim', '?'))}"
+        )
+        text = f"**{self.name}** ({self.source}; {shape}; on {self.device.type})"
+        if not self.has_mlm_head:
+            text += " — no trained masked-LM head"
+        if self.note:
+            text += f". {self.note}"
+        return text
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' picks CUDA, then Apple MPS, then CPU; an explicit device must be available."""
+    device = (device or "auto").lower()
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for, but no CUDA GPU is available.")
+    if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError("--device mps was asked for, but Apple MPS is not available.")
+    if device not in {"cpu", "cuda", "mps"}:
+        raise ValueError(f"Unknown device {device!r}: use auto, cpu, cuda or mps.")
+    return torch.device(device)
+
+
+class ModelStore:
+    """Thread-safe bounded LRU cache of :class:`LoadedModel`, keyed by the requested name."""
+
+    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE):
+        self.default = default
+        self.device = resolve_device(device)
+        self.size = size
+        self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
+
+    def set_extra_choices(self, provider: Callable[[], list[tuple[str, str]]]) -> None:
+        """Register a provider of extra (label, path) choices, e.g. pretraining checkpoints."""
+        self._extra_choices = provider
+
+    def choices(self) -> list[tuple[str, str]]:
+        """(label, value) pairs for the model dropdowns: curated, embedded, then checkpoints."""
+        items = [(name, name) for name in CURATED_MODELS]
+        if self.default not in CURATED_MODELS:
+            items.insert(0, (self.default, self.default))
+        items.append((f"{embedded.EMBEDDED_ENCODER_NAME} (offline, no MLM head)", embedded.EMBEDDED_ENCODER_NAME))
+        if self._extra_choices is not None:
+            items.extend(self._extra_choices())
+        return items
+
+    def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel:
+        """The loaded model for ``name`` (default when empty), loading it on first use."""
+        name = (name or "").strip() or self.default
+        with self._lock:
+            if name in self._cache:
+                self._cache.move_to_end(name)
+                return self._cache[name]
+        with self._load_lock:  # one load at a time; cache hits above never wait for it
+            with self._lock:
+                if name in self._cache:
+                    return self._cache[name]
+            loaded = load_model(name, self.device, progress=progress, default=self.default)
+            with self._lock:
+                self._cache[name] = loaded
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+            return loaded
+
+    def get_tokenizer(self, name: str | None = None):
+        """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached)."""
+        name = (name or "").strip() or self.default
+        with self._lock:
+            if name in self._cache:
+                return self._cache[name].tokenizer
+        return _cached_tokenizer(name, self.default)
+
+
+@lru_cache(maxsize=8)
+def _cached_tokenizer(name: str, default: str):
+    return load_tokenizer(name, default)
+
+
+def _report(progress: Progress | None, fraction: float, message: str) -> None:
+    if progress is not None:
+        progress(fraction, message)
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def _resolve(name: str) -> tuple[str, str, bool, str]:
+    """(source, what from_pretrained gets, local_files_only, note) for a model name."""
+    if not name:
+        raise ValueError("Enter a model name: a hub id such as bert-base-uncased, or a local folder.")
+    if name == embedded.EMBEDDED_ENCODER_NAME:
+        note = "Embedded uncased WordPiece tokenizer + 6-layer BERT encoder (all-MiniLM-L6-v2)"
+        return "embedded", str(embedded.encoder_dir()), False, note
+    path = Path(name).expanduser()
+    if path.exists():
+        if not _is_model_dir(path):
+            raise ValueError(
+                f"The folder {name!r} is not a model: it has no config.json. "
+                "Pick a folder written by save_pretrained, or a hub id."
+            )
+        return "local", str(path), False, ""
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise ValueError(f"No such folder: {name!r}.")
+    if hub.hub_reachable():
+        return "hub", name, False, ""
+    return "hub cache", name, True, "model hub unreachable: loaded from the local cache"
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def load_tokenizer(name: str, default: str = DEFAULT_MODEL):
+    """Only the tokenizer of ``name`` (for side-by-side comparisons), same resolution as models."""
+    name = name.strip()
+    _, target, local_only, _ = _resolve(name)
+    try:
+        return AutoTokenizer.from_pretrained(target, local_files_only=local_only)
+    except (OSError, ValueError, KeyError) as exc:
+        if local_only and name == default:  # the embedded vocabulary has bert-base-uncased's ids
+            return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
+        if local_only:
+            raise ValueError(
+                f"Model hub unreachable and the tokenizer of {name!r} is not in the local cache."
+            ) from exc
+        raise ValueError(f"Could not load the tokenizer of {name!r}: {_first_line(exc)}") from exc
+
+
+def load_model(
+    name: str,
+    device: torch.device | str = "cpu",
+    progress: Progress | None = None,
+    default: str = DEFAULT_MODEL,
+) -> LoadedModel:
+    """Load ``name`` (hub id, local folder or the embedded name) with clear errors.
+
+    Raises ``ValueError`` with a message fit for the page when the model cannot be used.
+    """
+    device = resolve_device(device) if isinstance(device, str) else device
+    name = name.strip()
+    source, target, local_only, note = _resolve(name)
+    _report(progress, 0.1, f"Loading tokenizer for {name}…")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(target, local_files_only=local_only)
+        _report(progress, 0.3, f"Loading weights for {name}…")
+        config = AutoConfig.from_pretrained(target, local_files_only=local_only)
+        model, info = AutoModelForMaskedLM.from_pretrained(
+            target,
+            config=config,
+            local_files_only=local_only,
+            attn_implementation="eager",  # attention weights are needed by the Attention tab
+            output_loading_info=True,
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        if local_only:
+            if name == default:
+                fallback = load_model(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
+                fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
+                return fallback
+            raise ValueError(
+                f"Model hub unreachable and {name!r} is not in the local cache. "
+                f"Choose {embedded.EMBEDDED_ENCODER_NAME}, a run checkpoint, or a local model folder."
+            ) from exc
+        raise ValueError(f"Could not load {name!r} as a masked-LM: {_first_line(exc)}") from exc
+
+    # A decoder bias tied to the head bias, or buffers, may be reported missing harmlessly.
+    missing = [
+        k for k in info.get("missing_keys", []) if not k.endswith(("position_ids", "decoder.bias"))
+    ]
+    model.to(device).eval()  # inference only: dropout off
+    _report(progress, 1.0, f"Loaded {name}")
+    return LoadedModel(
+        name=name,
+        source=source,
+        path=target,
+        tokenizer=tokenizer,
+        model=model,
+        device=device,
+        has_mlm_head=not missing,
+        note=note,
+        missing_head_keys=missing,
+    )

@@ -1,0 +1,98 @@
+"""Headless pretraining: ``python -m bertdemo.pretrain --preset bert-tiny --corpus wiki --steps 2000 --out DIR``.
+
+Runs the same loop as the app with a progress bar and writes the final checkpoint into DIR
+(loadable with ``AutoModelForMaskedLM.from_pretrained(DIR)``) with ``metrics.csv``. Under
+``torchrun --nproc_per_node=N`` it trains data-parallel (DDP; gloo on CPU, nccl on CUDA):
+each rank trains on its own shard with its own generator seed, rank 0 logs and saves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.pretrain", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--out", required=True, help="folder for the final checkpoint and metrics.csv")
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in ("runs_dir",):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+        else:
+            kind = {"int": int, "float": float, "str": str}[str(f.type)]
+            kwargs = {"choices": [*PRESETS, CUSTOM]} if f.name == "preset" else {}
+            parser.add_argument(flag, type=kind, default=f.default, **kwargs)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _dist_from_env():
+    from bertdemo.pretrain.loop import DistInfo
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return DistInfo(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    out = Path(args.out)
+    cfg = TrainConfig(**values, runs_dir=str(out.parent))
+    cfg.validate()
+
+    import torch
+    from tqdm.auto import tqdm
+
+    from bertdemo.pretrain.loop import run_training
+    from bertdemo.pretrain.metrics import MetricsBuffer
+
+    dist = _dist_from_env()
+    if dist.world_size > 1:
+        cuda = cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
+        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
+    metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.steps, preset=cfg.preset, corpus=cfg.corpus,
+                            probe_text=cfg.probe_text)
+    bar = None
+    if dist.is_main and not args.no_progress:
+        bar = tqdm(total=cfg.steps, desc=f"pretrain {cfg.preset}", unit="step", dynamic_ncols=True)
+
+    def on_step(step: int) -> None:
+        if bar is None:
+            return
+        bar.n = step
+        if step % cfg.log_every == 0:
+            snap = metrics.snapshot()
+            post = {"loss": f"{snap.train_loss[-1]:.3f}" if snap.train_loss else "-",
+                    "tok/s": f"{snap.tokens_per_s:,.0f}"}
+            if snap.eval_loss:
+                post["eval"] = f"{snap.eval_loss[-1]:.3f}"
+            bar.set_postfix(post, refresh=False)
+        bar.refresh()
+
+    try:
+        status = run_training(cfg, metrics=metrics, checkpoint_dir=out, dist=dist, on_step=on_step,
+                              run_info={"run_id": out.name})
+    finally:
+        if bar is not None:
+            bar.close()
+        if dist.world_size > 1 and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+    if dist.is_main:
+        snap = metrics.snapshot()
+        ev = f", held-out loss {snap.eval_loss[-1]:.3f} (ppl {snap.eval_ppl[-1]:.1f})" if snap.eval_loss else ""
+        print(f"{status}: step {snap.step}/{cfg.steps} on {snap.device}{ev}, "
+              f"{snap.tokens_per_s:,.0f} tokens/s; checkpoint: {out}", file=sys.stderr)
+    return 0 if status in ("finished", "stopped") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Tokenize a corpus once into packed fixed-length blocks, cached on disk, with a held-out split.
+
+Each block is ``[CLS] t_1 ... t_{T-2} [SEP]`` cut from one token stream in which the
+documents follow each other separated by ``[SEP]`` (RoBERTa's FULL-SENTENCES packing):
+no padding anywhere, so every position trains and no attention mask is needed.
+Blocks are stored as ``np.uint16`` (``np.int32`` for vocabularies over 65535 ids) in
+``.npy`` files written atomically and keyed by corpus + tokenizer + block length.
+The held-out split is the last blocks of the stream (at least a few), disjoint from training.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bertdemo.pretrain.corpus import open_corpus
+
+ProgressFn = Callable[[float, str], None]
+CACHE_VERSION = 1
+MIN_HELDOUT_BLOCKS = 4
+_DOCS_PER_BATCH = 256
+
+
+@dataclass
+class Blocks:
+    train: np.ndarray  # (N_train, T) token ids, no padding
+    heldout: np.ndarray  # (N_heldout, T) disjoint from train
+    cache_path: Path  # the .json describing the cached arrays
+    cache_hit: bool  # True when read from the cache without tokenizing
+    corpus_label: str
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bert-explorer" / "blocks"
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """Hash of the vocabulary and lowercasing: two tokenizers with the same hash give the same ids."""
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    payload = json.dumps([vocab, bool(getattr(tokenizer, "do_lower_case", True))])
+    return hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def _save_npy_atomic(path: Path, array: np.ndarray) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, array)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def split_heldout(n_blocks: int, fraction: float) -> int:
+    """Number of held-out blocks: `fraction` of all, at least a few, and never all of them."""
+    if n_blocks < 2 * MIN_HELDOUT_BLOCKS:
+        raise ValueError(
+            f"The corpus gives only {n_blocks} blocks; at least {2 * MIN_HELDOUT_BLOCKS} are needed "
+            "(use more text or a shorter block length)."
+        )
+    return min(n_blocks // 2, max(MIN_HELDOUT_BLOCKS, round(fraction * n_blocks)))
+
+
+def pack_stream(ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int, dtype) -> np.ndarray:
+    """Cut a token stream into (N, T) blocks ``[CLS] body [SEP]``; the incomplete tail is dropped."""
+    body = seq_len - 2
+    n = len(ids) // body
+    blocks = np.empty((n, seq_len), dtype=dtype)
+    blocks[:, 0] = cls_id
+    blocks[:, -1] = sep_id
+    blocks[:, 1:-1] = ids[: n * body].reshape(n, body)
+    return blocks
+
+
+def prepare_blocks(
+    corpus: str,
+    tokenizer,
+    seq_len: int = 128,
+    cache_dir: str | Path = "",
+    max_tokens: int = 20_000_000,
+    heldout_fraction: float = 0.02,
+    progress: ProgressFn | None = None,
+) -> Blocks:
+    """Packed train/held-out blocks of `corpus`, from the cache or tokenized now (reporting progress)."""
+    report = progress or (lambda fraction, message: None)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    report(0.0, f"Opening corpus {corpus!r}…")
+    src = open_corpus(corpus)
+    key_payload = json.dumps(
+        [CACHE_VERSION, src.key, tokenizer_fingerprint(tokenizer), seq_len, max_tokens, heldout_fraction]
+    )
+    key = f"{src.key}-T{seq_len}-{hashlib.sha1(key_payload.encode()).hexdigest()[:12]}"
+    meta_path = cache / f"{key}.json"
+    train_path, heldout_path = cache / f"{key}.train.npy", cache / f"{key}.heldout.npy"
+    if meta_path.is_file() and train_path.is_file() and heldout_path.is_file():
+        report(1.0, f"Loaded cached blocks of {src.label}.")
+        return Blocks(np.load(train_path), np.load(heldout_path), meta_path, True, src.label)
+
+    dtype = np.uint16 if len(tokenizer) <= np.iinfo(np.uint16).max + 1 else np.int32
+    sep_id = tokenizer.sep_token_id
+    chunks: list[np.ndarray] = []
+    n_tokens, n_docs = 0, 0
+    batch: list[str] = []
+
+    def flush() -> None:
+        nonlocal n_tokens, n_docs
+        for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+            chunks.append(np.asarray(ids + [sep_id], dtype=dtype))
+            n_tokens += len(ids) + 1
+        n_docs += len(batch)
+        batch.clear()
+        frac = n_docs / src.n_docs if src.n_docs else n_tokens / max_tokens
+        report(min(0.99, frac), f"Tokenizing {src.label}: {n_docs:,} documents, {n_tokens:,} tokens")
+
+    for doc in src.docs:
+        batch.append(doc)
+        if len(batch) >= _DOCS_PER_BATCH:
+            flush()
+            if n_tokens >= max_tokens:
+                break
+    if batch:
+        flush()
+    stream = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+    blocks = pack_stream(stream[:max_tokens], seq_len, tokenizer.cls_token_id, sep_id, dtype)
+    n_held = split_heldout(len(blocks), heldout_fraction)
+    train, heldout = blocks[:-n_held], blocks[-n_held:]
+    _save_npy_atomic(train_path, train)
+    _save_npy_atomic(heldout_path, heldout)
+    meta = {"corpus": src.label, "key": src.key, "seq_len": seq_len, "tokens": int(n_tokens),
+            "documents": n_docs, "train_blocks": len(train), "heldout_blocks": len(heldout)}
+    _write_text_atomic(meta_path, json.dumps(meta, indent=2))
+    report(1.0, f"Tokenized {src.label}: {len(train):,} train + {len(heldout):,} held-out blocks of {seq_len}.")
+    return Blocks(train, heldout, meta_path, False, src.label)

@@ -1,0 +1,123 @@
+"""Checkpoints of a run, written atomically, and the list of them for the other tabs.
+
+A checkpoint folder holds the model (``save_pretrained``, safetensors), the tokenizer,
+``train_config.json``, ``metrics.csv``, ``optimizer.pt`` and ``trainer_state.json`` (step,
+run identity, metric history) — everything needed to load it with
+``AutoModelForMaskedLM.from_pretrained`` or to resume training. It is written into a temp
+folder beside the target and then renamed into place, so no half-written checkpoint is ever
+visible; a crash in the middle leaves the previous checkpoint (recovered on the next look).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import torch
+
+STATE_FILE = "trainer_state.json"
+CONFIG_FILE = "train_config.json"
+METRICS_FILE = "metrics.csv"
+OPTIMIZER_FILE = "optimizer.pt"
+CHECKPOINT_DIRNAME = "checkpoint"
+
+
+def recover(target: Path) -> None:
+    """Undo an interrupted swap (put `.old-` back if the target is missing) and drop stale temp folders."""
+    parent = target.parent
+    if not parent.is_dir():
+        return
+    olds = sorted(parent.glob(f".{target.name}.old-*"))
+    if olds and not target.exists():
+        os.rename(olds.pop(), target)
+    for stale in [*olds, *parent.glob(f".{target.name}.tmp-*")]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def write_checkpoint(
+    target: str | Path,
+    model,
+    tokenizer,
+    train_config: dict,
+    state: dict,
+    metrics_csv: str,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:
+    """Write a complete checkpoint to `target` atomically (temp folder beside it, then rename)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    tag = uuid.uuid4().hex[:8]
+    tmp = target.parent / f".{target.name}.tmp-{tag}"
+    try:
+        tmp.mkdir()
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (tmp / CONFIG_FILE).write_text(json.dumps(train_config, indent=2), encoding="utf-8")
+        (tmp / METRICS_FILE).write_text(metrics_csv, encoding="utf-8")
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+        state = {**state, "saved_at": datetime.now().isoformat(timespec="seconds")}
+        (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
+        old = target.parent / f".{target.name}.old-{tag}"
+        if target.exists():
+            os.rename(target, old)
+        os.rename(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        recover(target)
+        raise
+    return target
+
+
+def read_state(checkpoint: str | Path) -> dict:
+    """trainer_state.json of a checkpoint folder; ValueError if it is not one of ours."""
+    path = Path(checkpoint) / STATE_FILE
+    if not path.is_file():
+        raise ValueError(f"{checkpoint} is not a training checkpoint (no {STATE_FILE}).")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_optimizer_state(checkpoint: str | Path, optimizer: torch.optim.Optimizer) -> bool:
+    path = Path(checkpoint) / OPTIMIZER_FILE
+    if not path.is_file():
+        return False
+    optimizer.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return True
+
+
+def checkpoint_label(state: dict) -> str:
+    """e.g. "run 2026-11-21 11:05 bert-tiny step 400"."""
+    started = state.get("started_at", "")
+    try:
+        when = datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        when = started or "?"
+    return f"run {when} {state.get('preset', 'bert')} step {state.get('step', 0)}"
+
+
+def list_checkpoints(runs_dir: str | Path) -> list[tuple[str, Path]]:
+    """(label, folder) of every run's latest checkpoint under runs_dir, newest first."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    found: list[tuple[str, str, Path]] = []
+    for run_dir in root.iterdir():
+        ck = run_dir / CHECKPOINT_DIRNAME
+        if not run_dir.is_dir() or run_dir.name.startswith("."):
+            continue
+        recover(ck)
+        if not (ck / "config.json").is_file():
+            continue
+        try:
+            state = read_state(ck)
+        except (ValueError, json.JSONDecodeError):
+            continue
+        found.append((state.get("saved_at", ""), checkpoint_label(state), ck))
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [(label, path) for _, label, path in found]

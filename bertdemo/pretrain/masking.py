@@ -1,0 +1,93 @@
+"""Masked-LM masking and next-sentence pairs, vectorised on the training device.
+
+`mask_tokens` follows `DataCollatorForLanguageModeling`: special tokens are never chosen,
+chosen tokens become [MASK] / a random token / themselves with probabilities
+mask_replace_prob / random_replace_prob / rest, labels are -100 everywhere else. A seeded
+`torch.Generator` on the same device makes it deterministic and new masks are drawn every
+time a block is seen. With ``fixed_count`` every row gets exactly round(p * (T - 2))
+predictions (as the original BERT's ``max_predictions_per_seq`` data did), which keeps the
+shapes static: no host sync, and a (B, k) gather for the sparse MLM head.
+
+`make_nsp_pairs` turns packed blocks into ``[CLS] A [SEP] B [SEP]`` pairs with segment ids:
+B follows A in the text (IsNext, label 0) or is taken from another block (NotNext, label 1),
+50/50. As in BERT, a "sentence" is an arbitrary span of contiguous text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class MaskedBatch:
+    input_ids: torch.Tensor  # (B, T) corrupted inputs
+    labels: torch.Tensor  # (B, T) original ids at predicted positions, -100 elsewhere
+    positions: torch.Tensor | None  # (B, k) predicted positions in fixed-count mode, else None
+
+
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special_ids: torch.Tensor,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    generator: torch.Generator,
+    mlm_probability: float = 0.15,
+    mask_replace_prob: float = 0.8,
+    random_replace_prob: float = 0.1,
+    fixed_count: bool = False,
+) -> MaskedBatch:
+    """Corrupt (B, T) token ids for masked-LM training; see the module docstring."""
+    B, T = input_ids.shape
+    device = input_ids.device
+    special = torch.isin(input_ids, special_ids)  # (B, T) never predicted
+    positions = None
+    if fixed_count:
+        k = max(1, round(mlm_probability * (T - 2)))
+        scores = torch.rand((B, T), generator=generator, device=device)
+        scores = scores.masked_fill(special, -1.0)
+        top = scores.topk(k, dim=1)  # (B, k) random non-special positions
+        masked = torch.zeros((B, T), dtype=torch.bool, device=device)
+        masked.scatter_(1, top.indices, top.values >= 0)  # rows with < k real tokens skip specials
+        positions = top.indices
+    else:
+        probs = torch.full((B, T), mlm_probability, device=device).masked_fill(special, 0.0)
+        masked = torch.bernoulli(probs, generator=generator).bool()
+    labels = torch.where(masked, input_ids, IGNORE_INDEX)
+    # one uniform draw splits the chosen tokens into [MASK] / random / unchanged
+    u = torch.rand((B, T), generator=generator, device=device)
+    replaced = masked & (u < mask_replace_prob)
+    randomized = masked & (u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob)
+    random_words = torch.randint(vocab_size, (B, T), generator=generator, device=device, dtype=input_ids.dtype)
+    corrupted = torch.where(replaced, torch.full_like(input_ids, mask_token_id), input_ids)
+    corrupted = torch.where(randomized, random_words, corrupted)
+    return MaskedBatch(corrupted, labels, positions)
+
+
+def make_nsp_pairs(
+    blocks: torch.Tensor, *, cls_id: int, sep_id: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(B, T) packed blocks -> input_ids (B, T), token_type_ids (B, T), next_sentence_label (B,)."""
+    B, T = blocks.shape
+    device = blocks.device
+    body = blocks[:, 1:-1]  # (B, L) text between the block's [CLS] and [SEP]
+    L = T - 2
+    lo, hi = max(1, L // 4), max(2, (3 * L) // 4)
+    split = torch.randint(lo, hi, (B, 1), generator=generator, device=device)  # (B, 1) length of A
+    not_next = torch.rand((B,), generator=generator, device=device) < 0.5  # (B,)
+    shift = torch.randint(1, B, (1,), generator=generator, device=device)  # another row, never itself
+    rows = torch.arange(B, device=device)
+    src_rows = torch.where(not_next, (rows + shift) % B, rows)
+    pos = torch.arange(T, device=device).unsqueeze(0)  # (1, T)
+    tok_a = body.gather(1, (pos - 1).clamp(0, L - 1).expand(B, T))  # A: body[0 : split]
+    tok_b = body[src_rows].gather(1, (pos - 2).clamp(0, L - 1).expand(B, T))  # B: body[split : L-1]
+    ids = torch.where(pos <= split, tok_a, tok_b)
+    ids = torch.where(pos == split + 1, torch.full_like(ids, sep_id), ids)
+    ids[:, 0] = cls_id
+    ids[:, -1] = sep_id
+    token_type_ids = (pos > split + 1).to(blocks.dtype).expand(B, T).contiguous()  # B and final [SEP] -> 1
+    return ids, token_type_ids, not_next.long()

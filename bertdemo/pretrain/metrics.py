@@ -1,0 +1,149 @@
+"""The metrics of one run behind a lock: written by the training thread, copied by the UI.
+
+`RunSnapshot` is a dataclass of plain values (lists, floats, strings) so the UI, the CLI
+and the tests read the same thing; `MetricsBuffer.snapshot()` copies under the lock and
+never waits for a training step.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import math
+import threading
+from dataclasses import dataclass, field
+
+STATUSES = ("preparing", "running", "paused", "stopping", "finished", "stopped", "failed")
+ACTIVE_STATUSES = ("preparing", "running", "paused", "stopping")
+EMA_BETA = 0.9
+Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
+
+
+@dataclass
+class RunSnapshot:
+    run_id: str = ""
+    status: str = "preparing"  # one of STATUSES
+    message: str = ""  # tokenizing progress, or the error text of a failed run
+    step: int = 0
+    total_steps: int = 0
+    device: str = ""
+    param_count: int = 0
+    preset: str = ""
+    corpus: str = ""
+    prepare_fraction: float = 0.0  # tokenizing progress 0..1
+    steps: list[int] = field(default_factory=list)  # train-loss log steps
+    train_loss: list[float] = field(default_factory=list)  # mean over each log interval
+    train_loss_smooth: list[float] = field(default_factory=list)  # EMA of train_loss
+    lr: list[float] = field(default_factory=list)
+    nsp_loss: list[float] = field(default_factory=list)  # train NSP loss at `steps` (NSP runs)
+    eval_steps: list[int] = field(default_factory=list)
+    eval_loss: list[float] = field(default_factory=list)  # held-out masked-LM loss
+    eval_ppl: list[float] = field(default_factory=list)  # exp(eval_loss)
+    mlm_acc: list[float] = field(default_factory=list)  # held-out masked-token accuracy
+    nsp_acc: list[float] = field(default_factory=list)  # held-out NSP accuracy (NSP runs)
+    eval_nsp_loss: list[float] = field(default_factory=list)
+    tokens_per_s: float = 0.0
+    eta_s: float = 0.0
+    elapsed_s: float = 0.0
+    probe_text: str = ""
+    probe: list[tuple[int, list[Prediction]]] = field(default_factory=list)  # (step, per-mask top-5)
+    checkpoints: list[str] = field(default_factory=list)
+    last_checkpoint: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+class MetricsBuffer:
+    """Thread-safe holder of a RunSnapshot; all writers go through its methods."""
+
+    def __init__(self, **initial) -> None:
+        self._lock = threading.Lock()
+        self._snap = RunSnapshot(**initial)
+
+    def snapshot(self) -> RunSnapshot:
+        with self._lock:
+            return copy.deepcopy(self._snap)
+
+    def update(self, **values) -> None:
+        with self._lock:
+            for name, value in values.items():
+                setattr(self._snap, name, value)
+
+    def get(self, name: str):
+        with self._lock:
+            return getattr(self._snap, name)
+
+    def log_train(self, step: int, loss: float, lr: float, nsp_loss: float | None = None) -> None:
+        with self._lock:
+            s = self._snap
+            prev = s.train_loss_smooth[-1] if s.train_loss_smooth else loss
+            smooth = loss if not math.isfinite(prev) else EMA_BETA * prev + (1 - EMA_BETA) * loss
+            s.steps.append(step)
+            s.train_loss.append(loss)
+            s.train_loss_smooth.append(smooth)
+            s.lr.append(lr)
+            if nsp_loss is not None:
+                s.nsp_loss.append(nsp_loss)
+
+    def log_eval(self, step: int, loss: float, acc: float, nsp_loss: float | None, nsp_acc: float | None) -> None:
+        with self._lock:
+            s = self._snap
+            s.eval_steps.append(step)
+            s.eval_loss.append(loss)
+            s.eval_ppl.append(math.exp(min(loss, 50.0)))
+            s.mlm_acc.append(acc)
+            if nsp_acc is not None and nsp_loss is not None:
+                s.nsp_acc.append(nsp_acc)
+                s.eval_nsp_loss.append(nsp_loss)
+
+    def log_probe(self, step: int, predictions: list[Prediction]) -> None:
+        with self._lock:
+            self._snap.probe.append((step, predictions))
+
+    def add_checkpoint(self, path: str) -> None:
+        with self._lock:
+            if path not in self._snap.checkpoints:
+                self._snap.checkpoints.append(path)
+            self._snap.last_checkpoint = path
+
+
+HISTORY_FIELDS = ("steps", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_steps", "eval_loss",
+                  "eval_ppl", "mlm_acc", "nsp_acc", "eval_nsp_loss", "probe")
+
+
+def history(snap: RunSnapshot) -> dict:
+    """The curves of a snapshot (for trainer_state.json, so a resumed run keeps its history)."""
+    return {name: copy.deepcopy(getattr(snap, name)) for name in HISTORY_FIELDS}
+
+
+def restore_history(buffer: MetricsBuffer, data: dict) -> None:
+    buffer.update(**{name: data[name] for name in HISTORY_FIELDS if name in data})
+    if "probe" in data:  # JSON turned tuples into lists
+        buffer.update(probe=[(int(step), [[(str(t), float(p)) for t, p in m] for m in preds])
+                             for step, preds in data["probe"]])
+
+
+def metrics_csv(snap: RunSnapshot) -> str:
+    """One row per logged or evaluated step: step,train_loss,train_loss_smooth,lr,nsp_loss,eval_loss,eval_ppl,mlm_acc,nsp_acc."""
+    rows: dict[int, dict] = {}
+    for i, step in enumerate(snap.steps):
+        row = rows.setdefault(step, {})
+        row.update(train_loss=snap.train_loss[i], train_loss_smooth=snap.train_loss_smooth[i], lr=snap.lr[i])
+        if i < len(snap.nsp_loss):
+            row["nsp_loss"] = snap.nsp_loss[i]
+    for i, step in enumerate(snap.eval_steps):
+        row = rows.setdefault(step, {})
+        row.update(eval_loss=snap.eval_loss[i], eval_ppl=snap.eval_ppl[i], mlm_acc=snap.mlm_acc[i])
+        if i < len(snap.nsp_acc):
+            row["nsp_acc"] = snap.nsp_acc[i]
+    columns = ["step", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_loss", "eval_ppl", "mlm_acc",
+               "nsp_acc"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for step in sorted(rows):
+        writer.writerow({"step": step, **{k: f"{v:.6g}" for k, v in rows[step].items()}})
+    return out.getvalue()

@@ -1,0 +1,191 @@
+"""A pretraining run in a background thread, and the manager that allows one run at a time.
+
+`TrainingRun` owns a daemon thread, its own model and optimizer (inside the loop) and a
+metrics buffer behind a lock; the UI only calls `snapshot()` and the control methods.
+`RunManager` keeps the latest run (so a page reload reattaches) and refuses a second active
+run in this process, and — through a lock file in ``runs_dir`` — on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime
+from pathlib import Path
+
+from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.loop import RunControl, run_training
+from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot
+
+try:
+    import fcntl
+except ImportError:  # Windows: the in-process check still holds
+    fcntl = None
+
+LOCK_FILE = ".active-run.lock"
+
+
+def _new_run_id(runs_dir: Path, preset: str) -> str:
+    base = f"{datetime.now():%Y%m%d-%H%M%S}-{preset}"
+    run_id, n = base, 1
+    while (runs_dir / run_id).exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def validate_probe_text(text: str) -> str:
+    """The probe must hold at least one [MASK]; ValueError otherwise."""
+    text = (text or "").strip()
+    if "[MASK]" not in text:
+        raise ValueError("The probe sentence must contain at least one [MASK], e.g. 'Paris is the [MASK] of France.'")
+    return text
+
+
+class TrainingRun:
+    """One pretraining run on a daemon thread; every public method is safe to call from the UI thread."""
+
+    def __init__(self, cfg: TrainConfig, runs_dir: str | Path | None = None) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.runs_dir = Path(runs_dir or cfg.runs_dir)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.resume_from:
+            state = ckpt.read_state(cfg.resume_from)
+            self.run_id = str(state.get("run_id") or Path(cfg.resume_from).parent.name)
+            self.checkpoint_dir = Path(cfg.resume_from)
+            self._run_info = {"run_id": self.run_id, "started_at": state.get("started_at"),
+                              "elapsed_s": float(state.get("elapsed_s", 0.0))}
+        else:
+            self.run_id = _new_run_id(self.runs_dir, cfg.preset)
+            self.checkpoint_dir = self.runs_dir / self.run_id / ckpt.CHECKPOINT_DIRNAME
+            self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
+        self.control = RunControl()
+        self.metrics = MetricsBuffer(run_id=self.run_id, status="preparing", message="Starting…",
+                                     total_steps=cfg.steps, preset=cfg.preset, corpus=cfg.corpus,
+                                     probe_text=cfg.probe_text)
+        self._thread = threading.Thread(target=self._main, name=f"pretrain-{self.run_id}", daemon=True)
+        self._lock_fh = None
+
+    # lifecycle -------------------------------------------------------------------------
+    def start(self) -> TrainingRun:
+        self._thread.start()
+        return self
+
+    def _main(self) -> None:
+        try:
+            run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
+                         control=self.control, run_info=self._run_info)
+        finally:
+            self._release_lock()
+
+    def acquire_machine_lock(self) -> None:
+        """Hold an exclusive lock file in runs_dir while active; ValueError if another process has it."""
+        if fcntl is None:
+            return
+        fh = open(self.runs_dir / LOCK_FILE, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise ValueError("Another process on this machine is already running a pretraining run; "
+                             "wait for it to finish or stop it first.") from None
+        fh.seek(0), fh.truncate(), fh.write(f"{os.getpid()} {self.run_id}\n"), fh.flush()
+        self._lock_fh = fh
+
+    def _release_lock(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    # what the UI calls -----------------------------------------------------------------
+    def snapshot(self) -> RunSnapshot:
+        return self.metrics.snapshot()
+
+    @property
+    def status(self) -> str:
+        return self.metrics.get("status")
+
+    @property
+    def active(self) -> bool:
+        return self._thread.is_alive() or (not self._thread.ident and self.status in ACTIVE_STATUSES)
+
+    def pause(self) -> None:
+        if self.status == "running":
+            self.control.pause_event.set()
+
+    def resume(self) -> None:
+        self.control.pause_event.clear()
+
+    def stop(self) -> None:
+        if self.active:
+            self.metrics.update(status="stopping", message="Stopping after this step…")
+        self.control.stop_event.set()
+        self.control.pause_event.clear()
+
+    def set_probe_text(self, text: str) -> None:
+        self.metrics.update(probe_text=validate_probe_text(text))
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True when it has ended."""
+        if self._thread.ident:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class RunManager:
+    """Starts runs one at a time and remembers the latest one."""
+
+    def __init__(self, runs_dir: str | Path = "runs") -> None:
+        self.runs_dir = Path(runs_dir)
+        self._lock = threading.Lock()
+        self._current: TrainingRun | None = None
+
+    @property
+    def current(self) -> TrainingRun | None:
+        """The latest run, active or ended (None before the first)."""
+        return self._current
+
+    def start(self, cfg: TrainConfig) -> TrainingRun:
+        """Start a run in the background; ValueError if one is already active or the config is invalid."""
+        with self._lock:
+            if self._current is not None and self._current.active:
+                snap = self._current.snapshot()
+                raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
+                                 f"{snap.step}/{snap.total_steps}); stop it before starting another.")
+            run = TrainingRun(cfg, self.runs_dir)
+            run.acquire_machine_lock()
+            self._current = run
+            return run.start()
+
+    def pause(self) -> None:
+        if self._current is not None:
+            self._current.pause()
+
+    def resume(self) -> None:
+        if self._current is not None:
+            self._current.resume()
+
+    def stop(self) -> None:
+        if self._current is not None:
+            self._current.stop()
+
+    def list_checkpoints(self) -> list[tuple[str, Path]]:
+        return ckpt.list_checkpoints(self.runs_dir)
+
+
+_manager: RunManager | None = None
+_manager_lock = threading.Lock()
+
+
+def get_manager(runs_dir: str | Path = "runs") -> RunManager:
+    """The process-wide RunManager; `runs_dir` applies to the runs it starts from now on."""
+    global _manager
+    with _manager_lock:
+        if _manager is None:
+            _manager = RunManager(runs_dir)
+        elif Path(runs_dir) != _manager.runs_dir and not (_manager.current and _manager.current.active):
+            _manager.runs_dir = Path(runs_dir)
+        return _manager
