@@ -63,16 +63,14 @@ class LoadedModel:
     def describe(self) -> str:
         """One line for the page: which model, from where, and why."""
         cfg = self.model.config
-        shape = (
-            f"{getattr(cfg, 'num_hidden_layers', getattr(cfg, 'n_layers', '?'))} layers, "
-            f"{getattr(cfg, 'num_attention_heads', getattr(cfg, 'n_heads', '?'))} heads, "
-            f"hidden {getattr(cfg, 'hidden_size', getattr(cfg, 'dim', '?'))}"
-        )
-        text = f"**{self.name}** ({self.source}; {shape}; on {self.device.type})"
+        layers = getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", "?"))
+        heads = getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", "?"))
+        hidden = getattr(cfg, "hidden_size", getattr(cfg, "dim", "?"))
+        text = f"**{self.name}** ({self.source}) — {layers} layers · {heads} heads · hidden {hidden} · {self.device.type}"
         if not self.has_mlm_head:
-            text += " — no trained masked-LM head"
+            text += " · no trained masked-LM head"
         if self.note:
-            text += f". {self.note}"
+            text += f"  \n{self.note}"
         return text
 
 
@@ -166,7 +164,7 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
     if not name:
         raise ValueError("Enter a model name: a hub id such as bert-base-uncased, or a local folder.")
     if name == embedded.EMBEDDED_ENCODER_NAME:
-        note = "Embedded uncased WordPiece tokenizer + 6-layer BERT encoder (all-MiniLM-L6-v2)"
+        note = "uncased WordPiece tokenizer + 6-layer BERT encoder (all-MiniLM-L6-v2), installed with the app"
         return "embedded", str(embedded.encoder_dir()), False, note
     path = Path(name).expanduser()
     if path.exists():

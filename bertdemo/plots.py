@@ -146,7 +146,7 @@ def attention_overview(matrices: np.ndarray, selected: tuple[int, int] | None = 
         for head in range(n_heads):
             x = geo.left + head * (geo.cell + geo.gap)
             if layer == 0:
-                draw.text((x + geo.cell // 2 - 8, 4), f"H{head}", fill="black")
+                draw.text((x + geo.cell // 2 - 8, geo.top - 16), f"H{head}", fill="black")
             cell = _colorize(matrices[layer, head][np.ix_(idx, idx)])
             img.paste(Image.fromarray(cell, "RGB"), (x, y))
             if selected == (layer, head):

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     cfg = TrainConfig(**values, runs_dir=str(out.parent))
     cfg.validate()
+    dist = _dist_from_env()
+    if cfg.num_threads <= 0:  # headless: no UI to leave a core for; split the cores between ranks
+        cfg.num_threads = max(1, (os.cpu_count() or 1) // dist.world_size)
 
     import torch
     from tqdm.auto import tqdm
@@ -55,7 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     from bertdemo.pretrain.loop import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 
-    dist = _dist_from_env()
     if dist.world_size > 1:
         cuda = cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")

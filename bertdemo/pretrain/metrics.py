@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 STATUSES = ("preparing", "running", "paused", "stopping", "finished", "stopped", "failed")
 ACTIVE_STATUSES = ("preparing", "running", "paused", "stopping")
-EMA_BETA = 0.9
+EMA_BETA = 0.7  # per log interval (each already a mean over log_every steps)
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 
 

@@ -83,9 +83,10 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         info = gr.Markdown(elem_id="att-info")
         with gr.Row():
             heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap", scale=3)
+        gr.Markdown("**Every layer (rows) × head (columns)** — click a head to enlarge it above.")
         overview = gr.Image(
-            label="Every layer (rows) × head (columns) — click one to enlarge it",
-            type="pil", interactive=False, elem_id="att-overview", buttons=["download", "fullscreen"],
+            show_label=False, type="pil", interactive=False, elem_id="att-overview",
+            buttons=["download", "fullscreen"],
         )
         state = gr.State(None)
 

@@ -1,0 +1,205 @@
+"""End-to-end fixtures: a tiny masked-LM on disk, the real app launched as a subprocess, a browser.
+
+The app is started once per session with ``python app.py --offline --model <tiny dir>``
+and driven over HTTP (``gradio_client``) and through headless Chromium (Playwright).
+``launch_app`` is reusable by other e2e tests (e.g. the pretraining tab).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+STARTUP_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _read_log(log_path: Path, limit: int = 6000) -> str:
+    try:
+        return log_path.read_text(errors="replace")[-limit:]
+    except OSError:
+        return "<no log>"
+
+
+def launch_app(
+    args: list[str] | None = None,
+    timeout_s: float = STARTUP_TIMEOUT_S,
+    env: dict[str, str] | None = None,
+) -> tuple[str, subprocess.Popen]:
+    """Start ``python app.py --port <free> *args`` from the repo root; wait until it serves.
+
+    Returns ``(url, process)``; the process's combined output goes to a temp log file whose
+    path is ``process.log_path``. Fails (with the server log) if it dies or never answers.
+    Stop it with :func:`stop_app`.
+    """
+    port = free_port()
+    cmd = [sys.executable, "app.py", "--port", str(port), *(args or [])]
+    full_env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    full_env.update(env or {})
+    log_fd, log_name = tempfile.mkstemp(prefix="bertdemo-e2e-", suffix=".log")
+    log_path = Path(log_name)
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=log_fd, stderr=subprocess.STDOUT)
+    os.close(log_fd)
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"app.py exited with code {proc.returncode} before serving:\n{_read_log(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return url, proc
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            stop_app(proc)
+            pytest.fail(f"app.py did not answer on {url} within {timeout_s:.0f} s:\n{_read_log(log_path)}")
+        time.sleep(0.5)
+
+
+def stop_app(proc: subprocess.Popen) -> None:
+    """Terminate a process started by :func:`launch_app` (kill it if it lingers)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    log_path = getattr(proc, "log_path", None)
+    if log_path is not None:
+        Path(log_path).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory) -> str:
+    """A tiny randomly initialised BertForMaskedLM + the embedded uncased tokenizer, saved to disk."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from bertdemo import embedded
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    model = BertForMaskedLM(config)
+    out = tmp_path_factory.mktemp("tiny-mlm")
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir())).save_pretrained(out)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def app_server(tiny_mlm_dir):
+    """The real app (offline, tiny model as default): ``(url, process)`` for the whole session."""
+    url, proc = launch_app(["--offline", "--model", tiny_mlm_dir])
+    try:
+        yield url, proc
+    finally:
+        stop_app(proc)
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server) -> str:
+    """Base URL of the running app, e.g. ``http://127.0.0.1:PORT/``."""
+    return app_server[0]
+
+
+@pytest.fixture(scope="session")
+def app_log(app_server):
+    """A callable returning the tail of the running server's log (for failure messages)."""
+    proc = app_server[1]
+    return lambda: _read_log(Path(proc.log_path))
+
+
+# --- browser ---------------------------------------------------------------------------
+
+
+def chromium_path() -> str:
+    """The system Chromium, or skip (fail under CI) when it is missing."""
+    path = os.environ.get("BERTDEMO_CHROMIUM", DEFAULT_CHROMIUM)
+    if not Path(path).is_file():
+        reason = f"Chromium not found at {path} (set BERTDEMO_CHROMIUM to its path)"
+        if os.environ.get("CI"):
+            pytest.fail(reason + "; browser tests are required when CI is set")
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="session")
+def _browser():
+    executable = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - depends on the environment
+        if os.environ.get("CI"):
+            pytest.fail("playwright is not installed")
+        pytest.skip("playwright is not installed")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def browser_page(_browser, app_url):
+    """A fresh page (1280x1000) in the system Chromium; the app URL is at hand as ``app_url``."""
+    context = _browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def screenshot_dir() -> Path:
+    """Where screenshots go: $BERTDEMO_SCREENSHOTS, default tests/artifacts/ (gitignored)."""
+    folder = Path(os.environ.get("BERTDEMO_SCREENSHOTS") or REPO_ROOT / "tests" / "artifacts")
+    if not folder.is_absolute():
+        folder = REPO_ROOT / folder
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page PNG named ``name`` (``.png`` added if missing); returns its path."""
+    if not name.endswith(".png"):
+        name += ".png"
+    path = screenshot_dir() / name
+    page.screenshot(path=str(path), full_page=True)
+    return path

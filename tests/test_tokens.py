@@ -1,0 +1,60 @@
+"""Tokenizer inspection: the table, counts, notices and vocabulary lookups."""
+
+import pytest
+
+from bertdemo import tokens
+
+
+def test_table_matches_what_the_model_sees(tokenizer):
+    table = tokens.tokenize(tokenizer, "I love tokenization", "Second one.")
+    toks = [r.token for r in table.rows]
+    assert toks == ["[CLS]", "i", "love", "token", "##ization", "[SEP]", "second", "one", ".", "[SEP]"]
+    assert [r.id for r in table.rows][:3] == [101, 1045, 2293]
+    assert [r.segment for r in table.rows] == [0] * 6 + [1] * 4
+    assert all(r.attention_mask == 1 for r in table.rows)
+    piece = table.rows[4]
+    assert piece.is_continuation and piece.word_index == 2 and (piece.start, piece.end) == (12, 19)
+    assert table.rows[0].is_special and table.rows[0].word_index is None
+    assert table.rows[6].sentence == 1 and table.rows[6].word_index == 0
+    assert (table.n_tokens, table.n_words, table.n_split_words, table.n_unknown) == (10, 6, 1, 0)
+
+
+def test_unknown_and_control_characters(tokenizer):
+    table = tokens.tokenize(tokenizer, "ok \x07 😀 done")
+    assert [r.token for r in table.rows] == ["[CLS]", "ok", "[UNK]", "done", "[SEP]"]
+    assert table.n_unknown == 1 and any("[UNK]" in n for n in table.notices)
+
+
+def test_long_text_is_truncated_with_a_notice(tokenizer):
+    table = tokens.tokenize(tokenizer, "hello world " * 300, max_length=512)
+    assert table.truncated and table.n_tokens == 602 and len(table.rows) == 512
+    assert "at most 512" in table.notices[0]
+
+
+@pytest.mark.parametrize("text", ["", "   ", None])
+def test_empty_text_is_refused(tokenizer, text):
+    with pytest.raises(ValueError, match="Enter some text"):
+        tokens.tokenize(tokenizer, text)
+
+
+def test_oversized_paste_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="limit"):
+        tokens.tokenize(tokenizer, "a" * (tokens.MAX_CHARS + 1))
+
+
+def test_vocabulary_lookups(tokenizer):
+    assert tokens.lookup_token(tokenizer, "love") == 2293
+    assert tokens.lookup_token(tokenizer, "##ing") == 2075
+    assert tokens.lookup_id(tokenizer, 103) == "[MASK]"
+    assert tokens.lookup_id(tokenizer, "0") == "[PAD]"
+    with pytest.raises(ValueError, match="splits it into"):
+        tokens.lookup_token(tokenizer, "tokenization")
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tokens.lookup_id(tokenizer, 30522)
+    with pytest.raises(ValueError, match="whole number"):
+        tokens.lookup_id(tokenizer, "abc")
+
+
+def test_special_tokens_have_the_notebook_ids(tokenizer):
+    ids = {tok: i for _, tok, i in tokens.special_tokens(tokenizer)}
+    assert ids == {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
