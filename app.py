@@ -23,6 +23,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     parser.add_argument("--offline", action="store_true",
                         help="never contact the model hub; use local folders and the embedded model")
+    parser.add_argument("--runs-dir", default=os.environ.get("BERTDEMO_RUNS_DIR", "runs"),
+                        help="where pretraining runs write their checkpoints (default: ./runs)")
     return parser.parse_args(argv)
 
 
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     # Warm the default model in the background so the first request is quick; the page
     # shows loading progress if someone arrives before it is ready.
     threading.Thread(target=_preload, args=(store,), daemon=True).start()
-    demo = build_app(store)
+    demo = build_app(store, runs_dir=args.runs_dir)
     demo.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
     )

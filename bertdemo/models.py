@@ -99,7 +99,7 @@ class ModelStore:
         self.default = default
         self.device = resolve_device(device)
         self.size = size
-        self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
@@ -121,17 +121,18 @@ class ModelStore:
     def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel:
         """The loaded model for ``name`` (default when empty), loading it on first use."""
         name = (name or "").strip() or self.default
+        key = (name, _folder_version(name))
         with self._lock:
-            if name in self._cache:
-                self._cache.move_to_end(name)
-                return self._cache[name]
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
         with self._load_lock:  # one load at a time; cache hits above never wait for it
             with self._lock:
-                if name in self._cache:
-                    return self._cache[name]
+                if key in self._cache:
+                    return self._cache[key]
             loaded = load_model(name, self.device, progress=progress, default=self.default)
             with self._lock:
-                self._cache[name] = loaded
+                self._cache[key] = loaded
                 while len(self._cache) > self.size:
                     self._cache.popitem(last=False)
             return loaded
@@ -140,9 +141,19 @@ class ModelStore:
         """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached)."""
         name = (name or "").strip() or self.default
         with self._lock:
-            if name in self._cache:
-                return self._cache[name].tokenizer
+            for (cached_name, _), loaded in self._cache.items():
+                if cached_name == name:
+                    return loaded.tokenizer
         return _cached_tokenizer(name, self.default)
+
+
+def _folder_version(name: str) -> int:
+    """A stamp that changes when a local model folder is rewritten (a checkpoint saved again)."""
+    config = Path(name).expanduser() / "config.json"
+    try:
+        return config.stat().st_mtime_ns
+    except (OSError, ValueError):
+        return 0
 
 
 @lru_cache(maxsize=8)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from bertdemo.models import ModelStore
-from bertdemo.ui import attention_tab, fill_mask_tab, tokenizer_tab
+from bertdemo.pretrain import list_checkpoints
+from bertdemo.ui import attention_tab, fill_mask_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, progress_callback, refresh_choices, user_errors
 
 TITLE = "BERT Explorer"
@@ -16,8 +17,12 @@ CSS = """
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 
-def build_app(store: ModelStore) -> gr.Blocks:
-    """Build (but do not launch) the Blocks app serving every tab from one model store."""
+def build_app(store: ModelStore, runs_dir: str = "runs") -> gr.Blocks:
+    """Build (but do not launch) the Blocks app serving every tab from one model store.
+
+    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab.
+    """
+    store.set_extra_choices(lambda: [(f"{label} (checkpoint)", str(path)) for label, path in list_checkpoints(runs_dir)])
 
     @user_errors
     def load_selected(model: str, progress=gr.Progress()):
@@ -27,7 +32,7 @@ def build_app(store: ModelStore) -> gr.Blocks:
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(
             f"# {TITLE}\nSee BERT work: how it splits text into WordPiece tokens, which words it "
-            "predicts for a `[MASK]`, and where its attention heads look."
+            "predicts for a `[MASK]`, where its attention heads look — and train a small one yourself, live."
         )
         with gr.Row():
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
@@ -36,6 +41,7 @@ def build_app(store: ModelStore) -> gr.Blocks:
             tokenizer_tab.build(store, model_box)
             notice = fill_mask_tab.build(store, model_box)
             attention_tab.build(store, model_box)
+            pretrain_tab.build(store, model_box, runs_dir)
 
         model_box.change(load_selected, model_box, [status, notice], api_visibility="private")
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
