@@ -86,7 +86,10 @@ def _validate(loaded: LoadedModel, text: str, top_k: int) -> None:
 
 def _piece_text(tokenizer, token_id: int) -> str:
     """How a single vocabulary piece reads in running text ("##ing" -> "ing", "Ġcat" -> "cat")."""
-    return tokenizer.convert_tokens_to_string([tokenizer.convert_ids_to_tokens(token_id)]).strip()
+    token = tokenizer.convert_ids_to_tokens(token_id)
+    if token.startswith("##"):  # WordPiece continuation: convert_tokens_to_string keeps the marker
+        return token[2:]
+    return tokenizer.convert_tokens_to_string([token]).strip()
 
 
 def _word_pieces(tokenizer, word: str) -> list[str]:

@@ -36,13 +36,15 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         result = attention.compute(loaded, text, text_pair)
         layer, head = min(int(layer), result.num_layers - 1), min(int(head), result.num_heads - 1)
         heatmap, overview, info = _render(result, layer, head, mean, hide, renorm)
+        return heatmap, overview, info, result
+
+    def fit_sliders(result, layer, head):
+        """After a new result (browser only): slider ranges follow the model's layers and heads."""
+        if result is None:
+            return gr.skip(), gr.skip()
         return (
-            heatmap,
-            overview,
-            info,
-            gr.update(maximum=result.num_layers - 1, value=layer),
-            gr.update(maximum=result.num_heads - 1, value=head),
-            result,
+            gr.update(maximum=result.num_layers - 1, value=min(int(layer), result.num_layers - 1)),
+            gr.update(maximum=result.num_heads - 1, value=min(int(head), result.num_heads - 1)),
         )
 
     @user_errors
@@ -70,8 +72,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             text = gr.Textbox(label="Sentence A", value=EXAMPLE, lines=2, elem_id="att-text")
             text_pair = gr.Textbox(label="Sentence B (optional)", lines=2)
         with gr.Row():
-            layer = gr.Slider(0, 11, value=0, step=1, label="Layer")
-            head = gr.Slider(0, 11, value=0, step=1, label="Head")
+            layer = gr.Slider(0, 23, value=0, step=1, label="Layer")  # ranges fitted to each model
+            head = gr.Slider(0, 15, value=0, step=1, label="Head")
             with gr.Column(min_width=200):
                 mean = gr.Checkbox(label="Mean over heads", value=False)
                 hide = gr.Checkbox(label="Hide [CLS]/[SEP]", value=False)
@@ -91,16 +93,13 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         state = gr.State(None)
 
     controls = [layer, head, mean, hide, renorm]
-    button.click(
-        run_attention,
-        [text, text_pair, model_box, *controls],
-        [heatmap, overview, info, layer, head, state],
-        api_name="attention",
-    )
-    text.submit(
-        run_attention, [text, text_pair, model_box, *controls], [heatmap, overview, info, layer, head, state],
-        api_visibility="private",
-    )
+    # The API endpoint returns plain figures; the slider ranges are fitted in a browser-only
+    # follow-up, so an API caller's session never has a lowered maximum.
+    outputs = [heatmap, overview, info, state]
+    for event, api in ((button.click, {"api_name": "attention"}), (text.submit, {"api_visibility": "private"})):
+        event(run_attention, [text, text_pair, model_box, *controls], outputs, **api).then(
+            fit_sliders, [state, layer, head], [layer, head], api_visibility="private"
+        )
     gr.on(
         [c.change for c in controls],
         redraw,

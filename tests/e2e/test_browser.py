@@ -1,0 +1,182 @@
+"""End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
+
+Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
+each (tokenizer.png, fill_mask.png, attention.png) into $BERTDEMO_SCREENSHOTS
+(default tests/artifacts/). Regenerate the README screenshots with:
+
+    BERTDEMO_SCREENSHOTS=docs/screenshots python -m pytest tests/e2e/test_browser.py
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from bertdemo.plots import OverviewGeometry  # noqa: E402
+
+from .conftest import screenshot  # noqa: E402
+
+RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
+EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
+
+
+def open_app(page: Page, url: str) -> None:
+    """Load the page and wait until the default model is reported in use."""
+    page.goto(url)
+    expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
+
+
+def open_tab(page: Page, name: str) -> None:
+    page.get_by_role("tab", name=name, exact=True).click()
+
+
+def wait_idle(page: Page) -> None:
+    """Wait until no component shows a pending/processing status (e.g. before a screenshot)."""
+    busy = page.locator("[data-testid='status-tracker']:not(.hide)").filter(has_text="processing")
+    expect(busy).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(300)  # let plotly finish drawing
+
+
+def plot_title(page: Page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id} .js-plotly-plot").evaluate(
+        "p => (p.layout.title && (p.layout.title.text ?? p.layout.title)) || ''"
+    )
+
+
+def slider(page: Page, label: str):
+    return page.get_by_label(f"range slider for {label}", exact=True)
+
+
+def test_tokenizer_tab(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    page.locator("#tok-text textarea").fill("I love tokenization! Unbelievably, BERT splits words.")
+    page.locator("#tok-pair textarea").fill("Sentence B gets segment id 1.")
+    page.click("#tok-run")
+
+    chips = page.locator("#tok-chips .token-chip")
+    expect(chips.first).to_have_text("[CLS]", timeout=RUN_TIMEOUT_MS)
+    texts = chips.all_inner_texts()
+    assert texts[0] == "[CLS]" and texts.count("[SEP]") == 2, texts
+    assert "love" in texts and "##ization" in texts, texts
+    assert any(t.startswith("##") for t in texts)
+    assert chips.nth(texts.index("love")).get_attribute("data-id") == "2293"
+    # A chip's tooltip tells its id, position and segment; sentence B chips are segment 1.
+    assert "segment 1" in chips.nth(len(texts) - 2).get_attribute("title")
+
+    stats = page.locator("#tok-stats")
+    expect(stats).to_contain_text(f"{len(texts)} tokens")
+    expect(stats).to_contain_text("words split into pieces")
+    expect(stats).to_contain_text("0 unknown")
+
+    # The token dataframe: the block holding the header row with an "attention mask" column.
+    table = page.locator("div.block").filter(has=page.locator("table", has_text="attention mask")).last
+    expect(table).to_contain_text("2293")
+    cells = table.inner_text()
+    for value in ("[CLS]", "101", "##ization", "3989", "[SEP]", "102"):
+        assert value in cells, f"{value} not in the token table"
+    wait_idle(page)
+    screenshot(page, "tokenizer")
+
+
+def test_fill_mask_tab(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Fill-Mask")
+    page.locator("#fm-text textarea").fill("Nice to [MASK] you.")
+    top_k = int(slider(page, "Top-k").input_value())
+    assert top_k >= 1
+    page.click("#fm-run")
+
+    plot = page.locator("#fm-plot .js-plotly-plot")
+    expect(plot).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    bars = page.locator("#fm-plot .bars path")
+    expect(bars.first).to_be_visible()
+    assert max(bars.count(), page.locator("#fm-plot g.point").count()) >= top_k
+    filled = page.locator("#fm-filled")
+    expect(filled).to_contain_text("Filled with the top choices")
+    expect(filled).to_contain_text(re.compile(r"Nice to \S+ you\."))
+    expect(page.locator("#fm-notice")).not_to_contain_text("no trained masked-LM head")
+    wait_idle(page)
+    screenshot(page, "fill_mask")
+
+
+def test_fill_mask_empty_text_shows_error_toast(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Fill-Mask")
+    page.locator("#fm-text textarea").fill("")
+    page.click("#fm-run")
+    toast = page.locator(".toast-body").filter(has_text="Enter a sentence with [MASK]")
+    expect(toast).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(toast).to_contain_text("Error")
+    # The page still works after the error.
+    page.locator("#fm-text textarea").fill("Hello [MASK].")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=RUN_TIMEOUT_MS)
+
+
+def test_fill_mask_embedded_model_shows_persistent_notice(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    page.locator("#model-box input").click()
+    page.get_by_role("option", name=EMBEDDED_LABEL).click()
+    notice = page.locator("#fm-notice")
+    expect(page.locator("#model-status")).to_contain_text("minilm", timeout=RUN_TIMEOUT_MS)
+    open_tab(page, "Fill-Mask")
+    expect(notice).to_contain_text("no trained masked-LM head", timeout=RUN_TIMEOUT_MS)
+    expect(notice).to_be_visible()
+    # Trying anyway gives the error toast, and the notice stays.
+    page.locator("#fm-text textarea").fill("Nice to [MASK] you.")
+    page.click("#fm-run")
+    expect(page.locator(".toast-body").filter(has_text="no trained masked-LM head")).to_be_visible(
+        timeout=RUN_TIMEOUT_MS
+    )
+    expect(notice).to_contain_text("no trained masked-LM head")
+
+
+def _click_overview_cell(page: Page, layer: int, head: int, geo: OverviewGeometry) -> None:
+    """Click the centre of one overview cell, mapping image pixels to the displayed image."""
+    img = page.locator("#att-overview img").first
+    natural_w, natural_h = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    assert (natural_w, natural_h) == geo.size
+    box = img.bounding_box()
+    # object-fit keeps the aspect ratio: the picture may be scaled and centred in its box.
+    scale = min(box["width"] / natural_w, box["height"] / natural_h)
+    off_x = (box["width"] - natural_w * scale) / 2
+    off_y = (box["height"] - natural_h * scale) / 2
+    x = geo.left + head * (geo.cell + geo.gap) + geo.cell / 2
+    y = geo.top + layer * (geo.cell + geo.gap) + geo.cell / 2
+    assert geo.cell_at(int(x), int(y)) == (layer, head)
+    img.click(position={"x": off_x + x * scale, "y": off_y + y * scale})
+
+
+def test_attention_tab(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Attention")
+    page.locator("#att-text textarea").fill("The animal didn't cross the street because it was too tired.")
+    page.click("#att-run")
+
+    heatmap = page.locator("#att-heatmap .js-plotly-plot")
+    expect(heatmap).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    trace = heatmap.evaluate("p => ({type: p.data[0].type, n: p.data[0].x.length})")
+    assert trace["type"] == "heatmap" and trace["n"] > 10, trace
+    expect(page.locator("#att-overview img")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-info")).to_contain_text("2 layers × 2 heads")
+    expect(slider(page, "Layer")).to_have_value("0")
+    expect(slider(page, "Head")).to_have_value("0")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 0, head 0")
+
+    _click_overview_cell(page, 1, 1, OverviewGeometry(n_layers=2, n_heads=2))
+    expect(slider(page, "Layer")).to_have_value("1", timeout=RUN_TIMEOUT_MS)
+    expect(slider(page, "Head")).to_have_value("1")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 1, head 1", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    assert plot_title(page, "att-heatmap") == "Layer 1, head 1"
+    screenshot(page, "attention")

@@ -1,0 +1,159 @@
+"""A real (tiny) pretraining run on CPU: loss falls, run control, checkpoints, resume, NSP."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+from bertdemo.embedded import tokenizer_dir, wiki_summaries
+from bertdemo.pretrain import RunManager, TrainConfig, list_checkpoints, param_count
+from bertdemo.pretrain.checkpoint import write_checkpoint
+from bertdemo.pretrain.engine import build_model, predict_masks
+from bertdemo.pretrain.loop import run_training
+from bertdemo.pretrain.metrics import MetricsBuffer
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "wiki300.jsonl"
+    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:300]), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
+    base = dict(preset="custom", layers=2, hidden=32, heads=2, ffn=64, corpus=corpus, seq_len=32, batch_size=16,
+                steps=40, lr=3e-3, warmup_steps=5, log_every=5, eval_every=20, eval_batches=4,
+                checkpoint_every=0, cache_dir=cache_dir, runs_dir=str(runs_dir), device="cpu", num_threads=1,
+                probe_text="The capital of France is [MASK].")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def wait_for(predicate, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def test_presets_and_param_count() -> None:
+    assert 4_300_000 < param_count(TrainConfig(preset="bert-tiny")) < 4_500_000
+    assert param_count(TrainConfig(preset="bert-mini")) > param_count(TrainConfig(preset="bert-tiny"))
+    with pytest.raises(ValueError, match="divisible"):
+        TrainConfig(preset="custom", hidden=30, heads=4).validate()
+
+
+def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cache_dir) -> None:
+    cfg = tiny_cfg(corpus, cache_dir, tmp_path, steps=150, eval_every=50)
+    metrics = MetricsBuffer()
+    out = tmp_path / "ck"
+    assert run_training(cfg, metrics=metrics, checkpoint_dir=out) == "finished"
+    snap = metrics.snapshot()
+    assert snap.eval_steps == [0, 50, 100, 150]
+    assert snap.eval_loss[-1] < snap.eval_loss[0] - 2.0, snap.eval_loss
+    assert snap.train_loss[-1] < snap.train_loss[0] - 2.0
+    assert len(snap.probe) == 4 and len(snap.probe[-1][1]) == 1 and len(snap.probe[-1][1][0]) == 5
+    assert snap.tokens_per_s > 0 and snap.step == 150 and snap.last_checkpoint == str(out)
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert {"step", "train_loss", "eval_loss"} <= set(rows[0]) and rows[-1]["step"] == "150"
+    # the saved model is the one that made the last probe prediction
+    model = AutoModelForMaskedLM.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    again = predict_masks(model, tokenizer, cfg.probe_text, torch.device("cpu"))
+    assert [t for t, _ in again[0]] == [t for t, _ in snap.probe[-1][1][0]]
+    assert again[0][0][1] == pytest.approx(snap.probe[-1][1][0][0][1], abs=1e-4)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
+
+
+def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    cfg = TrainConfig(preset="custom", layers=2, hidden=32, heads=2, ffn=64)
+    model = build_model(cfg, tokenizer).eval()
+    target = tmp_path / "checkpoint"
+    for _ in range(2):  # the second write replaces the first atomically
+        write_checkpoint(target, model, tokenizer, cfg.to_dict(), {"step": 1}, "step,train_loss,eval_loss\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+    reloaded = AutoModelForMaskedLM.from_pretrained(target).eval()
+    enc = tokenizer("Paris is the [MASK] of France.", return_tensors="pt")
+    with torch.inference_mode():
+        assert torch.equal(model(**enc).logits, reloaded(**enc).logits)
+
+
+def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache_dir) -> None:
+    manager = RunManager(tmp_path)
+    run = manager.start(tiny_cfg(corpus, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
+    try:
+        assert manager.current is run
+        with pytest.raises(ValueError, match="already"):
+            manager.start(tiny_cfg(corpus, cache_dir, tmp_path))
+        with pytest.raises(ValueError, match="another process|already"):
+            RunManager(tmp_path).start(tiny_cfg(corpus, cache_dir, tmp_path))  # the machine-wide lock
+        with pytest.raises(ValueError, match=r"\[MASK\]"):
+            run.set_probe_text("no mask here")
+        run.set_probe_text("Rome is the [MASK] of [MASK].")
+        wait_for(lambda: run.snapshot().step >= 3)
+        manager.pause()
+        wait_for(lambda: run.snapshot().status == "paused")
+        paused_at = run.snapshot().step
+        time.sleep(0.3)
+        assert run.snapshot().step == paused_at
+        manager.resume()
+        wait_for(lambda: run.snapshot().step > paused_at + 2)
+        assert run.snapshot().status == "running"
+    finally:
+        manager.stop()
+        assert run.join(60)
+    snap = run.snapshot()
+    assert snap.status == "stopped" and snap.probe_text == "Rome is the [MASK] of [MASK]."
+    assert (tmp_path / snap.run_id / "checkpoint" / "model.safetensors").is_file()
+    [(label, path)] = list_checkpoints(tmp_path)
+    assert label.startswith("run ") and f"step {snap.step}" in label and "custom" in label
+    AutoModelForMaskedLM.from_pretrained(path)
+    # after the stop a new run may start; resuming continues the step count and history
+    resumed = manager.start(tiny_cfg(corpus, cache_dir, tmp_path, steps=snap.step + 10, resume_from=str(path)))
+    assert resumed.join(60)
+    after = resumed.snapshot()
+    assert after.status == "finished", after.message
+    assert after.run_id == snap.run_id and after.step == snap.step + 10
+    assert after.steps[: len(snap.steps)] == snap.steps and after.steps[-1] == snap.step + 10
+    state = json.loads((path / "trainer_state.json").read_text())
+    assert state["step"] == snap.step + 10 and (path / "optimizer.pt").is_file()
+
+
+def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, corpus, cache_dir) -> None:
+    cfg = tiny_cfg(corpus, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
+    metrics = MetricsBuffer()
+    assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
+    snap = metrics.snapshot()
+    assert len(snap.nsp_loss) == 4 and len(snap.nsp_acc) == 3 and 0.0 <= snap.nsp_acc[-1] <= 1.0
+    assert json.loads((tmp_path / "ck" / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+    mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "ck")
+    from transformers import BertForPreTraining
+
+    full = BertForPreTraining.from_pretrained(tmp_path / "ck")
+    assert torch.equal(mlm.cls.predictions.transform.dense.weight, full.cls.predictions.transform.dense.weight)
+    assert torch.equal(mlm.bert.encoder.layer[1].output.dense.weight, full.bert.encoder.layer[1].output.dense.weight)
+
+
+def test_failed_run_reports_error(tmp_path, cache_dir) -> None:
+    metrics = MetricsBuffer()
+    cfg = tiny_cfg(str(tmp_path / "nope.txt"), cache_dir, tmp_path)
+    status = []
+    import threading
+
+    t = threading.Thread(target=lambda: status.append(run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "c")))
+    t.start(), t.join(30)
+    assert status == ["failed"]
+    snap = metrics.snapshot()
+    assert snap.status == "failed" and "Unknown corpus" in snap.message
