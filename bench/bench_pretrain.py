@@ -26,7 +26,7 @@ from transformers import AutoTokenizer  # noqa: E402
 from bertdemo.embedded import tokenizer_dir  # noqa: E402
 from bertdemo.pretrain.blocks import prepare_blocks  # noqa: E402
 from bertdemo.pretrain.config import TrainConfig, bert_config  # noqa: E402
-from bertdemo.pretrain.engine import resolve_device  # noqa: E402
+from bertdemo.pretrain.engine import resolve_device, use_bf16  # noqa: E402
 from bertdemo.pretrain.loop import run_training  # noqa: E402
 from bertdemo.pretrain.metrics import MetricsBuffer  # noqa: E402
 
@@ -46,7 +46,7 @@ def bench_ours(cfg: TrainConfig, out_dir: Path) -> float:
     return median_tokens_per_s(stamps, cfg.batch_size * cfg.seq_len, skip=3)
 
 
-def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device) -> float:
+def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device, ref_bf16: bool) -> float:
     from transformers import (BertForMaskedLM, DataCollatorForLanguageModeling, Trainer, TrainerCallback,
                               TrainingArguments)
 
@@ -70,8 +70,8 @@ def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device) -> fl
         output_dir=str(out_dir / "reference"), per_device_train_batch_size=cfg.batch_size, max_steps=cfg.steps,
         learning_rate=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.grad_clip, lr_scheduler_type="linear", logging_steps=10, save_strategy="no",
-        report_to=[], dataloader_num_workers=0, bf16=device.type == "cuda", use_cpu=device.type == "cpu",
-        disable_tqdm=True, seed=cfg.seed,
+        report_to=[], dataloader_num_workers=0, use_cpu=device.type == "cpu",
+        disable_tqdm=True, seed=cfg.seed, bf16=ref_bf16 or device.type == "cuda",
     )
     Trainer(model=model, args=args, train_dataset=train, data_collator=collator, callbacks=[Stamp()]).train()
     return median_tokens_per_s(stamps, cfg.batch_size * cfg.seq_len, skip=3)
@@ -88,18 +88,24 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads for both")
     parser.add_argument("--compile", action="store_true", help="torch.compile our loop (CUDA)")
     parser.add_argument("--cache-dir", default="")
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"], help="our loop")
+    parser.add_argument("--ref-bf16", action="store_true", help="also give the reference bf16 autocast on CPU")
     args = parser.parse_args()
     device = resolve_device(args.device)
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(preset=args.preset, corpus=args.corpus, seq_len=args.seq_len, batch_size=args.batch_size,
                       steps=args.steps, warmup_steps=5, eval_every=10**9, eval_batches=1, checkpoint_every=0,
-                      device=str(device), num_threads=args.threads, compile=args.compile, cache_dir=args.cache_dir)
+                      device=str(device), num_threads=args.threads, compile=args.compile, cache_dir=args.cache_dir,
+                      precision=args.precision)
+    ours_bf16 = use_bf16(device, cfg.precision)
+    ref_bf16 = args.ref_bf16 or device.type == "cuda"
     print(f"device={device} threads={args.threads} torch={torch.__version__} preset={cfg.preset} "
-          f"seq_len={cfg.seq_len} batch={cfg.batch_size} steps={cfg.steps}", flush=True)
+          f"seq_len={cfg.seq_len} batch={cfg.batch_size} steps={cfg.steps} "
+          f"ours={'bf16' if ours_bf16 else 'fp32'} reference={'bf16' if ref_bf16 else 'fp32'}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         ours = bench_ours(cfg, Path(tmp))
         print(f"ours:      {ours:12,.0f} tokens/s", flush=True)
-        ref = bench_reference(cfg, Path(tmp), device)
+        ref = bench_reference(cfg, Path(tmp), device, ref_bf16)
         print(f"reference: {ref:12,.0f} tokens/s  (HF Trainer + DataCollatorForLanguageModeling + BertForMaskedLM)")
     print(f"ratio:     {ours / ref:12.2f}x")
 

@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.embedded import tokenizer_dir, wiki_summaries
-from bertdemo.pretrain import RunManager, TrainConfig, list_checkpoints, param_count
+from bertdemo.pretrain import RunManager, TrainConfig, list_checkpoints, param_count, resume_config
 from bertdemo.pretrain.checkpoint import write_checkpoint
 from bertdemo.pretrain.engine import build_model, predict_masks
 from bertdemo.pretrain.loop import run_training
@@ -121,7 +121,9 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     assert label.startswith("run ") and f"step {snap.step}" in label and "custom" in label
     AutoModelForMaskedLM.from_pretrained(path)
     # after the stop a new run may start; resuming continues the step count and history
-    resumed = manager.start(tiny_cfg(corpus, cache_dir, tmp_path, steps=snap.step + 10, resume_from=str(path)))
+    cfg = resume_config(path, steps=snap.step + 10)
+    assert cfg.resume_from == str(path) and cfg.hidden == 32 and cfg.corpus == corpus
+    resumed = manager.start(cfg)
     assert resumed.join(60)
     after = resumed.snapshot()
     assert after.status == "finished", after.message

@@ -4,6 +4,7 @@ Runs the same loop as the app with a progress bar and writes the final checkpoin
 (loadable with ``AutoModelForMaskedLM.from_pretrained(DIR)``) with ``metrics.csv``. Under
 ``torchrun --nproc_per_node=N`` it trains data-parallel (DDP; gloo on CPU, nccl on CUDA):
 each rank trains on its own shard with its own generator seed, rank 0 logs and saves.
+Ctrl-C stops after the current step and still writes the checkpoint.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from bertdemo.pretrain.loop import run_training
+    from bertdemo.pretrain.loop import RunControl, run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 
     if dist.world_size > 1:
@@ -80,10 +82,19 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix(post, refresh=False)
         bar.refresh()
 
+    control = RunControl()
+
+    def on_sigint(signum, frame) -> None:  # first Ctrl-C: stop after this step and save; second: abort
+        if control.stop_event.is_set():
+            raise KeyboardInterrupt
+        control.stop_event.set()
+
+    previous_handler = signal.signal(signal.SIGINT, on_sigint)
     try:
         status = run_training(cfg, metrics=metrics, checkpoint_dir=out, dist=dist, on_step=on_step,
-                              run_info={"run_id": out.name})
+                              control=control, run_info={"run_id": out.name})
     finally:
+        signal.signal(signal.SIGINT, previous_handler)
         if bar is not None:
             bar.close()
         if dist.world_size > 1 and torch.distributed.is_initialized():

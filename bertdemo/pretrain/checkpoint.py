@@ -5,7 +5,7 @@ A checkpoint folder holds the model (``save_pretrained``, safetensors), the toke
 run identity, metric history) — everything needed to load it with
 ``AutoModelForMaskedLM.from_pretrained`` or to resume training. It is written into a temp
 folder beside the target and then renamed into place, so no half-written checkpoint is ever
-visible; a crash in the middle leaves the previous checkpoint (recovered on the next look).
+visible; a crash in the middle leaves the previous checkpoint (recovered by the next write).
 """
 
 from __future__ import annotations
@@ -111,8 +111,7 @@ def list_checkpoints(runs_dir: str | Path) -> list[tuple[str, Path]]:
         ck = run_dir / CHECKPOINT_DIRNAME
         if not run_dir.is_dir() or run_dir.name.startswith("."):
             continue
-        recover(ck)
-        if not (ck / "config.json").is_file():
+        if not (ck / "config.json").is_file():  # (mid-swap for a microsecond, or no checkpoint yet)
             continue
         try:
             state = read_state(ck)

@@ -56,7 +56,7 @@ class TrainConfig:
     nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
     # logging / evaluation / checkpoints
     log_every: int = 10  # steps between host syncs that record train loss
-    eval_every: int = 100  # steps between held-out evaluations (and probe predictions)
+    eval_every: int = 50  # steps between held-out evaluations (and probe predictions)
     eval_batches: int = 8  # held-out batches per evaluation
     checkpoint_every: int = 500  # steps between checkpoints (also written at stop/finish); 0 = only then
     probe_text: str = "The capital of France is [MASK]."  # one or more [MASK]
@@ -64,7 +64,8 @@ class TrainConfig:
     seed: int = 1337
     device: str = "auto"  # "auto" (cuda > mps > cpu) | "cpu" | "cuda" | "cuda:1" | "mps"
     num_threads: int = 0  # CPU threads; 0 = cpu_count - 1 (leave the UI a core)
-    compile: bool = False  # torch.compile the encoder (CUDA only)
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); "bf16"; "fp32"
+    compile: bool = False  # torch.compile the objective (CUDA only)
     runs_dir: str = "runs"  # each run writes runs_dir/<run_id>/checkpoint/
     resume_from: str = ""  # checkpoint folder to continue (model, optimizer, step, metrics)
 
@@ -99,6 +100,8 @@ class TrainConfig:
             raise ValueError("lr must be positive.")
         if "[MASK]" not in self.probe_text:
             raise ValueError("The probe sentence must contain at least one [MASK].")
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}.")
         if self.log_every < 1 or self.eval_every < 1 or self.eval_batches < 1:
             raise ValueError("log_every, eval_every and eval_batches must be at least 1.")
 

@@ -25,7 +25,8 @@ from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.blocks import prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
 from bertdemo.pretrain.engine import (BatchMaker, PretrainObjective, autocast, build_model, cpu_threads, evaluate,
-                                      load_model, lr_at, make_optimizer, predict_masks, resolve_device)
+                                      load_model, lr_at, make_optimizer, predict_masks, resolve_device,
+                                      use_bf16)
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
 
 
@@ -90,14 +91,15 @@ def run_training(
         if dist.is_main:
             _barrier(dist)
         start_step = 0
-        torch.manual_seed(cfg.seed)
         if cfg.resume_from:
             state = ckpt.read_state(cfg.resume_from)
             start_step = int(state.get("step", 0))
             restore_history(metrics, state.get("history", {}))
             model = load_model(cfg.resume_from, cfg.nsp)
         else:
-            model = build_model(cfg, tokenizer)
+            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
+                torch.manual_seed(cfg.seed)
+                model = build_model(cfg, tokenizer)
         run_info.setdefault("started_at", state.get("started_at", datetime.now().isoformat(timespec="seconds")))
         n_params = param_count(model)
         metrics.update(param_count=n_params, step=start_step, total_steps=cfg.steps)
@@ -106,17 +108,18 @@ def run_training(
         if cfg.resume_from:
             ckpt.load_optimizer_state(cfg.resume_from, optimizer)
         forward = objective
-        if cfg.compile and device.type == "cuda":
-            forward = torch.compile(objective)
         if dist.world_size > 1:
             ids = [device.index] if device.type == "cuda" else None
-            forward = torch.nn.parallel.DistributedDataParallel(forward, device_ids=ids)
+            forward = torch.nn.parallel.DistributedDataParallel(objective, device_ids=ids)
+        if cfg.compile and device.type == "cuda":
+            forward = torch.compile(forward)
         train = torch.from_numpy(blocks.train[dist.rank :: dist.world_size].astype(np.int64)).to(device)  # (N, T)
         heldout = torch.from_numpy(blocks.heldout.astype(np.int64)).to(device)  # (N_eval, T)
         if len(train) < cfg.batch_size:
             raise ValueError(f"The corpus has only {len(train)} training blocks per process; "
                              f"lower the batch size below that or use more text.")
         make_batch = BatchMaker(cfg, tokenizer, device)
+        bf16 = use_bf16(device, cfg.precision)
         generator = torch.Generator(device=device)
         generator.manual_seed(cfg.seed + 7919 * dist.rank + start_step)
         params = [p for p in model.parameters() if p.requires_grad]
@@ -138,7 +141,7 @@ def run_training(
         def run_eval(step: int) -> None:
             if not dist.is_main:
                 return
-            result = evaluate(objective, heldout, make_batch, cfg, device)
+            result = evaluate(objective, heldout, make_batch, cfg, device, bf16)
             metrics.log_eval(step, result["loss"], result["acc"], result.get("nsp_loss"), result.get("nsp_acc"))
             text = metrics.get("probe_text") or cfg.probe_text
             try:
@@ -146,7 +149,9 @@ def run_training(
             except ValueError:
                 pass  # probe text was validated on input; never fail a run over it
 
-        metrics.update(status="running", message=f"Training on {blocks.corpus_label} ({len(train):,} blocks).")
+        precision = "bf16 autocast" if bf16 else "fp32"
+        metrics.update(status="running", message=f"Training on {blocks.corpus_label} ({len(train):,} blocks, "
+                                                 f"{precision}).")
         if start_step == 0 and dist.is_main:
             run_eval(0)
         tokens_per_step = cfg.batch_size * cfg.seq_len * dist.world_size
@@ -177,7 +182,7 @@ def run_training(
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            with autocast(device):
+            with autocast(device, bf16):
                 out = forward(**batch)
             out["loss"].backward()
             if cfg.grad_clip > 0:

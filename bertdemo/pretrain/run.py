@@ -43,6 +43,14 @@ def validate_probe_text(text: str) -> str:
     return text
 
 
+def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
+    """The TrainConfig a checkpoint was trained with, set to resume from it (e.g. overrides: steps=4000)."""
+    path = Path(checkpoint)
+    ckpt.read_state(path)  # ValueError if this is not a training checkpoint
+    cfg = TrainConfig.from_json(path / ckpt.CONFIG_FILE)
+    return TrainConfig.from_dict({**cfg.to_dict(), **overrides, "resume_from": str(path)})
+
+
 class TrainingRun:
     """One pretraining run on a daemon thread; every public method is safe to call from the UI thread."""
 
