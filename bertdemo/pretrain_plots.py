@@ -73,8 +73,6 @@ def training_curves(snap: RunSnapshot | None) -> go.Figure:
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_yaxes(tickformat=".0%", range=[0, 1], row=2, col=1)
     fig.update_xaxes(title_text="step", row=2)
-    if snap is not None and snap.total_steps:  # the x axis shows how far the run has come
-        fig.update_xaxes(range=[0, snap.total_steps])
     fig.update_layout(height=620, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", y=-0.12), uirevision="keep-zoom")
     return fig

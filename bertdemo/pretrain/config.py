@@ -35,6 +35,9 @@ class TrainConfig:
     hidden: int = 128  # custom only: hidden_size (H)
     heads: int = 2  # custom only: num_attention_heads (must divide hidden)
     ffn: int = 512  # custom only: intermediate_size
+    init_from: str = ""  # model folder to warm-start from (shape from its config; MLM head added if absent)
+    train_layers: int = -1  # -1 = train everything; k >= 0 = only the top k encoder layers + MLM head
+    freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     # data
     corpus: str = "wiki"  # "wiki" (embedded, offline) | "tinystories" (hub) | path to .txt/.jsonl
     seq_len: int = 128  # tokens per packed block (T), 16..512
@@ -70,7 +73,10 @@ class TrainConfig:
     resume_from: str = ""  # checkpoint folder to continue (model, optimizer, step, metrics)
 
     def model_shape(self) -> tuple[int, int, int, int]:
-        """(layers, hidden, heads, ffn) of the preset, or of the custom fields."""
+        """(layers, hidden, heads, ffn) of the preset, or of the custom fields (or of `init_from`'s config)."""
+        if self.init_from:
+            cfg = BertConfig.from_pretrained(self.init_from)
+            return (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size)
         if self.preset == CUSTOM:
             return (self.layers, self.hidden, self.heads, self.ffn)
         if self.preset not in PRESETS:
@@ -79,7 +85,11 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for settings that cannot train."""
+        if self.init_from and not (Path(self.init_from) / "config.json").is_file():
+            raise ValueError(f"init_from {self.init_from!r} is not a model folder (no config.json).")
         layers, hidden, heads, ffn = self.model_shape()
+        if self.train_layers < -1 or self.train_layers > layers:
+            raise ValueError(f"train_layers must be -1 (all) or between 0 and {layers}, got {self.train_layers}.")
         if min(layers, hidden, heads, ffn) < 1:
             raise ValueError("layers, hidden, heads and ffn must all be positive.")
         if hidden % heads:

@@ -24,8 +24,8 @@ from bertdemo.embedded import tokenizer_dir
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.blocks import prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
-from bertdemo.pretrain.engine import (BatchMaker, PretrainObjective, autocast, build_model, cpu_threads, evaluate,
-                                      load_model, lr_at, make_optimizer, predict_masks, resolve_device,
+from bertdemo.pretrain.engine import (BatchMaker, PretrainObjective, apply_freeze, autocast, build_model, cpu_threads,
+                                      evaluate, load_model, lr_at, make_optimizer, predict_masks, resolve_device,
                                       use_bf16)
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
 
@@ -96,6 +96,7 @@ def run_training(
             start_step = int(state.get("step", 0))
             restore_history(metrics, state.get("history", {}))
             model = load_model(cfg.resume_from, cfg.nsp)
+            apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
         else:
             with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
                 torch.manual_seed(cfg.seed)

@@ -19,6 +19,7 @@ from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_ch
 from bertdemo.ui.common import user_errors
 
 POLL_SECONDS = 1.0
+D = TrainConfig()  # the form starts at the engine's defaults
 CORPORA = [
     ("Wikipedia summaries (embedded, offline)", "wiki"),
     ("TinyStories (needs the dataset hub)", "tinystories"),
@@ -111,29 +112,29 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         )
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
-                preset = gr.Dropdown([*PRESETS, CUSTOM], value="bert-tiny", label="Model size")
+                preset = gr.Dropdown([*PRESETS, CUSTOM], value=D.preset, label="Model size")
                 with gr.Row(visible=False) as custom_row:
-                    layers = gr.Number(2, label="layers", precision=0, minimum=1, maximum=24)
-                    hidden = gr.Number(128, label="hidden", precision=0, minimum=8, maximum=1024)
-                    heads = gr.Number(2, label="heads", precision=0, minimum=1, maximum=16)
-                    ffn = gr.Number(512, label="FFN", precision=0, minimum=8, maximum=4096)
-                params = gr.Markdown(show_params("bert-tiny", 2, 128, 2, 512))
+                    layers = gr.Number(D.layers, label="layers", precision=0, minimum=1, maximum=24)
+                    hidden = gr.Number(D.hidden, label="hidden", precision=0, minimum=8, maximum=1024)
+                    heads = gr.Number(D.heads, label="heads", precision=0, minimum=1, maximum=16)
+                    ffn = gr.Number(D.ffn, label="FFN", precision=0, minimum=8, maximum=4096)
+                params = gr.Markdown(show_params(D.preset, D.layers, D.hidden, D.heads, D.ffn))
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
                                  file_types=[".txt", ".jsonl"], type="filepath")
                 with gr.Accordion("Training settings", open=False):
-                    seq_len = gr.Slider(16, 512, value=128, step=16, label="Block length (tokens)")
-                    batch_size = gr.Slider(2, 256, value=32, step=2, label="Batch size (blocks per step)")
-                    steps = gr.Number(2000, label="Steps", precision=0, minimum=1)
-                    lr = gr.Number(1e-3, label="Peak learning rate (AdamW, linear warmup + decay)")
-                    warmup = gr.Number(30, label="Warmup steps", precision=0, minimum=0)
-                    mlm_prob = gr.Slider(0.05, 0.5, value=0.15, step=0.01, label="Masking rate")
-                    mask_prob = gr.Slider(0, 1, value=0.8, step=0.05, label="…of which → [MASK]")
-                    random_prob = gr.Slider(0, 1, value=0.1, step=0.05, label="…of which → random token (rest kept)")
-                    nsp = gr.Checkbox(False, label="Next-sentence prediction (NSP) too")
-                    eval_every = gr.Number(100, label="Evaluate every N steps", precision=0, minimum=1)
-                    ckpt_every = gr.Number(500, label="Checkpoint every N steps (0: only at the end)", precision=0, minimum=0)
-                    seed = gr.Number(1337, label="Seed", precision=0)
+                    seq_len = gr.Slider(16, 512, value=D.seq_len, step=16, label="Block length (tokens)")
+                    batch_size = gr.Slider(2, 256, value=D.batch_size, step=2, label="Batch size (blocks per step)")
+                    steps = gr.Number(D.steps, label="Steps", precision=0, minimum=1)
+                    lr = gr.Number(D.lr, label="Peak learning rate (AdamW, linear warmup + decay)")
+                    warmup = gr.Number(D.warmup_steps, label="Warmup steps", precision=0, minimum=0)
+                    mlm_prob = gr.Slider(0.05, 0.5, value=D.mlm_probability, step=0.01, label="Masking rate")
+                    mask_prob = gr.Slider(0, 1, value=D.mask_replace_prob, step=0.05, label="…of which → [MASK]")
+                    random_prob = gr.Slider(0, 1, value=D.random_replace_prob, step=0.05, label="…of which → random token (rest kept)")
+                    nsp = gr.Checkbox(D.nsp, label="Next-sentence prediction (NSP) too")
+                    eval_every = gr.Number(D.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
+                    ckpt_every = gr.Number(D.checkpoint_every, label="Checkpoint every N steps (0: only at the end)", precision=0, minimum=0)
+                    seed = gr.Number(D.seed, label="Seed", precision=0)
                     resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint")
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="pt-start")
@@ -144,7 +145,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
                 status = gr.Markdown(pretrain_plots.status_markdown(None), elem_id="pt-status")
                 curves = gr.Plot(pretrain_plots.training_curves(None), label="Live metrics", elem_id="pt-curves")
                 with gr.Row():
-                    probe = gr.Textbox(TrainConfig.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
+                    probe = gr.Textbox(D.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
                     set_probe = gr.Button("Use this probe", scale=1)
                 probe_table = gr.Dataframe(headers=pretrain_plots.PROBE_HEADERS, label="What the model guesses for the probe, at each evaluation (newest first)", interactive=False, wrap=True, elem_id="pt-probe")
         seen = gr.State(None)
@@ -159,8 +160,10 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
     names, fields = list(form), list(form.values())
 
     @user_errors
-    def start_run(*values):
-        cfg = _config(dict(zip(names, values)), runs_dir)
+    def start_run(preset, layers, hidden, heads, ffn, corpus, upload, seq_len, batch_size, steps, lr, warmup,
+                  mlm_prob, mask_prob, random_prob, nsp, eval_every, ckpt_every, probe, seed, resume):
+        values = dict(locals())
+        cfg = _config({name: values[name] for name in names}, runs_dir)
         run = manager.start(cfg)
         return pretrain_plots.status_markdown(run.snapshot())
 

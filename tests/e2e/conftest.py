@@ -123,9 +123,15 @@ def tiny_mlm_dir(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def app_server(tiny_mlm_dir):
+def runs_dir(tmp_path_factory) -> Path:
+    """Where the launched app's pretraining runs write their checkpoints."""
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def app_server(tiny_mlm_dir, runs_dir):
     """The real app (offline, tiny model as default): ``(url, process)`` for the whole session."""
-    url, proc = launch_app(["--offline", "--model", tiny_mlm_dir])
+    url, proc = launch_app(["--offline", "--model", tiny_mlm_dir, "--runs-dir", str(runs_dir)])
     try:
         yield url, proc
     finally:

@@ -1,0 +1,75 @@
+"""A live pretraining run in the launched app, driven through gradio_client.
+
+Start -> the run streams steps and losses -> the other tabs keep answering -> pause holds
+the step -> resume -> stop writes a checkpoint that Fill-Mask can load by its path.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+# A very small custom model on short blocks keeps the run quick on 2 cores.
+RUN = dict(
+    preset="custom", layers=1, hidden=32, heads=2, ffn=64, corpus="wiki", upload=None, seq_len=32,
+    batch_size=8, steps=5000, lr=2e-3, warmup=5, mlm_prob=0.15, mask_prob=0.8, random_prob=0.1, nsp=False,
+    eval_every=10, ckpt_every=0, probe="The capital of France is [MASK].", seed=1, resume="",
+)
+
+
+def status(client: Client) -> dict:
+    return client.predict(api_name="/run_status") or {}
+
+
+def wait_for(client: Client, predicate, timeout_s: float = 90.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snap = status(client)
+        if predicate(snap):
+            return snap
+        if snap.get("status") == "failed" or time.monotonic() > deadline:
+            pytest.fail(f"run did not reach the expected state: {snap.get('status')} {snap.get('message')}")
+        time.sleep(0.5)
+
+
+def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
+    client = Client(app_url, verbose=False)
+    message = client.predict(*RUN.values(), api_name="/start_run")
+    assert "run" in message.lower()
+    try:
+        with pytest.raises(AppError, match="already"):
+            client.predict(*RUN.values(), api_name="/start_run")
+
+        snap = wait_for(client, lambda s: s.get("status") == "running" and len(s.get("eval_loss", [])) >= 2)
+        assert snap["train_loss"] and snap["tokens_per_s"] > 0 and snap["device"]
+        assert snap["probe"] and len(snap["probe"][-1][1][0]) == 5  # top-5 at the probe's mask
+
+        # The inference tabs keep answering while the run trains.
+        _, stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
+        assert table["data"][0][1] == "[CLS]"
+
+        client.predict(api_name="/pause_run")
+        paused = wait_for(client, lambda s: s.get("status") == "paused", 30)
+        time.sleep(1.5)
+        assert status(client)["step"] == paused["step"]
+        client.predict(api_name="/resume_run")
+        wait_for(client, lambda s: s.get("step", 0) > paused["step"], 60)
+
+        with pytest.raises(AppError, match="MASK"):
+            client.predict("no mask in this probe", api_name="/set_probe")
+        client.predict("Paris is the [MASK] of France.", api_name="/set_probe")
+    finally:
+        client.predict(api_name="/stop_run")
+    stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 60)
+    checkpoint = Path(stopped["last_checkpoint"])
+    assert checkpoint.is_dir() and runs_dir in checkpoint.parents
+    assert (checkpoint / "metrics.csv").read_text().startswith("step,")
+
+    _, _, _, predictions = client.predict(
+        "The capital of France is [MASK].", "", str(checkpoint), 5, "", api_name="/fill_mask"
+    )
+    assert len(predictions[0]["predictions"]) == 5

@@ -1,0 +1,62 @@
+"""The Pretrain tab in headless Chromium: Start -> a live loss curve -> Stop -> query the checkpoint.
+
+Saves pretrain.png (see test_browser.py for regenerating the README screenshots).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from .conftest import screenshot  # noqa: E402
+from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle  # noqa: E402
+
+
+def curve_points(page: Page, trace: str) -> int:
+    """How many points the named trace of the live-metrics figure holds right now."""
+    return page.locator("#pt-curves .js-plotly-plot").evaluate(
+        f"p => (p.data.find(t => t.name === {trace!r}) || {{x: []}}).x.length"
+    )
+
+
+def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Pretrain")
+    expect(page.locator("#pt-status")).to_contain_text("No pretraining run yet", timeout=RUN_TIMEOUT_MS)
+    page.click("#pt-start")  # the defaults: BERT-tiny on the embedded Wikipedia summaries
+
+    status = page.locator("#pt-status")
+    expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
+    # The curve fills in as the timer polls: train-loss points and a held-out evaluation.
+    page.wait_for_function(
+        """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
+                   if (!p || !p.data) return false;
+                   const t = n => (p.data.find(d => d.name === n) || {x: []}).x.length;
+                   return t('train (smoothed)') >= 3 && t('held-out') >= 2; }""",
+        timeout=120_000,
+    )
+    assert curve_points(page, "train (raw)") >= 3
+    expect(page.locator("#pt-probe")).to_contain_text("%")  # probe predictions with probabilities
+    expect(status).to_contain_text("tokens/s")
+    screenshot(page, "pretrain")
+
+    page.click("#pt-stop")
+    expect(status).to_contain_text("STOPPED", timeout=RUN_TIMEOUT_MS)
+    expect(status).to_contain_text("Latest checkpoint", timeout=RUN_TIMEOUT_MS)
+
+    # The checkpoint is now among the model choices; Fill-Mask predicts with it.
+    page.locator("#model-box input").click()
+    option = page.get_by_role("option").filter(has_text="(checkpoint)").first
+    expect(option).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    option.click()
+    expect(page.locator("#model-status")).to_contain_text("local", timeout=RUN_TIMEOUT_MS)
+    open_tab(page, "Fill-Mask")
+    page.locator("#fm-text textarea").fill("The capital of France is [MASK].")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("capital of France", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    bars = page.locator("#fm-plot .bars path")
+    assert bars.count() >= 5
