@@ -41,7 +41,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
         safe_labels = labels.clamp(min=0).unsqueeze(1)  # (N, 1)
         loss = torch.zeros((), dtype=torch.float32, device=h.device)
         grad_h = torch.empty_like(h)  # (N, H)
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=h.device)  # (V, H)
+        need_w = ctx.needs_input_grad[1]  # False when the decoder is frozen (tied to fixed embeddings)
+        grad_w = torch.zeros(weight.shape if need_w else (0,), dtype=torch.float32, device=h.device)  # (V, H)
         grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=h.device)  # (V,)
         low = h.dtype != torch.float32
         buf32 = workspace.get("logits32", (rows, vocab), torch.float32, h.device)
@@ -70,14 +71,17 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 if low:
                     g = buf_low[:c]
                     g.copy_(logits)
-                    grad_w += (g.t() @ hc).float()  # (V, H)
+                    if need_w:
+                        grad_w += (g.t() @ hc).float()  # (V, H)
                 else:
                     g = logits
-                    grad_w.addmm_(g.t(), hc)
+                    if need_w:
+                        grad_w.addmm_(g.t(), hc)
                 grad_h[start : start + rows] = g @ weight  # (c, H)
         scale = 1.0 / count
         ctx.save_for_backward(grad_h, grad_w, grad_b, scale)
         ctx.dtypes = (weight.dtype, bias.dtype)
+        ctx.need_w = need_w
         return loss * scale
 
     @staticmethod
@@ -85,7 +89,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_h, grad_w, grad_b, scale = ctx.saved_tensors
         s = grad_loss * scale
         w_dtype, b_dtype = ctx.dtypes
-        return (grad_h * s.to(grad_h.dtype), (grad_w * s).to(w_dtype), (grad_b * s).to(b_dtype), None, None, None)
+        dw = (grad_w * s).to(w_dtype) if ctx.need_w else None
+        return (grad_h * s.to(grad_h.dtype), dw, (grad_b * s).to(b_dtype), None, None, None)
 
 
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, labels: torch.Tensor,

@@ -15,7 +15,10 @@ import gradio as gr
 
 from bertdemo import pretrain_plots
 from bertdemo.models import ModelStore
-from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
+from bertdemo.pretrain import (
+    CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count, resume_config,
+)
+from bertdemo.pretrain.checkpoint import read_state
 from bertdemo.ui.common import user_errors
 
 POLL_SECONDS = 1.0
@@ -28,7 +31,16 @@ CORPORA = [
 
 
 def _config(values: dict, runs_dir: str) -> TrainConfig:
-    """The form's values -> a validated TrainConfig (ValueError with a clear message otherwise)."""
+    """The form's values -> a validated TrainConfig (ValueError with a clear message otherwise).
+
+    Resuming takes the model, corpus and block length from the checkpoint; Steps is the new total.
+    """
+    if values["resume"]:
+        done = int(read_state(values["resume"]).get("step", 0))
+        if int(values["steps"]) <= done:
+            raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
+        return resume_config(values["resume"], steps=int(values["steps"]), probe_text=values["probe"],
+                             runs_dir=runs_dir)
     corpus = values["corpus"]
     if corpus == "upload":
         upload = values["upload"]
@@ -57,7 +69,6 @@ def _config(values: dict, runs_dir: str) -> TrainConfig:
         probe_text=values["probe"],
         seed=int(values["seed"]),
         runs_dir=runs_dir,
-        resume_from=values["resume"] or "",
     )
     cfg.validate()
     return cfg
@@ -135,7 +146,8 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
                     eval_every = gr.Number(D.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
                     ckpt_every = gr.Number(D.checkpoint_every, label="Checkpoint every N steps (0: only at the end)", precision=0, minimum=0)
                     seed = gr.Number(D.seed, label="Seed", precision=0)
-                    resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint")
+                    resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint", allow_custom_value=True,
+                                         info="Model, corpus and block length come from the checkpoint; Steps is the new total.")
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="pt-start")
                     pause = gr.Button("Pause", elem_id="pt-pause")

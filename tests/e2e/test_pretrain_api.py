@@ -73,3 +73,12 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         "The capital of France is [MASK].", "", str(checkpoint), 5, "", api_name="/fill_mask"
     )
     assert len(predictions[0]["predictions"]) == 5
+
+    # Resume the stopped run from its checkpoint: the step count carries on to the new total.
+    done = stopped["step"]
+    with pytest.raises(AppError, match="above"):
+        client.predict(*{**RUN, "resume": str(checkpoint), "steps": done}.values(), api_name="/start_run")
+    client.predict(*{**RUN, "resume": str(checkpoint), "steps": done + 15}.values(), api_name="/start_run")
+    resumed = wait_for(client, lambda s: s.get("status") == "finished", 90)
+    assert resumed["run_id"] == stopped["run_id"] and resumed["step"] == done + 15
+    assert resumed["steps"][0] == stopped["steps"][0]  # the metric history was restored

@@ -43,6 +43,17 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
 
+    # A reloaded page reattaches to the run in progress.
+    page.reload()
+    open_app(page, app_url)
+    open_tab(page, "Pretrain")
+    expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(
+        "() => { const p = document.querySelector('#pt-curves .js-plotly-plot');"
+        " return p && p.data && p.data.some(d => d.x && d.x.length >= 3); }",
+        timeout=RUN_TIMEOUT_MS,
+    )
+
     page.click("#pt-stop")
     expect(status).to_contain_text("STOPPED", timeout=RUN_TIMEOUT_MS)
     expect(status).to_contain_text("Latest checkpoint", timeout=RUN_TIMEOUT_MS)
