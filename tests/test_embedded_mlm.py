@@ -1,0 +1,156 @@
+"""The embedded masked-LM: warm-start and partial freezing in the engine, export of the trained
+parameters, assembly into a normal model folder, and the shipped model as the offline default."""
+
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM, BertModel
+
+from bertdemo import build_embedded_mlm, embedded, fill_mask, hub
+from bertdemo.models import ModelStore, load_model, offline_default
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.engine import apply_freeze, build_model, trainable_names
+from bertdemo.pretrain.fused_ce import linear_cross_entropy
+
+
+def tiny_bert_config(**overrides) -> BertConfig:
+    """A hidden-32 BERT over the full uncased vocabulary (as in conftest)."""
+    cfg = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+               intermediate_size=64, max_position_embeddings=64)
+    cfg.update(overrides)
+    return BertConfig(**cfg)
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder_dir(tmp_path_factory, tokenizer):
+    """A tiny bare BertModel folder (like the embedded encoder: no MLM head) with the tokenizer."""
+    torch.manual_seed(1)
+    path = tmp_path_factory.mktemp("tiny-encoder")
+    BertModel(tiny_bert_config(num_hidden_layers=3)).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_warm_start_keeps_the_encoder_and_adds_a_tied_head(tiny_encoder_dir, tokenizer):
+    cfg = TrainConfig(init_from=str(tiny_encoder_dir))
+    cfg.validate()
+    assert cfg.model_shape() == (3, 32, 2, 64)
+    model = build_model(cfg, tokenizer)
+    source = BertModel.from_pretrained(tiny_encoder_dir).state_dict()
+    mine = model.bert.state_dict()
+    shared = [k for k in source if k in mine and not k.startswith("pooler")]
+    assert len(shared) > 20
+    for key in shared:
+        assert torch.equal(mine[key], source[key]), key
+    head = model.cls.predictions
+    assert head.decoder.weight is model.bert.embeddings.word_embeddings.weight
+
+
+def test_train_layers_freezes_embeddings_and_lower_layers(tiny_encoder_dir, tokenizer):
+    model = build_model(TrainConfig(init_from=str(tiny_encoder_dir), train_layers=1), tokenizer)
+    names = trainable_names(model)
+    assert names and all(n.startswith(("bert.encoder.layer.2.", "cls.")) for n in names)
+    assert any(n.startswith("cls.predictions.transform") for n in names) and "cls.predictions.bias" in names
+    assert not model.cls.predictions.decoder.weight.requires_grad  # tied to the frozen embeddings
+    head_only = BertForMaskedLM(tiny_bert_config())
+    apply_freeze(head_only, 0)
+    assert all(n.startswith("cls.") for n in trainable_names(head_only))
+    with pytest.raises(ValueError, match="train_layers"):
+        TrainConfig(init_from=str(tiny_encoder_dir), train_layers=4).validate()
+    with pytest.raises(ValueError, match="not a model folder"):
+        TrainConfig(init_from=str(tiny_encoder_dir / "nope")).validate()
+
+
+def test_fused_ce_with_a_frozen_decoder_matches_the_plain_loss():
+    torch.manual_seed(0)
+    h = torch.randn(6, 8, requires_grad=True)
+    w, b = torch.randn(50, 8), torch.randn(50, requires_grad=True)  # w frozen
+    y = torch.tensor([1, -100, 7, 49, 0, -100])
+    loss = linear_cross_entropy(h, w, b, y, chunk_rows=4)
+    loss.backward()
+    h2, b2 = h.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    ref = torch.nn.functional.cross_entropy(h2 @ w.t() + b2, y, ignore_index=-100)
+    ref.backward()
+    assert torch.allclose(loss, ref, atol=1e-5)
+    assert torch.allclose(h.grad, h2.grad, atol=1e-5) and torch.allclose(b.grad, b2.grad, atol=1e-5)
+
+
+def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setattr(embedded, "encoder_dir", lambda: tiny_encoder_dir)
+    cfg = TrainConfig(init_from=str(tiny_encoder_dir), train_layers=1)
+    model = build_model(cfg, tokenizer)
+    with torch.no_grad():  # "training": change exactly the trainable parameters
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.1)
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    (ckpt / "train_config.json").write_text(json.dumps(cfg.to_dict()), encoding="utf-8")
+    assets = build_embedded_mlm.export(ckpt, tmp_path / "assets")
+    assert embedded.has_mlm_assets(assets)
+    from safetensors.torch import load_file
+
+    trained = load_file(str(assets / embedded.TRAINED_FILE))
+    assert set(trained) == set(trainable_names(model))
+    assert all(t.dtype == torch.float16 for t in trained.values())
+
+    folder = embedded.mlm_dir(assets, cache_dir=tmp_path / "cache")
+    assert folder.name.startswith("embedded-mlm-") and not list(folder.parent.glob(".*tmp*"))
+    assert embedded.mlm_dir(assets, cache_dir=tmp_path / "cache") == folder  # reused
+    rebuilt = AutoModelForMaskedLM.from_pretrained(folder)
+    expected = model.state_dict()
+    for key, value in rebuilt.state_dict().items():
+        assert torch.allclose(value, expected[key], atol=2e-3), key
+    assert rebuilt.cls.predictions.decoder.weight.data_ptr() == rebuilt.bert.embeddings.word_embeddings.weight.data_ptr()
+
+
+# ---- the model shipped in bertdemo/assets/embedded_mlm ----
+
+@pytest.fixture(scope="module")
+def shipped():
+    assert embedded.has_mlm_assets(), "bertdemo/assets/embedded_mlm/ must ship trained.safetensors + config.json"
+    return load_model(embedded.EMBEDDED_MLM_NAME, "cpu")
+
+
+def test_shipped_assets_are_small():
+    total = sum(p.stat().st_size for p in embedded.mlm_assets_dir().iterdir() if p.is_file())
+    assert total < 50e6
+    assert (embedded.mlm_assets_dir() / "README.md").is_file()  # the model card
+
+
+def test_shipped_model_loads_as_a_standard_folder(shipped):
+    model = AutoModelForMaskedLM.from_pretrained(str(embedded.mlm_dir()))
+    assert type(model).__name__ == "BertForMaskedLM" and model.config.num_hidden_layers == 6
+    assert shipped.has_mlm_head and shipped.source == "embedded" and not shipped.missing_head_keys
+
+
+@pytest.mark.parametrize("sentence, answer", [
+    ("The capital of France is [MASK].", "paris"),
+    ("There are seven days in a [MASK].", "week"),
+])
+def test_shipped_model_predicts_sensibly(shipped, sentence, answer):
+    result = fill_mask.predict(shipped, sentence, top_k=5)
+    assert answer in [c.text for c in result.masks[0].candidates]
+
+
+def test_offline_default_is_the_embedded_mlm(shipped):
+    assert offline_default() == embedded.EMBEDDED_MLM_NAME
+    hub.set_offline(True)
+    try:
+        store = ModelStore(default="bert-base-uncased", device="cpu")
+        loaded = store.get()
+        assert loaded.name == embedded.EMBEDDED_MLM_NAME and loaded.has_mlm_head
+        assert "model hub unreachable: using the embedded model" in loaded.note
+        assert "no trained masked-LM head" not in loaded.describe()
+        values = [value for _, value in store.choices()]
+        assert embedded.EMBEDDED_MLM_NAME in values and embedded.EMBEDDED_ENCODER_NAME in values
+    finally:
+        hub.set_offline(False)
+
+
+def test_offline_default_is_the_bare_encoder_without_the_assets(monkeypatch, tmp_path):
+    monkeypatch.setattr(embedded, "MLM_ASSETS_DIR", tmp_path)
+    assert offline_default() == embedded.EMBEDDED_ENCODER_NAME
+    with pytest.raises(ValueError, match="not available"):
+        load_model(embedded.EMBEDDED_MLM_NAME, "cpu")
