@@ -59,7 +59,3 @@ def refresh_choices(store: ModelStore) -> Callable[[str], dict]:
 
     return refresh
 
-
-def error_box(message: str) -> str:
-    """A visible notice in the page (Markdown), for conditions that are not request errors."""
-    return f"> ⚠️ {message}" if message else ""
