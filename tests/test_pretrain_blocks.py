@@ -76,3 +76,14 @@ def test_tinystories_offline_is_refused(monkeypatch, tmp_path, tokenizer) -> Non
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="unreachable"):
         prepare_blocks("tinystories", tokenizer, 32, tmp_path)
+
+
+def test_hub_dataset_path_streams_a_local_dataset_folder(tmp_path) -> None:
+    """The TinyStories loader's `datasets` streaming path, exercised on a local dataset folder."""
+    from bertdemo.pretrain.corpus import hf_dataset_docs
+
+    folder = tmp_path / "stories"
+    folder.mkdir()
+    stories = ["Once upon a time there was a cat.", "", "The dog ran to the park."]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps({"text": s}) for s in stories) + "\n")
+    assert list(hf_dataset_docs(str(folder))) == [stories[0], stories[2]]
