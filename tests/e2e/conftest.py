@@ -131,7 +131,10 @@ def runs_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def app_server(tiny_mlm_dir, runs_dir):
     """The real app (offline, tiny model as default): ``(url, process)`` for the whole session."""
-    url, proc = launch_app(["--offline", "--model", tiny_mlm_dir, "--runs-dir", str(runs_dir)])
+    # BERTDEMO_E2E_MODEL swaps the tiny random model for a real one (e.g. the embedded masked-LM)
+    # when the browser tests are run to regenerate the README screenshots.
+    model = os.environ.get("BERTDEMO_E2E_MODEL") or tiny_mlm_dir
+    url, proc = launch_app(["--offline", "--model", model, "--runs-dir", str(runs_dir)])
     try:
         yield url, proc
     finally:

@@ -1,10 +1,12 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png, attention.png) into $BERTDEMO_SCREENSHOTS
-(default tests/artifacts/). Regenerate the README screenshots with:
+each (tokenizer.png, fill_mask.png, attention.png; test_pretrain_browser.py adds
+pretrain.png) into $BERTDEMO_SCREENSHOTS (default tests/artifacts/). Regenerate the
+README screenshots, with the embedded masked-LM instead of the tiny random model, with:
 
-    BERTDEMO_SCREENSHOTS=docs/screenshots python -m pytest tests/e2e/test_browser.py
+    BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
+        python -m pytest tests/e2e/test_browser.py tests/e2e/test_pretrain_browser.py
 """
 
 from __future__ import annotations
