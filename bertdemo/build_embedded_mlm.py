@@ -1,6 +1,6 @@
 """Build the embedded masked-LM that ships in ``bertdemo/assets/embedded_mlm/`` (train, then export).
 
-    python -m bertdemo.build_embedded_mlm --steps 1800 --train-layers 2 --lr 5e-4
+    python -m bertdemo.build_embedded_mlm --steps 1300 --train-layers 6 --lr 4e-4
 
 1. Pretraining with the project's own engine (``bertdemo.pretrain``): warm-start from the
    embedded 6-layer encoder (``embedded.encoder_dir()``), add a masked-LM head whose decoder is
@@ -68,6 +68,7 @@ def export(checkpoint: str | Path, assets: str | Path) -> Path:
             "checkpoint_state": json.dumps(_state_summary(Path(checkpoint)))}
     tmp = assets / f".{embedded.TRAINED_FILE}.tmp"
     save_file(state, str(tmp), metadata=meta)
+    tmp.chmod(0o644)
     tmp.replace(assets / embedded.TRAINED_FILE)
     return assets
 
@@ -84,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertdemo.build_embedded_mlm",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--steps", type=int, default=1800)
-    parser.add_argument("--train-layers", type=int, default=2, help="top encoder layers trained (+ head); -1 = all")
-    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--steps", type=int, default=1300)
+    parser.add_argument("--train-layers", type=int, default=6, help="top encoder layers trained (+ head); -1 = all")
+    parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--freeze-embeddings", action=argparse.BooleanOptionalAction, default=True,
                         help="keep the word embeddings (and the decoder tied to them) as the encoder's")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-steps", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--num-threads", type=int, default=1)
-    parser.add_argument("--checkpoint-every", type=int, default=200)
+    parser.add_argument("--checkpoint-every", type=int, default=100)
     parser.add_argument("--work", default="runs/embedded-mlm", help="folder of the training checkpoint")
     parser.add_argument("--assets", default=str(embedded.mlm_assets_dir()), help="where the export goes")
     parser.add_argument("--export-from", default="", help="export this checkpoint; no training")

@@ -99,23 +99,29 @@ def mlm_dir(assets: Path | None = None, cache_dir: str | Path | None = None) -> 
         raise FileNotFoundError(f"The embedded masked-LM is not in this install: {assets / TRAINED_FILE} is missing.")
     root = Path(cache_dir) if cache_dir else _cache_root()
     target = root / f"embedded-mlm-{_assets_digest(assets)}"
-    if (target / "config.json").is_file():
+    if _is_complete(target):
         return target
     with _assemble_lock:
-        if (target / "config.json").is_file():
+        if _is_complete(target):
             return target
         root.mkdir(parents=True, exist_ok=True)
+        if target.exists():  # damaged by hand (renames are atomic): build it again
+            shutil.rmtree(target, ignore_errors=True)
         tmp = root / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
             _assemble(assets, tmp)
             try:
                 os.rename(tmp, target)
             except OSError:  # another process won the race: use its folder
-                if not (target / "config.json").is_file():
+                if not _is_complete(target):
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _is_complete(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
 
 
 def _assemble(assets: Path, out: Path) -> None:

@@ -53,8 +53,9 @@ def read_cloze(path: str | Path) -> list[ClozeItem]:
     return items
 
 
-def evaluate(loaded: LoadedModel, items: list[ClozeItem], out=sys.stdout) -> ClozeScore:
-    """Score every item, printing one line each; returns the hit rates."""
+def evaluate(loaded: LoadedModel, items: list[ClozeItem], out=None) -> ClozeScore:
+    """Score every item, printing one line each (to `out`, default stdout); returns the hit rates."""
+    out = out if out is not None else sys.stdout  # looked up now, so redirected stdout is honoured
     hits1 = hits5 = 0
     for item in items:
         result = fill_mask.predict(loaded, item.sentence, top_k=5)

@@ -187,7 +187,7 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
     if name == embedded.EMBEDDED_MLM_NAME:
         try:
             path = embedded.mlm_dir()
-        except FileNotFoundError as exc:
+        except (OSError, ValueError) as exc:  # assets missing, cache not writable, damaged file
             raise ValueError(f"{name} is not available: {exc}") from exc
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head trained by this project "
                 "on Wikipedia summaries, installed with the app")
@@ -256,7 +256,12 @@ def load_model(
     except (OSError, ValueError, KeyError) as exc:
         if local_only:
             if name == default:
-                fallback = load_model(offline_default(), device, progress, default)
+                try:
+                    fallback = load_model(offline_default(), device, progress, default)
+                except ValueError:  # the embedded masked-LM could not be assembled: the bare encoder
+                    if offline_default() == embedded.EMBEDDED_ENCODER_NAME:
+                        raise
+                    fallback = load_model(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
                 fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
                 return fallback
             raise ValueError(

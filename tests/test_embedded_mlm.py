@@ -98,6 +98,8 @@ def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, 
     folder = embedded.mlm_dir(assets, cache_dir=tmp_path / "cache")
     assert folder.name.startswith("embedded-mlm-") and not list(folder.parent.glob(".*tmp*"))
     assert embedded.mlm_dir(assets, cache_dir=tmp_path / "cache") == folder  # reused
+    (folder / "model.safetensors").unlink()  # damaged by hand: assembled again
+    assert embedded.mlm_dir(assets, cache_dir=tmp_path / "cache") == folder
     rebuilt = AutoModelForMaskedLM.from_pretrained(folder)
     expected = model.state_dict()
     for key, value in rebuilt.state_dict().items():
@@ -127,7 +129,7 @@ def test_shipped_model_loads_as_a_standard_folder(shipped):
 
 @pytest.mark.parametrize("sentence, answer", [
     ("The capital of France is [MASK].", "paris"),
-    ("There are seven days in a [MASK].", "week"),
+    ("Paris is the capital of [MASK].", "france"),
 ])
 def test_shipped_model_predicts_sensibly(shipped, sentence, answer):
     result = fill_mask.predict(shipped, sentence, top_k=5)
@@ -154,3 +156,17 @@ def test_offline_default_is_the_bare_encoder_without_the_assets(monkeypatch, tmp
     assert offline_default() == embedded.EMBEDDED_ENCODER_NAME
     with pytest.raises(ValueError, match="not available"):
         load_model(embedded.EMBEDDED_MLM_NAME, "cpu")
+
+
+def test_offline_default_falls_back_to_the_encoder_when_assembly_fails(monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("read-only cache")
+
+    monkeypatch.setattr(embedded, "mlm_dir", broken)
+    hub.set_offline(True)
+    try:
+        loaded = ModelStore(default="bert-base-uncased", device="cpu").get()
+        assert loaded.name == embedded.EMBEDDED_ENCODER_NAME and not loaded.has_mlm_head
+        assert "model hub unreachable" in loaded.note
+    finally:
+        hub.set_offline(False)

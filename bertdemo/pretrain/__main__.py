@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                             probe_text=cfg.probe_text)
     bar = None
     if dist.is_main and not args.no_progress:
-        bar = tqdm(total=cfg.steps, desc=f"pretrain {cfg.preset}", unit="step", dynamic_ncols=True)
+        label = "warm-start" if cfg.init_from else cfg.preset
+        bar = tqdm(total=cfg.steps, desc=f"pretrain {label}", unit="step", dynamic_ncols=True)
 
     def on_step(step: int) -> None:
         if bar is None:
