@@ -59,7 +59,8 @@ def fill_mask_figure(masks: list[MaskPrediction]) -> go.Figure:
             col=1,
         )
         fig.update_yaxes(autorange="reversed", type="category", row=i, col=1)
-        fig.update_xaxes(range=[0, min(1.0, max(probs) * 1.3 + 0.02)], tickformat=".0%", row=i, col=1)
+        fig.update_xaxes(range=[0, min(1.0, max(probs) * 1.3 + 0.02)], row=i, col=1,
+                         tickformat=".0%" if max(probs) > 0.1 else ".1%")
     fig.update_layout(
         height=sum(heights) + 60 * len(masks) + 40,
         margin=dict(l=10, r=30, t=50, b=30),
