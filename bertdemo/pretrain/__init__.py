@@ -7,9 +7,11 @@ Public API (pure Python, no UI): `TrainConfig`, `get_manager(runs_dir)` -> `RunM
 """
 
 from bertdemo.pretrain.checkpoint import list_checkpoints
-from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig, bert_config, param_count
+from bertdemo.pretrain.config import (
+    CUSTOM, PRESETS, TrainConfig, bert_config, param_count, validate_probe_text,
+)
 from bertdemo.pretrain.metrics import RunSnapshot
-from bertdemo.pretrain.run import RunManager, TrainingRun, get_manager, resume_config, validate_probe_text
+from bertdemo.pretrain.run import RunManager, TrainingRun, get_manager, resume_config
 
 __all__ = [
     "CUSTOM", "PRESETS", "RunManager", "RunSnapshot", "TrainConfig", "TrainingRun", "bert_config",

@@ -27,6 +27,14 @@ VOCAB_SIZE = 30522  # the uncased WordPiece vocabulary of bert-base-uncased
 MAX_SEQ_LEN = 512
 
 
+def validate_probe_text(text: str) -> str:
+    """The probe must hold at least one [MASK]; ValueError otherwise."""
+    text = (text or "").strip()
+    if "[MASK]" not in text:
+        raise ValueError("The probe sentence must contain at least one [MASK], e.g. 'Paris is the [MASK] of France.'")
+    return text
+
+
 @dataclass
 class TrainConfig:
     # model
@@ -108,8 +116,7 @@ class TrainConfig:
             raise ValueError("mask_replace_prob + random_replace_prob must be within [0, 1].")
         if self.lr <= 0:
             raise ValueError("lr must be positive.")
-        if "[MASK]" not in self.probe_text:
-            raise ValueError("The probe sentence must contain at least one [MASK].")
+        validate_probe_text(self.probe_text)
         if self.precision not in ("auto", "bf16", "fp32"):
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}.")
         if self.log_every < 1 or self.eval_every < 1 or self.eval_batches < 1:

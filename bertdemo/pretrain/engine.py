@@ -25,20 +25,6 @@ from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, make_nsp_pairs,
 BertPretrainModel = BertForMaskedLM | BertForPreTraining
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """"auto" -> cuda when present, mps on Apple silicon, else cpu; otherwise the named device."""
-    if name in ("", "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available.")
-    return device
-
-
 def cpu_threads(requested: int = 0, world_size: int = 1) -> int:
     """CPU threads for training: `requested`, or the cores shared by the processes minus one for the UI."""
     if requested > 0:

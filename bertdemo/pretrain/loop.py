@@ -21,11 +21,12 @@ import torch
 from transformers import AutoTokenizer
 
 from bertdemo.embedded import tokenizer_dir
+from bertdemo.models import resolve_device
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.blocks import prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
 from bertdemo.pretrain.engine import (BatchMaker, PretrainObjective, apply_freeze, autocast, build_model, cpu_threads,
-                                      evaluate, load_model, lr_at, make_optimizer, predict_masks, resolve_device,
+                                      evaluate, load_model, lr_at, make_optimizer, predict_masks,
                                       use_bf16)
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
 

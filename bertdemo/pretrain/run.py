@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.loop import RunControl, run_training
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot
 
@@ -33,14 +33,6 @@ def _new_run_id(runs_dir: Path, preset: str) -> str:
         n += 1
         run_id = f"{base}-{n}"
     return run_id
-
-
-def validate_probe_text(text: str) -> str:
-    """The probe must hold at least one [MASK]; ValueError otherwise."""
-    text = (text or "").strip()
-    if "[MASK]" not in text:
-        raise ValueError("The probe sentence must contain at least one [MASK], e.g. 'Paris is the [MASK] of France.'")
-    return text
 
 
 def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
