@@ -212,3 +212,17 @@ def screenshot(page, name: str) -> Path:
     path = screenshot_dir() / name
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    """A gradio_client session on the launched app (one per test module)."""
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def model(tiny_mlm_dir) -> str:
+    """The tiny masked-LM's folder, as a model name for the endpoints."""
+    return str(tiny_mlm_dir)
