@@ -3,13 +3,18 @@
 Like the Hugging Face fill-mask pipeline, each mask is predicted with all masks present
 (independently, not autoregressively). Unlike it, the vocabulary projection runs only at
 the masked positions: the encoder's hidden states are gathered there first, so a
-30k-word softmax is computed for N masks, not for every token.
+30k-word softmax is computed for N masks, not for every token. And for WordPiece models a
+mask that starts a word (after a space, punctuation or the start of the text) is never
+offered a ``##`` continuation piece, which cannot follow a space in a real tokenization;
+a mask glued to a word or to another mask (``play[MASK]``, ``[MASK][MASK]``) still is.
+Probabilities stay the model's own (softmax over the whole vocabulary).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 
@@ -94,6 +99,30 @@ def _piece_text(tokenizer, token_id: int) -> str:
     return tokenizer.convert_tokens_to_string([token]).strip()
 
 
+@lru_cache(maxsize=16)
+def _continuation_ids(tokenizer) -> torch.Tensor:
+    """Ids of the WordPiece continuation pieces (``##...``) of `tokenizer`; empty for other tokenizers."""
+    ids = [i for t, i in tokenizer.get_vocab().items() if t.startswith("##")]
+    return torch.tensor(sorted(ids), dtype=torch.long)
+
+
+def _starts_word(tok, enc, positions: list[int], text: str, text_pair: str | None) -> list[bool]:
+    """Per mask: True when it begins a word (nothing but a space, punctuation or the start of its
+    text before it), False when it is glued to a word or to a previous mask."""
+    if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
+        return [False] * len(positions)
+    offsets = enc["offset_mapping"][0].tolist()
+    sequence_ids = enc.sequence_ids(0)
+    starts = []
+    for pos in positions:
+        source = text_pair if sequence_ids[pos] == 1 else text
+        start = offsets[pos][0]
+        before = source[:start]
+        glued = bool(before) and (before[-1].isalnum() or before.endswith(tok.mask_token))
+        starts.append(not glued)
+    return starts
+
+
 def _word_pieces(tokenizer, word: str) -> list[str]:
     """Pieces of ``word`` as it would appear mid-sentence (byte-level BPE needs the leading space)."""
     vocab = tokenizer.get_vocab()
@@ -148,7 +177,8 @@ def predict(
     tok = loaded.tokenizer
     text = normalise_masks(text, tok.mask_token)
     text_pair = normalise_masks(text_pair, tok.mask_token) if text_pair and text_pair.strip() else None
-    enc = tok(text, text_pair, return_tensors="pt", truncation=False, verbose=False)
+    enc = tok(text, text_pair, return_tensors="pt", truncation=False, verbose=False,
+              return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
     ids = enc["input_ids"][0]  # (T,)
     if ids.numel() > loaded.max_length:
         raise ValueError(
@@ -161,19 +191,26 @@ def predict(
     if positions.numel() > MAX_MASKS:
         raise ValueError(f"{positions.numel()} masks found; use at most {MAX_MASKS}.")
 
-    enc = {k: v.to(loaded.device) for k, v in enc.items()}
+    starts = _starts_word(tok, enc, positions.tolist(), text, text_pair)
+    enc = {k: v.to(loaded.device) for k, v in enc.items() if k != "offset_mapping"}
     with torch.inference_mode():
         probs = _logits_at(loaded.model, enc, positions.to(loaded.device)).float().softmax(-1).cpu()  # (N, V)
+    ranked = probs.clone()  # what may be offered: continuation pieces removed at word starts
+    continuation = _continuation_ids(tok)
+    if continuation.numel():
+        for i, start in enumerate(starts):
+            if start:
+                ranked[i, continuation] = 0.0
 
     words = [w.strip() for w in (targets or []) if w and w.strip()]
     masks = []
     for i, pos in enumerate(positions.tolist()):
-        top = probs[i].topk(int(top_k))
+        top = ranked[i].topk(int(top_k))
         candidates = [
             Candidate(tok.convert_ids_to_tokens(j), int(j), float(p), _piece_text(tok, int(j)))
             for p, j in zip(top.values.tolist(), top.indices.tolist())
         ]
-        masks.append(MaskPrediction(i, pos, candidates, [score_target(tok, w, probs[i]) for w in words]))
+        masks.append(MaskPrediction(i, pos, candidates, [score_target(tok, w, ranked[i]) for w in words]))
 
     return FillMaskResult(text, masks, _fill(text, text_pair, tok.mask_token, masks), loaded.name)
 

@@ -76,9 +76,12 @@ def test_fused_ce_with_a_frozen_decoder_matches_the_plain_loss():
     assert torch.allclose(h.grad, h2.grad, atol=1e-5) and torch.allclose(b.grad, b2.grad, atol=1e-5)
 
 
-def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, monkeypatch):
+@pytest.mark.parametrize("train_layers, freeze_embeddings", [(1, False), (-1, False)])
+def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, monkeypatch, train_layers,
+                                         freeze_embeddings):
+    """Top layer only (embeddings then frozen too), and everything trained (embeddings and tied decoder)."""
     monkeypatch.setattr(embedded, "encoder_dir", lambda: tiny_encoder_dir)
-    cfg = TrainConfig(init_from=str(tiny_encoder_dir), train_layers=1)
+    cfg = TrainConfig(init_from=str(tiny_encoder_dir), train_layers=train_layers, freeze_embeddings=freeze_embeddings)
     model = build_model(cfg, tokenizer)
     with torch.no_grad():  # "training": change exactly the trainable parameters
         for p in model.parameters():

@@ -14,10 +14,19 @@ def _full_probs(loaded, text):
     return logits[positions].softmax(-1)
 
 
+def _word_start_only(loaded, probs):
+    """`probs` with every ``##`` continuation piece set to 0 (what a word-start mask may offer)."""
+    probs = probs.clone()
+    for token, i in loaded.tokenizer.get_vocab().items():
+        if token.startswith("##"):
+            probs[..., i] = 0.0
+    return probs
+
+
 def test_sparse_head_matches_full_model(tiny_loaded):
     text = "the [MASK] sat on the [MASK] ."
     result = fill_mask.predict(tiny_loaded, text, top_k=7)
-    full = _full_probs(tiny_loaded, text)
+    full = _word_start_only(tiny_loaded, _full_probs(tiny_loaded, text))
     assert len(result.masks) == 2
     for mask, probs in zip(result.masks, full):
         top = probs.topk(7)
@@ -41,12 +50,27 @@ def test_sentence_b_is_segment_one(tiny_loaded):
 
 def test_targets_scored_or_refused(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "Nice to [MASK] you.", top_k=1, targets=["meet", "tokenization", "😀"])
-    probs = _full_probs(tiny_loaded, "Nice to [MASK] you.")[0]
+    probs = _word_start_only(tiny_loaded, _full_probs(tiny_loaded, "Nice to [MASK] you.")[0])
     meet, multi, unknown = result.masks[0].targets
     assert meet.prob == pytest.approx(float(probs[3113]), rel=1e-4)
     assert meet.rank == int((probs > probs[3113]).sum()) + 1
     assert multi.prob is None and "pieces" in multi.message
     assert unknown.prob is None and "not in the vocabulary" in unknown.message
+
+
+def test_word_start_masks_never_offer_continuation_pieces(tiny_loaded):
+    """After a space, punctuation or at the start only word-initial pieces can stand; a mask glued
+    to a word or to another mask may be a ``##`` piece, and is ranked over the whole vocabulary."""
+    text = "[MASK] sat, ([MASK] on play[MASK] and [MASK][MASK] ."
+    result = fill_mask.predict(tiny_loaded, text, top_k=50)
+    full = _full_probs(tiny_loaded, text)
+    has_piece = [any(c.token.startswith("##") for c in m.candidates) for m in result.masks]
+    assert has_piece == [False, False, True, False, True]
+    for mask, probs in zip(result.masks, full):
+        if has_piece[mask.index]:  # glued: exactly the model's own top-k
+            assert [c.id for c in mask.candidates] == probs.topk(50).indices.tolist()
+        assert [c.prob for c in mask.candidates] == pytest.approx(probs[[c.id for c in mask.candidates]].tolist(),
+                                                                  rel=1e-4, abs=1e-6)
 
 
 @pytest.mark.parametrize(
