@@ -1,14 +1,21 @@
 """Build the embedded masked-LM that ships in ``bertdemo/assets/embedded_mlm/`` (train, then export).
 
-    python -m bertdemo.build_embedded_mlm --steps 1300 --train-layers 6 --lr 4e-4
+    python -m bertdemo.build_embedded_mlm
 
-1. Pretraining with the project's own engine (``bertdemo.pretrain``): warm-start from the
-   embedded 6-layer encoder (``embedded.encoder_dir()``), add a masked-LM head whose decoder is
-   tied to the word embeddings, continue MLM on the embedded Wikipedia summaries, training
-   only the top ``--train-layers`` encoder layers and the head. Checkpoints go to ``--work``.
-2. Export: only the parameters that training changed, in fp16, to ``trained.safetensors``,
+All training runs the project's own engine (``bertdemo.pretrain``, the loop of the Pretrain tab):
+
+1. Wikipedia stage: warm-start from the embedded 6-layer encoder (``embedded.encoder_dir()``),
+   add a masked-LM head whose decoder is tied to the word embeddings, and continue MLM on
+   the embedded Wikipedia summaries, training the top ``--train-layers`` encoder layers and
+   the head (embeddings frozen). Checkpoint: ``WORK/wiki``.
+2. Everyday stage: write the everyday-English corpus (``bertdemo.everyday_text``: WordNet
+   examples and glosses, fortune cookies, chatterbot conversations, the Wikipedia summaries;
+   cloze evaluation sentences kept out) and continue from stage 1 on it, now training
+   everything, the word embeddings and so the tied decoder included. Checkpoint: ``WORK/everyday``.
+3. Export: only the parameters that training changed, in fp16, to ``trained.safetensors``,
    plus ``config.json``, in ``--assets``. ``embedded.mlm_dir()`` rebuilds the full folder
-   from these and the installed encoder. ``--export-from CHECKPOINT`` skips step 1.
+   from these and the installed encoder. ``--export-from CHECKPOINT`` skips steps 1 and 2;
+   ``--skip-wiki`` reuses an existing ``WORK/wiki`` checkpoint.
 The model card (``README.md`` in the assets folder) is written by hand and left untouched.
 """
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -81,42 +89,62 @@ def _state_summary(checkpoint: Path) -> dict:
     return {k: state.get(k) for k in ("step", "total_steps", "elapsed_s", "corpus", "saved_at")}
 
 
+def _train(args: argparse.Namespace, init_from: str, corpus: str, out: Path, steps: int, lr: float, *,
+           freeze_embeddings: bool, train_layers: int, warmup: int, batch_size: int, seq_len: int,
+           mlm_probability: float, every: int) -> int:
+    from bertdemo.pretrain.__main__ import main as pretrain_main
+
+    return pretrain_main([
+        "--init-from", init_from, "--corpus", corpus,
+        "--freeze-embeddings" if freeze_embeddings else "--no-freeze-embeddings",
+        "--train-layers", str(train_layers), "--steps", str(steps), "--lr", str(lr),
+        "--warmup-steps", str(warmup), "--batch-size", str(batch_size), "--seq-len", str(seq_len),
+        "--mlm-probability", str(mlm_probability), "--seed", str(args.seed),
+        "--num-threads", str(args.num_threads), "--checkpoint-every", str(every),
+        "--eval-every", str(every), "--out", str(out), "--no-progress",
+    ])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertdemo.build_embedded_mlm",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--steps", type=int, default=1300)
-    parser.add_argument("--train-layers", type=int, default=6, help="top encoder layers trained (+ head); -1 = all")
-    parser.add_argument("--lr", type=float, default=4e-4)
-    parser.add_argument("--freeze-embeddings", action=argparse.BooleanOptionalAction, default=True,
-                        help="keep the word embeddings (and the decoder tied to them) as the encoder's")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--warmup-steps", type=int, default=50)
+    parser.add_argument("--wiki-steps", type=int, default=1300, help="steps of stage 1 (batch 32 x 128 tokens)")
+    parser.add_argument("--wiki-lr", type=float, default=4e-4)
+    parser.add_argument("--everyday-steps", type=int, default=3000, help="steps of stage 2 (batch 64 x 64 tokens)")
+    parser.add_argument("--everyday-lr", type=float, default=3e-4)
     parser.add_argument("--seed", type=int, default=1337)
-    parser.add_argument("--num-threads", type=int, default=1)
-    parser.add_argument("--checkpoint-every", type=int, default=100)
-    parser.add_argument("--work", default="runs/embedded-mlm", help="folder of the training checkpoint")
+    parser.add_argument("--num-threads", type=int, default=max(1, (os.cpu_count() or 1)))
+    parser.add_argument("--work", default="runs/embedded-mlm", help="folder of the training checkpoints")
     parser.add_argument("--assets", default=str(embedded.mlm_assets_dir()), help="where the export goes")
+    parser.add_argument("--skip-wiki", action="store_true", help="reuse the stage-1 checkpoint WORK/wiki")
     parser.add_argument("--export-from", default="", help="export this checkpoint; no training")
     args = parser.parse_args(argv)
 
-    checkpoint = args.export_from
-    if not checkpoint:
-        from bertdemo.pretrain.__main__ import main as pretrain_main
+    checkpoint = Path(args.export_from) if args.export_from else None
+    if checkpoint is None:
+        work = Path(args.work)
+        wiki = work / "wiki"
+        if not args.skip_wiki:
+            code = _train(args, str(embedded.encoder_dir()), "wiki", wiki, args.wiki_steps, args.wiki_lr,
+                          freeze_embeddings=True, train_layers=6, warmup=50, batch_size=32, seq_len=128,
+                          mlm_probability=0.15, every=100)
+            if code != 0:
+                return code
+        from bertdemo import everyday_text
 
-        code = pretrain_main([
-            "--init-from", str(embedded.encoder_dir()), "--corpus", "wiki",
-            "--freeze-embeddings" if args.freeze_embeddings else "--no-freeze-embeddings",
-            "--train-layers", str(args.train_layers), "--steps", str(args.steps), "--lr", str(args.lr),
-            "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len),
-            "--warmup-steps", str(args.warmup_steps), "--seed", str(args.seed),
-            "--num-threads", str(args.num_threads), "--checkpoint-every", str(args.checkpoint_every),
-            "--eval-every", "100", "--out", args.work,
-        ])
+        corpus = work / "everyday.jsonl"
+        try:
+            everyday_text.build(corpus, log=lambda m: print(m, file=sys.stderr))
+        except FileNotFoundError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        checkpoint = work / "everyday"
+        code = _train(args, str(wiki), str(corpus), checkpoint, args.everyday_steps, args.everyday_lr,
+                      freeze_embeddings=False, train_layers=-1, warmup=100, batch_size=64, seq_len=64,
+                      mlm_probability=0.2, every=250)
         if code != 0:
             return code
-        checkpoint = args.work
     out = export(checkpoint, args.assets)
     size = (out / embedded.TRAINED_FILE).stat().st_size
     print(f"exported {checkpoint} -> {out / embedded.TRAINED_FILE} ({size / 1e6:.1f} MB)", file=sys.stderr)

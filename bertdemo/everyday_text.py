@@ -136,7 +136,8 @@ def cloze_windows(cloze_file: Path, width: int = 4) -> set[str]:
 
 def decontaminate(docs: list[str], windows: set[str]) -> tuple[list[str], int]:
     """Drop every document whose word sequence contains one of `windows`; (kept, number dropped)."""
-    pattern = re.compile("|".join(r"(?:^| )" + re.escape(w) + r"(?: |$)" for w in sorted(windows, key=len, reverse=True)))
+    alternatives = sorted(windows, key=len, reverse=True)
+    pattern = re.compile("|".join(r"(?:^| )" + re.escape(w) + r"(?: |$)" for w in alternatives))
     kept = [d for d in docs if not pattern.search(" ".join(_WORD.findall(d.lower())))]
     return kept, len(docs) - len(kept)
 

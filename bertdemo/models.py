@@ -192,8 +192,8 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
             path = embedded.mlm_dir()
         except (OSError, ValueError) as exc:  # assets missing, cache not writable, damaged file
             raise ValueError(f"{name} is not available: {exc}") from exc
-        note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head trained by this project "
-                "on Wikipedia summaries, installed with the app")
+        note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
+                "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
     path = Path(name).expanduser()
     if path.exists():

@@ -133,6 +133,10 @@ def test_shipped_model_loads_as_a_standard_folder(shipped):
 @pytest.mark.parametrize("sentence, answer", [
     ("The capital of France is [MASK].", "paris"),
     ("Paris is the capital of [MASK].", "france"),
+    ("Thank you very [MASK].", "much"),
+    ("He opened the [MASK] and walked into the room.", "door"),
+    ("A doctor works in a [MASK].", "hospital"),
+    ("The firefighters put out the [MASK].", "fire"),
 ])
 def test_shipped_model_predicts_sensibly(shipped, sentence, answer):
     result = fill_mask.predict(shipped, sentence, top_k=5)
