@@ -6,8 +6,8 @@ All training runs the project's own engine (``bertdemo.pretrain``, the loop of t
 
 1. Wikipedia stage: warm-start from the embedded 6-layer encoder (``embedded.encoder_dir()``),
    add a masked-LM head whose decoder is tied to the word embeddings, and continue MLM on
-   the embedded Wikipedia summaries, training the top ``--train-layers`` encoder layers and
-   the head (embeddings frozen). Checkpoint: ``WORK/wiki``.
+   the embedded Wikipedia summaries, training all 6 encoder layers and the head (embeddings,
+   and so the tied decoder, frozen). Checkpoint: ``WORK/wiki``.
 2. Everyday stage: write the everyday-English corpus (``bertdemo.everyday_text``: WordNet
    examples and glosses, fortune cookies, chatterbot conversations, the Wikipedia summaries;
    cloze evaluation sentences kept out) and continue from stage 1 on it, now training
