@@ -12,10 +12,15 @@ All training runs the project's own engine (``bertdemo.pretrain``, the loop of t
    examples and glosses, fortune cookies, chatterbot conversations, the Wikipedia summaries;
    cloze evaluation sentences kept out) and continue from stage 1 on it, now training
    everything, the word embeddings and so the tied decoder included. Checkpoint: ``WORK/everyday``.
-3. Export: only the parameters that training changed, in fp16, to ``trained.safetensors``,
+3. Second everyday pass: continue from stage 2 on the same corpus with a new warm-up and a
+   lower peak learning rate, and another seed (new masks, new batch order); stage 2's
+   schedule had decayed to zero while the held-out loss was still falling.
+   Checkpoint: ``WORK/everyday2``.
+4. Export: only the parameters that training changed, in fp16, to ``trained.safetensors``,
    plus ``config.json``, in ``--assets``. ``embedded.mlm_dir()`` rebuilds the full folder
-   from these and the installed encoder. ``--export-from CHECKPOINT`` skips steps 1 and 2;
-   ``--skip-wiki`` reuses an existing ``WORK/wiki`` checkpoint.
+   from these and the installed encoder. ``--export-from CHECKPOINT`` skips the training;
+   ``--skip-wiki`` reuses an existing ``WORK/wiki`` checkpoint, ``--skip-everyday`` also
+   an existing ``WORK/everyday`` (and its corpus ``WORK/everyday.jsonl``).
 The model card (``README.md`` in the assets folder) is written by hand and left untouched.
 """
 
@@ -91,7 +96,7 @@ def _state_summary(checkpoint: Path) -> dict:
 
 def _train(args: argparse.Namespace, init_from: str, corpus: str, out: Path, steps: int, lr: float, *,
            freeze_embeddings: bool, train_layers: int, warmup: int, batch_size: int, seq_len: int,
-           mlm_probability: float, every: int) -> int:
+           mlm_probability: float, every: int, seed: int) -> int:
     from bertdemo.pretrain.__main__ import main as pretrain_main
 
     return pretrain_main([
@@ -99,7 +104,7 @@ def _train(args: argparse.Namespace, init_from: str, corpus: str, out: Path, ste
         "--freeze-embeddings" if freeze_embeddings else "--no-freeze-embeddings",
         "--train-layers", str(train_layers), "--steps", str(steps), "--lr", str(lr),
         "--warmup-steps", str(warmup), "--batch-size", str(batch_size), "--seq-len", str(seq_len),
-        "--mlm-probability", str(mlm_probability), "--seed", str(args.seed),
+        "--mlm-probability", str(mlm_probability), "--seed", str(seed),
         "--num-threads", str(args.num_threads), "--checkpoint-every", str(every),
         "--eval-every", str(every), "--out", str(out), "--no-progress",
     ])
@@ -113,38 +118,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wiki-lr", type=float, default=4e-4)
     parser.add_argument("--everyday-steps", type=int, default=3000, help="steps of stage 2 (batch 64 x 64 tokens)")
     parser.add_argument("--everyday-lr", type=float, default=3e-4)
+    parser.add_argument("--second-steps", type=int, default=2500,
+                        help="steps of stage 3, the second everyday pass (0: none)")
+    parser.add_argument("--second-lr", type=float, default=1.5e-4)
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--num-threads", type=int, default=max(1, (os.cpu_count() or 1)))
     parser.add_argument("--work", default="runs/embedded-mlm", help="folder of the training checkpoints")
     parser.add_argument("--assets", default=str(embedded.mlm_assets_dir()), help="where the export goes")
     parser.add_argument("--skip-wiki", action="store_true", help="reuse the stage-1 checkpoint WORK/wiki")
+    parser.add_argument("--skip-everyday", action="store_true",
+                        help="also reuse the stage-2 checkpoint WORK/everyday and its corpus")
     parser.add_argument("--export-from", default="", help="export this checkpoint; no training")
     args = parser.parse_args(argv)
 
     checkpoint = Path(args.export_from) if args.export_from else None
     if checkpoint is None:
         work = Path(args.work)
-        wiki = work / "wiki"
-        if not args.skip_wiki:
+        wiki, corpus, everyday = work / "wiki", work / "everyday.jsonl", work / "everyday"
+        stage2 = dict(freeze_embeddings=False, train_layers=-1, warmup=100, batch_size=64, seq_len=64,
+                      mlm_probability=0.2, every=250)
+        if not (args.skip_wiki or args.skip_everyday):
             code = _train(args, str(embedded.encoder_dir()), "wiki", wiki, args.wiki_steps, args.wiki_lr,
                           freeze_embeddings=True, train_layers=6, warmup=50, batch_size=32, seq_len=128,
-                          mlm_probability=0.15, every=100)
+                          mlm_probability=0.15, every=100, seed=args.seed)
             if code != 0:
                 return code
-        from bertdemo import everyday_text
+        if not args.skip_everyday:
+            from bertdemo import everyday_text
 
-        corpus = work / "everyday.jsonl"
-        try:
-            everyday_text.build(corpus, log=lambda m: print(m, file=sys.stderr))
-        except FileNotFoundError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        checkpoint = work / "everyday"
-        code = _train(args, str(wiki), str(corpus), checkpoint, args.everyday_steps, args.everyday_lr,
-                      freeze_embeddings=False, train_layers=-1, warmup=100, batch_size=64, seq_len=64,
-                      mlm_probability=0.2, every=250)
-        if code != 0:
-            return code
+            try:
+                everyday_text.build(corpus, log=lambda m: print(m, file=sys.stderr))
+            except FileNotFoundError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            code = _train(args, str(wiki), str(corpus), everyday, args.everyday_steps, args.everyday_lr,
+                          seed=args.seed, **stage2)
+            if code != 0:
+                return code
+        checkpoint = everyday
+        if args.second_steps > 0:
+            checkpoint = work / "everyday2"
+            code = _train(args, str(everyday), str(corpus), checkpoint, args.second_steps, args.second_lr,
+                          seed=args.seed + 1, **stage2)
+            if code != 0:
+                return code
     out = export(checkpoint, args.assets)
     size = (out / embedded.TRAINED_FILE).stat().st_size
     print(f"exported {checkpoint} -> {out / embedded.TRAINED_FILE} ({size / 1e6:.1f} MB)", file=sys.stderr)

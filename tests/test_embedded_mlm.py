@@ -110,6 +110,39 @@ def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, 
     assert rebuilt.cls.predictions.decoder.weight.data_ptr() == rebuilt.bert.embeddings.word_embeddings.weight.data_ptr()
 
 
+def test_build_runs_the_second_everyday_pass_from_stage_two_and_exports_it(tiny_encoder_dir, tmp_path,
+                                                                            monkeypatch):
+    """``--skip-everyday``: stage 3 continues from WORK/everyday on WORK/everyday.jsonl with the next seed,
+    and its checkpoint (not stage 2's) is what gets exported."""
+    monkeypatch.setattr(embedded, "encoder_dir", lambda: tiny_encoder_dir)
+    work, assets = tmp_path / "work", tmp_path / "assets"
+    work.mkdir()
+    sentences = ["The cat sat on the mat.", "I drank a cup of tea this morning.", "See you tomorrow."]
+    (work / "everyday.jsonl").write_text("".join(json.dumps({"text": s * 4}) + "\n" for s in sentences * 100),
+                                         encoding="utf-8")
+    tiny = ["--num-threads", "1", "--work", str(work), "--assets", str(assets)]
+    from bertdemo.pretrain.__main__ import main as pretrain_main
+
+    assert pretrain_main(["--init-from", str(tiny_encoder_dir), "--corpus", str(work / "everyday.jsonl"),
+                          "--no-freeze-embeddings", "--train-layers", "-1", "--steps", "2", "--batch-size", "4",
+                          "--seq-len", "32", "--num-threads", "1", "--out", str(work / "everyday"),
+                          "--no-progress"]) == 0
+    assert build_embedded_mlm.main(["--skip-everyday", "--second-steps", "3", "--second-lr", "1e-4",
+                                    "--seed", "5", *tiny]) == 0
+    second = work / "everyday2"
+    cfg = TrainConfig.from_json(second / "train_config.json")
+    assert (cfg.init_from, cfg.corpus, cfg.steps, cfg.lr, cfg.seed) == (
+        str(work / "everyday"), str(work / "everyday.jsonl"), 3, 1e-4, 6)
+    assert json.loads((second / "trainer_state.json").read_text())["step"] == 3
+    from safetensors import safe_open
+
+    with safe_open(str(assets / embedded.TRAINED_FILE), "pt") as f:
+        assert json.loads(f.metadata()["checkpoint_state"])["step"] == 3  # stage 3's checkpoint, not stage 2's
+        exported = f.get_tensor("bert.embeddings.word_embeddings.weight")
+    trained = BertForMaskedLM.from_pretrained(second).bert.embeddings.word_embeddings.weight.detach()
+    assert torch.allclose(exported.float(), trained, atol=1e-3)
+
+
 # ---- the model shipped in bertdemo/assets/embedded_mlm ----
 
 @pytest.fixture(scope="module")
