@@ -21,6 +21,8 @@ import threading
 import uuid
 from pathlib import Path
 
+from bertdemo.model_init import MODEL_INIT_LOCK
+
 EMBEDDED_ENCODER_NAME = "embedded/minilm-l6-uncased"
 EMBEDDED_MLM_NAME = "embedded/bert-explorer-mlm"
 MLM_ASSETS_DIR = Path(__file__).parent / "assets" / "embedded_mlm"
@@ -135,7 +137,8 @@ def _assemble(assets: Path, out: Path) -> None:
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the head is "missing" from the encoder: we load it next
     try:
-        model = BertForMaskedLM.from_pretrained(str(encoder_dir()), config=config, dtype=torch.float32)
+        with MODEL_INIT_LOCK:
+            model = BertForMaskedLM.from_pretrained(str(encoder_dir()), config=config, dtype=torch.float32)
     finally:
         hf_logging.set_verbosity(verbosity)
     trained = {k: v.float() for k, v in load_file(str(assets / TRAINED_FILE)).items()}
@@ -146,7 +149,8 @@ def _assemble(assets: Path, out: Path) -> None:
         ("decoder.weight", "decoder.bias"))]  # decoder: tied to the word embeddings / the head bias
     if head:
         raise ValueError(f"{assets / TRAINED_FILE} lacks masked-LM head parameters: {head}")
-    model.tie_weights()
+    with MODEL_INIT_LOCK:
+        model.tie_weights()
     out.mkdir(parents=True)
     model.save_pretrained(str(out), safe_serialization=True)
     AutoTokenizer.from_pretrained(str(tokenizer_dir())).save_pretrained(str(out))

@@ -19,6 +19,7 @@ import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
 from bertdemo import embedded, hub
+from bertdemo.model_init import MODEL_INIT_LOCK
 
 DEFAULT_MODEL = "bert-base-uncased"
 CURATED_MODELS = [
@@ -249,13 +250,14 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(target, local_files_only=local_only)
         _report(progress, 0.3, f"Loading weights for {name}…")
         config = AutoConfig.from_pretrained(target, local_files_only=local_only)
-        model, info = AutoModelForMaskedLM.from_pretrained(
-            target,
-            config=config,
-            local_files_only=local_only,
-            attn_implementation="eager",  # attention weights are needed by the Attention tab
-            output_loading_info=True,
-        )
+        with MODEL_INIT_LOCK:
+            model, info = AutoModelForMaskedLM.from_pretrained(
+                target,
+                config=config,
+                local_files_only=local_only,
+                attn_implementation="eager",  # attention weights are needed by the Attention tab
+                output_loading_info=True,
+            )
     except (OSError, ValueError, KeyError) as exc:
         if local_only:
             if name == default:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 from bertdemo.embedded import tokenizer_dir, wiki_summaries
-from bertdemo.pretrain import RunManager, TrainConfig, list_checkpoints, param_count, resume_config
+from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
 from bertdemo.pretrain.checkpoint import write_checkpoint
 from bertdemo.pretrain.engine import build_model, predict_masks
 from bertdemo.pretrain.loop import run_training
@@ -49,6 +49,13 @@ def wait_for(predicate, timeout: float = 30.0) -> None:
 
 def test_presets_and_param_count() -> None:
     assert 4_300_000 < param_count(TrainConfig(preset="bert-tiny")) < 4_500_000
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    for cfg in (TrainConfig(preset="bert-tiny"), TrainConfig(preset="custom", layers=3, hidden=48, heads=4, ffn=96),
+                TrainConfig(preset="bert-tiny", nsp=True)):
+        assert param_count(cfg) == param_count(build_model(cfg, tok)), cfg  # formula == the model built
+    untied = bert_config(TrainConfig(preset="bert-tiny"))
+    untied.tie_word_embeddings = False
+    assert param_count(untied) == param_count(BertForMaskedLM(untied))
     assert param_count(TrainConfig(preset="bert-mini")) > param_count(TrainConfig(preset="bert-tiny"))
     with pytest.raises(ValueError, match="divisible"):
         TrainConfig(preset="custom", hidden=30, heads=4).validate()

@@ -149,16 +149,14 @@ def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
     )
 
 
-def param_count(model_or_cfg: Any) -> int:
-    """Number of parameters (tied embeddings counted once) of a model, a BertConfig or a TrainConfig."""
+def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
+    """Number of parameters (tied embeddings counted once) of a model, or of the BERT masked-LM
+    (with the NSP head when `nsp`, or when the TrainConfig asks for it) a BertConfig / TrainConfig
+    describes. Configs are counted by formula, without building a model."""
     if isinstance(model_or_cfg, TrainConfig):
-        model_or_cfg = bert_config(model_or_cfg)
+        model_or_cfg, nsp = bert_config(model_or_cfg), model_or_cfg.nsp
     if isinstance(model_or_cfg, BertConfig):
-        import torch
-        from transformers import BertForMaskedLM
-
-        with torch.device("meta"):
-            model_or_cfg = BertForMaskedLM(model_or_cfg)
+        return _bert_param_count(model_or_cfg, nsp)
     seen: set[int] = set()
     total = 0
     for p in model_or_cfg.parameters():
@@ -167,3 +165,14 @@ def param_count(model_or_cfg: Any) -> int:
             total += p.numel()
     return total
 
+
+def _bert_param_count(c: BertConfig, nsp: bool) -> int:
+    """Parameters of ``BertForMaskedLM(c)`` (``BertForPreTraining`` when `nsp`), by formula."""
+    h, f = c.hidden_size, c.intermediate_size
+    embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * (2 * h)  # Q K V O, FFN in/out, 2 LayerNorms
+    head = (h * h + h) + 2 * h + c.vocab_size  # transform, its LayerNorm, decoder bias
+    if not c.tie_word_embeddings:  # the decoder then has its own weight and bias
+        head += c.vocab_size * h + c.vocab_size
+    extra = (h * h + h) + (2 * h + 2) if nsp else 0  # pooler + next-sentence classifier
+    return embeddings + c.num_hidden_layers * layer + head + extra

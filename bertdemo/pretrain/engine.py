@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
+from bertdemo.model_init import MODEL_INIT_LOCK
 from bertdemo.pretrain.config import TrainConfig, bert_config
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, make_nsp_pairs, mask_tokens
@@ -41,7 +42,8 @@ def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
     else:
         config = bert_config(cfg, vocab_size=len(tokenizer))
         config.pad_token_id = tokenizer.pad_token_id
-        model = (BertForPreTraining if cfg.nsp else BertForMaskedLM)(config)
+        with MODEL_INIT_LOCK:
+            model = (BertForPreTraining if cfg.nsp else BertForMaskedLM)(config)
     if model.config.vocab_size != len(tokenizer):
         raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
@@ -56,8 +58,9 @@ def warm_start_model(path: str, nsp: bool = False) -> BertPretrainModel:
     config = BertConfig.from_pretrained(path)
     config.architectures = [model_cls.__name__]
     config.tie_word_embeddings = True  # decoder weight = word embeddings (original BERT)
-    model = model_cls.from_pretrained(path, config=config)
-    model.tie_weights()
+    with MODEL_INIT_LOCK:
+        model = model_cls.from_pretrained(path, config=config)
+        model.tie_weights()
     return model
 
 
@@ -84,7 +87,8 @@ def trainable_names(model: nn.Module) -> list[str]:
 def load_model(path: str, nsp: bool) -> BertPretrainModel:
     """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`."""
     model_cls = BertForPreTraining if nsp else BertForMaskedLM
-    return model_cls.from_pretrained(path)
+    with MODEL_INIT_LOCK:
+        return model_cls.from_pretrained(path)
 
 
 class PretrainObjective(nn.Module):

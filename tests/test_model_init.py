@@ -1,0 +1,49 @@
+"""Models built on one thread while another loads one stay correct (``bertdemo.model_init``).
+
+transformers swaps process-wide state during ``from_pretrained`` (``tie_weights`` becomes a
+no-op); without the shared lock a masked-LM built meanwhile comes out with an untied decoder.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from transformers import BertConfig, BertForMaskedLM, PreTrainedModel
+
+from bertdemo.models import load_model
+from bertdemo.pretrain import TrainConfig, param_count
+from bertdemo.pretrain.engine import build_model
+
+
+def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, tokenizer):
+    torch.manual_seed(0)
+    folder = tmp_path / "tiny-mlm"
+    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=64)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    original_tie = PreTrainedModel.tie_weights
+    errors: list[BaseException] = []
+
+    def keep_loading() -> None:
+        try:
+            for _ in range(25):
+                load_model(str(folder), "cpu")
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    loader = threading.Thread(target=keep_loading)
+    loader.start()
+    cfg = TrainConfig(preset="custom", layers=1, hidden=32, heads=2, ffn=64)
+    expected = param_count(cfg)
+    built = 0
+    while loader.is_alive() or built < 3:
+        model = build_model(cfg, tokenizer)
+        tied = model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+        assert tied, f"decoder untied in model {built} built while another thread loads"
+        assert param_count(model) == expected
+        built += 1
+    loader.join()
+    assert not errors, errors
+    assert PreTrainedModel.tie_weights is original_tie  # not left as transformers' no-op
+    assert built > 3
