@@ -6,7 +6,8 @@ dtype is set to the load dtype. A model built on another thread meanwhile comes 
 masked-LM decoder *untied* (a second, random vocabulary × hidden matrix), and two loads that
 overlap can leave ``tie_weights`` a no-op for the rest of the process. The app builds models
 on several threads at once (page requests, the start-up preload, the pretraining thread), so
-each construction here runs under :data:`MODEL_INIT_LOCK`.
+each construction here runs under :data:`MODEL_INIT_LOCK`. Models load in float32, so the
+default dtype that loading sets is the one every other thread expects anyway.
 """
 
 from __future__ import annotations

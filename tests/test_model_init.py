@@ -47,3 +47,14 @@ def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, to
     assert not errors, errors
     assert PreTrainedModel.tie_weights is original_tie  # not left as transformers' no-op
     assert built > 3
+
+
+def test_a_half_precision_checkpoint_loads_in_float32(tmp_path, tokenizer):
+    """Loading sets torch's process-wide default dtype to the load dtype: always float32 here."""
+    folder = tmp_path / "bf16-mlm"
+    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64)).to(torch.bfloat16).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    loaded = load_model(str(folder), "cpu")
+    assert loaded.has_mlm_head and loaded.model.dtype == torch.float32
+    assert torch.get_default_dtype() == torch.float32
