@@ -255,8 +255,9 @@ def load_model(
                 target,
                 config=config,
                 local_files_only=local_only,
-                dtype=torch.float32,  # not the checkpoint's: same numbers on every device, and
-                # torch's process-wide default dtype, which loading sets, stays float32
+                # float32, not the checkpoint's dtype: the same numbers on every device, and the
+                # process-wide default dtype that loading sets stays what other threads expect
+                dtype=torch.float32,
                 attn_implementation="eager",  # attention weights are needed by the Attention tab
                 output_loading_info=True,
             )
