@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from bertdemo import embedded
+from bertdemo.model_init import MODEL_INIT_LOCK
 
 EXPORT_DTYPE = torch.float16
 
@@ -53,7 +54,8 @@ def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], obje
 
     checkpoint = Path(checkpoint)
     cfg = TrainConfig.from_json(checkpoint / "train_config.json")
-    model = BertForMaskedLM.from_pretrained(str(checkpoint), dtype=torch.float32)
+    with MODEL_INIT_LOCK:
+        model = BertForMaskedLM.from_pretrained(str(checkpoint), dtype=torch.float32)
     apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
     names = set(trainable_names(model))
     params = dict(model.named_parameters())
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="steps of stage 3, the second everyday pass (0: none)")
     parser.add_argument("--second-lr", type=float, default=1.5e-4)
     parser.add_argument("--seed", type=int, default=1337)
-    parser.add_argument("--num-threads", type=int, default=max(1, (os.cpu_count() or 1)))
+    parser.add_argument("--num-threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--work", default="runs/embedded-mlm", help="folder of the training checkpoints")
     parser.add_argument("--assets", default=str(embedded.mlm_assets_dir()), help="where the export goes")
     parser.add_argument("--skip-wiki", action="store_true", help="reuse the stage-1 checkpoint WORK/wiki")
