@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from transformers.utils import logging as hf_logging
 
-    from bertdemo import hub
-    from bertdemo.models import DEFAULT_MODEL, ModelStore
+    from bertdemo.models import hub
+    from bertdemo.models.store import DEFAULT_MODEL, ModelStore
     from bertdemo.ui import build_app
     from bertdemo.ui.layout import CSS, THEME
 

@@ -21,8 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline  # noqa: E402
 
-from bertdemo import embedded, fill_mask  # noqa: E402
-from bertdemo.models import load_model  # noqa: E402
+from bertdemo.models import embedded  # noqa: E402
+
+from bertdemo.explore import fill_mask  # noqa: E402
+from bertdemo.models.store import load_model  # noqa: E402
 
 INPUTS = {
     "short (1 mask)": "Nice to [MASK] you.",

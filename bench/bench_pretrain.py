@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-from bertdemo.embedded import tokenizer_dir  # noqa: E402
+from bertdemo.models.embedded import tokenizer_dir  # noqa: E402
 from bertdemo.pretrain.blocks import prepare_blocks  # noqa: E402
 from bertdemo.pretrain.config import TrainConfig, bert_config  # noqa: E402
-from bertdemo.models import resolve_device  # noqa: E402
-from bertdemo.pretrain.engine import use_bf16  # noqa: E402
+from bertdemo.models.device import resolve_device  # noqa: E402
+from bertdemo.pretrain.hardware import use_bf16  # noqa: E402
 from bertdemo.pretrain.loop import run_training  # noqa: E402
 from bertdemo.pretrain.metrics import MetricsBuffer  # noqa: E402
 

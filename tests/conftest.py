@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-from bertdemo import embedded
+from bertdemo.models import embedded
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -44,6 +44,6 @@ def tiny_mlm_dir(tmp_path_factory, tokenizer):
 @pytest.fixture(scope="session")
 def tiny_loaded(tiny_mlm_dir):
     """The tiny model loaded through the app's own loader."""
-    from bertdemo.models import load_model
+    from bertdemo.models.store import load_model
 
     return load_model(str(tiny_mlm_dir), "cpu")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bertdemo import attention
+from bertdemo.explore import attention
 
 
 def test_shapes_and_rows(tiny_loaded):

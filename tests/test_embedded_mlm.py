@@ -7,10 +7,14 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM, BertModel
 
-from bertdemo import build_embedded_mlm, embedded, fill_mask, hub
-from bertdemo.models import ModelStore, load_model, offline_default
+from bertdemo.tools import build_embedded_mlm
+
+from bertdemo.models import embedded, hub
+
+from bertdemo.explore import fill_mask
+from bertdemo.models.store import ModelStore, load_model, offline_default
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.engine import apply_freeze, build_model, trainable_names
+from bertdemo.pretrain.model_build import apply_freeze, build_model, trainable_names
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
 
 

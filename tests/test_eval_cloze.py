@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from bertdemo import eval_cloze
+from bertdemo.tools import eval_cloze
 
 
 def _write(tmp_path, text: str):
@@ -51,7 +51,7 @@ def test_prints_one_line_per_sentence_and_the_scores_last(tmp_path, tiny_mlm_dir
 
 def test_evaluate_counts_hits(tiny_loaded):
     item = eval_cloze.ClozeItem("Nice to [MASK] you.", [], 1)
-    from bertdemo import fill_mask
+    from bertdemo.explore import fill_mask
 
     guesses = [c.text for c in fill_mask.predict(tiny_loaded, item.sentence, top_k=5).masks[0].candidates]
     item.answers = [guesses[0]]

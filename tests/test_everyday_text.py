@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bertdemo import everyday_text
+from bertdemo.tools import everyday_text
 
 WORDNET_HEADER = "  1 This software and database is being provided to you, the LICENSEE, by\n"
 WORDNET_LINES = {

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bertdemo import fill_mask
+from bertdemo.explore import fill_mask
 
 
 def _full_probs(loaded, text):
@@ -89,8 +89,8 @@ def test_bad_input_gets_a_clear_message(tiny_loaded, text, kwargs, message):
 
 
 def test_model_without_trained_head_is_refused():
-    from bertdemo import embedded
-    from bertdemo.models import load_model
+    from bertdemo.models import embedded
+    from bertdemo.models.store import load_model
 
     loaded = load_model(embedded.EMBEDDED_ENCODER_NAME, "cpu")
     assert not loaded.has_mlm_head and any("cls.predictions" in k for k in loaded.missing_head_keys)

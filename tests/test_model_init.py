@@ -1,4 +1,4 @@
-"""Models built on one thread while another loads one stay correct (``bertdemo.model_init``).
+"""Models built on one thread while another loads one stay correct (``bertdemo.models.init_lock``).
 
 transformers swaps process-wide state during ``from_pretrained`` (``tie_weights`` becomes a
 no-op); without the shared lock a masked-LM built meanwhile comes out with an untied decoder.
@@ -11,9 +11,9 @@ import threading
 import torch
 from transformers import BertConfig, BertForMaskedLM, PreTrainedModel
 
-from bertdemo.models import load_model
+from bertdemo.models.store import load_model
 from bertdemo.pretrain import TrainConfig, param_count
-from bertdemo.pretrain.engine import build_model
+from bertdemo.pretrain.model_build import build_model
 
 
 def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, tokenizer):

@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
-from bertdemo import embedded, hub
-from bertdemo.models import ModelStore, load_model
+from bertdemo.models import embedded, hub
+from bertdemo.models.store import ModelStore, load_model
 
 
 @pytest.fixture

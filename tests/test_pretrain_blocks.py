@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from bertdemo.embedded import tokenizer_dir, wiki_summaries
+from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain.blocks import prepare_blocks
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from bertdemo.embedded import wiki_summaries
+from bertdemo.models.embedded import wiki_summaries
 
 REPO = Path(__file__).resolve().parents[1]
 

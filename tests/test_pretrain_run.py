@@ -10,10 +10,11 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
-from bertdemo.embedded import tokenizer_dir, wiki_summaries
+from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
 from bertdemo.pretrain.checkpoint import write_checkpoint
-from bertdemo.pretrain.engine import build_model, predict_masks
+from bertdemo.pretrain.evaluation import predict_masks
+from bertdemo.pretrain.model_build import build_model
 from bertdemo.pretrain.loop import run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
 

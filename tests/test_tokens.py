@@ -2,7 +2,7 @@
 
 import pytest
 
-from bertdemo import tokens
+from bertdemo.explore import tokens
 
 
 def test_table_matches_what_the_model_sees(tokenizer):

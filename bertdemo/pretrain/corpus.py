@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertdemo.embedded import wiki_summaries
-from bertdemo.hub import hub_reachable
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.models.hub import hub_reachable
 
 TINYSTORIES_ID = "noanabeshima/TinyStoriesV2"
 CORPORA = ("wiki", "tinystories")

@@ -1,9 +1,14 @@
 """The training loop shared by the app's run thread and the headless CLI (also under torchrun).
 
+Read it in one sitting: :func:`run_training` sets up a :class:`Trainer` (tokenizer, blocks,
+model, optimizer), then repeats ``train_step`` and, at their intervals, ``log``,
+``evaluate`` and ``save``, checking pause/stop between steps.
+
 Data and masks never leave the device: blocks live there, an epoch permutation and fresh
 masks are drawn there with a seeded generator, and the host reads the loss only every
-``log_every`` steps. Pause/stop are checked between steps; the metrics buffer is the only
-thing shared with other threads.
+``log_every`` steps. Under torchrun the ranks agree on a stop at those same log steps (one
+all-reduce carries the losses and the stop flag), so no rank waits alone in an all-reduce.
+The metrics buffer is the only thing shared with other threads.
 """
 
 from __future__ import annotations
@@ -20,15 +25,17 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer
 
-from bertdemo.embedded import tokenizer_dir
-from bertdemo.models import resolve_device
+from bertdemo.models.device import resolve_device
+from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain.blocks import prepare_blocks
+from bertdemo.pretrain.blocks import Blocks, prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
-from bertdemo.pretrain.engine import (BatchMaker, PretrainObjective, apply_freeze, autocast, build_model, cpu_threads,
-                                      evaluate, load_model, lr_at, make_optimizer, predict_masks,
-                                      use_bf16)
+from bertdemo.pretrain.evaluation import evaluate_heldout, predict_masks
+from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
+from bertdemo.pretrain.model_build import apply_freeze, build_model, load_checkpoint_model
+from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+from bertdemo.pretrain.optim import lr_at, make_optimizer
 
 
 @dataclass
@@ -44,7 +51,7 @@ class DistInfo:
 
 @dataclass
 class RunControl:
-    """Events the loop checks between steps."""
+    """Events the loop checks between steps (and evaluation between batches)."""
 
     stop_event: threading.Event = field(default_factory=threading.Event)
     pause_event: threading.Event = field(default_factory=threading.Event)  # set while paused
@@ -53,6 +60,190 @@ class RunControl:
 def _barrier(dist: DistInfo) -> None:
     if dist.world_size > 1:
         torch.distributed.barrier()
+
+
+def training_device(cfg: TrainConfig, dist: DistInfo) -> torch.device:
+    """The run's device (ValueError when the one asked for is missing); under torchrun each rank its own GPU."""
+    device = resolve_device(cfg.device)
+    if device.type == "cuda" and dist.world_size > 1:
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+class Trainer:
+    """One run's model, optimizer, data and counters; each method is one part of the loop."""
+
+    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, dist: DistInfo,
+                 run_info: dict, device: torch.device, control: RunControl) -> None:
+        self.cfg, self.metrics, self.checkpoint_dir, self.dist = cfg, metrics, Path(checkpoint_dir), dist
+        self.run_info, self.device, self.control = run_info, device, control
+        metrics.update(status="preparing", device=str(device), message="Loading the tokenizer…")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+        blocks = self._blocks()
+        self.corpus_label = blocks.corpus_label
+        self.start_step = 0
+        state: dict = {}
+        if cfg.resume_from:
+            state = ckpt.read_state(cfg.resume_from)
+            self.start_step = int(state.get("step", 0))
+            restore_history(metrics, state.get("history", {}))
+            self.model = load_checkpoint_model(cfg.resume_from, cfg.nsp)
+            apply_freeze(self.model, cfg.train_layers, cfg.freeze_embeddings)
+        else:
+            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
+                torch.manual_seed(cfg.seed)
+                self.model = build_model(cfg, self.tokenizer)
+        run_info.setdefault("started_at", state.get("started_at", datetime.now().isoformat(timespec="seconds")))
+        self.n_params = param_count(self.model)
+        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.steps)
+        self.objective = PretrainObjective(self.model).to(device).train()
+        self.optimizer = make_optimizer(self.model, cfg, device)
+        if cfg.resume_from:
+            ckpt.load_optimizer_state(cfg.resume_from, self.optimizer)
+        self.forward = self.objective
+        if dist.world_size > 1:
+            ids = [device.index] if device.type == "cuda" else None
+            self.forward = torch.nn.parallel.DistributedDataParallel(self.objective, device_ids=ids)
+        if cfg.compile and device.type == "cuda":
+            self.forward = torch.compile(self.forward)
+        self.train_blocks = torch.from_numpy(blocks.train[dist.rank :: dist.world_size].astype(np.int64)).to(device)
+        self.heldout = torch.from_numpy(blocks.heldout.astype(np.int64)).to(device)  # (N_eval, T)
+        if len(self.train_blocks) < cfg.batch_size:
+            raise ValueError(f"The corpus has only {len(self.train_blocks)} training blocks per process; "
+                             f"lower the batch size below that or use more text.")
+        self.make_batch = BatchMaker(cfg, self.tokenizer, device)
+        self.bf16 = use_bf16(device, cfg.precision)
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(cfg.seed + 7919 * dist.rank + self.start_step)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.step = self.start_step
+        self.saved_step = self.start_step if cfg.resume_from else -1
+        self.perm, self.cursor = torch.randperm(len(self.train_blocks), generator=self.generator, device=device), 0
+        self.loss_sum = torch.zeros((), device=device)  # masked-LM loss summed since the last log
+        self.nsp_loss_sum = torch.zeros((), device=device)  # NSP loss summed since the last log
+        self.steps_since_log = 0
+        self.elapsed = float(run_info.get("elapsed_s", 0.0))
+        self.t_last = time.perf_counter()
+        self.rate_window_s, self.rate_window_steps = 0.0, 0
+
+    def _blocks(self) -> Blocks:
+        """Packed blocks of the corpus; rank 0 tokenizes and caches first, the others then read the cache."""
+        def progress(fraction: float, message: str) -> None:
+            self.metrics.update(prepare_fraction=fraction, message=message)
+
+        if not self.dist.is_main:
+            _barrier(self.dist)
+        blocks = prepare_blocks(self.cfg.corpus, self.tokenizer, self.cfg.seq_len, self.cfg.cache_dir,
+                                self.cfg.max_corpus_tokens, self.cfg.heldout_fraction, progress)
+        if self.dist.is_main:
+            _barrier(self.dist)
+        return blocks
+
+    # one step ---------------------------------------------------------------------------
+    def train_step(self) -> None:
+        """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
+        cfg = self.cfg
+        if self.cursor + cfg.batch_size > len(self.train_blocks):
+            self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
+            self.cursor = 0
+        batch = self.make_batch(self.train_blocks[self.perm[self.cursor : self.cursor + cfg.batch_size]],
+                                self.generator)
+        self.cursor += cfg.batch_size
+        self.lr = lr_at(self.step, cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        with autocast(self.device, self.bf16):
+            out = self.forward(**batch)
+        out["loss"].backward()
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip, foreach=True)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.loss_sum += out["mlm_loss"].detach()
+        if "nsp_loss" in out:
+            self.nsp_loss_sum += out["nsp_loss"].detach()
+        self.steps_since_log += 1
+        self.step += 1
+
+    # logging ----------------------------------------------------------------------------
+    def log(self, stop_requested: bool) -> bool:
+        """Record the mean losses since the last log (the one host sync per interval) and the speed.
+
+        Returns whether any rank asked to stop: under torchrun the ranks agree here, together."""
+        values = torch.stack([self.loss_sum, self.nsp_loss_sum]) / self.steps_since_log
+        values = torch.cat([values, torch.tensor([float(stop_requested)], device=self.device)])
+        if self.dist.world_size > 1:
+            torch.distributed.all_reduce(values)
+            values[:2] /= self.dist.world_size
+        mlm_loss, nsp_loss, stops = values.tolist()
+        now = time.perf_counter()
+        self.rate_window_s += now - self.t_last
+        self.rate_window_steps += self.steps_since_log
+        self.elapsed += now - self.t_last
+        self.t_last = now
+        rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
+        tokens_per_step = self.cfg.batch_size * self.cfg.seq_len * self.dist.world_size
+        self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.nsp else None)
+        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.steps - self.step) / max(rate, 1e-9),
+                            elapsed_s=self.elapsed)
+        self.loss_sum.zero_(), self.nsp_loss_sum.zero_()
+        self.steps_since_log = 0
+        if self.rate_window_s > 5.0:  # the rate is over the last few seconds
+            self.rate_window_s, self.rate_window_steps = 0.0, 0
+        return stops > 0
+
+    # evaluation and checkpoints ----------------------------------------------------------
+    def evaluate(self) -> None:
+        """Held-out loss/accuracy and the probe's guesses at this step (rank 0 only; stops early on Stop)."""
+        if not self.dist.is_main:
+            return
+        result = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
+                                  should_stop=self.control.stop_event.is_set)
+        if result is not None:
+            self.metrics.log_eval(self.step, result["loss"], result["acc"], result.get("nsp_loss"),
+                                  result.get("nsp_acc"))
+        text = self.metrics.get("probe_text") or self.cfg.probe_text
+        try:
+            self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device))
+        except ValueError:
+            pass  # the probe text was validated on input; never fail a run over it
+
+    def save(self) -> None:
+        """Write the checkpoint of this step atomically (rank 0 only, once per step)."""
+        if not self.dist.is_main or self.step == self.saved_step:
+            return
+        self.run_info["elapsed_s"] = self.elapsed
+        snap = self.metrics.snapshot()
+        state = {**self.run_info, "step": self.step, "total_steps": self.cfg.steps, "preset": self.cfg.preset,
+                 "nsp": self.cfg.nsp, "corpus": self.cfg.corpus, "param_count": self.n_params,
+                 "history": history(snap)}
+        path = ckpt.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
+                                     metrics_csv(snap), self.optimizer)
+        self.metrics.add_checkpoint(str(path))
+        self.saved_step = self.step
+
+    def evaluate_and_save_if_due(self) -> None:
+        """At eval / checkpoint intervals (and the last step); that time is not counted as training."""
+        cfg, step = self.cfg, self.step
+        eval_due = step % cfg.eval_every == 0 or step == cfg.steps
+        save_due = bool(cfg.checkpoint_every) and step % cfg.checkpoint_every == 0 and step < cfg.steps
+        if eval_due:
+            self.evaluate()
+        if save_due:
+            self.save()
+        if eval_due or save_due:
+            self.t_last = time.perf_counter()
+
+    def wait_while_paused(self) -> None:
+        """Block while the pause event is set (the stop event ends the wait)."""
+        self.elapsed += time.perf_counter() - self.t_last
+        self.metrics.update(status="paused", message="Paused.")
+        while self.control.pause_event.is_set() and not self.control.stop_event.is_set():
+            self.control.stop_event.wait(0.05)
+        if not self.control.stop_event.is_set():
+            self.metrics.update(status="running", message="Training.")
+        self.t_last = time.perf_counter()
 
 
 def run_training(
@@ -65,185 +256,50 @@ def run_training(
     run_info: dict | None = None,
     on_step: Callable[[int], None] | None = None,
 ) -> str:
-    """Train per `cfg`, writing metrics and checkpoints; returns the final status (finished/stopped/failed)."""
+    """Train per `cfg`, writing metrics and checkpoints; returns the final status (finished/stopped/failed).
+
+    Every failure — a device that is missing, a corpus that cannot be read, a fault mid-run —
+    ends the run with status "failed" and the reason in the metrics; earlier checkpoints stay.
+    """
     control = control or RunControl()
     dist = dist or DistInfo()
-    run_info = dict(run_info or {})
-    device = resolve_device(cfg.device)
-    if device.type == "cuda" and dist.world_size > 1:
-        device = torch.device("cuda", dist.local_rank)
-        torch.cuda.set_device(device)
-    prev_threads = torch.get_num_threads()
-    if device.type == "cpu":  # process-global: restored in `finally`
-        torch.set_num_threads(cpu_threads(cfg.num_threads, dist.world_size))
-    state: dict = {}
     try:
         cfg.validate()
-        metrics.update(status="preparing", device=str(device), message="Loading the tokenizer…")
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-
-        def progress(fraction: float, message: str) -> None:
-            metrics.update(prepare_fraction=fraction, message=message)
-
-        if not dist.is_main:
-            _barrier(dist)  # rank 0 tokenizes and caches first
-        blocks = prepare_blocks(cfg.corpus, tokenizer, cfg.seq_len, cfg.cache_dir, cfg.max_corpus_tokens,
-                                cfg.heldout_fraction, progress)
-        if dist.is_main:
-            _barrier(dist)
-        start_step = 0
-        if cfg.resume_from:
-            state = ckpt.read_state(cfg.resume_from)
-            start_step = int(state.get("step", 0))
-            restore_history(metrics, state.get("history", {}))
-            model = load_model(cfg.resume_from, cfg.nsp)
-            apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
-        else:
-            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
-                torch.manual_seed(cfg.seed)
-                model = build_model(cfg, tokenizer)
-        run_info.setdefault("started_at", state.get("started_at", datetime.now().isoformat(timespec="seconds")))
-        n_params = param_count(model)
-        metrics.update(param_count=n_params, step=start_step, total_steps=cfg.steps)
-        objective = PretrainObjective(model).to(device).train()
-        optimizer = make_optimizer(model, cfg, device)
-        if cfg.resume_from:
-            ckpt.load_optimizer_state(cfg.resume_from, optimizer)
-        forward = objective
-        if dist.world_size > 1:
-            ids = [device.index] if device.type == "cuda" else None
-            forward = torch.nn.parallel.DistributedDataParallel(objective, device_ids=ids)
-        if cfg.compile and device.type == "cuda":
-            forward = torch.compile(forward)
-        train = torch.from_numpy(blocks.train[dist.rank :: dist.world_size].astype(np.int64)).to(device)  # (N, T)
-        heldout = torch.from_numpy(blocks.heldout.astype(np.int64)).to(device)  # (N_eval, T)
-        if len(train) < cfg.batch_size:
-            raise ValueError(f"The corpus has only {len(train)} training blocks per process; "
-                             f"lower the batch size below that or use more text.")
-        make_batch = BatchMaker(cfg, tokenizer, device)
-        bf16 = use_bf16(device, cfg.precision)
-        generator = torch.Generator(device=device)
-        generator.manual_seed(cfg.seed + 7919 * dist.rank + start_step)
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        saved_step = start_step if cfg.resume_from else -1
-
-        def save(step: int) -> None:
-            nonlocal saved_step
-            if not dist.is_main or step == saved_step:
-                return
-            snap = metrics.snapshot()
-            state_now = {**run_info, "step": step, "total_steps": cfg.steps, "preset": cfg.preset,
-                         "nsp": cfg.nsp, "corpus": cfg.corpus, "param_count": n_params, "history": history(snap)}
-            path = ckpt.write_checkpoint(checkpoint_dir, model, tokenizer, cfg.to_dict(), state_now,
-                                         metrics_csv(snap), optimizer)
-            metrics.add_checkpoint(str(path))
-            saved_step = step
-
-        def run_eval(step: int) -> None:
-            if not dist.is_main:
-                return
-            result = evaluate(objective, heldout, make_batch, cfg, device, bf16)
-            metrics.log_eval(step, result["loss"], result["acc"], result.get("nsp_loss"), result.get("nsp_acc"))
-            text = metrics.get("probe_text") or cfg.probe_text
-            try:
-                metrics.log_probe(step, predict_masks(model, tokenizer, text, device))
-            except ValueError:
-                pass  # probe text was validated on input; never fail a run over it
-
-        precision = "bf16 autocast" if bf16 else "fp32"
-        metrics.update(status="running", message=f"Training on {blocks.corpus_label} ({len(train):,} blocks, "
-                                                 f"{precision}).")
-        if start_step == 0 and dist.is_main:
-            run_eval(0)
-        tokens_per_step = cfg.batch_size * cfg.seq_len * dist.world_size
-        loss_acc = torch.zeros((), device=device)
-        nsp_acc = torch.zeros((), device=device)
-        n_acc = 0
-        step = start_step
-        perm, cursor = torch.randperm(len(train), generator=generator, device=device), 0
-        elapsed = float(run_info.get("elapsed_s", 0.0))
-        t_last = time.perf_counter()
-        t_interval, steps_interval = 0.0, 0
-        while step < cfg.steps:
-            if control.stop_event.is_set():
-                break
-            if control.pause_event.is_set():
-                elapsed += time.perf_counter() - t_last
-                metrics.update(status="paused", message="Paused.")
-                while control.pause_event.is_set() and not control.stop_event.is_set():
-                    control.stop_event.wait(0.05)
-                if not control.stop_event.is_set():
-                    metrics.update(status="running", message="Training.")
-                t_last = time.perf_counter()
-                continue
-            if cursor + cfg.batch_size > len(train):  # new epoch: new order (and new masks, always)
-                perm, cursor = torch.randperm(len(train), generator=generator, device=device), 0
-            batch = make_batch(train[perm[cursor : cursor + cfg.batch_size]], generator)
-            cursor += cfg.batch_size
-            lr = lr_at(step, cfg)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            with autocast(device, bf16):
-                out = forward(**batch)
-            out["loss"].backward()
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            loss_acc += out["mlm_loss"].detach()
-            if "nsp_loss" in out:
-                nsp_acc += out["nsp_loss"].detach()
-            n_acc += 1
-            step += 1
-            if step % cfg.log_every == 0 or step == cfg.steps:
-                values = torch.stack([loss_acc, nsp_acc]) / n_acc
-                if dist.world_size > 1:
-                    torch.distributed.all_reduce(values)
-                    values /= dist.world_size
-                mlm_loss, nsp_loss = values.tolist()  # the one host sync per log interval
-                now = time.perf_counter()
-                t_interval += now - t_last
-                steps_interval += n_acc
-                elapsed += now - t_last
-                t_last = now
-                rate = steps_interval / max(t_interval, 1e-9)
-                metrics.log_train(step, mlm_loss, lr, nsp_loss if cfg.nsp else None)
-                metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(cfg.steps - step) / max(rate, 1e-9),
-                               elapsed_s=elapsed)
-                loss_acc.zero_(), nsp_acc.zero_()
-                n_acc = 0
-                if t_interval > 5.0:  # rate over the last few seconds
-                    t_interval, steps_interval = 0.0, 0
-            metrics.update(step=step)
-            if step % cfg.eval_every == 0 or step == cfg.steps or (
-                cfg.checkpoint_every and step % cfg.checkpoint_every == 0
-            ):
-                if step % cfg.eval_every == 0 or step == cfg.steps:
-                    run_eval(step)
-                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
-                    run_info["elapsed_s"] = elapsed
-                    save(step)
-                t_last = time.perf_counter()  # evaluation and saving are not training time
-            if on_step is not None:
-                on_step(step)
-        stopped = step < cfg.steps
-        elapsed += time.perf_counter() - t_last
-        run_info["elapsed_s"] = elapsed
-        metrics.update(status="stopping" if stopped else "running", elapsed_s=elapsed, eta_s=0.0,
-                       message="Saving the final checkpoint…")
-        save(step)
-        final = "stopped" if stopped else "finished"
-        metrics.update(status=final, message=f"{final.capitalize()} at step {step} of {cfg.steps}.")
-        return final
+        device = training_device(cfg, dist)
+        with thread_count(cfg.num_threads, dist.world_size, device):
+            trainer = Trainer(cfg, metrics, checkpoint_dir, dist, dict(run_info or {}), device, control)
+            metrics.update(status="running", message=f"Training on {trainer.corpus_label} "
+                           f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
+            if trainer.start_step == 0:
+                trainer.evaluate()
+            single = dist.world_size == 1
+            while trainer.step < cfg.steps:
+                if single and control.stop_event.is_set():
+                    break
+                if single and control.pause_event.is_set():
+                    trainer.wait_while_paused()
+                    continue
+                trainer.train_step()
+                if trainer.step % cfg.log_every == 0 or trainer.step == cfg.steps:
+                    if trainer.log(control.stop_event.is_set()) and not single:
+                        break  # every rank leaves at this same step
+                metrics.update(step=trainer.step)
+                trainer.evaluate_and_save_if_due()
+                if on_step is not None:
+                    on_step(trainer.step)
+            stopped = trainer.step < cfg.steps
+            trainer.elapsed += time.perf_counter() - trainer.t_last
+            metrics.update(status="stopping" if stopped else "running", elapsed_s=trainer.elapsed, eta_s=0.0,
+                           message="Saving the final checkpoint…")
+            trainer.save()
+            final = "stopped" if stopped else "finished"
+            metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.steps}.")
+            return final
     except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
-        metrics.update(status="failed", message=f"{type(err).__name__}: {err}")
+        metrics.update(status="failed", message=str(err) if isinstance(err, ValueError)
+                       else f"{type(err).__name__}: {err}")
         if not isinstance(err, ValueError):
             traceback.print_exc()
         if threading.current_thread() is threading.main_thread():
             raise
         return "failed"
-    finally:
-        if device.type == "cpu":
-            torch.set_num_threads(prev_threads)
-

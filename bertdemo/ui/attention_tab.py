@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from bertdemo import attention, plots
-from bertdemo.models import ModelStore
+from bertdemo.explore import attention
+
+from bertdemo.viz import heatmaps
+from bertdemo.models.store import ModelStore
 from bertdemo.ui.common import progress_callback, user_errors
 
 EXAMPLE = "The animal didn't cross the street because it was too tired."
@@ -15,7 +17,7 @@ def _render(result: attention.AttentionResult, layer: int, head: int, mean: bool
     layer = min(int(layer), result.num_layers - 1)
     head = min(int(head), result.num_heads - 1)
     view = attention.select_view(result, layer, None if mean else head, hide, renorm)
-    overview = plots.attention_overview(
+    overview = heatmaps.attention_overview(
         attention.all_heads(result, hide, renorm), selected=None if mean else (layer, head)
     )
     info = (
@@ -24,7 +26,7 @@ def _render(result: attention.AttentionResult, layer: int, head: int, mean: bool
         + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
         + (" With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1." if hide and not renorm else "")
     )
-    return plots.attention_heatmap(view), overview, info
+    return heatmaps.attention_heatmap(view), overview, info
 
 
 def build(store: ModelStore, model_box: gr.Dropdown) -> None:
@@ -58,7 +60,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         if result is None or evt.index is None:
             return gr.skip(), gr.skip(), gr.skip()
         x, y = evt.index[0], evt.index[1]
-        cell = plots.OverviewGeometry(result.num_layers, result.num_heads).cell_at(int(x), int(y))
+        cell = heatmaps.OverviewGeometry(result.num_layers, result.num_heads).cell_at(int(x), int(y))
         if cell is None:
             return gr.skip(), gr.skip(), gr.skip()
         return cell[0], cell[1], False

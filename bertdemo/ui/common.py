@@ -8,7 +8,7 @@ from typing import Callable
 
 import gradio as gr
 
-from bertdemo.models import ModelStore
+from bertdemo.models.store import ModelStore
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from bertdemo import fill_mask, plots
-from bertdemo.models import ModelStore
+from bertdemo.explore import fill_mask
+
+from bertdemo.viz import bars
+from bertdemo.models.store import ModelStore
 from bertdemo.ui.common import progress_callback, user_errors
 
 EXAMPLES = [
@@ -70,7 +72,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
         words = [w for w in (targets or "").split(",") if w.strip()]
         result = fill_mask.predict(loaded, text, text_pair, int(top_k), words)
         return (
-            plots.fill_mask_figure(result.masks),
+            bars.fill_mask_figure(result.masks),
             f"**Filled with the top choices:** {result.filled_text}",
             _targets_markdown(result),
             _as_json(result),

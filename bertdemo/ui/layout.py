@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from bertdemo.models import ModelStore
+from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import list_checkpoints
 from bertdemo.ui import attention_tab, fill_mask_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, progress_callback, refresh_choices, user_errors

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from bertdemo import pretrain_plots
-from bertdemo.models import ModelStore
+from bertdemo.viz import run_curves
+from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import (
     CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count, resume_config,
 )
@@ -97,9 +97,9 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         refresh = ckpt and ckpt != seen.get("ckpt")
         new_seen = {"key": key, "ckpt": ckpt}
         return (
-            pretrain_plots.status_markdown(snap),
-            pretrain_plots.training_curves(snap),
-            pretrain_plots.probe_rows(snap),
+            run_curves.status_markdown(snap),
+            run_curves.training_curves(snap),
+            run_curves.probe_rows(snap),
             gr.update(choices=store.choices()) if refresh else gr.skip(),
             gr.update(choices=checkpoint_choices()) if refresh else gr.skip(),
             new_seen,
@@ -154,12 +154,12 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
                     resume_btn = gr.Button("Resume", elem_id="pt-resume")
                     stop = gr.Button("Stop", variant="stop", elem_id="pt-stop")
             with gr.Column(scale=2):
-                status = gr.Markdown(pretrain_plots.status_markdown(None), elem_id="pt-status")
-                curves = gr.Plot(pretrain_plots.training_curves(None), label="Live metrics", elem_id="pt-curves")
+                status = gr.Markdown(run_curves.status_markdown(None), elem_id="pt-status")
+                curves = gr.Plot(run_curves.training_curves(None), label="Live metrics", elem_id="pt-curves")
                 with gr.Row():
                     probe = gr.Textbox(D.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
                     set_probe = gr.Button("Use this probe", scale=1)
-                probe_table = gr.Dataframe(headers=pretrain_plots.PROBE_HEADERS, label="What the model guesses for the probe, at each evaluation (newest first)", interactive=False, wrap=True, elem_id="pt-probe")
+                probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, label="What the model guesses for the probe, at each evaluation (newest first)", interactive=False, wrap=True, elem_id="pt-probe")
         seen = gr.State(None)
         timer = gr.Timer(POLL_SECONDS)
         snapshot_json = gr.JSON(visible=False)
@@ -177,21 +177,21 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         values = dict(locals())
         cfg = _config({name: values[name] for name in names}, runs_dir)
         run = manager.start(cfg)
-        return pretrain_plots.status_markdown(run.snapshot())
+        return run_curves.status_markdown(run.snapshot())
 
     @user_errors
     def control(action: str):
         if manager.current is None:
             raise ValueError("There is no run to control; press Start first.")
         getattr(manager, action)()
-        return pretrain_plots.status_markdown(snapshot())
+        return run_curves.status_markdown(snapshot())
 
     @user_errors
     def update_probe(text: str):
         if manager.current is None or not manager.current.active:
             raise ValueError("No run is active; the probe is used by the next run you start.")
         manager.current.set_probe_text(text)
-        return pretrain_plots.status_markdown(snapshot())
+        return run_curves.status_markdown(snapshot())
 
     outputs = [status, curves, probe_table, model_box, resume, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")

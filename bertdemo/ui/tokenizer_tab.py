@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from bertdemo import tokens
-from bertdemo.models import ModelStore
-from bertdemo.ui.chips import TABLE_HEADERS, render_chips, render_stats, table_rows
+from bertdemo.explore import tokens
+from bertdemo.models.store import ModelStore
+from bertdemo.viz.chips import TABLE_HEADERS, render_chips, render_stats, table_rows
 from bertdemo.ui.common import user_errors
 
 EXAMPLE_A = "I love tokenization! Unbelievably, BERT splits rare words into pieces."

@@ -104,7 +104,7 @@ def tiny_mlm_dir(tmp_path_factory) -> str:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from bertdemo import embedded
+    from bertdemo.models import embedded
 
     torch.manual_seed(0)
     config = BertConfig(

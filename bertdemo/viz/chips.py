@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from bertdemo.tokens import TokenTable
+from bertdemo.explore.tokens import TokenTable
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
 _PALETTE_A = ["#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa"]

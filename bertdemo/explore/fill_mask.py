@@ -18,9 +18,9 @@ from functools import lru_cache
 
 import torch
 
-from bertdemo import embedded
-from bertdemo.models import LoadedModel
-from bertdemo.tokens import MAX_CHARS
+from bertdemo.models import embedded
+from bertdemo.models.store import LoadedModel
+from bertdemo.explore.tokens import MAX_CHARS
 
 MAX_TOP_K = 50
 MAX_MASKS = 20

@@ -21,11 +21,11 @@ import threading
 import uuid
 from pathlib import Path
 
-from bertdemo.model_init import MODEL_INIT_LOCK
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
 EMBEDDED_ENCODER_NAME = "embedded/minilm-l6-uncased"
 EMBEDDED_MLM_NAME = "embedded/bert-explorer-mlm"
-MLM_ASSETS_DIR = Path(__file__).parent / "assets" / "embedded_mlm"
+MLM_ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets" / "embedded_mlm"
 TRAINED_FILE = "trained.safetensors"  # the parameters training changed (fp16)
 _assemble_lock = threading.Lock()
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.fill_mask import normalise_masks
-from bertdemo.models import LoadedModel
-from bertdemo.tokens import MAX_CHARS
+from bertdemo.explore.fill_mask import normalise_masks
+from bertdemo.models.store import LoadedModel
+from bertdemo.explore.tokens import MAX_CHARS
 
 MAX_ATTENTION_TOKENS = 128  # beyond this the heatmaps stop being readable
 

@@ -1,6 +1,6 @@
 """Cloze evaluation: how often a masked-LM's top-1 / top-5 guesses hit an acceptable answer.
 
-    python -m bertdemo.eval_cloze --file data/cloze_everyday.tsv [--model NAME_OR_PATH]
+    python -m bertdemo.tools.eval_cloze --file data/cloze_everyday.tsv [--model NAME_OR_PATH]
 
 The file holds ``sentence<TAB>answer,answer,...`` lines with exactly one ``[MASK]`` each;
 ``#`` lines are comments. Prints one line per sentence and, last, ``top1=0.xx top5=0.xx n=N``.
@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertdemo import fill_mask
-from bertdemo.models import DEFAULT_MODEL, LoadedModel, ModelStore
+from bertdemo.explore import fill_mask
+from bertdemo.models.store import DEFAULT_MODEL, LoadedModel, ModelStore
 
 
 @dataclass

@@ -15,7 +15,7 @@ package registries provide and writes it, mixed with the Wikipedia summaries, as
 Every text that contains a filled-in sentence of the cloze evaluation set (the words around
 the mask with one of its answers) is dropped, so the evaluation stays on unseen sentences.
 
-    python -m bertdemo.everyday_text --out runs/everyday.jsonl
+    python -m bertdemo.tools.everyday_text --out runs/everyday.jsonl
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from bertdemo.embedded import wiki_summaries
-from bertdemo.eval_cloze import read_cloze
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.tools.eval_cloze import read_cloze
 
 WORDNET_DIR = Path("/usr/share/wordnet")
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
@@ -39,7 +39,7 @@ FORTUNE_FILES = (
     "love", "magic", "medicine", "miscellaneous", "news", "people", "pets", "platitudes", "politics",
     "riddles", "science", "songs-poems", "sports", "wisdom", "work",
 )
-DEFAULT_CLOZE = Path(__file__).resolve().parent.parent / "data" / "cloze_everyday.tsv"
+DEFAULT_CLOZE = Path(__file__).resolve().parents[2] / "data" / "cloze_everyday.tsv"
 # How many times each source is repeated in the mix (the masks differ on every pass).
 DEFAULT_WEIGHTS = {"wiki": 1, "wordnet_examples": 3, "wordnet_glosses": 1, "fortunes": 1, "chatterbot": 3}
 _WORD = re.compile(r"[a-z0-9']+")
@@ -170,7 +170,7 @@ def build(out: Path, cloze_file: Path = DEFAULT_CLOZE, weights: dict[str, int] |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bertdemo.everyday_text", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.everyday_text", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/everyday.jsonl", help="the .jsonl corpus to write")
     parser.add_argument("--cloze", default=str(DEFAULT_CLOZE), help="cloze set whose sentences are kept out")
     parser.add_argument("--seed", type=int, default=1337)

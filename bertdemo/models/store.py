@@ -1,7 +1,7 @@
 """Load and cache (tokenizer, masked-LM) pairs by hub id, local folder, embedded default or run checkpoint.
 
 One bounded LRU cache serves every user and every tab. Loading never hangs on an
-unreachable hub: :func:`bertdemo.hub.hub_reachable` answers in a second or two, then we
+unreachable hub: :func:`bertdemo.models.hub.hub_reachable` answers in a second or two, then we
 either download, read the local Hugging Face cache (``local_files_only``), or fall back
 to the embedded model that ``requirements.txt`` installs — and say which and why.
 """
@@ -18,8 +18,9 @@ from typing import Callable
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
-from bertdemo import embedded, hub
-from bertdemo.model_init import MODEL_INIT_LOCK
+from bertdemo.models import embedded, hub
+from bertdemo.models.device import resolve_device
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
 DEFAULT_MODEL = "bert-base-uncased"
 CURATED_MODELS = [
@@ -78,27 +79,6 @@ class LoadedModel:
 def offline_default() -> str:
     """The embedded model used when the hub is unreachable: the masked-LM, or the bare encoder without it."""
     return embedded.EMBEDDED_MLM_NAME if embedded.has_mlm_assets() else embedded.EMBEDDED_ENCODER_NAME
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    """'auto' picks CUDA, then Apple MPS, then CPU; a named device ("cuda:1" too) must be available."""
-    name = (device or "auto").lower()
-    mps_ok = bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        return torch.device("mps" if mps_ok else "cpu")
-    try:
-        resolved = torch.device(name)
-    except RuntimeError:
-        resolved = None
-    if resolved is None or resolved.type not in {"cpu", "cuda", "mps"}:
-        raise ValueError(f"Unknown device {device!r}: use auto, cpu, cuda or mps.")
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device} was asked for, but no CUDA GPU is available.")
-    if resolved.type == "mps" and not mps_ok:
-        raise ValueError(f"--device {device} was asked for, but Apple MPS is not available.")
-    return resolved
 
 
 class ModelStore:

@@ -1,0 +1,70 @@
+"""The BERT a run trains: built fresh for the run's shape, warm-started from a model folder, or
+loaded from a checkpoint; and partial freezing (train only the top layers / keep the embeddings).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
+
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.pretrain.config import TrainConfig, bert_config
+
+BertPretrainModel = BertForMaskedLM | BertForPreTraining
+
+
+def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
+    """A freshly initialised BertForMaskedLM (or BertForPreTraining with NSP) for the run's shape,
+    or, with `cfg.init_from`, the pretrained encoder of that folder plus a new head."""
+    if cfg.init_from:
+        model = warm_start_model(cfg.init_from, cfg.nsp)
+    else:
+        config = bert_config(cfg, vocab_size=len(tokenizer))
+        config.pad_token_id = tokenizer.pad_token_id
+        with MODEL_INIT_LOCK:
+            model = (BertForPreTraining if cfg.nsp else BertForMaskedLM)(config)
+    if model.config.vocab_size != len(tokenizer):
+        raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
+                         f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
+    apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
+    return model
+
+
+def warm_start_model(path: str, nsp: bool = False) -> BertPretrainModel:
+    """The encoder weights of the model folder `path` (e.g. a bare ``BertModel``) with an MLM (+NSP)
+    head: kept when the folder has one, else new, its decoder tied to the word embeddings."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    config = BertConfig.from_pretrained(path)
+    config.architectures = [model_cls.__name__]
+    config.tie_word_embeddings = True  # decoder weight = word embeddings (original BERT)
+    with MODEL_INIT_LOCK:
+        model = model_cls.from_pretrained(path, config=config)
+        model.tie_weights()
+    return model
+
+
+def apply_freeze(model: BertPretrainModel, train_layers: int = -1, freeze_embeddings: bool = False) -> None:
+    """Train only part of the model: `train_layers` = k >= 0 keeps the embeddings and all but the top
+    k encoder layers fixed (the MLM head always trains; its decoder follows the embeddings, to which it
+    is tied); `freeze_embeddings` fixes only the embeddings. -1 / False = everything trains."""
+    if train_layers < 0 and not freeze_embeddings:
+        return
+    bert = model.bert
+    frozen: list[nn.Module] = [bert.embeddings]
+    if train_layers >= 0:
+        n = len(bert.encoder.layer)
+        frozen += list(bert.encoder.layer[: n - train_layers])
+    for module in frozen:
+        module.requires_grad_(False)
+
+
+def trainable_names(model: nn.Module) -> list[str]:
+    """Names of the parameters that training changes (tied weights under their first name)."""
+    return [name for name, p in model.named_parameters() if p.requires_grad]
+
+
+def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
+    """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    with MODEL_INIT_LOCK:
+        return model_cls.from_pretrained(path)

@@ -1,0 +1,92 @@
+"""The pretraining objective: masked-LM (+ NSP) losses with the vocabulary projection only at the
+masked positions, and the batch maker that turns packed blocks into its inputs.
+
+The sparse head runs the vocabulary projection (H -> V, the most expensive matmul of a small
+BERT) only where labels are: hidden states are gathered at those positions first, then passed
+through ``model.cls.predictions``. In training the projection and the cross-entropy are fused
+(`fused_ce`). The objective is an ``nn.Module`` so DDP and ``torch.compile`` see one forward.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
+from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, make_nsp_pairs, mask_tokens
+from bertdemo.pretrain.model_build import BertPretrainModel
+
+
+class PretrainObjective(nn.Module):
+    """Masked-LM (+ NSP) losses of a BERT with the vocabulary projection only at masked positions."""
+
+    def __init__(self, model: BertPretrainModel, fused_ce: bool = True) -> None:
+        super().__init__()
+        self.model = model
+        self.fused_ce = fused_ce  # training: fused projection + cross-entropy (no (M, V) logits kept)
+        self.workspace = Workspace()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (B, T)
+        labels: torch.Tensor,  # (B, T), -100 where not predicted
+        positions: torch.Tensor | None = None,  # (B, k) predicted positions (fixed-count masking)
+        token_type_ids: torch.Tensor | None = None,  # (B, T) segment ids (NSP)
+        next_sentence_label: torch.Tensor | None = None,  # (B,) 0 IsNext, 1 NotNext
+    ) -> dict[str, torch.Tensor]:
+        # packed blocks hold no padding: every position attends everywhere, no attention_mask needed
+        out = self.model.bert(input_ids=input_ids, token_type_ids=token_type_ids)
+        hidden = out.last_hidden_state  # (B, T, H)
+        if positions is not None:
+            h = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (B, k, H)
+            y = labels.gather(1, positions)  # (B, k)
+        else:
+            selected = labels != IGNORE_INDEX  # (B, T)
+            h, y = hidden[selected], labels[selected]  # (M, H), (M,)
+        head = self.model.cls.predictions
+        if self.fused_ce and self.training and torch.is_grad_enabled():
+            t = head.transform(h)  # (..., H)
+            mlm_loss = linear_cross_entropy(t.reshape(-1, t.size(-1)), head.decoder.weight, head.decoder.bias,
+                                            y.reshape(-1), self.workspace)
+            result = {"loss": mlm_loss, "mlm_loss": mlm_loss}
+            return self._add_nsp(result, out, next_sentence_label)
+        logits = head(h).float()  # (..., V) only at predicted positions
+        logits, y = logits.reshape(-1, logits.size(-1)), y.reshape(-1)
+        count = (y != IGNORE_INDEX).sum()
+        mlm_loss = F.cross_entropy(logits, y, ignore_index=IGNORE_INDEX, reduction="sum") / count.clamp(min=1)
+        result = {"loss": mlm_loss, "mlm_loss": mlm_loss, "mlm_logits": logits, "mlm_labels": y}
+        return self._add_nsp(result, out, next_sentence_label)
+
+    def _add_nsp(self, result: dict, out, next_sentence_label: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        if next_sentence_label is not None:
+            nsp_logits = self.model.cls.seq_relationship(out.pooler_output).float()  # (B, 2)
+            nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label)
+            result.update(loss=result["mlm_loss"] + nsp_loss, nsp_loss=nsp_loss, nsp_logits=nsp_logits)
+        return result
+
+
+class BatchMaker:
+    """Turns (B, T) packed blocks into the objective's inputs: NSP pairs (optional), then masks."""
+
+    def __init__(self, cfg: TrainConfig, tokenizer, device: torch.device) -> None:
+        self.cfg = cfg
+        self.cls_id, self.sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+        self.mask_id, self.vocab_size = tokenizer.mask_token_id, len(tokenizer)
+        self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=device)
+
+    def __call__(self, blocks: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor | None]:
+        token_type_ids = nsp_labels = None
+        if self.cfg.nsp:
+            blocks, token_type_ids, nsp_labels = make_nsp_pairs(
+                blocks, cls_id=self.cls_id, sep_id=self.sep_id, generator=generator
+            )
+        mb: MaskedBatch = mask_tokens(
+            blocks, self.special_ids, mask_token_id=self.mask_id, vocab_size=self.vocab_size,
+            generator=generator, mlm_probability=self.cfg.mlm_probability,
+            mask_replace_prob=self.cfg.mask_replace_prob, random_replace_prob=self.cfg.random_replace_prob,
+            fixed_count=self.cfg.fixed_mask_count,
+        )
+        return {"input_ids": mb.input_ids, "labels": mb.labels, "positions": mb.positions,
+                "token_type_ids": token_type_ids, "next_sentence_label": nsp_labels}

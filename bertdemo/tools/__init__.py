@@ -1,0 +1,1 @@
+"""Command-line builders and evaluators: the embedded masked-LM's build, its corpus, cloze scoring."""
