@@ -24,7 +24,7 @@ from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline  #
 from bertdemo.models import embedded  # noqa: E402
 
 from bertdemo.explore import fill_mask  # noqa: E402
-from bertdemo.models.store import load_model  # noqa: E402
+from bertdemo.models.store import load_masked_lm  # noqa: E402
 
 INPUTS = {
     "short (1 mask)": "Nice to [MASK] you.",
@@ -59,7 +59,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         BertForMaskedLM(config).save_pretrained(folder)
         AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir())).save_pretrained(folder)
-        ours = load_model(folder, "cpu")
+        ours = load_masked_lm(folder, "cpu")
         reference = pipeline("fill-mask", model=folder, device="cpu", top_k=5)
         print(f"model: {args.layers} layers, hidden {args.hidden}; torch threads {torch.get_num_threads()}")
         print(f"{'input':28s} {'ours ms':>9s} {'pipeline ms':>12s} {'speed-up':>9s}")

@@ -44,6 +44,6 @@ def tiny_mlm_dir(tmp_path_factory, tokenizer):
 @pytest.fixture(scope="session")
 def tiny_loaded(tiny_mlm_dir):
     """The tiny model loaded through the app's own loader."""
-    from bertdemo.models.store import load_model
+    from bertdemo.models.store import load_masked_lm
 
-    return load_model(str(tiny_mlm_dir), "cpu")
+    return load_masked_lm(str(tiny_mlm_dir), "cpu")

@@ -12,7 +12,7 @@ from bertdemo.tools import build_embedded_mlm
 from bertdemo.models import embedded, hub
 
 from bertdemo.explore import fill_mask
-from bertdemo.models.store import ModelStore, load_model, offline_default
+from bertdemo.models.store import ModelStore, load_masked_lm, offline_default
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.model_build import apply_freeze, build_model, trainable_names
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
@@ -152,7 +152,7 @@ def test_build_runs_the_second_everyday_pass_from_stage_two_and_exports_it(tiny_
 @pytest.fixture(scope="module")
 def shipped():
     assert embedded.has_mlm_assets(), "bertdemo/assets/embedded_mlm/ must ship trained.safetensors + config.json"
-    return load_model(embedded.EMBEDDED_MLM_NAME, "cpu")
+    return load_masked_lm(embedded.EMBEDDED_MLM_NAME, "cpu")
 
 
 def test_shipped_assets_are_small():
@@ -199,7 +199,7 @@ def test_offline_default_is_the_bare_encoder_without_the_assets(monkeypatch, tmp
     monkeypatch.setattr(embedded, "MLM_ASSETS_DIR", tmp_path)
     assert offline_default() == embedded.EMBEDDED_ENCODER_NAME
     with pytest.raises(ValueError, match="not available"):
-        load_model(embedded.EMBEDDED_MLM_NAME, "cpu")
+        load_masked_lm(embedded.EMBEDDED_MLM_NAME, "cpu")
 
 
 def test_offline_default_falls_back_to_the_encoder_when_assembly_fails(monkeypatch):

@@ -90,9 +90,9 @@ def test_bad_input_gets_a_clear_message(tiny_loaded, text, kwargs, message):
 
 def test_model_without_trained_head_is_refused():
     from bertdemo.models import embedded
-    from bertdemo.models.store import load_model
+    from bertdemo.models.store import load_masked_lm
 
-    loaded = load_model(embedded.EMBEDDED_ENCODER_NAME, "cpu")
+    loaded = load_masked_lm(embedded.EMBEDDED_ENCODER_NAME, "cpu")
     assert not loaded.has_mlm_head and any("cls.predictions" in k for k in loaded.missing_head_keys)
     with pytest.raises(ValueError, match="no trained masked-LM head"):
         fill_mask.predict(loaded, "Nice to [MASK] you.")

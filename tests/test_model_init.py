@@ -11,7 +11,7 @@ import threading
 import torch
 from transformers import BertConfig, BertForMaskedLM, PreTrainedModel
 
-from bertdemo.models.store import load_model
+from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import TrainConfig, param_count
 from bertdemo.pretrain.model_build import build_model
 
@@ -28,7 +28,7 @@ def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, to
     def keep_loading() -> None:
         try:
             for _ in range(25):
-                load_model(str(folder), "cpu")
+                load_masked_lm(str(folder), "cpu")
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
@@ -55,6 +55,6 @@ def test_a_half_precision_checkpoint_loads_in_float32(tmp_path, tokenizer):
     BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                intermediate_size=64)).to(torch.bfloat16).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    loaded = load_model(str(folder), "cpu")
+    loaded = load_masked_lm(str(folder), "cpu")
     assert loaded.has_mlm_head and loaded.model.dtype == torch.float32
     assert torch.get_default_dtype() == torch.float32

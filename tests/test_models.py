@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from bertdemo.models import embedded, hub
-from bertdemo.models.store import ModelStore, load_model
+from bertdemo.models.store import ModelStore, load_masked_lm
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def offline():
 
 
 def test_local_folder_loads_in_eval_mode(tiny_mlm_dir):
-    loaded = load_model(str(tiny_mlm_dir), "cpu")
+    loaded = load_masked_lm(str(tiny_mlm_dir), "cpu")
     assert loaded.source == "local" and loaded.has_mlm_head and not loaded.model.training
     assert loaded.max_length == 64
 
@@ -31,14 +31,14 @@ def test_default_falls_back_to_embedded_when_offline(offline):
 
 def test_unknown_hub_id_offline_is_a_clear_error(offline):
     with pytest.raises(ValueError, match="hub unreachable"):
-        load_model("some-user/not-a-real-model", "cpu")
+        load_masked_lm("some-user/not-a-real-model", "cpu")
 
 
 def test_folder_that_is_not_a_model(tmp_path):
     with pytest.raises(ValueError, match="not a model"):
-        load_model(str(tmp_path), "cpu")
+        load_masked_lm(str(tmp_path), "cpu")
     with pytest.raises(ValueError, match="No such folder"):
-        load_model(str(tmp_path / "missing"), "cpu")
+        load_masked_lm(str(tmp_path / "missing"), "cpu")
 
 
 def test_cache_is_bounded(tiny_mlm_dir, tmp_path):

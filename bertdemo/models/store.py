@@ -121,7 +121,7 @@ class ModelStore:
             with self._lock:
                 if key in self._cache:
                     return self._cache[key]
-            loaded = load_model(name, self.device, progress=progress, default=self.default)
+            loaded = load_masked_lm(name, self.device, progress=progress, default=self.default)
             with self._lock:
                 self._cache[key] = loaded
                 while len(self._cache) > self.size:
@@ -212,7 +212,7 @@ def load_tokenizer(name: str, default: str = DEFAULT_MODEL):
         raise ValueError(f"Could not load the tokenizer of {name!r}: {_first_line(exc)}") from exc
 
 
-def load_model(
+def load_masked_lm(
     name: str,
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
@@ -245,11 +245,11 @@ def load_model(
         if local_only:
             if name == default:
                 try:
-                    fallback = load_model(offline_default(), device, progress, default)
+                    fallback = load_masked_lm(offline_default(), device, progress, default)
                 except ValueError:  # the embedded masked-LM could not be assembled: the bare encoder
                     if offline_default() == embedded.EMBEDDED_ENCODER_NAME:
                         raise
-                    fallback = load_model(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
+                    fallback = load_masked_lm(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
                 fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
                 return fallback
             raise ValueError(
