@@ -15,12 +15,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import threading
-import uuid
 from pathlib import Path
 
+from bertdemo import storage
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
 EMBEDDED_ENCODER_NAME = "embedded/minilm-l6-uncased"
@@ -76,11 +75,6 @@ def has_mlm_assets(assets: Path | None = None) -> bool:
     return (assets / TRAINED_FILE).is_file() and (assets / "config.json").is_file()
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bert-explorer"
-
-
 def _assets_digest(assets: Path) -> str:
     h = hashlib.sha256()
     for name in (TRAINED_FILE, "config.json"):
@@ -99,7 +93,7 @@ def mlm_dir(assets: Path | None = None, cache_dir: str | Path | None = None) -> 
     assets = Path(assets) if assets else mlm_assets_dir()
     if not has_mlm_assets(assets):
         raise FileNotFoundError(f"The embedded masked-LM is not in this install: {assets / TRAINED_FILE} is missing.")
-    root = Path(cache_dir) if cache_dir else _cache_root()
+    root = Path(cache_dir) if cache_dir else storage.cache_root()
     target = root / f"embedded-mlm-{_assets_digest(assets)}"
     if _is_complete(target):
         return target
@@ -109,16 +103,12 @@ def mlm_dir(assets: Path | None = None, cache_dir: str | Path | None = None) -> 
         root.mkdir(parents=True, exist_ok=True)
         if target.exists():  # damaged by hand (renames are atomic): build it again
             shutil.rmtree(target, ignore_errors=True)
-        tmp = root / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            _assemble(assets, tmp)
-            try:
-                os.rename(tmp, target)
-            except OSError:  # another process won the race: use its folder
-                if not _is_complete(target):
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            with storage.atomic_folder(target, replace=False) as tmp:
+                _assemble(assets, tmp)
+        except OSError:  # another process won the race: use its folder
+            if not _is_complete(target):
+                raise
     return target
 
 
@@ -151,7 +141,6 @@ def _assemble(assets: Path, out: Path) -> None:
         raise ValueError(f"{assets / TRAINED_FILE} lacks masked-LM head parameters: {head}")
     with MODEL_INIT_LOCK:
         model.tie_weights()
-    out.mkdir(parents=True)
     model.save_pretrained(str(out), safe_serialization=True)
     AutoTokenizer.from_pretrained(str(tokenizer_dir())).save_pretrained(str(out))
     if (assets / "README.md").is_file():

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bertdemo import storage
 from bertdemo.pretrain.corpus import open_corpus
 
 ProgressFn = Callable[[float, str], None]
@@ -30,6 +29,8 @@ _DOCS_PER_BATCH = 256
 
 @dataclass
 class Blocks:
+    """Packed token blocks of one corpus: the training split, the held-out split, and where they came from."""
+
     train: np.ndarray  # (N_train, T) token ids, no padding
     heldout: np.ndarray  # (N_heldout, T) disjoint from train
     cache_path: Path  # the .json describing the cached arrays
@@ -38,8 +39,8 @@ class Blocks:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bert-explorer" / "blocks"
+    """Where packed blocks are cached: ``blocks/`` under the app's cache root."""
+    return storage.cache_root() / "blocks"
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
@@ -47,28 +48,6 @@ def tokenizer_fingerprint(tokenizer) -> str:
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     payload = json.dumps([vocab, bool(getattr(tokenizer, "do_lower_case", True))])
     return hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
-
-
-def _save_npy_atomic(path: Path, array: np.ndarray) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def split_heldout(n_blocks: int, fraction: float) -> int:
@@ -145,10 +124,10 @@ def prepare_blocks(
     blocks = pack_stream(stream[:max_tokens], seq_len, tokenizer.cls_token_id, sep_id, dtype)
     n_held = split_heldout(len(blocks), heldout_fraction)
     train, heldout = blocks[:-n_held], blocks[-n_held:]
-    _save_npy_atomic(train_path, train)
-    _save_npy_atomic(heldout_path, heldout)
+    storage.save_npy(train_path, train)
+    storage.save_npy(heldout_path, heldout)
     meta = {"corpus": src.label, "key": src.key, "seq_len": seq_len, "tokens": int(n_tokens),
             "documents": n_docs, "train_blocks": len(train), "heldout_blocks": len(heldout)}
-    _write_text_atomic(meta_path, json.dumps(meta, indent=2))
+    storage.write_text(meta_path, json.dumps(meta, indent=2))
     report(1.0, f"Tokenized {src.label}: {len(train):,} train + {len(heldout):,} held-out blocks of {seq_len}.")
     return Blocks(train, heldout, meta_path, False, src.label)

@@ -1,60 +1,65 @@
-"""Checkpoints of a run, written atomically, and the list of them for the other tabs.
+"""Checkpoints of a run: written atomically, read back, and listed for the other tabs.
 
 A checkpoint folder holds the model (``save_pretrained``, safetensors), the tokenizer,
 ``train_config.json``, ``metrics.csv``, ``optimizer.pt`` and ``trainer_state.json`` (step,
 run identity, metric history) — everything needed to load it with
 ``AutoModelForMaskedLM.from_pretrained`` or to resume training. It is written into a temp
 folder beside the target and then renamed into place, so no half-written checkpoint is ever
-visible; a crash in the middle leaves the previous checkpoint (recovered by the next write).
+visible (:func:`bertdemo.storage.atomic_folder`); a crash in the middle leaves the previous
+checkpoint, which the next read or write puts back in place.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
+import threading
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+from bertdemo import storage
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 STATE_FILE = "trainer_state.json"
 CONFIG_FILE = "train_config.json"
 METRICS_FILE = "metrics.csv"
 OPTIMIZER_FILE = "optimizer.pt"
 CHECKPOINT_DIRNAME = "checkpoint"
+_write_lock = threading.Lock()  # one checkpoint write (or writer-side recovery) at a time in this process
 
 
-def recover(target: Path) -> None:
-    """Undo an interrupted swap (put `.old-` back if the target is missing) and drop stale temp folders."""
-    parent = target.parent
-    if not parent.is_dir():
-        return
-    olds = sorted(parent.glob(f".{target.name}.old-*"))
-    if olds and not target.exists():
-        os.rename(olds.pop(), target)
-    for stale in [*olds, *parent.glob(f".{target.name}.tmp-*")]:
-        shutil.rmtree(stale, ignore_errors=True)
+def recover(target: str | Path) -> None:
+    """Undo an interrupted write of ``target``: put the previous checkpoint back, drop unfinished folders.
+
+    Only the checkpoint's writer calls this (it removes ``.tmp-`` folders a write in progress uses);
+    readers go through :func:`read_state` / :func:`list_checkpoints`, which only restore.
+    """
+    with _write_lock:
+        storage.recover_folder(Path(target))
+
+
+def _restore(target: Path) -> None:
+    """Reader's half of :func:`recover`: put back a checkpoint left aside by a crash mid-swap."""
+    if not target.exists():
+        storage.recover_folder(target, drop_temp=False)
 
 
 def write_checkpoint(
     target: str | Path,
-    model,
-    tokenizer,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     train_config: dict,
     state: dict,
     metrics_csv: str,
     optimizer: torch.optim.Optimizer | None = None,
 ) -> Path:
-    """Write a complete checkpoint to `target` atomically (temp folder beside it, then rename)."""
+    """Write a complete checkpoint to ``target`` atomically (temp folder beside it, then swapped in)."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    tag = uuid.uuid4().hex[:8]
-    tmp = target.parent / f".{target.name}.tmp-{tag}"
-    try:
-        tmp.mkdir()
+    with _write_lock, storage.atomic_folder(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / CONFIG_FILE).write_text(json.dumps(train_config, indent=2), encoding="utf-8")
@@ -63,20 +68,12 @@ def write_checkpoint(
             torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
         state = {**state, "saved_at": datetime.now().isoformat(timespec="seconds")}
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
-        old = target.parent / f".{target.name}.old-{tag}"
-        if target.exists():
-            os.rename(target, old)
-        os.rename(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        recover(target)
-        raise
     return target
 
 
 def read_state(checkpoint: str | Path) -> dict:
     """trainer_state.json of a checkpoint folder; ValueError if it is not one of ours."""
+    _restore(Path(checkpoint))
     path = Path(checkpoint) / STATE_FILE
     if not path.is_file():
         raise ValueError(f"{checkpoint} is not a training checkpoint (no {STATE_FILE}).")
@@ -84,6 +81,7 @@ def read_state(checkpoint: str | Path) -> dict:
 
 
 def load_optimizer_state(checkpoint: str | Path, optimizer: torch.optim.Optimizer) -> bool:
+    """Load ``optimizer.pt`` of a checkpoint into ``optimizer``; False when the checkpoint has none."""
     path = Path(checkpoint) / OPTIMIZER_FILE
     if not path.is_file():
         return False
@@ -111,6 +109,7 @@ def list_checkpoints(runs_dir: str | Path) -> list[tuple[str, Path]]:
         ck = run_dir / CHECKPOINT_DIRNAME
         if not run_dir.is_dir() or run_dir.name.startswith("."):
             continue
+        _restore(ck)
         if not (ck / "config.json").is_file():  # (mid-swap for a microsecond, or no checkpoint yet)
             continue
         try:

