@@ -1,0 +1,269 @@
+"""Inside BERT, part 1: the input encoding shared by every view, and the embeddings step by step.
+
+Every number is recomputed from the weights (``model.bert.embeddings.*``) and checked against
+the model's own forward (``output_hidden_states``). The other views live beside this module:
+``inside_layer`` (one layer, one head), ``inside_output`` (logit lens, MLM loss) and
+``inside_anatomy`` (parameters per component).
+
+Shapes follow ``modeling_bert.py``: hidden states (B, S, D), attention (B, H, S, S). The views
+use one sentence (B = 1) and drop the batch axis in what they return: (S, D).
+Type ``[SEP]`` inside the text to give the model a sentence pair (segment 1 after it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bertdemo.explore.fill_mask import normalise_masks
+from bertdemo.explore.tokens import MAX_CHARS
+from bertdemo.models.store import LoadedModel
+
+MAX_INSIDE_TOKENS = 64  # the step-by-step views expand every token; beyond this they stop being readable
+POSITIONS_SHOWN = 128  # the position x position cosine map covers the first this many positions
+ORDER_SEED = 0  # the shuffled copy of the order test is the same on every run
+
+
+@dataclass
+class Encoded:
+    """One tokenized input, as plain lists (B = 1 dropped), plus the tensors for the model."""
+
+    text: str
+    tokens: list[str]  # S tokens, specials included
+    input_ids: list[int]
+    token_type_ids: list[int]  # segment per token
+    special: list[bool]
+    tensors: dict  # input_ids, token_type_ids, attention_mask: (1, S) on the model's device
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+
+def bert_modules(loaded: LoadedModel):
+    """The BERT encoder (``model.bert``) of a BERT-family masked-LM, or a ValueError saying why not."""
+    model = loaded.model
+    model_type = getattr(model.config, "model_type", "?")
+    bert = getattr(model, "bert", None)
+    if model_type != "bert" or bert is None or not hasattr(bert, "embeddings"):
+        raise ValueError(
+            f"The step-by-step views follow BERT's own modules (bert.embeddings, bert.encoder.layer[i], "
+            f"cls.predictions); {loaded.name} is a {model_type} model. Choose a BERT model, e.g. "
+            "embedded/bert-explorer-mlm or a Pretrain checkpoint. The parameter anatomy and the MLM "
+            "loss work for every masked-LM."
+        )
+    return bert
+
+
+def split_pair(text: str, sep_token: str | None) -> tuple[str, str | None]:
+    """``"A [SEP] B"`` -> ("A", "B"): a typed [SEP] starts sentence B (segment 1)."""
+    for sep in {"[SEP]", sep_token or "[SEP]"}:
+        if sep in text:
+            first, second = text.split(sep, 1)
+            return first.strip(), (second.replace(sep, " ").strip() or None)
+    return text, None
+
+
+def encode(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
+    """Tokenize ``text`` (``[MASK]`` in any case; ``[SEP]`` splits a pair) with a length cap."""
+    if not text or not text.strip():
+        raise ValueError("Enter a sentence to follow through the model.")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"The text is {len(text):,} characters; the limit is {MAX_CHARS:,}.")
+    tok = loaded.tokenizer
+    if tok.mask_token:
+        text = normalise_masks(text, tok.mask_token)
+    first, second = split_pair(text.strip(), tok.sep_token)
+    enc = tok(first, second, return_tensors="pt", truncation=False, return_special_tokens_mask=True, verbose=False)
+    special = enc.pop("special_tokens_mask")[0].bool().tolist()
+    n = enc["input_ids"].shape[1]
+    cap = min(limit, loaded.max_length)
+    if n > cap:
+        raise ValueError(
+            f"The input is {n} tokens; the inside views show at most {cap} (every token is expanded "
+            "step by step). Use a shorter sentence."
+        )
+    if "token_type_ids" not in enc:
+        enc["token_type_ids"] = torch.zeros_like(enc["input_ids"])
+    ids = enc["input_ids"][0].tolist()
+    return Encoded(
+        text=text,
+        tokens=tok.convert_ids_to_tokens(ids),
+        input_ids=ids,
+        token_type_ids=enc["token_type_ids"][0].tolist(),
+        special=special,
+        tensors={k: v.to(loaded.device) for k, v in enc.items()},
+    )
+
+
+# --- the arithmetic, spelled out from the weights ----------------------------------------
+
+
+def linear(x: torch.Tensor, module) -> torch.Tensor:
+    """``x @ W^T + b`` with the weights of an ``nn.Linear``."""
+    y = x @ module.weight.T
+    return y + module.bias if module.bias is not None else y
+
+
+def layer_norm(x: torch.Tensor, module) -> torch.Tensor:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, with an ``nn.LayerNorm``'s weights."""
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, unbiased=False)
+    return (x - mean) / torch.sqrt(var + module.eps) * module.weight + module.bias
+
+
+def additive_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, S) of 1/0 -> (B, 1, 1, S): 0 where a token may be attended, the float32 minimum at padding."""
+    return (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity along the last axis."""
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1)
+
+
+# --- 1. embeddings -----------------------------------------------------------------------
+
+
+@dataclass
+class OrderTest:
+    """The sentence and a shuffled copy through the encoder, with and without position embeddings.
+
+    Without positions the encoder gets the same bag of vectors, so every token ends with the
+    same final hidden state wherever it stands: cosine 1.000 per token, difference ~1e-6.
+    """
+
+    tokens: list[str]
+    shuffled_tokens: list[str]
+    permutation: list[int]  # shuffled[i] is original[permutation[i]]
+    cosine_with_positions: list[float]  # per original token: its final state, original vs shuffled
+    cosine_without_positions: list[float]
+    max_diff_with_positions: float  # max |h_original[perm] - h_shuffled| over all tokens and dims
+    max_diff_without_positions: float
+    input_bag_diff_without_positions: float  # the input vectors, as sorted bags (0: the same bag)
+
+
+@dataclass
+class EmbeddingsResult:
+    """Token + position + segment embeddings, their sum and the LayerNorm output, per token (S, D)."""
+
+    model_name: str
+    tokens: list[str]
+    input_ids: list[int]
+    token_type_ids: list[int]
+    word: np.ndarray  # (S, D) word_embeddings[input_ids]
+    position: np.ndarray  # (S, D) position_embeddings[0..S-1]
+    segment: np.ndarray  # (S, D) token_type_embeddings[token_type_ids]
+    total: np.ndarray  # (S, D) their sum
+    normed: np.ndarray  # (S, D) after LayerNorm = hidden_states[0]
+    max_abs_diff: float  # normed vs the model's own hidden_states[0]
+    position_cosine: np.ndarray  # (P', P') cosine between learned position vectors 0..P'-1
+    max_positions: int  # P: positions the model has
+    order: OrderTest
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.word.shape
+
+
+def embed_parts(bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, positions: bool = True) -> dict:
+    """The embedding sum, part by part, from the weights: each (B, S, D)."""
+    emb = bert.embeddings
+    seq = input_ids.shape[1]
+    word = emb.word_embeddings.weight[input_ids]
+    segment = emb.token_type_embeddings.weight[token_type_ids]
+    position = emb.position_embeddings.weight[:seq].unsqueeze(0).expand_as(word)  # ids 0..S-1, sliced to S
+    total = word + segment + (position if positions else 0.0)
+    return {"word": word, "position": position, "segment": segment, "total": total,
+            "normed": layer_norm(total, emb.LayerNorm)}
+
+
+def run_encoder(bert, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Every encoder layer, recomputed from the weights: (B, S, D) -> (B, S, D)."""
+    from bertdemo.explore.inside_layer import layer_steps  # the layer arithmetic lives there
+
+    mask = additive_mask(attention_mask)
+    for layer in bert.encoder.layer:
+        hidden = layer_steps(layer, hidden, mask)["output"]
+    return hidden
+
+
+def _permutation(special: list[bool]) -> list[int]:
+    """A seeded shuffle of the non-special positions ([CLS]/[SEP] stay where they are)."""
+    inner = [i for i, s in enumerate(special) if not s]
+    order = list(inner)
+    if len(inner) > 1:
+        rng = np.random.default_rng(ORDER_SEED)
+        order = [inner[i] for i in rng.permutation(len(inner))]
+        if order == inner:
+            order = order[1:] + order[:1]
+    perm = list(range(len(special)))
+    for slot, source in zip(inner, order):
+        perm[slot] = source
+    return perm
+
+
+def _order_test(loaded: LoadedModel, bert, enc: Encoded) -> OrderTest:
+    perm = _permutation(enc.special)
+    t = enc.tensors
+    index = torch.tensor(perm, device=loaded.device)
+    shuffled = {k: v[:, index] for k, v in t.items()}  # (1, S) each, tokens and segments moved together
+    with_pos = [
+        loaded.model.bert(**x, output_hidden_states=True).last_hidden_state[0] for x in (t, shuffled)
+    ]  # the model's own forward, positions included: (S, D) each
+    bags, without = [], []
+    for x in (t, shuffled):
+        emb = embed_parts(bert, x["input_ids"], x["token_type_ids"], positions=False)["normed"]
+        bags.append(emb[0])
+        without.append(run_encoder(bert, emb, x["attention_mask"])[0])
+    # token i of the shuffled copy is token perm[i] of the original: compare like with like
+    inverse = torch.empty_like(index)
+    inverse[index] = torch.arange(len(perm), device=index.device)
+    cos_with = cosine(with_pos[0], with_pos[1][inverse])
+    cos_without = cosine(without[0], without[1][inverse])
+    sorted_bag = [b.sort(dim=0).values for b in bags]
+    return OrderTest(
+        tokens=enc.tokens,
+        shuffled_tokens=[enc.tokens[i] for i in perm],
+        permutation=perm,
+        cosine_with_positions=cos_with.tolist(),
+        cosine_without_positions=cos_without.tolist(),
+        max_diff_with_positions=float((with_pos[0][index] - with_pos[1]).abs().max()),
+        max_diff_without_positions=float((without[0][index] - without[1]).abs().max()),
+        input_bag_diff_without_positions=float((sorted_bag[0] - sorted_bag[1]).abs().max()),
+    )
+
+
+def position_cosine(bert, limit: int = POSITIONS_SHOWN) -> np.ndarray:
+    """Cosine similarity between the learned position vectors 0..limit-1: (P', P')."""
+    pos = bert.embeddings.position_embeddings.weight[:limit]  # (P', D)
+    unit = pos / pos.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return (unit @ unit.T).detach().float().cpu().numpy()
+
+
+def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
+    """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test."""
+    bert = bert_modules(loaded)
+    enc = encode(loaded, text)
+    t = enc.tensors
+    with torch.inference_mode():
+        parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
+        own = loaded.model.bert(**t, output_hidden_states=True).hidden_states[0]  # (1, S, D)
+        diff = float((parts["normed"] - own).abs().max())
+        order = _order_test(loaded, bert, enc)
+        cos = position_cosine(bert)
+        arrays = {k: v[0].detach().float().cpu().numpy() for k, v in parts.items()}
+    return EmbeddingsResult(
+        model_name=loaded.name,
+        tokens=enc.tokens,
+        input_ids=enc.input_ids,
+        token_type_ids=enc.token_type_ids,
+        max_abs_diff=diff,
+        position_cosine=cos,
+        max_positions=int(bert.embeddings.position_embeddings.num_embeddings),
+        order=order,
+        **arrays,
+    )
+
