@@ -8,6 +8,15 @@ time a block is seen. With ``fixed_count`` every row gets exactly round(p * (T -
 predictions (as the original BERT's ``max_predictions_per_seq`` data did), which keeps the
 shapes static: no host sync, and a (B, k) gather for the sparse MLM head.
 
+Whole-word masking (``is_continuation`` given, see `continuation_lookup`): all WordPiece
+pieces of a word are chosen together. A word is a non-special token that is not a ``##``
+continuation (or follows a special token) plus the ``##`` pieces after it. Each word is
+chosen with probability ``mlm_probability`` (Bernoulli mode, so the expected fraction of
+tokens chosen stays ``mlm_probability``), or, with ``fixed_count``, words in random order
+are taken while the row's total stays <= k (``positions`` is still (B, k): the slots left
+over point at unchosen tokens, whose label is -100). The 80/10/10 split stays per token, as
+in Google's ``create_pretraining_data.py`` and ``DataCollatorForWholeWordMask``.
+
 `make_nsp_pairs` turns packed blocks into ``[CLS] A [SEP] B [SEP]`` pairs with segment ids:
 B follows A in the text (IsNext, label 0) or is taken from another block (NotNext, label 1),
 50/50. As in BERT, a "sentence" is an arbitrary span of contiguous text.
@@ -27,6 +36,57 @@ class MaskedBatch:
     input_ids: torch.Tensor  # (B, T) corrupted inputs
     labels: torch.Tensor  # (B, T) original ids at predicted positions, -100 elsewhere
     positions: torch.Tensor | None  # (B, k) predicted positions in fixed-count mode, else None
+    actions: torch.Tensor | None = None  # (B, T) int8 ACTION_* codes, only when asked (with_actions)
+
+
+# what happened to each token (MaskedBatch.actions)
+ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3
+
+
+def continuation_lookup(tokenizer, device: torch.device | str | None = None) -> torch.Tensor:
+    """(V,) bool: True for vocabulary entries that continue the previous token's word (``##...``).
+
+    Index it with token ids (``lookup[input_ids]``) to find word starts on the device.
+    """
+    vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return torch.tensor([str(t).startswith("##") for t in vocab], dtype=torch.bool, device=device)
+
+
+def word_starts(input_ids: torch.Tensor, special: torch.Tensor, is_continuation: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: the first piece of every word (a continuation right after a special starts one)."""
+    cont = is_continuation[input_ids.long()]  # (B, T)
+    prev_special = torch.ones_like(special)
+    prev_special[:, 1:] = special[:, :-1]
+    return ~special & (~cont | prev_special)
+
+
+def _choose_whole_words(
+    input_ids: torch.Tensor, special: torch.Tensor, is_continuation: torch.Tensor,
+    generator: torch.Generator, mlm_probability: float, k: int | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, T) chosen mask with words chosen whole, and (B, k) positions when ``k`` is given."""
+    B, T = input_ids.shape
+    device = input_ids.device
+    starts = word_starts(input_ids, special, is_continuation)  # (B, T)
+    pos = torch.arange(T, device=device).expand(B, T)
+    # every token points at its word's first piece (specials point at themselves)
+    start_pos = torch.where(starts | special, pos, torch.zeros_like(pos)).cummax(dim=1).values  # (B, T)
+    scores = torch.rand((B, T), generator=generator, device=device)  # one draw per word start
+    if k is None:
+        chosen_start = starts & (scores < mlm_probability)
+        return chosen_start.gather(1, start_pos) & ~special, None
+    # words in random order; take them while the running token count stays <= k
+    word_len = torch.zeros((B, T), dtype=torch.long, device=device)
+    word_len.scatter_add_(1, start_pos, (~special).long())  # (B, T) at word starts: pieces in the word
+    order = scores.masked_fill(~starts, 2.0).argsort(dim=1)  # (B, T) word starts first, shuffled
+    total = word_len.gather(1, order).cumsum(dim=1)  # (B, T) tokens taken after each word
+    take_sorted = (total <= k) & starts.gather(1, order)
+    chosen_start = torch.zeros_like(starts).scatter_(1, order, take_sorted)
+    chosen = chosen_start.gather(1, start_pos) & ~special
+    # (B, k) positions: the chosen tokens first, then unchosen ones (label -100) to fill the slots
+    key = chosen.float() * 2 + torch.rand((B, T), generator=generator, device=device)
+    positions = key.topk(min(k, T), dim=1).indices
+    return chosen, positions
 
 
 def mask_tokens(
@@ -40,13 +100,22 @@ def mask_tokens(
     mask_replace_prob: float = 0.8,
     random_replace_prob: float = 0.1,
     fixed_count: bool = False,
+    is_continuation: torch.Tensor | None = None,
+    with_actions: bool = False,
 ) -> MaskedBatch:
-    """Corrupt (B, T) token ids for masked-LM training; see the module docstring."""
+    """Corrupt (B, T) token ids for masked-LM training; see the module docstring.
+
+    ``is_continuation`` ((V,) bool on the same device, from `continuation_lookup`) turns on
+    whole-word masking; ``with_actions`` also returns what happened to each token.
+    """
     B, T = input_ids.shape
     device = input_ids.device
     special = torch.isin(input_ids, special_ids)  # (B, T) never predicted
     positions = None
-    if fixed_count:
+    if is_continuation is not None:
+        k = max(1, round(mlm_probability * (T - 2))) if fixed_count else None
+        masked, positions = _choose_whole_words(input_ids, special, is_continuation, generator, mlm_probability, k)
+    elif fixed_count:
         k = max(1, round(mlm_probability * (T - 2)))
         scores = torch.rand((B, T), generator=generator, device=device)
         scores = scores.masked_fill(special, -1.0)
@@ -65,7 +134,11 @@ def mask_tokens(
     random_words = torch.randint(vocab_size, (B, T), generator=generator, device=device, dtype=input_ids.dtype)
     corrupted = torch.where(replaced, torch.full_like(input_ids, mask_token_id), input_ids)
     corrupted = torch.where(randomized, random_words, corrupted)
-    return MaskedBatch(corrupted, labels, positions)
+    actions = None
+    if with_actions:
+        actions = torch.where(masked, ACTION_KEEP, ACTION_NONE).to(torch.int8)
+        actions = actions.masked_fill(replaced, ACTION_MASK).masked_fill(randomized, ACTION_RANDOM)
+    return MaskedBatch(corrupted, labels, positions, actions)
 
 
 def make_nsp_pairs(

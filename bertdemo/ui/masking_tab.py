@@ -1,0 +1,154 @@
+"""The Masking & NSP tab: the pretraining engine's masking on the learner's sentence, epoch after
+epoch and over many draws; next-sentence pairs as pretraining builds them, and P(IsNext).
+
+Each main action is a named endpoint returning one JSON value; the page draws from the
+result kept in a ``gr.State`` (not part of the API) in a follow-up event.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from bertdemo.explore import masking_lab, nsp
+from bertdemo.models.store import ModelStore
+from bertdemo.ui.common import user_errors
+from bertdemo.viz import masking as draw
+
+DEFAULT_TEXT = "The children were playing football in the park until it started raining heavily."
+NSP_A, NSP_B = "She opened the fridge.", "There was nothing left but an old lemon."
+
+
+def _settings(p, m, r, seed, whole_word, fixed_count) -> masking_lab.MaskSettings:
+    if seed is None:
+        raise ValueError("Enter a seed (a whole number >= 0).")
+    return masking_lab.MaskSettings(float(p), float(m), float(r), int(seed), bool(whole_word), bool(fixed_count))
+
+
+def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api_name: str):
+    """button -> compute (a named endpoint returning JSON) -> render the result object (private).
+
+    Returns a function that attaches the same compute-and-render to a further (private) event.
+    """
+    state = gr.State()
+
+    @user_errors
+    def run(*args):
+        result = compute(*args)
+        return result.to_json(), result
+
+    def attach(event, **kwargs):
+        return event(run, inputs, [raw, state], **kwargs).success(render, state, outputs, api_visibility="private")
+
+    attach(button.click, api_name=api_name)
+    return lambda event: attach(event, api_visibility="private")
+
+
+def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+    """Lay out the tab inside the current Blocks context."""
+
+    def sample(text, p, m, r, seed, whole_word, fixed_count):
+        return masking_lab.mask_sample(text, _settings(p, m, r, seed, whole_word, fixed_count))
+
+    def epochs_fn(text, p, m, r, seed, whole_word, fixed_count, epochs, copies):
+        return masking_lab.compare_epochs(text, _settings(p, m, r, seed, whole_word, fixed_count), epochs, copies)
+
+    def stats_fn(text, p, m, r, seed, whole_word, fixed_count, draws):
+        return masking_lab.measure_rates(text, _settings(p, m, r, seed, whole_word, fixed_count), draws)
+
+    def predict(sentence_a, sentence_b, model):
+        loaded = store.get(model)
+        return nsp.predict_is_next(loaded, sentence_a, sentence_b)
+
+    with gr.Tab("Masking & NSP", id="masking"):
+        gr.Markdown(
+            "How BERT's training data is made, by experiment. Your sentence is masked by **the pretraining "
+            "engine's own code** (the function the Pretrain tab trains with), with its tokenizer: some tokens "
+            "are *chosen* for prediction; of those, most become `[MASK]`, some a random token, some stay."
+        )
+        text = gr.Textbox(label="Sentence", value=DEFAULT_TEXT, lines=2, elem_id="ml-text")
+        with gr.Row():
+            p = gr.Slider(0.01, 0.99, value=0.15, step=0.01, label="mlm_probability",
+                          info="Fraction of the tokens chosen for prediction.")
+            m = gr.Slider(0.0, 1.0, value=0.8, step=0.05, label="mask_replace_prob",
+                          info="Of the chosen: replaced by [MASK].")
+            r = gr.Slider(0.0, 1.0, value=0.1, step=0.05, label="random_replace_prob",
+                          info="Of the chosen: a random token (the rest stay).")
+        with gr.Row():
+            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="ml-seed")
+            whole_word = gr.Checkbox(label="Whole-word masking", info="All ## pieces of a word chosen together.",
+                                     elem_id="ml-whole-word")
+            fixed_count = gr.Checkbox(value=True, label="Fixed count (the engine's default)",
+                                      info="Exactly round(p·(T−2)) per sequence; off: each token a coin flip.")
+        settings = [text, p, m, r, seed, whole_word, fixed_count]
+        run_button = gr.Button("Mask it", variant="primary", elem_id="ml-run")
+        chips = gr.HTML(elem_id="ml-chips")
+        with gr.Accordion("The tensors the model gets", open=True):
+            tensors = gr.HTML(elem_id="ml-tensors")
+        with gr.Accordion("As JSON (the /mask_sample answer)", open=False):
+            sample_raw = gr.JSON()
+
+        gr.Markdown(
+            "### Next epoch: dynamic vs static masking\n"
+            "The original BERT wrote each sequence **N times with N fixed masks** (static masking), so over "
+            "many epochs the model saw the same N masks again and again. This engine draws a **fresh mask "
+            "every time** a sequence comes round (dynamic masking, as RoBERTa does)."
+        )
+        with gr.Row():
+            epochs = gr.Slider(1, masking_lab.MAX_EPOCHS, value=12, step=1, label="Epochs shown", elem_id="ml-epochs")
+            copies = gr.Slider(1, masking_lab.MAX_STATIC_COPIES, value=10, step=1, label="Static copies N")
+        with gr.Row():
+            compare_button = gr.Button("Show epochs", elem_id="ml-compare")
+            next_button = gr.Button("Next epoch ▶", variant="primary", elem_id="ml-next")
+        epochs_view = gr.HTML(elem_id="ml-epochs-view")
+        with gr.Accordion("As JSON (the /mask_epochs answer)", open=False):
+            epochs_raw = gr.JSON()
+
+        gr.Markdown("### Rates over many draws\nThe engine's masking of your sentence, drawn many times at once.")
+        with gr.Row():
+            draws = gr.Slider(10, masking_lab.MAX_DRAWS, value=2000, step=10, label="Draws")
+            stats_button = gr.Button("Measure", elem_id="ml-stats")
+        stats_plot = gr.Plot(elem_id="ml-stats-plot")
+        stats_table = gr.Markdown(elem_id="ml-stats-table")
+        with gr.Accordion("As JSON (the /mask_stats answer)", open=False):
+            stats_raw = gr.JSON()
+
+        gr.Markdown(
+            "### Next-sentence prediction (NSP)\n"
+            "Pairs built as pretraining builds them: text packed into blocks, each cut into "
+            "`[CLS] A [SEP] B [SEP]`; half the time B is the real continuation (IsNext), half the time a "
+            "span of another block (NotNext). Leave the text empty for the embedded Wikipedia summaries; "
+            "separate documents with a blank line."
+        )
+        nsp_text = gr.Textbox(label="Text (optional)", lines=3, placeholder="Empty: the embedded corpus",
+                              elem_id="nsp-text")
+        with gr.Row():
+            seq_len = gr.Slider(nsp.MIN_SEQ_LEN, nsp.MAX_SEQ_LEN, value=32, step=1, label="Sequence length T")
+            n_pairs = gr.Slider(2, nsp.MAX_PAIRS, value=4, step=1, label="Pairs")
+            nsp_seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+        pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
+        pairs_view = gr.HTML(elem_id="nsp-pairs")
+        with gr.Accordion("As JSON (the /nsp_pairs answer)", open=False):
+            pairs_raw = gr.JSON()
+        gr.Markdown("**Your own pair** — P(IsNext) from the NSP head of the model chosen at the top of the page "
+                    "(a Pretrain checkpoint trained with NSP, or bert-base-uncased).")
+        with gr.Row():
+            sentence_a = gr.Textbox(label="Sentence A", value=NSP_A, elem_id="nsp-a")
+            sentence_b = gr.Textbox(label="Sentence B", value=NSP_B, elem_id="nsp-b")
+        predict_button = gr.Button("P(IsNext)", elem_id="nsp-run")
+        nsp_result = gr.Markdown(elem_id="nsp-result")
+        with gr.Accordion("As JSON (the /nsp_predict answer)", open=False):
+            nsp_raw = gr.JSON()
+
+    _wire(run_button, sample, settings, sample_raw,
+          lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
+    show_epochs = _wire(compare_button, epochs_fn, [*settings, epochs, copies], epochs_raw, draw.render_epochs,
+                        epochs_view, "mask_epochs")
+    # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
+    show_epochs(next_button.click(lambda e: min(int(e) + 1, masking_lab.MAX_EPOCHS), epochs, epochs,
+                                  api_visibility="private").then)
+    _wire(stats_button, stats_fn, [*settings, draws], stats_raw,
+          lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
+    _wire(pairs_button, nsp.build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw, draw.render_pairs,
+          pairs_view, "nsp_pairs")
+    _wire(predict_button, predict, [sentence_a, sentence_b, model_box], nsp_raw, draw.nsp_markdown, nsp_result,
+          "nsp_predict")
