@@ -44,7 +44,7 @@ def bench_ours(cfg: TrainConfig, out_dir: Path) -> float:
                           on_step=lambda step: stamps.append(time.perf_counter()))
     if status != "finished":
         raise RuntimeError(metrics.snapshot().message)
-    return median_tokens_per_s(stamps, cfg.batch_size * cfg.seq_len, skip=3)
+    return median_tokens_per_s(stamps, cfg.optim.batch_size * cfg.data.seq_len, skip=3)
 
 
 def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device, ref_bf16: bool) -> float:
@@ -52,13 +52,13 @@ def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device, ref_b
                               TrainingArguments)
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    blocks = prepare_blocks(cfg.corpus, tokenizer, cfg.seq_len, cfg.cache_dir, cfg.max_corpus_tokens)
-    train = [{"input_ids": row.astype("int64").tolist()} for row in blocks.train[: cfg.batch_size * (cfg.steps + 2)]]
-    torch.manual_seed(cfg.seed)
+    blocks = prepare_blocks(cfg.data.corpus, tokenizer, cfg.data.seq_len, cfg.data.cache_dir, cfg.data.max_corpus_tokens)
+    train = [{"input_ids": row.astype("int64").tolist()} for row in blocks.train[: cfg.optim.batch_size * (cfg.optim.steps + 2)]]
+    torch.manual_seed(cfg.system.seed)
     model = BertForMaskedLM(bert_config(cfg, len(tokenizer)))
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=cfg.mlm_probability,
-                                               mask_replace_prob=cfg.mask_replace_prob,
-                                               random_replace_prob=cfg.random_replace_prob)
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=cfg.objective.mlm_probability,
+                                               mask_replace_prob=cfg.objective.mask_replace_prob,
+                                               random_replace_prob=cfg.objective.random_replace_prob)
     stamps: list[float] = []
 
     class Stamp(TrainerCallback):
@@ -68,14 +68,14 @@ def bench_reference(cfg: TrainConfig, out_dir: Path, device: torch.device, ref_b
             stamps.append(time.perf_counter())
 
     args = TrainingArguments(
-        output_dir=str(out_dir / "reference"), per_device_train_batch_size=cfg.batch_size, max_steps=cfg.steps,
-        learning_rate=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
-        max_grad_norm=cfg.grad_clip, lr_scheduler_type="linear", logging_steps=10, save_strategy="no",
+        output_dir=str(out_dir / "reference"), per_device_train_batch_size=cfg.optim.batch_size, max_steps=cfg.optim.steps,
+        learning_rate=cfg.optim.lr, warmup_steps=cfg.optim.warmup_steps, weight_decay=cfg.optim.weight_decay,
+        max_grad_norm=cfg.optim.grad_clip, lr_scheduler_type="linear", logging_steps=10, save_strategy="no",
         report_to=[], dataloader_num_workers=0, use_cpu=device.type == "cpu",
-        disable_tqdm=True, seed=cfg.seed, bf16=ref_bf16 or device.type == "cuda",
+        disable_tqdm=True, seed=cfg.system.seed, bf16=ref_bf16 or device.type == "cuda",
     )
     Trainer(model=model, args=args, train_dataset=train, data_collator=collator, callbacks=[Stamp()]).train()
-    return median_tokens_per_s(stamps, cfg.batch_size * cfg.seq_len, skip=3)
+    return median_tokens_per_s(stamps, cfg.optim.batch_size * cfg.data.seq_len, skip=3)
 
 
 def main() -> None:
@@ -98,10 +98,10 @@ def main() -> None:
                       steps=args.steps, warmup_steps=5, eval_every=10**9, eval_batches=1, checkpoint_every=0,
                       device=str(device), num_threads=args.threads, compile=args.compile, cache_dir=args.cache_dir,
                       precision=args.precision)
-    ours_bf16 = use_bf16(device, cfg.precision)
+    ours_bf16 = use_bf16(device, cfg.system.precision)
     ref_bf16 = args.ref_bf16 or device.type == "cuda"
-    print(f"device={device} threads={args.threads} torch={torch.__version__} preset={cfg.preset} "
-          f"seq_len={cfg.seq_len} batch={cfg.batch_size} steps={cfg.steps} "
+    print(f"device={device} threads={args.threads} torch={torch.__version__} preset={cfg.model.preset} "
+          f"seq_len={cfg.data.seq_len} batch={cfg.optim.batch_size} steps={cfg.optim.steps} "
           f"ours={'bf16' if ours_bf16 else 'fp32'} reference={'bf16' if ref_bf16 else 'fp32'}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         ours = bench_ours(cfg, Path(tmp))

@@ -37,7 +37,7 @@ def tiny_encoder_dir(tmp_path_factory, tokenizer):
 
 
 def test_warm_start_keeps_the_encoder_and_adds_a_tied_head(tiny_encoder_dir, tokenizer):
-    cfg = TrainConfig(init_from=str(tiny_encoder_dir))
+    cfg = TrainConfig.from_flat(init_from=str(tiny_encoder_dir))
     cfg.validate()
     assert cfg.model_shape() == (3, 32, 2, 64)
     model = build_model(cfg, tokenizer)
@@ -52,7 +52,7 @@ def test_warm_start_keeps_the_encoder_and_adds_a_tied_head(tiny_encoder_dir, tok
 
 
 def test_train_layers_freezes_embeddings_and_lower_layers(tiny_encoder_dir, tokenizer):
-    model = build_model(TrainConfig(init_from=str(tiny_encoder_dir), train_layers=1), tokenizer)
+    model = build_model(TrainConfig.from_flat(init_from=str(tiny_encoder_dir), train_layers=1), tokenizer)
     names = trainable_names(model)
     assert names and all(n.startswith(("bert.encoder.layer.2.", "cls.")) for n in names)
     assert any(n.startswith("cls.predictions.transform") for n in names) and "cls.predictions.bias" in names
@@ -61,9 +61,9 @@ def test_train_layers_freezes_embeddings_and_lower_layers(tiny_encoder_dir, toke
     apply_freeze(head_only, 0)
     assert all(n.startswith("cls.") for n in trainable_names(head_only))
     with pytest.raises(ValueError, match="train_layers"):
-        TrainConfig(init_from=str(tiny_encoder_dir), train_layers=4).validate()
+        TrainConfig.from_flat(init_from=str(tiny_encoder_dir), train_layers=4).validate()
     with pytest.raises(ValueError, match="not a model folder"):
-        TrainConfig(init_from=str(tiny_encoder_dir / "nope")).validate()
+        TrainConfig.from_flat(init_from=str(tiny_encoder_dir / "nope")).validate()
 
 
 def test_fused_ce_with_a_frozen_decoder_matches_the_plain_loss():
@@ -85,7 +85,7 @@ def test_export_then_assemble_round_trip(tiny_encoder_dir, tokenizer, tmp_path, 
                                          freeze_embeddings):
     """Top layer only (embeddings then frozen too), and everything trained (embeddings and tied decoder)."""
     monkeypatch.setattr(embedded, "encoder_dir", lambda: tiny_encoder_dir)
-    cfg = TrainConfig(init_from=str(tiny_encoder_dir), train_layers=train_layers, freeze_embeddings=freeze_embeddings)
+    cfg = TrainConfig.from_flat(init_from=str(tiny_encoder_dir), train_layers=train_layers, freeze_embeddings=freeze_embeddings)
     model = build_model(cfg, tokenizer)
     with torch.no_grad():  # "training": change exactly the trainable parameters
         for p in model.parameters():
@@ -135,7 +135,7 @@ def test_build_runs_the_second_everyday_pass_from_stage_two_and_exports_it(tiny_
                                     "--seed", "5", *tiny]) == 0
     second = work / "everyday2"
     cfg = TrainConfig.from_json(second / "train_config.json")
-    assert (cfg.init_from, cfg.corpus, cfg.steps, cfg.lr, cfg.seed) == (
+    assert (cfg.model.init_from, cfg.data.corpus, cfg.optim.steps, cfg.optim.lr, cfg.system.seed) == (
         str(work / "everyday"), str(work / "everyday.jsonl"), 3, 1e-4, 6)
     assert json.loads((second / "trainer_state.json").read_text())["step"] == 3
     from safetensors import safe_open

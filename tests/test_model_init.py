@@ -34,7 +34,7 @@ def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, to
 
     loader = threading.Thread(target=keep_loading)
     loader.start()
-    cfg = TrainConfig(preset="custom", layers=1, hidden=32, heads=2, ffn=64)
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64)
     expected = param_count(cfg)
     built = 0
     while loader.is_alive() or built < 3:

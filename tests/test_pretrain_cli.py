@@ -21,7 +21,7 @@ def _args(tmp_path: Path, out: Path) -> list[str]:
     if not corpus.exists():
         corpus.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:200]), encoding="utf-8")
     return ["-m", "bertdemo.pretrain", "--out", str(out), "--corpus", str(corpus), "--preset", "custom",
-            "--layers", "2", "--hidden", "32", "--heads", "2", "--ffn", "64", "--seq-len", "32",
+            "--num-hidden-layers", "2", "--hidden-size", "32", "--num-attention-heads", "2", "--intermediate-size", "64", "--seq-len", "32",
             "--batch-size", "8", "--steps", "10", "--log-every", "5", "--eval-every", "5", "--eval-batches", "2",
             "--cache-dir", str(tmp_path / "cache"), "--device", "cpu", "--seed", "3", "--no-progress"]
 

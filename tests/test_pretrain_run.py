@@ -32,12 +32,12 @@ def cache_dir(tmp_path_factory):
 
 
 def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
-    base = dict(preset="custom", layers=2, hidden=32, heads=2, ffn=64, corpus=corpus, seq_len=32, batch_size=16,
+    base = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64, corpus=corpus, seq_len=32, batch_size=16,
                 steps=40, lr=3e-3, warmup_steps=5, log_every=5, eval_every=20, eval_batches=4,
                 checkpoint_every=0, cache_dir=cache_dir, runs_dir=str(runs_dir), device="cpu", num_threads=1,
                 probe_text="The capital of France is [MASK].")
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainConfig.from_flat(**base)
 
 
 def wait_for(predicate, timeout: float = 30.0) -> None:
@@ -49,17 +49,17 @@ def wait_for(predicate, timeout: float = 30.0) -> None:
 
 
 def test_presets_and_param_count() -> None:
-    assert 4_300_000 < param_count(TrainConfig(preset="bert-tiny")) < 4_500_000
+    assert 4_300_000 < param_count(TrainConfig.from_flat(preset="bert-tiny")) < 4_500_000
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    for cfg in (TrainConfig(preset="bert-tiny"), TrainConfig(preset="custom", layers=3, hidden=48, heads=4, ffn=96),
-                TrainConfig(preset="bert-tiny", nsp=True)):
+    for cfg in (TrainConfig.from_flat(preset="bert-tiny"), TrainConfig.from_flat(preset="custom", num_hidden_layers=3, hidden_size=48, num_attention_heads=4, intermediate_size=96),
+                TrainConfig.from_flat(preset="bert-tiny", nsp=True)):
         assert param_count(cfg) == param_count(build_model(cfg, tok)), cfg  # formula == the model built
-    untied = bert_config(TrainConfig(preset="bert-tiny"))
+    untied = bert_config(TrainConfig.from_flat(preset="bert-tiny"))
     untied.tie_word_embeddings = False
     assert param_count(untied) == param_count(BertForMaskedLM(untied))
-    assert param_count(TrainConfig(preset="bert-mini")) > param_count(TrainConfig(preset="bert-tiny"))
+    assert param_count(TrainConfig.from_flat(preset="bert-mini")) > param_count(TrainConfig.from_flat(preset="bert-tiny"))
     with pytest.raises(ValueError, match="divisible"):
-        TrainConfig(preset="custom", hidden=30, heads=4).validate()
+        TrainConfig.from_flat(preset="custom", hidden_size=30, num_attention_heads=4).validate()
 
 
 def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cache_dir) -> None:
@@ -78,7 +78,7 @@ def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cac
     # the saved model is the one that made the last probe prediction
     model = AutoModelForMaskedLM.from_pretrained(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
-    again = predict_masks(model, tokenizer, cfg.probe_text, torch.device("cpu"))
+    again = predict_masks(model, tokenizer, cfg.monitor.probe_text, torch.device("cpu"))
     assert [t for t, _ in again[0]] == [t for t, _ in snap.probe[-1][1][0]]
     assert again[0][0][1] == pytest.approx(snap.probe[-1][1][0][0][1], abs=1e-4)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
@@ -86,7 +86,7 @@ def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cac
 
 def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    cfg = TrainConfig(preset="custom", layers=2, hidden=32, heads=2, ffn=64)
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64)
     model = build_model(cfg, tokenizer).eval()
     target = tmp_path / "checkpoint"
     for _ in range(2):  # the second write replaces the first atomically
@@ -130,7 +130,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     AutoModelForMaskedLM.from_pretrained(path)
     # after the stop a new run may start; resuming continues the step count and history
     cfg = resume_config(path, steps=snap.step + 10)
-    assert cfg.resume_from == str(path) and cfg.hidden == 32 and cfg.corpus == corpus
+    assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == corpus
     resumed = manager.start(cfg)
     assert resumed.join(60)
     after = resumed.snapshot()

@@ -10,29 +10,29 @@ Ctrl-C stops after the current step and still writes the checkpoint.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import signal
 import sys
 from pathlib import Path
 
-from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
+from bertdemo.pretrain.config import CUSTOM, GROUPS, PRESETS, TrainConfig, leaf_fields
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertdemo.pretrain", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False)
     parser.add_argument("--out", required=True, help="folder for the final checkpoint and metrics.csv")
-    for f in dataclasses.fields(TrainConfig):
+    sections = {group: parser.add_argument_group(f"{group} settings") for group in GROUPS}
+    for group, f in leaf_fields():
         if f.name in ("runs_dir",):
             continue
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+            sections[group].add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
         else:
             kind = {"int": int, "float": float, "str": str}[str(f.type)]
             kwargs = {"choices": [*PRESETS, CUSTOM]} if f.name == "preset" else {}
-            parser.add_argument(flag, type=kind, default=f.default, **kwargs)
+            sections[group].add_argument(flag, type=kind, default=f.default, **kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -46,13 +46,13 @@ def _dist_from_env():
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    values = {f.name: getattr(args, f.name) for _, f in leaf_fields() if hasattr(args, f.name)}
     out = Path(args.out)
-    cfg = TrainConfig(**values, runs_dir=str(out.parent))
+    cfg = TrainConfig.from_flat(**values, runs_dir=str(out.parent))
     cfg.validate()
     dist = _dist_from_env()
-    if cfg.num_threads <= 0:  # headless: no UI to leave a core for; split the cores between ranks
-        cfg.num_threads = max(1, (os.cpu_count() or 1) // dist.world_size)
+    if cfg.system.num_threads <= 0:  # headless: no UI to leave a core for; split the cores between ranks
+        cfg.system.num_threads = max(1, (os.cpu_count() or 1) // dist.world_size)
 
     import torch
     from tqdm.auto import tqdm
@@ -61,20 +61,20 @@ def main(argv: list[str] | None = None) -> int:
     from bertdemo.pretrain.metrics import MetricsBuffer
 
     if dist.world_size > 1:
-        cuda = cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
+        cuda = cfg.system.device.startswith("cuda") or (cfg.system.device == "auto" and torch.cuda.is_available())
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
-    metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.steps, preset=cfg.preset, corpus=cfg.corpus,
-                            probe_text=cfg.probe_text)
+    metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
+                            probe_text=cfg.monitor.probe_text)
     bar = None
     if dist.is_main and not args.no_progress:
-        label = "warm-start" if cfg.init_from else cfg.preset
-        bar = tqdm(total=cfg.steps, desc=f"pretrain {label}", unit="step", dynamic_ncols=True)
+        label = "warm-start" if cfg.model.init_from else cfg.model.preset
+        bar = tqdm(total=cfg.optim.steps, desc=f"pretrain {label}", unit="step", dynamic_ncols=True)
 
     def on_step(step: int) -> None:
         if bar is None:
             return
         bar.n = step
-        if step % cfg.log_every == 0:
+        if step % cfg.monitor.log_every == 0:
             snap = metrics.snapshot()
             post = {"loss": f"{snap.train_loss[-1]:.3f}" if snap.train_loss else "-",
                     "tok/s": f"{snap.tokens_per_s:,.0f}"}
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if dist.is_main:
         snap = metrics.snapshot()
         ev = f", held-out loss {snap.eval_loss[-1]:.3f} (ppl {snap.eval_ppl[-1]:.1f})" if snap.eval_loss else ""
-        print(f"{status}: step {snap.step}/{cfg.steps} on {snap.device}{ev}, "
+        print(f"{status}: step {snap.step}/{cfg.optim.steps} on {snap.device}{ev}, "
               f"{snap.tokens_per_s:,.0f} tokens/s; checkpoint: {out}", file=sys.stderr)
     return 0 if status in ("finished", "stopped") else 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,103 +37,251 @@ def validate_probe_text(text: str) -> str:
 
 
 @dataclass
-class TrainConfig:
-    # model
-    preset: str = "bert-tiny"  # one of PRESETS or "custom"
-    layers: int = 2  # custom only: num_hidden_layers
-    hidden: int = 128  # custom only: hidden_size (H)
-    heads: int = 2  # custom only: num_attention_heads (must divide hidden)
-    ffn: int = 512  # custom only: intermediate_size
+class ModelConfig:
+    """The BERT to train: a preset, or a custom shape in BertConfig's own field names."""
+
+    preset: str = "bert-tiny"  # one of PRESETS, or "custom" (then the four fields below)
+    num_hidden_layers: int = 2  # custom only
+    hidden_size: int = 128  # custom only (H)
+    num_attention_heads: int = 2  # custom only (must divide hidden_size)
+    intermediate_size: int = 512  # custom only: the feed-forward width
+    position_embeddings: bool = True  # False: zeroed and frozen, the encoder is order-blind
     init_from: str = ""  # model folder to warm-start from (shape from its config; MLM head added if absent)
     train_layers: int = -1  # -1 = train everything; k >= 0 = only the top k encoder layers + MLM head
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
-    # data
+
+
+@dataclass
+class DataConfig:
+    """The corpus and how it is cut into blocks."""
+
     corpus: str = "wiki"  # "wiki" (embedded, offline) | "tinystories" (hub) | path to .txt/.jsonl
     seq_len: int = 128  # tokens per packed block (T), 16..512
+    seq_len_schedule: str = ""  # e.g. "128:0.9,512:0.1": block length by fraction of the steps ("" = seq_len)
     max_corpus_tokens: int = 20_000_000  # stop tokenizing a (large) corpus after this many tokens
     heldout_fraction: float = 0.02  # blocks held out for evaluation (at least a few)
-    cache_dir: str = ""  # tokenized-block cache; "" = ~/.cache/bert-explorer/blocks
-    # optimisation
+    cache_dir: str = ""  # tokenized-block cache; "" = the app's cache folder
+
+
+@dataclass
+class ObjectiveConfig:
+    """What the model learns to predict (DataCollatorForLanguageModeling semantics)."""
+
+    mlm_probability: float = 0.15  # fraction of (non-special) tokens predicted
+    mask_replace_prob: float = 0.8  # of those, replaced by [MASK]
+    random_replace_prob: float = 0.1  # of those, replaced by a random token (rest kept)
+    fixed_mask_count: bool = True  # exactly round(p * tokens) predictions per row (original BERT)
+    whole_word_masking: bool = False  # choose all pieces of a word together
+    static_masks: int = 0  # 0 = dynamic (new masks every time); N = N fixed masks per block (original BERT)
+    nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
+
+
+@dataclass
+class OptimConfig:
+    """AdamW and its schedule."""
+
     batch_size: int = 32  # blocks per step (per process under torchrun)
     steps: int = 2000  # total optimizer steps
     lr: float = 1e-3  # peak AdamW learning rate
     warmup_steps: int = 30  # linear warmup, then linear decay to 0 at `steps`
     weight_decay: float = 0.01  # AdamW, not applied to biases and LayerNorm weights
     grad_clip: float = 1.0  # max global grad norm; 0 = off
-    # objective (DataCollatorForLanguageModeling semantics)
-    mlm_probability: float = 0.15  # fraction of (non-special) tokens predicted
-    mask_replace_prob: float = 0.8  # of those, replaced by [MASK]
-    random_replace_prob: float = 0.1  # of those, replaced by a random token (rest kept)
-    fixed_mask_count: bool = True  # exactly round(p * tokens) predictions per row (original BERT)
-    nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
-    # logging / evaluation / checkpoints
+
+
+@dataclass
+class MonitorConfig:
+    """Logging, held-out evaluation, the probe and checkpoints."""
+
     log_every: int = 10  # steps between host syncs that record train loss
     eval_every: int = 50  # steps between held-out evaluations (and probe predictions)
     eval_batches: int = 8  # held-out batches per evaluation
     checkpoint_every: int = 500  # steps between checkpoints (also written at stop/finish); 0 = only then
     probe_text: str = "The capital of France is [MASK]."  # one or more [MASK]
-    # system
+
+
+@dataclass
+class SystemConfig:
+    """Where and how the run computes, and where it writes."""
+
     seed: int = 1337
     device: str = "auto"  # "auto" (cuda > mps > cpu) | "cpu" | "cuda" | "cuda:1" | "mps"
     num_threads: int = 0  # CPU threads; 0 = cpu_count - 1 (leave the UI a core)
-    precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); "bf16"; "fp32"
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16; "bf16"; "fp32"
     compile: bool = False  # torch.compile the objective (CUDA only)
     runs_dir: str = "runs"  # each run writes runs_dir/<run_id>/checkpoint/
     resume_from: str = ""  # checkpoint folder to continue (model, optimizer, step, metrics)
 
+
+GROUPS: dict[str, type] = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig,
+                           "optim": OptimConfig, "monitor": MonitorConfig, "system": SystemConfig}
+_LEGACY_NAMES = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+                 "ffn": "intermediate_size"}  # flat train_config.json of earlier checkpoints
+
+
+def leaf_fields() -> list[tuple[str, dataclasses.Field]]:
+    """(group, field) of every setting; field names are unique across groups (they are the CLI flags)."""
+    return [(group, f) for group, cls in GROUPS.items() for f in dataclasses.fields(cls)]
+
+
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def _checked(name: str, kind: str, value: Any) -> Any:
+    """A setting's value with its declared type, or ValueError (configs may come from outside)."""
+    expected = _TYPES[kind]
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ValueError(f"Setting {name!r} must be {kind}, got {value!r}.")
+    return value
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a pretraining run, grouped by concern (``cfg.optim.lr``, ``cfg.model.hidden_size``)."""
+
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    objective: ObjectiveConfig = dataclasses.field(default_factory=ObjectiveConfig)
+    optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    monitor: MonitorConfig = dataclasses.field(default_factory=MonitorConfig)
+    system: SystemConfig = dataclasses.field(default_factory=SystemConfig)
+
+    @classmethod
+    def from_flat(cls, **settings: Any) -> TrainConfig:
+        """A config from leaf names (``TrainConfig.from_flat(preset="bert-mini", steps=500)``).
+
+        Every value is type-checked; an unknown name is a ValueError."""
+        where = {f.name: (group, f) for group, f in leaf_fields()}
+        groups: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+        for name, value in settings.items():
+            name = _LEGACY_NAMES.get(name, name)
+            if name not in where:
+                raise ValueError(f"Unknown setting {name!r}.")
+            group, f = where[name]
+            groups[group][name] = _checked(name, str(f.type), value)
+        return cls(**{group: GROUPS[group](**values) for group, values in groups.items()})
+
+    def flat(self) -> dict[str, Any]:
+        """Leaf name -> value (the inverse of :meth:`from_flat`)."""
+        return {f.name: getattr(getattr(self, group), f.name) for group, f in leaf_fields()}
+
+    def replace(self, **settings: Any) -> TrainConfig:
+        """A copy with some leaf settings changed."""
+        return TrainConfig.from_flat(**{**self.flat(), **settings})
+
     def model_shape(self) -> tuple[int, int, int, int]:
-        """(layers, hidden, heads, ffn) of the preset, or of the custom fields (or of `init_from`'s config)."""
-        if self.init_from:
-            cfg = BertConfig.from_pretrained(self.init_from)
+        """(num_hidden_layers, hidden_size, num_attention_heads, intermediate_size) of the run's model."""
+        m = self.model
+        if m.init_from:
+            cfg = BertConfig.from_pretrained(m.init_from)
             return (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size)
-        if self.preset == CUSTOM:
-            return (self.layers, self.hidden, self.heads, self.ffn)
-        if self.preset not in PRESETS:
-            raise ValueError(f"Unknown preset {self.preset!r}; choose one of {[*PRESETS, CUSTOM]}.")
-        return PRESETS[self.preset]
+        if m.preset == CUSTOM:
+            return (m.num_hidden_layers, m.hidden_size, m.num_attention_heads, m.intermediate_size)
+        if m.preset not in PRESETS:
+            raise ValueError(f"Unknown preset {m.preset!r}; choose one of {[*PRESETS, CUSTOM]}.")
+        return PRESETS[m.preset]
+
+    def seq_len_phases(self) -> list[tuple[int, int]]:
+        """(first step, block length) of each phase: one phase unless a schedule is set."""
+        if not self.data.seq_len_schedule.strip():
+            return [(0, self.data.seq_len)]
+        return parse_seq_len_schedule(self.data.seq_len_schedule, self.optim.steps)
+
+    def max_seq_len(self) -> int:
+        """The longest block any phase uses."""
+        return max(length for _, length in self.seq_len_phases())
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for settings that cannot train."""
-        if self.init_from and not (Path(self.init_from) / "config.json").is_file():
-            raise ValueError(f"init_from {self.init_from!r} is not a model folder (no config.json).")
+        m, d, o, opt, mon, sysc = self.model, self.data, self.objective, self.optim, self.monitor, self.system
+        if m.init_from and not (Path(m.init_from) / "config.json").is_file():
+            raise ValueError("init_from is not a model folder (no config.json).")
         layers, hidden, heads, ffn = self.model_shape()
-        if self.train_layers < -1 or self.train_layers > layers:
-            raise ValueError(f"train_layers must be -1 (all) or between 0 and {layers}, got {self.train_layers}.")
+        if m.train_layers < -1 or m.train_layers > layers:
+            raise ValueError(f"train_layers must be -1 (all) or between 0 and {layers}, got {m.train_layers}.")
         if min(layers, hidden, heads, ffn) < 1:
-            raise ValueError("layers, hidden, heads and ffn must all be positive.")
+            raise ValueError("num_hidden_layers, hidden_size, num_attention_heads and intermediate_size "
+                             "must all be positive.")
         if hidden % heads:
             raise ValueError(f"hidden size {hidden} must be divisible by the number of heads {heads}.")
-        if not 16 <= self.seq_len <= MAX_SEQ_LEN:
-            raise ValueError(f"seq_len must be between 16 and {MAX_SEQ_LEN}, got {self.seq_len}.")
-        if self.batch_size < 2:
+        for _, length in self.seq_len_phases():
+            if not 16 <= length <= MAX_SEQ_LEN:
+                raise ValueError(f"block length must be between 16 and {MAX_SEQ_LEN}, got {length}.")
+        if not 0.0 <= d.heldout_fraction < 0.5 or d.max_corpus_tokens < 1000:
+            raise ValueError("heldout_fraction must be in [0, 0.5) and max_corpus_tokens at least 1000.")
+        if opt.batch_size < 2:
             raise ValueError("batch_size must be at least 2.")
-        if self.steps < 1:
+        if opt.steps < 1:
             raise ValueError("steps must be at least 1.")
-        if not 0.0 < self.mlm_probability < 1.0:
+        if not 0.0 < o.mlm_probability < 1.0:
             raise ValueError("mlm_probability must be between 0 and 1.")
-        if min(self.mask_replace_prob, self.random_replace_prob) < 0 or (
-            self.mask_replace_prob + self.random_replace_prob > 1.0 + 1e-9
+        if min(o.mask_replace_prob, o.random_replace_prob) < 0 or (
+            o.mask_replace_prob + o.random_replace_prob > 1.0 + 1e-9
         ):
             raise ValueError("mask_replace_prob + random_replace_prob must be within [0, 1].")
-        if self.lr <= 0:
-            raise ValueError("lr must be positive.")
-        validate_probe_text(self.probe_text)
-        if self.precision not in ("auto", "bf16", "fp32"):
-            raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}.")
-        if self.log_every < 1 or self.eval_every < 1 or self.eval_batches < 1:
-            raise ValueError("log_every, eval_every and eval_batches must be at least 1.")
+        if o.static_masks < 0:
+            raise ValueError("static_masks must be 0 (dynamic masking) or a number of fixed masks per block.")
+        if not math.isfinite(opt.lr) or opt.lr <= 0 or opt.lr > 1.0:
+            raise ValueError(f"lr must be a positive learning rate of at most 1, got {opt.lr}.")
+        if opt.warmup_steps < 0 or opt.weight_decay < 0 or opt.grad_clip < 0:
+            raise ValueError("warmup_steps, weight_decay and grad_clip must not be negative.")
+        validate_probe_text(mon.probe_text)
+        if sysc.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {sysc.precision!r}.")
+        if mon.log_every < 1 or mon.eval_every < 1 or mon.eval_batches < 1 or mon.checkpoint_every < 0:
+            raise ValueError("log_every, eval_every and eval_batches must be at least 1; checkpoint_every at least 0.")
+        if sysc.num_threads < 0:
+            raise ValueError("num_threads must be 0 (automatic) or more.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """From :meth:`to_dict`'s nested form (or the flat form of earlier checkpoints); types checked."""
+        if not isinstance(data, dict):
+            raise ValueError("A training config must be a JSON object.")
+        if any(isinstance(data.get(group), dict) for group in GROUPS):
+            flat: dict[str, Any] = {}
+            for group, values in data.items():
+                if group not in GROUPS or not isinstance(values, dict):
+                    raise ValueError(f"Unknown config group {group!r}.")
+                flat.update(values)
+            return cls.from_flat(**flat)
+        return cls.from_flat(**data)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TrainConfig:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"The training config {Path(path).name} cannot be read: {exc}") from None
+        return cls.from_dict(data)
+
+
+def parse_seq_len_schedule(text: str, steps: int) -> list[tuple[int, int]]:
+    """"128:0.9,512:0.1" -> [(0, 128), (900, 512)] for 1000 steps: (first step, block length) per phase.
+
+    The fractions must sum to 1; block lengths must not shrink (BERT grew 128 -> 512)."""
+    phases: list[tuple[int, float]] = []
+    for part in text.split(","):
+        try:
+            length, fraction = part.split(":")
+            phases.append((int(length), float(fraction)))
+        except ValueError:
+            raise ValueError(f"Block-length schedule {text!r}: write it as LENGTH:FRACTION pairs, "
+                             "e.g. 128:0.9,512:0.1.") from None
+    if any(f <= 0 for _, f in phases) or abs(sum(f for _, f in phases) - 1.0) > 1e-6:
+        raise ValueError(f"Block-length schedule {text!r}: the fractions must be positive and sum to 1.")
+    if any(b[0] < a[0] for a, b in zip(phases, phases[1:])):
+        raise ValueError(f"Block-length schedule {text!r}: block lengths must not shrink.")
+    out, start, acc = [], 0, 0.0
+    for length, fraction in phases:
+        out.append((start, length))
+        acc += fraction
+        start = round(acc * steps)
+    return out
 
 
 def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
@@ -154,7 +303,7 @@ def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
     (with the NSP head when `nsp`, or when the TrainConfig asks for it) a BertConfig / TrainConfig
     describes. Configs are counted by formula, without building a model."""
     if isinstance(model_or_cfg, TrainConfig):
-        model_or_cfg, nsp = bert_config(model_or_cfg), model_or_cfg.nsp
+        model_or_cfg, nsp = bert_config(model_or_cfg), model_or_cfg.objective.nsp
     if isinstance(model_or_cfg, BertConfig):
         return _bert_param_count(model_or_cfg, nsp)
     seen: set[int] = set()

@@ -28,18 +28,18 @@ def evaluate_heldout(objective: PretrainObjective, heldout: torch.Tensor, make_b
     was_training = model.training
     model.eval()
     generator = torch.Generator(device=device)
-    generator.manual_seed(cfg.seed + 999_983)
+    generator.manual_seed(cfg.system.seed + 999_983)
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), device=device)
     count = torch.zeros((), device=device)
     nsp_loss_sum, nsp_correct, nsp_count = torch.zeros((), device=device), torch.zeros((), device=device), 0
     try:
-        for i in range(cfg.eval_batches):
+        for i in range(cfg.monitor.eval_batches):
             if should_stop():
                 return None
-            start = (i * cfg.batch_size) % len(heldout)
+            start = (i * cfg.optim.batch_size) % len(heldout)
             start = 0 if len(heldout) - start < 2 else start  # NSP pairs need two rows
-            blocks = heldout[start : start + cfg.batch_size]
+            blocks = heldout[start : start + cfg.optim.batch_size]
             batch = make_batch(blocks, generator)
             with autocast(device, bf16):
                 out = objective(**batch)

@@ -33,7 +33,8 @@ from bertdemo.pretrain.config import TrainConfig, param_count
 from bertdemo.pretrain.evaluation import evaluate_heldout, predict_masks
 from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
-from bertdemo.pretrain.model_build import apply_freeze, build_model, load_checkpoint_model
+from bertdemo.pretrain.model_build import (apply_freeze, build_model, load_checkpoint_model,
+                                           remove_position_embeddings)
 from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
 from bertdemo.pretrain.optim import lr_at, make_optimizer
 
@@ -64,7 +65,7 @@ def _barrier(dist: DistInfo) -> None:
 
 def training_device(cfg: TrainConfig, dist: DistInfo) -> torch.device:
     """The run's device (ValueError when the one asked for is missing); under torchrun each rank its own GPU."""
-    device = resolve_device(cfg.device)
+    device = resolve_device(cfg.system.device)
     if device.type == "cuda" and dist.world_size > 1:
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
@@ -80,46 +81,56 @@ class Trainer:
         self.run_info, self.device, self.control = run_info, device, control
         metrics.update(status="preparing", device=str(device), message="Loading the tokenizer…")
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-        blocks = self._blocks()
-        self.corpus_label = blocks.corpus_label
+        self.phases = cfg.seq_len_phases()  # (first step, block length); one unless a schedule is set
+        phase_blocks = {length: self._blocks(length) for length in sorted({n for _, n in self.phases})}
+        self.corpus_label = next(iter(phase_blocks.values())).corpus_label
         self.start_step = 0
         state: dict = {}
-        if cfg.resume_from:
-            state = ckpt.read_state(cfg.resume_from)
+        if cfg.system.resume_from:
+            state = ckpt.read_state(cfg.system.resume_from)
             self.start_step = int(state.get("step", 0))
             restore_history(metrics, state.get("history", {}))
-            self.model = load_checkpoint_model(cfg.resume_from, cfg.nsp)
-            apply_freeze(self.model, cfg.train_layers, cfg.freeze_embeddings)
+            self.model = load_checkpoint_model(cfg.system.resume_from, cfg.objective.nsp)
+            apply_freeze(self.model, cfg.model.train_layers, cfg.model.freeze_embeddings)
+            if not cfg.model.position_embeddings:
+                remove_position_embeddings(self.model)
         else:
             with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
-                torch.manual_seed(cfg.seed)
+                torch.manual_seed(cfg.system.seed)
                 self.model = build_model(cfg, self.tokenizer)
         run_info.setdefault("started_at", state.get("started_at", datetime.now().isoformat(timespec="seconds")))
         self.n_params = param_count(self.model)
-        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.steps)
+        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
         self.objective = PretrainObjective(self.model).to(device).train()
         self.optimizer = make_optimizer(self.model, cfg, device)
-        if cfg.resume_from:
-            ckpt.load_optimizer_state(cfg.resume_from, self.optimizer)
+        if cfg.system.resume_from:
+            ckpt.load_optimizer_state(cfg.system.resume_from, self.optimizer)
         self.forward = self.objective
         if dist.world_size > 1:
             ids = [device.index] if device.type == "cuda" else None
             self.forward = torch.nn.parallel.DistributedDataParallel(self.objective, device_ids=ids)
-        if cfg.compile and device.type == "cuda":
+        if cfg.system.compile and device.type == "cuda":
             self.forward = torch.compile(self.forward)
-        self.train_blocks = torch.from_numpy(blocks.train[dist.rank :: dist.world_size].astype(np.int64)).to(device)
-        self.heldout = torch.from_numpy(blocks.heldout.astype(np.int64)).to(device)  # (N_eval, T)
-        if len(self.train_blocks) < cfg.batch_size:
-            raise ValueError(f"The corpus has only {len(self.train_blocks)} training blocks per process; "
-                             f"lower the batch size below that or use more text.")
+        self.data = {length: (torch.from_numpy(b.train[dist.rank :: dist.world_size].astype(np.int64)).to(device),
+                              torch.from_numpy(b.heldout.astype(np.int64)).to(device))  # (N, T), (N_eval, T)
+                     for length, b in phase_blocks.items()}
+        for length, (train, _) in self.data.items():
+            if len(train) < cfg.optim.batch_size:
+                raise ValueError(f"The corpus has only {len(train)} training blocks of {length} tokens per "
+                                 "process; lower the batch size below that or use more text.")
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
-        self.bf16 = use_bf16(device, cfg.precision)
+        self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
-        self.generator.manual_seed(cfg.seed + 7919 * dist.rank + self.start_step)
+        self.generator.manual_seed(cfg.system.seed + 7919 * dist.rank + self.start_step)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.step = self.start_step
-        self.saved_step = self.start_step if cfg.resume_from else -1
+        self.saved_step = self.start_step if cfg.system.resume_from else -1
+        self.seq_len = self.phase_length(self.step)
+        self.train_blocks, self.heldout = self.data[self.seq_len]
+        self.epoch = 0
         self.perm, self.cursor = torch.randperm(len(self.train_blocks), generator=self.generator, device=device), 0
+        done = metrics.get("tokens")
+        self.tokens_seen = done[-1] if done else self.start_step * cfg.optim.batch_size * self.seq_len * dist.world_size
         self.loss_sum = torch.zeros((), device=device)  # masked-LM loss summed since the last log
         self.nsp_loss_sum = torch.zeros((), device=device)  # NSP loss summed since the last log
         self.steps_since_log = 0
@@ -127,15 +138,19 @@ class Trainer:
         self.t_last = time.perf_counter()
         self.rate_window_s, self.rate_window_steps = 0.0, 0
 
-    def _blocks(self) -> Blocks:
+    def phase_length(self, step: int) -> int:
+        """The block length the schedule uses at `step`."""
+        return [length for first, length in self.phases if first <= step][-1]
+
+    def _blocks(self, seq_len: int) -> Blocks:
         """Packed blocks of the corpus; rank 0 tokenizes and caches first, the others then read the cache."""
         def progress(fraction: float, message: str) -> None:
             self.metrics.update(prepare_fraction=fraction, message=message)
 
         if not self.dist.is_main:
             _barrier(self.dist)
-        blocks = prepare_blocks(self.cfg.corpus, self.tokenizer, self.cfg.seq_len, self.cfg.cache_dir,
-                                self.cfg.max_corpus_tokens, self.cfg.heldout_fraction, progress)
+        blocks = prepare_blocks(self.cfg.data.corpus, self.tokenizer, seq_len, self.cfg.data.cache_dir,
+                                self.cfg.data.max_corpus_tokens, self.cfg.data.heldout_fraction, progress)
         if self.dist.is_main:
             _barrier(self.dist)
         return blocks
@@ -144,20 +159,29 @@ class Trainer:
     def train_step(self) -> None:
         """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
         cfg = self.cfg
-        if self.cursor + cfg.batch_size > len(self.train_blocks):
+        length = self.phase_length(self.step)
+        if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
+            previous, self.seq_len = self.seq_len, length
+            self.train_blocks, self.heldout = self.data[length]
+            self.cursor = len(self.train_blocks)
+            self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
+                                        f"embeddings {previous}-{length - 1} train only from now on.")
+        if self.cursor + cfg.optim.batch_size > len(self.train_blocks):
             self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
             self.cursor = 0
-        batch = self.make_batch(self.train_blocks[self.perm[self.cursor : self.cursor + cfg.batch_size]],
-                                self.generator)
-        self.cursor += cfg.batch_size
+            self.epoch += 1
+        ids = self.perm[self.cursor : self.cursor + cfg.optim.batch_size]  # (B,) block indices
+        batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
+        self.cursor += cfg.optim.batch_size
+        self.tokens_seen += cfg.optim.batch_size * length * self.dist.world_size
         self.lr = lr_at(self.step, cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         with autocast(self.device, self.bf16):
             out = self.forward(**batch)
         out["loss"].backward()
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip, foreach=True)
+        if cfg.optim.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, cfg.optim.grad_clip, foreach=True)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.loss_sum += out["mlm_loss"].detach()
@@ -183,9 +207,10 @@ class Trainer:
         self.elapsed += now - self.t_last
         self.t_last = now
         rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
-        tokens_per_step = self.cfg.batch_size * self.cfg.seq_len * self.dist.world_size
-        self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.nsp else None)
-        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.steps - self.step) / max(rate, 1e-9),
+        tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
+        self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
+                               self.tokens_seen, self.elapsed)
+        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.optim.steps - self.step) / max(rate, 1e-9),
                             elapsed_s=self.elapsed)
         self.loss_sum.zero_(), self.nsp_loss_sum.zero_()
         self.steps_since_log = 0
@@ -202,8 +227,8 @@ class Trainer:
                                   should_stop=self.control.stop_event.is_set)
         if result is not None:
             self.metrics.log_eval(self.step, result["loss"], result["acc"], result.get("nsp_loss"),
-                                  result.get("nsp_acc"))
-        text = self.metrics.get("probe_text") or self.cfg.probe_text
+                                  result.get("nsp_acc"), self.tokens_seen, self.elapsed)
+        text = self.metrics.get("probe_text") or self.cfg.monitor.probe_text
         try:
             self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device))
         except ValueError:
@@ -215,8 +240,8 @@ class Trainer:
             return
         self.run_info["elapsed_s"] = self.elapsed
         snap = self.metrics.snapshot()
-        state = {**self.run_info, "step": self.step, "total_steps": self.cfg.steps, "preset": self.cfg.preset,
-                 "nsp": self.cfg.nsp, "corpus": self.cfg.corpus, "param_count": self.n_params,
+        state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
+                 "nsp": self.cfg.objective.nsp, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
                  "history": history(snap)}
         path = ckpt.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
                                      metrics_csv(snap), self.optimizer)
@@ -226,8 +251,8 @@ class Trainer:
     def evaluate_and_save_if_due(self) -> None:
         """At eval / checkpoint intervals (and the last step); that time is not counted as training."""
         cfg, step = self.cfg, self.step
-        eval_due = step % cfg.eval_every == 0 or step == cfg.steps
-        save_due = bool(cfg.checkpoint_every) and step % cfg.checkpoint_every == 0 and step < cfg.steps
+        eval_due = step % cfg.monitor.eval_every == 0 or step == cfg.optim.steps
+        save_due = bool(cfg.monitor.checkpoint_every) and step % cfg.monitor.checkpoint_every == 0 and step < cfg.optim.steps
         if eval_due:
             self.evaluate()
         if save_due:
@@ -266,34 +291,34 @@ def run_training(
     try:
         cfg.validate()
         device = training_device(cfg, dist)
-        with thread_count(cfg.num_threads, dist.world_size, device):
+        with thread_count(cfg.system.num_threads, dist.world_size, device):
             trainer = Trainer(cfg, metrics, checkpoint_dir, dist, dict(run_info or {}), device, control)
             metrics.update(status="running", message=f"Training on {trainer.corpus_label} "
                            f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
             if trainer.start_step == 0:
                 trainer.evaluate()
             single = dist.world_size == 1
-            while trainer.step < cfg.steps:
+            while trainer.step < cfg.optim.steps:
                 if single and control.stop_event.is_set():
                     break
                 if single and control.pause_event.is_set():
                     trainer.wait_while_paused()
                     continue
                 trainer.train_step()
-                if trainer.step % cfg.log_every == 0 or trainer.step == cfg.steps:
+                if trainer.step % cfg.monitor.log_every == 0 or trainer.step == cfg.optim.steps:
                     if trainer.log(control.stop_event.is_set()) and not single:
                         break  # every rank leaves at this same step
                 metrics.update(step=trainer.step)
                 trainer.evaluate_and_save_if_due()
                 if on_step is not None:
                     on_step(trainer.step)
-            stopped = trainer.step < cfg.steps
+            stopped = trainer.step < cfg.optim.steps
             trainer.elapsed += time.perf_counter() - trainer.t_last
             metrics.update(status="stopping" if stopped else "running", elapsed_s=trainer.elapsed, eta_s=0.0,
                            message="Saving the final checkpoint…")
             trainer.save()
             final = "stopped" if stopped else "finished"
-            metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.steps}.")
+            metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.optim.steps}.")
             return final
     except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
         metrics.update(status="failed", message=str(err) if isinstance(err, ValueError)

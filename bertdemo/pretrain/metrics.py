@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 STATUSES = ("preparing", "running", "paused", "stopping", "finished", "stopped", "failed")
 ACTIVE_STATUSES = ("preparing", "running", "paused", "stopping")
-EMA_BETA = 0.7  # per log interval (each already a mean over log_every steps)
+SMOOTHING = 0.6  # TensorBoard's default weight of the debiased EMA, per log interval
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 
 
@@ -34,7 +34,9 @@ class RunSnapshot:
     prepare_fraction: float = 0.0  # tokenizing progress 0..1
     steps: list[int] = field(default_factory=list)  # train-loss log steps
     train_loss: list[float] = field(default_factory=list)  # mean over each log interval
-    train_loss_smooth: list[float] = field(default_factory=list)  # EMA of train_loss
+    train_loss_smooth: list[float] = field(default_factory=list)  # debiased EMA of train_loss
+    tokens: list[int] = field(default_factory=list)  # tokens seen (all processes) at `steps`
+    wall_s: list[float] = field(default_factory=list)  # training seconds at `steps`
     lr: list[float] = field(default_factory=list)
     nsp_loss: list[float] = field(default_factory=list)  # train NSP loss at `steps` (NSP runs)
     eval_steps: list[int] = field(default_factory=list)
@@ -43,6 +45,8 @@ class RunSnapshot:
     mlm_acc: list[float] = field(default_factory=list)  # held-out masked-token accuracy
     nsp_acc: list[float] = field(default_factory=list)  # held-out NSP accuracy (NSP runs)
     eval_nsp_loss: list[float] = field(default_factory=list)
+    eval_tokens: list[int] = field(default_factory=list)  # tokens seen at `eval_steps`
+    eval_wall_s: list[float] = field(default_factory=list)  # training seconds at `eval_steps`
     tokens_per_s: float = 0.0
     eta_s: float = 0.0
     elapsed_s: float = 0.0
@@ -76,22 +80,26 @@ class MetricsBuffer:
         with self._lock:
             return getattr(self._snap, name)
 
-    def log_train(self, step: int, loss: float, lr: float, nsp_loss: float | None = None) -> None:
+    def log_train(self, step: int, loss: float, lr: float, nsp_loss: float | None = None, tokens: int = 0,
+                  wall_s: float = 0.0) -> None:
         with self._lock:
             s = self._snap
-            prev = s.train_loss_smooth[-1] if s.train_loss_smooth else loss
-            smooth = loss if not math.isfinite(prev) else EMA_BETA * prev + (1 - EMA_BETA) * loss
             s.steps.append(step)
             s.train_loss.append(loss)
-            s.train_loss_smooth.append(smooth)
+            s.train_loss_smooth = debiased_ema(s.train_loss, SMOOTHING)
             s.lr.append(lr)
+            s.tokens.append(tokens)
+            s.wall_s.append(wall_s)
             if nsp_loss is not None:
                 s.nsp_loss.append(nsp_loss)
 
-    def log_eval(self, step: int, loss: float, acc: float, nsp_loss: float | None, nsp_acc: float | None) -> None:
+    def log_eval(self, step: int, loss: float, acc: float, nsp_loss: float | None, nsp_acc: float | None,
+                 tokens: int = 0, wall_s: float = 0.0) -> None:
         with self._lock:
             s = self._snap
             s.eval_steps.append(step)
+            s.eval_tokens.append(tokens)
+            s.eval_wall_s.append(wall_s)
             s.eval_loss.append(loss)
             s.eval_ppl.append(math.exp(min(loss, 50.0)))
             s.mlm_acc.append(acc)
@@ -110,8 +118,23 @@ class MetricsBuffer:
             self._snap.last_checkpoint = path
 
 
-HISTORY_FIELDS = ("steps", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_steps", "eval_loss",
-                  "eval_ppl", "mlm_acc", "nsp_acc", "eval_nsp_loss", "probe")
+HISTORY_FIELDS = ("steps", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "tokens", "wall_s", "eval_steps",
+                  "eval_loss", "eval_ppl", "mlm_acc", "nsp_acc", "eval_nsp_loss", "eval_tokens", "eval_wall_s", "probe")
+
+
+def debiased_ema(values: list[float], weight: float) -> list[float]:
+    """TensorBoard's smoothing: an EMA divided by its bias (so early points are not pulled to 0).
+
+    ``weight`` 0 returns the values; non-finite values pass through without poisoning the rest."""
+    out, last, norm = [], 0.0, 0.0
+    for value in values:
+        if not math.isfinite(value):
+            out.append(value)
+            continue
+        last = last * weight + (1 - weight) * value
+        norm = norm * weight + (1 - weight)
+        out.append(last / norm if norm else value)
+    return out
 
 
 def history(snap: RunSnapshot) -> dict:
@@ -127,23 +150,28 @@ def restore_history(buffer: MetricsBuffer, data: dict) -> None:
 
 
 def metrics_csv(snap: RunSnapshot) -> str:
-    """One row per logged or evaluated step: step,train_loss,train_loss_smooth,lr,nsp_loss,eval_loss,eval_ppl,mlm_acc,nsp_acc."""
+    """One row per logged or evaluated step: step, tokens, wall_s, the train and held-out metrics."""
     rows: dict[int, dict] = {}
     for i, step in enumerate(snap.steps):
         row = rows.setdefault(step, {})
         row.update(train_loss=snap.train_loss[i], train_loss_smooth=snap.train_loss_smooth[i], lr=snap.lr[i])
+        if i < len(snap.tokens):
+            row.update(tokens=snap.tokens[i], wall_s=snap.wall_s[i])
         if i < len(snap.nsp_loss):
             row["nsp_loss"] = snap.nsp_loss[i]
     for i, step in enumerate(snap.eval_steps):
         row = rows.setdefault(step, {})
         row.update(eval_loss=snap.eval_loss[i], eval_ppl=snap.eval_ppl[i], mlm_acc=snap.mlm_acc[i])
+        if i < len(snap.eval_tokens):
+            row.update(tokens=snap.eval_tokens[i], wall_s=snap.eval_wall_s[i])
         if i < len(snap.nsp_acc):
             row["nsp_acc"] = snap.nsp_acc[i]
-    columns = ["step", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_loss", "eval_ppl", "mlm_acc",
-               "nsp_acc"]
+    columns = ["step", "tokens", "wall_s", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_loss",
+               "eval_ppl", "mlm_acc", "nsp_acc"]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for step in sorted(rows):
-        writer.writerow({"step": step, **{k: f"{v:.6g}" for k, v in rows[step].items()}})
+        writer.writerow({"step": step, **{k: str(v) if isinstance(v, int) else f"{v:.6g}"
+                                          for k, v in rows[step].items()}})
     return out.getvalue()

@@ -4,6 +4,7 @@ loaded from a checkpoint; and partial freezing (train only the top layers / keep
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
@@ -15,19 +16,30 @@ BertPretrainModel = BertForMaskedLM | BertForPreTraining
 
 def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
     """A freshly initialised BertForMaskedLM (or BertForPreTraining with NSP) for the run's shape,
-    or, with `cfg.init_from`, the pretrained encoder of that folder plus a new head."""
-    if cfg.init_from:
-        model = warm_start_model(cfg.init_from, cfg.nsp)
+    or, with `cfg.model.init_from`, the pretrained encoder of that folder plus a new head."""
+    if cfg.model.init_from:
+        model = warm_start_model(cfg.model.init_from, cfg.objective.nsp)
     else:
         config = bert_config(cfg, vocab_size=len(tokenizer))
         config.pad_token_id = tokenizer.pad_token_id
         with MODEL_INIT_LOCK:
-            model = (BertForPreTraining if cfg.nsp else BertForMaskedLM)(config)
+            model = (BertForPreTraining if cfg.objective.nsp else BertForMaskedLM)(config)
     if model.config.vocab_size != len(tokenizer):
         raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
-    apply_freeze(model, cfg.train_layers, cfg.freeze_embeddings)
+    apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
+    if not cfg.model.position_embeddings:
+        remove_position_embeddings(model)
     return model
+
+
+def remove_position_embeddings(model: BertPretrainModel) -> None:
+    """Zero the learned position embeddings and keep them at zero (frozen): the encoder then sees a
+    bag of tokens and cannot tell their order (attention itself is permutation-equivariant)."""
+    weight = model.bert.embeddings.position_embeddings.weight
+    with torch.no_grad():
+        weight.zero_()
+    weight.requires_grad_(False)
 
 
 def warm_start_model(path: str, nsp: bool = False) -> BertPretrainModel:

@@ -76,17 +76,37 @@ class BatchMaker:
         self.mask_id, self.vocab_size = tokenizer.mask_token_id, len(tokenizer)
         self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=device)
 
-    def __call__(self, blocks: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor | None]:
+    def __call__(self, blocks: torch.Tensor, generator: torch.Generator, block_ids: torch.Tensor | None = None,
+                 epoch: int = 0) -> dict[str, torch.Tensor | None]:
+        """Inputs for one step. With static masks (``objective.static_masks`` = N) and ``block_ids``
+        given, block i's masks in epoch e are copy ``e mod N`` of its N fixed masks, as the original
+        BERT data pipeline made them (each sequence duplicated N times); otherwise masks are new."""
         token_type_ids = nsp_labels = None
-        if self.cfg.nsp:
+        if self.cfg.objective.nsp:
             blocks, token_type_ids, nsp_labels = make_nsp_pairs(
                 blocks, cls_id=self.cls_id, sep_id=self.sep_id, generator=generator
             )
-        mb: MaskedBatch = mask_tokens(
-            blocks, self.special_ids, mask_token_id=self.mask_id, vocab_size=self.vocab_size,
-            generator=generator, mlm_probability=self.cfg.mlm_probability,
-            mask_replace_prob=self.cfg.mask_replace_prob, random_replace_prob=self.cfg.random_replace_prob,
-            fixed_count=self.cfg.fixed_mask_count,
-        )
+        copies = self.cfg.objective.static_masks
+        if copies and block_ids is not None:
+            rows = [self._mask(row[None], self._static_generator(int(i), epoch % copies, blocks.device))
+                    for row, i in zip(blocks, block_ids.tolist())]
+            mb = MaskedBatch(torch.cat([r.input_ids for r in rows]), torch.cat([r.labels for r in rows]),
+                             None if rows[0].positions is None else torch.cat([r.positions for r in rows]))
+        else:
+            mb = self._mask(blocks, generator)
         return {"input_ids": mb.input_ids, "labels": mb.labels, "positions": mb.positions,
                 "token_type_ids": token_type_ids, "next_sentence_label": nsp_labels}
+
+    def _mask(self, blocks: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        o = self.cfg.objective
+        return mask_tokens(
+            blocks, self.special_ids, mask_token_id=self.mask_id, vocab_size=self.vocab_size,
+            generator=generator, mlm_probability=o.mlm_probability, mask_replace_prob=o.mask_replace_prob,
+            random_replace_prob=o.random_replace_prob, fixed_count=o.fixed_mask_count,
+        )
+
+    def _static_generator(self, block_id: int, copy: int, device: torch.device) -> torch.Generator:
+        """The generator of one block's copy-th fixed mask: the same numbers every time it comes round."""
+        generator = torch.Generator(device=device)
+        generator.manual_seed((self.cfg.system.seed * 1_000_003 + block_id) * 1_009 + copy)
+        return generator

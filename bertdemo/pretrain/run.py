@@ -39,8 +39,7 @@ def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
     """The TrainConfig a checkpoint was trained with, set to resume from it (e.g. overrides: steps=4000)."""
     path = Path(checkpoint)
     ckpt.read_state(path)  # ValueError if this is not a training checkpoint
-    cfg = TrainConfig.from_json(path / ckpt.CONFIG_FILE)
-    return TrainConfig.from_dict({**cfg.to_dict(), **overrides, "resume_from": str(path)})
+    return TrainConfig.from_json(path / ckpt.CONFIG_FILE).replace(**overrides, resume_from=str(path))
 
 
 class TrainingRun:
@@ -49,22 +48,22 @@ class TrainingRun:
     def __init__(self, cfg: TrainConfig, runs_dir: str | Path | None = None) -> None:
         cfg.validate()
         self.cfg = cfg
-        self.runs_dir = Path(runs_dir or cfg.runs_dir)
+        self.runs_dir = Path(runs_dir or cfg.system.runs_dir)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        if cfg.resume_from:
-            state = ckpt.read_state(cfg.resume_from)
-            self.run_id = str(state.get("run_id") or Path(cfg.resume_from).parent.name)
-            self.checkpoint_dir = Path(cfg.resume_from)
+        if cfg.system.resume_from:
+            state = ckpt.read_state(cfg.system.resume_from)
+            self.run_id = str(state.get("run_id") or Path(cfg.system.resume_from).parent.name)
+            self.checkpoint_dir = Path(cfg.system.resume_from)
             self._run_info = {"run_id": self.run_id, "started_at": state.get("started_at"),
                               "elapsed_s": float(state.get("elapsed_s", 0.0))}
         else:
-            self.run_id = _new_run_id(self.runs_dir, cfg.preset)
+            self.run_id = _new_run_id(self.runs_dir, cfg.model.preset)
             self.checkpoint_dir = self.runs_dir / self.run_id / ckpt.CHECKPOINT_DIRNAME
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
         self.control = RunControl()
         self.metrics = MetricsBuffer(run_id=self.run_id, status="preparing", message="Starting…",
-                                     total_steps=cfg.steps, preset=cfg.preset, corpus=cfg.corpus,
-                                     probe_text=cfg.probe_text)
+                                     total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
+                                     probe_text=cfg.monitor.probe_text)
         self._thread = threading.Thread(target=self._main, name=f"pretrain-{self.run_id}", daemon=True)
         self._lock_fh = None
 
@@ -171,9 +170,6 @@ class RunManager:
     def stop(self) -> None:
         if self._current is not None:
             self._current.stop()
-
-    def list_checkpoints(self) -> list[tuple[str, Path]]:
-        return ckpt.list_checkpoints(self.runs_dir)
 
 
 _manager: RunManager | None = None

@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 import torch
+from transformers import PretrainedConfig
 
 from bertdemo import storage
 from bertdemo.models import embedded
@@ -41,7 +42,7 @@ from bertdemo.models.init_lock import MODEL_INIT_LOCK
 EXPORT_DTYPE = torch.float16
 
 
-def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], object]:
+def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], PretrainedConfig]:
     """(name -> tensor of every parameter the run trained, the model's config) of a run checkpoint.
 
     Which parameters trained comes from the run's ``train_config.json`` (``train_layers``,
@@ -112,6 +113,7 @@ def _train(args: argparse.Namespace, init_from: str, corpus: str, out: Path, ste
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: train the stages, then export; 0 on success."""
     parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.build_embedded_mlm",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
