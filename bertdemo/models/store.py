@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
-from bertdemo.models import embedded, hub
+from bertdemo.models import attention_modes, embedded, hub
 from bertdemo.models.device import resolve_device
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
@@ -238,7 +238,7 @@ def load_masked_lm(
                 # float32, not the checkpoint's dtype: the same numbers on every device, and the
                 # process-wide default dtype that loading sets stays what other threads expect
                 dtype=torch.float32,
-                attn_implementation="eager",  # attention weights are needed by the Attention tab
+                attn_implementation=attention_modes.implementation_for(config),  # SDPA, weights or ablation per call
                 output_loading_info=True,
             )
     except (OSError, ValueError, KeyError) as exc:
