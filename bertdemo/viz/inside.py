@@ -1,0 +1,368 @@
+"""Pure drawing for the Inside BERT tab: results -> plotly figures and markdown tables.
+
+Wide matrices (S x D, S x I) are drawn over their first ``DIMS_SHOWN`` dimensions; every title
+gives the full shape, so the picture stays small and the numbers stay honest.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bertdemo.explore.inside import EmbeddingsResult, OrderTest
+from bertdemo.explore.inside_anatomy import ParamBreakdown
+from bertdemo.explore.inside_layer import LayerStepResult
+from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
+
+DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
+_ROW_PX = 18
+_BLUE = "#4f46e5"
+_AMBER = "#f59e0b"
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    """Repeated tokens stay separate rows: label with the position."""
+    return [f"{i}: {t}" for i, t in enumerate(tokens)]
+
+
+def _shape(shape) -> str:
+    return "×".join(str(s) for s in shape)
+
+
+def _cut(matrix: np.ndarray) -> tuple[np.ndarray, str]:
+    """The first DIMS_SHOWN columns, and a note when some were left out."""
+    if matrix.shape[-1] <= DIMS_SHOWN:
+        return matrix, ""
+    return matrix[..., :DIMS_SHOWN], f", first {DIMS_SHOWN} of {matrix.shape[-1]} dims"
+
+
+def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None, diverging: bool = True,
+             name: str = "value", showscale: bool = False) -> go.Heatmap:
+    m = np.round(np.asarray(matrix, dtype=np.float32), 4)
+    style = dict(colorscale="RdBu", zmid=0, reversescale=True) if diverging else dict(colorscale="Viridis", zmin=0)
+    return go.Heatmap(
+        z=m, y=y, x=x, showscale=showscale, **style,
+        hovertemplate="%{y}<br>" + ("%{x}<br>" if x else "dim %{x}<br>") + name + " %{z:.4f}<extra></extra>",
+    )
+
+
+def _layout(fig: go.Figure, height: int, title: str = "") -> go.Figure:
+    fig.update_layout(
+        title=title or None, height=height, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
+        template="plotly_white", autosize=True,
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+# --- 1. embeddings ---------------------------------------------------------------------------
+
+
+_EMBED_PARTS = [
+    ("word", "token embeddings  E_word[input_ids]"),
+    ("position", "+ position embeddings  E_pos[0…S−1]"),
+    ("segment", "+ segment embeddings  E_seg[token_type_ids]"),
+    ("total", "= sum"),
+    ("normed", "LayerNorm(sum) = hidden_states[0]"),
+]
+
+
+def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
+    """Five heat strips, one row per token: word, position, segment, their sum, after LayerNorm."""
+    s, d = result.shape
+    labels = _labels(result.tokens)
+    titles = []
+    for key, title in _EMBED_PARTS:
+        _, note = _cut(getattr(result, key))
+        titles.append(f"{title}  ({_shape((s, d))}{note})")
+    fig = make_subplots(rows=len(_EMBED_PARTS), cols=1, subplot_titles=titles, vertical_spacing=0.06)
+    for row, (key, _) in enumerate(_EMBED_PARTS, start=1):
+        shown, _ = _cut(getattr(result, key))
+        fig.add_trace(_heatmap(shown, labels, showscale=row == 1), row=row, col=1)
+    per = max(110, _ROW_PX * s)
+    return _layout(fig, len(_EMBED_PARTS) * (per + 45) + 40,
+                   f"Embeddings of your sentence — model {result.model_name}")
+
+
+def embeddings_markdown(result: EmbeddingsResult) -> str:
+    """Per-token norms of each part, and the check against the model's own hidden_states[0]."""
+    s, d = result.shape
+    lines = [
+        f"**Model {result.model_name}** · S = {s} tokens × D = {d} dims. "
+        f"Recomputed LayerNorm(word + position + segment) vs the model's `hidden_states[0]`: "
+        f"max |difference| = {result.max_abs_diff:.1e}.",
+        "",
+        "| pos | token | id | segment | ‖word‖ | ‖position‖ | ‖segment‖ | ‖sum‖ | ‖after LayerNorm‖ |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    norms = {k: np.linalg.norm(getattr(result, k), axis=-1) for k, _ in _EMBED_PARTS}
+    for i, token in enumerate(result.tokens):
+        lines.append(
+            f"| {i} | `{token}` | {result.input_ids[i]} | {result.token_type_ids[i]} | "
+            + " | ".join(f"{norms[k][i]:.2f}" for k, _ in _EMBED_PARTS) + " |"
+        )
+    return "\n".join(lines)
+
+
+def position_cosine_figure(result: EmbeddingsResult) -> go.Figure:
+    """The learned position embeddings as a position x position cosine-similarity map."""
+    m = result.position_cosine
+    p = m.shape[0]
+    fig = go.Figure(go.Heatmap(
+        z=np.round(m, 3), colorscale="RdBu", reversescale=True, zmid=0, zmin=-1, zmax=1,
+        hovertemplate="position %{y} · position %{x}<br>cosine %{z:.3f}<extra></extra>",
+        colorbar=dict(title="cos"),
+    ))
+    fig.update_layout(
+        title=f"Cosine between learned position vectors 0–{p - 1} (of {result.max_positions})",
+        xaxis=dict(title="position", constrain="domain"), yaxis=dict(title="position", autorange="reversed",
+                                                                     scaleanchor="x"),
+        height=520, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white",
+    )
+    return fig
+
+
+def order_markdown(order: OrderTest, model_name: str) -> str:
+    """The order test as a table: each token's final state, original vs shuffled, with and without positions."""
+    inverse = {src: dst for dst, src in enumerate(order.permutation)}
+    lines = [
+        f"**Order test — model {model_name}.** Original: `{' '.join(order.tokens)}`  \n"
+        f"Shuffled: `{' '.join(order.shuffled_tokens)}`",
+        "",
+        f"- **Without position embeddings** the encoder gets the same bag of input vectors "
+        f"(sorted, max |difference| = {order.input_bag_diff_without_positions:.1e}), so every token ends "
+        f"with the same final hidden state wherever it stands: max |difference| = "
+        f"{order.max_diff_without_positions:.1e}, cosine 1.000. Self-attention alone does not see order.",
+        f"- **With position embeddings** (the real model) the states differ: max |difference| = "
+        f"{order.max_diff_with_positions:.3f}.",
+        "",
+        "| token | position → shuffled position | cosine of final states, with positions | without positions |",
+        "|---|---|---|---|",
+    ]
+    for i, token in enumerate(order.tokens):
+        lines.append(
+            f"| `{token}` | {i} → {inverse[i]} | {order.cosine_with_positions[i]:.3f} | "
+            f"{order.cosine_without_positions[i]:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+# --- 2. one layer, one head --------------------------------------------------------------------
+
+
+def layer_figure(result: LayerStepResult) -> go.Figure:
+    """Every step of the layer as a small heatmap with its full shape (per-head steps: the chosen head)."""
+    labels = _labels(result.tokens)
+    cols = 3
+    rows = math.ceil(len(result.steps) / cols)
+    titles = []
+    for n, step in enumerate(result.steps, start=1):
+        _, note = _cut(step.matrix)
+        titles.append(f"{n}. {step.formula}<br>{step.name} ({_shape(step.shape)}{note})")
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, vertical_spacing=0.32 / rows,
+                        horizontal_spacing=0.06)
+    for n, step in enumerate(result.steps):
+        shown, _ = _cut(step.matrix)
+        square = shown.shape[0] == shown.shape[1] == len(labels)
+        probs = step.formula == "softmax"
+        fig.add_trace(
+            _heatmap(shown, labels, labels if square else None, diverging=not probs, name=step.formula),
+            row=n // cols + 1, col=n % cols + 1,
+        )
+    fig.update_xaxes(showticklabels=False)
+    per = max(150, _ROW_PX * len(labels))
+    return _layout(fig, rows * (per + 90) + 60,
+                   f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}")
+
+
+def neuron_figure(result: LayerStepResult) -> go.Figure:
+    """bertviz's neuron view for the query token: q, every k, q ⊙ k, q·k, ÷√d_h, softmax."""
+    labels = _labels(result.tokens)
+    q_label = labels[result.query]
+    fig = make_subplots(
+        rows=2, cols=4, row_heights=[0.12, 0.88], vertical_spacing=0.08, horizontal_spacing=0.05,
+        column_widths=[0.3, 0.3, 0.2, 0.2],
+        specs=[[{}, {}, None, None], [{}, {}, {}, {}]],
+        subplot_titles=[f"query q ({result.head_dim})", "", "keys k (S×d_h)", "q ⊙ k (elementwise)",
+                        "q·k and ÷√d_h", "softmax"],
+    )
+    fig.add_trace(_heatmap(result.q[None, :], [q_label], name="q"), row=1, col=1)
+    fig.add_trace(_heatmap(result.keys, labels, name="k"), row=2, col=1)
+    fig.add_trace(_heatmap(result.products, labels, name="q·k term"), row=2, col=2)
+    fig.add_trace(go.Bar(x=result.scores, y=labels, orientation="h", name="q·k", marker_color="#94a3b8"), row=2, col=3)
+    fig.add_trace(go.Bar(x=result.scaled, y=labels, orientation="h", name="÷√d_h", marker_color=_BLUE), row=2, col=3)
+    fig.add_trace(go.Bar(x=result.probs, y=labels, orientation="h", name="softmax", marker_color=_AMBER,
+                         text=[f"{p:.2f}" for p in result.probs], textposition="auto"), row=2, col=4)
+    fig.update_yaxes(showticklabels=False, col=2)
+    fig.update_yaxes(showticklabels=False, col=3)
+    fig.update_yaxes(showticklabels=False, col=4)
+    fig.update_layout(barmode="overlay", showlegend=False)
+    per = max(220, _ROW_PX * len(labels))
+    return _layout(fig, per + 160, f"Neuron view: how {q_label!s} scores every key (layer {result.layer}, "
+                                   f"head {result.head})")
+
+
+def layer_markdown(result: LayerStepResult) -> str:
+    """The chosen query token's row in numbers, the shapes, and the checks against the model."""
+    s = len(result.tokens)
+    q_tok = result.tokens[result.query]
+    lines = [
+        f"**Model {result.model_name}** · layer {result.layer} of 0–{result.num_layers - 1}, head {result.head} "
+        f"of 0–{result.num_heads - 1}, query token {result.query} `{q_tok}`. "
+        f"D = {result.hidden_size} = H × d_h = {result.num_heads} × {result.head_dim}; feed-forward "
+        f"I = {result.intermediate_size} ({result.activation}). Attention (B, H, S, S) = "
+        f"(1, {result.num_heads}, {s}, {s}).",
+        "",
+        f"Checks against the model's own forward: softmax vs `output_attentions[{result.layer}]` max "
+        f"|difference| = {result.max_diff_attention:.1e}; layer output vs `hidden_states[{result.layer + 1}]` "
+        f"max |difference| = {result.max_diff_output:.1e}.",
+        "",
+        f"| key token | q·k | ÷ √{result.head_dim} | + mask | softmax p | ‖v‖ |",
+        "|---|---|---|---|---|---|",
+    ]
+    for j, token in enumerate(result.tokens):
+        mask = "0" if result.mask[j] == 0 else f"{result.mask[j]:.1e}"
+        lines.append(
+            f"| {j}: `{token}` | {result.scores[j]:.3f} | {result.scaled[j]:.3f} | {mask} | "
+            f"{result.probs[j]:.3f} | {result.value_norms[j]:.2f} |"
+        )
+    lines.append(
+        f"\nThe weights sum to {result.probs.sum():.3f}; the weighted sum Σ p·v of this token is a "
+        f"{result.head_dim}-vector of norm {np.linalg.norm(result.context):.3f}, one of the "
+        f"{result.num_heads} slices concatenated in step 10."
+    )
+    return "\n".join(lines)
+
+
+# --- 3. logit lens -----------------------------------------------------------------------------
+
+
+def lens_figure(result: LogitLensResult) -> go.Figure:
+    """Top-k words per layer as a table-like heatmap, beside cosine-to-final and p(final word)."""
+    rows = [f"layer {l.layer}" if l.layer else "embeddings" for l in result.layers]
+    k = len(result.layers[0].top)
+    probs = np.array([[p for _, p in l.top] for l in result.layers])
+    words = [[t for t, _ in l.top] for l in result.layers]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.08,
+                        subplot_titles=[f"top {k} if the MLM head read this layer",
+                                        "how the hidden state moves"])
+    fig.add_trace(go.Heatmap(
+        z=np.round(probs, 4), x=[f"#{i + 1}" for i in range(k)], y=rows, text=words, texttemplate="%{text}",
+        colorscale="Blues", zmin=0, showscale=False,
+        hovertemplate="%{y} · %{x}: %{text}<br>p = %{z:.4f}<extra></extra>",
+    ), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[l.cosine_to_final for l in result.layers], y=rows, mode="lines+markers",
+                             name="cosine to the last layer", marker_color=_BLUE), row=1, col=2)
+    fig.add_trace(go.Scatter(x=[l.final_word_prob for l in result.layers], y=rows, mode="lines+markers",
+                             name=f"p({result.final_word})", marker_color=_AMBER), row=1, col=2)
+    fig.update_xaxes(range=[-0.05, 1.05], row=1, col=2)
+    fig.update_yaxes(showticklabels=False, row=1, col=2)
+    fig.update_layout(legend=dict(orientation="h", y=-0.08))
+    return _layout(fig, 120 + 42 * len(rows),
+                   f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}")
+
+
+def lens_markdown(result: LogitLensResult) -> str:
+    last = result.layers[-1]
+    return (
+        f"**Model {result.model_name}** · [MASK] #{result.mask_number} at position {result.position}. "
+        f"Row *embeddings* reads `hidden_states[0]`; row *layer l* reads the output of encoder layer l. "
+        f"The last row is the model's own prediction (`{result.final_word}`, p = {last.top[0][1]:.3f}): "
+        f"its logits match the model's `logits` with max |difference| = {result.max_abs_diff_logits:.1e}."
+    )
+
+
+# --- 4. output and loss ------------------------------------------------------------------------
+
+
+def loss_figure(result: MlmLossResult) -> go.Figure:
+    """−log p per mask, with the mean (the MLM loss) and ln(V), the loss of a uniform guess."""
+    labels = [f"#{m.number} {m.word}" for m in result.masks]
+    values = [m.neg_log_prob for m in result.masks]
+    fig = go.Figure(go.Bar(
+        x=labels, y=values, marker_color=_BLUE, text=[f"p={m.prob:.3g}" for m in result.masks],
+        textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p",
+    ))
+    fig.add_hline(y=result.mean_loss, line_dash="dash", line_color=_AMBER,
+                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="top left")
+    fig.add_hline(y=result.uniform_loss, line_dash="dot", line_color="#64748b",
+                  annotation_text=f"uniform guess ln({result.vocab_size:,}) = {result.uniform_loss:.2f}",
+                  annotation_position="bottom right")
+    fig.update_layout(
+        title=f"−log p of the right word at each mask — model {result.model_name}",
+        yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),
+        height=380, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white",
+    )
+    return fig
+
+
+def loss_markdown(result: MlmLossResult) -> str:
+    d, v = result.hidden_size, result.vocab_size
+    how = ("the head recomputed from the weights" if result.from_weights
+           else "the model's own logits (this architecture's head is not spelled out step by step)")
+    tied = ("tied to the word embeddings (the same tensor)" if result.tied else "its own weight (not tied)")
+    lines = [
+        f"**Model {result.model_name}** · input: {result.text}",
+        "",
+        f"At each [MASK]: hidden state h ({d}) → transform: dense {d}×{d} + GELU + LayerNorm ({d}) → "
+        f"decoder {d}→{v:,}, {tied} → {v:,} logits → softmax → p(right word) → −log p. Computed with {how}.",
+        "",
+        "| mask | right word (id) | ‖h‖ | ‖transform(h)‖ | its logit | top logit | rank | p | −log p | model's top 5 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in result.masks:
+        top = ", ".join(f"{t} {p:.2f}" for t, p in m.top)
+        lines.append(
+            f"| #{m.number} | `{m.word}` ({m.word_id}) | {m.hidden_norm:.2f} | {m.transformed_norm:.2f} | "
+            f"{m.logit:.2f} | {m.max_logit:.2f} | {m.rank:,} | {m.prob:.4g} | {m.neg_log_prob:.4f} | {top} |"
+        )
+    lines += [
+        "",
+        f"**Mean over {len(result.masks)} mask(s) = {result.mean_loss:.4f}**; the model's own loss "
+        f"(`model(..., labels=...)`, −100 everywhere but the masks) = **{result.model_loss:.4f}** "
+        f"(difference {abs(result.mean_loss - result.model_loss):.1e}).",
+        f"A uniform guess over the {v:,} words has loss ln({v:,}) = **{result.uniform_loss:.2f}** — where "
+        "every run in the Pretrain tab starts.",
+    ]
+    return "\n".join(lines)
+
+
+# --- 5. anatomy --------------------------------------------------------------------------------
+
+
+def anatomy_markdown(result: ParamBreakdown) -> str:
+    """Components with their counts; identical encoder layers shown once, × L."""
+    lines = [
+        f"**Model {result.model_name}** · {result.total:,} parameters "
+        f"(= `sum(p.numel() for p in model.parameters())` = {result.numel_total:,}).",
+        "",
+        "| group | component | parameters | share |",
+        "|---|---|---|---|",
+    ]
+    fold = result.layers_identical() and result.num_layers > 1
+
+    def row(group: str, name: str, count: int) -> None:
+        lines.append(f"| {group} | {name} | {count:,} | {100 * count / result.total:.2f} % |")
+
+    for c in result.components:
+        if fold and c.group.startswith("layer "):
+            if c.group == "layer 0":
+                row(f"each of the {result.num_layers} layers", c.name, c.count)
+            continue
+        row(c.group, c.name, c.count)
+    groups = result.groups()
+    lines.append("")
+    if fold:
+        per_layer = groups["layer 0"]
+        lines.append(f"One layer: {per_layer:,}; all {result.num_layers} layers: {per_layer * result.num_layers:,}.")
+    lines.append("Per group: " + " · ".join(
+        f"{g} {n:,}" for g, n in groups.items() if not (fold and g.startswith("layer "))
+    ) + ".")
+    if result.tied_decoder:
+        lines.append("The MLM decoder's weight *is* the word-embedding matrix (tied): counted once, "
+                     "under the word embeddings; only its bias belongs to the head.")
+    return "\n".join(lines)
