@@ -6,7 +6,7 @@ import gradio as gr
 
 from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import list_checkpoints
-from bertdemo.ui import attention_tab, fill_mask_tab, masking_tab, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, progress_callback, refresh_choices, user_errors
 
 TITLE = "BERT Explorer"
@@ -41,6 +41,7 @@ def build_app(store: ModelStore, runs_dir: str = "runs") -> gr.Blocks:
             tokenizer_tab.build(store, model_box)
             notice = fill_mask_tab.build(store, model_box)
             attention_tab.build(store, model_box)
+            inside_tab.build(store, model_box)
             masking_tab.build(store, model_box)
             pretrain_tab.build(store, model_box, runs_dir)
 
