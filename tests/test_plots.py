@@ -34,3 +34,27 @@ def test_heatmap_and_overview(tiny_loaded):
     assert geo.cell_at(x, y) == (1, 1)
     assert geo.cell_at(2, 2) is None
     assert np.asarray(img).std() > 0
+
+
+def test_targets_inside_the_top_k_are_highlighted(tiny_loaded):
+    result = fill_mask.predict(tiny_loaded, "a [MASK] b", top_k=5)
+    second = result.masks[0].candidates[1]
+    result = fill_mask.predict(tiny_loaded, "a [MASK] b", top_k=5, targets=[second.token])
+    bar = bars.fill_mask_figure(result.masks).data[0]
+    assert list(bar.y)[1] == f"{second.token} ◀ target" and len(bar.y) == 5  # not appended twice
+    assert list(bar.marker.color) == [bars._BAR_COLOR, bars._TARGET_COLOR] + [bars._BAR_COLOR] * 3
+
+
+def test_axis_fits_the_bars_and_probabilities_are_percent(tiny_loaded):
+    result = fill_mask.predict(tiny_loaded, "a [MASK] b", top_k=3)
+    fig = bars.fill_mask_figure(result.masks)
+    assert fig.layout.xaxis.range[1] > max(fig.data[0].x)
+    assert all(t.endswith("%") for t in fig.data[0].text)
+    assert bars.percent(0.1234) == "12.3%" and bars.percent(0.00042) == "0.042%"
+
+
+def test_two_models_get_a_chart_each_per_mask(tiny_loaded):
+    one = fill_mask.predict(tiny_loaded, "a [MASK] b [MASK]", top_k=3)
+    fig = bars.fill_mask_figure(one.masks, ["model-a", "model-b"], [one.masks])
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(fig.data) == 4 and titles[0].endswith("· model-a") and titles[1].endswith("· model-b")

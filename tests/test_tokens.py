@@ -58,3 +58,56 @@ def test_vocabulary_lookups(tokenizer):
 def test_special_tokens_have_the_notebook_ids(tokenizer):
     ids = {tok: i for _, tok, i in tokens.special_tokens(tokenizer)}
     assert ids == {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
+
+
+def test_special_tokens_typed_in_the_text_are_special(tokenizer):
+    table = tokens.tokenize(tokenizer, "I typed [MASK] and [SEP] here")
+    rows = {r.token: r for r in table.rows}
+    assert [r.token for r in table.rows] == ["[CLS]", "i", "typed", "[MASK]", "and", "[SEP]", "here", "[SEP]"]
+    typed_mask, typed_sep = table.rows[3], table.rows[5]
+    assert typed_mask.is_special and typed_sep.is_special
+    assert (typed_mask.start, typed_mask.end) == (8, 14)  # still placed in the text
+    assert not rows["typed"].is_special and not rows["here"].is_special
+    assert table.n_words == 4  # typed specials are not words
+
+
+def test_unknown_is_not_special(tokenizer):
+    row = tokens.tokenize(tokenizer, "a 😀").rows[2]
+    assert row.is_unknown and not row.is_special
+
+
+def test_encoding_is_what_the_tokenizer_returns(tokenizer):
+    table = tokens.tokenize(tokenizer, "I love tokenization", "Second one.")
+    enc = tokenizer("I love tokenization", "Second one.")
+    assert table.encoding() == {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+
+
+def test_normalisation_is_reported(tokenizer):
+    table = tokens.tokenize(tokenizer, "Naïve café, naive cafe. Naïve!")
+    assert table.normalised == [("Naïve", "naive"), ("café,", "cafe,"), ("Naïve!", "naive!")]
+    assert table.n_normalised == 3
+    assert tokens.tokenize(tokenizer, "plain lowercase words").normalised == []
+
+
+def test_long_token_lookup_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="at most 100"):
+        tokens.lookup_token(tokenizer, "a" * 101)
+
+
+@pytest.mark.parametrize("n,text", [(0, "0 words"), (1, "1 word"), (2, "2 words"), (20002, "20,002 words")])
+def test_counts_read_as_english(n, text):
+    assert tokens.plural(n, "word") == text
+
+
+def test_offline_cased_tokenizer_ships_small_and_cased():
+    from bertdemo.models import availability
+
+    folder = availability.CASED_TOKENIZER_DIR
+    assert sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) < 2_000_000
+    assert (folder / "README.md").is_file()
+    cased = availability.cased_tokenizer()
+    table = tokens.tokenize(cased, "Naïve BERT", "B")
+    toks = [r.token for r in table.rows]
+    assert toks[0] == "[CLS]" and toks.count("[SEP]") == 2 and "B" in toks  # cased: not lowercased
+    assert table.normalised == [] and "ï" in "".join(toks)  # accents kept
+    assert [r.segment for r in table.rows][-2:] == [1, 1]

@@ -3,15 +3,23 @@
 Like the Hugging Face fill-mask pipeline, each mask is predicted with all masks present
 (independently, not autoregressively). Unlike it, the vocabulary projection runs only at
 the masked positions: the encoder's hidden states are gathered there first, so a
-30k-word softmax is computed for N masks, not for every token. And for WordPiece models a
-mask that starts a word (after a space, punctuation or the start of the text) is never
-offered a ``##`` continuation piece, which cannot follow a space in a real tokenization;
-a mask glued to a word or to another mask (``play[MASK]``, ``[MASK][MASK]``) still is.
-Probabilities stay the model's own (softmax over the whole vocabulary).
+30k-word softmax is computed for N masks, not for every token. For WordPiece models a
+mask's place in the text decides which pieces can stand there: a mask that starts a word
+(after a space, punctuation or the start of the text) is never offered a ``##``
+continuation piece, and a mask glued to letters (``play[MASK]``) is offered only ``##``
+pieces; a mask glued to another mask (``[MASK][MASK]``) stays unfiltered. Probabilities
+stay the model's own (softmax over the whole vocabulary).
+
+Words the tokenizer splits into several pieces ("tokenization" -> token ##ization) are
+scored honestly by pseudo-log-likelihood (Salazar et al. 2020, "Masked Language Model
+Scoring"): the word's pieces replace the mask, each piece is masked in turn, and the
+log-probabilities of the pieces are summed. The same score ranks whole-word candidates of
+1-3 pieces (a beam over the top pieces for 1, 2 and 3 masks, then rescored) when asked.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,17 +32,50 @@ from bertdemo.explore.tokens import MAX_CHARS
 
 MAX_TOP_K = 50
 MAX_MASKS = 20
+MAX_TARGETS = 20  # target words per request
+MAX_TARGET_CHARS = 50  # characters per target word
+MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
+MAX_WORD_PIECES = 3  # whole-word candidates have 1..3 pieces
+WORD_BEAM = 8  # partial words kept per step of the whole-word beam
+_BATCH = 32  # sequences per forward pass when scoring
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
+
+PIECE_METHOD = "one vocabulary piece per mask: the model's softmax over its whole vocabulary"
+PLL_METHOD = (
+    "pseudo-log-likelihood (Salazar et al. 2020): the word's pieces replace the mask, each piece is "
+    "masked in turn and the log-probabilities are summed; shown as exp(PLL)"
+)
+WHOLE_WORD_METHOD = (
+    f"whole words of 1–{MAX_WORD_PIECES} pieces: a beam over the top pieces for 1, 2 and "
+    f"{MAX_WORD_PIECES} masks, ranked by {PLL_METHOD}"
+)
+
+# Where a mask stands in its text; decides which WordPiece pieces may fill it.
+WORD_START = "word start"  # after a space, punctuation or the start: no ## pieces
+AFTER_LETTERS = "after letters"  # play[MASK]: only ## pieces
+AFTER_MASK = "after a mask"  # [MASK][MASK]: anything
+
+
+def no_head_message(name: str) -> str:
+    """Why a model without a trained masked-LM head cannot fill masks, and what to choose instead."""
+    return (
+        f"{name} has no trained masked-LM head, so it cannot predict words "
+        "(a randomly initialised head would only produce noise). Choose a masked-LM: "
+        f"{embedded.EMBEDDED_MLM_NAME} (works offline), "
+        "bert-base-uncased, distilbert-base-uncased or roberta-base when the hub is reachable, "
+        "a model in a local folder, or a checkpoint from the Pretrain tab."
+    )
 
 
 @dataclass
 class Candidate:
-    """One predicted vocabulary entry at a mask."""
+    """One predicted vocabulary entry (or whole word of several pieces) at a mask."""
 
-    token: str  # vocabulary entry, e.g. "meet" or "##ing"
-    id: int
-    prob: float
+    token: str  # vocabulary entry, e.g. "meet" or "##ing"; pieces joined by spaces for whole words
+    id: int  # the (first) piece's id
+    prob: float  # the model's probability; exp(PLL) for a whole word
     text: str  # how it reads when filled into the sentence
+    pieces: list[str] = field(default_factory=list)  # whole-word mode: the word's pieces
 
 
 @dataclass
@@ -42,9 +83,10 @@ class TargetScore:
     """The probability of a word the user asked about, at one mask."""
 
     word: str
-    prob: float | None  # None when it cannot be scored (see message)
-    rank: int | None  # 1 = the model's top choice
+    prob: float | None  # None when it cannot be scored (see message); exp(PLL) for several pieces
+    rank: int | None  # 1 = the model's top choice; None for words of several pieces
     message: str = ""
+    pieces: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -55,6 +97,7 @@ class MaskPrediction:
     position: int
     candidates: list[Candidate]
     targets: list[TargetScore] = field(default_factory=list)
+    context: str = WORD_START  # WORD_START, AFTER_LETTERS or AFTER_MASK
 
 
 @dataclass
@@ -65,6 +108,7 @@ class FillMaskResult:
     masks: list[MaskPrediction]
     filled_text: str
     model_name: str
+    method: str = PIECE_METHOD
 
 
 def normalise_masks(text: str, mask_token: str) -> str:
@@ -72,15 +116,27 @@ def normalise_masks(text: str, mask_token: str) -> str:
     return _MASK_PATTERN.sub(lambda _m: mask_token, text)
 
 
+def mask_name(tokenizer) -> str:
+    """How to name the mask to the user: "[MASK]", or "[MASK] (or <mask>)" for other mask tokens."""
+    return "[MASK]" if tokenizer.mask_token == "[MASK]" else f"[MASK] (or {tokenizer.mask_token})"
+
+
+def parse_targets(words: list[str] | None) -> list[str]:
+    """Non-empty target words, bounded: at most MAX_TARGETS, each at most MAX_TARGET_CHARS characters."""
+    words = [w.strip() for w in (words or []) if w and w.strip()]
+    if len(words) > MAX_TARGETS:
+        raise ValueError(f"{len(words)} target words given; ask for at most {MAX_TARGETS} at once.")
+    long = [w for w in words if len(w) > MAX_TARGET_CHARS]
+    if long:
+        raise ValueError(
+            f"Target words are at most {MAX_TARGET_CHARS} characters; {long[0][:20]!r}… has {len(long[0]):,}."
+        )
+    return words
+
+
 def _validate(loaded: LoadedModel, text: str, top_k: int) -> None:
     if not loaded.has_mlm_head:
-        raise ValueError(
-            f"{loaded.name} has no trained masked-LM head, so it cannot predict words "
-            "(a randomly initialised head would only produce noise). Choose a masked-LM: "
-            f"{embedded.EMBEDDED_MLM_NAME} (works offline), "
-            "bert-base-uncased, distilbert-base-uncased or roberta-base when the hub is reachable, "
-            "a model in a local folder, or a checkpoint from the Pretrain tab."
-        )
+        raise ValueError(no_head_message(loaded.name))
     if loaded.tokenizer.mask_token is None:
         raise ValueError(f"{loaded.name}'s tokenizer has no mask token.")
     if not text or not text.strip():
@@ -106,21 +162,37 @@ def _continuation_ids(tokenizer) -> torch.Tensor:
     return torch.tensor(sorted(ids), dtype=torch.long)
 
 
-def _starts_word(tok, enc, positions: list[int], text: str, text_pair: str | None) -> list[bool]:
-    """Per mask: True when it begins a word (nothing but a space, punctuation or the start of its
-    text before it), False when it is glued to a word or to a previous mask."""
+def _mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: str | None) -> list[str]:
+    """Per mask: WORD_START, AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous mask)."""
     if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
-        return [False] * len(positions)
+        return [AFTER_MASK] * len(positions)
     offsets = enc["offset_mapping"][0].tolist()
     sequence_ids = enc.sequence_ids(0)
-    starts = []
+    contexts = []
     for pos in positions:
         source = text_pair if sequence_ids[pos] == 1 else text
-        start = offsets[pos][0]
-        before = source[:start]
-        glued = bool(before) and (before[-1].isalnum() or before.endswith(tok.mask_token))
-        starts.append(not glued)
-    return starts
+        before = source[: offsets[pos][0]]
+        if before.endswith(tokenizer.mask_token):
+            contexts.append(AFTER_MASK)
+        elif before and before[-1].isalnum():
+            contexts.append(AFTER_LETTERS)
+        else:
+            contexts.append(WORD_START)
+    return contexts
+
+
+def _allowed(probs: torch.Tensor, context: str, continuation: torch.Tensor) -> torch.Tensor:
+    """``probs`` (..., V) with the pieces that cannot stand in ``context`` set to 0 (WordPiece only)."""
+    if not continuation.numel() or context == AFTER_MASK:
+        return probs
+    out = probs.clone()
+    if context == WORD_START:
+        out[..., continuation] = 0.0
+    else:  # after letters: only continuation pieces
+        keep = out[..., continuation].clone()
+        out.zero_()
+        out[..., continuation] = keep
+    return out
 
 
 def _word_pieces(tokenizer, word: str) -> list[str]:
@@ -132,27 +204,26 @@ def _word_pieces(tokenizer, word: str) -> list[str]:
 
 
 def score_target(tokenizer, word: str, probs: torch.Tensor) -> TargetScore:
-    """Probability of ``word`` at one mask; multi-piece words are refused, never scored by a piece."""
+    """Probability and rank of a one-piece ``word`` at one mask (``probs``: (V,)).
+
+    Words of several pieces get a message here; :func:`predict` scores them by PLL.
+    """
     pieces = _word_pieces(tokenizer, word)
     if not pieces:
         return TargetScore(word, None, None, "empty after tokenization")
     if len(pieces) > 1:
-        return TargetScore(
-            word, None, None,
-            f"split into {len(pieces)} pieces {pieces}: one [MASK] predicts one piece, so it cannot be "
-            f"scored here (use {len(pieces)} masks in a row to ask for each piece)",
-        )
+        return TargetScore(word, None, None, f"split into {len(pieces)} pieces {pieces}", pieces)
     token_id = tokenizer.convert_tokens_to_ids(pieces[0])
     if token_id is None or token_id == tokenizer.unk_token_id:
-        return TargetScore(word, None, None, "not in the vocabulary")
+        return TargetScore(word, None, None, "not in the vocabulary", pieces)
     prob = float(probs[token_id])
     rank = int((probs > probs[token_id]).sum().item()) + 1
-    return TargetScore(word, prob, rank)
+    return TargetScore(word, prob, rank, "", pieces)
 
 
-def _logits_at(model, enc: dict, positions: torch.Tensor) -> torch.Tensor:
-    """Vocabulary logits only at ``positions``: (N, V). Falls back to the full head for unknown types."""
-    hidden = model.base_model(**enc).last_hidden_state[0, positions]  # (N, H)
+def _logits_at(model, enc: dict, rows: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Vocabulary logits only at (``rows``, ``positions``): (N, V). Falls back to the full head for unknown types."""
+    hidden = model.base_model(**enc).last_hidden_state[rows, positions]  # (N, H)
     if hasattr(model, "cls"):  # BERT: BertOnlyMLMHead
         return model.cls(hidden)
     if hasattr(model, "lm_head"):  # RoBERTa family
@@ -162,7 +233,122 @@ def _logits_at(model, enc: dict, positions: torch.Tensor) -> torch.Tensor:
         return model.vocab_projector(h)
     if hasattr(model, "predictions"):  # ALBERT
         return model.predictions(hidden)
-    return model(**enc).logits[0, positions]  # (N, V), computed everywhere
+    return model(**enc).logits[rows, positions]  # (N, V), computed everywhere
+
+
+# --- pseudo-log-likelihood -------------------------------------------------------------------
+
+
+def _splice(base: dict[str, list[int]], pos: int, new_ids: list[int]) -> dict[str, list[int]]:
+    """``base`` (one encoded sequence as lists) with the token at ``pos`` replaced by ``new_ids``."""
+    out = {}
+    for key, values in base.items():
+        fill = new_ids if key == "input_ids" else [values[pos]] * len(new_ids)
+        out[key] = values[:pos] + fill + values[pos + 1:]
+    return out
+
+
+def _log_probs_at(loaded: LoadedModel, seqs: list[dict[str, list[int]]], positions: list[int]) -> torch.Tensor:
+    """Log-softmax over the vocabulary at ``positions[i]`` of ``seqs[i]``: (N, V), batched and padded."""
+    pad = loaded.tokenizer.pad_token_id or 0
+    out = []
+    for start in range(0, len(seqs), _BATCH):
+        chunk = seqs[start:start + _BATCH]
+        width = max(len(s["input_ids"]) for s in chunk)
+        batch = {}
+        for key in chunk[0]:
+            fill = pad if key == "input_ids" else 0
+            batch[key] = torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in chunk])  # (B, T)
+        batch = {k: v.to(loaded.device) for k, v in batch.items()}
+        rows = torch.arange(len(chunk), device=loaded.device)
+        cols = torch.tensor(positions[start:start + _BATCH], device=loaded.device)
+        with torch.inference_mode():
+            out.append(_logits_at(loaded.model, batch, rows, cols).float().log_softmax(-1).cpu())
+    return torch.cat(out)
+
+
+def pseudo_log_likelihoods(loaded: LoadedModel, base: dict[str, list[int]], pos: int,
+                           words: list[list[int]]) -> list[float]:
+    """PLL of each word (a list of piece ids) put in place of the token at ``pos`` of ``base``:
+    sum over pieces j of log p(piece_j | the sequence with piece j masked)."""
+    mask_id = loaded.tokenizer.mask_token_id
+    seqs, positions, targets, owner = [], [], [], []
+    for w, ids in enumerate(words):
+        for j, piece in enumerate(ids):
+            masked = list(ids)
+            masked[j] = mask_id
+            seqs.append(_splice(base, pos, masked))
+            positions.append(pos + j)
+            targets.append(piece)
+            owner.append(w)
+    if not seqs:
+        return [0.0] * len(words)
+    logp = _log_probs_at(loaded, seqs, positions)
+    picked = logp[torch.arange(len(seqs)), torch.tensor(targets)]
+    totals = [0.0] * len(words)
+    for w, value in zip(owner, picked.tolist()):
+        totals[w] += value
+    return totals
+
+
+def _check_fits(loaded: LoadedModel, base: dict[str, list[int]], extra: int, what: str) -> None:
+    if len(base["input_ids"]) + extra > loaded.max_length:
+        raise ValueError(
+            f"{what} makes the input {len(base['input_ids']) + extra:,} tokens; {loaded.name} accepts at most "
+            f"{loaded.max_length}. Shorten the text."
+        )
+
+
+def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, context: str, k: int) -> list[Candidate]:
+    """Whole-word candidates of 1..MAX_WORD_PIECES pieces at ``pos``, ranked by PLL."""
+    tokenizer = loaded.tokenizer
+    mask_id = tokenizer.mask_token_id
+    continuation = _continuation_ids(tokenizer)
+    banned = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+    _check_fits(loaded, base, MAX_WORD_PIECES - 1, f"Searching words of {MAX_WORD_PIECES} pieces")
+    found: list[list[int]] = []
+    for n in range(1, MAX_WORD_PIECES + 1):
+        beams: list[tuple[list[int], float]] = [([], 0.0)]
+        for t in range(n):
+            seqs = [_splice(base, pos, prefix + [mask_id] * (n - t)) for prefix, _ in beams]
+            logp = _log_probs_at(loaded, seqs, [pos + t] * len(seqs))  # (B, V)
+            allowed = _allowed(logp.exp(), context if t == 0 else AFTER_LETTERS, continuation)
+            allowed[:, banned] = 0.0
+            top = allowed.topk(WORD_BEAM, dim=-1)
+            grown = [
+                (prefix + [int(j)], score + math.log(max(float(p), 1e-30)))
+                for (prefix, score), values, indices in zip(beams, top.values, top.indices)
+                for p, j in zip(values.tolist(), indices.tolist())
+                if p > 0
+            ]
+            beams = sorted(grown, key=lambda b: -b[1])[:WORD_BEAM]
+        found += [prefix for prefix, _ in beams]
+    words: dict[str, list[int]] = {}
+    for ids in found:  # one entry per spelling (the first, most likely, segmentation)
+        words.setdefault(tokenizer.decode(ids).replace(" ##", "").strip(), ids)
+    texts, ids_list = list(words), list(words.values())
+    scores = pseudo_log_likelihoods(loaded, base, pos, ids_list)
+    ranked = sorted(zip(scores, texts, ids_list), key=lambda item: -item[0])[:k]
+    out = []
+    for score, text, ids in ranked:
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        out.append(Candidate(" ".join(pieces), ids[0], math.exp(score), text.removeprefix("##"), pieces))
+    return out
+
+
+def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, words: list[str],
+                   probs: torch.Tensor) -> list[TargetScore]:
+    """Each target at one mask: one piece by its probability and rank, several pieces by PLL."""
+    tokenizer = loaded.tokenizer
+    scores = [score_target(tokenizer, w, probs) for w in words]
+    multi = [s for s in scores if len(s.pieces) > 1 and tokenizer.unk_token not in s.pieces]
+    if multi:
+        _check_fits(loaded, base, max(len(s.pieces) for s in multi) - 1, f"The target {multi[0].word!r}")
+        ids = [tokenizer.convert_tokens_to_ids(s.pieces) for s in multi]
+        for s, pll in zip(multi, pseudo_log_likelihoods(loaded, base, pos, ids)):
+            s.prob = math.exp(pll)
+            s.message = f"{len(s.pieces)} pieces {' '.join(s.pieces)}: scored by pseudo-log-likelihood"
+    return scores
 
 
 def predict(
@@ -171,48 +357,59 @@ def predict(
     text_pair: str | None = None,
     top_k: int = 5,
     targets: list[str] | None = None,
+    whole_words: bool = False,
 ) -> FillMaskResult:
-    """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1)."""
+    """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1).
+
+    ``whole_words``: candidates at a word-start mask are whole words of 1-3 pieces ranked by PLL.
+    """
     _validate(loaded, text, top_k)
-    tok = loaded.tokenizer
-    text = normalise_masks(text, tok.mask_token)
-    text_pair = normalise_masks(text_pair, tok.mask_token) if text_pair and text_pair.strip() else None
-    enc = tok(text, text_pair, return_tensors="pt", truncation=False, verbose=False,
-              return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
+    words = parse_targets(targets)
+    tokenizer = loaded.tokenizer
+    text = normalise_masks(text, tokenizer.mask_token)
+    text_pair = normalise_masks(text_pair, tokenizer.mask_token) if text_pair and text_pair.strip() else None
+    enc = tokenizer(text, text_pair, return_tensors="pt", truncation=False, verbose=False,
+                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
     ids = enc["input_ids"][0]  # (T,)
     if ids.numel() > loaded.max_length:
         raise ValueError(
             f"The input is {ids.numel():,} tokens; {loaded.name} accepts at most {loaded.max_length}. "
             "Shorten the text."
         )
-    positions = (ids == tok.mask_token_id).nonzero().flatten()
+    positions = (ids == tokenizer.mask_token_id).nonzero().flatten()
     if positions.numel() == 0:
-        raise ValueError(f"No mask found: put [MASK] (or {tok.mask_token}) where a word is missing.")
+        raise ValueError(f"No mask found: put {mask_name(tokenizer)} where a word is missing.")
     if positions.numel() > MAX_MASKS:
         raise ValueError(f"{positions.numel()} masks found; use at most {MAX_MASKS}.")
+    if whole_words and positions.numel() > MAX_WHOLE_WORD_MASKS:
+        raise ValueError(
+            f"{positions.numel()} masks found; whole-word prediction takes at most {MAX_WHOLE_WORD_MASKS}."
+        )
 
-    starts = _starts_word(tok, enc, positions.tolist(), text, text_pair)
+    contexts = _mask_contexts(tokenizer, enc, positions.tolist(), text, text_pair)
+    base = {k: v[0].tolist() for k, v in enc.items() if k != "offset_mapping"}
     enc = {k: v.to(loaded.device) for k, v in enc.items() if k != "offset_mapping"}
     with torch.inference_mode():
-        probs = _logits_at(loaded.model, enc, positions.to(loaded.device)).float().softmax(-1).cpu()  # (N, V)
-    ranked = probs.clone()  # what may be offered: continuation pieces removed at word starts
-    continuation = _continuation_ids(tok)
-    if continuation.numel():
-        for i, start in enumerate(starts):
-            if start:
-                ranked[i, continuation] = 0.0
+        rows = torch.zeros_like(positions).to(loaded.device)
+        probs = _logits_at(loaded.model, enc, rows, positions.to(loaded.device)).float().softmax(-1).cpu()  # (N, V)
+    continuation = _continuation_ids(tokenizer)
 
-    words = [w.strip() for w in (targets or []) if w and w.strip()]
     masks = []
     for i, pos in enumerate(positions.tolist()):
-        top = ranked[i].topk(int(top_k))
-        candidates = [
-            Candidate(tok.convert_ids_to_tokens(j), int(j), float(p), _piece_text(tok, int(j)))
-            for p, j in zip(top.values.tolist(), top.indices.tolist())
-        ]
-        masks.append(MaskPrediction(i, pos, candidates, [score_target(tok, w, ranked[i]) for w in words]))
+        ranked = _allowed(probs[i], contexts[i], continuation)  # what may be offered here
+        if whole_words and contexts[i] == WORD_START:
+            candidates = _whole_words(loaded, base, pos, contexts[i], int(top_k))
+        else:
+            top = ranked.topk(int(top_k))
+            candidates = [
+                Candidate(tokenizer.convert_ids_to_tokens(j), int(j), float(p), _piece_text(tokenizer, int(j)))
+                for p, j in zip(top.values.tolist(), top.indices.tolist())
+            ]
+        scores = _score_targets(loaded, base, pos, words, ranked)
+        masks.append(MaskPrediction(i, pos, candidates, scores, contexts[i]))
 
-    return FillMaskResult(text, masks, _fill(text, text_pair, tok.mask_token, masks), loaded.name)
+    method = WHOLE_WORD_METHOD if whole_words else PIECE_METHOD
+    return FillMaskResult(text, masks, _fill(text, text_pair, tokenizer.mask_token, masks), loaded.name, method)
 
 
 def _fill(text: str, text_pair: str | None, mask_token: str, masks: list[MaskPrediction]) -> str:

@@ -6,9 +6,11 @@ ids 0/100/101/102/103 and ``encode_plus(a, b)`` — as plain dataclasses for the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 MAX_CHARS = 200_000  # ~100 KB pastes are fine; beyond this we refuse rather than stall
+MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
+MAX_NORMALISED_EXAMPLES = 5  # words shown when the tokenizer's normaliser changes the text
 
 
 @dataclass
@@ -24,7 +26,7 @@ class TokenRow:
     start: int | None  # character span [start, end) in its sentence, None for specials
     end: int | None
     sentence: int | None  # 0 = A, 1 = B, None for specials
-    is_special: bool
+    is_special: bool  # added by the tokenizer ([CLS], [SEP]) or typed into the text ([MASK])
     is_continuation: bool  # a later piece of a word split into several pieces
     is_unknown: bool
 
@@ -41,10 +43,16 @@ class TokenTable:
     max_length: int
     truncated: bool  # True when n_tokens > max_length; rows hold only the first max_length
     notices: list[str] = field(default_factory=list)
+    normalised: list[tuple[str, str]] = field(default_factory=list)  # (word as typed, as the tokenizer reads it)
+    n_normalised: int = 0  # words the normaliser changes (lowercasing, accents stripped), all of them
 
-    def to_records(self) -> list[dict]:
-        """Rows as plain dicts (for JSON / dataframes)."""
-        return [asdict(row) for row in self.rows]
+    def encoding(self) -> dict[str, list[int]]:
+        """The shown rows as the lists a notebook prints: input_ids, token_type_ids, attention_mask."""
+        return {
+            "input_ids": [r.id for r in self.rows],
+            "token_type_ids": [r.segment for r in self.rows],
+            "attention_mask": [r.attention_mask for r in self.rows],
+        }
 
 
 def _check_text(text: str | None, what: str = "text") -> str:
@@ -55,6 +63,24 @@ def _check_text(text: str | None, what: str = "text") -> str:
             f"The {what} is {len(text):,} characters; the limit is {MAX_CHARS:,}. Paste a shorter passage."
         )
     return text
+
+
+def normalised_words(tokenizer, *texts: str | None) -> tuple[list[tuple[str, str]], int]:
+    """Words the tokenizer's normaliser changes before splitting (e.g. "Naïve" -> "naive"):
+    up to MAX_NORMALISED_EXAMPLES distinct (typed, read) pairs, and how many words change in all."""
+    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+    if normalizer is None:
+        return [], 0
+    examples: dict[str, str] = {}
+    count = 0
+    for text in texts:
+        for word in (text or "").split():
+            read = normalizer.normalize_str(word).strip()
+            if read != word:
+                count += 1
+                if len(examples) < MAX_NORMALISED_EXAMPLES:
+                    examples.setdefault(word, read)
+    return list(examples.items()), count
 
 
 def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int = 512) -> TokenTable:
@@ -79,27 +105,30 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
     seq_ids = enc.sequence_ids()
     type_ids = enc.get("token_type_ids") or [0] * len(ids)
     unk = tokenizer.unk_token_id
+    # special tokens typed into the text ("[MASK]", "[SEP]") are special too; [UNK] stays a word
+    typed_special = set(tokenizer.all_special_ids) - {unk}
 
     rows: list[TokenRow] = []
     pieces_per_word: dict[tuple[int, int], int] = {}
     prev_key = None
-    for pos, (tok, tid) in enumerate(zip(tokens, ids)):
-        special = bool(enc["special_tokens_mask"][pos]) or seq_ids[pos] is None
+    for pos, (token, tid) in enumerate(zip(tokens, ids)):
+        added = bool(enc["special_tokens_mask"][pos]) or seq_ids[pos] is None  # [CLS], [SEP], [PAD]
+        special = added or tid in typed_special
         key = None if special else (seq_ids[pos], word_ids[pos])
         if key is not None:
             pieces_per_word[key] = pieces_per_word.get(key, 0) + 1
-        start, end = (None, None) if special else enc["offset_mapping"][pos]
+        start, end = (None, None) if added else enc["offset_mapping"][pos]
         rows.append(
             TokenRow(
                 position=pos,
-                token=tok,
+                token=token,
                 id=int(tid),
                 segment=int(type_ids[pos]),
                 attention_mask=int(enc["attention_mask"][pos]),
-                word_index=None if special else word_ids[pos],
+                word_index=None if added else word_ids[pos],
                 start=start,
                 end=end,
-                sentence=None if special else seq_ids[pos],
+                sentence=None if added else seq_ids[pos],
                 is_special=special,
                 is_continuation=key is not None and key == prev_key,
                 is_unknown=unk is not None and tid == unk,
@@ -113,14 +142,15 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
     if truncated:
         notices.append(
             f"The input is {n_tokens:,} tokens; this model reads at most {max_length}. "
-            f"Only the first {max_length} are shown — the model would need the text truncated."
+            f"Only the first {max_length:,} are shown — the model would need the text truncated."
         )
     n_unknown = sum(r.is_unknown for r in rows)
     if n_unknown:
         notices.append(
-            f"{n_unknown} token(s) are {tokenizer.unk_token}: characters missing from the vocabulary "
-            "(often emoji or rare scripts)."
+            f"{plural(n_unknown, 'token')} {'is' if n_unknown == 1 else 'are'} {tokenizer.unk_token}: "
+            "characters missing from the vocabulary (often emoji or rare scripts)."
         )
+    normalised, n_normalised = normalised_words(tokenizer, text, text_pair)
     return TokenTable(
         rows=rows[:max_length],
         n_tokens=n_tokens,
@@ -130,7 +160,19 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
         max_length=max_length,
         truncated=truncated,
         notices=notices,
+        normalised=normalised,
+        n_normalised=n_normalised,
     )
+
+
+def noun_for(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """``noun`` for 1, its plural otherwise ("word", "words")."""
+    return noun if n == 1 else (plural_noun or noun + "s")
+
+
+def plural(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """"1 word", "2 words", "20,002 tokens": counts as English, numbers formatted one way."""
+    return f"{n:,} {noun_for(n, noun, plural_noun)}"
 
 
 def lookup_token(tokenizer, token: str) -> int:
@@ -138,6 +180,11 @@ def lookup_token(tokenizer, token: str) -> int:
     token = (token or "").strip()
     if not token:
         raise ValueError("Enter a token to look up, e.g. love or ##ing.")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise ValueError(
+            f"That is {len(token):,} characters; a vocabulary entry is at most {MAX_TOKEN_CHARS}. "
+            "Look up one word or piece."
+        )
     vocab = tokenizer.get_vocab()
     if token in vocab:
         return int(vocab[token])
@@ -164,7 +211,7 @@ def lookup_id(tokenizer, token_id: int | float | str) -> str:
 def special_tokens(tokenizer) -> list[tuple[str, str, int]]:
     """(role, token, id) for each special token, e.g. ("cls_token", "[CLS]", 101)."""
     out = []
-    for role, tok in tokenizer.special_tokens_map.items():
-        if isinstance(tok, str):
-            out.append((role, tok, int(tokenizer.convert_tokens_to_ids(tok))))
+    for role, token in tokenizer.special_tokens_map.items():
+        if isinstance(token, str):
+            out.append((role, token, int(tokenizer.convert_tokens_to_ids(token))))
     return sorted(out, key=lambda item: item[2])

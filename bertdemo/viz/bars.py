@@ -1,37 +1,68 @@
-"""Pure drawing of fill-mask predictions: one horizontal bar chart per [MASK]."""
+"""Pure drawing of fill-mask predictions: one horizontal bar chart per [MASK] (and per model)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertdemo.explore.fill_mask import MaskPrediction
+from bertdemo.explore.fill_mask import Candidate, MaskPrediction
 
 _BAR_COLOR = "#4f46e5"
-_TARGET_COLOR = "#f59e0b"
+_TARGET_COLOR = "#f59e0b"  # a word the user named: amber, inside or outside the top-k
+_ROW_PX = 28
+
+
+def percent(p: float) -> str:
+    """A probability in one unit, percent: "12.3%", "0.042%", "0.00012%"."""
+    return f"{p:.1%}" if p >= 0.001 else f"{p * 100:.2g}%"
+
+
+def _label(c: Candidate) -> str:
+    return f"{c.text} ({' '.join(c.pieces)})" if len(c.pieces) > 1 else c.token
 
 
 def _bar_data(pred: MaskPrediction) -> tuple[list[str], list[float], list[str]]:
-    """Labels, probabilities and colours: the top-k, then scored targets outside it (amber)."""
-    labels = [c.token for c in pred.candidates]
-    probs = [c.prob for c in pred.candidates]
-    colors = [_BAR_COLOR] * len(labels)
+    """Labels, probabilities and colours: the top-k (targets among them amber, marked ◀ target),
+    then scored targets outside it (amber, with their rank)."""
+    wanted = {t.word.lower() for t in pred.targets}
+    labels, probs, colors = [], [], []
+    shown = set()
+    for c in pred.candidates:
+        hit = c.text.lower() in wanted or c.token.lower() in wanted
+        labels.append(_label(c) + (" ◀ target" if hit else ""))
+        probs.append(c.prob)
+        colors.append(_TARGET_COLOR if hit else _BAR_COLOR)
+        if hit:
+            shown |= {c.text.lower(), c.token.lower()}
     for t in pred.targets:
-        if t.prob is not None and t.word.lower() not in {label.lower() for label in labels}:
-            labels.append(f"{t.word} (target, rank {t.rank})")
+        if t.prob is not None and t.word.lower() not in shown:
+            how = f"rank {t.rank}" if t.rank is not None else f"{len(t.pieces)} pieces, PLL"
+            labels.append(f"{t.word} (target, {how})")
             probs.append(t.prob)
             colors.append(_TARGET_COLOR)
+            shown.add(t.word.lower())
     return labels, probs, colors
 
 
-def fill_mask_figure(masks: list[MaskPrediction]) -> go.Figure:
-    """One horizontal bar chart per mask (stacked), candidates by probability with the highest on top."""
-    titles = [f"[MASK] #{m.index + 1} → {m.candidates[0].text}" for m in masks]
-    rows = [_bar_data(m) for m in masks]
-    heights = [28 * len(labels) + 40 for labels, _, _ in rows]
+def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None = None,
+                     more: list[list[MaskPrediction]] | None = None) -> go.Figure:
+    """One horizontal bar chart per mask (stacked), candidates by probability with the highest on top.
+
+    ``more``: the same masks predicted by other models (``model_names`` names all of them, this
+    one first); each mask then gets one chart per model, one under the other.
+    """
+    runs = [masks] + list(more or [])
+    charts = []  # (title, mask) in display order: mask by mask, model by model
+    for i in range(len(masks)):
+        for r, run in enumerate(runs):
+            m = run[i]
+            who = f" · {model_names[r]}" if model_names and len(runs) > 1 else ""
+            charts.append((f"[MASK] #{m.index + 1} → {m.candidates[0].text}{who}", m))
+    rows = [_bar_data(m) for _, m in charts]
+    heights = [_ROW_PX * len(labels) + 40 for labels, _, _ in rows]
     fig = make_subplots(
-        rows=len(masks), cols=1, subplot_titles=titles, vertical_spacing=min(0.12, 0.3 / len(masks)),
-        row_heights=heights,
+        rows=len(charts), cols=1, subplot_titles=[t for t, _ in charts],
+        vertical_spacing=min(0.12, 0.3 / len(charts)), row_heights=heights,
     )
     for i, (labels, probs, colors) in enumerate(rows, start=1):
         fig.add_trace(
@@ -40,21 +71,22 @@ def fill_mask_figure(masks: list[MaskPrediction]) -> go.Figure:
                 y=labels,
                 orientation="h",
                 marker_color=colors,
-                text=[f"{p:.1%}" if p >= 0.001 else f"{p:.1e}" for p in probs],
+                text=[percent(p) for p in probs],
                 textposition="outside",
                 cliponaxis=False,
-                hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+                hovertemplate="%{y}: %{text}<extra></extra>",
                 showlegend=False,
             ),
             row=i,
             col=1,
         )
-        fig.update_yaxes(autorange="reversed", type="category", row=i, col=1)
-        fig.update_xaxes(range=[0, min(1.0, max(probs) * 1.3 + 0.02)], row=i, col=1,
-                         tickformat=".0%" if max(probs) > 0.1 else ".1%")
+        fig.update_yaxes(autorange="reversed", type="category", automargin=True, row=i, col=1)
+        # room right of the longest bar for its percentage label
+        fig.update_xaxes(range=[0, max(probs) * 1.35 + 1e-9], row=i, col=1,
+                         tickformat=".0%" if max(probs) > 0.1 else ".1%", nticks=5)
     fig.update_layout(
-        height=sum(heights) + 60 * len(masks) + 40,
-        margin=dict(l=10, r=30, t=50, b=30),
+        height=sum(heights) + 60 * len(charts) + 40,
+        margin=dict(l=10, r=20, t=50, b=30),
         template="plotly_white",
     )
     return fig

@@ -1,14 +1,16 @@
-"""Render a token table as coloured WordPiece chips (HTML with inline styles, no JavaScript).
+"""Render a token table as coloured WordPiece chips (HTML with inline styles), counts and the notebook view.
 
 Pieces of one word share a colour and sit flush against each other, joined by a bar;
-special tokens are dark; [UNK] is red; hovering a chip shows its id, position and segment.
+special tokens (added or typed) are dark; [UNK] is red; hovering a chip shows its id,
+position and segment. Each chip holds its text and its id; the page's Text / IDs toggle
+shows one or the other (a CSS rule keyed on ``data-chip-view`` of the document).
 """
 
 from __future__ import annotations
 
 import html
 
-from bertdemo.explore.tokens import TokenTable
+from bertdemo.explore.tokens import TokenTable, noun_for
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
 _PALETTE_A = ["#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa"]
@@ -16,6 +18,12 @@ _PALETTE_B = ["#ccfbf1", "#e9d5ff", "#fef9c3", "#cffafe", "#fecdd3", "#d9f99d"]
 _CHIP = (
     "display:inline-block;padding:3px 7px;margin:6px 0 0 0;font-family:ui-monospace,monospace;"
     "font-size:15px;line-height:1.5;color:#111827;border:1px solid #9ca3af;"
+)
+# Text / IDs toggle: the page sets data-chip-view="ids" on <html>; chips show their id instead.
+_VIEW_CSS = (
+    "<style>.token-chip .chip-id{display:none}"
+    "html[data-chip-view=ids] .token-chip .chip-id{display:inline}"
+    "html[data-chip-view=ids] .token-chip .chip-text{display:none}</style>"
 )
 
 
@@ -33,7 +41,7 @@ def _chip_style(row, word_counter: int) -> str:
 
 def render_chips(table: TokenTable) -> str:
     """HTML chips for every shown token, with a legend."""
-    parts = ['<div class="token-chips" style="line-height:2.2">']
+    parts = [_VIEW_CSS, '<div class="token-chips" style="line-height:2.2">']
     word_counter = -1
     for row in table.rows:
         if not row.is_special and not row.is_continuation:
@@ -43,7 +51,8 @@ def render_chips(table: TokenTable) -> str:
             title += f" · chars {row.start}–{row.end}"
         parts.append(
             f'<span class="token-chip" data-id="{row.id}" title="{html.escape(title)}" '
-            f'style="{_chip_style(row, word_counter)}">{html.escape(row.token)}</span>'
+            f'style="{_chip_style(row, word_counter)}"><span class="chip-text">{html.escape(row.token)}</span>'
+            f'<span class="chip-id">{row.id}</span></span>'
         )
     parts.append("</div>")
     parts.append(
@@ -55,17 +64,42 @@ def render_chips(table: TokenTable) -> str:
     return "".join(parts)
 
 
+def _count(n: int, noun: str, plural_noun: str | None = None) -> str:
+    return f"**{n:,}** {noun_for(n, noun, plural_noun)}"
+
+
+def _code(text: str) -> str:
+    return "`" + text.replace("`", "'") + "`"
+
+
 def render_stats(table: TokenTable) -> str:
-    """Counts as Markdown, with notices (too long, unknown tokens)."""
+    """Counts as Markdown, read as English, with notices (too long, unknown tokens, normalised text)."""
     lines = [
-        f"**{table.n_tokens}** tokens (specials included) · **{table.n_words}** words · "
-        f"**{table.n_split_words}** words split into pieces · **{table.n_unknown}** unknown",
+        f"{_count(table.n_tokens, 'token')} (specials included) · {_count(table.n_words, 'word')} · "
+        f"{_count(table.n_split_words, 'word')} split into pieces · **{table.n_unknown:,}** unknown",
     ]
     lines += [f"> ⚠️ {note}" for note in table.notices]
+    if table.normalised:
+        pairs = ", ".join(f"{_code(typed)} → {_code(read)}" for typed, read in table.normalised)
+        more = table.n_normalised - len(table.normalised)
+        lines.append(
+            "> ℹ️ This tokenizer changes the text before splitting it (uncased: lowercased, accents "
+            f"stripped): {pairs}" + (f" and {more:,} more" if more > 0 else "") + "."
+        )
     return "\n\n".join(lines)
 
 
-TABLE_HEADERS = ["position", "token", "id", "segment", "attention mask", "word", "chars"]
+def notebook_view(table: TokenTable) -> str:
+    """The encoding as a notebook prints ``tokenizer(text)``: input_ids, token_type_ids, attention_mask."""
+    enc = table.encoding()
+    body = ",\n ".join(f"'{key}': {values}" for key, values in enc.items())
+    text = "{" + body + "}"
+    if table.truncated:
+        text += f"\n# only the first {table.max_length:,} of {table.n_tokens:,} tokens"
+    return text
+
+
+TABLE_HEADERS = ["position", "token", "input_ids", "token_type_ids", "attention_mask", "word", "chars"]
 
 
 def table_rows(table: TokenTable) -> list[list]:
