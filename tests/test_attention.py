@@ -40,3 +40,128 @@ def test_token_count_must_match_attention():
 def test_bad_input(tiny_loaded, text, message):
     with pytest.raises(ValueError, match=message):
         attention.compute(tiny_loaded, text)
+
+
+# --- sentence B, positions, removed weight, filters, rollout, one token, CSV -------------------
+
+
+def test_mask_typed_in_sentence_b_is_normalised(tiny_loaded):
+    result = attention.compute(tiny_loaded, "The [mask] sat.", "It [mask] away.")
+    assert result.tokens.count("[MASK]") == 2
+    assert "mask" not in result.tokens and "[" not in result.tokens
+    assert result.tokens[result.sentence_b_start:] == ["it", "[MASK]", "away", ".", "[SEP]"]
+
+
+def test_hidden_specials_keep_positions_and_report_removed_weight(tiny_loaded):
+    result = attention.compute(tiny_loaded, "The cat sat on the mat.")
+    n = len(result.tokens)
+    view = attention.select_view(result, 1, 0, hide_special=True, renormalise=True)
+    assert view.positions == view.row_positions == list(range(1, n - 1))
+    assert view.labels[0] == "1: the" and view.labels[-1] == f"{n - 2}: ."
+    inner = result.attentions[1, 0][1:-1, 1:-1]
+    assert view.removed == pytest.approx(float(np.mean(1 - inner.sum(-1))), abs=1e-6)
+    assert 0 < view.removed < 1
+    assert attention.select_view(result, 1, 0).removed == 0.0
+
+
+def test_direction_filters(tiny_loaded):
+    result = attention.compute(tiny_loaded, "The cat sat.", "It purred.")
+    b = result.sentence_b_start
+    assert result.tokens[b - 1] == "[SEP]" and result.tokens[b] == "it"
+    t = len(result.tokens)
+    a_to_b = attention.select_view(result, 0, 1, direction="A->B")
+    assert a_to_b.row_positions == list(range(b)) and a_to_b.positions == list(range(b, t))
+    np.testing.assert_allclose(a_to_b.matrix, result.attentions[0, 1][:b, b:])
+    b_to_a = attention.select_view(result, 1, None, hide_special=True, renormalise=False, direction="B->A")
+    assert b_to_a.row_positions == list(range(b, t - 1))
+    assert "[SEP]" not in b_to_a.tokens and b_to_a.positions == list(range(1, b - 1))
+    np.testing.assert_allclose(b_to_a.matrix, result.attentions[1].mean(0)[b:t - 1, 1:b - 1], atol=1e-6)
+    with pytest.raises(ValueError, match="needs a sentence B"):
+        attention.select_view(attention.compute(tiny_loaded, "Alone."), 0, 0, direction="A->B")
+    with pytest.raises(ValueError, match="filter must be"):
+        attention.select_view(result, 0, 0, direction="sideways")
+
+
+def test_rollout_against_direct_numpy(tiny_loaded):
+    result = attention.compute(tiny_loaded, "The cat sat on the mat.", "It purred.")
+    att = result.attentions.astype(np.float64)
+    t = att.shape[-1]
+    mixed = []
+    for layer in range(att.shape[0]):
+        a = 0.5 * att[layer].mean(0) + 0.5 * np.eye(t)
+        mixed.append(a / a.sum(-1, keepdims=True))
+    direct = np.linalg.multi_dot(mixed[::-1]) if len(mixed) > 1 else mixed[0]  # Â_1 · Â_0
+    roll = attention.rollout(result.attentions)
+    assert roll.shape == (2, t, t)
+    np.testing.assert_allclose(roll[0], mixed[0], atol=1e-9)
+    np.testing.assert_allclose(roll[-1], direct, atol=1e-9)
+    np.testing.assert_allclose(roll.sum(-1), 1.0, atol=1e-9)
+    view = attention.rollout_view(result, 1, hide_special=True, renormalise=False)
+    keep = ~np.array(result.special)
+    np.testing.assert_allclose(view.matrix, direct[np.ix_(keep, keep)], atol=1e-6)
+
+
+def test_token_across_layers(tiny_loaded):
+    result = attention.compute(tiny_loaded, "The cat sat.")
+    view = attention.token_across_layers(result, 2)
+    assert view.matrix.shape == (2, len(result.tokens)) and view.rows_are_layers
+    np.testing.assert_allclose(view.matrix[1], result.attentions[1, :, 2, :].mean(0), atol=1e-6)
+    assert view.row_labels == ["layer 0", "layer 1"] and "2: cat" in view.title
+    hidden = attention.token_across_layers(result, 2, hide_special=True)
+    np.testing.assert_allclose(hidden.matrix.sum(-1), 1.0, atol=1e-5)
+    assert hidden.positions == [1, 2, 3, 4]
+
+
+def test_view_csv_round_trip(tiny_loaded):
+    import csv
+    import io
+
+    result = attention.compute(tiny_loaded, "The cat sat.")
+    view = attention.select_view(result, 0, None, hide_special=True)
+    rows = list(csv.reader(io.StringIO(attention.view_csv(view))))
+    assert rows[0] == ["from \\ to", *view.labels]
+    assert [r[0] for r in rows[1:]] == view.row_labels
+    np.testing.assert_allclose(np.array([[float(v) for v in r[1:]] for r in rows[1:]]), view.matrix, atol=1e-6)
+
+
+# --- head ablation ------------------------------------------------------------------------------
+
+
+def test_parse_heads():
+    from bertdemo.explore.ablation import parse_heads
+
+    assert parse_heads("1:0, 0:*", 2, 3) == [(0, 0), (0, 1), (0, 2), (1, 0)]
+    for spec, message in [("", "Name the heads"), ("2:0", "Layer 2 does not exist"),
+                          ("0:3", "Head 3 does not exist"), ("zero", "not layer:head")]:
+        with pytest.raises(ValueError, match=message):
+            parse_heads(spec, 2, 3)
+
+
+def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
+    import torch
+
+    from bertdemo.explore import ablation, fill_mask
+    from tests.test_attention_modes import manual_logits
+
+    text, words = "The [MASK] sat on the [MASK].", ["cat", "mat"]
+    result = ablation.ablate(tiny_loaded, text, None, "0:1, 1:*", top_k=3, answers="cat, mat")
+    assert result.heads == [(0, 1), (1, 0), (1, 1)] and result.targets_given
+    plain = fill_mask.predict(tiny_loaded, text, None, 3)
+    assert [c.id for c in result.before.masks[0].candidates] == [c.id for c in plain.masks[0].candidates]
+
+    tok = tiny_loaded.tokenizer
+    enc = tok(fill_mask.normalise_masks(text, tok.mask_token), return_tensors="pt")
+    masks = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
+    ids = torch.tensor(tok.convert_tokens_to_ids(words))
+    with torch.no_grad():
+        for off, loss, fm in ((set(result.heads), result.loss_after, result.after), (set(), result.loss_before, result.before)):
+            logp = manual_logits(tiny_loaded.model, enc["input_ids"], enc["attention_mask"], off)[0, masks].log_softmax(-1)
+            assert loss == pytest.approx(float(-logp[torch.arange(2), ids].mean()), rel=1e-4)
+            top = logp[0].exp().topk(3)
+            assert fm.masks[0].candidates[0].prob == pytest.approx(float(top.values[0]), rel=1e-4)
+    assert result.loss_change == pytest.approx(result.loss_after - result.loss_before)
+
+    own = ablation.ablate(tiny_loaded, text, None, [(0, 0)], top_k=2)  # no words: the intact top choices
+    assert not own.targets_given and own.targets == [m.candidates[0].token for m in own.before.masks]
+    with pytest.raises(ValueError, match="one word per"):
+        ablation.ablate(tiny_loaded, text, None, "0:0", answers="cat")

@@ -17,31 +17,41 @@ _VIRIDIS = np.array(
 
 
 def attention_heatmap(view: AttentionView) -> go.Figure:
-    """Heatmap of one view: rows attend (from) to columns (to), tokens on both axes."""
-    n = len(view.tokens)
-    # Repeated tokens ("the" twice) must stay separate rows: label with the position.
-    labels = [f"{i}: {t}" for i, t in enumerate(view.tokens)]
+    """Heatmap of one view: rows attend (from) to columns (to), labelled with original positions.
+
+    The figure has no fixed width: it fills its panel (autosize), and its height follows the
+    number of rows. Plotly's modebar camera saves it as PNG.
+    """
+    rows, cols = view.row_labels, view.labels
+    # Repeated tokens ("the" twice) stay separate rows: each label carries its original position.
+    frm = "%{y}" if view.rows_are_layers else "from %{y}"
     fig = go.Figure(
         go.Heatmap(
             z=view.matrix,
-            x=labels,
-            y=labels,
+            x=cols,
+            y=rows,
             colorscale="Viridis",
             zmin=0,
-            customdata=np.array([[[labels[i], labels[j]] for j in range(n)] for i in range(n)], dtype=object),
-            hovertemplate="from %{customdata[0]}<br>to %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
-            colorbar=dict(title="weight"),
+            hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
+            colorbar=dict(title="weight", thickness=12),
         )
     )
-    note = " (rows renormalised without [CLS]/[SEP])" if view.renormalised else ""
-    side = min(900, max(420, 22 * n + 160))
+    notes = []
+    if view.renormalised:
+        notes.append("rows renormalised without [CLS]/[SEP]")
+    if view.direction != "all":
+        notes.append(f"{view.direction}: rows from one sentence, columns of the other")
+    title = view.title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else "")
     fig.update_layout(
-        title=view.title + note,
-        xaxis=dict(title="attends to", tickangle=-60, type="category"),
-        yaxis=dict(title="token (from)", autorange="reversed", type="category"),
-        width=side + 80,
-        height=side,
-        margin=dict(l=10, r=10, t=50, b=10),
+        title=dict(text=title, x=0, xref="paper", xanchor="left", font=dict(size=15)),
+        xaxis=dict(title="attends to", tickangle=-60, type="category", automargin=True),
+        yaxis=dict(
+            title="layer" if view.rows_are_layers else "token (from)",
+            autorange="reversed", type="category", automargin=True,
+        ),
+        autosize=True,
+        height=min(900, max(340, 22 * len(rows) + 190)),
+        margin=dict(l=10, r=10, t=80 if notes else 50, b=10),
         template="plotly_white",
     )
     return fig
