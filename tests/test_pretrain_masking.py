@@ -118,3 +118,86 @@ def test_fused_linear_cross_entropy_matches_unfused(chunk_rows: int) -> None:
         assert torch.allclose(out, ref, atol=1e-5)
         for got, want in zip(grads, ref_grads):
             assert torch.allclose(got, 3 * want, atol=1e-5)
+
+
+# --- whole-word masking ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wordpiece():
+    """The engine's uncased WordPiece tokenizer, its continuation lookup and 200 real blocks of 64."""
+    from transformers import AutoTokenizer
+
+    from bertdemo.models import embedded
+    from bertdemo.pretrain.masking import continuation_lookup
+
+    tok = AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
+    lookup = continuation_lookup(tok)
+    text = " ".join(embedded.wiki_summaries()[:300])
+    ids = torch.tensor(tok(text, add_special_tokens=False, verbose=False)["input_ids"][: 200 * 62]).view(200, 62)
+    blocks = torch.cat([torch.full((200, 1), CLS), ids, torch.full((200, 1), SEP)], dim=1)
+    return tok, lookup, blocks
+
+
+def test_continuation_lookup(wordpiece) -> None:
+    tok, lookup, _ = wordpiece
+    assert lookup.dtype == torch.bool and len(lookup) == len(tok)
+    ids = tok.convert_tokens_to_ids(["##ing", "##s", "play", "the", "[CLS]", "[MASK]"])
+    assert lookup[ids].tolist() == [True, True, False, False, False, False]
+
+
+def test_word_starts_exact() -> None:
+    from bertdemo.pretrain.masking import word_starts
+
+    is_cont = torch.zeros(10, dtype=torch.bool)
+    is_cont[[7, 8]] = True  # ids 7, 8 are "##" pieces; 1 = [CLS], 2 = [SEP]
+    ids = torch.tensor([[1, 7, 5, 7, 8, 6, 2, 8, 2]])  # a block may start mid-word: [CLS] ##x
+    special = torch.isin(ids, torch.tensor([1, 2]))
+    assert word_starts(ids, special, is_cont).int().tolist() == [[0, 1, 1, 0, 0, 1, 0, 1, 0]]
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+@pytest.mark.parametrize("p", [0.15, 0.4])
+def test_whole_words_masked_together(wordpiece, fixed: bool, p: float) -> None:
+    from bertdemo.pretrain.masking import word_starts
+
+    tok, lookup, ids = wordpiece
+    special_ids = torch.tensor(sorted(tok.all_special_ids))
+    g = torch.Generator().manual_seed(0)
+    out = mask_tokens(ids, special_ids, mask_token_id=MASK, vocab_size=len(tok), generator=g, mlm_probability=p,
+                      fixed_count=fixed, is_continuation=lookup)
+    special = torch.isin(ids, special_ids)
+    chosen = out.labels != IGNORE_INDEX
+    assert not (chosen & special).any()
+    assert torch.equal(out.labels[chosen], ids[chosen])
+    starts = word_starts(ids, special, lookup)
+    assert (~starts & ~special).any(), "the text has words split into pieces"
+    # every continuation piece is chosen iff the piece before it (same word) is
+    cont = ~starts & ~special
+    assert torch.equal(chosen[:, 1:][cont[:, 1:]], chosen[:, :-1][cont[:, 1:]])
+    rate = chosen.sum().item() / (~special).sum().item()
+    k = round(p * (ids.shape[1] - 2))
+    if fixed:
+        assert (chosen.sum(1) <= k).all() and abs(rate - p) < 0.01, rate
+        assert out.positions.shape == (len(ids), k)
+        picked = torch.zeros_like(chosen).scatter_(1, out.positions, True)
+        assert not (chosen & ~picked).any(), "every chosen token is among the (B, k) positions"
+        assert (out.labels.gather(1, out.positions)[~chosen.gather(1, out.positions)] == IGNORE_INDEX).all()
+    else:
+        se = (p * (1 - p) / (~special).sum().item()) ** 0.5
+        assert abs(rate - p) < 0.02 + 4 * se, rate  # words are chosen with probability p: tokens too, on average
+        assert out.positions is None
+
+
+def test_actions_match_the_corruption() -> None:
+    from bertdemo.pretrain.masking import ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM
+
+    ids = _blocks(64)
+    plain = _mask(ids, seed=5)
+    out = _mask(ids, seed=5, with_actions=True)
+    assert torch.equal(plain.input_ids, out.input_ids), "asking for actions draws nothing more"
+    chosen = out.labels != IGNORE_INDEX
+    assert torch.equal(out.actions != ACTION_NONE, chosen)
+    assert (out.input_ids[out.actions == ACTION_MASK] == MASK).all()
+    assert torch.equal(out.input_ids[out.actions == ACTION_KEEP], ids[out.actions == ACTION_KEEP])
+    assert (out.actions == ACTION_RANDOM).sum() > 0

@@ -139,19 +139,21 @@ def encode(text: str) -> list[int]:
     return ids
 
 
-def _draw(ids: list[int], rows: int, settings: MaskSettings, seed: int) -> tuple[torch.Tensor, MaskedBatch]:
-    """Mask ``rows`` copies of one sequence at once with the engine's ``mask_tokens``."""
+def _draw(ids: list[int], rows: int, settings: MaskSettings, seed: int | torch.Generator) -> MaskedBatch:
+    """Mask ``rows`` copies of one sequence at once with the engine's ``mask_tokens``.
+
+    ``seed`` may be a generator to continue from (a sequence seen again draws a fresh mask).
+    """
     tok = engine_tokenizer()
     special_ids, is_continuation = _lookups()
     x = torch.tensor([ids] * rows)  # (R, T)
-    g = torch.Generator().manual_seed(seed)
-    mb = mask_tokens(
+    g = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
+    return mask_tokens(
         x, special_ids, mask_token_id=tok.mask_token_id, vocab_size=len(tok), generator=g,
         mlm_probability=settings.mlm_probability, mask_replace_prob=settings.mask_replace_prob,
         random_replace_prob=settings.random_replace_prob, fixed_count=settings.fixed_count,
         is_continuation=is_continuation if settings.whole_word else None, with_actions=True,
     )
-    return x, mb
 
 
 def _sample_from(text: str, settings: MaskSettings, ids: list[int], mb: MaskedBatch, row: int) -> MaskSample:
@@ -173,7 +175,7 @@ def mask_sample(text: str, settings: MaskSettings) -> MaskSample:
     """One draw of the engine's masking on ``[CLS] text [SEP]`` (seeded: the same seed, the same mask)."""
     settings = settings.validated()
     ids = encode(text)
-    _, mb = _draw(ids, 1, settings, settings.seed)
+    mb = _draw(ids, 1, settings, settings.seed)
     return _sample_from(text, settings, ids, mb, 0)
 
 
@@ -223,13 +225,14 @@ def compare_epochs(text: str, settings: MaskSettings, epochs: int = 20, static_c
     if not 1 <= static_copies <= MAX_STATIC_COPIES:
         raise ValueError(f"static copies must be between 1 and {MAX_STATIC_COPIES} (got {static_copies}).")
     ids = encode(text)
-    _, static_mb = _draw(ids, static_copies, settings, settings.seed + STATIC_SEED_OFFSET)
-    _, dynamic_mb = _draw(ids, epochs, settings, settings.seed)
-    static = [_sample_from(text, settings, ids, static_mb, i) for i in range(static_copies)]
-    rows = [
-        EpochRow(e + 1, e % static_copies + 1, static[e % static_copies], _sample_from(text, settings, ids, dynamic_mb, e))
-        for e in range(epochs)
-    ]
+
+    def one_by_one(n: int, seed: int) -> list[MaskSample]:
+        g = torch.Generator().manual_seed(seed)  # one generator, advancing: epoch e's mask never depends on n
+        return [_sample_from(text, settings, ids, _draw(ids, 1, settings, g), 0) for _ in range(n)]
+
+    static = one_by_one(static_copies, settings.seed + STATIC_SEED_OFFSET)
+    dynamic = one_by_one(epochs, settings.seed)
+    rows = [EpochRow(e + 1, e % static_copies + 1, static[e % static_copies], dynamic[e]) for e in range(epochs)]
     return EpochComparison(
         text, settings, static_copies, rows,
         distinct_static=len({tuple(r.static.input_ids) for r in rows}),
@@ -275,7 +278,7 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
     if not 1 <= draws <= MAX_DRAWS:
         raise ValueError(f"draws must be between 1 and {MAX_DRAWS} (got {draws}).")
     ids = encode(text)
-    _, mb = _draw(ids, draws, settings, settings.seed)
+    mb = _draw(ids, draws, settings, settings.seed)
     special_ids, _ = _lookups()
     n_real = int((~torch.isin(torch.tensor(ids), special_ids)).sum())
     acts = mb.actions
@@ -290,5 +293,5 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
         chosen_rate,
         _rate("[MASK] (of the chosen)", m, n_mask, chosen),
         _rate("random token (of the chosen)", r, n_random, chosen),
-        _rate("kept (of the chosen)", max(0.0, 1 - m - r), chosen - n_mask - n_random, chosen),
+        _rate("kept (of the chosen)", round(max(0.0, 1 - m - r), 12), chosen - n_mask - n_random, chosen),
     ])

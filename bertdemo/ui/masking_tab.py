@@ -7,6 +7,8 @@ result kept in a ``gr.State`` (not part of the API) in a follow-up event.
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from bertdemo.explore import masking_lab, nsp
@@ -32,6 +34,7 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
     state = gr.State()
 
     @user_errors
+    @functools.wraps(compute)  # the API shows compute's parameter names
     def run(*args):
         result = compute(*args)
         return result.to_json(), result
@@ -46,16 +49,21 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
 def build(store: ModelStore, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context."""
 
-    def sample(text, p, m, r, seed, whole_word, fixed_count):
-        return masking_lab.mask_sample(text, _settings(p, m, r, seed, whole_word, fixed_count))
+    def mask_sample(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count):
+        settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
+        return masking_lab.mask_sample(text, settings)
 
-    def epochs_fn(text, p, m, r, seed, whole_word, fixed_count, epochs, copies):
-        return masking_lab.compare_epochs(text, _settings(p, m, r, seed, whole_word, fixed_count), epochs, copies)
+    def mask_epochs(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count,
+                    epochs, static_copies):
+        settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
+        return masking_lab.compare_epochs(text, settings, epochs, static_copies)
 
-    def stats_fn(text, p, m, r, seed, whole_word, fixed_count, draws):
-        return masking_lab.measure_rates(text, _settings(p, m, r, seed, whole_word, fixed_count), draws)
+    def mask_stats(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count,
+                   draws):
+        settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
+        return masking_lab.measure_rates(text, settings, draws)
 
-    def predict(sentence_a, sentence_b, model):
+    def nsp_predict(sentence_a, sentence_b, model):
         loaded = store.get(model)
         return nsp.predict_is_next(loaded, sentence_a, sentence_b)
 
@@ -139,16 +147,16 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         with gr.Accordion("As JSON (the /nsp_predict answer)", open=False):
             nsp_raw = gr.JSON()
 
-    _wire(run_button, sample, settings, sample_raw,
+    _wire(run_button, mask_sample, settings, sample_raw,
           lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
-    show_epochs = _wire(compare_button, epochs_fn, [*settings, epochs, copies], epochs_raw, draw.render_epochs,
+    show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw, draw.render_epochs,
                         epochs_view, "mask_epochs")
     # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
     show_epochs(next_button.click(lambda e: min(int(e) + 1, masking_lab.MAX_EPOCHS), epochs, epochs,
                                   api_visibility="private").then)
-    _wire(stats_button, stats_fn, [*settings, draws], stats_raw,
+    _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
           lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
     _wire(pairs_button, nsp.build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw, draw.render_pairs,
           pairs_view, "nsp_pairs")
-    _wire(predict_button, predict, [sentence_a, sentence_b, model_box], nsp_raw, draw.nsp_markdown, nsp_result,
+    _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw, draw.nsp_markdown, nsp_result,
           "nsp_predict")
