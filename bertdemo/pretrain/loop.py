@@ -56,6 +56,7 @@ class RunControl:
 
     stop_event: threading.Event = field(default_factory=threading.Event)
     pause_event: threading.Event = field(default_factory=threading.Event)  # set while paused
+    probe_event: threading.Event = field(default_factory=threading.Event)  # set: run the probe at the next step
 
 
 def _barrier(dist: DistInfo) -> None:
@@ -219,18 +220,27 @@ class Trainer:
         return stops > 0
 
     # evaluation and checkpoints ----------------------------------------------------------
-    def evaluate(self) -> None:
-        """Held-out loss/accuracy and the probe's guesses at this step (rank 0 only; stops early on Stop)."""
+    def evaluate(self, final: bool = False) -> None:
+        """Held-out loss/accuracy and the probe's guesses at this step (rank 0 only). A Stop cuts an
+        evaluation short, except the final one that a stopped run makes before its last checkpoint."""
         if not self.dist.is_main:
             return
+        should_stop = (lambda: False) if final else self.control.stop_event.is_set
         result = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
-                                  should_stop=self.control.stop_event.is_set)
+                                  should_stop=should_stop)
         if result is not None:
             self.metrics.log_eval(self.step, result["loss"], result["acc"], result.get("nsp_loss"),
                                   result.get("nsp_acc"), self.tokens_seen, self.elapsed)
+        self.probe()
+
+    def probe(self) -> None:
+        """The probe sentence's top-5 at each [MASK], now (rank 0 only)."""
+        if not self.dist.is_main:
+            return
+        self.control.probe_event.clear()
         text = self.metrics.get("probe_text") or self.cfg.monitor.probe_text
         try:
-            self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device))
+            self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device), text)
         except ValueError:
             pass  # the probe text was validated on input; never fail a run over it
 
@@ -310,10 +320,15 @@ def run_training(
                         break  # every rank leaves at this same step
                 metrics.update(step=trainer.step)
                 trainer.evaluate_and_save_if_due()
+                if control.probe_event.is_set():
+                    trainer.probe()
                 if on_step is not None:
                     on_step(trainer.step)
             stopped = trainer.step < cfg.optim.steps
             trainer.elapsed += time.perf_counter() - trainer.t_last
+            if stopped and trainer.step > trainer.start_step and trainer.step not in metrics.get("eval_steps"):
+                metrics.update(status="stopping", message="Final evaluation…")
+                trainer.evaluate(final=True)
             metrics.update(status="stopping" if stopped else "running", elapsed_s=trainer.elapsed, eta_s=0.0,
                            message="Saving the final checkpoint…")
             trainer.save()

@@ -51,7 +51,7 @@ class RunSnapshot:
     eta_s: float = 0.0
     elapsed_s: float = 0.0
     probe_text: str = ""
-    probe: list[tuple[int, list[Prediction]]] = field(default_factory=list)  # (step, per-mask top-5)
+    probe: list[tuple[int, list[Prediction], str]] = field(default_factory=list)  # (step, per-mask top-5, sentence)
     checkpoints: list[str] = field(default_factory=list)
     last_checkpoint: str = ""
 
@@ -107,9 +107,9 @@ class MetricsBuffer:
                 s.nsp_acc.append(nsp_acc)
                 s.eval_nsp_loss.append(nsp_loss)
 
-    def log_probe(self, step: int, predictions: list[Prediction]) -> None:
+    def log_probe(self, step: int, predictions: list[Prediction], sentence: str = "") -> None:
         with self._lock:
-            self._snap.probe.append((step, predictions))
+            self._snap.probe.append((step, predictions, sentence))
 
     def add_checkpoint(self, path: str) -> None:
         with self._lock:
@@ -145,8 +145,8 @@ def history(snap: RunSnapshot) -> dict:
 def restore_history(buffer: MetricsBuffer, data: dict) -> None:
     buffer.update(**{name: data[name] for name in HISTORY_FIELDS if name in data})
     if "probe" in data:  # JSON turned tuples into lists
-        buffer.update(probe=[(int(step), [[(str(t), float(p)) for t, p in m] for m in preds])
-                             for step, preds in data["probe"]])
+        buffer.update(probe=[(int(entry[0]), [[(str(t), float(p)) for t, p in m] for m in entry[1]],
+                              str(entry[2]) if len(entry) > 2 else "") for entry in data["probe"]])
 
 
 def metrics_csv(snap: RunSnapshot) -> str:

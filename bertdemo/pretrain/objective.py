@@ -15,7 +15,7 @@ from torch import nn
 
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
-from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, make_nsp_pairs, mask_tokens
+from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
 from bertdemo.pretrain.model_build import BertPretrainModel
 
 
@@ -75,6 +75,8 @@ class BatchMaker:
         self.cls_id, self.sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
         self.mask_id, self.vocab_size = tokenizer.mask_token_id, len(tokenizer)
         self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=device)
+        # whole-word masking: which vocabulary entries continue a word ("##ing"), looked up on the device
+        self.is_continuation = continuation_lookup(tokenizer, device) if cfg.objective.whole_word_masking else None
 
     def __call__(self, blocks: torch.Tensor, generator: torch.Generator, block_ids: torch.Tensor | None = None,
                  epoch: int = 0) -> dict[str, torch.Tensor | None]:
@@ -103,6 +105,7 @@ class BatchMaker:
             blocks, self.special_ids, mask_token_id=self.mask_id, vocab_size=self.vocab_size,
             generator=generator, mlm_probability=o.mlm_probability, mask_replace_prob=o.mask_replace_prob,
             random_replace_prob=o.random_replace_prob, fixed_count=o.fixed_mask_count,
+            is_continuation=self.is_continuation,
         )
 
     def _static_generator(self, block_id: int, copy: int, device: torch.device) -> torch.Generator:

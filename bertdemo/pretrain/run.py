@@ -125,7 +125,9 @@ class TrainingRun:
         self.control.pause_event.clear()
 
     def set_probe_text(self, text: str) -> None:
+        """Use a new probe sentence from now on, and run it at the next step (not only at the next evaluation)."""
         self.metrics.update(probe_text=validate_probe_text(text))
+        self.control.probe_event.set()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread; True when it has ended."""

@@ -1,152 +1,146 @@
-"""The Pretrain tab: configure a small BERT, start masked-LM pretraining, watch it learn live.
+"""The Pretrain tab: configure a small BERT, start masked-LM pretraining, watch it learn live, compare runs.
 
-The run lives in a background thread owned by :mod:`bertdemo.pretrain`; this module only
-builds a ``TrainConfig`` from the form, calls start/pause/resume/stop, and polls
+The run lives in a background thread owned by :mod:`bertdemo.pretrain`; this module only turns
+the form into settings (``pretrain.form``), calls start/pause/resume/stop, and polls
 ``snapshot()`` with a ``gr.Timer`` to redraw. Every open page watches the same run, and a
-reloaded page reattaches to it.
+reloaded page reattaches to it. Earlier runs (read back from their checkpoints) can be overlaid,
+downloaded as CSV and deleted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from pathlib import Path
 
 import gradio as gr
 
-from bertdemo.viz import run_curves
+from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.store import ModelStore
-from bertdemo.pretrain import (
-    CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count, resume_config,
-)
-from bertdemo.pretrain.checkpoint import read_state
+from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
+from bertdemo.pretrain import history
+from bertdemo.pretrain.form import UPLOAD, config_from_settings
+from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
 from bertdemo.ui.common import user_errors
+from bertdemo.viz import run_curves
 
 POLL_SECONDS = 1.0
-D = TrainConfig()  # the form starts at the engine's defaults
+FORM_DEFAULTS = TrainConfig()  # the form starts at the engine's defaults
 CORPORA = [
     ("Wikipedia summaries (embedded, offline)", "wiki"),
     ("TinyStories (needs the dataset hub)", "tinystories"),
-    ("My file (.txt or .jsonl, upload below)", "upload"),
+    ("My file (.txt or .jsonl, upload below)", UPLOAD),
 ]
+LIVE = "live run"
 
 
-def _config(values: dict, runs_dir: str) -> TrainConfig:
-    """The form's values -> a validated TrainConfig (ValueError with a clear message otherwise).
-
-    Resuming takes the model, corpus and block length from the checkpoint; Steps is the new total.
-    """
-    if values["resume"]:
-        done = int(read_state(values["resume"]).get("step", 0))
-        if int(values["steps"]) <= done:
-            raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
-        return resume_config(values["resume"], steps=int(values["steps"]), probe_text=values["probe"],
-                             runs_dir=runs_dir)
-    corpus = values["corpus"]
-    if corpus == "upload":
-        upload = values["upload"]
-        if not upload:
-            raise ValueError("Upload a .txt or .jsonl file first, or choose another corpus.")
-        path = Path(upload if isinstance(upload, str) else upload.name)
-        if path.suffix.lower() not in {".txt", ".jsonl"}:
-            raise ValueError(f"{path.name} is not a .txt or .jsonl file.")
-        corpus = str(path)
-    cfg = TrainConfig(
-        preset=values["preset"],
-        layers=int(values["layers"]), hidden=int(values["hidden"]),
-        heads=int(values["heads"]), ffn=int(values["ffn"]),
-        corpus=corpus,
-        seq_len=int(values["seq_len"]),
-        batch_size=int(values["batch_size"]),
-        steps=int(values["steps"]),
-        lr=float(values["lr"]),
-        warmup_steps=int(values["warmup"]),
-        mlm_probability=float(values["mlm_prob"]),
-        mask_replace_prob=float(values["mask_prob"]),
-        random_replace_prob=float(values["random_prob"]),
-        nsp=bool(values["nsp"]),
-        eval_every=int(values["eval_every"]),
-        checkpoint_every=int(values["ckpt_every"]),
-        probe_text=values["probe"],
-        seed=int(values["seed"]),
-        runs_dir=runs_dir,
-    )
-    cfg.validate()
-    return cfg
+def show_params(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
+    """The parameter count of the chosen shape (or why it cannot be built)."""
+    try:
+        cfg = TrainConfig.from_flat(preset=preset, num_hidden_layers=int(layers), hidden_size=int(hidden),
+                                    num_attention_heads=int(heads), intermediate_size=int(ffn))
+        cfg.validate()
+        n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
+        return (f"**{param_count(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
+                f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
+    except ValueError as exc:
+        return f"⚠️ {exc}"
 
 
 def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
     manager = get_manager(runs_dir)
+    d = FORM_DEFAULTS
+    export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 
-    def snapshot():
+    def snapshot() -> RunSnapshot | None:
         run = manager.current
         return None if run is None else run.snapshot()
 
     def checkpoint_choices() -> list[tuple[str, str]]:
         return [("— start from scratch —", "")] + [(label, str(path)) for label, path in list_checkpoints(runs_dir)]
 
-    def draw(seen: dict | None):
-        """Redraw only when the run moved on; refresh model lists when a new checkpoint appears."""
+    def run_choices() -> list[str]:
+        return history.list_runs(runs_dir)
+
+    def curves(compare: list[str] | None, smoothing: float, log_y: bool, x_axis: str):
+        snap = snapshot()
+        records = [history.load_run(runs_dir, run_id) for run_id in (compare or [])
+                   if snap is None or run_id != snap.run_id]
+        live = [] if snap is None else [history.RunRecord(snap.run_id, Path(), manager.current.cfg.flat(), snap)]
+        labels = history.differing_labels(live + records)
+        runs = [run_curves.CurveRun(f"{LIVE} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
+                for i, r in enumerate(live + records)]
+        return run_curves.training_curves(runs, float(smoothing), bool(log_y), x_axis)
+
+    def draw(seen: dict | None, compare, smoothing, log_y, x_axis):
+        """Redraw only when the run moved on; refresh the model and run lists when a new checkpoint appears."""
         snap = snapshot()
         key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps),
                                          snap.message, round(snap.prepare_fraction, 2), len(snap.probe))
         seen = seen or {}
         if key is not None and key == seen.get("key"):
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), seen
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), seen
         ckpt = snap.last_checkpoint if snap else ""
         refresh = ckpt and ckpt != seen.get("ckpt")
-        new_seen = {"key": key, "ckpt": ckpt}
         return (
             run_curves.status_markdown(snap),
-            run_curves.training_curves(snap),
+            curves(compare, smoothing, log_y, x_axis),
             run_curves.probe_rows(snap),
             gr.update(choices=store.choices()) if refresh else gr.skip(),
             gr.update(choices=checkpoint_choices()) if refresh else gr.skip(),
-            new_seen,
+            gr.update(choices=run_choices()) if refresh else gr.skip(),
+            {"key": key, "ckpt": ckpt},
         )
-
-    def show_params(preset, layers, hidden, heads, ffn):
-        try:
-            cfg = TrainConfig(preset=preset, layers=int(layers), hidden=int(hidden), heads=int(heads), ffn=int(ffn))
-            cfg.validate()
-            n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
-            return (f"**{param_count(cfg) / 1e6:.2f} M parameters** — {n_layers} layers, hidden {n_hidden}, "
-                    f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
-        except ValueError as exc:
-            return f"⚠️ {exc}"
 
     with gr.Tab("Pretrain", id="pretrain"):
         gr.Markdown(
             "Train a small BERT **from scratch** on masked-word prediction and watch it learn. "
             "The run continues in the background while you use the other tabs; every page open "
-            "on this server sees the same run."
+            "on this server sees the same run. Every run starts near the loss of a uniform guess, "
+            f"ln 30,522 = {run_curves.UNIFORM_LOSS:.2f}."
         )
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
-                preset = gr.Dropdown([*PRESETS, CUSTOM], value=D.preset, label="Model size")
+                preset = gr.Dropdown([*PRESETS, CUSTOM], value=d.model.preset, label="Model size")
                 with gr.Row(visible=False) as custom_row:
-                    layers = gr.Number(D.layers, label="layers", precision=0, minimum=1, maximum=24)
-                    hidden = gr.Number(D.hidden, label="hidden", precision=0, minimum=8, maximum=1024)
-                    heads = gr.Number(D.heads, label="heads", precision=0, minimum=1, maximum=16)
-                    ffn = gr.Number(D.ffn, label="FFN", precision=0, minimum=8, maximum=4096)
-                params = gr.Markdown(show_params(D.preset, D.layers, D.hidden, D.heads, D.ffn))
+                    layers = gr.Number(d.model.num_hidden_layers, label="layers", precision=0, minimum=1, maximum=24)
+                    hidden = gr.Number(d.model.hidden_size, label="hidden", precision=0, minimum=8, maximum=1024)
+                    heads = gr.Number(d.model.num_attention_heads, label="heads", precision=0, minimum=1, maximum=16)
+                    ffn = gr.Number(d.model.intermediate_size, label="FFN", precision=0, minimum=8, maximum=4096)
+                params = gr.Markdown(show_params(d.model.preset, d.model.num_hidden_layers, d.model.hidden_size,
+                                                 d.model.num_attention_heads, d.model.intermediate_size))
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
-                                 file_types=[".txt", ".jsonl"], type="filepath")
+                                 file_types=[".txt", ".jsonl"], type="filepath", elem_id="pt-upload")
+                with gr.Accordion("Experiments", open=False):
+                    position_embeddings = gr.Checkbox(d.model.position_embeddings, label="Position embeddings",
+                                                      info="Off: zeroed and frozen — the model cannot see word order.")
+                    whole_word = gr.Checkbox(d.objective.whole_word_masking, label="Whole-word masking",
+                                             info="All pieces of a word are masked together.")
+                    static_masks = gr.Number(d.objective.static_masks, label="Static masks per block (0 = dynamic)",
+                                             precision=0, minimum=0, maximum=100,
+                                             info="Original BERT: each sequence duplicated 10× with 10 fixed masks.")
+                    nsp = gr.Checkbox(d.objective.nsp, label="Next-sentence prediction (NSP) too")
+                    mlm_prob = gr.Slider(0.05, 0.5, value=d.objective.mlm_probability, step=0.01, label="Masking rate")
+                    mask_prob = gr.Slider(0, 1, value=d.objective.mask_replace_prob, step=0.05, label="…of which → [MASK]")
+                    random_prob = gr.Slider(0, 1, value=d.objective.random_replace_prob, step=0.05,
+                                            label="…of which → random token (rest kept)")
+                    schedule = gr.Textbox(d.data.seq_len_schedule, label="Block-length schedule (optional)",
+                                          placeholder="128:0.9,512:0.1",
+                                          info="As BERT: 90 % of steps at 128 tokens, then 512; positions "
+                                               "beyond 128 train only in the second phase.")
                 with gr.Accordion("Training settings", open=False):
-                    seq_len = gr.Slider(16, 512, value=D.seq_len, step=16, label="Block length (tokens)")
-                    batch_size = gr.Slider(2, 256, value=D.batch_size, step=2, label="Batch size (blocks per step)")
-                    steps = gr.Number(D.steps, label="Steps", precision=0, minimum=1)
-                    lr = gr.Number(D.lr, label="Peak learning rate (AdamW, linear warmup + decay)")
-                    warmup = gr.Number(D.warmup_steps, label="Warmup steps", precision=0, minimum=0)
-                    mlm_prob = gr.Slider(0.05, 0.5, value=D.mlm_probability, step=0.01, label="Masking rate")
-                    mask_prob = gr.Slider(0, 1, value=D.mask_replace_prob, step=0.05, label="…of which → [MASK]")
-                    random_prob = gr.Slider(0, 1, value=D.random_replace_prob, step=0.05, label="…of which → random token (rest kept)")
-                    nsp = gr.Checkbox(D.nsp, label="Next-sentence prediction (NSP) too")
-                    eval_every = gr.Number(D.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
-                    ckpt_every = gr.Number(D.checkpoint_every, label="Checkpoint every N steps (0: only at the end)", precision=0, minimum=0)
-                    seed = gr.Number(D.seed, label="Seed", precision=0)
-                    resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint", allow_custom_value=True,
+                    seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
+                    batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")
+                    steps = gr.Number(d.optim.steps, label="Steps", precision=0, minimum=1)
+                    lr = gr.Number(d.optim.lr, label="Peak learning rate (AdamW, linear warmup + decay)")
+                    warmup = gr.Number(d.optim.warmup_steps, label="Warmup steps", precision=0, minimum=0)
+                    eval_every = gr.Number(d.monitor.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
+                    ckpt_every = gr.Number(d.monitor.checkpoint_every, label="Checkpoint every N steps (0: only at the end)",
+                                           precision=0, minimum=0)
+                    seed = gr.Number(d.system.seed, label="Seed", precision=0)
+                    resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint",
                                          info="Model, corpus and block length come from the checkpoint; Steps is the new total.")
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="pt-start")
@@ -155,29 +149,59 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
                     stop = gr.Button("Stop", variant="stop", elem_id="pt-stop")
             with gr.Column(scale=2):
                 status = gr.Markdown(run_curves.status_markdown(None), elem_id="pt-status")
-                curves = gr.Plot(run_curves.training_curves(None), label="Live metrics", elem_id="pt-curves")
                 with gr.Row():
-                    probe = gr.Textbox(D.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
+                    compare = gr.Dropdown(run_choices(), value=[], multiselect=True, label="Compare with earlier runs",
+                                          elem_id="pt-compare", scale=3)
+                    x_axis = gr.Radio([("step", "step"), ("tokens", "tokens"), ("time", "time")], value="step",
+                                      label="x axis", scale=2)
+                with gr.Row():
+                    smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing (debiased EMA)", scale=3)
+                    log_y = gr.Checkbox(False, label="Log-scale loss", scale=1)
+                plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
+                with gr.Row():
+                    probe = gr.Textbox(d.monitor.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
                     set_probe = gr.Button("Use this probe", scale=1)
-                probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, label="What the model guesses for the probe, at each evaluation (newest first)", interactive=False, wrap=True, elem_id="pt-probe")
+                probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, interactive=False, wrap=True,
+                                           label="What the model guesses for the probe (newest first)",
+                                           elem_id="pt-probe")
+                with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
+                    with gr.Row():
+                        run_pick = gr.Dropdown(run_choices(), label="Run", elem_id="pt-run-pick", scale=3)
+                        csv_button = gr.DownloadButton("Metrics CSV", elem_id="pt-csv", scale=1)
+                        delete = gr.Button("Delete run", variant="stop", scale=1)
+                    gr.Markdown("**Order probe** — the run's guesses for a sentence and for a shuffled copy. "
+                                "A model trained without position embeddings gives both the same answer.")
+                    with gr.Row():
+                        order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
+                        order_button = gr.Button("Shuffle and compare", scale=1)
+                    order_out = gr.Markdown(elem_id="pt-order")
         seen = gr.State(None)
         timer = gr.Timer(POLL_SECONDS)
-        snapshot_json = gr.JSON(visible=False)
-        refresh = gr.Button("Refresh", visible=False)
 
-    form = dict(preset=preset, layers=layers, hidden=hidden, heads=heads, ffn=ffn, corpus=corpus, upload=upload,
-                seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup=warmup, mlm_prob=mlm_prob,
-                mask_prob=mask_prob, random_prob=random_prob, nsp=nsp, eval_every=eval_every,
-                ckpt_every=ckpt_every, probe=probe, seed=seed, resume=resume)
-    names, fields = list(form), list(form.values())
+    form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                intermediate_size=ffn, corpus=corpus, upload=upload, position_embeddings=position_embeddings,
+                whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, mlm_probability=mlm_prob,
+                mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
+                seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
+                eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe)
+    form_names = list(form)
 
     @user_errors
-    def start_run(preset, layers, hidden, heads, ffn, corpus, upload, seq_len, batch_size, steps, lr, warmup,
-                  mlm_prob, mask_prob, random_prob, nsp, eval_every, ckpt_every, probe, seed, resume):
-        values = dict(locals())
-        cfg = _config({name: values[name] for name in names}, runs_dir)
-        run = manager.start(cfg)
+    def start_from_page(*values):
+        """The page's Start: the form, as settings, becomes a run."""
+        return start_run(dict(zip(form_names, values)))
+
+    @user_errors
+    def start_run(settings: dict) -> str:
+        """Start a pretraining run. `settings` uses TrainConfig's setting names (e.g. {"preset": "bert-tiny",
+        "steps": 500, "lr": 0.001}); anything left out keeps its default."""
+        run = manager.start(config_from_settings(settings, runs_dir))
         return run_curves.status_markdown(run.snapshot())
+
+    def run_status() -> dict | None:
+        """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run)."""
+        snap = snapshot()
+        return None if snap is None else dataclasses.asdict(snap)
 
     @user_errors
     def control(action: str):
@@ -191,19 +215,64 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         if manager.current is None or not manager.current.active:
             raise ValueError("No run is active; the probe is used by the next run you start.")
         manager.current.set_probe_text(text)
-        return run_curves.status_markdown(snapshot())
+        return run_curves.status_markdown(snapshot()) + "  \nProbe changed: it runs at the next step."
 
-    outputs = [status, curves, probe_table, model_box, resume, seen]
+    @user_errors
+    def download_csv(run_id: str) -> str:
+        """A run's metrics as a CSV file (step, tokens, wall_s, train and held-out metrics)."""
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        snap = snapshot()
+        data = snap if snap is not None and snap.run_id == run_id else history.load_run(runs_dir, run_id).snapshot
+        path = export_dir / f"{history.run_dir(runs_dir, run_id).name}-metrics.csv"
+        path.write_text(metrics_csv(data), encoding="utf-8")
+        return str(path)
+
+    @user_errors
+    def delete_run(run_id: str):
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        current = manager.current
+        if current is not None and current.active and current.run_id == run_id:
+            raise ValueError("That run is still active; stop it before deleting it.")
+        history.delete_run(runs_dir, run_id)
+        choices = run_choices()
+        return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
+                gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=store.choices()))
+
+    @user_errors
+    def run_order_probe(run_id: str, text: str):
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        loaded = store.get(str(history.run_dir(runs_dir, run_id) / "checkpoint"))
+        result = order_probe(loaded, text)
+
+        def top(res) -> str:
+            return ", ".join(f"{c.text} {c.prob:.1%}" for c in res.masks[0].candidates)
+        verdict = ("the same state: this model is **order-blind**" if result.order_blind
+                   else "different states: this model **uses word order**")
+        return (f"| | sentence | top-5 at the mask |\n|---|---|---|\n| original | {result.text} | {top(result.original)} |\n"
+                f"| shuffled | {result.shuffled} | {top(result.shuffled_result)} |\n\n"
+                f"Largest difference of the [MASK]'s final hidden state: {result.max_state_difference:.2e} — "
+                f"{verdict}. Model: run {run_id}.")
+
+    view = [compare, smoothing, log_y, x_axis]
+    outputs = [status, plot, probe_table, model_box, resume, compare, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], show_params,
           [preset, layers, hidden, heads, ffn], params, api_visibility="private")
-    start.click(start_run, fields, status, api_name="start_run")
+    start.click(start_from_page, list(form.values()), status, api_visibility="private")
+    gr.api(start_run, api_name="start_run")
+    gr.api(run_status, api_name="run_status")
     pause.click(lambda: control("pause"), None, status, api_name="pause_run")
     resume_btn.click(lambda: control("resume"), None, status, api_name="resume_run")
     stop.click(lambda: control("stop"), None, status, api_name="stop_run")
     set_probe.click(update_probe, probe, status, api_name="set_probe")
-    timer.tick(draw, seen, outputs, api_visibility="private", show_progress="hidden")
-    refresh.click(
-        lambda: None if snapshot() is None else dataclasses.asdict(snapshot()), None, snapshot_json,
-        api_name="run_status",
-    )
+    timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
+    gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
+    run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
+                    api_visibility="private")
+    gr.api(download_csv, api_name="run_metrics_csv")
+    run_pick.focus(lambda: gr.update(choices=run_choices()), None, run_pick, api_visibility="private")
+    delete.click(delete_run, run_pick, [run_pick, compare, resume, model_box], api_name="delete_run")
+    order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")

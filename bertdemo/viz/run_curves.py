@@ -1,13 +1,34 @@
-"""Pure drawing for a pretraining run: a snapshot -> live curves, a status line and the probe table."""
+"""Pure drawing for pretraining runs: a snapshot (and earlier runs to compare) -> curves, status, probe table.
+
+The curves follow what TensorBoard users expect: a smoothing slider (debiased EMA, the raw line
+faint beside it), a log-y toggle, step / tokens seen / training time on the x axis, one colour per
+run, one legend entry per run and metric, and the loss of a uniform guess (ln of the vocabulary
+size) as a reference line: where every run starts.
+"""
 
 from __future__ import annotations
 
+import html
 import math
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertdemo.pretrain.metrics import RunSnapshot
+from bertdemo.pretrain.config import VOCAB_SIZE
+from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema
+
+UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
+X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
+_RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899"]
+
+
+@dataclass
+class CurveRun:
+    """One run's history to draw: the live run or an earlier one picked to compare."""
+
+    label: str
+    snap: RunSnapshot
 
 
 def _duration(seconds: float) -> str:
@@ -16,13 +37,19 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
+def _code(text: str) -> str:
+    """User-made text (run ids, file names) shown literally in Markdown, never as markup."""
+    return f"<code>{html.escape(str(text))}</code>"
+
+
 def status_markdown(snap: RunSnapshot | None) -> str:
     """What the run is doing, in one or two lines."""
     if snap is None:
         return "No pretraining run yet on this server. Choose a model size and a corpus, then **Start**."
-    head = f"**{snap.status.upper()}** · run `{snap.run_id}` · {snap.preset} ({snap.param_count / 1e6:.2f} M parameters) · {snap.corpus} · {snap.device}"
+    head = (f"**{snap.status.upper()}** · run {_code(snap.run_id)} · {html.escape(snap.preset)} "
+            f"({snap.param_count:,} parameters) · {_code(snap.corpus)} · {html.escape(snap.device)}")
     if snap.status == "preparing":
-        return f"{head}  \n{snap.message or 'Preparing…'} ({snap.prepare_fraction:.0%})"
+        return f"{head}  \n{html.escape(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
     body = f"step **{snap.step:,} / {snap.total_steps:,}**"
     if snap.train_loss_smooth:
         body += f" · train loss {snap.train_loss_smooth[-1]:.3f}"
@@ -32,61 +59,91 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         body += f" · masked accuracy {snap.mlm_acc[-1]:.1%}"
     if snap.nsp_acc:
         body += f" · NSP accuracy {snap.nsp_acc[-1]:.1%}"
-    body += f" · {snap.tokens_per_s:,.0f} tokens/s · elapsed {_duration(snap.elapsed_s)}"
+    if snap.tokens_per_s:
+        body += f" · {snap.tokens_per_s:,.0f} tokens/s"
+    elif snap.active:
+        body += " · first steps…"
+    body += f" · elapsed {_duration(snap.elapsed_s)}"
     if snap.active and snap.eta_s:
         body += f" · ETA {_duration(snap.eta_s)}"
     text = f"{head}  \n{body}"
     if snap.message:
-        text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{snap.message}"
+        text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{html.escape(snap.message)}"
     if snap.last_checkpoint:
-        text += f"  \nLatest checkpoint: `{snap.last_checkpoint}` (offered in the model list of Fill-Mask and Attention)"
+        text += "  \nLatest checkpoint saved (offered in the model list of the other tabs)."
     return text
 
 
-def training_curves(snap: RunSnapshot | None) -> go.Figure:
-    """2x2 live curves: MLM loss (raw, smoothed, held-out), perplexity, accuracies, learning rate."""
+def _x(snap: RunSnapshot, axis: str, evaluation: bool) -> list:
+    if axis == "tokens":
+        return snap.eval_tokens if evaluation else snap.tokens
+    if axis == "time":
+        return snap.eval_wall_s if evaluation else snap.wall_s
+    return snap.eval_steps if evaluation else snap.steps
+
+
+def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = False,
+                    x_axis: str = "step") -> go.Figure:
+    """2x2 curves for one or more runs: masked-LM loss (train raw + smoothed, held-out), held-out
+    perplexity, masked-token accuracy (+ NSP), learning rate."""
+    if x_axis not in X_AXES:
+        raise ValueError(f"x axis must be one of {list(X_AXES)}.")
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError("Smoothing must be at least 0 and below 1.")
     fig = make_subplots(
-        rows=2, cols=2, subplot_titles=("Masked-LM loss", "Held-out perplexity", "Accuracy", "Learning rate"),
-        vertical_spacing=0.16, horizontal_spacing=0.1,
+        rows=2, cols=2, subplot_titles=("Masked-LM loss", "Held-out perplexity", "Held-out accuracy",
+                                        "Learning rate"),
+        vertical_spacing=0.18, horizontal_spacing=0.12,
     )
-    if snap is not None:
-        line = dict(mode="lines")
-        fig.add_trace(go.Scatter(x=snap.steps, y=snap.train_loss, name="train (raw)",
-                                 line=dict(color="#c7d2fe", width=1), **line), 1, 1)
-        fig.add_trace(go.Scatter(x=snap.steps, y=snap.train_loss_smooth, name="train (smoothed)",
-                                 line=dict(color="#4f46e5", width=2), **line), 1, 1)
-        fig.add_trace(go.Scatter(x=snap.eval_steps, y=snap.eval_loss, name="held-out",
-                                 mode="lines+markers", line=dict(color="#f59e0b", width=2)), 1, 1)
-        if snap.nsp_loss:
-            fig.add_trace(go.Scatter(x=snap.steps, y=snap.nsp_loss, name="NSP train loss",
-                                     line=dict(color="#10b981", width=1), **line), 1, 1)
-        ppl = [p if math.isfinite(p) else None for p in snap.eval_ppl]
-        fig.add_trace(go.Scatter(x=snap.eval_steps, y=ppl, name="perplexity", mode="lines+markers",
-                                 line=dict(color="#f59e0b")), 1, 2)
-        fig.add_trace(go.Scatter(x=snap.eval_steps, y=snap.mlm_acc, name="masked-token accuracy",
-                                 mode="lines+markers", line=dict(color="#4f46e5")), 2, 1)
-        if snap.nsp_acc:
-            fig.add_trace(go.Scatter(x=snap.eval_steps, y=snap.nsp_acc, name="NSP accuracy",
-                                     mode="lines+markers", line=dict(color="#10b981")), 2, 1)
-        fig.add_trace(go.Scatter(x=snap.steps, y=snap.lr, name="learning rate",
-                                 line=dict(color="#6b7280"), **line), 2, 2)
+    for i, run in enumerate(runs):
+        colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
+        s, group = run.snap, f"run{i}"
+        x_train, x_eval = _x(s, x_axis, False), _x(s, x_axis, True)
+        if len(x_train) != len(s.train_loss):  # histories of older runs lack tokens / time
+            x_train, x_eval = s.steps, s.eval_steps
+        common = dict(legendgroup=group, mode="lines")
+        fig.add_trace(go.Scatter(x=x_train, y=s.train_loss, name=f"{run.label}: train (raw)", opacity=0.25,
+                                 line=dict(color=colour, width=1), showlegend=False, **common), 1, 1)
+        fig.add_trace(go.Scatter(x=x_train, y=debiased_ema(s.train_loss, smoothing), name=f"{run.label}: train",
+                                 line=dict(color=colour, width=2), **common), 1, 1)
+        fig.add_trace(go.Scatter(x=x_eval, y=s.eval_loss, name=f"{run.label}: held-out", legendgroup=group,
+                                 mode="lines+markers", line=dict(color=colour, width=2, dash="dot")), 1, 1)
+        ppl = [p if math.isfinite(p) else None for p in s.eval_ppl]
+        fig.add_trace(go.Scatter(x=x_eval, y=ppl, name=f"{run.label}: perplexity", legendgroup=group,
+                                 mode="lines+markers", line=dict(color=colour), showlegend=False), 1, 2)
+        fig.add_trace(go.Scatter(x=x_eval, y=s.mlm_acc, name=f"{run.label}: masked-token accuracy",
+                                 legendgroup=group, mode="lines+markers", line=dict(color=colour),
+                                 showlegend=False), 2, 1)
+        if s.nsp_acc:
+            fig.add_trace(go.Scatter(x=x_eval, y=s.nsp_acc, name=f"{run.label}: NSP accuracy", legendgroup=group,
+                                     mode="lines+markers", line=dict(color=colour, dash="dash")), 2, 1)
+        fig.add_trace(go.Scatter(x=x_train, y=s.lr, name=f"{run.label}: learning rate", showlegend=False,
+                                 line=dict(color=colour, width=1), **common), 2, 2)
+    fig.add_hline(y=UNIFORM_LOSS, line=dict(color="#9ca3af", dash="dash", width=1), row=1, col=1,
+                  annotation_text=f"uniform guess = ln {VOCAB_SIZE:,} = {UNIFORM_LOSS:.2f}",
+                  annotation_position="top right", annotation_font_size=11)
+    fig.update_yaxes(type="log" if log_y else "linear", row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=2)
-    fig.update_yaxes(tickformat=".0%", range=[0, 1], row=2, col=1)
-    fig.update_xaxes(title_text="step", row=2)
-    fig.update_layout(height=620, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.12), uirevision="keep-zoom")
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=2, col=1)
+    fig.update_yaxes(tickformat=".0e", row=2, col=2)
+    fig.update_xaxes(title_text=X_AXES[x_axis], row=2, nticks=6)
+    fig.update_xaxes(nticks=6, row=1)
+    fig.update_layout(height=640, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.14, font=dict(size=11)), uirevision="keep-zoom")
     return fig
 
 
-PROBE_HEADERS = ["step", "mask", "top-5 predictions"]
+PROBE_HEADERS = ["step", "probe sentence", "mask", "top-5 predictions"]
 
 
 def probe_rows(snap: RunSnapshot | None) -> list[list]:
-    """The probe sentence's top-5 at every evaluation, newest first."""
+    """The probe's top-5 at every evaluation, newest first, each row naming its sentence."""
     if snap is None:
         return []
     rows = []
-    for step, masks in reversed(snap.probe):
+    for entry in reversed(snap.probe):
+        step, masks = entry[0], entry[1]
+        sentence = entry[2] if len(entry) > 2 else snap.probe_text
         for i, preds in enumerate(masks):
-            rows.append([step, i + 1, " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
+            rows.append([step, sentence, i + 1, " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
     return rows

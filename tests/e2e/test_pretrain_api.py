@@ -15,9 +15,9 @@ from gradio_client.exceptions import AppError
 
 # A very small custom model on short blocks keeps the run quick on 2 cores.
 RUN = dict(
-    preset="custom", layers=1, hidden=32, heads=2, ffn=64, corpus="wiki", upload=None, seq_len=32,
-    batch_size=8, steps=5000, lr=2e-3, warmup=5, mlm_prob=0.15, mask_prob=0.8, random_prob=0.1, nsp=False,
-    eval_every=10, ckpt_every=0, probe="The capital of France is [MASK].", seed=1, resume="",
+    preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+    corpus="wiki", seq_len=32, batch_size=8, steps=5000, lr=2e-3, warmup_steps=5, eval_every=10,
+    checkpoint_every=0, probe_text="The capital of France is [MASK].", seed=1,
 )
 
 
@@ -38,11 +38,11 @@ def wait_for(client: Client, predicate, timeout_s: float = 90.0) -> dict:
 
 def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     client = Client(app_url, verbose=False)
-    message = client.predict(*RUN.values(), api_name="/start_run")
+    message = client.predict(RUN, api_name="/start_run")
     assert "run" in message.lower()
     try:
         with pytest.raises(AppError, match="already"):
-            client.predict(*RUN.values(), api_name="/start_run")
+            client.predict(RUN, api_name="/start_run")
 
         snap = wait_for(client, lambda s: s.get("status") == "running" and len(s.get("eval_loss", [])) >= 2)
         assert snap["train_loss"] and snap["tokens_per_s"] > 0 and snap["device"]
@@ -77,8 +77,8 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     # Resume the stopped run from its checkpoint: the step count carries on to the new total.
     done = stopped["step"]
     with pytest.raises(AppError, match="above"):
-        client.predict(*{**RUN, "resume": str(checkpoint), "steps": done}.values(), api_name="/start_run")
-    client.predict(*{**RUN, "resume": str(checkpoint), "steps": done + 15}.values(), api_name="/start_run")
+        client.predict({**RUN, "resume_from": str(checkpoint), "steps": done}, api_name="/start_run")
+    client.predict({**RUN, "resume_from": str(checkpoint), "steps": done + 15}, api_name="/start_run")
     resumed = wait_for(client, lambda s: s.get("status") == "finished", 90)
     assert resumed["run_id"] == stopped["run_id"] and resumed["step"] == done + 15
     assert resumed["steps"][0] == stopped["steps"][0]  # the metric history was restored
