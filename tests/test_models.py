@@ -1,11 +1,17 @@
-"""The model loader: local folders, the embedded default offline, clear errors, the hub probe."""
+"""The model loader and its cache: local folders, the embedded default offline, clear errors, re-saved
+checkpoints, the hub probe and offline switch."""
 
+import os
 import socket
 
 import pytest
+import torch
+from transformers import BertForMaskedLM
 
 from bertdemo.models import embedded, hub
 from bertdemo.models.store import ModelStore, load_masked_lm
+from bertdemo.pretrain.checkpoint import write_checkpoint
+from conftest import tiny_bert_config
 
 
 @pytest.fixture
@@ -63,3 +69,50 @@ def test_hub_probe_answers_quickly(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(hub, "_cache", None)
     assert not hub.hub_reachable()
+
+
+def test_set_offline_false_restores_the_environment(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    hub.set_offline(True)
+    hub.set_offline(True)  # twice: the first call's snapshot is the one restored
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_DATASETS_OFFLINE"] == "1"
+    assert not hub.hub_reachable()
+    hub.set_offline(False)
+    assert "HF_HUB_OFFLINE" not in os.environ  # removed: it was not set before
+    assert os.environ["HF_DATASETS_OFFLINE"] == "0"  # put back as it was
+    hub.set_offline(False)  # idempotent
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["HF_DATASETS_OFFLINE"] == "0"
+
+
+def _save_tiny_checkpoint(folder, tokenizer, seed: int) -> None:
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(tiny_bert_config())
+    write_checkpoint(folder, model, tokenizer, {"preset": "custom"}, {"step": seed}, "step,loss\n")
+
+
+def _word_embeddings(loaded) -> torch.Tensor:
+    return loaded.model.bert.embeddings.word_embeddings.weight.detach().clone()
+
+
+def test_a_resaved_checkpoint_replaces_its_cache_entry(tmp_path, tiny_mlm_dir, tokenizer):
+    ck, other = str(tmp_path / "run" / "checkpoint"), str(tmp_path / "other")
+    _save_tiny_checkpoint(ck, tokenizer, seed=1)
+    torch.manual_seed(2)
+    BertForMaskedLM(tiny_bert_config()).save_pretrained(other)
+    tokenizer.save_pretrained(other)
+    store = ModelStore(device="cpu", size=3)
+    first = store.get(ck)
+    store.get(str(tiny_mlm_dir))
+    store.get(other)
+    assert store.get(ck) is first  # unchanged on disk: the cached model, now the most recent
+    old_weights = _word_embeddings(first)
+
+    _save_tiny_checkpoint(ck, tokenizer, seed=3)  # the run saves again: new weights
+    second = store.get(ck)
+    assert second is not first
+    assert not torch.equal(_word_embeddings(second), old_weights)
+    torch.manual_seed(3)
+    assert torch.equal(_word_embeddings(second), BertForMaskedLM(tiny_bert_config()).bert.embeddings.word_embeddings.weight)
+    assert store.cached_names() == [str(tiny_mlm_dir), other, ck]  # no stale duplicate, nothing evicted
+    assert store.get(str(tiny_mlm_dir)).name == str(tiny_mlm_dir) and store.get(ck) is second

@@ -17,16 +17,32 @@ _PROBE_TTL_S = 60.0
 _lock = threading.Lock()
 _cache: tuple[float, bool] | None = None
 _forced_offline = False
+_OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+_saved_env: dict[str, str | None] | None = None  # the variables as they were before set_offline(True)
 
 
 def set_offline(offline: bool = True) -> None:
-    """Force offline mode (the app's ``--offline`` flag): never touch the network."""
-    global _forced_offline, _cache
-    _forced_offline = offline
-    _cache = None
-    if offline:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
+    """Force offline mode (the app's ``--offline`` flag): never touch the network.
+
+    ``set_offline(True)`` also sets ``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` for the Hugging
+    Face libraries; ``set_offline(False)`` puts those variables back as they were before.
+    """
+    global _forced_offline, _cache, _saved_env
+    with _lock:
+        _forced_offline = offline
+        _cache = None
+        if offline:
+            if _saved_env is None:
+                _saved_env = {var: os.environ.get(var) for var in _OFFLINE_ENV}
+            for var in _OFFLINE_ENV:
+                os.environ[var] = "1"
+        elif _saved_env is not None:
+            for var, value in _saved_env.items():
+                if value is None:
+                    os.environ.pop(var, None)
+                else:
+                    os.environ[var] = value
+            _saved_env = None
 
 
 def _env_offline() -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from bertdemo.models import attention_modes, embedded, hub
 from bertdemo.models.device import resolve_device
@@ -35,6 +35,7 @@ CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
 
 Progress = Callable[[float, str], None]
+FolderStamp = tuple[int, int]  # (folder inode, config.json mtime in ns) of a local model folder
 
 
 @dataclass
@@ -44,7 +45,7 @@ class LoadedModel:
     name: str  # what the user asked for
     source: str  # "hub" | "hub cache" | "local" | "embedded"
     path: str  # what from_pretrained was given
-    tokenizer: object
+    tokenizer: PreTrainedTokenizerBase
     model: PreTrainedModel
     device: torch.device
     has_mlm_head: bool  # False when the head weights were missing (randomly initialised)
@@ -84,11 +85,12 @@ def offline_default() -> str:
 class ModelStore:
     """Thread-safe bounded LRU cache of :class:`LoadedModel`, keyed by the requested name."""
 
-    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE):
+    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE) -> None:
         self.default = default
         self.device = resolve_device(device)
         self.size = size
-        self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
+        # name -> (folder stamp when loaded, model); one entry per name, the least recently used first
+        self._cache: OrderedDict[str, tuple[FolderStamp, LoadedModel]] = OrderedDict()
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
@@ -110,45 +112,65 @@ class ModelStore:
         return items
 
     def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel:
-        """The loaded model for ``name`` (default when empty), loading it on first use."""
+        """The loaded model for ``name`` (default when empty), loading it on first use.
+
+        A local folder rewritten on disk since it was loaded (a checkpoint saved again) is loaded
+        again and replaces its old entry, so re-saves never take extra cache slots.
+        """
         name = (name or "").strip() or self.default
-        key = (name, _folder_version(name))
         with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
+            hit = self._fresh(name)
+            if hit is not None:
+                return hit
         with self._load_lock:  # one load at a time; cache hits above never wait for it
             with self._lock:
-                if key in self._cache:
-                    return self._cache[key]
+                hit = self._fresh(name)
+                if hit is not None:
+                    return hit
+            stamp = folder_stamp(name)  # taken before loading: a rewrite during the load reloads next time
             loaded = load_masked_lm(name, self.device, progress=progress, default=self.default)
             with self._lock:
-                self._cache[key] = loaded
+                self._cache.pop(name, None)
+                self._cache[name] = (stamp, loaded)
                 while len(self._cache) > self.size:
                     self._cache.popitem(last=False)
             return loaded
 
-    def get_tokenizer(self, name: str | None = None):
+    def _fresh(self, name: str) -> LoadedModel | None:
+        """The cached model for ``name`` if its folder is unchanged on disk (marked most recent); caller holds the lock."""
+        entry = self._cache.get(name)
+        if entry is None or entry[0] != folder_stamp(name):
+            return None
+        self._cache.move_to_end(name)
+        return entry[1]
+
+    def cached_names(self) -> list[str]:
+        """Names of the models in memory, least recently used first."""
+        with self._lock:
+            return list(self._cache)
+
+    def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase:
         """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached)."""
         name = (name or "").strip() or self.default
         with self._lock:
-            for (cached_name, _), loaded in self._cache.items():
-                if cached_name == name:
-                    return loaded.tokenizer
-        return _cached_tokenizer(name, self.default)
+            entry = self._cache.get(name)
+            if entry is not None:
+                return entry[1].tokenizer
+        return _cached_tokenizer(name, self.default, folder_stamp(name))
 
 
-def _folder_version(name: str) -> int:
-    """A stamp that changes when a local model folder is rewritten (a checkpoint saved again)."""
-    config = Path(name).expanduser() / "config.json"
+def folder_stamp(name: str) -> FolderStamp:
+    """(folder inode, config.json mtime) of a local model folder; changes when it is rewritten. (0, 0) otherwise."""
+    folder = Path(name).expanduser()
     try:
-        return config.stat().st_mtime_ns
+        return folder.stat().st_ino, (folder / "config.json").stat().st_mtime_ns
     except (OSError, ValueError):
-        return 0
+        return 0, 0
 
 
 @lru_cache(maxsize=8)
-def _cached_tokenizer(name: str, default: str):
+def _cached_tokenizer(name: str, default: str, stamp: FolderStamp) -> PreTrainedTokenizerBase:
+    """load_tokenizer, remembered per name and folder stamp (a rewritten folder is read again)."""
     return load_tokenizer(name, default)
 
 
@@ -196,7 +218,7 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def load_tokenizer(name: str, default: str = DEFAULT_MODEL):
+def load_tokenizer(name: str, default: str = DEFAULT_MODEL) -> PreTrainedTokenizerBase:
     """Only the tokenizer of ``name`` (for side-by-side comparisons), same resolution as models."""
     name = name.strip()
     _, target, local_only, _ = _resolve(name)
