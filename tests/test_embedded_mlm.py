@@ -5,25 +5,17 @@ import json
 
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM, BertModel
-
-from bertdemo.tools import build_embedded_mlm
-
-from bertdemo.models import embedded, hub
+from conftest import tiny_bert_config
+from transformers import AutoModelForMaskedLM, BertForMaskedLM, BertModel
 
 from bertdemo.explore import fill_mask
+from bertdemo.models import embedded, hub
 from bertdemo.models.store import ModelStore, load_masked_lm, offline_default
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.model_build import apply_freeze, build_model, trainable_names
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
-
-
-def tiny_bert_config(**overrides) -> BertConfig:
-    """A hidden-32 BERT over the full uncased vocabulary (as in conftest)."""
-    cfg = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-               intermediate_size=64, max_position_embeddings=64)
-    cfg.update(overrides)
-    return BertConfig(**cfg)
+from bertdemo.pretrain.masking import IGNORE_INDEX
+from bertdemo.pretrain.model_build import apply_freeze, build_model, trainable_names
+from bertdemo.tools import build_embedded_mlm
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +62,11 @@ def test_fused_ce_with_a_frozen_decoder_matches_the_plain_loss():
     torch.manual_seed(0)
     h = torch.randn(6, 8, requires_grad=True)
     w, b = torch.randn(50, 8), torch.randn(50, requires_grad=True)  # w frozen
-    y = torch.tensor([1, -100, 7, 49, 0, -100])
+    y = torch.tensor([1, IGNORE_INDEX, 7, 49, 0, IGNORE_INDEX])
     loss = linear_cross_entropy(h, w, b, y, chunk_rows=4)
     loss.backward()
     h2, b2 = h.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
-    ref = torch.nn.functional.cross_entropy(h2 @ w.t() + b2, y, ignore_index=-100)
+    ref = torch.nn.functional.cross_entropy(h2 @ w.t() + b2, y, ignore_index=IGNORE_INDEX)
     ref.backward()
     assert torch.allclose(loss, ref, atol=1e-5)
     assert torch.allclose(h.grad, h2.grad, atol=1e-5) and torch.allclose(b.grad, b2.grad, atol=1e-5)

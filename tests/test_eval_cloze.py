@@ -59,6 +59,6 @@ def test_evaluate_counts_hits(tiny_loaded):
     never = eval_cloze.ClozeItem("Nice to [MASK] you.", ["zzzz-not-a-word"], 3)
     import io
 
-    score = eval_cloze.evaluate(tiny_loaded, [item, other, never], out=io.StringIO())
+    score = eval_cloze.score_cloze(tiny_loaded, [item, other, never], out=io.StringIO())
     assert (score.top1, score.n) == (pytest.approx(1 / 3), 3)
     assert score.top5 == pytest.approx(2 / 3)

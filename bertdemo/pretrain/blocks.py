@@ -15,11 +15,16 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from bertdemo import storage
 from bertdemo.pretrain.corpus import open_corpus
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 ProgressFn = Callable[[float, str], None]
 CACHE_VERSION = 1
@@ -43,7 +48,7 @@ def default_cache_dir() -> Path:
     return storage.cache_root() / "blocks"
 
 
-def tokenizer_fingerprint(tokenizer) -> str:
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     """Hash of the vocabulary and lowercasing: two tokenizers with the same hash give the same ids."""
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     payload = json.dumps([vocab, bool(getattr(tokenizer, "do_lower_case", True))])
@@ -60,7 +65,7 @@ def split_heldout(n_blocks: int, fraction: float) -> int:
     return min(n_blocks // 2, max(MIN_HELDOUT_BLOCKS, round(fraction * n_blocks)))
 
 
-def pack_stream(ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int, dtype) -> np.ndarray:
+def pack_stream(ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int, dtype: npt.DTypeLike) -> np.ndarray:
     """Cut a token stream into (N, T) blocks ``[CLS] body [SEP]``; the incomplete tail is dropped."""
     body = seq_len - 2
     n = len(ids) // body
@@ -73,7 +78,7 @@ def pack_stream(ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int, dtype) 
 
 def prepare_blocks(
     corpus: str,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     seq_len: int = 128,
     cache_dir: str | Path = "",
     max_tokens: int = 20_000_000,

@@ -15,11 +15,12 @@ from bertdemo.models.embedded import wiki_summaries
 from bertdemo.models.hub import hub_reachable
 
 TINYSTORIES_ID = "noanabeshima/TinyStoriesV2"
-CORPORA = ("wiki", "tinystories")
 
 
 @dataclass
 class Corpus:
+    """One corpus opened for tokenizing: its cache identity, its label, and its documents in order."""
+
     key: str  # identity for the block cache (includes the content hash of files)
     label: str  # what to show a person
     n_docs: int | None  # number of documents when known up front (for progress)

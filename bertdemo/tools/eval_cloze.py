@@ -13,6 +13,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from bertdemo.explore import fill_mask
 from bertdemo.models.store import DEFAULT_MODEL, LoadedModel, ModelStore
@@ -20,6 +21,8 @@ from bertdemo.models.store import DEFAULT_MODEL, LoadedModel, ModelStore
 
 @dataclass
 class ClozeItem:
+    """One cloze sentence (exactly one ``[MASK]``), its acceptable answers, and its line in the file."""
+
     sentence: str
     answers: list[str]
     line: int
@@ -27,6 +30,8 @@ class ClozeItem:
 
 @dataclass
 class ClozeScore:
+    """Fractions of the sentences whose top-1 / top-5 guesses hold an acceptable answer, out of ``n``."""
+
     top1: float
     top5: float
     n: int
@@ -53,7 +58,7 @@ def read_cloze(path: str | Path) -> list[ClozeItem]:
     return items
 
 
-def evaluate(loaded: LoadedModel, items: list[ClozeItem], out=None) -> ClozeScore:
+def score_cloze(loaded: LoadedModel, items: list[ClozeItem], out: TextIO | None = None) -> ClozeScore:
     """Score every item, printing one line each (to `out`, default stdout); returns the hit rates."""
     out = out if out is not None else sys.stdout  # looked up now, so redirected stdout is honoured
     hits1 = hits5 = 0
@@ -70,6 +75,7 @@ def evaluate(loaded: LoadedModel, items: list[ClozeItem], out=None) -> ClozeScor
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: score a cloze file, print the hit rates last; 0 on success, 2 on bad input."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", required=True, help="TSV of sentence<TAB>answer,answer,...")
     parser.add_argument("--model", default=None, help="hub id or folder (default: the app's default model)")
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         items = read_cloze(args.file)
         loaded = ModelStore(default=args.model or DEFAULT_MODEL, device=args.device).get()
         print(f"# model: {loaded.name} ({loaded.source}) {loaded.note}".rstrip())
-        score = evaluate(loaded, items)
+        score = score_cloze(loaded, items)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ import json
 import random
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from bertdemo import storage
@@ -143,7 +143,7 @@ def decontaminate(docs: list[str], windows: set[str]) -> tuple[list[str], int]:
 
 
 def build(out: Path, cloze_file: Path = DEFAULT_CLOZE, weights: dict[str, int] | None = None,
-          seed: int = 1337, log=print) -> dict[str, int]:
+          seed: int = 1337, log: Callable[[str], object] = print) -> dict[str, int]:
     """Write the mixed, decontaminated, shuffled corpus to `out` (atomically); documents per source."""
     weights = {**DEFAULT_WEIGHTS, **(weights or {})}
     examples, glosses = wordnet_docs()
@@ -168,6 +168,7 @@ def build(out: Path, cloze_file: Path = DEFAULT_CLOZE, weights: dict[str, int] |
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: write the everyday corpus; 0 on success."""
     parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.everyday_text", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/everyday.jsonl", help="the .jsonl corpus to write")
     parser.add_argument("--cloze", default=str(DEFAULT_CLOZE), help="cloze set whose sentences are kept out")
