@@ -1,0 +1,125 @@
+"""Run checkpoints on disk: a complete write, and recovery when a write was cut off mid-swap."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_bert_config
+from transformers import BertForMaskedLM
+
+from bertdemo.models.store import load_masked_lm
+from bertdemo.pretrain import checkpoint as ckpt
+
+
+def _write(target: Path, tokenizer, step: int) -> None:
+    torch.manual_seed(step)
+    model = BertForMaskedLM(tiny_bert_config())
+    optimizer = torch.optim.AdamW(model.parameters())
+    ckpt.write_checkpoint(target, model, tokenizer, {"preset": "custom"},
+                          {"step": step, "started_at": "2026-01-02T03:04:05"}, "step,loss\n", optimizer)
+
+
+def _hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_write_checkpoint_is_complete_and_listed(tmp_path, tokenizer):
+    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    _write(target, tokenizer, step=1)
+    _write(target, tokenizer, step=2)  # replaces the first
+    for name in ("config.json", "model.safetensors", ckpt.CONFIG_FILE, ckpt.METRICS_FILE,
+                 ckpt.OPTIMIZER_FILE, ckpt.STATE_FILE):
+        assert (target / name).is_file(), name
+    assert ckpt.read_state(target)["step"] == 2
+    assert _hidden(target.parent) == []
+    [(label, path)] = ckpt.list_checkpoints(tmp_path)
+    assert path == target and label == "run 2026-01-02 03:04 bert step 2"
+    assert load_masked_lm(str(target), "cpu").has_mlm_head
+
+
+def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path, tokenizer):
+    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    _write(target, tokenizer, step=1)
+
+    class Broken(torch.nn.Module):
+        def save_pretrained(self, *args, **kwargs):
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        ckpt.write_checkpoint(target, Broken(), tokenizer, {}, {"step": 2}, "")
+    assert ckpt.read_state(target)["step"] == 1
+    assert _hidden(target.parent) == []
+
+
+CRASH_BETWEEN_RENAMES = """
+import os, sys
+import torch
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+from bertdemo.pretrain import checkpoint as ckpt
+
+target, tokenizer_dir = sys.argv[1], sys.argv[2]
+tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=64, max_position_embeddings=64)
+ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "")
+rename = os.rename
+
+def crash_on_second_rename(src, dst):
+    if ".tmp-" in os.fspath(src):  # the first rename (old checkpoint aside) is done: the process dies
+        os._exit(3)
+    rename(src, dst)
+
+os.rename = crash_on_second_rename
+ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 2}, "")
+"""
+
+
+@pytest.fixture(scope="module")
+def crashed_mid_swap(tmp_path_factory) -> Path:
+    """A runs folder whose checkpoint write died between the two renames (a real process exit)."""
+    from bertdemo.models import embedded
+
+    runs = tmp_path_factory.mktemp("runs")
+    target = runs / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(CRASH_BETWEEN_RENAMES), str(target),
+                           str(embedded.tokenizer_dir())], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert not target.exists()
+    hidden = _hidden(target.parent)
+    assert len(hidden) == 2 and hidden[0].startswith(".checkpoint.old-") and hidden[1].startswith(".checkpoint.tmp-")
+    return runs
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst, symlinks=True)
+    return dst / "run-a" / ckpt.CHECKPOINT_DIRNAME
+
+
+def test_recover_after_a_crash_between_the_renames(crashed_mid_swap, tmp_path):
+    target = _copy(crashed_mid_swap, tmp_path / "runs")
+    ckpt.recover(target)
+    assert ckpt.read_state(target)["step"] == 1  # the previous, complete checkpoint is back
+    assert load_masked_lm(str(target), "cpu").has_mlm_head
+    assert _hidden(target.parent) == []  # the unfinished .tmp- folder is gone
+
+
+def test_the_next_read_restores_the_checkpoint(crashed_mid_swap, tmp_path):
+    runs = tmp_path / "runs"
+    target = _copy(crashed_mid_swap, runs)
+    [(_, path)] = ckpt.list_checkpoints(runs)
+    assert path == target and ckpt.read_state(target)["step"] == 1
+    assert load_masked_lm(str(target), "cpu").has_mlm_head
+
+
+def test_the_next_write_recovers_then_replaces(crashed_mid_swap, tmp_path, tokenizer):
+    target = _copy(crashed_mid_swap, tmp_path / "runs")
+    _write(target, tokenizer, step=3)
+    assert ckpt.read_state(target)["step"] == 3
+    assert _hidden(target.parent) == []
