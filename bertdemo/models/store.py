@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from bertdemo.models import attention_modes, embedded, hub
+from bertdemo.models import attention_modes, embedded, hub, policy
 from bertdemo.models.device import resolve_device
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
@@ -198,8 +198,9 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
                 "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
+    kind = policy.screen(name)  # public mode: "run", "hub" or ValueError; None on a local server
     path = Path(name).expanduser()
-    if path.exists():
+    if kind != "hub" and path.exists():
         if not _is_model_dir(path):
             raise ValueError(
                 f"The folder {name!r} is not a model: it has no config.json. "
@@ -209,6 +210,7 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise ValueError(f"No such folder: {name!r}.")
     if hub.hub_reachable():
+        policy.check_hub_size(name)  # public mode: refuse a checkpoint above the size cap before downloading
         return "hub", name, False, ""
     return "hub cache", name, True, "model hub unreachable: loaded from the local cache"
 
@@ -262,6 +264,7 @@ def load_masked_lm(
                 dtype=torch.float32,
                 attn_implementation=attention_modes.implementation_for(config),  # SDPA, weights or ablation per call
                 output_loading_info=True,
+                **policy.load_kwargs(),  # public mode: safetensors only
             )
     except (OSError, ValueError, KeyError) as exc:
         if local_only:
