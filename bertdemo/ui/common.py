@@ -1,4 +1,4 @@
-"""Shared UI glue: turning logic errors into page messages, and the model picker."""
+"""Shared UI glue: turning logic errors into page messages, the model picker and its status line."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Callable
 
 import gradio as gr
 
+from bertdemo.explore.fill_mask import no_head_message
+from bertdemo.models import availability
 from bertdemo.models.store import ModelStore
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,15 @@ def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     return lambda fraction, message: progress(fraction, desc=message)
 
 
+def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:
+    """The store's model choices, those that cannot load right now marked in their labels."""
+    return availability.label_choices(store.choices(), store.default)
+
+
 def model_dropdown(store: ModelStore, label: str = "Model", **kwargs) -> gr.Dropdown:
     """A dropdown of curated models, the embedded one and run checkpoints; free text allowed."""
     return gr.Dropdown(
-        choices=store.choices(),
+        choices=labelled_choices(store),
         value=store.default,
         label=label,
         allow_custom_value=True,
@@ -55,7 +62,44 @@ def refresh_choices(store: ModelStore) -> Callable[[str], dict]:
     """A handler that refreshes a dropdown's choices (new checkpoints), keeping its value."""
 
     def refresh(value: str):
-        return gr.update(choices=store.choices(), value=value)
+        return gr.update(choices=labelled_choices(store), value=value)
 
     return refresh
+
+
+def answered_line(requested: str, loaded) -> str:
+    """The one line shown next to every result: the model that really answered."""
+    return f"*Answered by* **{availability.answered_by(requested, loaded)}**"
+
+
+def head_notice(loaded) -> str:
+    """A persistent notice when a model cannot fill masks (no trained masked-LM head); "" otherwise."""
+    return "" if loaded.has_mlm_head else f"> ⚠️ {no_head_message(loaded.name)}"
+
+
+def model_status(store: ModelStore) -> Callable:
+    """The model picker's handler: ``(model, last) -> (status, notice, last, picker update)``.
+
+    ``last`` (a per-page ``gr.State``) is the model that last loaded. When a choice fails to
+    load, the status line says why and which model still answers, and the picker goes back to
+    it (that change is then a no-op, so the message stays); no toast covers the status line.
+    """
+
+    def on_change(model: str, last: str | None, progress=gr.Progress()):
+        requested = availability.requested_name(store, model)
+        if last and requested == last:
+            return gr.skip(), gr.skip(), last, gr.skip()
+        try:
+            loaded = store.get(requested, progress=progress_callback(progress))
+        except ValueError as exc:
+            if not last:
+                raise gr.Error(str(exc), duration=None) from exc
+            still = store.get(last)
+            status = (f"⚠️ **{requested}** could not load: {exc}  \n"
+                      f"Still answering: **{availability.answered_by(last, still)}**")
+            return status, head_notice(still), last, gr.update(value=last)
+        status = f"Model in use: {loaded.describe()}  \n{answered_line(requested, loaded)}"
+        return status, head_notice(loaded), requested, gr.skip()
+
+    return user_errors(on_change)
 

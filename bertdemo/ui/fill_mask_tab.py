@@ -1,14 +1,16 @@
-"""The Fill-Mask tab: top-k bars per [MASK], the filled sentence, target-word probabilities."""
+"""The Fill-Mask tab: top-k bars per [MASK] (one or two models), the filled sentence, target-word scores."""
 
 from __future__ import annotations
+
+import html
 
 import gradio as gr
 
 from bertdemo.explore import fill_mask
-
-from bertdemo.viz import bars
+from bertdemo.models import availability
 from bertdemo.models.store import ModelStore
-from bertdemo.ui.common import progress_callback, user_errors
+from bertdemo.viz import bars
+from bertdemo.ui.common import answered_line, labelled_choices, progress_callback, user_errors
 
 EXAMPLES = [
     ["Nice to [MASK] you.", "", 5, "meet, see"],
@@ -16,67 +18,89 @@ EXAMPLES = [
     ["I drank a cup of [MASK] this morning.", "", 10, "coffee, tea"],
     ["The [MASK] barked at the [MASK].", "", 5, ""],
     ["She opened the door.", "Then she [MASK] into the room.", 5, "walked"],
+    ["I love [MASK] words into pieces.", "", 5, "tokenization, splitting"],
 ]
+NO_SECOND = ""  # the second-model choice meaning "none"
 
 
-def _targets_markdown(result: fill_mask.FillMaskResult) -> str:
+def _cell(text: str) -> str:
+    """User text safe inside a Markdown table cell: HTML escaped, pipes and backticks neutralised."""
+    return html.escape(text).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
+
+
+def _targets_markdown(results: list[tuple[str, fill_mask.FillMaskResult]]) -> str:
     """A table of the requested target words at each mask (or why one cannot be scored)."""
-    if not result.masks or not result.masks[0].targets:
+    if not results or not results[0][1].masks[0].targets:
         return ""
-    lines = ["| mask | word | probability | rank |", "|---|---|---|---|"]
-    for m in result.masks:
-        for t in m.targets:
-            if t.prob is None:
-                lines.append(f"| #{m.index + 1} | {t.word} | — | {t.message} |")
-            else:
-                lines.append(f"| #{m.index + 1} | {t.word} | {t.prob:.4f} | {t.rank} |")
+    two = len(results) > 1
+    head = ["model"] * two + ["mask", "word", "pieces", "probability", "rank", "note"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for who, result in results:
+        for m in result.masks:
+            for t in m.targets:
+                prob = "—" if t.prob is None else bars.percent(t.prob)
+                rank = "—" if t.rank is None else f"{t.rank:,}"
+                note = "" if t.prob is not None and len(t.pieces) <= 1 else t.message
+                cells = [_cell(who)] * two + [f"#{m.index + 1}", _cell(t.word), _cell(" ".join(t.pieces)),
+                                              prob, rank, _cell(note)]
+                lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        "\nA word of several pieces is scored by pseudo-log-likelihood (Salazar et al. 2020): its pieces "
+        "replace the mask, each is masked in turn and the log-probabilities are summed; shown as exp(PLL)."
+    )
     return "\n".join(lines)
 
 
-def _as_json(result: fill_mask.FillMaskResult) -> list[dict]:
+def _as_json(result: fill_mask.FillMaskResult, who: str) -> list[dict]:
     return [
         {
             "mask": m.index + 1,
             "position": m.position,
-            "predictions": [{"token": c.token, "id": c.id, "prob": round(c.prob, 6)} for c in m.candidates],
+            "model": who,
+            "predictions": [
+                {"token": c.token, "id": c.id, "prob": round(c.prob, 6), **({"pieces": c.pieces} if c.pieces else {})}
+                for c in m.candidates
+            ],
             "targets": [
-                {"word": t.word, "prob": t.prob, "rank": t.rank, "message": t.message} for t in m.targets
+                {"word": t.word, "prob": t.prob, "rank": t.rank, "pieces": t.pieces, "message": t.message}
+                for t in m.targets
             ],
         }
         for m in result.masks
     ]
 
 
-def head_notice(store: ModelStore, model: str) -> str:
-    """A persistent notice when the chosen model cannot fill masks (no trained MLM head)."""
-    try:
-        loaded = store.get(model)
-    except ValueError:
-        return ""
-    if loaded.has_mlm_head:
-        return ""
-    return (
-        f"> ⚠️ **{loaded.name} has no trained masked-LM head**, so Fill-Mask cannot predict with it "
-        "(a random head would only show noise). Choose instead: `bert-base-uncased`, "
-        "`distilbert-base-uncased` or `roberta-base` when the model hub is reachable; a model in a "
-        "local folder; or a checkpoint you trained in the **Pretrain** tab."
-    )
+def _second_choices(store: ModelStore) -> list[tuple[str, str]]:
+    return [("none", NO_SECOND)] + labelled_choices(store)
 
 
 def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
     """Lay out the tab inside the current Blocks context; returns its notice box for the model picker."""
 
     @user_errors
-    def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str, progress=gr.Progress()):
-        loaded = store.get(model, progress=progress_callback(progress))
-        words = [w for w in (targets or "").split(",") if w.strip()]
-        result = fill_mask.predict(loaded, text, text_pair, int(top_k), words)
-        return (
-            bars.fill_mask_figure(result.masks),
-            f"**Filled with the top choices:** {result.filled_text}",
-            _targets_markdown(result),
-            _as_json(result),
-        )
+    def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str,
+                      second_model: str = NO_SECOND, whole_words: bool = False, progress=gr.Progress()):
+        words = fill_mask.parse_targets((targets or "").split(","))
+        names = [availability.requested_name(store, model)]
+        if (second_model or "").strip():
+            names.append(second_model.strip())
+        results = []
+        for requested in names:
+            loaded = store.get(requested, progress=progress_callback(progress))
+            result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words))
+            results.append((requested, loaded, result))
+        labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
+        figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])
+        filled = "\n\n".join(
+            f"**Filled with the top choices:** {result.filled_text}  \n{answered_line(requested, loaded)}"
+            for requested, loaded, result in results
+        ) + f"\n\n*Method:* {results[0][2].method}."
+        table = _targets_markdown([(label, r) for label, (_, _, r) in zip(labels, results)])
+        raw = [entry for label, (_, _, r) in zip(labels, results) for entry in _as_json(r, label)]
+        return figure, filled, table, raw
+
+    def refresh_second(value: str):
+        return gr.update(choices=_second_choices(store), value=value)
 
     with gr.Tab("Fill-Mask", id="fill-mask"):
         gr.Markdown(
@@ -85,25 +109,38 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
         )
         notice = gr.Markdown(elem_id="fm-notice")
         with gr.Row():
-            text = gr.Textbox(label="Text with [MASK]", value=EXAMPLES[0][0], lines=2, elem_id="fm-text")
-            text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", lines=2)
+            text = gr.Textbox(label="Text with [MASK]", value=EXAMPLES[0][0], lines=2, max_lines=8, elem_id="fm-text")
+            text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", lines=2, max_lines=8)
         with gr.Row():
-            top_k = gr.Slider(1, fill_mask.MAX_TOP_K, value=5, step=1, label="Top-k")
+            top_k = gr.Slider(1, fill_mask.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
             targets = gr.Textbox(
                 label="Target words (optional, comma-separated)",
                 placeholder="meet, see",
-                info="Their probability at each mask, even outside the top-k.",
+                info=f"Their probability at each mask, even outside the top-k (at most {fill_mask.MAX_TARGETS} "
+                     f"words of {fill_mask.MAX_TARGET_CHARS} characters).",
+                elem_id="fm-targets",
+            )
+        with gr.Row():
+            second = gr.Dropdown(
+                _second_choices(store), value=NO_SECOND, label="Compare with a second model (optional)",
+                allow_custom_value=True, elem_id="fm-second",
+                info="The same sentence through another masked-LM, e.g. a checkpoint from the Pretrain tab.",
+            )
+            whole = gr.Checkbox(
+                label="Whole words (1–3 pieces, ranked by pseudo-log-likelihood)", value=False, elem_id="fm-whole",
+                info="Each mask may stand for a word the tokenizer splits, e.g. token ##ization.",
             )
         button = gr.Button("Predict", variant="primary", elem_id="fm-run")
+        gr.Examples(EXAMPLES, inputs=[text, text_pair, top_k, targets])
         filled = gr.Markdown(elem_id="fm-filled")
         plot = gr.Plot(label="Predictions", elem_id="fm-plot")
-        target_table = gr.Markdown()
+        target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        gr.Examples(EXAMPLES, inputs=[text, text_pair, top_k, targets])
 
-    inputs = [text, text_pair, model_box, top_k, targets]
+    inputs = [text, text_pair, model_box, top_k, targets, second, whole]
     outputs = [plot, filled, target_table, raw]
     button.click(run_fill_mask, inputs, outputs, api_name="fill_mask")
-    text.submit(run_fill_mask, inputs, outputs, api_visibility="private")
+    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private")
+    second.focus(refresh_second, second, second, api_visibility="private")  # new checkpoints join
     return notice

@@ -6,8 +6,9 @@ import gradio as gr
 
 from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import list_checkpoints
+from bertdemo.pretrain.limits import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
-from bertdemo.ui.common import model_dropdown, progress_callback, refresh_choices, user_errors
+from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 
 TITLE = "BERT Explorer"
 CSS = """
@@ -17,23 +18,32 @@ CSS = """
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 
-def build_app(store: ModelStore, runs_dir: str = "runs") -> gr.Blocks:
+def mode_line(public: bool, limits: Limits | None = None) -> str:
+    """The one line under the title that says which mode this server is in."""
+    if not public:
+        return "*Local mode: any hub id or model folder on this machine can be loaded; training is not capped.*"
+    lim = limits or Limits()
+    return (f"*Public mode: hub models, the embedded models and this server's runs only; training up to "
+            f"{lim.max_params / 1e6:g}M parameters, {lim.max_steps:,} steps and {lim.max_minutes:g} minutes; "
+            "only you control the runs you start.*")
+
+
+def build_app(store: ModelStore, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
     """Build (but do not launch) the Blocks app serving every tab from one model store.
 
-    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab.
+    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab. ``public``: the
+    server faces the public (models and training restricted, ``limits`` the training caps).
     """
     store.set_extra_choices(lambda: [(f"{label} (checkpoint)", str(path)) for label, path in list_checkpoints(runs_dir)])
 
-    @user_errors
-    def load_selected(model: str, progress=gr.Progress()):
-        loaded = store.get(model, progress=progress_callback(progress))
-        return f"Model in use: {loaded.describe()}", fill_mask_tab.head_notice(store, model)
+    load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
 
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(
             f"# {TITLE}\nSee BERT work: how it splits text into WordPiece tokens, which words it "
             "predicts for a `[MASK]`, where its attention heads look — and train a small one yourself, live."
         )
+        gr.Markdown(mode_line(public, limits), elem_id="mode-line")
         with gr.Row():
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             status = gr.Markdown("Loading the model…", elem_id="model-status")
@@ -43,10 +53,12 @@ def build_app(store: ModelStore, runs_dir: str = "runs") -> gr.Blocks:
             attention_tab.build(store, model_box)
             inside_tab.build(store, model_box)
             masking_tab.build(store, model_box)
-            pretrain_tab.build(store, model_box, runs_dir)
+            pretrain_tab.build(store, model_box, runs_dir, public=(limits or Limits()) if public else None)
 
-        model_box.change(load_selected, model_box, [status, notice], api_visibility="private")
+        last_loaded = gr.State(None)
+        picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
+        model_box.change(load_selected, *picked, api_visibility="private")
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
-            load_selected, model_box, [status, notice], api_visibility="private"
+            load_selected, *picked, api_visibility="private"
         )
     return demo

@@ -1,16 +1,23 @@
-"""The Tokenizer tab: WordPiece chips, the token table, counts, vocabulary lookup, two tokenizers side by side."""
+"""The Tokenizer tab: WordPiece chips, what a notebook prints, the token table, counts,
+vocabulary lookup, two tokenizers side by side (offline by default)."""
 
 from __future__ import annotations
+
+from gradio.context import Context
 
 import gradio as gr
 
 from bertdemo.explore import tokens
+from bertdemo.models import availability
 from bertdemo.models.store import ModelStore
-from bertdemo.viz.chips import TABLE_HEADERS, render_chips, render_stats, table_rows
-from bertdemo.ui.common import user_errors
+from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
+from bertdemo.ui.common import labelled_choices, user_errors
 
 EXAMPLE_A = "I love tokenization! Unbelievably, BERT splits rare words into pieces."
 EXAMPLE_B = "Sentence B gets segment id 1."
+MAX_LINES = 8  # a long paste scrolls inside the box instead of growing the page
+# The Text / IDs toggle only flips an attribute the chips' CSS reads: no server round trip.
+_VIEW_JS = "(v) => { document.documentElement.dataset.chipView = (v === 'IDs') ? 'ids' : 'text'; return []; }"
 
 
 def _max_length(tokenizer) -> int:
@@ -19,36 +26,52 @@ def _max_length(tokenizer) -> int:
     return limit if isinstance(limit, int) and 0 < limit < 100_000 else 512
 
 
+def _compare_choices(store: ModelStore) -> list[tuple[str, str]]:
+    cased = (f"{availability.CASED_TOKENIZER_NAME} (offline, cased, tokenizer only)", availability.CASED_TOKENIZER_NAME)
+    return labelled_choices(store) + [cased]
+
+
+def _table(store: ModelStore, model: str, text: str, text_pair: str):
+    """(who answered, token table) for one tokenizer choice."""
+    requested = availability.requested_name(store, model)
+    tokenizer = availability.get_tokenizer(store, requested)
+    table = tokens.tokenize(tokenizer, text, text_pair, max_length=_max_length(tokenizer))
+    return availability.tokenizer_answered_by(requested, tokenizer), table
+
+
 def build(store: ModelStore, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
 
     @user_errors
     def run_tokenize(text: str, text_pair: str, model: str):
-        tok = store.get_tokenizer(model)
-        table = tokens.tokenize(tok, text, text_pair, max_length=_max_length(tok))
-        return render_chips(table), render_stats(table), table_rows(table)
+        who, table = _table(store, model, text, text_pair)
+        stats = render_stats(table) + f"\n\n*Tokenizer:* **{who}**"
+        return render_chips(table), stats, table_rows(table)
+
+    @user_errors
+    def run_notebook(text: str, text_pair: str, model: str):
+        return notebook_view(_table(store, model, text, text_pair)[1])
 
     @user_errors
     def run_lookup(model: str, token: str, token_id):
         """Both lookups at once; a bad entry in one is reported inline without hiding the other."""
-        tok = store.get_tokenizer(model)
+        tokenizer = store.get_tokenizer(model)
         try:
-            token_md = f"`{token.strip()}` → id **{tokens.lookup_token(tok, token)}**"
+            token_md = f"`{token.strip()}` → id **{tokens.lookup_token(tokenizer, token)}**"
         except ValueError as exc:
             token_md = f"⚠️ {exc}"
         try:
-            id_md = f"id **{int(token_id)}** → `{tokens.lookup_id(tok, token_id)}`"
+            id_md = f"id **{int(token_id)}** → `{tokens.lookup_id(tokenizer, token_id)}`"
         except (ValueError, TypeError) as exc:
             id_md = f"⚠️ {exc}"
-        return token_md, id_md, [list(item) for item in tokens.special_tokens(tok)]
+        return token_md, id_md, [list(item) for item in tokens.special_tokens(tokenizer)]
 
     @user_errors
     def run_compare(text: str, text_pair: str, left: str, right: str):
         outputs = []
         for name in (left, right):
-            tok = store.get_tokenizer(name)
-            table = tokens.tokenize(tok, text, text_pair, max_length=_max_length(tok))
-            outputs += [f"#### {name}\n\n" + render_stats(table), render_chips(table)]
+            who, table = _table(store, name, text, text_pair)
+            outputs += [f"#### {who}\n\n" + render_stats(table), render_chips(table)]
         return outputs
 
     with gr.Tab("Tokenizer", id="tokenizer"):
@@ -57,43 +80,51 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             "adds `[CLS]` and `[SEP]`, and gives every token an id, a segment and a position."
         )
         with gr.Row():
-            text = gr.Textbox(label="Sentence A", value=EXAMPLE_A, lines=2, elem_id="tok-text")
-            text_pair = gr.Textbox(label="Sentence B (optional)", value="", lines=2, elem_id="tok-pair")
+            text = gr.Textbox(label="Sentence A", value=EXAMPLE_A, lines=2, max_lines=MAX_LINES, elem_id="tok-text")
+            text_pair = gr.Textbox(label="Sentence B (optional)", value="", lines=2, max_lines=MAX_LINES,
+                                   elem_id="tok-pair")
         button = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
-        chips = gr.HTML(elem_id="tok-chips")
-        stats = gr.Markdown(elem_id="tok-stats")
-        table = gr.Dataframe(headers=TABLE_HEADERS, label="Tokens", interactive=False, wrap=True)
         gr.Examples(
-            [[EXAMPLE_A, ""], ["The cat sat on the mat.", EXAMPLE_B], ["Emoji 🤗 and naïve café", ""]],
+            [[EXAMPLE_A, ""], ["The cat sat on the mat.", EXAMPLE_B], ["Emoji 🤗 and naïve café", ""],
+             ["Typed specials: Nice to [MASK] you. [SEP] Bye", ""]],
             inputs=[text, text_pair],
         )
+        view = gr.Radio(["Text", "IDs"], value="Text", label="Chips show", elem_id="tok-view",
+                        container=False)
+        chips = gr.HTML(elem_id="tok-chips")
+        stats = gr.Markdown(elem_id="tok-stats")
+        encoding = gr.Code(label="What a notebook prints: tokenizer(text, text_pair)", language="python",
+                           interactive=False, elem_id="tok-encoding", max_lines=12)
+        table = gr.Dataframe(headers=TABLE_HEADERS, label="Tokens", interactive=False, elem_id="tok-table")
 
         with gr.Accordion("Vocabulary lookup", open=False):
             with gr.Row():
-                lookup_token = gr.Textbox(label="Token → id", value="love", scale=2)
-                token_out = gr.Markdown()
+                lookup_token = gr.Textbox(label="Token → id (Enter looks it up)", value="love", scale=2,
+                                          max_length=tokens.MAX_TOKEN_CHARS, elem_id="tok-lookup-token")
+                token_out = gr.Markdown(elem_id="tok-lookup-token-out")
             with gr.Row():
                 lookup_id = gr.Number(label="Id → token", value=103, precision=0, scale=2)
                 id_out = gr.Markdown()
             specials = gr.Dataframe(headers=["role", "token", "id"], label="Special tokens", interactive=False)
-            gr.Button("Look up", elem_id="tok-lookup").click(
-                run_lookup,
-                [model_box, lookup_token, lookup_id],
-                [token_out, id_out, specials],
-                api_name="lookup",
-            )
+            lookup_in, lookup_out = [model_box, lookup_token, lookup_id], [token_out, id_out, specials]
+            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup")
+            gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
+                  api_visibility="private")
 
         with gr.Accordion("Compare two tokenizers", open=False):
-            gr.Markdown("The same text through two tokenizers (e.g. uncased vs cased).")
+            gr.Markdown("The same text through two tokenizers: uncased (lowercased, accents stripped) "
+                        "vs cased. Both work offline.")
+            choices = _compare_choices(store)
             with gr.Row():
-                left = gr.Dropdown(store.choices(), value=store.default, label="Left", allow_custom_value=True)
-                right = gr.Dropdown(store.choices(), value="bert-base-cased", label="Right", allow_custom_value=True)
-            compare = gr.Button("Compare")
+                left = gr.Dropdown(choices, value=store.default, label="Left", allow_custom_value=True)
+                right = gr.Dropdown(choices, value=availability.CASED_TOKENIZER_NAME, label="Right",
+                                    allow_custom_value=True, elem_id="tok-right")
+            compare = gr.Button("Compare", elem_id="tok-compare")
             with gr.Row():
-                with gr.Column():
+                with gr.Column(min_width=160):
                     left_stats, left_chips = gr.Markdown(), gr.HTML()
-                with gr.Column():
-                    right_stats, right_chips = gr.Markdown(), gr.HTML()
+                with gr.Column(min_width=160):
+                    right_stats, right_chips = gr.Markdown(elem_id="tok-right-stats"), gr.HTML()
             compare.click(
                 run_compare,
                 [text, text_pair, left, right],
@@ -101,11 +132,15 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
                 api_name="compare_tokenizers",
             )
 
-    button.click(run_tokenize, [text, text_pair, model_box], [chips, stats, table], api_name="tokenize")
-    gr.on(
-        [text.submit, text_pair.submit],
-        run_tokenize,
-        [text, text_pair, model_box],
-        [chips, stats, table],
-        api_visibility="private",
+    inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
+    view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
+    button.click(run_tokenize, inputs, outputs, api_name="tokenize").success(
+        run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
     )
+    gr.on([text.submit, text_pair.submit], run_tokenize, inputs, outputs, api_visibility="private").success(
+        run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
+    )
+    if Context.root_block is not None:  # a first result on page load: the example, not empty panels
+        Context.root_block.load(run_tokenize, inputs, outputs, api_visibility="private").success(
+            run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
+        )
