@@ -25,7 +25,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="never contact the model hub; use local folders and the embedded model")
     parser.add_argument("--runs-dir", default=os.environ.get("BERTDEMO_RUNS_DIR", "runs"),
                         help="where pretraining runs write their checkpoints (default: ./runs)")
-    return parser.parse_args(argv)
+    public = parser.add_argument_group("public mode (on with --share, --public or on a Hugging Face Space)")
+    public.add_argument("--public", action="store_true",
+                        help="restrict models, uploads and training for visitors (also implied by --share and SPACE_ID)")
+    public.add_argument("--max-model-gb", type=float, default=1.5, help="largest hub checkpoint loaded (public mode)")
+    public.add_argument("--max-params", type=int, default=12_000_000, help="largest model trained (public mode)")
+    public.add_argument("--max-steps", type=int, default=5000, help="most steps per run (public mode)")
+    public.add_argument("--max-tokens-per-step", type=int, default=8192,
+                        help="most block length x batch size (public mode)")
+    public.add_argument("--max-train-minutes", type=float, default=20.0, help="wall time per run (public mode)")
+    traffic = parser.add_argument_group("traffic (every mode)")
+    traffic.add_argument("--max-upload-mb", type=float, default=20.0, help="largest uploaded file")
+    traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event")
+    traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
+    traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
+                         help="require this login (repeatable)")
+    args = parser.parse_args(argv)
+    for pair in args.auth:
+        if ":" not in pair or not pair.split(":", 1)[0]:
+            parser.error(f"--auth takes user:password, got {pair.split(':', 1)[0]!r}…")
+    return args
+
+
+def is_public(args: argparse.Namespace) -> bool:
+    """Public mode: --public, --share, or running on a Hugging Face Space. Off by default at localhost."""
+    return bool(args.public or args.share or os.environ.get("SPACE_ID"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,21 +60,29 @@ def main(argv: list[str] | None = None) -> None:
 
     from transformers.utils import logging as hf_logging
 
-    from bertdemo.models import hub
+    from bertdemo.models import hub, policy
     from bertdemo.models.store import DEFAULT_MODEL, ModelStore
+    from bertdemo.pretrain.limits import Limits
     from bertdemo.ui import build_app
     from bertdemo.ui.layout import CSS, THEME
 
     hf_logging.set_verbosity_error()
     if args.offline:
         hub.set_offline(True)
+    public = is_public(args)
+    limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
+                    max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
+    if public:
+        policy.set_public(args.runs_dir, args.max_model_gb, allowed=(args.model,))  # the operator's --model stays
     store = ModelStore(default=args.model or DEFAULT_MODEL, device=args.device)
     # Warm the default model in the background so the first request is quick; the page
     # shows loading progress if someone arrives before it is ready.
     threading.Thread(target=_preload, args=(store,), daemon=True).start()
-    demo = build_app(store, runs_dir=args.runs_dir)
-    demo.queue(default_concurrency_limit=4).launch(
+    demo = build_app(store, runs_dir=args.runs_dir, public=public, limits=limits)
+    auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
+    demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
+        max_file_size=int(args.max_upload_mb * 1024 * 1024), auth=auth,
     )
 
 

@@ -1,8 +1,19 @@
-"""Which torch device to compute on: CUDA, then Apple MPS, then CPU; a named device must exist."""
+"""Which torch device to compute on: CUDA, then Apple MPS, then CPU; a named device must exist.
+
+On a ZeroGPU Space (``SPACES_ZERO_GPU`` set) "auto" is the CPU: there the main process sees a GPU
+that only ``@spaces.GPU`` functions can use.
+"""
 
 from __future__ import annotations
 
+import os
+
 import torch
+
+
+def zero_gpu() -> bool:
+    """True on a ZeroGPU Space, where torch.cuda.is_available() claims a GPU that the main process does not have."""
+    return os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -10,6 +21,8 @@ def resolve_device(device: str = "auto") -> torch.device:
     name = (device or "auto").lower()
     mps_ok = bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
     if name == "auto":
+        if zero_gpu():  # CUDA exists only inside @spaces.GPU workers there: the main process stays on CPU
+            return torch.device("cpu")
         if torch.cuda.is_available():
             return torch.device("cuda")
         return torch.device("mps" if mps_ok else "cpu")

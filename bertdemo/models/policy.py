@@ -26,6 +26,7 @@ class PublicPolicy:
 
     runs_dir: Path
     max_model_gb: float = DEFAULT_MAX_MODEL_GB
+    allowed: frozenset[str] = frozenset()  # names the operator chose (e.g. --model), loaded as on localhost
 
 
 _lock = threading.Lock()
@@ -33,11 +34,12 @@ _policy: PublicPolicy | None = None
 _size_cache: dict[str, int | None] = {}
 
 
-def set_public(runs_dir: str | Path, max_model_gb: float = DEFAULT_MAX_MODEL_GB) -> PublicPolicy:
-    """Turn public mode on for this process (the app does this at start)."""
+def set_public(runs_dir: str | Path, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
+               allowed: tuple[str, ...] = ()) -> PublicPolicy:
+    """Turn public mode on for this process (the app does this at start); ``allowed``: the operator's own models."""
     global _policy
     with _lock:
-        _policy = PublicPolicy(Path(runs_dir), float(max_model_gb))
+        _policy = PublicPolicy(Path(runs_dir), float(max_model_gb), frozenset(a for a in allowed if a))
         return _policy
 
 
@@ -78,7 +80,7 @@ def screen(name: str) -> str | None:
     (relative to the working folder) is refused too: the loaders would read the local folder.
     """
     policy = _policy
-    if policy is None:
+    if policy is None or name in policy.allowed:
         return None
     if _is_run_folder(name, policy):
         return "run"

@@ -35,28 +35,59 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+UPLOAD_SUFFIXES = (".txt", ".jsonl")
+
+
+def read_text_file(path: Path) -> str:
+    """A corpus file's text: ValueError (naming only the file, never its folder) when it is
+    empty, binary (NUL bytes) or not UTF-8."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise ValueError(f"{path.name} is empty: upload a file with some text in it.")
+    if b"\x00" in data:
+        raise ValueError(f"{path.name} looks like a binary file, not text: upload a .txt or .jsonl file.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path.name} is not UTF-8 text (byte {err.start} cannot be read): "
+                         "save it as UTF-8 and upload it again.") from None
+
+
+def check_upload(path: str | Path) -> Path:
+    """An uploaded corpus checked before a run starts: .txt or .jsonl, UTF-8 text with documents in it."""
+    path = Path(path)
+    if path.suffix.lower() not in UPLOAD_SUFFIXES:
+        raise ValueError(f"{path.name} is not a .txt or .jsonl file.")
+    if not path.is_file():
+        raise ValueError(f"{path.name} is no longer on the server: upload it again.")
+    docs = _jsonl_docs(path) if path.suffix.lower() == ".jsonl" else _txt_docs(path)
+    if not docs:
+        raise ValueError(f"The corpus file {path.name!r} contains no text.")
+    return path
+
+
 def _txt_docs(path: Path) -> list[str]:
     """Paragraphs (blank-line separated) of a text file are its documents."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text_file(path)
     paragraphs = [" ".join(p.split()) for p in text.replace("\r\n", "\n").split("\n\n")]
     return [p for p in paragraphs if p]
 
 
 def _jsonl_docs(path: Path) -> list[str]:
     docs: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path.name} line {lineno} is not valid JSON: {err.msg}") from None
-            text = record.get("text") if isinstance(record, dict) else None
-            if not isinstance(text, str):
-                raise ValueError(f'{path.name} line {lineno} has no "text" string field.')
-            if text.strip():
-                docs.append(text)
+    for lineno, line in enumerate(read_text_file(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path.name} line {lineno} is not valid JSON: {err.msg}") from None
+        text = record.get("text") if isinstance(record, dict) else None
+        if not isinstance(text, str):
+            raise ValueError(f'{path.name} line {lineno} has no "text" field: each line must be a JSON '
+                             'object such as {"text": "One document."}.')
+        if text.strip():
+            docs.append(text)
     return docs
 
 
@@ -85,7 +116,7 @@ def open_corpus(corpus: str) -> Corpus:
         return Corpus("tinystories-v2", "TinyStoriesV2 (hub)", None, hf_dataset_docs(TINYSTORIES_ID))
     path = Path(corpus).expanduser()
     if not path.is_file():
-        raise ValueError(f"Unknown corpus {corpus!r}: use 'wiki', 'tinystories' or a .txt / .jsonl file path.")
+        raise ValueError(f"Unknown corpus {path.name!r}: use 'wiki', 'tinystories' or a .txt / .jsonl file path.")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         docs = _jsonl_docs(path)

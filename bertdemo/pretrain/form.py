@@ -11,12 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bertdemo.models.policy import is_within
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.config import TrainConfig, leaf_fields
+from bertdemo.pretrain.corpus import UPLOAD_SUFFIXES, check_upload
+from bertdemo.pretrain.limits import Limits, check_public
 from bertdemo.pretrain.run import resume_config
 
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
-UPLOAD_SUFFIXES = (".txt", ".jsonl")
+PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)
+# settings that reach the server's file system, devices or threads: fixed on a public server
+SERVER_SETTINGS = ("cache_dir", "init_from", "runs_dir", "device", "num_threads", "compile", "precision")
+NOT_YOURS_RESUME = "Only checkpoints of this server's runs can be resumed here."
 _KINDS = {f.name: str(f.type) for _, f in leaf_fields()}
 
 
@@ -34,14 +40,22 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
-def config_from_settings(settings: dict[str, Any], runs_dir: str) -> TrainConfig:
-    """A validated TrainConfig for these settings (ValueError with a clear message otherwise)."""
+def config_from_settings(settings: dict[str, Any], runs_dir: str, public: Limits | None = None,
+                         upload_root: str | None = None) -> TrainConfig:
+    """A validated TrainConfig for these settings (ValueError with a clear message otherwise).
+
+    ``public``: this server is public and these are its caps. Then settings that reach the server's
+    files or hardware are refused, a checkpoint to resume must be one of ``runs_dir``'s, the corpus
+    is wiki, tinystories or the page's upload (a file under ``upload_root``), and the caps hold.
+    """
     settings = dict(settings)
     upload = settings.pop("upload", None)
     unknown = sorted(set(settings) - set(_KINDS))
     if unknown:
         raise ValueError(f"Unknown settings: {', '.join(unknown)}.")
     values = {name: _coerce(name, value) for name, value in settings.items()}
+    if public is not None:
+        _check_public_settings(values, runs_dir, upload, upload_root)
     resume = values.pop("resume_from", "")
     if resume:
         done = int(ckpt.read_state(resume).get("step", 0))
@@ -55,14 +69,37 @@ def config_from_settings(settings: dict[str, Any], runs_dir: str) -> TrainConfig
             values["corpus"] = _uploaded_corpus(upload)
         cfg = TrainConfig.from_flat(**{**values, "runs_dir": runs_dir})
     cfg.validate()
+    if public is not None:
+        check_public(cfg, public)
     return cfg
+
+
+def _check_public_settings(values: dict[str, Any], runs_dir: str, upload: Any, upload_root: str | None) -> None:
+    """ValueError for what a visitor of a public server may not set (see config_from_settings)."""
+    defaults = TrainConfig().flat()
+    for name in SERVER_SETTINGS:
+        if name in values and values[name] != defaults[name]:
+            raise ValueError(f"{name} cannot be set on this public server.")
+    resume = values.get("resume_from") or ""
+    if resume and not (is_within(resume, runs_dir) and Path(resume).resolve() != Path(runs_dir).resolve()):
+        raise ValueError(NOT_YOURS_RESUME)
+    corpus = values.get("corpus", "wiki")
+    if corpus not in PUBLIC_CORPORA:
+        raise ValueError("On this public server the corpus is 'wiki', 'tinystories' or 'upload' (a file "
+                         "uploaded on the page).")
+    if corpus == UPLOAD and upload and (upload_root is None or not is_within(_upload_path(upload), upload_root)):
+        raise ValueError("Upload your file on the page; other files on this server cannot be used.")
+
+
+def _upload_path(upload: Any) -> Path:
+    return Path(upload if isinstance(upload, str) else getattr(upload, "name", upload))
 
 
 def _uploaded_corpus(upload: Any) -> str:
     """The path of the file the page received, checked to be .txt or .jsonl."""
     if not upload:
         raise ValueError("Upload a .txt or .jsonl file first, or choose another corpus.")
-    path = Path(upload if isinstance(upload, str) else getattr(upload, "name", upload))
+    path = _upload_path(upload)
     if path.suffix.lower() not in UPLOAD_SUFFIXES:
         raise ValueError(f"{path.name} is not a .txt or .jsonl file.")
-    return str(path)
+    return str(check_upload(path))

@@ -202,6 +202,7 @@ class Trainer:
             torch.distributed.all_reduce(values)
             values[:2] /= self.dist.world_size
         mlm_loss, nsp_loss, stops = values.tolist()
+        check_finite_loss(mlm_loss + nsp_loss, self.step)  # before any save: a NaN model is never written
         now = time.perf_counter()
         self.rate_window_s += now - self.t_last
         self.rate_window_steps += self.steps_since_log
@@ -248,6 +249,8 @@ class Trainer:
         """Write the checkpoint of this step atomically (rank 0 only, once per step)."""
         if not self.dist.is_main or self.step == self.saved_step:
             return
+        if self.steps_since_log:  # losses not yet logged: check them (one host sync) before writing
+            check_finite_loss((self.loss_sum + self.nsp_loss_sum).item(), self.step)
         self.run_info["elapsed_s"] = self.elapsed
         snap = self.metrics.snapshot()
         state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
@@ -279,6 +282,14 @@ class Trainer:
         if not self.control.stop_event.is_set():
             self.metrics.update(status="running", message="Training.")
         self.t_last = time.perf_counter()
+
+
+def check_finite_loss(loss: float, step: int) -> None:
+    """ValueError (the run fails, its last good checkpoint kept) when the loss is NaN or infinite."""
+    if not np.isfinite(loss):
+        what = "NaN" if np.isnan(loss) else "infinite"
+        raise ValueError(f"The loss became {what} at step {step}: lower the learning rate "
+                         "(the last good checkpoint is kept).")
 
 
 def run_training(

@@ -9,6 +9,7 @@ run in this process, and — through a lock file in ``runs_dir`` — on this mac
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,11 @@ def _new_run_id(runs_dir: Path, preset: str) -> str:
     return run_id
 
 
+def corpus_label(corpus: str) -> str:
+    """What a page shows of a corpus: its name, or only the file name of an upload (never its server folder)."""
+    return corpus if corpus in ("wiki", "tinystories") else Path(corpus).name
+
+
 def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
     """The TrainConfig a checkpoint was trained with, set to resume from it (e.g. overrides: steps=4000)."""
     path = Path(checkpoint)
@@ -45,9 +51,13 @@ def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
 class TrainingRun:
     """One pretraining run on a daemon thread; every public method is safe to call from the UI thread."""
 
-    def __init__(self, cfg: TrainConfig, runs_dir: str | Path | None = None) -> None:
+    def __init__(self, cfg: TrainConfig, runs_dir: str | Path | None = None, owner: str = "",
+                 max_seconds: float | None = None) -> None:
         cfg.validate()
         self.cfg = cfg
+        self.owner = owner  # the secret of the browser (or API caller) that started it; "" = anyone
+        self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
+        self._limit_reason = ""
         self.runs_dir = Path(runs_dir or cfg.system.runs_dir)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         if cfg.system.resume_from:
@@ -62,7 +72,8 @@ class TrainingRun:
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
         self.control = RunControl()
         self.metrics = MetricsBuffer(run_id=self.run_id, status="preparing", message="Starting…",
-                                     total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
+                                     total_steps=cfg.optim.steps, preset=cfg.model.preset,
+                                     corpus=corpus_label(cfg.data.corpus),
                                      probe_text=cfg.monitor.probe_text)
         self._thread = threading.Thread(target=self._main, name=f"pretrain-{self.run_id}", daemon=True)
         self._lock_fh = None
@@ -70,14 +81,30 @@ class TrainingRun:
     # lifecycle -------------------------------------------------------------------------
     def start(self) -> TrainingRun:
         self._thread.start()
+        if self.max_seconds:
+            timer = threading.Timer(self.max_seconds, self._time_up)
+            timer.daemon = True
+            timer.start()
         return self
+
+    def _time_up(self) -> None:
+        if self.active:
+            minutes = self.max_seconds / 60
+            self._limit_reason = f"Stopped at the {minutes:g}-minute limit of this public server."
+            self.stop()
 
     def _main(self) -> None:
         try:
-            run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
-                         control=self.control, run_info=self._run_info)
+            final = run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
+                                 control=self.control, run_info=self._run_info)
+            if final == "stopped" and self._limit_reason:
+                self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
         finally:
             self._release_lock()
+
+    def may_control(self, token: str, admin: bool = False) -> bool:
+        """Whether the holder of ``token`` may pause, resume or stop this run (admin: stop only, checked by the caller)."""
+        return admin or not self.owner or secrets.compare_digest(str(token or ""), self.owner)
 
     def acquire_machine_lock(self) -> None:
         """Hold an exclusive lock file in runs_dir while active; ValueError if another process has it."""
@@ -149,14 +176,16 @@ class RunManager:
         """The latest run, active or ended (None before the first)."""
         return self._current
 
-    def start(self, cfg: TrainConfig) -> TrainingRun:
-        """Start a run in the background; ValueError if one is already active or the config is invalid."""
+    def start(self, cfg: TrainConfig, owner: str = "", max_seconds: float | None = None) -> TrainingRun:
+        """Start a run in the background; ValueError if one is already active or the config is invalid.
+
+        ``owner``: the secret that controls the run (public servers); ``max_seconds``: its wall-time cap."""
         with self._lock:
             if self._current is not None and self._current.active:
                 snap = self._current.snapshot()
                 raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
                                  f"{snap.step}/{snap.total_steps}); stop it before starting another.")
-            run = TrainingRun(cfg, self.runs_dir)
+            run = TrainingRun(cfg, self.runs_dir, owner=owner, max_seconds=max_seconds)
             run.acquire_machine_lock()
             self._current = run
             return run.start()

@@ -10,6 +10,8 @@ downloaded as CSV and deleted.
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
 import tempfile
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
 from bertdemo.pretrain import history
+from bertdemo.pretrain import limits as run_limits
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
 from bertdemo.ui.common import user_errors
@@ -32,6 +35,14 @@ CORPORA = [
     ("My file (.txt or .jsonl, upload below)", UPLOAD),
 ]
 LIVE = "live run"
+NOT_YOURS = "This run belongs to another visitor; you can watch it."
+ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
+
+
+def is_admin(token: str) -> bool:
+    """True when ``token`` is the server's admin token (set in the environment; never when unset)."""
+    admin = os.environ.get(ADMIN_ENV, "")
+    return bool(admin) and secrets.compare_digest(str(token or ""), admin)
 
 
 def show_params(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
@@ -47,8 +58,12 @@ def show_params(preset: str, layers: float, hidden: float, heads: float, ffn: fl
         return f"⚠️ {exc}"
 
 
-def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events."""
+def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
+          public: run_limits.Limits | None = None) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events.
+
+    ``public``: this server is public and these are its caps; then only the browser that started a
+    run (its owner token, kept in the browser) may pause, resume or stop it."""
     manager = get_manager(runs_dir)
     d = FORM_DEFAULTS
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
@@ -176,6 +191,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
                         order_button = gr.Button("Shuffle and compare", scale=1)
                     order_out = gr.Markdown(elem_id="pt-order")
         seen = gr.State(None)
+        owner = gr.BrowserState("", storage_key="bertdemo-run-owner")  # this browser's secret for its runs
         timer = gr.Timer(POLL_SECONDS)
 
     form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
@@ -187,15 +203,27 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
     form_names = list(form)
 
     @user_errors
-    def start_from_page(*values):
-        """The page's Start: the form, as settings, becomes a run."""
-        return start_run(dict(zip(form_names, values)))
+    def start_from_page(token: str, *values):
+        """The page's Start: the form, as settings, becomes a run owned by this browser."""
+        token = token or secrets.token_urlsafe(24)
+        return _start(dict(zip(form_names, values)), token, page=True), token
 
     @user_errors
-    def start_run(settings: dict) -> str:
+    def start_run(settings: dict, owner_token: str = "") -> str:
         """Start a pretraining run. `settings` uses TrainConfig's setting names (e.g. {"preset": "bert-tiny",
-        "steps": 500, "lr": 0.001}); anything left out keeps its default."""
-        run = manager.start(config_from_settings(settings, runs_dir))
+        "steps": 500, "lr": 0.001}); anything left out keeps its default. On a public server pass an
+        `owner_token` (any secret string): only that token pauses, resumes and stops the run."""
+        if public is not None and not owner_token:
+            raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run; "
+                             "the same token pauses, resumes and stops it.")
+        return _start(settings, owner_token, page=False)
+
+    def _start(settings: dict, token: str, page: bool) -> str:
+        upload_root = gr.utils.get_upload_folder() if page else None  # API callers cannot upload here
+        cfg = config_from_settings(settings, runs_dir, public=public, upload_root=upload_root)
+        run_limits.check_memory(cfg)
+        run = manager.start(cfg, owner=token if public is not None else "",
+                            max_seconds=public.max_seconds if public is not None else None)
         return run_curves.status_markdown(run.snapshot())
 
     def run_status() -> dict | None:
@@ -203,17 +231,37 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         snap = snapshot()
         return None if snap is None else dataclasses.asdict(snap)
 
+    def check_owner(token: str, action: str) -> None:
+        """Public servers: only the run's owner (or, to stop it, the admin) may control it."""
+        run = manager.current
+        if public is not None and run is not None and not run.may_control(token, admin=action == "stop" and is_admin(token)):
+            raise ValueError(NOT_YOURS)
+
     @user_errors
-    def control(action: str):
+    def control(action: str, token: str = ""):
         if manager.current is None:
             raise ValueError("There is no run to control; press Start first.")
+        check_owner(token, action)
         getattr(manager, action)()
         return run_curves.status_markdown(snapshot())
 
+    def pause_run(owner_token: str = "") -> str:
+        """Pause the live run (on a public server: pass the owner_token it was started with)."""
+        return control("pause", owner_token)
+
+    def resume_run(owner_token: str = "") -> str:
+        """Resume the paused run (on a public server: pass the owner_token it was started with)."""
+        return control("resume", owner_token)
+
+    def stop_run(owner_token: str = "") -> str:
+        """Stop the live run and save its checkpoint (public server: its owner_token, or the admin token)."""
+        return control("stop", owner_token)
+
     @user_errors
-    def update_probe(text: str):
+    def update_probe(text: str, token: str = ""):
         if manager.current is None or not manager.current.active:
             raise ValueError("No run is active; the probe is used by the next run you start.")
+        check_owner(token, "probe")
         manager.current.set_probe_text(text)
         return run_curves.status_markdown(snapshot()) + "  \nProbe changed: it runs at the next step."
 
@@ -229,9 +277,11 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
         return str(path)
 
     @user_errors
-    def delete_run(run_id: str):
+    def delete_run(run_id: str, token: str = ""):
         if not run_id:
             raise ValueError("Pick a run first.")
+        if public is not None and not is_admin(token):
+            raise ValueError("Runs can be deleted only by this server's administrator here.")
         current = manager.current
         if current is not None and current.active and current.run_id == run_id:
             raise ValueError("That run is still active; stop it before deleting it.")
@@ -261,18 +311,21 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str) -> None:
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], show_params,
           [preset, layers, hidden, heads, ffn], params, api_visibility="private")
-    start.click(start_from_page, list(form.values()), status, api_visibility="private")
+    start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     gr.api(start_run, api_name="start_run")
     gr.api(run_status, api_name="run_status")
-    pause.click(lambda: control("pause"), None, status, api_name="pause_run")
-    resume_btn.click(lambda: control("resume"), None, status, api_name="resume_run")
-    stop.click(lambda: control("stop"), None, status, api_name="stop_run")
-    set_probe.click(update_probe, probe, status, api_name="set_probe")
+    pause.click(pause_run, owner, status, api_visibility="private")
+    resume_btn.click(resume_run, owner, status, api_visibility="private")
+    stop.click(stop_run, owner, status, api_visibility="private")
+    gr.api(pause_run, api_name="pause_run")
+    gr.api(resume_run, api_name="resume_run")
+    gr.api(stop_run, api_name="stop_run")
+    set_probe.click(update_probe, [probe, owner], status, api_name="set_probe")
     timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
                     api_visibility="private")
     gr.api(download_csv, api_name="run_metrics_csv")
     run_pick.focus(lambda: gr.update(choices=run_choices()), None, run_pick, api_visibility="private")
-    delete.click(delete_run, run_pick, [run_pick, compare, resume, model_box], api_name="delete_run")
+    delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_run")
     order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")
