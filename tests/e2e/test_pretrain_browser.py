@@ -14,10 +14,10 @@ from .conftest import screenshot  # noqa: E402
 from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle  # noqa: E402
 
 
-def curve_points(page: Page, trace: str) -> int:
-    """How many points the named trace of the live-metrics figure holds right now."""
+def curve_points(page: Page, suffix: str) -> int:
+    """How many points the live run's trace named "... <suffix>" holds right now."""
     return page.locator("#pt-curves .js-plotly-plot").evaluate(
-        f"p => (p.data.find(t => t.name === {trace!r}) || {{x: []}}).x.length"
+        f"p => (p.data.find(t => t.name.startsWith('live run') && t.name.endsWith({suffix!r})) || {{x: []}}).x.length"
     )
 
 
@@ -34,11 +34,12 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     page.wait_for_function(
         """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
                    if (!p || !p.data) return false;
-                   const t = n => (p.data.find(d => d.name === n) || {x: []}).x.length;
-                   return t('train (smoothed)') >= 3 && t('held-out') >= 2; }""",
+                   const t = n => (p.data.find(d => d.name.endsWith(n)) || {x: []}).x.length;
+                   return t(': train') >= 3 && t(': held-out') >= 2; }""",
         timeout=120_000,
     )
-    assert curve_points(page, "train (raw)") >= 3
+    assert curve_points(page, ": train (raw)") >= 3
+    assert curve_points(page, ": held-out") >= 2
     expect(page.locator("#pt-probe")).to_contain_text("%")  # probe predictions with probabilities
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
@@ -67,7 +68,10 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     open_tab(page, "Fill-Mask")
     page.locator("#fm-text textarea").fill("The capital of France is [MASK].")
     page.click("#fm-run")
+    # the answer fills the mask (the page does not just echo the input) and names the checkpoint
+    expect(page.locator("#fm-filled")).not_to_contain_text("[MASK]", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#fm-filled")).to_contain_text("capital of France", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#model-status")).to_contain_text("checkpoint", timeout=RUN_TIMEOUT_MS)
     wait_idle(page)
     bars = page.locator("#fm-plot .bars path")
     assert bars.count() >= 5
