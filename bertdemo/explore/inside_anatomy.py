@@ -70,26 +70,30 @@ class ParamBreakdown:
         return len({tuple(v) for v in per.values()}) <= 1
 
 
-def _classify(name: str) -> tuple[str, str]:
-    for pattern, group, component in _RULES:
+def _classify(name: str) -> tuple[str, str, int]:
+    """(group, component, rule index) of one parameter name."""
+    for rank, (pattern, group, component) in enumerate(_RULES):
         m = re.search(pattern, name)
         if m:
             if "{i}" in group:
                 group = group.format(i=m.group(1))
                 component = component or name[m.end():].rsplit(".", 1)[0]
-            return group, component
-    return "other", name.rsplit(".", 1)[0]
+            return group, component, rank
+    return "other", name.rsplit(".", 1)[0], len(_RULES)
 
 
 def param_breakdown(model, model_name: str = "") -> ParamBreakdown:
     """Section 5: parameters per component of ``model``, in model order; they sum to the model's total."""
     components: dict[tuple[str, str], Component] = {}
+    order: dict[tuple[str, str], tuple[int, int]] = {}  # groups in model order, components in rule order
+    groups: dict[str, int] = {}
     for name, param in model.named_parameters():  # a tied tensor is yielded once
-        group, component = _classify(name)
+        group, component, rank = _classify(name)
         entry = components.setdefault((group, component), Component(group, component, 0))
+        order.setdefault((group, component), (groups.setdefault(group, len(groups)), rank))
         entry.count += param.numel()
         entry.parameters.append(name)
-    parts = list(components.values())
+    parts = [components[key] for key in sorted(components, key=order.__getitem__)]
     total = sum(c.count for c in parts)
     numel = sum(p.numel() for p in model.parameters())
     if total != numel:  # cannot happen: every parameter lands in exactly one component

@@ -27,6 +27,13 @@ INTRO = (
     f"a second sentence (segment 1). At most {inside.MAX_INSIDE_TOKENS} tokens."
 )
 
+WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit
+STYLE = (
+    f"<style>.{WIDE} table {{ display: block; overflow-x: auto; }} "
+    f".{WIDE} td, .{WIDE} th {{ white-space: nowrap; }} "
+    "#in-neuron-plot, #in-steps-plot { overflow-x: auto; }</style>"
+)
+
 
 def _shape_state(result: inside_layer.LayerStepResult) -> dict:
     return {"layers": result.num_layers, "heads": result.num_heads, "tokens": len(result.tokens),
@@ -94,6 +101,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         )
 
     with gr.Tab("Inside BERT", id="inside"):
+        gr.HTML(STYLE, padding=False)
         gr.Markdown(INTRO)
         with gr.Row():
             text = gr.Textbox(label="Your sentence", value=EXAMPLE, lines=2, elem_id="in-text",
@@ -106,11 +114,10 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
 
         with gr.Accordion("1 · Embeddings: token + position + segment, then LayerNorm", open=True):
             emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run")
-            emb_md = gr.Markdown(elem_id="in-emb-info")
+            emb_md = gr.Markdown(elem_id="in-emb-info", elem_classes=[WIDE])
             emb_fig = gr.Plot(show_label=False, elem_id="in-emb-plot")
-            with gr.Row():
-                pos_fig = gr.Plot(show_label=False, elem_id="in-pos-plot")
-                order_md = gr.Markdown(elem_id="in-order")
+            pos_fig = gr.Plot(show_label=False, elem_id="in-pos-plot")
+            order_md = gr.Markdown(elem_id="in-order", elem_classes=[WIDE])
 
         with gr.Accordion("2 · One layer, one head, step by step", open=True):
             with gr.Row():
@@ -119,7 +126,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
                 query = gr.Slider(0, inside.MAX_INSIDE_TOKENS - 1, value=1, step=1,
                                   label="Query token (position)", elem_id="in-query")
             layer_button = gr.Button("Show this layer", size="sm", elem_id="in-layer-run")
-            layer_md = gr.Markdown(elem_id="in-layer-info")
+            layer_md = gr.Markdown(elem_id="in-layer-info", elem_classes=[WIDE])
             neuron_fig = gr.Plot(show_label=False, elem_id="in-neuron-plot")
             steps_fig = gr.Plot(show_label=False, elem_id="in-steps-plot")
             shape_state = gr.State(None)
@@ -136,14 +143,14 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
 
         with gr.Accordion("4 · The output and the loss", open=True):
             loss_button = gr.Button("Compute the loss", size="sm", elem_id="in-loss-run")
-            loss_md = gr.Markdown(elem_id="in-loss-info")
+            loss_md = gr.Markdown(elem_id="in-loss-info", elem_classes=[WIDE])
             loss_fig = gr.Plot(show_label=False, elem_id="in-loss-plot")
             with gr.Accordion("Numbers (JSON)", open=False):
                 loss_json = gr.JSON()
 
         with gr.Accordion("5 · Anatomy: parameters per component", open=True):
             anatomy_button = gr.Button("Count the parameters", size="sm", elem_id="in-anatomy-run")
-            anatomy_md = gr.Markdown(elem_id="in-anatomy")
+            anatomy_md = gr.Markdown(elem_id="in-anatomy", elem_classes=[WIDE])
             with gr.Accordion("print(model)", open=False):
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):

@@ -21,6 +21,7 @@ DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
 _ROW_PX = 18
 _BLUE = "#4f46e5"
 _AMBER = "#f59e0b"
+_WIDE_PX = 1100  # multi-column figures keep this width (a phone scrolls them sideways)
 
 
 def _labels(tokens: list[str]) -> list[str]:
@@ -140,7 +141,7 @@ def order_markdown(order: OrderTest, model_name: str) -> str:
         f"- **With position embeddings** (the real model) the states differ: max |difference| = "
         f"{order.max_diff_with_positions:.3f}.",
         "",
-        "| token | position → shuffled position | cosine of final states, with positions | without positions |",
+        "| token | moved | cosine, with positions | cosine, without |",
         "|---|---|---|---|",
     ]
     for i, token in enumerate(order.tokens):
@@ -174,6 +175,7 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
             row=n // cols + 1, col=n % cols + 1,
         )
     fig.update_xaxes(showticklabels=False)
+    fig.update_layout(width=_WIDE_PX)
     per = max(150, _ROW_PX * len(labels))
     return _layout(fig, rows * (per + 90) + 60,
                    f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}")
@@ -184,7 +186,7 @@ def neuron_figure(result: LayerStepResult) -> go.Figure:
     labels = _labels(result.tokens)
     q_label = labels[result.query]
     fig = make_subplots(
-        rows=2, cols=4, row_heights=[0.12, 0.88], vertical_spacing=0.08, horizontal_spacing=0.05,
+        rows=2, cols=4, row_heights=[0.1, 0.9], vertical_spacing=0.14, horizontal_spacing=0.05,
         column_widths=[0.3, 0.3, 0.2, 0.2],
         specs=[[{}, {}, None, None], [{}, {}, {}, {}]],
         subplot_titles=[f"query q ({result.head_dim})", "", "keys k (S×d_h)", "q ⊙ k (elementwise)",
@@ -201,9 +203,10 @@ def neuron_figure(result: LayerStepResult) -> go.Figure:
     fig.update_yaxes(showticklabels=False, col=3)
     fig.update_yaxes(showticklabels=False, col=4)
     fig.update_layout(barmode="overlay", showlegend=False)
+    fig.update_layout(width=_WIDE_PX)
     per = max(220, _ROW_PX * len(labels))
-    return _layout(fig, per + 160, f"Neuron view: how {q_label!s} scores every key (layer {result.layer}, "
-                                   f"head {result.head})")
+    return _layout(fig, per + 200, f"Neuron view: how query token {q_label} scores every key "
+                                   f"(layer {result.layer}, head {result.head})")
 
 
 def layer_markdown(result: LayerStepResult) -> str:
@@ -288,10 +291,10 @@ def loss_figure(result: MlmLossResult) -> go.Figure:
         textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p",
     ))
     fig.add_hline(y=result.mean_loss, line_dash="dash", line_color=_AMBER,
-                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="top left")
+                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="bottom left")
     fig.add_hline(y=result.uniform_loss, line_dash="dot", line_color="#64748b",
                   annotation_text=f"uniform guess ln({result.vocab_size:,}) = {result.uniform_loss:.2f}",
-                  annotation_position="bottom right")
+                  annotation_position="top right")
     fig.update_layout(
         title=f"−log p of the right word at each mask — model {result.model_name}",
         yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),

@@ -1,0 +1,104 @@
+"""End-to-end: the Inside BERT tab's endpoints through gradio_client, and the tab in Chromium.
+
+The launched app serves the tiny random masked-LM (see conftest.py). The browser test saves
+inside_bert.png (desktop) and inside_bert_phone.png (390 px) into $BERTDEMO_SCREENSHOTS;
+with BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm and BERTDEMO_SCREENSHOTS=docs/screenshots
+it regenerates the README screenshot.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+pytest.importorskip("gradio_client")
+
+from .conftest import screenshot  # noqa: E402
+from .test_api import expect_error, plotly_figure  # noqa: E402
+
+SENTENCE = "The cat sat on the [MASK]."
+ENDPOINTS = {"/inside_embeddings", "/inside_layer", "/logit_lens", "/mlm_loss", "/param_breakdown"}
+RUN_TIMEOUT_MS = 60_000
+
+
+def test_inside_endpoints_are_named_text_first(client):
+    named = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert ENDPOINTS <= set(named), sorted(named)
+    params = {name: [p["parameter_name"] for p in named[name]["parameters"]] for name in ENDPOINTS}
+    assert params["/mlm_loss"] == ["text", "words", "model"]
+    assert params["/param_breakdown"] == ["model"]
+    assert params["/inside_layer"] == ["text", "model", "layer", "head", "query"]
+    assert params["/logit_lens"][:2] == params["/inside_embeddings"] == ["text", "model"]
+
+
+def test_mlm_loss_endpoint_equals_the_models_loss(client, model):
+    md, plot, numbers = client.predict("The cat sat on the [MASK] near the [MASK].", "mat, door", model,
+                                       api_name="/mlm_loss")
+    masks = numbers["masks"]
+    assert [m["word"] for m in masks] == ["mat", "door"] and numbers["model"] == model
+    for m in masks:
+        assert m["neg_log_prob"] == pytest.approx(-math.log(m["prob"]), rel=1e-4)
+    assert numbers["mean_loss"] == pytest.approx(sum(m["neg_log_prob"] for m in masks) / 2, rel=1e-6)
+    assert numbers["mean_loss"] == pytest.approx(numbers["model_loss"], abs=1e-4)
+    assert numbers["vocab_size"] == 30522 and round(numbers["uniform_loss"], 3) == 10.326
+    assert "10.33" in md and plotly_figure(plot)["data"][0]["type"] == "bar"
+    # a plain sentence and the words to mask
+    _, _, plain = client.predict("The dog chased the cat.", "cat", model, api_name="/mlm_loss")
+    assert plain["text"] == "The dog chased the [MASK]." and plain["masks"][0]["word"] == "cat"
+    expect_error(lambda: client.predict(SENTENCE, "mat, rug", model, api_name="/mlm_loss"),
+                 "1 mask(s) but 2 right word(s)")
+
+
+def test_param_breakdown_endpoint_sums_to_the_model(client, model, tiny_mlm_dir):
+    from transformers import BertForMaskedLM
+
+    md, architecture, numbers = client.predict(model, api_name="/param_breakdown")
+    total = sum(p.numel() for p in BertForMaskedLM.from_pretrained(tiny_mlm_dir).parameters())
+    assert numbers["total"] == numbers["numel_total"] == total
+    assert sum(c["count"] for c in numbers["components"]) == total
+    assert f"{total:,}" in md and "BertForMaskedLM" in architecture and numbers["tied_decoder"]
+
+
+def test_step_views_check_out_against_the_model(client, model):
+    emb_md, emb_plot, pos_plot, order_md = client.predict(SENTENCE, model, api_name="/inside_embeddings")
+    assert model in emb_md and "cosine 1.000" in order_md
+    assert float(re.search(r"max \|difference\| = (\d\.\de[+-]\d+)", emb_md).group(1)) < 1e-5
+    layer_md, neuron, steps = client.predict(SENTENCE, model, 1, 1, 2, api_name="/inside_layer")
+    diffs = [float(x) for x in re.findall(r"max \|difference\| = (\d\.\de[+-]\d+)", layer_md)]
+    assert len(diffs) == 2 and max(diffs) < 1e-4, layer_md
+    assert len(plotly_figure(steps)["data"]) == 15
+    _, _, lens = client.predict(SENTENCE, model, 1, 5, api_name="/logit_lens")
+    assert len(lens["layers"]) == 3 and lens["max_abs_diff_logits"] < 1e-4
+    expect_error(lambda: client.predict(SENTENCE, model, 7, 0, 0, api_name="/inside_layer"), "Layer must be 0 to 1")
+
+
+def test_inside_tab_in_the_browser(browser_page, app_url):
+    pytest.importorskip("playwright")
+    from playwright.sync_api import expect
+
+    from .test_browser import open_app, open_tab, wait_idle
+
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Inside BERT")
+    page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
+    page.locator("#in-words textarea").fill("mat, door")
+    page.click("#in-run")
+    expect(page.locator("#in-anatomy")).to_contain_text("parameters", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-emb-info")).to_contain_text("max |difference|")
+    expect(page.locator("#in-order")).to_contain_text("cosine 1.000")
+    expect(page.locator("#in-layer-info")).to_contain_text("Checks against the model's own forward")
+    expect(page.locator("#in-lens-info")).to_contain_text("[MASK] #1")
+    expect(page.locator("#in-loss-info")).to_contain_text("model's own loss")
+    expect(page.locator("#in-loss-info")).to_contain_text("10.33")
+    for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
+        expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    # sliders follow the model (2 layers, 2 heads on the tiny one); moving one redraws that layer only
+    expect(page.get_by_label("range slider for Layer").first).to_have_attribute("max", re.compile(r"\d+"))
+    wait_idle(page)
+    screenshot(page, "inside_bert")
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.wait_for_timeout(500)
+    screenshot(page, "inside_bert_phone")
