@@ -41,6 +41,14 @@ class AblationResult:
     def loss_change(self) -> float:
         return self.loss_after - self.loss_before
 
+    def table(self) -> list[list]:
+        """[mask, rank, before token, before p, after token, after p] per mask and rank, for a table."""
+        rows = []
+        for b, a in zip(self.before.masks, self.after.masks):
+            for rank, (cb, ca) in enumerate(zip(b.candidates, a.candidates), start=1):
+                rows.append([b.index + 1, rank, cb.token, float(f"{cb.prob:.3g}"), ca.token, float(f"{ca.prob:.3g}")])
+        return rows
+
 
 def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
     """``"2:0, 3:5, 4:*"`` -> [(2, 0), (3, 5), (4, 0), (4, 1), …]; ``layer:*`` is a whole layer."""

@@ -1,59 +1,179 @@
-"""The Attention tab: one head as a large heatmap, every layer x head as a clickable overview."""
+"""The Attention tab: one head as a large heatmap, every layer x head as a clickable overview,
+attention rollout, one token across layers, CSV export and head ablation."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import gradio as gr
 
-from bertdemo.explore import attention
-
-from bertdemo.viz import heatmaps
+from bertdemo.explore import ablation, attention
 from bertdemo.models.store import ModelStore
 from bertdemo.ui.common import progress_callback, user_errors
+from bertdemo.viz import heatmaps
 
 EXAMPLE = "The animal didn't cross the street because it was too tired."
+ABLATION_EXAMPLE = "The animal didn't cross the street because it was too [MASK]."
+ABLATION_HEADERS = ["mask", "rank", "all heads", "p", "heads off", "p "]
+DIRECTION_CHOICES = [("all", "all"), ("A → B", "A->B"), ("B → A", "B->A")]
+ROLLOUT_NOTE = (
+    "**Attention rollout** (Abnar & Zuidema, 2020) follows attention through the layers: each layer's "
+    "mean over heads is averaged with the identity (the residual connection), rows are rescaled to sum "
+    "to 1, and the layers are multiplied. Row *i* estimates how much of token *i*'s representation after "
+    "the layer chosen above comes from each input token — a rough picture of information flow, not an explanation."
+)
+EXPORT_NOTE = (
+    "Every figure saves as PNG with the camera button of its toolbar (top right, on hover); "
+    "the overview image has its own download button. The numbers are below as CSV."
+)
+LOSS_NOTE = (
+    "**Masked-LM loss** = mean over the [MASK]s of −log p(word), where the word at each mask is the one "
+    "you give (comma-separated, in order), or — when you give none — the intact model's top choice. "
+    "A head that helped raises the loss when it is switched off."
+)
 
 
-def _render(result: attention.AttentionResult, layer: int, head: int, mean: bool, hide: bool, renorm: bool):
-    layer = min(int(layer), result.num_layers - 1)
-    head = min(int(head), result.num_heads - 1)
-    view = attention.select_view(result, layer, None if mean else head, hide, renorm)
-    overview = heatmaps.attention_overview(
-        attention.all_heads(result, hide, renorm), selected=None if mean else (layer, head)
-    )
-    info = (
+def _clamp(result: attention.AttentionResult, layer, head) -> tuple[int, int]:
+    return min(int(layer), result.num_layers - 1), min(int(head), result.num_heads - 1)
+
+
+def _info(result: attention.AttentionResult, view: attention.AttentionView, hide: bool, renorm: bool) -> str:
+    text = (
         f"{len(result.tokens)} tokens · {result.num_layers} layers × {result.num_heads} heads · "
         f"model {result.model_name}. Each row shows where one token looks; rows sum to 1"
         + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
-        + (" With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1." if hide and not renorm else "")
     )
-    return heatmaps.attention_heatmap(view), overview, info
+    if hide and not view.renormalised:
+        text += " With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1."
+    if view.removed:
+        text += (f"  \nHiding [CLS]/[SEP] removed **{view.removed:.0%}** of each shown row's weight on average"
+                 " in this view. Token labels keep their original positions.")
+    if view.direction != "all":
+        text += (f"  \n{view.direction}: rows are the tokens of sentence {view.direction[0]}, columns those of "
+                 f"sentence {view.direction[-1]}; a row sums to the share of its attention that crosses over.")
+    return text
+
+
+def _render(result: attention.AttentionResult, layer, head, mean: bool, hide: bool, renorm: bool, direction: str):
+    """(heatmap, overview, info) for the current controls."""
+    layer, head = _clamp(result, layer, head)
+    view = attention.select_view(result, layer, None if mean else head, hide, renorm, direction or "all")
+    overview = heatmaps.attention_overview(
+        attention.all_heads(result, hide, renorm), selected=None if mean else (layer, head)
+    )
+    return heatmaps.attention_heatmap(view), overview, _info(result, view, hide, renorm)
+
+
+def _token_choices(result: attention.AttentionResult) -> list[tuple[str, int]]:
+    return [(result.label(i), i) for i in range(len(result.tokens))]
+
+
+def _default_token(result: attention.AttentionResult, current) -> int:
+    if current is not None and 0 <= int(current) < len(result.tokens):
+        return int(current)
+    return next((i for i, s in enumerate(result.special) if not s), 0)
+
+
+def _session_dir(current: str | None) -> str:
+    """One temporary folder per browser session for the CSVs (removed when the session ends)."""
+    if current and Path(current).is_dir():
+        return current
+    return tempfile.mkdtemp(prefix="bertdemo-attention-")
+
+
+def _remove_dir(path: str | None) -> None:
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[str]:
+    paths = []
+    for name, view in views.items():
+        path = Path(folder) / f"{name}.csv"
+        path.write_text(attention.view_csv(view), encoding="utf-8")
+        paths.append(str(path))
+    return paths
 
 
 def build(store: ModelStore, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
 
     @user_errors
-    def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, progress=gr.Progress()):
+    def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, direction="all", progress=gr.Progress()):
         loaded = store.get(model, progress=progress_callback(progress))
         result = attention.compute(loaded, text, text_pair)
-        layer, head = min(int(layer), result.num_layers - 1), min(int(head), result.num_heads - 1)
-        heatmap, overview, info = _render(result, layer, head, mean, hide, renorm)
+        heatmap, overview, info = _render(result, layer, head, mean, hide, renorm, direction)
         return heatmap, overview, info, result
+
+    @user_errors
+    def run_rollout(text, text_pair, model, layer=-1, hide=False, renorm=True, direction="all", progress=gr.Progress()):
+        """Rollout through ``layer`` (-1, or beyond the last layer: through the last layer)."""
+        loaded = store.get(model, progress=progress_callback(progress))
+        result = attention.compute(loaded, text, text_pair)
+        last = result.num_layers - 1
+        layer = last if not 0 <= int(layer) <= last else int(layer)
+        view = attention.rollout_view(result, layer, hide, renorm, direction or "all")
+        return heatmaps.attention_heatmap(view), attention.view_csv(view)
+
+    @user_errors
+    def run_ablation(text, text_pair, model, heads, top_k=5, answers="", progress=gr.Progress()):
+        loaded = store.get(model, progress=progress_callback(progress))
+        result = ablation.ablate(loaded, text, text_pair, heads, int(top_k), answers)
+        whose = "your words" if result.targets_given else "the intact model's top choices"
+        summary = (
+            f"Switched off {len(result.heads)} head(s): "
+            + ", ".join(f"{layer}:{head}" for layer, head in result.heads)
+            + f".  \nMasked-LM loss of {whose} ({', '.join(result.targets)}): "
+            f"**{result.loss_before:.3f} → {result.loss_after:.3f}** ({round(result.loss_change, 3) + 0.0:+.3f} nats)."
+        )
+        return summary, result.table()
+
+    def extras(result, layer, head, mean, hide, renorm, direction, token, folder):
+        """Browser-only follow-up: rollout, one token across layers, the CSVs, the token picker."""
+        if result is None:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        layer, head = _clamp(result, layer, head)
+        direction = direction or "all"
+        token = _default_token(result, token)
+        try:
+            views = {
+                "attention": attention.select_view(result, layer, None if mean else head, hide, renorm, direction),
+                "rollout": attention.rollout_view(result, layer, hide, renorm, direction),
+                "token_across_layers": attention.token_across_layers(result, token, hide, renorm),
+            }
+        except ValueError:  # the main view has already reported it
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        folder = _session_dir(folder)
+        return (
+            heatmaps.attention_heatmap(views["rollout"]),
+            heatmaps.attention_heatmap(views["token_across_layers"]),
+            gr.update(choices=_token_choices(result), value=token),
+            _write_csvs(folder, views),
+            folder,
+        )
 
     def fit_sliders(result, layer, head):
         """After a new result (browser only): slider ranges follow the model's layers and heads."""
         if result is None:
             return gr.skip(), gr.skip()
+        layer, head = _clamp(result, layer, head)
         return (
-            gr.update(maximum=result.num_layers - 1, value=min(int(layer), result.num_layers - 1)),
-            gr.update(maximum=result.num_heads - 1, value=min(int(head), result.num_heads - 1)),
+            gr.update(maximum=result.num_layers - 1, value=layer),
+            gr.update(maximum=result.num_heads - 1, value=head),
         )
 
     @user_errors
-    def redraw(result, layer, head, mean, hide, renorm):
+    def redraw(result, layer, head, mean, hide, renorm, direction):
         if result is None:
             return gr.skip(), gr.skip(), gr.skip()
-        return _render(result, layer, head, mean, hide, renorm)
+        return _render(result, layer, head, mean, hide, renorm, direction)
+
+    def redraw_token(result, token, hide, renorm):
+        if result is None or token is None:
+            return gr.skip()
+        return heatmaps.attention_heatmap(attention.token_across_layers(result, int(token), hide, renorm))
 
     def pick(result, evt: gr.SelectData):
         """A click on the overview selects that layer and head."""
@@ -65,6 +185,11 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             return gr.skip(), gr.skip(), gr.skip()
         return cell[0], cell[1], False
 
+    def add_heads(spec, layer, head, whole_layer: bool):
+        item = f"{int(layer)}:*" if whole_layer else f"{int(layer)}:{int(head)}"
+        items = [s.strip() for s in (spec or "").split(",") if s.strip()]
+        return ", ".join(items + ([item] if item not in items else []))
+
     with gr.Tab("Attention", id="attention"):
         gr.Markdown(
             "Self-attention decides, for every token, how much of every other token it mixes in. "
@@ -72,36 +197,73 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         )
         with gr.Row():
             text = gr.Textbox(label="Sentence A", value=EXAMPLE, lines=2, elem_id="att-text")
-            text_pair = gr.Textbox(label="Sentence B (optional)", lines=2)
+            text_pair = gr.Textbox(label="Sentence B (optional)", lines=2, elem_id="att-pair")
         with gr.Row():
-            layer = gr.Slider(0, 23, value=0, step=1, label="Layer")  # ranges fitted to each model
-            head = gr.Slider(0, 15, value=0, step=1, label="Head")
+            layer = gr.Slider(0, 23, value=0, step=1, label="Layer", min_width=200)  # ranges fitted to each model
+            head = gr.Slider(0, 15, value=0, step=1, label="Head", min_width=200, elem_id="att-head")
             with gr.Column(min_width=200):
-                mean = gr.Checkbox(label="Mean over heads", value=False)
-                hide = gr.Checkbox(label="Hide [CLS]/[SEP]", value=False)
+                mean = gr.Checkbox(label="Mean over heads", value=False, elem_id="att-mean")
+                hide = gr.Checkbox(label="Hide [CLS]/[SEP]", value=False, elem_id="att-hide")
                 renorm = gr.Checkbox(
                     label="Renormalise rows when hiding", value=True,
                     info="Rescale each row to sum to 1 over the tokens that remain.",
                 )
+            direction = gr.Radio(
+                DIRECTION_CHOICES, value="all", label="Sentences", min_width=200, elem_id="att-direction",
+                info="A → B: how sentence A's tokens attend to sentence B's (needs a sentence B).",
+            )
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
-        with gr.Row():
-            heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap", scale=3)
+        heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap")
         gr.Markdown("**Every layer (rows) × head (columns)** — click a head to enlarge it above.")
         overview = gr.Image(
             show_label=False, type="pil", interactive=False, elem_id="att-overview",
             buttons=["download", "fullscreen"],
         )
-        state = gr.State(None)
+        gr.Markdown(ROLLOUT_NOTE)
+        with gr.Row():
+            rollout_plot = gr.Plot(label="Attention rollout", elem_id="att-rollout", min_width=320)
+            with gr.Column(min_width=320):
+                token = gr.Dropdown(label="A token across layers", choices=[], value=None,
+                                    info="Where it looks in every layer (mean over heads).", elem_id="att-token")
+                token_plot = gr.Plot(label="One token, every layer", elem_id="att-token-plot")
+        gr.Markdown(EXPORT_NOTE)
+        csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",
+                            interactive=False, elem_id="att-csv")
 
-    controls = [layer, head, mean, hide, renorm]
-    # The API endpoint returns plain figures; the slider ranges are fitted in a browser-only
-    # follow-up, so an API caller's session never has a lowered maximum.
-    outputs = [heatmap, overview, info, state]
+        gr.Markdown("### Switch heads off\nSee what the model predicts at the [MASK]s without some heads. "
+                    + LOSS_NOTE)
+        with gr.Row():
+            abl_text = gr.Textbox(label="Sentence with [MASK]", value=ABLATION_EXAMPLE, lines=2, elem_id="abl-text")
+            abl_pair = gr.Textbox(label="Sentence B (optional)", lines=2)
+        with gr.Row():
+            abl_heads = gr.Textbox(label="Heads to switch off", value="0:0", elem_id="abl-heads", min_width=220,
+                                   info="layer:head, comma-separated; layer:* for a whole layer, e.g. 2:0, 3:*")
+            abl_answers = gr.Textbox(label="Right words (optional)", placeholder="tired", min_width=180,
+                                     info="One per [MASK], comma-separated.")
+            abl_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", min_width=160)
+        with gr.Row():
+            add_head = gr.Button("+ the head shown above", size="sm")
+            add_layer = gr.Button("+ its whole layer", size="sm")
+            abl_button = gr.Button("Compare with and without", variant="primary", elem_id="abl-run")
+        abl_summary = gr.Markdown(elem_id="abl-summary")
+        abl_table = gr.Dataframe(headers=ABLATION_HEADERS, interactive=False, elem_id="abl-table")
+
+        rollout_csv = gr.Textbox(visible=False)
+        rollout_layer = gr.Number(-1, precision=0, visible=False)  # API only: -1 = through the last layer
+        rollout_button = gr.Button(visible=False)
+        state = gr.State(None)
+        folder = gr.State(None, delete_callback=_remove_dir)
+
+    controls = [layer, head, mean, hide, renorm, direction]
+    view_inputs = [state, *controls, token, folder]
+    extra_outputs = [rollout_plot, token_plot, token, csv_files, folder]
+    # The API endpoint returns plain figures; the slider ranges, rollout, token view and CSVs are
+    # filled in browser-only follow-ups, so an API caller's session never has a lowered maximum.
     for event, api in ((button.click, {"api_name": "attention"}), (text.submit, {"api_visibility": "private"})):
-        event(run_attention, [text, text_pair, model_box, *controls], outputs, **api).then(
+        event(run_attention, [text, text_pair, model_box, *controls], [heatmap, overview, info, state], **api).then(
             fit_sliders, [state, layer, head], [layer, head], api_visibility="private"
-        )
+        ).then(extras, view_inputs, extra_outputs, api_visibility="private")
     gr.on(
         [c.change for c in controls],
         redraw,
@@ -109,5 +271,20 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         [heatmap, overview, info],
         api_visibility="private",
         trigger_mode="always_last",
-    )
+    ).then(extras, view_inputs, extra_outputs, api_visibility="private")
+    mean.change(lambda m: gr.update(interactive=not m), mean, head, api_visibility="private")
+    token.input(redraw_token, [state, token, hide, renorm], token_plot, api_visibility="private")
     overview.select(pick, state, [layer, head, mean], api_visibility="private")
+
+    rollout_button.click(
+        run_rollout, [text, text_pair, model_box, rollout_layer, hide, renorm, direction], [rollout_plot, rollout_csv],
+        api_name="attention_rollout",
+    )
+    add_head.click(lambda s, l, h: add_heads(s, l, h, False), [abl_heads, layer, head], abl_heads,
+                   api_visibility="private")
+    add_layer.click(lambda s, l, h: add_heads(s, l, h, True), [abl_heads, layer, head], abl_heads,
+                    api_visibility="private")
+    abl_button.click(
+        run_ablation, [abl_text, abl_pair, model_box, abl_heads, abl_k, abl_answers], [abl_summary, abl_table],
+        api_name="head_ablation",
+    )
