@@ -314,9 +314,10 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     gr.api(start_run, api_name="start_run")
     gr.api(run_status, api_name="run_status")
-    pause.click(pause_run, owner, status, api_visibility="private")
-    resume_btn.click(resume_run, owner, status, api_visibility="private")
-    stop.click(stop_run, owner, status, api_visibility="private")
+    # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
+    pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
+    resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
+    stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private")
     gr.api(pause_run, api_name="pause_run")
     gr.api(resume_run, api_name="resume_run")
     gr.api(stop_run, api_name="stop_run")
