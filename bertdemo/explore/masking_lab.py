@@ -285,13 +285,13 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
     chosen = int((acts != ACTION_NONE).sum())
     n_mask, n_random = int((acts == ACTION_MASK).sum()), int((acts == ACTION_RANDOM).sum())
     m, r = settings.mask_replace_prob, settings.random_replace_prob
-    chosen_rate = _rate("chosen (of the tokens)", settings.mlm_probability, chosen, n_real * draws)
+    chosen_rate = _rate("chosen", settings.mlm_probability, chosen, n_real * draws)
     if settings.fixed_count and not settings.whole_word:
         k = max(1, round(settings.mlm_probability * (len(ids) - 2)))
         chosen_rate.setting, chosen_rate.std_error = min(k, n_real) / n_real, 0.0
     return RateStats(draws, n_real, settings.mode(len(ids)), [
         chosen_rate,
-        _rate("[MASK] (of the chosen)", m, n_mask, chosen),
-        _rate("random token (of the chosen)", r, n_random, chosen),
-        _rate("kept (of the chosen)", round(max(0.0, 1 - m - r), 12), chosen - n_mask - n_random, chosen),
+        _rate("[MASK]", m, n_mask, chosen),
+        _rate("random", r, n_random, chosen),
+        _rate("kept", round(max(0.0, 1 - m - r), 12), chosen - n_mask - n_random, chosen),
     ])

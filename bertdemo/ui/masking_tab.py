@@ -81,12 +81,14 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
                           info="Of the chosen: replaced by [MASK].")
             r = gr.Slider(0.0, 1.0, value=0.1, step=0.05, label="random_replace_prob",
                           info="Of the chosen: a random token (the rest stay).")
-        with gr.Row():
-            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="ml-seed")
-            whole_word = gr.Checkbox(label="Whole-word masking", info="All ## pieces of a word chosen together.",
-                                     elem_id="ml-whole-word")
-            fixed_count = gr.Checkbox(value=True, label="Fixed count (the engine's default)",
-                                      info="Exactly round(p·(T−2)) per sequence; off: each token a coin flip.")
+        with gr.Row(equal_height=False):
+            seed = gr.Number(value=2, precision=0, minimum=0, label="Seed", elem_id="ml-seed", min_width=120,
+                             info="The same seed, the same mask.")
+            with gr.Column(scale=2, min_width=220):
+                whole_word = gr.Checkbox(label="Whole-word masking", info="All ## pieces of a word chosen together.",
+                                         elem_id="ml-whole-word")
+                fixed_count = gr.Checkbox(value=True, label="Fixed count (the engine's default)",
+                                          info="Exactly round(p·(T−2)) chosen; off: a coin flip per token.")
         settings = [text, p, m, r, seed, whole_word, fixed_count]
         run_button = gr.Button("Mask it", variant="primary", elem_id="ml-run")
         chips = gr.HTML(elem_id="ml-chips")

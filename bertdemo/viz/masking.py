@@ -125,7 +125,7 @@ def rates_figure(stats: RateStats) -> go.Figure:
                text=[f"{r.measured:.3f}" for r in stats.rates], textposition="outside"),
     ])
     fig.update_layout(
-        title=f"Measured over {stats.draws} draws ({stats.n_tokens} maskable tokens each)",
+        title=f"Setting vs measured, {stats.draws} draws",
         barmode="group", yaxis={"range": [0, 1.05], "title": "rate"}, height=380,
         margin={"l": 50, "r": 10, "t": 50, "b": 90}, legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right",
                                                                  "yanchor": "bottom"},
@@ -134,10 +134,10 @@ def rates_figure(stats: RateStats) -> go.Figure:
 
 
 def rates_markdown(stats: RateStats) -> str:
-    lines = ["| rate | setting | measured | ± 1 s.e. | count |", "|---|---|---|---|---|"]
-    lines += [f"| {r.name} | {r.setting:.4f} | {r.measured:.4f} | {r.std_error:.4f} | {r.count} / {r.total} |"
-              for r in stats.rates]
-    return f"*{stats.mode}*\n\n" + "\n".join(lines)
+    lines = ["| rate | setting | measured | ± s.e. |", "|---|---|---|---|"]
+    lines += [f"| {r.name} | {r.setting:.3f} | {r.measured:.3f} | {r.std_error:.3f} |" for r in stats.rates]
+    return (f"*{stats.mode}.* {stats.draws} draws of {stats.n_tokens} maskable tokens: *chosen* is of the tokens; "
+            "*[MASK]*, *random* and *kept* are of the chosen.\n\n" + "\n".join(lines))
 
 
 def render_pairs(pairs: NspPairs) -> str:

@@ -1,0 +1,76 @@
+"""End-to-end: the Masking & NSP tab over the API (gradio_client) and in Chromium.
+
+Saves masking_lab.png (desktop) and masking_lab_phone.png (390 px wide) into
+$BERTDEMO_SCREENSHOTS (default tests/artifacts/), like test_browser.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import screenshot
+
+TEXT = "The children were playing football in the park until it started raining heavily."
+RUN_TIMEOUT_MS = 60_000
+
+
+def test_mask_sample_api(client):
+    chosen = real = 0
+    for seed in range(20):
+        data = client.predict(TEXT, 0.15, 0.8, 0.1, seed, False, False, api_name="/mask_sample")
+        tokens = data["tokens"]
+        assert tokens[0]["token"] == "[CLS]" and tokens[-1]["token"] == "[SEP]"
+        for t in tokens:
+            assert set(t) >= {"token", "chosen", "action", "input_id", "label"}
+            if t["token"] in ("[CLS]", "[SEP]"):
+                assert not t["chosen"] and t["label"] == -100
+            elif not t["chosen"]:
+                assert t["label"] == -100 and t["action"] is None
+            else:
+                assert t["action"] in ("mask", "random", "keep") and t["label"] == t["original_id"]
+                assert t["action"] != "mask" or t["input_id"] == 103
+        real += len(tokens) - 2
+        chosen += sum(t["chosen"] for t in tokens)
+    assert abs(chosen / real - 0.15) < 4 * (0.15 * 0.85 / real) ** 0.5
+    default = client.predict(TEXT, 0.15, 0.8, 0.1, 0, False, True, api_name="/mask_sample")
+    assert sum(t["chosen"] for t in default["tokens"]) == round(0.15 * (len(default["tokens"]) - 2))
+    assert "engine's default" in default["mode"]
+
+
+def test_epochs_and_nsp_api(client):
+    data = client.predict(TEXT, 0.4, 0.8, 0.1, 0, True, True, 25, 10, api_name="/mask_epochs")
+    assert data["distinct_static"] == 10 and data["distinct_dynamic"] > 10
+    pairs = client.predict("", 32, 4, 0, api_name="/nsp_pairs")
+    assert len(pairs["pairs"]) == 4 and all(p["tokens"][0] == "[CLS]" for p in pairs["pairs"])
+    with pytest.raises(Exception, match="Enter a sentence"):
+        client.predict("", 0.15, 0.8, 0.1, 0, False, True, api_name="/mask_sample")
+
+
+def test_masking_tab_in_browser(browser_page, app_url):
+    """A short walk of the tab; screenshots at desktop width and at 390 px (a phone)."""
+    pytest.importorskip("playwright")
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url)
+    expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
+    page.get_by_role("tab", name="Masking & NSP", exact=True).click()
+    page.click("#ml-run")
+    chips = page.locator("#ml-chips .mask-chip[data-position]")
+    expect(chips.first).to_have_text("[CLS]", timeout=RUN_TIMEOUT_MS)
+    chosen = page.locator("#ml-chips .mask-chip[data-action]:not([data-action='none'])")
+    assert chosen.count() == round(0.15 * (chips.count() - 2)), "the engine's default: a fixed count"
+    expect(page.locator("#ml-tensors")).to_contain_text("-100")
+    page.click("#ml-next")
+    expect(page.locator("#ml-epochs-view")).to_contain_text("13 epochs", timeout=RUN_TIMEOUT_MS)
+    page.click("#ml-stats")
+    expect(page.locator("#ml-stats-table")).to_contain_text("of the chosen", timeout=RUN_TIMEOUT_MS)
+    page.click("#nsp-build")
+    expect(page.locator("#nsp-pairs .nsp-pair")).to_have_count(4, timeout=RUN_TIMEOUT_MS)
+    page.click("#nsp-run")
+    expect(page.locator("#nsp-result")).to_contain_text("NSP head", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(400)
+    screenshot(page, "masking_lab")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(600)
+    screenshot(page, "masking_lab_phone")
