@@ -29,9 +29,9 @@ INTRO = (
 
 WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit
 STYLE = (
-    f"<style>.{WIDE} table {{ display: block; overflow-x: auto; }} "
+    f"<style>.{WIDE} table {{ display: block; width: fit-content; max-width: 100%; overflow-x: auto; }} "
     f".{WIDE} td, .{WIDE} th {{ white-space: nowrap; }} "
-    "#in-neuron-plot, #in-steps-plot { overflow-x: auto; }</style>"
+    "#in-neuron-plot, #in-steps-plot, #in-lens-plot { overflow-x: auto; }</style>"
 )
 
 

@@ -120,8 +120,7 @@ def position_cosine_figure(result: EmbeddingsResult) -> go.Figure:
     ))
     fig.update_layout(
         title=f"Cosine between learned position vectors 0–{p - 1} (of {result.max_positions})",
-        xaxis=dict(title="position", constrain="domain"), yaxis=dict(title="position", autorange="reversed",
-                                                                     scaleanchor="x"),
+        xaxis=dict(title="position"), yaxis=dict(title="position", autorange="reversed"),
         height=520, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white",
     )
     return fig
@@ -264,7 +263,7 @@ def lens_figure(result: LogitLensResult) -> go.Figure:
                              name=f"p({result.final_word})", marker_color=_AMBER), row=1, col=2)
     fig.update_xaxes(range=[-0.05, 1.05], row=1, col=2)
     fig.update_yaxes(showticklabels=False, row=1, col=2)
-    fig.update_layout(legend=dict(orientation="h", y=-0.08))
+    fig.update_layout(legend=dict(orientation="h", y=-0.08), width=900)
     return _layout(fig, 120 + 42 * len(rows),
                    f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}")
 
