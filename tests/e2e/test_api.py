@@ -21,6 +21,8 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 EMBEDDED = "embedded/minilm-l6-uncased"
+EMBEDDED_MLM = "embedded/bert-explorer-mlm"
+CASED = "embedded/wordpiece-cased-wiki"
 ENDPOINTS = {"/tokenize", "/lookup", "/compare_tokenizers", "/fill_mask", "/attention"}
 
 
@@ -29,7 +31,8 @@ ENDPOINTS = {"/tokenize", "/lookup", "/compare_tokenizers", "/fill_mask", "/atte
 
 def chip_tokens(chips_html: str) -> list[tuple[int, str]]:
     """(id, token) of every chip in the chips HTML."""
-    spans = re.findall(r'<span class="token-chip" data-id="(\d+)"[^>]*>(.*?)</span>', chips_html)
+    spans = re.findall(r'<span class="token-chip" data-id="(\d+)"[^>]*><span class="chip-text">(.*?)</span>',
+                       chips_html)
     return [(int(i), html.unescape(t)) for i, t in spans]
 
 
@@ -67,8 +70,8 @@ def tokenize(client, text, pair="", model=""):
     return client.predict(text, pair, model, api_name="/tokenize")
 
 
-def fill(client, text, model, pair="", top_k=5, targets=""):
-    return client.predict(text, pair, model, top_k, targets, api_name="/fill_mask")
+def fill(client, text, model, pair="", top_k=5, targets="", second="", whole_words=False):
+    return client.predict(text, pair, model, top_k, targets, second, whole_words, api_name="/fill_mask")
 
 
 def attend(client, text, model, pair="", layer=0, head=0, mean=False, hide=False, renorm=True):
@@ -84,9 +87,9 @@ def test_named_endpoints_and_parameters(client):
     assert ENDPOINTS <= set(named), sorted(named)
     params = {name: [p["parameter_name"] for p in named[name]["parameters"]] for name in ENDPOINTS}
     assert params["/tokenize"] == ["text", "text_pair", "model"]
-    assert params["/fill_mask"] == ["text", "text_pair", "model", "top_k", "targets"]
+    assert params["/fill_mask"] == ["text", "text_pair", "model", "top_k", "targets", "second_model", "whole_words"]
     assert params["/attention"][:3] == ["text", "text_pair", "model"]
-    assert len(params["/attention"]) == 8  # layer, head, mean, hide [CLS]/[SEP], renormalise
+    assert len(params["/attention"]) >= 8  # layer, head, mean, hide [CLS]/[SEP], renormalise, ...
 
 
 # --- Tokenizer ---------------------------------------------------------------------------
@@ -101,14 +104,16 @@ def test_tokenize_chips_table_and_segments(client, model):
     assert [t for _, t in toks].count("[SEP]") == 2
     rows = table_records(table)
     by_token = {r["token"]: r for r in rows}
-    assert by_token["[CLS]"]["id"] == 101 and by_token["[CLS]"]["position"] == 0
-    assert by_token["love"]["id"] == 2293 and by_token["love"]["segment"] == 0
-    assert by_token["##ization"]["id"] == 3989
-    assert rows[-1]["token"] == "[SEP]" and rows[-1]["id"] == 102
-    assert by_token["second"]["segment"] == 1 and by_token["second"]["word"] == "B0"
-    assert [r["segment"] for r in rows] == [0] * 7 + [1] * 4
-    assert all(r["attention mask"] == 1 for r in rows)
-    assert "**11** tokens" in stats and "**1** words split" in stats and "**0** unknown" in stats
+    assert table["headers"] == ["position", "token", "input_ids", "token_type_ids", "attention_mask", "word", "chars"]
+    assert by_token["[CLS]"]["input_ids"] == 101 and by_token["[CLS]"]["position"] == 0
+    assert by_token["love"]["input_ids"] == 2293 and by_token["love"]["token_type_ids"] == 0
+    assert by_token["##ization"]["input_ids"] == 3989
+    assert rows[-1]["token"] == "[SEP]" and rows[-1]["input_ids"] == 102
+    assert by_token["second"]["token_type_ids"] == 1 and by_token["second"]["word"] == "B0"
+    assert [r["token_type_ids"] for r in rows] == [0] * 7 + [1] * 4
+    assert all(r["attention_mask"] == 1 for r in rows)
+    assert "**11** tokens" in stats and "**1** word split" in stats and "**0** unknown" in stats
+    assert f"**{model}**" in stats  # the tokenizer that answered
 
 
 def test_lookup_and_special_tokens(client, model):
@@ -137,6 +142,25 @@ def test_compare_tokenizers_same_model_and_unreachable_hub(client, model):
     assert time.monotonic() - start < 30  # no long hub retry loops (generous: not a benchmark)
 
 
+def test_compare_uncased_with_the_offline_cased_tokenizer(client, model):
+    left_stats, left_chips, right_stats, right_chips = client.predict(
+        "Naïve BERT", "", model, CASED, api_name="/compare_tokenizers"
+    )
+    left, right = [t for _, t in chip_tokens(left_chips)], [t for _, t in chip_tokens(right_chips)]
+    assert "naive" in left and "bert" in left  # uncased: lowercased, accent stripped
+    assert "".join(right).replace("##", "").startswith("[CLS]NaïveBERT")  # cased: as typed
+    assert "`Naïve` → `naive`" in left_stats and "changes the text" not in right_stats
+    assert CASED in right_stats
+
+
+def test_typed_special_tokens_render_dark_and_lookup_is_bounded(client, model):
+    chips, _, _ = tokenize(client, "Nice to [MASK] you.", "", model)
+    mask_chip = re.search(r'<span class="token-chip" data-id="103"[^>]*style="([^"]*)"', chips).group(1)
+    assert "background:#374151" in mask_chip  # special tokens are dark
+    token_md, _, _ = client.predict(model, "x" * 101, 103, api_name="/lookup")
+    assert "at most 100" in token_md
+
+
 def test_tokenize_control_characters_and_emoji(client, model):
     chips, stats, table = tokenize(client, "Tab\there\x00 bell\x07 and smile 🤗 done", "", model)
     toks = [t for _, t in chip_tokens(chips)]
@@ -145,15 +169,15 @@ def test_tokenize_control_characters_and_emoji(client, model):
     assert "**1** unknown" in stats and "[UNK]" in stats
     assert {"tab", "here", "bell", "smile", "done"} <= set(toks)
     unk_rows = [r for r in table_records(table) if r["token"] == "[UNK]"]
-    assert len(unk_rows) == 1 and unk_rows[0]["id"] == 100
+    assert len(unk_rows) == 1 and unk_rows[0]["input_ids"] == 100
 
 
 def test_tokenize_100kb_paste_answers_with_a_length_notice(client, model):
     text = ("The quick brown fox jumps over the lazy dog. " * 2300)[:100_000]
     chips, stats, table = tokenize(client, text, "", model)
     assert "reads at most 512" in stats
-    n_tokens = int(re.search(r"\*\*([\d,]+)\*\* tokens", stats).group(1).replace(",", ""))
-    assert n_tokens > 20_000
+    n_tokens = re.search(r"\*\*([\d,]+)\*\* tokens", stats).group(1)
+    assert "," in n_tokens and int(n_tokens.replace(",", "")) > 20_000  # 20,002 tokens
     assert len(table["data"]) == 512  # only the first 512 shown
     assert len(chip_tokens(chips)) == 512
 
@@ -190,20 +214,39 @@ def test_word_start_masks_offer_whole_words_and_glued_masks_read_without_marker(
 
 def test_fill_mask_two_masks_and_targets(client, model):
     plot, filled, targets_md, raw = fill(
-        client, "The [MASK] barked at the [mask].", model, top_k=3, targets="dog, tokenization"
+        client, "The [MASK] barked at the [mask].", model, top_k=3, targets="dog, tokenization, a|<b>"
     )
-    assert [m["mask"] for m in raw] == [1, 2]
+    assert [m["mask"] for m in raw] == [1, 2] and {m["model"] for m in raw} == {model}
     assert raw[0]["position"] < raw[1]["position"]
     for mask in raw:
         assert len(mask["predictions"]) == 3
         by_word = {t["word"]: t for t in mask["targets"]}
         assert 0 < by_word["dog"]["prob"] <= 1 and by_word["dog"]["rank"] >= 1
-        refusal = by_word["tokenization"]
-        assert refusal["prob"] is None and "split into 2 pieces" in refusal["message"]
-    assert "split into 2 pieces" in targets_md
+        split = by_word["tokenization"]  # token ##ization: scored by pseudo-log-likelihood
+        assert split["pieces"] == ["token", "##ization"] and 0 < split["prob"] < 1 and split["rank"] is None
+        assert "pseudo-log-likelihood" in split["message"]
+    # a readable table: one header, one row per mask and word, user text escaped
+    lines = targets_md.splitlines()
+    assert lines[0] == "| mask | word | pieces | probability | rank | note |" and lines[1] == "|---|---|---|---|---|---|"
+    assert len([line for line in lines if line.startswith("| #")]) == 6
+    assert "a&#124;&lt;b&gt;" in targets_md and "<b>" not in targets_md
+    assert all(cell.strip().endswith("%") for line in lines[2:8] for cell in line.split("|")[4:5] if "—" not in cell)
     fig = plotly_figure(plot)
     assert len([t for t in fig["data"] if t["type"] == "bar"]) == 2
-    assert filled.count("**") == 2 + 2 * 2  # the label plus two bold fills
+    assert filled.count("**Filled with the top choices:**") == 1 and f"*Answered by* **{model}**" in filled
+
+
+def test_fill_mask_second_model_and_whole_words(client, model):
+    plot, filled, _, raw = fill(client, "Nice to [MASK] you.", model, top_k=4, second=EMBEDDED_MLM)
+    assert [m["model"] for m in raw] == [model, EMBEDDED_MLM]
+    assert filled.count("**Filled with the top choices:**") == 2 and EMBEDDED_MLM in filled
+    fig = plotly_figure(plot)
+    assert len([t for t in fig["data"] if t["type"] == "bar"]) == 2
+    assert EMBEDDED_MLM in json.dumps(fig["layout"]["annotations"])
+    _, filled, _, raw = fill(client, "Nice to [MASK] you.", model, top_k=6, whole_words=True)
+    preds = raw[0]["predictions"]
+    assert 1 <= len(preds) <= 6 and all(1 <= len(p["pieces"]) <= 3 for p in preds)
+    assert "pseudo-log-likelihood" in filled
 
 
 def test_fill_mask_embedded_model_has_no_head(client):

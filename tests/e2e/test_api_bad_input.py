@@ -65,3 +65,10 @@ def test_server_keeps_serving_after_bad_input(client, model, app_server):
     assert len(raw) == 1 and len(raw[0]["predictions"]) == 2
     plot, *_ = attend(client, "Still here.", model)
     assert plotly_figure(plot)["data"][0]["type"] == "heatmap"
+
+
+def test_work_per_request_is_bounded(client, model):
+    many = ", ".join(f"w{i}" for i in range(21))
+    expect_error(lambda: fill(client, "Nice to [MASK] you.", model, targets=many), "at most 20")
+    expect_error(lambda: fill(client, "Nice to [MASK] you.", model, targets="x" * 51), "at most 50 characters")
+    expect_error(lambda: fill(client, "[MASK] " * 6, model, whole_words=True), "whole-word", "at most 5")

@@ -57,12 +57,17 @@ def slider(page: Page, label: str):
 def test_tokenizer_tab(browser_page: Page, app_url: str):
     page = browser_page
     open_app(page, app_url)
+    chips = page.locator("#tok-chips .token-chip")
+    # A first result on load: the example, not empty panels.
+    expect(chips.first).to_have_text("[CLS]", use_inner_text=True, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#tok-encoding")).to_contain_text("'input_ids': [101, 1045, 2293", timeout=RUN_TIMEOUT_MS)
     page.locator("#tok-text textarea").fill("I love tokenization! Unbelievably, BERT splits words.")
     page.locator("#tok-pair textarea").fill("Sentence B gets segment id 1.")
     page.click("#tok-run")
 
-    chips = page.locator("#tok-chips .token-chip")
-    expect(chips.first).to_have_text("[CLS]", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#tok-encoding")).to_contain_text("'token_type_ids': [0, 0", timeout=RUN_TIMEOUT_MS)
+    expect(chips.first).to_have_text("[CLS]", use_inner_text=True, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#tok-chips")).to_contain_text("segment", timeout=RUN_TIMEOUT_MS)  # sentence B arrived
     texts = chips.all_inner_texts()
     assert texts[0] == "[CLS]" and texts.count("[SEP]") == 2, texts
     assert "love" in texts and "##ization" in texts, texts
@@ -70,14 +75,17 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     assert chips.nth(texts.index("love")).get_attribute("data-id") == "2293"
     # A chip's tooltip tells its id, position and segment; sentence B chips are segment 1.
     assert "segment 1" in chips.nth(len(texts) - 2).get_attribute("title")
+    encoding = page.locator("#tok-encoding").inner_text()
+    assert "'attention_mask': [1, 1" in encoding and encoding.count("1, 1") >= 1
 
     stats = page.locator("#tok-stats")
     expect(stats).to_contain_text(f"{len(texts)} tokens")
     expect(stats).to_contain_text("words split into pieces")
     expect(stats).to_contain_text("0 unknown")
 
-    # The token dataframe: the block holding the header row with an "attention mask" column.
-    table = page.locator("div.block").filter(has=page.locator("table", has_text="attention mask")).last
+    # The token dataframe: the block holding the header row with an "attention_mask" column.
+    table = page.locator("#tok-table")
+    expect(table).to_contain_text("token_type_ids")
     expect(table).to_contain_text("2293")
     cells = table.inner_text()
     for value in ("[CLS]", "101", "##ization", "3989", "[SEP]", "102"):
@@ -85,22 +93,41 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     wait_idle(page)
     screenshot(page, "tokenizer")
 
+    # Text / IDs: the chips show their ids instead of their text, and back.
+    page.locator("#tok-view").get_by_text("IDs", exact=True).click()
+    expect(chips.nth(texts.index("love"))).to_have_text("2293", use_inner_text=True)
+    expect(chips.first).to_have_text("101", use_inner_text=True)
+    page.locator("#tok-view").get_by_text("Text", exact=True).click()
+    expect(chips.nth(texts.index("love"))).to_have_text("love", use_inner_text=True)
+
+    # Enter looks a token up.
+    page.get_by_text("Vocabulary lookup").click()
+    box = page.locator("#tok-lookup-token textarea, #tok-lookup-token input").first
+    box.fill("##ing")
+    box.press("Enter")
+    expect(page.locator("#tok-lookup-token-out")).to_contain_text("2075", timeout=RUN_TIMEOUT_MS)
+
 
 def test_fill_mask_tab(browser_page: Page, app_url: str):
     page = browser_page
     open_app(page, app_url)
     open_tab(page, "Fill-Mask")
     page.locator("#fm-text textarea").fill("The capital of France is [MASK].")
-    top_k = int(slider(page, "Top-k").input_value())
-    assert top_k >= 1
+    number = page.locator("#fm-top-k input[type=number]")
+    number.fill("3")
+    number.press("Enter")
+    expect(slider(page, "Top-k")).to_have_value("3")
     page.click("#fm-run")
 
     plot = page.locator("#fm-plot .js-plotly-plot")
     expect(plot).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    bars = page.locator("#fm-plot .bars path")
-    expect(bars.first).to_be_visible()
-    assert max(bars.count(), page.locator("#fm-plot g.point").count()) >= top_k
+    expect(page.locator("#fm-plot g.point")).to_have_count(3)  # exactly the 3 bars asked for
+    labels = page.locator("#fm-plot g.ytick text").all_text_contents()
+    assert len(labels) == 3 and all(labels), labels
+    texts = page.locator("#fm-plot .bartext").all_text_contents()
+    assert texts and all(t.endswith("%") for t in texts), texts
     filled = page.locator("#fm-filled")
+    expect(filled).to_contain_text("Answered by")
     expect(filled).to_contain_text("Filled with the top choices")
     expect(filled).to_contain_text(re.compile(r"The capital of France is \S+\."))
     expect(page.locator("#fm-notice")).not_to_contain_text("no trained masked-LM head")
@@ -121,6 +148,23 @@ def test_fill_mask_empty_text_shows_error_toast(browser_page: Page, app_url: str
     page.locator("#fm-text textarea").fill("Hello [MASK].")
     page.click("#fm-run")
     expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=RUN_TIMEOUT_MS)
+
+
+def test_failed_model_load_keeps_the_model_that_answers(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    status = page.locator("#model-status")
+    before = page.locator("#model-box input").input_value()
+    page.locator("#model-box input").click()
+    option = page.get_by_role("option", name=re.compile(r"^bert-base-cased \(unavailable"))
+    expect(option).to_be_visible()  # marked in the dropdown as unable to load now
+    option.click()
+    expect(status).to_contain_text("bert-base-cased could not load", timeout=RUN_TIMEOUT_MS)
+    expect(status).to_contain_text("Still answering")
+    expect(page.locator("#model-box input")).to_have_value(before)
+    page.wait_for_timeout(500)
+    expect(status).to_contain_text("Still answering")  # the reverted choice does not hide the message
+    expect(page.locator(".toast-body")).to_have_count(0)  # no toast over the status line
 
 
 def test_fill_mask_embedded_model_shows_persistent_notice(browser_page: Page, app_url: str):

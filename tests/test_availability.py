@@ -1,0 +1,59 @@
+"""Which model choices can load now, and naming the model that really answered."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from bertdemo.models import availability, embedded, hub
+
+
+@pytest.fixture
+def offline():
+    hub.set_offline(True)
+    try:
+        yield
+    finally:
+        hub.set_offline(False)
+
+
+def test_choices_that_cannot_load_are_marked(offline, tiny_mlm_dir):
+    choices = [("bert-base-uncased", "bert-base-uncased"), ("bert-base-cased", "bert-base-cased"),
+               ("embedded", embedded.EMBEDDED_MLM_NAME), ("folder", str(tiny_mlm_dir))]
+    labels = [label for label, _ in availability.label_choices(choices, "bert-base-uncased")]
+    assert labels == [
+        f"bert-base-uncased ({availability.STAND_IN})",
+        f"bert-base-cased ({availability.UNAVAILABLE})",
+        "embedded",
+        "folder",
+    ]
+    assert not availability.can_load_now("bert-base-cased")
+    assert availability.can_load_now(embedded.EMBEDDED_MLM_NAME) and availability.can_load_now(str(tiny_mlm_dir))
+
+
+def test_a_cached_hub_model_counts_as_loadable(offline, monkeypatch):
+    monkeypatch.setattr(availability, "in_local_cache", lambda repo: repo == "bert-base-cased")
+    assert availability.can_load_now("bert-base-cased") and not availability.can_load_now("roberta-base")
+
+
+def test_the_model_that_answered_is_named():
+    stand_in = SimpleNamespace(name=embedded.EMBEDDED_MLM_NAME, source="embedded")
+    assert availability.answered_by("bert-base-uncased", stand_in) == (
+        "embedded/bert-explorer-mlm standing in for bert-base-uncased (model hub unreachable)"
+    )
+    itself = SimpleNamespace(name=embedded.EMBEDDED_MLM_NAME, source="embedded")
+    assert availability.answered_by(embedded.EMBEDDED_MLM_NAME, itself) == embedded.EMBEDDED_MLM_NAME
+    cached = SimpleNamespace(name="bert-base-cased", source="hub cache")
+    assert "local cache" in availability.answered_by("bert-base-cased", cached)
+
+
+def test_the_store_stand_in_is_named(offline, tokenizer):
+    from bertdemo.models.store import ModelStore
+
+    store = ModelStore(default="bert-base-uncased", device="cpu")
+    loaded = store.get("bert-base-uncased")
+    assert availability.answered_by("bert-base-uncased", loaded).startswith(
+        f"{loaded.name} standing in for bert-base-uncased"
+    )
+    assert "standing in for bert-base-uncased" in availability.tokenizer_answered_by(
+        "bert-base-uncased", store.get_tokenizer("bert-base-uncased"))
+    assert availability.tokenizer_answered_by(embedded.EMBEDDED_ENCODER_NAME, tokenizer) == embedded.EMBEDDED_ENCODER_NAME
