@@ -108,7 +108,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
             {"key": key, "ckpt": ckpt},
         )
 
-    with gr.Tab("Pretrain", id="pretrain"):
+    with gr.Tab("Pretrain", id="pretrain") as tab:
         gr.Markdown(
             "Train a small BERT **from scratch** on masked-word prediction and watch it learn. "
             "The run continues in the background while you use the other tabs; every page open "
@@ -290,6 +290,15 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
                 gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=store.choices()))
 
+    def set_probe_api(text: str, owner_token: str = "") -> str:
+        """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token)."""
+        return update_probe(text, owner_token)
+
+    def delete_run_api(run_id: str, owner_token: str = "") -> str:
+        """Delete an ended run's folder (public server: only with the admin token)."""
+        delete_run(run_id, owner_token)
+        return f"Deleted run {run_id}."
+
     @user_errors
     def run_order_probe(run_id: str, text: str):
         if not run_id:
@@ -312,8 +321,9 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], show_params,
           [preset, layers, hidden, heads, ffn], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
-    gr.api(start_run, api_name="start_run")
-    gr.api(run_status, api_name="run_status")
+    with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
+        gr.api(start_run, api_name="start_run")
+        gr.api(run_status, api_name="run_status")
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
     resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
@@ -321,12 +331,16 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     gr.api(pause_run, api_name="pause_run")
     gr.api(resume_run, api_name="resume_run")
     gr.api(stop_run, api_name="stop_run")
-    set_probe.click(update_probe, [probe, owner], status, api_name="set_probe")
+    set_probe.click(update_probe, [probe, owner], status, api_name="set_probe_from_page", api_visibility="private")
+    gr.api(set_probe_api, api_name="set_probe")
     timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
                     api_visibility="private")
-    gr.api(download_csv, api_name="run_metrics_csv")
+    with tab:
+        gr.api(download_csv, api_name="run_metrics_csv")
     run_pick.focus(lambda: gr.update(choices=run_choices()), None, run_pick, api_visibility="private")
-    delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_run")
+    delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_from_page",
+                 api_visibility="private")
+    gr.api(delete_run_api, api_name="delete_run")
     order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")
