@@ -290,10 +290,10 @@ def loss_figure(result: MlmLossResult) -> go.Figure:
         textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p",
     ))
     fig.add_hline(y=result.mean_loss, line_dash="dash", line_color=_AMBER,
-                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="bottom left")
+                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="bottom left", annotation_bgcolor="white")
     fig.add_hline(y=result.uniform_loss, line_dash="dot", line_color="#64748b",
                   annotation_text=f"uniform guess ln({result.vocab_size:,}) = {result.uniform_loss:.2f}",
-                  annotation_position="top right")
+                  annotation_position="top right", annotation_bgcolor="white")
     fig.update_layout(
         title=f"−log p of the right word at each mask — model {result.model_name}",
         yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),
