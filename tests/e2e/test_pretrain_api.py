@@ -51,6 +51,12 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         # The inference tabs keep answering while the run trains.
         _, stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
         assert table["data"][0][1] == "[CLS]"
+        _, filled, _, predictions = client.predict("Nice to [MASK] you.", "", "", 3, "", "", False,
+                                                   api_name="/fill_mask")
+        assert len(predictions[0]["predictions"]) == 3 and "[MASK]" not in filled
+        _, _, info = client.predict("The cat sat.", "", "", 0, 0, False, False, True, "all", api_name="/attention")
+        assert "tokens" in info
+        assert status(client)["status"] == "running"
 
         client.predict(api_name="/pause_run")
         paused = wait_for(client, lambda s: s.get("status") == "paused", 30)
