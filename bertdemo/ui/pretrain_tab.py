@@ -328,11 +328,12 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
     resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
     stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private")
-    gr.api(pause_run, api_name="pause_run")
-    gr.api(resume_run, api_name="resume_run")
-    gr.api(stop_run, api_name="stop_run")
     set_probe.click(update_probe, [probe, owner], status, api_name="set_probe_from_page", api_visibility="private")
-    gr.api(set_probe_api, api_name="set_probe")
+    with tab:
+        gr.api(pause_run, api_name="pause_run")
+        gr.api(resume_run, api_name="resume_run")
+        gr.api(stop_run, api_name="stop_run")
+        gr.api(set_probe_api, api_name="set_probe")
     timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
@@ -342,5 +343,6 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     run_pick.focus(lambda: gr.update(choices=run_choices()), None, run_pick, api_visibility="private")
     delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_from_page",
                  api_visibility="private")
-    gr.api(delete_run_api, api_name="delete_run")
+    with tab:
+        gr.api(delete_run_api, api_name="delete_run")
     order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")
