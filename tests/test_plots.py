@@ -18,7 +18,8 @@ def test_fill_mask_figure_has_one_chart_per_mask(tiny_loaded):
     assert list(first.x[:4]) == sorted(first.x[:4], reverse=True)
     assert fig.layout.yaxis.autorange == "reversed"  # highest probability on top
     assert result.masks[0].targets[0].rank == rank
-    assert list(first.y[4:]) == [f"{word} (target, rank {rank})"]
+    assert list(first.y[4:]) == [f"{word} (rank {rank:,})"]
+    assert list(first.marker.color[4:]) == [bars._TARGET_COLOR]
 
 
 def test_heatmap_and_overview(tiny_loaded):
@@ -51,6 +52,7 @@ def test_axis_fits_the_bars_and_probabilities_are_percent(tiny_loaded):
     assert fig.layout.xaxis.range[1] > max(fig.data[0].x)
     assert all(t.endswith("%") for t in fig.data[0].text)
     assert bars.percent(0.1234) == "12.3%" and bars.percent(0.00042) == "0.042%"
+    assert bars.percent(1.9e-7) == "0.000019%"  # never e-notation
 
 
 def test_two_models_get_a_chart_each_per_mask(tiny_loaded):

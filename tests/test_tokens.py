@@ -84,9 +84,11 @@ def test_encoding_is_what_the_tokenizer_returns(tokenizer):
 
 def test_normalisation_is_reported(tokenizer):
     table = tokens.tokenize(tokenizer, "Naïve café, naive cafe. Naïve!")
-    assert table.normalised == [("Naïve", "naive"), ("café,", "cafe,"), ("Naïve!", "naive!")]
-    assert table.n_normalised == 3
-    assert tokens.tokenize(tokenizer, "plain lowercase words").normalised == []
+    assert table.n_normalised == 3 and table.preview == ("Naïve café, naive cafe. Naïve!", "naive cafe, naive cafe. naive!")
+    plain = tokens.tokenize(tokenizer, "plain lowercase words")
+    assert plain.n_normalised == 0 and plain.preview is None
+    long = tokens.tokenize(tokenizer, "Café " * 30)
+    assert long.n_normalised == 30 and long.preview[1].startswith("cafe cafe") and long.preview[1].endswith(" …")
 
 
 def test_long_token_lookup_is_refused(tokenizer):
@@ -109,5 +111,5 @@ def test_offline_cased_tokenizer_ships_small_and_cased():
     table = tokens.tokenize(cased, "Naïve BERT", "B")
     toks = [r.token for r in table.rows]
     assert toks[0] == "[CLS]" and toks.count("[SEP]") == 2 and "B" in toks  # cased: not lowercased
-    assert table.normalised == [] and "ï" in "".join(toks)  # accents kept
+    assert table.preview is None and "ï" in "".join(toks)  # accents kept
     assert [r.segment for r in table.rows][-2:] == [1, 1]

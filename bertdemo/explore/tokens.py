@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 MAX_CHARS = 200_000  # ~100 KB pastes are fine; beyond this we refuse rather than stall
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
-MAX_NORMALISED_EXAMPLES = 5  # words shown when the tokenizer's normaliser changes the text
+PREVIEW_CHARS = 60  # how much of the text the "reads it as" notice shows
 
 
 @dataclass
@@ -43,8 +43,8 @@ class TokenTable:
     max_length: int
     truncated: bool  # True when n_tokens > max_length; rows hold only the first max_length
     notices: list[str] = field(default_factory=list)
-    normalised: list[tuple[str, str]] = field(default_factory=list)  # (word as typed, as the tokenizer reads it)
     n_normalised: int = 0  # words the normaliser changes (lowercasing, accents stripped), all of them
+    preview: tuple[str, str] | None = None  # (start of the text as typed, as the tokenizer reads it) when changed
 
     def encoding(self) -> dict[str, list[int]]:
         """The shown rows as the lists a notebook prints: input_ids, token_type_ids, attention_mask."""
@@ -65,22 +65,18 @@ def _check_text(text: str | None, what: str = "text") -> str:
     return text
 
 
-def normalised_words(tokenizer, *texts: str | None) -> tuple[list[tuple[str, str]], int]:
-    """Words the tokenizer's normaliser changes before splitting (e.g. "Naïve" -> "naive"):
-    up to MAX_NORMALISED_EXAMPLES distinct (typed, read) pairs, and how many words change in all."""
+def count_normalised_words(tokenizer, *texts: str | None) -> int:
+    """How many words the tokenizer's normaliser changes before splitting (e.g. "Naïve" -> "naive")."""
     normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
     if normalizer is None:
-        return [], 0
-    examples: dict[str, str] = {}
-    count = 0
-    for text in texts:
-        for word in (text or "").split():
-            read = normalizer.normalize_str(word).strip()
-            if read != word:
-                count += 1
-                if len(examples) < MAX_NORMALISED_EXAMPLES:
-                    examples.setdefault(word, read)
-    return list(examples.items()), count
+        return 0
+    return sum(normalizer.normalize_str(word).strip() != word for text in texts for word in (text or "").split())
+
+
+def _preview(tokenizer, text: str) -> tuple[str, str]:
+    """The start of ``text`` (cut at a space) and how the tokenizer's normaliser reads it."""
+    typed = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
+    return typed, tokenizer.backend_tokenizer.normalizer.normalize_str(typed)
 
 
 def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int = 512) -> TokenTable:
@@ -150,7 +146,7 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
             f"{plural(n_unknown, 'token')} {'is' if n_unknown == 1 else 'are'} {tokenizer.unk_token}: "
             "characters missing from the vocabulary (often emoji or rare scripts)."
         )
-    normalised, n_normalised = normalised_words(tokenizer, text, text_pair)
+    n_normalised = count_normalised_words(tokenizer, text, text_pair)
     return TokenTable(
         rows=rows[:max_length],
         n_tokens=n_tokens,
@@ -160,8 +156,8 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
         max_length=max_length,
         truncated=truncated,
         notices=notices,
-        normalised=normalised,
         n_normalised=n_normalised,
+        preview=_preview(tokenizer, text) if n_normalised else None,
     )
 
 

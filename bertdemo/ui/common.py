@@ -98,7 +98,8 @@ def model_status(store: ModelStore) -> Callable:
             status = (f"⚠️ **{requested}** could not load: {exc}  \n"
                       f"Still answering: **{availability.answered_by(last, still)}**")
             return status, head_notice(still), last, gr.update(value=last)
-        status = f"Model in use: {loaded.describe()}  \n{answered_line(requested, loaded)}"
+        details = loaded.describe().split("  \n")[0]  # name, source, size, device; the why is in the line below
+        status = f"Model in use: {details}  \n{answered_line(requested, loaded)}"
         return status, head_notice(loaded), requested, gr.skip()
 
     return user_errors(on_change)

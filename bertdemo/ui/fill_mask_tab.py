@@ -33,20 +33,23 @@ def _targets_markdown(results: list[tuple[str, fill_mask.FillMaskResult]]) -> st
     if not results or not results[0][1].masks[0].targets:
         return ""
     two = len(results) > 1
-    head = ["model"] * two + ["mask", "word", "pieces", "probability", "rank", "note"]
+    head = ["model"] * two + ["mask", "word", "pieces", "probability", "rank"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for who, result in results:
         for m in result.masks:
             for t in m.targets:
                 prob = "—" if t.prob is None else bars.percent(t.prob)
-                rank = "—" if t.rank is None else f"{t.rank:,}"
-                note = "" if t.prob is not None and len(t.pieces) <= 1 else t.message
+                if t.prob is None:
+                    rank = _cell(t.message)
+                else:
+                    rank = "PLL" if t.rank is None else f"{t.rank:,}"
                 cells = [_cell(who)] * two + [f"#{m.index + 1}", _cell(t.word), _cell(" ".join(t.pieces)),
-                                              prob, rank, _cell(note)]
+                                              prob, rank]
                 lines.append("| " + " | ".join(cells) + " |")
     lines.append(
-        "\nA word of several pieces is scored by pseudo-log-likelihood (Salazar et al. 2020): its pieces "
-        "replace the mask, each is masked in turn and the log-probabilities are summed; shown as exp(PLL)."
+        "\nRank among the whole vocabulary. PLL: a word of several pieces is scored by pseudo-log-likelihood "
+        "(Salazar et al. 2020): its pieces replace the mask, each is masked in turn and the log-probabilities "
+        "are summed; shown as exp(PLL)."
     )
     return "\n".join(lines)
 

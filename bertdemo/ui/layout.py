@@ -14,6 +14,8 @@ TITLE = "BERT Explorer"
 CSS = """
 .token-chip:hover { outline: 2px solid #4f46e5; }
 #model-status { min-height: 2.5em; }
+#fm-targets-table table { display: block; overflow-x: auto; }
+#fm-targets-table th, #fm-targets-table td { white-space: nowrap; }
 """
 THEME = gr.themes.Soft(primary_hue="indigo")
 
@@ -46,7 +48,7 @@ def build_app(store: ModelStore, runs_dir: str = "runs", public: bool = False, l
         gr.Markdown(mode_line(public, limits), elem_id="mode-line")
         with gr.Row():
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
-            status = gr.Markdown("Loading the model…", elem_id="model-status")
+            status = gr.Markdown("Loading the model…", elem_id="model-status", min_width=280)
         with gr.Tabs():
             tokenizer_tab.build(store, model_box)
             notice = fill_mask_tab.build(store, model_box)

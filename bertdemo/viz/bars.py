@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -13,8 +15,13 @@ _ROW_PX = 28
 
 
 def percent(p: float) -> str:
-    """A probability in one unit, percent: "12.3%", "0.042%", "0.00012%"."""
-    return f"{p:.1%}" if p >= 0.001 else f"{p * 100:.2g}%"
+    """A probability in one unit, percent, never in e-notation: "12.3%", "0.042%", "0.000019%"."""
+    if p >= 0.001:
+        return f"{p:.1%}"
+    if p * 100 < 1e-9:
+        return "<0.000000001%"
+    digits = 1 - math.floor(math.log10(p * 100))  # two significant digits
+    return f"{p * 100:.{digits}f}%"
 
 
 def _label(c: Candidate) -> str:
@@ -23,7 +30,7 @@ def _label(c: Candidate) -> str:
 
 def _bar_data(pred: MaskPrediction) -> tuple[list[str], list[float], list[str]]:
     """Labels, probabilities and colours: the top-k (targets among them amber, marked ◀ target),
-    then scored targets outside it (amber, with their rank)."""
+    then scored targets outside it (amber, with their rank, or "PLL" for words of several pieces)."""
     wanted = {t.word.lower() for t in pred.targets}
     labels, probs, colors = [], [], []
     shown = set()
@@ -36,8 +43,8 @@ def _bar_data(pred: MaskPrediction) -> tuple[list[str], list[float], list[str]]:
             shown |= {c.text.lower(), c.token.lower()}
     for t in pred.targets:
         if t.prob is not None and t.word.lower() not in shown:
-            how = f"rank {t.rank}" if t.rank is not None else f"{len(t.pieces)} pieces, PLL"
-            labels.append(f"{t.word} (target, {how})")
+            how = f"rank {t.rank:,}" if t.rank is not None else "PLL"
+            labels.append(f"{t.word} ({how})")
             probs.append(t.prob)
             colors.append(_TARGET_COLOR)
             shown.add(t.word.lower())

@@ -21,7 +21,7 @@ _CHIP = (
 )
 # Text / IDs toggle: the page sets data-chip-view="ids" on <html>; chips show their id instead.
 _VIEW_CSS = (
-    "<style>.token-chip .chip-id{display:none}"
+    "<style>.token-chip span{color:inherit}.token-chip .chip-id{display:none}"
     "html[data-chip-view=ids] .token-chip .chip-id{display:inline}"
     "html[data-chip-view=ids] .token-chip .chip-text{display:none}</style>"
 )
@@ -79,12 +79,12 @@ def render_stats(table: TokenTable) -> str:
         f"{_count(table.n_split_words, 'word')} split into pieces · **{table.n_unknown:,}** unknown",
     ]
     lines += [f"> ⚠️ {note}" for note in table.notices]
-    if table.normalised:
-        pairs = ", ".join(f"{_code(typed)} → {_code(read)}" for typed, read in table.normalised)
-        more = table.n_normalised - len(table.normalised)
+    if table.preview:
+        typed, read = table.preview
         lines.append(
-            "> ℹ️ This tokenizer changes the text before splitting it (uncased: lowercased, accents "
-            f"stripped): {pairs}" + (f" and {more:,} more" if more > 0 else "") + "."
+            f"> ℹ️ This tokenizer changes the text before splitting it (lowercased, accents stripped; "
+            f"{table.n_normalised:,} {noun_for(table.n_normalised, 'word')} changed). It reads  \n"
+            f"> {_code(typed)}  \n> as {_code(read)}"
         )
     return "\n\n".join(lines)
 

@@ -149,7 +149,7 @@ def test_compare_uncased_with_the_offline_cased_tokenizer(client, model):
     left, right = [t for _, t in chip_tokens(left_chips)], [t for _, t in chip_tokens(right_chips)]
     assert "naive" in left and "bert" in left  # uncased: lowercased, accent stripped
     assert "".join(right).replace("##", "").startswith("[CLS]NaïveBERT")  # cased: as typed
-    assert "`Naïve` → `naive`" in left_stats and "changes the text" not in right_stats
+    assert "as `naive bert`" in left_stats and "changes the text" not in right_stats
     assert CASED in right_stats
 
 
@@ -227,7 +227,7 @@ def test_fill_mask_two_masks_and_targets(client, model):
         assert "pseudo-log-likelihood" in split["message"]
     # a readable table: one header, one row per mask and word, user text escaped
     lines = targets_md.splitlines()
-    assert lines[0] == "| mask | word | pieces | probability | rank | note |" and lines[1] == "|---|---|---|---|---|---|"
+    assert lines[0] == "| mask | word | pieces | probability | rank |" and lines[1] == "|---|---|---|---|---|"
     assert len([line for line in lines if line.startswith("| #")]) == 6
     assert "a&#124;&lt;b&gt;" in targets_md and "<b>" not in targets_md
     assert all(cell.strip().endswith("%") for line in lines[2:8] for cell in line.split("|")[4:5] if "—" not in cell)
