@@ -48,7 +48,8 @@ def build_app(store: ModelStore, runs_dir: str = "runs", public: bool = False, l
         gr.Markdown(mode_line(public, limits), elem_id="mode-line")
         with gr.Row():
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
-            status = gr.Markdown("Loading the model…", elem_id="model-status", min_width=280)
+            with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
+                status = gr.Markdown("Loading the model…", elem_id="model-status")
         with gr.Tabs():
             tokenizer_tab.build(store, model_box)
             notice = fill_mask_tab.build(store, model_box)

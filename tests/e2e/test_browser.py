@@ -228,3 +228,32 @@ def test_attention_tab(browser_page: Page, app_url: str):
     wait_idle(page)
     assert plot_title(page, "att-heatmap") == "Layer 1, head 1"
     screenshot(page, "attention")
+
+
+def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):
+    """At 390 px the status line wraps under the model box and tables scroll instead of breaking
+    words letter by letter; screenshots tokenizer_phone.png and fill_mask_phone.png."""
+    context = _browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        open_app(page, app_url)
+        box, status = page.locator("#model-box").bounding_box(), page.locator("#model-status").bounding_box()
+        assert status["y"] >= box["y"] + box["height"] - 1, (box, status)  # stacked, not squeezed beside it
+        expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        header = page.locator("#tok-table th").filter(has_text="token_type_ids").first
+        expect(header).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        assert header.bounding_box()["height"] < 60  # one line, not a letter per line
+        wait_idle(page)
+        screenshot(page, "tokenizer_phone")
+
+        open_tab(page, "Fill-Mask")
+        page.locator("#fm-targets textarea, #fm-targets input").first.fill("tokenization, cutting")
+        page.click("#fm-run")
+        cell = page.locator("#fm-targets-table th").filter(has_text="probability")
+        expect(cell).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        assert cell.bounding_box()["height"] < 60
+        expect(page.locator("#fm-targets-table")).to_contain_text("token ##ization")
+        wait_idle(page)
+        screenshot(page, "fill_mask_phone")
+    finally:
+        context.close()
