@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> None:
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, listen on every interface
         args.host = "0.0.0.0"
 
+    if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU Space: `spaces` must load before torch touches CUDA
+        try:
+            import spaces  # noqa: F401
+        except ImportError:
+            pass
+
     from transformers.utils import logging as hf_logging
 
     from bertdemo.models import hub, policy

@@ -261,6 +261,38 @@ def test_public_mode_switches(monkeypatch):
         app.parse_args(["--auth", "nopassword"])
 
 
+def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
+    import bertdemo.ui
+
+    calls = {}
+
+    class FakeDemo:
+        def queue(self, **kw):
+            calls["queue"] = kw
+            return self
+
+        def launch(self, **kw):
+            calls["launch"] = kw
+
+    def fake_build_app(store, **kw):
+        calls["build"] = kw
+        return FakeDemo()
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setattr(bertdemo.ui, "build_app", fake_build_app)
+    monkeypatch.setattr(app, "_preload", lambda store: None)
+    try:
+        app.main(["--offline", "--public", "--runs-dir", str(tmp_path), "--auth", "ann:pw", "--concurrency", "2",
+                  "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100"])
+    finally:
+        policy.set_local()
+        from bertdemo.models import hub
+        hub.set_offline(False)
+    assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
+    assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
+    assert calls["build"]["public"] is True and calls["build"]["limits"].max_steps == 100
+
+
 def test_mode_line():
     from bertdemo.ui.layout import mode_line
     assert mode_line(False).startswith("*Local mode")
