@@ -15,13 +15,14 @@ from bertdemo.explore.tokens import TokenTable, noun_for
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
 _PALETTE_A = ["#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa"]
 _PALETTE_B = ["#ccfbf1", "#e9d5ff", "#fef9c3", "#cffafe", "#fecdd3", "#d9f99d"]
+_INK, _SPECIAL_INK = "#111827", "#f9fafb"
 _CHIP = (
     "display:inline-block;padding:3px 7px;margin:6px 0 0 0;font-family:ui-monospace,monospace;"
     "font-size:15px;line-height:1.5;color:#111827;border:1px solid #9ca3af;"
 )
 # Text / IDs toggle: the page sets data-chip-view="ids" on <html>; chips show their id instead.
 _VIEW_CSS = (
-    "<style>.token-chip span{color:inherit}.token-chip .chip-id{display:none}"
+    "<style>.token-chip .chip-id{display:none}"
     "html[data-chip-view=ids] .token-chip .chip-id{display:inline}"
     "html[data-chip-view=ids] .token-chip .chip-text{display:none}</style>"
 )
@@ -46,13 +47,14 @@ def render_chips(table: TokenTable) -> str:
     for row in table.rows:
         if not row.is_special and not row.is_continuation:
             word_counter += 1
+        ink = f"color:{_SPECIAL_INK if row.is_special else _INK}"  # on the text itself: page styles can't recolour it
         title = f"id {row.id} · position {row.position} · segment {row.segment}"
         if row.start is not None:
             title += f" · chars {row.start}–{row.end}"
         parts.append(
             f'<span class="token-chip" data-id="{row.id}" title="{html.escape(title)}" '
-            f'style="{_chip_style(row, word_counter)}"><span class="chip-text">{html.escape(row.token)}</span>'
-            f'<span class="chip-id">{row.id}</span></span>'
+            f'style="{_chip_style(row, word_counter)}"><span class="chip-text" style="{ink}">{html.escape(row.token)}'
+            f'</span><span class="chip-id" style="{ink}">{row.id}</span></span>'
         )
     parts.append("</div>")
     parts.append(

@@ -253,6 +253,7 @@ def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):
         expect(cell).to_be_visible(timeout=RUN_TIMEOUT_MS)
         assert cell.bounding_box()["height"] < 60
         expect(page.locator("#fm-targets-table")).to_contain_text("token ##ization")
+        expect(page.locator("#fm-plot g.point").first).to_be_visible()
         wait_idle(page)
         screenshot(page, "fill_mask_phone")
     finally:
