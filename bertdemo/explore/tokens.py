@@ -200,7 +200,7 @@ def lookup_id(tokenizer, token_id: int | float | str) -> str:
         raise ValueError(f"{token_id!r} is not a whole number.") from None
     size = len(tokenizer)
     if not 0 <= value < size:
-        raise ValueError(f"Id {value} is outside the vocabulary (0 to {size - 1}).")
+        raise ValueError(f"Id {value:,} is outside the vocabulary (0 to {size - 1:,}).")
     return tokenizer.convert_ids_to_tokens(value)
 
 
