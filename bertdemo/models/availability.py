@@ -78,7 +78,8 @@ def tokenizer_answered_by(requested: str, tokenizer) -> str:
     """Like :func:`answered_by` for a tokenizer alone (the embedded vocabulary may stand in)."""
     source = str(getattr(tokenizer, "name_or_path", "") or "")
     if is_hub_id(requested) and _is_local(source):
-        return f"embedded uncased WordPiece (bert-base-uncased's ids) standing in for {requested} (model hub unreachable)"
+        return (f"embedded uncased WordPiece (bert-base-uncased's ids) standing in for {requested} "
+                "(model hub unreachable)")
     return requested
 
 
