@@ -1,7 +1,8 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png, attention.png; test_pretrain_browser.py adds
+each (tokenizer.png, fill_mask.png, attention.png, and at phone width 390 px
+tokenizer_phone.png and fill_mask_phone.png; test_pretrain_browser.py adds
 pretrain.png) into $BERTDEMO_SCREENSHOTS (default tests/artifacts/). Regenerate the
 README screenshots, with the embedded masked-LM instead of the tiny random model, with:
 
