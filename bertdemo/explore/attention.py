@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.explore.fill_mask import normalise_masks
-from bertdemo.explore.tokens import MAX_CHARS
+from bertdemo.explore.encoding import encode_checked
 from bertdemo.models import attention_modes
 from bertdemo.models.store import LoadedModel
 
@@ -93,23 +92,14 @@ class AttentionView:
 
 def compute(loaded: LoadedModel, text: str, text_pair: str | None = None) -> AttentionResult:
     """Run the encoder once, recording every layer's attention weights."""
-    if not text or not text.strip():
-        raise ValueError("Enter a sentence to see how its tokens attend to each other.")
-    if len(text) > MAX_CHARS:
-        raise ValueError(f"The text is {len(text):,} characters; the limit is {MAX_CHARS:,}.")
-    tok = loaded.tokenizer
     pair = text_pair if text_pair and text_pair.strip() else None
-    if tok.mask_token:  # "[mask]" typed in either sentence is the model's mask token
-        text = normalise_masks(text, tok.mask_token)
-        pair = normalise_masks(pair, tok.mask_token) if pair else None
-    enc = tok(text, pair, return_tensors="pt", truncation=False, return_special_tokens_mask=True, verbose=False)
-    special = enc.pop("special_tokens_mask")[0].bool().tolist()
+    enc, special = encode_checked(
+        loaded, text, pair, MAX_ATTENTION_TOKENS,
+        empty="Enter a sentence to see how its tokens attend to each other.",
+        too_long="The input is {n} tokens; the attention view shows at most {limit}. Use a shorter text.",
+    )
+    tok = loaded.tokenizer
     n = enc["input_ids"].shape[1]
-    limit = min(MAX_ATTENTION_TOKENS, loaded.max_length)
-    if n > limit:
-        raise ValueError(
-            f"The input is {n} tokens; the attention view shows at most {limit}. Use a shorter text."
-        )
     segments = enc["token_type_ids"][0].tolist() if "token_type_ids" in enc else [0] * n
     b_start = _sentence_b_start(enc, special) if pair else None
     inputs = {k: v.to(loaded.device) for k, v in enc.items()}

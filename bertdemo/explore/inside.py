@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.explore.fill_mask import normalise_masks
-from bertdemo.explore.tokens import MAX_CHARS
+from bertdemo.explore.encoding import encode_checked
 from bertdemo.models.store import LoadedModel
 
 MAX_INSIDE_TOKENS = 64  # the step-by-step views expand every token; beyond this they stop being readable
@@ -68,23 +67,15 @@ def split_pair(text: str, sep_token: str | None) -> tuple[str, str | None]:
 
 def encode(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
     """Tokenize ``text`` (``[MASK]`` in any case; ``[SEP]`` splits a pair) with a length cap."""
-    if not text or not text.strip():
-        raise ValueError("Enter a sentence to follow through the model.")
-    if len(text) > MAX_CHARS:
-        raise ValueError(f"The text is {len(text):,} characters; the limit is {MAX_CHARS:,}.")
     tok = loaded.tokenizer
-    if tok.mask_token:
-        text = normalise_masks(text, tok.mask_token)
-    first, second = split_pair(text.strip(), tok.sep_token)
-    enc = tok(first, second, return_tensors="pt", truncation=False, return_special_tokens_mask=True, verbose=False)
-    special = enc.pop("special_tokens_mask")[0].bool().tolist()
+    first, second = split_pair((text or "").strip(), tok.sep_token)
+    enc, special = encode_checked(
+        loaded, first, second, limit,
+        empty="Enter a sentence to follow through the model.",
+        too_long="The input is {n} tokens; the inside views show at most {limit} (every token is expanded "
+                 "step by step). Use a shorter sentence.",
+    )
     n = enc["input_ids"].shape[1]
-    cap = min(limit, loaded.max_length)
-    if n > cap:
-        raise ValueError(
-            f"The input is {n} tokens; the inside views show at most {cap} (every token is expanded "
-            "step by step). Use a shorter sentence."
-        )
     if "token_type_ids" not in enc:
         enc["token_type_ids"] = torch.zeros_like(enc["input_ids"])
     ids = enc["input_ids"][0].tolist()
