@@ -48,7 +48,7 @@ def load_run(runs_dir: str | Path, run_id: str) -> RunRecord:
     state = ckpt.read_state(checkpoint)
     cfg = TrainConfig.from_json(checkpoint / ckpt.CONFIG_FILE)
     buffer = MetricsBuffer(run_id=run_id, status="finished", step=int(state.get("step", 0)),
-                           total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
+                           total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=_shown(cfg.data.corpus),
                            param_count=int(state.get("param_count", 0)))
     restore_history(buffer, state.get("history", {}))
     return RunRecord(run_id, checkpoint, cfg.flat(), buffer.snapshot())
@@ -64,6 +64,11 @@ def delete_run(runs_dir: str | Path, run_id: str) -> None:
     shutil.rmtree(run_dir(runs_dir, run_id))
 
 
+def _shown(corpus: str) -> str:
+    """A corpus as the page may show it: its name, never a server path."""
+    return Path(corpus).name if ("/" in corpus or "\\" in corpus) else corpus
+
+
 def differing_labels(records: list[RunRecord]) -> dict[str, str]:
     """run_id -> a label naming the settings in which it differs from the others (e.g. "lr=0.003")."""
     if len(records) < 2:
@@ -72,6 +77,6 @@ def differing_labels(records: list[RunRecord]) -> dict[str, str]:
              and len({repr(r.settings.get(n)) for r in records}) > 1]
     labels = {}
     for r in records:
-        parts = [f"{n}={r.settings.get(n)}" for n in names]
+        parts = [f"{n}={_shown(r.settings.get(n)) if n == 'corpus' else r.settings.get(n)}" for n in names]
         labels[r.run_id] = f"{r.run_id[-12:]} ({', '.join(parts)})" if parts else r.run_id
     return labels
