@@ -7,8 +7,10 @@ that only ``@spaces.GPU`` functions can use.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def zero_gpu() -> bool:
@@ -18,6 +20,8 @@ def zero_gpu() -> bool:
 
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' picks CUDA, then Apple MPS, then CPU; a named device ("cuda:1" too) must be available."""
+    import torch  # here, not at the top: the page asks zero_gpu() before torch is loaded
+
     name = (device or "auto").lower()
     mps_ok = bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
     if name == "auto":

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -57,6 +60,7 @@ class TrainingRun:
         self.cfg = cfg
         self.owner = owner  # the secret of the browser (or API caller) that started it; "" = anyone
         self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
+        self._deadline: float | None = None  # time.monotonic() at which the cap is reached (set by start)
         self._limit_reason = ""
         self.runs_dir = Path(runs_dir or cfg.system.runs_dir)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -81,6 +85,8 @@ class TrainingRun:
     # lifecycle -------------------------------------------------------------------------
     def start(self) -> TrainingRun:
         self._thread.start()
+        if self.max_seconds is not None:
+            self._deadline = time.monotonic() + self.max_seconds
         if self.max_seconds:
             timer = threading.Timer(self.max_seconds, self._time_up)
             timer.daemon = True
@@ -101,6 +107,10 @@ class TrainingRun:
                 self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
         finally:
             self._release_lock()
+
+    def time_left(self) -> float | None:
+        """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
     def may_control(self, token: str, admin: bool = False) -> bool:
         """Whether the holder of ``token`` may pause, resume or stop this run (admin: stop only, checked by the caller)."""
@@ -170,17 +180,38 @@ class RunManager:
         self.runs_dir = Path(runs_dir)
         self._lock = threading.Lock()
         self._current: TrainingRun | None = None
+        self._hold: object | None = None  # set while something (a GPU burst) works on the current run
+
+    @contextmanager
+    def hold(self) -> Iterator[object]:
+        """Keep new runs from starting while the caller works on the current run; yields the key that
+        :meth:`start` accepts to continue that run. ValueError when a run is active or held already."""
+        key = object()
+        with self._lock:
+            if self._hold is not None:
+                raise ValueError("A GPU burst is already moving this run; wait for it to end.")
+            self._hold = key
+        try:
+            yield key
+        finally:
+            with self._lock:
+                if self._hold is key:
+                    self._hold = None
 
     @property
     def current(self) -> TrainingRun | None:
         """The latest run, active or ended (None before the first)."""
         return self._current
 
-    def start(self, cfg: TrainConfig, owner: str = "", max_seconds: float | None = None) -> TrainingRun:
+    def start(self, cfg: TrainConfig, owner: str = "", max_seconds: float | None = None,
+              hold: object | None = None) -> TrainingRun:
         """Start a run in the background; ValueError if one is already active or the config is invalid.
 
-        ``owner``: the secret that controls the run (public servers); ``max_seconds``: its wall-time cap."""
+        ``owner``: the secret that controls the run (public servers); ``max_seconds``: its wall-time cap;
+        ``hold``: the key of :meth:`hold`, for the holder that continues the current run."""
         with self._lock:
+            if self._hold is not None and hold is not self._hold:
+                raise ValueError("The current run is on a GPU burst; wait until it is back.")
             if self._current is not None and self._current.active:
                 snap = self._current.snapshot()
                 raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "

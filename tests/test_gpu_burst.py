@@ -1,0 +1,96 @@
+"""The GPU burst of a ZeroGPU Space, run here on the CPU through the same code (the decorator absent):
+the run's weights, optimizer state and history after the burst are the burst's, and the run continues."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import torch
+
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain import TrainConfig
+from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import gpu_burst
+from bertdemo.pretrain.model_build import load_checkpoint_model
+from bertdemo.pretrain.run import RunManager
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
+    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:200]), encoding="utf-8")
+    return str(path)
+
+
+def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:
+    return TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2,
+                                 intermediate_size=64, corpus=corpus, seq_len=32, batch_size=8, steps=steps,
+                                 lr=2e-3, warmup_steps=2, log_every=2, eval_every=1000, eval_batches=1,
+                                 checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
+                                 runs_dir=str(tmp_path / "runs"), device="cpu", num_threads=1)
+
+
+def _started(corpus, tmp_path, steps: int, at_least: int = 4) -> RunManager:
+    manager = RunManager(tmp_path / "runs")
+    run = manager.start(_cfg(corpus, tmp_path, steps), owner="owner-a", max_seconds=600)
+    deadline = time.monotonic() + 60
+    while run.snapshot().step < at_least:
+        assert time.monotonic() < deadline and run.active, run.snapshot().message
+        time.sleep(0.02)
+    return manager
+
+
+def test_the_run_gets_back_what_the_burst_produced(corpus, tmp_path):
+    manager = _started(corpus, tmp_path, steps=40)
+    run = manager.current
+    items = list(gpu_burst.run_burst(manager, steps=1000, device="cpu", train=gpu_burst.train_burst))
+    progress = [i for i in items if isinstance(i, gpu_burst.BurstProgress)]
+    result = items[-1]
+    assert isinstance(result, gpu_burst.BurstResult) and result.device == "cpu"
+    before = progress[0].step - 2  # a log step the run reached on the CPU before the burst
+    assert result.step == 40 and [p.step for p in progress] == list(range(before + 2, 41, 2))
+
+    saved = ckpt.read_state(run.checkpoint_dir)
+    assert saved["step"] == 40 and manager.current is run and run.status == "finished"
+    model = load_checkpoint_model(str(run.checkpoint_dir), nsp=False)
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, result.model_state[name]), name
+    optimizer = torch.load(run.checkpoint_dir / ckpt.OPTIMIZER_FILE, map_location="cpu", weights_only=True)
+    steps = {int(s["step"]) for s in optimizer["state"].values()}
+    assert steps == {int(s["step"]) for s in result.optimizer_state["state"].values()} == {40}
+    # the burst's losses streamed into the run's live metrics and are in the saved history
+    snap = run.snapshot()
+    assert snap.steps[-len(progress):] == [p.step for p in progress]
+    assert saved["history"]["steps"][-len(progress):] == [p.step for p in progress]
+    assert saved["history"]["steps"][: snap.steps.index(before)] == snap.steps[: snap.steps.index(before)]
+
+
+def test_the_run_continues_on_the_cpu_after_the_burst(corpus, tmp_path):
+    manager = _started(corpus, tmp_path, steps=60)
+    first = manager.current
+    items = list(gpu_burst.run_burst(manager, steps=6, device="cpu", train=gpu_burst.train_burst))
+    result = items[-1]
+    continued = manager.current
+    assert continued is not first and continued.run_id == first.run_id and continued.owner == "owner-a"
+    assert 0 < continued.time_left() <= 600
+    assert continued.join(120) and continued.status == "finished"
+    snap = continued.snapshot()
+    assert snap.step == 60 and result.step in snap.steps  # the burst's steps are part of the run's history
+    assert ckpt.read_state(continued.checkpoint_dir)["step"] == 60
+
+
+def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp_path):
+    manager = RunManager(tmp_path / "runs")
+    with pytest.raises(ValueError, match="no run yet"):
+        next(gpu_burst.run_burst(manager, steps=5, device="cpu", train=gpu_burst.train_burst))
+    with manager.hold():
+        with pytest.raises(ValueError, match="GPU burst"):
+            manager.start(_cfg(corpus, tmp_path, 10))
+
+
+def test_the_decorator_is_the_identity_without_spaces():
+    def f():
+        return 1
+    assert gpu_burst.gpu_decorator(60)(f) is f
