@@ -1,6 +1,7 @@
 """Figures: bars highest on top with targets appended, heatmap labels, clickable overview geometry."""
 
 import numpy as np
+import pytest
 
 from bertdemo.explore import attention, fill_mask
 from bertdemo.viz import bars, heatmaps
@@ -60,3 +61,16 @@ def test_two_models_get_a_chart_each_per_mask(tiny_loaded):
     fig = bars.fill_mask_figure(one.masks, ["model-a", "model-b"], [one.masks])
     titles = [a.text for a in fig.layout.annotations]
     assert len(fig.data) == 4 and titles[0].endswith("· model-a") and titles[1].endswith("· model-b")
+
+
+def test_stacked_charts_sit_where_make_subplots_puts_them(tiny_loaded):
+    from plotly.subplots import make_subplots
+
+    result = fill_mask.predict(tiny_loaded, "a [MASK] b [MASK] c [MASK]", top_k=3, targets=["zebra"])
+    fig = bars.fill_mask_figure(result.masks)
+    heights = [bars._ROW_PX * len(bar.y) + 40 for bar in fig.data]
+    reference = make_subplots(rows=3, cols=1, vertical_spacing=0.1, row_heights=heights)
+    for axis in ("yaxis", "yaxis2", "yaxis3"):
+        assert fig.layout[axis].domain == pytest.approx(reference.layout[axis].domain)
+    assert [bar.yaxis for bar in fig.data] == ["y", "y2", "y3"]
+    assert fig.layout.annotations[2].y == pytest.approx(reference.layout.yaxis3.domain[1])

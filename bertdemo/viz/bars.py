@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from bertdemo.explore.fill_mask import Candidate, MaskPrediction
 
@@ -57,6 +58,10 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
 
     ``more``: the same masks predicted by other models (``model_names`` names all of them, this
     one first); each mask then gets one chart per model, one under the other.
+
+    The stacked charts are laid out by hand (axis domains and title annotations, as
+    ``make_subplots`` would) and the figure is built without plotly's property validation:
+    both cost tens of milliseconds per answer, more than the prediction itself on a small model.
     """
     runs = [masks] + list(more or [])
     charts = []  # (title, mask) in display order: mask by mask, model by model
@@ -67,33 +72,51 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
             charts.append((f"[MASK] #{m.index + 1} → {m.candidates[0].text}{who}", m))
     rows = [_bar_data(m) for _, m in charts]
     heights = [_ROW_PX * len(labels) + 40 for labels, _, _ in rows]
-    fig = make_subplots(
-        rows=len(charts), cols=1, subplot_titles=[t for t, _ in charts],
-        vertical_spacing=min(0.12, 0.3 / len(charts)), row_heights=heights,
-    )
-    for i, (labels, probs, colors) in enumerate(rows, start=1):
-        fig.add_trace(
-            go.Bar(
-                x=probs,
-                y=labels,
-                orientation="h",
-                marker_color=colors,
-                text=[percent(p) for p in probs],
-                textposition="outside",
-                cliponaxis=False,
-                hovertemplate="%{y}: %{text}<extra></extra>",
-                showlegend=False,
-            ),
-            row=i,
-            col=1,
-        )
-        fig.update_yaxes(autorange="reversed", type="category", automargin=True, row=i, col=1)
+    domains = _stacked_domains(heights, min(0.12, 0.3 / len(charts)))
+    data, annotations = [], []
+    layout: dict = {
+        "height": sum(heights) + 60 * len(charts) + 40,
+        "margin": {"l": 10, "r": 20, "t": 50, "b": 30},
+        "template": _template(),
+    }
+    for i, ((labels, probs, colors), (title, _), (bottom, top)) in enumerate(zip(rows, charts, domains), start=1):
+        suffix = "" if i == 1 else str(i)
+        data.append({
+            "type": "bar", "x": probs, "y": labels, "orientation": "h", "marker": {"color": colors},
+            "text": [percent(p) for p in probs], "textposition": "outside", "cliponaxis": False,
+            "hovertemplate": "%{y}: %{text}<extra></extra>", "showlegend": False,
+            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+        })
         # room right of the longest bar for its percentage label
-        fig.update_xaxes(range=[0, max(probs) * 1.35 + 1e-9], row=i, col=1,
-                         tickformat=".0%" if max(probs) > 0.1 else ".1%", nticks=5)
-    fig.update_layout(
-        height=sum(heights) + 60 * len(charts) + 40,
-        margin=dict(l=10, r=20, t=50, b=30),
-        template="plotly_white",
-    )
-    return fig
+        layout[f"xaxis{suffix}"] = {
+            "anchor": f"y{suffix}", "domain": [0.0, 1.0], "range": [0, max(probs) * 1.35 + 1e-9],
+            "tickformat": ".0%" if max(probs) > 0.1 else ".1%", "nticks": 5,
+        }
+        layout[f"yaxis{suffix}"] = {
+            "anchor": f"x{suffix}", "domain": [bottom, top], "autorange": "reversed", "type": "category",
+            "automargin": True,
+        }
+        annotations.append({
+            "text": title, "x": 0.5, "y": top, "xref": "paper", "yref": "paper", "xanchor": "center",
+            "yanchor": "bottom", "showarrow": False, "font": {"size": 16},
+        })
+    layout["annotations"] = annotations
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _stacked_domains(heights: list[int], spacing: float) -> list[tuple[float, float]]:
+    """(bottom, top) paper fractions of charts stacked top to bottom, each as tall as its share of ``heights``."""
+    usable = 1.0 - spacing * (len(heights) - 1)
+    total = float(sum(heights))
+    out, top = [], 1.0
+    for h in heights:
+        bottom = max(0.0, top - usable * h / total)
+        out.append((bottom, top))
+        top = bottom - spacing
+    return out
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict:
+    """The "plotly_white" template as a plain dict (looked up once)."""
+    return pio.templates["plotly_white"].to_plotly_json()
