@@ -15,6 +15,10 @@ scored honestly by pseudo-log-likelihood (Salazar et al. 2020, "Masked Language 
 Scoring"): the word's pieces replace the mask, each piece is masked in turn, and the
 log-probabilities of the pieces are summed. The same score ranks whole-word candidates of
 1-3 pieces (a beam over the top pieces for 1, 2 and 3 masks, then rescored) when asked.
+
+Requests that arrive together on one model share one padded forward pass
+(:mod:`bertdemo.explore.batching`); each still gets exactly its own predictions. ``fast=True``
+runs the same steps on the model's dynamic-int8 copy (:mod:`bertdemo.models.int8`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from functools import lru_cache
 
 import torch
 
-from bertdemo.models import embedded
-from bertdemo.models.store import LoadedModel
+from bertdemo.explore.batching import MicroBatcher
 from bertdemo.explore.tokens import MAX_CHARS
+from bertdemo.models import embedded, int8
+from bertdemo.models.store import LoadedModel
 
 MAX_TOP_K = 50
 MAX_MASKS = 20
@@ -38,6 +43,8 @@ MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per 
 MAX_WORD_PIECES = 3  # whole-word candidates have 1..3 pieces
 WORD_BEAM = 8  # partial words kept per step of the whole-word beam
 _BATCH = 32  # sequences per forward pass when scoring
+MAX_SHARED_BATCH = 16  # concurrent requests sharing one forward pass
+_SHARED = MicroBatcher(MAX_SHARED_BATCH)
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
 
 PIECE_METHOD = "one vocabulary piece per mask: the model's softmax over its whole vocabulary"
@@ -49,6 +56,7 @@ WHOLE_WORD_METHOD = (
     f"whole words of 1–{MAX_WORD_PIECES} pieces: a beam over the top pieces for 1, 2 and "
     f"{MAX_WORD_PIECES} masks, ranked by {PLL_METHOD}"
 )
+FAST_METHOD = f"fast mode: {int8.PRECISION}; probabilities differ slightly from full precision (float32)"
 
 # Where a mask stands in its text; decides which WordPiece pieces may fill it.
 WORD_START = "word start"  # after a space, punctuation or the start: no ## pieces
@@ -248,23 +256,41 @@ def _splice(base: dict[str, list[int]], pos: int, new_ids: list[int]) -> dict[st
     return out
 
 
+def _padded(loaded: LoadedModel, seqs: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+    """Encoded sequences (as lists) padded on the right into (B, T) tensors on the model's device.
+
+    Padding is masked out of attention (attention_mask 0) and position ids start at 0 in every row,
+    so each row's predictions are its own (equal to running it alone up to float rounding)."""
+    pad = loaded.tokenizer.pad_token_id or 0
+    width = max(len(s["input_ids"]) for s in seqs)
+    batch = {}
+    for key in seqs[0]:
+        fill = pad if key == "input_ids" else 0
+        batch[key] = torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs])  # (B, T)
+    return {k: v.to(loaded.device) for k, v in batch.items()}
+
+
 def _log_probs_at(loaded: LoadedModel, seqs: list[dict[str, list[int]]], positions: list[int]) -> torch.Tensor:
     """Log-softmax over the vocabulary at ``positions[i]`` of ``seqs[i]``: (N, V), batched and padded."""
-    pad = loaded.tokenizer.pad_token_id or 0
     out = []
     for start in range(0, len(seqs), _BATCH):
         chunk = seqs[start:start + _BATCH]
-        width = max(len(s["input_ids"]) for s in chunk)
-        batch = {}
-        for key in chunk[0]:
-            fill = pad if key == "input_ids" else 0
-            batch[key] = torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in chunk])  # (B, T)
-        batch = {k: v.to(loaded.device) for k, v in batch.items()}
+        batch = _padded(loaded, chunk)
         rows = torch.arange(len(chunk), device=loaded.device)
         cols = torch.tensor(positions[start:start + _BATCH], device=loaded.device)
         with torch.inference_mode():
             out.append(_logits_at(loaded.model, batch, rows, cols).float().log_softmax(-1).cpu())
     return torch.cat(out)
+
+
+def _shared_probs(loaded: LoadedModel, items: list[tuple[dict[str, list[int]], list[int]]]) -> list[torch.Tensor]:
+    """Softmax over the vocabulary at the masks of several requests in one padded forward: (N_i, V) each."""
+    enc = _padded(loaded, [base for base, _ in items])  # a lone request: no padding at all
+    rows = torch.tensor([i for i, (_, pos) in enumerate(items) for _ in pos], device=loaded.device)
+    cols = torch.tensor([p for _, pos in items for p in pos], device=loaded.device)
+    with torch.inference_mode():
+        probs = _logits_at(loaded.model, enc, rows, cols).float().softmax(-1).cpu()  # (sum N_i, V)
+    return list(probs.split([len(pos) for _, pos in items]))
 
 
 def pseudo_log_likelihoods(loaded: LoadedModel, base: dict[str, list[int]], pos: int,
@@ -358,12 +384,16 @@ def predict(
     top_k: int = 5,
     targets: list[str] | None = None,
     whole_words: bool = False,
+    fast: bool = False,
 ) -> FillMaskResult:
     """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1).
 
     ``whole_words``: candidates at a word-start mask are whole words of 1-3 pieces ranked by PLL.
+    ``fast``: run on the model's dynamic-int8 copy (CPU; probabilities differ slightly).
     """
     _validate(loaded, text, top_k)
+    if fast:
+        loaded = int8.fast_variant(loaded)
     words = parse_targets(targets)
     tokenizer = loaded.tokenizer
     text = normalise_masks(text, tokenizer.mask_token)
@@ -388,10 +418,8 @@ def predict(
 
     contexts = _mask_contexts(tokenizer, enc, positions.tolist(), text, text_pair)
     base = {k: v[0].tolist() for k, v in enc.items() if k != "offset_mapping"}
-    enc = {k: v.to(loaded.device) for k, v in enc.items() if k != "offset_mapping"}
-    with torch.inference_mode():
-        rows = torch.zeros_like(positions).to(loaded.device)
-        probs = _logits_at(loaded.model, enc, rows, positions.to(loaded.device)).float().softmax(-1).cpu()  # (N, V)
+    # (N, V), in one forward with whatever other requests for this model arrived meanwhile
+    probs = _SHARED.submit(loaded.model, (base, positions.tolist()), lambda items: _shared_probs(loaded, items))
     continuation = _continuation_ids(tokenizer)
 
     masks = []
@@ -409,6 +437,8 @@ def predict(
         masks.append(MaskPrediction(i, pos, candidates, scores, contexts[i]))
 
     method = WHOLE_WORD_METHOD if whole_words else PIECE_METHOD
+    if fast:
+        method = f"{method}; {FAST_METHOD}"
     return FillMaskResult(text, masks, _fill(text, text_pair, tokenizer.mask_token, masks), loaded.name, method)
 
 

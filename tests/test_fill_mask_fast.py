@@ -1,0 +1,61 @@
+"""Fast mode (dynamic int8 Linear layers): the same answers as full precision, probabilities within 0.1."""
+
+import dataclasses
+
+import pytest
+import torch
+from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+from bertdemo.explore import fill_mask
+from bertdemo.models import embedded, int8
+from bertdemo.models.store import load_masked_lm
+
+PROB_TOLERANCE = 0.1  # largest absolute change of any vocabulary entry's probability (measured: 0.07)
+SENTENCES = [
+    "The capital of France is [MASK].",
+    "Thank you very [MASK].",
+    "He opened the [MASK] and walked into the room.",
+    "I drank a cup of [MASK] this morning.",
+    "The [MASK] barked at the [MASK].",
+    "She [MASK] to school every day.",
+]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_masked_lm(embedded.EMBEDDED_MLM_NAME, "cpu")
+
+
+def _mask_probs(loaded, text):
+    enc = loaded.tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        logits = loaded.model(**enc).logits[0]
+    positions = (enc["input_ids"][0] == loaded.tokenizer.mask_token_id).nonzero().flatten()
+    return logits[positions].softmax(-1)  # (N, V)
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_fast_mode_agrees_with_full_precision(shipped, text):
+    full = fill_mask.predict(shipped, text, top_k=5)
+    fast = fill_mask.predict(shipped, text, top_k=5, fast=True)
+    assert [m.candidates[0].token for m in fast.masks] == [m.candidates[0].token for m in full.masks]
+    difference = (_mask_probs(int8.fast_variant(shipped), text) - _mask_probs(shipped, text)).abs().max()
+    assert 0 < float(difference) < PROB_TOLERANCE
+    assert "int8" in fast.method and "int8" not in full.method
+
+
+def test_one_int8_copy_per_model_sharing_the_embeddings(shipped):
+    fast = int8.fast_variant(shipped)
+    assert int8.fast_variant(shipped).model is fast.model
+    assert fast.model is not shipped.model and fast.name == shipped.name
+    linears = [m for m in fast.model.modules() if isinstance(m, Int8Linear)]
+    assert len(linears) == 6 * 6 + 2  # per layer q, k, v, attention output, intermediate, output; head transform, decoder
+    assert not any(isinstance(m, torch.nn.Linear) for m in fast.model.modules())
+    assert fast.model.bert.embeddings.word_embeddings.weight is shipped.model.bert.embeddings.word_embeddings.weight
+    assert isinstance(shipped.model.cls.predictions.decoder, torch.nn.Linear)  # the original is untouched
+
+
+def test_fast_mode_refuses_a_model_off_the_cpu(shipped):
+    on_gpu = dataclasses.replace(shipped, device=torch.device("cuda"))
+    with pytest.raises(ValueError, match="Fast mode \\(int8\\) runs on the CPU"):
+        int8.fast_variant(on_gpu)
