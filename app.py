@@ -25,6 +25,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="never contact the model hub; use local folders and the embedded model")
     parser.add_argument("--runs-dir", default=os.environ.get("BERTDEMO_RUNS_DIR", "runs"),
                         help="where pretraining runs write their checkpoints (default: ./runs)")
+    parser.add_argument("--keep-checkpoints", type=int, default=2, help="checkpoints kept per run (the latest first)")
+    parser.add_argument("--disk-budget-gb", type=float, default=None,
+                        help="most disk for runs, uploads and token caches (default: 10 in public mode, no cap locally)")
     public = parser.add_argument_group("public mode (on with --share, --public or on a Hugging Face Space)")
     public.add_argument("--public", action="store_true",
                         help="restrict models, uploads and training for visitors (also implied by --share and SPACE_ID)")
@@ -41,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
                          help="require this login (repeatable)")
     args = parser.parse_args(argv)
+    if args.keep_checkpoints < 1:
+        parser.error("--keep-checkpoints must be at least 1")
     for pair in args.auth:
         if ":" not in pair or not pair.split(":", 1)[0]:
             parser.error(f"--auth takes user:password, got {pair.split(':', 1)[0]!r}…")
@@ -80,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
                     max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
     if public:
         policy.set_public(args.runs_dir, args.max_model_gb, allowed=(args.model,))  # the operator's --model stays
+    _set_disk_rules(args, public)
     store = ModelStore(default=args.model or DEFAULT_MODEL, device=args.device)
     # Warm the default model in the background so the first request is quick; the page
     # shows loading progress if someone arrives before it is ready.
@@ -90,6 +96,17 @@ def main(argv: list[str] | None = None) -> None:
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
         max_file_size=int(args.max_upload_mb * 1024 * 1024), auth=auth,
     )
+
+
+def _set_disk_rules(args: argparse.Namespace, public: bool) -> None:
+    """Checkpoints kept per run, and the disk budget of runs + block cache (10 GB by default in public mode)."""
+    from bertdemo import storage
+    from bertdemo.pretrain import checkpoint
+    from bertdemo.pretrain.blocks import default_cache_dir
+
+    checkpoint.set_keep(args.keep_checkpoints)
+    budget_gb = args.disk_budget_gb if args.disk_budget_gb is not None else (10.0 if public else None)
+    storage.set_disk_budget(None if budget_gb is None else int(budget_gb * 1e9), args.runs_dir, default_cache_dir())
 
 
 def _preload(store) -> None:

@@ -64,6 +64,7 @@ from bertdemo.pretrain import checkpoint as ckpt
 
 target, tokenizer_dir = sys.argv[1], sys.argv[2]
 tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+ckpt.set_keep(1)  # the swap alone (no earlier checkpoint kept beside it)
 config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=64, max_position_embeddings=64)
 ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "")
@@ -123,3 +124,40 @@ def test_the_next_write_recovers_then_replaces(crashed_mid_swap, tmp_path, token
     _write(target, tokenizer, step=3)
     assert ckpt.read_state(target)["step"] == 3
     assert _hidden(target.parent) == []
+
+
+def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer, monkeypatch):
+    monkeypatch.setattr(ckpt, "_keep", 3)
+    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    for step in (10, 20, 30, 40):
+        _write(target, tokenizer, step=step)
+    assert ckpt.read_state(target)["step"] == 40
+    assert [p.name for p in ckpt.previous_checkpoints(target)] == ["step-30", "step-20"]
+    assert ckpt.read_state(target.parent / "previous" / "step-30")["step"] == 30
+    listed = ckpt.list_checkpoints(tmp_path, include_previous=True)
+    assert [label.rsplit(" step ", 1)[1] for label, _ in listed] == ["40", "30, earlier", "20, earlier"]
+    assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [target]  # the other tabs: latest only
+    assert ckpt.run_checkpoint_dir(listed[1][1]) == target  # resuming an earlier one saves into the run's latest
+    monkeypatch.setattr(ckpt, "_keep", 1)
+    _write(target, tokenizer, step=50)
+    assert ckpt.previous_checkpoints(target) == []
+
+
+def test_a_write_past_the_disk_budget_is_refused_and_loses_nothing(tmp_path, tokenizer, monkeypatch):
+    from bertdemo import storage
+
+    monkeypatch.setattr(ckpt, "_keep", 1)  # one checkpoint per run: a rewrite needs no more room
+    target = tmp_path / "runs" / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    _write(target, tokenizer, step=1)
+    used = storage.folder_bytes(tmp_path / "runs")
+    monkeypatch.setattr(storage, "_budget", None)
+    storage.set_disk_budget(int(used * 1.5), tmp_path / "runs")
+    try:
+        _write(target, tokenizer, step=2)  # replacing the checkpoint frees as much as it takes
+        with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
+            _write(tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME, tokenizer, step=1)
+    finally:
+        storage.set_disk_budget(None)
+    assert ckpt.read_state(target)["step"] == 2
+    assert not (tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME).exists()
+    assert [p.name for p in (tmp_path / "runs" / "run-b").iterdir()] == []  # no temp folder left behind

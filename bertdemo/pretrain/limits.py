@@ -15,14 +15,19 @@ hidden 512): 512 × 512 × 4 × 180 B ≈ 189 MB.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
+from bertdemo import storage
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count
 
 ACTIVATION_BYTES = 180  # per (token × hidden unit × layer), kept for backward
 STATE_BYTES_PER_PARAM = 16  # weights + gradients + AdamW m and v, fp32
 BASE_BYTES = 300 * 2**20
 HEADROOM = 0.8  # never plan to use more than this share of the memory available now
+CHECKPOINT_BYTES_PER_PARAM = 12  # fp32 weights + AdamW m and v on disk
+CHECKPOINT_EXTRA_BYTES = 2 * 10**6  # tokenizer, configs, metrics
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,33 @@ def available_memory_bytes() -> int | None:
         return None
 
 
-def check_memory(cfg: TrainConfig, available: int | None = None) -> int:
-    """The run's memory estimate; ValueError when it will not fit in the memory available now."""
-    need = estimate_memory_bytes(cfg)
+def checkpoint_bytes(cfg: TrainConfig) -> int:
+    """Disk one checkpoint of this run takes (weights and optimizer state)."""
+    return param_count(cfg) * CHECKPOINT_BYTES_PER_PARAM + CHECKPOINT_EXTRA_BYTES
+
+
+def check_disk(cfg: TrainConfig, runs_dir: str | Path, keep: int) -> int:
+    """Disk the run's ``keep`` checkpoints need; ValueError when the server's disk budget or the free
+    space of ``runs_dir``'s disk cannot hold them (in every mode)."""
+    need = checkpoint_bytes(cfg) * max(1, keep)
+    storage.check_disk_budget(adding=need)
+    folder = Path(runs_dir)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return need
+    if need > free:
+        raise ValueError(f"This run's checkpoints need about {storage.size_text(need)} of disk, but only "
+                         f"{storage.size_text(free)} is free. Choose a smaller model, or delete earlier runs.")
+    return need
+
+
+def check_memory(cfg: TrainConfig, available: int | None = None, processes: int = 1) -> int:
+    """The run's memory estimate (``processes`` ranks of it on this machine); ValueError when it will not
+    fit in the memory available now."""
+    need = estimate_memory_bytes(cfg) * max(1, processes)
     available = available_memory_bytes() if available is None else available
     if available is not None and need > available * HEADROOM:
         raise ValueError(f"This run needs about {need / 2**30:.1f} GB of memory, but only {available / 2**30:.1f} GB "

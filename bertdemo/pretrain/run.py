@@ -67,7 +67,7 @@ class TrainingRun:
         if cfg.system.resume_from:
             state = ckpt.read_state(cfg.system.resume_from)
             self.run_id = str(state.get("run_id") or Path(cfg.system.resume_from).parent.name)
-            self.checkpoint_dir = Path(cfg.system.resume_from)
+            self.checkpoint_dir = ckpt.run_checkpoint_dir(cfg.system.resume_from)
             self._run_info = {"run_id": self.run_id, "started_at": state.get("started_at"),
                               "elapsed_s": float(state.get("elapsed_s", 0.0))}
         else:
@@ -107,6 +107,9 @@ class TrainingRun:
                 self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
         finally:
             self._release_lock()
+            from bertdemo.pretrain import uploads  # an upload no checkpoint refers to is deleted now
+
+            uploads.release(self.runs_dir)
 
     def time_left(self) -> float | None:
         """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""

@@ -40,7 +40,7 @@ def build_app(store: ModelStore, runs_dir: str = "runs", public: bool = False, l
 
     load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
 
-    with gr.Blocks(title=TITLE) as demo:
+    with gr.Blocks(title=TITLE, delete_cache=(1800, 3600)) as demo:  # files served: removed after an hour
         gr.Markdown(
             f"# {TITLE}\nSee BERT work: how it splits text into WordPiece tokens, which words it "
             "predicts for a `[MASK]`, where its attention heads look — and train a small one yourself, live."

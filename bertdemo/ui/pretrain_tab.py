@@ -13,14 +13,17 @@ import dataclasses
 import os
 import secrets
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
 
 from bertdemo.explore.order_probe import order_probe
+from bertdemo.models.device import zero_gpu
 from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
 from bertdemo.pretrain import history
+from bertdemo.pretrain.checkpoint import kept as checkpoints_kept
 from bertdemo.pretrain import limits as run_limits
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
@@ -73,7 +76,17 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return None if run is None else run.snapshot()
 
     def checkpoint_choices() -> list[tuple[str, str]]:
-        return [("— start from scratch —", "")] + [(label, str(path)) for label, path in list_checkpoints(runs_dir)]
+        """The resume choices: values are run-relative ("<run id>/checkpoint"), never server paths."""
+        return [("— start from scratch —", "")] + [(label, Path(path).relative_to(runs_dir).as_posix())
+                                                    for label, path in list_checkpoints(runs_dir, include_previous=True)]
+
+    def run_path(resume: str) -> str:
+        """A resume choice ("<run id>/checkpoint") as the folder under runs_dir; other values as given."""
+        if resume and not Path(resume).is_absolute() and ".." not in Path(resume).parts:
+            candidate = Path(runs_dir) / resume
+            if candidate.is_dir():
+                return str(candidate)
+        return resume
 
     def run_choices() -> list[str]:
         return history.list_runs(runs_dir)
@@ -162,6 +175,10 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
                     pause = gr.Button("Pause", elem_id="pt-pause")
                     resume_btn = gr.Button("Resume", elem_id="pt-resume")
                     stop = gr.Button("Stop", variant="stop", elem_id="pt-stop")
+                with gr.Row(visible=zero_gpu()):  # ZeroGPU Spaces: the run trains on the CPU, bursts on a GPU
+                    burst_steps = gr.Number(200, label="GPU burst: steps", precision=0, minimum=1, scale=1,
+                                            info="Trains the run on a GPU (your ZeroGPU quota), then back on the CPU.")
+                    burst = gr.Button("GPU burst", elem_id="pt-burst", scale=1)
             with gr.Column(scale=2):
                 status = gr.Markdown(run_curves.status_markdown(None), elem_id="pt-status")
                 with gr.Row():
@@ -219,12 +236,31 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return _start(settings, owner_token, page=False)
 
     def _start(settings: dict, token: str, page: bool) -> str:
+        from bertdemo.pretrain import uploads
+
         upload_root = gr.utils.get_upload_folder() if page else None  # API callers cannot upload here
+        if isinstance(settings, dict) and isinstance(settings.get("resume_from"), str):
+            settings = {**settings, "resume_from": run_path(settings["resume_from"])}
         cfg = config_from_settings(settings, runs_dir, public=public, upload_root=upload_root)
         run_limits.check_memory(cfg)
-        run = manager.start(cfg, owner=token if public is not None else "",
-                            max_seconds=public.max_seconds if public is not None else None)
+        run_limits.check_disk(cfg, runs_dir, checkpoints_kept())
+        received = None
+        if page and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
+            received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
+            cfg = cfg.replace(corpus=str(uploads.adopt(received, runs_dir)))
+        try:
+            run = manager.start(cfg, owner=token if public is not None else "",
+                                max_seconds=public.max_seconds if public is not None else None)
+        except ValueError:
+            uploads.release(runs_dir, active=_active_corpora())
+            raise
+        if received:
+            uploads.forget_original(received)
         return run_curves.status_markdown(run.snapshot())
+
+    def _active_corpora() -> list[str]:
+        run = manager.current
+        return [run.cfg.data.corpus] if run is not None and run.active else []
 
     def run_status() -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run)."""
@@ -286,9 +322,33 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         if current is not None and current.active and current.run_id == run_id:
             raise ValueError("That run is still active; stop it before deleting it.")
         history.delete_run(runs_dir, run_id)
+        from bertdemo.pretrain import uploads
+
+        uploads.release(runs_dir, active=_active_corpora())  # its uploaded corpus and token cache, if unused now
         choices = run_choices()
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
                 gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=store.choices()))
+
+    def gpu_burst_from_page(token: str, steps: float):
+        yield from gpu_burst_api(int(steps or 0), token)
+
+    def gpu_burst_api(steps: int, owner_token: str = "") -> Iterator[str]:
+        """Move the run to a GPU for `steps` steps, then on with it on the CPU (ZeroGPU Spaces; only the
+        run's owner_token). Streams the run's status."""
+        token = owner_token
+        try:
+            run = manager.current
+            if run is None:
+                raise ValueError("There is no run yet: start one, then give it a GPU burst.")
+            if not run.may_control(token):
+                raise ValueError(NOT_YOURS)
+            from bertdemo.pretrain import gpu_burst  # torch: loaded only when a burst starts
+
+            for _ in gpu_burst.run_burst(manager, int(steps), device="cuda"):
+                yield run_curves.status_markdown(snapshot())
+            yield run_curves.status_markdown(snapshot())
+        except ValueError as exc:
+            raise gr.Error(str(exc), duration=None) from exc
 
     def set_probe_api(text: str, owner_token: str = "") -> str:
         """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token)."""
@@ -328,12 +388,14 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
     resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
     stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private")
+    burst.click(gpu_burst_from_page, [owner, burst_steps], status, api_visibility="private", concurrency_limit=1)
     set_probe.click(update_probe, [probe, owner], status, api_name="set_probe_from_page", api_visibility="private")
     with tab:
         gr.api(pause_run, api_name="pause_run")
         gr.api(resume_run, api_name="resume_run")
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
+        gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
     timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
