@@ -31,14 +31,11 @@ from functools import lru_cache
 import torch
 
 from bertdemo.explore.batching import MicroBatcher
+from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K  # noqa: F401
 from bertdemo.explore.tokens import MAX_CHARS
 from bertdemo.models import embedded, int8
 from bertdemo.models.store import LoadedModel
 
-MAX_TOP_K = 50
-MAX_MASKS = 20
-MAX_TARGETS = 20  # target words per request
-MAX_TARGET_CHARS = 50  # characters per target word
 MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
 MAX_WORD_PIECES = 3  # whole-word candidates have 1..3 pieces
 WORD_BEAM = 8  # partial words kept per step of the whole-word beam

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked
+from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS  # noqa: F401
 from bertdemo.models.store import LoadedModel
 
-MAX_INSIDE_TOKENS = 64  # the step-by-step views expand every token; beyond this they stop being readable
 POSITIONS_SHOWN = 128  # the position x position cosine map covers the first this many positions
 ORDER_SEED = 0  # the shuffled copy of the order test is the same on every run
 

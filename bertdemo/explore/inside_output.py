@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import torch
 
 from bertdemo.explore.fill_mask import MAX_MASKS, _word_pieces
+from bertdemo.explore.input_limits import MAX_LENS_TOP_K
 from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode, layer_norm, linear
 from bertdemo.models.store import LoadedModel
-
-MAX_LENS_TOP_K = 10
 
 
 def _require_head(loaded: LoadedModel) -> None:

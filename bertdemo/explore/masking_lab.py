@@ -21,6 +21,7 @@ from functools import lru_cache
 import torch
 from transformers import AutoTokenizer
 
+from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_STATIC_COPIES  # noqa: F401
 from bertdemo.models import embedded
 from bertdemo.pretrain.masking import (
     ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE_INDEX, MaskedBatch, continuation_lookup,
@@ -28,9 +29,6 @@ from bertdemo.pretrain.masking import (
 )
 
 MAX_TOKENS = 128  # the lab is for one sentence or two; the engine's blocks are 128 long by default
-MAX_EPOCHS = 200
-MAX_STATIC_COPIES = 50
-MAX_DRAWS = 20_000
 ACTION_NAMES = {ACTION_NONE: None, ACTION_MASK: "mask", ACTION_RANDOM: "random", ACTION_KEEP: "keep"}
 STATIC_SEED_OFFSET = 1_000_003  # the static copies were drawn once, when the data was written
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from transformers import BertForNextSentencePrediction
 
+from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
@@ -29,8 +30,6 @@ from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.blocks import pack_stream
 from bertdemo.pretrain.masking import make_nsp_pairs
 
-MIN_SEQ_LEN, MAX_SEQ_LEN = 16, 128
-MAX_PAIRS = 16
 MAX_CHARS = 20_000
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
