@@ -8,6 +8,7 @@ to the embedded model that ``requirements.txt`` installs — and say which and w
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,18 +20,10 @@ import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from bertdemo.models import attention_modes, embedded, hub, policy
+from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
 from bertdemo.models.device import resolve_device
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
-DEFAULT_MODEL = "bert-base-uncased"
-CURATED_MODELS = [
-    "bert-base-uncased",
-    "bert-base-cased",
-    "bert-large-uncased",
-    "distilbert-base-uncased",
-    "google/bert_uncased_L-2_H-128_A-2",
-    "roberta-base",
-]
 CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
 
@@ -101,15 +94,7 @@ class ModelStore:
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, value) pairs for the model dropdowns: curated, embedded, then checkpoints."""
-        items = [(name, name) for name in CURATED_MODELS]
-        if self.default not in CURATED_MODELS:
-            items.insert(0, (self.default, self.default))
-        if embedded.has_mlm_assets():
-            items.append((f"{embedded.EMBEDDED_MLM_NAME} (offline masked-LM)", embedded.EMBEDDED_MLM_NAME))
-        items.append((f"{embedded.EMBEDDED_ENCODER_NAME} (offline, no MLM head)", embedded.EMBEDDED_ENCODER_NAME))
-        if self._extra_choices is not None:
-            items.extend(self._extra_choices())
-        return items
+        return model_choices(self.default, self._extra_choices)
 
     def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel:
         """The loaded model for ``name`` (default when empty), loading it on first use.
@@ -198,6 +183,9 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
                 "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
+    run = policy.resolve_run_reference(name)  # "run:<id>": a checkpoint of this server's runs
+    if run is not None:
+        return "local", run, False, ""
     kind = policy.screen(name)  # public mode: "run", "hub" or ValueError; None on a local server
     path = Path(name).expanduser()
     if kind != "hub" and path.exists():
@@ -266,7 +254,7 @@ def load_masked_lm(
                 output_loading_info=True,
                 **policy.load_kwargs(),  # public mode: safetensors only
             )
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, pickle.UnpicklingError) as exc:
         if local_only:
             if name == default:
                 try:
@@ -277,11 +265,8 @@ def load_masked_lm(
                     fallback = load_masked_lm(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
                 fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
                 return fallback
-            raise ValueError(
-                f"Model hub unreachable and {name!r} is not in the local cache. "
-                f"Choose {offline_default()}, a run checkpoint, or a local model folder."
-            ) from exc
-        raise ValueError(f"Could not load {name!r} as a masked-LM: {_first_line(exc)}") from exc
+            raise ValueError(policy.not_found_message(name, hub_reachable=False)) from exc
+        raise ValueError(policy.explain_load_error(name, exc)) from exc  # what to change, no server path
 
     # A decoder bias tied to the head bias, or buffers, may be reported missing harmlessly.
     missing = [

@@ -24,11 +24,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
 from bertdemo import storage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listing checkpoints needs none
+    import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 STATE_FILE = "trainer_state.json"
@@ -138,6 +137,8 @@ def _write(target: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerB
         (tmp / CONFIG_FILE).write_text(json.dumps(train_config, indent=2), encoding="utf-8")
         (tmp / METRICS_FILE).write_text(metrics_csv, encoding="utf-8")
         if optimizer is not None:
+            import torch
+
             torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
         state = {**state, "saved_at": datetime.now().isoformat(timespec="seconds")}
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
@@ -158,6 +159,8 @@ def load_optimizer_state(checkpoint: str | Path, optimizer: torch.optim.Optimize
     path = Path(checkpoint) / OPTIMIZER_FILE
     if not path.is_file():
         return False
+    import torch
+
     optimizer.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return True
 

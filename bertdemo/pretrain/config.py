@@ -13,9 +13,11 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from transformers import BertConfig
+if TYPE_CHECKING:  # transformers (and torch) load only when a model is built: the page's form needs neither
+    from transformers import BertConfig
 
 # name -> (layers, hidden, heads, ffn); sizes of Turc et al. 2019 ("Well-Read Students Learn Better").
 PRESETS: dict[str, tuple[int, int, int, int]] = {
@@ -174,6 +176,8 @@ class TrainConfig:
         """(num_hidden_layers, hidden_size, num_attention_heads, intermediate_size) of the run's model."""
         m = self.model
         if m.init_from:
+            from transformers import BertConfig
+
             cfg = BertConfig.from_pretrained(m.init_from)
             return (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size)
         if m.preset == CUSTOM:
@@ -284,27 +288,28 @@ def parse_seq_len_schedule(text: str, steps: int) -> list[tuple[int, int]]:
     return out
 
 
+def bert_shape(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> dict[str, int]:
+    """The BertConfig fields of a run: preset/custom shape, positions for the block length."""
+    layers, hidden, heads, ffn = cfg.model_shape()
+    return dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                intermediate_size=ffn, max_position_embeddings=MAX_SEQ_LEN, type_vocab_size=2)
+
+
 def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
     """The BertConfig of a run: preset/custom shape, positions for the block length."""
-    layers, hidden, heads, ffn = cfg.model_shape()
-    return BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=ffn,
-        max_position_embeddings=MAX_SEQ_LEN,
-        type_vocab_size=2,
-    )
+    from transformers import BertConfig
+
+    return BertConfig(**bert_shape(cfg, vocab_size))
 
 
 def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
     """Number of parameters (tied embeddings counted once) of a model, or of the BERT masked-LM
     (with the NSP head when `nsp`, or when the TrainConfig asks for it) a BertConfig / TrainConfig
     describes. Configs are counted by formula, without building a model."""
-    if isinstance(model_or_cfg, TrainConfig):
-        model_or_cfg, nsp = bert_config(model_or_cfg), model_or_cfg.objective.nsp
-    if isinstance(model_or_cfg, BertConfig):
+    if isinstance(model_or_cfg, TrainConfig):  # BertConfig's fields (embeddings tied), without loading transformers
+        shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(model_or_cfg))
+        return _bert_param_count(shape, model_or_cfg.objective.nsp)
+    if not hasattr(model_or_cfg, "parameters"):  # a BertConfig
         return _bert_param_count(model_or_cfg, nsp)
     seen: set[int] = set()
     total = 0
