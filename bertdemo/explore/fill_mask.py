@@ -24,6 +24,7 @@ runs the same steps on the model's dynamic-int8 copy (:mod:`bertdemo.models.int8
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,7 +41,8 @@ MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per 
 MAX_WORD_PIECES = 3  # whole-word candidates have 1..3 pieces
 WORD_BEAM = 8  # partial words kept per step of the whole-word beam
 _BATCH = 32  # sequences per forward pass when scoring
-MAX_SHARED_BATCH = 16  # concurrent requests sharing one forward pass
+# most concurrent requests sharing one forward pass (BERTDEMO_FILL_MASK_BATCH=1: one request per forward)
+MAX_SHARED_BATCH = max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16")))
 _SHARED = MicroBatcher(MAX_SHARED_BATCH)
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
 

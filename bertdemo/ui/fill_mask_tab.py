@@ -21,6 +21,7 @@ EXAMPLES = [
     ["I love [MASK] words into pieces.", "", 5, "tokenization, splitting"],
 ]
 NO_SECOND = ""  # the second-model choice meaning "none"
+CONCURRENCY = 16  # Fill-Mask requests in progress at once; they wait for the model in turn, batched together
 
 
 def _cell(text: str) -> str:
@@ -82,7 +83,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
 
     @user_errors
     def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str,
-                      second_model: str = NO_SECOND, whole_words: bool = False, progress=gr.Progress()):
+                      second_model: str = NO_SECOND, whole_words: bool = False, fast: bool = False,
+                      progress=gr.Progress()):
         words = fill_mask.parse_targets((targets or "").split(","))
         names = [availability.requested_name(store, model)]
         if (second_model or "").strip():
@@ -90,7 +92,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
         results = []
         for requested in names:
             loaded = store.get(requested, progress=progress_callback(progress))
-            result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words))
+            result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
+                                       fast=bool(fast))
             results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
         figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])
@@ -133,6 +136,12 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
                 label="Whole words (1–3 pieces, ranked by pseudo-log-likelihood)", value=False, elem_id="fm-whole",
                 info="Each mask may stand for a word the tokenizer splits, e.g. token ##ization.",
             )
+        fast = gr.Checkbox(
+            label="Fast mode (int8 weights: answers sooner, probabilities change slightly)", value=False,
+            elem_id="fm-fast",
+            info="The model's Linear layers in 8-bit integers (CPU). The top guess almost always stays; "
+                 "percentages can move by a few points.",
+        )
         button = gr.Button("Predict", variant="primary", elem_id="fm-run")
         gr.Examples(EXAMPLES, inputs=[text, text_pair, top_k, targets])
         filled = gr.Markdown(elem_id="fm-filled")
@@ -141,9 +150,11 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
 
-    inputs = [text, text_pair, model_box, top_k, targets, second, whole]
+    inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]
-    button.click(run_fill_mask, inputs, outputs, api_name="fill_mask")
-    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private")
+    # requests computed at once: those that meet in the model share one padded forward pass
+    shared = dict(concurrency_limit=CONCURRENCY, concurrency_id="fill_mask")
+    button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared)
+    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared)
     second.focus(refresh_second, second, second, api_visibility="private")  # new checkpoints join
     return notice

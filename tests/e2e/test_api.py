@@ -87,7 +87,8 @@ def test_named_endpoints_and_parameters(client):
     assert ENDPOINTS <= set(named), sorted(named)
     params = {name: [p["parameter_name"] for p in named[name]["parameters"]] for name in ENDPOINTS}
     assert params["/tokenize"] == ["text", "text_pair", "model"]
-    assert params["/fill_mask"] == ["text", "text_pair", "model", "top_k", "targets", "second_model", "whole_words"]
+    assert params["/fill_mask"] == ["text", "text_pair", "model", "top_k", "targets", "second_model", "whole_words",
+                                    "fast"]
     assert params["/attention"][:3] == ["text", "text_pair", "model"]
     assert len(params["/attention"]) >= 8  # layer, head, mean, hide [CLS]/[SEP], renormalise, ...
 
