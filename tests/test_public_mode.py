@@ -40,8 +40,10 @@ def public(tmp_path, monkeypatch):
 def test_public_mode_refuses_every_path_with_one_message(public, tmp_path):
     (tmp_path / "secret-model").mkdir()
     (tmp_path / "secret-model" / "config.json").write_text("{}")
-    refused = ["/etc", "/no/such/folder", str(tmp_path / "secret-model"), "secret-model", "./secret-model",
-               "../x", "~/x", str(public / ".." / "secret-model"), str(public / "no-such-run")]
+    (public / ".uploads" / "abc").mkdir(parents=True)
+    refused = ["/etc", "/no/such/folder", str(tmp_path / "secret-model"), "./secret-model",
+               "../x", "~/x", str(public / ".." / "secret-model"), str(public / "no-such-run"),
+               str(public / ".uploads" / "abc"), str(public), str(next(public.glob("*")))]
     messages = set()
     for name in refused:
         with pytest.raises(ValueError) as err:
@@ -49,6 +51,48 @@ def test_public_mode_refuses_every_path_with_one_message(public, tmp_path):
         messages.add(str(err.value))
     assert messages == {policy.REFUSED}  # the same words whether or not the path exists
     assert str(tmp_path) not in policy.REFUSED
+
+
+@pytest.mark.parametrize("reachable", [False, True])
+def test_a_hub_shaped_name_does_not_tell_whether_such_a_folder_exists(public, tmp_path, monkeypatch, reachable):
+    (tmp_path / "secret-model").mkdir()
+    (tmp_path / "secret-model" / "config.json").write_text("{}")
+    monkeypatch.setattr(store.hub, "hub_reachable", lambda: reachable)
+
+    def answer(name: str) -> str:
+        try:
+            store.load_masked_lm(name, "cpu")
+        except ValueError as err:
+            return str(err).replace(name, "NAME")
+        raise AssertionError(f"{name} loaded")
+
+    import transformers
+
+    def missing(*args, **kwargs):  # what the hub says of a model it does not have
+        raise OSError(f"{args[0]} is not a local folder and is not a valid model identifier listed on the hub")
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
+    monkeypatch.setattr(policy, "check_hub_size", lambda *a, **k: None)
+    assert answer("secret-model") == answer("secret-modelx")
+    assert "secret-model" not in answer("secret-model") and "folder" not in answer("secret-model")
+
+
+def test_load_errors_say_what_to_change_without_server_paths():
+    cases = {
+        OSError("Error no file named model.safetensors found in directory /srv/x/models/a."): "safetensors only",
+        OSError("Error no file named model.safetensors, or pytorch_model.bin, found in directory /srv/x."):
+            "has no weights file",
+        OSError(36, "File name too long"): "too long",
+        ValueError("Unrecognized model in /srv/x/a. Should have a `model_type` key in its config.json."):
+            "names no model type",
+        RuntimeError("Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will "
+                     "likely succeed"): "pickle that cannot be loaded safely",
+        RuntimeError("something odd in /srv/secret/place/file.bin, really"): "<folder>",
+    }
+    for exc, words in cases.items():
+        message = policy.explain_load_error("a", exc)
+        assert words in message and "/srv" not in message and "weights_only" not in message, message
+    with pytest.raises(ValueError, match="characters long"):
+        policy.screen("x" * 300)
 
 
 def test_public_mode_allows_hub_ids_embedded_and_own_runs(public, monkeypatch):
@@ -305,3 +349,34 @@ def test_zero_gpu_main_process_stays_on_cpu(monkeypatch):
     assert device_mod.resolve_device("auto").type == "cpu"
     monkeypatch.delenv("SPACES_ZERO_GPU")
     assert device_mod.resolve_device("auto").type == "cuda"
+
+
+def test_runs_are_named_without_their_server_folder(tmp_path, monkeypatch):
+    from conftest import tiny_bert_config
+    from transformers import AutoTokenizer, BertForMaskedLM
+
+    from bertdemo.models import availability
+    from bertdemo.models.embedded import tokenizer_dir
+
+    runs = tmp_path / "srv" / "runs"
+    target = runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME
+    ckpt.write_checkpoint(target, BertForMaskedLM(tiny_bert_config()), AutoTokenizer.from_pretrained(str(tokenizer_dir())),
+                          {}, {"step": 3}, "")
+    monkeypatch.setattr(policy, "_runs_dir", None)
+    policy.set_runs_dir(runs)
+    name = policy.run_reference(target)
+    assert name == "run:20260101-000000-bert-tiny" and policy.resolve_run_reference(name) == str(target)
+    assert policy.run_reference(runs / "x" / "previous" / "step-2") == "run:x/previous/step-2"
+    for bad in ("run:../srv", "run:.uploads", "run:nope", "run:a/b"):
+        with pytest.raises(ValueError, match="There is no run") as err:
+            policy.resolve_run_reference(bad)
+        assert str(tmp_path) not in str(err.value)
+    loaded = store.load_masked_lm(name, "cpu")
+    assert loaded.name == name and str(tmp_path) not in loaded.describe()
+    assert not availability.is_hub_id(name) and availability.can_load_now(name)
+    policy.set_public(tmp_path / "elsewhere")
+    policy.set_runs_dir(runs)
+    try:
+        assert store.load_masked_lm(name, "cpu").name == name  # public mode too
+    finally:
+        policy.set_local()

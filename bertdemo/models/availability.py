@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from bertdemo.models import embedded, hub
+from bertdemo.models import embedded, hub, policy
 
 CASED_TOKENIZER_NAME = "embedded/wordpiece-cased-wiki"
 CASED_TOKENIZER_DIR = Path(__file__).resolve().parents[1] / "assets" / "wordpiece_cased_wiki"
@@ -41,7 +41,8 @@ def in_local_cache(repo_id: str) -> bool:
 def is_hub_id(name: str) -> bool:
     """A name loaded from the model hub (not embedded, not a local folder)."""
     name = (name or "").strip()
-    return bool(name) and name not in _EMBEDDED and not _is_local(name)
+    return (bool(name) and name not in _EMBEDDED and not name.startswith(policy.RUN_PREFIX)  # "run:<id>": a run here
+            and not _is_local(name))
 
 
 def can_load_now(name: str) -> bool:

@@ -40,7 +40,8 @@ def set_public(runs_dir: str | Path, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
     global _policy
     with _lock:
         _policy = PublicPolicy(Path(runs_dir), float(max_model_gb), frozenset(a for a in allowed if a))
-        return _policy
+    set_runs_dir(runs_dir)
+    return _policy
 
 
 def set_local() -> None:
@@ -79,21 +80,32 @@ def screen(name: str) -> str | None:
     None on a local server. A name that looks like a hub id but is also a path on this server
     (relative to the working folder) is refused too: the loaders would read the local folder.
     """
+    check_name_length(name)
     policy = _policy
     if policy is None or name in policy.allowed:
         return None
     if _is_run_folder(name, policy):
         return "run"
-    if looks_like_hub_id(name) and not _exists(name):
+    if looks_like_hub_id(name):
+        if _exists(name):  # a folder here: answer as the hub would for a missing model, not "refused"
+            from bertdemo.models import hub
+
+            raise ValueError(not_found_message(name, hub.hub_reachable()))
         return "hub"
     raise ValueError(REFUSED)
 
 
 def _is_run_folder(name: str, policy: PublicPolicy) -> bool:
+    """A checkpoint folder of this server's runs: <run>/checkpoint or <run>/previous/step-<n>, with a config.json."""
     try:
-        return is_within(name, policy.runs_dir) and Path(name).expanduser().exists()
-    except (OSError, ValueError):
+        path = Path(name).expanduser().resolve()
+        root = policy.runs_dir.expanduser().resolve()
+        rel = path.relative_to(root).parts
+    except (OSError, ValueError, RuntimeError):
         return False
+    shaped = (len(rel) == 2 and rel[1] == "checkpoint") or (len(rel) == 3 and rel[1] == "previous"
+                                                           and rel[2].startswith("step-"))
+    return shaped and not rel[0].startswith(".") and (path / "config.json").is_file()
 
 
 def _exists(name: str) -> bool:
@@ -137,3 +149,86 @@ def check_hub_size(repo_id: str, size_bytes: int | None = None) -> None:
     if size is not None and size > policy.max_model_gb * 1e9:
         raise ValueError(f"{repo_id} is {size / 1e9:.1f} GB; this public server loads hub models up to "
                          f"{policy.max_model_gb:g} GB. Pick a smaller one, e.g. bert-base-uncased.")
+
+
+# --- names and load errors, said so that a person knows what to change ---------------------------
+
+MAX_NAME_CHARS = 1000
+MAX_NAME_PART_CHARS = 255  # longer than a file name can be: "File name too long" otherwise
+
+
+def check_name_length(name: str) -> None:
+    """ValueError for a model name too long to be a hub id or a folder (every mode)."""
+    if len(name) > MAX_NAME_CHARS or any(len(part) > MAX_NAME_PART_CHARS for part in name.split("/")):
+        raise ValueError(f"That model name is {len(name):,} characters long; type a hub id such as "
+                         "bert-base-uncased" + ("" if _policy is not None else " or a folder") + ".")
+
+
+def not_found_message(name: str, hub_reachable: bool) -> str:
+    """What a missing hub model gets; in public mode also a local name shaped like a hub id (the same words)."""
+    if hub_reachable:
+        return (f"{name!r} is not a model on the hub (or it is private): check the spelling, "
+                "e.g. bert-base-uncased or google/bert_uncased_L-2_H-128_A-2.")
+    where = "the embedded model or a run checkpoint" + ("" if _policy is not None else ", or a local model folder")
+    return f"Model hub unreachable and {name!r} is not in the local cache. Choose {where}."
+
+
+_PATH_IN_TEXT = re.compile(r"(?:[A-Za-z]:)?[\\/][^\s'\"`,;]*")
+
+
+def explain_load_error(name: str, exc: BaseException) -> str:
+    """A load failure said as what to change, never with a server path or a library's own advice."""
+    text = str(exc)
+    if (isinstance(exc, OSError) and getattr(exc, "errno", None) == 36) or "File name too long" in text:
+        return "That model name is too long; type a hub id such as bert-base-uncased."
+    if "Weights only load failed" in text or type(exc).__name__ == "UnpicklingError":
+        return (f"The weights of {name!r} are a pickle that cannot be loaded safely: save the model with "
+                "save_pretrained(safe_serialization=True) and load that folder.")
+    if "no file named model.safetensors" in text and "pytorch_model.bin" not in text:
+        return (f"{name!r} has no safetensors weights (model.safetensors), and this server loads safetensors "
+                "only: pick another model or save this one with save_pretrained(safe_serialization=True).")
+    if "no file named" in text:
+        return f"{name!r} has no weights file (model.safetensors): save the model with save_pretrained."
+    if "Unrecognized model" in text or "model_type" in text:
+        return (f"The config.json of {name!r} names no model type this app knows: pick a masked-LM such as "
+                "BERT, RoBERTa or DistilBERT.")
+    if "is not a valid model identifier" in text or "Repository Not Found" in text or "404" in text:
+        return not_found_message(name, hub_reachable=True)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"Could not load {name!r} as a masked-LM: {_PATH_IN_TEXT.sub('<folder>', first)}"
+
+
+# --- this server's runs, named without their server folder ------------------------------------------
+
+RUN_PREFIX = "run:"
+_runs_dir: Path | None = None
+
+
+def set_runs_dir(runs_dir: str | Path) -> None:
+    """Where this server's runs live (every mode): ``run:<run id>`` names a run's latest checkpoint there."""
+    global _runs_dir
+    _runs_dir = Path(runs_dir)
+
+
+def run_reference(checkpoint: str | Path) -> str:
+    """``run:<run id>`` for a run's latest checkpoint, ``run:<run id>/previous/step-<n>`` for an earlier
+    one: what the pages show and send instead of the folder (no server path)."""
+    root = _runs_dir if _runs_dir is not None else (_policy.runs_dir if _policy is not None else Path("runs"))
+    rel = Path(checkpoint).relative_to(root).as_posix()
+    return RUN_PREFIX + rel.removesuffix("/checkpoint")
+
+
+def resolve_run_reference(name: str) -> str | None:
+    """The checkpoint folder a ``run:`` name stands for (None for other names); ValueError when it is none."""
+    if not name.startswith(RUN_PREFIX):
+        return None
+    rel = name[len(RUN_PREFIX):].strip("/")
+    parts = rel.split("/")
+    root = _runs_dir if _runs_dir is not None else (_policy.runs_dir if _policy is not None else None)
+    ok = root is not None and (len(parts) == 1 or (len(parts) == 3 and parts[1] == "previous"
+                                                   and parts[2].startswith("step-")))
+    if ok and all(p and not p.startswith(".") for p in parts):
+        folder = root / parts[0] / "checkpoint" if len(parts) == 1 else root.joinpath(*parts)
+        if (folder / "config.json").is_file():
+            return str(folder)
+    raise ValueError(f"There is no run {name[len(RUN_PREFIX):]!r} on this server (deleted?): pick one from the list.")

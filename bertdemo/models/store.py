@@ -146,8 +146,8 @@ class ModelStore:
 
 def folder_stamp(name: str) -> FolderStamp:
     """(folder inode, config.json mtime) of a local model folder; changes when it is rewritten. (0, 0) otherwise."""
-    folder = Path(name).expanduser()
     try:
+        folder = Path(policy.resolve_run_reference(name) or name).expanduser()  # "run:<id>" too
         return folder.stat().st_ino, (folder / "config.json").stat().st_mtime_ns
     except (OSError, ValueError):
         return 0, 0

@@ -3,16 +3,23 @@ attention rollout, one token across layers, CSV export and head ablation."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore import ablation, attention
-from bertdemo.models.store import ModelStore
 from bertdemo.ui.common import progress_callback, user_errors
-from bertdemo.viz import heatmaps
+from bertdemo.ui.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+ablation = LazyModule("bertdemo.explore.ablation")
+attention = LazyModule("bertdemo.explore.attention")
+heatmaps = LazyModule("bertdemo.viz.heatmaps")
 
 EXAMPLE = "The animal didn't cross the street because it was too tired."
 ABLATION_EXAMPLE = "The animal didn't cross the street because it was too [MASK]."
@@ -28,6 +35,7 @@ EXPORT_NOTE = (
     "Every figure saves as PNG with the camera button of its toolbar (top right, on hover); "
     "the overview image has its own download button. The numbers are below as CSV."
 )
+OVERVIEW_FOLDER = "bertdemo-attention-overview"
 LOSS_NOTE = (
     "**Masked-LM loss** = mean over the [MASK]s of −log p(word), where the word at each mask is the one "
     "you give (comma-separated, in order), or — when you give none — the intact model's top choice. "
@@ -88,6 +96,23 @@ def _remove_dir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _overview_file(image, previous: str | None) -> str:
+    """Save the overview as this page's one PNG, in Gradio's cache (served from there, never copied), and
+    remove the page's previous one: calls never pile PNGs up in the temp folder."""
+    folder = Path(gr.utils.get_upload_folder()) / OVERVIEW_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="overview-", suffix=".png", dir=folder)
+    with os.fdopen(fd, "wb") as fh:
+        image.save(fh, format="PNG")
+    _remove_overview(previous)
+    return name
+
+
+def _remove_overview(path: str | None) -> None:
+    if path and Path(path).parent.name == OVERVIEW_FOLDER:
+        Path(path).unlink(missing_ok=True)
+
+
 def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[str]:
     paths = []
     for name, view in views.items():
@@ -101,11 +126,13 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
 
     @user_errors
-    def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, direction="all", progress=gr.Progress()):
+    def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, direction="all", previous=None,
+                      progress=gr.Progress()):
         loaded = store.get(model, progress=progress_callback(progress))
         result = attention.compute(loaded, text, text_pair)
         heatmap, overview, info = _render(result, layer, head, mean, hide, renorm, direction)
-        return heatmap, overview, info, result
+        path = _overview_file(overview, previous)
+        return heatmap, path, info, result, path
 
     @user_errors
     def run_rollout(text, text_pair, model, layer=-1, hide=False, renorm=True, direction="all", progress=gr.Progress()):
@@ -165,10 +192,12 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         )
 
     @user_errors
-    def redraw(result, layer, head, mean, hide, renorm, direction):
+    def redraw(result, layer, head, mean, hide, renorm, direction, previous=None):
         if result is None:
-            return gr.skip(), gr.skip(), gr.skip()
-        return _render(result, layer, head, mean, hide, renorm, direction)
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        heatmap, overview, info = _render(result, layer, head, mean, hide, renorm, direction)
+        path = _overview_file(overview, previous)
+        return heatmap, path, info, path
 
     def redraw_token(result, token, hide, renorm):
         if result is None or token is None:
@@ -217,7 +246,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap")
         gr.Markdown("**Every layer (rows) × head (columns)** — click a head to enlarge it above.")
         overview = gr.Image(
-            show_label=False, type="pil", interactive=False, elem_id="att-overview",
+            show_label=False, type="filepath", interactive=False, elem_id="att-overview",
             buttons=["download", "fullscreen"],
         )
         gr.Markdown(ROLLOUT_NOTE)
@@ -254,6 +283,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         rollout_button = gr.Button(visible=False)
         state = gr.State(None)
         folder = gr.State(None, delete_callback=_remove_dir)
+        overview_file = gr.State(None, delete_callback=_remove_overview)  # this page's one overview PNG
 
     controls = [layer, head, mean, hide, renorm, direction]
     view_inputs = [state, *controls, token, folder]
@@ -261,14 +291,15 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
     # The API endpoint returns plain figures; the slider ranges, rollout, token view and CSVs are
     # filled in browser-only follow-ups, so an API caller's session never has a lowered maximum.
     for event, api in ((button.click, {"api_name": "attention"}), (text.submit, {"api_visibility": "private"})):
-        event(run_attention, [text, text_pair, model_box, *controls], [heatmap, overview, info, state], **api).then(
+        event(run_attention, [text, text_pair, model_box, *controls, overview_file],
+              [heatmap, overview, info, state, overview_file], **api).then(
             fit_sliders, [state, layer, head], [layer, head], api_visibility="private"
         ).then(extras, view_inputs, extra_outputs, api_visibility="private")
     gr.on(
         [c.change for c in controls],
         redraw,
-        [state, *controls],
-        [heatmap, overview, info],
+        [state, *controls, overview_file],
+        [heatmap, overview, info, overview_file],
         api_visibility="private",
         trigger_mode="always_last",
     ).then(extras, view_inputs, extra_outputs, api_visibility="private")

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.explore.fill_mask import no_head_message
-from bertdemo.models import availability
-from bertdemo.models.store import ModelStore
+from bertdemo.models import availability, policy
+from bertdemo.ui.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+fill_mask = LazyModule("bertdemo.explore.fill_mask")
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,13 @@ def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:
     return availability.label_choices(store.choices(), store.default)
 
 
+def model_hint() -> str:
+    """The model box's hint: public servers load no folders, so they do not offer them."""
+    if policy.is_public():
+        return "Pick one, or type the hub id of a masked-LM (e.g. bert-base-uncased)."
+    return "Pick one, or type any hub id or local folder of a masked-LM."
+
+
 def model_dropdown(store: ModelStore, label: str = "Model", **kwargs) -> gr.Dropdown:
     """A dropdown of curated models, the embedded one and run checkpoints; free text allowed."""
     return gr.Dropdown(
@@ -53,7 +64,7 @@ def model_dropdown(store: ModelStore, label: str = "Model", **kwargs) -> gr.Drop
         value=store.default,
         label=label,
         allow_custom_value=True,
-        info="Pick one, or type any hub id or local folder of a masked-LM.",
+        info=model_hint(),
         **kwargs,
     )
 
@@ -74,7 +85,7 @@ def answered_line(requested: str, loaded) -> str:
 
 def head_notice(loaded) -> str:
     """A persistent notice when a model cannot fill masks (no trained masked-LM head); "" otherwise."""
-    return "" if loaded.has_mlm_head else f"> ⚠️ {no_head_message(loaded.name)}"
+    return "" if loaded.has_mlm_head else f"> ⚠️ {fill_mask.no_head_message(loaded.name)}"
 
 
 def model_status(store: ModelStore) -> Callable:

@@ -19,6 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from bertdemo.explore.order_probe import order_probe
+from bertdemo.models import policy
 from bertdemo.models.device import zero_gpu
 from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
@@ -68,6 +69,10 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     ``public``: this server is public and these are its caps; then only the browser that started a
     run (its owner token, kept in the browser) may pause, resume or stop it."""
     manager = get_manager(runs_dir)
+    policy.set_runs_dir(runs_dir)
+    # the run checkpoints among every tab's models: named "run:<id>" (the page never sees a server folder)
+    store.set_extra_choices(lambda: [(f"{label} (checkpoint)", policy.run_reference(path))
+                                     for label, path in list_checkpoints(runs_dir)])
     d = FORM_DEFAULTS
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 
@@ -76,17 +81,13 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return None if run is None else run.snapshot()
 
     def checkpoint_choices() -> list[tuple[str, str]]:
-        """The resume choices: values are run-relative ("<run id>/checkpoint"), never server paths."""
-        return [("— start from scratch —", "")] + [(label, Path(path).relative_to(runs_dir).as_posix())
+        """The resume choices: values are "run:<id>" (or "run:<id>/previous/step-<n>"), never server paths."""
+        return [("— start from scratch —", "")] + [(label, policy.run_reference(path))
                                                     for label, path in list_checkpoints(runs_dir, include_previous=True)]
 
     def run_path(resume: str) -> str:
-        """A resume choice ("<run id>/checkpoint") as the folder under runs_dir; other values as given."""
-        if resume and not Path(resume).is_absolute() and ".." not in Path(resume).parts:
-            candidate = Path(runs_dir) / resume
-            if candidate.is_dir():
-                return str(candidate)
-        return resume
+        """A resume choice ("run:<id>") as its folder under runs_dir; other values as given."""
+        return policy.resolve_run_reference(resume) or resume
 
     def run_choices() -> list[str]:
         return history.list_runs(runs_dir)
@@ -263,9 +264,21 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return [run.cfg.data.corpus] if run is not None and run.active else []
 
     def run_status() -> dict | None:
-        """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run)."""
+        """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
+        Checkpoints are named as the model box names them ("run:<id>"), never by their server folder."""
         snap = snapshot()
-        return None if snap is None else dataclasses.asdict(snap)
+        if snap is None:
+            return None
+        status = dataclasses.asdict(snap)
+        status["checkpoints"] = [_shown_checkpoint(p) for p in snap.checkpoints]
+        status["last_checkpoint"] = _shown_checkpoint(snap.last_checkpoint)
+        return status
+
+    def _shown_checkpoint(path: str) -> str:
+        try:
+            return policy.run_reference(path) if path else ""
+        except ValueError:  # not under runs_dir (cannot happen for the app's runs): its name only
+            return Path(path).name
 
     def check_owner(token: str, action: str) -> None:
         """Public servers: only the run's owner (or, to stop it, the admin) may control it."""
