@@ -57,6 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm.auto import tqdm
 
+    from bertdemo.pretrain.limits import check_memory
+
+    if cfg.system.device == "cpu" or not torch.cuda.is_available():  # refuse what this machine cannot hold
+        try:
+            check_memory(cfg, processes=int(os.environ.get("LOCAL_WORLD_SIZE", dist.world_size)))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
     from bertdemo.pretrain.loop import RunControl, run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 

@@ -107,9 +107,10 @@ class TrainingRun:
                 self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
         finally:
             self._release_lock()
-            from bertdemo.pretrain import uploads  # an upload no checkpoint refers to is deleted now
+            from bertdemo.pretrain import estimate, uploads
 
-            uploads.release(self.runs_dir)
+            estimate.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0))  # this machine's speed
+            uploads.release(self.runs_dir)  # an upload no checkpoint refers to is deleted now
 
     def time_left(self) -> float | None:
         """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""

@@ -139,6 +139,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
                     ffn = gr.Number(d.model.intermediate_size, label="FFN", precision=0, minimum=8, maximum=4096)
                 params = gr.Markdown(show_params(d.model.preset, d.model.num_hidden_layers, d.model.hidden_size,
                                                  d.model.num_attention_heads, d.model.intermediate_size))
+                estimate_box = gr.Markdown(elem_id="pt-estimate")  # filled when the tab opens and the form changes
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
                                  file_types=[".txt", ".jsonl"], type="filepath", elem_id="pt-upload")
@@ -245,6 +246,10 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         cfg = config_from_settings(settings, runs_dir, public=public, upload_root=upload_root)
         run_limits.check_memory(cfg)
         run_limits.check_disk(cfg, runs_dir, checkpoints_kept())
+        if public is not None:
+            from bertdemo.pretrain import estimate
+
+            estimate.check_time(cfg, public.max_seconds)
         received = None
         if page and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
@@ -342,6 +347,22 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
                 gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=store.choices()))
 
+    def time_estimate(*values) -> str:
+        """How long the form's run would take on this machine (and whether a public server allows it)."""
+        from bertdemo.pretrain import estimate
+
+        try:
+            settings = {name: value for name, value in zip(form_names, values)
+                        if name not in ("upload", "corpus", "resume_from", "probe_text")}
+            cfg = config_from_settings(settings, runs_dir)
+            seconds = estimate.estimate_seconds(cfg)
+        except ValueError:
+            return ""
+        text = f"⏱ Estimated time on this machine: **{estimate.duration_text(seconds)}**"
+        if public is not None and seconds > public.max_seconds:
+            text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
+        return text
+
     def gpu_burst_from_page(token: str, steps: float):
         yield from gpu_burst_api(int(steps or 0), token)
 
@@ -394,6 +415,9 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], show_params,
           [preset, layers, hidden, heads, ffn], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
+    timed = (preset, layers, hidden, heads, ffn, steps, batch_size, seq_len, schedule, eval_every, mlm_prob)
+    gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,
+          api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
         gr.api(run_status, api_name="run_status")

@@ -1,0 +1,115 @@
+"""How long a run will take on this machine, before it starts.
+
+A run's work is counted in floating-point operations per trained token (forward + backward):
+
+    6 × (encoder weights: layers × (4·hidden² + 2·hidden·ffn))      the dense layers
+  + 12 × layers × hidden × block length                              attention scores and mixing
+  + 6 × hidden × 30,522 × masking rate                               the vocabulary logits, masked tokens only
+
+plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
+operations per second comes from the last run this process measured (its tokens/s times its
+cost per token) or, before any run, from a quick calibration: a few steps of a small BERT.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig
+
+CALIBRATION_STEPS = 3
+_lock = threading.Lock()
+_rate: float | None = None  # floating-point operations per second this machine sustains in training
+
+
+def flops_per_token(cfg: TrainConfig) -> float:
+    """Training operations per token (forward + backward) of this run's model at its longest block."""
+    layers, hidden, _, ffn = cfg.model_shape()
+    dense = layers * (4 * hidden * hidden + 2 * hidden * ffn)
+    attention = 2 * layers * hidden * cfg.max_seq_len()
+    logits = hidden * VOCAB_SIZE * cfg.objective.mlm_probability
+    return 6.0 * (dense + attention + logits)
+
+
+def work_flops(cfg: TrainConfig, steps: int | None = None) -> float:
+    """Operations of ``steps`` (default: all) training steps and the evaluations due in them."""
+    steps = cfg.optim.steps if steps is None else steps
+    tokens_per_step = cfg.optim.batch_size * cfg.max_seq_len()
+    evals = steps // cfg.monitor.eval_every + 1
+    eval_tokens = evals * cfg.monitor.eval_batches * tokens_per_step
+    return flops_per_token(cfg) * (steps * tokens_per_step + eval_tokens / 3.0)
+
+
+def record(cfg: TrainConfig, tokens_per_s: float) -> None:
+    """Remember the speed a run measured on this machine (used for the next estimates)."""
+    global _rate
+    if tokens_per_s > 0:
+        with _lock:
+            _rate = tokens_per_s * flops_per_token(cfg)
+
+
+def machine_rate() -> float:
+    """Operations per second: the last run's measured speed, else a calibration (once per process)."""
+    global _rate
+    with _lock:
+        if _rate is None:
+            _rate = calibrate()
+        return _rate
+
+
+def calibrate() -> float:
+    """Time a few training steps of a small BERT on the CPU; returns operations per second."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                intermediate_size=512, seq_len=128, batch_size=8,
+                                mlm_probability=0.99)  # BertForMaskedLM scores every position, not only masked ones
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = BertForMaskedLM(BertConfig(vocab_size=VOCAB_SIZE, hidden_size=128, num_hidden_layers=2,
+                                           num_attention_heads=2, intermediate_size=512))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        ids = torch.randint(1000, VOCAB_SIZE, (8, 128))
+        labels = torch.full_like(ids, -100)
+        labels[:, ::7] = ids[:, ::7]  # about the masking rate of a run
+
+        def step() -> None:
+            model(input_ids=ids, labels=labels).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        step()  # warm-up: allocations, kernel choice
+        started = time.perf_counter()
+        for _ in range(CALIBRATION_STEPS):
+            step()
+        elapsed = time.perf_counter() - started
+    return CALIBRATION_STEPS * 8 * 128 * flops_per_token(cfg) / max(elapsed, 1e-6)
+
+
+def estimate_seconds(cfg: TrainConfig, steps: int | None = None, rate: float | None = None) -> float:
+    """Wall time of the run (or of ``steps`` of it) on this machine."""
+    return work_flops(cfg, steps) / (rate or machine_rate())
+
+
+def duration_text(seconds: float) -> str:
+    """e.g. "about 40 s", "about 12 min", "about 3.5 h"."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def check_time(cfg: TrainConfig, max_seconds: float, rate: float | None = None) -> float:
+    """The run's time estimate; ValueError when it exceeds ``max_seconds`` (a public server's cap),
+    naming the number of steps that would fit."""
+    seconds = estimate_seconds(cfg, rate=rate)
+    if seconds > max_seconds:
+        per_step = seconds / max(cfg.optim.steps, 1)
+        fit = int(max_seconds / per_step)
+        raise ValueError(f"This run would take {duration_text(seconds)} here; this public server stops runs after "
+                         f"{max_seconds / 60:g} minutes. Lower Steps to about {fit:,}, or the batch size, "
+                         "the block length or the model size.")
+    return seconds
