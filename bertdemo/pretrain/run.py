@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import checkpoint as ckpt, priority
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.loop import RunControl, run_training
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot
@@ -101,6 +101,7 @@ class TrainingRun:
 
     def _main(self) -> None:
         try:
+            priority.lower_this_thread()  # when the page and the run both want a core, the page comes first
             final = run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
                                  control=self.control, run_info=self._run_info)
             if final == "stopped" and self._limit_reason:
