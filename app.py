@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import threading
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,8 +56,24 @@ def is_public(args: argparse.Namespace) -> bool:
     return bool(args.public or args.share or os.environ.get("SPACE_ID"))
 
 
+def configure_environment(args: argparse.Namespace) -> None:
+    """What the Hugging Face libraries and gradio read once, when first imported: set before that.
+
+    ``--offline`` sets ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``/``HF_DATASETS_OFFLINE`` (and no
+    gradio analytics); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
+    """
+    from bertdemo.models import hub  # standard library only
+
+    if args.offline:
+        hub.set_offline(True)
+        os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Serve the page first; PyTorch, transformers and the default model load right after, in the background."""
     args = parse_args(argv)
+    configure_environment(args)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, listen on every interface
         args.host = "0.0.0.0"
@@ -69,33 +84,29 @@ def main(argv: list[str] | None = None) -> None:
         except ImportError:
             pass
 
-    from transformers.utils import logging as hf_logging
-
-    from bertdemo.models import hub, policy
-    from bertdemo.models.store import DEFAULT_MODEL, ModelStore
+    from bertdemo.models import policy
+    from bertdemo.models.catalog import DEFAULT_MODEL
     from bertdemo.pretrain.limits import Limits
-    from bertdemo.ui import build_app
+    from bertdemo.ui import build_app, lazy
     from bertdemo.ui.layout import CSS, THEME
 
-    hf_logging.set_verbosity_error()
-    if args.offline:
-        hub.set_offline(True)
     public = is_public(args)
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
                     max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
     if public:
         policy.set_public(args.runs_dir, args.max_model_gb, allowed=(args.model,))  # the operator's --model stays
     _set_disk_rules(args, public)
-    store = ModelStore(default=args.model or DEFAULT_MODEL, device=args.device)
-    # Warm the default model in the background so the first request is quick; the page
-    # shows loading progress if someone arrives before it is ready.
-    threading.Thread(target=_preload, args=(store,), daemon=True).start()
+    store = lazy.StoreFront(default=args.model or DEFAULT_MODEL, device=args.device)  # no torch yet
     demo = build_app(store, runs_dir=args.runs_dir, public=public, limits=limits)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
-        max_file_size=int(args.max_upload_mb * 1024 * 1024), auth=auth,
+        max_file_size=int(args.max_upload_mb * 1024 * 1024), auth=auth, prevent_thread_lock=True,
     )
+    # The page is served: now torch, transformers and the logic, then the default model, so the
+    # first request is quick; a request that comes sooner waits, the status line saying so.
+    lazy.start(warm_up=lambda: _preload(store))
+    demo.block_thread()
 
 
 def _set_disk_rules(args: argparse.Namespace, public: bool) -> None:

@@ -318,6 +318,9 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
         def launch(self, **kw):
             calls["launch"] = kw
 
+        def block_thread(self):
+            calls["blocked"] = True
+
     def fake_build_app(store, **kw):
         calls["build"] = kw
         return FakeDemo()
@@ -334,6 +337,7 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
         hub.set_offline(False)
     assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
+    assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first, the logic loads after
     assert calls["build"]["public"] is True and calls["build"]["limits"].max_steps == 100
 
 

@@ -17,15 +17,16 @@ _PROBE_TTL_S = 60.0
 _lock = threading.Lock()
 _cache: tuple[float, bool] | None = None
 _forced_offline = False
-_OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+_OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 _saved_env: dict[str, str | None] | None = None  # the variables as they were before set_offline(True)
 
 
 def set_offline(offline: bool = True) -> None:
     """Force offline mode (the app's ``--offline`` flag): never touch the network.
 
-    ``set_offline(True)`` also sets ``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` for the Hugging
-    Face libraries; ``set_offline(False)`` puts those variables back as they were before.
+    ``set_offline(True)`` also sets ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` / ``HF_DATASETS_OFFLINE``
+    for the Hugging Face libraries (which read them when first imported: call this before);
+    ``set_offline(False)`` puts those variables back as they were before.
     """
     global _forced_offline, _cache, _saved_env
     with _lock:

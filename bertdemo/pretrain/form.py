@@ -16,7 +16,6 @@ from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.config import TrainConfig, leaf_fields
 from bertdemo.pretrain.corpus import UPLOAD_SUFFIXES, check_upload
 from bertdemo.pretrain.limits import Limits, check_public
-from bertdemo.pretrain.run import resume_config
 
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
 PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)
@@ -63,6 +62,8 @@ def config_from_settings(settings: dict[str, Any], runs_dir: str, public: Limits
         if steps <= done:
             raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
         keep = {name: values[name] for name in ("steps", "probe_text") if name in values}
+        from bertdemo.pretrain.run import resume_config  # the engine (torch) only when resuming
+
         cfg = resume_config(resume, **keep, runs_dir=runs_dir)
     else:
         if values.get("corpus") == UPLOAD:

@@ -1,5 +1,13 @@
-"""The Gradio UI: one module per tab, each only wiring components to the pure functions."""
+"""The Gradio UI: one module per tab, each only wiring components to the pure functions.
 
-from bertdemo.ui.layout import build_app
+Importing it loads gradio (without its stub rewriting, see :mod:`bertdemo.ui.gradio_import`) but
+never torch or transformers: the logic arrives after the page is served (:mod:`bertdemo.ui.lazy`).
+"""
+
+from bertdemo.ui.gradio_import import skip_stub_rewrites
+
+skip_stub_rewrites()
+
+from bertdemo.ui.layout import build_app  # noqa: E402 - after the stub skipper
 
 __all__ = ["build_app"]

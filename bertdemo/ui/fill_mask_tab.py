@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore import fill_mask
+from bertdemo.explore import input_limits
 from bertdemo.models import availability
-from bertdemo.models.store import ModelStore
-from bertdemo.viz import bars
 from bertdemo.ui.common import answered_line, labelled_choices, progress_callback, user_errors
+from bertdemo.ui.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+fill_mask = LazyModule("bertdemo.explore.fill_mask")
+bars = LazyModule("bertdemo.viz.bars")
 
 EXAMPLES = [
     ["Nice to [MASK] you.", "", 5, "meet, see"],
@@ -118,12 +124,12 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
             text = gr.Textbox(label="Text with [MASK]", value=EXAMPLES[0][0], lines=2, max_lines=8, elem_id="fm-text")
             text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", lines=2, max_lines=8)
         with gr.Row():
-            top_k = gr.Slider(1, fill_mask.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
+            top_k = gr.Slider(1, input_limits.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
             targets = gr.Textbox(
                 label="Target words (optional, comma-separated)",
                 placeholder="meet, see",
-                info=f"Their probability at each mask, even outside the top-k (at most {fill_mask.MAX_TARGETS} "
-                     f"words of {fill_mask.MAX_TARGET_CHARS} characters).",
+                info=f"Their probability at each mask, even outside the top-k (at most {input_limits.MAX_TARGETS} "
+                     f"words of {input_limits.MAX_TARGET_CHARS} characters).",
                 elem_id="fm-targets",
             )
         with gr.Row():

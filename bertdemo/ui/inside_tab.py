@@ -8,15 +8,22 @@ in place instead of stopping the others.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.explore import inside, inside_anatomy, inside_layer, inside_output
-from bertdemo.explore.fill_mask import MAX_MASKS
-from bertdemo.models.store import ModelStore
+from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.ui.common import progress_callback, user_errors
-from bertdemo.viz import inside as draw
+from bertdemo.ui.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+inside = LazyModule("bertdemo.explore.inside")
+inside_anatomy = LazyModule("bertdemo.explore.inside_anatomy")
+inside_layer = LazyModule("bertdemo.explore.inside_layer")
+inside_output = LazyModule("bertdemo.explore.inside_output")
+draw = LazyModule("bertdemo.viz.inside")
 
 EXAMPLE = "The capital of France is [MASK]."
 EXAMPLE_WORDS = "paris"
@@ -24,7 +31,7 @@ INTRO = (
     "Follow one sentence through the model chosen above: embeddings → one layer, one head, step by "
     "step → every layer's guess at a `[MASK]` → the output and the loss → the parameters. Every number "
     "is recomputed from the weights and checked against the model's own forward. Type `[SEP]` to start "
-    f"a second sentence (segment 1). At most {inside.MAX_INSIDE_TOKENS} tokens."
+    f"a second sentence (segment 1). At most {MAX_INSIDE_TOKENS} tokens."
 )
 
 WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit
@@ -123,7 +130,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             with gr.Row():
                 layer = gr.Slider(0, 23, value=0, step=1, label="Layer", elem_id="in-layer")
                 head = gr.Slider(0, 15, value=0, step=1, label="Head", elem_id="in-head")
-                query = gr.Slider(0, inside.MAX_INSIDE_TOKENS - 1, value=1, step=1,
+                query = gr.Slider(0, MAX_INSIDE_TOKENS - 1, value=1, step=1,
                                   label="Query token (position)", elem_id="in-query")
             layer_button = gr.Button("Show this layer", size="sm", elem_id="in-layer-run")
             layer_md = gr.Markdown(elem_id="in-layer-info", elem_classes=[WIDE])
@@ -134,7 +141,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         with gr.Accordion("3 · Through the layers: the MLM head at every layer (logit lens)", open=True):
             with gr.Row():
                 mask_number = gr.Slider(1, MAX_MASKS, value=1, step=1, label="Which [MASK]")
-                top_k = gr.Slider(1, inside_output.MAX_LENS_TOP_K, value=5, step=1, label="Top-k per layer")
+                top_k = gr.Slider(1, MAX_LENS_TOP_K, value=5, step=1, label="Top-k per layer")
             lens_button = gr.Button("Show the lens", size="sm", elem_id="in-lens-run")
             lens_md = gr.Markdown(elem_id="in-lens-info")
             lens_fig = gr.Plot(show_label=False, elem_id="in-lens-plot")

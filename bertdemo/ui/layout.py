@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import gradio as gr
 
-from bertdemo.models.store import ModelStore
 from bertdemo.pretrain import list_checkpoints
 from bertdemo.pretrain.limits import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+    from bertdemo.ui.lazy import StoreFront
 
 TITLE = "BERT Explorer"
 CSS = """
@@ -30,11 +35,13 @@ def mode_line(public: bool, limits: Limits | None = None) -> str:
             "only you control the runs you start.*")
 
 
-def build_app(store: ModelStore, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
+def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
     """Build (but do not launch) the Blocks app serving every tab from one model store.
 
     Pretraining checkpoints under ``runs_dir`` join the model choices of every tab. ``public``: the
     server faces the public (models and training restricted, ``limits`` the training caps).
+    Building imports no torch: with a :class:`~bertdemo.ui.lazy.StoreFront` the page is served
+    while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
     store.set_extra_choices(lambda: [(f"{label} (checkpoint)", str(path)) for label, path in list_checkpoints(runs_dir)])
 

@@ -8,13 +8,20 @@ result kept in a ``gr.State`` (not part of the API) in a follow-up event.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore import masking_lab, nsp
-from bertdemo.models.store import ModelStore
+from bertdemo.explore import input_limits as limits
 from bertdemo.ui.common import user_errors
-from bertdemo.viz import masking as draw
+from bertdemo.ui.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+masking_lab = LazyModule("bertdemo.explore.masking_lab")
+nsp = LazyModule("bertdemo.explore.nsp")
+draw = LazyModule("bertdemo.viz.masking")
 
 DEFAULT_TEXT = "The children were playing football in the park until it started raining heavily."
 NSP_A, NSP_B = "She opened the fridge.", "There was nothing left but an old lemon."
@@ -63,6 +70,10 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
         return masking_lab.measure_rates(text, settings, draws)
 
+    def build_pairs(text: str = "", seq_len: int = 48, n_pairs: int = 4, seed: int = 0):
+        """NSP pairs from the learner's text (or the embedded corpus when empty), as pretraining makes them."""
+        return nsp.build_pairs(text, seq_len, n_pairs, seed)
+
     def nsp_predict(sentence_a, sentence_b, model):
         loaded = store.get(model)
         return nsp.predict_is_next(loaded, sentence_a, sentence_b)
@@ -104,8 +115,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             "every time** a sequence comes round (dynamic masking, as RoBERTa does)."
         )
         with gr.Row():
-            epochs = gr.Slider(1, masking_lab.MAX_EPOCHS, value=12, step=1, label="Epochs shown", elem_id="ml-epochs")
-            copies = gr.Slider(1, masking_lab.MAX_STATIC_COPIES, value=10, step=1, label="Static copies N")
+            epochs = gr.Slider(1, limits.MAX_EPOCHS, value=12, step=1, label="Epochs shown", elem_id="ml-epochs")
+            copies = gr.Slider(1, limits.MAX_STATIC_COPIES, value=10, step=1, label="Static copies N")
         with gr.Row():
             compare_button = gr.Button("Show epochs", elem_id="ml-compare")
             next_button = gr.Button("Next epoch ▶", variant="primary", elem_id="ml-next")
@@ -115,7 +126,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
 
         gr.Markdown("### Rates over many draws\nThe engine's masking of your sentence, drawn many times at once.")
         with gr.Row():
-            draws = gr.Slider(10, masking_lab.MAX_DRAWS, value=2000, step=10, label="Draws")
+            draws = gr.Slider(10, limits.MAX_DRAWS, value=2000, step=10, label="Draws")
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = gr.Plot(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
@@ -132,8 +143,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         nsp_text = gr.Textbox(label="Text (optional)", lines=3, placeholder="Empty: the embedded corpus",
                               elem_id="nsp-text")
         with gr.Row():
-            seq_len = gr.Slider(nsp.MIN_SEQ_LEN, nsp.MAX_SEQ_LEN, value=32, step=1, label="Sequence length T")
-            n_pairs = gr.Slider(2, nsp.MAX_PAIRS, value=4, step=1, label="Pairs")
+            seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=32, step=1, label="Sequence length T")
+            n_pairs = gr.Slider(2, limits.MAX_PAIRS, value=4, step=1, label="Pairs")
             nsp_seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
         pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
         pairs_view = gr.HTML(elem_id="nsp-pairs")
@@ -151,14 +162,14 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
 
     _wire(run_button, mask_sample, settings, sample_raw,
           lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
-    show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw, draw.render_epochs,
-                        epochs_view, "mask_epochs")
+    show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
+                        lambda s: draw.render_epochs(s), epochs_view, "mask_epochs")
     # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
-    show_epochs(next_button.click(lambda e: min(int(e) + 1, masking_lab.MAX_EPOCHS), epochs, epochs,
+    show_epochs(next_button.click(lambda e: min(int(e) + 1, limits.MAX_EPOCHS), epochs, epochs,
                                   api_visibility="private").then)
     _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
           lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
-    _wire(pairs_button, nsp.build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw, draw.render_pairs,
-          pairs_view, "nsp_pairs")
-    _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw, draw.nsp_markdown, nsp_result,
-          "nsp_predict")
+    _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
+          lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs")
+    _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,
+          lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict")

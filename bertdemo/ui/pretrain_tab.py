@@ -12,24 +12,32 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore.order_probe import order_probe
 from bertdemo.models import policy
 from bertdemo.models.device import zero_gpu
-from bertdemo.models.store import ModelStore
-from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, get_manager, list_checkpoints, param_count
+from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, list_checkpoints, param_count
 from bertdemo.pretrain import history
 from bertdemo.pretrain.checkpoint import kept as checkpoints_kept
 from bertdemo.pretrain import limits as run_limits
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
 from bertdemo.ui.common import user_errors
+from bertdemo.ui.lazy import Deferred, LazyModule
 from bertdemo.viz import run_curves
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
+
+RUN_ENGINE = "bertdemo.pretrain.run"  # the training loop (torch): loaded after the page is served
+run_engine = LazyModule(RUN_ENGINE)
+probe_engine = LazyModule("bertdemo.explore.order_probe")
 
 POLL_SECONDS = 1.0
 FORM_DEFAULTS = TrainConfig()  # the form starts at the engine's defaults
@@ -68,7 +76,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
 
     ``public``: this server is public and these are its caps; then only the browser that started a
     run (its owner token, kept in the browser) may pause, resume or stop it."""
-    manager = get_manager(runs_dir)
+    manager = Deferred(lambda: run_engine.get_manager(runs_dir))
     policy.set_runs_dir(runs_dir)
     # the run checkpoints among every tab's models: named "run:<id>" (the page never sees a server folder)
     store.set_extra_choices(lambda: [(f"{label} (checkpoint)", policy.run_reference(path))
@@ -77,6 +85,8 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 
     def snapshot() -> RunSnapshot | None:
+        if RUN_ENGINE not in sys.modules:  # no run exists before the engine is loaded
+            return None
         run = manager.current
         return None if run is None else run.snapshot()
 
@@ -398,7 +408,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         if not run_id:
             raise ValueError("Pick a run first.")
         loaded = store.get(str(history.run_dir(runs_dir, run_id) / "checkpoint"))
-        result = order_probe(loaded, text)
+        result = probe_engine.order_probe(loaded, text)
 
         def top(res) -> str:
             return ", ".join(f"{c.text} {c.prob:.1%}" for c in res.masks[0].candidates)

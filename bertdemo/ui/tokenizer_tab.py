@@ -3,15 +3,19 @@ vocabulary lookup, two tokenizers side by side (offline by default)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradio.context import Context
 
 import gradio as gr
 
 from bertdemo.explore import tokens
 from bertdemo.models import availability
-from bertdemo.models.store import ModelStore
 from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
 from bertdemo.ui.common import labelled_choices, user_errors
+
+if TYPE_CHECKING:
+    from bertdemo.models.store import ModelStore
 
 EXAMPLE_A = "I love tokenization! Unbelievably, BERT splits rare words into pieces."
 EXAMPLE_B = "Sentence B gets segment id 1."
