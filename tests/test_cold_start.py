@@ -102,13 +102,15 @@ def test_pretrain_package_names_load_on_first_use():
         pretrain.no_such_name  # noqa: B018
 
 
-def test_gradio_stub_skipper_swaps_only_the_stub_rewriter():
+def test_gradio_import_skips_stub_rewrites_and_keeps_the_docstrings():
     out = run_python("""
 import json
 import bertdemo.ui
 from bertdemo.ui import gradio_import
+import gradio as gr
 import gradio.component_meta as meta
 print(json.dumps({"rewriter": meta.create_or_modify_pyi.__name__, "again": gradio_import.skip_stub_rewrites(),
-                  "textbox": bertdemo.ui.layout.gr.Textbox(label="x").label}))
+                  "click": gr.Button.click.__doc__.splitlines()[0], "textbox": gr.Textbox(label="x").label}))
 """)
-    assert out == {"rewriter": "_no_stub_rewrite", "again": False, "textbox": "x"}
+    assert out == {"rewriter": "_no_stub_rewrite", "again": False, "click": "Triggered when the Button is clicked.",
+                   "textbox": "x"}

@@ -1,6 +1,6 @@
 """The Gradio UI: one module per tab, each only wiring components to the pure functions.
 
-Importing it loads gradio (without its stub rewriting, see :mod:`bertdemo.ui.gradio_import`) but
+Importing it loads gradio (minus the work described in :mod:`bertdemo.ui.gradio_import`) but
 never torch or transformers: the logic arrives after the page is served (:mod:`bertdemo.ui.lazy`).
 """
 

@@ -1,11 +1,16 @@
-"""Import gradio faster: skip its rewrite of the components' type stubs.
+"""Import gradio faster: skip work its import does for gradio's own developers.
 
-Every time it is imported, gradio re-creates the ``.pyi`` stub of each of its ~80 component classes
-(``gradio.component_meta.create_or_modify_pyi``: read the source, parse it, render a template,
-compare with the stub shipped in the wheel and, when they differ, write into site-packages). That
-is editor support for gradio's own developers and about half of ``import gradio`` (measured in
-docs/benchmarks.md, "Cold start"). :func:`skip_stub_rewrites` makes it a no-op for this process,
-before gradio is imported; the components themselves are untouched.
+Every time it is imported, gradio
+
+* re-creates the ``.pyi`` stub of each of its ~80 component classes
+  (``gradio.component_meta.create_or_modify_pyi``: read the source, parse it, render a template,
+  compare with the stub shipped in the wheel and, when they differ, write into site-packages);
+* renders each event listener's docstring through a fresh Jinja template
+  (``gradio.events.EventListener.set_doc``) only to put the component's name into it.
+
+Together that is about 60 % of ``import gradio`` (docs/benchmarks.md, "Cold start").
+:func:`skip_stub_rewrites`, called before gradio is imported, makes the first a no-op and the
+second a plain string replacement (the same docstrings); the components themselves are untouched.
 """
 
 from __future__ import annotations
@@ -14,22 +19,52 @@ import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
+from typing import Callable
 
-MODULE = "gradio.component_meta"
-FUNCTION = "create_or_modify_pyi"
+TEMPLATE_FIELD = "{{ component }}"  # the only template field in gradio's listener docstrings
 
 
 def _no_stub_rewrite(*args, **kwargs) -> None:
     """Stands in for gradio's stub rewriter: the stubs shipped with gradio stay as they are."""
 
 
-class _StubSkipper(importlib.abc.MetaPathFinder):
-    """Finds ``gradio.component_meta`` like the default finder, then swaps the stub rewriter out."""
+def _set_doc(self, component: str) -> None:
+    """``EventListener.set_doc`` without Jinja: the component's name put into the docstring."""
+    doc = self.listener.__doc__
+    if doc:
+        doc = doc.replace(TEMPLATE_FIELD, component)
+        self.listener.__doc__ = doc[:-1] if doc.endswith("\n") else doc  # as Jinja renders it
+
+
+def _patch_component_meta(module: ModuleType) -> None:
+    if callable(getattr(module, "create_or_modify_pyi", None)):
+        module.create_or_modify_pyi = _no_stub_rewrite
+
+
+def _patch_events(module: ModuleType) -> None:
+    listener = getattr(module, "EventListener", None)
+    if listener is not None and callable(getattr(listener, "set_doc", None)):
+        listener.set_doc = _set_doc
+
+
+PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "gradio.component_meta": _patch_component_meta,
+    "gradio.events": _patch_events,
+}
+
+
+class _Patcher(importlib.abc.MetaPathFinder):
+    """Finds the modules of :data:`PATCHES` like the default finder, and patches each once it has run."""
+
+    def __init__(self) -> None:
+        self.pending = dict(PATCHES)
 
     def find_spec(self, name, path, target=None):
-        if name != MODULE:
+        patch = self.pending.pop(name, None)
+        if patch is None:
             return None
-        sys.meta_path.remove(self)  # one module, once
+        if not self.pending:
+            sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
@@ -37,16 +72,15 @@ class _StubSkipper(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run_module(module)
-            if callable(getattr(module, FUNCTION, None)):
-                setattr(module, FUNCTION, _no_stub_rewrite)
+            patch(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
 def skip_stub_rewrites() -> bool:
-    """Install the skipper; False (and nothing done) when gradio is imported already."""
-    if MODULE in sys.modules or any(isinstance(f, _StubSkipper) for f in sys.meta_path):
+    """Install the patcher; False (and nothing done) when gradio is imported already."""
+    if any(name in sys.modules for name in PATCHES) or any(isinstance(f, _Patcher) for f in sys.meta_path):
         return False
-    sys.meta_path.insert(0, _StubSkipper())
+    sys.meta_path.insert(0, _Patcher())
     return True
