@@ -178,3 +178,19 @@ def test_no_mask_message_names_the_mask_once(tiny_loaded):
     with pytest.raises(ValueError) as info:
         fill_mask.predict(tiny_loaded, "nothing here")
     assert str(info.value).count("[MASK]") == 1
+
+
+def test_predict_runs_sdpa_and_projects_only_the_masks(tiny_loaded, monkeypatch):
+    import torch.nn.functional as F
+
+    calls = []
+    real_sdpa = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention", lambda *a, **k: calls.append(a[0].shape) or real_sdpa(*a, **k))
+    head_inputs = []
+    hook = tiny_loaded.model.cls.register_forward_hook(lambda module, args, out: head_inputs.append(tuple(args[0].shape)))
+    try:
+        fill_mask.predict(tiny_loaded, "the [MASK] sat on the [MASK] .", top_k=3)
+    finally:
+        hook.remove()
+    assert len(calls) == tiny_loaded.model.config.num_hidden_layers  # one SDPA kernel call per layer
+    assert head_inputs == [(2, tiny_loaded.model.config.hidden_size)]  # the vocabulary projection at the 2 masks only
