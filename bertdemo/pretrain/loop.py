@@ -31,7 +31,7 @@ from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.blocks import Blocks, prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
 from bertdemo.pretrain.evaluation import evaluate_heldout, predict_masks
-from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
+from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
 from bertdemo.pretrain.model_build import (apply_freeze, build_model, load_checkpoint_model,
                                            remove_position_embeddings)
@@ -312,6 +312,8 @@ def run_training(
     try:
         cfg.validate()
         device = training_device(cfg, dist)
+        if device.type == "cpu":
+            keep_freed_memory()  # the same large tensors every step: reuse them, no page faults
         with thread_count(cfg.system.num_threads, dist.world_size, device):
             trainer = Trainer(cfg, metrics, checkpoint_dir, dist, dict(run_info or {}), device, control)
             metrics.update(status="running", message=f"Training on {trainer.corpus_label} "

@@ -4,7 +4,8 @@ masked positions, and the batch maker that turns packed blocks into its inputs.
 The sparse head runs the vocabulary projection (H -> V, the most expensive matmul of a small
 BERT) only where labels are: hidden states are gathered at those positions first, then passed
 through ``model.cls.predictions``. In training the projection and the cross-entropy are fused
-(`fused_ce`). The objective is an ``nn.Module`` so DDP and ``torch.compile`` see one forward.
+(`fused_ce`). With fixed-count masking and no NSP the last encoder layer, too, runs only at those
+positions (`sparse_encoder`). The objective is an ``nn.Module`` so DDP and ``torch.compile`` see one forward.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
 from bertdemo.pretrain.model_build import BertPretrainModel
+from bertdemo.pretrain.sparse_encoder import encode_at
 
 
 class PretrainObjective(nn.Module):
     """Masked-LM (+ NSP) losses of a BERT with the vocabulary projection only at masked positions."""
 
-    def __init__(self, model: BertPretrainModel, fused_ce: bool = True) -> None:
+    def __init__(self, model: BertPretrainModel, fused_ce: bool = True, sparse_encoder: bool = True) -> None:
         super().__init__()
         self.model = model
         self.fused_ce = fused_ce  # training: fused projection + cross-entropy (no (M, V) logits kept)
+        self.sparse_encoder = sparse_encoder  # last layer only at the predicted positions (when it can)
         self.workspace = Workspace()
 
     def forward(
@@ -37,10 +40,15 @@ class PretrainObjective(nn.Module):
         next_sentence_label: torch.Tensor | None = None,  # (B,) 0 IsNext, 1 NotNext
     ) -> dict[str, torch.Tensor]:
         # packed blocks hold no padding: every position attends everywhere, no attention_mask needed
-        out = self.model.bert(input_ids=input_ids, token_type_ids=token_type_ids)
-        hidden = out.last_hidden_state  # (B, T, H)
+        out = None
+        if positions is not None and next_sentence_label is None and self.sparse_encoder:
+            h = encode_at(self.model.bert, input_ids, positions, token_type_ids)  # (B, k, H)
+        else:
+            out = self.model.bert(input_ids=input_ids, token_type_ids=token_type_ids)
+            hidden = out.last_hidden_state  # (B, T, H)
         if positions is not None:
-            h = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (B, k, H)
+            if out is not None:
+                h = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (B, k, H)
             y = labels.gather(1, positions)  # (B, k)
         else:
             selected = labels != IGNORE_INDEX  # (B, T)

@@ -11,12 +11,13 @@ from bertdemo.pretrain.config import TrainConfig
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW, weight decay on matrices only (not biases / LayerNorm), fused on CUDA."""
+    """AdamW, weight decay on matrices only (not biases / LayerNorm); the fused kernel (one pass over
+    each parameter) on CUDA and CPU, where the multi-tensor form would run op by op."""
     params = {id(p): p for p in model.parameters() if p.requires_grad}.values()  # tied weights once
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    extra = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    extra = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
     return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, 0.999), eps=1e-8, **extra)
 
 
