@@ -4,7 +4,9 @@ Runs the same loop as the app with a progress bar and writes the final checkpoin
 (loadable with ``AutoModelForMaskedLM.from_pretrained(DIR)``) with ``metrics.csv``. Under
 ``torchrun --nproc_per_node=N`` it trains data-parallel (DDP; gloo on CPU, nccl on CUDA):
 each rank trains on its own shard with its own generator seed, rank 0 logs and saves.
-Ctrl-C stops after the current step and still writes the checkpoint.
+Ctrl-C stops after the current step and still writes the checkpoint. ``--auto-resume`` continues
+from the checkpoint already in DIR, if any: the same command then serves a first start and every
+restart (``torchrun --max-restarts``); DIR must then be one folder that every rank can read.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs = {"choices": [*PRESETS, CUSTOM]} if f.name == "preset" else {}
             sections[group].add_argument(flag, type=kind, default=f.default, **kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--auto-resume", action="store_true",
+                        help="continue from the checkpoint in --out when there is one (restarts under torchrun)")
     return parser
 
 
@@ -44,10 +48,27 @@ def _dist_from_env():
     return DistInfo(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
 
 
+def _check_ranks_agree(resuming: bool) -> None:
+    """Every rank must find the checkpoint in --out, or none: ValueError naming how many did."""
+    import torch
+
+    found = torch.tensor([float(resuming)])
+    torch.distributed.all_reduce(found)
+    world = torch.distributed.get_world_size()
+    if 0 < found.item() < world:
+        raise ValueError(f"--auto-resume: {int(found.item())} of {world} ranks see a checkpoint in --out; "
+                         "put --out on a folder every node shares (or copy the checkpoint to every node).")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = {f.name: getattr(args, f.name) for _, f in leaf_fields() if hasattr(args, f.name)}
     out = Path(args.out)
+    from bertdemo.pretrain.checkpoint import STATE_FILE
+
+    resuming = args.auto_resume and not values.get("resume_from") and (out / STATE_FILE).is_file()
+    if resuming:
+        values["resume_from"] = str(out)
     cfg = TrainConfig.from_flat(**values, runs_dir=str(out.parent))
     cfg.validate()
     dist = _dist_from_env()
@@ -72,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if dist.world_size > 1:
         cuda = cfg.system.device.startswith("cuda") or (cfg.system.device == "auto" and torch.cuda.is_available())
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
+        if args.auto_resume:
+            _check_ranks_agree(resuming)
     metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
                             probe_text=cfg.monitor.probe_text)
     bar = None
