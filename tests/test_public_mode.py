@@ -369,9 +369,9 @@ def test_runs_are_named_without_their_server_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(policy, "_runs_dir", None)
     policy.set_runs_dir(runs)
     name = policy.run_reference(target)
-    assert name == "run:20260101-000000-bert-tiny" and policy.resolve_run_reference(name) == str(target)
+    assert name == "run:20260101-000000-bert-tiny/checkpoint" and policy.resolve_run_reference(name) == str(target)
     assert policy.run_reference(runs / "x" / "previous" / "step-2") == "run:x/previous/step-2"
-    for bad in ("run:../srv", "run:.uploads", "run:nope", "run:a/b"):
+    for bad in ("run:../srv", "run:.uploads/checkpoint", "run:nope/checkpoint", "run:a/b", "run:20260101-000000-bert-tiny"):
         with pytest.raises(ValueError, match="There is no run") as err:
             policy.resolve_run_reference(bad)
         assert str(tmp_path) not in str(err.value)

@@ -205,17 +205,16 @@ _runs_dir: Path | None = None
 
 
 def set_runs_dir(runs_dir: str | Path) -> None:
-    """Where this server's runs live (every mode): ``run:<run id>`` names a run's latest checkpoint there."""
+    """Where this server's runs live (every mode): ``run:<run id>/checkpoint`` names a run's latest checkpoint."""
     global _runs_dir
     _runs_dir = Path(runs_dir)
 
 
 def run_reference(checkpoint: str | Path) -> str:
-    """``run:<run id>`` for a run's latest checkpoint, ``run:<run id>/previous/step-<n>`` for an earlier
-    one: what the pages show and send instead of the folder (no server path)."""
+    """``run:<run id>/checkpoint`` for a run's latest checkpoint, ``run:<run id>/previous/step-<n>`` for an
+    earlier one: what the pages show and send instead of the folder (no server path)."""
     root = _runs_dir if _runs_dir is not None else (_policy.runs_dir if _policy is not None else Path("runs"))
-    rel = Path(checkpoint).relative_to(root).as_posix()
-    return RUN_PREFIX + rel.removesuffix("/checkpoint")
+    return RUN_PREFIX + Path(checkpoint).relative_to(root).as_posix()
 
 
 def resolve_run_reference(name: str) -> str | None:
@@ -225,10 +224,10 @@ def resolve_run_reference(name: str) -> str | None:
     rel = name[len(RUN_PREFIX):].strip("/")
     parts = rel.split("/")
     root = _runs_dir if _runs_dir is not None else (_policy.runs_dir if _policy is not None else None)
-    ok = root is not None and (len(parts) == 1 or (len(parts) == 3 and parts[1] == "previous"
-                                                   and parts[2].startswith("step-")))
+    ok = root is not None and ((len(parts) == 2 and parts[1] == "checkpoint") or (
+        len(parts) == 3 and parts[1] == "previous" and parts[2].startswith("step-")))
     if ok and all(p and not p.startswith(".") for p in parts):
-        folder = root / parts[0] / "checkpoint" if len(parts) == 1 else root.joinpath(*parts)
+        folder = root.joinpath(*parts)
         if (folder / "config.json").is_file():
             return str(folder)
     raise ValueError(f"There is no run {name[len(RUN_PREFIX):]!r} on this server (deleted?): pick one from the list.")

@@ -203,11 +203,6 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
     return "hub cache", name, True, "model hub unreachable: loaded from the local cache"
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def load_tokenizer(name: str, default: str = DEFAULT_MODEL) -> PreTrainedTokenizerBase:
     """Only the tokenizer of ``name`` (for side-by-side comparisons), same resolution as models."""
     name = name.strip()
@@ -217,11 +212,9 @@ def load_tokenizer(name: str, default: str = DEFAULT_MODEL) -> PreTrainedTokeniz
     except (OSError, ValueError, KeyError) as exc:
         if local_only and name == default:  # the embedded vocabulary has bert-base-uncased's ids
             return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
-        if local_only:
-            raise ValueError(
-                f"Model hub unreachable and the tokenizer of {name!r} is not in the local cache."
-            ) from exc
-        raise ValueError(f"Could not load the tokenizer of {name!r}: {_first_line(exc)}") from exc
+        if local_only:  # the words a model load gives: a name's answer never depends on what is on disk
+            raise ValueError(policy.not_found_message(name, hub_reachable=False)) from exc
+        raise ValueError(policy.explain_load_error(name, exc)) from exc
 
 
 def load_masked_lm(

@@ -8,7 +8,8 @@ A run's work is counted in floating-point operations per trained token (forward 
 
 plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
 operations per second comes from the last run this process measured (its tokens/s times its
-cost per token) or, before any run, from a quick calibration: a few steps of a small BERT.
+cost per token) or, before any run, from a quick calibration: a few steps of a small BERT through
+the run's own training code.
 """
 
 from __future__ import annotations
@@ -59,24 +60,34 @@ def machine_rate() -> float:
 
 
 def calibrate() -> float:
-    """Time a few training steps of a small BERT on the CPU; returns operations per second."""
+    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
+    small BERT on the CPU, with the threads a run gets; returns operations per second."""
     import torch
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import AutoTokenizer
+
+    from bertdemo.models.embedded import tokenizer_dir
+    from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
+    from bertdemo.pretrain.model_build import build_model
+    from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+    from bertdemo.pretrain.optim import make_optimizer
 
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
-                                intermediate_size=512, seq_len=128, batch_size=8,
-                                mlm_probability=0.99)  # BertForMaskedLM scores every position, not only masked ones
-    with torch.random.fork_rng(devices=[]):
+                                intermediate_size=512, seq_len=128, batch_size=16, device="cpu")
+    device = torch.device("cpu")
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = BertForMaskedLM(BertConfig(vocab_size=VOCAB_SIZE, hidden_size=128, num_hidden_layers=2,
-                                           num_attention_heads=2, intermediate_size=512))
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(1000, VOCAB_SIZE, (8, 128))
-        labels = torch.full_like(ids, -100)
-        labels[:, ::7] = ids[:, ::7]  # about the masking rate of a run
+        model = build_model(cfg, tokenizer)
+        objective = PretrainObjective(model).to(device).train()
+        optimizer = make_optimizer(model, cfg, device)
+        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
+        generator = torch.Generator(device=device).manual_seed(0)
+        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator)
 
         def step() -> None:
-            model(input_ids=ids, labels=labels).loss.backward()
+            with autocast(device, bf16):
+                out = objective(**make_batch(blocks, generator))
+            out["loss"].backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
 
@@ -85,7 +96,8 @@ def calibrate() -> float:
         for _ in range(CALIBRATION_STEPS):
             step()
         elapsed = time.perf_counter() - started
-    return CALIBRATION_STEPS * 8 * 128 * flops_per_token(cfg) / max(elapsed, 1e-6)
+    tokens = CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
+    return tokens * flops_per_token(cfg) / max(elapsed, 1e-6)
 
 
 def estimate_seconds(cfg: TrainConfig, steps: int | None = None, rate: float | None = None) -> float:

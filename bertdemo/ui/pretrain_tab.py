@@ -78,7 +78,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     run (its owner token, kept in the browser) may pause, resume or stop it."""
     manager = Deferred(lambda: run_engine.get_manager(runs_dir))
     policy.set_runs_dir(runs_dir)
-    # the run checkpoints among every tab's models: named "run:<id>" (the page never sees a server folder)
+    # the run checkpoints among every tab's models: named "run:<id>/checkpoint" (the page never sees a server folder)
     store.set_extra_choices(lambda: [(f"{label} (checkpoint)", policy.run_reference(path))
                                      for label, path in list_checkpoints(runs_dir)])
     d = FORM_DEFAULTS
@@ -91,12 +91,12 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return None if run is None else run.snapshot()
 
     def checkpoint_choices() -> list[tuple[str, str]]:
-        """The resume choices: values are "run:<id>" (or "run:<id>/previous/step-<n>"), never server paths."""
+        """Resume choices: "run:<id>/checkpoint" or "run:<id>/previous/step-<n>", never server paths."""
         return [("— start from scratch —", "")] + [(label, policy.run_reference(path))
-                                                    for label, path in list_checkpoints(runs_dir, include_previous=True)]
+                                                    for label, path in list_checkpoints(runs_dir, True)]
 
     def run_path(resume: str) -> str:
-        """A resume choice ("run:<id>") as its folder under runs_dir; other values as given."""
+        """A resume choice ("run:<id>/checkpoint") as its folder under runs_dir; other values as given."""
         return policy.resolve_run_reference(resume) or resume
 
     def run_choices() -> list[str]:
@@ -259,6 +259,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         if public is not None:
             from bertdemo.pretrain import estimate
 
+            _ = manager.current  # the training engine (torch) is in before anything measures this machine
             estimate.check_time(cfg, public.max_seconds)
         received = None
         if page and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
@@ -280,7 +281,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
 
     def run_status() -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
-        Checkpoints are named as the model box names them ("run:<id>"), never by their server folder."""
+        Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder."""
         snap = snapshot()
         if snap is None:
             return None
@@ -365,6 +366,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
             settings = {name: value for name, value in zip(form_names, values)
                         if name not in ("upload", "corpus", "resume_from", "probe_text")}
             cfg = config_from_settings(settings, runs_dir)
+            _ = manager.current  # the training engine (torch) is in before anything measures this machine
             seconds = estimate.estimate_seconds(cfg)
         except ValueError:
             return ""
