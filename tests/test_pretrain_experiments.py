@@ -206,6 +206,9 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     assert list(trains[0].x) == records[0].snapshot.tokens and fig.layout.yaxis.type == "log"
     assert trains[0].line.color != trains[1].line.color
     assert any(math.isclose(s.y0, math.log(30522)) for s in fig.layout.shapes)
+    # a kept zoom never outlives a change of axis: linear and log figures carry different revisions
+    linear = run_curves.training_curves([], smoothing=0.0, log_y=False, x_axis="tokens")
+    assert linear.layout.uirevision != fig.layout.uirevision
     with pytest.raises(ValueError, match="No such run"):
         history.run_dir(tmp_path, "../run-a")
     history.delete_run(tmp_path, "run-a")

@@ -78,7 +78,15 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             outputs += [f"#### {who}\n\n" + render_stats(table), render_chips(table)]
         return outputs
 
-    with gr.Tab("Tokenizer", id="tokenizer"):
+    @user_errors
+    def encode(text: str, text_pair: str = "", model: str = "") -> dict:
+        """What `tokenizer(text, text_pair)` returns in a notebook — input_ids, token_type_ids,
+        attention_mask — with the tokens and the model whose tokenizer answered."""
+        who, table = _table(store, model, text, text_pair)
+        return {"tokenizer": who, "tokens": [r.token for r in table.rows], **table.encoding(),
+                "truncated": table.truncated}
+
+    with gr.Tab("Tokenizer", id="tokenizer") as tab:
         gr.Markdown(
             "See text the way BERT does: WordPiece splits words it does not know into pieces, "
             "adds `[CLS]` and `[SEP]`, and gives every token an id, a segment and a position."
@@ -137,6 +145,8 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
             )
 
     inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
+    with tab:  # an API-only endpoint (a gr.Tabs holds only tabs)
+        gr.api(encode, api_name="encode")
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
     button.click(run_tokenize, inputs, outputs, api_name="tokenize").success(
         run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"

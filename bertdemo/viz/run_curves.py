@@ -129,7 +129,10 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
     fig.update_xaxes(title_text=X_AXES[x_axis], row=2, nticks=6)
     fig.update_xaxes(nticks=6, row=1)
     fig.update_layout(height=640, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.14, font=dict(size=11)), uirevision="keep-zoom")
+                      legend=dict(orientation="h", y=-0.14, font=dict(size=11)),
+                      # the page keeps a zoom across live redraws, but not across a change of axis type:
+                      # a linear range read on a log axis would span 10^0 .. 10^11
+                      uirevision=f"{x_axis}-{'log' if log_y else 'linear'}")
     return fig
 
 

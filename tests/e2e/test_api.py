@@ -117,6 +117,18 @@ def test_tokenize_chips_table_and_segments(client, model):
     assert f"**{model}**" in stats  # the tokenizer that answered
 
 
+def test_encode_returns_what_the_tokenizer_returns(client, model):
+    from transformers import AutoTokenizer
+
+    out = client.predict("I love tokenization!", "Second one.", model, api_name="/encode")
+    expected = AutoTokenizer.from_pretrained(model)("I love tokenization!", "Second one.")
+    assert out["input_ids"] == expected["input_ids"]
+    assert out["token_type_ids"] == expected["token_type_ids"] == [0] * 7 + [1] * 4
+    assert out["attention_mask"] == expected["attention_mask"]
+    assert out["tokens"][:4] == ["[CLS]", "i", "love", "token"] and out["tokenizer"] == model
+    assert out["truncated"] is False
+
+
 def test_lookup_and_special_tokens(client, model):
     token_md, id_md, specials = client.predict(model, "love", 103, api_name="/lookup")
     assert "2293" in token_md

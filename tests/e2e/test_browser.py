@@ -1,13 +1,16 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png, attention.png, and at phone width 390 px
-tokenizer_phone.png and fill_mask_phone.png; test_pretrain_browser.py adds
-pretrain.png) into $BERTDEMO_SCREENSHOTS (default tests/artifacts/). Regenerate the
-README screenshots, with the embedded masked-LM instead of the tiny random model, with:
+each (tokenizer.png, fill_mask.png, attention_overview.png, and at phone width 390 px
+tokenizer_phone.png and fill_mask_phone.png) into $BERTDEMO_SCREENSHOTS (default
+tests/artifacts/). The other browser tests add attention.png, masking_lab.png, inside_bert.png,
+pretrain.png and pretrain_compare.png (each with a _phone twin where the tab has one).
+Regenerate the README screenshots, with the embedded masked-LM instead of the tiny random
+model, with:
 
     BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
-        python -m pytest tests/e2e/test_browser.py tests/e2e/test_pretrain_browser.py
+        python -m pytest tests/e2e/test_browser.py tests/e2e/test_attention_tab.py \
+        tests/e2e/test_masking_lab.py tests/e2e/test_inside.py tests/e2e/test_pretrain_browser.py
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ def open_app(page: Page, url: str) -> None:
 
 
 def open_tab(page: Page, name: str) -> None:
-    page.get_by_role("tab", name=name, exact=True).click()
+    # Gradio may hold a second copy of a tab button (its overflow menu): click the one shown.
+    page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
 
 
 def wait_idle(page: Page) -> None:
@@ -228,7 +232,7 @@ def test_attention_tab(browser_page: Page, app_url: str):
     expect(page.locator("#att-heatmap")).to_contain_text("Layer 1, head 1", timeout=RUN_TIMEOUT_MS)
     wait_idle(page)
     assert plot_title(page, "att-heatmap") == "Layer 1, head 1"
-    screenshot(page, "attention")
+    screenshot(page, "attention_overview")
 
 
 def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):

@@ -1,6 +1,7 @@
-"""The Pretrain tab in headless Chromium: Start -> a live loss curve -> Stop -> query the checkpoint.
+"""The Pretrain tab in headless Chromium: Start -> a live loss curve -> Stop -> query the checkpoint
+-> a second run overlaid on the first.
 
-Saves pretrain.png (see test_browser.py for regenerating the README screenshots).
+Saves pretrain.png and pretrain_compare.png (see test_browser.py for regenerating the README screenshots).
 """
 
 from __future__ import annotations
@@ -75,3 +76,31 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     wait_idle(page)
     bars = page.locator("#fm-plot .bars path")
     assert bars.count() >= 5
+
+    # A second run that differs in one setting, overlaid on the first: each curve is labelled by
+    # the setting that differs, on a tokens axis with a log-scale loss.
+    open_tab(page, "Pretrain")
+    page.get_by_text("Experiments", exact=True).click()
+    page.get_by_label("Position embeddings").uncheck()
+    page.click("#pt-start")
+    expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
+    page.locator("#pt-compare input").click()
+    page.get_by_role("option").first.click()
+    page.keyboard.press("Escape")
+    page.get_by_label("tokens", exact=True).check()
+    page.get_by_label("Log-scale loss").check()
+    page.wait_for_function(
+        """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
+                   if (!p || !p.data) return false;
+                   const names = p.data.map(d => d.name);
+                   return names.some(n => n.startsWith('live run') && n.includes('position_embeddings=False'))
+                       && names.some(n => !n.startsWith('live run') && n.includes('position_embeddings=True') && n.endsWith(': held-out'))
+                       && p.layout.yaxis.type === 'log'; }""",
+        timeout=120_000,
+    )
+    assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p.layout.xaxis3.title.text") == "tokens seen"
+    wait_idle(page)
+    page.locator("#pt-curves").scroll_into_view_if_needed()
+    screenshot(page, "pretrain_compare")
+    page.click("#pt-stop")
+    expect(status).to_contain_text("STOPPED", timeout=RUN_TIMEOUT_MS)
