@@ -7,7 +7,6 @@ the step -> resume -> stop writes a checkpoint that Fill-Mask can load by its pa
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from gradio_client import Client
@@ -71,20 +70,21 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     finally:
         client.predict(api_name="/stop_run")
     stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 60)
-    checkpoint = Path(stopped["last_checkpoint"])
-    assert checkpoint.is_dir() and runs_dir in checkpoint.parents
+    name = stopped["last_checkpoint"]  # named as the model lists name it, never by its server folder
+    checkpoint = runs_dir / name.removeprefix("run:")
+    assert name == f"run:{stopped['run_id']}/checkpoint" and str(runs_dir) not in name
     assert (checkpoint / "metrics.csv").read_text().startswith("step,")
 
     _, _, _, predictions = client.predict(
-        "The capital of France is [MASK].", "", str(checkpoint), 5, "", api_name="/fill_mask"
+        "The capital of France is [MASK].", "", name, 5, "", api_name="/fill_mask"
     )
     assert len(predictions[0]["predictions"]) == 5
 
     # Resume the stopped run from its checkpoint: the step count carries on to the new total.
     done = stopped["step"]
     with pytest.raises(AppError, match="above"):
-        client.predict({**RUN, "resume_from": str(checkpoint), "steps": done}, api_name="/start_run")
-    client.predict({**RUN, "resume_from": str(checkpoint), "steps": done + 15}, api_name="/start_run")
+        client.predict({**RUN, "resume_from": name, "steps": done}, api_name="/start_run")
+    client.predict({**RUN, "resume_from": str(checkpoint), "steps": done + 15}, api_name="/start_run")  # a folder too
     resumed = wait_for(client, lambda s: s.get("status") == "finished", 90)
     assert resumed["run_id"] == stopped["run_id"] and resumed["step"] == done + 15
     assert resumed["steps"][0] == stopped["steps"][0]  # the metric history was restored
