@@ -50,7 +50,9 @@ def _clamp(result: attention.AttentionResult, layer, head) -> tuple[int, int]:
 def _info(result: attention.AttentionResult, view: attention.AttentionView, hide: bool, renorm: bool) -> str:
     text = (
         f"{len(result.tokens)} tokens · {result.num_layers} layers × {result.num_heads} heads · "
-        f"model {result.model_name}. Each row shows where one token looks; rows sum to 1"
+        f"model {result.model_name}. Each layer's attention is softmax(Q·Kᵀ/√d_h) of shape (B, H, S, S) = "
+        f"(1, {result.num_heads}, {len(result.tokens)}, {len(result.tokens)}). "
+        f"Each row shows where one token looks; rows sum to 1"
         + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
     )
     if hide and not view.renormalised:

@@ -280,6 +280,7 @@ def test_attention_heatmap_rows_sum_to_one(client, model):
     assert heat["x"] == ["0: [CLS]", "1: hello", "2: world", "3: .", "4: [SEP]"]
     assert "Layer 1, head 1" in json.dumps(fig["layout"]["title"])
     assert "5 tokens" in info and "2 layers × 2 heads" in info
+    assert "(B, H, S, S) = (1, 2, 5, 5)" in info  # the shape a notebook prints for outputs.attentions[l]
     from PIL import Image
 
     from bertdemo.viz.heatmaps import OverviewGeometry
