@@ -90,7 +90,15 @@ def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp
             manager.start(_cfg(corpus, tmp_path, 10))
 
 
-def test_the_decorator_is_the_identity_without_spaces():
+def test_the_gpu_entry_point_is_there_from_startup_without_torch():
+    import subprocess
+    import sys
+
+    from bertdemo.pretrain import gpu_entry
+
     def f():
         return 1
-    assert gpu_burst.gpu_decorator(60)(f) is f
+    assert gpu_entry.gpu_decorator(60)(f) is f  # no `spaces` package here: the identity
+    code = "import sys, bertdemo.pretrain.gpu_entry as g; assert callable(g.gpu_train); print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr[-2000:]

@@ -6,8 +6,8 @@ GPU quota pays for it. A burst therefore travels as plain values:
 
 1. the run stops at a step boundary and saves its checkpoint (model and optimizer);
 2. :meth:`BurstInput.from_checkpoint` reads that checkpoint into CPU state dicts;
-3. :func:`gpu_train` (``@spaces.GPU`` where the ``spaces`` package is installed, a plain
-   generator elsewhere) rebuilds the run's :class:`~bertdemo.pretrain.loop.Trainer` on the
+3. :func:`~bertdemo.pretrain.gpu_entry.gpu_train` (``@spaces.GPU`` where the ``spaces`` package is
+   installed, a plain generator elsewhere) runs :func:`train_burst`, which rebuilds the run's :class:`~bertdemo.pretrain.loop.Trainer` on the
    device from them, trains, yields a :class:`BurstProgress` at every log step and finally a
    :class:`BurstResult` — the weights and optimizer state on the CPU, the metric history;
 4. :func:`hand_back` writes the result as the run's checkpoint, and :func:`run_burst` resumes
@@ -31,13 +31,12 @@ from transformers import AutoTokenizer
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
 from bertdemo.pretrain.loop import DistInfo, RunControl, Trainer
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model_build import build_model, load_checkpoint_model
 from bertdemo.pretrain.run import RunManager, resume_config
 
-BURST_SECONDS = 120  # the GPU time one burst asks ZeroGPU for
-TIME_SHARE = 0.75  # training stops at this share of it: evaluation and the hand-back fit in the rest
 MAX_BURST_STEPS = 5000
 
 
@@ -95,15 +94,6 @@ class BurstResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def gpu_decorator(duration: int) -> Callable[[Callable], Callable]:
-    """``spaces.GPU(duration=...)`` where the ``spaces`` package is installed; the identity elsewhere."""
-    try:
-        import spaces  # noqa: PLC0415 - only on Hugging Face Spaces
-    except ImportError:
-        return lambda fn: fn
-    return spaces.GPU(duration=duration)
-
-
 def _to_cpu(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().cpu()
@@ -156,9 +146,6 @@ def train_burst(inp: BurstInput, device: str = "cuda") -> Iterator[BurstProgress
         yield BurstResult(trainer.step, {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()},
                           _to_cpu(trainer.optimizer.state_dict()), state,
                           (out / ckpt.METRICS_FILE).read_text(encoding="utf-8"), str(trainer.device))
-
-
-gpu_train = gpu_decorator(BURST_SECONDS)(train_burst)  # what the page calls on a ZeroGPU Space
 
 
 def hand_back(checkpoint: str | Path, result: BurstResult) -> Path:

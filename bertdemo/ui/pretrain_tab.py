@@ -78,6 +78,8 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     run (its owner token, kept in the browser) may pause, resume or stop it."""
     manager = Deferred(lambda: run_engine.get_manager(runs_dir))
     policy.set_runs_dir(runs_dir)
+    if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
+        import bertdemo.pretrain.gpu_entry  # noqa: F401
     # the run checkpoints among every tab's models: named "run:<id>/checkpoint" (the page never sees a server folder)
     store.set_extra_choices(lambda: [(f"{label} (checkpoint)", policy.run_reference(path))
                                      for label, path in list_checkpoints(runs_dir)])

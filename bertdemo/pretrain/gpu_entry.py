@@ -1,0 +1,32 @@
+"""The ``@spaces.GPU`` function of a GPU burst, in a module without torch so it exists from startup.
+
+A ZeroGPU Space looks for its ``@spaces.GPU`` functions when the app starts, while the page is
+served before torch loads; so the decorated entry point lives here and imports the training code
+(:mod:`bertdemo.pretrain.gpu_burst`) only when a burst runs. Where the ``spaces`` package is not
+installed the decorator is the identity and the burst is a plain generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+BURST_SECONDS = 120  # the GPU time one burst asks ZeroGPU for
+TIME_SHARE = 0.75  # training stops at this share of it: evaluation and the hand-back fit in the rest
+
+
+def gpu_decorator(duration: int) -> Callable[[Callable], Callable]:
+    """``spaces.GPU(duration=...)`` where the ``spaces`` package is installed; the identity elsewhere."""
+    try:
+        import spaces  # noqa: PLC0415 - only on Hugging Face Spaces
+    except ImportError:
+        return lambda fn: fn
+    return spaces.GPU(duration=duration)
+
+
+@gpu_decorator(BURST_SECONDS)
+def gpu_train(inp: Any, device: str = "cuda") -> Iterator[Any]:
+    """Train a burst on the GPU (a ZeroGPU worker); see :func:`bertdemo.pretrain.gpu_burst.train_burst`."""
+    from bertdemo.pretrain.gpu_burst import train_burst
+
+    yield from train_burst(inp, device)
