@@ -20,7 +20,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -91,7 +91,6 @@ class BurstResult:
     state: dict  # trainer_state.json as the burst's last save wrote it (history merged)
     metrics_csv: str
     device: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _to_cpu(value: Any) -> Any:
