@@ -59,3 +59,18 @@ def test_fast_mode_refuses_a_model_off_the_cpu(shipped):
     on_gpu = dataclasses.replace(shipped, device=torch.device("cuda"))
     with pytest.raises(ValueError, match="Fast mode \\(int8\\) runs on the CPU"):
         int8.fast_variant(on_gpu)
+
+
+def test_the_copy_goes_when_its_model_goes():
+    import gc
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = BertForMaskedLM(BertConfig(vocab_size=1000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                       intermediate_size=64)).eval()
+    before = len(int8._copies)
+    int8.int8_copy(model)
+    assert len(int8._copies) == before + 1
+    del model
+    gc.collect()
+    assert len(int8._copies) == before  # an evicted model does not leave its int8 copy behind
