@@ -78,7 +78,7 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         loaded = store.get(model)
         return nsp.predict_is_next(loaded, sentence_a, sentence_b)
 
-    with gr.Tab("Masking & NSP", id="masking"):
+    with gr.Tab("Masking & NSP", id="masking") as tab:
         gr.Markdown(
             "How BERT's training data is made, by experiment. Your sentence is masked by **the pretraining "
             "engine's own code** (the function the Pretrain tab trains with), with its tokenizer: some tokens "
@@ -160,16 +160,20 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> None:
         with gr.Accordion("As JSON (the /nsp_predict answer)", open=False):
             nsp_raw = gr.JSON()
 
-    _wire(run_button, mask_sample, settings, sample_raw,
-          lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
-    show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
-                        lambda s: draw.render_epochs(s), epochs_view, "mask_epochs")
-    # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
-    show_epochs(next_button.click(lambda e: min(int(e) + 1, limits.MAX_EPOCHS), epochs, epochs,
-                                  api_visibility="private").then)
-    _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
-          lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
-    _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
-          lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs")
-    _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,
-          lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict")
+    # Inside the tab: each _wire makes a gr.State. Directly under gr.Tabs (after this tab) such States
+    # shift the next tab's index in Gradio's frontend (its `order` counts every child of the Tabs, the tab
+    # list only the tabs), and the Pretrain tab registered itself a second time when first opened.
+    with tab:
+        _wire(run_button, mask_sample, settings, sample_raw,
+              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
+        show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
+                            lambda s: draw.render_epochs(s), epochs_view, "mask_epochs")
+        # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
+        show_epochs(next_button.click(lambda e: min(int(e) + 1, limits.MAX_EPOCHS), epochs, epochs,
+                                      api_visibility="private").then)
+        _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
+              lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
+        _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
+              lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs")
+        _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,
+              lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict")

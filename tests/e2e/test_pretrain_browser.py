@@ -27,6 +27,8 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     open_app(page, app_url)
     open_tab(page, "Pretrain")
     expect(page.locator("#pt-status")).to_contain_text("No pretraining run yet", timeout=RUN_TIMEOUT_MS)
+    # its content mounted: still one Pretrain tab button (a gr.State directly under gr.Tabs made it two)
+    expect(page.locator("button[role=tab][data-tab-id=pretrain]:visible")).to_have_count(1)
     page.click("#pt-start")  # the defaults: BERT-tiny on the embedded Wikipedia summaries
 
     status = page.locator("#pt-status")
