@@ -19,15 +19,19 @@ def test_work_counts_dense_attention_logits_and_evaluations():
     assert estimate.estimate_seconds(cfg, rate=per_token * 10_000) == pytest.approx(tokens / 10_000)
 
 
-def test_a_measured_run_sets_the_machine_speed(monkeypatch):
-    monkeypatch.setattr(estimate, "_rate", None)
-    monkeypatch.setattr(estimate, "calibrate", lambda: 1.0e9)
-    assert estimate.machine_rate() == 1.0e9  # before any run: calibrated
+def test_a_measured_run_sets_the_machine_speed_per_device(monkeypatch):
+    monkeypatch.setattr(estimate, "_rates", {})
+    monkeypatch.setattr(estimate, "calibrate", lambda device: {"cpu": 1.0e9, "cuda": 5.0e12}[device])
+    assert estimate.machine_rate("cpu") == 1.0e9  # before any run: calibrated
     cfg = TrainConfig.from_flat(**TINY)
-    estimate.record(cfg, tokens_per_s=20_000)
-    assert estimate.machine_rate() == pytest.approx(20_000 * estimate.flops_per_token(cfg))
-    estimate.record(cfg, tokens_per_s=0.0)  # a run that never logged says nothing
-    assert estimate.machine_rate() == pytest.approx(20_000 * estimate.flops_per_token(cfg))
+    estimate.record(cfg, tokens_per_s=20_000, device="cpu")
+    assert estimate.machine_rate("cpu") == pytest.approx(20_000 * estimate.flops_per_token(cfg))
+    estimate.record(cfg, tokens_per_s=0.0, device="cpu")  # a run that never logged says nothing
+    assert estimate.machine_rate("cpu") == pytest.approx(20_000 * estimate.flops_per_token(cfg))
+    estimate.record(cfg, tokens_per_s=900_000, device="cuda:0")
+    assert estimate.machine_rate("cuda") == pytest.approx(900_000 * estimate.flops_per_token(cfg))
+    assert estimate.estimate_seconds(cfg.replace(device="cpu")) == pytest.approx(
+        estimate.work_flops(cfg) / (20_000 * estimate.flops_per_token(cfg)))
 
 
 def test_calibration_measures_this_machine():

@@ -21,7 +21,7 @@ from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig
 
 CALIBRATION_STEPS = 3
 _lock = threading.Lock()
-_rate: float | None = None  # floating-point operations per second this machine sustains in training
+_rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second it sustains in training
 
 
 def flops_per_token(cfg: TrainConfig) -> float:
@@ -42,26 +42,31 @@ def work_flops(cfg: TrainConfig, steps: int | None = None) -> float:
     return flops_per_token(cfg) * (steps * tokens_per_step + eval_tokens / 3.0)
 
 
-def record(cfg: TrainConfig, tokens_per_s: float) -> None:
-    """Remember the speed a run measured on this machine (used for the next estimates)."""
-    global _rate
+def record(cfg: TrainConfig, tokens_per_s: float, device: str = "cpu") -> None:
+    """Remember the speed a run measured on this machine's ``device`` (used for the next estimates)."""
     if tokens_per_s > 0:
         with _lock:
-            _rate = tokens_per_s * flops_per_token(cfg)
+            _rates[device.split(":")[0]] = tokens_per_s * flops_per_token(cfg)
 
 
-def machine_rate() -> float:
-    """Operations per second: the last run's measured speed, else a calibration (once per process)."""
-    global _rate
+def run_device(cfg: TrainConfig) -> str:
+    """The device type the run will train on ("cpu" on ZeroGPU and where there is no GPU)."""
+    from bertdemo.models.device import resolve_device
+
+    return resolve_device(cfg.system.device).type
+
+
+def machine_rate(device: str = "cpu") -> float:
+    """Operations per second on ``device``: the last run's measured speed, else a calibration (once)."""
     with _lock:
-        if _rate is None:
-            _rate = calibrate()
-        return _rate
+        if device not in _rates:
+            _rates[device] = calibrate(device)
+        return _rates[device]
 
 
-def calibrate() -> float:
+def calibrate(device_type: str = "cpu") -> float:
     """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
-    small BERT on the CPU, with the threads a run gets; returns operations per second."""
+    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
     import torch
     from transformers import AutoTokenizer
 
@@ -72,8 +77,8 @@ def calibrate() -> float:
     from bertdemo.pretrain.optim import make_optimizer
 
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
-                                intermediate_size=512, seq_len=128, batch_size=16, device="cpu")
-    device = torch.device("cpu")
+                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
+    device = torch.device(device_type)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -82,7 +87,8 @@ def calibrate() -> float:
         optimizer = make_optimizer(model, cfg, device)
         make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
         generator = torch.Generator(device=device).manual_seed(0)
-        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator)
+        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
+                               device=device)
 
         def step() -> None:
             with autocast(device, bf16):
@@ -92,17 +98,20 @@ def calibrate() -> float:
             optimizer.zero_grad(set_to_none=True)
 
         step()  # warm-up: allocations, kernel choice
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        sync()
         started = time.perf_counter()
         for _ in range(CALIBRATION_STEPS):
             step()
+        sync()
         elapsed = time.perf_counter() - started
     tokens = CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
     return tokens * flops_per_token(cfg) / max(elapsed, 1e-6)
 
 
 def estimate_seconds(cfg: TrainConfig, steps: int | None = None, rate: float | None = None) -> float:
-    """Wall time of the run (or of ``steps`` of it) on this machine."""
-    return work_flops(cfg, steps) / (rate or machine_rate())
+    """Wall time of the run (or of ``steps`` of it) on this machine, on the device it will train on."""
+    return work_flops(cfg, steps) / (rate or machine_rate(run_device(cfg)))
 
 
 def duration_text(seconds: float) -> str:

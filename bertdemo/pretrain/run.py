@@ -110,7 +110,8 @@ class TrainingRun:
             self._release_lock()
             from bertdemo.pretrain import estimate, uploads
 
-            estimate.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0))  # this machine's speed
+            estimate.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0),  # this machine's speed
+                            str(self.metrics.get("device") or "cpu"))
             uploads.release(self.runs_dir)  # an upload no checkpoint refers to is deleted now
 
     def time_left(self) -> float | None:
