@@ -67,8 +67,10 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
-        model_box.change(load_selected, *picked, api_visibility="private")
+        # Loading progress ("Starting up: loading PyTorch and transformers…", then the model's
+        # steps) shows over the model box, where it has room; the status line keeps its words.
+        model_box.change(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
-            load_selected, *picked, api_visibility="private"
+            load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
     return demo

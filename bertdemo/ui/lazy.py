@@ -43,7 +43,8 @@ _thread: threading.Thread | None = None
 
 
 def start(warm_up: Callable[[], None] | None = None) -> threading.Thread:
-    """Start loading the logic in a background thread (once); ``warm_up`` runs between FIRST and REST."""
+    """Start loading the logic in a background thread (once); ``warm_up`` runs between FIRST and REST
+    (in that thread: a failure is logged, and the first request that needs the model tries again)."""
     global _thread
     with _cond:
         if _thread is None:
@@ -82,6 +83,8 @@ def require(name: str) -> ModuleType:
     """The module ``name``, once loaded: waits for the background loader (starting it if needed)."""
     if name in _loaded:
         return sys.modules[name]
+    if threading.current_thread() is _thread:  # the warm-up itself: never wait for our own thread
+        return importlib.import_module(name)
     thread = start()
     with _cond:
         _cond.wait_for(lambda: name in _loaded or name in _failed or not thread.is_alive())
