@@ -25,12 +25,13 @@ from bench.app_harness import App, all_at_once, latency_bars, percentile, spread
 SENTENCE = "The animal didn't cross the street because it was too [MASK]."
 REQUESTS = [  # (endpoint, keyword arguments); the model is each endpoint's default (offline: the embedded one)
     ("/tokenize", {"text": "I love tokenization! Unbelievably, BERT splits rare words into pieces."}),
-    ("/fill_mask", {"text": "The capital of France is [MASK].", "top_k": 5}),
-    ("/attention", {"text": SENTENCE, "layer": 2, "head": 3}),
+    ("/fill_mask", {"text": "The capital of France is [MASK].", "text_pair": "", "top_k": 5, "targets": ""}),
+    ("/attention", {"text": SENTENCE, "text_pair": "", "layer": 2, "head": 3}),
     ("/lookup", {"token": "love"}),
-    ("/fill_mask", {"text": "I drank a cup of [MASK] this morning.", "targets": "coffee, tea", "fast": True}),
-    ("/attention_rollout", {"text": SENTENCE}),
-    ("/head_ablation", {"text": SENTENCE, "heads": "0:0, 1:1"}),
+    ("/fill_mask", {"text": "I drank a cup of [MASK] this morning.", "text_pair": "", "targets": "coffee, tea",
+                   "fast": True}),
+    ("/attention_rollout", {"text": SENTENCE, "text_pair": ""}),
+    ("/head_ablation", {"text": SENTENCE, "text_pair": "", "heads": "0:0, 1:1", "answers": "tired"}),
     ("/inside_embeddings", {"text": "The capital of France is [MASK]."}),
     ("/inside_layer", {"text": "The capital of France is [MASK].", "layer": 1}),
     ("/logit_lens", {"text": "The capital of France is [MASK]."}),
