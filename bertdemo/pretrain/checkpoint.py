@@ -68,13 +68,14 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def _keep_previous(target: Path, keep: int) -> Path | None:
-    """Before ``target`` is replaced: keep it as ``previous/step-<n>`` (returned when made now)."""
+def _keep_previous(target: Path, keep: int, new_step: object) -> Path | None:
+    """Before ``target`` is replaced by step ``new_step``: keep it as ``previous/step-<n>`` (returned when
+    made now); a save of the same step again replaces it without keeping it."""
     if keep < 2 or not (target / STATE_FILE).is_file():
         return None
     step = int(json.loads((target / STATE_FILE).read_text(encoding="utf-8")).get("step", 0))
     dest = target.parent / PREVIOUS_DIRNAME / f"step-{step}"
-    if dest.exists():
+    if dest.exists() or str(step) == str(new_step):
         return None
     with storage.atomic_folder(dest, replace=False) as tmp:
         shutil.copytree(target, tmp, dirs_exist_ok=True, copy_function=_link_or_copy)
@@ -116,7 +117,7 @@ def write_checkpoint(
     ValueError (``target`` untouched) when it would take the runs past the server's disk budget."""
     target = Path(target)
     with _write_lock:
-        kept = _keep_previous(target, _keep)
+        kept = _keep_previous(target, _keep, state.get("step"))
         try:
             pruned = previous_checkpoints(target)[max(_keep - 1, 0):]
             freed = sum(storage.unshared_bytes(p) for p in [target, *pruned] if p.is_dir())
