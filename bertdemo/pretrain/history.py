@@ -7,11 +7,14 @@ under ``runs_dir`` (the run id); only names of existing direct children are ever
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertdemo import storage
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot, restore_history
@@ -57,6 +60,29 @@ def load_run(runs_dir: str | Path, run_id: str) -> RunRecord:
 def list_runs(runs_dir: str | Path) -> list[str]:
     """Ids of the runs with a checkpoint, newest first."""
     return [path.parent.name for _, path in ckpt.list_checkpoints(runs_dir)]
+
+
+OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the token itself is never stored
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(str(token).encode("utf-8")).hexdigest()
+
+
+def record_owner(folder: str | Path, token: str) -> None:
+    """Remember who started the run in ``folder`` (its first owner stays; nothing when ``token`` is empty)."""
+    path = Path(folder) / OWNER_FILE
+    if token and not path.exists():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        storage.write_text(path, _digest(token))
+
+
+def is_owner(runs_dir: str | Path, run_id: str, token: str) -> bool:
+    """Whether ``token`` is the one that started run ``run_id`` (False for a run with no recorded owner)."""
+    path = run_dir(runs_dir, run_id) / OWNER_FILE
+    if not token or not path.is_file():
+        return False
+    return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), _digest(token))
 
 
 def delete_run(runs_dir: str | Path, run_id: str) -> None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from bertdemo.pretrain import checkpoint as ckpt, priority
+from bertdemo.pretrain import checkpoint as ckpt, history, priority
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.loop import RunControl, run_training
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot
@@ -74,6 +74,7 @@ class TrainingRun:
             self.run_id = _new_run_id(self.runs_dir, cfg.model.preset)
             self.checkpoint_dir = self.runs_dir / self.run_id / ckpt.CHECKPOINT_DIRNAME
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
+        history.record_owner(self.checkpoint_dir.parent, owner)  # who may delete it later (public servers)
         self.control = RunControl()
         self.metrics = MetricsBuffer(run_id=self.run_id, status="preparing", message="Starting…",
                                      total_steps=cfg.optim.steps, preset=cfg.model.preset,

@@ -347,8 +347,8 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     def delete_run(run_id: str, token: str = ""):
         if not run_id:
             raise ValueError("Pick a run first.")
-        if public is not None and not is_admin(token):
-            raise ValueError("Runs can be deleted only by this server's administrator here.")
+        if public is not None and not (is_admin(token) or history.is_owner(runs_dir, run_id, token)):
+            raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
         current = manager.current
         if current is not None and current.active and current.run_id == run_id:
             raise ValueError("That run is still active; stop it before deleting it.")
@@ -403,7 +403,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         return update_probe(text, owner_token)
 
     def delete_run_api(run_id: str, owner_token: str = "") -> str:
-        """Delete an ended run's folder (public server: only with the admin token)."""
+        """Delete an ended run's folder (public server: only with the owner_token that started it, or the admin token)."""
         delete_run(run_id, owner_token)
         return f"Deleted run {run_id}."
 

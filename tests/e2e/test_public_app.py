@@ -116,13 +116,18 @@ def test_refused_model_names_say_what_to_change_and_reveal_nothing(public_app):
     assert "not in the local cache" in message("bertdemo") and str(REPO_ROOT) not in message("bertdemo")
 
 
-def test_delete_is_refused_to_visitors(public_server):
+def test_only_the_runs_starter_may_delete_it(public_server):
     client = Client(public_server.url, verbose=False)
-    run_id = client.predict(api_name="/run_status")["run_id"]
-    for token in ("tok-b", "tok-n", ""):
-        with pytest.raises(AppError, match="only by this server's administrator"):
+    snap = client.predict(api_name="/run_status")  # the ended run started with "tok-n"
+    run_id = snap["run_id"]
+    assert snap["status"] in {"stopped", "finished"}
+    for token in ("tok-b", "tok-a", ""):
+        with pytest.raises(AppError, match="Only the browser that started this run"):
             client.predict(run_id, token, api_name="/delete_run")
     assert (public_server.runs / run_id / "checkpoint" / "config.json").is_file()
+    assert "tok-n" not in (public_server.runs / run_id / "owner.sha256").read_text()  # a digest, not the token
+    assert client.predict(run_id, "tok-n", api_name="/delete_run") == f"Deleted run {run_id}."
+    assert not (public_server.runs / run_id).exists()
 
 
 def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server):
