@@ -39,7 +39,8 @@ def make_config(args: argparse.Namespace):
     return TrainConfig.from_flat(
         preset=args.preset, corpus=args.corpus, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
         warmup_steps=5, eval_every=10**9, eval_batches=args.eval_batches, checkpoint_every=0, device=args.device,
-        num_threads=args.threads, compile=args.compile, cache_dir=args.cache_dir, precision=args.precision)
+        num_threads=args.threads, compile=args.compile, cache_dir=args.cache_dir, precision=args.precision,
+        dropout=args.dropout)
 
 
 def heldout_loss(model, cfg, device, bf16: bool) -> float:
@@ -170,6 +171,7 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--dropout", type=float, default=0.1, help="both models (BERT's 0.1)")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side, alternating")
     parser.add_argument("--eval-batches", type=int, default=5, help="held-out batches for the final loss")
     parser.add_argument("--device", default="cpu")
@@ -194,7 +196,8 @@ def main() -> None:
     tokens_per_step = args.batch_size * args.seq_len
     print(f"device={args.device} threads={args.threads} torch={torch.__version__} cpus={os.cpu_count()} "
           f"preset={args.preset} seq_len={args.seq_len} batch={args.batch_size} steps={args.steps} "
-          f"rounds={args.rounds} precision={args.precision} ref_keep_freed={args.ref_keep_freed}", flush=True)
+          f"rounds={args.rounds} precision={args.precision} dropout={args.dropout} ref_keep_freed={args.ref_keep_freed}",
+          flush=True)
     results: dict[str, list[dict]] = {"ours": [], "reference": []}
     for r in range(args.rounds):
         order = ("ours", "reference") if r % 2 == 0 else ("reference", "ours")
