@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.pretrain import list_checkpoints
 from bertdemo.pretrain.limits import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
@@ -38,13 +37,12 @@ def mode_line(public: bool, limits: Limits | None = None) -> str:
 def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
     """Build (but do not launch) the Blocks app serving every tab from one model store.
 
-    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab. ``public``: the
+    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab (as run:<id> names,
+    registered by the Pretrain tab). ``public``: the
     server faces the public (models and training restricted, ``limits`` the training caps).
     Building imports no torch: with a :class:`~bertdemo.ui.lazy.StoreFront` the page is served
     while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
-    store.set_extra_choices(lambda: [(f"{label} (checkpoint)", str(path)) for label, path in list_checkpoints(runs_dir)])
-
     load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
 
     with gr.Blocks(title=TITLE, delete_cache=(1800, 3600)) as demo:  # files served: removed after an hour
