@@ -95,3 +95,50 @@ def test_batches_never_exceed_max_batch():
         t.join(10)
     assert out == {i: 2 * i for i in range(8)}
     assert sizes == [1, 3, 3, 1]
+
+
+def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypatch):
+    from bertdemo.models.attention_modes import attention_mode, index_layers
+
+    index_layers(tiny_loaded.model)
+    text = "the [MASK] sat on the mat ."
+    plain = fill_mask.predict(tiny_loaded, text, top_k=5)
+    with attention_mode(ablate={(0, 0), (1, 1)}):
+        ablated_alone = fill_mask.predict(tiny_loaded, text, top_k=5)
+    assert [c.prob for c in ablated_alone.masks[0].candidates] != [c.prob for c in plain.masks[0].candidates]
+
+    gate = threading.Event()
+    real = fill_mask._shared_probs
+    running = []
+
+    def slow(loaded, items):  # a plain request holds the model while the ablated one arrives
+        running.append(len(items))
+        gate.wait(10)
+        return real(loaded, items)
+
+    monkeypatch.setattr(fill_mask, "_shared_probs", slow)
+    results = {}
+
+    def ask_plain():
+        results["plain"] = fill_mask.predict(tiny_loaded, text, top_k=5)
+
+    def ask_ablated():
+        with attention_mode(ablate={(0, 0), (1, 1)}):
+            results["ablated"] = fill_mask.predict(tiny_loaded, text, top_k=5)
+
+    first = threading.Thread(target=ask_plain)
+    first.start()
+    while not running:
+        time.sleep(0.001)
+    second = threading.Thread(target=ask_ablated)
+    second.start()
+    deadline = time.monotonic() + 5
+    while len(running) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    ran_alongside = len(running) == 2  # not queued (and maybe batched) behind the plain request
+    gate.set()
+    first.join(10)
+    second.join(10)
+    assert ran_alongside and running == [1, 1]
+    assert [c.prob for c in results["ablated"].masks[0].candidates] == [c.prob for c in ablated_alone.masks[0].candidates]
+    assert [c.prob for c in results["plain"].masks[0].candidates] == [c.prob for c in plain.masks[0].candidates]

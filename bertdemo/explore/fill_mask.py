@@ -34,7 +34,7 @@ import torch
 from bertdemo.explore.batching import MicroBatcher
 from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K  # noqa: F401
 from bertdemo.explore.tokens import MAX_CHARS
-from bertdemo.models import embedded, int8
+from bertdemo.models import attention_modes, embedded, int8
 from bertdemo.models.store import LoadedModel
 
 MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
@@ -417,8 +417,11 @@ def predict(
 
     contexts = _mask_contexts(tokenizer, enc, positions.tolist(), text, text_pair)
     base = {k: v[0].tolist() for k, v in enc.items() if k != "offset_mapping"}
-    # (N, V), in one forward with whatever other requests for this model arrived meanwhile
-    probs = _SHARED.submit(loaded.model, (base, positions.tolist()), lambda items: _shared_probs(loaded, items))
+    item = (base, positions.tolist())
+    if attention_modes.is_default_mode():  # (N, V), in one forward with the requests that arrived meanwhile
+        probs = _SHARED.submit(loaded.model, item, lambda items: _shared_probs(loaded, items))
+    else:  # heads switched off or attention recorded (a context of this thread's own): never shared
+        probs = _shared_probs(loaded, [item])[0]
     continuation = _continuation_ids(tokenizer)
 
     masks = []

@@ -73,6 +73,11 @@ def current_mode() -> AttentionMode:
     return _MODE.get()
 
 
+def is_default_mode() -> bool:
+    """True outside every ``attention_mode`` block: plain SDPA, nothing recorded, no head switched off."""
+    return _MODE.get() is _DEFAULT
+
+
 @contextlib.contextmanager
 def attention_mode(
     weights: bool = False, qkv: bool = False, ablate: Iterable[tuple[int, int]] = ()
