@@ -15,18 +15,24 @@ TEXTS = [
 ]
 
 
-def test_concurrent_requests_are_batched_and_equal_alone(tiny_loaded, monkeypatch):
-    alone = {t: fill_mask.predict(tiny_loaded, t, top_k=6) for t in TEXTS}
+def _hold_forwards(monkeypatch):
+    """Make Fill-Mask's forwards wait for the returned gate; returns (gate, the sizes of the forwards begun)."""
     gate = threading.Event()
     real = fill_mask._shared_probs
-    seen = []
+    sizes = []
 
-    def slow_first(loaded, items):  # the first batch waits until the others have queued behind it
-        seen.append(len(items))
+    def held(loaded, items):
+        sizes.append(len(items))
         gate.wait(10)
         return real(loaded, items)
 
-    monkeypatch.setattr(fill_mask, "_shared_probs", slow_first)
+    monkeypatch.setattr(fill_mask, "_shared_probs", held)
+    return gate, sizes
+
+
+def test_concurrent_requests_are_batched_and_equal_alone(tiny_loaded, monkeypatch):
+    alone = {t: fill_mask.predict(tiny_loaded, t, top_k=6) for t in TEXTS}
+    gate, seen = _hold_forwards(monkeypatch)  # the first batch waits until the others have queued behind it
     results = {}
 
     def ask(text):
@@ -107,16 +113,7 @@ def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypa
         ablated_alone = fill_mask.predict(tiny_loaded, text, top_k=5)
     assert [c.prob for c in ablated_alone.masks[0].candidates] != [c.prob for c in plain.masks[0].candidates]
 
-    gate = threading.Event()
-    real = fill_mask._shared_probs
-    running = []
-
-    def slow(loaded, items):  # a plain request holds the model while the ablated one arrives
-        running.append(len(items))
-        gate.wait(10)
-        return real(loaded, items)
-
-    monkeypatch.setattr(fill_mask, "_shared_probs", slow)
+    gate, running = _hold_forwards(monkeypatch)  # a plain request holds the model while the ablated one arrives
     results = {}
 
     def ask_plain():
