@@ -4,7 +4,6 @@ failures, thread counts, grouped configs, run history, curves and the form."""
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 
@@ -13,7 +12,7 @@ import torch
 from transformers import AutoTokenizer
 
 from bertdemo.explore.order_probe import order_probe
-from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
+from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import history
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
@@ -26,6 +25,7 @@ from bertdemo.pretrain.model_build import build_model
 from bertdemo.pretrain.objective import BatchMaker
 from bertdemo.pretrain.optim import lr_at, make_optimizer
 from bertdemo.viz import run_curves
+from tests.conftest import tiny_run_config
 
 
 @pytest.fixture(scope="module")
@@ -33,20 +33,8 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(str(tokenizer_dir()))
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
-    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:200]), encoding="utf-8")
-    return str(path)
-
-
 def tiny(corpus: str, tmp_path, **kw) -> TrainConfig:
-    base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                corpus=corpus, seq_len=32, batch_size=8, steps=20, lr=3e-3, warmup_steps=2, log_every=5,
-                eval_every=10, eval_batches=2, checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
-                runs_dir=str(tmp_path), device="cpu", num_threads=1)
-    base.update(kw)
-    return TrainConfig.from_flat(**base)
+    return tiny_run_config(corpus, tmp_path, **kw)
 
 
 def test_without_position_embeddings_the_encoder_is_order_blind(tmp_path, corpus):

@@ -31,6 +31,7 @@ from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain.blocks import Blocks, prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
 from bertdemo.pretrain.evaluation import evaluate_heldout, predict_masks
+from bertdemo.pretrain.faults import failure_message, is_out_of_memory, release_device_memory
 from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
 from bertdemo.pretrain.metrics import MetricsBuffer, history, metrics_csv, restore_history
 from bertdemo.pretrain.model_build import (apply_freeze, build_model, load_checkpoint_model,
@@ -309,9 +310,12 @@ def run_training(
     """
     control = control or RunControl()
     dist = dist or DistInfo()
+    trainer = None
+    device_name = str(cfg.system.device)
     try:
         cfg.validate()
         device = training_device(cfg, dist)
+        device_name = str(device)
         if device.type == "cpu":
             keep_freed_memory()  # the same large tensors every step: reuse them, no page faults
         with thread_count(cfg.system.num_threads, dist.world_size, device):
@@ -349,9 +353,12 @@ def run_training(
             metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.optim.steps}.")
             return final
     except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
-        metrics.update(status="failed", message=str(err) if isinstance(err, ValueError)
-                       else f"{type(err).__name__}: {err}")
-        if not isinstance(err, ValueError):
+        out_of_memory = is_out_of_memory(err)
+        if out_of_memory:
+            trainer = None  # drop the run's tensors, then hand the cached memory back for the other tabs
+            release_device_memory()
+        metrics.update(status="failed", message=failure_message(err, cfg, device_name))
+        if not isinstance(err, ValueError) and not out_of_memory:
             traceback.print_exc()
         if threading.current_thread() is threading.main_thread():
             raise

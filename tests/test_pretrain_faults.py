@@ -1,0 +1,61 @@
+"""A run that runs out of memory says which setting to lower, keeps its last checkpoint, and leaves
+the process able to train again."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.faults import failure_message, is_out_of_memory
+from bertdemo.pretrain.loop import Trainer, run_training
+from bertdemo.pretrain.metrics import MetricsBuffer
+from tests.conftest import tiny_run_config
+
+
+def tiny(corpus: str, tmp_path, **kw) -> TrainConfig:
+    return tiny_run_config(corpus, tmp_path, **{"steps": 12, "log_every": 2, "eval_every": 4, "eval_batches": 1,
+                                                "checkpoint_every": 4, **kw})
+
+
+def test_out_of_memory_names_the_settings_to_lower(tmp_path, corpus):
+    cfg = tiny(corpus, tmp_path, batch_size=256, seq_len=512)
+    cuda_oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB")
+    cpu_oom = RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: "
+                           "you tried to allocate 48318382080 bytes.")
+    assert is_out_of_memory(cuda_oom) and is_out_of_memory(cpu_oom) and not is_out_of_memory(RuntimeError("shape"))
+    assert failure_message(cuda_oom, cfg, "cuda:0") == (
+        "Out of GPU memory at batch size 256 × block length 512 on custom. Lower the batch size (e.g. to 128), "
+        "the block length or the model size, and start again; the last checkpoint is kept.")
+    assert failure_message(cpu_oom, cfg, "cpu").startswith("Out of CPU memory at batch size 256 × block length 512")
+    assert failure_message(ValueError("No corpus."), cfg) == "No corpus."
+
+
+def test_a_run_out_of_memory_fails_clearly_and_keeps_its_checkpoint(tmp_path, corpus, monkeypatch):
+    real_step = Trainer.train_step
+
+    def step_then_run_out(self):
+        if self.step == 6:  # after the checkpoint at step 4: the allocator gives up, as a too-large batch makes it
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 2147483648 bytes.")
+        return real_step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", step_then_run_out)
+    metrics = MetricsBuffer(run_id="oom")
+    checkpoint_dir = tmp_path / "oom" / "checkpoint"
+    result = []
+    thread = threading.Thread(  # as the app runs it: a background thread reports instead of raising
+        target=lambda: result.append(run_training(tiny(corpus, tmp_path), metrics=metrics,
+                                                  checkpoint_dir=checkpoint_dir)))
+    thread.start()
+    thread.join(120)
+    assert result == ["failed"]
+    assert metrics.get("status") == "failed"
+    assert metrics.get("message").startswith("Out of CPU memory at batch size 8 × block length 32")
+    assert ckpt.read_state(checkpoint_dir)["step"] == 4  # the last good checkpoint stays loadable
+
+    monkeypatch.setattr(Trainer, "train_step", real_step)  # the process trains again afterwards
+    again = MetricsBuffer(run_id="again")
+    assert run_training(tiny(corpus, tmp_path, steps=4), metrics=again,
+                        checkpoint_dir=tmp_path / "again" / "checkpoint") == "finished"
