@@ -208,6 +208,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
                     probe = gr.Textbox(d.monitor.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
                     set_probe = gr.Button("Use this probe", scale=1)
                 probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, interactive=False, wrap=True,
+                                           column_widths=["64px", "35%", "64px", "50%"],
                                            label="What the model guesses for the probe (newest first)",
                                            elem_id="pt-probe")
                 with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
@@ -372,7 +373,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
             seconds = estimate.estimate_seconds(cfg)
         except ValueError:
             return ""
-        text = f"⏱ Estimated time on this machine: **{estimate.duration_text(seconds)}**"
+        text = f"Estimated time on this machine: **{estimate.duration_text(seconds)}**"
         if public is not None and seconds > public.max_seconds:
             text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
         return text
