@@ -39,10 +39,27 @@ def parse_setting(text: str) -> tuple[str, object]:
     return name, {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}.get(kind, str)(value)
 
 
+def shown(predictions) -> str:
+    """Top-5 tokens at each [MASK], as one line ("the , . of and | ...")."""
+    return " | ".join(" ".join(token for token, _ in mask) for mask in predictions)
+
+
 def top5(snap) -> str:
-    if not snap.probe:
-        return "-"
-    return " | ".join(" ".join(token for token, _ in mask) for mask in snap.probe[-1][1])
+    return shown(snap.probe[-1][1]) if snap.probe else "-"
+
+
+def ask_probe(metrics: MetricsBuffer, control: RunControl, text: str, timeout: float = 60.0) -> str:
+    """The run's top-5 for another probe sentence now: set it and ask, as the page's probe box does."""
+    before = len(metrics.get("probe"))
+    metrics.update(probe_text=text)
+    control.probe_event.set()
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        answers = [preds for _, preds, sentence in metrics.snapshot().probe[before:] if sentence == text]
+        if answers:
+            return shown(answers[-1])
+        time.sleep(0.05)
+    return "-"
 
 
 def plot(json_files: list[str], path: str) -> None:
@@ -68,6 +85,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a default")
     parser.add_argument("--label", default="defaults")
     parser.add_argument("--json", default="", help="write the held-out curve and the marks here")
+    parser.add_argument("--also-probe", action="append", default=[], metavar="SENTENCE",
+                        help="at each mark, also ask the run this probe sentence (as the page's probe box does)")
     parser.add_argument("--keep", default="", help="keep the run's checkpoint (written at the last mark) here")
     parser.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"), help="draw saved --json results, no run")
     args = parser.parse_args()
@@ -110,10 +129,15 @@ def main() -> None:
                    "eval_step": snap.eval_steps[-1] if snap.eval_steps else None,
                    "heldout_loss": round(snap.eval_loss[-1], 3) if snap.eval_loss else None,
                    "mlm_acc": round(snap.mlm_acc[-1], 3) if snap.mlm_acc else None, "probe": top5(snap)}
+            row["also"] = {text: ask_probe(metrics, control, text) for text in args.also_probe}
+            if args.also_probe:
+                metrics.update(probe_text=cfg.monitor.probe_text)
             rows.append(row)
             print(f"{row['minutes']:.0f} min: step {row['step']:5d}, {row['tokens_per_s']:7,d} tokens/s, held-out loss "
                   f"{row['heldout_loss']} (step {row['eval_step']}), accuracy {row['mlm_acc']}; probe top-5: "
                   f"{row['probe']}", flush=True)
+            for text, guess in row["also"].items():
+                print(f"        {text}: {guess}", flush=True)
         control.stop_event.set()
         thread.join(timeout=120)
     if args.json:
