@@ -3,11 +3,13 @@
 Like the Hugging Face fill-mask pipeline, each mask is predicted with all masks present
 (independently, not autoregressively). Unlike it, the vocabulary projection runs only at
 the masked positions: the encoder's hidden states are gathered there first, so a
-30k-word softmax is computed for N masks, not for every token. For WordPiece models a
-mask's place in the text decides which pieces can stand there: a mask that starts a word
-(after a space, punctuation or the start of the text) is never offered a ``##``
-continuation piece, and a mask glued to letters (``play[MASK]``) is offered only ``##``
-pieces; a mask glued to another mask (``[MASK][MASK]``) stays unfiltered. Probabilities
+30k-word softmax is computed for N masks, not for every token. For BERT and RoBERTa the
+encoder's last layer, too, computes only what the masks need (keys and values everywhere;
+queries, output projection, layer norms and feed-forward at the masks): see :func:`hidden_at`.
+For WordPiece models a mask's place in the text decides which pieces can stand there: a
+mask that starts a word (after a space, punctuation or the start of the text) is never
+offered a ``##`` continuation piece, and a mask glued to letters (``play[MASK]``) is
+offered only ``##`` pieces; a mask glued to another mask (``[MASK][MASK]``) stays unfiltered. Probabilities
 stay the model's own (softmax over the whole vocabulary).
 
 Words the tokenizer splits into several pieces ("tokenization" -> token ##ization) are
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
+from transformers.masking_utils import create_bidirectional_mask
 
 from bertdemo.explore.batching import MicroBatcher
 from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K  # noqa: F401
@@ -230,7 +233,7 @@ def score_target(tokenizer, word: str, probs: torch.Tensor) -> TargetScore:
 
 def _logits_at(model, enc: dict, rows: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """Vocabulary logits only at (``rows``, ``positions``): (N, V). Falls back to the full head for unknown types."""
-    hidden = model.base_model(**enc).last_hidden_state[rows, positions]  # (N, H)
+    hidden = hidden_at(model, enc, rows, positions)  # (N, H)
     if hasattr(model, "cls"):  # BERT: BertOnlyMLMHead
         return model.cls(hidden)
     if hasattr(model, "lm_head"):  # RoBERTa family
@@ -241,6 +244,92 @@ def _logits_at(model, enc: dict, rows: torch.Tensor, positions: torch.Tensor) ->
     if hasattr(model, "predictions"):  # ALBERT
         return model.predictions(hidden)
     return model(**enc).logits[rows, positions]  # (N, V), computed everywhere
+
+
+# --- the encoder, with its last layer only at the masks ----------------------------------------
+# Only the masked positions' final hidden states reach the head, and a position's last-layer output
+# depends on every position only through that layer's keys and values. So the last layer computes
+# keys and values everywhere, and its queries, attention output, output projection, layer norms and
+# feed-forward only at the masks: the same numbers (up to float rounding) for a fraction of its work.
+
+_LAYERED_TYPES = ("bert", "roberta")  # embeddings -> bidirectional mask -> encoder.layer[...], nothing else
+
+
+def masks_only_supported(model) -> bool:
+    """Whether :func:`hidden_at` runs ``model``'s encoder itself, with the last layer at the masks only.
+
+    BERT and RoBERTa encoders whose attention goes through :mod:`bertdemo.models.attention_modes`,
+    outside modes that record weights or queries/keys/values (those need every position); head
+    ablation is fine (it acts on each query's own output).
+    """
+    config = model.config
+    mode = attention_modes.current_mode()
+    return (config.model_type in _LAYERED_TYPES and attention_modes.supports_modes(model)
+            and not config.is_decoder and not getattr(config, "chunk_size_feed_forward", 0)
+            and not mode.weights and not mode.qkv)
+
+
+def hidden_at(model, enc: dict, rows: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The encoder's final hidden states at (``rows``, ``positions``) of the batch ``enc``: (N, H).
+
+    Equal to ``model.base_model(**enc).last_hidden_state[rows, positions]`` up to float rounding
+    (tests/test_fill_mask_forward.py); computed with the last layer at those positions only when
+    :func:`masks_only_supported`.
+    """
+    base = model.base_model
+    if not masks_only_supported(model):
+        return base(**enc).last_hidden_state[rows, positions]
+    h = base.embeddings(input_ids=enc["input_ids"], token_type_ids=enc.get("token_type_ids"))  # (B, T, H)
+    mask = create_bidirectional_mask(config=base.config, inputs_embeds=h, attention_mask=enc.get("attention_mask"))
+    layers = base.encoder.layer
+    for layer in layers[:-1]:
+        h = _layer(layer, h, mask)
+    return _layer(layers[-1], h, mask, rows, positions)
+
+
+def _qkv(attention, h: torch.Tensor, x: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    """Queries (from ``x``, or ``h`` when None), keys and values (from ``h``): (..., H) each.
+
+    The fast copy's attention modules also carry one fused query/key/value projection
+    (:mod:`bertdemo.models.int8`): one int8 matmul instead of three, exactly the same numbers, used
+    wherever queries, keys and values come from the same positions.
+    """
+    fused = getattr(attention, "bertdemo_qkv", None)
+    if fused is None or x is not None:  # at the masks only: the queries' rows differ from the keys'
+        return attention.query(h if x is None else x), attention.key(h), attention.value(h)
+    return fused(h).chunk(3, dim=-1)
+
+
+def _layer(layer, h: torch.Tensor, mask: torch.Tensor | None, rows: torch.Tensor | None = None,
+           cols: torch.Tensor | None = None) -> torch.Tensor:
+    """One BERT layer (``modeling_bert.BertLayer`` in eval mode) through the registered attention function.
+
+    ``h``: (B, T, H). Without ``rows``: the layer's output (B, T, H). With (``rows``, ``cols``): its
+    output at those positions only, (N, H), from keys and values of every position.
+    """
+    attention = layer.attention.self
+    B, T, _ = h.shape
+    heads, d = attention.num_attention_heads, attention.attention_head_size
+    x = None if rows is None else h[rows, cols]  # (N, H) the queries' inputs
+    q, k, v = _qkv(attention, h, x)
+    k = k.view(B, T, heads, d).transpose(1, 2)  # (B, heads, T, d)
+    v = v.view(B, T, heads, d).transpose(1, 2)
+    if rows is None:
+        q = q.view(B, T, heads, d).transpose(1, 2)  # (B, heads, T, d)
+        residual = h
+    else:  # each masked position is its own one-query sequence over its row's keys
+        n = rows.numel()
+        q = q.view(n, 1, heads, d).transpose(1, 2)  # (N, heads, 1, d)
+        k, v = k[rows], v[rows]  # (N, heads, T, d)
+        if mask is not None:  # (B, 1, T or 1, T) -> (N, 1, 1, T): the mask rows of these queries
+            mask = mask[rows]
+            if mask.shape[2] != 1:
+                mask = mask[torch.arange(n, device=mask.device), :, cols].unsqueeze(2)
+        residual = x
+    out, _ = attention_modes.bertdemo_attention(attention, q, k, v, mask, scaling=attention.scaling)
+    out = out.reshape(*residual.shape[:-1], -1)  # (..., H): heads concatenated
+    a = layer.attention.output(out, residual)  # dense, + residual, LayerNorm
+    return layer.output(layer.intermediate(a), a)  # feed-forward, + residual, LayerNorm
 
 
 # --- pseudo-log-likelihood -------------------------------------------------------------------

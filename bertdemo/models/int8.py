@@ -10,6 +10,12 @@ the probabilities move slightly (see tests/test_fill_mask_fast.py for the tolera
 One copy per model, made on first use and kept exactly as long as the model itself (a model
 evicted from the store takes its copy with it). The copy shares the original's embeddings and
 layer norms; only the Linear layers are new (int8 weights: about a quarter of their fp32 size).
+
+Each self-attention module of the copy also gets ``bertdemo_qkv``: its query, key and value
+projections stacked into one int8 Linear (3H outputs), which :mod:`bertdemo.explore.fill_mask`
+runs instead of three. The weights are quantized per output row and the input once per call, so
+the fused outputs are exactly the three separate ones; the separate ones stay for the forwards
+that transformers' own code runs.
 """
 
 from __future__ import annotations
@@ -59,8 +65,26 @@ def _make_copy(model: nn.Module) -> nn.Module:
     quantize_dynamic, qconfig = _quantize_dynamic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantized-tensor creation warns about its own deprecation
+        for name, attention in _self_attentions(model):  # fused from the float weights, before the copy is quantized
+            fused = nn.Linear(attention.query.in_features, 3 * attention.query.out_features)
+            with torch.no_grad():
+                parts = (attention.query, attention.key, attention.value)
+                fused.weight.copy_(torch.cat([p.weight for p in parts]))  # (3H, H)
+                fused.bias.copy_(torch.cat([p.bias for p in parts]))
+            clone.get_submodule(name).bertdemo_qkv = fused.eval()
         quantize_dynamic(clone, {nn.Linear: qconfig}, dtype=torch.qint8, inplace=True)
     return clone.eval()
+
+
+def _self_attentions(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """(name, module) of the modules with ``query``, ``key`` and ``value`` Linear layers of one shape (BERT-style)."""
+    found = []
+    for name, module in model.named_modules():
+        parts = [getattr(module, attr, None) for attr in ("query", "key", "value")]
+        if all(isinstance(p, nn.Linear) and p.bias is not None and p.weight.shape == parts[0].weight.shape
+               for p in parts):
+            found.append((name, module))
+    return found
 
 
 def fast_variant(loaded: LoadedModel) -> LoadedModel:

@@ -91,13 +91,14 @@ def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
     def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str,
                       second_model: str = NO_SECOND, whole_words: bool = False, fast: bool = False,
                       progress=gr.Progress()):
-        words = fill_mask.parse_targets((targets or "").split(","))
         names = [availability.requested_name(store, model)]
         if (second_model or "").strip():
             names.append(second_model.strip())
+        # the models first: while the app is starting, the store says so ("Starting up…") as it waits
+        models = [(requested, store.get(requested, progress=progress_callback(progress))) for requested in names]
+        words = fill_mask.parse_targets((targets or "").split(","))
         results = []
-        for requested in names:
-            loaded = store.get(requested, progress=progress_callback(progress))
+        for requested, loaded in models:
             result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
                                        fast=bool(fast))
             results.append((requested, loaded, result))
