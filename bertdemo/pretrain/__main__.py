@@ -48,11 +48,11 @@ def _dist_from_env():
     return DistInfo(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
 
 
-def _check_ranks_agree(resuming: bool) -> None:
+def _check_ranks_agree(resuming: bool, device: str) -> None:
     """Every rank must find the checkpoint in --out, or none: ValueError naming how many did."""
     import torch
 
-    found = torch.tensor([float(resuming)])
+    found = torch.tensor([float(resuming)], device=device)  # on the GPU under NCCL
     torch.distributed.all_reduce(found)
     world = torch.distributed.get_world_size()
     if 0 < found.item() < world:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         cuda = cfg.system.device.startswith("cuda") or (cfg.system.device == "auto" and torch.cuda.is_available())
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
         if args.auto_resume:
-            _check_ranks_agree(resuming)
+            _check_ranks_agree(resuming, f"cuda:{dist.local_rank}" if cuda else "cpu")
     metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
                             probe_text=cfg.monitor.probe_text)
     bar = None
