@@ -193,10 +193,17 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     assert list(trains[0].y) == records[0].snapshot.train_loss  # smoothing 0: the raw values
     assert list(trains[0].x) == records[0].snapshot.tokens and fig.layout.yaxis.type == "log"
     assert trains[0].line.color != trains[1].line.color
+    # the uniform-guess line and its label at ln 30522 = 10.33; on a log axis plotly reads an
+    # annotation's y in log10 units (a shape's in data units)
     assert any(math.isclose(s.y0, math.log(30522)) for s in fig.layout.shapes)
+    assert [a.y for a in fig.layout.annotations if a.text.startswith("uniform guess")] == [
+        pytest.approx(math.log10(math.log(30522)))]
     # a kept zoom never outlives a change of axis: linear and log figures carry different revisions
-    linear = run_curves.training_curves([], smoothing=0.0, log_y=False, x_axis="tokens")
+    linear = run_curves.training_curves([run_curves.CurveRun(labels[r.run_id], r.snapshot) for r in records],
+                                        smoothing=0.0, log_y=False, x_axis="tokens")
     assert linear.layout.uirevision != fig.layout.uirevision
+    assert [a.y for a in linear.layout.annotations if a.text.startswith("uniform guess")] == [
+        pytest.approx(math.log(30522))]
     with pytest.raises(ValueError, match="No such run"):
         history.run_dir(tmp_path, "../run-a")
     history.delete_run(tmp_path, "run-a")

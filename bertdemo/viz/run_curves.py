@@ -119,9 +119,11 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
                                      mode="lines+markers", line=dict(color=colour, dash="dash")), 2, 1)
         fig.add_trace(go.Scatter(x=x_train, y=s.lr, name=f"{run.label}: learning rate", showlegend=False,
                                  line=dict(color=colour, width=1), **common), 2, 2)
-    fig.add_hline(y=UNIFORM_LOSS, line=dict(color="#9ca3af", dash="dash", width=1), row=1, col=1,
-                  annotation_text=f"uniform guess = ln {VOCAB_SIZE:,} = {UNIFORM_LOSS:.2f}",
-                  annotation_position="top right", annotation_font_size=11)
+    fig.add_hline(y=UNIFORM_LOSS, line=dict(color="#9ca3af", dash="dash", width=1), row=1, col=1)
+    fig.add_annotation(  # plotly reads an annotation's y on a log axis in log10 units (a shape's in data units)
+        text=f"uniform guess = ln {VOCAB_SIZE:,} = {UNIFORM_LOSS:.2f}", font_size=11, showarrow=False,
+        x=1, xref="x domain", xanchor="right", y=math.log10(UNIFORM_LOSS) if log_y else UNIFORM_LOSS,
+        yanchor="bottom", row=1, col=1)
     fig.update_yaxes(type="log" if log_y else "linear", row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=2, col=1)

@@ -101,6 +101,8 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
         timeout=120_000,
     )
     assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p.layout.xaxis3.title.text") == "tokens seen"
+    # the log axis spans the losses (top below 100, in plotly's log10 units), not 10^0..10^11
+    assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p._fullLayout.yaxis.range[1]") < 2
     wait_idle(page)
     page.locator("#pt-curves").scroll_into_view_if_needed()
     screenshot(page, "pretrain_compare")
