@@ -193,6 +193,12 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     assert list(trains[0].y) == records[0].snapshot.train_loss  # smoothing 0: the raw values
     assert list(trains[0].x) == records[0].snapshot.tokens and fig.layout.yaxis.type == "log"
     assert trains[0].line.color != trains[1].line.color
+    # a legend per panel, as TensorBoard draws one per chart: loss, perplexity, accuracy, learning rate
+    legend_of = {suffix: {t.legend for t in fig.data if t.name.endswith(suffix)}
+                 for suffix in (": train", ": held-out", ": perplexity", ": masked-token accuracy", ": learning rate")}
+    assert legend_of == {": train": {"legend"}, ": held-out": {"legend"}, ": perplexity": {"legend2"},
+                         ": masked-token accuracy": {"legend3"}, ": learning rate": {"legend4"}}
+    assert fig.layout.legend4.x > fig.layout.legend3.x and fig.layout.legend3.y < fig.layout.legend.y
     # the uniform-guess line and its label at ln 30522 = 10.33; on a log axis plotly reads an
     # annotation's y in log10 units (a shape's in data units)
     assert any(math.isclose(s.y0, math.log(30522)) for s in fig.layout.shapes)

@@ -20,6 +20,9 @@ CSS = """
 #model-status { min-height: 2.5em; }
 #fm-targets-table table { display: block; overflow-x: auto; }
 #fm-targets-table th, #fm-targets-table td { white-space: nowrap; }
+/* the 2x2 run curves keep a readable size on a phone: the panel scrolls sideways instead */
+#pt-curves { overflow-x: auto; }
+#pt-curves .js-plotly-plot { min-width: 760px; }
 """
 THEME = gr.themes.Soft(primary_hue="indigo")
 

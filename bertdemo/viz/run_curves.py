@@ -93,8 +93,9 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
     fig = make_subplots(
         rows=2, cols=2, subplot_titles=("Masked-LM loss", "Held-out perplexity", "Held-out accuracy",
                                         "Learning rate"),
-        vertical_spacing=0.18, horizontal_spacing=0.12,
+        vertical_spacing=0.26, horizontal_spacing=0.12,
     )
+    panels = {(1, 1): "legend", (1, 2): "legend2", (2, 1): "legend3", (2, 2): "legend4"}  # a legend per panel
     for i, run in enumerate(runs):
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         s, group = run.snap, f"run{i}"
@@ -102,22 +103,23 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
         if len(x_train) != len(s.train_loss):  # histories of older runs lack tokens / time
             x_train, x_eval = s.steps, s.eval_steps
         common = dict(legendgroup=group, mode="lines")
+        marked = dict(legendgroup=group, mode="lines+markers")
         fig.add_trace(go.Scatter(x=x_train, y=s.train_loss, name=f"{run.label}: train (raw)", opacity=0.25,
-                                 line=dict(color=colour, width=1), showlegend=False, **common), 1, 1)
+                                 line=dict(color=colour, width=1), showlegend=False, legend=panels[1, 1],
+                                 **common), 1, 1)
         fig.add_trace(go.Scatter(x=x_train, y=debiased_ema(s.train_loss, smoothing), name=f"{run.label}: train",
-                                 line=dict(color=colour, width=2), **common), 1, 1)
-        fig.add_trace(go.Scatter(x=x_eval, y=s.eval_loss, name=f"{run.label}: held-out", legendgroup=group,
-                                 mode="lines+markers", line=dict(color=colour, width=2, dash="dot")), 1, 1)
+                                 line=dict(color=colour, width=2), legend=panels[1, 1], **common), 1, 1)
+        fig.add_trace(go.Scatter(x=x_eval, y=s.eval_loss, name=f"{run.label}: held-out", legend=panels[1, 1],
+                                 line=dict(color=colour, width=2, dash="dot"), **marked), 1, 1)
         ppl = [p if math.isfinite(p) else None for p in s.eval_ppl]
-        fig.add_trace(go.Scatter(x=x_eval, y=ppl, name=f"{run.label}: perplexity", legendgroup=group,
-                                 mode="lines+markers", line=dict(color=colour), showlegend=False), 1, 2)
+        fig.add_trace(go.Scatter(x=x_eval, y=ppl, name=f"{run.label}: perplexity", legend=panels[1, 2],
+                                 line=dict(color=colour), **marked), 1, 2)
         fig.add_trace(go.Scatter(x=x_eval, y=s.mlm_acc, name=f"{run.label}: masked-token accuracy",
-                                 legendgroup=group, mode="lines+markers", line=dict(color=colour),
-                                 showlegend=False), 2, 1)
+                                 legend=panels[2, 1], line=dict(color=colour), **marked), 2, 1)
         if s.nsp_acc:
-            fig.add_trace(go.Scatter(x=x_eval, y=s.nsp_acc, name=f"{run.label}: NSP accuracy", legendgroup=group,
-                                     mode="lines+markers", line=dict(color=colour, dash="dash")), 2, 1)
-        fig.add_trace(go.Scatter(x=x_train, y=s.lr, name=f"{run.label}: learning rate", showlegend=False,
+            fig.add_trace(go.Scatter(x=x_eval, y=s.nsp_acc, name=f"{run.label}: NSP accuracy", legend=panels[2, 1],
+                                     line=dict(color=colour, dash="dash"), **marked), 2, 1)
+        fig.add_trace(go.Scatter(x=x_train, y=s.lr, name=f"{run.label}: learning rate", legend=panels[2, 2],
                                  line=dict(color=colour, width=1), **common), 2, 2)
     fig.add_hline(y=UNIFORM_LOSS, line=dict(color="#9ca3af", dash="dash", width=1), row=1, col=1)
     fig.add_annotation(  # plotly reads an annotation's y on a log axis in log10 units (a shape's in data units)
@@ -130,8 +132,13 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
     fig.update_yaxes(tickformat=".0e", row=2, col=2)
     fig.update_xaxes(title_text=X_AXES[x_axis], row=2, nticks=6)
     fig.update_xaxes(nticks=6, row=1)
-    fig.update_layout(height=640, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.14, font=dict(size=11)),
+    legends = {}
+    for (row, col), name in panels.items():  # each panel's legend just under its x axis labels
+        x_domain = fig.get_subplot(row, col).xaxis.domain
+        y_domain = fig.get_subplot(row, col).yaxis.domain
+        legends[name] = dict(orientation="v", x=x_domain[0], xanchor="left", y=y_domain[0] - (0.1 if row == 2 else 0.06),
+                             yanchor="top", font=dict(size=10), bgcolor="rgba(255,255,255,0)", entrywidth=0)
+    fig.update_layout(height=760, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10), **legends,
                       # the page keeps a zoom across live redraws, but not across a change of axis type:
                       # a linear range read on a log axis would span 10^0 .. 10^11
                       uirevision=f"{x_axis}-{'log' if log_y else 'linear'}")
