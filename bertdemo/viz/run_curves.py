@@ -136,9 +136,11 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
     for (row, col), name in panels.items():  # each panel's legend just under its x axis labels
         x_domain = fig.get_subplot(row, col).xaxis.domain
         y_domain = fig.get_subplot(row, col).yaxis.domain
-        legends[name] = dict(orientation="v", x=x_domain[0], xanchor="left", y=y_domain[0] - (0.1 if row == 2 else 0.06),
-                             yanchor="top", font=dict(size=10), bgcolor="rgba(255,255,255,0)", entrywidth=0)
-    fig.update_layout(height=760, template="plotly_white", margin=dict(l=10, r=10, t=40, b=10), **legends,
+        below = y_domain[0] - (0.1 if row == 2 else 0.06)
+        legends[name] = dict(orientation="v", x=x_domain[0], xanchor="left", y=below, yanchor="top",
+                             font=dict(size=10), bgcolor="rgba(255,255,255,0)", entrywidth=0)
+    fig.update_layout(height=780, template="plotly_white", **legends,
+                      margin=dict(l=10, r=10, t=64, b=10),  # t: the panel titles clear the modebar
                       # the page keeps a zoom across live redraws, but not across a change of axis type:
                       # a linear range read on a log axis would span 10^0 .. 10^11
                       uirevision=f"{x_axis}-{'log' if log_y else 'linear'}")
