@@ -75,7 +75,6 @@ def encode(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> En
         too_long="The input is {n} tokens; the inside views show at most {limit} (every token is expanded "
                  "step by step). Use a shorter sentence.",
     )
-    n = enc["input_ids"].shape[1]
     if "token_type_ids" not in enc:
         enc["token_type_ids"] = torch.zeros_like(enc["input_ids"])
     ids = enc["input_ids"][0].tolist()
