@@ -205,10 +205,15 @@ def _allowed(probs: torch.Tensor, context: str, continuation: torch.Tensor) -> t
     return out
 
 
+@lru_cache(maxsize=16)
+def _byte_level(tokenizer) -> bool:
+    """Whether `tokenizer` is GPT-2 style byte-level BPE (RoBERTa): its vocabulary spells a space "Ġ"."""
+    return "Ġthe" in tokenizer.get_vocab()  # once per tokenizer: get_vocab() builds a fresh dict each call
+
+
 def _word_pieces(tokenizer, word: str) -> list[str]:
     """Pieces of ``word`` as it would appear mid-sentence (byte-level BPE needs the leading space)."""
-    vocab = tokenizer.get_vocab()
-    if "Ġthe" in vocab:  # GPT-2 style byte-level BPE (RoBERTa)
+    if _byte_level(tokenizer):
         return tokenizer.tokenize(" " + word)
     return tokenizer.tokenize(word)
 

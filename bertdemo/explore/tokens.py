@@ -181,12 +181,16 @@ def lookup_token(tokenizer, token: str) -> int:
             f"That is {len(token):,} characters; a vocabulary entry is at most {MAX_TOKEN_CHARS}. "
             "Look up one word or piece."
         )
-    vocab = tokenizer.get_vocab()
-    if token in vocab:
-        return int(vocab[token])
+    def vocab_id(piece: str) -> int | None:  # one dictionary lookup; get_vocab() would copy 30k entries
+        found = tokenizer.convert_tokens_to_ids(piece)
+        unknown = found is None or (found == tokenizer.unk_token_id and piece != tokenizer.unk_token)
+        return None if unknown else int(found)
+
+    if (found := vocab_id(token)) is not None:
+        return found
     pieces = tokenizer.tokenize(token)
-    if len(pieces) == 1 and pieces[0] in vocab and pieces[0] != tokenizer.unk_token:
-        return int(vocab[pieces[0]])
+    if len(pieces) == 1 and pieces[0] != tokenizer.unk_token and (found := vocab_id(pieces[0])) is not None:
+        return found
     raise ValueError(
         f"{token!r} is not a vocabulary entry; the tokenizer splits it into {pieces}."
     )
