@@ -24,7 +24,7 @@ from transformers import BertForNextSentencePrediction
 
 from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN
 from bertdemo.explore.masking_lab import engine_tokenizer
-from bertdemo.models import embedded
+from bertdemo.models import embedded, policy
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.blocks import pack_stream
@@ -148,7 +148,8 @@ class _NspCache:
                 return self._items[key]
             with MODEL_INIT_LOCK:
                 model, info = BertForNextSentencePrediction.from_pretrained(
-                    path, local_files_only=local_only, dtype=torch.float32, output_loading_info=True
+                    path, local_files_only=local_only, dtype=torch.float32, output_loading_info=True,
+                    **policy.load_kwargs(),  # public mode: safetensors only, as every other load
                 )
             missing = [k for k in info.get("missing_keys", []) if k in NSP_HEAD_KEYS]
             model = None if missing else model.to(device).eval()

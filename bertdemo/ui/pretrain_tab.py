@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo import storage
 from bertdemo.models import policy
 from bertdemo.models.device import zero_gpu
 from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, list_checkpoints, param_count
@@ -28,7 +29,7 @@ from bertdemo.pretrain.checkpoint import kept as checkpoints_kept
 from bertdemo.pretrain import limits as run_limits
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
-from bertdemo.ui.common import user_errors
+from bertdemo.ui.common import labelled_choices, user_errors
 from bertdemo.ui.lazy import Deferred, LazyModule
 from bertdemo.viz import run_curves
 
@@ -128,7 +129,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
             run_curves.status_markdown(snap),
             curves(compare, smoothing, log_y, x_axis),
             run_curves.probe_rows(snap),
-            gr.update(choices=store.choices()) if refresh else gr.skip(),
+            gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
             gr.update(choices=checkpoint_choices()) if refresh else gr.skip(),
             gr.update(choices=run_choices()) if refresh else gr.skip(),
             {"key": key, "ckpt": ckpt},
@@ -257,6 +258,11 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         if isinstance(settings, dict) and isinstance(settings.get("resume_from"), str):
             settings = {**settings, "resume_from": run_path(settings["resume_from"])}
         cfg = config_from_settings(settings, runs_dir, public=public, upload_root=upload_root)
+        if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
+            resumed = Path(cfg.system.resume_from).resolve().relative_to(Path(runs_dir).resolve()).parts[0]
+            if not (is_admin(token) or history.is_owner(runs_dir, resumed, token)):
+                raise ValueError("Only the browser that started this run (or this server's administrator) may "
+                                 "resume it; start a new run, or resume one of yours.")
         run_limits.check_memory(cfg)
         run_limits.check_disk(cfg, runs_dir, checkpoints_kept())
         if public is not None:
@@ -340,8 +346,8 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
             raise ValueError("Pick a run first.")
         snap = snapshot()
         data = snap if snap is not None and snap.run_id == run_id else history.load_run(runs_dir, run_id).snapshot
-        path = export_dir / f"{history.run_dir(runs_dir, run_id).name}-metrics.csv"
-        path.write_text(metrics_csv(data), encoding="utf-8")
+        path = export_dir / f"{data.run_id}-metrics.csv"
+        storage.write_text(path, metrics_csv(data))  # atomic: two downloads of one run never interleave
         return str(path)
 
     @user_errors
@@ -359,7 +365,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
         uploads.release(runs_dir, active=_active_corpora())  # its uploaded corpus and token cache, if unused now
         choices = run_choices()
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
-                gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=store.choices()))
+                gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=labelled_choices(store)))
 
     def time_estimate(*values) -> str:
         """How long the form's run would take on this machine (and whether a public server allows it)."""

@@ -116,7 +116,7 @@ def test_refused_model_names_say_what_to_change_and_reveal_nothing(public_app):
     assert "not in the local cache" in message("bertdemo") and str(REPO_ROOT) not in message("bertdemo")
 
 
-def test_only_the_runs_starter_may_delete_it(public_server):
+def test_only_the_runs_starter_may_resume_or_delete_it(public_server):
     client = Client(public_server.url, verbose=False)
     snap = client.predict(api_name="/run_status")  # the ended run started with "tok-n"
     run_id = snap["run_id"]
@@ -124,6 +124,9 @@ def test_only_the_runs_starter_may_delete_it(public_server):
     for token in ("tok-b", "tok-a", ""):
         with pytest.raises(AppError, match="Only the browser that started this run"):
             client.predict(run_id, token, api_name="/delete_run")
+    for token in ("tok-b", "tok-a"):  # resuming would train into (and overwrite) the starter's checkpoint
+        with pytest.raises(AppError, match="Only the browser that started this run"):
+            client.predict({**RUN, "resume_from": f"run:{run_id}/checkpoint"}, token, api_name="/start_run")
     assert (public_server.runs / run_id / "checkpoint" / "config.json").is_file()
     assert "tok-n" not in (public_server.runs / run_id / "owner.sha256").read_text()  # a digest, not the token
     assert client.predict(run_id, "tok-n", api_name="/delete_run") == f"Deleted run {run_id}."
