@@ -12,6 +12,7 @@ import hmac
 import re
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from bertdemo import storage
@@ -46,8 +47,19 @@ def run_dir(runs_dir: str | Path, run_id: str) -> Path:
 
 
 def load_run(runs_dir: str | Path, run_id: str) -> RunRecord:
-    """A run's settings and history from its checkpoint."""
+    """A run's settings and history from its checkpoint (read once per saved checkpoint: the live view
+    redraws compared runs every second)."""
     checkpoint = run_dir(runs_dir, run_id) / ckpt.CHECKPOINT_DIRNAME
+    try:
+        saved = (checkpoint / ckpt.STATE_FILE).stat().st_mtime_ns
+    except OSError:
+        saved = 0
+    return _read_run(str(checkpoint), run_id, saved)
+
+
+@lru_cache(maxsize=32)
+def _read_run(checkpoint_dir: str, run_id: str, saved_ns: int) -> RunRecord:
+    checkpoint = Path(checkpoint_dir)
     state = ckpt.read_state(checkpoint)
     cfg = TrainConfig.from_json(checkpoint / ckpt.CONFIG_FILE)
     buffer = MetricsBuffer(run_id=run_id, status="finished", step=int(state.get("step", 0)),
