@@ -138,9 +138,9 @@ class ModelStore:
         """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached)."""
         name = (name or "").strip() or self.default
         with self._lock:
-            entry = self._cache.get(name)
-            if entry is not None:
-                return entry[1].tokenizer
+            loaded = self._fresh(name)  # a checkpoint saved again since its model loaded: not this one
+            if loaded is not None:
+                return loaded.tokenizer
         return _cached_tokenizer(name, self.default, folder_stamp(name))
 
 
