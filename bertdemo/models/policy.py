@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,8 @@ class PublicPolicy:
 
 _lock = threading.Lock()
 _policy: PublicPolicy | None = None
-_size_cache: dict[str, int | None] = {}
+_size_cache: OrderedDict[str, int | None] = OrderedDict()  # hub id -> weights bytes, newest last
+SIZE_CACHE_ENTRIES = 256  # visitors type the names: remembered, but not without bound
 
 
 def set_public(runs_dir: str | Path, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
@@ -132,7 +134,10 @@ def hub_weights_bytes(repo_id: str) -> int | None:
         return None
     sizes = [s.size or 0 for s in (info.siblings or []) if s.rfilename.endswith(".safetensors")]
     total = sum(sizes) if sizes else None
-    _size_cache[repo_id] = total
+    with _lock:
+        _size_cache[repo_id] = total
+        while len(_size_cache) > SIZE_CACHE_ENTRIES:
+            _size_cache.popitem(last=False)
     return total
 
 
