@@ -195,14 +195,14 @@ def _permutation(special: list[bool]) -> list[int]:
     return perm
 
 
-def _order_test(loaded: LoadedModel, bert, enc: Encoded) -> OrderTest:
+def _order_test(loaded: LoadedModel, bert, enc: Encoded, original_state: torch.Tensor) -> OrderTest:
+    """``original_state``: the model's own final hidden states for ``enc`` (S, D), already computed."""
     perm = _permutation(enc.special)
     t = enc.tensors
     index = torch.tensor(perm, device=loaded.device)
     shuffled = {k: v[:, index] for k, v in t.items()}  # (1, S) each, tokens and segments moved together
-    with_pos = [
-        loaded.model.bert(**x, output_hidden_states=True).last_hidden_state[0] for x in (t, shuffled)
-    ]  # the model's own forward, positions included: (S, D) each
+    # the model's own forward, positions included: (S, D) each
+    with_pos = [original_state, loaded.model.bert(**shuffled).last_hidden_state[0]]
     bags, without = [], []
     for x in (t, shuffled):
         emb = embed_parts(bert, x["input_ids"], x["token_type_ids"], positions=False)["normed"]
@@ -240,9 +240,10 @@ def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     t = enc.tensors
     with torch.inference_mode():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
-        own = loaded.model.bert(**t, output_hidden_states=True).hidden_states[0]  # (1, S, D)
+        out = loaded.model.bert(**t, output_hidden_states=True)
+        own = out.hidden_states[0]  # (1, S, D): the embedding layer's output
         diff = float((parts["normed"] - own).abs().max())
-        order = _order_test(loaded, bert, enc)
+        order = _order_test(loaded, bert, enc, out.last_hidden_state[0])
         cos = position_cosine(bert)
         arrays = {k: v[0].detach().float().cpu().numpy() for k, v in parts.items()}
     return EmbeddingsResult(
