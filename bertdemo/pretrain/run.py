@@ -217,16 +217,24 @@ class RunManager:
         ``owner``: the secret that controls the run (public servers); ``max_seconds``: its wall-time cap;
         ``hold``: the key of :meth:`hold`, for the holder that continues the current run."""
         with self._lock:
-            if self._hold is not None and hold is not self._hold:
-                raise ValueError("The current run is on a GPU burst; wait until it is back.")
-            if self._current is not None and self._current.active:
-                snap = self._current.snapshot()
-                raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
-                                 f"{snap.step}/{snap.total_steps}); stop it before starting another.")
+            self._check_free(hold)
             run = TrainingRun(cfg, self.runs_dir, owner=owner, max_seconds=max_seconds)
             run.acquire_machine_lock()
             self._current = run
             return run.start()
+
+    def check_free(self) -> None:
+        """ValueError when a run is under way (or on a GPU burst): a new one cannot start now."""
+        with self._lock:
+            self._check_free(None)
+
+    def _check_free(self, hold: object | None) -> None:
+        if self._hold is not None and hold is not self._hold:
+            raise ValueError("The current run is on a GPU burst; wait until it is back.")
+        if self._current is not None and self._current.active:
+            snap = self._current.snapshot()
+            raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
+                             f"{snap.step}/{snap.total_steps}); stop it before starting another.")
 
     def pause(self) -> None:
         if self._current is not None:

@@ -254,6 +254,7 @@ def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
     def _start(settings: dict, token: str, page: bool) -> str:
         from bertdemo.pretrain import uploads
 
+        manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
         upload_root = gr.utils.get_upload_folder() if page else None  # API callers cannot upload here
         if isinstance(settings, dict) and isinstance(settings.get("resume_from"), str):
             settings = {**settings, "resume_from": run_path(settings["resume_from"])}
