@@ -113,7 +113,11 @@ class TrainingRun:
 
             estimate.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0),  # this machine's speed
                             str(self.metrics.get("device") or "cpu"))
-            uploads.release(self.runs_dir)  # an upload no checkpoint refers to is deleted now
+            from bertdemo.pretrain.blocks import default_cache_dir
+
+            own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []
+            # an upload no checkpoint refers to is deleted now, with its blocks in this run's cache too
+            uploads.release(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
 
     def time_left(self) -> float | None:
         """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""
