@@ -1,0 +1,99 @@
+"""The server's settings: one frozen object, built from the command line by ``app.py`` (or by a test).
+
+Everything a server decides once at start lives here — public-mode rules, the training caps, where
+runs and caches go, how much disk they may take, offline or not, the admin token — and is passed
+down as an argument. No module keeps a copy of its own. Torch-free (the page is built before torch).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bertdemo import storage
+from bertdemo.models.catalog import DEFAULT_MODEL
+from bertdemo.pretrain.limits import Limits
+
+ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
+DEFAULT_MAX_MODEL_GB = 1.5
+DEFAULT_PUBLIC_DISK_GB = 10.0
+
+
+@dataclass(frozen=True)
+class PublicRules:
+    """What a visitor may do on a public server (``--share``, ``--public``, a Space)."""
+
+    max_model_gb: float = DEFAULT_MAX_MODEL_GB  # largest hub checkpoint (safetensors) downloaded
+    allowed: frozenset[str] = frozenset()  # model names the operator chose (e.g. --model), loaded as on localhost
+    limits: Limits = field(default_factory=Limits)  # caps on every run a visitor starts
+
+
+@dataclass(frozen=True)
+class DiskRules:
+    """How much of the disk runs and caches may take: checkpoints kept per run, and a byte cap on folders."""
+
+    keep_checkpoints: int = 2  # the latest and keep-1 earlier ones
+    budget_bytes: int | None = None  # runs + uploads + token cache together; None: no cap
+    roots: tuple[Path, ...] = ()  # the folders the budget covers
+
+    def __post_init__(self) -> None:
+        if int(self.keep_checkpoints) < 1:
+            raise ValueError(f"keep at least 1 checkpoint per run, got {self.keep_checkpoints}.")
+
+    def check(self, adding: int = 0, freeing: int = 0) -> None:
+        """ValueError when the budgeted folders plus ``adding`` minus ``freeing`` bytes exceed the cap."""
+        if self.budget_bytes is None:
+            return
+        used = storage.folder_bytes(*self.roots)
+        if used + adding - freeing > self.budget_bytes:
+            raise ValueError(
+                f"This server keeps at most {storage.size_text(self.budget_bytes)} of runs and caches, and "
+                f"{storage.size_text(used)} are used; this needs {storage.size_text(max(adding - freeing, 0))} "
+                "more. Delete earlier runs (Runs on this server) or choose a smaller model.")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """One server's configuration; ``public`` is None at localhost (full power)."""
+
+    default_model: str = DEFAULT_MODEL  # the model every tab starts with
+    device: str = "auto"  # auto | cpu | cuda | mps
+    offline: bool = False  # never contact the model hub
+    runs_dir: Path = Path("runs")  # pretraining runs: checkpoints, metrics, adopted uploads
+    cache_dir: Path = field(default_factory=lambda: storage.cache_root() / "blocks")  # packed token blocks
+    disk: DiskRules = field(default_factory=DiskRules)
+    public: PublicRules | None = None
+    admin_token: str = ""  # BERTDEMO_ADMIN_TOKEN: may stop any run and delete any ended run; "" = nobody
+    max_upload_bytes: int = 20 * 2**20
+
+    @property
+    def is_public(self) -> bool:
+        return self.public is not None
+
+    @property
+    def public_limits(self) -> Limits | None:
+        """The training caps of a public server; None at localhost (uncapped)."""
+        return self.public.limits if self.public is not None else None
+
+    def is_admin(self, token: str | None) -> bool:
+        """True when ``token`` is this server's admin token (never when none is set)."""
+        import hmac
+
+        return bool(self.admin_token) and bool(token) and hmac.compare_digest(str(token), self.admin_token)
+
+    @classmethod
+    def build(cls, *, runs_dir: str | Path = "runs", public: bool = False, keep_checkpoints: int = 2,
+              disk_budget_gb: float | None = None, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
+              limits: Limits | None = None, allowed: tuple[str, ...] = (), cache_dir: str | Path | None = None,
+              admin_token: str | None = None, **rest) -> ServerSettings:
+        """Settings from plain values (the command line's, or a test's); the disk budget defaults to
+        10 GB in public mode and no cap locally; the admin token defaults to ``$BERTDEMO_ADMIN_TOKEN``."""
+        runs = Path(runs_dir)
+        cache = Path(cache_dir) if cache_dir is not None else storage.cache_root() / "blocks"
+        budget_gb = disk_budget_gb if disk_budget_gb is not None else (DEFAULT_PUBLIC_DISK_GB if public else None)
+        disk = DiskRules(keep_checkpoints=int(keep_checkpoints),
+                         budget_bytes=None if budget_gb is None else int(budget_gb * 1e9), roots=(runs, cache))
+        rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a), limits or Limits()) if public else None
+        token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
+        return cls(runs_dir=runs, cache_dir=cache, disk=disk, public=rules, admin_token=token, **rest)
