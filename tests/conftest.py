@@ -1,36 +1,43 @@
-"""Shared fixtures: the embedded tokenizer, tiny masked-LMs built in the test, a small corpus file and
-a tiny pretraining config (no network)."""
+"""Shared fixtures: the embedded tokenizer, tiny masked-LMs built in the test, a small corpus file, and
+the markers every test gets from where it lives (no network). Helpers live in tests/helpers.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
-import torch
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-from bertdemo.models import embedded
-from bertdemo.pretrain.config import TrainConfig
-
+# Before anything reads them: no hub, no analytics, and the app's cache in a folder of this session
+# (tests never write to the real ~/.cache; the launched apps inherit it).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
+
+import torch  # noqa: E402 - after the environment above
+from transformers import AutoTokenizer, BertForMaskedLM  # noqa: E402
+
+from bertdemo.models import embedded  # noqa: E402
+from tests.helpers import tiny_bert_config, tiny_run_config  # noqa: E402,F401 - re-exported for older imports
+
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests under tests/e2e are ``e2e``; those that open a browser page are ``browser`` too."""
+    for item in items:
+        if (_TESTS / "e2e") in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+        if {"browser_page", "_browser"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
     """The embedded uncased WordPiece tokenizer (ids identical to bert-base-uncased)."""
     return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
-
-
-def tiny_bert_config(**overrides) -> BertConfig:
-    """A 2-layer, hidden-32 BERT over the full uncased vocabulary."""
-    cfg = dict(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-    )
-    cfg.update(overrides)
-    return BertConfig(**cfg)
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +67,3 @@ def corpus(tmp_path_factory) -> str:
     return str(path)
 
 
-def tiny_run_config(corpus: str, tmp_path, **overrides) -> TrainConfig:
-    """A one-layer, hidden-32 pretraining run on CPU that trains in about a second."""
-    base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                corpus=corpus, seq_len=32, batch_size=8, steps=20, lr=3e-3, warmup_steps=2, log_every=5,
-                eval_every=10, eval_batches=2, checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
-                runs_dir=str(tmp_path), device="cpu", num_threads=1)
-    base.update(overrides)
-    return TrainConfig.from_flat(**base)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from conftest import tiny_bert_config
+from tests.helpers import tiny_bert_config
 from transformers import AutoModelForMaskedLM, BertForMaskedLM, BertModel
 
 from bertdemo.explore import fill_mask

@@ -11,7 +11,7 @@ from transformers import BertForMaskedLM
 from bertdemo.models import embedded, hub
 from bertdemo.models.store import ModelStore, load_masked_lm
 from bertdemo.pretrain.checkpoint import write_checkpoint
-from conftest import tiny_bert_config
+from tests.helpers import tiny_bert_config
 
 
 @pytest.fixture

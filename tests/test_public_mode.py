@@ -356,7 +356,7 @@ def test_zero_gpu_main_process_stays_on_cpu(monkeypatch):
 
 
 def test_runs_are_named_without_their_server_folder(tmp_path, monkeypatch):
-    from conftest import tiny_bert_config
+    from tests.helpers import tiny_bert_config
     from transformers import AutoTokenizer, BertForMaskedLM
 
     from bertdemo.models import availability

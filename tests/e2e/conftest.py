@@ -8,7 +8,6 @@ and driven over HTTP (``gradio_client``) and through headless Chromium (Playwrig
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -31,13 +32,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 STARTUP_TIMEOUT_S = 90.0
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _read_log(log_path: Path, limit: int = 6000) -> str:
@@ -99,8 +93,8 @@ def stop_app(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="session")
-def tiny_mlm_dir(tmp_path_factory) -> str:
-    """A tiny randomly initialised BertForMaskedLM + the embedded uncased tokenizer, saved to disk."""
+def app_model_dir(tmp_path_factory) -> str:
+    """The launched app's default model: a tiny randomly initialised BertForMaskedLM + the embedded uncased tokenizer, saved to disk."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
@@ -129,11 +123,11 @@ def runs_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def app_server(tiny_mlm_dir, runs_dir):
+def app_server(app_model_dir, runs_dir):
     """The real app (offline, tiny model as default): ``(url, process)`` for the whole session."""
     # BERTDEMO_E2E_MODEL swaps the tiny random model for a real one (e.g. the embedded masked-LM)
     # when the browser tests are run to regenerate the README screenshots.
-    model = os.environ.get("BERTDEMO_E2E_MODEL") or tiny_mlm_dir
+    model = os.environ.get("BERTDEMO_E2E_MODEL") or app_model_dir
     url, proc = launch_app(["--offline", "--model", model, "--runs-dir", str(runs_dir)])
     try:
         yield url, proc
@@ -223,6 +217,6 @@ def client(app_url):
 
 
 @pytest.fixture(scope="module")
-def model(tiny_mlm_dir) -> str:
+def model(app_model_dir) -> str:
     """The tiny masked-LM's folder, as a model name for the endpoints."""
-    return str(tiny_mlm_dir)
+    return str(app_model_dir)

@@ -51,11 +51,11 @@ def test_mlm_loss_endpoint_equals_the_models_loss(client, model):
                  "1 mask(s) but 2 right word(s)")
 
 
-def test_param_breakdown_endpoint_sums_to_the_model(client, model, tiny_mlm_dir):
+def test_param_breakdown_endpoint_sums_to_the_model(client, model, app_model_dir):
     from transformers import BertForMaskedLM
 
     md, architecture, numbers = client.predict(model, api_name="/param_breakdown")
-    total = sum(p.numel() for p in BertForMaskedLM.from_pretrained(tiny_mlm_dir).parameters())
+    total = sum(p.numel() for p in BertForMaskedLM.from_pretrained(app_model_dir).parameters())
     assert numbers["total"] == numbers["numel_total"] == total
     assert sum(c["count"] for c in numbers["components"]) == total
     assert f"{total:,}" in md and "BertForMaskedLM" in architecture and numbers["tied_decoder"]

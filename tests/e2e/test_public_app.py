@@ -25,10 +25,10 @@ RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_h
 
 
 @pytest.fixture(scope="module")
-def public_server(tiny_mlm_dir, tmp_path_factory):
+def public_server(app_model_dir, tmp_path_factory):
     """One public app for the module, as on a ZeroGPU Space (SPACES_ZERO_GPU=true), uploads capped at 1 MB."""
     runs, temp = tmp_path_factory.mktemp("public-runs"), tmp_path_factory.mktemp("public-gradio-temp")
-    url, proc = launch_app(["--public", "--offline", "--model", tiny_mlm_dir, "--runs-dir", str(runs),
+    url, proc = launch_app(["--public", "--offline", "--model", app_model_dir, "--runs-dir", str(runs),
                             "--max-upload-mb", "1"],
                            env={"BERTDEMO_ADMIN_TOKEN": "", "SPACES_ZERO_GPU": "true", "GRADIO_TEMP_DIR": str(temp)})
     try:
