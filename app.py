@@ -56,73 +56,74 @@ def is_public(args: argparse.Namespace) -> bool:
     return bool(args.public or args.share or os.environ.get("SPACE_ID"))
 
 
+def settings_from_args(args: argparse.Namespace):
+    """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
+    from bertdemo.models.catalog import DEFAULT_MODEL
+    from bertdemo.pretrain.limits import Limits
+    from bertdemo.settings import ServerSettings
+
+    public = is_public(args)
+    limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
+                    max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
+    return ServerSettings.build(
+        runs_dir=args.runs_dir, public=public, keep_checkpoints=args.keep_checkpoints,
+        disk_budget_gb=args.disk_budget_gb, max_model_gb=args.max_model_gb, limits=limits,
+        allowed=(args.model,),  # the operator's --model loads as on localhost
+        default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+    )
+
+
 def configure_environment(args: argparse.Namespace) -> None:
     """What the Hugging Face libraries and gradio read once, when first imported: set before that.
 
     ``--offline`` sets ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``/``HF_DATASETS_OFFLINE`` (and no
     gradio analytics); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
+    gradio's import skips the stub rewriting it does for its own developers (``ui/gradio_import.py``).
     """
-    from bertdemo.models import hub  # standard library only
+    from bertdemo.models.hub import OFFLINE_ENV  # standard library only
+    from bertdemo.ui.gradio_import import skip_stub_rewrites
 
     if args.offline:
-        hub.set_offline(True)
+        os.environ.update(OFFLINE_ENV)
         os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    skip_stub_rewrites()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the page first; PyTorch, transformers and the default model load right after, in the background."""
     args = parse_args(argv)
-    configure_environment(args)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, listen on every interface
-        args.host = "0.0.0.0"
-
+    configure_environment(args)  # before `spaces`, which imports gradio
     if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU Space: `spaces` must load before torch touches CUDA
         try:
             import spaces  # noqa: F401
         except ImportError:
             pass
+    if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, listen on every interface
+        args.host = "0.0.0.0"
 
-    from bertdemo.models import policy
-    from bertdemo.models.catalog import DEFAULT_MODEL
-    from bertdemo.pretrain.limits import Limits
-    from bertdemo.ui import build_app, lazy
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
     from bertdemo.ui.layout import CSS, THEME
 
-    public = is_public(args)
-    limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
-                    max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
-    if public:
-        policy.set_public(args.runs_dir, args.max_model_gb, allowed=(args.model,))  # the operator's --model stays
-    _set_disk_rules(args, public)
-    store = lazy.StoreFront(default=args.model or DEFAULT_MODEL, device=args.device)  # no torch yet
-    demo = build_app(store, runs_dir=args.runs_dir, public=public, limits=limits)
+    ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
+    demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
-        max_file_size=int(args.max_upload_mb * 1024 * 1024), auth=auth, prevent_thread_lock=True,
+        max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
     )
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.
-    lazy.start(warm_up=lambda: _preload(store))
+    ctx.loader.start(warm_up=lambda: _preload(ctx))
     demo.block_thread()
 
 
-def _set_disk_rules(args: argparse.Namespace, public: bool) -> None:
-    """Checkpoints kept per run, and the disk budget of runs + block cache (10 GB by default in public mode)."""
-    from bertdemo import storage
-    from bertdemo.pretrain import checkpoint
-    from bertdemo.pretrain.blocks import default_cache_dir
-
-    checkpoint.set_keep(args.keep_checkpoints)
-    budget_gb = args.disk_budget_gb if args.disk_budget_gb is not None else (10.0 if public else None)
-    storage.set_disk_budget(None if budget_gb is None else int(budget_gb * 1e9), args.runs_dir, default_cache_dir())
-
-
-def _preload(store) -> None:
+def _preload(ctx) -> None:
     try:
-        store.get()
+        ctx.warm_up()
     except ValueError as exc:
         logging.getLogger("bertdemo").warning("Default model not loaded: %s", exc)
 

@@ -66,6 +66,8 @@ class ServerSettings:
     public: PublicRules | None = None
     admin_token: str = ""  # BERTDEMO_ADMIN_TOKEN: may stop any run and delete any ended run; "" = nobody
     max_upload_bytes: int = 20 * 2**20
+    # Fill-Mask requests that arrive together share one forward, up to this many ($BERTDEMO_FILL_MASK_BATCH)
+    fill_mask_batch: int = field(default_factory=lambda: max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16"))))
 
     @property
     def is_public(self) -> bool:

@@ -4,35 +4,32 @@ from types import SimpleNamespace
 
 import pytest
 
-from bertdemo.models import availability, embedded, hub
+from bertdemo.models import availability, embedded
+from bertdemo.models.hub import HubProbe
 
 
 @pytest.fixture
-def offline():
-    hub.set_offline(True)
-    try:
-        yield
-    finally:
-        hub.set_offline(False)
+def offline() -> HubProbe:
+    return HubProbe(offline=True)
 
 
 def test_choices_that_cannot_load_are_marked(offline, tiny_mlm_dir):
     choices = [("bert-base-uncased", "bert-base-uncased"), ("bert-base-cased", "bert-base-cased"),
                ("embedded", embedded.EMBEDDED_MLM_NAME), ("folder", str(tiny_mlm_dir))]
-    labels = [label for label, _ in availability.label_choices(choices, "bert-base-uncased")]
+    labels = [label for label, _ in availability.label_choices(choices, "bert-base-uncased", offline)]
     assert labels == [
         f"bert-base-uncased ({availability.STAND_IN})",
         f"bert-base-cased ({availability.UNAVAILABLE})",
         "embedded",
         "folder",
     ]
-    assert not availability.can_load_now("bert-base-cased")
-    assert availability.can_load_now(embedded.EMBEDDED_MLM_NAME) and availability.can_load_now(str(tiny_mlm_dir))
+    assert not availability.can_load_now("bert-base-cased", offline)
+    assert availability.can_load_now(embedded.EMBEDDED_MLM_NAME, offline) and availability.can_load_now(str(tiny_mlm_dir), offline)
 
 
 def test_a_cached_hub_model_counts_as_loadable(offline, monkeypatch):
     monkeypatch.setattr(availability, "in_local_cache", lambda repo: repo == "bert-base-cased")
-    assert availability.can_load_now("bert-base-cased") and not availability.can_load_now("roberta-base")
+    assert availability.can_load_now("bert-base-cased", offline) and not availability.can_load_now("roberta-base", offline)
 
 
 def test_the_model_that_answered_is_named():
@@ -47,9 +44,10 @@ def test_the_model_that_answered_is_named():
 
 
 def test_the_store_stand_in_is_named(offline, tokenizer):
+    from bertdemo.models.policy import AccessPolicy
     from bertdemo.models.store import ModelStore
 
-    store = ModelStore(default="bert-base-uncased", device="cpu")
+    store = ModelStore(default="bert-base-uncased", device="cpu", policy=AccessPolicy(hub=offline))
     loaded = store.get("bert-base-uncased")
     assert availability.answered_by("bert-base-uncased", loaded).startswith(
         f"{loaded.name} standing in for bert-base-uncased"

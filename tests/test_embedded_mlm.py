@@ -9,7 +9,9 @@ from tests.helpers import tiny_bert_config
 from transformers import AutoModelForMaskedLM, BertForMaskedLM, BertModel
 
 from bertdemo.explore import fill_mask
-from bertdemo.models import embedded, hub
+from bertdemo.models import embedded
+from bertdemo.models.hub import HubProbe
+from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore, load_masked_lm, offline_default
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
@@ -174,17 +176,12 @@ def test_shipped_model_predicts_sensibly(shipped, sentence, answer):
 
 def test_offline_default_is_the_embedded_mlm(shipped):
     assert offline_default() == embedded.EMBEDDED_MLM_NAME
-    hub.set_offline(True)
-    try:
-        store = ModelStore(default="bert-base-uncased", device="cpu")
-        loaded = store.get()
-        assert loaded.name == embedded.EMBEDDED_MLM_NAME and loaded.has_mlm_head
-        assert "model hub unreachable: using the embedded model" in loaded.note
-        assert "no trained masked-LM head" not in loaded.describe()
-        values = [value for _, value in store.choices()]
-        assert embedded.EMBEDDED_MLM_NAME in values and embedded.EMBEDDED_ENCODER_NAME in values
-    finally:
-        hub.set_offline(False)
+    store = ModelStore(default="bert-base-uncased", device="cpu", policy=AccessPolicy(hub=HubProbe(offline=True)))
+    loaded = store.get()
+    assert loaded.name == embedded.EMBEDDED_MLM_NAME and loaded.has_mlm_head
+    assert "model hub unreachable: using the embedded model" in loaded.note
+    values = [value for _, value in store.choices()]
+    assert embedded.EMBEDDED_MLM_NAME in values and embedded.EMBEDDED_ENCODER_NAME in values
 
 
 def test_offline_default_is_the_bare_encoder_without_the_assets(monkeypatch, tmp_path):
@@ -199,10 +196,7 @@ def test_offline_default_falls_back_to_the_encoder_when_assembly_fails(monkeypat
         raise OSError("read-only cache")
 
     monkeypatch.setattr(embedded, "mlm_dir", broken)
-    hub.set_offline(True)
-    try:
-        loaded = ModelStore(default="bert-base-uncased", device="cpu").get()
-        assert loaded.name == embedded.EMBEDDED_ENCODER_NAME and not loaded.has_mlm_head
-        assert "model hub unreachable" in loaded.note
-    finally:
-        hub.set_offline(False)
+    offline = AccessPolicy(hub=HubProbe(offline=True))
+    loaded = ModelStore(default="bert-base-uncased", device="cpu", policy=offline).get()
+    assert loaded.name == embedded.EMBEDDED_ENCODER_NAME and not loaded.has_mlm_head
+    assert "model hub unreachable" in loaded.note

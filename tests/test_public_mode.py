@@ -1,5 +1,5 @@
-"""Public mode (issue 10): which models load, training caps and memory estimate, uploads, NaN losses,
-run ownership, the flags, and the device choice on ZeroGPU Spaces."""
+"""Public mode, training: caps and memory estimate, uploads, NaN losses, run ownership, and the device
+choice on ZeroGPU Spaces (models: test_public_models.py; flags: test_app.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import math
 import pytest
 import torch
 
-import app
 from bertdemo.models import device as device_mod
-from bertdemo.models import policy, store
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig, limits
 from bertdemo.pretrain import checkpoint as ckpt
@@ -20,124 +18,6 @@ from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
 from bertdemo.pretrain.loop import Trainer, run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.run import RunManager
-
-
-@pytest.fixture
-def public(tmp_path, monkeypatch):
-    """Public mode on, with a runs folder holding one run checkpoint; off again afterwards."""
-    runs = tmp_path / "runs"
-    ckpt = runs / "20260101-000000-bert-tiny" / "checkpoint"
-    ckpt.mkdir(parents=True)
-    (ckpt / "config.json").write_text("{}")
-    monkeypatch.chdir(tmp_path)
-    policy.set_public(runs, max_model_gb=1.5)
-    yield runs
-    policy.set_local()
-
-
-# --- models --------------------------------------------------------------------------------
-
-def test_public_mode_refuses_every_path_with_one_message(public, tmp_path):
-    (tmp_path / "secret-model").mkdir()
-    (tmp_path / "secret-model" / "config.json").write_text("{}")
-    (public / ".uploads" / "abc").mkdir(parents=True)
-    refused = ["/etc", "/no/such/folder", str(tmp_path / "secret-model"), "./secret-model",
-               "../x", "~/x", str(public / ".." / "secret-model"), str(public / "no-such-run"),
-               str(public / ".uploads" / "abc"), str(public), str(next(public.glob("*")))]
-    messages = set()
-    for name in refused:
-        with pytest.raises(ValueError) as err:
-            store._resolve(name)
-        messages.add(str(err.value))
-    assert messages == {policy.REFUSED}  # the same words whether or not the path exists
-    assert str(tmp_path) not in policy.REFUSED
-
-
-@pytest.mark.parametrize("reachable", [False, True])
-def test_a_hub_shaped_name_does_not_tell_whether_such_a_folder_exists(public, tmp_path, monkeypatch, reachable):
-    (tmp_path / "secret-model").mkdir()
-    (tmp_path / "secret-model" / "config.json").write_text("{}")
-    monkeypatch.setattr(store.hub, "hub_reachable", lambda: reachable)
-
-    def answer(name: str) -> str:
-        try:
-            store.load_masked_lm(name, "cpu")
-        except ValueError as err:
-            return str(err).replace(name, "NAME")
-        raise AssertionError(f"{name} loaded")
-
-    import transformers
-
-    def missing(*args, **kwargs):  # what the hub says of a model it does not have
-        raise OSError(f"{args[0]} is not a local folder and is not a valid model identifier listed on the hub")
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
-    monkeypatch.setattr(policy, "check_hub_size", lambda *a, **k: None)
-    assert answer("secret-model") == answer("secret-modelx")
-    assert "secret-model" not in answer("secret-model") and "folder" not in answer("secret-model")
-
-
-def test_load_errors_say_what_to_change_without_server_paths():
-    cases = {
-        OSError("Error no file named model.safetensors found in directory /srv/x/models/a."): "safetensors only",
-        OSError("Error no file named model.safetensors, or pytorch_model.bin, found in directory /srv/x."):
-            "has no weights file",
-        OSError(36, "File name too long"): "too long",
-        ValueError("Unrecognized model in /srv/x/a. Should have a `model_type` key in its config.json."):
-            "names no model type",
-        RuntimeError("Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will "
-                     "likely succeed"): "pickle that cannot be loaded safely",
-        RuntimeError("something odd in /srv/secret/place/file.bin, really"): "<folder>",
-    }
-    for exc, words in cases.items():
-        message = policy.explain_load_error("a", exc)
-        assert words in message and "/srv" not in message and "weights_only" not in message, message
-    with pytest.raises(ValueError, match="characters long"):
-        policy.screen("x" * 300)
-
-
-def test_public_mode_allows_hub_ids_embedded_and_own_runs(public, monkeypatch):
-    monkeypatch.setattr(store.hub, "hub_reachable", lambda: False)
-    assert store._resolve("bert-base-uncased")[0] == "hub cache"
-    assert store._resolve("google/bert_uncased_L-2_H-128_A-2")[0] == "hub cache"
-    run = str(next(public.glob("*/checkpoint")))
-    assert store._resolve(run)[:2] == ("local", run)
-    assert policy.load_kwargs() == {"use_safetensors": True}
-
-
-def test_operator_model_stays_loadable(tmp_path):
-    policy.set_public(tmp_path / "runs", allowed=(str(tmp_path),))
-    try:
-        assert policy.screen(str(tmp_path)) is None
-        with pytest.raises(ValueError, match="Only hub ids"):
-            policy.screen(str(tmp_path.parent))
-    finally:
-        policy.set_local()
-
-
-def test_local_mode_keeps_full_power(tmp_path):
-    assert policy.screen(str(tmp_path)) is None and policy.load_kwargs() == {}
-    (tmp_path / "config.json").write_text("{}")
-    assert store._resolve(str(tmp_path))[0] == "local"
-
-
-def test_hub_size_cap_before_download(public, monkeypatch):
-    with pytest.raises(ValueError, match="1.5 GB"):
-        policy.check_hub_size("bert-large-uncased", size_bytes=int(2.0e9))
-    policy.check_hub_size("bert-base-uncased", size_bytes=int(0.44e9))
-
-    class Sibling:
-        def __init__(self, name, size):
-            self.rfilename, self.size = name, size
-
-    class Info:
-        siblings = [Sibling("model.safetensors", int(3e9)), Sibling("pytorch_model.bin", int(3e9)),
-                    Sibling("config.json", 600)]
-
-    import huggingface_hub
-    monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: Info())
-    monkeypatch.setattr(store.hub, "hub_reachable", lambda: True)
-    with pytest.raises(ValueError, match="3.0 GB"):
-        store._resolve("someone/huge-bert")
 
 
 # --- pretraining caps and memory --------------------------------------------------------------
@@ -293,94 +173,9 @@ def test_stop_from_another_visitor_is_refused(monkeypatch):
 
 # --- flags and devices ----------------------------------------------------------------------------
 
-def test_public_mode_switches(monkeypatch):
-    monkeypatch.delenv("SPACE_ID", raising=False)
-    assert not app.is_public(app.parse_args([]))
-    assert app.is_public(app.parse_args(["--public"])) and app.is_public(app.parse_args(["--share"]))
-    monkeypatch.setenv("SPACE_ID", "someone/bert-explorer")
-    assert app.is_public(app.parse_args([]))
-    args = app.parse_args(["--auth", "ann:pw1", "--auth", "bob:pw:2", "--max-upload-mb", "5", "--max-queue", "9"])
-    assert args.auth == ["ann:pw1", "bob:pw:2"] and args.max_upload_mb == 5 and args.max_queue == 9
-    with pytest.raises(SystemExit):
-        app.parse_args(["--auth", "nopassword"])
-
-
-def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
-    import bertdemo.ui
-
-    calls = {}
-
-    class FakeDemo:
-        def queue(self, **kw):
-            calls["queue"] = kw
-            return self
-
-        def launch(self, **kw):
-            calls["launch"] = kw
-
-        def block_thread(self):
-            calls["blocked"] = True
-
-    def fake_build_app(store, **kw):
-        calls["build"] = kw
-        return FakeDemo()
-
-    monkeypatch.delenv("SPACE_ID", raising=False)
-    monkeypatch.setattr(bertdemo.ui, "build_app", fake_build_app)
-    monkeypatch.setattr(app, "_preload", lambda store: None)
-    try:
-        app.main(["--offline", "--public", "--runs-dir", str(tmp_path), "--auth", "ann:pw", "--concurrency", "2",
-                  "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100"])
-    finally:
-        policy.set_local()
-        from bertdemo.models import hub
-        hub.set_offline(False)
-    assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
-    assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
-    assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first, the logic loads after
-    assert calls["build"]["public"] is True and calls["build"]["limits"].max_steps == 100
-
-
-def test_mode_line():
-    from bertdemo.ui.layout import mode_line
-    assert mode_line(False).startswith("*Local mode")
-    assert "12M parameters" in mode_line(True, limits.Limits())
-
-
 def test_zero_gpu_main_process_stays_on_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     assert device_mod.resolve_device("auto").type == "cpu"
     monkeypatch.delenv("SPACES_ZERO_GPU")
     assert device_mod.resolve_device("auto").type == "cuda"
-
-
-def test_runs_are_named_without_their_server_folder(tmp_path, monkeypatch):
-    from tests.helpers import tiny_bert_config
-    from transformers import AutoTokenizer, BertForMaskedLM
-
-    from bertdemo.models import availability
-    from bertdemo.models.embedded import tokenizer_dir
-
-    runs = tmp_path / "srv" / "runs"
-    target = runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME
-    ckpt.write_checkpoint(target, BertForMaskedLM(tiny_bert_config()), AutoTokenizer.from_pretrained(str(tokenizer_dir())),
-                          {}, {"step": 3}, "")
-    monkeypatch.setattr(policy, "_runs_dir", None)
-    policy.set_runs_dir(runs)
-    name = policy.run_reference(target)
-    assert name == "run:20260101-000000-bert-tiny/checkpoint" and policy.resolve_run_reference(name) == str(target)
-    assert policy.run_reference(runs / "x" / "previous" / "step-2") == "run:x/previous/step-2"
-    for bad in ("run:../srv", "run:.uploads/checkpoint", "run:nope/checkpoint", "run:a/b", "run:20260101-000000-bert-tiny"):
-        with pytest.raises(ValueError, match="There is no run") as err:
-            policy.resolve_run_reference(bad)
-        assert str(tmp_path) not in str(err.value)
-    loaded = store.load_masked_lm(name, "cpu")
-    assert loaded.name == name and str(tmp_path) not in loaded.describe()
-    assert not availability.is_hub_id(name) and availability.can_load_now(name)
-    policy.set_public(tmp_path / "elsewhere")
-    policy.set_runs_dir(runs)
-    try:
-        assert store.load_masked_lm(name, "cpu").name == name  # public mode too
-    finally:
-        policy.set_local()

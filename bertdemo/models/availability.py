@@ -12,20 +12,16 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from bertdemo.models import embedded, hub, policy
+from bertdemo.models import embedded
+from bertdemo.models.hub import HubProbe
+from bertdemo.models.policy import path_exists
+from bertdemo.models.run_refs import RUN_PREFIX
 
 CASED_TOKENIZER_NAME = "embedded/wordpiece-cased-wiki"
 CASED_TOKENIZER_DIR = Path(__file__).resolve().parents[1] / "assets" / "wordpiece_cased_wiki"
 UNAVAILABLE = "unavailable: hub unreachable, not in the local cache"
 STAND_IN = "hub unreachable: the embedded model stands in"
 _EMBEDDED = {embedded.EMBEDDED_MLM_NAME, embedded.EMBEDDED_ENCODER_NAME, CASED_TOKENIZER_NAME}
-
-
-def _is_local(name: str) -> bool:
-    try:
-        return Path(name).expanduser().exists()
-    except (OSError, ValueError):
-        return False
 
 
 def in_local_cache(repo_id: str) -> bool:
@@ -41,22 +37,22 @@ def in_local_cache(repo_id: str) -> bool:
 def is_hub_id(name: str) -> bool:
     """A name loaded from the model hub (not embedded, not a local folder)."""
     name = (name or "").strip()
-    return (bool(name) and name not in _EMBEDDED and not name.startswith(policy.RUN_PREFIX)  # "run:<id>": a run here
-            and not _is_local(name))
+    return (bool(name) and name not in _EMBEDDED and not name.startswith(RUN_PREFIX)  # "run:<id>": a run here
+            and not path_exists(name))
 
 
-def can_load_now(name: str) -> bool:
+def can_load_now(name: str, hub: HubProbe) -> bool:
     """Whether ``name`` itself (not a stand-in) can load right now."""
     if not is_hub_id(name):
         return True
-    return hub.hub_reachable() or in_local_cache(name)
+    return hub.reachable() or in_local_cache(name)
 
 
-def label_choices(choices: list[tuple[str, str]], default: str) -> list[tuple[str, str]]:
+def label_choices(choices: list[tuple[str, str]], default: str, hub: HubProbe) -> list[tuple[str, str]]:
     """Dropdown (label, value) pairs with the choices that cannot load now marked as such."""
     out = []
     for label, value in choices:
-        if not can_load_now(value):
+        if not can_load_now(value, hub):
             label = f"{label} ({STAND_IN if value == default else UNAVAILABLE})"
         out.append((label, value))
     return out
@@ -78,7 +74,7 @@ def answered_by(requested: str, loaded) -> str:
 def tokenizer_answered_by(requested: str, tokenizer) -> str:
     """Like :func:`answered_by` for a tokenizer alone (the embedded vocabulary may stand in)."""
     source = str(getattr(tokenizer, "name_or_path", "") or "")
-    if is_hub_id(requested) and _is_local(source):
+    if is_hub_id(requested) and path_exists(source):
         return (f"embedded uncased WordPiece (bert-base-uncased's ids) standing in for {requested} "
                 "(model hub unreachable)")
     return requested

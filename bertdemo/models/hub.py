@@ -1,8 +1,10 @@
 """Is the Hugging Face hub reachable? One fast, cached answer instead of long retry loops.
 
-``huggingface_hub`` retries an unreachable host for ~50 s per file. We ask once with a
-short TCP connect (a second or two at most), remember the answer for a minute, and every
-loader in the app uses it to choose between the hub and the local/embedded fallbacks.
+``huggingface_hub`` retries an unreachable host for ~50 s per file. A :class:`HubProbe` asks once
+with a short TCP connect (a second or two at most) and remembers the answer for a minute; the
+app context owns one, and every loader uses it to choose between the hub and the local/embedded
+fallbacks. ``--offline`` is said to the Hugging Face libraries through their own environment
+variables (:data:`OFFLINE_ENV`), set by ``app.py`` before they are imported.
 """
 
 from __future__ import annotations
@@ -11,49 +13,21 @@ import os
 import socket
 import threading
 import time
+from typing import Callable
 from urllib.parse import urlparse
 
-_PROBE_TTL_S = 60.0
-_lock = threading.Lock()
-_cache: tuple[float, bool] | None = None
-_forced_offline = False
-_OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
-_saved_env: dict[str, str | None] | None = None  # the variables as they were before set_offline(True)
+PROBE_TTL_S = 60.0
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
-def set_offline(offline: bool = True) -> None:
-    """Force offline mode (the app's ``--offline`` flag): never touch the network.
-
-    ``set_offline(True)`` also sets ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` / ``HF_DATASETS_OFFLINE``
-    for the Hugging Face libraries (which read them when first imported: call this before);
-    ``set_offline(False)`` puts those variables back as they were before.
-    """
-    global _forced_offline, _cache, _saved_env
-    with _lock:
-        _forced_offline = offline
-        _cache = None
-        if offline:
-            if _saved_env is None:
-                _saved_env = {var: os.environ.get(var) for var in _OFFLINE_ENV}
-            for var in _OFFLINE_ENV:
-                os.environ[var] = "1"
-        elif _saved_env is not None:
-            for var, value in _saved_env.items():
-                if value is None:
-                    os.environ.pop(var, None)
-                else:
-                    os.environ[var] = value
-            _saved_env = None
+def env_offline() -> bool:
+    """True when the environment tells the Hugging Face libraries to stay offline."""
+    return any(os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
+               for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def _env_offline() -> bool:
-    return any(
-        os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
-        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-
-
-def _probe(timeout_s: float) -> bool:
+def tcp_probe(timeout_s: float) -> bool:
+    """True when the hub's host (``$HF_ENDPOINT``, default huggingface.co) accepts a TCP connection."""
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     parsed = urlparse(endpoint)
     host = parsed.hostname or "huggingface.co"
@@ -65,15 +39,31 @@ def _probe(timeout_s: float) -> bool:
         return False
 
 
-def hub_reachable(timeout_s: float = 1.5) -> bool:
-    """True when the model/dataset hub answers a TCP connect within ``timeout_s``."""
-    global _cache
-    if _forced_offline or _env_offline():
-        return False
-    with _lock:
-        now = time.monotonic()
-        if _cache is not None and now - _cache[0] < _PROBE_TTL_S:
-            return _cache[1]
-        ok = _probe(timeout_s)
-        _cache = (now, ok)
-        return ok
+class HubProbe:
+    """One server's view of the hub: offline when told so, else a TCP probe remembered for ``ttl_s``."""
+
+    def __init__(self, offline: bool = False, ttl_s: float = PROBE_TTL_S,
+                 probe: Callable[[float], bool] = tcp_probe, clock: Callable[[], float] = time.monotonic) -> None:
+        self.offline = offline
+        self.ttl_s = ttl_s
+        self._probe = probe
+        self._clock = clock
+        self._lock = threading.Lock()  # held during a probe: concurrent callers want the same answer
+        self._answer: tuple[float, bool] | None = None  # (when, reachable)
+
+    def reachable(self, timeout_s: float = 1.5) -> bool:
+        """True when the model/dataset hub answers (within ``timeout_s``); never when offline."""
+        if self.offline or env_offline():
+            return False
+        with self._lock:
+            now = self._clock()
+            if self._answer is not None and now - self._answer[0] < self.ttl_s:
+                return self._answer[1]
+            ok = self._probe(timeout_s)
+            self._answer = (now, ok)
+            return ok
+
+    def forget(self) -> None:
+        """Ask again next time (e.g. after the network changed)."""
+        with self._lock:
+            self._answer = None

@@ -1,49 +1,65 @@
 """Load and cache (tokenizer, masked-LM) pairs by hub id, local folder, embedded default or run checkpoint.
 
-One bounded LRU cache serves every user and every tab. Loading never hangs on an
-unreachable hub: :func:`bertdemo.models.hub.hub_reachable` answers in a second or two, then we
-either download, read the local Hugging Face cache (``local_files_only``), or fall back
-to the embedded model that ``requirements.txt`` installs — and say which and why.
+One bounded LRU cache serves every user and every tab. Loading never hangs on an unreachable hub:
+the server's :class:`~bertdemo.models.hub.HubProbe` answers in a second or two, then we either
+download, read the local Hugging Face cache (``local_files_only``), or — for the default model —
+let the embedded model stand in, and say which and why.
+
+Loads of different names run side by side: each name has its own lock, a hub download happens
+outside every lock, and only the short in-memory build holds the process-wide init lock. A model
+standing in is cached under its own name, never under the name asked for, so the real model
+answers as soon as the hub does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from bertdemo.models import attention_modes, embedded, hub, policy
+from bertdemo.models import attention_modes, embedded
+from bertdemo.models.availability import in_local_cache
 from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
 from bertdemo.models.device import resolve_device
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.models.policy import AccessPolicy
 
 CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
+TOKENIZER_CACHE_SIZE = 8
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
+HUB_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]  # configs, tokenizer files, safe weights
+HUB_PICKLED = ["pytorch_model*.bin"]  # fetched only on a local server, for repos without safetensors
 
 Progress = Callable[[float, str], None]
 FolderStamp = tuple[int, int]  # (folder inode, config.json mtime in ns) of a local model folder
+Downloader = Callable[[str, bool], str]  # (hub id, safetensors only) -> local folder holding its files
+T = TypeVar("T")
 
 
 @dataclass
 class LoadedModel:
     """A tokenizer and masked-LM ready for inference (eval mode, on ``device``)."""
 
-    name: str  # what the user asked for
+    name: str  # the model that answers (the embedded one when it stands in for the name asked for)
     source: str  # "hub" | "hub cache" | "local" | "embedded"
-    path: str  # what from_pretrained was given
+    path: str  # the folder (or, from the hub cache, the hub id) from_pretrained was given
     tokenizer: PreTrainedTokenizerBase
     model: PreTrainedModel
     device: torch.device
     has_mlm_head: bool  # False when the head weights were missing (randomly initialised)
     note: str = ""  # why this model is in use, e.g. the hub being unreachable
-    missing_head_keys: list[str] = field(default_factory=list)
+    missing_head_keys: list[str] = field(default_factory=list)  # test hook: what the head lacked
+    # things built from this model once (an int8 copy, an NSP head), freed with it; shared by its stand-in views
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _derived_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def max_length(self) -> int:
@@ -56,18 +72,20 @@ class LoadedModel:
             limits[0] -= 2  # RoBERTa position ids start at padding_idx + 1
         return min(limits)
 
-    def describe(self) -> str:
-        """One line for the page: which model, from where, and why."""
+    @property
+    def shape(self) -> tuple[int | str, int | str, int | str]:
+        """(layers, heads, hidden size) from the config, in BERT's names or DistilBERT's."""
         cfg = self.model.config
-        layers = getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", "?"))
-        heads = getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", "?"))
-        hidden = getattr(cfg, "hidden_size", getattr(cfg, "dim", "?"))
-        text = f"**{self.name}** ({self.source}) — {layers} layers · {heads} heads · hidden {hidden} · {self.device.type}"
-        if not self.has_mlm_head:
-            text += " · no trained masked-LM head"
-        if self.note:
-            text += f"  \n{self.note}"
-        return text
+        return (getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", "?")),
+                getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", "?")),
+                getattr(cfg, "hidden_size", getattr(cfg, "dim", "?")))
+
+    def derived(self, key: str, build: Callable[[], T]) -> T:
+        """``build()`` once per model (under a lock), remembered with it and freed when it is evicted."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = build()
+            return self._derived[key]
 
 
 def offline_default() -> str:
@@ -75,18 +93,37 @@ def offline_default() -> str:
     return embedded.EMBEDDED_MLM_NAME if embedded.has_mlm_assets() else embedded.EMBEDDED_ENCODER_NAME
 
 
-class ModelStore:
-    """Thread-safe bounded LRU cache of :class:`LoadedModel`, keyed by the requested name."""
+class _NameLock:
+    """A lock for one name, alive while someone holds or waits for it (a WeakValueDictionary entry)."""
 
-    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE) -> None:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class StandInNeeded(Exception):
+    """The default model is on the hub, the hub is unreachable and it is not cached: the embedded one answers."""
+
+
+class ModelStore:
+    """Thread-safe bounded LRU cache of :class:`LoadedModel`, keyed by the name that loaded."""
+
+    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE,
+                 policy: AccessPolicy | None = None, download: Downloader | None = None) -> None:
         self.default = default
         self.device = resolve_device(device)
         self.size = size
+        self.policy = policy or AccessPolicy()
+        self.download = download or hub_download
         # name -> (folder stamp when loaded, model); one entry per name, the least recently used first
         self._cache: OrderedDict[str, tuple[FolderStamp, LoadedModel]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._load_lock = threading.Lock()
+        self._tokenizers: OrderedDict[tuple, PreTrainedTokenizerBase] = OrderedDict()
+        self._lock = threading.Lock()  # guards the two caches and the name locks; never held while loading
+        self._name_locks: weakref.WeakValueDictionary[str, _NameLock] = weakref.WeakValueDictionary()
         self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
+
+    @property
+    def hub(self):
+        return self.policy.hub
 
     def set_extra_choices(self, provider: Callable[[], list[tuple[str, str]]]) -> None:
         """Register a provider of extra (label, path) choices, e.g. pretraining checkpoints."""
@@ -100,20 +137,28 @@ class ModelStore:
         """The loaded model for ``name`` (default when empty), loading it on first use.
 
         A local folder rewritten on disk since it was loaded (a checkpoint saved again) is loaded
-        again and replaces its old entry, so re-saves never take extra cache slots.
+        again and replaces its old entry, so re-saves never take extra cache slots. The default
+        model asked for while the hub is unreachable and not cached comes back as the embedded
+        model with a note saying so (cached under the embedded name).
         """
         name = (name or "").strip() or self.default
+        hit = self._hit(name)
+        if hit is not None:
+            return hit
         with self._lock:
-            hit = self._fresh(name)
+            name_lock = self._name_locks.get(name)
+            if name_lock is None:
+                name_lock = self._name_locks[name] = _NameLock()
+        with name_lock.lock:  # one load per name; other names load meanwhile
+            hit = self._hit(name)
             if hit is not None:
                 return hit
-        with self._load_lock:  # one load at a time; cache hits above never wait for it
-            with self._lock:
-                hit = self._fresh(name)
-                if hit is not None:
-                    return hit
-            stamp = folder_stamp(name)  # taken before loading: a rewrite during the load reloads next time
-            loaded = load_masked_lm(name, self.device, progress=progress, default=self.default)
+            stamp = folder_stamp(name, self.policy)  # taken before loading: a rewrite during the load reloads
+            try:
+                loaded = load_masked_lm(name, self.device, progress, self.policy, self.download,
+                                        stand_in_for_missing=name == self.default)
+            except StandInNeeded:
+                return self._stand_in(progress)
             with self._lock:
                 self._cache.pop(name, None)
                 self._cache[name] = (stamp, loaded)
@@ -121,13 +166,25 @@ class ModelStore:
                     self._cache.popitem(last=False)
             return loaded
 
-    def _fresh(self, name: str) -> LoadedModel | None:
-        """The cached model for ``name`` if its folder is unchanged on disk (marked most recent); caller holds the lock."""
-        entry = self._cache.get(name)
-        if entry is None or entry[0] != folder_stamp(name):
-            return None
-        self._cache.move_to_end(name)
-        return entry[1]
+    def _stand_in(self, progress: Progress | None) -> LoadedModel:
+        """The embedded model, as a view whose note says it stands in (same weights, same derived things)."""
+        try:
+            fallback = self.get(offline_default(), progress)
+        except ValueError:  # the embedded masked-LM could not be assembled: the bare encoder
+            if offline_default() == embedded.EMBEDDED_ENCODER_NAME:
+                raise
+            fallback = self.get(embedded.EMBEDDED_ENCODER_NAME, progress)
+        return dataclasses.replace(fallback, note=f"{OFFLINE_NOTE} ({fallback.note})")
+
+    def _hit(self, name: str) -> LoadedModel | None:
+        """The cached model for ``name`` if its folder is unchanged on disk (marked most recent)."""
+        stamp = folder_stamp(name, self.policy)
+        with self._lock:
+            entry = self._cache.get(name)
+            if entry is None or entry[0] != stamp:
+                return None
+            self._cache.move_to_end(name)
+            return entry[1]
 
     def cached_names(self) -> list[str]:
         """Names of the models in memory, least recently used first."""
@@ -135,28 +192,44 @@ class ModelStore:
             return list(self._cache)
 
     def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase:
-        """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached)."""
+        """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached per name,
+        folder stamp and hub reachability, so a stand-in vocabulary is not kept once the hub answers)."""
         name = (name or "").strip() or self.default
+        loaded = self._hit(name)  # a checkpoint saved again since its model loaded: not this one
+        if loaded is not None:
+            return loaded.tokenizer
+        key = (name, folder_stamp(name, self.policy), self.hub.reachable())
         with self._lock:
-            loaded = self._fresh(name)  # a checkpoint saved again since its model loaded: not this one
-            if loaded is not None:
-                return loaded.tokenizer
-        return _cached_tokenizer(name, self.default, folder_stamp(name))
+            if key in self._tokenizers:
+                self._tokenizers.move_to_end(key)
+                return self._tokenizers[key]
+        tokenizer = load_tokenizer(name, self.default, self.policy, self.download)
+        with self._lock:
+            self._tokenizers[key] = tokenizer
+            while len(self._tokenizers) > TOKENIZER_CACHE_SIZE:
+                self._tokenizers.popitem(last=False)
+        return tokenizer
 
 
-def folder_stamp(name: str) -> FolderStamp:
+def folder_stamp(name: str, policy: AccessPolicy | None = None) -> FolderStamp:
     """(folder inode, config.json mtime) of a local model folder; changes when it is rewritten. (0, 0) otherwise."""
     try:
-        folder = Path(policy.resolve_run_reference(name) or name).expanduser()  # "run:<id>" too
+        run = policy.resolve_run_reference(name) if policy is not None else None
+        folder = Path(run or name).expanduser()  # "run:<id>" too
         return folder.stat().st_ino, (folder / "config.json").stat().st_mtime_ns
     except (OSError, ValueError):
         return 0, 0
 
 
-@lru_cache(maxsize=8)
-def _cached_tokenizer(name: str, default: str, stamp: FolderStamp) -> PreTrainedTokenizerBase:
-    """load_tokenizer, remembered per name and folder stamp (a rewritten folder is read again)."""
-    return load_tokenizer(name, default)
+def hub_download(repo_id: str, safetensors_only: bool) -> str:
+    """Download a hub repo's configs, tokenizer files and weights (safetensors; a local server also takes
+    ``pytorch_model.bin`` when the repo has no safetensors) into the Hugging Face cache; its folder."""
+    from huggingface_hub import snapshot_download
+
+    folder = snapshot_download(repo_id, allow_patterns=HUB_FILES)
+    if not safetensors_only and not any(Path(folder).glob("*.safetensors")):
+        folder = snapshot_download(repo_id, allow_patterns=HUB_FILES + HUB_PICKLED)
+    return folder
 
 
 def _report(progress: Progress | None, fraction: float, message: str) -> None:
@@ -168,7 +241,7 @@ def _is_model_dir(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
-def _resolve(name: str) -> tuple[str, str, bool, str]:
+def _resolve(name: str, policy: AccessPolicy) -> tuple[str, str, bool, str]:
     """(source, what from_pretrained gets, local_files_only, note) for a model name."""
     if not name:
         raise ValueError("Enter a model name: a hub id such as bert-base-uncased, or a local folder.")
@@ -197,18 +270,34 @@ def _resolve(name: str) -> tuple[str, str, bool, str]:
         return "local", str(path), False, ""
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise ValueError(f"No such folder: {name!r}.")
-    if hub.hub_reachable():
+    if policy.hub.reachable():
         policy.check_hub_size(name)  # public mode: refuse a checkpoint above the size cap before downloading
         return "hub", name, False, ""
     return "hub cache", name, True, "model hub unreachable: loaded from the local cache"
 
 
-def load_tokenizer(name: str, default: str = DEFAULT_MODEL) -> PreTrainedTokenizerBase:
-    """Only the tokenizer of ``name`` (for side-by-side comparisons), same resolution as models."""
-    name = name.strip()
-    _, target, local_only, _ = _resolve(name)
+def _fetch(name: str, source: str, target: str, policy: AccessPolicy, download: Downloader) -> str:
+    """The folder to load from: a hub id is downloaded first (outside every lock), other sources as they are."""
+    if source != "hub":
+        return target
     try:
-        return AutoTokenizer.from_pretrained(target, local_files_only=local_only)
+        return download(name, policy.public)
+    except (OSError, ValueError) as exc:
+        raise ValueError(policy.explain_load_error(name, exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub's errors (not found, gated, network) all say "cannot"
+        if type(exc).__name__ in {"RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"}:
+            raise ValueError(policy.not_found_message(name, hub_reachable=True)) from exc
+        raise ValueError(policy.explain_load_error(name, exc)) from exc
+
+
+def load_tokenizer(name: str, default: str = DEFAULT_MODEL, policy: AccessPolicy | None = None,
+                   download: Downloader = hub_download) -> PreTrainedTokenizerBase:
+    """Only the tokenizer of ``name`` (for side-by-side comparisons), same resolution as models."""
+    policy = policy or AccessPolicy()
+    name = name.strip()
+    source, target, local_only, _ = _resolve(name, policy)
+    try:
+        return AutoTokenizer.from_pretrained(_fetch(name, source, target, policy, download), local_files_only=local_only)
     except (OSError, ValueError, KeyError) as exc:
         if local_only and name == default:  # the embedded vocabulary has bert-base-uncased's ids
             return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
@@ -221,23 +310,30 @@ def load_masked_lm(
     name: str,
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
-    default: str = DEFAULT_MODEL,
+    policy: AccessPolicy | None = None,
+    download: Downloader = hub_download,
+    stand_in_for_missing: bool = False,
 ) -> LoadedModel:
     """Load ``name`` (hub id, local folder or the embedded name) with clear errors.
 
-    Raises ``ValueError`` with a message fit for the page when the model cannot be used.
+    Raises ``ValueError`` with a message fit for the page when the model cannot be used, or
+    :class:`StandInNeeded` (when ``stand_in_for_missing``) for a hub model that cannot load offline.
     """
+    policy = policy or AccessPolicy()
     device = resolve_device(device) if isinstance(device, str) else device
     name = name.strip()
-    source, target, local_only, note = _resolve(name)
+    source, target, local_only, note = _resolve(name, policy)
+    if local_only and stand_in_for_missing and not in_local_cache(name):
+        raise StandInNeeded(name)  # said at once: no library call to find out
     _report(progress, 0.1, f"Loading tokenizer for {name}…")
+    folder = _fetch(name, source, target, policy, download)  # a hub download: no lock held
     try:
-        tokenizer = AutoTokenizer.from_pretrained(target, local_files_only=local_only)
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=local_only)
         _report(progress, 0.3, f"Loading weights for {name}…")
-        config = AutoConfig.from_pretrained(target, local_files_only=local_only)
+        config = AutoConfig.from_pretrained(folder, local_files_only=local_only)
         with MODEL_INIT_LOCK:
             model, info = AutoModelForMaskedLM.from_pretrained(
-                target,
+                folder,
                 config=config,
                 local_files_only=local_only,
                 # float32, not the checkpoint's dtype: the same numbers on every device, and the
@@ -249,15 +345,8 @@ def load_masked_lm(
             )
     except (OSError, ValueError, KeyError, pickle.UnpicklingError) as exc:
         if local_only:
-            if name == default:
-                try:
-                    fallback = load_masked_lm(offline_default(), device, progress, default)
-                except ValueError:  # the embedded masked-LM could not be assembled: the bare encoder
-                    if offline_default() == embedded.EMBEDDED_ENCODER_NAME:
-                        raise
-                    fallback = load_masked_lm(embedded.EMBEDDED_ENCODER_NAME, device, progress, default)
-                fallback.note = f"{OFFLINE_NOTE} ({fallback.note})"
-                return fallback
+            if stand_in_for_missing:
+                raise StandInNeeded(name) from exc
             raise ValueError(policy.not_found_message(name, hub_reachable=False)) from exc
         raise ValueError(policy.explain_load_error(name, exc)) from exc  # what to change, no server path
 
@@ -270,7 +359,7 @@ def load_masked_lm(
     return LoadedModel(
         name=name,
         source=source,
-        path=target,
+        path=folder,
         tokenizer=tokenizer,
         model=model,
         device=device,

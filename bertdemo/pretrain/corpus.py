@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.models.hub import hub_reachable
+from bertdemo.models.hub import HubProbe
 
 TINYSTORIES_ID = "noanabeshima/TinyStoriesV2"
 
@@ -108,7 +108,7 @@ def open_corpus(corpus: str) -> Corpus:
         docs = wiki_summaries()
         return Corpus("wiki-summaries-en", "Wikipedia summaries (embedded)", len(docs), iter(docs))
     if corpus == "tinystories":
-        if not hub_reachable():
+        if not HubProbe().reachable():  # asked once per run start
             raise ValueError(
                 "The dataset hub is unreachable, so TinyStories cannot be loaded; "
                 "use the embedded 'wiki' corpus or upload a .txt / .jsonl file."

@@ -15,7 +15,7 @@ from bertdemo.ui.common import progress_callback, user_errors
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
+    from bertdemo.context import AppContext
 
 ablation = LazyModule("bertdemo.explore.ablation")
 attention = LazyModule("bertdemo.explore.attention")
@@ -124,8 +124,9 @@ def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[
     return paths
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store = ctx.models
 
     @user_errors
     def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, direction="all", previous=None,

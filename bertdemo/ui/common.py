@@ -8,22 +8,33 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.models import availability, policy
+from bertdemo.models import availability
+from bertdemo.models.load_errors import mask_paths
+from bertdemo.viz.model_info import model_summary
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
+    from bertdemo.ui.lazy import ModelSource as ModelStore
 
 fill_mask = LazyModule("bertdemo.explore.fill_mask")
 
 log = logging.getLogger(__name__)
 
 
-def user_errors(fn: Callable) -> Callable:
+def unexpected_error_message(exc: BaseException, public: bool) -> str:
+    """What the page says of a failure nobody planned for: on a public server with every path masked."""
+    text = f"{type(exc).__name__}: {exc}"
+    return f"Something went wrong: {mask_paths(text) if public else text}"
+
+
+def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable:
     """Run a handler; a ``ValueError`` from the logic becomes a ``gr.Error`` with the same message.
 
-    Any other exception is logged and shown as a short message, so the server keeps serving.
+    Any other exception is logged and shown as a short message (no server path on a public
+    server), so the server keeps serving. Use as ``@user_errors`` or ``@user_errors(public=...)``.
     """
+    if fn is None:
+        return functools.partial(user_errors, public=public)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -35,7 +46,7 @@ def user_errors(fn: Callable) -> Callable:
             raise gr.Error(str(exc), duration=None) from exc
         except Exception as exc:  # noqa: BLE001 - the page must get an answer, never a hung spinner
             log.exception("Handler %s failed", fn.__name__)
-            raise gr.Error(f"Something went wrong: {type(exc).__name__}: {exc}", duration=None) from exc
+            raise gr.Error(unexpected_error_message(exc, public), duration=None) from exc
 
     return wrapper
 
@@ -47,12 +58,12 @@ def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
 
 def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:
     """The store's model choices, those that cannot load right now marked in their labels."""
-    return availability.label_choices(store.choices(), store.default)
+    return availability.label_choices(store.choices(), store.default, store.hub)
 
 
-def model_hint() -> str:
+def model_hint(public: bool) -> str:
     """The model box's hint: public servers load no folders, so they do not offer them."""
-    if policy.is_public():
+    if public:
         return "Pick one, or type the hub id of a masked-LM (e.g. bert-base-uncased)."
     return "Pick one, or type any hub id or local folder of a masked-LM."
 
@@ -64,7 +75,7 @@ def model_dropdown(store: ModelStore, label: str = "Model", **kwargs) -> gr.Drop
         value=store.default,
         label=label,
         allow_custom_value=True,
-        info=model_hint(),
+        info=model_hint(store.policy.public),
         **kwargs,
     )
 
@@ -109,8 +120,7 @@ def model_status(store: ModelStore) -> Callable:
             status = (f"⚠️ **{requested}** could not load: {exc}  \n"
                       f"Still answering: **{availability.answered_by(last, still)}**")
             return status, head_notice(still), last, gr.update(value=last)
-        details = loaded.describe().split("  \n")[0]  # name, source, size, device; the why is in the line below
-        status = f"Model in use: {details}  \n{answered_line(requested, loaded)}"
+        status = f"Model in use: {model_summary(loaded)}  \n{answered_line(requested, loaded)}"
         return status, head_notice(loaded), requested, gr.skip()
 
     return user_errors(on_change)

@@ -13,6 +13,7 @@ from bertdemo.ui.common import answered_line, labelled_choices, progress_callbac
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
+    from bertdemo.context import AppContext
     from bertdemo.models.store import ModelStore
 
 fill_mask = LazyModule("bertdemo.explore.fill_mask")
@@ -84,8 +85,9 @@ def _second_choices(store: ModelStore) -> list[tuple[str, str]]:
     return [("none", NO_SECOND)] + labelled_choices(store)
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> gr.Markdown:
+def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     """Lay out the tab inside the current Blocks context; returns its notice box for the model picker."""
+    store = ctx.models
 
     @user_errors
     def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str,

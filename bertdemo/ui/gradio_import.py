@@ -11,16 +11,27 @@ Every time it is imported, gradio
 Together that is about 60 % of ``import gradio`` (docs/benchmarks.md, "Cold start").
 :func:`skip_stub_rewrites`, called before gradio is imported, makes the first a no-op and the
 second a plain string replacement (the same docstrings); the components themselves are untouched.
+
+It is applied by ``app.py`` (never as a side effect of importing a bertdemo module), only to the
+gradio releases it was checked on (:data:`CHECKED`), and not at all when ``BERTDEMO_GRADIO_PATCH=0``;
+it logs why when it does not apply.
 """
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
+import logging
+import os
 import sys
 from types import ModuleType
 from typing import Callable
 
+log = logging.getLogger(__name__)
+
+CHECKED = ((6, 20), (7, 0))  # gradio releases from the first to before the second: the patch was verified there
+OPT_OUT_ENV = "BERTDEMO_GRADIO_PATCH"  # "0": import gradio as it comes
 TEMPLATE_FIELD = "{{ component }}"  # the only template field in gradio's listener docstrings
 
 
@@ -49,6 +60,7 @@ def _patch_events(module: ModuleType) -> None:
 
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "gradio.component_meta": _patch_component_meta,
+    "gradio.blocks_events": _patch_component_meta,  # imports create_or_modify_pyi by name
     "gradio.events": _patch_events,
 }
 
@@ -78,9 +90,34 @@ class _Patcher(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _checked_release() -> str | None:
+    """Why the installed gradio is not one the patch was verified on (None when it is)."""
+    try:
+        version = importlib.metadata.version("gradio")
+    except importlib.metadata.PackageNotFoundError:
+        return "gradio is not installed"
+    try:
+        release = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return f"gradio {version} has an unexpected version number"
+    if not CHECKED[0] <= release < CHECKED[1]:
+        return f"gradio {version} is outside the checked releases"
+    return None
+
+
 def skip_stub_rewrites() -> bool:
-    """Install the patcher; False (and nothing done) when gradio is imported already."""
-    if any(name in sys.modules for name in PATCHES) or any(isinstance(f, _Patcher) for f in sys.meta_path):
+    """Install the patcher before gradio is imported; False (logged, nothing done) when it cannot apply."""
+    reason = None
+    if os.environ.get(OPT_OUT_ENV, "").strip() == "0":
+        reason = f"{OPT_OUT_ENV}=0"
+    elif any(name in sys.modules for name in PATCHES):
+        reason = "gradio is imported already"
+    elif any(isinstance(f, _Patcher) for f in sys.meta_path):
+        return True
+    else:
+        reason = _checked_release()
+    if reason is not None:
+        log.info("gradio imported as it comes (%s)", reason)
         return False
     sys.meta_path.insert(0, _Patcher())
     return True

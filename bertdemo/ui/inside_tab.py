@@ -17,7 +17,7 @@ from bertdemo.ui.common import progress_callback, user_errors
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
+    from bertdemo.context import AppContext
 
 inside = LazyModule("bertdemo.explore.inside")
 inside_anatomy = LazyModule("bertdemo.explore.inside_anatomy")
@@ -61,8 +61,9 @@ def _soft(fn: Callable, n_outputs: int, message_at: int) -> Callable:
     return wrapper
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store = ctx.models
 
     def load(model, progress):
         return store.get(model, progress=progress_callback(progress))

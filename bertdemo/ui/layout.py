@@ -11,8 +11,7 @@ from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, p
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 
 if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
-    from bertdemo.ui.lazy import StoreFront
+    from bertdemo.context import AppContext
 
 TITLE = "BERT Explorer"
 CSS = """
@@ -27,25 +26,25 @@ CSS = """
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 
-def mode_line(public: bool, limits: Limits | None = None) -> str:
-    """The one line under the title that says which mode this server is in."""
-    if not public:
+def mode_line(limits: Limits | None) -> str:
+    """The one line under the title that says which mode this server is in (``limits``: a public server's caps)."""
+    if limits is None:
         return "*Local mode: any hub id or model folder on this machine can be loaded; training is not capped.*"
-    lim = limits or Limits()
+    lim = limits
     return (f"*Public mode: hub models, the embedded models and this server's runs only; training up to "
             f"{lim.max_params / 1e6:g}M parameters, {lim.max_steps:,} steps and {lim.max_minutes:g} minutes; "
             "only you control the runs you start.*")
 
 
-def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
-    """Build (but do not launch) the Blocks app serving every tab from one model store.
+def build_app(ctx: AppContext) -> gr.Blocks:
+    """Build (but do not launch) the Blocks app serving every tab from the context's one model store.
 
-    Pretraining checkpoints under ``runs_dir`` join the model choices of every tab (as run:<id> names,
-    registered by the Pretrain tab). ``public``: the
-    server faces the public (models and training restricted, ``limits`` the training caps).
-    Building imports no torch: with a :class:`~bertdemo.ui.lazy.StoreFront` the page is served
-    while the logic loads, and the status line says "Loading the model…" until the model is in.
+    Pretraining checkpoints of this server's runs join the model choices of every tab (as run:<id>
+    names, registered by the Pretrain tab). On a public server models and training are restricted.
+    Building imports no torch: the store is a :class:`~bertdemo.ui.lazy.StoreFront`, so the page is
+    served while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
+    store = ctx.models
     load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
 
     with gr.Blocks(title=TITLE, delete_cache=(1800, 3600)) as demo:  # files served: removed after an hour
@@ -53,18 +52,18 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
             f"# {TITLE}\nSee BERT work: how it splits text into WordPiece tokens, which words it "
             "predicts for a `[MASK]`, where its attention heads look — and train a small one yourself, live."
         )
-        gr.Markdown(mode_line(public, limits), elem_id="mode-line")
+        gr.Markdown(mode_line(ctx.settings.public_limits), elem_id="mode-line")
         with gr.Row():
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
         with gr.Tabs():
-            tokenizer_tab.build(store, model_box)
-            notice = fill_mask_tab.build(store, model_box)
-            attention_tab.build(store, model_box)
-            inside_tab.build(store, model_box)
-            masking_tab.build(store, model_box)
-            pretrain_tab.build(store, model_box, runs_dir, public=(limits or Limits()) if public else None)
+            tokenizer_tab.build(ctx, model_box)
+            notice = fill_mask_tab.build(ctx, model_box)
+            attention_tab.build(ctx, model_box)
+            inside_tab.build(ctx, model_box)
+            masking_tab.build(ctx, model_box)
+            pretrain_tab.build(ctx, model_box)
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])

@@ -1,26 +1,30 @@
 """The heavy logic (torch, transformers, the explore/ views, the pretraining engine), loaded after
 the page is served.
 
-The page is built from torch-free modules only. :func:`start` (called by ``app.py`` as soon as the
-server is up) imports :data:`FIRST` in one background thread, warms the default model, then imports
-:data:`REST`. A handler reaches those modules through a :class:`LazyModule` and waits until its
-module is in; the first one to ask starts the thread itself when nothing has (e.g. in tests).
-:class:`StoreFront` stands in for the model store until then: the page reads its default and its
-choices; everything else waits for the real :class:`~bertdemo.models.store.ModelStore`.
+The page is built from torch-free modules only. The app context's :class:`LogicLoader`, started by
+``app.py`` as soon as the server is up, imports :data:`FIRST` in one background thread, warms the
+default model, then imports :data:`REST`. A handler reaches those modules through a
+:class:`LazyModule`, a stateless stand-in that imports its module on first attribute access:
+Python's import lock makes it wait for an import the loader has under way, and a module that
+failed to load raises its own error in the handler. :class:`StoreFront` stands in for the model
+store until then: the page reads its default and its choices; ``get`` waits for the real store.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import sys
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from bertdemo.models import catalog
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from bertdemo.models.hub import HubProbe
+    from bertdemo.models.policy import AccessPolicy
     from bertdemo.models.store import LoadedModel, ModelStore
 
 log = logging.getLogger(__name__)
@@ -32,73 +36,66 @@ REST = (
     "bertdemo.explore.inside", "bertdemo.explore.inside_layer", "bertdemo.explore.inside_output",
     "bertdemo.explore.inside_anatomy", "bertdemo.viz.inside",
     "bertdemo.explore.masking_lab", "bertdemo.explore.nsp", "bertdemo.viz.masking",
-    "bertdemo.pretrain.run", "bertdemo.explore.order_probe",
+    "bertdemo.explore.order_probe",
 )
 STARTING = "Starting up: loading PyTorch and transformers…"
-
-_cond = threading.Condition()
-_loaded: set[str] = set()
-_failed: dict[str, BaseException] = {}
-_thread: threading.Thread | None = None
+Progress = Callable[[float, str], None]
 
 
-def start(warm_up: Callable[[], None] | None = None) -> threading.Thread:
-    """Start loading the logic in a background thread (once); ``warm_up`` runs between FIRST and REST
-    (in that thread: a failure is logged, and the first request that needs the model tries again)."""
-    global _thread
-    with _cond:
-        if _thread is None:
-            _thread = threading.Thread(target=_load, args=(warm_up,), name="bertdemo-logic-loader", daemon=True)
-            _thread.start()
-        return _thread
+class LogicLoader:
+    """Imports the logic modules in one background thread after the page is served (owned by the app context)."""
 
+    def __init__(self, first: tuple[str, ...] = FIRST, rest: tuple[str, ...] = REST) -> None:
+        self.first, self.rest = first, rest
+        self._lock = threading.Lock()
+        self._loaded: set[str] = set()
+        self._failed: dict[str, BaseException] = {}
+        self._thread: threading.Thread | None = None
 
-def _load(warm_up: Callable[[], None] | None) -> None:
-    for group in (FIRST, REST):
-        for name in group:
-            try:
-                importlib.import_module(name)
-            except BaseException as exc:  # noqa: BLE001 - every waiting handler must hear of it
-                log.exception("Could not load %s", name)
-                with _cond:
-                    _failed[name] = exc
-                    _cond.notify_all()
-            else:
-                with _cond:
-                    _loaded.add(name)
-                    _cond.notify_all()
-        if group is FIRST and warm_up is not None:
-            try:
-                warm_up()
-            except Exception:  # noqa: BLE001 - a failed warm-up leaves the model to the first request
-                log.exception("Warming up the default model failed")
+    def start(self, warm_up: Callable[[], None] | None = None) -> threading.Thread:
+        """Start loading (once); ``warm_up`` runs between FIRST and REST in that thread (a failure is
+        logged, and the first request that needs the model tries again)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, args=(warm_up,), name="bertdemo-logic-loader",
+                                                daemon=True)
+                self._thread.start()
+            return self._thread
 
+    def _load(self, warm_up: Callable[[], None] | None) -> None:
+        for group in (self.first, self.rest):
+            for name in group:
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # noqa: BLE001 - logged; a handler that needs it gets the error itself
+                    log.exception("Could not load %s", name)
+                    with self._lock:
+                        self._failed[name] = exc
+                else:
+                    with self._lock:
+                        self._loaded.add(name)
+            if group is self.first and warm_up is not None:
+                try:
+                    warm_up()
+                except Exception:  # noqa: BLE001 - a failed warm-up leaves the model to the first request
+                    log.exception("Warming up the default model failed")
 
-def is_loaded(name: str) -> bool:
-    """Whether the background loader has imported ``name`` (never waits)."""
-    return name in _loaded
+    def is_loaded(self, name: str) -> bool:
+        """Whether this loader has imported ``name`` (never waits)."""
+        with self._lock:
+            return name in self._loaded
 
-
-def require(name: str) -> ModuleType:
-    """The module ``name``, once loaded: waits for the background loader (starting it if needed)."""
-    if name in _loaded:
-        return sys.modules[name]
-    if threading.current_thread() is _thread:  # the warm-up itself: never wait for our own thread
-        return importlib.import_module(name)
-    thread = start()
-    with _cond:
-        _cond.wait_for(lambda: name in _loaded or name in _failed or not thread.is_alive())
-        failed = _failed.get(name)
-    if failed is not None:
-        raise RuntimeError(f"{name} could not be loaded: {type(failed).__name__}: {failed}") from failed
-    return importlib.import_module(name)  # loaded, or (not in the plan) imported now that the loader is done
+    def failed(self, name: str) -> BaseException | None:
+        """The error that stopped ``name`` from loading, if it did."""
+        with self._lock:
+            return self._failed.get(name)
 
 
 class LazyModule:
-    """Stands for a logic module: attribute access waits until the module is loaded.
+    """Stands for a logic module: attribute access imports it (waiting for the loader's import under way).
 
     ``fill_mask = LazyModule("bertdemo.explore.fill_mask")`` at the top of a UI module costs nothing;
-    ``fill_mask.predict(...)`` inside a handler waits for the import, then calls the real function.
+    ``fill_mask.predict(...)`` inside a handler imports the module, then calls the real function.
     """
 
     def __init__(self, name: str) -> None:
@@ -107,10 +104,14 @@ class LazyModule:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):  # copy, pickle and introspection probes must not load the module
             raise AttributeError(attr)
-        return getattr(require(self._name), attr)
+        return getattr(self.module(), attr)
+
+    def module(self) -> ModuleType:
+        """The real module (imported now if nobody has)."""
+        return importlib.import_module(self._name)
 
     def __repr__(self) -> str:
-        return f"<lazy module {self._name!r} ({'loaded' if is_loaded(self._name) else 'not loaded yet'})>"
+        return f"<lazy module {self._name!r}>"
 
 
 class Deferred:
@@ -131,25 +132,50 @@ class Deferred:
         return getattr(self._made[0], attr)
 
 
-class StoreFront:
-    """The model store as the page sees it while the logic loads.
+class ModelSource(Protocol):
+    """What the tabs use of the model store (the real :class:`~bertdemo.models.store.ModelStore` or the front)."""
 
-    ``default``, ``choices()`` and ``set_extra_choices()`` are torch-free; any other attribute
-    (``get``, ``get_tokenizer``, ``cached_names``, ``device``…) waits for the real store.
+    default: str
+
+    @property
+    def policy(self) -> AccessPolicy: ...
+    @property
+    def hub(self) -> HubProbe: ...
+    def choices(self) -> list[tuple[str, str]]: ...
+    def set_extra_choices(self, provider: catalog.ExtraChoices) -> None: ...
+    def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel: ...
+    def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase: ...
+    def cached_names(self) -> list[str]: ...
+
+
+class StoreFront:
+    """The model store as the page sees it while the logic loads (a :class:`ModelSource`).
+
+    ``default``, ``policy``, ``hub``, ``choices()`` and ``set_extra_choices()`` are torch-free; the
+    other methods create the real :class:`~bertdemo.models.store.ModelStore` on first use.
     """
 
-    def __init__(self, default: str = catalog.DEFAULT_MODEL, device: str = "auto") -> None:
+    def __init__(self, policy: AccessPolicy, default: str = catalog.DEFAULT_MODEL, device: str = "auto",
+                 loader: LogicLoader | None = None) -> None:
         self.default = default
         self.device_choice = device
+        self.policy = policy
+        self.loader = loader
         self._extra: catalog.ExtraChoices | None = None
         self._store: ModelStore | None = None
         self._lock = threading.Lock()
 
+    @property
+    def hub(self) -> HubProbe:
+        return self.policy.hub
+
     def set_extra_choices(self, provider: catalog.ExtraChoices) -> None:
         """Register a provider of extra (label, path) choices, e.g. pretraining checkpoints."""
-        self._extra = provider
-        if self._store is not None:
-            self._store.set_extra_choices(provider)
+        with self._lock:
+            self._extra = provider
+            store = self._store
+        if store is not None:
+            store.set_extra_choices(provider)
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, value) pairs for the model dropdowns, exactly as the real store gives them."""
@@ -157,22 +183,23 @@ class StoreFront:
 
     def real(self) -> ModelStore:
         """The real model store (created once its module has loaded)."""
-        store_module = require(STORE)
+        store_module = importlib.import_module(STORE)
         with self._lock:
             if self._store is None:
-                store = store_module.ModelStore(default=self.default, device=self.device_choice)
+                store = store_module.ModelStore(default=self.default, device=self.device_choice, policy=self.policy)
                 if self._extra is not None:
                     store.set_extra_choices(self._extra)
                 self._store = store
             return self._store
 
-    def get(self, name: str | None = None, progress: Callable[[float, str], None] | None = None) -> LoadedModel:
+    def get(self, name: str | None = None, progress: Progress | None = None) -> LoadedModel:
         """``ModelStore.get``; while PyTorch is still loading, ``progress`` says so first."""
-        if progress is not None and not is_loaded(STORE):
+        if progress is not None and self.loader is not None and not self.loader.is_loaded(STORE):
             progress(0.0, STARTING)
         return self.real().get(name, progress=progress)
 
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(self.real(), attr)
+    def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase:
+        return self.real().get_tokenizer(name)
+
+    def cached_names(self) -> list[str]:
+        return self.real().cached_names()

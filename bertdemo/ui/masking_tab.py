@@ -17,7 +17,7 @@ from bertdemo.ui.common import user_errors
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
+    from bertdemo.context import AppContext
 
 masking_lab = LazyModule("bertdemo.explore.masking_lab")
 nsp = LazyModule("bertdemo.explore.nsp")
@@ -53,8 +53,9 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
     return lambda event: attach(event, api_visibility="private")
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context."""
+    store = ctx.models
 
     def mask_sample(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count):
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)

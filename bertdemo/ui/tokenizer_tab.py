@@ -15,6 +15,7 @@ from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, rende
 from bertdemo.ui.common import labelled_choices, user_errors
 
 if TYPE_CHECKING:
+    from bertdemo.context import AppContext
     from bertdemo.models.store import ModelStore
 
 EXAMPLE_A = "I love tokenization! Unbelievably, BERT splits rare words into pieces."
@@ -43,8 +44,9 @@ def _table(store: ModelStore, model: str, text: str, text_pair: str):
     return availability.tokenizer_answered_by(requested, tokenizer), table
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store = ctx.models
 
     @user_errors
     def run_tokenize(text: str, text_pair: str, model: str):

@@ -1,0 +1,54 @@
+"""The app context: one server's settings and the services built from them, made once by ``app.py``.
+
+``build_app(ctx)`` hands it to every tab; the logic takes what it uses as arguments. Nothing else
+in the package keeps mutable state of its own, so a test builds a fresh context
+(:meth:`AppContext.for_tests`) and nothing leaks from one test to the next. Building it imports
+no torch: the model store is a :class:`~bertdemo.ui.lazy.StoreFront` until the logic has loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertdemo.explore.batching import MicroBatcher
+from bertdemo.models.hub import HubProbe
+from bertdemo.models.policy import AccessPolicy
+from bertdemo.pretrain.service import RunService
+from bertdemo.settings import ServerSettings
+from bertdemo.ui.lazy import LogicLoader, StoreFront
+
+
+@dataclass
+class AppContext:
+    """One server: what it was told (``settings``) and what it runs (models, runs, batcher, loader)."""
+
+    settings: ServerSettings
+    models: StoreFront  # the model store (the real one once the logic has loaded)
+    runs: RunService  # pretraining runs: start, control, delete, list
+    batcher: MicroBatcher  # concurrent Fill-Mask requests share a forward
+    loader: LogicLoader  # imports torch and the logic after the page is served
+
+    @classmethod
+    def from_settings(cls, settings: ServerSettings) -> AppContext:
+        """Build the services of a server with these settings (torch-free: nothing heavy loads here)."""
+        hub = HubProbe(offline=settings.offline)
+        public = settings.public
+        policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
+                              runs_dir=settings.runs_dir, hub=hub)
+        loader = LogicLoader()
+        return cls(settings=settings,
+                   models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
+                   runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader)
+
+    @classmethod
+    def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:
+        """A context whose runs and caches live under ``tmp_path`` (offline, CPU), local unless ``public``."""
+        base = dict(runs_dir=Path(tmp_path) / "runs", cache_dir=Path(tmp_path) / "cache", public=public,
+                    admin_token="", offline=True, device="cpu")
+        base.update(settings)
+        return cls.from_settings(ServerSettings.build(**base))
+
+    def warm_up(self) -> None:
+        """Load the default model now (the loader calls this once torch is in)."""
+        self.models.get()

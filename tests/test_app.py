@@ -1,0 +1,84 @@
+"""app.py: the command line becomes one ServerSettings; the traffic flags reach gradio's queue and launch;
+the page is served before the logic loads; the mode line says what this server allows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import app
+from bertdemo.models.hub import OFFLINE_ENV
+
+
+def test_public_mode_switches(monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert not app.is_public(app.parse_args([]))
+    assert app.is_public(app.parse_args(["--public"])) and app.is_public(app.parse_args(["--share"]))
+    monkeypatch.setenv("SPACE_ID", "someone/bert-explorer")
+    assert app.is_public(app.parse_args([]))
+    args = app.parse_args(["--auth", "ann:pw1", "--auth", "bob:pw:2", "--max-upload-mb", "5", "--max-queue", "9"])
+    assert args.auth == ["ann:pw1", "bob:pw:2"] and args.max_upload_mb == 5 and args.max_queue == 9
+    with pytest.raises(SystemExit):
+        app.parse_args(["--auth", "nopassword"])
+
+
+def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setenv("BERTDEMO_ADMIN_TOKEN", "s3cret")
+    local = app.settings_from_args(app.parse_args(["--runs-dir", str(tmp_path), "--keep-checkpoints", "3"]))
+    assert local.public is None and local.disk.budget_bytes is None and local.disk.keep_checkpoints == 3
+    assert local.runs_dir == tmp_path and local.disk.roots[0] == tmp_path and local.admin_token == "s3cret"
+    public = app.settings_from_args(app.parse_args(["--public", "--model", "my/bert", "--max-steps", "100",
+                                                    "--max-model-gb", "0.5"]))
+    assert public.public.limits.max_steps == 100 and public.public.max_model_gb == 0.5
+    assert public.public.allowed == frozenset({"my/bert"}) and public.default_model == "my/bert"
+    assert public.disk.budget_bytes == 10 * 10**9  # 10 GB unless --disk-budget-gb says otherwise
+    assert app.settings_from_args(app.parse_args(["--public", "--disk-budget-gb", "2"])).disk.budget_bytes == 2 * 10**9
+
+
+def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
+    import bertdemo.ui
+    from bertdemo.ui.lazy import LogicLoader
+
+    for var in OFFLINE_ENV:  # --offline sets them: put back after the test
+        monkeypatch.setenv(var, "1")
+    calls = {}
+
+    class FakeDemo:
+        def queue(self, **kw):
+            calls["queue"] = kw
+            return self
+
+        def launch(self, **kw):
+            calls["launch"] = kw
+            calls["loader started before launch"] = "loader" in calls
+
+        def block_thread(self):
+            calls["blocked"] = True
+
+    def fake_build_app(ctx):
+        calls["ctx"] = ctx
+        return FakeDemo()
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setattr(bertdemo.ui, "build_app", fake_build_app)
+    monkeypatch.setattr(LogicLoader, "start", lambda self, warm_up=None: calls.setdefault("loader", warm_up))
+    app.main(["--offline", "--public", "--runs-dir", str(tmp_path), "--auth", "ann:pw", "--concurrency", "2",
+              "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100"])
+    assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
+    assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
+    assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…
+    assert not calls["loader started before launch"] and callable(calls["loader"])  # …the logic loads after
+    settings = calls["ctx"].settings
+    assert settings.is_public and settings.offline and settings.public_limits.max_steps == 100
+    assert settings.runs_dir == Path(tmp_path) and calls["ctx"].models.hub.offline
+
+
+def test_mode_line_names_this_servers_caps():
+    from bertdemo.pretrain.limits import Limits
+    from bertdemo.ui.layout import mode_line
+
+    assert "not capped" in mode_line(None)
+    line = mode_line(Limits(max_params=4_000_000, max_steps=300, max_minutes=7.5))
+    assert "4M parameters" in line and "300 steps" in line and "7.5 minutes" in line
