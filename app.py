@@ -79,10 +79,10 @@ def configure_environment(args: argparse.Namespace) -> None:
 
     ``--offline`` sets ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``/``HF_DATASETS_OFFLINE`` (and no
     gradio analytics); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
-    gradio's import skips the stub rewriting it does for its own developers (``ui/gradio_import.py``).
+    gradio's import skips the stub rewriting it does for its own developers (``bertdemo/gradio_import.py``).
     """
     from bertdemo.models.hub import OFFLINE_ENV  # standard library only
-    from bertdemo.ui.gradio_import import skip_stub_rewrites
+    from bertdemo.gradio_import import skip_stub_rewrites
 
     if args.offline:
         os.environ.update(OFFLINE_ENV)

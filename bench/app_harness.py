@@ -45,7 +45,8 @@ def spread(values: list[float]) -> str:
     return f"{percentile(values, 50):7.1f} / {percentile(values, 95):7.1f} ({min(values):.0f}–{max(values):.0f})"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -55,7 +56,7 @@ class App:
     """``python app.py --offline --port <free> *args`` as a subprocess; a context manager that stops it."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180.0) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self._runs = tempfile.TemporaryDirectory(prefix="bench-runs-")
         self._log = tempfile.NamedTemporaryFile(prefix="bench-app-", suffix=".log", delete=False)

@@ -27,7 +27,6 @@ import argparse
 import csv
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,18 +36,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from app_harness import free_port  # bench/ is on sys.path when a bench script runs
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_TARGET_S = 6.0
 ANSWER_TARGET_S = 10.0
 TIMEOUT_S = 180.0
 POLL_S = 0.05
 
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _page_served(url: str) -> bool:

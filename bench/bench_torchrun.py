@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,13 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from app_harness import free_port  # bench/ is on sys.path when a bench script runs
+
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def train_args(args: argparse.Namespace, out: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """Cold start: the page is built without torch, --offline reaches the Hugging Face libraries before
-they are imported, and handlers wait for the logic that loads after the page is served.
+they are imported, handlers wait for the logic that loads after the page is served, and gradio's
+faster import gives every component the same docstrings.
 
-The import checks run in fresh interpreters (this test process has torch loaded already).
+The import checks run in fresh interpreters (this test process has torch loaded already): marked slow.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "bertdemo.models.store", "bertdemo.explore.fill_mask", "bertdemo.pretrain.run")
+HEAVY = ("torch", "transformers", "bertdemo.models.store", "bertdemo.explore.fill_mask")
 
 
 def run_python(code: str, timeout: float = 240) -> dict:
@@ -24,11 +25,13 @@ def run_python(code: str, timeout: float = 240) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_building_the_page_imports_no_torch(tmp_path):
     out = run_python(f"""
 import json, sys
-from bertdemo.ui import build_app, lazy
-demo = build_app(lazy.StoreFront(device="cpu"), runs_dir={str(tmp_path)!r})
+from bertdemo.context import AppContext
+from bertdemo.ui import build_app
+demo = build_app(AppContext.for_tests({str(tmp_path)!r}))
 demo.get_config_file()
 api = demo.get_api_info()
 print(json.dumps({{"heavy": [m for m in {HEAVY!r} if m in sys.modules], "gradio": "gradio" in sys.modules,
@@ -39,6 +42,7 @@ print(json.dumps({{"heavy": [m for m in {HEAVY!r} if m in sys.modules], "gradio"
     assert {"/fill_mask", "/tokenize", "/attention", "/nsp_pairs", "/start_run"} <= set(out["endpoints"])
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_offline_flag_is_in_the_environment_before_huggingface_hub_is_imported(tmp_path):
     # A spy stops app.main at the first import of huggingface_hub and reports the environment then.
     out = run_python(f"""
@@ -60,26 +64,31 @@ print(json.dumps({{"error": "huggingface_hub was never imported"}}))
     assert out == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_store_front_waits_for_the_logic_and_says_so(tmp_path):
     out = run_python("""
 import json, sys
-from bertdemo.models import catalog, embedded
+from bertdemo.models import embedded
+from bertdemo.models.policy import AccessPolicy
 from bertdemo.ui import lazy
-front = lazy.StoreFront(default=embedded.EMBEDDED_ENCODER_NAME, device="cpu")
+loader = lazy.LogicLoader()
+front = lazy.StoreFront(AccessPolicy(), default=embedded.EMBEDDED_ENCODER_NAME, device="cpu", loader=loader)
 front.set_extra_choices(lambda: [("my run (checkpoint)", "run:1")])
 choices, before = front.choices(), "torch" in sys.modules
+loader.start()
 messages = []
 loaded = front.get(progress=lambda fraction, message: messages.append(message))
 store = front.real()
+loader.start().join(timeout=200)
 print(json.dumps({"before": before, "messages": messages, "name": loaded.name,
-                  "same_choices": choices == store.choices(), "last": choices[-1],
-                  "cached": front.cached_names(), "fill_mask": lazy.is_loaded("bertdemo.explore.fill_mask")}))
+                  "same_choices": choices == store.choices(), "last": choices[-1], "cached": front.cached_names(),
+                  "loaded": [name for name in lazy.FIRST + lazy.REST if loader.is_loaded(name)]}))
 """)
     assert out["before"] is False  # the choices came without torch
     assert out["messages"][0] == "Starting up: loading PyTorch and transformers…"
     assert out["name"] == "embedded/minilm-l6-uncased" and out["cached"] == ["embedded/minilm-l6-uncased"]
     assert out["same_choices"] and out["last"] == ["my run (checkpoint)", "run:1"]
-    assert out["fill_mask"]  # the loader thread, started by the first request, went on with FIRST
+    assert out["loaded"] == list(lazy.FIRST + lazy.REST)  # the loader went on with every module
 
 
 def test_lazy_module_loads_on_first_use():
@@ -87,9 +96,19 @@ def test_lazy_module_loads_on_first_use():
 
     fill_mask = lazy.LazyModule("bertdemo.explore.fill_mask")
     assert fill_mask.MAX_TOP_K == 50 and callable(fill_mask.predict)
-    assert lazy.is_loaded("bertdemo.explore.fill_mask")
     with pytest.raises(ModuleNotFoundError):
         lazy.LazyModule("bertdemo.no_such_module").anything  # noqa: B018 - the access is the test
+
+
+def test_a_module_that_fails_to_load_is_reported_and_the_rest_still_load():
+    from bertdemo.ui.lazy import LogicLoader
+
+    warmed = []
+    loader = LogicLoader(first=("json",), rest=("bertdemo.no_such_module", "csv"))
+    loader.start(warm_up=lambda: warmed.append(loader.is_loaded("json"))).join(timeout=60)
+    assert warmed == [True]  # the warm-up ran after FIRST, before REST
+    assert loader.is_loaded("csv") and not loader.is_loaded("bertdemo.no_such_module")
+    assert isinstance(loader.failed("bertdemo.no_such_module"), ModuleNotFoundError)
 
 
 def test_pretrain_package_names_load_on_first_use():
@@ -102,15 +121,32 @@ def test_pretrain_package_names_load_on_first_use():
         pretrain.no_such_name  # noqa: B018
 
 
-def test_gradio_import_skips_stub_rewrites_and_keeps_the_docstrings():
-    out = run_python("""
-import json
-import bertdemo.ui
-from bertdemo.ui import gradio_import
+LISTENER_DOCS = """
+import json, os, sys
+from bertdemo import gradio_import
+applied = gradio_import.skip_stub_rewrites()
 import gradio as gr
 import gradio.component_meta as meta
-print(json.dumps({"rewriter": meta.create_or_modify_pyi.__name__, "again": gradio_import.skip_stub_rewrites(),
-                  "click": gr.Button.click.__doc__.splitlines()[0], "textbox": gr.Textbox(label="x").label}))
-""")
-    assert out == {"rewriter": "_no_stub_rewrite", "again": False, "click": "Triggered when the Button is clicked.",
-                   "textbox": "x"}
+docs = {}
+for name in sorted(dir(gr)):
+    cls = getattr(gr, name)
+    if isinstance(cls, type) and issubclass(cls, gr.blocks.Block):
+        for event in getattr(cls, "EVENTS", []):
+            event_name = event if isinstance(event, str) else event.event_name
+            listener = getattr(cls, event_name, None)
+            if listener is not None:
+                docs[f"{name}.{event_name}"] = listener.__doc__
+print(json.dumps({"applied": applied, "rewriter": meta.create_or_modify_pyi.__name__, "docs": docs,
+                  "textbox": gr.Textbox(label="x").label}))
+"""
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_gradio_import_skips_stub_rewrites_and_keeps_every_docstring():
+    patched = run_python(LISTENER_DOCS)
+    plain = run_python("import os; os.environ['BERTDEMO_GRADIO_PATCH'] = '0'\n" + LISTENER_DOCS)
+    assert (patched["applied"], patched["rewriter"]) == (True, "_no_stub_rewrite")
+    assert (plain["applied"], plain["rewriter"]) == (False, "create_or_modify_pyi")  # the opt-out
+    assert len(patched["docs"]) > 100 and patched["docs"] == plain["docs"]  # every listener of every component
+    assert patched["docs"]["Button.click"].splitlines()[0] == "Triggered when the Button is clicked."
+    assert patched["textbox"] == "x"

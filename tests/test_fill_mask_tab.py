@@ -11,15 +11,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_fill_mask_says_starting_up_while_the_logic_loads(tmp_path):
     code = f"""
 import json, sys
+from bertdemo.context import AppContext
 from bertdemo.models import embedded
-from bertdemo.ui import build_app, lazy
-demo = build_app(lazy.StoreFront(default=embedded.EMBEDDED_MLM_NAME, device="cpu"), runs_dir={str(tmp_path)!r})
+from bertdemo.ui import build_app
+ctx = AppContext.for_tests({str(tmp_path)!r}, default_model=embedded.EMBEDDED_MLM_NAME)
+demo = build_app(ctx)
+ctx.loader.start()  # as app.py does once the page is served
 handler = next(f.fn for f in demo.fns.values() if f.api_name == "fill_mask")
 before = "torch" in sys.modules
 messages = []

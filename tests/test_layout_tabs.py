@@ -9,9 +9,10 @@ from __future__ import annotations
 
 
 def test_every_child_of_the_tabs_is_a_tab(tmp_path):
-    from bertdemo.ui import build_app, lazy
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
 
-    cfg = build_app(lazy.StoreFront(device="cpu"), runs_dir=str(tmp_path)).get_config_file()
+    cfg = build_app(AppContext.for_tests(tmp_path)).get_config_file()
     types = {c["id"]: c["type"] for c in cfg["components"]}
 
     def under_tabs(node):
