@@ -19,3 +19,7 @@ MAX_DRAWS = 20_000
 # Next-sentence pairs (explore.nsp)
 MIN_SEQ_LEN, MAX_SEQ_LEN = 16, 128
 MAX_PAIRS = 16
+
+# Every endpoint (ui.request_limits checks these before any handler runs)
+MAX_TEXT_CHARS = 200_000  # a text to look at: far beyond the 512 tokens a model reads
+MAX_PROBE_CHARS = 300  # the live run's probe sentence: kept at every evaluation and sent to every page

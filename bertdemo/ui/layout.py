@@ -9,6 +9,7 @@ import gradio as gr
 from bertdemo.pretrain.limits import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
+from bertdemo.ui.request_limits import guard_events
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -73,4 +74,5 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
             load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
+    guard_events(demo)  # size before work: every handler's inputs checked against their declared limits
     return demo

@@ -1,0 +1,135 @@
+"""Size before work: every value that reaches an event handler is checked against a declared limit
+before the handler runs — before any tokenizing or allocation.
+
+One table (:data:`MAX_CHARS`, by parameter name, with per-endpoint overrides in
+:data:`ENDPOINT_MAX_CHARS`) says how long each text may be; a text parameter the table does not name
+gets :data:`DEFAULT_MAX_CHARS`, so a new endpoint cannot forget its limit. Numbers must be finite and
+within :data:`MAX_ABS_NUMBER`; dicts and lists (the run settings) within :data:`MAX_STRUCT_CHARS` of
+JSON and :data:`MAX_DEPTH` deep. :func:`guard_events` wraps every handler of a built app; a refusal
+names the parameter, its size and the limit — never the value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import math
+from typing import Any, Callable
+
+import gradio as gr
+
+from bertdemo.explore import input_limits
+from bertdemo.models.load_errors import MAX_NAME_CHARS
+
+TEXT_CHARS = input_limits.MAX_TEXT_CHARS  # a sentence (pair) to look at: far beyond what a model reads
+WORD_LIST_CHARS = 2_000  # comma-separated words, targets, answers, head lists
+TOKEN_CHARS = 256  # owner and admin tokens, run ids
+DEFAULT_MAX_CHARS = 2_000  # any text parameter not named below
+MAX_STRUCT_CHARS = 20_000  # a dict / list parameter, as JSON
+MAX_DEPTH = 8  # nesting of a dict / list parameter
+MAX_ABS_NUMBER = 1e9
+
+MAX_CHARS: dict[str, int] = {
+    "text": TEXT_CHARS, "text_pair": TEXT_CHARS, "sentence_a": TEXT_CHARS, "sentence_b": TEXT_CHARS,
+    "targets": WORD_LIST_CHARS, "words": WORD_LIST_CHARS, "answers": WORD_LIST_CHARS, "heads": WORD_LIST_CHARS,
+    "model": MAX_NAME_CHARS, "second_model": MAX_NAME_CHARS, "left": MAX_NAME_CHARS, "right": MAX_NAME_CHARS,
+    "token": 100, "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
+}
+ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
+    "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
+    "order_probe": {"text": input_limits.MAX_PROBE_CHARS},
+}
+
+
+def limit_for(endpoint: str | None, parameter: str) -> int:
+    """Most characters the text ``parameter`` of ``endpoint`` may have."""
+    return ENDPOINT_MAX_CHARS.get(endpoint or "", {}).get(parameter, MAX_CHARS.get(parameter, DEFAULT_MAX_CHARS))
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max([_depth(v, level + 1) for v in value.values()], default=level)
+    if isinstance(value, (list, tuple)):
+        return max([_depth(v, level + 1) for v in value], default=level)
+    return level - 1
+
+
+def check_value(endpoint: str | None, parameter: str, value: Any) -> None:
+    """ValueError when ``value`` is over its limit (the message names sizes, never the value)."""
+    if isinstance(value, str):
+        limit = limit_for(endpoint, parameter)
+        if len(value) > limit:
+            raise ValueError(f"{parameter} is {len(value):,} characters long; this takes at most {limit:,}.")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{parameter} must be a finite number.")
+        if abs(value) > MAX_ABS_NUMBER:
+            raise ValueError(f"{parameter} must be between {-MAX_ABS_NUMBER:,.0f} and {MAX_ABS_NUMBER:,.0f}.")
+    elif isinstance(value, (dict, list, tuple)):
+        if _depth(value) > MAX_DEPTH:
+            raise ValueError(f"{parameter} is nested more than {MAX_DEPTH} levels deep.")
+        try:
+            size = len(json.dumps(value, default=str))
+        except (TypeError, ValueError, RecursionError):
+            raise ValueError(f"{parameter} is not plain JSON.") from None
+        if size > MAX_STRUCT_CHARS:
+            raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {MAX_STRUCT_CHARS:,}.")
+
+
+def _checked(fn: Callable, endpoint: str | None) -> Callable:
+    """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain)."""
+    signature = inspect.signature(fn)
+
+    def check(args: tuple, kwargs: dict) -> None:
+        try:
+            bound = signature.bind_partial(*args, **kwargs)
+        except TypeError:
+            return  # gradio's own argument error says it better
+        for name, value in bound.arguments.items():
+            try:
+                check_value(endpoint, name, value)
+            except ValueError as exc:
+                raise gr.Error(str(exc), duration=None) from None
+
+    if inspect.isasyncgenfunction(fn):
+        @functools.wraps(fn)
+        async def guarded_agen(*args, **kwargs):
+            check(args, kwargs)
+            async for item in fn(*args, **kwargs):
+                yield item
+        return guarded_agen
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def guarded_gen(*args, **kwargs):
+            check(args, kwargs)
+            yield from fn(*args, **kwargs)
+        return guarded_gen
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def guarded_coro(*args, **kwargs):
+            check(args, kwargs)
+            return await fn(*args, **kwargs)
+        return guarded_coro
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        check(args, kwargs)
+        return fn(*args, **kwargs)
+    return guarded
+
+
+def guard_events(demo: gr.Blocks) -> int:
+    """Wrap every event handler of ``demo`` (API or page) with the size checks; how many were wrapped."""
+    wrapped = 0
+    for block_fn in demo.fns.values():
+        if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
+            continue
+        block_fn.fn = _checked(block_fn.fn, block_fn.api_name)
+        block_fn.fn.__bertdemo_guarded__ = True
+        wrapped += 1
+    return wrapped

@@ -1,0 +1,80 @@
+"""Size before work: every parameter of every handler is checked against its declared limit before the
+handler runs; refusals name the size and the limit, never echo the value."""
+
+from __future__ import annotations
+
+import inspect
+
+import gradio as gr
+import pytest
+
+from bertdemo.ui import request_limits
+from bertdemo.ui.request_limits import check_value, guard_events, limit_for
+
+HUGE = "word " * 1_000_000  # 5 MB
+
+
+def test_limits_come_from_one_table_with_a_default_for_unnamed_parameters():
+    assert limit_for("fill_mask", "text") == request_limits.TEXT_CHARS
+    assert limit_for("set_probe", "text") == request_limits.input_limits.MAX_PROBE_CHARS
+    assert limit_for("some_new_endpoint", "some_new_text") == request_limits.DEFAULT_MAX_CHARS
+
+
+@pytest.mark.parametrize("value, words", [
+    (HUGE, "text_pair is 5,000,000 characters long; this takes at most 200,000."),
+    (float("nan"), "text_pair must be a finite number."),
+    (1e18, "text_pair must be between"),
+    ({"a": [[[[[[[[[[1]]]]]]]]]]}, "nested more than 8 levels"),
+    ({"steps": "x" * 30_000}, "characters of JSON; this takes at most 20,000."),
+])
+def test_a_value_over_its_limit_is_refused_with_sizes_only(value, words):
+    with pytest.raises(ValueError) as err:
+        check_value("fill_mask", "text_pair", value)
+    assert words in str(err.value) and "word word" not in str(err.value) and "xxx" not in str(err.value)
+
+
+def test_guard_keeps_each_kind_of_handler_and_checks_first():
+    calls = []
+
+    def plain(text: str, progress=gr.Progress()):
+        calls.append(len(text))
+        return text
+
+    def streaming(text: str):
+        calls.append(len(text))
+        yield text
+
+    with gr.Blocks() as demo:
+        box, out = gr.Textbox(), gr.Textbox()
+        gr.Button().click(plain, box, out, api_name="plain")
+        gr.Button().click(streaming, box, out, api_name="streaming")
+    assert guard_events(demo) == 2 and guard_events(demo) == 0  # wrapped once
+    fns = {f.api_name: f.fn for f in demo.fns.values()}
+    assert inspect.isgeneratorfunction(fns["streaming"]) and "progress" in inspect.signature(fns["plain"]).parameters
+    assert fns["plain"]("short") == "short" and list(fns["streaming"]("short")) == ["short"]
+    for name in ("plain", "streaming"):
+        with pytest.raises(gr.Error, match="text is 5,000,000 characters long"):
+            result = fns[name](HUGE)
+            list(result) if inspect.isgenerator(result) else None
+    assert calls == [5, 5]  # the oversized calls never reached the handlers
+
+
+def test_every_parameter_of_every_endpoint_of_the_app_is_bounded(tmp_path):
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    demo = build_app(AppContext.for_tests(tmp_path, public=True))
+    checked = 0
+    for block_fn in demo.fns.values():
+        if not block_fn.api_name or block_fn.fn is None:
+            continue
+        for name, param in inspect.signature(block_fn.fn).parameters.items():
+            if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) or name in ("progress", "request"):
+                continue
+            for value in (HUGE, 1e18, float("inf")):
+                with pytest.raises(gr.Error) as err:
+                    result = block_fn.fn(**{name: value})
+                    list(result) if inspect.isgenerator(result) else None
+                assert name in err.value.message and "word word" not in err.value.message
+            checked += 1
+    assert checked >= 60  # every endpoint's parameters (the app has about thirty endpoints)
