@@ -108,12 +108,18 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo.ui import build_app
     from bertdemo.ui.layout import CSS, THEME
 
+    from starlette.middleware import Middleware
+
+    from bertdemo.traffic import RequestLimits
+
     ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
+    door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
+        app_kwargs={"middleware": [door]},
     )
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.

@@ -14,6 +14,7 @@ from pathlib import Path
 from bertdemo import storage
 from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.pretrain.limits import Limits
+from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
 DEFAULT_MAX_MODEL_GB = 1.5
@@ -66,6 +67,7 @@ class ServerSettings:
     public: PublicRules | None = None
     admin_token: str = ""  # BERTDEMO_ADMIN_TOKEN: may stop any run and delete any ended run; "" = nobody
     max_upload_bytes: int = 20 * 2**20
+    traffic: TrafficRules = field(default_factory=TrafficRules)  # request body caps, upload budgets
     # Fill-Mask requests that arrive together share one forward, up to this many ($BERTDEMO_FILL_MASK_BATCH)
     fill_mask_batch: int = field(default_factory=lambda: max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16"))))
 
@@ -98,4 +100,6 @@ class ServerSettings:
                          budget_bytes=None if budget_gb is None else int(budget_gb * 1e9), roots=(runs, cache))
         rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a), limits or Limits()) if public else None
         token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
+        upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))
+        rest.setdefault("traffic", TrafficRules.for_server(public, upload))
         return cls(runs_dir=runs, cache_dir=cache, disk=disk, public=rules, admin_token=token, **rest)

@@ -1,0 +1,165 @@
+"""Bounds at the HTTP door, before gradio parses anything: a cap on every request body, and a budget on
+what the upload route may write — per client and for the whole server, per hour.
+
+Gradio caps each uploaded file (``max_file_size``) but not how many files or requests a client sends,
+and keeps uploads for an hour; a JSON body of any size is parsed in full before a handler can look at
+it. :class:`RequestLimits` is a plain ASGI middleware (``app.py`` passes it to ``launch`` through
+``app_kwargs``): a body over its cap is answered 413 without being read, and an upload past the
+budget 429, each with a sentence saying what to do. Its counters belong to the one middleware
+object of this server. Standard library only (it sits outside bertdemo.ui, which imports gradio).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+UPLOAD_SUFFIX = "/upload"
+
+
+NO_CAP = 2**50
+
+
+@dataclass(frozen=True)
+class TrafficRules:
+    """The door's limits (bytes). A local server keeps only the body cap (:meth:`for_server`)."""
+
+    max_body_bytes: int = 2 * 2**20  # any request but an upload: the longest legal texts fit many times over
+    max_upload_request_bytes: int = 21 * 2**20  # one upload request: the largest file plus the form around it
+    upload_bytes_per_client_hour: int = 200 * 2**20
+    upload_bytes_per_hour: int = 2 * 2**30  # every client together
+    window_s: float = 3600.0
+
+    @classmethod
+    def for_server(cls, public: bool, max_upload_bytes: int) -> TrafficRules:
+        """A public server budgets uploads per visitor and in all; localhost only caps request sizes."""
+        per_request = max_upload_bytes + 2**20
+        if public:
+            return cls(max_upload_request_bytes=per_request)
+        return cls(max_upload_request_bytes=per_request, upload_bytes_per_client_hour=NO_CAP,
+                   upload_bytes_per_hour=NO_CAP)
+
+
+class UploadBudget:
+    """Bytes uploaded in the last ``window_s`` seconds, per client and in all (thread-safe)."""
+
+    def __init__(self, rules: TrafficRules, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rules = rules
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._events: deque[tuple[float, str, int]] = deque()  # (when, client, bytes), oldest first
+        self._per_client: dict[str, int] = {}
+        self._total = 0
+
+    def _expire(self, now: float) -> None:
+        while self._events and now - self._events[0][0] > self.rules.window_s:
+            _, client, size = self._events.popleft()
+            self._total -= size
+            left = self._per_client[client] - size
+            if left > 0:
+                self._per_client[client] = left
+            else:
+                del self._per_client[client]
+
+    def refusal(self, client: str, size: int) -> str | None:
+        """Why ``size`` more bytes from ``client`` would pass the budget (None: they fit, and are counted)."""
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            if self._per_client.get(client, 0) + size > self.rules.upload_bytes_per_client_hour:
+                return (f"You have uploaded {self._per_client.get(client, 0) / 2**20:.0f} MB in the last hour; "
+                        f"this server takes at most {self.rules.upload_bytes_per_client_hour / 2**20:.0f} MB an hour "
+                        "from one visitor. Try again later.")
+            if self._total + size > self.rules.upload_bytes_per_hour:
+                return "This server has taken all the uploads it takes in an hour. Try again later."
+            self._events.append((now, client, size))
+            self._per_client[client] = self._per_client.get(client, 0) + size
+            self._total += size
+            return None
+
+
+def client_key(scope: Scope) -> str:
+    """Who sent a request: the first address of X-Forwarded-For (behind a Space's proxy), else the peer."""
+    for name, value in scope.get("headers") or []:
+        if name == b"x-forwarded-for":
+            return value.decode("latin-1").split(",")[0].strip()
+    client = scope.get("client")
+    return client[0] if client else "?"
+
+
+class RequestLimits:
+    """ASGI middleware: 413 for a body over its cap, 429 for an upload past the budget (see the module)."""
+
+    def __init__(self, app: ASGIApp, rules: TrafficRules | None = None, budget: UploadBudget | None = None) -> None:
+        self.app = app
+        self.rules = rules or TrafficRules()
+        self.budget = budget or UploadBudget(self.rules)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in {"POST", "PUT", "PATCH"}:
+            await self.app(scope, receive, send)
+            return
+        upload = scope.get("path", "").rstrip("/").endswith(UPLOAD_SUFFIX)
+        cap = self.rules.max_upload_request_bytes if upload else self.rules.max_body_bytes
+        declared = _content_length(scope)
+        if declared is not None and declared > cap:
+            await _answer(send, 413, f"This request is {_size(declared)}; this server takes at most "
+                                     f"{_size(cap)} per request.")
+            return
+        if upload:
+            why = self.budget.refusal(client_key(scope), declared or cap)
+            if why is not None:
+                await _answer(send, 429, why)
+                return
+        received = 0
+        refused = False
+
+        async def counted_receive() -> dict:
+            nonlocal received, refused
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > cap:  # a body sent without (or past) its declared length
+                    refused = True
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted_receive, send)
+        except _TooLarge:
+            if refused:
+                await _answer(send, 413, f"This request is over {_size(cap)}, the most this server takes per request.")
+
+
+def _size(n_bytes: int) -> str:
+    """e.g. "5 KB", "20.0 MB"."""
+    return f"{n_bytes / 2**20:.1f} MB" if n_bytes >= 2**20 else f"{max(1, round(n_bytes / 1024))} KB"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or []:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _answer(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message, "detail": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

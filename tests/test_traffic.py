@@ -1,0 +1,72 @@
+"""The HTTP door: request bodies over their cap get 413 without reaching the app, uploads past the
+per-visitor or per-server hourly budget get 429, and the budget frees up as the hour passes."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from bertdemo.traffic import RequestLimits, TrafficRules, UploadBudget
+
+RULES = TrafficRules(max_body_bytes=1000, max_upload_request_bytes=5000, upload_bytes_per_client_hour=8000,
+                     upload_bytes_per_hour=12000, window_s=3600)
+
+
+def _client(seen: list) -> TestClient:
+    async def endpoint(request: Request):
+        body = await request.body()
+        seen.append(len(body))
+        return JSONResponse({"bytes": len(body)})
+
+    app = Starlette(routes=[Route("/gradio_api/queue/join", endpoint, methods=["POST"]),
+                            Route("/gradio_api/upload", endpoint, methods=["POST"])],
+                    middleware=[Middleware(RequestLimits, rules=RULES)])
+    return TestClient(app)
+
+
+def test_a_body_over_its_cap_never_reaches_the_app():
+    seen = []
+    client = _client(seen)
+    assert client.post("/gradio_api/queue/join", content=b"x" * 900).status_code == 200
+    refused = client.post("/gradio_api/queue/join", content=b"x" * 5000)
+    assert refused.status_code == 413
+    assert refused.json()["error"] == "This request is 5 KB; this server takes at most 1 KB per request."
+
+    def chunks():  # no Content-Length: counted as it arrives
+        for _ in range(10):
+            yield b"x" * 500
+
+    assert client.post("/gradio_api/queue/join", content=chunks()).status_code == 413
+    assert seen == [900]
+
+
+def test_uploads_past_a_visitors_hourly_budget_are_refused():
+    seen = []
+    client = _client(seen)
+    for _ in range(2):
+        assert client.post("/gradio_api/upload", content=b"x" * 4000).status_code == 200
+    refused = client.post("/gradio_api/upload", content=b"x" * 10)
+    assert refused.status_code == 429 and "from one visitor" in refused.json()["error"]
+    other = client.post("/gradio_api/upload", content=b"x" * 3000, headers={"x-forwarded-for": "10.0.0.2"})
+    assert other.status_code == 200  # another visitor still may…
+    assert client.post("/gradio_api/upload", content=b"x" * 3000,
+                       headers={"x-forwarded-for": "10.0.0.3"}).status_code == 429  # …until the server's hour is full
+    assert seen == [4000, 4000, 3000]
+
+
+def test_the_budget_frees_up_as_the_hour_passes():
+    now = [0.0]
+    budget = UploadBudget(RULES, clock=lambda: now[0])
+    assert budget.refusal("a", 8000) is None and budget.refusal("a", 1) is not None
+    now[0] = 3601.0
+    assert budget.refusal("a", 8000) is None
+
+
+def test_a_local_server_only_caps_request_sizes():
+    local, public = TrafficRules.for_server(False, 20 * 2**20), TrafficRules.for_server(True, 20 * 2**20)
+    assert local.max_upload_request_bytes == public.max_upload_request_bytes == 21 * 2**20
+    assert local.upload_bytes_per_client_hour > 2**40 and public.upload_bytes_per_client_hour == 200 * 2**20
