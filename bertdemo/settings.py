@@ -84,7 +84,9 @@ class ServerSettings:
         """True when ``token`` is this server's admin token (never when none is set)."""
         import hmac
 
-        return bool(self.admin_token) and bool(token) and hmac.compare_digest(str(token), self.admin_token)
+        if not self.admin_token or not isinstance(token, str) or not token:
+            return False
+        return hmac.compare_digest(token.encode("utf-8", "surrogatepass"), self.admin_token.encode("utf-8", "surrogatepass"))
 
     @classmethod
     def build(cls, *, runs_dir: str | Path = "runs", public: bool = False, keep_checkpoints: int = 2,
