@@ -81,8 +81,9 @@ def check_value(endpoint: str | None, parameter: str, value: Any) -> None:
             raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {MAX_STRUCT_CHARS:,}.")
 
 
-def _checked(fn: Callable, endpoint: str | None) -> Callable:
-    """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain)."""
+def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = frozenset()) -> Callable:
+    """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain);
+    ``server_side``: parameters fed by a ``gr.State`` (the server's own values, not a visitor's)."""
     signature = inspect.signature(fn)
 
     def check(args: tuple, kwargs: dict) -> None:
@@ -91,6 +92,8 @@ def _checked(fn: Callable, endpoint: str | None) -> Callable:
         except TypeError:
             return  # gradio's own argument error says it better
         for name, value in bound.arguments.items():
+            if name in server_side:
+                continue
             try:
                 check_value(endpoint, name, value)
             except ValueError as exc:
@@ -123,13 +126,50 @@ def _checked(fn: Callable, endpoint: str | None) -> Callable:
     return guarded
 
 
+def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Callable:
+    """A component's ``preprocess`` that first checks the raw payload (gradio's own errors may echo it)."""
+
+    @functools.wraps(preprocess)
+    def guarded(payload, *args, **kwargs):
+        if isinstance(payload, str) and len(payload) > limit:
+            raise gr.Error(f"{parameter} is {len(payload):,} characters long; this takes at most {limit:,}.",
+                           duration=None)
+        try:
+            check_value(None, parameter, payload if not isinstance(payload, str) else "")
+        except ValueError as exc:
+            raise gr.Error(str(exc), duration=None) from None
+        return preprocess(payload, *args, **kwargs)
+
+    return guarded
+
+
+def _parameter_names(fn: Callable) -> list[str]:
+    return [name for name, p in inspect.signature(fn).parameters.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def guard_events(demo: gr.Blocks) -> int:
-    """Wrap every event handler of ``demo`` (API or page) with the size checks; how many were wrapped."""
+    """Wrap every event handler of ``demo`` (API or page) with the size checks, and the inputs' own
+    preprocessing too (so not even gradio's parsing sees an oversized value); how many handlers were wrapped."""
     wrapped = 0
+    limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
     for block_fn in demo.fns.values():
         if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
             continue
-        block_fn.fn = _checked(block_fn.fn, block_fn.api_name)
+        names = list(zip(block_fn.inputs, _parameter_names(block_fn.fn)))
+        server_side = frozenset(name for component, name in names if isinstance(component, gr.State))
+        for component, name in names:
+            if isinstance(component, gr.State):
+                continue
+            limit = limit_for(block_fn.api_name, name)
+            known = limits.get(component._id)
+            if known is None or limit > known[2]:  # one box feeding several handlers: the largest of its limits
+                limits[component._id] = (component, name, limit)
+        block_fn.fn = _checked(block_fn.fn, block_fn.api_name, server_side)
         block_fn.fn.__bertdemo_guarded__ = True
         wrapped += 1
+    for component, name, limit in limits.values():
+        if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
+            component.preprocess = _checked_preprocess(component.preprocess, name, limit)
+            component.__bertdemo_guarded__ = True
     return wrapped
