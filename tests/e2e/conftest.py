@@ -136,6 +136,27 @@ def app_server(app_model_dir, runs_dir):
 
 
 @pytest.fixture(scope="session")
+def public_server(app_model_dir, tmp_path_factory):
+    """One public app for the session, as on a ZeroGPU Space (SPACES_ZERO_GPU=true), uploads capped at 1 MB:
+    ``url``, ``runs`` (its runs folder), ``temp`` (gradio's upload folder), ``proc``."""
+    from types import SimpleNamespace
+
+    runs, temp = tmp_path_factory.mktemp("public-runs"), tmp_path_factory.mktemp("public-gradio-temp")
+    url, proc = launch_app(["--public", "--offline", "--model", app_model_dir, "--runs-dir", str(runs),
+                            "--max-upload-mb", "1"],
+                           env={"BERTDEMO_ADMIN_TOKEN": "", "SPACES_ZERO_GPU": "true", "GRADIO_TEMP_DIR": str(temp)})
+    try:
+        yield SimpleNamespace(url=url, runs=runs, temp=temp, proc=proc)
+    finally:
+        stop_app(proc)
+
+
+@pytest.fixture(scope="session")
+def public_app(public_server) -> str:
+    return public_server.url
+
+
+@pytest.fixture(scope="session")
 def app_url(app_server) -> str:
     """Base URL of the running app, e.g. ``http://127.0.0.1:PORT/``."""
     return app_server[0]

@@ -10,36 +10,17 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertdemo.models.policy import REFUSED
-from tests.e2e.conftest import REPO_ROOT, launch_app, stop_app
+from tests.e2e.conftest import REPO_ROOT
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
            checkpoint_every=0, seed=1)
-
-
-@pytest.fixture(scope="module")
-def public_server(app_model_dir, tmp_path_factory):
-    """One public app for the module, as on a ZeroGPU Space (SPACES_ZERO_GPU=true), uploads capped at 1 MB."""
-    runs, temp = tmp_path_factory.mktemp("public-runs"), tmp_path_factory.mktemp("public-gradio-temp")
-    url, proc = launch_app(["--public", "--offline", "--model", app_model_dir, "--runs-dir", str(runs),
-                            "--max-upload-mb", "1"],
-                           env={"BERTDEMO_ADMIN_TOKEN": "", "SPACES_ZERO_GPU": "true", "GRADIO_TEMP_DIR": str(temp)})
-    try:
-        yield SimpleNamespace(url=url, runs=runs, temp=temp)
-    finally:
-        stop_app(proc)
-
-
-@pytest.fixture(scope="module")
-def public_app(public_server) -> str:
-    return public_server.url
 
 
 def _wait_ended(client: Client, timeout: float = 60) -> dict:

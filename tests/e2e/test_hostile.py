@@ -1,0 +1,110 @@
+"""A hostile visitor on a public server, driven by the running app's own API description: for every named
+endpoint and every parameter, an oversized text, a huge number, a long list and a wrong type are each
+answered with a short, clear message within seconds; a body past the door's cap is refused unread; the
+server's memory stays bounded and it answers an ordinary request afterwards. A new endpoint is covered
+without editing this test."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ANSWER_TIMEOUT_S = 60.0
+HOSTILE = {
+    "oversized text": "word " * 60_000,  # 300,000 characters: past every text limit, under the door's body cap
+    "huge number": 1e18,
+    "long list": list(range(20_000)),
+    "wrong type": {"nested": {"deeper": ["x"] * 50}},
+}
+REFUSED_WHATEVER_THE_TYPE = ("oversized text", "long list")  # past every limit
+# endpoints that act on the server's run: only values that must be refused are sent (nothing may start)
+ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_burst", "delete_run"}
+MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
+
+
+def _post(url: str, payload: bytes) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=payload, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def call(base: str, api_name: str, data: list) -> tuple[str, str]:
+    """(event, message) of one call through gradio's REST API: event is "complete", "error" or "http <code>"."""
+    status, body = _post(f"{base}gradio_api/call/{api_name}", json.dumps({"data": data}).encode())
+    if status != 200:
+        return f"http {status}", body
+    event_id = json.loads(body)["event_id"]
+    with urllib.request.urlopen(f"{base}gradio_api/call/{api_name}/{event_id}", timeout=ANSWER_TIMEOUT_S) as resp:
+        stream = resp.read().decode()
+    events = [line[len("event: "):] for line in stream.splitlines() if line.startswith("event: ")]
+    data_lines = [line[len("data: "):] for line in stream.splitlines() if line.startswith("data: ")]
+    final = "error" if "error" in events else events[-1] if events else "none"
+    return final, data_lines[-1] if data_lines else ""
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def endpoints(base: str) -> dict[str, list[dict]]:
+    with urllib.request.urlopen(f"{base}gradio_api/info", timeout=30) as resp:
+        info = json.loads(resp.read())
+    return {name.lstrip("/"): ep["parameters"] for name, ep in info["named_endpoints"].items()}
+
+
+def ordinary(parameter: dict):
+    """A harmless value for a parameter: its default, else something of its type."""
+    if parameter.get("parameter_has_default"):
+        return parameter.get("parameter_default")
+    kind = parameter.get("python_type", {}).get("type", "")
+    return 0 if kind in ("int", "float") else False if kind == "bool" else {} if kind.startswith("dict") else ""
+
+
+def test_every_parameter_of_every_endpoint_refuses_hostile_values(public_server):
+    base, pid = public_server.url, public_server.proc.pid
+    found = endpoints(base)
+    assert {"fill_mask", "mask_sample", "start_run", "set_probe", "head_ablation"} <= set(found)
+    before = rss_mb(pid)
+    slowest, tried = 0.0, 0
+    for api_name, parameters in found.items():
+        for index, parameter in enumerate(parameters):
+            for what, value in HOSTILE.items():
+                if api_name in ACTS and what not in REFUSED_WHATEVER_THE_TYPE:
+                    continue
+                data = [ordinary(p) for p in parameters]
+                data[index] = value
+                started = time.monotonic()
+                event, message = call(base, api_name, data)
+                slowest = max(slowest, time.monotonic() - started)
+                tried += 1
+                where = f"/{api_name} {parameter['parameter_name']} ({what})"
+                if what in REFUSED_WHATEVER_THE_TYPE:
+                    assert event == "error", f"{where} was accepted: {message[:300]}"
+                assert len(message) < 2_000, f"{where} answered {len(message):,} characters (echoed the input?)"
+                assert "word word" not in message and "Traceback" not in message, where
+    after = rss_mb(pid)
+    assert tried > 150 and slowest < ANSWER_TIMEOUT_S
+    assert after - before < MEMORY_BOUND_MB, f"resident memory grew {after - before:.0f} MB"
+    event, message = call(base, "tokenize", ["An ordinary request afterwards.", "", ""])
+    assert event == "complete" and "ordinary" in message
+
+
+def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
+    base = public_server.url
+    started = time.monotonic()
+    status, body = _post(f"{base}gradio_api/call/fill_mask", b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}')
+    assert status == 413 and "per request" in body
+    assert time.monotonic() - started < ANSWER_TIMEOUT_S
+    event, _ = call(base, "tokenize", ["Still serving.", "", ""])
+    assert event == "complete"
