@@ -23,6 +23,7 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 UPLOAD_SUFFIX = "/upload"
+DRAIN_BYTES = 256 * 2**20  # an oversized body is read and dropped up to this much, so its sender gets the 413
 
 
 NO_CAP = 2**50
@@ -111,6 +112,7 @@ class RequestLimits:
         cap = self.rules.max_upload_request_bytes if upload else self.rules.max_body_bytes
         declared = _content_length(scope)
         if declared is not None and declared > cap:
+            await _drain(receive, DRAIN_BYTES)  # read and dropped, never parsed: the client then hears the answer
             await _answer(send, 413, f"This request is {_size(declared)}; this server takes at most "
                                      f"{_size(cap)} per request.")
             return
@@ -146,6 +148,18 @@ def _size(n_bytes: int) -> str:
 
 class _TooLarge(Exception):
     pass
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop a request body (up to ``limit`` bytes), keeping nothing."""
+    read = 0
+    while read <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _content_length(scope: Scope) -> int | None:

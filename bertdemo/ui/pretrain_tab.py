@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo import storage
-from bertdemo.models import policy
 from bertdemo.models.device import zero_gpu
 from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, list_checkpoints, param_count
 from bertdemo.pretrain import history
@@ -71,14 +70,14 @@ def show_params(preset: str, layers: float, hidden: float, heads: float, ffn: fl
         return f"⚠️ {exc}"
 
 
-def build(store: ModelStore, model_box: gr.Dropdown, runs_dir: str,
-          public: run_limits.Limits | None = None) -> None:
+def build(ctx, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events.
 
     ``public``: this server is public and these are its caps; then only the browser that started a
     run (its owner token, kept in the browser) may pause, resume or stop it."""
+    store, runs_dir, public = ctx.models, str(ctx.settings.runs_dir), ctx.settings.public_limits
+    policy = store.policy
     manager = Deferred(lambda: run_engine.get_manager(runs_dir))
-    policy.set_runs_dir(runs_dir)
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
         import bertdemo.pretrain.gpu_entry  # noqa: F401
     # the run checkpoints among every tab's models: named "run:<id>/checkpoint" (the page never sees a server folder)
