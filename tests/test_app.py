@@ -35,6 +35,9 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     assert public.public.allowed == frozenset({"my/bert"}) and public.default_model == "my/bert"
     assert public.disk.budget_bytes == 10 * 10**9  # 10 GB unless --disk-budget-gb says otherwise
     assert app.settings_from_args(app.parse_args(["--public", "--disk-budget-gb", "2"])).disk.budget_bytes == 2 * 10**9
+    assert app.settings_from_args(app.parse_args(["--disk-budget-gb", "0.5"])).disk.budget_bytes == 5 * 10**8
+    with pytest.raises(SystemExit):
+        app.parse_args(["--keep-checkpoints", "0"])
 
 
 def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):

@@ -88,7 +88,8 @@ print(json.dumps({"before": before, "messages": messages, "name": loaded.name,
     assert out["messages"][0] == "Starting up: loading PyTorch and transformers…"
     assert out["name"] == "embedded/minilm-l6-uncased" and out["cached"] == ["embedded/minilm-l6-uncased"]
     assert out["same_choices"] and out["last"] == ["my run (checkpoint)", "run:1"]
-    assert out["loaded"] == list(lazy.FIRST + lazy.REST)  # the loader went on with every module
+    from bertdemo.ui.lazy import FIRST, REST
+    assert out["loaded"] == list(FIRST + REST)  # the loader went on with every module
 
 
 def test_lazy_module_loads_on_first_use():

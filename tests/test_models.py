@@ -13,7 +13,7 @@ from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore, load_masked_lm
 from bertdemo.pretrain.checkpoint import write_checkpoint
-from tests.helpers import tiny_bert_config, wait_until
+from tests.helpers import tiny_bert_config
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-import app
 from bertdemo import storage
 from bertdemo.pretrain import checkpoint as ckpt
 from bertdemo.pretrain import uploads
@@ -46,21 +45,6 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     (runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME / ckpt.CONFIG_FILE).unlink()  # run deleted
     assert uploads.release(runs, cache_dirs=[cache]) == ["my notes.txt"]
     assert not private.exists() and not any(p.exists() for p in cached) and other.exists()
-
-
-def test_disk_flags_set_the_rules(monkeypatch, tmp_path):
-    monkeypatch.setattr(storage, "_budget", None)
-    monkeypatch.setattr(ckpt, "_keep", ckpt.DEFAULT_KEEP)
-    app._set_disk_rules(app.parse_args(["--runs-dir", str(tmp_path), "--keep-checkpoints", "3"]), public=True)
-    cap, roots = storage.disk_budget()
-    assert cap == 10 * 10**9 and roots[0] == tmp_path and ckpt.kept() == 3
-    app._set_disk_rules(app.parse_args(["--runs-dir", str(tmp_path)]), public=False)
-    assert storage.disk_budget() is None
-    app._set_disk_rules(app.parse_args(["--runs-dir", str(tmp_path), "--disk-budget-gb", "0.5"]), public=False)
-    assert storage.disk_budget()[0] == 5 * 10**8
-    with pytest.raises(SystemExit):
-        app.parse_args(["--keep-checkpoints", "0"])
-    storage.set_disk_budget(None)
 
 
 def test_a_run_is_refused_before_it_starts_when_its_checkpoints_do_not_fit(monkeypatch, tmp_path):

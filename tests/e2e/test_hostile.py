@@ -12,7 +12,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 
 ANSWER_TIMEOUT_S = 60.0
 HOSTILE = {
