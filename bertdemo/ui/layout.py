@@ -23,6 +23,12 @@ CSS = """
 /* the 2x2 run curves keep a readable size on a phone: the panel scrolls sideways instead */
 #pt-curves { overflow-x: auto; }
 #pt-curves .js-plotly-plot { min-width: 760px; }
+/* every tab named and reachable on a phone: the tab bar wraps onto a second row instead of hiding tabs
+   behind an unlabelled "more" menu. Gradio decides what overflows by measuring a hidden copy of the
+   bar; with that copy measured at zero width every tab stays in the (wrapping) bar. */
+.tabs .tab-wrapper { height: auto; margin-top: 6px; }
+.tabs .tab-container[role=tablist] { flex-wrap: wrap; height: auto; row-gap: 2px; }
+.tabs .tab-container.visually-hidden button { width: 0; min-width: 0; padding: 0; border: 0; font-size: 0; }
 """
 THEME = gr.themes.Soft(primary_hue="indigo")
 

@@ -235,6 +235,29 @@ def test_attention_tab(browser_page: Page, app_url: str):
     screenshot(page, "attention_overview")
 
 
+TABS = ["Tokenizer", "Fill-Mask", "Attention", "Inside BERT", "Masking & NSP", "Pretrain"]
+
+
+def test_every_tab_is_named_and_opens_at_phone_width(_browser, app_url: str):
+    """At 390 px the tab bar wraps instead of hiding tabs behind an unlabelled menu: each tab's own
+    button is on screen, inside the viewport, and opens its tab."""
+    context = _browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        open_app(page, app_url)
+        for name in TABS:
+            button = page.locator("[role=tablist] [role=tab]").filter(has_text=name)
+            expect(button).to_have_count(1, timeout=RUN_TIMEOUT_MS)
+            expect(button).to_be_visible()
+            box = button.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
+            button.click()
+            expect(button).to_have_attribute("aria-selected", "true")
+        screenshot(page, "tabs_phone")
+    finally:
+        context.close()
+
+
 def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):
     """At 390 px the status line wraps under the model box and tables scroll instead of breaking
     words letter by letter; screenshots tokenizer_phone.png and fill_mask_phone.png."""
@@ -258,7 +281,7 @@ def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):
         expect(cell).to_be_visible(timeout=RUN_TIMEOUT_MS)
         assert cell.bounding_box()["height"] < 60
         expect(page.locator("#fm-targets-table")).to_contain_text("token ##ization")
-        expect(page.locator("#fm-plot g.point").first).to_be_visible()
+        expect(page.locator("#fm-plot g.point").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
         wait_idle(page)
         screenshot(page, "fill_mask_phone")
     finally:
