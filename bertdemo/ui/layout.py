@@ -65,7 +65,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
         with gr.Tabs():
-            tokenizer_tab.build(ctx, model_box)
+            tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
             attention_tab.build(ctx, model_box)
             inside_tab.build(ctx, model_box)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gradio.context import Context
-
 import gradio as gr
 
 from bertdemo.explore import tokens
@@ -44,8 +42,9 @@ def _table(store: ModelStore, model: str, text: str, text_pair: str):
     return availability.tokenizer_answered_by(requested, tokenizer), table
 
 
-def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events."""
+def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events (``page``: a first result
+    on page load)."""
     store = ctx.models
 
     @user_errors
@@ -156,7 +155,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     gr.on([text.submit, text_pair.submit], run_tokenize, inputs, outputs, api_visibility="private").success(
         run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
     )
-    if Context.root_block is not None:  # a first result on page load: the example, not empty panels
-        Context.root_block.load(run_tokenize, inputs, outputs, api_visibility="private").success(
+    if page is not None:  # a first result on page load: the example, not empty panels
+        page.load(run_tokenize, inputs, outputs, api_visibility="private").success(
             run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
         )
