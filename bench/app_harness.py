@@ -53,16 +53,18 @@ def free_port() -> int:
 
 
 class App:
-    """``python app.py --offline --port <free> *args`` as a subprocess; a context manager that stops it."""
+    """``python app.py --offline --port <free> *args`` (of the checkout ``app_dir``) as a subprocess; a context
+    manager that stops it."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180.0) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180.0,
+                 app_dir: Path = REPO_ROOT) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self._runs = tempfile.TemporaryDirectory(prefix="bench-runs-")
         self._log = tempfile.NamedTemporaryFile(prefix="bench-app-", suffix=".log", delete=False)
         cmd = [sys.executable, "app.py", "--offline", "--port", str(self.port), "--runs-dir", self._runs.name, *args]
         full_env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=app_dir, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while True:
             if self.proc.poll() is not None:
