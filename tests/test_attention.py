@@ -141,7 +141,8 @@ def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
     import torch
 
     from bertdemo.explore import ablation, fill_mask
-    from tests.test_attention_modes import manual_logits
+    from bertdemo.explore.encoding import normalise_masks
+    from tests.helpers import manual_logits
 
     text, words = "The [MASK] sat on the [MASK].", ["cat", "mat"]
     result = ablation.ablate(tiny_loaded, text, None, "0:1, 1:*", top_k=3, answers="cat, mat")
@@ -150,7 +151,7 @@ def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
     assert [c.id for c in result.before.masks[0].candidates] == [c.id for c in plain.masks[0].candidates]
 
     tok = tiny_loaded.tokenizer
-    enc = tok(fill_mask.normalise_masks(text, tok.mask_token), return_tensors="pt")
+    enc = tok(normalise_masks(text, tok.mask_token), return_tensors="pt")
     masks = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
     ids = torch.tensor(tok.convert_tokens_to_ids(words))
     with torch.no_grad():

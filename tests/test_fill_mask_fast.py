@@ -8,6 +8,7 @@ from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
 
 from bertdemo.explore import fill_mask
 from bertdemo.models import embedded, int8
+from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import load_masked_lm
 
 PROB_TOLERANCE = 0.1  # largest absolute change of any vocabulary entry's probability (measured: 0.047)
@@ -31,7 +32,7 @@ def _mask_probs(loaded, text):
     enc = loaded.tokenizer(text, return_tensors="pt")
     positions = (enc["input_ids"][0] == loaded.tokenizer.mask_token_id).nonzero().flatten()
     with torch.inference_mode():
-        return fill_mask._logits_at(loaded.model, dict(enc), torch.zeros_like(positions), positions).softmax(-1)
+        return logits_at(loaded.model, dict(enc), torch.zeros_like(positions), positions).softmax(-1)
 
 
 @pytest.mark.parametrize("text", SENTENCES)

@@ -21,14 +21,13 @@ from functools import lru_cache
 import torch
 from transformers import AutoTokenizer
 
-from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_STATIC_COPIES  # noqa: F401
+from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES  # noqa: F401
 from bertdemo.models import embedded
 from bertdemo.pretrain.masking import (
     ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE_INDEX, MaskedBatch, continuation_lookup,
     mask_tokens,
 )
 
-MAX_TOKENS = 128  # the lab is for one sentence or two; the engine's blocks are 128 long by default
 ACTION_NAMES = {ACTION_NONE: None, ACTION_MASK: "mask", ACTION_RANDOM: "random", ACTION_KEEP: "keep"}
 STATIC_SEED_OFFSET = 1_000_003  # the static copies were drawn once, when the data was written
 
@@ -127,9 +126,9 @@ def encode(text: str) -> list[int]:
     if not (text or "").strip():
         raise ValueError("Enter a sentence to mask.")
     ids = engine_tokenizer()(text, add_special_tokens=True)["input_ids"]
-    if len(ids) > MAX_TOKENS:
+    if len(ids) > MAX_LAB_TOKENS:
         raise ValueError(
-            f"The text is {len(ids)} tokens long; the lab takes at most {MAX_TOKENS} (specials included). "
+            f"The text is {len(ids)} tokens long; the lab takes at most {MAX_LAB_TOKENS} (specials included). "
             "Shorten it to a sentence or two."
         )
     if len(ids) < 3:

@@ -124,8 +124,9 @@ def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[
     return paths
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store: ModelStore = ctx.models
 
     @user_errors
     def run_attention(text, text_pair, model, layer, head, mean, hide, renorm, direction="all", previous=None,

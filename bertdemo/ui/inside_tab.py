@@ -61,8 +61,9 @@ def _soft(fn: Callable, n_outputs: int, message_at: int) -> Callable:
     return wrapper
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store: ModelStore = ctx.models
 
     def load(model, progress):
         return store.get(model, progress=progress_callback(progress))

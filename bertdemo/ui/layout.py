@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.explore.batching import MicroBatcher
 from bertdemo.pretrain.limits import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
@@ -46,6 +48,8 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
     Building imports no torch: with a :class:`~bertdemo.ui.lazy.StoreFront` the page is served
     while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
+    # a stand-in for the app context: the model store and the one batcher the Fill-Mask requests share
+    ctx = types.SimpleNamespace(models=store, batcher=MicroBatcher())
     load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
 
     with gr.Blocks(title=TITLE, delete_cache=(1800, 3600)) as demo:  # files served: removed after an hour
@@ -59,11 +63,11 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
         with gr.Tabs():
-            tokenizer_tab.build(store, model_box)
-            notice = fill_mask_tab.build(store, model_box)
-            attention_tab.build(store, model_box)
-            inside_tab.build(store, model_box)
-            masking_tab.build(store, model_box)
+            tokenizer_tab.build(ctx, model_box)
+            notice = fill_mask_tab.build(ctx, model_box)
+            attention_tab.build(ctx, model_box)
+            inside_tab.build(ctx, model_box)
+            masking_tab.build(ctx, model_box)
             pretrain_tab.build(store, model_box, runs_dir, public=(limits or Limits()) if public else None)
 
         last_loaded = gr.State(None)

@@ -53,8 +53,9 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
     return lambda event: attach(event, api_visibility="private")
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context."""
+    store: ModelStore = ctx.models
 
     def mask_sample(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count):
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)

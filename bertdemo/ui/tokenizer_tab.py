@@ -43,8 +43,9 @@ def _table(store: ModelStore, model: str, text: str, text_pair: str):
     return availability.tokenizer_answered_by(requested, tokenizer), table
 
 
-def build(store: ModelStore, model_box: gr.Dropdown) -> None:
+def build(ctx, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    store: ModelStore = ctx.models
 
     @user_errors
     def run_tokenize(text: str, text_pair: str, model: str):

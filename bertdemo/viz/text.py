@@ -1,0 +1,45 @@
+"""Small text helpers every drawing module shares: Markdown tables with escaped cells, inline code
+in Markdown and in HTML, bold, and counts read as English."""
+
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+
+def md_cell(text: object) -> str:
+    """Any value safe inside a Markdown table cell: HTML escaped; pipes, backticks, asterisks neutralised."""
+    return html.escape(str(text)).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, raw: Sequence[int] = ()) -> str:
+    """A Markdown table; every cell escaped with :func:`md_cell` except the columns in ``raw`` (already Markdown)."""
+    def line(cells: Sequence[object], header: bool = False) -> str:
+        return "| " + " | ".join(str(c) if (i in raw and not header) else md_cell(c) for i, c in enumerate(cells)) + " |"
+
+    return "\n".join([line(headers, header=True), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+
+
+def md_code(text: str) -> str:
+    """Inline code in Markdown (a backtick inside becomes a quote)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def html_code(text: str) -> str:
+    """Inline code in HTML, escaped."""
+    return f"<code>{html.escape(text)}</code>"
+
+
+def md_bold(text: str) -> str:
+    """``text`` in bold Markdown."""
+    return f"**{text}**"
+
+
+def noun_for(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """``noun`` for 1, its plural otherwise ("word", "words")."""
+    return noun if n == 1 else (plural_noun or noun + "s")
+
+
+def plural(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """"1 word", "2 words", "20,002 tokens": counts as English, numbers formatted one way."""
+    return f"{n:,} {noun_for(n, noun, plural_noun)}"
