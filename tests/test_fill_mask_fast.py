@@ -65,16 +65,14 @@ def test_fast_mode_refuses_a_model_off_the_cpu(shipped):
         int8.fast_variant(on_gpu)
 
 
-def test_the_copy_goes_when_its_model_goes():
+def test_the_copy_lives_and_dies_with_its_loaded_model(tiny_mlm_dir):
     import gc
+    import weakref
 
-    from transformers import BertConfig, BertForMaskedLM
-
-    model = BertForMaskedLM(BertConfig(vocab_size=1000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                       intermediate_size=64)).eval()
-    before = len(int8._copies)
-    int8.int8_copy(model)
-    assert len(int8._copies) == before + 1
-    del model
+    loaded = load_masked_lm(str(tiny_mlm_dir), "cpu")
+    fast = int8.fast_variant(loaded).model
+    assert int8.fast_variant(loaded).model is fast  # made once per loaded model
+    gone = weakref.ref(fast)
+    del fast, loaded
     gc.collect()
-    assert len(int8._copies) == before  # an evicted model does not leave its int8 copy behind
+    assert gone() is None  # an evicted model does not leave its int8 copy behind

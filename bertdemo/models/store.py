@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -27,6 +27,7 @@ from bertdemo.models.init_lock import MODEL_INIT_LOCK
 CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
 
+T = TypeVar("T")
 Progress = Callable[[float, str], None]
 FolderStamp = tuple[int, int]  # (folder inode, config.json mtime in ns) of a local model folder
 
@@ -44,6 +45,16 @@ class LoadedModel:
     has_mlm_head: bool  # False when the head weights were missing (randomly initialised)
     note: str = ""  # why this model is in use, e.g. the hub being unreachable
     missing_head_keys: list[str] = field(default_factory=list)
+    # things made from this model (its int8 copy, its NSP head), built once and gone with it
+    _derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def derived(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, run once per loaded model under a lock and kept on it under ``key``."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = build()
+            return self._derived[key]  # type: ignore[return-value]
 
     @property
     def max_length(self) -> int:
