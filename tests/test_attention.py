@@ -198,3 +198,15 @@ def test_ablation_runs_two_forwards_with_the_old_four_forward_numbers(tiny_loade
             assert [c.id for c in got.candidates] == [c.id for c in want.candidates]
             assert [c.prob for c in got.candidates] == pytest.approx([c.prob for c in want.candidates], rel=1e-6)
         assert torch.allclose(fm.probs, probs, atol=1e-6)
+
+
+def test_the_line_under_the_heatmap_states_shape_and_hidden_weight(tiny_loaded):
+    from bertdemo.viz.heatmaps import attention_info
+
+    result = attention.compute(tiny_loaded, "The cat sat on the mat.")
+    n = len(result.tokens)
+    plain = attention_info(result, attention.select_view(result, 0, 1), hide=False)
+    assert f"(1, 2, {n}, {n})" in plain and "rows sum to 1." in plain and "removed" not in plain
+    raw = attention.select_view(result, 0, 1, hide_special=True, renormalise=False)
+    hidden = attention_info(result, raw, hide=True)
+    assert "rows sum to less than 1" in hidden and f"removed **{raw.removed:.0%}**" in hidden

@@ -12,12 +12,20 @@ def md_cell(text: object) -> str:
     return html.escape(str(text)).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
 
 
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, raw: Sequence[int] = ()) -> str:
-    """A Markdown table; every cell escaped with :func:`md_cell` except the columns in ``raw`` (already Markdown)."""
-    def line(cells: Sequence[object], header: bool = False) -> str:
-        return "| " + " | ".join(str(c) if (i in raw and not header) else md_cell(c) for i, c in enumerate(cells)) + " |"
+class Code(str):
+    """A table cell shown as inline code (a token, a name): escaped like any other cell."""
 
-    return "\n".join([line(headers, header=True), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table whose every cell is escaped with :func:`md_cell` (user text cannot break it);
+    :class:`Code` cells are shown as inline code."""
+    def cell(value: object) -> str:
+        return f"<code>{md_cell(value)}</code>" if isinstance(value, Code) else md_cell(value)
+
+    def line(cells: Sequence[object]) -> str:
+        return "| " + " | ".join(cell(c) for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
 def md_code(text: str) -> str:
