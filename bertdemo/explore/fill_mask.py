@@ -25,7 +25,6 @@ runs the same steps on the model's dynamic-int8 copy (:mod:`bertdemo.models.int8
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -113,7 +112,8 @@ def mask_name(tokenizer) -> str:
 
 
 def parse_targets(words: str | list[str] | None) -> list[str]:
-    """Non-empty (a comma-separated string or a list) target words, bounded: at most MAX_TARGETS, each at most MAX_TARGET_CHARS characters."""
+    """Non-empty target words (a comma-separated string or a list), bounded: at most MAX_TARGETS, each
+    at most MAX_TARGET_CHARS characters."""
     words = parse_word_list(words)
     if len(words) > MAX_TARGETS:
         raise ValueError(f"{len(words)} target words given; ask for at most {MAX_TARGETS} at once.")
