@@ -33,7 +33,7 @@ def loaded(request, tiny_loaded, emb_loaded):
 
 
 def own_forward(loaded: LoadedModel, text: str):
-    enc = inside.encode(loaded, text)
+    enc = inside.encode_for_inside(loaded, text)
     with torch.inference_mode():
         out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
     return enc, out

@@ -20,7 +20,7 @@ import torch
 from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
-from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode, layer_norm, linear
+from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode_for_inside, layer_norm, linear
 from bertdemo.models.store import LoadedModel
 
 
@@ -86,7 +86,7 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
     _require_head(loaded)
     if not 1 <= int(top_k) <= MAX_LENS_TOP_K:
         raise ValueError(f"Top-k must be 1 to {MAX_LENS_TOP_K}.")
-    enc = encode(loaded, text)
+    enc = encode_for_inside(loaded, text)
     positions = _mask_positions(loaded, enc)
     if not 1 <= int(mask_number) <= len(positions):
         raise ValueError(f"Mask #{int(mask_number)} does not exist: the text has {len(positions)} mask(s).")
@@ -203,7 +203,7 @@ def mlm_loss(loaded: LoadedModel, text: str, words: str | list[str]) -> MlmLossR
         raise ValueError("Give the right words, comma-separated: one per [MASK] (or words of a plain sentence to mask).")
     if text and not re.search(r"\[mask\]", text, flags=re.IGNORECASE) and tok.mask_token not in text:
         text, answers = mask_words(text, answers, "[MASK]")
-    enc = encode(loaded, text, limit=loaded.max_length)
+    enc = encode_for_inside(loaded, text, limit=loaded.max_length)
     positions = _mask_positions(loaded, enc)
     if len(answers) != len(positions):
         raise ValueError(f"The text has {len(positions)} mask(s) but {len(answers)} right word(s) were given; "

@@ -121,7 +121,7 @@ class MaskSample:
         }
 
 
-def encode(text: str) -> list[int]:
+def encode_for_masking(text: str) -> list[int]:
     """``[CLS] text [SEP]`` ids, refusing empty or over-long text with a message."""
     if not (text or "").strip():
         raise ValueError("Enter a sentence to mask.")
@@ -171,7 +171,7 @@ def _sample_from(text: str, settings: MaskSettings, ids: list[int], mb: MaskedBa
 def mask_sample(text: str, settings: MaskSettings) -> MaskSample:
     """One draw of the engine's masking on ``[CLS] text [SEP]`` (seeded: the same seed, the same mask)."""
     settings = settings.validated()
-    ids = encode(text)
+    ids = encode_for_masking(text)
     mb = _draw(ids, 1, settings, settings.seed)
     return _sample_from(text, settings, ids, mb, 0)
 
@@ -221,7 +221,7 @@ def compare_epochs(text: str, settings: MaskSettings, epochs: int = 20, static_c
         raise ValueError(f"epochs must be between 1 and {MAX_EPOCHS} (got {epochs}).")
     if not 1 <= static_copies <= MAX_STATIC_COPIES:
         raise ValueError(f"static copies must be between 1 and {MAX_STATIC_COPIES} (got {static_copies}).")
-    ids = encode(text)
+    ids = encode_for_masking(text)
 
     def one_by_one(n: int, seed: int) -> list[MaskSample]:
         g = torch.Generator().manual_seed(seed)  # one generator, advancing: epoch e's mask never depends on n
@@ -274,7 +274,7 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
     draws = int(draws)
     if not 1 <= draws <= MAX_DRAWS:
         raise ValueError(f"draws must be between 1 and {MAX_DRAWS} (got {draws}).")
-    ids = encode(text)
+    ids = encode_for_masking(text)
     mb = _draw(ids, draws, settings, settings.seed)
     special_ids, _ = _lookups()
     n_real = int((~torch.isin(torch.tensor(ids), special_ids)).sum())

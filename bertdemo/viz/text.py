@@ -33,9 +33,9 @@ def md_code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
-def html_code(text: str) -> str:
-    """Inline code in HTML, escaped."""
-    return f"<code>{html.escape(text)}</code>"
+def html_code(text: object) -> str:
+    """User-made text (run ids, file names) as inline code in HTML: shown literally, never as markup."""
+    return f"<code>{html.escape(str(text))}</code>"
 
 
 def md_bold(text: str) -> str:
