@@ -69,7 +69,7 @@ def hidden_at(model, enc: dict, rows: torch.Tensor, cols: torch.Tensor) -> torch
     :func:`encode_at` when :func:`supported`, else by the model's own forward.
     """
     base = model.base_model
-    if not supported(model):
+    if not supported(model) or rows.numel() == 0:
         return base(**enc).last_hidden_state[rows, cols]
     B = enc["input_ids"].shape[0]
     counts = torch.bincount(rows, minlength=B)  # (B,) positions per row
