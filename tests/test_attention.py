@@ -141,7 +141,8 @@ def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
     import torch
 
     from bertdemo.explore import ablation, fill_mask
-    from tests.test_attention_modes import manual_logits
+    from bertdemo.explore.encoding import normalise_masks
+    from tests.helpers import manual_logits
 
     text, words = "The [MASK] sat on the [MASK].", ["cat", "mat"]
     result = ablation.ablate(tiny_loaded, text, None, "0:1, 1:*", top_k=3, answers="cat, mat")
@@ -150,7 +151,7 @@ def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
     assert [c.id for c in result.before.masks[0].candidates] == [c.id for c in plain.masks[0].candidates]
 
     tok = tiny_loaded.tokenizer
-    enc = tok(fill_mask.normalise_masks(text, tok.mask_token), return_tensors="pt")
+    enc = tok(normalise_masks(text, tok.mask_token), return_tensors="pt")
     masks = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
     ids = torch.tensor(tok.convert_tokens_to_ids(words))
     with torch.no_grad():
@@ -165,3 +166,47 @@ def test_ablation_fill_mask_and_loss_match_manual_forward(tiny_loaded):
     assert not own.targets_given and own.targets == [m.candidates[0].token for m in own.before.masks]
     with pytest.raises(ValueError, match="one word per"):
         ablation.ablate(tiny_loaded, text, None, "0:0", answers="cat")
+
+
+def test_ablation_runs_two_forwards_with_the_old_four_forward_numbers(tiny_loaded):
+    import torch
+
+    from bertdemo.explore import ablation, fill_mask
+    from bertdemo.models import attention_modes
+
+    text, off = "The [MASK] sat on the [MASK].", [(0, 1), (1, 0)]
+    model = tiny_loaded.model
+    forwards = []
+    hook = model.base_model.embeddings.register_forward_hook(lambda *_: forwards.append(1))  # once per forward
+    try:
+        result = ablation.ablate(tiny_loaded, text, None, off, top_k=3, answers="cat, mat")
+    finally:
+        hook.remove()
+    assert len(forwards) == 2  # one forward with every head, one with the heads off
+
+    # the old path: predict twice, then the model's full forward twice more for the loss
+    tok = tiny_loaded.tokenizer
+    enc = tok(text, return_tensors="pt")
+    masks = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
+    ids = torch.tensor(tok.convert_tokens_to_ids(["cat", "mat"]))
+    for heads, loss, fm in (((), result.loss_before, result.before), (off, result.loss_after, result.after)):
+        with attention_modes.attention_mode(ablate=heads), torch.inference_mode():
+            probs = model(**enc).logits[0, masks].softmax(-1)  # (N, V)
+            old = fill_mask.predict(tiny_loaded, text, None, 3)
+        assert loss == pytest.approx(float(-probs[torch.arange(2), ids].log().mean()), rel=1e-5)
+        for got, want in zip(fm.masks, old.masks):
+            assert [c.id for c in got.candidates] == [c.id for c in want.candidates]
+            assert [c.prob for c in got.candidates] == pytest.approx([c.prob for c in want.candidates], rel=1e-6)
+        assert torch.allclose(fm.probs, probs, atol=1e-6)
+
+
+def test_the_line_under_the_heatmap_states_shape_and_hidden_weight(tiny_loaded):
+    from bertdemo.viz.heatmaps import attention_info
+
+    result = attention.compute(tiny_loaded, "The cat sat on the mat.")
+    n = len(result.tokens)
+    plain = attention_info(result, attention.select_view(result, 0, 1), hide=False)
+    assert f"(1, 2, {n}, {n})" in plain and "rows sum to 1." in plain and "removed" not in plain
+    raw = attention.select_view(result, 0, 1, hide_special=True, renormalise=False)
+    hidden = attention_info(result, raw, hide=True)
+    assert "rows sum to less than 1" in hidden and f"removed **{raw.removed:.0%}**" in hidden

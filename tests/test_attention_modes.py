@@ -10,7 +10,8 @@ from transformers import BertForMaskedLM, DistilBertConfig, DistilBertForMaskedL
 
 from bertdemo.models import attention_modes
 from bertdemo.models.attention_modes import attention_mode
-from tests.conftest import tiny_bert_config
+from tests.helpers import tiny_bert_config
+from tests.helpers import manual_logits
 
 
 @pytest.fixture(scope="module")
@@ -32,27 +33,6 @@ def batch():
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
     return {"input_ids": ids, "attention_mask": mask}
-
-
-def manual_logits(model: BertForMaskedLM, ids, mask, off: set[tuple[int, int]]) -> torch.Tensor:
-    """BERT's forward written out from the weights, with the heads in ``off`` multiplied by 0."""
-    bert = model.bert
-    h = bert.embeddings(input_ids=ids)  # (B, S, D)
-    b, s, d = h.shape
-    n_heads = model.config.num_attention_heads
-    hd = d // n_heads
-    additive = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min  # (B, 1, 1, S)
-    for i, layer in enumerate(bert.encoder.layer):
-        sa = layer.attention.self
-        q, k, v = (lin(h).view(b, s, n_heads, hd).transpose(1, 2) for lin in (sa.query, sa.key, sa.value))
-        probs = ((q @ k.transpose(-1, -2)) / hd**0.5 + additive).softmax(-1)  # (B, H, S, S)
-        for layer_idx, head in off:
-            if layer_idx == i:
-                probs[:, head] = 0
-        ctx = (probs @ v).transpose(1, 2).reshape(b, s, d)
-        attn = layer.attention.output(ctx, h)
-        h = layer.output(layer.intermediate(attn), attn)
-    return model.cls(h)
 
 
 def test_registered_and_used_by_the_store(tiny_loaded):

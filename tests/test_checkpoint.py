@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_bert_config
+from tests.helpers import tiny_bert_config
 from transformers import BertForMaskedLM
 
 from bertdemo.models.store import load_masked_lm

@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
-from bertdemo.explore import fill_mask
+from bertdemo.explore import fill_mask, pll
+from bertdemo.explore.messages import no_head_message
+from bertdemo.viz.bars import filled_markdown
 
 
 def _full_probs(loaded, text):
@@ -57,14 +59,14 @@ def test_sparse_head_matches_full_model(tiny_loaded):
 def test_mask_spelling_and_filled_text(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "Nice to [mask] you.", top_k=3)
     assert result.text == "Nice to [MASK] you."
-    assert result.filled_text == f"Nice to **{result.masks[0].candidates[0].text}** you."
+    assert filled_markdown(result) == f"Nice to **{result.masks[0].candidates[0].text}** you."
 
 
 def test_sentence_b_is_segment_one(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "She opened the door.", "Then she [MASK] in.", top_k=2)
     enc = tiny_loaded.tokenizer("She opened the door.", "Then she [MASK] in.")
     assert enc["token_type_ids"][result.masks[0].position] == 1
-    assert " / " in result.filled_text
+    assert " / " in filled_markdown(result)
 
 
 def test_targets_scored_or_refused(tiny_loaded):
@@ -87,7 +89,7 @@ def test_pll_matches_a_direct_computation_with_other_masks_and_sentence_b(tiny_l
     base = {k: list(v) for k, v in enc.items()}
     pos = base["input_ids"].index(loaded.tokenizer.mask_token_id)
     words = [[19204, 3989], [4937], [2293, 2075, 2075]]  # token ##ization, cat, love ##ing ##ing
-    got = fill_mask.pseudo_log_likelihoods(loaded, base, pos, words)
+    got = pll.pseudo_log_likelihoods(loaded, base, pos, words)
     for ids, value in zip(words, got):
         total = 0.0
         for j in range(len(ids)):
@@ -114,13 +116,13 @@ def test_whole_words_are_ranked_by_pll(tiny_loaded):
     enc = tiny_loaded.tokenizer(text)
     base = {k: list(v) for k, v in enc.items()}
     ids = [tiny_loaded.tokenizer.convert_tokens_to_ids(c.pieces) for c in cands]
-    plls = fill_mask.pseudo_log_likelihoods(tiny_loaded, base, 3, ids)
+    plls = pll.pseudo_log_likelihoods(tiny_loaded, base, 3, ids)
     assert [math.log(p) for p in probs] == pytest.approx(plls, rel=1e-4)
     # the best one-piece word is the plain top-1 prediction (PLL of one piece = its probability)
     plain = fill_mask.predict(tiny_loaded, text, top_k=1).masks[0].candidates[0]
     one = [c for c in cands if len(c.pieces) == 1]
     assert one[0].id == plain.id and one[0].prob == pytest.approx(plain.prob, rel=1e-4)
-    assert result.filled_text == f"Nice to **{cands[0].text}** you."
+    assert filled_markdown(result) == f"Nice to **{cands[0].text}** you."
 
 
 def test_mask_context_decides_which_pieces_may_stand(tiny_loaded):
@@ -170,7 +172,7 @@ def test_model_without_trained_head_is_refused():
     assert not loaded.has_mlm_head and any("cls.predictions" in k for k in loaded.missing_head_keys)
     with pytest.raises(ValueError) as info:
         fill_mask.predict(loaded, "Nice to [MASK] you.")
-    assert str(info.value) == fill_mask.no_head_message(loaded.name)
+    assert str(info.value) == no_head_message(loaded.name)
     assert "no trained masked-LM head" in str(info.value)
 
 

@@ -1,11 +1,11 @@
 """Concurrent Fill-Mask requests share one padded forward pass and each still gets its own answer."""
 
 import threading
-import time
 
 import pytest
 
 from bertdemo.explore import batching, fill_mask
+from tests.helpers import wait_until
 
 TEXTS = [
     "the [MASK] sat on the mat .",
@@ -18,7 +18,7 @@ TEXTS = [
 def _hold_forwards(monkeypatch):
     """Make Fill-Mask's forwards wait for the returned gate; returns (gate, the sizes of the forwards begun)."""
     gate = threading.Event()
-    real = fill_mask._shared_probs
+    real = fill_mask._shared_forward
     sizes = []
 
     def held(loaded, items):
@@ -26,30 +26,36 @@ def _hold_forwards(monkeypatch):
         gate.wait(10)
         return real(loaded, items)
 
-    monkeypatch.setattr(fill_mask, "_shared_probs", held)
+    monkeypatch.setattr(fill_mask, "_shared_forward", held)
     return gate, sizes
+
+
+def _queue_behind_the_first(threads, started, batcher, key, gate) -> None:
+    """Start ``threads[0]``; once its batch has begun (``started``), start the rest and wait until they
+    all queue for ``key``; then open ``gate`` and join everyone."""
+    threads[0].start()
+    wait_until(lambda: started)
+    for t in threads[1:]:
+        t.start()
+    wait_until(lambda: batcher.pending(key) == len(threads) - 1)
+    gate.set()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
 
 
 def test_concurrent_requests_are_batched_and_equal_alone(tiny_loaded, monkeypatch):
     alone = {t: fill_mask.predict(tiny_loaded, t, top_k=6) for t in TEXTS}
     gate, seen = _hold_forwards(monkeypatch)  # the first batch waits until the others have queued behind it
+    batcher = batching.MicroBatcher(16)
     results = {}
 
     def ask(text):
-        results[text] = fill_mask.predict(tiny_loaded, text, top_k=6)
+        results[text] = fill_mask.predict(tiny_loaded, text, top_k=6, batcher=batcher)
 
     first = threading.Thread(target=ask, args=("a [MASK] b",))
-    first.start()
-    while not seen:
-        time.sleep(0.001)
     others = [threading.Thread(target=ask, args=(t,)) for t in TEXTS for _ in range(3)]
-    for t in others:
-        t.start()
-    while sum(len(q) for q in fill_mask._SHARED._waiting.values()) < len(others):
-        time.sleep(0.001)
-    gate.set()
-    for t in [first, *others]:
-        t.join(10)
+    _queue_behind_the_first([first, *others], seen, batcher, tiny_loaded.model, gate)
     assert seen == [1, len(others)]  # everything that queued went through in one padded forward
     for text, result in results.items():
         want = alone[text]
@@ -61,18 +67,29 @@ def test_concurrent_requests_are_batched_and_equal_alone(tiny_loaded, monkeypatc
 
 def test_a_failing_item_gets_its_own_error():
     batcher = batching.MicroBatcher(max_batch=4)
+    gate = threading.Event()
+    sizes = []
 
-    def halve(items):
+    def invert(items):
+        sizes.append(len(items))
+        gate.wait(10)
         if any(i == 0 for i in items):
             raise ZeroDivisionError("zero")
         return [1 / i for i in items]
 
-    assert batcher.submit("k", 4, halve) == 0.25
-    jobs = [batching._Job(0, halve), batching._Job(2, halve)]
-    batcher._busy.add("k")
-    batcher._run("k", jobs)
-    assert isinstance(jobs[0].error, ZeroDivisionError) and jobs[1].result == 0.5 and jobs[1].error is None
-    assert "k" not in batcher._busy
+    out, errors = {}, {}
+
+    def ask(i):
+        try:
+            out[i] = batcher.submit("k", i, invert)
+        except ZeroDivisionError as exc:
+            errors[i] = exc
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in (4, 0, 2)]
+    _queue_behind_the_first(threads, sizes, batcher, "k", gate)  # 4 runs alone; 0 and 2 then go together
+    assert sizes == [1, 2, 1, 1]  # the batch of two failed, then each item ran alone
+    assert out == {4: 0.25, 2: 0.5} and list(errors) == [0]
+    assert batcher.pending("k") == 0 and batcher.submit("k", 8, invert) == 0.125  # the key is free again
     with pytest.raises(ValueError, match="at least 1"):
         batching.MicroBatcher(max_batch=0)
 
@@ -89,16 +106,7 @@ def test_batches_never_exceed_max_batch():
 
     out = {}
     threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, batcher.submit("k", i, double))) for i in range(8)]
-    threads[0].start()
-    while not sizes:
-        time.sleep(0.001)
-    for t in threads[1:]:
-        t.start()
-    while sum(len(q) for q in batcher._waiting.values()) < 7:
-        time.sleep(0.001)
-    gate.set()
-    for t in threads:
-        t.join(10)
+    _queue_behind_the_first(threads, sizes, batcher, "k", gate)
     assert out == {i: 2 * i for i in range(8)}
     assert sizes == [1, 3, 3, 1]
 
@@ -114,28 +122,25 @@ def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypa
     assert [c.prob for c in ablated_alone.masks[0].candidates] != [c.prob for c in plain.masks[0].candidates]
 
     gate, running = _hold_forwards(monkeypatch)  # a plain request holds the model while the ablated one arrives
+    batcher = batching.MicroBatcher(16)
     results = {}
 
     def ask_plain():
-        results["plain"] = fill_mask.predict(tiny_loaded, text, top_k=5)
+        results["plain"] = fill_mask.predict(tiny_loaded, text, top_k=5, batcher=batcher)
 
     def ask_ablated():
         with attention_mode(ablate={(0, 0), (1, 1)}):
-            results["ablated"] = fill_mask.predict(tiny_loaded, text, top_k=5)
+            results["ablated"] = fill_mask.predict(tiny_loaded, text, top_k=5, batcher=batcher)
 
     first = threading.Thread(target=ask_plain)
     first.start()
-    while not running:
-        time.sleep(0.001)
+    wait_until(lambda: running)
     second = threading.Thread(target=ask_ablated)
     second.start()
-    deadline = time.monotonic() + 5
-    while len(running) < 2 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    ran_alongside = len(running) == 2  # not queued (and maybe batched) behind the plain request
+    wait_until(lambda: len(running) == 2, timeout=5)  # not queued (and maybe batched) behind the plain request
     gate.set()
     first.join(10)
     second.join(10)
-    assert ran_alongside and running == [1, 1]
+    assert running == [1, 1]
     assert [c.prob for c in results["ablated"].masks[0].candidates] == [c.prob for c in ablated_alone.masks[0].candidates]
     assert [c.prob for c in results["plain"].masks[0].candidates] == [c.prob for c in plain.masks[0].candidates]

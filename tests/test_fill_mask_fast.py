@@ -8,6 +8,7 @@ from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
 
 from bertdemo.explore import fill_mask
 from bertdemo.models import embedded, int8
+from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import load_masked_lm
 
 PROB_TOLERANCE = 0.1  # largest absolute change of any vocabulary entry's probability (measured: 0.047)
@@ -31,7 +32,7 @@ def _mask_probs(loaded, text):
     enc = loaded.tokenizer(text, return_tensors="pt")
     positions = (enc["input_ids"][0] == loaded.tokenizer.mask_token_id).nonzero().flatten()
     with torch.inference_mode():
-        return fill_mask._logits_at(loaded.model, dict(enc), torch.zeros_like(positions), positions).softmax(-1)
+        return logits_at(loaded.model, dict(enc), torch.zeros_like(positions), positions).softmax(-1)
 
 
 @pytest.mark.parametrize("text", SENTENCES)
@@ -64,16 +65,14 @@ def test_fast_mode_refuses_a_model_off_the_cpu(shipped):
         int8.fast_variant(on_gpu)
 
 
-def test_the_copy_goes_when_its_model_goes():
+def test_the_copy_lives_and_dies_with_its_loaded_model(tiny_mlm_dir):
     import gc
+    import weakref
 
-    from transformers import BertConfig, BertForMaskedLM
-
-    model = BertForMaskedLM(BertConfig(vocab_size=1000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                       intermediate_size=64)).eval()
-    before = len(int8._copies)
-    int8.int8_copy(model)
-    assert len(int8._copies) == before + 1
-    del model
+    loaded = load_masked_lm(str(tiny_mlm_dir), "cpu")
+    fast = int8.fast_variant(loaded).model
+    assert int8.fast_variant(loaded).model is fast  # made once per loaded model
+    gone = weakref.ref(fast)
+    del fast, loaded
     gc.collect()
-    assert len(int8._copies) == before  # an evicted model does not leave its int8 copy behind
+    assert gone() is None  # an evicted model does not leave its int8 copy behind

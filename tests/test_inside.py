@@ -14,7 +14,7 @@ from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel, ModelStore
 from bertdemo.viz import inside as draw
 
-from conftest import tiny_bert_config
+from tests.helpers import tiny_bert_config
 
 SENTENCE = "The cat sat on the [MASK] and the dog barked."
 ATOL = 1e-5
@@ -33,7 +33,7 @@ def loaded(request, tiny_loaded, emb_loaded):
 
 
 def own_forward(loaded: LoadedModel, text: str):
-    enc = inside.encode(loaded, text)
+    enc = inside.encode_for_inside(loaded, text)
     with torch.inference_mode():
         out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
     return enc, out

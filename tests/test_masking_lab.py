@@ -174,15 +174,21 @@ def test_nsp_pairs_need_two_blocks() -> None:
         nsp.build_pairs("Too short.", seq_len=32)
 
 
+def _nsp_config():
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=64)
+
+
 @pytest.fixture(scope="module")
 def nsp_models(tmp_path_factory):
     """A tiny BertForPreTraining (NSP head) and a tiny BertForMaskedLM (none), saved with the tokenizer."""
-    from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
+    from transformers import BertForMaskedLM, BertForPreTraining
 
     from bertdemo.models.store import load_masked_lm
 
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
+    config = _nsp_config()
     out = {}
     for name, cls in (("pretraining", BertForPreTraining), ("mlm", BertForMaskedLM)):
         torch.manual_seed(0)
@@ -212,3 +218,65 @@ def test_no_nsp_head_is_said_clearly(nsp_models) -> None:
     assert "no trained NSP head" in pred.message and "cls.seq_relationship" in pred.message
     with pytest.raises(ValueError, match="both"):
         nsp.predict_is_next(loaded, "", "It was empty.")
+
+
+def test_nsp_reads_only_the_head_into_the_loaded_encoder(nsp_models, monkeypatch) -> None:
+    import dataclasses
+
+    from transformers import PreTrainedModel
+
+    model, loaded = nsp_models["pretraining"]
+    fresh = dataclasses.replace(loaded)  # nothing derived yet: the head is read from the checkpoint now
+    assert fresh.model.base_model.pooler is None  # a masked-LM is built without the pooler the head needs
+
+    def no_second_model(*args, **kwargs):
+        raise AssertionError("NSP loaded a second model")
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", no_second_model)
+    pairs = [("She opened the fridge.", "It was empty."), ("The cat sat.", "Stocks fell sharply on Monday.")]
+    for a, b in pairs:
+        pred = nsp.predict_is_next(fresh, a, b)
+        enc = fresh.tokenizer(a, b, return_tensors="pt")
+        with torch.no_grad():
+            want = torch.softmax(model(**enc).seq_relationship_logits, -1)[0, 0].item()
+        assert torch.allclose(torch.tensor(pred.p_is_next), torch.tensor(want), atol=1e-6)
+    assert fresh.derived("nsp_head", lambda: None) is not None  # kept with the loaded model
+
+
+def test_nsp_head_from_a_torch_checkpoint_only_outside_public_mode(tmp_path, monkeypatch) -> None:
+    import dataclasses
+
+    from transformers import BertForPreTraining
+
+    from bertdemo.models import policy
+    from bertdemo.models.store import load_masked_lm
+
+    torch.manual_seed(0)
+    config = _nsp_config()
+    model = BertForPreTraining(config)
+    model.config.save_pretrained(tmp_path)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")  # a torch checkpoint, no safetensors
+    ml.engine_tokenizer().save_pretrained(tmp_path)
+    loaded = load_masked_lm(str(tmp_path))
+    assert nsp.predict_is_next(loaded, "She opened the fridge.", "It was empty.").available
+    monkeypatch.setattr(policy, "load_kwargs", lambda: {"use_safetensors": True})  # as in public mode
+    public = nsp.predict_is_next(dataclasses.replace(loaded), "She opened the fridge.", "It was empty.")
+    assert not public.available and "no trained NSP head" in public.message
+
+
+def test_nsp_head_read_from_a_sharded_checkpoint(tmp_path) -> None:
+    from transformers import BertForPreTraining
+
+    from bertdemo.models.store import load_masked_lm
+
+    torch.manual_seed(0)
+    config = _nsp_config()
+    model = BertForPreTraining(config).eval()
+    model.save_pretrained(tmp_path, max_shard_size="1MB")
+    ml.engine_tokenizer().save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors.index.json").exists() and not (tmp_path / "model.safetensors").exists()
+    pred = nsp.predict_is_next(load_masked_lm(str(tmp_path)), "She opened the fridge.", "It was empty.")
+    enc = ml.engine_tokenizer()("She opened the fridge.", "It was empty.", return_tensors="pt")
+    with torch.no_grad():
+        want = torch.softmax(model(**enc).seq_relationship_logits, -1)[0, 0].item()
+    assert pred.available and abs(pred.p_is_next - want) < 1e-6

@@ -74,3 +74,16 @@ def test_stacked_charts_sit_where_make_subplots_puts_them(tiny_loaded):
         assert fig.layout[axis].domain == pytest.approx(reference.layout[axis].domain)
     assert [bar.yaxis for bar in fig.data] == ["y", "y2", "y3"]
     assert fig.layout.annotations[2].y == pytest.approx(reference.layout.yaxis3.domain[1])
+
+
+def test_fill_mask_result_as_text_and_json(tiny_loaded):
+    result = fill_mask.predict(tiny_loaded, "a [MASK] b", "c [MASK]", top_k=3, targets=["dog", "x|y"])
+    assert result.filled == [m.candidates[0].text for m in result.masks]
+    assert bars.filled_markdown(result) == f"a **{result.filled[0]}** b / c **{result.filled[1]}**"
+    lines = bars.targets_markdown([("model", result)]).splitlines()
+    assert lines[0] == "| mask | word | pieces | probability | rank |" and lines[1] == "|---|---|---|---|---|"
+    rows = [line for line in lines if line.startswith("| #")]
+    assert len(rows) == 4 and all(row.count(" | ") == 4 for row in rows)  # "x|y" cannot add a column
+    raw = bars.predictions_json(result, "model")
+    assert [m["mask"] for m in raw] == [1, 2] and [t["word"] for t in raw[0]["targets"]] == ["dog", "x|y"]
+    assert raw[0]["predictions"][0]["id"] == result.masks[0].candidates[0].id

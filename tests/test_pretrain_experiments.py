@@ -25,7 +25,7 @@ from bertdemo.pretrain.model_build import build_model
 from bertdemo.pretrain.objective import BatchMaker
 from bertdemo.pretrain.optim import lr_at, make_optimizer
 from bertdemo.viz import run_curves
-from tests.conftest import tiny_run_config
+from tests.helpers import tiny_run_config
 
 
 @pytest.fixture(scope="module")

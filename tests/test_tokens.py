@@ -2,7 +2,8 @@
 
 import pytest
 
-from bertdemo.explore import tokens
+from bertdemo.explore import input_limits, tokens
+from bertdemo.viz.text import plural
 
 
 def test_table_matches_what_the_model_sees(tokenizer):
@@ -39,7 +40,7 @@ def test_empty_text_is_refused(tokenizer, text):
 
 def test_oversized_paste_is_refused(tokenizer):
     with pytest.raises(ValueError, match="limit"):
-        tokens.tokenize(tokenizer, "a" * (tokens.MAX_CHARS + 1))
+        tokens.tokenize(tokenizer, "a" * (input_limits.MAX_CHARS + 1))
 
 
 def test_vocabulary_lookups(tokenizer):
@@ -98,7 +99,7 @@ def test_long_token_lookup_is_refused(tokenizer):
 
 @pytest.mark.parametrize("n,text", [(0, "0 words"), (1, "1 word"), (2, "2 words"), (20002, "20,002 words")])
 def test_counts_read_as_english(n, text):
-    assert tokens.plural(n, "word") == text
+    assert plural(n, "word") == text
 
 
 def test_offline_cased_tokenizer_ships_small_and_cased():

@@ -8,7 +8,8 @@ output projection; the rest of the model is untouched. We compare, at every [MAS
   run inside the ablation context);
 - the masked-LM loss: the mean over the masks of −log p(target), where the target at each
   mask is the word the learner names for it, or — when none are named — the intact
-  model's own top choice. Probabilities are the model's full-vocabulary softmax.
+  model's own top choice. Probabilities are the model's full-vocabulary softmax, read from
+  the same forward that gave the top-k: two forwards in all, one with and one without the heads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from bertdemo.explore import fill_mask
+from bertdemo.explore.encoding import parse_word_list
 from bertdemo.models import attention_modes
 from bertdemo.models.store import LoadedModel
 
@@ -74,19 +76,6 @@ def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]
     return sorted(heads)
 
 
-def _mask_probs(loaded: LoadedModel, text: str, text_pair: str | None) -> torch.Tensor:
-    """Full-vocabulary probabilities at each mask, (N, V), tokenized as ``fill_mask.predict`` does."""
-    tok = loaded.tokenizer
-    text = fill_mask.normalise_masks(text, tok.mask_token)
-    pair = fill_mask.normalise_masks(text_pair, tok.mask_token) if text_pair and text_pair.strip() else None
-    enc = tok(text, pair, return_tensors="pt", truncation=False, verbose=False)
-    positions = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
-    enc = {k: v.to(loaded.device) for k, v in enc.items()}
-    with torch.inference_mode():
-        logits = loaded.model(**enc).logits[0, positions.to(loaded.device)]  # (N, V)
-    return logits.float().softmax(-1).cpu()
-
-
 def _loss(probs: torch.Tensor, tokenizer, words: list[str] | None, ids: list[int]) -> float:
     """Mean −log p over the masks: of ``words[i]`` at mask i when given, else of token ``ids[i]``."""
     if words:
@@ -115,20 +104,15 @@ def ablate(
     n_layers = attention_modes.index_layers(loaded.model)
     n_heads = int(loaded.model.config.num_attention_heads)
     off = parse_heads(heads, n_layers, n_heads) if isinstance(heads, str) else sorted(set(heads))
-    before = fill_mask.predict(loaded, text, text_pair, top_k)
+    before = fill_mask.predict(loaded, text, text_pair, top_k, keep_tensors=True)  # forward 1: every head
     with attention_modes.attention_mode(ablate=off):
-        after = fill_mask.predict(loaded, text, text_pair, top_k)
-    if isinstance(answers, str):
-        answers = answers.split(",")
-    words = [w.strip() for w in (answers or []) if w and w.strip()]
+        after = fill_mask.predict(loaded, text, text_pair, top_k, keep_tensors=True)  # forward 2: heads off
+    words = parse_word_list(answers)
     if words and len(words) != len(before.masks):
         raise ValueError(
             f"Give one word per [MASK]: the text has {len(before.masks)} mask(s) and you gave {len(words)} word(s)."
         )
     top_ids = [m.candidates[0].id for m in before.masks]
-    probs_before = _mask_probs(loaded, text, text_pair)
-    with attention_modes.attention_mode(ablate=off):
-        probs_after = _mask_probs(loaded, text, text_pair)
     tok = loaded.tokenizer
     return AblationResult(
         heads=off,
@@ -136,6 +120,6 @@ def ablate(
         after=after,
         targets=words or [m.candidates[0].token for m in before.masks],
         targets_given=bool(words),
-        loss_before=_loss(probs_before, tok, words, top_ids),
-        loss_after=_loss(probs_after, tok, words, top_ids),
+        loss_before=_loss(before.probs, tok, words, top_ids),
+        loss_after=_loss(after.probs, tok, words, top_ids),
     )

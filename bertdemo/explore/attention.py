@@ -24,10 +24,10 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked
+from bertdemo.explore.input_limits import MAX_ATTENTION_TOKENS
 from bertdemo.models import attention_modes
 from bertdemo.models.store import LoadedModel
 
-MAX_ATTENTION_TOKENS = 128  # beyond this the heatmaps stop being readable
 DIRECTIONS = ("all", "A->B", "B->A")  # which rows (from) and columns (to) a view keeps
 
 

@@ -8,14 +8,20 @@ reads the model's weights once for many requests.
 
 If a batch fails, its items are run one by one, so a bad item gets its own error and the
 others their results.
+
+The app context owns one batcher (``ctx.batcher``) and passes it to the views that share forwards.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
+
+# most concurrent requests sharing one forward pass (BERTDEMO_FILL_MASK_BATCH=1: one request per forward)
+MAX_SHARED_BATCH = max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16")))
 
 BatchFn = Callable[[Sequence[Any]], Sequence[Any]]  # items -> one result per item, in order
 
@@ -25,21 +31,25 @@ class _Job:
     item: Any
     fn: BatchFn
     result: Any = None
-    error: BaseException | None = None
+    error: Exception | None = None
     done: bool = False
 
 
 class MicroBatcher:
     """Thread-safe: :meth:`submit` from any number of threads; items of one key run at most one batch at a time."""
 
-    def __init__(self, max_batch: int = 16) -> None:
+    def __init__(self, max_batch: int = MAX_SHARED_BATCH) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}.")
         self.max_batch = max_batch
         self._cond = threading.Condition()
         self._waiting: dict[Hashable, deque[_Job]] = {}
         self._busy: set[Hashable] = set()
-        self.batch_sizes: deque[int] = deque(maxlen=1000)  # recent batch sizes, for benchmarks and tests
+
+    def pending(self, key: Hashable) -> int:
+        """How many submitted items of ``key`` wait for a batch (not counting the one running)."""
+        with self._cond:
+            return len(self._waiting.get(key, ()))
 
     def submit(self, key: Hashable, item: Any, fn: BatchFn) -> Any:
         """``fn([item, …])[i]`` for this caller's item, computed together with the items waiting for ``key``.
@@ -71,25 +81,29 @@ class MicroBatcher:
         return batch
 
     def _run(self, key: Hashable, batch: list[_Job]) -> None:
+        """Run ``batch``; an ``Exception`` goes to its own item's caller, anything else (an interrupt)
+        propagates in this thread and the others are told the batch was interrupted."""
+        finished = False
         try:
-            self.batch_sizes.append(len(batch))
             try:
                 results = batch[0].fn([j.item for j in batch])
                 for job, result in zip(batch, results, strict=True):
                     job.result = result
-            except BaseException:
+            except Exception as exc:  # noqa: BLE001 - handed to its caller(s)
                 if len(batch) == 1:
-                    raise
-                for job in batch:  # find the bad item: each alone gets its own result or error
-                    try:
-                        job.result = job.fn([job.item])[0]
-                    except BaseException as exc:  # noqa: BLE001 - handed to its own caller
-                        job.error = exc
-        except BaseException as exc:  # noqa: BLE001 - handed to its own caller
-            batch[0].error = exc
+                    batch[0].error = exc
+                else:
+                    for job in batch:  # find the bad item: each alone gets its own result or error
+                        try:
+                            job.result = job.fn([job.item])[0]
+                        except Exception as item_exc:  # noqa: BLE001 - handed to its own caller
+                            job.error = item_exc
+            finished = True
         finally:
             with self._cond:
                 for job in batch:
+                    if not finished and job.error is None and job.result is None:
+                        job.error = RuntimeError("The shared forward pass was interrupted; try again.")
                     job.done = True
                 self._busy.discard(key)
                 self._cond.notify_all()

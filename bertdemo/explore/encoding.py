@@ -1,11 +1,39 @@
-"""One way the inspection views turn the learner's text into model inputs: check it, let ``[mask]`` be
-typed in any case in either sentence, tokenize without truncation, and refuse what is too long."""
+"""The one way every view turns the learner's text into model inputs: ``[mask]`` typed in any case
+in either sentence becomes the model's mask token, a blank second sentence is no sentence, text
+is tokenized without truncation and refused when too long; comma-separated word lists and a
+word's pieces are read one way too."""
 
 from __future__ import annotations
 
-from bertdemo.explore.fill_mask import normalise_masks
-from bertdemo.explore.tokens import MAX_CHARS
+import re
+from functools import lru_cache
+
+import torch
+
+from bertdemo.explore.input_limits import MAX_CHARS
 from bertdemo.models.store import LoadedModel
+
+_MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
+
+
+def normalise_masks(text: str, mask_token: str) -> str:
+    """Let users type ``[MASK]`` (any case) whatever the model's own mask token is."""
+    return _MASK_PATTERN.sub(lambda _m: mask_token, text)
+
+
+def normalise_pair(tokenizer, text: str, text_pair: str | None) -> tuple[str, str | None]:
+    """(text, text_pair) with ``[mask]`` as ``tokenizer``'s mask token; a blank ``text_pair`` is None."""
+    text_pair = text_pair if text_pair and text_pair.strip() else None
+    if tokenizer.mask_token:
+        text = normalise_masks(text, tokenizer.mask_token)
+        text_pair = normalise_masks(text_pair, tokenizer.mask_token) if text_pair else None
+    return text, text_pair
+
+
+def check_chars(text: str) -> None:
+    """Refuse text longer than MAX_CHARS characters, before any tokenizing."""
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"The text is {len(text):,} characters; the limit is {MAX_CHARS:,}.")
 
 
 def encode_checked(loaded: LoadedModel, text: str, text_pair: str | None, limit: int, *, empty: str,
@@ -16,12 +44,9 @@ def encode_checked(loaded: LoadedModel, text: str, text_pair: str | None, limit:
     (the smaller of ``limit`` and the model's own maximum)."""
     if not text or not text.strip():
         raise ValueError(empty)
-    if len(text) > MAX_CHARS:
-        raise ValueError(f"The text is {len(text):,} characters; the limit is {MAX_CHARS:,}.")
+    check_chars(text)
     tokenizer = loaded.tokenizer
-    if tokenizer.mask_token:  # "[mask]" typed in either sentence is the model's mask token
-        text = normalise_masks(text, tokenizer.mask_token)
-        text_pair = normalise_masks(text_pair, tokenizer.mask_token) if text_pair else None
+    text, text_pair = normalise_pair(tokenizer, text, text_pair)
     enc = tokenizer(text, text_pair, return_tensors="pt", truncation=False, return_special_tokens_mask=True,
                     verbose=False)
     special = enc.pop("special_tokens_mask")[0].bool().tolist()
@@ -30,3 +55,37 @@ def encode_checked(loaded: LoadedModel, text: str, text_pair: str | None, limit:
     if n > cap:
         raise ValueError(too_long.format(n=n, limit=cap))
     return enc, special
+
+
+def pad_batch(seqs: list[dict[str, list[int]]], pad_id: int | None, device: torch.device) -> dict[str, torch.Tensor]:
+    """Encoded sequences (as lists) padded on the right into (B, T) tensors on ``device``.
+
+    Padding is masked out of attention (attention_mask 0) and position ids start at 0 in every row,
+    so each row's predictions are its own (equal to running it alone up to float rounding)."""
+    pad = pad_id or 0
+    width = max(len(s["input_ids"]) for s in seqs)
+    batch = {}
+    for key in seqs[0]:
+        fill = pad if key == "input_ids" else 0
+        batch[key] = torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs])  # (B, T)
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def parse_word_list(words: str | list[str] | None) -> list[str]:
+    """``"cat, mat"`` (or a list) -> ["cat", "mat"]: stripped, blanks dropped, order kept."""
+    if isinstance(words, str):
+        words = words.split(",")
+    return [w.strip() for w in (words or []) if w and w.strip()]
+
+
+@lru_cache(maxsize=16)
+def _byte_level(tokenizer) -> bool:
+    """Whether `tokenizer` is GPT-2 style byte-level BPE (RoBERTa): its vocabulary spells a space "Ġ"."""
+    return "Ġthe" in tokenizer.get_vocab()  # once per tokenizer: get_vocab() builds a fresh dict each call
+
+
+def word_pieces(tokenizer, word: str) -> list[str]:
+    """Pieces of ``word`` as it would appear mid-sentence (byte-level BPE needs the leading space)."""
+    if _byte_level(tokenizer):
+        return tokenizer.tokenize(" " + word)
+    return tokenizer.tokenize(word)

@@ -1,17 +1,25 @@
 """What each inspection view accepts at most: torch-free, so the page (sliders, hints) is built
 before PyTorch loads. The logic modules import their limits from here and enforce them."""
 
+# Any text typed into a view (explore.tokens, explore.encoding, explore.fill_mask)
+MAX_CHARS = 200_000  # ~100 KB pastes are fine; beyond this we refuse rather than stall
+
 # Fill-Mask (explore.fill_mask)
 MAX_TOP_K = 50
 MAX_MASKS = 20
 MAX_TARGETS = 20  # target words per request
 MAX_TARGET_CHARS = 50  # characters per target word
+MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
+
+# Attention (explore.attention)
+MAX_ATTENTION_TOKENS = 128  # beyond this the heatmaps stop being readable
 
 # Inside BERT (explore.inside, explore.inside_output)
 MAX_INSIDE_TOKENS = 64  # the step-by-step views expand every token; beyond this they stop being readable
 MAX_LENS_TOP_K = 10
 
 # Masking lab (explore.masking_lab)
+MAX_LAB_TOKENS = 128  # the lab is for one sentence or two; the engine's blocks are 128 long by default
 MAX_EPOCHS = 200
 MAX_STATIC_COPIES = 50
 MAX_DRAWS = 20_000
@@ -19,6 +27,7 @@ MAX_DRAWS = 20_000
 # Next-sentence pairs (explore.nsp)
 MIN_SEQ_LEN, MAX_SEQ_LEN = 16, 128
 MAX_PAIRS = 16
+NSP_MAX_CHARS = 20_000  # text the pairs are built from
 
 # Every endpoint (ui.request_limits checks these before any handler runs)
 MAX_TEXT_CHARS = 200_000  # a text to look at: far beyond the 512 tokens a model reads

@@ -65,7 +65,7 @@ def split_pair(text: str, sep_token: str | None) -> tuple[str, str | None]:
     return text, None
 
 
-def encode(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
+def encode_for_inside(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
     """Tokenize ``text`` (``[MASK]`` in any case; ``[SEP]`` splits a pair) with a length cap."""
     tok = loaded.tokenizer
     first, second = split_pair((text or "").strip(), tok.sep_token)
@@ -236,7 +236,7 @@ def position_cosine(bert, limit: int = POSITIONS_SHOWN) -> np.ndarray:
 def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test."""
     bert = bert_modules(loaded)
-    enc = encode(loaded, text)
+    enc = encode_for_inside(loaded, text)
     t = enc.tensors
     with torch.inference_mode():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])

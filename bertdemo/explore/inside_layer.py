@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.explore.inside import additive_mask, bert_modules, encode, layer_norm, linear
+from bertdemo.explore.inside import additive_mask, bert_modules, encode_for_inside, layer_norm, linear
 from bertdemo.models.store import LoadedModel
 
 
@@ -107,7 +107,7 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
     cfg = loaded.model.config
     layer = _check_index(layer, cfg.num_hidden_layers, "Layer")
     head = _check_index(head, cfg.num_attention_heads, "Head")
-    enc = encode(loaded, text)
+    enc = encode_for_inside(loaded, text)
     query = _check_index(query, enc.length, f"The query token position ({enc.length} tokens)")
     t = enc.tensors
     with torch.inference_mode():

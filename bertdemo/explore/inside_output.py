@@ -17,18 +17,16 @@ from dataclasses import dataclass
 
 import torch
 
-from bertdemo.explore.fill_mask import MAX_MASKS, _word_pieces
-from bertdemo.explore.input_limits import MAX_LENS_TOP_K
-from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode, layer_norm, linear
+from bertdemo.explore.encoding import parse_word_list, word_pieces
+from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
+from bertdemo.explore.messages import no_head_message
+from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode_for_inside, layer_norm, linear
 from bertdemo.models.store import LoadedModel
 
 
 def _require_head(loaded: LoadedModel) -> None:
     if not loaded.has_mlm_head:
-        raise ValueError(
-            f"{loaded.name} has no trained masked-LM head, so its word probabilities would be noise. "
-            "Choose a masked-LM: embedded/bert-explorer-mlm (offline), a Pretrain checkpoint, or a hub model."
-        )
+        raise ValueError(no_head_message(loaded.name))
 
 
 def head_steps(cls, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -88,7 +86,7 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
     _require_head(loaded)
     if not 1 <= int(top_k) <= MAX_LENS_TOP_K:
         raise ValueError(f"Top-k must be 1 to {MAX_LENS_TOP_K}.")
-    enc = encode(loaded, text)
+    enc = encode_for_inside(loaded, text)
     positions = _mask_positions(loaded, enc)
     if not 1 <= int(mask_number) <= len(positions):
         raise ValueError(f"Mask #{int(mask_number)} does not exist: the text has {len(positions)} mask(s).")
@@ -153,12 +151,6 @@ class MlmLossResult:
     max_abs_diff_logits: float
 
 
-def parse_words(words: str | list[str] | None) -> list[str]:
-    if isinstance(words, str):
-        words = words.split(",")
-    return [w.strip() for w in (words or []) if w and w.strip()]
-
-
 def mask_words(text: str, words: list[str], mask_token: str) -> tuple[str, list[str]]:
     """A plain sentence and words of it -> the sentence with those words masked, and the words in text order.
 
@@ -185,7 +177,7 @@ def mask_words(text: str, words: list[str], mask_token: str) -> tuple[str, list[
 def _answer_ids(tok, words: list[str]) -> list[int]:
     ids = []
     for word in words:
-        pieces = _word_pieces(tok, word)
+        pieces = word_pieces(tok, word)
         if len(pieces) != 1:
             raise ValueError(
                 f"{word!r} is {len(pieces)} pieces {pieces} for this tokenizer; one [MASK] holds one piece. "
@@ -206,12 +198,12 @@ def mlm_loss(loaded: LoadedModel, text: str, words: str | list[str]) -> MlmLossR
     """
     _require_head(loaded)
     tok, model = loaded.tokenizer, loaded.model
-    answers = parse_words(words)
+    answers = parse_word_list(words)
     if not answers:
         raise ValueError("Give the right words, comma-separated: one per [MASK] (or words of a plain sentence to mask).")
     if text and not re.search(r"\[mask\]", text, flags=re.IGNORECASE) and tok.mask_token not in text:
         text, answers = mask_words(text, answers, "[MASK]")
-    enc = encode(loaded, text, limit=loaded.max_length)
+    enc = encode_for_inside(loaded, text, limit=loaded.max_length)
     positions = _mask_positions(loaded, enc)
     if len(answers) != len(positions):
         raise ValueError(f"The text has {len(positions)} mask(s) but {len(answers)} right word(s) were given; "

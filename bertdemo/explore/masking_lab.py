@@ -21,14 +21,13 @@ from functools import lru_cache
 import torch
 from transformers import AutoTokenizer
 
-from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_STATIC_COPIES  # noqa: F401
+from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES  # noqa: F401
 from bertdemo.models import embedded
 from bertdemo.pretrain.masking import (
     ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE_INDEX, MaskedBatch, continuation_lookup,
     mask_tokens,
 )
 
-MAX_TOKENS = 128  # the lab is for one sentence or two; the engine's blocks are 128 long by default
 ACTION_NAMES = {ACTION_NONE: None, ACTION_MASK: "mask", ACTION_RANDOM: "random", ACTION_KEEP: "keep"}
 STATIC_SEED_OFFSET = 1_000_003  # the static copies were drawn once, when the data was written
 
@@ -122,14 +121,14 @@ class MaskSample:
         }
 
 
-def encode(text: str) -> list[int]:
+def encode_for_masking(text: str) -> list[int]:
     """``[CLS] text [SEP]`` ids, refusing empty or over-long text with a message."""
     if not (text or "").strip():
         raise ValueError("Enter a sentence to mask.")
     ids = engine_tokenizer()(text, add_special_tokens=True)["input_ids"]
-    if len(ids) > MAX_TOKENS:
+    if len(ids) > MAX_LAB_TOKENS:
         raise ValueError(
-            f"The text is {len(ids)} tokens long; the lab takes at most {MAX_TOKENS} (specials included). "
+            f"The text is {len(ids)} tokens long; the lab takes at most {MAX_LAB_TOKENS} (specials included). "
             "Shorten it to a sentence or two."
         )
     if len(ids) < 3:
@@ -172,7 +171,7 @@ def _sample_from(text: str, settings: MaskSettings, ids: list[int], mb: MaskedBa
 def mask_sample(text: str, settings: MaskSettings) -> MaskSample:
     """One draw of the engine's masking on ``[CLS] text [SEP]`` (seeded: the same seed, the same mask)."""
     settings = settings.validated()
-    ids = encode(text)
+    ids = encode_for_masking(text)
     mb = _draw(ids, 1, settings, settings.seed)
     return _sample_from(text, settings, ids, mb, 0)
 
@@ -222,7 +221,7 @@ def compare_epochs(text: str, settings: MaskSettings, epochs: int = 20, static_c
         raise ValueError(f"epochs must be between 1 and {MAX_EPOCHS} (got {epochs}).")
     if not 1 <= static_copies <= MAX_STATIC_COPIES:
         raise ValueError(f"static copies must be between 1 and {MAX_STATIC_COPIES} (got {static_copies}).")
-    ids = encode(text)
+    ids = encode_for_masking(text)
 
     def one_by_one(n: int, seed: int) -> list[MaskSample]:
         g = torch.Generator().manual_seed(seed)  # one generator, advancing: epoch e's mask never depends on n
@@ -275,7 +274,7 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
     draws = int(draws)
     if not 1 <= draws <= MAX_DRAWS:
         raise ValueError(f"draws must be between 1 and {MAX_DRAWS} (got {draws}).")
-    ids = encode(text)
+    ids = encode_for_masking(text)
     mb = _draw(ids, draws, settings, settings.seed)
     special_ids, _ = _lookups()
     n_real = int((~torch.isin(torch.tensor(ids), special_ids)).sum())

@@ -5,34 +5,37 @@
 into ``[CLS] A [SEP] B [SEP]`` pairs with the engine's own `pretrain.masking.make_nsp_pairs`:
 B is the real continuation of A (IsNext, label 0) or a span of another block (NotNext, 1).
 
-`predict_is_next` scores the learner's own A and B with the NSP head of a model folder
-(``BertForPreTraining`` / ``BertForNextSentencePrediction`` checkpoints, e.g. a Pretrain run
-trained with NSP, or bert-base-uncased). A folder whose weights hold no trained NSP head gets
-a clear "no NSP head" answer, never the output of a randomly initialised one.
+`predict_is_next` scores the learner's own A and B with the NSP head stored in the model's
+checkpoint (``BertForPreTraining`` / ``BertForNextSentencePrediction`` weights, e.g. a Pretrain run
+trained with NSP, or bert-base-uncased). Only the head's four tensors are read (``bert.pooler.*``
+and ``cls.seq_relationship.*``, with safetensors; a ``.bin`` checkpoint only outside public mode)
+and applied to the encoder already in memory: ``tanh(W_pool h_[CLS] + b) -> W_nsp · + b``, the
+pooler computed here because a masked-LM is built without one. The head is kept with its loaded
+model (``LoadedModel.derived``). A checkpoint with no trained NSP head gets a clear "no NSP head"
+answer, never the output of a randomly initialised one.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import BertForNextSentencePrediction
+from safetensors import safe_open
+from transformers.utils import cached_file
 
-from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN
+from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.models import embedded, policy
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.blocks import pack_stream
 from bertdemo.pretrain.masking import make_nsp_pairs
 
-MAX_CHARS = 20_000
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
+_POOLER_BIAS = "bert.pooler.dense.bias"
+SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN = "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"
 
 
 @dataclass
@@ -76,8 +79,8 @@ def build_pairs(text: str = "", seq_len: int = 48, n_pairs: int = 4, seed: int =
     if seed < 0:
         raise ValueError(f"seed must be >= 0 (got {seed}).")
     text = (text or "").strip()
-    if len(text) > MAX_CHARS:
-        raise ValueError(f"The text is {len(text)} characters long; at most {MAX_CHARS} are used here.")
+    if len(text) > NSP_MAX_CHARS:
+        raise ValueError(f"The text is {len(text)} characters long; at most {NSP_MAX_CHARS} are used here.")
     tok = engine_tokenizer()
     docs = [d for d in text.split("\n\n") if d.strip()] if text else embedded.wiki_summaries()[:CORPUS_DOCS]
     source = "your text" if text else f"embedded Wikipedia summaries (first {len(docs)})"
@@ -128,38 +131,58 @@ class NspPrediction:
         return dict(self.__dict__)
 
 
-class _NspCache:
-    """A couple of NSP models, keyed by folder and its config's modification time."""
+@dataclass(frozen=True)
+class NspHead:
+    """The NSP head's tensors from a checkpoint (None when it has none), or which of its keys are missing."""
 
-    def __init__(self, size: int = 2) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple, tuple[BertForNextSentencePrediction | None, list[str]]] = OrderedDict()
-        self._lock = threading.Lock()
+    tensors: dict[str, torch.Tensor] | None
+    missing: list[str]
 
-    def get(self, path: str, local_only: bool, device: torch.device):
-        try:
-            stamp = (Path(path) / "config.json").stat().st_mtime_ns
-        except OSError:
-            stamp = 0
-        key = (path, stamp, str(device))
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            with MODEL_INIT_LOCK:
-                model, info = BertForNextSentencePrediction.from_pretrained(
-                    path, local_files_only=local_only, dtype=torch.float32, output_loading_info=True,
-                    **policy.load_kwargs(),  # public mode: safetensors only, as every other load
-                )
-            missing = [k for k in info.get("missing_keys", []) if k in NSP_HEAD_KEYS]
-            model = None if missing else model.to(device).eval()
-            self._items[key] = (model, missing)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-            return self._items[key]
+    def p_is_next(self, hidden_cls: torch.Tensor) -> torch.Tensor:
+        """P(IsNext) from the final hidden state of [CLS], (B, H) -> (B,)."""
+        t = self.tensors
+        pooled = torch.tanh(hidden_cls @ t["bert.pooler.dense.weight"].T + t["bert.pooler.dense.bias"])  # (B, H)
+        logits = pooled @ t["cls.seq_relationship.weight"].T + t["cls.seq_relationship.bias"]  # (B, 2)
+        return logits.softmax(-1)[:, 0]  # label 0 = IsNext
 
 
-_CACHE = _NspCache()
+def _file(loaded: LoadedModel, name: str) -> str | None:
+    """``name`` in the model's folder or hub cache (never a download outside a reachable hub), or None."""
+    return cached_file(loaded.path, name, local_files_only=loaded.source != "hub",
+                       _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False)
+
+
+def _read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """Those of ``keys`` the checkpoint holds, read alone (safetensors; ``.bin`` only outside public mode)."""
+    index = _file(loaded, SAFETENSORS_INDEX)
+    if index is not None:  # sharded: each key from the shard the index names
+        with open(index, encoding="utf-8") as fh:
+            where = json.load(fh)["weight_map"]
+        files = {name: _file(loaded, name) for name in {where[k] for k in keys if k in where}}
+        out = {}
+        for key in (k for k in keys if k in where and files[where[k]]):
+            with safe_open(files[where[key]], framework="pt") as f:
+                out[key] = f.get_tensor(key)
+        return out
+    single = _file(loaded, SAFETENSORS)
+    if single is not None:
+        with safe_open(single, framework="pt") as f:
+            return {k: f.get_tensor(k) for k in keys if k in f.keys()}
+    if not policy.load_kwargs().get("use_safetensors"):  # local mode may read a pickle-free torch checkpoint
+        binary = _file(loaded, TORCH_BIN)
+        if binary is not None:
+            state = torch.load(binary, map_location="cpu", weights_only=True)
+            return {k: state[k] for k in keys if k in state}
+    return {}
+
+
+def _nsp_head(loaded: LoadedModel) -> NspHead:
+    """The head of ``loaded``'s checkpoint, float32 on its device."""
+    found = _read_tensors(loaded, (*NSP_HEAD_KEYS, _POOLER_BIAS))
+    missing = [k for k in NSP_HEAD_KEYS if k not in found] or ([_POOLER_BIAS] if _POOLER_BIAS not in found else [])
+    if missing:
+        return NspHead(None, missing)
+    return NspHead({k: v.to(device=loaded.device, dtype=torch.float32) for k, v in found.items()}, [])
 
 
 def predict_is_next(loaded: LoadedModel, sentence_a: str, sentence_b: str) -> NspPrediction:
@@ -171,17 +194,17 @@ def predict_is_next(loaded: LoadedModel, sentence_a: str, sentence_b: str) -> Ns
         return NspPrediction(loaded.name, False, (
             f"{loaded.name} is a {loaded.model.config.model_type} model: it was trained without "
             "next-sentence prediction, so it has no NSP head."))
-    model, missing = _CACHE.get(loaded.path, loaded.source == "hub cache", loaded.device)
-    if model is None:
+    head = loaded.derived("nsp_head", lambda: _nsp_head(loaded))
+    if head.tensors is None:
         return NspPrediction(loaded.name, False, (
-            f"{loaded.name} has no trained NSP head (its weights lack {', '.join(missing)}), so "
+            f"{loaded.name} has no trained NSP head (its weights lack {', '.join(head.missing)}), so "
             "P(IsNext) cannot be shown — a random head would only give noise. Use a checkpoint from "
             "the Pretrain tab trained with NSP, or bert-base-uncased when the model hub is reachable."))
     tok = loaded.tokenizer
     enc = tok(sentence_a, sentence_b, return_tensors="pt", truncation=True, max_length=loaded.max_length)
     with torch.inference_mode():
-        logits = model(**{k: v.to(loaded.device) for k, v in enc.items()}).logits  # (1, 2)
-    p = torch.softmax(logits.float(), dim=-1)[0, 0].item()  # label 0 = IsNext
+        hidden = loaded.model.base_model(**{k: v.to(loaded.device) for k, v in enc.items()}).last_hidden_state
+        p = head.p_is_next(hidden[:, 0].float())[0].item()  # (1, T, H) -> [CLS] -> P(IsNext)
     return NspPrediction(
         loaded.name, True, f"P(IsNext) = {p:.3f} from {loaded.name}'s NSP head", p,
         tok.convert_ids_to_tokens(enc["input_ids"][0].tolist()),

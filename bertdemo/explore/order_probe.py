@@ -10,9 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-import torch
-
-from bertdemo.explore.fill_mask import FillMaskResult, normalise_masks, predict
+from bertdemo.explore.encoding import normalise_masks
+from bertdemo.explore.fill_mask import FillMaskResult, predict
 from bertdemo.models.store import LoadedModel
 
 
@@ -32,7 +31,7 @@ class OrderProbe:
         return self.max_state_difference < 1e-4
 
 
-def shuffle_words(text: str, mask_token: str, seed: int = 0) -> str:
+def shuffle_words(text: str, seed: int = 0) -> str:
     """The words of `text` in another order (the mask stays one word); the same seed, the same order."""
     words = text.split()
     if len(words) < 2:
@@ -46,20 +45,12 @@ def shuffle_words(text: str, mask_token: str, seed: int = 0) -> str:
     return " ".join(shuffled)
 
 
-def _mask_state(loaded: LoadedModel, text: str) -> torch.Tensor:
-    tokenizer = loaded.tokenizer
-    enc = tokenizer(text, return_tensors="pt").to(loaded.device)
-    position = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero().flatten()[0]
-    with torch.inference_mode():
-        hidden = loaded.model.base_model(**enc).last_hidden_state  # (1, T, H)
-    return hidden[0, position].float().cpu()
-
-
 def order_probe(loaded: LoadedModel, text: str, seed: int = 0, top_k: int = 5) -> OrderProbe:
-    """Predict the [MASK] of `text` and of a shuffled copy with the same model."""
+    """Predict the [MASK] of `text` and of a shuffled copy with the same model: one forward each, which
+    gives both the candidates and the first [MASK]'s final hidden state."""
     text = normalise_masks((text or "").strip(), loaded.tokenizer.mask_token or "[MASK]")
-    original = predict(loaded, text, top_k=top_k)
-    shuffled = shuffle_words(text, loaded.tokenizer.mask_token, seed)
-    shuffled_result = predict(loaded, shuffled, top_k=top_k)
-    difference = (_mask_state(loaded, text) - _mask_state(loaded, shuffled)).abs().max().item()
+    original = predict(loaded, text, top_k=top_k, keep_tensors=True)
+    shuffled = shuffle_words(text, seed)
+    shuffled_result = predict(loaded, shuffled, top_k=top_k, keep_tensors=True)
+    difference = (original.hidden[0].float() - shuffled_result.hidden[0].float()).abs().max().item()
     return OrderProbe(text, shuffled, original, shuffled_result, difference, loaded.name)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-MAX_CHARS = 200_000  # ~100 KB pastes are fine; beyond this we refuse rather than stall
+from bertdemo.explore.input_limits import MAX_CHARS
+from bertdemo.viz.text import plural
+
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
 PREVIEW_CHARS = 60  # how much of the text the "reads it as" notice shows
 
@@ -159,16 +161,6 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
         n_normalised=n_normalised,
         preview=_preview(tokenizer, text) if n_normalised else None,
     )
-
-
-def noun_for(n: int, noun: str, plural_noun: str | None = None) -> str:
-    """``noun`` for 1, its plural otherwise ("word", "words")."""
-    return noun if n == 1 else (plural_noun or noun + "s")
-
-
-def plural(n: int, noun: str, plural_noun: str | None = None) -> str:
-    """"1 word", "2 words", "20,002 tokens": counts as English, numbers formatted one way."""
-    return f"{n:,} {noun_for(n, noun, plural_noun)}"
 
 
 def lookup_token(tokenizer, token: str) -> int:

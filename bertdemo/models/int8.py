@@ -7,12 +7,12 @@ on the fly per call, accumulation in int32, results in float32. On a CPU this re
 the weight bytes and uses the int8 dot-product instructions, so a forward pass is 2-4x quicker;
 the probabilities move slightly (see tests/test_fill_mask_fast.py for the tolerance).
 
-One copy per model, made on first use and kept exactly as long as the model itself (a model
-evicted from the store takes its copy with it). The copy shares the original's embeddings and
+One copy per loaded model, made on first use and kept on it (``LoadedModel.derived``): a model
+evicted from the store takes its copy with it. The copy shares the original's embeddings and
 layer norms; only the Linear layers are new (int8 weights: about a quarter of their fp32 size).
 
 Each self-attention module of the copy also gets ``bertdemo_qkv``: its query, key and value
-projections stacked into one int8 Linear (3H outputs), which :mod:`bertdemo.explore.fill_mask`
+projections stacked into one int8 Linear (3H outputs), which :mod:`bertdemo.models.partial_forward`
 runs instead of three. The weights are quantized per output row and the input once per call, so
 the fused outputs are exactly the three separate ones; the separate ones stay for the forwards
 that transformers' own code runs.
@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import threading
 import warnings
-import weakref
 
 import torch
 from torch import nn
@@ -32,9 +30,6 @@ from torch import nn
 from bertdemo.models.store import LoadedModel
 
 PRECISION = "dynamic int8 Linear layers (weights int8 per output row, activations int8 per call)"
-
-_copies: weakref.WeakKeyDictionary[nn.Module, nn.Module] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
 
 
 def _quantize_dynamic():
@@ -46,16 +41,7 @@ def _quantize_dynamic():
 
 
 def int8_copy(model: nn.Module) -> nn.Module:
-    """The dynamic-int8 copy of ``model`` (an eval-mode CPU model), made once and cached."""
-    with _lock:
-        fast = _copies.get(model)
-        if fast is None:
-            fast = _make_copy(model)
-            _copies[model] = fast
-        return fast
-
-
-def _make_copy(model: nn.Module) -> nn.Module:
+    """A new dynamic-int8 copy of ``model`` (an eval-mode CPU model); :func:`fast_variant` keeps one per model."""
     linear_tensors = {id(t) for m in model.modules() if isinstance(m, nn.Linear) for t in m.parameters(recurse=False)}
     # everything but the Linear layers' own tensors is shared, not copied (the tied vocabulary
     # projection's weight is the word embeddings': shared too, and quantized into a new tensor)
@@ -94,4 +80,4 @@ def fast_variant(loaded: LoadedModel) -> LoadedModel:
             f"Fast mode (int8) runs on the CPU; {loaded.name} runs on {loaded.device.type}, "
             "where full precision is already quick. Untick Fast mode."
         )
-    return dataclasses.replace(loaded, model=int8_copy(loaded.model))
+    return dataclasses.replace(loaded, model=loaded.derived("int8", lambda: int8_copy(loaded.model)))

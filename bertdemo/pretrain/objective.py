@@ -18,7 +18,7 @@ from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
 from bertdemo.pretrain.model_build import BertPretrainModel
-from bertdemo.pretrain.sparse_encoder import encode_at
+from bertdemo.models.partial_forward import encode_at
 
 
 class PretrainObjective(nn.Module):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bertdemo.explore import fill_mask
+from bertdemo.explore.encoding import normalise_masks
 from bertdemo.models.store import DEFAULT_MODEL, LoadedModel, ModelStore
 
 
@@ -47,7 +48,7 @@ def read_cloze(path: str | Path) -> list[ClozeItem]:
         if "\t" not in line:
             raise ValueError(f"{path}:{number}: expected 'sentence<TAB>answers', got {line!r}")
         sentence, answers = line.split("\t", 1)
-        if fill_mask.normalise_masks(sentence, "[MASK]").count("[MASK]") != 1:
+        if normalise_masks(sentence, "[MASK]").count("[MASK]") != 1:
             raise ValueError(f"{path}:{number}: the sentence needs exactly one [MASK]")
         words = [a.strip().lower() for a in answers.split(",") if a.strip()]
         if not words:

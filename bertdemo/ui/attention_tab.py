@@ -47,25 +47,6 @@ def _clamp(result: attention.AttentionResult, layer, head) -> tuple[int, int]:
     return min(int(layer), result.num_layers - 1), min(int(head), result.num_heads - 1)
 
 
-def _info(result: attention.AttentionResult, view: attention.AttentionView, hide: bool, renorm: bool) -> str:
-    text = (
-        f"{len(result.tokens)} tokens · {result.num_layers} layers × {result.num_heads} heads · "
-        f"model {result.model_name}. Each layer's attention is softmax(Q·Kᵀ/√d_h) of shape (B, H, S, S) = "
-        f"(1, {result.num_heads}, {len(result.tokens)}, {len(result.tokens)}). "
-        f"Each row shows where one token looks; rows sum to 1"
-        + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
-    )
-    if hide and not view.renormalised:
-        text += " With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1."
-    if view.removed:
-        text += (f"  \nHiding [CLS]/[SEP] removed **{view.removed:.0%}** of each shown row's weight on average"
-                 " in this view. Token labels keep their original positions.")
-    if view.direction != "all":
-        text += (f"  \n{view.direction}: rows are the tokens of sentence {view.direction[0]}, columns those of "
-                 f"sentence {view.direction[-1]}; a row sums to the share of its attention that crosses over.")
-    return text
-
-
 def _render(result: attention.AttentionResult, layer, head, mean: bool, hide: bool, renorm: bool, direction: str):
     """(heatmap, overview, info) for the current controls."""
     layer, head = _clamp(result, layer, head)
@@ -73,7 +54,7 @@ def _render(result: attention.AttentionResult, layer, head, mean: bool, hide: bo
     overview = heatmaps.attention_overview(
         attention.all_heads(result, hide, renorm), selected=None if mean else (layer, head)
     )
-    return heatmaps.attention_heatmap(view), overview, _info(result, view, hide, renorm)
+    return heatmaps.attention_heatmap(view), overview, heatmaps.attention_info(result, view, hide)
 
 
 def _token_choices(result: attention.AttentionResult) -> list[tuple[str, int]]:

@@ -11,12 +11,10 @@ import gradio as gr
 from bertdemo.models import availability
 from bertdemo.models.load_errors import mask_paths
 from bertdemo.viz.model_info import model_summary
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.explore.messages import no_head_message
 
 if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource as ModelStore
-
-fill_mask = LazyModule("bertdemo.explore.fill_mask")
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +94,7 @@ def answered_line(requested: str, loaded) -> str:
 
 def head_notice(loaded) -> str:
     """A persistent notice when a model cannot fill masks (no trained masked-LM head); "" otherwise."""
-    return "" if loaded.has_mlm_head else f"> ⚠️ {fill_mask.no_head_message(loaded.name)}"
+    return "" if loaded.has_mlm_head else f"> ⚠️ {no_head_message(loaded.name)}"
 
 
 def model_status(store: ModelStore) -> Callable:

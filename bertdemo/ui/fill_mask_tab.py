@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -31,62 +30,16 @@ NO_SECOND = ""  # the second-model choice meaning "none"
 CONCURRENCY = 16  # Fill-Mask requests in progress at once; they wait for the model in turn, batched together
 
 
-def _cell(text: str) -> str:
-    """User text safe inside a Markdown table cell: HTML escaped, pipes and backticks neutralised."""
-    return html.escape(text).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
-
-
-def _targets_markdown(results: list[tuple[str, fill_mask.FillMaskResult]]) -> str:
-    """A table of the requested target words at each mask (or why one cannot be scored)."""
-    if not results or not results[0][1].masks[0].targets:
-        return ""
-    two = len(results) > 1
-    head = ["model"] * two + ["mask", "word", "pieces", "probability", "rank"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for who, result in results:
-        for m in result.masks:
-            for t in m.targets:
-                prob = "—" if t.prob is None else bars.percent(t.prob)
-                if t.prob is None:
-                    rank = _cell(t.message)
-                else:
-                    rank = "PLL" if t.rank is None else f"{t.rank:,}"
-                cells = [_cell(who)] * two + [f"#{m.index + 1}", _cell(t.word), _cell(" ".join(t.pieces)),
-                                              prob, rank]
-                lines.append("| " + " | ".join(cells) + " |")
-    lines.append(
-        "\nRank among the whole vocabulary. PLL: a word of several pieces is scored by pseudo-log-likelihood "
-        "(Salazar et al. 2020): its pieces replace the mask, each is masked in turn and the log-probabilities "
-        "are summed; shown as exp(PLL)."
-    )
-    return "\n".join(lines)
-
-
-def _as_json(result: fill_mask.FillMaskResult, who: str) -> list[dict]:
-    return [
-        {
-            "mask": m.index + 1,
-            "position": m.position,
-            "model": who,
-            "predictions": [
-                {"token": c.token, "id": c.id, "prob": round(c.prob, 6), **({"pieces": c.pieces} if c.pieces else {})}
-                for c in m.candidates
-            ],
-            "targets": [
-                {"word": t.word, "prob": t.prob, "rank": t.rank, "pieces": t.pieces, "message": t.message}
-                for t in m.targets
-            ],
-        }
-        for m in result.masks
-    ]
-
-
 def _second_choices(store: ModelStore) -> list[tuple[str, str]]:
     return [("none", NO_SECOND)] + labelled_choices(store)
 
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
-    """Lay out the tab inside the current Blocks context; returns its notice box for the model picker."""
+    """Lay out the tab inside the current Blocks context; returns its notice box for the model picker.
+
+    ``ctx``: the app context; ``ctx.models`` is the model store, ``ctx.batcher`` the micro-batcher that
+    lets concurrent requests share a forward.
+    """
     store = ctx.models
 
     @user_errors
@@ -98,20 +51,20 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             names.append(second_model.strip())
         # the models first: while the app is starting, the store says so ("Starting up…") as it waits
         models = [(requested, store.get(requested, progress=progress_callback(progress))) for requested in names]
-        words = fill_mask.parse_targets((targets or "").split(","))
+        words = fill_mask.parse_targets(targets)
         results = []
         for requested, loaded in models:
             result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
-                                       fast=bool(fast))
+                                       fast=bool(fast), batcher=ctx.batcher)
             results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
         figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])
         filled = "\n\n".join(
-            f"**Filled with the top choices:** {result.filled_text}  \n{answered_line(requested, loaded)}"
+            f"**Filled with the top choices:** {bars.filled_markdown(result)}  \n{answered_line(requested, loaded)}"
             for requested, loaded, result in results
         ) + f"\n\n*Method:* {results[0][2].method}."
-        table = _targets_markdown([(label, r) for label, (_, _, r) in zip(labels, results)])
-        raw = [entry for label, (_, _, r) in zip(labels, results) for entry in _as_json(r, label)]
+        table = bars.targets_markdown([(label, r) for label, (_, _, r) in zip(labels, results)])
+        raw = [entry for label, (_, _, r) in zip(labels, results) for entry in bars.predictions_json(r, label)]
         return figure, filled, table, raw
 
     def refresh_second(value: str):

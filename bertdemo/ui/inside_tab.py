@@ -82,7 +82,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         loaded = load(model, progress)
         inside.bert_modules(loaded)  # a clear message for other architectures
         cfg = loaded.model.config
-        n_tokens = len(inside.encode(loaded, text).tokens)
+        n_tokens = len(inside.encode_for_inside(loaded, text).tokens)
         return layer_view(text, model, min(int(layer), cfg.num_hidden_layers - 1),
                           min(int(head), cfg.num_attention_heads - 1), min(int(query), n_tokens - 1), progress)
 

@@ -1,14 +1,17 @@
-"""Pure drawing of fill-mask predictions: one horizontal bar chart per [MASK] (and per model)."""
+"""Pure drawing of fill-mask predictions: one horizontal bar chart per [MASK] (and per model), the
+filled sentence, the target-word table and the raw predictions as JSON."""
 
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from bertdemo.explore.fill_mask import Candidate, MaskPrediction
+from bertdemo.explore.fill_mask import Candidate, FillMaskResult, MaskPrediction
+from bertdemo.viz.text import md_bold, md_table
 
 _BAR_COLOR = "#4f46e5"
 _TARGET_COLOR = "#f59e0b"  # a word the user named: amber, inside or outside the top-k
@@ -23,6 +26,62 @@ def percent(p: float) -> str:
         return "<0.000000001%"
     digits = 1 - math.floor(math.log10(p * 100))  # two significant digits
     return f"{p * 100:.{digits}f}%"
+
+
+def filled_markdown(result: FillMaskResult) -> str:
+    """The input with each mask replaced by its top choice in bold; sentence B follows after " / "."""
+    fills = iter(md_bold(word) for word in result.filled)
+    pattern = re.compile(re.escape(result.mask_token))
+    filled = pattern.sub(lambda _m: next(fills), result.text)
+    if result.text_pair:
+        filled += " / " + pattern.sub(lambda _m: next(fills), result.text_pair)
+    return filled
+
+
+TARGETS_FOOTNOTE = (
+    "Rank among the whole vocabulary. PLL: a word of several pieces is scored by pseudo-log-likelihood "
+    "(Salazar et al. 2020): its pieces replace the mask, each is masked in turn and the log-probabilities "
+    "are summed; shown as exp(PLL)."
+)
+
+
+def targets_markdown(results: list[tuple[str, FillMaskResult]]) -> str:
+    """A table of the requested target words at each mask (or why one cannot be scored), per named model."""
+    if not results or not results[0][1].masks[0].targets:
+        return ""
+    two = len(results) > 1
+    headers = ["model"] * two + ["mask", "word", "pieces", "probability", "rank"]
+    rows = []
+    for who, result in results:
+        for m in result.masks:
+            for t in m.targets:
+                prob = "—" if t.prob is None else percent(t.prob)
+                if t.prob is None:
+                    rank = t.message
+                else:
+                    rank = "PLL" if t.rank is None else f"{t.rank:,}"
+                rows.append([who] * two + [f"#{m.index + 1}", t.word, " ".join(t.pieces), prob, rank])
+    return md_table(headers, rows) + "\n\n" + TARGETS_FOOTNOTE
+
+
+def predictions_json(result: FillMaskResult, who: str) -> list[dict]:
+    """Every mask's predictions and target scores as plain JSON, labelled with the model ``who``."""
+    return [
+        {
+            "mask": m.index + 1,
+            "position": m.position,
+            "model": who,
+            "predictions": [
+                {"token": c.token, "id": c.id, "prob": round(c.prob, 6), **({"pieces": c.pieces} if c.pieces else {})}
+                for c in m.candidates
+            ],
+            "targets": [
+                {"word": t.word, "prob": t.prob, "rank": t.rank, "pieces": t.pieces, "message": t.message}
+                for t in m.targets
+            ],
+        }
+        for m in result.masks
+    ]
 
 
 def _label(c: Candidate) -> str:

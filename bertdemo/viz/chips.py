@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 
-from bertdemo.explore.tokens import TokenTable, noun_for
+from bertdemo.explore.tokens import TokenTable
+from bertdemo.viz.text import md_code, noun_for
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
 _PALETTE_A = ["#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa"]
@@ -70,10 +71,6 @@ def _count(n: int, noun: str, plural_noun: str | None = None) -> str:
     return f"**{n:,}** {noun_for(n, noun, plural_noun)}"
 
 
-def _code(text: str) -> str:
-    return "`" + text.replace("`", "'") + "`"
-
-
 def render_stats(table: TokenTable) -> str:
     """Counts as Markdown, read as English, with notices (too long, unknown tokens, normalised text)."""
     lines = [
@@ -86,7 +83,7 @@ def render_stats(table: TokenTable) -> str:
         lines.append(
             f"> ℹ️ This tokenizer changes the text before splitting it (lowercased, accents stripped; "
             f"{table.n_normalised:,} {noun_for(table.n_normalised, 'word')} changed). It reads  \n"
-            f"> {_code(typed)}  \n> as {_code(read)}"
+            f"> {md_code(typed)}  \n> as {md_code(read)}"
         )
     return "\n\n".join(lines)
 

@@ -1,4 +1,5 @@
-"""Pure drawing of attention: one view as a plotly heatmap, every layer x head as an overview image."""
+"""Pure drawing of attention: one view as a plotly heatmap, every layer x head as an overview image,
+and the line of text under the heatmap."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image, ImageDraw
 
-from bertdemo.explore.attention import AttentionView
+from bertdemo.explore.attention import AttentionResult, AttentionView
 
 # Viridis anchors, for the overview image (plotly draws the big heatmap itself).
 _VIRIDIS = np.array(
@@ -110,3 +111,23 @@ def attention_overview(matrices: np.ndarray, selected: tuple[int, int] | None = 
             if selected == (layer, head):
                 draw.rectangle([x - 2, y - 2, x + geo.cell + 1, y + geo.cell + 1], outline="#ef4444", width=3)
     return img
+
+
+def attention_info(result: AttentionResult, view: AttentionView, hide: bool) -> str:
+    """The line under the heatmap: sizes, the (B, H, S, S) shape, what a row sums to, what hiding removed."""
+    text = (
+        f"{len(result.tokens)} tokens · {result.num_layers} layers × {result.num_heads} heads · "
+        f"model {result.model_name}. Each layer's attention is softmax(Q·Kᵀ/√d_h) of shape (B, H, S, S) = "
+        f"(1, {result.num_heads}, {len(result.tokens)}, {len(result.tokens)}). "
+        f"Each row shows where one token looks; rows sum to 1"
+        + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
+    )
+    if hide and not view.renormalised:
+        text += " With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1."
+    if view.removed:
+        text += (f"  \nHiding [CLS]/[SEP] removed **{view.removed:.0%}** of each shown row's weight on average"
+                 " in this view. Token labels keep their original positions.")
+    if view.direction != "all":
+        text += (f"  \n{view.direction}: rows are the tokens of sentence {view.direction[0]}, columns those of "
+                 f"sentence {view.direction[-1]}; a row sums to the share of its attention that crosses over.")
+    return text

@@ -16,6 +16,7 @@ from bertdemo.explore.inside import EmbeddingsResult, OrderTest
 from bertdemo.explore.inside_anatomy import ParamBreakdown
 from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
+from bertdemo.viz.text import Code, md_table
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
 _ROW_PX = 18
@@ -97,16 +98,12 @@ def embeddings_markdown(result: EmbeddingsResult) -> str:
         f"Recomputed LayerNorm(word + position + segment) vs the model's `hidden_states[0]`: "
         f"max |difference| = {result.max_abs_diff:.1e}.",
         "",
-        "| pos | token | id | segment | ‖word‖ | ‖position‖ | ‖segment‖ | ‖sum‖ | ‖after LayerNorm‖ |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
     norms = {k: np.linalg.norm(getattr(result, k), axis=-1) for k, _ in _EMBED_PARTS}
-    for i, token in enumerate(result.tokens):
-        lines.append(
-            f"| {i} | `{token}` | {result.input_ids[i]} | {result.token_type_ids[i]} | "
-            + " | ".join(f"{norms[k][i]:.2f}" for k, _ in _EMBED_PARTS) + " |"
-        )
-    return "\n".join(lines)
+    rows = [[i, Code(token), result.input_ids[i], result.token_type_ids[i],
+             *(f"{norms[k][i]:.2f}" for k, _ in _EMBED_PARTS)] for i, token in enumerate(result.tokens)]
+    headers = ["pos", "token", "id", "segment", "‖word‖", "‖position‖", "‖segment‖", "‖sum‖", "‖after LayerNorm‖"]
+    return "\n".join(lines) + "\n" + md_table(headers, rows)
 
 
 def position_cosine_figure(result: EmbeddingsResult) -> go.Figure:
@@ -140,15 +137,11 @@ def order_markdown(order: OrderTest, model_name: str) -> str:
         f"- **With position embeddings** (the real model) the states differ: max |difference| = "
         f"{order.max_diff_with_positions:.3f}.",
         "",
-        "| token | moved | cosine, with positions | cosine, without |",
-        "|---|---|---|---|",
     ]
-    for i, token in enumerate(order.tokens):
-        lines.append(
-            f"| `{token}` | {i} → {inverse[i]} | {order.cosine_with_positions[i]:.3f} | "
-            f"{order.cosine_without_positions[i]:.3f} |"
-        )
-    return "\n".join(lines)
+    rows = [[Code(token), f"{i} → {inverse[i]}", f"{order.cosine_with_positions[i]:.3f}",
+             f"{order.cosine_without_positions[i]:.3f}"] for i, token in enumerate(order.tokens)]
+    headers = ["token", "moved", "cosine, with positions", "cosine, without"]
+    return "\n".join(lines) + "\n" + md_table(headers, rows)
 
 
 # --- 2. one layer, one head --------------------------------------------------------------------
@@ -223,15 +216,11 @@ def layer_markdown(result: LayerStepResult) -> str:
         f"|difference| = {result.max_diff_attention:.1e}; layer output vs `hidden_states[{result.layer + 1}]` "
         f"max |difference| = {result.max_diff_output:.1e}.",
         "",
-        f"| key token | q·k | ÷ √{result.head_dim} | + mask | softmax p | ‖v‖ |",
-        "|---|---|---|---|---|---|",
     ]
-    for j, token in enumerate(result.tokens):
-        mask = "0" if result.mask[j] == 0 else f"{result.mask[j]:.1e}"
-        lines.append(
-            f"| {j}: `{token}` | {result.scores[j]:.3f} | {result.scaled[j]:.3f} | {mask} | "
-            f"{result.probs[j]:.3f} | {result.value_norms[j]:.2f} |"
-        )
+    rows = [[Code(f"{j}: {token}"), f"{result.scores[j]:.3f}", f"{result.scaled[j]:.3f}",
+             "0" if result.mask[j] == 0 else f"{result.mask[j]:.1e}", f"{result.probs[j]:.3f}",
+             f"{result.value_norms[j]:.2f}"] for j, token in enumerate(result.tokens)]
+    lines.append(md_table(["key token", "q·k", f"÷ √{result.head_dim}", "+ mask", "softmax p", "‖v‖"], rows))
     lines.append(
         f"\nThe weights sum to {result.probs.sum():.3f}; the weighted sum Σ p·v of this token is a "
         f"{result.head_dim}-vector of norm {np.linalg.norm(result.context):.3f}, one of the "
@@ -313,15 +302,12 @@ def loss_markdown(result: MlmLossResult) -> str:
         f"At each [MASK]: hidden state h ({d}) → transform: dense {d}×{d} + GELU + LayerNorm ({d}) → "
         f"decoder {d}→{v:,}, {tied} → {v:,} logits → softmax → p(right word) → −log p. Computed with {how}.",
         "",
-        "| mask | right word (id) | ‖h‖ | ‖transform(h)‖ | its logit | top logit | rank | p | −log p | model's top 5 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for m in result.masks:
-        top = ", ".join(f"{t} {p:.2f}" for t, p in m.top)
-        lines.append(
-            f"| #{m.number} | `{m.word}` ({m.word_id}) | {m.hidden_norm:.2f} | {m.transformed_norm:.2f} | "
-            f"{m.logit:.2f} | {m.max_logit:.2f} | {m.rank:,} | {m.prob:.4g} | {m.neg_log_prob:.4f} | {top} |"
-        )
+    rows = [[f"#{m.number}", Code(f"{m.word} ({m.word_id})"), f"{m.hidden_norm:.2f}", f"{m.transformed_norm:.2f}",
+             f"{m.logit:.2f}", f"{m.max_logit:.2f}", f"{m.rank:,}", f"{m.prob:.4g}", f"{m.neg_log_prob:.4f}",
+             ", ".join(f"{t} {p:.2f}" for t, p in m.top)] for m in result.masks]
+    lines.append(md_table(["mask", "right word (id)", "‖h‖", "‖transform(h)‖", "its logit", "top logit", "rank", "p",
+                           "−log p", "model's top 5"], rows))
     lines += [
         "",
         f"**Mean over {len(result.masks)} mask(s) = {result.mean_loss:.4f}**; the model's own loss "
@@ -342,13 +328,12 @@ def anatomy_markdown(result: ParamBreakdown) -> str:
         f"**Model {result.model_name}** · {result.total:,} parameters "
         f"(= `sum(p.numel() for p in model.parameters())` = {result.numel_total:,}).",
         "",
-        "| group | component | parameters | share |",
-        "|---|---|---|---|",
     ]
     fold = result.layers_identical() and result.num_layers > 1
+    rows = []
 
     def row(group: str, name: str, count: int) -> None:
-        lines.append(f"| {group} | {name} | {count:,} | {100 * count / result.total:.2f} % |")
+        rows.append([group, name, f"{count:,}", f"{100 * count / result.total:.2f} %"])
 
     for c in result.components:
         if fold and c.group.startswith("layer "):
@@ -356,6 +341,7 @@ def anatomy_markdown(result: ParamBreakdown) -> str:
                 row(f"each of the {result.num_layers} layers", c.name, c.count)
             continue
         row(c.group, c.name, c.count)
+    lines.append(md_table(["group", "component", "parameters", "share"], rows))
     groups = result.groups()
     lines.append("")
     if fold:

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from bertdemo.explore.masking_lab import EpochComparison, MaskSample, RateStats
 from bertdemo.explore.nsp import NspPairs, NspPrediction
+from bertdemo.viz.text import md_table
 
 COLOURS = {"mask": "#c7d2fe", "random": "#fed7aa", "keep": "#bbf7d0", None: "#ffffff"}
 BORDERS = {"mask": "#4338ca", "random": "#c2410c", "keep": "#15803d", None: "#9ca3af"}
@@ -134,10 +135,10 @@ def rates_figure(stats: RateStats) -> go.Figure:
 
 
 def rates_markdown(stats: RateStats) -> str:
-    lines = ["| rate | setting | measured | ± s.e. |", "|---|---|---|---|"]
-    lines += [f"| {r.name} | {r.setting:.3f} | {r.measured:.3f} | {r.std_error:.3f} |" for r in stats.rates]
+    table = md_table(["rate", "setting", "measured", "± s.e."],
+                     [[r.name, f"{r.setting:.3f}", f"{r.measured:.3f}", f"{r.std_error:.3f}"] for r in stats.rates])
     return (f"*{stats.mode}.* {stats.draws} draws of {stats.n_tokens} maskable tokens: *chosen* is of the tokens; "
-            "*[MASK]*, *random* and *kept* are of the chosen.\n\n" + "\n".join(lines))
+            "*[MASK]*, *random* and *kept* are of the chosen.\n\n" + table)
 
 
 def render_pairs(pairs: NspPairs) -> str:

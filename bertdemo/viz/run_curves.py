@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema
+from bertdemo.viz.text import html_code
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
@@ -37,17 +38,12 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def _code(text: str) -> str:
-    """User-made text (run ids, file names) shown literally in Markdown, never as markup."""
-    return f"<code>{html.escape(str(text))}</code>"
-
-
 def status_markdown(snap: RunSnapshot | None) -> str:
     """What the run is doing, in one or two lines."""
     if snap is None:
         return "No pretraining run yet on this server. Choose a model size and a corpus, then **Start**."
-    head = (f"**{snap.status.upper()}** · run {_code(snap.run_id)} · {html.escape(snap.preset)} "
-            f"({snap.param_count:,} parameters) · {_code(snap.corpus)} · {html.escape(snap.device)}")
+    head = (f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · {html.escape(snap.preset)} "
+            f"({snap.param_count:,} parameters) · {html_code(snap.corpus)} · {html.escape(snap.device)}")
     if snap.status == "preparing":
         return f"{head}  \n{html.escape(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
     body = f"step **{snap.step:,} / {snap.total_steps:,}**"

@@ -1,0 +1,53 @@
+"""Small text helpers every drawing module shares: Markdown tables with escaped cells, inline code
+in Markdown and in HTML, bold, and counts read as English."""
+
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+
+def md_cell(text: object) -> str:
+    """Any value safe inside a Markdown table cell: HTML escaped; pipes, backticks, asterisks neutralised."""
+    return html.escape(str(text)).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
+
+
+class Code(str):
+    """A table cell shown as inline code (a token, a name): escaped like any other cell."""
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table whose every cell is escaped with :func:`md_cell` (user text cannot break it);
+    :class:`Code` cells are shown as inline code."""
+    def cell(value: object) -> str:
+        return f"<code>{md_cell(value)}</code>" if isinstance(value, Code) else md_cell(value)
+
+    def line(cells: Sequence[object]) -> str:
+        return "| " + " | ".join(cell(c) for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+
+
+def md_code(text: str) -> str:
+    """Inline code in Markdown (a backtick inside becomes a quote)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def html_code(text: object) -> str:
+    """User-made text (run ids, file names) as inline code in HTML: shown literally, never as markup."""
+    return f"<code>{html.escape(str(text))}</code>"
+
+
+def md_bold(text: str) -> str:
+    """``text`` in bold Markdown."""
+    return f"**{text}**"
+
+
+def noun_for(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """``noun`` for 1, its plural otherwise ("word", "words")."""
+    return noun if n == 1 else (plural_noun or noun + "s")
+
+
+def plural(n: int, noun: str, plural_noun: str | None = None) -> str:
+    """"1 word", "2 words", "20,002 tokens": counts as English, numbers formatted one way."""
+    return f"{n:,} {noun_for(n, noun, plural_noun)}"
