@@ -248,7 +248,6 @@ def test_nsp_head_from_a_torch_checkpoint_only_outside_public_mode(tmp_path, mon
 
     from transformers import BertForPreTraining
 
-    from bertdemo.models import policy
     from bertdemo.models.store import load_masked_lm
 
     torch.manual_seed(0)
@@ -259,8 +258,8 @@ def test_nsp_head_from_a_torch_checkpoint_only_outside_public_mode(tmp_path, mon
     ml.engine_tokenizer().save_pretrained(tmp_path)
     loaded = load_masked_lm(str(tmp_path))
     assert nsp.predict_is_next(loaded, "She opened the fridge.", "It was empty.").available
-    monkeypatch.setattr(policy, "load_kwargs", lambda: {"use_safetensors": True})  # as in public mode
-    public = nsp.predict_is_next(dataclasses.replace(loaded), "She opened the fridge.", "It was empty.")
+    public = nsp.predict_is_next(dataclasses.replace(loaded, safetensors_only=True),  # as a public server loads
+                                 "She opened the fridge.", "It was empty.")
     assert not public.available and "no trained NSP head" in public.message
 
 

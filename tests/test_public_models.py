@@ -189,4 +189,5 @@ def test_runs_are_named_without_their_server_folder(tmp_path):
     assert loaded.name == name and str(tmp_path) not in model_summary(loaded) + loaded.note
     assert not availability.is_hub_id(name) and availability.can_load_now(name, policy.hub)
     public = AccessPolicy(1.5, runs_dir=runs, hub=HubProbe(offline=True))
-    assert store.load_masked_lm(name, "cpu", policy=public).name == name  # public mode too
+    in_public = store.load_masked_lm(name, "cpu", policy=public)
+    assert in_public.name == name and in_public.safetensors_only and not loaded.safetensors_only  # public mode too

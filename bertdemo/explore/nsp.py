@@ -27,7 +27,7 @@ from transformers.utils import cached_file
 
 from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
-from bertdemo.models import embedded, policy
+from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.blocks import pack_stream
 from bertdemo.pretrain.masking import make_nsp_pairs
@@ -168,7 +168,7 @@ def _read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch
     if single is not None:
         with safe_open(single, framework="pt") as f:
             return {k: f.get_tensor(k) for k in keys if k in f.keys()}
-    if not policy.load_kwargs().get("use_safetensors"):  # local mode may read a pickle-free torch checkpoint
+    if not loaded.safetensors_only:  # a local server may read a torch checkpoint (weights only, no code)
         binary = _file(loaded, TORCH_BIN)
         if binary is not None:
             state = torch.load(binary, map_location="cpu", weights_only=True)

@@ -57,9 +57,11 @@ class LoadedModel:
     has_mlm_head: bool  # False when the head weights were missing (randomly initialised)
     note: str = ""  # why this model is in use, e.g. the hub being unreachable
     missing_head_keys: list[str] = field(default_factory=list)  # test hook: what the head lacked
-    # things built from this model once (an int8 copy, an NSP head), freed with it; shared by its stand-in views
-    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    _derived_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    safetensors_only: bool = False  # loaded under a public server's rule: nothing read from it may be a pickle
+    # things built from this model once (an int8 copy, an NSP head), freed with it (a variant made with
+    # dataclasses.replace gets its own; a stand-in view shares its model's: see ModelStore._stand_in)
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived_lock: Any = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def max_length(self) -> int:
@@ -174,7 +176,9 @@ class ModelStore:
             if offline_default() == embedded.EMBEDDED_ENCODER_NAME:
                 raise
             fallback = self.get(embedded.EMBEDDED_ENCODER_NAME, progress)
-        return dataclasses.replace(fallback, note=f"{OFFLINE_NOTE} ({fallback.note})")
+        view = dataclasses.replace(fallback, note=f"{OFFLINE_NOTE} ({fallback.note})")
+        view._derived, view._derived_lock = fallback._derived, fallback._derived_lock  # the same weights
+        return view
 
     def _hit(self, name: str) -> LoadedModel | None:
         """The cached model for ``name`` if its folder is unchanged on disk (marked most recent)."""
@@ -366,4 +370,5 @@ def load_masked_lm(
         has_mlm_head=not missing,
         note=note,
         missing_head_keys=missing,
+        safetensors_only=policy.public,
     )
