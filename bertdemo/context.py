@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertdemo.explore.batching import MicroBatcher
+from bertdemo.explore.batching import MicroBatcher, Slots
+from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.pretrain.service import RunService
@@ -28,6 +29,7 @@ class AppContext:
     runs: RunService  # pretraining runs: start, control, delete, list
     batcher: MicroBatcher  # concurrent Fill-Mask requests share a forward
     loader: LogicLoader  # imports torch and the logic after the page is served
+    heavy: Slots  # requests with extra passes (PLL, whole words, two models) computing at once
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> AppContext:
@@ -39,7 +41,8 @@ class AppContext:
         loader = LogicLoader()
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
-                   runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader)
+                   runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
+                   heavy=Slots(HEAVY_SLOTS))
 
     @classmethod
     def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
@@ -107,3 +109,21 @@ class MicroBatcher:
                     job.done = True
                 self._busy.discard(key)
                 self._cond.notify_all()
+
+
+class Slots:
+    """At most ``n`` heavy requests computing at once; one more is refused at once with a message (the
+    ordinary requests keep flowing instead of queueing behind minutes of extra passes)."""
+
+    def __init__(self, n: int) -> None:
+        self._free = threading.BoundedSemaphore(n)
+
+    @contextmanager
+    def take(self, what: str) -> Iterator[None]:
+        """Hold a slot for the ``with`` block; ValueError naming ``what`` when none is free."""
+        if not self._free.acquire(blocking=False):
+            raise ValueError(f"The server is busy with other long requests ({what}); try again in a moment.")
+        try:
+            yield
+        finally:
+            self._free.release()

@@ -216,12 +216,13 @@ def _shared_forward(loaded: LoadedModel, items: list[tuple[dict[str, list[int]],
     return list(zip(probs.split(sizes), hidden.split(sizes)))  # hidden: views on the device, no copy
 
 
-def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, context: str, k: int) -> list[Candidate]:
+def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, context: str, k: int,
+                 budget: pll.WorkBudget) -> list[Candidate]:
     """Whole-word candidates of 1..MAX_WORD_PIECES pieces at ``pos``, ranked by PLL."""
     tokenizer = loaded.tokenizer
     continuation = _continuation_ids(tokenizer)
     ranked = pll.whole_words(loaded, base, pos, k, lambda p: _allowed(p, context, continuation),
-                             lambda p: _allowed(p, AFTER_LETTERS, continuation))
+                             lambda p: _allowed(p, AFTER_LETTERS, continuation), budget)
     out = []
     for score, text, ids in ranked:
         pieces = tokenizer.convert_ids_to_tokens(ids)
@@ -230,17 +231,30 @@ def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, cont
 
 
 def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, words: list[str],
-                   probs: torch.Tensor) -> list[TargetScore]:
+                   probs: torch.Tensor, budget: pll.WorkBudget) -> list[TargetScore]:
     """Each target at one mask: one piece by its probability and rank, several pieces by PLL."""
     tokenizer = loaded.tokenizer
     scores = [score_target(tokenizer, w, probs) for w in words]
     multi = [s for s in scores if len(s.pieces) > 1 and tokenizer.unk_token not in s.pieces]
     if multi:
-        plls = pll.piece_plls(loaded, base, pos, [s.pieces for s in multi], f"The target {multi[0].word!r}")
+        plls = pll.piece_plls(loaded, base, pos, [s.pieces for s in multi], f"The target {multi[0].word!r}", budget)
         for s, value in zip(multi, plls):
             s.prob = math.exp(value)
             s.message = f"{len(s.pieces)} pieces {' '.join(s.pieces)}: scored by pseudo-log-likelihood"
     return scores
+
+
+def _plan_extra_passes(loaded: LoadedModel, length: int, words: list[str], contexts: list[str],
+                       whole_words: bool, budget: pll.WorkBudget) -> None:
+    """Count the passes PLL and the whole-word search will run, and refuse them up front when too costly."""
+    pieces = [len(loaded.tokenizer.tokenize(w)) for w in words]
+    per_mask = sum(n for n in pieces if n > 1)  # one pass per piece of each several-piece target
+    passes = per_mask * len(contexts)
+    if whole_words:
+        passes += pll.WHOLE_WORD_PASSES * sum(1 for c in contexts if c == WORD_START)
+    if passes:
+        longest = length + max([pll.MAX_WORD_PIECES] + pieces)  # a spliced word lengthens the sequence
+        budget.check_plan(passes, passes * pll.sequence_gflop(loaded.model.config, longest), loaded.name)
 
 
 def predict(
@@ -254,6 +268,7 @@ def predict(
     *,
     batcher: MicroBatcher | None = None,
     keep_tensors: bool = False,
+    budget: pll.WorkBudget | None = None,
 ) -> FillMaskResult:
     """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1).
 
@@ -262,7 +277,10 @@ def predict(
     ``batcher``: share the forward with the requests that arrive meanwhile (outside attention modes);
     None runs this request alone. ``keep_tensors``: keep the masks' full-vocabulary softmax (N, V,
     before the context filter) in ``result.probs`` and final hidden states (N, H) in ``result.hidden``.
+    ``budget``: what the extra passes (PLL, whole words) may cost; planned before they run, with a
+    deadline between batches (default: the server's per-request allowance, from now).
     """
+    budget = budget or pll.WorkBudget()
     _validate(loaded, text, top_k)
     if fast:
         loaded = int8.fast_variant(loaded)
@@ -288,6 +306,7 @@ def predict(
         )
 
     contexts = _mask_contexts(tokenizer, enc, positions.tolist(), text, text_pair)
+    _plan_extra_passes(loaded, ids.numel(), words, contexts, whole_words, budget)
     base = {k: v[0].tolist() for k, v in enc.items() if k != "offset_mapping"}
     item = (base, positions.tolist())
     if batcher is not None and attention_modes.is_default_mode():  # (N, V), with the requests that came meanwhile
@@ -300,14 +319,14 @@ def predict(
     for i, pos in enumerate(positions.tolist()):
         ranked = _allowed(probs[i], contexts[i], continuation)  # what may be offered here
         if whole_words and contexts[i] == WORD_START:
-            candidates = _whole_words(loaded, base, pos, contexts[i], int(top_k))
+            candidates = _whole_words(loaded, base, pos, contexts[i], int(top_k), budget)
         else:
             top = ranked.topk(int(top_k))
             candidates = [
                 Candidate(tokenizer.convert_ids_to_tokens(j), int(j), float(p), _piece_text(tokenizer, int(j)))
                 for p, j in zip(top.values.tolist(), top.indices.tolist())
             ]
-        scores = _score_targets(loaded, base, pos, words, ranked)
+        scores = _score_targets(loaded, base, pos, words, ranked, budget)
         masks.append(MaskPrediction(i, pos, candidates, scores, contexts[i]))
 
     method = WHOLE_WORD_METHOD if whole_words else PIECE_METHOD

@@ -10,6 +10,9 @@ MAX_MASKS = 20
 MAX_TARGETS = 20  # target words per request
 MAX_TARGET_CHARS = 50  # characters per target word
 MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
+MAX_REQUEST_GFLOP = 1_000  # the planned work of one request's extra passes (PLL, whole words): ~10-20 s on 2 cores
+MAX_REQUEST_SECONDS = 30.0  # a request still computing then stops with a message (its client may have left)
+HEAVY_SLOTS = 2  # requests with extra passes computed at once; others are told to try again
 
 # Attention (explore.attention)
 MAX_ATTENTION_TOKENS = 128  # beyond this the heatmaps stop being readable

@@ -14,11 +14,14 @@ at most PLL_BATCH and the model runs its last layer only at the scored positions
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from bertdemo.explore.encoding import pad_batch
+from bertdemo.explore.input_limits import MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
 from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import LoadedModel
 
@@ -30,6 +33,43 @@ Encoded = dict[str, list[int]]  # one encoded sequence, as lists
 PieceFilter = Callable[[torch.Tensor], torch.Tensor]  # probs (B, V) -> probs with disallowed pieces at 0
 
 
+WHOLE_WORD_PASSES = 1 + 9 + 17 + WORD_BEAM * 3 * 2  # the beam's sequences for 1, 2, 3 pieces + the PLL rescoring
+
+
+def sequence_gflop(config, length: int) -> float:
+    """Forward cost of one sequence of ``length`` tokens (GFLOP): the Linear layers plus attention."""
+    layers = getattr(config, "num_hidden_layers", getattr(config, "n_layers", 12))
+    hidden = getattr(config, "hidden_size", getattr(config, "dim", 768))
+    inner = getattr(config, "intermediate_size", getattr(config, "hidden_dim", 4 * hidden))
+    linear = 2 * length * layers * (4 * hidden * hidden + 2 * hidden * inner)
+    attention = 4 * layers * length * length * hidden
+    return (linear + attention) / 1e9
+
+
+@dataclass
+class WorkBudget:
+    """What one request may compute beyond its first pass: planned GFLOP checked up front, and a deadline
+    checked between batches (so work stops even when the client has gone)."""
+
+    max_gflop: float = MAX_REQUEST_GFLOP
+    seconds: float = MAX_REQUEST_SECONDS
+    started: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+
+    def check_plan(self, passes: int, gflop: float, model_name: str) -> None:
+        """ValueError, before any of it runs, when the planned passes cost more than the allowance."""
+        if gflop > self.max_gflop:
+            raise ValueError(
+                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP); this server "
+                f"computes at most {self.max_gflop:,.0f} per request. Use fewer masks or target words of "
+                "several pieces, a shorter text, or turn whole words off.")
+
+    def check_time(self) -> None:
+        if self.clock() - self.started > self.seconds:
+            raise ValueError(f"This request took longer than {self.seconds:g} s and was stopped: use fewer masks "
+                             "or target words, or turn whole words off.")
+
+
 def splice(base: Encoded, pos: int, new_ids: list[int]) -> Encoded:
     """``base`` with the token at ``pos`` replaced by ``new_ids``."""
     out = {}
@@ -39,10 +79,13 @@ def splice(base: Encoded, pos: int, new_ids: list[int]) -> Encoded:
     return out
 
 
-def log_probs_at(loaded: LoadedModel, seqs: list[Encoded], positions: list[int]) -> torch.Tensor:
+def log_probs_at(loaded: LoadedModel, seqs: list[Encoded], positions: list[int],
+                 budget: WorkBudget | None = None) -> torch.Tensor:
     """Log-softmax over the vocabulary at ``positions[i]`` of ``seqs[i]``: (N, V), batched and padded."""
     out = []
     for start in range(0, len(seqs), PLL_BATCH):
+        if budget is not None:
+            budget.check_time()
         chunk = seqs[start:start + PLL_BATCH]
         batch = pad_batch(chunk, loaded.tokenizer.pad_token_id, loaded.device)
         rows = torch.arange(len(chunk), device=loaded.device)
@@ -52,7 +95,8 @@ def log_probs_at(loaded: LoadedModel, seqs: list[Encoded], positions: list[int])
     return torch.cat(out)
 
 
-def pseudo_log_likelihoods(loaded: LoadedModel, base: Encoded, pos: int, words: list[list[int]]) -> list[float]:
+def pseudo_log_likelihoods(loaded: LoadedModel, base: Encoded, pos: int, words: list[list[int]],
+                           budget: WorkBudget | None = None) -> list[float]:
     """PLL of each word (a list of piece ids) put in place of the token at ``pos`` of ``base``:
     sum over pieces j of log p(piece_j | the sequence with piece j masked)."""
     mask_id = loaded.tokenizer.mask_token_id
@@ -67,7 +111,7 @@ def pseudo_log_likelihoods(loaded: LoadedModel, base: Encoded, pos: int, words: 
             owner.append(w)
     if not seqs:
         return [0.0] * len(words)
-    logp = log_probs_at(loaded, seqs, positions)
+    logp = log_probs_at(loaded, seqs, positions, budget)
     picked = logp[torch.arange(len(seqs)), torch.tensor(targets)]
     totals = [0.0] * len(words)
     for w, value in zip(owner, picked.tolist()):
@@ -84,15 +128,16 @@ def check_fits(loaded: LoadedModel, base: Encoded, extra: int, what: str) -> Non
         )
 
 
-def piece_plls(loaded: LoadedModel, base: Encoded, pos: int, pieces: list[list[str]], what: str) -> list[float]:
+def piece_plls(loaded: LoadedModel, base: Encoded, pos: int, pieces: list[list[str]], what: str,
+               budget: WorkBudget | None = None) -> list[float]:
     """PLL of each word given as its pieces (multi-piece targets); ``what`` names the longest in errors."""
     check_fits(loaded, base, max(len(p) for p in pieces) - 1, what)
     ids = [loaded.tokenizer.convert_tokens_to_ids(p) for p in pieces]
-    return pseudo_log_likelihoods(loaded, base, pos, ids)
+    return pseudo_log_likelihoods(loaded, base, pos, ids, budget)
 
 
 def whole_words(loaded: LoadedModel, base: Encoded, pos: int, k: int, first: PieceFilter,
-                rest: PieceFilter) -> list[tuple[float, str, list[int]]]:
+                rest: PieceFilter, budget: WorkBudget | None = None) -> list[tuple[float, str, list[int]]]:
     """The ``k`` best whole words of 1..MAX_WORD_PIECES pieces at ``pos``: (PLL, spelling, piece ids).
 
     ``first`` and ``rest`` zero the pieces that may not start the word or continue it.
@@ -106,7 +151,7 @@ def whole_words(loaded: LoadedModel, base: Encoded, pos: int, k: int, first: Pie
         beams: list[tuple[list[int], float]] = [([], 0.0)]
         for t in range(n):
             seqs = [splice(base, pos, prefix + [mask_id] * (n - t)) for prefix, _ in beams]
-            logp = log_probs_at(loaded, seqs, [pos + t] * len(seqs))  # (B, V)
+            logp = log_probs_at(loaded, seqs, [pos + t] * len(seqs), budget)  # (B, V)
             allowed = (first if t == 0 else rest)(logp.exp())
             allowed[:, banned] = 0.0
             top = allowed.topk(WORD_BEAM, dim=-1)
@@ -122,5 +167,5 @@ def whole_words(loaded: LoadedModel, base: Encoded, pos: int, k: int, first: Pie
     for ids in found:  # one entry per spelling (the first, most likely, segmentation)
         words.setdefault(tokenizer.decode(ids).replace(" ##", "").strip(), ids)
     texts, ids_list = list(words), list(words.values())
-    scores = pseudo_log_likelihoods(loaded, base, pos, ids_list)
+    scores = pseudo_log_likelihoods(loaded, base, pos, ids_list, budget)
     return sorted(zip(scores, texts, ids_list), key=lambda item: -item[0])[:k]

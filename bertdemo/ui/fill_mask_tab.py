@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -52,11 +53,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         # the models first: while the app is starting, the store says so ("Starting up…") as it waits
         models = [(requested, store.get(requested, progress=progress_callback(progress))) for requested in names]
         words = fill_mask.parse_targets(targets)
-        results = []
-        for requested, loaded in models:
-            result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
-                                       fast=bool(fast), batcher=ctx.batcher)
-            results.append((requested, loaded, result))
+        heavy = [what for what, on in (
+            ("whole words", whole_words), ("a second model", len(models) > 1),
+            ("target words of several pieces", any(len(models[0][1].tokenizer.tokenize(w)) > 1 for w in words)),
+        ) if on]
+        with ctx.heavy.take(", ".join(heavy)) if heavy else contextlib.nullcontext():
+            results = []
+            for requested, loaded in models:
+                result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
+                                           fast=bool(fast), batcher=ctx.batcher)
+                results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
         figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])
         filled = "\n\n".join(
