@@ -49,7 +49,8 @@ def test_public_mode_refuses_every_path_with_one_message(runs, tmp_path):
     (runs / ".uploads" / "abc").mkdir(parents=True)
     refused = ["/etc", "/no/such/folder", str(tmp_path / "secret-model"), "./secret-model",
                "../x", "~/x", str(runs / ".." / "secret-model"), str(runs / "no-such-run"),
-               str(runs / ".uploads" / "abc"), str(runs), str(next(runs.glob("*")))]
+               str(runs / ".uploads" / "abc"), str(runs), str(next(runs.glob("*"))),
+               str(next(runs.glob("*/checkpoint")))]  # a run's folder too: runs load by their run: names
     messages = set()
     for name in refused:
         with pytest.raises(ValueError) as err:
@@ -103,8 +104,9 @@ def test_public_mode_allows_hub_ids_embedded_and_own_runs(runs):
     policy = public_policy(runs)
     assert store._resolve("bert-base-uncased", policy)[0] == "hub cache"
     assert store._resolve("google/bert_uncased_L-2_H-128_A-2", policy)[0] == "hub cache"
-    run = str(next(runs.glob("*/checkpoint")))
-    assert store._resolve(run, policy)[:2] == ("local", run)
+    assert store._resolve("run:20260101-000000-bert-tiny/checkpoint", policy)[0] == "local"
+    with pytest.raises(ValueError, match="Only hub ids"):  # the same run by its folder: refused like any path
+        store._resolve(str(next(runs.glob("*/checkpoint"))), policy)
     assert policy.load_kwargs() == {"use_safetensors": True}
 
 

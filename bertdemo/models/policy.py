@@ -78,16 +78,16 @@ class AccessPolicy:
     # --- names --------------------------------------------------------------------------------
 
     def screen(self, name: str) -> str | None:
-        """Public mode: "run" (a folder of this server's runs) or "hub" (a hub id), else ValueError(REFUSED).
+        """Public mode: "hub" (a hub id), else ValueError(REFUSED); None on a local server.
 
-        None on a local server. A name that looks like a hub id but is also a path on this server
-        (relative to the working folder) is refused too: the loaders would read the local folder.
+        This server's runs are loaded by their ``run:<id>/checkpoint`` names only: a folder path, even
+        one inside the runs folder, gets the same refusal as any other path (answering otherwise would
+        tell a visitor where the runs live). A name that looks like a hub id but is also a path on this
+        server (relative to the working folder) is refused too: the loaders would read the local folder.
         """
         load_errors.check_name_length(name, self.public)
         if not self.public or name in self.allowed:
             return None
-        if self.runs_dir is not None and run_refs.is_run_folder(name, self.runs_dir):
-            return "run"
         if looks_like_hub_id(name):
             if path_exists(name):  # a folder here: answer as the hub would for a missing model, not "refused"
                 raise ValueError(self.not_found_message(name, self.hub.reachable()))

@@ -30,14 +30,3 @@ def resolve_run_reference(name: str, runs_dir: str | Path | None) -> str | None:
             return str(folder)
     raise ValueError(f"There is no run {name[len(RUN_PREFIX):]!r} on this server (deleted?): pick one from the list.")
 
-
-def is_run_folder(name: str, runs_dir: str | Path) -> bool:
-    """A checkpoint folder of this server's runs: <run>/checkpoint or <run>/previous/step-<n>, with a config.json."""
-    try:
-        path = Path(name).expanduser().resolve()
-        rel = path.relative_to(Path(runs_dir).expanduser().resolve()).parts
-    except (OSError, ValueError, RuntimeError):
-        return False
-    shaped = (len(rel) == 2 and rel[1] == "checkpoint") or (len(rel) == 3 and rel[1] == "previous"
-                                                           and rel[2].startswith("step-"))
-    return shaped and not rel[0].startswith(".") and (path / "config.json").is_file()
