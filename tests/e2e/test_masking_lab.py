@@ -15,25 +15,16 @@ RUN_TIMEOUT_MS = 60_000
 
 
 def test_mask_sample_api(client):
-    chosen = real = 0
-    for seed in range(20):
-        data = client.predict(TEXT, 0.15, 0.8, 0.1, seed, False, False, api_name="/mask_sample")
-        tokens = data["tokens"]
-        assert tokens[0]["token"] == "[CLS]" and tokens[-1]["token"] == "[SEP]"
-        for t in tokens:
-            assert set(t) >= {"token", "chosen", "action", "input_id", "label"}
-            if t["token"] in ("[CLS]", "[SEP]"):
-                assert not t["chosen"] and t["label"] == -100
-            elif not t["chosen"]:
-                assert t["label"] == -100 and t["action"] is None
-            else:
-                assert t["action"] in ("mask", "random", "keep") and t["label"] == t["original_id"]
-                assert t["action"] != "mask" or t["input_id"] == 103
-        real += len(tokens) - 2
-        chosen += sum(t["chosen"] for t in tokens)
-    assert abs(chosen / real - 0.15) < 4 * (0.15 * 0.85 / real) ** 0.5
+    """The wiring: one call through the API comes back in the documented shape (the statistics of the
+    masking itself are proven in tests/test_masking_lab.py and tests/test_pretrain_masking.py)."""
     default = client.predict(TEXT, 0.15, 0.8, 0.1, 0, False, True, api_name="/mask_sample")
-    assert sum(t["chosen"] for t in default["tokens"]) == round(0.15 * (len(default["tokens"]) - 2))
+    tokens = default["tokens"]
+    assert tokens[0]["token"] == "[CLS]" and tokens[-1]["token"] == "[SEP]"
+    assert all(set(t) >= {"token", "chosen", "action", "input_id", "label"} for t in tokens)
+    chosen = [t for t in tokens if t["chosen"]]
+    assert len(chosen) == round(0.15 * (len(tokens) - 2))  # the engine's default: a fixed count
+    assert all(t["label"] == t["original_id"] and t["action"] in ("mask", "random", "keep") for t in chosen)
+    assert all(t["label"] == -100 for t in tokens if not t["chosen"])
     assert "engine's default" in default["mode"]
 
 
