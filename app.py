@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from bertdemo.models import policy
     from bertdemo.models.catalog import DEFAULT_MODEL
-    from bertdemo.pretrain.limits import Limits
+    from bertdemo.pretrain.budget import Limits
+    from bertdemo.settings import ServerSettings
     from bertdemo.ui import build_app, lazy
     from bertdemo.ui.layout import CSS, THEME
 
@@ -95,9 +96,10 @@ def main(argv: list[str] | None = None) -> None:
                     max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
     if public:
         policy.set_public(args.runs_dir, args.max_model_gb, allowed=(args.model,))  # the operator's --model stays
-    _set_disk_rules(args, public)
+    settings = ServerSettings.build(runs_dir=args.runs_dir, public=public, keep_checkpoints=args.keep_checkpoints,
+                                    disk_budget_gb=args.disk_budget_gb, limits=limits)
     store = lazy.StoreFront(default=args.model or DEFAULT_MODEL, device=args.device)  # no torch yet
-    demo = build_app(store, runs_dir=args.runs_dir, public=public, limits=limits)
+    demo = build_app(store, runs_dir=args.runs_dir, public=public, limits=limits, settings=settings)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
@@ -107,17 +109,6 @@ def main(argv: list[str] | None = None) -> None:
     # first request is quick; a request that comes sooner waits, the status line saying so.
     lazy.start(warm_up=lambda: _preload(store))
     demo.block_thread()
-
-
-def _set_disk_rules(args: argparse.Namespace, public: bool) -> None:
-    """Checkpoints kept per run, and the disk budget of runs + block cache (10 GB by default in public mode)."""
-    from bertdemo import storage
-    from bertdemo.pretrain import checkpoint
-    from bertdemo.pretrain.blocks import default_cache_dir
-
-    checkpoint.set_keep(args.keep_checkpoints)
-    budget_gb = args.disk_budget_gb if args.disk_budget_gb is not None else (10.0 if public else None)
-    storage.set_disk_budget(None if budget_gb is None else int(budget_gb * 1e9), args.runs_dir, default_cache_dir())
 
 
 def _preload(store) -> None:

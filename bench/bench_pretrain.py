@@ -52,7 +52,7 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
 
     from bertdemo.models.embedded import tokenizer_dir
     from bertdemo.pretrain.blocks import prepare_blocks
-    from bertdemo.pretrain.evaluation import evaluate_heldout
+    from bertdemo.pretrain.trainer import evaluate_heldout
     from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
@@ -64,7 +64,7 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
 
 
 def run_ours(cfg, out_dir: Path) -> dict:
-    from bertdemo.pretrain.loop import run_training
+    from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 
     stamps: list[tuple[float, float]] = []
@@ -124,7 +124,7 @@ def side_main(args: argparse.Namespace) -> None:
     """One side, one run, in this process: prints one JSON line."""
     import torch
 
-    from bertdemo.pretrain.hardware import keep_freed_memory, use_bf16
+    from bertdemo.pretrain.trainer import keep_freed_memory, use_bf16
     from bertdemo.models.device import resolve_device
 
     torch.set_num_threads(args.threads)

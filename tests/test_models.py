@@ -10,7 +10,7 @@ from transformers import BertForMaskedLM
 
 from bertdemo.models import embedded, hub
 from bertdemo.models.store import ModelStore, load_masked_lm
-from bertdemo.pretrain.checkpoint import write_checkpoint
+from bertdemo.pretrain.runs import write_checkpoint
 from conftest import tiny_bert_config
 
 

@@ -14,18 +14,16 @@ from transformers import AutoTokenizer
 from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import history
+from bertdemo.pretrain import runs as history
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
 from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
-from bertdemo.pretrain.hardware import thread_count
-from bertdemo.pretrain.loop import run_training
+from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training, thread_count
 from bertdemo.pretrain.metrics import MetricsBuffer, debiased_ema
 from bertdemo.pretrain.model_build import build_model
 from bertdemo.pretrain.objective import BatchMaker
-from bertdemo.pretrain.optim import lr_at, make_optimizer
 from bertdemo.viz import run_curves
-from tests.conftest import tiny_run_config
+from tests.helpers import tiny_run_config
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +210,7 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
         pytest.approx(math.log(30522))]
     with pytest.raises(ValueError, match="No such run"):
         history.run_dir(tmp_path, "../run-a")
-    history.delete_run(tmp_path, "run-a")
+    history.delete_run_folder(tmp_path, "run-a")
     assert history.list_runs(tmp_path) == ["run-b"]
 
 

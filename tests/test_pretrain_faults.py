@@ -7,12 +7,11 @@ import threading
 
 import torch
 
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs as ckpt
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.faults import failure_message, is_out_of_memory
-from bertdemo.pretrain.loop import Trainer, run_training
+from bertdemo.pretrain.trainer import Trainer, failure_message, is_out_of_memory, run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
-from tests.conftest import tiny_run_config
+from tests.helpers import tiny_run_config
 
 
 def tiny(corpus: str, tmp_path, **kw) -> TrainConfig:

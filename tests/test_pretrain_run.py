@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 
 import pytest
 import torch
@@ -12,11 +11,11 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
-from bertdemo.pretrain.checkpoint import write_checkpoint
-from bertdemo.pretrain.evaluation import predict_masks
-from bertdemo.pretrain.model_build import build_model
-from bertdemo.pretrain.loop import run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.model_build import build_model
+from bertdemo.pretrain.runs import write_checkpoint
+from bertdemo.pretrain.trainer import predict_masks, run_training
+from tests.helpers import wait_until as wait_for
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +37,6 @@ def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
                 probe_text="The capital of France is [MASK].")
     base.update(kw)
     return TrainConfig.from_flat(**base)
-
-
-def wait_for(predicate, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out")
-        time.sleep(0.02)
 
 
 def test_presets_and_param_count() -> None:
@@ -111,16 +102,15 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
             run.set_probe_text("no mask here")
         run.set_probe_text("Rome is the [MASK] of [MASK].")
         wait_for(lambda: run.snapshot().step >= 3)
-        manager.pause()
-        wait_for(lambda: run.snapshot().status == "paused")
-        paused_at = run.snapshot().step
-        time.sleep(0.3)
-        assert run.snapshot().step == paused_at
-        manager.resume()
+        run.pause()
+        wait_for(lambda: run.control.paused_at)  # the loop reached the pause and holds at that step
+        paused_at = run.control.paused_at[-1]
+        assert run.snapshot().status == "paused" and run.snapshot().step == paused_at
+        run.resume()
         wait_for(lambda: run.snapshot().step > paused_at + 2)
-        assert run.snapshot().status == "running"
+        assert run.snapshot().status == "running" and run.control.paused_at == [paused_at]  # no step while paused
     finally:
-        manager.stop()
+        run.stop()
         assert run.join(60)
     snap = run.snapshot()
     assert snap.status == "stopped" and snap.probe_text == "Rome is the [MASK] of [MASK]."

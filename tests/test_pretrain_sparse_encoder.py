@@ -11,9 +11,8 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.hardware import keep_freed_memory
 from bertdemo.pretrain.objective import PretrainObjective
-from bertdemo.pretrain.optim import make_optimizer
+from bertdemo.pretrain.trainer import keep_freed_memory, make_optimizer
 from bertdemo.pretrain.sparse_encoder import encode_at
 
 

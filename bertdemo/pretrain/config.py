@@ -9,8 +9,13 @@ summaries, 128-token blocks) shows a clearly falling loss within its first minut
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import io
 import json
 import math
+import tokenize
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -106,7 +111,7 @@ class MonitorConfig:
 class SystemConfig:
     """Where and how the run computes, and where it writes."""
 
-    seed: int = 1337
+    seed: int = 1337  # seeds the model's initialisation, the data order and the masks
     device: str = "auto"  # "auto" (cuda > mps > cpu) | "cpu" | "cuda" | "cuda:1" | "mps"
     num_threads: int = 0  # CPU threads; 0 = cpu_count - 1 (leave the UI a core)
     precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16; "bf16"; "fp32"
@@ -126,16 +131,32 @@ def leaf_fields() -> list[tuple[str, dataclasses.Field]]:
     return [(group, f) for group, cls in GROUPS.items() for f in dataclasses.fields(cls)]
 
 
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+@functools.cache
+def setting_types() -> dict[str, type]:
+    """Leaf name -> its declared type (``typing.get_type_hints``: the annotations resolved, not read as text)."""
+    return {f.name: typing.get_type_hints(GROUPS[group])[f.name] for group, f in leaf_fields()}
 
 
-def _checked(name: str, kind: str, value: Any) -> Any:
+@functools.cache
+def setting_help() -> dict[str, str]:
+    """Leaf name -> what it means: the ``# comment`` after its field in this file (the CLI's help)."""
+    found: dict[str, str] = {}
+    for cls in GROUPS.values():
+        field_name, line = None, 0
+        for tok in tokenize.generate_tokens(io.StringIO(inspect.getsource(cls)).readline):
+            if tok.type == tokenize.NAME and tok.start[1] == 4 and tok.start[0] != line:
+                field_name, line = tok.string, tok.start[0]  # an indented name starts a field's line
+            elif tok.type == tokenize.COMMENT and field_name and tok.start[0] == line:
+                found[field_name] = tok.string.lstrip("#").strip()
+    return {f.name: found.get(f.name, "") for _, f in leaf_fields()}
+
+
+def _checked(name: str, expected: type, value: Any) -> Any:
     """A setting's value with its declared type, or ValueError (configs may come from outside)."""
-    expected = _TYPES[kind]
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ValueError(f"Setting {name!r} must be {kind}, got {value!r}.")
+        raise ValueError(f"Setting {name!r} must be {expected.__name__}, got {value!r}.")
     return value
 
 
@@ -156,13 +177,14 @@ class TrainConfig:
 
         Every value is type-checked; an unknown name is a ValueError."""
         where = {f.name: (group, f) for group, f in leaf_fields()}
+        types = setting_types()
         groups: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         for name, value in settings.items():
             name = _LEGACY_NAMES.get(name, name)
             if name not in where:
                 raise ValueError(f"Unknown setting {name!r}.")
             group, f = where[name]
-            groups[group][name] = _checked(name, str(f.type), value)
+            groups[group][name] = _checked(name, types[name], value)
         return cls(**{group: GROUPS[group](**values) for group, values in groups.items()})
 
     def flat(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ class Corpus:
     docs: Iterator[str]  # the documents, in order
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -126,4 +126,4 @@ def open_corpus(corpus: str) -> Corpus:
         raise ValueError(f"Unsupported corpus file {path.name!r}: upload a .txt or .jsonl file.")
     if not docs:
         raise ValueError(f"The corpus file {path.name!r} contains no text.")
-    return Corpus(f"file-{_file_sha256(path)[:20]}", path.name, len(docs), iter(docs))
+    return Corpus(f"file-{file_sha256(path)[:20]}", path.name, len(docs), iter(docs))

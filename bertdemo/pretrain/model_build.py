@@ -75,6 +75,24 @@ def trainable_names(model: nn.Module) -> list[str]:
     return [name for name, p in model.named_parameters() if p.requires_grad]
 
 
+def model_from_config(config: dict, nsp: bool) -> BertPretrainModel:
+    """A model of a checkpoint's architecture (its config.json content), for weights already in memory."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    with MODEL_INIT_LOCK:
+        return model_cls(BertConfig.from_dict(config))
+
+
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load a state dict into ``model``; a name it lacks is fine only for a tied weight (the decoder's, which
+    a safetensors file keeps once). ValueError naming the weights that differ otherwise."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    params = model.state_dict(keep_vars=True)
+    loaded = {id(params[name]) for name in state if name in params}
+    untied = [name for name in missing if id(params[name]) not in loaded]
+    if untied or unexpected:
+        raise ValueError(f"The weights do not fit this model: missing {untied}, unexpected {unexpected}.")
+
+
 def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
     """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`."""
     model_cls = BertForPreTraining if nsp else BertForMaskedLM

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.pretrain.limits import Limits
+from bertdemo.pretrain.budget import Limits
+from bertdemo.settings import ServerSettings
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 
@@ -37,7 +39,8 @@ def mode_line(public: bool, limits: Limits | None = None) -> str:
             "only you control the runs you start.*")
 
 
-def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None) -> gr.Blocks:
+def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bool = False, limits: Limits | None = None,
+              settings: ServerSettings | None = None) -> gr.Blocks:
     """Build (but do not launch) the Blocks app serving every tab from one model store.
 
     Pretraining checkpoints under ``runs_dir`` join the model choices of every tab (as run:<id> names,
@@ -64,7 +67,7 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
             attention_tab.build(store, model_box)
             inside_tab.build(store, model_box)
             masking_tab.build(store, model_box)
-            pretrain_tab.build(store, model_box, runs_dir, public=(limits or Limits()) if public else None)
+            pretrain_tab.build(_pretrain_context(store, runs_dir, public, limits, settings), model_box)
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
@@ -75,3 +78,15 @@ def build_app(store: ModelStore | StoreFront, runs_dir: str = "runs", public: bo
             load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
     return demo
+
+
+def _pretrain_context(store, runs_dir: str, public: bool, limits: Limits | None,
+                      settings: ServerSettings | None) -> SimpleNamespace:
+    """A stand-in for the app context the Pretrain tab takes (settings, run service, model store);
+    the app context of app.py replaces it."""
+    from bertdemo.models import policy
+    from bertdemo.pretrain.service import RunService
+
+    settings = settings or ServerSettings.build(runs_dir=runs_dir, public=public, limits=limits)
+    policy.set_runs_dir(settings.runs_dir)  # the model store resolves "run:<id>/checkpoint" names through it
+    return SimpleNamespace(settings=settings, runs=RunService(settings), models=store)
