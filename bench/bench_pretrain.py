@@ -51,9 +51,9 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
     from transformers import AutoTokenizer
 
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.blocks import prepare_blocks
+    from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.trainer import evaluate_heldout
-    from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+    from bertdemo.pretrain.model import BatchMaker, PretrainObjective
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     blocks = prepare_blocks(cfg.data.corpus, tokenizer, cfg.data.seq_len, cfg.data.cache_dir,
@@ -86,7 +86,7 @@ def run_reference(cfg, out_dir: Path, bf16: bool) -> dict:
 
     from bertdemo.models.device import resolve_device
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.blocks import prepare_blocks
+    from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.config import bert_config
 
     device = resolve_device(cfg.system.device)

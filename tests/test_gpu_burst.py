@@ -14,7 +14,7 @@ from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import runs as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.pretrain.metrics import Status
-from bertdemo.pretrain.model_build import load_checkpoint_model
+from bertdemo.pretrain.model import load_checkpoint_model
 from bertdemo.pretrain.service import RunManager
 
 

@@ -12,7 +12,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
 from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.model_build import build_model
+from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.runs import write_checkpoint
 from bertdemo.pretrain.trainer import predict_masks, run_training
 from tests.helpers import wait_until as wait_for

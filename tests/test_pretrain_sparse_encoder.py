@@ -11,9 +11,8 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.objective import PretrainObjective
+from bertdemo.pretrain.model import PretrainObjective, encode_at
 from bertdemo.pretrain.trainer import keep_freed_memory, make_optimizer
-from bertdemo.pretrain.sparse_encoder import encode_at
 
 
 def _model(layers: int, dropout: float = 0.0) -> BertForMaskedLM:

@@ -16,7 +16,7 @@ from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import budget as limits
 from bertdemo.pretrain import runs as ckpt
-from bertdemo.pretrain.corpus import check_upload, open_corpus
+from bertdemo.pretrain.data import check_upload, open_corpus
 from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.service import NOT_YOURS, RunAction, RunService

@@ -27,7 +27,7 @@ from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.models import embedded, policy
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.store import LoadedModel
-from bertdemo.pretrain.blocks import pack_stream
+from bertdemo.pretrain.data import pack_stream
 from bertdemo.pretrain.masking import make_nsp_pairs
 
 MAX_CHARS = 20_000

@@ -4,10 +4,11 @@ Public API (pure Python, no UI): `TrainConfig`, `RunService(settings)` (start, c
 runs and checkpoints of a server), `TrainingRun.snapshot()` -> `RunSnapshot`, `list_checkpoints(runs_dir)`,
 `param_count(...)`. Headless: ``python -m bertdemo.pretrain --help`` (also under ``torchrun``).
 
-The package, read in order: ``config`` (settings) and ``form`` (a request -> a config), ``budget``
-(caps, memory / disk / time), ``data`` modules ``corpus`` and ``blocks``, ``masking``, ``model_build``
-and ``objective`` (+ ``sparse_encoder``, ``fused_ce``), ``trainer`` (the loop), ``metrics``, ``runs``
-(folders on disk), ``service`` (the run thread and its rules), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
+The package, read in order: ``config`` (a run's settings) and ``form`` (a page's or API caller's
+request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
+objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, evaluation, optimizer, threads),
+``metrics``, ``runs`` (checkpoints, run folders, uploads on disk), ``budget`` (caps, memory / disk /
+time), ``service`` (the run thread and every rule of a run), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
 
 The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,
 ``metrics``, ``runs``, ``service``) does not load the training loop and PyTorch.

@@ -198,8 +198,7 @@ def calibrate(device_type: str = "cpu") -> float:
     from transformers import AutoTokenizer
 
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.model_build import build_model
-    from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+    from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
     from bertdemo.pretrain.trainer import autocast, make_optimizer, thread_count, use_bf16
 
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,

@@ -15,7 +15,7 @@ from bertdemo.models.policy import is_within
 from bertdemo.pretrain import runs
 from bertdemo.pretrain.budget import Limits, check_public
 from bertdemo.pretrain.config import TrainConfig, setting_types
-from bertdemo.pretrain.corpus import UPLOAD_SUFFIXES, check_upload
+from bertdemo.pretrain.data import UPLOAD_SUFFIXES, check_upload
 
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
 PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)

@@ -366,7 +366,7 @@ def uploads_dir(runs_dir: str | Path) -> Path:
 
 def adopt_upload(upload: str | Path, runs_dir: str | Path) -> Path:
     """A private copy of an uploaded corpus under ``runs_dir`` (a hard link where possible)."""
-    from bertdemo.pretrain.corpus import file_sha256  # the block cache's key of a file
+    from bertdemo.pretrain.data import file_sha256  # the block cache's key of a file
 
     upload = Path(upload)
     folder = uploads_dir(runs_dir) / file_sha256(upload)[:HASH_CHARS]
@@ -404,7 +404,7 @@ def _corpora_in_use(runs_dir: Path, active: Iterable[str]) -> set[Path]:
 def release_uploads(runs_dir: str | Path, active: Iterable[str] = (), cache_dirs: Iterable[str | Path] = ()) -> list[str]:
     """Delete the uploads no run refers to (``active``: corpora of runs under way) and their block caches
     in ``cache_dirs`` (default: the app's block cache). Returns the file names deleted."""
-    from bertdemo.pretrain.blocks import default_cache_dir  # numpy: only when something is released
+    from bertdemo.pretrain.data import default_cache_dir  # numpy: only when something is released
 
     root = uploads_dir(runs_dir)
     if not root.is_dir():

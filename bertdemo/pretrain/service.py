@@ -150,7 +150,7 @@ class TrainingRun:
             if self.speeds is not None:  # this machine's speed, for the next estimates
                 self.speeds.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0),
                                    str(self.metrics.get("device") or "cpu"))
-            from bertdemo.pretrain.blocks import default_cache_dir
+            from bertdemo.pretrain.data import default_cache_dir
 
             own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []
             # an upload no checkpoint refers to is deleted now, with its blocks in this run's cache too

@@ -35,13 +35,12 @@ from transformers import AutoTokenizer
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import runs
-from bertdemo.pretrain.blocks import Blocks, prepare_blocks
 from bertdemo.pretrain.config import TrainConfig, param_count
+from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
-from bertdemo.pretrain.model_build import (BertPretrainModel, apply_freeze, build_model, load_checkpoint_model,
-                                           load_weights, model_from_config, remove_position_embeddings)
-from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
+                                     load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings)
 from bertdemo.settings import DiskRules
 
 

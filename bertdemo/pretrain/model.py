@@ -1,0 +1,252 @@
+"""The BERT a run trains, and what it learns to predict.
+
+* The model: built fresh for the run's shape, warm-started from a model folder, or loaded from a
+  checkpoint (or from weights in memory); partial freezing (train only the top layers / keep the
+  embeddings).
+* The objective (:class:`PretrainObjective`): masked-LM (+ NSP) loss computed only at the masked
+  positions, the last encoder layer run only there (:func:`encode_at`), and the vocabulary
+  projection fused with the cross-entropy (:mod:`bertdemo.pretrain.fused_ce`).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.pretrain.config import TrainConfig, bert_config
+from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
+from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
+
+
+BertPretrainModel = BertForMaskedLM | BertForPreTraining
+
+
+def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
+    """A freshly initialised BertForMaskedLM (or BertForPreTraining with NSP) for the run's shape,
+    or, with `cfg.model.init_from`, the pretrained encoder of that folder plus a new head."""
+    if cfg.model.init_from:
+        model = warm_start_model(cfg.model.init_from, cfg.objective.nsp)
+    else:
+        config = bert_config(cfg, vocab_size=len(tokenizer))
+        config.pad_token_id = tokenizer.pad_token_id
+        with MODEL_INIT_LOCK:
+            model = (BertForPreTraining if cfg.objective.nsp else BertForMaskedLM)(config)
+    if model.config.vocab_size != len(tokenizer):
+        raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
+                         f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
+    apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
+    if not cfg.model.position_embeddings:
+        remove_position_embeddings(model)
+    return model
+
+
+def remove_position_embeddings(model: BertPretrainModel) -> None:
+    """Zero the learned position embeddings and keep them at zero (frozen): the encoder then sees a
+    bag of tokens and cannot tell their order (attention itself is permutation-equivariant)."""
+    weight = model.bert.embeddings.position_embeddings.weight
+    with torch.no_grad():
+        weight.zero_()
+    weight.requires_grad_(False)
+
+
+def warm_start_model(path: str, nsp: bool = False) -> BertPretrainModel:
+    """The encoder weights of the model folder `path` (e.g. a bare ``BertModel``) with an MLM (+NSP)
+    head: kept when the folder has one, else new, its decoder tied to the word embeddings."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    config = BertConfig.from_pretrained(path)
+    config.architectures = [model_cls.__name__]
+    config.tie_word_embeddings = True  # decoder weight = word embeddings (original BERT)
+    with MODEL_INIT_LOCK:
+        model = model_cls.from_pretrained(path, config=config)
+        model.tie_weights()
+    return model
+
+
+def apply_freeze(model: BertPretrainModel, train_layers: int = -1, freeze_embeddings: bool = False) -> None:
+    """Train only part of the model: `train_layers` = k >= 0 keeps the embeddings and all but the top
+    k encoder layers fixed (the MLM head always trains; its decoder follows the embeddings, to which it
+    is tied); `freeze_embeddings` fixes only the embeddings. -1 / False = everything trains."""
+    if train_layers < 0 and not freeze_embeddings:
+        return
+    bert = model.bert
+    frozen: list[nn.Module] = [bert.embeddings]
+    if train_layers >= 0:
+        n = len(bert.encoder.layer)
+        frozen += list(bert.encoder.layer[: n - train_layers])
+    for module in frozen:
+        module.requires_grad_(False)
+
+
+def trainable_names(model: nn.Module) -> list[str]:
+    """Names of the parameters that training changes (tied weights under their first name)."""
+    return [name for name, p in model.named_parameters() if p.requires_grad]
+
+
+def model_from_config(config: dict, nsp: bool) -> BertPretrainModel:
+    """A model of a checkpoint's architecture (its config.json content), for weights already in memory."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    with MODEL_INIT_LOCK:
+        return model_cls(BertConfig.from_dict(config))
+
+
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load a state dict into ``model``; a name it lacks is fine only for a tied weight (the decoder's, which
+    a safetensors file keeps once). ValueError naming the weights that differ otherwise."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    params = model.state_dict(keep_vars=True)
+    loaded = {id(params[name]) for name in state if name in params}
+    untied = [name for name in missing if id(params[name]) not in loaded]
+    if untied or unexpected:
+        raise ValueError(f"The weights do not fit this model: missing {untied}, unexpected {unexpected}.")
+
+
+def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
+    """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`."""
+    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    with MODEL_INIT_LOCK:
+        return model_cls.from_pretrained(path)
+
+
+# --- the objective ---------------------------------------------------------------------------------
+# The pretraining objective: masked-LM (+ NSP) losses with the vocabulary projection only at the
+# masked positions, and the batch maker that turns packed blocks into its inputs.
+# The sparse head runs the vocabulary projection (H -> V, the most expensive matmul of a small
+# BERT) only where labels are: hidden states are gathered at those positions first, then passed
+# through ``model.cls.predictions``. In training the projection and the cross-entropy are fused
+# (`fused_ce`). With fixed-count masking and no NSP the last encoder layer, too, runs only at those
+# positions (`sparse_encoder`). The objective is an ``nn.Module`` so DDP and ``torch.compile`` see one forward.
+
+class PretrainObjective(nn.Module):
+    """Masked-LM (+ NSP) losses of a BERT with the vocabulary projection only at masked positions."""
+
+    def __init__(self, model: BertPretrainModel, fused_ce: bool = True, sparse_encoder: bool = True) -> None:
+        super().__init__()
+        self.model = model
+        self.fused_ce = fused_ce  # training: fused projection + cross-entropy (no (M, V) logits kept)
+        self.sparse_encoder = sparse_encoder  # last layer only at the predicted positions (when it can)
+        self.workspace = Workspace()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (B, T)
+        labels: torch.Tensor,  # (B, T), -100 where not predicted
+        positions: torch.Tensor | None = None,  # (B, k) predicted positions (fixed-count masking)
+        token_type_ids: torch.Tensor | None = None,  # (B, T) segment ids (NSP)
+        next_sentence_label: torch.Tensor | None = None,  # (B,) 0 IsNext, 1 NotNext
+    ) -> dict[str, torch.Tensor]:
+        # packed blocks hold no padding: every position attends everywhere, no attention_mask needed
+        out = None
+        if positions is not None and next_sentence_label is None and self.sparse_encoder:
+            h = encode_at(self.model.bert, input_ids, positions, token_type_ids)  # (B, k, H)
+        else:
+            out = self.model.bert(input_ids=input_ids, token_type_ids=token_type_ids)
+            hidden = out.last_hidden_state  # (B, T, H)
+        if positions is not None:
+            if out is not None:
+                h = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (B, k, H)
+            y = labels.gather(1, positions)  # (B, k)
+        else:
+            selected = labels != IGNORE_INDEX  # (B, T)
+            h, y = hidden[selected], labels[selected]  # (M, H), (M,)
+        head = self.model.cls.predictions
+        if self.fused_ce and self.training and torch.is_grad_enabled():
+            t = head.transform(h)  # (..., H)
+            mlm_loss = linear_cross_entropy(t.reshape(-1, t.size(-1)), head.decoder.weight, head.decoder.bias,
+                                            y.reshape(-1), self.workspace)
+            result = {"loss": mlm_loss, "mlm_loss": mlm_loss}
+            return self._add_nsp(result, out, next_sentence_label)
+        logits = head(h).float()  # (..., V) only at predicted positions
+        logits, y = logits.reshape(-1, logits.size(-1)), y.reshape(-1)
+        count = (y != IGNORE_INDEX).sum()
+        mlm_loss = F.cross_entropy(logits, y, ignore_index=IGNORE_INDEX, reduction="sum") / count.clamp(min=1)
+        result = {"loss": mlm_loss, "mlm_loss": mlm_loss, "mlm_logits": logits, "mlm_labels": y}
+        return self._add_nsp(result, out, next_sentence_label)
+
+    def _add_nsp(self, result: dict, out, next_sentence_label: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        if next_sentence_label is not None:
+            nsp_logits = self.model.cls.seq_relationship(out.pooler_output).float()  # (B, 2)
+            nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label)
+            result.update(loss=result["mlm_loss"] + nsp_loss, nsp_loss=nsp_loss, nsp_logits=nsp_logits)
+        return result
+
+
+class BatchMaker:
+    """Turns (B, T) packed blocks into the objective's inputs: NSP pairs (optional), then masks."""
+
+    def __init__(self, cfg: TrainConfig, tokenizer, device: torch.device) -> None:
+        self.cfg = cfg
+        self.cls_id, self.sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+        self.mask_id, self.vocab_size = tokenizer.mask_token_id, len(tokenizer)
+        self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=device)
+        # whole-word masking: which vocabulary entries continue a word ("##ing"), looked up on the device
+        self.is_continuation = continuation_lookup(tokenizer, device) if cfg.objective.whole_word_masking else None
+
+    def __call__(self, blocks: torch.Tensor, generator: torch.Generator, block_ids: torch.Tensor | None = None,
+                 epoch: int = 0) -> dict[str, torch.Tensor | None]:
+        """Inputs for one step. With static masks (``objective.static_masks`` = N) and ``block_ids``
+        given, block i's masks in epoch e are copy ``e mod N`` of its N fixed masks, as the original
+        BERT data pipeline made them (each sequence duplicated N times); otherwise masks are new."""
+        token_type_ids = nsp_labels = None
+        if self.cfg.objective.nsp:
+            blocks, token_type_ids, nsp_labels = make_nsp_pairs(
+                blocks, cls_id=self.cls_id, sep_id=self.sep_id, generator=generator
+            )
+        copies = self.cfg.objective.static_masks
+        if copies and block_ids is not None:
+            rows = [self._mask(row[None], self._static_generator(int(i), epoch % copies, blocks.device))
+                    for row, i in zip(blocks, block_ids.tolist())]
+            mb = MaskedBatch(torch.cat([r.input_ids for r in rows]), torch.cat([r.labels for r in rows]),
+                             None if rows[0].positions is None else torch.cat([r.positions for r in rows]))
+        else:
+            mb = self._mask(blocks, generator)
+        return {"input_ids": mb.input_ids, "labels": mb.labels, "positions": mb.positions,
+                "token_type_ids": token_type_ids, "next_sentence_label": nsp_labels}
+
+    def _mask(self, blocks: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        o = self.cfg.objective
+        return mask_tokens(
+            blocks, self.special_ids, mask_token_id=self.mask_id, vocab_size=self.vocab_size,
+            generator=generator, mlm_probability=o.mlm_probability, mask_replace_prob=o.mask_replace_prob,
+            random_replace_prob=o.random_replace_prob, fixed_count=o.fixed_mask_count,
+            is_continuation=self.is_continuation,
+        )
+
+    def _static_generator(self, block_id: int, copy: int, device: torch.device) -> torch.Generator:
+        """The generator of one block's copy-th fixed mask: the same numbers every time it comes round."""
+        generator = torch.Generator(device=device)
+        generator.manual_seed((self.cfg.system.seed * 1_000_003 + block_id) * 1_009 + copy)
+        return generator
+
+
+# --- the encoder at the masked positions only -------------------------------------------------------
+# The encoder of a masked-LM step, with its last layer computed only where the loss looks.
+# The masked-LM loss reads the final hidden states at the k predicted positions of each block
+# and nowhere else. In the last layer, only the keys and values need every position; the
+# queries, the attention output, the feed-forward block and both LayerNorms are needed only at
+# those k positions (k = 15 % of T). :func:`encode_at` runs every other layer exactly as
+# ``BertModel`` does and the last one that way: the same function of the same weights (equal to
+# ``model.bert(...).last_hidden_state`` gathered at ``positions``, with the same dropout), at
+# about a third of the last layer's cost. Packed blocks have no padding, so no attention mask.
+
+def encode_at(bert: BertModel, input_ids: torch.Tensor, positions: torch.Tensor,
+              token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, k, H) final hidden states of (B, T) ``input_ids`` at (B, k) ``positions``."""
+    hidden = bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)  # (B, T, H)
+    *lower, last = bert.encoder.layer
+    for layer in lower:
+        hidden = layer(hidden)  # (B, T, H)
+    B, T, H = hidden.shape
+    at = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, H))  # (B, k, H)
+    attn = last.attention.self
+    heads, d = attn.num_attention_heads, attn.attention_head_size
+    q = attn.query(at).view(B, -1, heads, d).transpose(1, 2)  # (B, nh, k, d)
+    k = attn.key(hidden).view(B, T, heads, d).transpose(1, 2)  # (B, nh, T, d)
+    v = attn.value(hidden).view(B, T, heads, d).transpose(1, 2)  # (B, nh, T, d)
+    context = F.scaled_dot_product_attention(q, k, v, dropout_p=attn.dropout.p if attn.training else 0.0,
+                                             scale=attn.scaling)  # (B, nh, k, d)
+    context = context.transpose(1, 2).reshape(B, -1, heads * d)  # (B, k, H)
+    attention_output = last.attention.output(context, at)  # (B, k, H): dense, dropout, LayerNorm(+ residual)
+    return last.output(last.intermediate(attention_output), attention_output)  # (B, k, H)
