@@ -117,7 +117,7 @@ class TrainingRun:
             self._deadline = self._clock() + self.max_seconds
         if self.max_seconds:
             self._timer = threading.Timer(self.max_seconds, self._time_up)
-            self._timer.daemon = True
+            self._timer.name, self._timer.daemon = f"run-cap-{self.run_id}", True
             self._timer.start()
         self._thread.start()
         return self
