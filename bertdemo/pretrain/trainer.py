@@ -98,61 +98,19 @@ class Trainer:
         """``initial``: start from these weights, optimizer state and trainer state (a GPU burst) instead
         of ``cfg``'s checkpoint or a new model; ``disk``: checkpoints kept and the disk budget."""
         self.cfg, self.metrics, self.checkpoint_dir, self.dist = cfg, metrics, Path(checkpoint_dir), dist
-        self.run_info, self.device, self.control = run_info, device, control
-        metrics.update(status="preparing", device=str(device), message="Loading the tokenizer…")
+        self.run_info, self.device, self.control, self.disk = run_info, device, control, disk
+        metrics.update(status=Status.PREPARING, device=str(device), message="Loading the tokenizer…")
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-        self.phases = cfg.seq_len_phases()  # (first step, block length); one unless a schedule is set
-        phase_blocks = {length: self._blocks(length) for length in sorted({n for _, n in self.phases})}
-        self.corpus_label = next(iter(phase_blocks.values())).corpus_label
-        self.start_step = 0
-        self.disk = disk
-        state: dict = {}
-        resuming = bool(cfg.system.resume_from) or initial is not None
-        if resuming:
-            state = initial.state if initial is not None else runs.read_state(cfg.system.resume_from)
-            self.start_step = int(state.get("step", 0))
-            restore_history(metrics, state.get("history", {}))
-            if initial is not None:  # weights in hand: a model of the run's shape, then its state dict
-                self.model = model_from_config(initial.model_config, cfg.objective.nsp)
-                load_weights(self.model, initial.model_state)
-            else:
-                self.model = load_checkpoint_model(cfg.system.resume_from, cfg.objective.nsp)
-            apply_freeze(self.model, cfg.model.train_layers, cfg.model.freeze_embeddings)
-            if not cfg.model.position_embeddings:
-                remove_position_embeddings(self.model)
-        else:
-            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
-                torch.manual_seed(cfg.system.seed)
-                self.model = build_model(cfg, self.tokenizer)
-        run_info.setdefault("started_at", state.get("started_at", datetime.now().isoformat(timespec="seconds")))
-        self.n_params = param_count(self.model)
-        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
-        self.objective = PretrainObjective(self.model).to(device).train()
-        self.optimizer = make_optimizer(self.model, cfg, device)
-        if initial is not None:
-            self.optimizer.load_state_dict(initial.optimizer_state)
-        elif cfg.system.resume_from:
-            runs.load_optimizer_state(cfg.system.resume_from, self.optimizer)
-        self.forward = self.objective
-        if dist.world_size > 1:
-            ids = [device.index] if device.type == "cuda" else None
-            self.forward = torch.nn.parallel.DistributedDataParallel(self.objective, device_ids=ids)
-        if cfg.system.compile and device.type == "cuda":
-            self.forward = torch.compile(self.forward)
-        self.data = {length: (torch.from_numpy(b.train[dist.rank :: dist.world_size].astype(np.int64)).to(device),
-                              torch.from_numpy(b.heldout.astype(np.int64)).to(device))  # (N, T), (N_eval, T)
-                     for length, b in phase_blocks.items()}
-        for length, (train, _) in self.data.items():
-            if len(train) < cfg.optim.batch_size:
-                raise ValueError(f"The corpus has only {len(train)} training blocks of {length} tokens per "
-                                 "process; lower the batch size below that or use more text.")
+        phase_blocks = self._setup_data()
+        state = self._setup_model(initial)
+        self._setup_optimizer(initial)
+        self._move_data(phase_blocks)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(cfg.system.seed + 7919 * dist.rank + self.start_step)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.step = self.start_step
-        self.saved_step = self.start_step if resuming else -1
+        self.saved_step = self.start_step if state is not None else -1
         self.seq_len = self.phase_length(self.step)
         self.train_blocks, self.heldout = self.data[self.seq_len]
         self.epoch = 0
@@ -165,6 +123,69 @@ class Trainer:
         self.elapsed = float(run_info.get("elapsed_s", 0.0))
         self.t_last = time.perf_counter()
         self.rate_window_s, self.rate_window_steps = 0.0, 0
+
+    def _setup_data(self) -> dict[int, Blocks]:
+        """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""
+        self.phases = self.cfg.seq_len_phases()  # (first step, block length); one unless a schedule is set
+        phase_blocks = {length: self._blocks(length) for length in sorted({n for _, n in self.phases})}
+        self.corpus_label = next(iter(phase_blocks.values())).corpus_label
+        return phase_blocks
+
+    def _setup_model(self, initial: TrainerState | None) -> dict | None:
+        """The model: continued (weights in hand, or the checkpoint to resume) or new and seeded; returns
+        the trainer state it continues from (None for a new run)."""
+        cfg, metrics = self.cfg, self.metrics
+        self.start_step = 0
+        state = None
+        if initial is not None or cfg.system.resume_from:
+            state = initial.state if initial is not None else runs.read_state(cfg.system.resume_from)
+            self.start_step = int(state.get("step", 0))
+            restore_history(metrics, state.get("history", {}))
+            if initial is not None:  # weights in hand: a model of the run's architecture, then its state dict
+                self.model = model_from_config(initial.model_config, cfg.objective.nsp)
+                load_weights(self.model, initial.model_state)
+            else:
+                self.model = load_checkpoint_model(cfg.system.resume_from, cfg.objective.nsp)
+            apply_freeze(self.model, cfg.model.train_layers, cfg.model.freeze_embeddings)
+            if not cfg.model.position_embeddings:
+                remove_position_embeddings(self.model)
+        else:
+            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
+                torch.manual_seed(cfg.system.seed)
+                self.model = build_model(cfg, self.tokenizer)
+        self.run_info.setdefault("started_at", (state or {}).get("started_at",
+                                                                 datetime.now().isoformat(timespec="seconds")))
+        self.n_params = param_count(self.model)
+        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
+        self.objective = PretrainObjective(self.model).to(self.device).train()
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        return state
+
+    def _setup_optimizer(self, initial: TrainerState | None) -> None:
+        """AdamW (its state continued when resuming), and the forward under DDP / torch.compile."""
+        cfg, device = self.cfg, self.device
+        self.optimizer = make_optimizer(self.model, cfg, device)
+        if initial is not None:
+            self.optimizer.load_state_dict(initial.optimizer_state)
+        elif cfg.system.resume_from:
+            runs.load_optimizer_state(cfg.system.resume_from, self.optimizer)
+        self.forward = self.objective
+        if self.dist.world_size > 1:
+            ids = [device.index] if device.type == "cuda" else None
+            self.forward = torch.nn.parallel.DistributedDataParallel(self.objective, device_ids=ids)
+        if cfg.system.compile and device.type == "cuda":
+            self.forward = torch.compile(self.forward)
+
+    def _move_data(self, phase_blocks: dict[int, Blocks]) -> None:
+        """This process's share of the blocks onto the device; ValueError when a batch cannot be filled."""
+        dist = self.dist
+        self.data = {length: (torch.from_numpy(b.train[dist.rank :: dist.world_size].astype(np.int64)).to(self.device),
+                              torch.from_numpy(b.heldout.astype(np.int64)).to(self.device))  # (N, T), (N_eval, T)
+                     for length, b in phase_blocks.items()}
+        for length, (train, _) in self.data.items():
+            if len(train) < self.cfg.optim.batch_size:
+                raise ValueError(f"The corpus has only {len(train)} training blocks of {length} tokens per "
+                                 "process; lower the batch size below that or use more text.")
 
     @classmethod
     def from_state(cls, cfg: TrainConfig, model_config: dict, model_state: dict[str, torch.Tensor],
