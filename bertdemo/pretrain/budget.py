@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertdemo import storage
-from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count
+from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
 
 if TYPE_CHECKING:
     from bertdemo.settings import DiskRules
@@ -63,7 +63,7 @@ class Limits:
 
 def check_public(cfg: TrainConfig, limits: Limits) -> None:
     """ValueError with a clear message when a run exceeds a public server's caps."""
-    n_params = param_count(cfg)
+    n_params = param_count_of_run(cfg)
     if n_params > limits.max_params:
         raise ValueError(f"This model has {n_params:,} parameters; this public server trains models up to "
                          f"{limits.max_params:,}. Choose a smaller size (bert-tiny or bert-mini).")
@@ -82,7 +82,7 @@ def estimate_memory_bytes(cfg: TrainConfig) -> int:
     tokens = cfg.optim.batch_size * cfg.max_seq_len()
     activations = tokens * hidden * layers * ACTIVATION_BYTES
     logits = int(tokens * VOCAB_SIZE * 4 * cfg.objective.mlm_probability)
-    return param_count(cfg) * STATE_BYTES_PER_PARAM + activations + logits + BASE_BYTES
+    return param_count_of_run(cfg) * STATE_BYTES_PER_PARAM + activations + logits + BASE_BYTES
 
 
 def available_memory_bytes() -> int | None:
@@ -102,7 +102,7 @@ def available_memory_bytes() -> int | None:
 
 def checkpoint_bytes(cfg: TrainConfig) -> int:
     """Disk one checkpoint of this run takes (weights and optimizer state)."""
-    return param_count(cfg) * CHECKPOINT_BYTES_PER_PARAM + CHECKPOINT_EXTRA_BYTES
+    return param_count_of_run(cfg) * CHECKPOINT_BYTES_PER_PARAM + CHECKPOINT_EXTRA_BYTES
 
 
 def check_disk(cfg: TrainConfig, runs_dir: str | Path, disk: DiskRules) -> int:

@@ -314,7 +314,7 @@ def parse_seq_len_schedule(text: str, steps: int) -> list[tuple[int, int]]:
 
 
 def bert_shape(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> dict[str, int]:
-    """The BertConfig fields of a run: preset/custom shape, positions for the block length."""
+    """The BertConfig fields of a run: preset/custom shape, 512 positions (BERT's; whatever the block length)."""
     layers, hidden, heads, ffn = cfg.model_shape()
     return dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                 intermediate_size=ffn, max_position_embeddings=MAX_SEQ_LEN, type_vocab_size=2)
@@ -328,22 +328,37 @@ def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
                       attention_probs_dropout_prob=cfg.model.dropout)
 
 
-def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
-    """Number of parameters (tied embeddings counted once) of a model, or of the BERT masked-LM
-    (with the NSP head when `nsp`, or when the TrainConfig asks for it) a BertConfig / TrainConfig
-    describes. Configs are counted by formula, without building a model."""
-    if isinstance(model_or_cfg, TrainConfig):  # BertConfig's fields (embeddings tied), without loading transformers
-        shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(model_or_cfg))
-        return _bert_param_count(shape, model_or_cfg.objective.nsp)
-    if not hasattr(model_or_cfg, "parameters"):  # a BertConfig
-        return _bert_param_count(model_or_cfg, nsp)
+def param_count_of_run(cfg: TrainConfig) -> int:
+    """Parameters of the masked-LM a run trains (with the NSP head when it asks for NSP), by formula:
+    no model is built and transformers is not loaded (the page checks the public cap before torch)."""
+    shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(cfg))  # BertConfig's fields, embeddings tied
+    return _bert_param_count(shape, cfg.objective.nsp)
+
+
+def param_count_of_config(config: BertConfig, nsp: bool = False) -> int:
+    """Parameters of ``BertForMaskedLM(config)`` (``BertForPreTraining`` when ``nsp``), by formula."""
+    return _bert_param_count(config, nsp)
+
+
+def param_count_of_model(model: Any) -> int:
+    """Parameters of a built model (an ``nn.Module``), tied ones counted once."""
     seen: set[int] = set()
     total = 0
-    for p in model_or_cfg.parameters():
+    for p in model.parameters():
         if id(p) not in seen:
             seen.add(id(p))
             total += p.numel()
     return total
+
+
+def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
+    """The parameter count of a TrainConfig, a BertConfig or a model: one of the three functions above,
+    chosen by the argument's kind (for callers that hold any of them)."""
+    if isinstance(model_or_cfg, TrainConfig):
+        return param_count_of_run(model_or_cfg)
+    if hasattr(model_or_cfg, "parameters"):
+        return param_count_of_model(model_or_cfg)
+    return param_count_of_config(model_or_cfg, nsp)
 
 
 def _bert_param_count(c: BertConfig, nsp: bool) -> int:

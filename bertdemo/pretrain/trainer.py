@@ -35,7 +35,7 @@ from transformers import AutoTokenizer
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import runs
-from bertdemo.pretrain.config import TrainConfig, param_count
+from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
@@ -155,7 +155,7 @@ class Trainer:
                 self.model = build_model(cfg, self.tokenizer)
         self.run_info.setdefault("started_at", (state or {}).get("started_at",
                                                                  datetime.now().isoformat(timespec="seconds")))
-        self.n_params = param_count(self.model)
+        self.n_params = param_count_of_model(self.model)
         metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
         self.objective = PretrainObjective(self.model).to(self.device).train()
         self.params = [p for p in self.model.parameters() if p.requires_grad]

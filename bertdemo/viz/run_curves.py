@@ -165,14 +165,14 @@ def probe_rows(snap: RunSnapshot | None) -> list[list]:
 
 def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
     """The parameter count of the form's model shape (or why it cannot be built)."""
-    from bertdemo.pretrain.config import TrainConfig, param_count
+    from bertdemo.pretrain.config import TrainConfig, param_count_of_run
 
     try:
         cfg = TrainConfig.from_flat(preset=preset, num_hidden_layers=int(layers), hidden_size=int(hidden),
                                     num_attention_heads=int(heads), intermediate_size=int(ffn))
         cfg.validate()
         n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
-        return (f"**{param_count(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
+        return (f"**{param_count_of_run(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
                 f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
     except ValueError as exc:
         return f"⚠️ {exc}"
