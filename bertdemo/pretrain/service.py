@@ -333,6 +333,8 @@ class RunService:
                         or settings["resume_from"]}
         cfg = (config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
                if settings is not None else request)
+        if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)
+            cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
         if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
             resumed = Path(cfg.system.resume_from).resolve().relative_to(self.runs_dir.resolve()).parts[0]
             if not (self.settings.is_admin(owner_token) or runs.is_owner(self.runs_dir, resumed, owner_token)):
