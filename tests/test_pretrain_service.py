@@ -80,3 +80,15 @@ def test_the_time_estimate_names_the_public_limit(tmp_path):
     slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))
     assert slow.time_estimate({**SMALL, "steps": 5000}).endswith("minute limit: lower Steps.")
     assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
+
+
+def test_the_modules_the_page_needs_before_torch_do_not_load_it():
+    import subprocess
+    import sys
+
+    code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.runs, bertdemo.pretrain.budget, "
+            "bertdemo.pretrain.config, bertdemo.pretrain.metrics, bertdemo.pretrain.form, bertdemo.settings; "
+            "print(sorted(m for m in ('torch', 'transformers', 'bertdemo.pretrain.trainer') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
