@@ -3,26 +3,17 @@ the run's weights, optimizer state and history after the burst are the burst's, 
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 import torch
 
-from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import runs as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.model import load_checkpoint_model
 from bertdemo.pretrain.service import RunManager
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
-    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:200]), encoding="utf-8")
-    return str(path)
 
 
 def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:

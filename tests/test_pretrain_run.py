@@ -19,7 +19,8 @@ from tests.helpers import wait_until as wait_for
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def wiki300(tmp_path_factory):
+    """300 embedded Wikipedia summaries (conftest's ``corpus`` has 200): enough text for the loss to fall by 2."""
     path = tmp_path_factory.mktemp("corpus") / "wiki300.jsonl"
     path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:300]), encoding="utf-8")
     return str(path)
@@ -53,8 +54,8 @@ def test_presets_and_param_count() -> None:
         TrainConfig.from_flat(preset="custom", hidden_size=30, num_attention_heads=4).validate()
 
 
-def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cache_dir) -> None:
-    cfg = tiny_cfg(corpus, cache_dir, tmp_path, steps=150, eval_every=50)
+def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, cache_dir) -> None:
+    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, steps=150, eval_every=50)
     metrics = MetricsBuffer()
     out = tmp_path / "ck"
     assert run_training(cfg, metrics=metrics, checkpoint_dir=out) == "finished"
@@ -89,15 +90,15 @@ def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
         assert torch.equal(model(**enc).logits, reloaded(**enc).logits)
 
 
-def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache_dir) -> None:
+def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cache_dir) -> None:
     manager = RunManager(tmp_path)
-    run = manager.start(tiny_cfg(corpus, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
+    run = manager.start(tiny_cfg(wiki300, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
     try:
         assert manager.current is run
         with pytest.raises(ValueError, match="already"):
-            manager.start(tiny_cfg(corpus, cache_dir, tmp_path))
+            manager.start(tiny_cfg(wiki300, cache_dir, tmp_path))
         with pytest.raises(ValueError, match="another process|already"):
-            RunManager(tmp_path).start(tiny_cfg(corpus, cache_dir, tmp_path))  # the machine-wide lock
+            RunManager(tmp_path).start(tiny_cfg(wiki300, cache_dir, tmp_path))  # the machine-wide lock
         with pytest.raises(ValueError, match=r"\[MASK\]"):
             run.set_probe_text("no mask here")
         run.set_probe_text("Rome is the [MASK] of [MASK].")
@@ -120,7 +121,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     AutoModelForMaskedLM.from_pretrained(path)
     # after the stop a new run may start; resuming continues the step count and history
     cfg = resume_config(path, steps=snap.step + 10)
-    assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == corpus
+    assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == wiki300
     resumed = manager.start(cfg)
     assert resumed.join(60)
     after = resumed.snapshot()
@@ -131,8 +132,8 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     assert state["step"] == snap.step + 10 and (path / "optimizer.pt").is_file()
 
 
-def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, corpus, cache_dir) -> None:
-    cfg = tiny_cfg(corpus, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
+def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, wiki300, cache_dir) -> None:
+    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
     metrics = MetricsBuffer()
     assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
     snap = metrics.snapshot()
