@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bertdemo.pretrain.budget import SpeedBook
+from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.service import RunService
 from bertdemo.settings import ServerSettings
 from tests.helpers import tiny_run_config, wiki_corpus_file
@@ -68,6 +69,8 @@ def test_a_public_start_keeps_to_the_caps_and_the_servers_own_files(tmp_path):
         service.start({**SMALL, "device": "cpu"}, "secret-a")
     with pytest.raises(ValueError, match="steps is more than this public server allows"):
         service.start({**SMALL, "steps": 1_000_000}, "secret-a")
+    with pytest.raises(ValueError, match="this public server trains models up to"):
+        service.start(TrainConfig.from_flat(preset="bert-small"), "secret-a")  # a config made by code: capped too
     slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))  # a slow machine
     with pytest.raises(ValueError, match="this public server stops runs after 20 minutes"):
         slow.start({**SMALL, "steps": 5000}, "secret-a")

@@ -323,7 +323,7 @@ class RunService:
     def start(self, request: dict[str, Any] | TrainConfig, owner_token: str = "",
               upload_root: str | None = None) -> TrainingRun:
         """Start a run from the form's or an API caller's settings (TrainConfig's leaf names, plus
-        ``upload``) or from a config. ``upload_root``: the web server's upload folder, where a page's
+        ``upload``), or from a TrainConfig made by code. ``upload_root``: the web server's upload folder, where a page's
         upload must lie (API callers cannot upload: None). ValueError naming what to change."""
         manager, public = self.manager, self.settings.public_limits
         manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
@@ -331,8 +331,13 @@ class RunService:
         if settings is not None and isinstance(settings.get("resume_from"), str):
             settings = {**settings, "resume_from": self.resolve_run_reference(settings["resume_from"])
                         or settings["resume_from"]}
-        cfg = (config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
-               if settings is not None else request)
+        if settings is not None:
+            cfg = config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
+        else:  # a config made by code (trusted with the server's files); the caps still hold
+            cfg = request
+            cfg.validate()
+            if public is not None:
+                budget.check_public(cfg, public)
         if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)
             cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
         if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
