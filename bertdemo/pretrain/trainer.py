@@ -92,12 +92,13 @@ def training_device(cfg: TrainConfig, dist: DistInfo) -> torch.device:
 class Trainer:
     """One run's model, optimizer, data and counters; each method is one part of the loop."""
 
-    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, dist: DistInfo,
+    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path | None, dist: DistInfo,
                  run_info: dict, device: torch.device, control: RunControl, initial: TrainerState | None = None,
                  disk: DiskRules | None = None) -> None:
         """``initial``: start from these weights, optimizer state and trainer state (a GPU burst) instead
         of ``cfg``'s checkpoint or a new model; ``disk``: checkpoints kept and the disk budget."""
-        self.cfg, self.metrics, self.checkpoint_dir, self.dist = cfg, metrics, Path(checkpoint_dir), dist
+        self.cfg, self.metrics, self.dist = cfg, metrics, dist
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)  # None: save() refuses
         self.run_info, self.device, self.control, self.disk = run_info, device, control, disk
         metrics.update(status=Status.PREPARING, device=str(device), message="Loading the tokenizer…")
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
@@ -194,7 +195,7 @@ class Trainer:
         """A trainer that continues from weights and optimizer state in memory (a GPU burst's input):
         no checkpoint is read. ``model_config``: the model's config.json content; ``state``: the trainer
         state (step, run identity, history); ``checkpoint_dir``: where :meth:`save` writes (None: nowhere)."""
-        return cls(cfg, metrics, checkpoint_dir or Path(), DistInfo(), dict(state), device, RunControl(),
+        return cls(cfg, metrics, checkpoint_dir, DistInfo(), dict(state), device, RunControl(),
                    initial=TrainerState(model_config, model_state, optimizer_state, state))
 
     def phase_length(self, step: int) -> int:
@@ -307,6 +308,8 @@ class Trainer:
         """Write the checkpoint of this step atomically (rank 0 only, once per step)."""
         if not self.dist.is_main or self.step == self.saved_step:
             return
+        if self.checkpoint_dir is None:
+            raise ValueError("This trainer was given no checkpoint folder to save into.")
         if self.steps_since_log:  # losses not yet logged: check them (one host sync) before writing
             check_finite_loss((self.loss_sum + self.nsp_loss_sum).item(), self.step)
         self.run_info["elapsed_s"] = self.elapsed
