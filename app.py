@@ -59,7 +59,7 @@ def is_public(args: argparse.Namespace) -> bool:
 def settings_from_args(args: argparse.Namespace):
     """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
     from bertdemo.models.catalog import DEFAULT_MODEL
-    from bertdemo.pretrain.limits import Limits
+    from bertdemo.pretrain.budget import Limits
     from bertdemo.settings import ServerSettings
 
     public = is_public(args)

@@ -51,9 +51,9 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
     from transformers import AutoTokenizer
 
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.blocks import prepare_blocks
-    from bertdemo.pretrain.evaluation import evaluate_heldout
-    from bertdemo.pretrain.objective import BatchMaker, PretrainObjective
+    from bertdemo.pretrain.data import prepare_blocks
+    from bertdemo.pretrain.trainer import evaluate_heldout
+    from bertdemo.pretrain.model import BatchMaker, PretrainObjective
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     blocks = prepare_blocks(cfg.data.corpus, tokenizer, cfg.data.seq_len, cfg.data.cache_dir,
@@ -64,7 +64,7 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
 
 
 def run_ours(cfg, out_dir: Path) -> dict:
-    from bertdemo.pretrain.loop import run_training
+    from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 
     stamps: list[tuple[float, float]] = []
@@ -86,7 +86,7 @@ def run_reference(cfg, out_dir: Path, bf16: bool) -> dict:
 
     from bertdemo.models.device import resolve_device
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.blocks import prepare_blocks
+    from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.config import bert_config
 
     device = resolve_device(cfg.system.device)
@@ -124,7 +124,7 @@ def side_main(args: argparse.Namespace) -> None:
     """One side, one run, in this process: prints one JSON line."""
     import torch
 
-    from bertdemo.pretrain.hardware import keep_freed_memory, use_bf16
+    from bertdemo.pretrain.trainer import keep_freed_memory, use_bf16
     from bertdemo.models.device import resolve_device
 
     torch.set_num_threads(args.threads)

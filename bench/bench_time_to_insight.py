@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertdemo.pretrain.config import TrainConfig, leaf_fields  # noqa: E402
-from bertdemo.pretrain.loop import RunControl, run_training  # noqa: E402
+from bertdemo.pretrain.trainer import RunControl, run_training  # noqa: E402
 from bertdemo.pretrain.metrics import MetricsBuffer  # noqa: E402
 
 KINDS = {f.name: str(f.type) for _, f in leaf_fields()}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bertdemo import storage
 from bertdemo.models.catalog import DEFAULT_MODEL
-from bertdemo.pretrain.limits import Limits
+from bertdemo.pretrain.budget import Limits
 from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server

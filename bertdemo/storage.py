@@ -175,21 +175,7 @@ def _swap_in(tmp: Path, target: Path, attempts: int = 3) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-# --- disk budget -------------------------------------------------------------------------------
-
-_budget: tuple[int, tuple[Path, ...]] | None = None  # (bytes, the folders it covers)
-
-
-def set_disk_budget(max_bytes: int | None, *roots: str | Path) -> None:
-    """Cap what the folders ``roots`` (runs, block cache) may hold together; None: no cap."""
-    global _budget
-    _budget = None if max_bytes is None else (int(max_bytes), tuple(Path(r) for r in roots))
-
-
-def disk_budget() -> tuple[int, tuple[Path, ...]] | None:
-    """The cap in force: (bytes, folders), or None."""
-    return _budget
-
+# --- disk usage (the budget itself: bertdemo.settings.DiskRules) ------------------------------
 
 def folder_bytes(*folders: str | Path) -> int:
     """Bytes of the files under ``folders`` (a file hard-linked twice counts once; missing folders count 0)."""
@@ -220,18 +206,6 @@ def unshared_bytes(folder: str | Path) -> int:
             if st.st_nlink == 1:
                 total += st.st_size
     return total
-
-
-def check_disk_budget(adding: int = 0, freeing: int = 0) -> None:
-    """ValueError when the budgeted folders plus ``adding`` minus ``freeing`` bytes exceed the cap."""
-    if _budget is None:
-        return
-    cap, roots = _budget
-    used = folder_bytes(*roots)
-    if used + adding - freeing > cap:
-        raise ValueError(f"This server keeps at most {size_text(cap)} of runs and caches, and {size_text(used)} "
-                         f"are used; this needs {size_text(max(adding - freeing, 0))} more. "
-                         "Delete earlier runs (Runs on this server) or choose a smaller model.")
 
 
 def size_text(n_bytes: int) -> str:

@@ -20,7 +20,7 @@ import torch  # noqa: E402 - after the environment above
 from transformers import AutoTokenizer, BertForMaskedLM  # noqa: E402
 
 from bertdemo.models import embedded  # noqa: E402
-from tests.helpers import tiny_bert_config, tiny_run_config  # noqa: E402,F401 - re-exported for older imports
+from tests.helpers import tiny_bert_config  # noqa: E402
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -65,5 +65,3 @@ def corpus(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
     path.write_text("\n".join(json.dumps({"text": t}) for t in embedded.wiki_summaries()[:200]), encoding="utf-8")
     return str(path)
-
-

@@ -1,23 +1,30 @@
-"""Helpers the tests share (imported as ``from tests.helpers import ...``; fixtures live in conftest.py)."""
+"""Helpers the tests share (import as ``from tests.helpers import ...``; never from conftest; fixtures live there)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
-from typing import Callable
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain.config import TrainConfig
 
-def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.002,
-               what: str | None = None) -> None:
-    """Poll ``predicate`` until it is true; AssertionError naming ``what`` after ``timeout`` seconds."""
+
+def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval: float = 0.005,
+               what: str | None = None, message: Callable[[], str] | str = "") -> None:
+    """Poll ``predicate`` until it is true; AssertionError after ``timeout`` seconds (never hangs), naming
+    ``what`` (or the predicate) and ``message`` (a string, or a callable read at the time of failure)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             name = what or getattr(predicate, "__name__", repr(predicate))
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {name}")
+            detail = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {name}" + (f": {detail}" if detail else ""))
         time.sleep(interval)
 
 
@@ -28,24 +35,40 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def tiny_bert_config(**overrides):
-    """A 2-layer, hidden-32 BERT over the full uncased vocabulary (max 64 positions)."""
+def tiny_bert_config(**overrides) -> BertConfig:
+    """A 2-layer, hidden-32 BERT over the full uncased vocabulary."""
     cfg = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                intermediate_size=64, max_position_embeddings=64)
     cfg.update(overrides)
     return BertConfig(**cfg)
 
 
-def tiny_run_config(corpus: str, tmp_path, **overrides):
-    """A one-layer, hidden-32 pretraining run on CPU that trains in about a second."""
-    from bertdemo.pretrain.config import TrainConfig
+def wiki_corpus_file(folder: Path, n_docs: int = 200) -> str:
+    """``n_docs`` embedded Wikipedia summaries as a .jsonl corpus file in ``folder``."""
+    path = Path(folder) / "wiki.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:n_docs]), encoding="utf-8")
+    return str(path)
 
+
+def tiny_run_config(corpus: str, tmp_path: Path, **overrides) -> TrainConfig:
+    """A one-layer, hidden-32 pretraining run on CPU that trains in about a second (runs in tmp_path)."""
     base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                 corpus=corpus, seq_len=32, batch_size=8, steps=20, lr=3e-3, warmup_steps=2, log_every=5,
                 eval_every=10, eval_batches=2, checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
                 runs_dir=str(tmp_path), device="cpu", num_threads=1)
     base.update(overrides)
     return TrainConfig.from_flat(**base)
+
+
+class FakeClock:
+    """A monotonic clock a test moves by hand (``clock.now += 60``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def manual_logits(model: BertForMaskedLM, ids, mask, off: set[tuple[int, int]]) -> torch.Tensor:

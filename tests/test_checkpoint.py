@@ -13,15 +13,16 @@ from tests.helpers import tiny_bert_config
 from transformers import BertForMaskedLM
 
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.settings import DiskRules
 
 
-def _write(target: Path, tokenizer, step: int) -> None:
+def _write(target: Path, tokenizer, step: int, disk: DiskRules | None = None) -> None:
     torch.manual_seed(step)
     model = BertForMaskedLM(tiny_bert_config())
     optimizer = torch.optim.AdamW(model.parameters())
     ckpt.write_checkpoint(target, model, tokenizer, {"preset": "custom"},
-                          {"step": step, "started_at": "2026-01-02T03:04:05"}, "step,loss\n", optimizer)
+                          {"step": step, "started_at": "2026-01-02T03:04:05"}, "step,loss\n", optimizer, disk=disk)
 
 
 def _hidden(folder: Path) -> list[str]:
@@ -60,14 +61,15 @@ CRASH_BETWEEN_RENAMES = """
 import os, sys
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.settings import DiskRules
 
 target, tokenizer_dir = sys.argv[1], sys.argv[2]
 tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-ckpt.set_keep(1)  # the swap alone (no earlier checkpoint kept beside it)
+one = DiskRules(keep_checkpoints=1)  # the swap alone (no earlier checkpoint kept beside it)
 config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=64, max_position_embeddings=64)
-ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "")
+ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "", disk=one)
 rename = os.rename
 
 def crash_on_second_rename(src, dst):
@@ -76,7 +78,7 @@ def crash_on_second_rename(src, dst):
     rename(src, dst)
 
 os.rename = crash_on_second_rename
-ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 2}, "")
+ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 2}, "", disk=one)
 """
 
 
@@ -126,11 +128,11 @@ def test_the_next_write_recovers_then_replaces(crashed_mid_swap, tmp_path, token
     assert _hidden(target.parent) == []
 
 
-def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer, monkeypatch):
-    monkeypatch.setattr(ckpt, "_keep", 3)
+def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
+    three = DiskRules(keep_checkpoints=3)
     target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
     for step in (10, 20, 30, 40):
-        _write(target, tokenizer, step=step)
+        _write(target, tokenizer, step=step, disk=three)
     assert ckpt.read_state(target)["step"] == 40
     assert [p.name for p in ckpt.previous_checkpoints(target)] == ["step-30", "step-20"]
     assert ckpt.read_state(target.parent / "previous" / "step-30")["step"] == 30
@@ -138,26 +140,34 @@ def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer, monkeypatch):
     assert [label.rsplit(" step ", 1)[1] for label, _ in listed] == ["40", "30, earlier", "20, earlier"]
     assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [target]  # the other tabs: latest only
     assert ckpt.run_checkpoint_dir(listed[1][1]) == target  # resuming an earlier one saves into the run's latest
-    monkeypatch.setattr(ckpt, "_keep", 1)
-    _write(target, tokenizer, step=50)
+    _write(target, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1))
     assert ckpt.previous_checkpoints(target) == []
 
 
-def test_a_write_past_the_disk_budget_is_refused_and_loses_nothing(tmp_path, tokenizer, monkeypatch):
+def test_a_write_past_the_disk_budget_is_refused_and_loses_nothing(tmp_path, tokenizer):
     from bertdemo import storage
 
-    monkeypatch.setattr(ckpt, "_keep", 1)  # one checkpoint per run: a rewrite needs no more room
+    one = DiskRules(keep_checkpoints=1)  # one checkpoint per run: a rewrite needs no more room
     target = tmp_path / "runs" / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    _write(target, tokenizer, step=1)
+    _write(target, tokenizer, step=1, disk=one)
     used = storage.folder_bytes(tmp_path / "runs")
-    monkeypatch.setattr(storage, "_budget", None)
-    storage.set_disk_budget(int(used * 1.5), tmp_path / "runs")
-    try:
-        _write(target, tokenizer, step=2)  # replacing the checkpoint frees as much as it takes
-        with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
-            _write(tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME, tokenizer, step=1)
-    finally:
-        storage.set_disk_budget(None)
+    capped = DiskRules(keep_checkpoints=1, budget_bytes=int(used * 1.5), roots=(tmp_path / "runs",))
+    _write(target, tokenizer, step=2, disk=capped)  # replacing the checkpoint frees as much as it takes
+    with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
+        _write(tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME, tokenizer, step=1, disk=capped)
     assert ckpt.read_state(target)["step"] == 2
     assert not (tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME).exists()
     assert [p.name for p in (tmp_path / "runs" / "run-b").iterdir()] == []  # no temp folder left behind
+
+
+def test_a_burst_hand_back_writes_state_dicts_without_a_model(tmp_path, tokenizer):
+    from safetensors.torch import load_file
+
+    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    _write(target, tokenizer, step=1)
+    weights = {k: v + 1 for k, v in load_file(target / "model.safetensors").items()}
+    ckpt.write_checkpoint(target, weights, tokenizer, {"preset": "custom"}, {"step": 2}, "", {"state": {}, "param_groups": []})
+    assert ckpt.read_state(target)["step"] == 2 and (target / "config.json").is_file()
+    reread = load_file(target / "model.safetensors")
+    assert all(torch.equal(reread[k], weights[k]) for k in weights)
+    assert torch.load(target / ckpt.OPTIMIZER_FILE, weights_only=True) == {"state": {}, "param_groups": []}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "bertdemo.models.store", "bertdemo.explore.fill_mask")
+HEAVY = ("torch", "transformers", "bertdemo.models.store", "bertdemo.explore.fill_mask", "bertdemo.pretrain.trainer")
 
 
 def run_python(code: str, timeout: float = 240) -> dict:
@@ -115,9 +115,9 @@ def test_a_module_that_fails_to_load_is_reported_and_the_rest_still_load():
 def test_pretrain_package_names_load_on_first_use():
     import bertdemo.pretrain as pretrain
 
-    assert pretrain.get_manager.__module__ == "bertdemo.pretrain.run"
+    assert pretrain.RunService.__module__ == "bertdemo.pretrain.service"
     assert pretrain.PRESETS["bert-tiny"] == (2, 128, 2, 512)
-    assert "get_manager" in dir(pretrain)
+    assert "RunService" in dir(pretrain)
     with pytest.raises(AttributeError):
         pretrain.no_such_name  # noqa: B018
 

@@ -16,7 +16,7 @@ from bertdemo.models.store import ModelStore, load_masked_lm, offline_default
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX
-from bertdemo.pretrain.model_build import apply_freeze, build_model, trainable_names
+from bertdemo.pretrain.model import apply_freeze, build_model, trainable_names
 from bertdemo.tools import build_embedded_mlm
 
 

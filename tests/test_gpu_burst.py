@@ -3,25 +3,17 @@ the run's weights, optimizer state and history after the burst are the burst's, 
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 import torch
 
-from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig
-from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain import gpu_burst
-from bertdemo.pretrain.model_build import load_checkpoint_model
-from bertdemo.pretrain.run import RunManager
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
-    path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:200]), encoding="utf-8")
-    return str(path)
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import zerogpu as gpu_burst
+from bertdemo.pretrain.metrics import Status
+from bertdemo.pretrain.model import load_checkpoint_model
+from bertdemo.pretrain.service import RunManager
 
 
 def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:
@@ -34,7 +26,7 @@ def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:
 
 def _started(corpus, tmp_path, steps: int, at_least: int = 4) -> RunManager:
     manager = RunManager(tmp_path / "runs")
-    run = manager.start(_cfg(corpus, tmp_path, steps), owner="owner-a", max_seconds=600)
+    run = manager.start(_cfg(corpus, tmp_path, steps), owner_token="owner-a", max_seconds=600)
     deadline = time.monotonic() + 60
     while run.snapshot().step < at_least:
         assert time.monotonic() < deadline and run.active, run.snapshot().message
@@ -73,7 +65,7 @@ def test_the_run_continues_on_the_cpu_after_the_burst(corpus, tmp_path):
     items = list(gpu_burst.run_burst(manager, steps=6, device="cpu", train=gpu_burst.train_burst))
     result = items[-1]
     continued = manager.current
-    assert continued is not first and continued.run_id == first.run_id and continued.owner == "owner-a"
+    assert continued is not first and continued.run_id == first.run_id and continued.owner_token == "owner-a"
     assert 0 < continued.time_left() <= 600
     assert continued.join(120) and continued.status == "finished"
     snap = continued.snapshot()
@@ -102,3 +94,29 @@ def test_the_gpu_entry_point_is_there_from_startup_without_torch():
     code = "import sys, bertdemo.pretrain.gpu_entry as g; assert callable(g.gpu_train); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
+    from bertdemo.pretrain.service import RunService
+    from bertdemo.settings import ServerSettings
+
+    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs"))
+    seen = {}
+
+    def train(inp, device):  # a burst whose GPU worker is still training when the owner tries to delete
+        run = service.current
+        seen["status"], seen["active"] = run.status, run.active
+        with pytest.raises(ValueError, match="still active"):
+            service.delete(run.run_id)
+        with pytest.raises(ValueError, match="GPU burst"):
+            service.start(_cfg(corpus, tmp_path, 10))
+        yield from gpu_burst.train_burst(inp, device)
+
+    run = service.start(_cfg(corpus, tmp_path, 30))
+    deadline = time.monotonic() + 60
+    while run.snapshot().step < 4:
+        assert time.monotonic() < deadline and run.active, run.snapshot().message
+        time.sleep(0.02)
+    list(gpu_burst.run_burst(service.manager, steps=4, device="cpu", train=train))
+    assert seen == {"status": Status.GPU_BURST, "active": True}
+    assert service.current.join(60)

@@ -13,7 +13,7 @@ from transformers import BertConfig, BertForMaskedLM, PreTrainedModel
 
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import TrainConfig, param_count
-from bertdemo.pretrain.model_build import build_model
+from bertdemo.pretrain.model import build_model
 
 
 def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, tokenizer):

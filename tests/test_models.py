@@ -12,7 +12,7 @@ from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore, load_masked_lm
-from bertdemo.pretrain.checkpoint import write_checkpoint
+from bertdemo.pretrain.runs import write_checkpoint
 from tests.helpers import tiny_bert_config
 
 

@@ -6,7 +6,7 @@ from transformers import BertConfig, BertForMaskedLM
 
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.pretrain.config import TrainConfig, bert_config, param_count
-from bertdemo.pretrain.model_build import build_model
+from bertdemo.pretrain.model import build_model
 
 BERT_BASE_MLM = 109_514_298  # BertForMaskedLM(BertConfig()): 30522 vocab, 12 x 768, 512 positions; decoder tied
 BERT_TINY_MLM = 4_416_698  # the bert-tiny preset (2 layers x 128, 2 heads, FFN 512) over the 30522 vocab

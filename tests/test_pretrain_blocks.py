@@ -1,4 +1,4 @@
-"""Corpus packing and the on-disk block cache of bertdemo.pretrain.blocks / corpus."""
+"""Corpus packing and the on-disk block cache of bertdemo.pretrain.data / corpus."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
-from bertdemo.pretrain.blocks import prepare_blocks
+from bertdemo.pretrain.data import prepare_blocks
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_tinystories_offline_is_refused(monkeypatch, tmp_path, tokenizer) -> Non
 
 def test_hub_dataset_path_streams_a_local_dataset_folder(tmp_path) -> None:
     """The TinyStories loader's `datasets` streaming path, exercised on a local dataset folder."""
-    from bertdemo.pretrain.corpus import hf_dataset_docs
+    from bertdemo.pretrain.data import hf_dataset_docs
 
     folder = tmp_path / "stories"
     folder.mkdir()

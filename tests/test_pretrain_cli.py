@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain.__main__ import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,11 +47,34 @@ def _check_output(out: Path) -> None:
     assert json.loads((out / "trainer_state.json").read_text())["step"] == 10
 
 
-def test_cli_and_torchrun_ddp(tmp_path) -> None:
+def test_cli_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
     single = tmp_path / "single"
-    proc = _run([sys.executable, *_args(tmp_path, single)])
-    assert "finished: step 10/10" in proc.stderr
+    assert main(_args(tmp_path, single)[2:]) == 0  # in-process: the same main() as `python -m bertdemo.pretrain`
+    assert "finished: step 10/10" in capsys.readouterr().err
     _check_output(single)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
+
+
+def test_every_flag_explains_itself_and_names_its_default() -> None:
+    parser = build_parser()
+    text = parser.format_help()
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its flags here
+        if not action.option_strings or action.dest == "help":
+            continue
+        assert action.help and action.help.strip(), action.option_strings
+        flag = action.option_strings[0]
+        block = re.search(rf"^  {re.escape(flag)}\b.*?(?=^  -|^\S|\Z)", text, re.M | re.S)
+        shown = " ".join(block.group(0).split()) if block else ""
+        assert f"(default: {action.default})" in shown, (flag, shown)
+    for title in ("model settings", "data settings", "objective settings", "optim settings", "monitor settings",
+                  "system settings"):
+        assert title in text
+    assert "The BERT to train" in text  # each group its meaning, from its dataclass
+    assert "peak AdamW learning rate (default: 0.001)" in " ".join(text.split())
+
+
+@pytest.mark.slow
+def test_torchrun_ddp(tmp_path) -> None:
     ddp = tmp_path / "ddp"
     proc = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                  *_args(tmp_path, ddp)])

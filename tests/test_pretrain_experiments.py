@@ -14,16 +14,13 @@ from transformers import AutoTokenizer
 from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import history
+from bertdemo.pretrain import runs as run_files
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
 from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
-from bertdemo.pretrain.hardware import thread_count
-from bertdemo.pretrain.loop import run_training
+from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training, thread_count
 from bertdemo.pretrain.metrics import MetricsBuffer, debiased_ema
-from bertdemo.pretrain.model_build import build_model
-from bertdemo.pretrain.objective import BatchMaker
-from bertdemo.pretrain.optim import lr_at, make_optimizer
+from bertdemo.pretrain.model import BatchMaker, build_model
 from bertdemo.viz import run_curves
 from tests.helpers import tiny_run_config
 
@@ -181,10 +178,10 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
         ck = tmp_path / run_id / "checkpoint"
         assert run_training(cfg, metrics=MetricsBuffer(run_id=run_id), checkpoint_dir=ck,
                             run_info={"run_id": run_id}) == "finished"
-    assert sorted(history.list_runs(tmp_path)) == ["run-a", "run-b"]
-    records = [history.load_run(tmp_path, r) for r in ("run-a", "run-b")]
+    assert sorted(run_files.list_runs(tmp_path)) == ["run-a", "run-b"]
+    records = [run_files.load_run(tmp_path, r) for r in ("run-a", "run-b")]
     assert records[0].snapshot.eval_steps == [0, 10] and records[0].snapshot.tokens[-1] == 10 * 8 * 32
-    labels = history.differing_labels(records)
+    labels = run_files.differing_labels(records)
     assert labels == {"run-a": "run-a (lr=0.003)", "run-b": "run-b (lr=0.001)"}
     fig = run_curves.training_curves([run_curves.CurveRun(labels[r.run_id], r.snapshot) for r in records],
                                      smoothing=0.0, log_y=True, x_axis="tokens")
@@ -211,9 +208,9 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     assert [a.y for a in linear.layout.annotations if a.text.startswith("uniform guess")] == [
         pytest.approx(math.log(30522))]
     with pytest.raises(ValueError, match="No such run"):
-        history.run_dir(tmp_path, "../run-a")
-    history.delete_run(tmp_path, "run-a")
-    assert history.list_runs(tmp_path) == ["run-b"]
+        run_files.run_dir(tmp_path, "../run-a")
+    run_files.delete_run_folder(tmp_path, "run-a")
+    assert run_files.list_runs(tmp_path) == ["run-b"]
 
 
 def test_debiased_ema_is_tensorboards():

@@ -3,15 +3,18 @@ the process able to train again."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
+import pytest
 import torch
 
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import trainer as trainer_module
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.faults import failure_message, is_out_of_memory
-from bertdemo.pretrain.loop import Trainer, run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.trainer import Trainer, failure_message, is_out_of_memory, run_training
 from tests.helpers import tiny_run_config
 
 
@@ -59,3 +62,41 @@ def test_a_run_out_of_memory_fails_clearly_and_keeps_its_checkpoint(tmp_path, co
     again = MetricsBuffer(run_id="again")
     assert run_training(tiny(corpus, tmp_path, steps=4), metrics=again,
                         checkpoint_dir=tmp_path / "again" / "checkpoint") == "finished"
+
+
+def test_out_of_memory_cleanup_runs_when_nothing_holds_the_run_any_more(tmp_path, corpus, monkeypatch):
+    """The cached device memory is handed back only once the failed step's frames (the trainer, its
+    model and batch) are gone: inside the ``except`` block the traceback still holds them."""
+    trainers = []
+    real_init, real_step = Trainer.__init__, Trainer.train_step
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        trainers.append(weakref.ref(self))
+
+    def step_then_run_out(self):
+        real_step(self)
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    alive_at_release = []
+
+    def release() -> None:
+        gc.collect()
+        alive_at_release.append(trainers[0]() is not None)
+
+    monkeypatch.setattr(Trainer, "__init__", init)
+    monkeypatch.setattr(Trainer, "train_step", step_then_run_out)
+    monkeypatch.setattr(trainer_module, "release_device_memory", release)
+    metrics = MetricsBuffer(run_id="oom")
+    assert run_training(tiny(corpus, tmp_path), metrics=metrics, checkpoint_dir=tmp_path / "oom" / "checkpoint") == "failed"
+    assert metrics.get("message").startswith("Out of CPU memory")
+    assert alive_at_release == [False], "the trainer was still referenced when the memory was released"
+
+
+def test_a_failure_is_reported_not_raised_unless_asked_whatever_the_thread(tmp_path, corpus):
+    bad = tiny(corpus, tmp_path, device="no-such-device")
+    metrics = MetricsBuffer(run_id="bad")
+    assert run_training(bad, metrics=metrics, checkpoint_dir=tmp_path / "bad") == "failed"  # the main thread too
+    assert metrics.get("status") == "failed"
+    with pytest.raises(ValueError):
+        run_training(bad, metrics=MetricsBuffer(), checkpoint_dir=tmp_path / "bad", raise_on_failure=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 
 import pytest
 import torch
@@ -12,15 +11,16 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
-from bertdemo.pretrain.checkpoint import write_checkpoint
-from bertdemo.pretrain.evaluation import predict_masks
-from bertdemo.pretrain.model_build import build_model
-from bertdemo.pretrain.loop import run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.model import build_model
+from bertdemo.pretrain.runs import write_checkpoint
+from bertdemo.pretrain.trainer import predict_masks, run_training
+from tests.helpers import wait_until as wait_for
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def wiki300(tmp_path_factory):
+    """300 embedded Wikipedia summaries (conftest's ``corpus`` has 200): enough text for the loss to fall by 2."""
     path = tmp_path_factory.mktemp("corpus") / "wiki300.jsonl"
     path.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[:300]), encoding="utf-8")
     return str(path)
@@ -40,14 +40,6 @@ def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
     return TrainConfig.from_flat(**base)
 
 
-def wait_for(predicate, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out")
-        time.sleep(0.02)
-
-
 def test_presets_and_param_count() -> None:
     assert 4_300_000 < param_count(TrainConfig.from_flat(preset="bert-tiny")) < 4_500_000
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
@@ -62,8 +54,8 @@ def test_presets_and_param_count() -> None:
         TrainConfig.from_flat(preset="custom", hidden_size=30, num_attention_heads=4).validate()
 
 
-def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, corpus, cache_dir) -> None:
-    cfg = tiny_cfg(corpus, cache_dir, tmp_path, steps=150, eval_every=50)
+def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, cache_dir) -> None:
+    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, steps=150, eval_every=50)
     metrics = MetricsBuffer()
     out = tmp_path / "ck"
     assert run_training(cfg, metrics=metrics, checkpoint_dir=out) == "finished"
@@ -98,29 +90,28 @@ def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
         assert torch.equal(model(**enc).logits, reloaded(**enc).logits)
 
 
-def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache_dir) -> None:
+def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cache_dir) -> None:
     manager = RunManager(tmp_path)
-    run = manager.start(tiny_cfg(corpus, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
+    run = manager.start(tiny_cfg(wiki300, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
     try:
         assert manager.current is run
         with pytest.raises(ValueError, match="already"):
-            manager.start(tiny_cfg(corpus, cache_dir, tmp_path))
+            manager.start(tiny_cfg(wiki300, cache_dir, tmp_path))
         with pytest.raises(ValueError, match="another process|already"):
-            RunManager(tmp_path).start(tiny_cfg(corpus, cache_dir, tmp_path))  # the machine-wide lock
+            RunManager(tmp_path).start(tiny_cfg(wiki300, cache_dir, tmp_path))  # the machine-wide lock
         with pytest.raises(ValueError, match=r"\[MASK\]"):
             run.set_probe_text("no mask here")
         run.set_probe_text("Rome is the [MASK] of [MASK].")
         wait_for(lambda: run.snapshot().step >= 3)
-        manager.pause()
-        wait_for(lambda: run.snapshot().status == "paused")
-        paused_at = run.snapshot().step
-        time.sleep(0.3)
-        assert run.snapshot().step == paused_at
-        manager.resume()
+        run.pause()
+        wait_for(lambda: run.control.paused_at)  # the loop reached the pause and holds at that step
+        paused_at = run.control.paused_at[-1]
+        assert run.snapshot().status == "paused" and run.snapshot().step == paused_at
+        run.resume()
         wait_for(lambda: run.snapshot().step > paused_at + 2)
-        assert run.snapshot().status == "running"
+        assert run.snapshot().status == "running" and run.control.paused_at == [paused_at]  # no step while paused
     finally:
-        manager.stop()
+        run.stop()
         assert run.join(60)
     snap = run.snapshot()
     assert snap.status == "stopped" and snap.probe_text == "Rome is the [MASK] of [MASK]."
@@ -130,7 +121,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     AutoModelForMaskedLM.from_pretrained(path)
     # after the stop a new run may start; resuming continues the step count and history
     cfg = resume_config(path, steps=snap.step + 10)
-    assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == corpus
+    assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == wiki300
     resumed = manager.start(cfg)
     assert resumed.join(60)
     after = resumed.snapshot()
@@ -141,8 +132,8 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, corpus, cache
     assert state["step"] == snap.step + 10 and (path / "optimizer.pt").is_file()
 
 
-def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, corpus, cache_dir) -> None:
-    cfg = tiny_cfg(corpus, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
+def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, wiki300, cache_dir) -> None:
+    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
     metrics = MetricsBuffer()
     assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
     snap = metrics.snapshot()

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bertdemo.models.embedded import wiki_summaries
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +45,7 @@ def _two_nodes(tmp_path: Path, out: Path, steps: int) -> list[str]:
     return logs
 
 
+@pytest.mark.slow  # two torchrun agents: about a minute
 def test_two_agents_as_two_nodes_train_then_resume(tmp_path) -> None:
     out = tmp_path / "job"
     logs = _two_nodes(tmp_path, out, steps=4)

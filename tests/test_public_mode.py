@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 
 import pytest
 import torch
 
 from bertdemo.models import device as device_mod
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.pretrain import TrainConfig, limits
-from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain.corpus import check_upload, open_corpus
+from bertdemo.pretrain import TrainConfig
+from bertdemo.pretrain import budget as limits
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain.data import check_upload, open_corpus
 from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
-from bertdemo.pretrain.loop import Trainer, run_training
 from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.run import RunManager
+from bertdemo.pretrain.service import NOT_YOURS, RunAction, RunService
+from bertdemo.pretrain.trainer import Trainer, run_training
+from bertdemo.settings import ServerSettings
+from tests.helpers import FakeClock, wait_until
 
 
 # --- pretraining caps and memory --------------------------------------------------------------
@@ -52,23 +56,23 @@ def test_public_form_refuses_server_settings(tmp_path):
     for settings in ({"cache_dir": "/tmp"}, {"device": "cuda"}, {"num_threads": 64}, {"init_from": "/models/x"},
                      {"runs_dir": "/"}):
         with pytest.raises(ValueError, match="cannot be set on this public server"):
-            config_from_settings(settings, str(runs), public=cap)
+            config_from_settings(settings, str(runs), public_limits=cap)
     with pytest.raises(ValueError, match=NOT_YOURS_RESUME):
-        config_from_settings({"resume_from": str(tmp_path / "elsewhere"), "steps": 10}, str(runs), public=cap)
+        config_from_settings({"resume_from": str(tmp_path / "elsewhere"), "steps": 10}, str(runs), public_limits=cap)
     with pytest.raises(ValueError, match=NOT_YOURS_RESUME):
-        config_from_settings({"resume_from": str(runs / ".." / "x"), "steps": 10}, str(runs), public=cap)
+        config_from_settings({"resume_from": str(runs / ".." / "x"), "steps": 10}, str(runs), public_limits=cap)
     with pytest.raises(ValueError, match="corpus is 'wiki'"):
-        config_from_settings({"corpus": "/etc/passwd"}, str(runs), public=cap)
+        config_from_settings({"corpus": "/etc/passwd"}, str(runs), public_limits=cap)
     outside = tmp_path / "notes.txt"
     outside.write_text("Some text.")
     with pytest.raises(ValueError, match="Upload your file on the page"):
-        config_from_settings({"corpus": "upload", "upload": str(outside)}, str(runs), public=cap,
+        config_from_settings({"corpus": "upload", "upload": str(outside)}, str(runs), public_limits=cap,
                              upload_root=str(uploads))
     with pytest.raises(ValueError, match="parameters"):
-        config_from_settings({"preset": "bert-small"}, str(runs), public=cap)
+        config_from_settings({"preset": "bert-small"}, str(runs), public_limits=cap)
     mine = uploads / "mine.txt"
     mine.write_text("A paragraph of text.\n\nAnother one.")
-    cfg = config_from_settings({"corpus": "upload", "upload": str(mine)}, str(runs), public=cap,
+    cfg = config_from_settings({"corpus": "upload", "upload": str(mine)}, str(runs), public_limits=cap,
                                upload_root=str(uploads))
     assert cfg.data.corpus == str(mine)
     assert config_from_settings({"device": "cuda", "corpus": "/x.txt"}, str(runs)).system.device == "cuda"  # local
@@ -134,8 +138,9 @@ def test_nan_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
     monkeypatch.setattr(Trainer, "train_step", poisoned)
     metrics = MetricsBuffer(run_id="nan", status="preparing")
     checkpoint = tmp_path / "runs" / "nan" / "checkpoint"
-    with pytest.raises(ValueError, match=f"NaN at step {failed_at}"):  # the main thread re-raises
-        run_training(_tiny(corpus_file, tmp_path, log_every=log_every), metrics=metrics, checkpoint_dir=checkpoint)
+    with pytest.raises(ValueError, match=f"NaN at step {failed_at}"):  # asked to raise, as the CLI asks
+        run_training(_tiny(corpus_file, tmp_path, log_every=log_every), metrics=metrics, checkpoint_dir=checkpoint,
+                     raise_on_failure=True)
     assert metrics.get("status") == "failed"
     assert metrics.get("message").startswith(f"The loss became NaN at step {failed_at}: lower the learning rate")
     if good_step:
@@ -146,29 +151,101 @@ def test_nan_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
 
 # --- run ownership and the wall-time cap --------------------------------------------------------
 
-def test_owner_controls_and_time_limit(corpus_file, tmp_path):
-    manager = RunManager(tmp_path / "runs")
-    run = manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0), owner="secret-a",
-                        max_seconds=1.0)
+def _public_service(tmp_path, clock=None, admin_token: str = "admin-secret") -> RunService:
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", public=True, admin_token=admin_token,
+                                    cache_dir=tmp_path / "cache")
+    return RunService(settings, clock=clock or FakeClock())
+
+
+def test_the_time_cap_stops_a_run_on_the_servers_clock(corpus_file, tmp_path):
+    clock = FakeClock()
+    service = _public_service(tmp_path, clock)
+    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0),
+                                owner_token="secret-a", max_seconds=600.0)
     try:
-        assert run.may_control("secret-a") and not run.may_control("someone-else") and not run.may_control("")
-        assert run.may_control("someone-else", admin=True)
+        wait_until(lambda: run.snapshot().step >= 2 or not run.active, message=lambda: run.snapshot().message)
+        assert run.active and run.time_left() == 600.0  # the clock has not moved: no time used
+        clock.now += 601  # ten minutes later
+        assert run.time_left() == 0.0
         assert run.join(60), "the wall-time cap did not stop the run"
     finally:
         run.stop()
         run.join(30)
-    assert run.status == "stopped" and "minute limit" in run.snapshot().message
+    assert run.status == "stopped" and "10-minute limit" in run.snapshot().message
+    # the run's end cancels its real-time timer (no thread waits ten minutes for a run that is over)
+    wait_until(lambda: not any(isinstance(t, threading.Timer) and t.name.startswith("run-cap")
+                               for t in threading.enumerate()), timeout=10)
 
 
-def test_stop_from_another_visitor_is_refused(monkeypatch):
-    import gradio as gr
+def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file, tmp_path):
+    service = _public_service(tmp_path)
+    with pytest.raises(ValueError, match="no run to control"):
+        service.control(RunAction.STOP, "secret-a")
+    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0), owner_token="secret-a")
+    try:
+        wait_until(lambda: run.snapshot().step >= 1 or not run.active, message=lambda: run.snapshot().message)
+        for action in RunAction:
+            for stranger in ("someone-else", ""):
+                with pytest.raises(ValueError, match=NOT_YOURS):
+                    service.control(action, stranger)
+        with pytest.raises(ValueError, match=NOT_YOURS):
+            service.control(RunAction.PAUSE, "admin-secret")  # the admin may stop a run, not steer it
+        with pytest.raises(ValueError, match=NOT_YOURS):
+            service.set_probe("A [MASK] here.", "someone-else")
+        assert service.control(RunAction.PAUSE, "secret-a").status in ("running", "paused")
+        wait_until(lambda: run.control.paused_at)
+        service.control(RunAction.RESUME, "secret-a")
+        assert run.active and not run.control.stop_event.is_set()  # nothing a stranger did stopped it
+        service.control(RunAction.STOP, "admin-secret")
+        assert run.join(60) and run.status == "stopped"
+    finally:
+        run.stop()
+        run.join(30)
 
-    from bertdemo.ui import pretrain_tab
-    monkeypatch.setenv(pretrain_tab.ADMIN_ENV, "admin-secret")
-    assert pretrain_tab.is_admin("admin-secret") and not pretrain_tab.is_admin("") and not pretrain_tab.is_admin("x")
-    monkeypatch.delenv(pretrain_tab.ADMIN_ENV)
-    assert not pretrain_tab.is_admin("")
-    assert gr  # the tab's wiring is covered end to end in tests/e2e/test_public_app.py
+
+def test_only_the_owner_or_the_admin_deletes_an_ended_run(corpus_file, tmp_path):
+    service = _public_service(tmp_path)
+    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=1),
+                                owner_token="secret-a")
+    try:
+        wait_until(lambda: run.snapshot().last_checkpoint or not run.active, message=lambda: run.snapshot().message)
+        with pytest.raises(ValueError, match="still active"):
+            service.delete(run.run_id, "secret-a")
+    finally:
+        run.stop()
+        assert run.join(60) and run.status == "stopped"
+    with pytest.raises(ValueError, match="Only the browser that started this run"):
+        service.delete(run.run_id, "someone-else")
+    with pytest.raises(ValueError, match="No such run"):
+        service.delete("../runs", "admin-secret")
+    service.delete(run.run_id, "admin-secret")
+    assert service.list_runs() == []
+
+
+def test_a_refused_start_writes_nothing(corpus_file, tmp_path):
+    from filelock import FileLock
+
+    service = _public_service(tmp_path)
+    runs_dir = tmp_path / "runs"
+    runs_dir.mkdir()
+    with FileLock(runs_dir / ".active-run.lock").acquire(timeout=0):  # another process trains on this machine
+        with pytest.raises(ValueError, match="Another process on this machine"):
+            service.manager.start(_tiny(corpus_file, tmp_path, steps=4), owner_token="secret-a")
+    assert sorted(p.name for p in runs_dir.iterdir()) == [".active-run.lock"]  # no empty run folder left
+
+
+def test_run_references_name_runs_without_their_server_folder(tmp_path):
+    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs"))
+    target = tmp_path / "runs" / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}", encoding="utf-8")
+    name = service.run_reference(target)
+    assert name == "run:20260101-000000-bert-tiny/checkpoint" and service.resolve_run_reference(name) == str(target)
+    assert service.resolve_run_reference("bert-base-uncased") is None
+    for bad in ("run:../runs", "run:.uploads/checkpoint", "run:nope/checkpoint", "run:20260101-000000-bert-tiny"):
+        with pytest.raises(ValueError, match="There is no run") as err:
+            service.resolve_run_reference(bad)
+        assert str(tmp_path) not in str(err.value)
 
 
 # --- flags and devices ----------------------------------------------------------------------------

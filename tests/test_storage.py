@@ -25,7 +25,7 @@ def test_cache_root_follows_xdg_then_home(monkeypatch, tmp_path):
 
 
 def test_cache_root_is_the_one_the_blocks_and_the_embedded_model_use(monkeypatch, tmp_path):
-    from bertdemo.pretrain.blocks import default_cache_dir
+    from bertdemo.pretrain.data import default_cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_dir() == tmp_path / "bert-explorer" / "blocks"

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from bertdemo.pretrain import priority, run as run_module
+from bertdemo.pretrain import service, trainer
+from tests.helpers import tiny_run_config
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 
@@ -22,9 +23,9 @@ def test_only_the_calling_thread_is_lowered():
     def body():
         tid = threading.get_native_id()
         before = _nice(tid)
-        seen["changed"] = priority.lower_this_thread()
+        seen["changed"] = trainer.lower_this_thread()
         seen["delta"] = _nice(tid) - before
-        seen["expected"] = min(19, before + priority.BACKGROUND_NICE) - before
+        seen["expected"] = min(19, before + trainer.BACKGROUND_NICE) - before
 
     worker = threading.Thread(target=body)
     worker.start()
@@ -34,17 +35,14 @@ def test_only_the_calling_thread_is_lowered():
 
 
 def test_a_run_trains_at_the_lower_priority(tmp_path, monkeypatch):
-    from tests.test_pretrain_run import tiny_cfg
-
     seen = {}
 
     def fake_training(cfg, **kwargs):
         seen["nice"] = _nice(threading.get_native_id())
         return "finished"
 
-    monkeypatch.setattr(run_module, "run_training", fake_training)
+    monkeypatch.setattr(trainer, "run_training", fake_training)  # the run's thread imports it from there
     base = _nice(threading.get_native_id())
-    run = run_module.TrainingRun(tiny_cfg("wiki", str(tmp_path / "cache"), tmp_path), tmp_path)
-    run.start()
-    run.join(30)
-    assert seen["nice"] == min(19, base + priority.BACKGROUND_NICE)
+    run = service.RunManager(tmp_path).start(tiny_run_config("wiki", tmp_path))
+    assert run.join(30)
+    assert seen["nice"] == min(19, base + trainer.BACKGROUND_NICE)

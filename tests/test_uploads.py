@@ -1,5 +1,5 @@
 """Uploaded corpora: moved out of the web server's folder, kept while a run refers to them, then deleted
-with their token caches; the disk flags reach the storage rules."""
+with their token caches; the disk flags become the server's disk rules."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from bertdemo import storage
-from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain import uploads
+from bertdemo.pretrain import budget
+from bertdemo.pretrain import runs as ckpt
+from bertdemo.settings import DiskRules, ServerSettings
 
 
 def _run_using(runs, run_id: str, corpus: str) -> None:
@@ -23,10 +23,10 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     served.parent.mkdir(parents=True)
     served.write_text("Some text for training.\n\nMore text.", encoding="utf-8")
     runs, cache = tmp_path / "runs", tmp_path / "cache"
-    private = uploads.adopt(served, runs)
+    private = ckpt.adopt_upload(served, runs)
     assert private.name == "my notes.txt" and private.read_bytes() == served.read_bytes()
-    assert uploads.adopt(served, runs) == private  # the same content twice: one file
-    uploads.forget_original(served)
+    assert ckpt.adopt_upload(served, runs) == private  # the same content twice: one file
+    ckpt.forget_original_upload(served)
     assert not served.exists() and private.is_file()
 
     cache.mkdir()
@@ -37,26 +37,32 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     other = cache / "wiki-summaries-en-T128-0123456789ab.json"
     other.write_bytes(b"x")
 
-    assert uploads.release(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
+    assert ckpt.release_uploads(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
     _run_using(runs, "20260101-000000-bert-tiny", str(private))
-    assert uploads.release(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
+    assert ckpt.release_uploads(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
     assert private.is_file() and all(p.is_file() for p in cached)
 
     (runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME / ckpt.CONFIG_FILE).unlink()  # run deleted
-    assert uploads.release(runs, cache_dirs=[cache]) == ["my notes.txt"]
+    assert ckpt.release_uploads(runs, cache_dirs=[cache]) == ["my notes.txt"]
     assert not private.exists() and not any(p.exists() for p in cached) and other.exists()
 
 
-def test_a_run_is_refused_before_it_starts_when_its_checkpoints_do_not_fit(monkeypatch, tmp_path):
-    from bertdemo.pretrain import TrainConfig, limits
+def test_disk_settings_become_the_server_rules(tmp_path):
+    public = ServerSettings.build(runs_dir=tmp_path, public=True, keep_checkpoints=3)
+    assert public.disk.budget_bytes == 10 * 10**9 and public.disk.roots[0] == tmp_path
+    assert public.disk.keep_checkpoints == 3
+    assert ServerSettings.build(runs_dir=tmp_path).disk.budget_bytes is None
+    assert ServerSettings.build(runs_dir=tmp_path, disk_budget_gb=0.5).disk.budget_bytes == 5 * 10**8
+    with pytest.raises(ValueError, match="keep at least 1"):
+        DiskRules(keep_checkpoints=0)
 
-    monkeypatch.setattr(storage, "_budget", None)
+
+def test_a_run_is_refused_before_it_starts_when_its_checkpoints_do_not_fit(tmp_path):
+    from bertdemo.pretrain import TrainConfig
+
     cfg = TrainConfig.from_flat(preset="bert-mini")
-    one = limits.checkpoint_bytes(cfg)
-    storage.set_disk_budget(int(one * 1.5), tmp_path)
-    try:
-        assert limits.check_disk(cfg, tmp_path, keep=1) == one
-        with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
-            limits.check_disk(cfg, tmp_path, keep=2)
-    finally:
-        storage.set_disk_budget(None)
+    one = budget.checkpoint_bytes(cfg)
+    cap = int(one * 1.5)
+    assert budget.check_disk(cfg, tmp_path, DiskRules(1, cap, (tmp_path,))) == one
+    with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
+        budget.check_disk(cfg, tmp_path, DiskRules(2, cap, (tmp_path,)))

@@ -29,7 +29,7 @@ from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, N
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel
-from bertdemo.pretrain.blocks import pack_stream
+from bertdemo.pretrain.data import pack_stream
 from bertdemo.pretrain.masking import make_nsp_pairs
 
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text

@@ -1,12 +1,17 @@
 """Live mini masked-LM pretraining: a small BERT learns from a corpus in a background thread.
 
-Public API (pure Python, no UI): `TrainConfig`, `get_manager(runs_dir)` -> `RunManager`
-(`start(cfg)`, `current`, `pause()`, `resume()`, `stop()`), `TrainingRun.snapshot()` ->
-`RunSnapshot`, `list_checkpoints(runs_dir)`, `param_count(...)`. Headless:
-``python -m bertdemo.pretrain --help`` (also under ``torchrun``).
+Public API (pure Python, no UI): `TrainConfig`, `RunService(settings)` (start, control, delete, the
+runs and checkpoints of a server), `TrainingRun.snapshot()` -> `RunSnapshot`, `list_checkpoints(runs_dir)`,
+`param_count(...)`. Headless: ``python -m bertdemo.pretrain --help`` (also under ``torchrun``).
 
-The names are loaded on first use (PEP 562), so importing a light submodule (``config``,
-``limits``, ``metrics``, ``checkpoint``) does not load the training loop and PyTorch.
+The package, read in order: ``config`` (a run's settings) and ``form`` (a page's or API caller's
+request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
+objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, evaluation, optimizer, threads),
+``metrics``, ``runs`` (checkpoints, run folders, uploads on disk), ``budget`` (caps, memory / disk /
+time), ``service`` (the run thread and every rule of a run), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
+
+The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,
+``metrics``, ``runs``, ``service``) does not load the training loop and PyTorch.
 """
 
 from __future__ import annotations
@@ -15,20 +20,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _HOME = {
-    "list_checkpoints": "checkpoint",
+    "list_checkpoints": "runs", "resume_config": "runs",
     "CUSTOM": "config", "PRESETS": "config", "TrainConfig": "config", "bert_config": "config",
     "param_count": "config", "validate_probe_text": "config",
     "RunSnapshot": "metrics",
-    "RunManager": "run", "TrainingRun": "run", "get_manager": "run", "resume_config": "run",
+    "RunManager": "service", "RunService": "service", "TrainingRun": "service",
 }
 
 __all__ = sorted(_HOME)
 
 if TYPE_CHECKING:
-    from bertdemo.pretrain.checkpoint import list_checkpoints
+    from bertdemo.pretrain.runs import list_checkpoints, resume_config
     from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig, bert_config, param_count, validate_probe_text
     from bertdemo.pretrain.metrics import RunSnapshot
-    from bertdemo.pretrain.run import RunManager, TrainingRun, get_manager, resume_config
+    from bertdemo.pretrain.service import RunManager, RunService, TrainingRun
 
 
 def __getattr__(name: str) -> Any:

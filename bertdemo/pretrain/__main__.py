@@ -17,24 +17,26 @@ import signal
 import sys
 from pathlib import Path
 
-from bertdemo.pretrain.config import CUSTOM, GROUPS, PRESETS, TrainConfig, leaf_fields
+from bertdemo.pretrain.config import CUSTOM, GROUPS, PRESETS, TrainConfig, leaf_fields, setting_help, setting_types
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertdemo.pretrain", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False)
     parser.add_argument("--out", required=True, help="folder for the final checkpoint and metrics.csv")
-    sections = {group: parser.add_argument_group(f"{group} settings") for group in GROUPS}
+    sections = {group: parser.add_argument_group(f"{group} settings", (cls.__doc__ or "").strip())
+                for group, cls in GROUPS.items()}
+    types, helps = setting_types(), setting_help()
     for group, f in leaf_fields():
         if f.name in ("runs_dir",):
             continue
         flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            sections[group].add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+        meaning = helps[f.name].replace("%", "%%")  # argparse formats help with %; the formatter adds the default
+        if types[f.name] is bool:
+            sections[group].add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=meaning)
         else:
-            kind = {"int": int, "float": float, "str": str}[str(f.type)]
             kwargs = {"choices": [*PRESETS, CUSTOM]} if f.name == "preset" else {}
-            sections[group].add_argument(flag, type=kind, default=f.default, **kwargs)
+            sections[group].add_argument(flag, type=types[f.name], default=f.default, help=meaning, **kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--auto-resume", action="store_true",
                         help="continue from the checkpoint in --out when there is one (restarts under torchrun)")
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dist_from_env():
-    from bertdemo.pretrain.loop import DistInfo
+    from bertdemo.pretrain.trainer import DistInfo
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     return DistInfo(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = {f.name: getattr(args, f.name) for _, f in leaf_fields() if hasattr(args, f.name)}
     out = Path(args.out)
-    from bertdemo.pretrain.checkpoint import STATE_FILE
+    from bertdemo.pretrain.runs import STATE_FILE
 
     resuming = args.auto_resume and not values.get("resume_from") and (out / STATE_FILE).is_file()
     if resuming:
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from bertdemo.pretrain.limits import check_memory
+    from bertdemo.pretrain.budget import check_memory
 
     if cfg.system.device == "cpu" or not torch.cuda.is_available():  # refuse what this machine cannot hold
         try:
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 
-    from bertdemo.pretrain.loop import RunControl, run_training
+    from bertdemo.pretrain.trainer import RunControl, run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
 
     if dist.world_size > 1:
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_handler = signal.signal(signal.SIGINT, on_sigint)
     try:
         status = run_training(cfg, metrics=metrics, checkpoint_dir=out, dist=dist, on_step=on_step,
-                              control=control, run_info={"run_id": out.name})
+                              control=control, run_info={"run_id": out.name}, raise_on_failure=True)
     finally:
         signal.signal(signal.SIGINT, previous_handler)
         if bar is not None:

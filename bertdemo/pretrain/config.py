@@ -9,8 +9,13 @@ summaries, 128-token blocks) shows a clearly falling loss within its first minut
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import io
 import json
 import math
+import tokenize
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -106,7 +111,7 @@ class MonitorConfig:
 class SystemConfig:
     """Where and how the run computes, and where it writes."""
 
-    seed: int = 1337
+    seed: int = 1337  # seeds the model's initialisation, the data order and the masks
     device: str = "auto"  # "auto" (cuda > mps > cpu) | "cpu" | "cuda" | "cuda:1" | "mps"
     num_threads: int = 0  # CPU threads; 0 = cpu_count - 1 (leave the UI a core)
     precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16; "bf16"; "fp32"
@@ -126,16 +131,32 @@ def leaf_fields() -> list[tuple[str, dataclasses.Field]]:
     return [(group, f) for group, cls in GROUPS.items() for f in dataclasses.fields(cls)]
 
 
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+@functools.cache
+def setting_types() -> dict[str, type]:
+    """Leaf name -> its declared type (``typing.get_type_hints``: the annotations resolved, not read as text)."""
+    return {f.name: typing.get_type_hints(GROUPS[group])[f.name] for group, f in leaf_fields()}
 
 
-def _checked(name: str, kind: str, value: Any) -> Any:
+@functools.cache
+def setting_help() -> dict[str, str]:
+    """Leaf name -> what it means: the ``# comment`` after its field in this file (the CLI's help)."""
+    found: dict[str, str] = {}
+    for cls in GROUPS.values():
+        field_name, line = None, 0
+        for tok in tokenize.generate_tokens(io.StringIO(inspect.getsource(cls)).readline):
+            if tok.type == tokenize.NAME and tok.start[1] == 4 and tok.start[0] != line:
+                field_name, line = tok.string, tok.start[0]  # an indented name starts a field's line
+            elif tok.type == tokenize.COMMENT and field_name and tok.start[0] == line:
+                found[field_name] = tok.string.lstrip("#").strip()
+    return {f.name: found.get(f.name, "") for _, f in leaf_fields()}
+
+
+def _checked(name: str, expected: type, value: Any) -> Any:
     """A setting's value with its declared type, or ValueError (configs may come from outside)."""
-    expected = _TYPES[kind]
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ValueError(f"Setting {name!r} must be {kind}, got {value!r}.")
+        raise ValueError(f"Setting {name!r} must be {expected.__name__}, got {value!r}.")
     return value
 
 
@@ -156,13 +177,14 @@ class TrainConfig:
 
         Every value is type-checked; an unknown name is a ValueError."""
         where = {f.name: (group, f) for group, f in leaf_fields()}
+        types = setting_types()
         groups: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         for name, value in settings.items():
             name = _LEGACY_NAMES.get(name, name)
             if name not in where:
                 raise ValueError(f"Unknown setting {name!r}.")
             group, f = where[name]
-            groups[group][name] = _checked(name, str(f.type), value)
+            groups[group][name] = _checked(name, types[name], value)
         return cls(**{group: GROUPS[group](**values) for group, values in groups.items()})
 
     def flat(self) -> dict[str, Any]:
@@ -292,7 +314,7 @@ def parse_seq_len_schedule(text: str, steps: int) -> list[tuple[int, int]]:
 
 
 def bert_shape(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> dict[str, int]:
-    """The BertConfig fields of a run: preset/custom shape, positions for the block length."""
+    """The BertConfig fields of a run: preset/custom shape, 512 positions (BERT's; whatever the block length)."""
     layers, hidden, heads, ffn = cfg.model_shape()
     return dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                 intermediate_size=ffn, max_position_embeddings=MAX_SEQ_LEN, type_vocab_size=2)
@@ -306,22 +328,37 @@ def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
                       attention_probs_dropout_prob=cfg.model.dropout)
 
 
-def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
-    """Number of parameters (tied embeddings counted once) of a model, or of the BERT masked-LM
-    (with the NSP head when `nsp`, or when the TrainConfig asks for it) a BertConfig / TrainConfig
-    describes. Configs are counted by formula, without building a model."""
-    if isinstance(model_or_cfg, TrainConfig):  # BertConfig's fields (embeddings tied), without loading transformers
-        shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(model_or_cfg))
-        return _bert_param_count(shape, model_or_cfg.objective.nsp)
-    if not hasattr(model_or_cfg, "parameters"):  # a BertConfig
-        return _bert_param_count(model_or_cfg, nsp)
+def param_count_of_run(cfg: TrainConfig) -> int:
+    """Parameters of the masked-LM a run trains (with the NSP head when it asks for NSP), by formula:
+    no model is built and transformers is not loaded (the page checks the public cap before torch)."""
+    shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(cfg))  # BertConfig's fields, embeddings tied
+    return _bert_param_count(shape, cfg.objective.nsp)
+
+
+def param_count_of_config(config: BertConfig, nsp: bool = False) -> int:
+    """Parameters of ``BertForMaskedLM(config)`` (``BertForPreTraining`` when ``nsp``), by formula."""
+    return _bert_param_count(config, nsp)
+
+
+def param_count_of_model(model: Any) -> int:
+    """Parameters of a built model (an ``nn.Module``), tied ones counted once."""
     seen: set[int] = set()
     total = 0
-    for p in model_or_cfg.parameters():
+    for p in model.parameters():
         if id(p) not in seen:
             seen.add(id(p))
             total += p.numel()
     return total
+
+
+def param_count(model_or_cfg: Any, nsp: bool = False) -> int:
+    """The parameter count of a TrainConfig, a BertConfig or a model: one of the three functions above,
+    chosen by the argument's kind (for callers that hold any of them)."""
+    if isinstance(model_or_cfg, TrainConfig):
+        return param_count_of_run(model_or_cfg)
+    if hasattr(model_or_cfg, "parameters"):
+        return param_count_of_model(model_or_cfg)
+    return param_count_of_config(model_or_cfg, nsp)
 
 
 def _bert_param_count(c: BertConfig, nsp: bool) -> int:

@@ -12,66 +12,64 @@ from pathlib import Path
 from typing import Any
 
 from bertdemo.models.policy import is_within
-from bertdemo.pretrain import checkpoint as ckpt
-from bertdemo.pretrain.config import TrainConfig, leaf_fields
-from bertdemo.pretrain.corpus import UPLOAD_SUFFIXES, check_upload
-from bertdemo.pretrain.limits import Limits, check_public
+from bertdemo.pretrain import runs
+from bertdemo.pretrain.budget import Limits, check_public
+from bertdemo.pretrain.config import TrainConfig, setting_types
+from bertdemo.pretrain.data import UPLOAD_SUFFIXES, check_upload
 
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
 PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)
 # settings that reach the server's file system, devices or threads: fixed on a public server
 SERVER_SETTINGS = ("cache_dir", "init_from", "runs_dir", "device", "num_threads", "compile", "precision")
 NOT_YOURS_RESUME = "Only checkpoints of this server's runs can be resumed here."
-_KINDS = {f.name: str(f.type) for _, f in leaf_fields()}
 
 
 def _coerce(name: str, value: Any) -> Any:
     """Web-form values -> the setting's type (2.0 -> 2 for integers, 1 -> 1.0 for floats)."""
-    kind = _KINDS[name]
-    if kind == "int" and isinstance(value, float):
+    kind = setting_types()[name]
+    if kind is int and isinstance(value, float):
         if not value.is_integer():
             raise ValueError(f"{name} must be a whole number, got {value}.")
         return int(value)
-    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if kind == "str" and value is None:
+    if kind is str and value is None:
         return ""
     return value
 
 
-def config_from_settings(settings: dict[str, Any], runs_dir: str, public: Limits | None = None,
+def config_from_settings(settings: dict[str, Any], runs_dir: str | Path, public_limits: Limits | None = None,
                          upload_root: str | None = None) -> TrainConfig:
     """A validated TrainConfig for these settings (ValueError with a clear message otherwise).
 
-    ``public``: this server is public and these are its caps. Then settings that reach the server's
+    ``public_limits``: this server is public and these are its caps. Then settings that reach the server's
     files or hardware are refused, a checkpoint to resume must be one of ``runs_dir``'s, the corpus
     is wiki, tinystories or the page's upload (a file under ``upload_root``), and the caps hold.
     """
     settings = dict(settings)
     upload = settings.pop("upload", None)
-    unknown = sorted(set(settings) - set(_KINDS))
+    unknown = sorted(set(settings) - set(setting_types()))
     if unknown:
         raise ValueError(f"Unknown settings: {', '.join(unknown)}.")
     values = {name: _coerce(name, value) for name, value in settings.items()}
-    if public is not None:
+    runs_dir = str(runs_dir)
+    if public_limits is not None:
         _check_public_settings(values, runs_dir, upload, upload_root)
     resume = values.pop("resume_from", "")
     if resume:
-        done = int(ckpt.read_state(resume).get("step", 0))
+        done = int(runs.read_state(resume).get("step", 0))
         steps = values.get("steps", 0)
         if steps <= done:
             raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
         keep = {name: values[name] for name in ("steps", "probe_text") if name in values}
-        from bertdemo.pretrain.run import resume_config  # the engine (torch) only when resuming
-
-        cfg = resume_config(resume, **keep, runs_dir=runs_dir)
+        cfg = runs.resume_config(resume, **keep, runs_dir=runs_dir)
     else:
         if values.get("corpus") == UPLOAD:
             values["corpus"] = _uploaded_corpus(upload)
         cfg = TrainConfig.from_flat(**{**values, "runs_dir": runs_dir})
     cfg.validate()
-    if public is not None:
-        check_public(cfg, public)
+    if public_limits is not None:
+        check_public(cfg, public_limits)
     return cfg
 
 

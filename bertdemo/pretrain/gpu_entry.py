@@ -2,7 +2,7 @@
 
 A ZeroGPU Space looks for its ``@spaces.GPU`` functions when the app starts, while the page is
 served before torch loads; so the decorated entry point lives here and imports the training code
-(:mod:`bertdemo.pretrain.gpu_burst`) only when a burst runs. Where the ``spaces`` package is not
+(:mod:`bertdemo.pretrain.zerogpu`) only when a burst runs. Where the ``spaces`` package is not
 installed the decorator is the identity and the burst is a plain generator.
 """
 
@@ -26,7 +26,7 @@ def gpu_decorator(duration: int) -> Callable[[Callable], Callable]:
 
 @gpu_decorator(BURST_SECONDS)
 def gpu_train(inp: Any, device: str = "cuda") -> Iterator[Any]:
-    """Train a burst on the GPU (a ZeroGPU worker); see :func:`bertdemo.pretrain.gpu_burst.train_burst`."""
-    from bertdemo.pretrain.gpu_burst import train_burst
+    """Train a burst on the GPU (a ZeroGPU worker); see :func:`bertdemo.pretrain.zerogpu.train_burst`."""
+    from bertdemo.pretrain.zerogpu import train_burst
 
     yield from train_burst(inp, device)

@@ -2,7 +2,8 @@
 
 `RunSnapshot` is a dataclass of plain values (lists, floats, strings) so the UI, the CLI
 and the tests read the same thing; `MetricsBuffer.snapshot()` copies under the lock and
-never waits for a training step.
+never waits for a training step. Only raw values are stored; smoothing is computed when read
+(:attr:`RunSnapshot.train_loss_smooth`, the CSV, the plot at its slider's weight).
 """
 
 from __future__ import annotations
@@ -13,9 +14,24 @@ import io
 import math
 import threading
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-STATUSES = ("preparing", "running", "paused", "stopping", "finished", "stopped", "failed")
-ACTIVE_STATUSES = ("preparing", "running", "paused", "stopping")
+
+class Status(StrEnum):
+    """Where a run is; a StrEnum, so it compares equal to (and serialises as) its plain string."""
+
+    PREPARING = "preparing"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    GPU_BURST = "gpu burst"  # the run's thread has ended while a GPU worker trains it: still busy
+    FINISHED = "finished"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+STATUSES = tuple(Status)
+ACTIVE_STATUSES = (Status.PREPARING, Status.RUNNING, Status.PAUSED, Status.STOPPING, Status.GPU_BURST)
 SMOOTHING = 0.6  # TensorBoard's default weight of the debiased EMA, per log interval
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 
@@ -23,7 +39,7 @@ Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 @dataclass
 class RunSnapshot:
     run_id: str = ""
-    status: str = "preparing"  # one of STATUSES
+    status: str = Status.PREPARING  # a Status
     message: str = ""  # tokenizing progress, or the error text of a failed run
     step: int = 0
     total_steps: int = 0
@@ -34,7 +50,6 @@ class RunSnapshot:
     prepare_fraction: float = 0.0  # tokenizing progress 0..1
     steps: list[int] = field(default_factory=list)  # train-loss log steps
     train_loss: list[float] = field(default_factory=list)  # mean over each log interval
-    train_loss_smooth: list[float] = field(default_factory=list)  # debiased EMA of train_loss
     tokens: list[int] = field(default_factory=list)  # tokens seen (all processes) at `steps`
     wall_s: list[float] = field(default_factory=list)  # training seconds at `steps`
     lr: list[float] = field(default_factory=list)
@@ -58,6 +73,11 @@ class RunSnapshot:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def train_loss_smooth(self) -> list[float]:
+        """The debiased EMA of ``train_loss`` at TensorBoard's default weight (computed when read)."""
+        return debiased_ema(self.train_loss, SMOOTHING)
 
 
 class MetricsBuffer:
@@ -86,7 +106,6 @@ class MetricsBuffer:
             s = self._snap
             s.steps.append(step)
             s.train_loss.append(loss)
-            s.train_loss_smooth = debiased_ema(s.train_loss, SMOOTHING)
             s.lr.append(lr)
             s.tokens.append(tokens)
             s.wall_s.append(wall_s)
@@ -118,7 +137,7 @@ class MetricsBuffer:
             self._snap.last_checkpoint = path
 
 
-HISTORY_FIELDS = ("steps", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "tokens", "wall_s", "eval_steps",
+HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", "eval_steps",
                   "eval_loss", "eval_ppl", "mlm_acc", "nsp_acc", "eval_nsp_loss", "eval_tokens", "eval_wall_s", "probe")
 
 
@@ -137,24 +156,37 @@ def debiased_ema(values: list[float], weight: float) -> list[float]:
     return out
 
 
-def history(snap: RunSnapshot) -> dict:
+def history_dict(snap: RunSnapshot) -> dict:
     """The curves of a snapshot (for trainer_state.json, so a resumed run keeps its history)."""
     return {name: copy.deepcopy(getattr(snap, name)) for name in HISTORY_FIELDS}
 
 
-def restore_history(buffer: MetricsBuffer, data: dict) -> None:
-    buffer.update(**{name: data[name] for name in HISTORY_FIELDS if name in data})
+def _history_values(data: dict) -> dict:
+    """The curves saved by :func:`history_dict` as RunSnapshot field values (older files: extra names ignored)."""
+    values = {name: data[name] for name in HISTORY_FIELDS if name in data}
     if "probe" in data:  # JSON turned tuples into lists
-        buffer.update(probe=[(int(entry[0]), [[(str(t), float(p)) for t, p in m] for m in entry[1]],
-                              str(entry[2]) if len(entry) > 2 else "") for entry in data["probe"]])
+        values["probe"] = [(int(entry[0]), [[(str(t), float(p)) for t, p in m] for m in entry[1]],
+                            str(entry[2]) if len(entry) > 2 else "") for entry in data["probe"]]
+    return values
+
+
+def restore_history(buffer: MetricsBuffer, data: dict) -> None:
+    """Put saved curves back into a live run's buffer (a resumed run keeps its history)."""
+    buffer.update(**_history_values(data))
+
+
+def snapshot_from_history(data: dict, **fields) -> RunSnapshot:
+    """A snapshot of a saved run: its curves from ``data`` (:func:`history_dict`), the rest from ``fields``."""
+    return RunSnapshot(**fields, **_history_values(data))
 
 
 def metrics_csv(snap: RunSnapshot) -> str:
     """One row per logged or evaluated step: step, tokens, wall_s, the train and held-out metrics."""
     rows: dict[int, dict] = {}
+    smooth = snap.train_loss_smooth
     for i, step in enumerate(snap.steps):
         row = rows.setdefault(step, {})
-        row.update(train_loss=snap.train_loss[i], train_loss_smooth=snap.train_loss_smooth[i], lr=snap.lr[i])
+        row.update(train_loss=snap.train_loss[i], train_loss_smooth=smooth[i], lr=snap.lr[i])
         if i < len(snap.tokens):
             row.update(tokens=snap.tokens[i], wall_s=snap.wall_s[i])
         if i < len(snap.nsp_loss):

@@ -1,8 +1,489 @@
-"""Placeholder run service (replaced by the pretraining reshape)."""
+"""The run service: one server's pretraining runs — starting them, who may control them, deleting them.
+
+`RunService` holds every rule of a run that the Pretrain tab and its API apply: the checks before a
+start (a run under way first, then the request, ownership of a resumed run, memory, disk, time and
+the public caps), adopting an uploaded corpus, pause/resume/stop by the run's owner (stop also by
+the admin), deletion, and the names the pages use for checkpoints (``run:<id>/checkpoint``). The tab
+only wires components to it, and a test calls it directly.
+
+`TrainingRun` owns a daemon thread, its own model and optimizer (inside the loop) and a metrics buffer
+behind a lock; `RunManager` keeps the latest run (so a page reload reattaches) and refuses a second
+active one in this process and — through a lock file in ``runs_dir`` — on this machine.
+Torch-free at import: the training loop is imported by the run's thread when it starts.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
+
+from bertdemo.pretrain import budget, runs
+from bertdemo.pretrain.config import TrainConfig, validate_probe_text
+from bertdemo.pretrain.form import UPLOAD, config_from_settings
+from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot, Status, metrics_csv
+from bertdemo.settings import DiskRules, ServerSettings
+
+if TYPE_CHECKING:
+    from bertdemo.pretrain.trainer import RunControl
+
+LOCK_FILE = ".active-run.lock"
+NOT_YOURS = "This run belongs to another visitor; you can watch it."
+NO_RUN = "There is no run to control; press Start first."
+Clock = Callable[[], float]  # seconds, monotonic (time.monotonic; a test passes its own)
+
+
+class RunAction(StrEnum):
+    """What a visitor may do to the live run."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+
+
+def _claim_run_folder(runs_dir: Path, preset: str) -> str:
+    """A new run id whose folder this call created (mkdir is the check: two starts never share one)."""
+    base = f"{datetime.now():%Y%m%d-%H%M%S}-{preset}"
+    run_id, n = base, 1
+    while True:
+        try:
+            (runs_dir / run_id).mkdir(parents=True)
+            return run_id
+        except FileExistsError:
+            n += 1
+            run_id = f"{base}-{n}"
+
+
+class TrainingRun:
+    """One pretraining run on a daemon thread; every public method is safe to call from the UI thread.
+
+    Nothing is written until :meth:`start` (which the manager calls holding the machine lock)."""
+
+    def __init__(self, cfg: TrainConfig, runs_dir: str | Path, owner_token: str = "",
+                 max_seconds: float | None = None, disk: DiskRules | None = None,
+                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
+        from bertdemo.pretrain.trainer import RunControl  # torch: the run's engine
+
+        cfg.validate()
+        self.cfg = cfg
+        self.owner_token = owner_token  # the secret of the browser (or API caller) that started it; "" = anyone
+        self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
+        self.runs_dir = Path(runs_dir)
+        self.disk = disk or DiskRules()
+        self.speeds = speeds
+        self._clock = clock
+        self._deadline: float | None = None  # clock() at which the cap is reached (set by start)
+        self._timer: threading.Timer | None = None
+        self._limit_reason = ""
+        self._machine_lock: FileLock | None = None
+        self._run_info: dict[str, Any] = {}
+        self.run_id = ""
+        self.checkpoint_dir = Path()
+        if cfg.system.resume_from:
+            state = runs.read_state(cfg.system.resume_from)
+            self.run_id = str(state.get("run_id") or Path(cfg.system.resume_from).parent.name)
+            self.checkpoint_dir = runs.run_checkpoint_dir(cfg.system.resume_from)
+            self._run_info = {"run_id": self.run_id, "started_at": state.get("started_at"),
+                              "elapsed_s": float(state.get("elapsed_s", 0.0))}
+        self.control: RunControl = RunControl()
+        self.metrics = MetricsBuffer(run_id=self.run_id, status=Status.PREPARING, message="Starting…",
+                                     total_steps=cfg.optim.steps, preset=cfg.model.preset,
+                                     corpus=runs.corpus_display_name(cfg.data.corpus),
+                                     probe_text=cfg.monitor.probe_text)
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    # lifecycle -------------------------------------------------------------------------
+    def start(self, machine_lock: FileLock | None = None) -> TrainingRun:
+        """Create the run's folder (a new run), record its owner, and start the thread and the time cap.
+        ``machine_lock``: held by the caller; released when the run's thread ends."""
+        self._machine_lock = machine_lock
+        if not self.run_id:
+            self.run_id = _claim_run_folder(self.runs_dir, self.cfg.model.preset)
+            self.checkpoint_dir = self.runs_dir / self.run_id / runs.CHECKPOINT_DIRNAME
+            self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
+            self.metrics.update(run_id=self.run_id)
+        runs.record_owner(self.checkpoint_dir.parent, self.owner_token)  # who may delete it later
+        self._thread.name = f"pretrain-{self.run_id}"
+        if self.max_seconds is not None:
+            self._deadline = self._clock() + self.max_seconds
+        if self.max_seconds:
+            self._timer = threading.Timer(self.max_seconds, self._time_up)
+            self._timer.name, self._timer.daemon = f"run-cap-{self.run_id}", True
+            self._timer.start()
+        self._thread.start()
+        return self
+
+    def _time_up(self) -> None:
+        if self.active and not self._limit_reason:
+            minutes = self.max_seconds / 60
+            self._limit_reason = f"Stopped at the {minutes:g}-minute limit of this public server."
+            self.stop()
+
+    def _on_step(self, step: int) -> None:
+        if self._deadline is not None and self.time_left() == 0:  # the cap, on the run's own clock
+            self._time_up()
+
+    def _main(self) -> None:
+        from bertdemo.pretrain.trainer import lower_this_thread, run_training
+
+        try:
+            lower_this_thread()  # when the page and the run both want a core, the page comes first
+            final = run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
+                                 control=self.control, run_info=self._run_info, on_step=self._on_step,
+                                 disk=self.disk)
+            if final == Status.STOPPED and self._limit_reason:
+                self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._machine_lock is not None:
+                self._machine_lock.release()
+            if self.speeds is not None:  # this machine's speed, for the next estimates
+                self.speeds.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0),
+                                   str(self.metrics.get("device") or "cpu"))
+            from bertdemo.pretrain.data import default_cache_dir
+
+            own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []
+            # an upload no checkpoint refers to is deleted now, with its blocks in this run's cache too
+            runs.release_uploads(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
+
+    def time_left(self) -> float | None:
+        """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""
+        return None if self._deadline is None else max(0.0, self._deadline - self._clock())
+
+    def may_control(self, token: str, admin: bool = False) -> bool:
+        """Whether the holder of ``token`` may pause, resume or stop this run (admin: stop only, checked by the caller)."""
+        return admin or not self.owner_token or secrets.compare_digest(str(token or ""), self.owner_token)
+
+    # what the UI calls -----------------------------------------------------------------
+    def snapshot(self) -> RunSnapshot:
+        return self.metrics.snapshot()
+
+    @property
+    def status(self) -> str:
+        return self.metrics.get("status")
+
+    @property
+    def active(self) -> bool:
+        """True while the run trains, prepares, stops, or is on a GPU burst (its thread has ended then)."""
+        status = self.status
+        return self._thread.is_alive() or status == Status.GPU_BURST or (
+            not self._thread.ident and status in ACTIVE_STATUSES)
+
+    def pause(self) -> None:
+        if self.status == Status.RUNNING:
+            self.control.pause_event.set()
+
+    def resume(self) -> None:
+        self.control.pause_event.clear()
+
+    def stop(self) -> None:
+        if self.active:
+            self.metrics.update(status=Status.STOPPING, message="Stopping after this step…")
+        self.control.stop_event.set()
+        self.control.pause_event.clear()
+
+    def set_probe_text(self, text: str) -> None:
+        """Use a new probe sentence from now on, and run it at the next step (not only at the next evaluation)."""
+        self.metrics.update(probe_text=validate_probe_text(text))
+        self.control.probe_event.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True when it has ended."""
+        if self._thread.ident:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class RunManager:
+    """Starts runs one at a time and remembers the latest one."""
+
+    def __init__(self, runs_dir: str | Path = "runs", disk: DiskRules | None = None,
+                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
+        self.runs_dir = Path(runs_dir)
+        self.disk = disk or DiskRules()
+        self.speeds = speeds
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._current: TrainingRun | None = None
+        self._hold: object | None = None  # set while something (a GPU burst) works on the current run
+
+    @contextmanager
+    def hold(self) -> Iterator[object]:
+        """Keep new runs from starting while the caller works on the current run; yields the key that
+        :meth:`start` accepts to continue that run. ValueError when a run is held already."""
+        key = object()
+        with self._lock:
+            if self._hold is not None:
+                raise ValueError("A GPU burst is already moving this run; wait for it to end.")
+            self._hold = key
+        try:
+            yield key
+        finally:
+            with self._lock:
+                if self._hold is key:
+                    self._hold = None
+
+    @property
+    def current(self) -> TrainingRun | None:
+        """The latest run, active or ended (None before the first)."""
+        return self._current
+
+    def start(self, cfg: TrainConfig, owner_token: str = "", max_seconds: float | None = None,
+              hold: object | None = None) -> TrainingRun:
+        """Start a run in the background; ValueError if one is already active or the config is invalid.
+
+        ``owner_token``: the secret that controls the run (public servers); ``max_seconds``: its wall-time
+        cap; ``hold``: the key of :meth:`hold`, for the holder that continues the current run. Nothing is
+        written before this machine's run lock is held."""
+        with self._lock:
+            self._check_free(hold)
+            run = TrainingRun(cfg, self.runs_dir, owner_token=owner_token, max_seconds=max_seconds,
+                              disk=self.disk, speeds=self.speeds, clock=self.clock)
+            lock = self._machine_lock()
+            try:
+                run.start(lock)
+            except BaseException:
+                lock.release()
+                raise
+            self._current = run
+            return run
+
+    def _machine_lock(self) -> FileLock:
+        """This machine's run lock, held (ValueError when another process holds it)."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.runs_dir / LOCK_FILE, thread_local=False)  # released by the run's thread
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise ValueError("Another process on this machine is already running a pretraining run; "
+                             "wait for it to finish or stop it first.") from None
+        return lock
+
+    def check_free(self) -> None:
+        """ValueError when a run is under way (or on a GPU burst): a new one cannot start now."""
+        with self._lock:
+            self._check_free(None)
+
+    def is_busy(self, run_id: str) -> bool:
+        """Whether run ``run_id`` is under way, on a GPU burst, or held (its folder must stay)."""
+        run = self._current
+        return run is not None and run.run_id == run_id and (run.active or self._hold is not None)
+
+    def _check_free(self, hold: object | None) -> None:
+        if self._hold is not None and hold is not self._hold:
+            raise ValueError("The current run is on a GPU burst; wait until it is back.")
+        if self._current is not None and self._current.active and not (hold is not None and hold is self._hold):
+            snap = self._current.snapshot()
+            raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
+                             f"{snap.step}/{snap.total_steps}); stop it before starting another.")
+
 
 class RunService:
-    def __init__(self, settings) -> None:
+    """One server's pretraining runs and their rules (see the module docstring). Thread-safe."""
+
+    def __init__(self, settings: ServerSettings, speeds: budget.SpeedBook | None = None,
+                 clock: Clock = time.monotonic) -> None:
         self.settings = settings
+        self.runs_dir = Path(settings.runs_dir)
+        self.speeds = speeds or budget.SpeedBook()  # this machine's measured training speed
+        self.manager = RunManager(self.runs_dir, settings.disk, self.speeds, clock)
+
+    # --- the live run ------------------------------------------------------------------------------
+    @property
+    def current(self) -> TrainingRun | None:
+        """The latest run, active or ended (None before the first)."""
+        return self.manager.current
+
+    def snapshot(self) -> RunSnapshot | None:
+        """A copy of the live (or latest) run's metrics; None before any run."""
+        run = self.manager.current
+        return None if run is None else run.snapshot()
+
+    def status(self) -> dict | None:
+        """The live run's snapshot as plain values, checkpoints named ``run:<id>/…`` (None before any run)."""
+        snap = self.snapshot()
+        if snap is None:
+            return None
+        status = dataclasses.asdict(snap)
+        status["train_loss_smooth"] = snap.train_loss_smooth
+        status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints]
+        status["last_checkpoint"] = self._shown_checkpoint(snap.last_checkpoint)
+        return status
+
+    def start(self, request: dict[str, Any] | TrainConfig, owner_token: str = "",
+              upload_root: str | None = None) -> TrainingRun:
+        """Start a run from the form's or an API caller's settings (TrainConfig's leaf names, plus
+        ``upload``), or from a TrainConfig made by code. ``upload_root``: the web server's upload folder, where a page's
+        upload must lie (API callers cannot upload: None). ValueError naming what to change."""
+        manager, public = self.manager, self.settings.public_limits
+        manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
+        settings = request if isinstance(request, dict) else None
+        if settings is not None and isinstance(settings.get("resume_from"), str):
+            settings = {**settings, "resume_from": self.resolve_run_reference(settings["resume_from"])
+                        or settings["resume_from"]}
+        if settings is not None:
+            cfg = config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
+        else:  # a config made by code (trusted with the server's files); the caps still hold
+            cfg = request
+            cfg.validate()
+            if public is not None:
+                budget.check_public(cfg, public)
+        if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)
+            cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
+        if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
+            resumed = Path(cfg.system.resume_from).resolve().relative_to(self.runs_dir.resolve()).parts[0]
+            if not (self.settings.is_admin(owner_token) or runs.is_owner(self.runs_dir, resumed, owner_token)):
+                raise ValueError("Only the browser that started this run (or this server's administrator) may "
+                                 "resume it; start a new run, or resume one of yours.")
+        budget.check_memory(cfg)
+        budget.check_disk(cfg, self.runs_dir, self.settings.disk)
+        if public is not None:
+            budget.check_time(cfg, public.max_seconds, self.speeds.rate(budget.run_device(cfg)))
+        received = None
+        if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
+            received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
+            cfg = cfg.replace(corpus=str(runs.adopt_upload(received, self.runs_dir)))
+        try:
+            run = manager.start(cfg, owner_token=owner_token if public is not None else "",
+                                max_seconds=public.max_seconds if public is not None else None)
+        except ValueError:
+            runs.release_uploads(self.runs_dir, active=self._active_corpora())
+            raise
+        if received:
+            runs.forget_original_upload(received)
+        return run
+
+    def control(self, action: RunAction, owner_token: str = "") -> RunSnapshot:
+        """Pause, resume or stop the live run. On a public server only its owner may (and, to stop
+        it, the admin); ValueError otherwise."""
+        action = RunAction(action)
+        run = self._controlled(owner_token, admin_may=action is RunAction.STOP)
+        {RunAction.PAUSE: run.pause, RunAction.RESUME: run.resume, RunAction.STOP: run.stop}[action]()
+        return run.snapshot()
+
+    def set_probe(self, text: str, owner_token: str = "") -> RunSnapshot:
+        """Use a new probe sentence in the live run from its next step (its owner only, on a public server)."""
+        run = self.manager.current
+        if run is None or not run.active:
+            raise ValueError("No run is active; the probe is used by the next run you start.")
+        self._controlled(owner_token, admin_may=False).set_probe_text(text)
+        return run.snapshot()
+
+    def gpu_burst(self, steps: int, owner_token: str = "", device: str = "cuda") -> Iterator[RunSnapshot]:
+        """Move the run to a GPU for ``steps`` steps, then on with it on the CPU (its owner only).
+        Yields the run's snapshot as the burst goes."""
+        run = self.manager.current
+        if run is None:
+            raise ValueError("There is no run yet: start one, then give it a GPU burst.")
+        if not run.may_control(owner_token):
+            raise ValueError(NOT_YOURS)
+        from bertdemo.pretrain import zerogpu  # torch: loaded only when a burst starts
+
+        for _ in zerogpu.run_burst(self.manager, int(steps), device=device):
+            yield self.manager.current.snapshot()
+
+    def _controlled(self, token: str, admin_may: bool) -> TrainingRun:
+        run = self.manager.current
+        if run is None:
+            raise ValueError(NO_RUN)
+        admin = admin_may and self.settings.is_admin(token)
+        if self.settings.is_public and not run.may_control(token, admin=admin):
+            raise ValueError(NOT_YOURS)
+        return run
+
+    # --- runs on disk -------------------------------------------------------------------------------
+    def list_runs(self) -> list[str]:
+        """Ids of the runs with a checkpoint, newest first."""
+        return runs.list_runs(self.runs_dir)
+
+    def load_run(self, run_id: str) -> runs.RunRecord:
+        """A run's settings and history from its checkpoint; ValueError for a name that is none."""
+        return runs.load_run(self.runs_dir, run_id)
+
+    def compared(self, run_ids: list[str] | None, live_label: str = "live run") -> list[tuple[str, RunSnapshot]]:
+        """(label, history) of the live run (first, labelled ``live_label`` + what differs) and of the
+        earlier runs ``run_ids``; labels name the settings in which the runs differ."""
+        run = self.manager.current
+        live = [] if run is None else [runs.RunRecord(run.run_id, Path(), run.cfg.flat(), run.snapshot())]
+        records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
+        labels = runs.differing_labels(records)
+        return [(f"{live_label} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
+                for i, r in enumerate(records)]
+
+    def run_checkpoint(self, run_id: str) -> str:
+        """The folder of run ``run_id``'s latest checkpoint (ValueError for a name that is no run)."""
+        return str(runs.run_dir(self.runs_dir, run_id) / runs.CHECKPOINT_DIRNAME)
+
+    def metrics_csv(self, run_id: str) -> str:
+        """A run's metrics as CSV text: the live run's now, an earlier run's from its checkpoint."""
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        snap = self.snapshot()
+        return metrics_csv(snap if snap is not None and snap.run_id == run_id else self.load_run(run_id).snapshot)
+
+    def delete(self, run_id: str, owner_token: str = "") -> None:
+        """Delete an ended run's folder, and its uploaded corpus when no other run uses it. On a public
+        server only its owner or the admin may; never a run under way (or on a GPU burst)."""
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        if self.settings.is_public and not (self.settings.is_admin(owner_token)
+                                            or runs.is_owner(self.runs_dir, run_id, owner_token)):
+            raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
+        if self.manager.is_busy(run_id):
+            raise ValueError("That run is still active; stop it before deleting it.")
+        runs.delete_run_folder(self.runs_dir, run_id)
+        runs.release_uploads(self.runs_dir, active=self._active_corpora())
+
+    def _active_corpora(self) -> list[str]:
+        run = self.manager.current
+        return [run.cfg.data.corpus] if run is not None and run.active else []
+
+    # --- names the pages use -----------------------------------------------------------------------
+    def run_reference(self, path: str | Path) -> str:
+        """``run:<id>/checkpoint`` (or ``run:<id>/previous/step-<n>``) for a checkpoint folder of this server."""
+        return runs.run_reference(path, self.runs_dir)
+
+    def resolve_run_reference(self, name: str) -> str | None:
+        """The checkpoint folder a ``run:`` name stands for (None for other names); ValueError when it is none."""
+        return runs.resolve_run_reference(name, self.runs_dir)
+
+    def _shown_checkpoint(self, path: str) -> str:
+        try:
+            return self.run_reference(path) if path else ""
+        except ValueError:  # not under runs_dir (cannot happen for the app's runs): its name only
+            return Path(path).name
+
+    def model_choices(self) -> list[tuple[str, str]]:
+        """The runs' latest checkpoints among every tab's models: ("<label> (checkpoint)", "run:<id>/checkpoint")."""
+        return [(f"{label} (checkpoint)", self.run_reference(path)) for label, path in runs.list_checkpoints(self.runs_dir)]
+
+    def checkpoint_choices(self) -> list[tuple[str, str]]:
+        """Resume choices: "run:<id>/checkpoint" or "run:<id>/previous/step-<n>", never server paths."""
+        return [("— start from scratch —", "")] + [(label, self.run_reference(path))
+                                                    for label, path in runs.list_checkpoints(self.runs_dir, True)]
+
+    # --- estimates ----------------------------------------------------------------------------------
+    def time_estimate(self, settings: dict[str, Any]) -> str:
+        """How long the form's run would take on this machine (and whether a public server allows it);
+        "" when the settings are not a valid run yet."""
+        try:
+            cfg = config_from_settings({k: v for k, v in settings.items()
+                                        if k not in ("upload", "corpus", "resume_from", "probe_text")}, self.runs_dir)
+            seconds = self.speeds.estimate_seconds(cfg)
+        except ValueError:
+            return ""
+        text = f"Estimated time on this machine: **{budget.duration_text(seconds)}**"
+        public = self.settings.public_limits
+        if public is not None and seconds > public.max_seconds:
+            text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
+        return text

@@ -52,7 +52,7 @@ def trained_state(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], Pret
     from transformers import BertForMaskedLM
 
     from bertdemo.pretrain.config import TrainConfig
-    from bertdemo.pretrain.model_build import apply_freeze, trainable_names
+    from bertdemo.pretrain.model import apply_freeze, trainable_names
 
     checkpoint = Path(checkpoint)
     cfg = TrainConfig.from_json(checkpoint / "train_config.json")

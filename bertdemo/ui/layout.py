@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.pretrain.limits import Limits
+from bertdemo.pretrain.budget import Limits
 from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 from bertdemo.ui.request_limits import guard_events
@@ -82,3 +82,4 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         )
     guard_events(demo)  # size before work: every handler's inputs checked against their declared limits
     return demo
+

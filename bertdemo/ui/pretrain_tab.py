@@ -1,42 +1,32 @@
 """The Pretrain tab: configure a small BERT, start masked-LM pretraining, watch it learn live, compare runs.
 
-The run lives in a background thread owned by :mod:`bertdemo.pretrain`; this module only turns
-the form into settings (``pretrain.form``), calls start/pause/resume/stop, and polls
-``snapshot()`` with a ``gr.Timer`` to redraw. Every open page watches the same run, and a
-reloaded page reattaches to it. Earlier runs (read back from their checkpoints) can be overlaid,
-downloaded as CSV and deleted.
+Layout and wiring only. Every rule of a run — the checks before a start, who may pause, resume, stop
+or delete it, uploads, the names of checkpoints — lives in the run service
+(:class:`bertdemo.pretrain.service.RunService`, ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
+The page polls the run's snapshot with a ``gr.Timer`` and redraws when it moved on. Every open page
+watches the same run, and a reloaded page reattaches to it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import secrets
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import gradio as gr
 
 from bertdemo import storage
 from bertdemo.models.device import zero_gpu
-from bertdemo.pretrain import CUSTOM, PRESETS, TrainConfig, list_checkpoints, param_count
-from bertdemo.pretrain import history
-from bertdemo.pretrain.checkpoint import kept as checkpoints_kept
-from bertdemo.pretrain import limits as run_limits
-from bertdemo.pretrain.form import UPLOAD, config_from_settings
-from bertdemo.pretrain.metrics import RunSnapshot, metrics_csv
+from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
+from bertdemo.pretrain.form import UPLOAD
+from bertdemo.pretrain.service import RunAction, RunService
+from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, user_errors
-from bertdemo.ui.lazy import Deferred, LazyModule
+from bertdemo.ui.lazy import LazyModule
 from bertdemo.viz import run_curves
 
-if TYPE_CHECKING:
-    from bertdemo.models.store import ModelStore
-
-RUN_ENGINE = "bertdemo.pretrain.run"  # the training loop (torch): loaded after the page is served
-run_engine = LazyModule(RUN_ENGINE)
 probe_engine = LazyModule("bertdemo.explore.order_probe")
 
 POLL_SECONDS = 1.0
@@ -47,76 +37,38 @@ CORPORA = [
     ("My file (.txt or .jsonl, upload below)", UPLOAD),
 ]
 LIVE = "live run"
-NOT_YOURS = "This run belongs to another visitor; you can watch it."
-ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
 
 
-def is_admin(token: str) -> bool:
-    """True when ``token`` is the server's admin token (set in the environment; never when unset)."""
-    admin = os.environ.get(ADMIN_ENV, "")
-    return bool(admin) and secrets.compare_digest(str(token or ""), admin)
+class TabContext(Protocol):
+    """What the tab needs of the app context."""
+
+    settings: ServerSettings
+    runs: RunService
+    models: Any  # the model store front: set_extra_choices(provider), choices(), get(name)
 
 
-def show_params(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
-    """The parameter count of the chosen shape (or why it cannot be built)."""
-    try:
-        cfg = TrainConfig.from_flat(preset=preset, num_hidden_layers=int(layers), hidden_size=int(hidden),
-                                    num_attention_heads=int(heads), intermediate_size=int(ffn))
-        cfg.validate()
-        n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
-        return (f"**{param_count(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
-                f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
-    except ValueError as exc:
-        return f"⚠️ {exc}"
+def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events to ``ctx.runs``.
 
-
-def build(ctx, model_box: gr.Dropdown) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events.
-
-    ``public``: this server is public and these are its caps; then only the browser that started a
-    run (its owner token, kept in the browser) may pause, resume or stop it."""
-    store, runs_dir, public = ctx.models, str(ctx.settings.runs_dir), ctx.settings.public_limits
-    policy = store.policy
-    manager = Deferred(lambda: run_engine.get_manager(runs_dir))
+    On a public server only the browser that started a run (its owner token, kept in the browser)
+    may pause, resume or stop it; the service applies that rule."""
+    runs, store = ctx.runs, ctx.models
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
         import bertdemo.pretrain.gpu_entry  # noqa: F401
-    # the run checkpoints among every tab's models: named "run:<id>/checkpoint" (the page never sees a server folder)
-    store.set_extra_choices(lambda: [(f"{label} (checkpoint)", policy.run_reference(path))
-                                     for label, path in list_checkpoints(runs_dir)])
+    store.set_extra_choices(runs.model_choices)  # run checkpoints among every tab's models, as "run:<id>/checkpoint"
     d = FORM_DEFAULTS
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 
-    def snapshot() -> RunSnapshot | None:
-        if RUN_ENGINE not in sys.modules:  # no run exists before the engine is loaded
-            return None
-        run = manager.current
-        return None if run is None else run.snapshot()
-
-    def checkpoint_choices() -> list[tuple[str, str]]:
-        """Resume choices: "run:<id>/checkpoint" or "run:<id>/previous/step-<n>", never server paths."""
-        return [("— start from scratch —", "")] + [(label, policy.run_reference(path))
-                                                    for label, path in list_checkpoints(runs_dir, True)]
-
-    def run_path(resume: str) -> str:
-        """A resume choice ("run:<id>/checkpoint") as its folder under runs_dir; other values as given."""
-        return policy.resolve_run_reference(resume) or resume
-
-    def run_choices() -> list[str]:
-        return history.list_runs(runs_dir)
+    def status_text() -> str:
+        return run_curves.status_markdown(runs.snapshot())
 
     def curves(compare: list[str] | None, smoothing: float, log_y: bool, x_axis: str):
-        snap = snapshot()
-        records = [history.load_run(runs_dir, run_id) for run_id in (compare or [])
-                   if snap is None or run_id != snap.run_id]
-        live = [] if snap is None else [history.RunRecord(snap.run_id, Path(), manager.current.cfg.flat(), snap)]
-        labels = history.differing_labels(live + records)
-        runs = [run_curves.CurveRun(f"{LIVE} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
-                for i, r in enumerate(live + records)]
-        return run_curves.training_curves(runs, float(smoothing), bool(log_y), x_axis)
+        drawn = [run_curves.CurveRun(label, snap) for label, snap in runs.compared(compare, LIVE)]
+        return run_curves.training_curves(drawn, float(smoothing), bool(log_y), x_axis)
 
     def draw(seen: dict | None, compare, smoothing, log_y, x_axis):
         """Redraw only when the run moved on; refresh the model and run lists when a new checkpoint appears."""
-        snap = snapshot()
+        snap = runs.snapshot()
         key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps),
                                          snap.message, round(snap.prepare_fraction, 2), len(snap.probe))
         seen = seen or {}
@@ -129,8 +81,8 @@ def build(ctx, model_box: gr.Dropdown) -> None:
             curves(compare, smoothing, log_y, x_axis),
             run_curves.probe_rows(snap),
             gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
-            gr.update(choices=checkpoint_choices()) if refresh else gr.skip(),
-            gr.update(choices=run_choices()) if refresh else gr.skip(),
+            gr.update(choices=runs.checkpoint_choices()) if refresh else gr.skip(),
+            gr.update(choices=runs.list_runs()) if refresh else gr.skip(),
             {"key": key, "ckpt": ckpt},
         )
 
@@ -149,7 +101,7 @@ def build(ctx, model_box: gr.Dropdown) -> None:
                     hidden = gr.Number(d.model.hidden_size, label="hidden", precision=0, minimum=8, maximum=1024)
                     heads = gr.Number(d.model.num_attention_heads, label="heads", precision=0, minimum=1, maximum=16)
                     ffn = gr.Number(d.model.intermediate_size, label="FFN", precision=0, minimum=8, maximum=4096)
-                params = gr.Markdown(show_params(d.model.preset, d.model.num_hidden_layers, d.model.hidden_size,
+                params = gr.Markdown(run_curves.shape_markdown(d.model.preset, d.model.num_hidden_layers, d.model.hidden_size,
                                                  d.model.num_attention_heads, d.model.intermediate_size))
                 estimate_box = gr.Markdown(elem_id="pt-estimate")  # filled when the tab opens and the form changes
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
@@ -182,7 +134,7 @@ def build(ctx, model_box: gr.Dropdown) -> None:
                     ckpt_every = gr.Number(d.monitor.checkpoint_every, label="Checkpoint every N steps (0: only at the end)",
                                            precision=0, minimum=0)
                     seed = gr.Number(d.system.seed, label="Seed", precision=0)
-                    resume = gr.Dropdown(checkpoint_choices(), value="", label="Resume from a checkpoint",
+                    resume = gr.Dropdown(runs.checkpoint_choices(), value="", label="Resume from a checkpoint",
                                          info="Model, corpus and block length come from the checkpoint; Steps is the new total.")
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="pt-start")
@@ -196,7 +148,7 @@ def build(ctx, model_box: gr.Dropdown) -> None:
             with gr.Column(scale=2):
                 status = gr.Markdown(run_curves.status_markdown(None), elem_id="pt-status")
                 with gr.Row():
-                    compare = gr.Dropdown(run_choices(), value=[], multiselect=True, label="Compare with earlier runs",
+                    compare = gr.Dropdown(runs.list_runs(), value=[], multiselect=True, label="Compare with earlier runs",
                                           elem_id="pt-compare", scale=3)
                     x_axis = gr.Radio([("step", "step"), ("tokens", "tokens"), ("time", "time")], value="step",
                                       label="x axis", scale=2)
@@ -213,7 +165,7 @@ def build(ctx, model_box: gr.Dropdown) -> None:
                                            elem_id="pt-probe")
                 with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
                     with gr.Row():
-                        run_pick = gr.Dropdown(run_choices(), label="Run", elem_id="pt-run-pick", scale=3)
+                        run_pick = gr.Dropdown(runs.list_runs(), label="Run", elem_id="pt-run-pick", scale=3)
                         csv_button = gr.DownloadButton("Metrics CSV", elem_id="pt-csv", scale=1)
                         delete = gr.Button("Delete run", variant="stop", scale=1)
                     gr.Markdown("**Order probe** — the run's guesses for a sentence and for a shuffled copy. "
@@ -238,151 +190,63 @@ def build(ctx, model_box: gr.Dropdown) -> None:
     def start_from_page(token: str, *values):
         """The page's Start: the form, as settings, becomes a run owned by this browser."""
         token = token or secrets.token_urlsafe(24)
-        return _start(dict(zip(form_names, values)), token, page=True), token
+        runs.start(dict(zip(form_names, values)), token, upload_root=gr.utils.get_upload_folder())
+        return status_text(), token
 
     @user_errors
     def start_run(settings: dict, owner_token: str = "") -> str:
         """Start a pretraining run. `settings` uses TrainConfig's setting names (e.g. {"preset": "bert-tiny",
         "steps": 500, "lr": 0.001}); anything left out keeps its default. On a public server pass an
         `owner_token` (any secret string): only that token pauses, resumes and stops the run."""
-        if public is not None and not owner_token:
+        if ctx.settings.is_public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run; "
                              "the same token pauses, resumes and stops it.")
-        return _start(settings, owner_token, page=False)
-
-    def _start(settings: dict, token: str, page: bool) -> str:
-        from bertdemo.pretrain import uploads
-
-        manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
-        upload_root = gr.utils.get_upload_folder() if page else None  # API callers cannot upload here
-        if isinstance(settings, dict) and isinstance(settings.get("resume_from"), str):
-            settings = {**settings, "resume_from": run_path(settings["resume_from"])}
-        cfg = config_from_settings(settings, runs_dir, public=public, upload_root=upload_root)
-        if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
-            resumed = Path(cfg.system.resume_from).resolve().relative_to(Path(runs_dir).resolve()).parts[0]
-            if not (is_admin(token) or history.is_owner(runs_dir, resumed, token)):
-                raise ValueError("Only the browser that started this run (or this server's administrator) may "
-                                 "resume it; start a new run, or resume one of yours.")
-        run_limits.check_memory(cfg)
-        run_limits.check_disk(cfg, runs_dir, checkpoints_kept())
-        if public is not None:
-            from bertdemo.pretrain import estimate
-
-            _ = manager.current  # the training engine (torch) is in before anything measures this machine
-            estimate.check_time(cfg, public.max_seconds)
-        received = None
-        if page and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
-            received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
-            cfg = cfg.replace(corpus=str(uploads.adopt(received, runs_dir)))
-        try:
-            run = manager.start(cfg, owner=token if public is not None else "",
-                                max_seconds=public.max_seconds if public is not None else None)
-        except ValueError:
-            uploads.release(runs_dir, active=_active_corpora())
-            raise
-        if received:
-            uploads.forget_original(received)
-        return run_curves.status_markdown(run.snapshot())
-
-    def _active_corpora() -> list[str]:
-        run = manager.current
-        return [run.cfg.data.corpus] if run is not None and run.active else []
+        runs.start(settings, owner_token)  # API callers cannot upload here: no upload folder
+        return status_text()
 
     def run_status() -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
         Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder."""
-        snap = snapshot()
-        if snap is None:
-            return None
-        status = dataclasses.asdict(snap)
-        status["checkpoints"] = [_shown_checkpoint(p) for p in snap.checkpoints]
-        status["last_checkpoint"] = _shown_checkpoint(snap.last_checkpoint)
-        return status
-
-    def _shown_checkpoint(path: str) -> str:
-        try:
-            return policy.run_reference(path) if path else ""
-        except ValueError:  # not under runs_dir (cannot happen for the app's runs): its name only
-            return Path(path).name
-
-    def check_owner(token: str, action: str) -> None:
-        """Public servers: only the run's owner (or, to stop it, the admin) may control it."""
-        run = manager.current
-        if public is not None and run is not None and not run.may_control(token, admin=action == "stop" and is_admin(token)):
-            raise ValueError(NOT_YOURS)
+        return runs.status()
 
     @user_errors
-    def control(action: str, token: str = ""):
-        if manager.current is None:
-            raise ValueError("There is no run to control; press Start first.")
-        check_owner(token, action)
-        getattr(manager, action)()
-        return run_curves.status_markdown(snapshot())
+    def control(action: RunAction, token: str = "") -> str:
+        return run_curves.status_markdown(runs.control(action, token))
 
     def pause_run(owner_token: str = "") -> str:
         """Pause the live run (on a public server: pass the owner_token it was started with)."""
-        return control("pause", owner_token)
+        return control(RunAction.PAUSE, owner_token)
 
     def resume_run(owner_token: str = "") -> str:
         """Resume the paused run (on a public server: pass the owner_token it was started with)."""
-        return control("resume", owner_token)
+        return control(RunAction.RESUME, owner_token)
 
     def stop_run(owner_token: str = "") -> str:
         """Stop the live run and save its checkpoint (public server: its owner_token, or the admin token)."""
-        return control("stop", owner_token)
+        return control(RunAction.STOP, owner_token)
 
     @user_errors
-    def update_probe(text: str, token: str = ""):
-        if manager.current is None or not manager.current.active:
-            raise ValueError("No run is active; the probe is used by the next run you start.")
-        check_owner(token, "probe")
-        manager.current.set_probe_text(text)
-        return run_curves.status_markdown(snapshot()) + "  \nProbe changed: it runs at the next step."
+    def update_probe(text: str, token: str = "") -> str:
+        return run_curves.status_markdown(runs.set_probe(text, token)) + "  \nProbe changed: it runs at the next step."
 
     @user_errors
     def download_csv(run_id: str) -> str:
         """A run's metrics as a CSV file (step, tokens, wall_s, train and held-out metrics)."""
-        if not run_id:
-            raise ValueError("Pick a run first.")
-        snap = snapshot()
-        data = snap if snap is not None and snap.run_id == run_id else history.load_run(runs_dir, run_id).snapshot
-        path = export_dir / f"{data.run_id}-metrics.csv"
-        storage.write_text(path, metrics_csv(data))  # atomic: two downloads of one run never interleave
+        text = runs.metrics_csv(run_id)  # ValueError unless run_id names the live run or a run folder
+        path = export_dir / f"{run_id}-metrics.csv"
+        storage.write_text(path, text)  # atomic: two downloads of one run never interleave
         return str(path)
 
     @user_errors
     def delete_run(run_id: str, token: str = ""):
-        if not run_id:
-            raise ValueError("Pick a run first.")
-        if public is not None and not (is_admin(token) or history.is_owner(runs_dir, run_id, token)):
-            raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
-        current = manager.current
-        if current is not None and current.active and current.run_id == run_id:
-            raise ValueError("That run is still active; stop it before deleting it.")
-        history.delete_run(runs_dir, run_id)
-        from bertdemo.pretrain import uploads
-
-        uploads.release(runs_dir, active=_active_corpora())  # its uploaded corpus and token cache, if unused now
-        choices = run_choices()
+        runs.delete(run_id, token)
+        choices = runs.list_runs()
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
-                gr.update(choices=checkpoint_choices(), value=""), gr.update(choices=labelled_choices(store)))
+                gr.update(choices=runs.checkpoint_choices(), value=""), gr.update(choices=labelled_choices(store)))
 
     def time_estimate(*values) -> str:
         """How long the form's run would take on this machine (and whether a public server allows it)."""
-        from bertdemo.pretrain import estimate
-
-        try:
-            settings = {name: value for name, value in zip(form_names, values)
-                        if name not in ("upload", "corpus", "resume_from", "probe_text")}
-            cfg = config_from_settings(settings, runs_dir)
-            _ = manager.current  # the training engine (torch) is in before anything measures this machine
-            seconds = estimate.estimate_seconds(cfg)
-        except ValueError:
-            return ""
-        text = f"Estimated time on this machine: **{estimate.duration_text(seconds)}**"
-        if public is not None and seconds > public.max_seconds:
-            text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
-        return text
+        return runs.time_estimate(dict(zip(form_names, values)))
 
     def gpu_burst_from_page(token: str, steps: float):
         yield from gpu_burst_api(int(steps or 0), token)
@@ -390,18 +254,10 @@ def build(ctx, model_box: gr.Dropdown) -> None:
     def gpu_burst_api(steps: int, owner_token: str = "") -> Iterator[str]:
         """Move the run to a GPU for `steps` steps, then on with it on the CPU (ZeroGPU Spaces; only the
         run's owner_token). Streams the run's status."""
-        token = owner_token
         try:
-            run = manager.current
-            if run is None:
-                raise ValueError("There is no run yet: start one, then give it a GPU burst.")
-            if not run.may_control(token):
-                raise ValueError(NOT_YOURS)
-            from bertdemo.pretrain import gpu_burst  # torch: loaded only when a burst starts
-
-            for _ in gpu_burst.run_burst(manager, int(steps), device="cuda"):
-                yield run_curves.status_markdown(snapshot())
-            yield run_curves.status_markdown(snapshot())
+            for snap in runs.gpu_burst(int(steps), owner_token, device="cuda"):
+                yield run_curves.status_markdown(snap)
+            yield status_text()
         except ValueError as exc:
             raise gr.Error(str(exc), duration=None) from exc
 
@@ -418,22 +274,13 @@ def build(ctx, model_box: gr.Dropdown) -> None:
     def run_order_probe(run_id: str, text: str):
         if not run_id:
             raise ValueError("Pick a run first.")
-        loaded = store.get(str(history.run_dir(runs_dir, run_id) / "checkpoint"))
-        result = probe_engine.order_probe(loaded, text)
-
-        def top(res) -> str:
-            return ", ".join(f"{c.text} {c.prob:.1%}" for c in res.masks[0].candidates)
-        verdict = ("the same state: this model is **order-blind**" if result.order_blind
-                   else "different states: this model **uses word order**")
-        return (f"| | sentence | top-5 at the mask |\n|---|---|---|\n| original | {result.text} | {top(result.original)} |\n"
-                f"| shuffled | {result.shuffled} | {top(result.shuffled_result)} |\n\n"
-                f"Largest difference of the [MASK]'s final hidden state: {result.max_state_difference:.2e} — "
-                f"{verdict}. Model: run {run_id}.")
+        result = probe_engine.order_probe(store.get(runs.run_checkpoint(run_id)), text)
+        return run_curves.order_probe_markdown(result, run_id)
 
     view = [compare, smoothing, log_y, x_axis]
     outputs = [status, plot, probe_table, model_box, resume, compare, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
-    gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], show_params,
+    gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     timed = (preset, layers, hidden, heads, ffn, steps, batch_size, seq_len, schedule, eval_every, mlm_prob)
@@ -460,7 +307,7 @@ def build(ctx, model_box: gr.Dropdown) -> None:
                     api_visibility="private")
     with tab:
         gr.api(download_csv, api_name="run_metrics_csv")
-    run_pick.focus(lambda: gr.update(choices=run_choices()), None, run_pick, api_visibility="private")
+    run_pick.focus(lambda: gr.update(choices=runs.list_runs()), None, run_pick, api_visibility="private")
     delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_from_page",
                  api_visibility="private")
     with tab:

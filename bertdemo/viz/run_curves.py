@@ -157,3 +157,30 @@ def probe_rows(snap: RunSnapshot | None) -> list[list]:
         for i, preds in enumerate(masks):
             rows.append([step, sentence, i + 1, " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
     return rows
+
+
+def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
+    """The parameter count of the form's model shape (or why it cannot be built)."""
+    from bertdemo.pretrain.config import TrainConfig, param_count_of_run
+
+    try:
+        cfg = TrainConfig.from_flat(preset=preset, num_hidden_layers=int(layers), hidden_size=int(hidden),
+                                    num_attention_heads=int(heads), intermediate_size=int(ffn))
+        cfg.validate()
+        n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
+        return (f"**{param_count_of_run(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
+                f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
+    except ValueError as exc:
+        return f"⚠️ {exc}"
+
+
+def order_probe_markdown(result, run_id: str) -> str:
+    """An order probe's result (``explore.order_probe.order_probe``) as a table of the two top-5s and a verdict."""
+    def top(res) -> str:
+        return ", ".join(f"{c.text} {c.prob:.1%}" for c in res.masks[0].candidates)
+    verdict = ("the same state: this model is **order-blind**" if result.order_blind
+               else "different states: this model **uses word order**")
+    return (f"| | sentence | top-5 at the mask |\n|---|---|---|\n| original | {result.text} | {top(result.original)} |\n"
+            f"| shuffled | {result.shuffled} | {top(result.shuffled_result)} |\n\n"
+            f"Largest difference of the [MASK]'s final hidden state: {result.max_state_difference:.2e} — "
+            f"{verdict}. Model: run {run_id}.")

@@ -5,37 +5,37 @@ get a GPU, in a forked worker whose arguments and results are pickled, and the v
 GPU quota pays for it. A burst therefore travels as plain values:
 
 1. the run stops at a step boundary and saves its checkpoint (model and optimizer);
-2. :meth:`BurstInput.from_checkpoint` reads that checkpoint into CPU state dicts;
+2. :meth:`BurstInput.from_checkpoint` reads that checkpoint's tensors into CPU state dicts
+   (``safetensors.torch.load_file``: no model is built);
 3. :func:`~bertdemo.pretrain.gpu_entry.gpu_train` (``@spaces.GPU`` where the ``spaces`` package is
-   installed, a plain generator elsewhere) runs :func:`train_burst`, which rebuilds the run's :class:`~bertdemo.pretrain.loop.Trainer` on the
-   device from them, trains, yields a :class:`BurstProgress` at every log step and finally a
-   :class:`BurstResult` — the weights and optimizer state on the CPU, the metric history;
-4. :func:`hand_back` writes the result as the run's checkpoint, and :func:`run_burst` resumes
+   installed, a plain generator elsewhere) runs :func:`train_burst`, which builds the run's
+   :class:`~bertdemo.pretrain.trainer.Trainer` on the device from them (``Trainer.from_state``),
+   trains, yields a :class:`BurstProgress` at every log step and finally a :class:`BurstResult` —
+   the weights and optimizer state on the CPU, the metric history;
+4. :func:`hand_back` writes those state dicts as the run's checkpoint, and :func:`run_burst` resumes
    the run from it on the CPU (same run id, same owner, what is left of its wall-time cap).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from bertdemo.models.embedded import tokenizer_dir
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
-from bertdemo.pretrain.loop import DistInfo, RunControl, Trainer
-from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.model_build import build_model, load_checkpoint_model
-from bertdemo.pretrain.run import RunManager, resume_config
+from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv
+from bertdemo.pretrain.service import RunManager
+from bertdemo.pretrain.trainer import Trainer
+from bertdemo.settings import DiskRules
 
 MAX_BURST_STEPS = 5000
 
@@ -45,6 +45,7 @@ class BurstInput:
     """Everything the GPU worker needs, as picklable CPU values."""
 
     train_config: dict  # TrainConfig.to_dict()
+    model_config: dict  # the checkpoint's config.json: the model's architecture
     state: dict  # trainer_state.json of the checkpoint: step, run identity, metric history
     model_state: dict[str, torch.Tensor]
     optimizer_state: dict
@@ -56,15 +57,15 @@ class BurstInput:
                         max_seconds: float = BURST_SECONDS * TIME_SHARE) -> BurstInput:
         """Read a run's checkpoint into CPU state dicts."""
         checkpoint = Path(checkpoint)
-        state = ckpt.read_state(checkpoint)
-        cfg = TrainConfig.from_json(checkpoint / ckpt.CONFIG_FILE)
-        model = load_checkpoint_model(str(checkpoint), cfg.objective.nsp)
-        optimizer_path = checkpoint / ckpt.OPTIMIZER_FILE
+        state = runs.read_state(checkpoint)
+        optimizer_path = checkpoint / runs.OPTIMIZER_FILE
         if not optimizer_path.is_file():
             raise ValueError("This checkpoint has no optimizer state, so a GPU burst cannot continue it.")
+        train_config = json.loads((checkpoint / runs.CONFIG_FILE).read_text(encoding="utf-8"))
+        model_config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+        model_state = load_file(checkpoint / "model.safetensors", device="cpu")
         optimizer_state = torch.load(optimizer_path, map_location="cpu", weights_only=True)
-        return cls(cfg.to_dict(), state, {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                   optimizer_state, int(steps), float(max_seconds))
+        return cls(train_config, model_config, state, model_state, optimizer_state, int(steps), float(max_seconds))
 
 
 @dataclass
@@ -103,67 +104,52 @@ def _to_cpu(value: Any) -> Any:
     return value
 
 
-def _materialise(inp: BurstInput, folder: Path) -> TrainConfig:
-    """Write the input as a checkpoint folder the Trainer resumes from; the run's config, set to resume it."""
-    cfg = TrainConfig.from_dict(inp.train_config)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    model = build_model(cfg.replace(init_from=""), tokenizer)
-    model.load_state_dict(inp.model_state)
-    optimizer = SimpleNamespace(state_dict=lambda: inp.optimizer_state)
-    ckpt.write_checkpoint(folder, model, tokenizer, inp.train_config, inp.state, "", optimizer)
-    return cfg.replace(resume_from=str(folder), init_from="")
-
-
 def train_burst(inp: BurstInput, device: str = "cuda") -> Iterator[BurstProgress | BurstResult]:
     """Train ``inp.steps`` steps of the run on ``device`` through the run's own Trainer.
 
     Yields a BurstProgress at every log step and a BurstResult last. Training also ends after
     ``inp.max_seconds`` (the GPU time asked for must cover evaluation and the hand-back)."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bertdemo-burst-") as tmp:
-        cfg = _materialise(inp, Path(tmp) / "in")
-        metrics = MetricsBuffer(run_id=str(inp.state.get("run_id", "")), status="preparing")
-        trainer = Trainer(cfg, metrics, Path(tmp) / "out", DistInfo(), dict(inp.state), torch.device(device),
-                          RunControl())
-        end = min(trainer.start_step + inp.steps, cfg.optim.steps)
-        log_every = cfg.monitor.log_every
-        while trainer.step < end:
-            trainer.train_step()
-            out_of_time = time.perf_counter() - started > inp.max_seconds
-            if trainer.step % log_every == 0 or trainer.step == end or out_of_time:
-                trainer.log(False)
-                snap = metrics.snapshot()
-                yield BurstProgress(trainer.step, cfg.optim.steps, snap.train_loss[-1], snap.lr[-1],
-                                    snap.nsp_loss[-1] if snap.nsp_loss else None, snap.tokens[-1],
-                                    snap.wall_s[-1], float(metrics.get("tokens_per_s") or 0.0))
-            if out_of_time:
-                break
-        trainer.evaluate(final=True)
-        trainer.save()
-        out = Path(tmp) / "out"
-        state = json.loads((out / ckpt.STATE_FILE).read_text(encoding="utf-8"))
-        yield BurstResult(trainer.step, {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()},
-                          _to_cpu(trainer.optimizer.state_dict()), state,
-                          (out / ckpt.METRICS_FILE).read_text(encoding="utf-8"), str(trainer.device))
+    cfg = TrainConfig.from_dict(inp.train_config).replace(resume_from="", init_from="")
+    metrics = MetricsBuffer(run_id=str(inp.state.get("run_id", "")), status=Status.PREPARING)
+    trainer = Trainer.from_state(cfg, inp.model_config, inp.model_state, inp.optimizer_state, inp.state, metrics,
+                                 torch.device(device))
+    end = min(trainer.start_step + inp.steps, cfg.optim.steps)
+    log_every = cfg.monitor.log_every
+    while trainer.step < end:
+        trainer.train_step()
+        out_of_time = time.perf_counter() - started > inp.max_seconds
+        if trainer.step % log_every == 0 or trainer.step == end or out_of_time:
+            trainer.log(False)
+            snap = metrics.snapshot()
+            yield BurstProgress(trainer.step, cfg.optim.steps, snap.train_loss[-1], snap.lr[-1],
+                                snap.nsp_loss[-1] if snap.nsp_loss else None, snap.tokens[-1],
+                                snap.wall_s[-1], float(metrics.get("tokens_per_s") or 0.0))
+        if out_of_time:
+            break
+    trainer.evaluate(final=True)
+    trainer.elapsed += time.perf_counter() - trainer.t_last
+    snap = metrics.snapshot()
+    state = {**inp.state, "step": trainer.step, "elapsed_s": trainer.elapsed, "history": history_dict(snap)}
+    yield BurstResult(trainer.step, {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()},
+                      _to_cpu(trainer.optimizer.state_dict()), state, metrics_csv(snap), str(trainer.device))
 
 
-def hand_back(checkpoint: str | Path, result: BurstResult) -> Path:
-    """Write the burst's weights, optimizer state and history as the run's checkpoint (atomically)."""
+def hand_back(checkpoint: str | Path, result: BurstResult, disk: DiskRules | None = None) -> Path:
+    """Write the burst's weights, optimizer state and history as the run's checkpoint (atomically),
+    straight from the state dicts (the checkpoint's own config and tokenizer files stay)."""
     checkpoint = Path(checkpoint)
-    cfg = TrainConfig.from_json(checkpoint / ckpt.CONFIG_FILE)
-    config = json.loads((checkpoint / ckpt.CONFIG_FILE).read_text(encoding="utf-8"))
+    config = json.loads((checkpoint / runs.CONFIG_FILE).read_text(encoding="utf-8"))
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
-    model = load_checkpoint_model(str(checkpoint), cfg.objective.nsp)
-    model.load_state_dict(result.model_state)
-    optimizer = SimpleNamespace(state_dict=lambda: result.optimizer_state)
     state = {k: v for k, v in result.state.items() if k != "saved_at"}
-    return ckpt.write_checkpoint(checkpoint, model, tokenizer, config, state, result.metrics_csv, optimizer)
+    return runs.write_checkpoint(checkpoint, result.model_state, tokenizer, config, state, result.metrics_csv,
+                                 result.optimizer_state, disk=disk)
 
 
 def merge_progress(metrics: MetricsBuffer, item: BurstProgress) -> None:
     """Show a burst's log step in the run's live metrics (the page polls them)."""
     metrics.log_train(item.step, item.loss, item.lr, item.nsp_loss, item.tokens, item.wall_s)
-    metrics.update(step=item.step, status="gpu burst", tokens_per_s=item.tokens_per_s, elapsed_s=item.wall_s,
+    metrics.update(step=item.step, status=Status.GPU_BURST, tokens_per_s=item.tokens_per_s, elapsed_s=item.wall_s,
                    message=f"GPU burst: step {item.step:,} ({item.tokens_per_s:,.0f} tokens/s).")
 
 
@@ -189,12 +175,12 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
             if not run.join(join_timeout):
                 raise ValueError("The run did not stop in time for the GPU burst; try again in a moment.")
         snap = run.snapshot()
-        if snap.status not in ("stopped", "finished") or not (run.checkpoint_dir / ckpt.STATE_FILE).is_file():
+        if snap.status not in (Status.STOPPED, Status.FINISHED) or not (run.checkpoint_dir / runs.STATE_FILE).is_file():
             raise ValueError("This run has no saved checkpoint to continue; start a new run.")
         if snap.step >= snap.total_steps:
             raise ValueError(f"The run has done all its {snap.total_steps:,} steps; resume it with more steps first.")
         run.control.stop_event.clear()
-        run.metrics.update(status="gpu burst", message="GPU burst: waiting for a GPU…")
+        run.metrics.update(status=Status.GPU_BURST, message="GPU burst: waiting for a GPU…")
         inp = BurstInput.from_checkpoint(run.checkpoint_dir, steps)
         result = None
         stream = train(inp, device)
@@ -212,15 +198,15 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
             if close is not None:
                 close()
             if result is None:  # stopped, failed, or the page went away: the checkpoint before the burst stays
-                run.metrics.update(status="stopped", step=int(inp.state.get("step", 0)),
+                run.metrics.update(status=Status.STOPPED, step=int(inp.state.get("step", 0)),
                                    message=f"GPU burst ended early: the run keeps its step-"
                                            f"{inp.state.get('step', 0)} checkpoint.")
         if result is None:
             return
-        hand_back(run.checkpoint_dir, result)
+        hand_back(run.checkpoint_dir, result, manager.disk)
         yield result
         if result.step >= snap.total_steps or run.control.stop_event.is_set() or (left is not None and left <= 0):
-            run.metrics.update(status="stopped" if result.step < snap.total_steps else "finished",
+            run.metrics.update(status=Status.STOPPED if result.step < snap.total_steps else Status.FINISHED,
                                step=result.step, message=f"GPU burst done at step {result.step:,}; checkpoint saved.")
             return
-        manager.start(resume_config(run.checkpoint_dir), owner=run.owner, max_seconds=left, hold=hold)
+        manager.start(runs.resume_config(run.checkpoint_dir), owner_token=run.owner_token, max_seconds=left, hold=hold)

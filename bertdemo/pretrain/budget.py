@@ -1,0 +1,261 @@
+"""What a pretraining run may ask of this machine, checked before it starts: public caps, memory, disk and time.
+
+Memory. The estimate refuses, before anything is allocated, a run the machine cannot hold:
+
+    parameters × 16 bytes (fp32 weights, gradients, AdamW's two moments)
+  + batch × block length × hidden × layers × 180 bytes (activations kept for the backward pass)
+  + batch × block length × 30,522 × 4 bytes × 15 % (the vocabulary logits of the masked positions)
+  + 300 MB (the Python process, torch, the tokenizer)
+
+The 180 is calibrated on the measured ~180 MB per 512-token sequence of bert-small (4 layers,
+hidden 512): 512 × 512 × 4 × 180 B ≈ 189 MB.
+
+Time. A run's work is counted in floating-point operations per trained token (forward + backward):
+
+    6 × (encoder weights: layers × (4·hidden² + 2·hidden·ffn))      the dense layers
+  + 12 × layers × hidden × block length                              attention scores and mixing
+  + 6 × hidden × 30,522 × masking rate                               the vocabulary logits, masked tokens only
+
+plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
+operations per second is kept by a :class:`SpeedBook` (one per server, owned by the run service):
+the last run's measured speed, or before any run a quick calibration through the run's own
+training code. Torch-free at import (the page checks a form before torch loads).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bertdemo import storage
+from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
+
+if TYPE_CHECKING:
+    from bertdemo.settings import DiskRules
+
+ACTIVATION_BYTES = 180  # per (token × hidden unit × layer), kept for backward
+STATE_BYTES_PER_PARAM = 16  # weights + gradients + AdamW m and v, fp32
+BASE_BYTES = 300 * 2**20
+HEADROOM = 0.8  # never plan to use more than this share of the memory available now
+CHECKPOINT_BYTES_PER_PARAM = 12  # fp32 weights + AdamW m and v on disk
+CHECKPOINT_EXTRA_BYTES = 2 * 10**6  # tokenizer, configs, metrics
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on a public server's runs."""
+
+    max_params: int = 12_000_000
+    max_steps: int = 5000
+    max_tokens_per_step: int = 8192  # block length × batch size
+    max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
+
+    @property
+    def max_seconds(self) -> float:
+        return self.max_minutes * 60.0
+
+
+def check_public(cfg: TrainConfig, limits: Limits) -> None:
+    """ValueError with a clear message when a run exceeds a public server's caps."""
+    n_params = param_count_of_run(cfg)
+    if n_params > limits.max_params:
+        raise ValueError(f"This model has {n_params:,} parameters; this public server trains models up to "
+                         f"{limits.max_params:,}. Choose a smaller size (bert-tiny or bert-mini).")
+    if cfg.optim.steps > limits.max_steps:
+        raise ValueError(f"{cfg.optim.steps:,} steps is more than this public server allows ({limits.max_steps:,}).")
+    tokens = cfg.max_seq_len() * cfg.optim.batch_size
+    if tokens > limits.max_tokens_per_step:
+        raise ValueError(f"Block length × batch size is {cfg.max_seq_len()} × {cfg.optim.batch_size} = {tokens:,} "
+                         f"tokens per step; this public server allows {limits.max_tokens_per_step:,}. "
+                         "Lower the batch size or the block length.")
+
+
+def estimate_memory_bytes(cfg: TrainConfig) -> int:
+    """Rough peak memory of a run (see the module docstring for the formula)."""
+    layers, hidden, _, _ = cfg.model_shape()
+    tokens = cfg.optim.batch_size * cfg.max_seq_len()
+    activations = tokens * hidden * layers * ACTIVATION_BYTES
+    logits = int(tokens * VOCAB_SIZE * 4 * cfg.objective.mlm_probability)
+    return param_count_of_run(cfg) * STATE_BYTES_PER_PARAM + activations + logits + BASE_BYTES
+
+
+def available_memory_bytes() -> int | None:
+    """Memory available to a new allocation now: MemAvailable of /proc/meminfo, else free pages (None if unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def checkpoint_bytes(cfg: TrainConfig) -> int:
+    """Disk one checkpoint of this run takes (weights and optimizer state)."""
+    return param_count_of_run(cfg) * CHECKPOINT_BYTES_PER_PARAM + CHECKPOINT_EXTRA_BYTES
+
+
+def check_disk(cfg: TrainConfig, runs_dir: str | Path, disk: DiskRules) -> int:
+    """Disk the run's kept checkpoints (``disk.keep_checkpoints``) need; ValueError when the server's disk
+    budget (``disk``) or the free space of ``runs_dir``'s disk cannot hold them (in every mode)."""
+    need = checkpoint_bytes(cfg) * max(1, disk.keep_checkpoints)
+    disk.check(adding=need)
+    folder = Path(runs_dir)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return need
+    if need > free:
+        raise ValueError(f"This run's checkpoints need about {storage.size_text(need)} of disk, but only "
+                         f"{storage.size_text(free)} is free. Choose a smaller model, or delete earlier runs.")
+    return need
+
+
+def check_memory(cfg: TrainConfig, available: int | None = None, processes: int = 1) -> int:
+    """The run's memory estimate (``processes`` ranks of it on this machine); ValueError when it will not
+    fit in the memory available now."""
+    need = estimate_memory_bytes(cfg) * max(1, processes)
+    available = available_memory_bytes() if available is None else available
+    if available is not None and need > available * HEADROOM:
+        raise ValueError(f"This run needs about {need / 2**30:.1f} GB of memory, but only {available / 2**30:.1f} GB "
+                         "is free on this machine. Lower the batch size, the block length or the model size.")
+    return need
+
+
+# --- time -----------------------------------------------------------------------------------------
+
+CALIBRATION_STEPS = 3
+
+
+def flops_per_token(cfg: TrainConfig) -> float:
+    """Training operations per token (forward + backward) of this run's model at its longest block."""
+    layers, hidden, _, ffn = cfg.model_shape()
+    dense = layers * (4 * hidden * hidden + 2 * hidden * ffn)
+    attention = 2 * layers * hidden * cfg.max_seq_len()
+    logits = hidden * VOCAB_SIZE * cfg.objective.mlm_probability
+    return 6.0 * (dense + attention + logits)
+
+
+def work_flops(cfg: TrainConfig, steps: int | None = None) -> float:
+    """Operations of ``steps`` (default: all) training steps and the evaluations due in them."""
+    steps = cfg.optim.steps if steps is None else steps
+    tokens_per_step = cfg.optim.batch_size * cfg.max_seq_len()
+    evals = steps // cfg.monitor.eval_every + 1
+    eval_tokens = evals * cfg.monitor.eval_batches * tokens_per_step
+    return flops_per_token(cfg) * (steps * tokens_per_step + eval_tokens / 3.0)
+
+
+def run_device(cfg: TrainConfig) -> str:
+    """The device type the run will train on ("cpu" on ZeroGPU and where there is no GPU)."""
+    from bertdemo.models.device import resolve_device
+
+    return resolve_device(cfg.system.device).type
+
+
+class SpeedBook:
+    """This machine's training speed per device type, in operations per second: measured by the runs,
+    or calibrated once before the first. One per server (the run service owns it); thread-safe."""
+
+    def __init__(self, calibrator: Callable[[str], float] | None = None) -> None:
+        self._calibrate = calibrator or calibrate  # device type -> operations per second
+        self._lock = threading.Lock()
+        self._rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second
+
+    def record(self, cfg: TrainConfig, tokens_per_s: float, device: str = "cpu") -> None:
+        """Remember the speed a run measured on ``device`` (used for the next estimates); 0 says nothing."""
+        if tokens_per_s > 0:
+            with self._lock:
+                self._rates[device.split(":")[0]] = tokens_per_s * flops_per_token(cfg)
+
+    def rate(self, device: str = "cpu") -> float:
+        """Operations per second on ``device``: the last run's measured speed, else a calibration (once)."""
+        with self._lock:
+            if device not in self._rates:
+                self._rates[device] = self._calibrate(device)
+            return self._rates[device]
+
+    def estimate_seconds(self, cfg: TrainConfig, steps: int | None = None) -> float:
+        """Wall time of the run (or of ``steps`` of it) on the device it will train on."""
+        return estimate_seconds(cfg, self.rate(run_device(cfg)), steps)
+
+
+def calibrate(device_type: str = "cpu") -> float:
+    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
+    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from bertdemo.models.embedded import tokenizer_dir
+    from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
+    from bertdemo.pretrain.trainer import autocast, make_optimizer, thread_count, use_bf16
+
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
+    device = torch.device(device_type)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(cfg, tokenizer)
+        objective = PretrainObjective(model).to(device).train()
+        optimizer = make_optimizer(model, cfg, device)
+        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
+        generator = torch.Generator(device=device).manual_seed(0)
+        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
+                               device=device)
+
+        def step() -> None:
+            with autocast(device, bf16):
+                out = objective(**make_batch(blocks, generator))
+            out["loss"].backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        step()  # warm-up: allocations, kernel choice
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        sync()
+        started = time.perf_counter()
+        for _ in range(CALIBRATION_STEPS):
+            step()
+        sync()
+        elapsed = time.perf_counter() - started
+    tokens = CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
+    return tokens * flops_per_token(cfg) / max(elapsed, 1e-6)
+
+
+def estimate_seconds(cfg: TrainConfig, rate: float, steps: int | None = None) -> float:
+    """Wall time of the run (or of ``steps`` of it) at ``rate`` operations per second."""
+    return work_flops(cfg, steps) / rate
+
+
+def duration_text(seconds: float) -> str:
+    """e.g. "about 40 s", "about 12 min", "about 3.5 h"."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def check_time(cfg: TrainConfig, max_seconds: float, rate: float) -> float:
+    """The run's time estimate at ``rate`` operations per second; ValueError when it exceeds ``max_seconds``
+    (a public server's cap), naming the number of steps that would fit."""
+    seconds = estimate_seconds(cfg, rate)
+    if seconds > max_seconds:
+        per_step = seconds / max(cfg.optim.steps, 1)
+        fit = int(max_seconds / per_step)
+        raise ValueError(f"This run would take {duration_text(seconds)} here; this public server stops runs after "
+                         f"{max_seconds / 60:g} minutes. Lower Steps to about {fit:,}, or the batch size, "
+                         "the block length or the model size.")
+    return seconds

@@ -1,0 +1,678 @@
+"""The training loop shared by the app's run thread and the headless CLI (also under torchrun).
+
+Read it in one sitting: :func:`run_training` sets up a :class:`Trainer` (tokenizer, blocks,
+model, optimizer), then repeats ``train_step`` and, at their intervals, ``log``,
+``evaluate`` and ``save``, checking pause/stop between steps.
+
+Data and masks never leave the device: blocks live there, an epoch permutation and fresh
+masks are drawn there with a seeded generator, and the host reads the loss only every
+``log_every`` steps. Under torchrun the ranks agree on a stop at those same log steps (one
+all-reduce carries the losses and the stop flag), so no rank waits alone in an all-reduce.
+The metrics buffer is the only thing shared with other threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoTokenizer
+
+from bertdemo.models.device import resolve_device
+from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.pretrain import runs
+from bertdemo.pretrain.config import TrainConfig, param_count_of_model
+from bertdemo.pretrain.data import Blocks, prepare_blocks
+from bertdemo.pretrain.masking import IGNORE_INDEX
+from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
+from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
+                                     load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings)
+from bertdemo.settings import DiskRules
+
+
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+@dataclass
+class RunControl:
+    """Events the loop checks between steps (and evaluation between batches)."""
+
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    pause_event: threading.Event = field(default_factory=threading.Event)  # set while paused
+    probe_event: threading.Event = field(default_factory=threading.Event)  # set: run the probe at the next step
+    paused_at: list[int] = field(default_factory=list)  # the step of each pause, when the loop reached it
+
+
+@dataclass
+class TrainerState:
+    """What a trainer continues from when it is handed the run in memory (a GPU burst)."""
+
+    model_config: dict  # config.json of the model: its architecture
+    model_state: dict  # parameter name -> tensor (CPU)
+    optimizer_state: dict  # AdamW's state_dict()
+    state: dict  # trainer_state.json's content: step, run identity, metric history
+
+
+def _barrier(dist: DistInfo) -> None:
+    if dist.world_size > 1:
+        torch.distributed.barrier()
+
+
+def training_device(cfg: TrainConfig, dist: DistInfo) -> torch.device:
+    """The run's device (ValueError when the one asked for is missing); under torchrun each rank its own GPU."""
+    device = resolve_device(cfg.system.device)
+    if device.type == "cuda" and dist.world_size > 1:
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+class Trainer:
+    """One run's model, optimizer, data and counters; each method is one part of the loop."""
+
+    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path | None, dist: DistInfo,
+                 run_info: dict, device: torch.device, control: RunControl, initial: TrainerState | None = None,
+                 disk: DiskRules | None = None) -> None:
+        """``initial``: start from these weights, optimizer state and trainer state (a GPU burst) instead
+        of ``cfg``'s checkpoint or a new model; ``disk``: checkpoints kept and the disk budget."""
+        self.cfg, self.metrics, self.dist = cfg, metrics, dist
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)  # None: save() refuses
+        self.run_info, self.device, self.control, self.disk = run_info, device, control, disk
+        metrics.update(status=Status.PREPARING, device=str(device), message="Loading the tokenizer…")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+        phase_blocks = self._setup_data()
+        state = self._setup_model(initial)
+        self._setup_optimizer(initial)
+        self._move_data(phase_blocks)
+        self.make_batch = BatchMaker(cfg, self.tokenizer, device)
+        self.bf16 = use_bf16(device, cfg.system.precision)
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(cfg.system.seed + 7919 * dist.rank + self.start_step)
+        self.step = self.start_step
+        self.saved_step = self.start_step if state is not None else -1
+        self.seq_len = self.phase_length(self.step)
+        self.train_blocks, self.heldout = self.data[self.seq_len]
+        self.epoch = 0
+        self.perm, self.cursor = torch.randperm(len(self.train_blocks), generator=self.generator, device=device), 0
+        done = metrics.get("tokens")
+        self.tokens_seen = done[-1] if done else self.start_step * cfg.optim.batch_size * self.seq_len * dist.world_size
+        self.loss_sum = torch.zeros((), device=device)  # masked-LM loss summed since the last log
+        self.nsp_loss_sum = torch.zeros((), device=device)  # NSP loss summed since the last log
+        self.steps_since_log = 0
+        self.elapsed = float(run_info.get("elapsed_s", 0.0))
+        self.t_last = time.perf_counter()
+        self.rate_window_s, self.rate_window_steps = 0.0, 0
+
+    def _setup_data(self) -> dict[int, Blocks]:
+        """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""
+        self.phases = self.cfg.seq_len_phases()  # (first step, block length); one unless a schedule is set
+        phase_blocks = {length: self._blocks(length) for length in sorted({n for _, n in self.phases})}
+        self.corpus_label = next(iter(phase_blocks.values())).corpus_label
+        return phase_blocks
+
+    def _setup_model(self, initial: TrainerState | None) -> dict | None:
+        """The model: continued (weights in hand, or the checkpoint to resume) or new and seeded; returns
+        the trainer state it continues from (None for a new run)."""
+        cfg, metrics = self.cfg, self.metrics
+        self.start_step = 0
+        state = None
+        if initial is not None or cfg.system.resume_from:
+            state = initial.state if initial is not None else runs.read_state(cfg.system.resume_from)
+            self.start_step = int(state.get("step", 0))
+            restore_history(metrics, state.get("history", {}))
+            if initial is not None:  # weights in hand: a model of the run's architecture, then its state dict
+                self.model = model_from_config(initial.model_config, cfg.objective.nsp)
+                load_weights(self.model, initial.model_state)
+            else:
+                self.model = load_checkpoint_model(cfg.system.resume_from, cfg.objective.nsp)
+            apply_freeze(self.model, cfg.model.train_layers, cfg.model.freeze_embeddings)
+            if not cfg.model.position_embeddings:
+                remove_position_embeddings(self.model)
+        else:
+            with torch.random.fork_rng(devices=[]):  # seeded init without touching the process's RNG
+                torch.manual_seed(cfg.system.seed)
+                self.model = build_model(cfg, self.tokenizer)
+        self.run_info.setdefault("started_at", (state or {}).get("started_at",
+                                                                 datetime.now().isoformat(timespec="seconds")))
+        self.n_params = param_count_of_model(self.model)
+        metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
+        self.objective = PretrainObjective(self.model).to(self.device).train()
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        return state
+
+    def _setup_optimizer(self, initial: TrainerState | None) -> None:
+        """AdamW (its state continued when resuming), and the forward under DDP / torch.compile."""
+        cfg, device = self.cfg, self.device
+        self.optimizer = make_optimizer(self.model, cfg, device)
+        if initial is not None:
+            self.optimizer.load_state_dict(initial.optimizer_state)
+        elif cfg.system.resume_from:
+            runs.load_optimizer_state(cfg.system.resume_from, self.optimizer)
+        self.forward = self.objective
+        if self.dist.world_size > 1:
+            ids = [device.index] if device.type == "cuda" else None
+            self.forward = torch.nn.parallel.DistributedDataParallel(self.objective, device_ids=ids)
+        if cfg.system.compile and device.type == "cuda":
+            self.forward = torch.compile(self.forward)
+
+    def _move_data(self, phase_blocks: dict[int, Blocks]) -> None:
+        """This process's share of the blocks onto the device; ValueError when a batch cannot be filled."""
+        dist = self.dist
+        self.data = {length: (torch.from_numpy(b.train[dist.rank :: dist.world_size].astype(np.int64)).to(self.device),
+                              torch.from_numpy(b.heldout.astype(np.int64)).to(self.device))  # (N, T), (N_eval, T)
+                     for length, b in phase_blocks.items()}
+        for length, (train, _) in self.data.items():
+            if len(train) < self.cfg.optim.batch_size:
+                raise ValueError(f"The corpus has only {len(train)} training blocks of {length} tokens per "
+                                 "process; lower the batch size below that or use more text.")
+
+    @classmethod
+    def from_state(cls, cfg: TrainConfig, model_config: dict, model_state: dict[str, torch.Tensor],
+                   optimizer_state: dict, state: dict, metrics: MetricsBuffer, device: torch.device,
+                   checkpoint_dir: Path | None = None) -> Trainer:
+        """A trainer that continues from weights and optimizer state in memory (a GPU burst's input):
+        no checkpoint is read. ``model_config``: the model's config.json content; ``state``: the trainer
+        state (step, run identity, history); ``checkpoint_dir``: where :meth:`save` writes (None: nowhere)."""
+        return cls(cfg, metrics, checkpoint_dir, DistInfo(), dict(state), device, RunControl(),
+                   initial=TrainerState(model_config, model_state, optimizer_state, state))
+
+    def phase_length(self, step: int) -> int:
+        """The block length the schedule uses at `step`."""
+        return [length for first, length in self.phases if first <= step][-1]
+
+    def _blocks(self, seq_len: int) -> Blocks:
+        """Packed blocks of the corpus; rank 0 tokenizes and caches first, the others then read the cache."""
+        def progress(fraction: float, message: str) -> None:
+            self.metrics.update(prepare_fraction=fraction, message=message)
+
+        if not self.dist.is_main:
+            _barrier(self.dist)
+        blocks = prepare_blocks(self.cfg.data.corpus, self.tokenizer, seq_len, self.cfg.data.cache_dir,
+                                self.cfg.data.max_corpus_tokens, self.cfg.data.heldout_fraction, progress)
+        if self.dist.is_main:
+            _barrier(self.dist)
+        return blocks
+
+    # one step ---------------------------------------------------------------------------
+    def train_step(self) -> None:
+        """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
+        cfg = self.cfg
+        length = self.phase_length(self.step)
+        if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
+            previous, self.seq_len = self.seq_len, length
+            self.train_blocks, self.heldout = self.data[length]
+            self.cursor = len(self.train_blocks)
+            self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
+                                        f"embeddings {previous}-{length - 1} train only from now on.")
+        if self.cursor + cfg.optim.batch_size > len(self.train_blocks):
+            self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
+            self.cursor = 0
+            self.epoch += 1
+        ids = self.perm[self.cursor : self.cursor + cfg.optim.batch_size]  # (B,) block indices
+        batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
+        self.cursor += cfg.optim.batch_size
+        self.tokens_seen += cfg.optim.batch_size * length * self.dist.world_size
+        self.lr = lr_at(self.step, cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        with autocast(self.device, self.bf16):
+            out = self.forward(**batch)
+        out["loss"].backward()
+        if cfg.optim.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, cfg.optim.grad_clip, foreach=True)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.loss_sum += out["mlm_loss"].detach()
+        if "nsp_loss" in out:
+            self.nsp_loss_sum += out["nsp_loss"].detach()
+        self.steps_since_log += 1
+        self.step += 1
+
+    # logging ----------------------------------------------------------------------------
+    def log(self, stop_requested: bool) -> bool:
+        """Record the mean losses since the last log (the one host sync per interval) and the speed.
+
+        Returns whether any rank asked to stop: under torchrun the ranks agree here, together."""
+        values = torch.stack([self.loss_sum, self.nsp_loss_sum]) / self.steps_since_log
+        values = torch.cat([values, torch.tensor([float(stop_requested)], device=self.device)])
+        if self.dist.world_size > 1:
+            torch.distributed.all_reduce(values)
+            values[:2] /= self.dist.world_size
+        mlm_loss, nsp_loss, stops = values.tolist()
+        check_finite_loss(mlm_loss + nsp_loss, self.step)  # before any save: a NaN model is never written
+        now = time.perf_counter()
+        self.rate_window_s += now - self.t_last
+        self.rate_window_steps += self.steps_since_log
+        self.elapsed += now - self.t_last
+        self.t_last = now
+        rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
+        tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
+        self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
+                               self.tokens_seen, self.elapsed)
+        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.optim.steps - self.step) / max(rate, 1e-9),
+                            elapsed_s=self.elapsed)
+        self.loss_sum.zero_(), self.nsp_loss_sum.zero_()
+        self.steps_since_log = 0
+        if self.rate_window_s > 5.0:  # the rate is over the last few seconds
+            self.rate_window_s, self.rate_window_steps = 0.0, 0
+        return stops > 0
+
+    # evaluation and checkpoints ----------------------------------------------------------
+    def evaluate(self, final: bool = False) -> None:
+        """Held-out loss/accuracy and the probe's guesses at this step (rank 0 only). A Stop cuts an
+        evaluation short, except the final one that a stopped run makes before its last checkpoint."""
+        if not self.dist.is_main:
+            return
+        should_stop = (lambda: False) if final else self.control.stop_event.is_set
+        result = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
+                                  should_stop=should_stop)
+        if result is not None:
+            self.metrics.log_eval(self.step, result["loss"], result["acc"], result.get("nsp_loss"),
+                                  result.get("nsp_acc"), self.tokens_seen, self.elapsed)
+        self.probe()
+
+    def probe(self) -> None:
+        """The probe sentence's top-5 at each [MASK], now (rank 0 only)."""
+        if not self.dist.is_main:
+            return
+        self.control.probe_event.clear()
+        text = self.metrics.get("probe_text") or self.cfg.monitor.probe_text
+        try:
+            self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device), text)
+        except ValueError:
+            pass  # the probe text was validated on input; never fail a run over it
+
+    def save(self) -> None:
+        """Write the checkpoint of this step atomically (rank 0 only, once per step)."""
+        if not self.dist.is_main or self.step == self.saved_step:
+            return
+        if self.checkpoint_dir is None:
+            raise ValueError("This trainer was given no checkpoint folder to save into.")
+        if self.steps_since_log:  # losses not yet logged: check them (one host sync) before writing
+            check_finite_loss((self.loss_sum + self.nsp_loss_sum).item(), self.step)
+        self.run_info["elapsed_s"] = self.elapsed
+        snap = self.metrics.snapshot()
+        state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
+                 "nsp": self.cfg.objective.nsp, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
+                 "history": history_dict(snap)}
+        path = runs.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
+                                     metrics_csv(snap), self.optimizer, disk=self.disk)
+        self.metrics.add_checkpoint(str(path))
+        self.saved_step = self.step
+
+    def evaluate_and_save_if_due(self) -> None:
+        """At eval / checkpoint intervals (and the last step); that time is not counted as training."""
+        cfg, step = self.cfg, self.step
+        eval_due = step % cfg.monitor.eval_every == 0 or step == cfg.optim.steps
+        save_due = bool(cfg.monitor.checkpoint_every) and step % cfg.monitor.checkpoint_every == 0 and step < cfg.optim.steps
+        if eval_due:
+            self.evaluate()
+        if save_due:
+            self.save()
+        if eval_due or save_due:
+            self.t_last = time.perf_counter()
+
+    def wait_while_paused(self) -> None:
+        """Block while the pause event is set (the stop event ends the wait)."""
+        self.elapsed += time.perf_counter() - self.t_last
+        self.metrics.update(status=Status.PAUSED, message="Paused.")
+        self.control.paused_at.append(self.step)  # the step it holds at (the tests read it)
+        while self.control.pause_event.is_set() and not self.control.stop_event.is_set():
+            self.control.stop_event.wait(0.05)
+        if not self.control.stop_event.is_set():
+            self.metrics.update(status=Status.RUNNING, message="Training.")
+        self.t_last = time.perf_counter()
+
+
+def check_finite_loss(loss: float, step: int) -> None:
+    """ValueError (the run fails, its last good checkpoint kept) when the loss is NaN or infinite."""
+    if not np.isfinite(loss):
+        what = "NaN" if np.isnan(loss) else "infinite"
+        raise ValueError(f"The loss became {what} at step {step}: lower the learning rate "
+                         "(the last good checkpoint is kept).")
+
+
+def run_training(
+    cfg: TrainConfig,
+    *,
+    metrics: MetricsBuffer,
+    checkpoint_dir: Path,
+    control: RunControl | None = None,
+    dist: DistInfo | None = None,
+    run_info: dict | None = None,
+    on_step: Callable[[int], None] | None = None,
+    raise_on_failure: bool = False,
+    disk: DiskRules | None = None,
+) -> str:
+    """Train per `cfg`, writing metrics and checkpoints; returns the final status (finished/stopped/failed).
+
+    Every failure — a device that is missing, a corpus that cannot be read, a fault mid-run —
+    ends the run with status "failed" and the reason in the metrics; earlier checkpoints stay.
+    ``raise_on_failure`` (the CLI): the failure is then also raised, after it is recorded.
+    ``disk``: how many checkpoints the run keeps, and the server's disk budget.
+    """
+    control = control or RunControl()
+    dist = dist or DistInfo()
+    where = {"device": str(cfg.system.device)}
+    try:
+        return _train(cfg, metrics, Path(checkpoint_dir), control, dist, dict(run_info or {}), on_step, disk, where)
+    except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
+        failure = err
+        metrics.update(status=Status.FAILED, message=failure_message(err, cfg, where["device"]))
+        if not isinstance(err, ValueError) and not is_out_of_memory(err):
+            traceback.print_exc()
+        traceback.clear_frames(err.__traceback__)  # the failed step's frames let go of the model and batch
+    if is_out_of_memory(failure):  # out of the except block: nothing holds the run's tensors any more
+        release_device_memory()  # hand the cached memory back for the other tabs
+    if raise_on_failure:
+        raise failure
+    return Status.FAILED
+
+
+def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, control: RunControl, dist: DistInfo,
+           run_info: dict, on_step: Callable[[int], None] | None, disk: DiskRules | None, where: dict) -> str:
+    """The loop of :func:`run_training` (which turns its exceptions into a failed run)."""
+    cfg.validate()
+    device = training_device(cfg, dist)
+    where["device"] = str(device)
+    if device.type == "cpu":
+        keep_freed_memory()  # the same large tensors every step: reuse them, no page faults
+    with thread_count(cfg.system.num_threads, dist.world_size, device):
+        trainer = Trainer(cfg, metrics, checkpoint_dir, dist, run_info, device, control, disk=disk)
+        metrics.update(status=Status.RUNNING, message=f"Training on {trainer.corpus_label} "
+                       f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
+        if trainer.start_step == 0:
+            trainer.evaluate()
+        single = dist.world_size == 1
+        while trainer.step < cfg.optim.steps:
+            if single and control.stop_event.is_set():
+                break
+            if single and control.pause_event.is_set():
+                trainer.wait_while_paused()
+                continue
+            trainer.train_step()
+            if trainer.step % cfg.monitor.log_every == 0 or trainer.step == cfg.optim.steps:
+                if trainer.log(control.stop_event.is_set()) and not single:
+                    break  # every rank leaves at this same step
+            metrics.update(step=trainer.step)
+            trainer.evaluate_and_save_if_due()
+            if control.probe_event.is_set():
+                trainer.probe()
+            if on_step is not None:
+                on_step(trainer.step)
+        stopped = trainer.step < cfg.optim.steps
+        trainer.elapsed += time.perf_counter() - trainer.t_last
+        if stopped and trainer.step > trainer.start_step and trainer.step not in metrics.get("eval_steps"):
+            metrics.update(status=Status.STOPPING, message="Final evaluation…")
+            trainer.evaluate(final=True)
+        metrics.update(status=Status.STOPPING if stopped else Status.RUNNING, elapsed_s=trainer.elapsed, eta_s=0.0,
+                       message="Saving the final checkpoint…")
+        trainer.save()
+        final = Status.STOPPED if stopped else Status.FINISHED
+        metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.optim.steps}.")
+        return final
+
+
+# --- hardware: threads, bf16, the allocator -------------------------------------------------------
+# What the machine gives a run: CPU threads (leaving the UI a core), bf16 autocast where it pays,
+# and an allocator that keeps freed memory for the next step.
+
+def cpu_threads(requested: int = 0, world_size: int = 1) -> int:
+    """CPU threads for training: `requested`, or the cores shared by the processes minus one for the UI."""
+    if requested > 0:
+        return requested
+    cores = os.cpu_count() or 1
+    return max(1, cores // max(1, world_size) - (1 if world_size == 1 else 0))
+
+
+def cpu_has_native_bf16() -> bool:
+    """AVX512-BF16 or AMX: bf16 matmuls run about twice as fast as fp32 on this CPU."""
+    cpu = getattr(torch, "cpu", None)
+    try:
+        return bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+    except AttributeError:
+        return False
+
+
+def use_bf16(device: torch.device, precision: str = "auto") -> bool:
+    """Whether to train under bf16 autocast (weights, optimizer and loss stay fp32)."""
+    if precision == "fp32" or device.type not in ("cuda", "cpu"):
+        return False
+    if precision == "bf16":
+        return True
+    return device.type == "cuda" or cpu_has_native_bf16()
+
+
+def autocast(device: torch.device, enabled: bool = True):
+    """bf16 autocast on CUDA / CPU when enabled; full precision otherwise."""
+    if enabled and device.type in ("cuda", "cpu"):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt() parameters (malloc.h)
+RETAIN_BYTES = 1 << 30  # allocations below 1 GiB come from (and go back to) the reusable heap
+
+
+def keep_freed_memory() -> bool:
+    """Make glibc's malloc keep freed memory for reuse: a training step on the CPU allocates and frees
+    the same large tensors (activations, gradients, optimizer temporaries) every step, and by default
+    every block above 32 MB is a fresh ``mmap`` that the kernel zero-fills page by page, and the heap's
+    free top is handed back to the kernel, so every step pays page faults again (a third of a bert-tiny
+    step on a 2-core VM). Process-wide and idempotent; memory stays reserved up to the peak in use.
+    Returns whether the allocator accepted it (False off glibc, e.g. on macOS or musl)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_TRIM_THRESHOLD, RETAIN_BYTES) and mallopt(_M_MMAP_THRESHOLD, RETAIN_BYTES))
+
+
+@contextlib.contextmanager
+def thread_count(requested: int, world_size: int, device: torch.device) -> Iterator[int]:
+    """Run the body with :func:`cpu_threads` intra-op threads in *this* thread only (CPU runs).
+
+    torch keeps one count per thread, but a thread takes its first count from a process-wide
+    default that ``torch.set_num_threads`` also overwrites: set naively, a run's single thread
+    would become the count of every thread created later (the web server's workers among them).
+    So the calling thread takes its own count, and a short helper thread puts the process-wide
+    default back at once; the calling thread's count is restored on exit.
+    """
+    if device.type != "cpu":
+        yield torch.get_num_threads()
+        return
+    previous = torch.get_num_threads()  # also fixes this thread's own count before we change it
+    count = cpu_threads(requested, world_size)
+    torch.set_num_threads(count)
+    _set_process_default(previous)
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _set_process_default(count: int) -> None:
+    """Set the thread count new threads start with, leaving the caller's own count alone."""
+    helper = threading.Thread(target=torch.set_num_threads, args=(count,), name="torch-threads-default")
+    helper.start()
+    helper.join()
+
+
+# --- the training thread's priority ---------------------------------------------------------------
+# On Linux every thread has its own nice value, so the thread that trains can run at nice +10 while
+# the web server's threads (Fill-Mask, Attention, the run's status poll) stay at 0: when both want a
+# core, the scheduler gives the page about ten times the share of the training thread; when the
+# page is idle, training still gets every free cycle. Threads the training thread starts later (its
+# OpenMP workers) inherit the lower priority. Elsewhere this does nothing.
+
+BACKGROUND_NICE = 10  # added to the thread's nice value (capped at 19, the lowest priority)
+
+
+def lower_this_thread(step: int = BACKGROUND_NICE) -> bool:
+    """Raise the calling thread's nice value by ``step`` (Linux only); True when it was changed."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "setpriority"):
+        return False
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + step))
+    except OSError:
+        return False
+    return True
+
+
+# --- optimizer and schedule -----------------------------------------------------------------------
+# The optimizer and its schedule: AdamW with weight decay on matrices only, linear warmup then
+# linear decay to zero.
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW, weight decay on matrices only (not biases / LayerNorm); the fused kernel (one pass over
+    each parameter) on CUDA and CPU, where the multi-tensor form would run op by op."""
+    params = {id(p): p for p in model.parameters() if p.requires_grad}.values()  # tied weights once
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    extra = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
+    return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, 0.999), eps=1e-8, **extra)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps."""
+    if step < cfg.optim.warmup_steps:
+        return cfg.optim.lr * (step + 1) / cfg.optim.warmup_steps
+    remaining = max(1, cfg.optim.steps - cfg.optim.warmup_steps)
+    return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
+
+
+# --- faults ---------------------------------------------------------------------------------------
+# What a failed run tells the learner: a library's exception turned into what to change.
+# Out-of-memory is the fault a learner can cause from the form (a batch or a block length too
+# large for the device); it gets a message naming the settings to lower, and the device's cache
+# is emptied so the server keeps serving the other tabs.
+
+_OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocator failure (CUDA, MPS or CPU)."""
+    if isinstance(err, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(err, RuntimeError) and any(m in str(err).lower() for m in _OOM_MARKERS)
+
+
+def release_device_memory() -> None:
+    """Give cached device memory back after a failed run, so inference keeps working."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def failure_message(err: BaseException, cfg: TrainConfig, device: str = "cpu") -> str:
+    """The run's failure as the page shows it: what happened and, for out-of-memory, what to lower."""
+    if isinstance(err, ValueError):
+        return str(err)
+    if is_out_of_memory(err):
+        batch, seq_len = cfg.optim.batch_size, cfg.data.seq_len
+        smaller = max(1, batch // 2)
+        where = "GPU" if device.startswith("cuda") else device.upper()
+        return (f"Out of {where} memory at batch size {batch} × block length {seq_len} on {cfg.model.preset}. "
+                f"Lower the batch size (e.g. to {smaller}), the block length or the model size, and start again; "
+                "the last checkpoint is kept.")
+    return f"{type(err).__name__}: {err}"
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+# What a run reports about its model: held-out masked-LM loss / accuracy (+ NSP) and the probe's
+# top-k guesses at each [MASK].
+
+@torch.inference_mode()
+def evaluate_heldout(objective: PretrainObjective, heldout: torch.Tensor, make_batch: BatchMaker, cfg: TrainConfig,
+                     device: torch.device, bf16: bool = False,
+                     should_stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
+    """Held-out MLM loss / accuracy (+ NSP) with the same masks at every evaluation (fixed seed).
+
+    ``should_stop`` is asked between batches: when it answers True the evaluation ends at once
+    and returns None (a Stop never waits for a long evaluation)."""
+    model = objective.model
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device=device)
+    generator.manual_seed(cfg.system.seed + 999_983)
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device)
+    count = torch.zeros((), device=device)
+    nsp_loss_sum, nsp_correct, nsp_count = torch.zeros((), device=device), torch.zeros((), device=device), 0
+    try:
+        for i in range(cfg.monitor.eval_batches):
+            if should_stop():
+                return None
+            start = (i * cfg.optim.batch_size) % len(heldout)
+            start = 0 if len(heldout) - start < 2 else start  # NSP pairs need two rows
+            blocks = heldout[start : start + cfg.optim.batch_size]
+            batch = make_batch(blocks, generator)
+            with autocast(device, bf16):
+                out = objective(**batch)
+            y = out["mlm_labels"]
+            valid = y != IGNORE_INDEX
+            loss_sum += F.cross_entropy(out["mlm_logits"], y, ignore_index=IGNORE_INDEX, reduction="sum")
+            correct += ((out["mlm_logits"].argmax(-1) == y) & valid).sum()
+            count += valid.sum()
+            if "nsp_logits" in out:
+                target = batch["next_sentence_label"]  # (B,)
+                nsp_loss_sum += out["nsp_loss"] * len(target)
+                nsp_correct += (out["nsp_logits"].argmax(-1) == target).sum()
+                nsp_count += len(target)
+    finally:
+        model.train(was_training)
+    n = max(1.0, count.item())
+    result = {"loss": loss_sum.item() / n, "acc": correct.item() / n}
+    if nsp_count:
+        result.update(nsp_loss=nsp_loss_sum.item() / nsp_count, nsp_acc=nsp_correct.item() / nsp_count)
+    return result
+
+
+@torch.inference_mode()
+def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.device, top_k: int = 5
+                  ) -> list[list[tuple[str, float]]]:
+    """Top-k (token, probability) at each [MASK] of `text`, in eval mode (restored afterwards)."""
+    enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings)
+    input_ids = enc["input_ids"].to(device)  # (1, T)
+    positions = (input_ids[0] == tokenizer.mask_token_id).nonzero().flatten()  # (M,)
+    if len(positions) == 0:
+        raise ValueError("The probe sentence must contain at least one [MASK].")
+    was_training = model.training
+    model.eval()
+    try:
+        hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
+        probs = model.cls.predictions(hidden[0, positions]).float().softmax(-1)  # (M, V)
+        top = probs.topk(top_k, dim=-1)
+    finally:
+        model.train(was_training)
+    return [
+        [(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 5)) for p, i in zip(vals, idx)]
+        for vals, idx in zip(top.values.cpu(), top.indices.cpu())
+    ]

@@ -1,0 +1,97 @@
+"""The run service's start: the checks before a run starts, uploads adopted and released, resuming by
+run name, and who may resume — called directly, as the Pretrain tab and its API call it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bertdemo.pretrain.budget import SpeedBook
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.service import RunService
+from bertdemo.settings import ServerSettings
+from tests.helpers import tiny_run_config, wiki_corpus_file
+
+SMALL = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+             seq_len=32, batch_size=8, steps=6, log_every=2, eval_every=100, eval_batches=1, checkpoint_every=0)
+
+
+def _service(tmp_path: Path, public: bool = False) -> RunService:
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", public=public, admin_token="admin-secret",
+                                    cache_dir=tmp_path / "cache")
+    return RunService(settings, speeds=SpeedBook(lambda device: 1e15))  # a fast machine: no calibration here
+
+
+def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tmp_path):
+    upload_root = tmp_path / "gradio"
+    served = Path(wiki_corpus_file(upload_root / "abc123"))
+    service = _service(tmp_path, public=True)
+    run = service.start({**SMALL, "corpus": "upload", "upload": str(served)}, "secret-a", upload_root=str(upload_root))
+    adopted = Path(run.cfg.data.corpus)
+    assert not served.exists(), "the web server's copy (fetchable by URL) is gone"
+    assert adopted.is_file() and adopted.parent.parent.name == ".uploads"
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    assert Path(run.cfg.data.cache_dir) == tmp_path / "cache"  # the server's block cache
+
+    name = service.status()["last_checkpoint"]
+    assert name == f"run:{run.run_id}/checkpoint" and str(tmp_path) not in str(service.status())
+    with pytest.raises(ValueError, match="Only the browser that started this run"):
+        service.start({"resume_from": name, "steps": 8}, "someone-else")
+    resumed = service.start({"resume_from": name, "steps": 8}, "secret-a")
+    assert resumed.run_id == run.run_id and resumed.join(60) and resumed.snapshot().step == 8
+    assert adopted.is_file()  # its checkpoint refers to it (it may be resumed again)
+    service.delete(run.run_id, "secret-a")
+    assert not adopted.exists() and service.list_runs() == []  # released with the last run that used it
+
+
+def test_a_start_while_a_run_is_under_way_is_refused_before_anything_else(tmp_path):
+    service = _service(tmp_path)
+    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
+    try:
+        with pytest.raises(ValueError, match="already"):
+            service.start({"no_such_setting": 1})  # refused before the request is even read
+    finally:
+        run.stop()
+        assert run.join(60)
+    with pytest.raises(ValueError, match="Unknown settings: no_such_setting"):
+        service.start({"no_such_setting": 1})
+
+
+def test_a_public_start_keeps_to_the_caps_and_the_servers_own_files(tmp_path):
+    service = _service(tmp_path, public=True)
+    corpus = wiki_corpus_file(tmp_path)
+    with pytest.raises(ValueError, match="On this public server the corpus is"):
+        service.start({**SMALL, "corpus": corpus}, "secret-a")
+    with pytest.raises(ValueError, match="Upload your file on the page"):
+        service.start({**SMALL, "corpus": "upload", "upload": corpus}, "secret-a")  # an API caller's path
+    with pytest.raises(ValueError, match="cannot be set on this public server"):
+        service.start({**SMALL, "device": "cpu"}, "secret-a")
+    with pytest.raises(ValueError, match="steps is more than this public server allows"):
+        service.start({**SMALL, "steps": 1_000_000}, "secret-a")
+    with pytest.raises(ValueError, match="this public server trains models up to"):
+        service.start(TrainConfig.from_flat(preset="bert-small"), "secret-a")  # a config made by code: capped too
+    slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))  # a slow machine
+    with pytest.raises(ValueError, match="this public server stops runs after 20 minutes"):
+        slow.start({**SMALL, "steps": 5000}, "secret-a")
+    assert not (tmp_path / "runs").exists() or [p.name for p in (tmp_path / "runs").iterdir()] == []
+
+
+def test_the_time_estimate_names_the_public_limit(tmp_path):
+    service = _service(tmp_path, public=True)
+    assert service.time_estimate(SMALL).startswith("Estimated time on this machine: **about 1 s**")
+    slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))
+    assert slow.time_estimate({**SMALL, "steps": 5000}).endswith("minute limit: lower Steps.")
+    assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
+
+
+def test_the_modules_the_page_needs_before_torch_do_not_load_it():
+    import subprocess
+    import sys
+
+    code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.runs, bertdemo.pretrain.budget, "
+            "bertdemo.pretrain.config, bertdemo.pretrain.metrics, bertdemo.pretrain.form, bertdemo.settings; "
+            "print(sorted(m for m in ('torch', 'transformers', 'bertdemo.pretrain.trainer') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
