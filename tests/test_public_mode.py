@@ -185,7 +185,7 @@ def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file
     try:
         wait_until(lambda: run.snapshot().step >= 1 or not run.active, message=lambda: run.snapshot().message)
         for action in RunAction:
-            for stranger in ("someone-else", ""):
+            for stranger in ("someone-else", "", "sécret-ä", "\udcff"):  # a non-ASCII token is just not theirs
                 with pytest.raises(ValueError, match=NOT_YOURS):
                     service.control(action, stranger)
         with pytest.raises(ValueError, match=NOT_YOURS):

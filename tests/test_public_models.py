@@ -12,7 +12,7 @@ from bertdemo.models import availability, load_errors, store
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import REFUSED, AccessPolicy
-from bertdemo.pretrain import checkpoint as ckpt
+from bertdemo.pretrain import runs as ckpt
 from bertdemo.viz.model_info import model_summary
 from tests.helpers import tiny_bert_config
 

@@ -1,7 +1,7 @@
 """Next-sentence prediction: pairs built as pretraining builds them, and P(IsNext) from an NSP head.
 
 `build_pairs` packs text into blocks exactly like the pretraining corpus (documents joined by
-[SEP], cut into ``[CLS] body [SEP]`` blocks by `pretrain.blocks.pack_stream`) and turns them
+[SEP], cut into ``[CLS] body [SEP]`` blocks by `pretrain.data.pack_stream`) and turns them
 into ``[CLS] A [SEP] B [SEP]`` pairs with the engine's own `pretrain.masking.make_nsp_pairs`:
 B is the real continuation of A (IsNext, label 0) or a span of another block (NotNext, 1).
 

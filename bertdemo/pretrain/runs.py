@@ -312,7 +312,7 @@ OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the t
 
 
 def _digest(token: str) -> str:
-    return hashlib.sha256(str(token).encode("utf-8")).hexdigest()
+    return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def record_owner(folder: str | Path, token: str) -> None:

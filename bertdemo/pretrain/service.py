@@ -162,7 +162,10 @@ class TrainingRun:
 
     def may_control(self, token: str, admin: bool = False) -> bool:
         """Whether the holder of ``token`` may pause, resume or stop this run (admin: stop only, checked by the caller)."""
-        return admin or not self.owner_token or secrets.compare_digest(str(token or ""), self.owner_token)
+        if admin or not self.owner_token:
+            return True
+        given = str(token or "").encode("utf-8", "surrogatepass")  # bytes: a non-ASCII token is simply not it
+        return secrets.compare_digest(given, self.owner_token.encode("utf-8", "surrogatepass"))
 
     # what the UI calls -----------------------------------------------------------------
     def snapshot(self) -> RunSnapshot:
