@@ -34,7 +34,7 @@ MAX_CHARS: dict[str, int] = {
     "text": TEXT_CHARS, "text_pair": TEXT_CHARS, "sentence_a": TEXT_CHARS, "sentence_b": TEXT_CHARS,
     "targets": WORD_LIST_CHARS, "words": WORD_LIST_CHARS, "answers": WORD_LIST_CHARS, "heads": WORD_LIST_CHARS,
     "model": MAX_NAME_CHARS, "second_model": MAX_NAME_CHARS, "left": MAX_NAME_CHARS, "right": MAX_NAME_CHARS,
-    "token": 100, "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
+    "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
     "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
