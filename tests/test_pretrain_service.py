@@ -95,3 +95,20 @@ def test_the_modules_the_page_needs_before_torch_do_not_load_it():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
+
+
+def test_the_probe_is_bounded_in_length_masks_and_history():
+    from bertdemo.explore.input_limits import MAX_PROBE_CHARS, PROBE_WINDOW
+    from bertdemo.pretrain.config import validate_probe_text
+    from bertdemo.pretrain.metrics import MetricsBuffer
+
+    assert validate_probe_text(" He was born [MASK] London. ") == "He was born [MASK] London."
+    with pytest.raises(ValueError, match=f"characters; use at most {MAX_PROBE_CHARS}"):
+        validate_probe_text("The [MASK] " + "word " * 1_000_000)
+    with pytest.raises(ValueError, match=r"has 5 \[MASK\]s; use at most 4"):
+        validate_probe_text("[MASK] " * 5)
+    buffer = MetricsBuffer()
+    for step in range(PROBE_WINDOW + 30):
+        buffer.log_probe(step, [[("paris", 0.5)]], "The capital of France is [MASK].")
+    kept = buffer.snapshot().probe
+    assert len(kept) == PROBE_WINDOW and kept[0][0] == 30 and kept[-1][0] == PROBE_WINDOW + 29  # the latest

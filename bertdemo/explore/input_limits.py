@@ -35,3 +35,5 @@ NSP_MAX_CHARS = 20_000  # text the pairs are built from
 # Every endpoint (ui.request_limits checks these before any handler runs)
 MAX_TEXT_CHARS = 200_000  # a text to look at: far beyond the 512 tokens a model reads
 MAX_PROBE_CHARS = 300  # the live run's probe sentence: kept at every evaluation and sent to every page
+MAX_PROBE_MASKS = 4  # its [MASK]s: each adds a top-5 row per evaluation
+PROBE_WINDOW = 50  # evaluations of the probe a run keeps (and every page's poll sends): the latest

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
+
 if TYPE_CHECKING:  # transformers (and torch) load only when a model is built: the page's form needs neither
     from transformers import BertConfig
 
@@ -36,10 +38,15 @@ MAX_SEQ_LEN = 512
 
 
 def validate_probe_text(text: str) -> str:
-    """The probe must hold at least one [MASK]; ValueError otherwise."""
+    """The probe must hold one to MAX_PROBE_MASKS [MASK]s in at most MAX_PROBE_CHARS characters (every
+    evaluation keeps its answers and every open page receives them); ValueError otherwise."""
     text = (text or "").strip()
     if "[MASK]" not in text:
         raise ValueError("The probe sentence must contain at least one [MASK], e.g. 'Paris is the [MASK] of France.'")
+    if len(text) > MAX_PROBE_CHARS:
+        raise ValueError(f"The probe sentence is {len(text):,} characters; use at most {MAX_PROBE_CHARS}.")
+    if text.count("[MASK]") > MAX_PROBE_MASKS:
+        raise ValueError(f"The probe sentence has {text.count('[MASK]')} [MASK]s; use at most {MAX_PROBE_MASKS}.")
     return text
 
 

@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bertdemo.explore.input_limits import PROBE_WINDOW
+
 
 class Status(StrEnum):
     """Where a run is; a StrEnum, so it compares equal to (and serialises as) its plain string."""
@@ -127,8 +129,10 @@ class MetricsBuffer:
                 s.eval_nsp_loss.append(nsp_loss)
 
     def log_probe(self, step: int, predictions: list[Prediction], sentence: str = "") -> None:
+        """Keep this evaluation's probe answers; only the latest PROBE_WINDOW are kept (and sent to pages)."""
         with self._lock:
             self._snap.probe.append((step, predictions, sentence))
+            del self._snap.probe[:-PROBE_WINDOW]
 
     def add_checkpoint(self, path: str) -> None:
         with self._lock:
