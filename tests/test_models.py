@@ -51,7 +51,7 @@ def test_default_falls_back_to_embedded_when_offline(offline):
     store = ModelStore(default="bert-base-uncased", device="cpu", policy=offline)
     loaded = store.get()
     assert loaded.source == "embedded" and "model hub unreachable: using the embedded model" in loaded.note
-    assert store.get("").model is loaded.model  # the same weights, loaded once…
+    assert store.get("") is store.get("") and store.get("").model is loaded.model  # the same view, weights once…
     assert store.cached_names() == [embedded.EMBEDDED_MLM_NAME]  # …and cached under the embedded name only
     assert store.get_tokenizer().convert_tokens_to_ids("love") == 2293
 

@@ -119,6 +119,7 @@ class ModelStore:
         # name -> (folder stamp when loaded, model); one entry per name, the least recently used first
         self._cache: OrderedDict[str, tuple[FolderStamp, LoadedModel]] = OrderedDict()
         self._tokenizers: OrderedDict[tuple, PreTrainedTokenizerBase] = OrderedDict()
+        self._stand_ins: dict[str, LoadedModel] = {}  # name -> the embedded model's view answering for it
         self._lock = threading.Lock()  # guards the two caches and the name locks; never held while loading
         self._name_locks: weakref.WeakValueDictionary[str, _NameLock] = weakref.WeakValueDictionary()
         self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
@@ -144,7 +145,7 @@ class ModelStore:
         model with a note saying so (cached under the embedded name).
         """
         name = (name or "").strip() or self.default
-        hit = self._hit(name)
+        hit = self._hit(name) or self._stand_in_hit(name)
         if hit is not None:
             return hit
         with self._lock:
@@ -160,7 +161,10 @@ class ModelStore:
                 loaded = load_masked_lm(name, self.device, progress, self.policy, self.download,
                                         stand_in_for_missing=name == self.default)
             except StandInNeeded:
-                return self._stand_in(progress)
+                view = self._stand_in(progress)
+                with self._lock:
+                    self._stand_ins[name] = view
+                return view
             with self._lock:
                 self._cache.pop(name, None)
                 self._cache[name] = (stamp, loaded)
@@ -178,6 +182,20 @@ class ModelStore:
             fallback = self.get(embedded.EMBEDDED_ENCODER_NAME, progress)
         view = dataclasses.replace(fallback, note=f"{OFFLINE_NOTE} ({fallback.note})")
         view._derived, view._derived_lock = fallback._derived, fallback._derived_lock  # the same weights
+        return view
+
+    def _stand_in_hit(self, name: str) -> LoadedModel | None:
+        """The stand-in view already made for ``name``, while the hub is still unreachable and the embedded
+        model still cached (the probe's answer is remembered, so this costs no network)."""
+        with self._lock:
+            view = self._stand_ins.get(name)
+            cached = self._cache.get(view.name) if view is not None else None
+        if view is None:
+            return None
+        if cached is None or cached[1].model is not view.model or self.hub.reachable():
+            with self._lock:
+                self._stand_ins.pop(name, None)  # the hub is back (or the model left): load the real one
+            return None
         return view
 
     def _hit(self, name: str) -> LoadedModel | None:
