@@ -50,8 +50,9 @@ def main() -> None:
     times: dict[str, list[float]] = {label: [] for label in args.label}
     for turn in range(args.turns):
         for app_dir, label in zip(args.app_dir, args.label):
-            times[label] += fill_mask_times(app_dir.resolve(), args.calls)
-            print(f"turn {turn + 1}: {label:10s} {spread(times[label])}", flush=True)
+            this_turn = fill_mask_times(app_dir.resolve(), args.calls)
+            times[label] += this_turn
+            print(f"turn {turn + 1}: {label:10s} {spread(this_turn)}", flush=True)
     print(f"\n{'':12s} {'/fill_mask p50 / p95 ms (min–max)':>36s}")
     for label, values in times.items():
         print(f"{label:12s} {spread(values)}")
