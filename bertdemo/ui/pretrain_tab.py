@@ -165,7 +165,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                            elem_id="pt-probe")
                 with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
                     with gr.Row():
-                        run_pick = gr.Dropdown(runs.list_runs(), label="Run", elem_id="pt-run-pick", scale=3)
+                        # a custom value: the API may name a run created after this page was built
+                        run_pick = gr.Dropdown(runs.list_runs(), label="Run", elem_id="pt-run-pick", scale=3,
+                                               allow_custom_value=True)
                         csv_button = gr.DownloadButton("Metrics CSV", elem_id="pt-csv", scale=1)
                         delete = gr.Button("Delete run", variant="stop", scale=1)
                     gr.Markdown("**Order probe** — the run's guesses for a sentence and for a shuffled copy. "
@@ -274,7 +276,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     def run_order_probe(run_id: str, text: str):
         if not run_id:
             raise ValueError("Pick a run first.")
-        result = probe_engine.order_probe(store.get(runs.run_checkpoint(run_id)), text)
+        # by its run: name, the one way a public server loads a run (a folder path is refused there)
+        result = probe_engine.order_probe(store.get(runs.run_reference(runs.run_checkpoint(run_id))), text)
         return run_curves.order_probe_markdown(result, run_id)
 
     view = [compare, smoothing, log_y, x_axis]

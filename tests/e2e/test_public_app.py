@@ -110,6 +110,9 @@ def test_only_the_runs_starter_may_resume_or_delete_it(public_server):
             client.predict({**RUN, "resume_from": f"run:{run_id}/checkpoint"}, token, api_name="/start_run")
     assert (public_server.runs / run_id / "checkpoint" / "config.json").is_file()
     assert "tok-n" not in (public_server.runs / run_id / "owner.sha256").read_text()  # a digest, not the token
+    # a run made after the page was built answers the order probe through the API (loaded by its run: name)
+    probe = client.predict(run_id, "The cat sat on the [MASK] .", api_name="/order_probe")
+    assert run_id in probe and str(public_server.runs) not in probe
     assert client.predict(run_id, "tok-n", api_name="/delete_run") == f"Deleted run {run_id}."
     assert not (public_server.runs / run_id).exists()
 
