@@ -16,5 +16,22 @@ def test_md_table_escapes_every_cell_and_keeps_its_shape():
 
 def test_code_and_counts():
     assert md_code("a`b") == "`a'b`"
-    assert html_code("<x>") == "<code>&lt;x&gt;</code>"
+    assert html_code("<x>") == "<code>&#60;x&#62;</code>"
     assert plural(1, "word") == "1 word" and plural(20002, "token") == "20,002 tokens"
+
+
+def test_user_text_in_a_status_line_is_shown_as_typed_never_as_markup():
+    from dataclasses import replace
+
+    from bertdemo.pretrain.metrics import RunSnapshot
+    from bertdemo.viz.run_curves import status_markdown
+    from bertdemo.viz.text import html_code, literal
+
+    name = "[click me](../../gradio_api/file=secret) ![x](y) *b* `c` <img src=x onerror=alert(1)>.txt"
+    shown = html_code(name)
+    for markup in ("[", "](", "*", "`", "<img", "!["):
+        assert markup not in shown[len("<code>"):-len("</code>")]
+    assert literal("it's <b> & 'c'") == "it&#39;s &#60;b&#62; &#38; &#39;c&#39;"
+    snap = replace(RunSnapshot(), run_id="r1", corpus=name, status="running", message="**bold** [l](x)")
+    line = status_markdown(snap)
+    assert "](" not in line and "<img" not in line and "**bold**" not in line

@@ -8,7 +8,6 @@ size) as a reference line: where every run starts.
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema
-from bertdemo.viz.text import html_code
+from bertdemo.viz.text import html_code, literal
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
@@ -42,10 +41,10 @@ def status_markdown(snap: RunSnapshot | None) -> str:
     """What the run is doing, in one or two lines."""
     if snap is None:
         return "No pretraining run yet on this server. Choose a model size and a corpus, then **Start**."
-    head = (f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · {html.escape(snap.preset)} "
-            f"({snap.param_count:,} parameters) · {html_code(snap.corpus)} · {html.escape(snap.device)}")
+    head = (f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · {literal(snap.preset)} "
+            f"({snap.param_count:,} parameters) · {html_code(snap.corpus)} · {literal(snap.device)}")
     if snap.status == "preparing":
-        return f"{head}  \n{html.escape(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
+        return f"{head}  \n{literal(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
     body = f"step **{snap.step:,} / {snap.total_steps:,}**"
     if snap.train_loss_smooth:
         body += f" · train loss {snap.train_loss_smooth[-1]:.3f}"
@@ -64,7 +63,7 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         body += f" · ETA {_duration(snap.eta_s)}"
     text = f"{head}  \n{body}"
     if snap.message:
-        text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{html.escape(snap.message)}"
+        text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{literal(snap.message)}"
     if snap.last_checkpoint:
         text += "  \nLatest checkpoint saved (offered in the model list of the other tabs)."
     return text

@@ -33,9 +33,19 @@ def md_code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
+_LITERAL = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~<>&\"'"}  # markup to Markdown or to HTML
+
+
+def literal(text: object) -> str:
+    """User-made text for a Markdown component, shown as typed: every character Markdown or HTML reads
+    as markup (links, emphasis, code, images, tags) written as an HTML entity."""
+    return "".join(_LITERAL.get(c, c) for c in str(text))
+
+
 def html_code(text: object) -> str:
-    """User-made text (run ids, file names) as inline code in HTML: shown literally, never as markup."""
-    return f"<code>{html.escape(str(text))}</code>"
+    """User-made text (run ids, file names) as inline code in HTML: shown literally, never as markup
+    (Markdown still reads links and emphasis between HTML tags, so those characters are entities too)."""
+    return f"<code>{literal(text)}</code>"
 
 
 def md_bold(text: str) -> str:
