@@ -92,14 +92,16 @@ class ServerSettings:
     def build(cls, *, runs_dir: str | Path = "runs", public: bool = False, keep_checkpoints: int = 2,
               disk_budget_gb: float | None = None, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
               limits: Limits | None = None, allowed: tuple[str, ...] = (), cache_dir: str | Path | None = None,
-              admin_token: str | None = None, **rest) -> ServerSettings:
+              admin_token: str | None = None, upload_dir: str | Path | None = None, **rest) -> ServerSettings:
         """Settings from plain values (the command line's, or a test's); the disk budget defaults to
-        10 GB in public mode and no cap locally; the admin token defaults to ``$BERTDEMO_ADMIN_TOKEN``."""
+        10 GB in public mode and no cap locally, and counts ``upload_dir`` (the web server's upload folder)
+        too; the admin token defaults to ``$BERTDEMO_ADMIN_TOKEN``."""
         runs = Path(runs_dir)
         cache = Path(cache_dir) if cache_dir is not None else storage.cache_root() / "blocks"
         budget_gb = disk_budget_gb if disk_budget_gb is not None else (DEFAULT_PUBLIC_DISK_GB if public else None)
         disk = DiskRules(keep_checkpoints=int(keep_checkpoints),
-                         budget_bytes=None if budget_gb is None else int(budget_gb * 1e9), roots=(runs, cache))
+                         budget_bytes=None if budget_gb is None else int(budget_gb * 1e9),
+                         roots=(runs, cache) + ((Path(upload_dir),) if upload_dir is not None else ()))
         rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a), limits or Limits()) if public else None
         token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
         upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))

@@ -34,6 +34,8 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     assert public.public.limits.max_steps == 100 and public.public.max_model_gb == 0.5
     assert public.public.allowed == frozenset({"my/bert"}) and public.default_model == "my/bert"
     assert public.disk.budget_bytes == 10 * 10**9  # 10 GB unless --disk-budget-gb says otherwise
+    from gradio.utils import get_upload_folder
+    assert Path(get_upload_folder()) in public.disk.roots  # uploads count against the disk budget too
     assert app.settings_from_args(app.parse_args(["--public", "--disk-budget-gb", "2"])).disk.budget_bytes == 2 * 10**9
     assert app.settings_from_args(app.parse_args(["--disk-budget-gb", "0.5"])).disk.budget_bytes == 5 * 10**8
     with pytest.raises(SystemExit):
