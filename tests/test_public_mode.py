@@ -35,6 +35,8 @@ def test_public_caps_have_clear_messages():
         limits.check_public(TrainConfig.from_flat(steps=6000), cap)
     with pytest.raises(ValueError, match="128 × 128 = 16,384"):
         limits.check_public(TrainConfig.from_flat(batch_size=128), cap)
+    with pytest.raises(ValueError, match="1,000,000 held-out batches per evaluation"):
+        limits.check_public(TrainConfig.from_flat(eval_batches=1_000_000), cap)  # an evaluation that never ends
 
 
 def test_memory_estimate_calibrated_and_refuses_what_does_not_fit():

@@ -55,6 +55,7 @@ class Limits:
     max_steps: int = 5000
     max_tokens_per_step: int = 8192  # block length × batch size
     max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
+    max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
 
     @property
     def max_seconds(self) -> float:
@@ -69,6 +70,9 @@ def check_public(cfg: TrainConfig, limits: Limits) -> None:
                          f"{limits.max_params:,}. Choose a smaller size (bert-tiny or bert-mini).")
     if cfg.optim.steps > limits.max_steps:
         raise ValueError(f"{cfg.optim.steps:,} steps is more than this public server allows ({limits.max_steps:,}).")
+    if cfg.monitor.eval_batches > limits.max_eval_batches:
+        raise ValueError(f"{cfg.monitor.eval_batches:,} held-out batches per evaluation is more than this public "
+                         f"server allows ({limits.max_eval_batches}).")
     tokens = cfg.max_seq_len() * cfg.optim.batch_size
     if tokens > limits.max_tokens_per_step:
         raise ValueError(f"Block length × batch size is {cfg.max_seq_len()} × {cfg.optim.batch_size} = {tokens:,} "

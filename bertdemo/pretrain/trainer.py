@@ -44,6 +44,8 @@ from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObje
 from bertdemo.settings import DiskRules
 
 
+FINAL_EVAL_SECONDS = 15.0  # the evaluation a stopped run makes before its last checkpoint ends by then
+
 @dataclass
 class DistInfo:
     rank: int = 0
@@ -282,10 +284,15 @@ class Trainer:
     # evaluation and checkpoints ----------------------------------------------------------
     def evaluate(self, final: bool = False) -> None:
         """Held-out loss/accuracy and the probe's guesses at this step (rank 0 only). A Stop cuts an
-        evaluation short, except the final one that a stopped run makes before its last checkpoint."""
+        evaluation short; the final one that a stopped run makes before its last checkpoint has
+        FINAL_EVAL_SECONDS (Stop, or the wall-time cap, has already been asked for: it ends soon)."""
         if not self.dist.is_main:
             return
-        should_stop = (lambda: False) if final else self.control.stop_event.is_set
+        if final:
+            deadline = time.monotonic() + FINAL_EVAL_SECONDS
+            should_stop = lambda: time.monotonic() > deadline  # noqa: E731
+        else:
+            should_stop = self.control.stop_event.is_set
         result = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
                                   should_stop=should_stop)
         if result is not None:
