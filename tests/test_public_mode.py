@@ -4,6 +4,8 @@ choice on ZeroGPU Spaces (models: test_public_models.py; flags: test_app.py)."""
 from __future__ import annotations
 
 import json
+import os
+import time
 import math
 import threading
 
@@ -258,3 +260,34 @@ def test_zero_gpu_main_process_stays_on_cpu(monkeypatch):
     assert device_mod.resolve_device("auto").type == "cpu"
     monkeypatch.delenv("SPACES_ZERO_GPU")
     assert device_mod.resolve_device("auto").type == "cuda"
+
+
+def _leftover_run(runs_dir, run_id: str, token: str, age_s: float = 0.0) -> None:
+    """A run folder that never saved (as a failed or killed run leaves it), owned by ``token``."""
+    folder = runs_dir / run_id
+    folder.mkdir(parents=True)
+    ckpt.record_owner(folder, token)
+    if age_s:
+        then = time.time() - age_s
+        for path in (folder / ckpt.OWNER_FILE, folder):
+            os.utime(path, (then, then))
+
+
+def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path):
+    service = _public_service(tmp_path)
+    runs_dir = tmp_path / "runs"
+    for k in range(3):
+        _leftover_run(runs_dir, f"20260101-00000{k}-bert-tiny", "tok-a")
+    _leftover_run(runs_dir, "20250101-000000-bert-tiny", "tok-c", age_s=25 * 3600)  # ended a day ago
+    with pytest.raises(ValueError, match="You keep 3 runs on this server, the most one visitor may"):
+        service.start(_tiny(corpus_file, tmp_path), owner_token="tok-a")
+    assert not (runs_dir / "20250101-000000-bert-tiny").exists()  # expired when a start was asked for
+    service.delete("20260101-000000-bert-tiny", "tok-a")  # a run that never saved can be deleted by its owner
+    with pytest.raises(ValueError, match="Only the browser that started this run"):
+        service.delete("20260101-000001-bert-tiny", "tok-b")
+    run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-a")
+    try:
+        assert run.active and sorted(ckpt.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
+    finally:
+        run.stop()
+        run.join(30)

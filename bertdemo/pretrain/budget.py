@@ -56,6 +56,8 @@ class Limits:
     max_tokens_per_step: int = 8192  # block length × batch size
     max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
     max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
+    max_runs_per_visitor: int = 3  # runs one visitor keeps on the server (saved or not); delete one to start more
+    keep_hours: float = 24.0  # an ended run untouched this long is deleted when someone starts a run
 
     @property
     def max_seconds(self) -> float:

@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -270,12 +271,13 @@ class RunRecord:
     snapshot: RunSnapshot  # its metric history
 
 
-def run_dir(runs_dir: str | Path, run_id: str) -> Path:
-    """The folder of run `run_id`: a plain name of an existing run under runs_dir (ValueError otherwise)."""
+def run_dir(runs_dir: str | Path, run_id: str, saved: bool = True) -> Path:
+    """The folder of run `run_id`: a plain name of an existing run under runs_dir (ValueError otherwise);
+    ``saved=False`` also finds a run that never saved a checkpoint (failed, stopped at once, killed)."""
     if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
         raise ValueError("No such run.")
     folder = Path(runs_dir) / run_id
-    if not (folder / CHECKPOINT_DIRNAME).is_dir():
+    if not (folder / CHECKPOINT_DIRNAME).is_dir() and (saved or not folder.is_dir()):
         raise ValueError("No such run.")
     return folder
 
@@ -325,15 +327,49 @@ def record_owner(folder: str | Path, token: str) -> None:
 
 def is_owner(runs_dir: str | Path, run_id: str, token: str) -> bool:
     """Whether ``token`` is the one that started run ``run_id`` (False for a run with no recorded owner)."""
-    path = run_dir(runs_dir, run_id) / OWNER_FILE
+    path = run_dir(runs_dir, run_id, saved=False) / OWNER_FILE
     if not token or not path.is_file():
         return False
     return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), _digest(token))
 
 
 def delete_run_folder(runs_dir: str | Path, run_id: str) -> None:
-    """Remove a run's folder (its checkpoint and metrics)."""
-    shutil.rmtree(run_dir(runs_dir, run_id))
+    """Remove a run's folder (its checkpoint and metrics; or what a run that never saved left)."""
+    shutil.rmtree(run_dir(runs_dir, run_id, saved=False))
+
+
+def run_ids(runs_dir: str | Path) -> list[str]:
+    """Every run folder under runs_dir, saved or not (not the uploads or lock files)."""
+    root = Path(runs_dir)
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and _RUN_ID.match(p.name)) if root.is_dir() else []
+
+
+def runs_owned_by(runs_dir: str | Path, token: str) -> list[str]:
+    """The runs (saved or not) that ``token`` started."""
+    return [run_id for run_id in run_ids(runs_dir) if is_owner(runs_dir, run_id, token)]
+
+
+def last_touched(folder: Path) -> float:
+    """The newest modification time of anything in ``folder`` (seconds since the epoch)."""
+    times = [folder.stat().st_mtime]
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                times.append(os.lstat(os.path.join(dirpath, name)).st_mtime)
+            except OSError:  # removed meanwhile
+                pass
+    return max(times)
+
+
+def expire_runs(runs_dir: str | Path, older_than_s: float, keep: Iterable[str] = (),
+                now: float | None = None) -> list[str]:
+    """Delete the run folders (saved or not) untouched for ``older_than_s`` seconds, except ``keep``; their ids."""
+    now = time.time() if now is None else now
+    expired = [run_id for run_id in run_ids(runs_dir) if run_id not in set(keep)
+               and now - last_touched(Path(runs_dir) / run_id) > older_than_s]
+    for run_id in expired:
+        shutil.rmtree(Path(runs_dir) / run_id, ignore_errors=True)
+    return expired
 
 
 def corpus_display_name(corpus: str) -> str:

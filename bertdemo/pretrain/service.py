@@ -295,8 +295,9 @@ class RunService:
     """One server's pretraining runs and their rules (see the module docstring). Thread-safe."""
 
     def __init__(self, settings: ServerSettings, speeds: budget.SpeedBook | None = None,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, wall_clock: Clock = time.time) -> None:
         self.settings = settings
+        self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
         self.runs_dir = Path(settings.runs_dir)
         self.speeds = speeds or budget.SpeedBook()  # this machine's measured training speed
         self.manager = RunManager(self.runs_dir, settings.disk, self.speeds, clock)
@@ -348,6 +349,8 @@ class RunService:
             if not (self.settings.is_admin(owner_token) or runs.is_owner(self.runs_dir, resumed, owner_token)):
                 raise ValueError("Only the browser that started this run (or this server's administrator) may "
                                  "resume it; start a new run, or resume one of yours.")
+        if public is not None:
+            self._check_visitor_share(owner_token, resuming=bool(cfg.system.resume_from))
         budget.check_memory(cfg)
         budget.check_disk(cfg, self.runs_dir, self.settings.disk)
         if public is not None:
@@ -365,6 +368,20 @@ class RunService:
         if received:
             runs.forget_original_upload(received)
         return run
+
+    def _check_visitor_share(self, owner_token: str, resuming: bool) -> None:
+        """A public server: ended runs untouched for ``keep_hours`` go first; then one visitor keeps at most
+        ``max_runs_per_visitor`` runs (saved or not), so nobody holds the disk budget (the admin is not counted)."""
+        caps = self.settings.public_limits
+        live = self.manager.current
+        keep = [live.run_id] if live is not None and live.active else []
+        runs.expire_runs(self.runs_dir, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
+        if resuming or self.settings.is_admin(owner_token):
+            return
+        mine = runs.runs_owned_by(self.runs_dir, owner_token)
+        if len(mine) >= caps.max_runs_per_visitor:
+            raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
+                             "yours (Runs on this server → Delete, or /delete_run) to start another.")
 
     def control(self, action: RunAction, owner_token: str = "") -> RunSnapshot:
         """Pause, resume or stop the live run. On a public server only its owner may (and, to stop
