@@ -10,6 +10,8 @@ import argparse
 import logging
 import os
 
+SHUTDOWN_SAVE_S = 30.0  # how long a shutdown waits for the live run to save
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="BERT Explorer: see BERT work in your browser.")
@@ -126,7 +128,22 @@ def main(argv: list[str] | None = None) -> None:
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.
     ctx.loader.start(warm_up=lambda: _preload(ctx))
+    _save_runs_on_shutdown(ctx)
     demo.block_thread()
+
+
+def _save_runs_on_shutdown(ctx) -> None:
+    """SIGTERM (a Space restarting, ``kill``) and SIGINT stop the live run, which saves its checkpoint
+    (within SHUTDOWN_SAVE_S), before the process ends."""
+    import signal
+
+    def stop_and_exit(signum, frame) -> None:
+        logging.getLogger("bertdemo").info("Shutting down: saving the live run, if any")
+        ctx.runs.shutdown(timeout=SHUTDOWN_SAVE_S)
+        raise SystemExit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop_and_exit)
 
 
 def _preload(ctx) -> None:

@@ -69,6 +69,7 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     monkeypatch.delenv("SPACE_ID", raising=False)
     monkeypatch.setattr(bertdemo.ui, "build_app", fake_build_app)
     monkeypatch.setattr(LogicLoader, "start", lambda self, warm_up=None: calls.setdefault("loader", warm_up))
+    monkeypatch.setattr(app, "_save_runs_on_shutdown", lambda ctx: calls.setdefault("saves on shutdown", ctx))
     app.main(["--offline", "--public", "--runs-dir", str(tmp_path), "--auth", "ann:pw", "--concurrency", "2",
               "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100"])
     assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
@@ -78,6 +79,7 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     settings = calls["ctx"].settings
     assert settings.is_public and settings.offline and settings.public_limits.max_steps == 100
     assert settings.runs_dir == Path(tmp_path) and calls["ctx"].models.hub.offline
+    assert calls["saves on shutdown"] is calls["ctx"]
 
 
 def test_mode_line_names_this_servers_caps():

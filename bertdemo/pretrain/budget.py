@@ -200,12 +200,15 @@ class SpeedBook:
 def calibrate(device_type: str = "cpu") -> float:
     """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
     small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
-    import torch
-    from transformers import AutoTokenizer
+    from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 
-    from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
-    from bertdemo.pretrain.trainer import autocast, make_optimizer, thread_count, use_bf16
+    with LOGIC_IMPORT_LOCK:  # torch and transformers: one thread imports them at a time
+        import torch
+        from transformers import AutoTokenizer
+
+        from bertdemo.models.embedded import tokenizer_dir
+        from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
+        from bertdemo.pretrain.trainer import autocast, make_optimizer, thread_count, use_bf16
 
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                                 intermediate_size=512, seq_len=128, batch_size=16, device=device_type)

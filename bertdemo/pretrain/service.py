@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
@@ -71,7 +72,8 @@ class TrainingRun:
     def __init__(self, cfg: TrainConfig, runs_dir: str | Path, owner_token: str = "",
                  max_seconds: float | None = None, disk: DiskRules | None = None,
                  speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
-        from bertdemo.pretrain.trainer import RunControl  # torch: the run's engine
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.pretrain.trainer import RunControl  # torch: the run's engine
 
         cfg.validate()
         self.cfg = cfg
@@ -133,7 +135,8 @@ class TrainingRun:
             self._time_up()
 
     def _main(self) -> None:
-        from bertdemo.pretrain.trainer import lower_this_thread, run_training
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.pretrain.trainer import lower_this_thread, run_training
 
         try:
             lower_this_thread()  # when the page and the run both want a core, the page comes first
@@ -369,6 +372,15 @@ class RunService:
             runs.forget_original_upload(received)
         return run
 
+    def shutdown(self, timeout: float = 30.0) -> bool:
+        """The server is going down: stop the live run so it saves its checkpoint, waiting up to ``timeout``
+        seconds; True when nothing is left running."""
+        run = self.manager.current
+        if run is None or not run.active:
+            return True
+        run.stop()
+        return run.join(timeout)
+
     def _check_visitor_share(self, owner_token: str, resuming: bool) -> None:
         """A public server: ended runs untouched for ``keep_hours`` go first; then one visitor keeps at most
         ``max_runs_per_visitor`` runs (saved or not), so nobody holds the disk budget (the admin is not counted)."""
@@ -407,7 +419,8 @@ class RunService:
             raise ValueError("There is no run yet: start one, then give it a GPU burst.")
         if not run.may_control(owner_token):
             raise ValueError(NOT_YOURS)
-        from bertdemo.pretrain import zerogpu  # torch: loaded only when a burst starts
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.pretrain import zerogpu  # torch: loaded only when a burst starts
 
         for _ in zerogpu.run_burst(self.manager, int(steps), device=device):
             yield self.manager.current.snapshot()

@@ -6,18 +6,19 @@ The page is built from torch-free modules only. The app context's :class:`LogicL
 default model, then imports :data:`REST`. A handler reaches those modules through a
 :class:`LazyModule`, a stateless stand-in that imports its module on first attribute access:
 Python's import lock makes it wait for an import the loader has under way, and a module that
-failed to load raises its own error in the handler. :class:`StoreFront` stands in for the model
+failed to load raises its own error in the handler. Imports of the logic run one thread at a time
+(:mod:`bertdemo.import_lock`). :class:`StoreFront` stands in for the model
 store until then: the page reads its default and its choices; ``get`` waits for the real store.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from bertdemo.import_lock import import_logic
 from bertdemo.models import catalog
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class LogicLoader:
         for group in (self.first, self.rest):
             for name in group:
                 try:
-                    importlib.import_module(name)
+                    import_logic(name)
                 except Exception as exc:  # noqa: BLE001 - logged; a handler that needs it gets the error itself
                     log.exception("Could not load %s", name)
                     with self._lock:
@@ -107,8 +108,8 @@ class LazyModule:
         return getattr(self.module(), attr)
 
     def module(self) -> ModuleType:
-        """The real module (imported now if nobody has)."""
-        return importlib.import_module(self._name)
+        """The real module (imported now if nobody has; one import of the logic at a time)."""
+        return import_logic(self._name)
 
     def __repr__(self) -> str:
         return f"<lazy module {self._name!r}>"
@@ -183,7 +184,7 @@ class StoreFront:
 
     def real(self) -> ModelStore:
         """The real model store (created once its module has loaded)."""
-        store_module = importlib.import_module(STORE)
+        store_module = import_logic(STORE)
         with self._lock:
             if self._store is None:
                 store = store_module.ModelStore(default=self.default, device=self.device_choice, policy=self.policy)
