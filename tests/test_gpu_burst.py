@@ -120,3 +120,28 @@ def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
     list(gpu_burst.run_burst(service.manager, steps=4, device="cpu", train=train))
     assert seen == {"status": Status.GPU_BURST, "active": True}
     assert service.current.join(60)
+
+
+def test_the_bursts_time_is_charged_to_the_runs_cap(corpus, tmp_path):
+    from tests.helpers import FakeClock
+
+    clock = FakeClock()
+    manager = RunManager(tmp_path / "runs", clock=clock)
+    run = manager.start(_cfg(corpus, tmp_path, 400), owner_token="owner-a", max_seconds=600)
+    deadline = time.monotonic() + 60
+    while run.snapshot().step < 4:
+        assert time.monotonic() < deadline and run.active, run.snapshot().message
+        time.sleep(0.02)
+    asked = {}
+
+    def train(inp, device):  # a burst that takes 250 s of the server's clock
+        asked["max_seconds"] = inp.max_seconds
+        clock.now += 250
+        yield from gpu_burst.train_burst(inp, device)
+
+    clock.now += 500  # the run has used 500 s of its 600 on the CPU
+    list(gpu_burst.run_burst(manager, steps=4, device="cpu", train=train))
+    assert asked["max_seconds"] <= 100  # the burst may use only what the cap has left
+    after = manager.current
+    assert after.time_left() == 0.0 or not after.active  # 750 s used: the run does not go on past its cap
+    assert after.join(60)

@@ -182,6 +182,8 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
         run.control.stop_event.clear()
         run.metrics.update(status=Status.GPU_BURST, message="GPU burst: waiting for a GPU…")
         inp = BurstInput.from_checkpoint(run.checkpoint_dir, steps)
+        if left is not None:  # the burst's time is the run's time: it cannot outlast the cap
+            inp.max_seconds = min(inp.max_seconds, left)
         result = None
         stream = train(inp, device)
         try:
@@ -205,6 +207,7 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
             return
         hand_back(run.checkpoint_dir, result, manager.disk)
         yield result
+        left = run.time_left()  # the burst's wall time is charged to the run's cap
         if result.step >= snap.total_steps or run.control.stop_event.is_set() or (left is not None and left <= 0):
             run.metrics.update(status=Status.STOPPED if result.step < snap.total_steps else Status.FINISHED,
                                step=result.step, message=f"GPU burst done at step {result.step:,}; checkpoint saved.")
