@@ -232,8 +232,14 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         return run_curves.status_markdown(runs.set_probe(text, token)) + "  \nProbe changed: it runs at the next step."
 
     @user_errors
+    def metrics_csv_api(run_id: str) -> str:
+        """A run's metrics as CSV text (step, tokens, wall_s, train and held-out metrics): the content
+        itself, as a notebook wants it (``pd.read_csv(io.StringIO(text))``), not a file on the server."""
+        return runs.metrics_csv(run_id)
+
+    @user_errors
     def download_csv(run_id: str) -> str:
-        """A run's metrics as a CSV file (step, tokens, wall_s, train and held-out metrics)."""
+        """A run's metrics as a CSV file for the page's download button."""
         text = runs.metrics_csv(run_id)  # ValueError unless run_id names the live run or a run folder
         path = export_dir / f"{run_id}-metrics.csv"
         storage.write_text(path, text)  # atomic: two downloads of one run never interleave
@@ -309,7 +315,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
                     api_visibility="private")
     with tab:
-        gr.api(download_csv, api_name="run_metrics_csv")
+        gr.api(metrics_csv_api, api_name="run_metrics_csv")
     run_pick.focus(lambda: gr.update(choices=runs.list_runs()), None, run_pick, api_visibility="private")
     delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_from_page",
                  api_visibility="private")

@@ -74,6 +74,8 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     checkpoint = runs_dir / name.removeprefix("run:")
     assert name == f"run:{stopped['run_id']}/checkpoint" and str(runs_dir) not in name
     assert (checkpoint / "metrics.csv").read_text().startswith("step,")
+    csv_text = client.predict(stopped["run_id"], api_name="/run_metrics_csv")  # the content, not a server path
+    assert csv_text.startswith("step,") and str(runs_dir) not in csv_text and "/tmp" not in csv_text
 
     _, _, _, predictions = client.predict(
         "The capital of France is [MASK].", "", name, 5, "", api_name="/fill_mask"
