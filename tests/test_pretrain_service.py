@@ -112,3 +112,23 @@ def test_the_probe_is_bounded_in_length_masks_and_history():
         buffer.log_probe(step, [[("paris", 0.5)]], "The capital of France is [MASK].")
     kept = buffer.snapshot().probe
     assert len(kept) == PROBE_WINDOW and kept[0][0] == 30 and kept[-1][0] == PROBE_WINDOW + 29  # the latest
+
+
+def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_path):
+    from bertdemo.pretrain.service import RunService
+    from bertdemo.settings import ServerSettings
+
+    runs_dir = tmp_path / "runs"
+    (runs_dir / "20260101-x" / "checkpoint").mkdir(parents=True)
+    (runs_dir / "20260101-x" / "checkpoint" / "config.json").write_text("{}")
+    service = RunService(ServerSettings.build(runs_dir=runs_dir, public=True, cache_dir=tmp_path / "cache"))
+    same = set()
+    for value in ("/etc", str(runs_dir / "20260101-x" / "checkpoint"), str(runs_dir / "nope"), "../x"):
+        with pytest.raises(ValueError) as err:
+            service.start({"preset": "bert-tiny", "resume_from": value}, owner_token="t")
+        same.add(str(err.value))
+    assert len(same) == 1 and str(tmp_path) not in same.pop()  # inside the runs folder or not: one answer
+    with pytest.raises(ValueError, match="resume_from names a checkpoint"):
+        service.start({"preset": "bert-tiny", "resume_from": 5}, owner_token="t")  # not a TypeError
+    with pytest.raises(ValueError, match="run:20260101-x/checkpoint has no saved training state"):
+        service.start({"preset": "bert-tiny", "resume_from": "run:20260101-x/checkpoint"}, owner_token="t")

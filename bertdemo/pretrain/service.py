@@ -335,9 +335,8 @@ class RunService:
         manager, public = self.manager, self.settings.public_limits
         manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
         settings = request if isinstance(request, dict) else None
-        if settings is not None and isinstance(settings.get("resume_from"), str):
-            settings = {**settings, "resume_from": self.resolve_run_reference(settings["resume_from"])
-                        or settings["resume_from"]}
+        if settings is not None and settings.get("resume_from"):
+            settings = {**settings, "resume_from": self._resume_folder(settings["resume_from"], public is not None)}
         if settings is not None:
             cfg = config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
         else:  # a config made by code (trusted with the server's files); the caps still hold
@@ -380,6 +379,21 @@ class RunService:
             return True
         run.stop()
         return run.join(timeout)
+
+    def _resume_folder(self, name: object, public: bool) -> str:
+        """The checkpoint folder ``resume_from`` names. A public server takes only ``run:<id>/checkpoint``
+        names of its own runs, and answers every other value alike, never echoing a path."""
+        if not isinstance(name, str):
+            raise ValueError("resume_from names a checkpoint, e.g. run:<run id>/checkpoint.")
+        folder = self.resolve_run_reference(name)
+        if not public:
+            return folder or name
+        if folder is None:
+            raise ValueError("Only checkpoints of this server's runs can be resumed here: pick one from the list "
+                             "(run:<run id>/checkpoint).")
+        if not (Path(folder) / runs.STATE_FILE).is_file():
+            raise ValueError(f"{name} has no saved training state to resume: pick another run.")
+        return folder
 
     def _check_visitor_share(self, owner_token: str, resuming: bool) -> None:
         """A public server: ended runs untouched for ``keep_hours`` go first; then one visitor keeps at most
