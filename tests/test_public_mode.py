@@ -89,6 +89,7 @@ def test_public_form_refuses_server_settings(tmp_path):
     ("binary.txt", b"PK\x03\x04\x00\x00 zip", "binary"),
     ("latin.txt", "caf\u00e9 cr\u00e8me".encode("latin-1"), "not UTF-8"),
     ("records.jsonl", b'{"body": "no text field"}\n', 'no "text" field'),
+    ("nested.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
     ("image.png", b"\x89PNG", "not a .txt or .jsonl"),
 ])
 def test_bad_uploads_get_their_own_message_without_the_folder(tmp_path, name, data, message):

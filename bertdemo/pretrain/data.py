@@ -95,6 +95,9 @@ def _jsonl_docs(path: Path) -> list[str]:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path.name} line {lineno} is not valid JSON: {err.msg}") from None
+        except RecursionError:  # [[[[…]]]] thousands deep
+            raise ValueError(f"{path.name} line {lineno} is nested too deeply: each line must be a JSON object "
+                             'such as {"text": "One document."}.') from None
         text = record.get("text") if isinstance(record, dict) else None
         if not isinstance(text, str):
             raise ValueError(f'{path.name} line {lineno} has no "text" field: each line must be a JSON '
