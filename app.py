@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo.traffic import RequestLimits
 
     ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
+    left = ctx.runs.clean_leftovers()  # runs that never saved, interrupted checkpoint writes
+    if left:
+        logging.getLogger("bertdemo").info("Removed %d run folder(s) that never saved a checkpoint", len(left))
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio

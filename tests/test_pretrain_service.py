@@ -132,3 +132,25 @@ def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_pa
         service.start({"preset": "bert-tiny", "resume_from": 5}, owner_token="t")  # not a TypeError
     with pytest.raises(ValueError, match="run:20260101-x/checkpoint has no saved training state"):
         service.start({"preset": "bert-tiny", "resume_from": "run:20260101-x/checkpoint"}, owner_token="t")
+
+
+def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
+    from bertdemo.pretrain import runs
+    from bertdemo.pretrain.service import RunService
+    from bertdemo.settings import ServerSettings
+
+    runs_dir = tmp_path / "runs"
+    never = runs_dir / "20260101-000000-bert-tiny"
+    (never / ".checkpoint.tmp-1234abcd").mkdir(parents=True)  # a save killed half-way, before its first rename
+    (never / ".checkpoint.tmp-1234abcd" / "model.safetensors").write_bytes(b"x" * 1000)
+    runs.record_owner(never, "tok")
+    saved = runs_dir / "20260102-000000-bert-tiny" / "checkpoint"
+    saved.mkdir(parents=True)
+    (saved / "config.json").write_text("{}")
+    crashed = runs_dir / "20260103-000000-bert-tiny"  # killed between the two renames of a save
+    (crashed / ".checkpoint.old-5678abcd").mkdir(parents=True)
+    (crashed / ".checkpoint.old-5678abcd" / "config.json").write_text("{}")
+    service = RunService(ServerSettings.build(runs_dir=runs_dir, cache_dir=tmp_path / "cache"))
+    assert service.clean_leftovers() == ["20260101-000000-bert-tiny"]
+    assert not never.exists() and (saved / "config.json").is_file()
+    assert (crashed / "checkpoint" / "config.json").is_file()  # the previous checkpoint put back, not deleted

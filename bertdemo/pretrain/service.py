@@ -371,6 +371,28 @@ class RunService:
             runs.forget_original_upload(received)
         return run
 
+    def clean_leftovers(self) -> list[str]:
+        """At server start, when no run trains on this machine: finish or drop interrupted checkpoint
+        writes, and delete the folders of runs that never saved (failed, stopped at once, killed).
+        Returns the ids deleted; nothing when a run is under way (in this process or another)."""
+        if self.manager.current is not None and self.manager.current.active:
+            return []
+        try:
+            lock = self.manager._machine_lock()
+        except ValueError:  # another process trains into this runs folder: leave everything as it is
+            return []
+        try:
+            deleted = []
+            for run_id in runs.run_ids(self.runs_dir):
+                target = self.runs_dir / run_id / runs.CHECKPOINT_DIRNAME
+                runs.recover(target)  # a crash between the two renames: the previous checkpoint comes back
+                if not target.is_dir() and not any((self.runs_dir / run_id).rglob("config.json")):
+                    runs.delete_run_folder(self.runs_dir, run_id)  # no model in it anywhere: nothing lost
+                    deleted.append(run_id)
+            return deleted
+        finally:
+            lock.release()
+
     def shutdown(self, timeout: float = 30.0) -> bool:
         """The server is going down: stop the live run so it saves its checkpoint, waiting up to ``timeout``
         seconds; True when nothing is left running."""
