@@ -30,3 +30,24 @@ def test_unexpected_errors_name_no_server_path_on_a_public_server():
     with pytest.raises(gr.Error) as local:
         user_errors(_failing(exc))()  # localhost: the operator sees the path
     assert "/srv/app/runs/20260101-x/trainer_state.json" in local.value.message
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_every_tab_of_a_public_server_masks_paths_in_unexpected_errors(tmp_path, public):
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    ctx = AppContext.for_tests(tmp_path, public=public)
+    demo = build_app(ctx)
+
+    def broken(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/srv/app/secret/model.safetensors")
+
+    ctx.models.get = ctx.models.get_tokenizer = broken  # every tab asks the store first
+    handlers = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+    calls = {"fill_mask": ("Nice to [MASK] you.", "", "", 5, ""), "tokenize": ("Hello.", "", ""),
+             "inside_embeddings": ("Hello.", ""), "nsp_predict": ("A.", "B.", "")}
+    for api, args in calls.items():
+        with pytest.raises(gr.Error) as err:
+            handlers[api](*args)
+        assert ("/srv/app/secret" in err.value.message) is not public, (api, err.value.message)

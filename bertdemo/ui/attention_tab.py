@@ -3,6 +3,7 @@ attention rollout, one token across layers, CSV export and head ablation."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -11,7 +12,9 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.ui.common import progress_callback, user_errors
+from bertdemo.ui import common
+
+from bertdemo.ui.common import progress_callback
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -107,6 +110,7 @@ def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
     @user_errors

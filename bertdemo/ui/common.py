@@ -97,7 +97,7 @@ def head_notice(loaded) -> str:
     return "" if loaded.has_mlm_head else f"> ⚠️ {no_head_message(loaded.name)}"
 
 
-def model_status(store: ModelStore) -> Callable:
+def model_status(store: ModelStore, public: bool = False) -> Callable:
     """The model picker's handler: ``(model, last) -> (status, notice, last, picker update)``.
 
     ``last`` (a per-page ``gr.State``) is the model that last loaded. When a choice fails to
@@ -121,5 +121,5 @@ def model_status(store: ModelStore) -> Callable:
         status = f"Model in use: {model_summary(loaded)}  \n{answered_line(requested, loaded)}"
         return status, head_notice(loaded), requested, gr.skip()
 
-    return user_errors(on_change)
+    return user_errors(on_change, public=public)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import contextlib
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.ui import common
+
 from bertdemo.explore import input_limits
 from bertdemo.models import availability
-from bertdemo.ui.common import answered_line, labelled_choices, progress_callback, user_errors
+from bertdemo.ui.common import answered_line, labelled_choices, progress_callback
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     ``ctx``: the app context; ``ctx.models`` is the model store, ``ctx.batcher`` the micro-batcher that
     lets concurrent requests share a forward.
     """
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
     @user_errors

@@ -8,12 +8,15 @@ in place instead of stopping the others.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
+from bertdemo.ui import common
+
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
-from bertdemo.ui.common import progress_callback, user_errors
+from bertdemo.ui.common import progress_callback
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -63,6 +66,7 @@ def _soft(fn: Callable, n_outputs: int, message_at: int) -> Callable:
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context and wire its events."""
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
     def load(model, progress):

@@ -52,7 +52,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     served while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
     store = ctx.models
-    load_selected = model_status(store)  # (model, last loaded) -> status, notice, last, picker
+    load_selected = model_status(store, public=ctx.settings.is_public)  # (model, last loaded) -> status, notice, last, picker
 
     with gr.Blocks(title=TITLE, delete_cache=(1800, 3600)) as demo:  # files served: removed after an hour
         gr.Markdown(

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.ui import common
+
 from bertdemo.explore import input_limits as limits
-from bertdemo.ui.common import user_errors
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ def _settings(p, m, r, seed, whole_word, fixed_count) -> masking_lab.MaskSetting
     return masking_lab.MaskSettings(float(p), float(m), float(r), int(seed), bool(whole_word), bool(fixed_count))
 
 
-def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api_name: str):
+def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api_name: str,
+          user_errors=common.user_errors):
     """button -> compute (a named endpoint returning JSON) -> render the result object (private).
 
     Returns a function that attaches the same compute-and-render to a further (private) event.
@@ -55,6 +57,7 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     """Lay out the tab inside the current Blocks context."""
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
     def mask_sample(text, mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count):
@@ -166,15 +169,15 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # list only the tabs), and the Pretrain tab registered itself a second time when first opened.
     with tab:
         _wire(run_button, mask_sample, settings, sample_raw,
-              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample")
+              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample", user_errors=user_errors)
         show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
-                            lambda s: draw.render_epochs(s), epochs_view, "mask_epochs")
+                            lambda s: draw.render_epochs(s), epochs_view, "mask_epochs", user_errors=user_errors)
         # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
         show_epochs(next_button.click(lambda e: min(int(e) + 1, limits.MAX_EPOCHS), epochs, epochs,
                                       api_visibility="private").then)
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
-              lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats")
+              lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats", user_errors=user_errors)
         _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
-              lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs")
+              lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs", user_errors=user_errors)
         _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,
-              lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict")
+              lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict", user_errors=user_errors)

@@ -9,6 +9,7 @@ watches the same run, and a reloaded page reattaches to it.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import tempfile
 from collections.abc import Iterator
@@ -17,13 +18,15 @@ from typing import Any, Protocol
 
 import gradio as gr
 
+from bertdemo.ui import common
+
 from bertdemo import storage
 from bertdemo.models.device import zero_gpu
 from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.common import labelled_choices, user_errors
+from bertdemo.ui.common import labelled_choices
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.viz import run_curves
 
@@ -52,6 +55,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
 
     On a public server only the browser that started a run (its owner token, kept in the browser)
     may pause, resume or stop it; the service applies that rule."""
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     runs, store = ctx.runs, ctx.models
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
         import bertdemo.pretrain.gpu_entry  # noqa: F401

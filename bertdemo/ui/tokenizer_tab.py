@@ -3,14 +3,17 @@ vocabulary lookup, two tokenizers side by side (offline by default)."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.ui import common
+
 from bertdemo.explore import tokens
 from bertdemo.models import availability
 from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
-from bertdemo.ui.common import labelled_choices, user_errors
+from bertdemo.ui.common import labelled_choices
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -45,6 +48,7 @@ def _table(store: ModelStore, model: str, text: str, text_pair: str):
 def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> None:
     """Lay out the tab inside the current Blocks context and wire its events (``page``: a first result
     on page load)."""
+    user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
     @user_errors
