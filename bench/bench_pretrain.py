@@ -124,7 +124,7 @@ def side_main(args: argparse.Namespace) -> None:
     """One side, one run, in this process: prints one JSON line."""
     import torch
 
-    from bertdemo.pretrain.trainer import keep_freed_memory, use_bf16
+    from bertdemo.pretrain.hardware import keep_freed_memory, use_bf16
     from bertdemo.models.device import resolve_device
 
     torch.set_num_threads(args.threads)

@@ -12,7 +12,8 @@ import torch
 
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.model import PretrainObjective
-from bertdemo.pretrain.trainer import keep_freed_memory, make_optimizer
+from bertdemo.pretrain.trainer import make_optimizer
+from bertdemo.pretrain.hardware import keep_freed_memory
 from tests.helpers import masked_blocks, tiny_pretrain_bert
 
 

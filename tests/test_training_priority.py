@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from bertdemo.pretrain import service, trainer
+from bertdemo.pretrain import hardware, service, trainer
 from tests.helpers import tiny_run_config
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
@@ -23,9 +23,9 @@ def test_only_the_calling_thread_is_lowered():
     def body():
         tid = threading.get_native_id()
         before = _nice(tid)
-        seen["changed"] = trainer.lower_this_thread()
+        seen["changed"] = hardware.lower_this_thread()
         seen["delta"] = _nice(tid) - before
-        seen["expected"] = min(19, before + trainer.BACKGROUND_NICE) - before
+        seen["expected"] = min(19, before + hardware.BACKGROUND_NICE) - before
 
     worker = threading.Thread(target=body)
     worker.start()
@@ -45,4 +45,4 @@ def test_a_run_trains_at_the_lower_priority(tmp_path, monkeypatch):
     base = _nice(threading.get_native_id())
     run = service.RunManager(tmp_path).start(tiny_run_config("wiki", tmp_path))
     assert run.join(30)
-    assert seen["nice"] == min(19, base + trainer.BACKGROUND_NICE)
+    assert seen["nice"] == min(19, base + hardware.BACKGROUND_NICE)

@@ -208,7 +208,8 @@ def calibrate(device_type: str = "cpu") -> float:
 
         from bertdemo.models.embedded import tokenizer_dir
         from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
-        from bertdemo.pretrain.trainer import autocast, make_optimizer, thread_count, use_bf16
+        from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
+        from bertdemo.pretrain.trainer import make_optimizer
 
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                                 intermediate_size=512, seq_len=128, batch_size=16, device=device_type)

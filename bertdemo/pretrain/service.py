@@ -136,7 +136,8 @@ class TrainingRun:
 
     def _main(self) -> None:
         with LOGIC_IMPORT_LOCK:
-            from bertdemo.pretrain.trainer import lower_this_thread, run_training
+            from bertdemo.pretrain.trainer import run_training
+            from bertdemo.pretrain.hardware import lower_this_thread
 
         try:
             lower_this_thread()  # when the page and the run both want a core, the page comes first
