@@ -23,3 +23,24 @@ def test_every_child_of_the_tabs_is_a_tab(tmp_path):
 
     children = list(under_tabs(cfg["layout"]))
     assert children == ["tabitem"] * 6, children
+
+
+def test_a_page_opened_during_a_run_shows_the_run_at_once(tmp_path):
+    """The Pretrain status is read when the page loads, so "No pretraining run yet" never flashes."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+    from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
+
+    ctx = AppContext.for_tests(tmp_path)
+    demo = build_app(ctx)
+    status = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "pt-status")
+    on_load = status.load_event_to_attach[0]
+    assert on_load().startswith("No pretraining run yet")
+    run = ctx.runs.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
+    try:
+        wait_until(lambda: run.snapshot().steps or not run.active, message=lambda: run.snapshot().message)
+        shown = on_load()  # a logged train loss too
+        assert run.run_id in shown and "No pretraining run yet" not in shown and "(smoothed)" in shown
+    finally:
+        run.stop()
+        run.join(30)

@@ -16,7 +16,7 @@ def test_md_table_escapes_every_cell_and_keeps_its_shape():
 
 def test_code_and_counts():
     assert md_code("a`b") == "`a'b`"
-    assert html_code("<x>") == "<code>&#60;x&#62;</code>"
+    assert html_code("<x>") == "<code>&#60;x&#62;</code>" and html_code("run-1.txt") == "<code>run-1.txt</code>"
     assert plural(1, "word") == "1 word" and plural(20002, "token") == "20,002 tokens"
 
 

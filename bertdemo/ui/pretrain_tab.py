@@ -150,7 +150,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                             info="Trains the run on a GPU (your ZeroGPU quota), then back on the CPU.")
                     burst = gr.Button("GPU burst", elem_id="pt-burst", scale=1)
             with gr.Column(scale=2):
-                status = gr.Markdown(run_curves.status_markdown(None), elem_id="pt-status")
+                # read at every page load: a page opened during a run shows that run at once, not "no run yet"
+                status = gr.Markdown(lambda: run_curves.status_markdown(runs.snapshot()), elem_id="pt-status")
                 with gr.Row():
                     compare = gr.Dropdown(runs.list_runs(), value=[], multiselect=True, label="Compare with earlier runs",
                                           elem_id="pt-compare", scale=3)

@@ -47,7 +47,7 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         return f"{head}  \n{literal(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
     body = f"step **{snap.step:,} / {snap.total_steps:,}**"
     if snap.train_loss_smooth:
-        body += f" · train loss {snap.train_loss_smooth[-1]:.3f}"
+        body += f" · train loss {snap.train_loss_smooth[-1]:.3f} (smoothed)"
     if snap.eval_loss:
         body += f" · held-out loss {snap.eval_loss[-1]:.3f} (perplexity {snap.eval_ppl[-1]:,.1f})"
     if snap.mlm_acc:

@@ -33,12 +33,13 @@ def md_code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
-_LITERAL = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~<>&\"'"}  # markup to Markdown or to HTML
+# characters Markdown (links, images, emphasis, code, tables) or HTML read as markup inside a line
+_LITERAL = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()!|~<>&\"'"}
 
 
 def literal(text: object) -> str:
-    """User-made text for a Markdown component, shown as typed: every character Markdown or HTML reads
-    as markup (links, emphasis, code, images, tags) written as an HTML entity."""
+    """User-made text for a Markdown component, shown as typed inside a line: every character Markdown
+    or HTML reads as markup there (links, emphasis, code, images, tags) written as an HTML entity."""
     return "".join(_LITERAL.get(c, c) for c in str(text))
 
 
