@@ -154,3 +154,10 @@ def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
     assert service.clean_leftovers() == ["20260101-000000-bert-tiny"]
     assert not never.exists() and (saved / "config.json").is_file()
     assert (crashed / "checkpoint" / "config.json").is_file()  # the previous checkpoint put back, not deleted
+
+
+def test_the_forms_parameter_count_is_the_model_that_will_train():
+    from bertdemo.viz.run_curves import shape_markdown
+
+    assert shape_markdown("bert-tiny", 2, 128, 2, 512).startswith("**4,416,698 parameters**")
+    assert shape_markdown("bert-tiny", 2, 128, 2, 512, nsp=True).startswith("**4,433,468 parameters**")  # + NSP

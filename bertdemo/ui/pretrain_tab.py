@@ -294,8 +294,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     view = [compare, smoothing, log_y, x_axis]
     outputs = [status, plot, probe_table, model_box, resume, compare, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
-    gr.on([c.change for c in (preset, layers, hidden, heads, ffn)], run_curves.shape_markdown,
-          [preset, layers, hidden, heads, ffn], params, api_visibility="private")
+    gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
+          [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     timed = (preset, layers, hidden, heads, ffn, steps, batch_size, seq_len, schedule, eval_every, mlm_prob)
     gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,

@@ -158,17 +158,19 @@ def probe_rows(snap: RunSnapshot | None) -> list[list]:
     return rows
 
 
-def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float) -> str:
-    """The parameter count of the form's model shape (or why it cannot be built)."""
+def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float, nsp: bool = False) -> str:
+    """The parameter count of the form's model as it will train (the NSP head included when ticked), or why
+    it cannot be built."""
     from bertdemo.pretrain.config import TrainConfig, param_count_of_run
 
     try:
         cfg = TrainConfig.from_flat(preset=preset, num_hidden_layers=int(layers), hidden_size=int(hidden),
-                                    num_attention_heads=int(heads), intermediate_size=int(ffn))
+                                    num_attention_heads=int(heads), intermediate_size=int(ffn), nsp=bool(nsp))
         cfg.validate()
         n_layers, n_hidden, n_heads, n_ffn = cfg.model_shape()
+        head = " + the NSP head (pooler and a two-way classifier)" if nsp else ""
         return (f"**{param_count_of_run(cfg):,} parameters** — {n_layers} layers, hidden {n_hidden}, "
-                f"{n_heads} heads, FFN {n_ffn}; uncased WordPiece vocabulary (30,522)")
+                f"{n_heads} heads, FFN {n_ffn}{head}; uncased WordPiece vocabulary (30,522)")
     except ValueError as exc:
         return f"⚠️ {exc}"
 
