@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import App, all_at_once, percentile  # noqa: E402
-from bench.bench_load import REQUESTS  # noqa: E402
+from bench.app_harness import App, percentile  # noqa: E402
+from bench.bench_load import run_load  # noqa: E402
 
 BIG = "word " * 60_000  # 300,000 characters: past every text limit, under the 2 MB body cap
 HUGE_BODY = b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}'
@@ -66,26 +66,9 @@ def raw_call(base: str, api: str, data: list | None) -> str:
 
 
 def ordinary_load(app: App, clients: int, per_client: int) -> tuple[list[float], int]:
-    pool = [app.client() for _ in range(clients)]
-    latencies: list[float] = []
-    errors = [0]
-    lock = threading.Lock()
-
-    def worker(client, k: int) -> None:
-        for j in range(per_client):
-            api, kwargs = REQUESTS[(k + j) % len(REQUESTS)]
-            start = time.perf_counter()
-            try:
-                client.predict(**kwargs, api_name=api)
-            except Exception:  # noqa: BLE001 - counted
-                with lock:
-                    errors[0] += 1
-                continue
-            with lock:
-                latencies.append((time.perf_counter() - start) * 1000)
-
-    all_at_once(pool, worker)
-    return latencies, errors[0]
+    """bench_load's clients: every latency (ms) and the error count."""
+    latencies, errors, _ = run_load(app, clients, per_client)
+    return [ms for values in latencies.values() for ms in values], len(errors)
 
 
 def main() -> None:
