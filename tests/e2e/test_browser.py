@@ -108,9 +108,9 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     # Enter looks a token up.
     page.get_by_text("Vocabulary lookup").click()
     box = page.locator("#tok-lookup-token textarea, #tok-lookup-token input").first
+    expect(box).to_have_value("love", timeout=RUN_TIMEOUT_MS)  # mounted with its example: typing now sticks
     box.fill("##ing")
-    expect(box).to_have_value("##ing")  # the box holds it before Enter sends it
-    page.wait_for_timeout(300)  # gradio takes the typed value into its own state on the next frame
+    expect(box).to_have_value("##ing")
     box.press("Enter")
     expect(page.locator("#tok-lookup-token-out")).to_contain_text("2075", timeout=RUN_TIMEOUT_MS)
 
