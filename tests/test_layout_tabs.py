@@ -44,3 +44,17 @@ def test_a_page_opened_during_a_run_shows_the_run_at_once(tmp_path):
     finally:
         run.stop()
         run.join(30)
+
+
+def test_the_attention_sliders_fit_the_model_before_the_first_answer(tmp_path, tiny_mlm_dir):
+    """A 2-layer, 2-head model: Layer and Head stop at 1 from the moment the page opens (they were 0-23, 0-15)."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    demo = build_app(AppContext.for_tests(tmp_path, default_model=str(tiny_mlm_dir)))
+    fitted = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "shape_sliders"]
+    config = demo.get_config_file()
+    triggers = {(t[1]) for d in config["dependencies"] if d["id"] in {f._id for f in fitted} for t in d["targets"]}
+    assert {"load", "change"} <= triggers  # on page load and on each model change
+    layer, head = fitted[0].fn(str(tiny_mlm_dir), 20, 7)
+    assert (layer["maximum"], layer["value"], head["maximum"], head["value"]) == (1, 1, 1, 1)

@@ -108,8 +108,9 @@ def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[
     return paths
 
 
-def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events."""
+def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events (``page``: the slider
+    ranges fitted to the model as soon as a page opens)."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
@@ -168,6 +169,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             _write_csvs(folder, views),
             folder,
         )
+
+    def shape_sliders(model: str, layer: float, head: float):
+        """The Layer and Head ranges of the model in the picker, before any answer (browser only)."""
+        try:
+            layers, heads, _ = store.get(model).shape
+            last_layer, last_head = int(layers) - 1, int(heads) - 1
+        except (ValueError, TypeError):  # a model that cannot load (the status line says why) or an odd config
+            return gr.skip(), gr.skip()
+        return (gr.update(maximum=last_layer, value=min(int(layer or 0), last_layer)),
+                gr.update(maximum=last_head, value=min(int(head or 0), last_head)))
 
     def fit_sliders(result, layer, head):
         """After a new result (browser only): slider ranges follow the model's layers and heads."""
@@ -292,6 +303,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         trigger_mode="always_last",
     ).then(extras, view_inputs, extra_outputs, api_visibility="private")
     mean.change(lambda m: gr.update(interactive=not m), mean, head, api_visibility="private")
+    for event in [model_box.change] + ([page.load] if page is not None else []):
+        event(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
+              show_progress="hidden")
     token.input(redraw_token, [state, token, hide, renorm], token_plot, api_visibility="private")
     overview.select(pick, state, [layer, head, mean], api_visibility="private")
 

@@ -67,7 +67,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Tabs():
             tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
-            attention_tab.build(ctx, model_box)
+            attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
             pretrain_tab.build(ctx, model_box)
