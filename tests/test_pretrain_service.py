@@ -161,3 +161,16 @@ def test_the_forms_parameter_count_is_the_model_that_will_train():
 
     assert shape_markdown("bert-tiny", 2, 128, 2, 512).startswith("**4,416,698 parameters**")
     assert shape_markdown("bert-tiny", 2, 128, 2, 512, nsp=True).startswith("**4,433,468 parameters**")  # + NSP
+
+
+def test_the_probe_table_names_each_sentence_once():
+    from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.viz.run_curves import probe_rows
+
+    buffer = MetricsBuffer()
+    for step, sentence in ((10, "A [MASK] one."), (20, "A [MASK] one."), (30, "Two [MASK] [MASK].")):
+        masks = [[("x", 0.5)]] * sentence.count("[MASK]")
+        buffer.log_probe(step, masks, sentence)
+    rows = probe_rows(buffer.snapshot())
+    assert [(r[0], r[1], r[2]) for r in rows] == [(30, "Two [MASK] [MASK].", 1), (30, "", 2),
+                                                  (20, "A [MASK] one.", 1), (10, "", 1)]

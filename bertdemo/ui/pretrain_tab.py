@@ -162,7 +162,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     log_y = gr.Checkbox(False, label="Log-scale loss", scale=1)
                 plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
                 with gr.Row():
-                    probe = gr.Textbox(d.monitor.probe_text, label="Probe sentence (one or more [MASK])", scale=4)
+                    # read at page load: the live run's probe when there is one, else the default
+                    probe = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_text", "") or d.monitor.probe_text,
+                                       label="Probe sentence (one or more [MASK])", scale=4)
                     set_probe = gr.Button("Use this probe", scale=1)
                 probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, interactive=False, wrap=True,
                                            column_widths=["64px", "35%", "64px", "50%"],

@@ -146,15 +146,18 @@ PROBE_HEADERS = ["step", "probe sentence", "mask", "top-5 predictions"]
 
 
 def probe_rows(snap: RunSnapshot | None) -> list[list]:
-    """The probe's top-5 at every evaluation, newest first, each row naming its sentence."""
+    """The probe's top-5 at every evaluation, newest first; a sentence is named on the first row it
+    answers for (and again only when the probe changed), so the predictions stay readable."""
     if snap is None:
         return []
-    rows = []
+    rows, shown = [], None
     for entry in reversed(snap.probe):
         step, masks = entry[0], entry[1]
         sentence = entry[2] if len(entry) > 2 else snap.probe_text
         for i, preds in enumerate(masks):
-            rows.append([step, sentence, i + 1, " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
+            rows.append([step, sentence if sentence != shown else "", i + 1,
+                         " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
+            shown = sentence
     return rows
 
 
