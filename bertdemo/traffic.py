@@ -122,23 +122,20 @@ class RequestLimits:
                 await _answer(send, 429, why)
                 return
         received = 0
-        refused = False
 
         async def counted_receive() -> dict:
-            nonlocal received, refused
+            nonlocal received
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > cap:  # a body sent without (or past) its declared length
-                    refused = True
                     raise _TooLarge()
             return message
 
         try:
             await self.app(scope, counted_receive, send)
         except _TooLarge:
-            if refused:
-                await _answer(send, 413, f"This request is over {_size(cap)}, the most this server takes per request.")
+            await _answer(send, 413, f"This request is over {_size(cap)}, the most this server takes per request.")
 
 
 def _size(n_bytes: int) -> str:

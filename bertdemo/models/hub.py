@@ -62,8 +62,3 @@ class HubProbe:
             ok = self._probe(timeout_s)
             self._answer = (now, ok)
             return ok
-
-    def forget(self) -> None:
-        """Ask again next time (e.g. after the network changed)."""
-        with self._lock:
-            self._answer = None

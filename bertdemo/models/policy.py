@@ -130,8 +130,3 @@ class AccessPolicy:
 
     def explain_load_error(self, name: str, exc: BaseException) -> str:
         return load_errors.explain_load_error(name, exc)
-
-    def user_message(self, exc: BaseException) -> str:
-        """An unexpected failure as the page shows it: on a public server with every path masked."""
-        text = f"{type(exc).__name__}: {exc}"
-        return load_errors.mask_paths(text) if self.public else text

@@ -24,7 +24,7 @@ it. :func:`release_uploads` deletes the uploads that no run's checkpoint (and no
 refers to any more, and the packed-block caches made from them.
 
 Run names. The pages never see a server folder: ``run:<run id>/checkpoint`` names a run's latest
-checkpoint, ``run:<run id>/previous/step-<n>`` an earlier one (:func:`run_reference`,
+checkpoint, ``run:<run id>/previous/step-<n>`` an earlier one (:func:`bertdemo.models.run_refs.run_reference`,
 :func:`resolve_run_reference`).
 """
 
@@ -49,7 +49,6 @@ from bertdemo import storage
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import RunSnapshot, snapshot_from_history
 from bertdemo.settings import DiskRules
-from bertdemo.models.run_refs import RUN_PREFIX, resolve_run_reference, run_reference  # noqa: F401 - run names live there
 
 if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listing checkpoints needs none
     import torch

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.models import run_refs
 from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
@@ -521,11 +522,11 @@ class RunService:
     # --- names the pages use -----------------------------------------------------------------------
     def run_reference(self, path: str | Path) -> str:
         """``run:<id>/checkpoint`` (or ``run:<id>/previous/step-<n>``) for a checkpoint folder of this server."""
-        return runs.run_reference(path, self.runs_dir)
+        return run_refs.run_reference(path, self.runs_dir)
 
     def resolve_run_reference(self, name: str) -> str | None:
         """The checkpoint folder a ``run:`` name stands for (None for other names); ValueError when it is none."""
-        return runs.resolve_run_reference(name, self.runs_dir)
+        return run_refs.resolve_run_reference(name, self.runs_dir)
 
     def _shown_checkpoint(self, path: str) -> str:
         try:

@@ -115,24 +115,6 @@ class LazyModule:
         return f"<lazy module {self._name!r}>"
 
 
-class Deferred:
-    """An object made on first use: the first attribute access calls ``factory`` (which may wait
-    for a logic module), later ones go straight to the object it made."""
-
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
-        self._made: list[Any] = []
-        self._lock = threading.Lock()
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        with self._lock:
-            if not self._made:
-                self._made.append(self._factory())
-        return getattr(self._made[0], attr)
-
-
 class ModelSource(Protocol):
     """What the tabs use of the model store (the real :class:`~bertdemo.models.store.ModelStore` or the front)."""
 

@@ -57,10 +57,11 @@ def _depth(value: Any, level: int = 1) -> int:
     return level - 1
 
 
-def check_value(endpoint: str | None, parameter: str, value: Any) -> None:
-    """ValueError when ``value`` is over its limit (the message names sizes, never the value)."""
+def check_value(endpoint: str | None, parameter: str, value: Any, limit: int | None = None) -> None:
+    """ValueError when ``value`` is over its limit (the message names sizes, never the value); ``limit``:
+    the most characters of a text, when the caller knows it already (else the table's)."""
     if isinstance(value, str):
-        limit = limit_for(endpoint, parameter)
+        limit = limit_for(endpoint, parameter) if limit is None else limit
         if len(value) > limit:
             raise ValueError(f"{parameter} is {len(value):,} characters long; this takes at most {limit:,}.")
     elif isinstance(value, bool) or value is None:
@@ -131,11 +132,8 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
 
     @functools.wraps(preprocess)
     def guarded(payload, *args, **kwargs):
-        if isinstance(payload, str) and len(payload) > limit:
-            raise gr.Error(f"{parameter} is {len(payload):,} characters long; this takes at most {limit:,}.",
-                           duration=None)
         try:
-            check_value(None, parameter, payload if not isinstance(payload, str) else "")
+            check_value(None, parameter, payload, limit)
         except ValueError as exc:
             raise gr.Error(str(exc), duration=None) from None
         return preprocess(payload, *args, **kwargs)
