@@ -94,11 +94,19 @@ def layer_step_code(model: str, text: str, layer: int = 0, head: int = 0, query:
     )
 
 
-def mlm_loss_code(model: str, masked_text: str, words: list[str]) -> str:
-    """Inside BERT, the loss: −log p of the right word at each mask, their mean, the model's own loss."""
+def mlm_loss_code(model: str, text: str, words: list[str]) -> str:
+    """Inside BERT, the loss: −log p of the right word at each mask, their mean, the model's own loss.
+
+    ``text`` holds the ``[MASK]``s, or is a plain sentence whose ``words`` the code masks itself."""
+    hide = "" if "[mask]" in text.lower() else (
+        "import re\n"
+        "for word in WORDS:  # each word's first whole-word occurrence becomes [MASK]\n"
+        "    text = re.sub(rf'(?<!\\w){re.escape(word)}(?!\\w)', tokenizer.mask_token, text, count=1, flags=re.I)\n"
+    )
     return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
-        f"inputs = tokenizer({masked_text!r}, return_tensors='pt')\n"
-        f"answers = tokenizer.convert_tokens_to_ids({list(words)!r})\n"
+        f"text, WORDS = {text!r}, {list(words)!r}\n" + hide +
+        "inputs = tokenizer(text, return_tensors='pt')\n"
+        "answers = tokenizer.convert_tokens_to_ids([w.lower() if getattr(tokenizer, 'do_lower_case', False) else w for w in WORDS])\n"
         "masks = inputs['input_ids'][0] == tokenizer.mask_token_id\n"
         "labels = torch.full_like(inputs['input_ids'], -100)  # -100: not predicted\n"
         "labels[0, masks] = torch.tensor(answers)\n"
@@ -108,6 +116,16 @@ def mlm_loss_code(model: str, masked_text: str, words: list[str]) -> str:
         "print('-log p per mask:', (-log_p).numpy().round(4))\n"
         "print('mean:', round(float(-log_p.mean()), 4), ' model loss:', round(float(out.loss), 4))\n"
     )
+
+
+def inside_code(model: str, text: str, words: str = "", layer: int = 0, head: int = 0, query: int = 0) -> str:
+    """Inside BERT tab: the embeddings, one layer's attention row and the loss, one after the other."""
+    parts = ["# 1. Embeddings\n" + embeddings_code(model, text),
+             "# 2. One layer, one head, one query token\n" + layer_step_code(model, text, layer, head, query)]
+    answers = [w.strip() for w in (words or "").split(",") if w.strip()]
+    if answers:
+        parts.append("# 4. The masked-LM loss\n" + mlm_loss_code(model, text, answers))
+    return "\n\n".join(parts)
 
 
 def model_outputs_code(model: str, text: str) -> str:
@@ -196,3 +214,10 @@ def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int =
         "loss.backward(); optimizer.step(); optimizer.zero_grad()\n"
         "print(f'{model.num_parameters():,} parameters, loss {loss.item():.3f}')\n"
     )
+
+
+def pretrain_code_for(preset: str, layers: int, hidden: int, heads: int, ffn: int,
+                      position_embeddings: bool = True) -> str:
+    """The Pretrain form's model (a preset, or its custom shape) as :func:`pretrain_code`."""
+    shape = FAMILY.get(preset, (layers, hidden, heads, ffn))
+    return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings))

@@ -63,3 +63,9 @@ def step(key: str) -> LearnStep:
 def step_label(s: LearnStep) -> str:
     """How the step reads in the step picker: its number and its question."""
     return f"{STEPS.index(s) + 1}. {s.question}"
+
+
+def neighbour(key: str, offset: int) -> str:
+    """The step ``offset`` places after ``key`` (kept within the path)."""
+    i = STEP_KEYS.index(step(key).key) + int(offset)
+    return STEP_KEYS[min(max(i, 0), len(STEP_KEYS) - 1)]

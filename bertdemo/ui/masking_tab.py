@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.ui import common
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.explore import input_limits as limits
 from bertdemo.ui.lazy import LazyModule
@@ -134,6 +136,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = gr.Plot(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
+        code_panel(ctx, lambda _model, *v: code_snippets.masking_code(*v), [model_box, text, p, m, r, draws],
+                   elem_id="ml-code")
         with gr.Accordion("As JSON (the /mask_stats answer)", open=False):
             stats_raw = gr.JSON()
 
