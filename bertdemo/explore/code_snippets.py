@@ -130,7 +130,10 @@ def inside_code(model: str, text: str, words: str = "", layer: int = 0, head: in
 
 def model_outputs_code(model: str, text: str) -> str:
     """Question 4: what BertForMaskedLM(**inputs) returns, with shapes, and what BertModel returns."""
-    return _head(model, "AutoModelForMaskedLM", "BertModel") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return _head(model, "AutoModelForMaskedLM", "BertModel") + (
+        "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
+        "# 'eager' attention: the fast default (sdpa) does not return the attention weights\n"
+        "model = AutoModelForMaskedLM.from_pretrained(MODEL, attn_implementation='eager').eval()\n"
         f"inputs = tokenizer({text!r}, return_tensors='pt')\n"
         "with torch.inference_mode():\n"
         "    out = model(**inputs, output_hidden_states=True, output_attentions=True)\n"

@@ -39,6 +39,7 @@ class LearnAnswer:
     tab: str = ""  # where to keep exploring (a tab id)
     tab_label: str = ""
     tab_text: str = ""  # the sentence that tab gets
+    tab_words: str = ""  # and the word hidden in it, where the tab asks for the right words (Inside BERT)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -280,9 +281,15 @@ ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
 }
 
 
-def tab_text(s: LearnStep, loaded: LoadedModel, text: str) -> str:
-    """The sentence the step's tab gets: with the hidden word as [MASK] where the tab predicts one."""
-    return hide_word(loaded.tokenizer, text)[0] if s.tab == "fill-mask" else text
+MASKED_TABS = ("fill-mask", "inside")  # tabs whose views predict a [MASK]: they get the sentence with one
+
+
+def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
+    """(the sentence the step's tab gets, the hidden word): with the word as [MASK] where the tab predicts one."""
+    if s.tab not in MASKED_TABS:
+        return text, ""
+    masked, word = hide_word(loaded.tokenizer, text)
+    return masked, word if s.tab == "inside" else ""
 
 
 def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False) -> LearnAnswer:
@@ -295,4 +302,4 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     extra = {"hub_reachable": hub_reachable} if key == "tiny" else {}
     md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
     return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
-                       tab_text(s, loaded, text))
+                       *tab_setup(s, loaded, text))

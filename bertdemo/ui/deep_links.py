@@ -110,9 +110,7 @@ def connect(demo: gr.Blocks, tabs: gr.Tabs, model_box: gr.Dropdown, learn: Learn
     def keep_exploring(answer: dict | None):
         if not answer:
             return updates(None, None)
-        word = answer.get("numbers", {}).get("word") or answer.get("numbers", {}).get("hidden_word")
-        return updates(answer["tab"], answer["text"] if answer["tab"] != "fill-mask" else answer["tab_text"],
-                       word=word, run=True)
+        return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
 
     click = _click_js(RUN_BUTTON)
     opened = demo.load(open_link, None, outputs, api_visibility="private")
