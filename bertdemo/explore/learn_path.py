@@ -251,7 +251,7 @@ def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         f"**{ratio:g}×** a 128 block in the attention scores. Your sentence is S = {s} tokens: {s}² = {s * s:,} "
         f"scores per head and layer. The model has {positions} position embeddings; rows 128 … {positions - 1} "
         "get gradient **only in the last phase**, so the short phase must still be followed by a long one. The "
-        "Pretrain tab's *block-length schedule* runs it, with a marker on the curves where the length switches."
+        "Pretrain tab's *block-length schedule* (under Experiments) runs it on a small BERT."
     )
     nums = {"phases": phases, "attention_cost_ratio": ratio, "tokens": s, "positions": positions}
     return md, nums, code.pretrain_code(seq_len=128)
