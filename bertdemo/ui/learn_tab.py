@@ -87,7 +87,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         question = gr.Markdown(elem_id="learn-question")
         answer = gr.Markdown(elem_id="learn-answer")
         open_button = gr.Button("Keep exploring ▶", variant="secondary", elem_id="learn-open")
-        with gr.Accordion("Show the code", open=False):
+        with gr.Accordion("Show the code", open=False, elem_id="learn-code-panel"):
             code = gr.Code(language="python", interactive=False, show_label=False, elem_id="learn-code")
         with gr.Accordion("As JSON (the /learn_step answer)", open=False):
             raw = gr.JSON(elem_id="learn-raw")
