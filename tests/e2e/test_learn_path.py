@@ -56,12 +56,20 @@ def expected(app_model_dir, tmp_path_factory) -> list[list[str]]:
     ]
 
 
+def expect_tab(page, name: str) -> None:
+    """The tab ``name`` is the one shown."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("tab", name=name, exact=True)).to_have_attribute("aria-selected", "true",
+                                                                              timeout=TIMEOUT_MS)
+
+
 def test_a_learner_walks_the_path(browser_page, app_url, expected):
     from playwright.sync_api import expect
 
     page = browser_page
     page.goto(app_url)
-    expect(page.get_by_role("tab", name="Learn", exact=True)).to_have_attribute("aria-selected", "true")
+    expect_tab(page, "Learn")
     text_box = page.locator("#learn-text textarea")
     text_box.fill(TEXT)
     text_box.press("Enter")
@@ -83,7 +91,7 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     page.click("#learn-prev")  # one step back: a pretraining question, answered in the Pretrain tab
     expect(question).to_contain_text("Step 11 of 12", timeout=TIMEOUT_MS)
     page.click("#learn-open")  # keep exploring: the Pretrain tab
-    expect(page.get_by_role("tab", name="Pretrain", exact=True)).to_have_attribute("aria-selected", "true")
+    expect_tab(page, "Pretrain")
 
 
 def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
@@ -94,13 +102,13 @@ def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
     expect(page.locator("#learn-question")).to_contain_text("Step 3 of 12", timeout=TIMEOUT_MS)
     expect(page.locator("#learn-answer")).to_contain_text("query token the", timeout=TIMEOUT_MS)
     page.click("#learn-open")
-    expect(page.get_by_role("tab", name="Attention", exact=True)).to_have_attribute("aria-selected", "true")
-    expect(page.locator("#att-text textarea")).to_have_value(TEXT)
+    expect_tab(page, "Attention")
+    expect(page.locator("#att-text textarea")).to_have_value(TEXT, timeout=TIMEOUT_MS)
     expect(page.locator("#att-info")).to_contain_text("13 tokens", timeout=TIMEOUT_MS)
 
     page.goto(app_url + "?tab=fill-mask&text=" + MASKED.replace(" ", "+").replace("[", "%5B").replace("]", "%5D"))
-    expect(page.get_by_role("tab", name="Fill-Mask", exact=True)).to_have_attribute("aria-selected", "true")
-    expect(page.locator("#fm-text textarea")).to_have_value(MASKED)
+    expect_tab(page, "Fill-Mask")
+    expect(page.locator("#fm-text textarea")).to_have_value(MASKED, timeout=TIMEOUT_MS)
     expect(page.locator("#fm-filled")).not_to_be_empty(timeout=TIMEOUT_MS)
 
     page.goto(app_url + "?tab=nowhere")
