@@ -140,37 +140,44 @@ def test_epoch_and_draw_limits() -> None:
 # --- NSP -----------------------------------------------------------------------------------
 
 
-def test_nsp_pairs_from_the_embedded_corpus() -> None:
-    pairs = nsp.build_pairs("", seq_len=32, n_pairs=8, seed=0)
+def _assert_whole_sentences(p) -> None:
+    """[CLS] A [SEP] B [SEP] with A and B whole sentences: each ends a sentence, neither starts inside a word."""
+    n_a = p.token_type_ids.count(0)  # [CLS] A [SEP]
+    assert p.tokens[0] == "[CLS]" and p.tokens[n_a - 1] == "[SEP]" and p.tokens[-1] == "[SEP]"
+    assert p.token_type_ids == [0] * n_a + [1] * (len(p.tokens) - n_a)
+    assert p.tokens[n_a - 2] in {".", "!", "?"} and p.tokens[-2] in {".", "!", "?"}
+    assert not p.tokens[1].startswith("##") and not p.tokens[n_a].startswith("##")
+
+
+def test_nsp_pairs_from_the_embedded_corpus_are_whole_sentences() -> None:
+    pairs = nsp.build_pairs("", seq_len=64, n_pairs=8, seed=1)
     assert "embedded" in pairs.source and len(pairs.pairs) == 8
     labels = set()
     for p in pairs.pairs:
-        assert len(p.tokens) == 32 and p.tokens[0] == "[CLS]" and p.tokens[-1] == "[SEP]"
-        n_a = p.token_type_ids.count(0)  # [CLS] A [SEP]
-        assert p.token_type_ids == [0] * n_a + [1] * (32 - n_a)
-        assert p.tokens[n_a - 1] == "[SEP]"
+        assert len(p.tokens) <= 64
+        _assert_whole_sentences(p)
         assert (p.b_block == p.block) == (p.label == 0)
         labels.add(p.label_name)
     assert labels == {"IsNext", "NotNext"}
 
 
-def test_nsp_is_next_continues_the_text() -> None:
-    text = " ".join(f"sentence number {w} is here." for w in ("one two three four five six seven eight".split()))
-    tok = ml.engine_tokenizer()
-    stream = tok(text, add_special_tokens=False)["input_ids"]
-    pairs = nsp.build_pairs(text, seq_len=16, n_pairs=4, seed=2)
+def test_nsp_is_next_b_is_the_sentences_after_a() -> None:
+    text = " ".join(f"Sentence number {w} is here." for w in "one two three four five six seven eight".split())
+    pairs = nsp.build_pairs(text, seq_len=32, n_pairs=4, seed=2)
+    sentences = nsp.split_sentences(text)
+    assert sentences[0] == "Sentence number one is here." and len(sentences) == 8
     for p in pairs.pairs:
-        body = p.input_ids[1:-1]
-        n_a = p.token_type_ids.count(0) - 2
-        start = p.block * 14
-        assert body[:n_a] == stream[start : start + n_a]
+        _assert_whole_sentences(p)
+        assert p.sentence_a in text and p.sentence_b in text
         if p.label == 0:
-            b = body[n_a + 1 :]
-            assert b == stream[start + n_a : start + n_a + len(b)]
+            assert p.sentence_a + " " + p.sentence_b in text  # B follows A word for word
+        else:
+            assert p.sentence_a + " " + p.sentence_b not in text
+    assert {p.label for p in pairs.pairs} == {0, 1}
 
 
-def test_nsp_pairs_need_two_blocks() -> None:
-    with pytest.raises(ValueError, match="at least 2"):
+def test_nsp_pairs_need_two_sentences() -> None:
+    with pytest.raises(ValueError, match="at least 2 sentences"):
         nsp.build_pairs("Too short.", seq_len=32)
 
 

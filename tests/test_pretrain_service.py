@@ -174,3 +174,15 @@ def test_the_probe_table_names_each_sentence_once():
     rows = probe_rows(buffer.snapshot())
     assert [(r[0], r[1], r[2]) for r in rows] == [(30, "Two [MASK] [MASK].", 1), (30, "", 2),
                                                   (20, "A [MASK] one.", 1), (10, "", 1)]
+
+
+def test_tinystories_offline_is_refused_before_a_run_exists(tmp_path):
+    """Offline, a TinyStories start is refused with the offline corpora named; no FAILED run is left behind."""
+    from bertdemo.ui.pretrain_tab import corpus_note
+
+    service = _service(tmp_path)  # offline
+    with pytest.raises(ValueError, match="dataset hub.*embedded Wikipedia summaries"):
+        service.start({"corpus": "tinystories", "steps": 10})
+    assert service.manager.current is None and not any(Path(service.runs_dir).glob("*/config.json"))
+    assert "Start would be refused" in corpus_note("tinystories", hub_reachable=False)
+    assert corpus_note("wiki", hub_reachable=False) == ""

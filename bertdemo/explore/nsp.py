@@ -1,9 +1,9 @@
-"""Next-sentence prediction: pairs built as pretraining builds them, and P(IsNext) from an NSP head.
+"""Next-sentence prediction: pairs built as BERT built them, and P(IsNext) from an NSP head.
 
-`build_pairs` packs text into blocks exactly like the pretraining corpus (documents joined by
-[SEP], cut into ``[CLS] body [SEP]`` blocks by `pretrain.data.pack_stream`) and turns them
-into ``[CLS] A [SEP] B [SEP]`` pairs with the engine's own `pretrain.masking.make_nsp_pairs`:
-B is the real continuation of A (IsNext, label 0) or a span of another block (NotNext, 1).
+`build_pairs` cuts text into whole sentences and pairs them as BERT's ``create_pretraining_data.py``
+did: A is one or more sentences of a document; B is the sentences that follow it (IsNext, label 0)
+or sentences of another document (NotNext, label 1); never a cut inside a sentence or a word.
+(The Pretrain tab's NSP option is simpler: it cuts its packed blocks at a random token.)
 
 `predict_is_next` scores the learner's own A and B with the NSP head stored in the model's
 checkpoint (``BertForPreTraining`` / ``BertForNextSentencePrediction`` weights, e.g. a Pretrain run
@@ -18,9 +18,10 @@ answer, never the output of a randomly initialised one.
 from __future__ import annotations
 
 import json
+import random
+import re
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from safetensors import safe_open
 from transformers.utils import cached_file
@@ -29,12 +30,11 @@ from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, N
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel
-from bertdemo.pretrain.data import pack_stream
-from bertdemo.pretrain.masking import make_nsp_pairs
 
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
 _POOLER_BIAS = "bert.pooler.dense.bias"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN = "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"
 
 
@@ -44,8 +44,10 @@ class NspPair:
     input_ids: list[int]
     token_type_ids: list[int]
     label: int  # 0 IsNext, 1 NotNext
-    block: int  # the block A comes from (0-based)
-    b_block: int  # the block B comes from
+    block: int  # the document A comes from (0-based)
+    b_block: int  # the document B comes from
+    sentence_a: str = ""  # A's whole sentences, as written
+    sentence_b: str = ""
 
     @property
     def label_name(self) -> str:
@@ -53,24 +55,47 @@ class NspPair:
 
     def to_json(self) -> dict:
         return {"tokens": self.tokens, "input_ids": self.input_ids, "token_type_ids": self.token_type_ids,
-                "next_sentence_label": self.label, "label": self.label_name, "block": self.block,
-                "b_block": self.b_block}
+                "next_sentence_label": self.label, "label": self.label_name, "document": self.block,
+                "b_document": self.b_block, "sentence_a": self.sentence_a, "sentence_b": self.sentence_b}
 
 
 @dataclass
 class NspPairs:
     source: str  # "your text" or the embedded corpus
-    seq_len: int
-    n_blocks: int
+    seq_len: int  # the most tokens a pair may have, specials included
+    n_documents: int
     pairs: list[NspPair]
 
     def to_json(self) -> dict:
-        return {"source": self.source, "seq_len": self.seq_len, "n_blocks": self.n_blocks,
+        return {"source": self.source, "seq_len": self.seq_len, "n_documents": self.n_documents,
                 "pairs": [p.to_json() for p in self.pairs]}
 
 
-def build_pairs(text: str = "", seq_len: int = 48, n_pairs: int = 4, seed: int = 0) -> NspPairs:
-    """NSP pairs from the learner's text (or the embedded corpus when empty), as pretraining makes them."""
+def split_sentences(document: str) -> list[str]:
+    """A document's sentences: cut after . ! or ? followed by a space and a capital, digit or quote."""
+    return [s.strip() for s in _SENTENCE_END.split(document.strip()) if s.strip()]
+
+
+def _fill(sentences: list[tuple[str, list[int]]], start: int, budget: int) -> list[int]:
+    """Indices of the whole sentences from ``start`` on that fit in ``budget`` tokens together."""
+    out, used = [], 0
+    for k in range(start, len(sentences)):
+        if used + len(sentences[k][1]) > budget:
+            break
+        out.append(k)
+        used += len(sentences[k][1])
+    return out
+
+
+def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 0) -> NspPairs:
+    """NSP pairs from the learner's text (or the embedded corpus when empty), built as BERT built them.
+
+    Like BERT's ``create_pretraining_data.py``: A is one or more whole sentences of a document; for
+    IsNext (half the pairs) B is the sentences that follow A there, for NotNext whole sentences
+    from another document (another place of the same one when there is only one). Each pair is at
+    most ``seq_len`` tokens, ``[CLS] A [SEP] B [SEP]``: no cut inside a sentence or a word (a sentence
+    too long to fit is skipped). Seeded: the same seed, the same pairs.
+    """
     seq_len, n_pairs, seed = int(seq_len), int(n_pairs), int(seed)
     if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
         raise ValueError(f"sequence length must be between {MIN_SEQ_LEN} and {MAX_SEQ_LEN} (got {seq_len}).")
@@ -84,38 +109,63 @@ def build_pairs(text: str = "", seq_len: int = 48, n_pairs: int = 4, seed: int =
     tok = engine_tokenizer()
     docs = [d for d in text.split("\n\n") if d.strip()] if text else embedded.wiki_summaries()[:CORPUS_DOCS]
     source = "your text" if text else f"embedded Wikipedia summaries (first {len(docs)})"
-    stream = [i for ids in tok(docs, add_special_tokens=False)["input_ids"] for i in ids + [tok.sep_token_id]]
-    blocks = pack_stream(np.asarray(stream, dtype=np.int64), seq_len, tok.cls_token_id, tok.sep_token_id, np.int64)
-    if len(blocks) < 2:
+    sentences = []  # per document: (sentence, its token ids)
+    for doc in docs:
+        parts = split_sentences(doc)
+        sentences.append(list(zip(parts, tok(parts, add_special_tokens=False)["input_ids"])) if parts else [])
+    budget = seq_len - 3  # [CLS] A [SEP] B [SEP]
+    rng = random.Random(seed)
+    pairs: list[NspPair] = []
+    for d, doc in enumerate(sentences):
+        i = 0
+        while i < len(doc) and len(pairs) < n_pairs:
+            chunk = _fill(doc, i, budget)
+            if len(chunk) < 2:  # A and B need a sentence each (a sentence too long to fit is skipped)
+                i += max(1, len(chunk))
+                continue
+            a = chunk[: rng.randint(1, len(chunk) - 1)]
+            a_len = sum(len(doc[k][1]) for k in a)
+            is_next = rng.random() < 0.5
+            b_doc, b = d, chunk[len(a):]
+            if not is_next:
+                b_doc, b = _random_b(sentences, d, chunk, budget - a_len, rng)
+                is_next = not b  # nothing fits elsewhere: keep the true continuation
+                if is_next:
+                    b_doc, b = d, chunk[len(a):]
+            pairs.append(_pair(tok, doc, a, sentences[b_doc], b, 0 if is_next else 1, d, b_doc))
+            i = chunk[-1] + 1 if is_next else a[-1] + 1  # NotNext: the unused continuation starts the next pair
+        if len(pairs) >= n_pairs:
+            break
+    if not pairs:
         raise ValueError(
-            f"The text makes {len(blocks)} block(s) of {seq_len} tokens; NSP needs at least 2 "
-            f"(B of a NotNext pair comes from another block). Add text, or shorten the sequence length "
-            f"(it has {len(stream)} tokens)."
+            f"No pair of whole sentences fits in {seq_len} tokens: NSP needs at least 2 sentences (A and B), "
+            "each complete. Add text with several sentences, or raise the sequence length."
         )
-    blocks = torch.from_numpy(blocks[:n_pairs])  # (B, T)
-    g = torch.Generator().manual_seed(seed)
-    ids, segments, labels = make_nsp_pairs(blocks, cls_id=tok.cls_token_id, sep_id=tok.sep_token_id, generator=g)
-    b_rows = _b_source_rows(blocks, ids, segments, labels)
-    pairs = [
-        NspPair(tok.convert_ids_to_tokens(ids[i].tolist()), ids[i].tolist(), segments[i].tolist(),
-                int(labels[i]), i, b_rows[i])
-        for i in range(len(blocks))
-    ]
-    return NspPairs(source, seq_len, len(blocks), pairs)
+    return NspPairs(source, seq_len, len(docs), pairs)
 
 
-def _b_source_rows(blocks: torch.Tensor, ids: torch.Tensor, segments: torch.Tensor, labels: torch.Tensor) -> list[int]:
-    """Which block each pair's B span was cut from: its own for IsNext, else found by matching the span."""
-    out = []
-    for i in range(len(ids)):
-        if labels[i] == 0:
-            out.append(i)
-            continue
-        b = ids[i][segments[i] == 1][:-1]  # B without the final [SEP]
-        start = int((segments[i] == 0).sum()) - 2  # B starts where A stopped, in its source block
-        found = [r for r in range(len(blocks)) if r != i and torch.equal(blocks[r, 1 + start : 1 + start + len(b)], b)]
-        out.append(found[0] if found else -1)
-    return out
+def _random_b(sentences: list, d: int, chunk: list[int], budget: int, rng: random.Random) -> tuple[int, list[int]]:
+    """Whole sentences for a NotNext B: from another document, or elsewhere in the only one (10 tries)."""
+    others = [k for k in range(len(sentences)) if k != d and sentences[k]] or [d]
+    for _ in range(10):
+        b_doc = rng.choice(others)
+        doc = sentences[b_doc]
+        start = rng.randrange(len(doc))
+        if b_doc == d and chunk[0] <= start <= chunk[-1] + 1:
+            continue  # never A itself or its true continuation
+        b = _fill(doc, start, budget)
+        if b:
+            return b_doc, b
+    return d, []
+
+
+def _pair(tok, doc_a: list, a: list[int], doc_b: list, b: list[int], label: int, d: int, b_doc: int) -> NspPair:
+    ids_a = [t for k in a for t in doc_a[k][1]]
+    ids_b = [t for k in b for t in doc_b[k][1]]
+    ids = [tok.cls_token_id, *ids_a, tok.sep_token_id, *ids_b, tok.sep_token_id]
+    segments = [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1)
+    return NspPair(tok.convert_ids_to_tokens(ids), ids, segments, label, d, b_doc,
+                   " ".join(doc_a[k][0] for k in a), " ".join(doc_b[k][0] for k in b))
 
 
 @dataclass
@@ -152,7 +202,7 @@ def _file(loaded: LoadedModel, name: str) -> str | None:
                        _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False)
 
 
-def _read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch.Tensor]:
+def read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """Those of ``keys`` the checkpoint holds, read alone (safetensors; ``.bin`` only outside public mode)."""
     index = _file(loaded, SAFETENSORS_INDEX)
     if index is not None:  # sharded: each key from the shard the index names
@@ -178,7 +228,7 @@ def _read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch
 
 def _nsp_head(loaded: LoadedModel) -> NspHead:
     """The head of ``loaded``'s checkpoint, float32 on its device."""
-    found = _read_tensors(loaded, (*NSP_HEAD_KEYS, _POOLER_BIAS))
+    found = read_tensors(loaded, (*NSP_HEAD_KEYS, _POOLER_BIAS))
     missing = [k for k in NSP_HEAD_KEYS if k not in found] or ([_POOLER_BIAS] if _POOLER_BIAS not in found else [])
     if missing:
         return NspHead(None, missing)
@@ -198,8 +248,9 @@ def predict_is_next(loaded: LoadedModel, sentence_a: str, sentence_b: str) -> Ns
     if head.tensors is None:
         return NspPrediction(loaded.name, False, (
             f"{loaded.name} has no trained NSP head (its weights lack {', '.join(head.missing)}), so "
-            "P(IsNext) cannot be shown — a random head would only give noise. Use a checkpoint from "
-            "the Pretrain tab trained with NSP, or bert-base-uncased when the model hub is reachable."))
+            "P(IsNext) cannot be shown — a random head would only give noise. Get one with an NSP run: "
+            "Pretrain tab, tick 'Next-sentence prediction (NSP) too', Start, then pick its run:… checkpoint "
+            "in the Model box; or use bert-base-uncased when the model hub is reachable."))
     tok = loaded.tokenizer
     enc = tok(sentence_a, sentence_b, return_tensors="pt", truncation=True, max_length=loaded.max_length)
     with torch.inference_mode():

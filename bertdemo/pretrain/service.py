@@ -29,11 +29,15 @@ from filelock import FileLock, Timeout
 
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
+from bertdemo.models.hub import HubProbe
 from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot, Status, metrics_csv
 from bertdemo.settings import DiskRules, ServerSettings
+
+TINYSTORIES_OFFLINE = ("TinyStories comes from the dataset hub, which this server cannot reach, so no run was started. "
+                       "Choose the embedded Wikipedia summaries (offline), or upload a .txt / .jsonl corpus.")
 
 if TYPE_CHECKING:
     from bertdemo.pretrain.trainer import RunControl
@@ -306,6 +310,7 @@ class RunService:
         self.runs_dir = Path(settings.runs_dir)
         self.speeds = speeds or budget.SpeedBook()  # this machine's measured training speed
         self.manager = RunManager(self.runs_dir, settings.disk, self.speeds, clock)
+        self.hub = HubProbe(offline=settings.offline)  # TinyStories needs the dataset hub: asked before a run starts
 
     # --- the live run ------------------------------------------------------------------------------
     @property
@@ -346,6 +351,8 @@ class RunService:
             cfg.validate()
             if public is not None:
                 budget.check_public(cfg, public)
+        if cfg.data.corpus == "tinystories" and not cfg.system.resume_from and not self.hub.reachable():
+            raise ValueError(TINYSTORIES_OFFLINE)  # said before a run exists: no FAILED run with 0 parameters
         if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)
             cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
         if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder

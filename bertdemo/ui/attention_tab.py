@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
+
 from bertdemo.ui import common
 
 from bertdemo.ui.common import progress_callback
@@ -243,6 +246,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap")
+        code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click a head to enlarge it above.")
         overview = gr.Image(
             show_label=False, type="filepath", interactive=False, elem_id="att-overview",

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
+
 from bertdemo.ui import common
 
 from bertdemo.explore import input_limits
@@ -121,6 +124,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
+        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k], elem_id="fm-code")
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
+
 from bertdemo.ui import common
 
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
@@ -167,6 +170,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):
                 anatomy_json = gr.JSON()
+        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code")
 
     sections = [
         (emb_button, embeddings, [text, model_box], [emb_md, emb_fig, pos_fig, order_md], "inside_embeddings"),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.pretrain.budget import Limits
-from bertdemo.ui import attention_tab, fill_mask_tab, inside_tab, masking_tab, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
@@ -64,13 +64,15 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
+            learn = learn_tab.build(ctx, model_box)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
             pretrain_tab.build(ctx, model_box)
+        deep_links.connect(demo, tabs, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])

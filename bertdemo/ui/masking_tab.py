@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.ui import common
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.explore import input_limits as limits
 from bertdemo.ui.lazy import LazyModule
@@ -74,7 +76,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
         return masking_lab.measure_rates(text, settings, draws)
 
-    def build_pairs(text: str = "", seq_len: int = 48, n_pairs: int = 4, seed: int = 0):
+    def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 0):
         """NSP pairs from the learner's text (or the embedded corpus when empty), as pretraining makes them."""
         return nsp.build_pairs(text, seq_len, n_pairs, seed)
 
@@ -134,28 +136,32 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = gr.Plot(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
+        code_panel(ctx, lambda _model, *v: code_snippets.masking_code(*v), [model_box, text, p, m, r, draws],
+                   elem_id="ml-code")
         with gr.Accordion("As JSON (the /mask_stats answer)", open=False):
             stats_raw = gr.JSON()
 
         gr.Markdown(
             "### Next-sentence prediction (NSP)\n"
-            "Pairs built as pretraining builds them: text packed into blocks, each cut into "
-            "`[CLS] A [SEP] B [SEP]`; half the time B is the real continuation (IsNext), half the time a "
-            "span of another block (NotNext). Leave the text empty for the embedded Wikipedia summaries; "
-            "separate documents with a blank line."
+            "Pairs built as BERT built them: the text is cut into **whole sentences**; A is one or more sentences "
+            "of a document, B the sentences that follow it (IsNext) or, half the time, sentences of another "
+            "document (NotNext) — `[CLS] A [SEP] B [SEP]`, never cut inside a sentence or a word. Leave the text "
+            "empty for the embedded Wikipedia summaries; separate documents with a blank line."
         )
         nsp_text = gr.Textbox(label="Text (optional)", lines=3, placeholder="Empty: the embedded corpus",
                               elem_id="nsp-text")
         with gr.Row():
-            seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=32, step=1, label="Sequence length T")
+            seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=64, step=1, label="Longest pair T")
             n_pairs = gr.Slider(2, limits.MAX_PAIRS, value=4, step=1, label="Pairs")
             nsp_seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
         pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
         pairs_view = gr.HTML(elem_id="nsp-pairs")
         with gr.Accordion("As JSON (the /nsp_pairs answer)", open=False):
             pairs_raw = gr.JSON()
-        gr.Markdown("**Your own pair** — P(IsNext) from the NSP head of the model chosen at the top of the page "
-                    "(a Pretrain checkpoint trained with NSP, or bert-base-uncased).")
+        gr.Markdown("**Your own pair** — P(IsNext) from the NSP head of the model chosen at the top of the page. "
+                    "It needs a checkpoint **trained with NSP**: bert-base-uncased (from the model hub), or your "
+                    "own: Pretrain tab → tick *Next-sentence prediction (NSP) too* → Start; once it has saved a "
+                    "checkpoint, pick its `run:…` entry in the Model box. A masked-LM alone has no NSP head.")
         with gr.Row():
             sentence_a = gr.Textbox(label="Sentence A", value=NSP_A, elem_id="nsp-a")
             sentence_b = gr.Textbox(label="Sentence B", value=NSP_B, elem_id="nsp-b")

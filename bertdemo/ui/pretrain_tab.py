@@ -27,6 +27,8 @@ from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices
+from bertdemo.explore import code_snippets
+from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.viz import run_curves
 
@@ -48,6 +50,16 @@ class TabContext(Protocol):
     settings: ServerSettings
     runs: RunService
     models: Any  # the model store front: set_extra_choices(provider), choices(), get(name)
+
+
+def corpus_note(corpus: str, hub_reachable: bool) -> str:
+    """What the page says under the corpus choice before Start (TinyStories needs the dataset hub)."""
+    if corpus != "tinystories":
+        return ""
+    if hub_reachable:
+        return "*TinyStories streams from the dataset hub (reachable now).*"
+    return ("> ⚠️ TinyStories comes from the dataset hub, which this server cannot reach: Start would be refused. "
+            "Choose the embedded Wikipedia summaries (offline), or upload a .txt / .jsonl corpus.")
 
 
 def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
@@ -109,11 +121,14 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                                  d.model.num_attention_heads, d.model.intermediate_size))
                 estimate_box = gr.Markdown(elem_id="pt-estimate")  # filled when the tab opens and the form changes
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
+                corpus_note_box = gr.Markdown(elem_id="pt-corpus-note")  # TinyStories offline: said before Start
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
                                  file_types=[".txt", ".jsonl"], type="filepath", elem_id="pt-upload")
                 with gr.Accordion("Experiments", open=False):
                     position_embeddings = gr.Checkbox(d.model.position_embeddings, label="Position embeddings",
-                                                      info="Off: zeroed and frozen — the model cannot see word order.")
+                                                      info="Off: zeroed and frozen — the model cannot see word order. Its loss comes out about "
+                                                           "the same or lower (a masked word is guessed far on the bag of "
+                                                           "words around it); the order probe below shows the difference.")
                     whole_word = gr.Checkbox(d.objective.whole_word_masking, label="Whole-word masking",
                                              info="All pieces of a word are masked together.")
                     static_masks = gr.Number(d.objective.static_masks, label="Static masks per block (0 = dynamic)",
@@ -126,8 +141,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                             label="…of which → random token (rest kept)")
                     schedule = gr.Textbox(d.data.seq_len_schedule, label="Block-length schedule (optional)",
                                           placeholder="128:0.9,512:0.1",
-                                          info="As BERT: 90 % of steps at 128 tokens, then 512; positions "
-                                               "beyond 128 train only in the second phase.")
+                                          info="As BERT: 90 % of steps at 128 tokens, then 512 — attention costs grow "
+                                               "with S² (512 costs 16× 128); positions beyond 128 train only in "
+                                               "the second phase.")
                 with gr.Accordion("Training settings", open=False):
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")
@@ -296,6 +312,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     view = [compare, smoothing, log_y, x_axis]
     outputs = [status, plot, probe_table, model_box, resume, compare, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
+    corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
@@ -304,6 +321,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
+        code_panel(ctx, lambda _model, *shape: code_snippets.pretrain_code_for(*shape),
+                   [model_box, preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code")
         gr.api(run_status, api_name="run_status")
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")

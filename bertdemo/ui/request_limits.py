@@ -26,6 +26,7 @@ TEXT_CHARS = input_limits.MAX_TEXT_CHARS  # a sentence (pair) to look at: far be
 WORD_LIST_CHARS = 2_000  # comma-separated words, targets, answers, head lists
 TOKEN_CHARS = 256  # owner and admin tokens, run ids
 DEFAULT_MAX_CHARS = 2_000  # any text parameter not named below
+STEP_CHARS = 40  # a learning-path step's key, e.g. "no-positions"
 MAX_STRUCT_CHARS = 20_000  # a dict / list parameter, as JSON
 MAX_DEPTH = 8  # nesting of a dict / list parameter
 MAX_ABS_NUMBER = 1e9
@@ -35,6 +36,7 @@ MAX_CHARS: dict[str, int] = {
     "targets": WORD_LIST_CHARS, "words": WORD_LIST_CHARS, "answers": WORD_LIST_CHARS, "heads": WORD_LIST_CHARS,
     "model": MAX_NAME_CHARS, "second_model": MAX_NAME_CHARS, "left": MAX_NAME_CHARS, "right": MAX_NAME_CHARS,
     "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
+    "step": STEP_CHARS,
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
     "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page

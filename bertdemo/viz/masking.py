@@ -113,7 +113,28 @@ def render_epochs(comp: EpochComparison) -> str:
     )
     return (summary + '<div class="mask-epochs" style="display:flex;flex-wrap:wrap;gap:16px">'
             + column(f"Static masking (N = {n})", static) + column("Dynamic masking", dynamic) + "</div>"
-            + f'<div style="{_NOTE}">M = [MASK], R = random token, K = kept; hover a cell for the token.</div>')
+            + f'<div style="{_NOTE}">M = [MASK], R = random token, K = kept; hover a cell for the token.</div>'
+            + f'<div class="mask-arithmetic" style="margin-top:8px">{static_arithmetic_html(n, len(comp.rows))}</div>')
+
+
+def times_each_mask_seen(copies: int, epochs: int) -> float:
+    """Static masking: how often the model sees each of the ``copies`` masks in ``epochs`` epochs."""
+    return epochs / copies
+
+
+def static_arithmetic_html(copies: int = 10, epochs: int = 40) -> str:
+    """The original data's arithmetic, and the answer to "is it two for-loops?"."""
+    seen = times_each_mask_seen(copies, epochs)
+    return (
+        f"<b>The arithmetic.</b> {copies} masked copies × {epochs} epochs: each sequence is seen {epochs} times, "
+        f"so each of its {copies} masks is seen {epochs} / {copies} = <b>{seen:g} times</b>. (The original BERT: "
+        "<code>dupe_factor = 10</code> and about 40 epochs, so each mask 4 times — RoBERTa's count.)<br>"
+        "<b>Is it two for-loops?</b> For static masking, yes — at two different times. Once, when the data is "
+        "written: <code>for copy in range(10): for sentence in corpus: write(mask(sentence))</code>. Then "
+        "training: <code>for epoch in range(40): for batch in data: train(batch)</code> — the masks never change "
+        "during training. Dynamic masking is one loop: <code>for epoch: for batch: train(mask(batch))</code>, "
+        "a fresh mask every time a sequence comes round."
+    )
 
 
 def rates_figure(stats: RateStats) -> go.Figure:
@@ -143,14 +164,14 @@ def rates_markdown(stats: RateStats) -> str:
 
 def render_pairs(pairs: NspPairs) -> str:
     """Each pair as chips: sentence A (segment 0) blue, B (segment 1) yellow, specials dark, its label."""
-    out = [f'<div style="{_NOTE};margin-bottom:6px">{len(pairs.pairs)} pairs of {pairs.seq_len} tokens from '
-           f"{html.escape(pairs.source)} ({pairs.n_blocks} blocks used).</div>"]
+    out = [f'<div style="{_NOTE};margin-bottom:6px">{len(pairs.pairs)} pairs of at most {pairs.seq_len} tokens, '
+           f"whole sentences from {html.escape(pairs.source)} ({pairs.n_documents} documents).</div>"]
     for p in pairs.pairs:
         ok = p.label == 0
         badge = (f'<span class="nsp-label" style="display:inline-block;padding:2px 8px;border-radius:10px;'
                  f'font-weight:600;background:{"#dcfce7" if ok else "#fee2e2"};color:{"#166534" if ok else "#991b1b"}">'
                  f"{p.label_name} (label {p.label})</span>")
-        where = "B continues A" if ok else f"B is cut from block {p.b_block + 1}"
+        where = "B continues A" if ok else f"B comes from document {p.b_block + 1}"
         chips = []
         for tok, seg in zip(p.tokens, p.token_type_ids):
             title = f"segment {seg}"
@@ -159,7 +180,7 @@ def render_pairs(pairs: NspPairs) -> str:
             else:
                 chips.append(_chip(tok, SEGMENT_BG[seg], "#9ca3af", title, "font-size:12px;margin-left:3px;"))
         out.append(f'<div class="nsp-pair" style="margin:10px 0;line-height:1.8">{badge} '
-                   f'<span style="font-size:13px;color:#4b5563">block {p.block + 1} · {where}</span><br>'
+                   f'<span style="font-size:13px;color:#4b5563">document {p.block + 1} · {where}</span><br>'
                    f'{"".join(chips)}</div>')
     out.append(f'<div style="{_NOTE}">Blue: sentence A, segment id 0 (with [CLS] and the first [SEP]); '
                "yellow: sentence B, segment id 1 (with the last [SEP]).</div>")

@@ -31,10 +31,13 @@ EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
 
 
 def open_app(page: Page, url: str) -> None:
-    """Load the page and wait until the default model is reported in use."""
+    """Load the page (it opens on the Learn tab), wait until the default model is reported in use, and
+    go to the Tokenizer tab, where the tests start."""
     page.goto(url)
-    expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#learn-step")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
+    open_tab(page, "Tokenizer")
+    expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
 
 
 def open_tab(page: Page, name: str) -> None:

@@ -31,7 +31,7 @@ def test_mask_sample_api(client):
 def test_epochs_and_nsp_api(client):
     data = client.predict(TEXT, 0.4, 0.8, 0.1, 0, True, True, 25, 10, api_name="/mask_epochs")
     assert data["distinct_static"] == 10 and data["distinct_dynamic"] > 10
-    pairs = client.predict("", 32, 4, 0, api_name="/nsp_pairs")
+    pairs = client.predict("", 64, 4, 0, api_name="/nsp_pairs")
     assert len(pairs["pairs"]) == 4 and all(p["tokens"][0] == "[CLS]" for p in pairs["pairs"])
     with pytest.raises(Exception, match="Enter a sentence"):
         client.predict("", 0.15, 0.8, 0.1, 0, False, True, api_name="/mask_sample")

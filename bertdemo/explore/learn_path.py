@@ -1,0 +1,305 @@
+"""The learning path's answers: each step's question answered live, on the current model and the
+learner's sentence, by the same functions the tabs use (nothing is computed a second way here).
+
+``answer(loaded, step, text)`` returns a :class:`LearnAnswer`: the answer in words with its live
+numbers, those numbers as plain values (what the API returns and the tests check against the
+model), the code that reproduces them in a notebook, and the tab (with the sentence it gets) where
+the learner keeps exploring. Steps that need a ``[MASK]`` hide one word of the sentence themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bertdemo.explore import code_snippets as code
+from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
+from bertdemo.explore.encoding import word_pieces
+from bertdemo.explore.learn_steps import LearnStep, step as find_step
+from bertdemo.models import bert_family
+from bertdemo.models.store import LoadedModel
+from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
+from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
+
+RATE_DRAWS = 2000  # the 80/10/10 step's draws of the sentence's mask
+EPOCHS, STATIC_COPIES = 40, 10  # the original BERT: about 40 epochs over 10 masked copies
+LENGTH_SCHEDULE, SCHEDULE_STEPS = "128:0.9,512:0.1", 1_000_000  # BERT: 90% of 1M steps at 128, the rest at 512
+
+
+@dataclass
+class LearnAnswer:
+    step: str
+    question: str
+    model_name: str
+    text: str  # the learner's sentence
+    answer: str  # Markdown: the answer with its live numbers
+    numbers: dict = field(default_factory=dict)  # those numbers, plain values
+    code: str = ""  # what reproduces them in a notebook
+    tab: str = ""  # where to keep exploring (a tab id)
+    tab_label: str = ""
+    tab_text: str = ""  # the sentence that tab gets
+    tab_words: str = ""  # and the word hidden in it, where the tab asks for the right words (Inside BERT)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def hide_word(tokenizer, text: str) -> tuple[str, str]:
+    """(the sentence with its last one-piece word of 3+ letters as [MASK], that word)."""
+    if "[mask]" in text.lower():
+        raise ValueError("Type a plain sentence, without [MASK]: the steps hide a word of it themselves.")
+    for m in reversed(list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))):
+        word = m.group(0)
+        pieces = word_pieces(tokenizer, word)
+        if len(pieces) == 1 and tokenizer.convert_tokens_to_ids(pieces[0]) != tokenizer.unk_token_id:
+            return text[: m.start()] + "[MASK]" + text[m.end():], pieces[0]
+    raise ValueError("The sentence needs a word of three letters or more that the vocabulary holds whole, to hide.")
+
+
+def _ids_preview(tokens: list[str], values: list, limit: int = 16) -> str:
+    pairs = [f"`{t}` {v}" for t, v in zip(tokens, values)]
+    return " · ".join(pairs[:limit]) + (" …" if len(pairs) > limit else "")
+
+
+def _embeddings(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    r = inside.embeddings(loaded, text)
+    s, d = r.shape
+    md = (
+        f"Your sentence is **{s} tokens** (with `[CLS]` and `[SEP]`): {_ids_preview(r.tokens, r.input_ids)}.  \n"
+        f"Each token gets one vector of H = {d}: **word** embedding (row of its id) + **position** embedding "
+        f"(row 0 … {s - 1}) + **segment** embedding (segment ids {sorted(set(r.token_type_ids))}; a typed `[SEP]` "
+        f"starts sentence B, segment 1), then LayerNorm. The result is `hidden_states[0]`, shape (1, {s}, {d}).  \n"
+        f"Recomputed from the weights: largest difference from the model's own `hidden_states[0]` = "
+        f"**{r.max_abs_diff:.1e}**."
+    )
+    nums = {"tokens": r.tokens, "input_ids": r.input_ids, "token_type_ids": r.token_type_ids, "hidden_size": d,
+            "max_abs_diff": r.max_abs_diff}
+    return md, nums, code.embeddings_code(model_ref, text)
+
+
+def _order(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    o = inside.embeddings(loaded, text).order
+    with_pos = sum(o.cosine_with_positions) / len(o.cosine_with_positions)
+    without = sum(o.cosine_without_positions) / len(o.cosine_without_positions)
+    md = (
+        "Self-attention treats its input as a **set**: only the **position embeddings** tell BERT where a token "
+        f"stands. The experiment, on your sentence shuffled (`{' '.join(o.shuffled_tokens)}`):  \n"
+        f"- **with** position embeddings, each token's final hidden state changes: mean cosine original vs shuffled "
+        f"= **{with_pos:.3f}** (largest difference {o.max_diff_with_positions:.3g});  \n"
+        f"- **without** them (zeroed), the encoder gets the same bag of vectors: cosine **{without:.3f}**, largest "
+        f"difference {o.max_diff_without_positions:.1e} — word order is invisible."
+    )
+    nums = {"shuffled_tokens": o.shuffled_tokens, "mean_cosine_with_positions": with_pos,
+            "mean_cosine_without_positions": without, "max_diff_without_positions": o.max_diff_without_positions}
+    return md, nums, code.embeddings_code(model_ref, text)
+
+
+def _attention(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    query = 1  # the first word's token, right after [CLS]
+    r = inside_layer.layer_step(loaded, text, layer=0, head=0, query=query)
+    top = int(r.probs.argmax())
+    row = " · ".join(f"`{t}` {p:.2f}" for t, p in zip(r.tokens, r.probs))
+    md = (
+        f"Layer 0, head 0, query token `{r.tokens[query]}` (position {query}). Each token's hidden state X "
+        f"(H = {r.hidden_size}) gives q = X·W_Q, k = X·W_K, v = X·W_V, each split into {r.num_heads} heads of "
+        f"d_h = {r.head_dim}. The scores q·k_j are divided by √{r.head_dim} = {r.head_dim ** 0.5:.3f}, and a "
+        f"softmax over the {len(r.tokens)} tokens gives the attention row:  \n{row}  \n"
+        f"`{r.tokens[query]}` looks most at **`{r.tokens[top]}`** (p = **{float(r.probs[top]):.3f}**); the output "
+        f"is Σ p_j·v_j. The same weights as the model's own `output_attentions` (largest difference "
+        f"{r.max_diff_attention:.1e})."
+    )
+    nums = {"tokens": r.tokens, "query": query, "probs": [float(p) for p in r.probs], "top_token": r.tokens[top],
+            "top_prob": float(r.probs[top]), "head_dim": r.head_dim}
+    return md, nums, code.layer_step_code(model_ref, text, 0, 0, query)
+
+
+def _outputs(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    masked, word = hide_word(loaded.tokenizer, text)
+    r = model_outputs.model_outputs(loaded, masked)
+    n_layers = len(r.attentions)
+    pooler = ("this checkpoint has the pooler's weights" if r.pooler_in_checkpoint else
+              "this checkpoint has **no** pooler weights: `BertModel.from_pretrained` would initialise them at random")
+    md = (
+        f"On `{masked}` (the word *{word}* hidden), `BertForMaskedLM(**inputs, output_hidden_states=True, "
+        f"output_attentions=True)` returns:  \n"
+        f"- `logits` **{r.logits}** = (batch, S tokens, V vocabulary): a score per word at every position;  \n"
+        f"- `hidden_states`: **{len(r.hidden_states)} × {r.hidden_states[0]}** — the embeddings, then each of the "
+        f"{n_layers} layers;  \n"
+        f"- `attentions`: **{n_layers} × {r.attentions[0]}** — (batch, heads, query, key) per layer.  \n"
+        f"At the `[MASK]` the top word is **{r.top_token}** (p = {r.top_prob:.3f}).  \n"
+        f"`BertModel` (the encoder alone) returns `last_hidden_state` **{r.last_hidden_state}** and "
+        f"`pooler_output` **{r.pooler_output}** = tanh(W·h_[CLS] + b); {pooler}."
+    )
+    nums = r.to_json() | {"masked_text": masked, "hidden_word": word}
+    return md, nums, code.model_outputs_code(model_ref, masked)
+
+
+def _loss(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    masked, word = hide_word(loaded.tokenizer, text)
+    r = inside_output.mlm_loss(loaded, masked, [word])
+    m = r.masks[0]
+    md = (
+        f"Hide *{word}* → `{masked}`  \nAt the mask the head turns the final hidden state into V = {r.vocab_size:,} "
+        f"logits; softmax gives p(*{word}*) = **{m.prob:.4f}** (rank {m.rank}), so the loss there is −log p = "
+        f"**{m.neg_log_prob:.4f}**. The masked-LM loss is the mean of −log p over the masks (here one): "
+        f"**{r.mean_loss:.4f}**; the model's own `loss` with `labels=` (−100 everywhere but the mask) is "
+        f"**{r.model_loss:.4f}**. A uniform guess would score ln V = {r.uniform_loss:.2f}."
+    )
+    nums = {"masked_text": masked, "word": word, "prob": m.prob, "neg_log_prob": m.neg_log_prob, "rank": m.rank,
+            "mean_loss": r.mean_loss, "model_loss": r.model_loss}
+    return md, nums, code.mlm_loss_code(model_ref, masked, [word])
+
+
+def _rates(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    r = masking_lab.measure_rates(text, masking_lab.MaskSettings(), RATE_DRAWS)
+    rate = {x.name: x for x in r.rates}
+    md = (
+        f"Your sentence masked **{r.draws:,} times** by the pretraining engine's own code: of its {r.n_tokens} "
+        f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction; of the chosen, "
+        f"**{rate['[MASK]'].measured:.1%}** became `[MASK]`, **{rate['random'].measured:.1%}** a random token and "
+        f"**{rate['kept'].measured:.1%}** stayed (settings 80/10/10). Why not always `[MASK]`? `[MASK]` never "
+        "appears when the model is used later; replacing some chosen tokens by random words or leaving them "
+        "forces the model to check *every* token against its context, not only the masked ones."
+    )
+    nums = {x.name: x.measured for x in r.rates} | {"draws": r.draws, "n_tokens": r.n_tokens}
+    return md, nums, code.masking_code(text, draws=RATE_DRAWS)
+
+
+def _masks(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    c = masking_lab.compare_epochs(text, masking_lab.MaskSettings(), EPOCHS, STATIC_COPIES)
+    md = (
+        f"Over {EPOCHS} epochs your sentence gets **{c.distinct_static} distinct masks** with static masking "
+        f"({STATIC_COPIES} copies written once) and **{c.distinct_dynamic}** with dynamic masking (a fresh mask "
+        "each time).  \n" + static_arithmetic_html(STATIC_COPIES, EPOCHS)
+    )
+    nums = {"distinct_static": c.distinct_static, "distinct_dynamic": c.distinct_dynamic,
+            "times_each_mask_seen": times_each_mask_seen(STATIC_COPIES, EPOCHS)}
+    return md, nums, code.masking_code(text)
+
+
+def _nsp(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    pairs = nsp.build_pairs("", 64, 2, 0)
+    p = pairs.pairs[0]
+    pred = nsp.predict_is_next(loaded, p.sentence_a, p.sentence_b)
+    verdict = (f"**{pred.message}** for this pair." if pred.available else
+               f"⚠️ {pred.message}")
+    md = (
+        "BERT's pairs are **whole sentences**: A is one or more sentences of a document; B is what follows "
+        "(IsNext) or, half the time, sentences from another document (NotNext). The first pair from the embedded "
+        f"corpus ({p.label_name}):  \n> **A:** {p.sentence_a}  \n> **B:** {p.sentence_b}  \n"
+        f"`[CLS] A [SEP] B [SEP]` = {len(p.tokens)} tokens, segment 0 for A, 1 for B.  \n"
+        "P(IsNext) needs a checkpoint **trained with NSP** (`BertForPreTraining`): " + verdict
+    )
+    nums = {"label": p.label_name, "sentence_a": p.sentence_a, "sentence_b": p.sentence_b,
+            "nsp_available": pred.available, "p_is_next": pred.p_is_next}
+    return md, nums, code.nsp_code(model_ref, p.sentence_a, p.sentence_b)
+
+
+def _family(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    members = bert_family.family()
+    own = param_count_of_model(loaded.model)
+    cfg = loaded.model.config
+    by_formula = None
+    if getattr(cfg, "model_type", "") == "bert":
+        parts = bert_family.components(cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size,
+                                       cfg.vocab_size, cfg.max_position_embeddings, cfg.type_vocab_size,
+                                       tied=bool(getattr(cfg, "tie_word_embeddings", True)))
+        by_formula = sum(c.count for c in parts)
+    base, large = bert_family.member("bert-base"), bert_family.member("bert-large")
+    check = (f"by the same formula **{by_formula:,}** — " + ("equal." if by_formula == own else "they differ!")
+             if by_formula is not None else "(not a BERT: the formula does not apply).")
+    md = (
+        f"**bert-base: {base.masked_lm:,}** parameters as `BertForMaskedLM`; **bert-large: {large.masked_lm:,}** "
+        f"({large.masked_lm / base.masked_lm:.1f}×). Most of the difference is in the layers: L·(4·(H² + H) + "
+        "2·H·F + F + H + 4·H) grows with H², and large has twice the layers. The model in use, "
+        f"{loaded.name}, counted from its weights: **{own:,}**; {check}\n\n" + bert_family.family_markdown(members)
+    )
+    nums = {m.name: m.masked_lm for m in members} | {"model": own, "model_by_formula": by_formula}
+    return md, nums, code.family_code("bert-base")
+
+
+def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    masked, word = hide_word(loaded.tokenizer, text)
+    r = order_probe.order_probe(loaded, masked)
+    first, second = r.original.masks[0].candidates[0], r.shuffled_result.masks[0].candidates[0]
+    md = (
+        "The Pretrain tab runs the experiment (*no position embeddings*: zeroed and frozen). Its loss comes out "
+        "about the same — often slightly **lower** — because predicting a masked word gets far on the *bag* of "
+        "words around it (which words, not their order), and a model without positions spends nothing on order. "
+        "The difference shows in an **order probe**: the same sentence shuffled. The model in use, on your "
+        f"sentence:  \n- `{r.text}` → **{first.token}** ({first.prob:.3f})  \n"
+        f"- `{r.shuffled}` → **{second.token}** ({second.prob:.3f})  \n"
+        f"Largest difference of the `[MASK]`'s final hidden state: **{r.max_state_difference:.3g}** — "
+        + ("0: this model is order-blind." if r.order_blind else
+           "it sees the order. A model trained without positions gives exactly the same state (difference 0).")
+    )
+    nums = {"text": r.text, "shuffled": r.shuffled, "top": first.token, "top_shuffled": second.token,
+            "max_state_difference": r.max_state_difference, "order_blind": r.order_blind}
+    return md, nums, code.pretrain_code(position_embeddings=False)
+
+
+def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    phases = parse_seq_len_schedule(LENGTH_SCHEDULE, SCHEDULE_STEPS)
+    s = len(inside.encode_for_inside(loaded, text, limit=loaded.max_length).tokens)
+    positions = int(getattr(loaded.model.config, "max_position_embeddings", 512))
+    ratio = (512 / 128) ** 2
+    md = (
+        f"BERT trained **90% of its {SCHEDULE_STEPS:,} steps on 128-token blocks**, then 10% on 512 (schedule "
+        f"`{LENGTH_SCHEDULE}`: 128 from step {phases[0][0]:,}, 512 from step {phases[1][0]:,}). Why: attention "
+        f"compares every token with every other, so its cost grows with S² — a 512 block costs (512/128)² = "
+        f"**{ratio:g}×** a 128 block in the attention scores. Your sentence is S = {s} tokens: {s}² = {s * s:,} "
+        f"scores per head and layer. The model has {positions} position embeddings; rows 128 … {positions - 1} "
+        "get gradient **only in the last phase**, so the short phase must still be followed by a long one. The "
+        "Pretrain tab's *block-length schedule* (under Experiments) runs it on a small BERT."
+    )
+    nums = {"phases": phases, "attention_cost_ratio": ratio, "tokens": s, "positions": positions}
+    return md, nums, code.pretrain_code(seq_len=128)
+
+
+def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False) -> tuple[str, dict, str]:
+    layers, hidden, heads, ffn = PRESETS["bert-tiny"]
+    tiny = bert_family.member("bert-tiny")
+    hub = ("The dataset hub is reachable from this server: choose *TinyStories* in the Pretrain tab." if hub_reachable
+           else "⚠️ **The dataset hub is not reachable from this server**, so TinyStories cannot be loaded here: "
+           "choose the embedded Wikipedia summaries (offline) or upload your own .txt / .jsonl corpus.")
+    md = (
+        f"BERT-tiny is **{layers} layers, H = {hidden}, {heads} heads, feed-forward {ffn}**: {tiny.masked_lm:,} "
+        "parameters as a masked-LM (a notebook's \"128 heads\" is H = 128 split into 2 heads of 64). The Pretrain "
+        "tab's *bert-tiny* preset is exactly that, trained from scratch with masked-LM (and NSP if ticked).  \n"
+        + hub
+    )
+    nums = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "parameters": tiny.masked_lm,
+            "hub_reachable": hub_reachable}
+    return md, nums, code.pretrain_code(layers, hidden, heads, ffn)
+
+
+ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
+    "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
+    "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
+    "length": _length, "tiny": _tiny,
+}
+
+
+MASKED_TABS = ("fill-mask", "inside")  # tabs whose views predict a [MASK]: they get the sentence with one
+
+
+def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
+    """(the sentence the step's tab gets, the hidden word): with the word as [MASK] where the tab predicts one."""
+    if s.tab not in MASKED_TABS:
+        return text, ""
+    masked, word = hide_word(loaded.tokenizer, text)
+    return masked, word if s.tab == "inside" else ""
+
+
+def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False) -> LearnAnswer:
+    """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code."""
+    s = find_step(key)
+    text = (text or "").strip()
+    if not text:
+        raise ValueError("Type a sentence first.")
+    fn = ANSWERS[key]
+    extra = {"hub_reachable": hub_reachable} if key == "tiny" else {}
+    md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
+                       *tab_setup(s, loaded, text))

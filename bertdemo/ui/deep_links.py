@@ -1,0 +1,120 @@
+"""Deep links and "keep exploring": a URL or a Learn step opens a tab with a sentence (and a model or run).
+
+``?tab=attention&text=The+cat+sat.`` opens the Attention tab with that sentence and shows it;
+``&model=bert-base-uncased`` or ``&run=<run id>`` picks the model (a run's latest checkpoint);
+``?tab=learn&step=loss&text=…`` opens the learning path at a step. Every value is checked like any
+input (known tab and step, bounded text, a run id of safe characters; the model then goes through the
+model box's own checks); a bad value is named in a warning and the page opens as usual.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+import gradio as gr
+
+from bertdemo.explore import learn_steps
+from bertdemo.models.load_errors import MAX_NAME_CHARS
+from bertdemo.models.run_refs import RUN_PREFIX
+
+if TYPE_CHECKING:
+    from bertdemo.ui.learn_tab import LearnTab
+
+TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "masking", "pretrain")
+TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-text", "attention": "att-text",
+            "inside": "in-text", "masking": "ml-text"}  # the tab's sentence box (by elem_id)
+RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
+              "masking": "ml-run"}  # what shows the tab's view for that sentence
+WORDS_BOX = "in-words"  # Inside BERT's "right words" (the loss): the word a Learn step hid
+MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True)
+class DeepLink:
+    tab: str | None = None
+    text: str | None = None
+    model: str | None = None
+    step: str | None = None
+    problems: list[str] = field(default_factory=list)  # what was refused, in words
+
+
+def parse_link(params: Mapping[str, str]) -> DeepLink:
+    """A page's query parameters -> what to open; refused values are left out and named in ``problems``."""
+    problems: list[str] = []
+    tab = (params.get("tab") or "").strip().lower() or None
+    if tab is not None and tab not in TABS:
+        problems.append(f"unknown tab {tab[:40]!r} (tabs: {', '.join(TABS)})")
+        tab = None
+    text = params.get("text")
+    if text is not None and (len(text) > MAX_LINK_TEXT or not text.strip()):
+        problems.append(f"the text must be 1 to {MAX_LINK_TEXT:,} characters (it has {len(text):,})")
+        text = None
+    step = (params.get("step") or "").strip() or None
+    if step is not None and step not in learn_steps.STEP_KEYS:
+        problems.append(f"unknown step {step[:40]!r}")
+        step = None
+    if step is not None and tab is None:
+        tab = "learn"
+    model = (params.get("model") or "").strip() or None
+    run = (params.get("run") or "").strip() or None
+    if run is not None:
+        if _RUN_ID.fullmatch(run):
+            model = f"{RUN_PREFIX}{run}/checkpoint"
+        else:
+            problems.append("a run id is letters, digits, '.', '_' and '-' only")
+    if model is not None and (len(model) > MAX_NAME_CHARS or any(c in model for c in "\n\r\0")):
+        problems.append(f"the model name must be at most {MAX_NAME_CHARS} characters on one line")
+        model = None
+    return DeepLink(tab, text.strip() if text else None, model, step, problems)
+
+
+def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
+    return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+
+
+def _click_js(ids: dict[str, str]) -> str:
+    """JS that clicks the run button of the tab named in ``value.tab`` (after the sentence is in its box)."""
+    return ("(value) => { const ids = " + repr(ids).replace("'", '"') + "; const id = value && ids[value.tab];"
+            " if (id) setTimeout(() => document.getElementById(id)?.click(), 50); return []; }")
+
+
+def connect(demo: gr.Blocks, tabs: gr.Tabs, model_box: gr.Dropdown, learn: LearnTab) -> None:
+    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs."""
+    boxes = _boxes(demo)
+    text_tabs = [t for t in TEXT_BOX if TEXT_BOX[t] in boxes]
+    targets = [boxes[TEXT_BOX[t]] for t in text_tabs]
+    words = boxes.get(WORDS_BOX)
+    hidden = gr.JSON(visible=False)  # {"tab": …}: which run button the follow-up clicks
+    outputs = [tabs, *targets, *([words] if words is not None else []), model_box, learn.step, hidden]
+
+    def updates(tab: str | None, text: str | None, word: str | None = None, model: str | None = None,
+                step: str | None = None, run: bool = False) -> list:
+        out = [gr.Tabs(selected=tab) if tab else gr.skip()]
+        out += [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
+                for t in text_tabs]
+        if words is not None:
+            out.append(gr.update(value=word) if word and tab == "inside" else gr.skip())
+        out += [gr.update(value=model) if model else gr.skip(), gr.update(value=step) if step else gr.skip(),
+                {"tab": tab if run else None}]
+        return out
+
+    def open_link(request: gr.Request):
+        link = parse_link(dict(request.query_params) if request is not None else {})
+        if link.problems:
+            gr.Warning("This link could not be followed in full: " + "; ".join(link.problems) + ".")
+        return updates(link.tab, link.text, model=link.model, step=link.step, run=link.text is not None)
+
+    def keep_exploring(answer: dict | None):
+        if not answer:
+            return updates(None, None)
+        return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
+
+    click = _click_js(RUN_BUTTON)
+    opened = demo.load(open_link, None, outputs, api_visibility="private")
+    opened.then(None, hidden, None, js=click, api_visibility="private")
+    learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
+    learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
+        None, hidden, None, js=click, api_visibility="private")

@@ -1,0 +1,113 @@
+"""The learning path: every step answered on a tiny model, its numbers checked against the model's own forward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bertdemo.explore import learn_path, learn_steps
+from bertdemo.explore.fill_mask import predict
+
+TEXT = "The cat sat on the mat because it was tired."
+MASKED = "The cat sat on the mat because it was [MASK]."
+
+
+@pytest.fixture(scope="module")
+def forward(tiny_loaded):
+    """The tiny model's own forward on the masked sentence, with every output."""
+    enc = tiny_loaded.tokenizer(MASKED, return_tensors="pt")
+    labels = torch.full_like(enc["input_ids"], -100)
+    mask = enc["input_ids"][0] == tiny_loaded.tokenizer.mask_token_id
+    labels[0, mask] = tiny_loaded.tokenizer.convert_tokens_to_ids("tired")
+    with torch.no_grad():
+        out = tiny_loaded.model(**enc, labels=labels, output_hidden_states=True, output_attentions=True)
+    return enc, out
+
+
+def test_twelve_steps_in_notebook_order():
+    assert len(learn_steps.STEPS) == 12 == len(learn_path.ANSWERS)
+    stages = [s.stage for s in learn_steps.STEPS]
+    order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining"]
+    assert sorted(set(stages), key=stages.index) == order
+    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("tiny", 1) == "tiny"
+    assert learn_steps.neighbour("order", 1) == "attention"
+
+
+def test_hide_word(tiny_loaded):
+    assert learn_path.hide_word(tiny_loaded.tokenizer, TEXT) == (MASKED, "tired")
+    with pytest.raises(ValueError, match="without \\[MASK\\]"):
+        learn_path.hide_word(tiny_loaded.tokenizer, MASKED)
+    with pytest.raises(ValueError, match="three letters"):
+        learn_path.hide_word(tiny_loaded.tokenizer, "A b, c.")
+
+
+def test_embeddings_and_order(tiny_loaded, forward):
+    a = learn_path.answer(tiny_loaded, "embeddings", TEXT)
+    assert a.numbers["tokens"] == tiny_loaded.tokenizer.tokenize(TEXT, add_special_tokens=True)
+    assert a.numbers["max_abs_diff"] < 1e-5 and (a.tab, a.tab_text, a.tab_words) == ("inside", MASKED, "tired")
+    o = learn_path.answer(tiny_loaded, "order", TEXT).numbers
+    assert o["mean_cosine_without_positions"] == pytest.approx(1.0, abs=1e-5)
+    assert o["mean_cosine_with_positions"] < 0.999
+
+
+def test_attention_row_is_the_models_own(tiny_loaded):
+    a = learn_path.answer(tiny_loaded, "attention", TEXT)
+    enc = tiny_loaded.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        row = tiny_loaded.model(**enc, output_attentions=True).attentions[0][0, 0, 1]
+    assert a.numbers["probs"] == pytest.approx(row.tolist(), abs=1e-6)
+    assert a.numbers["top_prob"] == pytest.approx(float(row.max()), abs=1e-6)
+    assert a.tab == "attention" and a.tab_text == TEXT and a.tab_words == ""
+
+
+def test_outputs_shapes_are_the_forwards(tiny_loaded, forward):
+    enc, out = forward
+    n = a_len = enc["input_ids"].shape[1]
+    a = learn_path.answer(tiny_loaded, "outputs", TEXT).numbers
+    assert a["logits"] == tuple(out.logits.shape) == (1, n, 30522)
+    assert a["hidden_states"] == [tuple(h.shape) for h in out.hidden_states] == [(1, a_len, 32)] * 3
+    assert a["attentions"] == [tuple(x.shape) for x in out.attentions] == [(1, 2, n, n)] * 2
+    assert a["last_hidden_state"] == (1, n, 32) and a["pooler_output"] == (1, 32)
+    pos = int((enc["input_ids"][0] == tiny_loaded.tokenizer.mask_token_id).nonzero())
+    assert a["top_token"] == tiny_loaded.tokenizer.convert_ids_to_tokens(int(out.logits[0, pos].argmax()))
+    assert a["pooler_in_checkpoint"] is False  # saved as a masked-LM: no pooler
+
+
+def test_loss_is_the_models_own(tiny_loaded, forward):
+    _, out = forward
+    a = learn_path.answer(tiny_loaded, "loss", TEXT).numbers
+    assert a["model_loss"] == pytest.approx(float(out.loss), abs=1e-5)
+    assert a["mean_loss"] == pytest.approx(float(out.loss), abs=1e-5) and a["word"] == "tired"
+
+
+def test_masking_steps(tiny_loaded):
+    rates = learn_path.answer(tiny_loaded, "rates", TEXT).numbers
+    assert rates["[MASK]"] == pytest.approx(0.8, abs=0.05) and rates["random"] == pytest.approx(0.1, abs=0.04)
+    masks = learn_path.answer(tiny_loaded, "masks", TEXT)
+    assert masks.numbers["distinct_static"] == 10 and masks.numbers["times_each_mask_seen"] == 4
+    assert "two for-loops" in masks.answer
+    pair = learn_path.answer(tiny_loaded, "nsp", TEXT)
+    assert pair.numbers["nsp_available"] is False and "NSP run" in pair.answer
+    assert pair.numbers["sentence_a"].endswith(".") and pair.numbers["sentence_b"].endswith(".")
+
+
+def test_pretraining_steps(tiny_loaded):
+    family = learn_path.answer(tiny_loaded, "family", TEXT).numbers
+    assert family["bert-base"] == 109_514_298 and family["bert-large"] == 335_174_458
+    unique = sum(p.numel() for p in {id(p): p for p in tiny_loaded.model.parameters()}.values())
+    assert family["model"] == family["model_by_formula"] == unique
+    probe = learn_path.answer(tiny_loaded, "no-positions", TEXT).numbers
+    assert probe["top"] == predict(tiny_loaded, MASKED).masks[0].candidates[0].token
+    assert probe["order_blind"] is False
+    length = learn_path.answer(tiny_loaded, "length", TEXT).numbers
+    assert length["phases"] == [(0, 128), (900_000, 512)] and length["attention_cost_ratio"] == 16
+    tiny = learn_path.answer(tiny_loaded, "tiny", TEXT)
+    assert tiny.numbers["parameters"] == 4_416_698 and tiny.numbers["heads"] == 2
+    assert "not reachable" in tiny.answer and "embedded Wikipedia" in tiny.answer
+
+
+def test_bad_requests_are_refused(tiny_loaded):
+    with pytest.raises(ValueError, match="Unknown step"):
+        learn_path.answer(tiny_loaded, "nope", TEXT)
+    with pytest.raises(ValueError, match="Type a sentence"):
+        learn_path.answer(tiny_loaded, "embeddings", "  ")
