@@ -7,7 +7,8 @@ figure's layout before it is drawn: a grid of subplots is stacked into one colum
 its height, its title, legend and notes follow it), a fixed width gives way to the screen's width,
 and titles are broken into lines that fit, below the toolbar instead of under it. The data are
 never touched, so every number stays the one the server computed. A rotation or resize redraws
-each figure from its original layout.
+each figure from its original layout. A tap on a token chip or a mask-grid cell shows the tip a
+mouse pointer's hover would.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ CSS = f"""
   /* wide tables scroll inside their own box; the page itself never scrolls sideways */
   .prose table, .md table {{ display: block; max-width: 100%; overflow-x: auto; }}
   .js-plotly-plot {{ max-width: 100%; }}
+  /* the static/dynamic mask grid: a 16-token sentence's strip fits beside its label */
+  #ml-epochs-view span[title] {{ width: 12px !important; }}
+  /* the probe table: its predictions in sight (the probe sentence is in the box above it) */
+  #pt-probe th:nth-child(2), #pt-probe td:nth-child(2) {{ display: none; }}
 }}
 """
 
@@ -35,7 +40,7 @@ SCRIPT = """
 (function () {
   "use strict";
   var NARROW = %(narrow)d;
-  var TITLE_GAP = 34;  // px above a figure's title: room for plotly's toolbar
+  var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
   // plotly never wraps a title: break it between words into lines of at most `width` px
@@ -165,6 +170,25 @@ SCRIPT = """
     });
     return P;
   }
+  // a tap shows what a hover shows: the title of a token chip or a mask-grid cell, in a small tip
+  var TIPPED = "#tok-chips, #ml-chips, #ml-epochs-view, #nsp-pairs";
+  document.addEventListener("click", function (ev) {
+    var el = ev.target && ev.target.closest ? ev.target.closest("[title]") : null;
+    var old = document.getElementById("tap-tip");
+    if (old) old.remove();
+    if (!el || !el.closest(TIPPED) || !el.getAttribute("title")) return;
+    var tip = document.createElement("div"), box = el.getBoundingClientRect();
+    tip.id = "tap-tip";
+    tip.textContent = el.getAttribute("title");
+    tip.style.cssText = "position:fixed;z-index:1000;max-width:80vw;padding:4px 8px;border-radius:6px;" +
+      "background:#111827;color:#fff;font-size:13px;pointer-events:none;white-space:pre-wrap";
+    document.body.appendChild(tip);
+    var left = Math.min(Math.max(4, box.left), window.innerWidth - tip.offsetWidth - 4);
+    var top = box.top - tip.offsetHeight - 6;
+    tip.style.left = left + "px";
+    tip.style.top = (top < 4 ? box.bottom + 6 : top) + "px";
+    setTimeout(function () { if (tip.parentNode) tip.remove(); }, 4000);
+  });
   var current = window.Plotly;
   if (current) { install(current); return; }
   Object.defineProperty(window, "Plotly", {
