@@ -30,8 +30,6 @@ CSS = f"""
   .js-plotly-plot {{ max-width: 100%; }}
   /* the static/dynamic mask grid: a 16-token sentence's strip fits beside its label */
   #ml-epochs-view span[title] {{ width: 12px !important; }}
-  /* the probe table: its predictions in sight (the probe sentence is in the box above it) */
-  #pt-probe th:nth-child(2), #pt-probe td:nth-child(2) {{ display: none; }}
 }}
 """
 

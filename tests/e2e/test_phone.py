@@ -138,7 +138,7 @@ def test_every_tab_fits_a_phone(_browser, app_url: str):
             timeout=120_000,
         )
         page.click("#pt-stop")
-        expect(status).to_contain_text("STOPPED", timeout=RUN_TIMEOUT_MS)
+        expect(status).to_contain_text("STOPPED", timeout=180_000)  # a final evaluation and checkpoint first
         run_id = re.search(r"run (\S+-bert-tiny\S*)", status.inner_text()).group(1)
         wait_idle(page)
         assert_fits(page, "#pt-curves")
