@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from bertdemo.context import AppContext
     from bertdemo.ui import build_app
-    from bertdemo.ui.layout import CSS, THEME
+    from bertdemo.ui.layout import CSS, HEAD, THEME
 
     from starlette.middleware import Middleware
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
-        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS,
+        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
         app_kwargs={"middleware": [door]},
     )

@@ -39,7 +39,7 @@ def test_write_checkpoint_is_complete_and_listed(tmp_path, tokenizer):
     assert ckpt.read_state(target)["step"] == 2
     assert _hidden(target.parent) == []
     [(label, path)] = ckpt.list_checkpoints(tmp_path)
-    assert path == target and label == "run 2026-01-02 03:04 bert step 2"
+    assert path == target and label == "custom (2 layers, hidden 128, 2 heads, FFN 512) · defaults · step 2 · 2026-01-02 03:04"
     assert load_masked_lm(str(target), "cpu").has_mlm_head
 
 
@@ -137,7 +137,8 @@ def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
     assert [p.name for p in ckpt.previous_checkpoints(target)] == ["step-30", "step-20"]
     assert ckpt.read_state(target.parent / "previous" / "step-30")["step"] == 30
     listed = ckpt.list_checkpoints(tmp_path, include_previous=True)
-    assert [label.rsplit(" step ", 1)[1] for label, _ in listed] == ["40", "30, earlier", "20, earlier"]
+    assert [label.split(" · ")[2:] for label, _ in listed] == [
+        ["step 40", "2026-01-02 03:04"], ["step 30", "2026-01-02 03:04, earlier"], ["step 20", "2026-01-02 03:04, earlier"]]
     assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [target]  # the other tabs: latest only
     assert ckpt.run_checkpoint_dir(listed[1][1]) == target  # resuming an earlier one saves into the run's latest
     _write(target, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1))

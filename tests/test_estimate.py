@@ -72,3 +72,43 @@ def test_the_cli_refuses_a_run_this_machine_cannot_hold(tmp_path, capsys, monkey
     assert code == 2
     assert "Lower the batch size, the block length or the model size" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _log(upto: int, per_step, eval_every: int = 50, eval_s: float = 2.0, every: int = 10):
+    """A train log to step ``upto``: training seconds at each logged step, one evaluation of ``eval_s``
+    seconds every ``eval_every`` steps (``per_step``: seconds per step, a number or a function of the step)."""
+    cost = per_step if callable(per_step) else (lambda s: per_step)
+    steps, wall, t = [], [], 0.0
+    for s in range(1, upto + 1):
+        t += cost(s) + (eval_s if s % eval_every == 0 else 0.0)
+        if s % every == 0:
+            steps.append(s)
+            wall.append(t)
+    return steps, wall
+
+
+def test_the_time_left_comes_from_the_runs_own_speed_evaluations_included():
+    steps, wall = _log(500, 0.1)
+    eta = budget.run_eta(1000, 500, steps, wall, period=50)
+    # 500 steps left at 0.1 s + 10 evaluations of 2 s = 70 s, and a steady run is sure of it
+    assert (eta.seconds, eta.low, eta.high) == pytest.approx((70.0, 70.0, 70.0))
+    assert eta.basis == "the speed of the last 5 evaluation periods"
+    # the estimate does not swing at every log, as a rate over the last few seconds did (an evaluation
+    # in the window read as a stall): at every log after the first windows it names the same finish
+    finishes = [budget.run_eta(1000, s, steps[:i + 1], wall[:i + 1], 50).seconds + wall[i]
+                for i, s in enumerate(steps) if s >= 200]
+    assert max(finishes) - min(finishes) < 0.05 * 140  # within 5 % of the whole run's 140 s
+
+
+def test_the_time_left_says_how_sure_it_is():
+    # the machine gets twice as slow from step 600 on: the range widens and holds the true time left
+    slower = lambda s: 0.1 if s <= 600 else 0.2  # noqa: E731
+    steps, wall = _log(700, slower)
+    eta = budget.run_eta(1000, 700, steps, wall, period=50)
+    true_left = 300 * 0.2 + 6 * 2.0
+    assert eta.low < true_left <= eta.high + 1e-9 and eta.low < eta.seconds < eta.high
+    # before two whole evaluation periods: the speed so far, said to be rough; before two logs: nothing
+    early_steps, early_wall = _log(60, 0.1)
+    rough = budget.run_eta(1000, 60, early_steps, early_wall, period=50)
+    assert rough.basis == "rough: from the first 60 steps" and rough.seconds == pytest.approx(940 * (5.0 + 2.0) / 50)
+    assert budget.run_eta(1000, 10, [10], [1.0], period=50) is None

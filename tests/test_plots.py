@@ -54,6 +54,10 @@ def test_axis_fits_the_bars_and_probabilities_are_percent(tiny_loaded):
     assert all(t.endswith("%") for t in fig.data[0].text)
     assert bars.percent(0.1234) == "12.3%" and bars.percent(0.00042) == "0.042%"
     assert bars.percent(1.9e-7) == "0.000019%"  # never e-notation
+    # one rule on both sides of 1 %: one decimal from 1 %, two significant digits below
+    assert [bars.percent(p) for p in (0.01, 0.0099, 0.00999, 0.005, 0.001, 0.00095)] == [
+        "1.0%", "0.99%", "1.0%", "0.50%", "0.10%", "0.095%"]
+    assert fig.layout.xaxis.tickformat == ".2~%"
 
 
 def test_two_models_get_a_chart_each_per_mask(tiny_loaded):

@@ -180,6 +180,9 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
         assert run_training(cfg, metrics=MetricsBuffer(run_id=run_id), checkpoint_dir=ck,
                             run_info={"run_id": run_id}) == "finished"
     assert sorted(run_files.list_runs(tmp_path)) == ["run-a", "run-b"]
+    # every run list says what each run was: its preset, the settings that differ from the default run, its step
+    listed = {run_id: label for label, run_id in run_files.run_choices(tmp_path)}
+    assert "lr=0.003" in listed["run-a"] and "lr=" not in listed["run-b"] and "· step 10 ·" in listed["run-b"]
     records = [run_files.load_run(tmp_path, r) for r in ("run-a", "run-b")]
     assert records[0].snapshot.eval_steps == [0, 10] and records[0].snapshot.tokens[-1] == 10 * 8 * 32
     labels = run_files.differing_labels(records)
@@ -191,6 +194,8 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     assert list(trains[0].y) == records[0].snapshot.train_loss  # smoothing 0: the raw values
     assert list(trains[0].x) == records[0].snapshot.tokens and fig.layout.yaxis.type == "log"
     assert trains[0].line.color != trains[1].line.color
+    # log axes (the loss here, perplexity always) are labelled at 1, 2, 5 × 10^k only, in plain numbers
+    assert (fig.layout.yaxis.dtick, fig.layout.yaxis2.dtick, fig.layout.yaxis2.tickformat) == ("D2", "D2", "~s")
     # a legend per panel, as TensorBoard draws one per chart: loss, perplexity, accuracy, learning rate
     legend_of = {suffix: {t.legend for t in fig.data if t.name.endswith(suffix)}
                  for suffix in (": train", ": held-out", ": perplexity", ": masked-token accuracy", ": learning rate")}
@@ -225,3 +230,14 @@ def test_status_escapes_user_made_text():
     text = run_curves.status_markdown(RunSnapshot(run_id="<img src=x onerror=alert(1)>", status="running",
                                                   corpus="a|b", message="<b>hi</b>"))
     assert "<img" not in text and "&#60;img" in text and "<b>" not in text
+
+
+def test_a_run_label_names_its_preset_and_what_differs_from_the_default_run():
+    assert run_files.experiment_label(TrainConfig().flat()) == "bert-tiny · defaults"
+    changed = TrainConfig.from_flat(preset="bert-mini", lr=3e-3, nsp=True, corpus="/srv/up/abc/my notes.txt",
+                                    eval_every=5, steps=99).flat()
+    # where and how often (eval_every, steps) say nothing about the experiment; an upload shows its file name only
+    assert run_files.experiment_label(changed) == "bert-mini · corpus=my notes.txt, nsp=True, lr=0.003"
+    custom = TrainConfig.from_flat(preset="custom", num_hidden_layers=3, hidden_size=64, num_attention_heads=2,
+                                   intermediate_size=128).flat()
+    assert run_files.experiment_label(custom) == "custom (3 layers, hidden 64, 2 heads, FFN 128) · defaults"

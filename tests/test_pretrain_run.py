@@ -117,7 +117,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
     assert snap.status == "stopped" and snap.probe_text == "Rome is the [MASK] of [MASK]."
     assert (tmp_path / snap.run_id / "checkpoint" / "model.safetensors").is_file()
     [(label, path)] = list_checkpoints(tmp_path)
-    assert label.startswith("run ") and f"step {snap.step}" in label and "custom" in label
+    assert label.startswith("custom (2 layers, hidden 32, 2 heads, FFN 64) · ") and f"· step {snap.step} ·" in label
     AutoModelForMaskedLM.from_pretrained(path)
     # after the stop a new run may start; resuming continues the step count and history
     cfg = resume_config(path, steps=snap.step + 10)

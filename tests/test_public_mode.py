@@ -223,8 +223,10 @@ def test_only_the_owner_or_the_admin_deletes_an_ended_run(corpus_file, tmp_path)
         service.delete(run.run_id, "someone-else")
     with pytest.raises(ValueError, match="No such run"):
         service.delete("../runs", "admin-secret")
+    assert service.snapshot().run_id == run.run_id  # refused deletes change nothing
     service.delete(run.run_id, "admin-secret")
     assert service.list_runs() == []
+    assert service.snapshot() is None  # the deleted run's status leaves the page
 
 
 def test_a_refused_start_writes_nothing(corpus_file, tmp_path):

@@ -28,7 +28,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,3 +269,48 @@ def check_time(cfg: TrainConfig, max_seconds: float, rate: float) -> float:
                          f"{max_seconds / 60:g} minutes. Lower Steps to about {fit:,}, or the batch size, "
                          "the block length or the model size.")
     return seconds
+
+
+# --- time left of a run under way -------------------------------------------------------------------
+
+ETA_PERIODS = 5  # windows (of one evaluation period each) the time left is averaged over
+
+
+@dataclass(frozen=True)
+class Eta:
+    """Seconds left of a run under way, how far they may be off, and what they rest on."""
+
+    seconds: float
+    low: float  # at the fastest window's speed
+    high: float  # at the slowest window's speed
+    basis: str  # e.g. "the speed of the last 5 evaluation periods", "rough: from the first 20 steps"
+
+
+def run_eta(total_steps: int, step: int, steps: Sequence[int], wall_s: Sequence[float], period: int) -> Eta | None:
+    """Time left of a run from its own measured speed (``steps``/``wall_s``: its train log, training
+    seconds at each logged step; ``period``: steps between evaluations).
+
+    The log is cut into windows of at least ``period`` steps, each holding its training steps and
+    one evaluation, so evaluations are counted at their share. The estimate is the mean seconds per
+    step of the last ``ETA_PERIODS`` windows (a moving average: one slow or fast stretch moves it
+    by a fifth) times the steps left, and its range that of the slowest and fastest of them. Before
+    two whole windows: the speed since the first logged step, marked rough. None before two logged steps.
+    """
+    points = list(zip(steps, wall_s))
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        return None
+    left = max(0, total_steps - step)
+    windows = []
+    s0, w0 = points[0]  # the first log: the start-up before it (allocations, first batches) is left out
+    for s, w in points[1:]:
+        if s - s0 >= max(1, period):
+            windows.append((w - w0) / (s - s0))
+            s0, w0 = s, w
+    recent = windows[-ETA_PERIODS:]
+    if len(recent) >= 2:
+        per_step = sum(recent) / len(recent)
+        return Eta(left * per_step, left * min(recent), left * max(recent),
+                   f"the speed of the last {len(recent)} evaluation periods")
+    (first, w_first), (last, w_last) = points[0], points[-1]
+    per_step = (w_last - w_first) / (last - first)
+    return Eta(left * per_step, left * per_step, left * per_step, f"rough: from the first {last:,} steps")

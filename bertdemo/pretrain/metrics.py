@@ -65,7 +65,10 @@ class RunSnapshot:
     eval_tokens: list[int] = field(default_factory=list)  # tokens seen at `eval_steps`
     eval_wall_s: list[float] = field(default_factory=list)  # training seconds at `eval_steps`
     tokens_per_s: float = 0.0
-    eta_s: float = 0.0
+    eta_s: float = 0.0  # time left, from the run's own speed (budget.run_eta)
+    eta_low_s: float = 0.0  # ... at the fastest and the slowest speed of its last evaluation periods
+    eta_high_s: float = 0.0
+    eta_basis: str = ""  # what the estimate rests on
     elapsed_s: float = 0.0
     probe_text: str = ""
     probe: list[tuple[int, list[Prediction], str]] = field(default_factory=list)  # (step, per-mask top-5, sentence)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertdemo import storage
-from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.config import CUSTOM, TrainConfig
 from bertdemo.pretrain.metrics import RunSnapshot, snapshot_from_history
 from bertdemo.settings import DiskRules
 
@@ -205,14 +205,42 @@ def resume_config(checkpoint: str | Path, **overrides) -> TrainConfig:
     return TrainConfig.from_json(path / CONFIG_FILE).replace(**overrides, resume_from=str(path))
 
 
-def checkpoint_label(state: dict) -> str:
-    """e.g. "run 2026-11-21 11:05 bert-tiny step 400"."""
+_SHAPE = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+
+
+def experiment_label(settings: dict) -> str:
+    """What a run was: its preset and the settings in which it differs from the default run
+    (``settings``: ``TrainConfig.flat()``), e.g. "bert-mini · lr=0.003, nsp=True"; "bert-tiny · defaults"."""
+    default = TrainConfig().flat()
+    preset = settings.get("preset") or "bert"
+    parts = []
+    for name, value in settings.items():
+        if name in _NOT_EXPERIMENT or name in _SHAPE or name == "preset" or name not in default:
+            continue  # (a preset names its shape)
+        if value != default[name]:
+            parts.append(f"{name}={corpus_display_name(value) if name == 'corpus' else value}")
+    if preset == CUSTOM:
+        preset += " ({} layers, hidden {}, {} heads, FFN {})".format(*(settings.get(n, "?") for n in _SHAPE))
+    return f"{preset} · {', '.join(parts) or 'defaults'}"
+
+
+def _settings_of(checkpoint: Path) -> dict | None:
+    try:
+        return TrainConfig.from_json(checkpoint / CONFIG_FILE).flat()
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def checkpoint_label(state: dict, settings: dict | None = None) -> str:
+    """e.g. "bert-tiny · lr=0.003 · step 400 · 2026-11-21 11:05" (``settings``: the run's
+    ``TrainConfig.flat()``; without them only the preset the state names)."""
     started = state.get("started_at", "")
     try:
         when = datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
     except ValueError:
         when = started or "?"
-    return f"run {when} {state.get('preset', 'bert')} step {state.get('step', 0)}"
+    what = experiment_label(settings) if settings else state.get("preset", "bert")
+    return f"{what} · step {state.get('step', 0)} · {when}"
 
 
 def list_checkpoints(runs_dir: str | Path, include_previous: bool = False) -> list[tuple[str, Path]]:
@@ -233,14 +261,14 @@ def list_checkpoints(runs_dir: str | Path, include_previous: bool = False) -> li
             state = read_state(ck)
         except (ValueError, json.JSONDecodeError):
             continue
-        found.append((state.get("saved_at", ""), checkpoint_label(state), ck))
+        found.append((state.get("saved_at", ""), checkpoint_label(state, _settings_of(ck)), ck))
     found.sort(key=lambda item: item[0], reverse=True)
     listed: list[tuple[str, Path]] = []
     for _, label, path in found:
         listed.append((label, path))
         for earlier in previous_checkpoints(path) if include_previous else []:
             try:
-                listed.append((checkpoint_label(read_state(earlier)) + ", earlier", earlier))
+                listed.append((checkpoint_label(read_state(earlier), _settings_of(earlier)) + ", earlier", earlier))
             except (ValueError, json.JSONDecodeError):
                 continue
     return listed
@@ -307,6 +335,11 @@ def _read_run(checkpoint_dir: str, run_id: str, saved_ns: int) -> RunRecord:
 def list_runs(runs_dir: str | Path) -> list[str]:
     """Ids of the runs with a checkpoint, newest first."""
     return [path.parent.name for _, path in list_checkpoints(runs_dir)]
+
+
+def run_choices(runs_dir: str | Path) -> list[tuple[str, str]]:
+    """(label, run id) of the runs with a checkpoint, newest first: what each run was, for a run list."""
+    return [(label, path.parent.name) for label, path in list_checkpoints(runs_dir)]
 
 
 OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the token itself is never stored

@@ -291,6 +291,14 @@ class RunManager:
         run = self._current
         return run is not None and run.run_id == run_id and (run.active or self._hold is not None)
 
+    def forget(self, run_id: str) -> None:
+        """Forget the latest run when it is ``run_id`` and has ended (its folder was deleted): the pages
+        stop showing its status."""
+        with self._lock:
+            run = self._current
+            if run is not None and run.run_id == run_id and not run.active and self._hold is None:
+                self._current = None
+
     def _check_free(self, hold: object | None) -> None:
         if self._hold is not None and hold is not self._hold:
             raise ValueError("The current run is on a GPU burst; wait until it is back.")
@@ -484,6 +492,11 @@ class RunService:
         """Ids of the runs with a checkpoint, newest first."""
         return runs.list_runs(self.runs_dir)
 
+    def run_choices(self) -> list[tuple[str, str]]:
+        """(label, id) of the runs with a checkpoint, newest first; a label says what the run was
+        (its preset, the settings that differ from the default, its step and start)."""
+        return runs.run_choices(self.runs_dir)
+
     def load_run(self, run_id: str) -> runs.RunRecord:
         """A run's settings and history from its checkpoint; ValueError for a name that is none."""
         return runs.load_run(self.runs_dir, run_id)
@@ -520,6 +533,7 @@ class RunService:
         if self.manager.is_busy(run_id):
             raise ValueError("That run is still active; stop it before deleting it.")
         runs.delete_run_folder(self.runs_dir, run_id)
+        self.manager.forget(run_id)  # a deleted run's status is not the page's latest run any more
         runs.release_uploads(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:

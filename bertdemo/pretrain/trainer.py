@@ -29,7 +29,7 @@ from transformers import AutoTokenizer
 
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
-from bertdemo.pretrain import runs
+from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.masking import IGNORE_INDEX
@@ -269,8 +269,11 @@ class Trainer:
         tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
         self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
                                self.tokens_seen, self.elapsed)
-        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.optim.steps - self.step) / max(rate, 1e-9),
-                            elapsed_s=self.elapsed)
+        eta = budget.run_eta(self.cfg.optim.steps, self.step, self.metrics.get("steps"), self.metrics.get("wall_s"),
+                             self.cfg.monitor.eval_every)  # (this thread is the log's only writer)
+        self.metrics.update(tokens_per_s=rate * tokens_per_step, elapsed_s=self.elapsed,
+                            **({} if eta is None else dict(eta_s=eta.seconds, eta_low_s=eta.low, eta_high_s=eta.high,
+                                                           eta_basis=eta.basis)))
         self.loss_sum.zero_(), self.nsp_loss_sum.zero_()
         self.steps_since_log = 0
         if self.rate_window_s > 5.0:  # the rate is over the last few seconds

@@ -38,7 +38,7 @@ ROLLOUT_NOTE = (
     "the layer chosen above comes from each input token — a rough picture of information flow, not an explanation."
 )
 EXPORT_NOTE = (
-    "Every figure saves as PNG with the camera button of its toolbar (top right, on hover); "
+    "Every figure saves as PNG with the camera button of its toolbar (top right, on hover or tap); "
     "the overview image has its own download button. The numbers are below as CSV."
 )
 OVERVIEW_FOLDER = "bertdemo-attention-overview"
@@ -247,7 +247,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         info = gr.Markdown(elem_id="att-info")
         heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap")
         code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code")
-        gr.Markdown("**Every layer (rows) × head (columns)** — click a head to enlarge it above.")
+        gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
             show_label=False, type="filepath", interactive=False, elem_id="att-overview",
             buttons=["download", "fullscreen"],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.pretrain.budget import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
@@ -20,16 +20,14 @@ CSS = """
 #model-status { min-height: 2.5em; }
 #fm-targets-table table { display: block; overflow-x: auto; }
 #fm-targets-table th, #fm-targets-table td { white-space: nowrap; }
-/* the 2x2 run curves keep a readable size on a phone: the panel scrolls sideways instead */
-#pt-curves { overflow-x: auto; }
-#pt-curves .js-plotly-plot { min-width: 760px; }
 /* every tab named and reachable on a phone: the tab bar wraps onto a second row instead of hiding tabs
    behind an unlabelled "more" menu. Gradio decides what overflows by measuring a hidden copy of the
    bar; with that copy measured at zero width every tab stays in the (wrapping) bar. */
 .tabs .tab-wrapper { height: auto; margin-top: 6px; }
 .tabs .tab-container[role=tablist] { flex-wrap: wrap; height: auto; row-gap: 2px; }
 .tabs .tab-container.visually-hidden button { width: 0; min-width: 0; padding: 0; border: 0; font-size: 0; }
-"""
+""" + phone.CSS
+HEAD = phone.SCRIPT  # for launch(head=...): figures refitted to a phone's width before they are drawn
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 

@@ -31,6 +31,7 @@ from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.viz import run_curves
+from bertdemo.viz.text import html_code, literal
 
 probe_engine = LazyModule("bertdemo.explore.order_probe")
 
@@ -98,7 +99,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
             run_curves.probe_rows(snap),
             gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
             gr.update(choices=runs.checkpoint_choices()) if refresh else gr.skip(),
-            gr.update(choices=runs.list_runs()) if refresh else gr.skip(),
+            gr.update(choices=runs.run_choices()) if refresh else gr.skip(),
             {"key": key, "ckpt": ckpt},
         )
 
@@ -169,7 +170,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 # read at every page load: a page opened during a run shows that run at once, not "no run yet"
                 status = gr.Markdown(lambda: run_curves.status_markdown(runs.snapshot()), elem_id="pt-status")
                 with gr.Row():
-                    compare = gr.Dropdown(runs.list_runs(), value=[], multiselect=True, label="Compare with earlier runs",
+                    compare = gr.Dropdown(runs.run_choices(), value=[], multiselect=True, label="Compare with earlier runs",
                                           elem_id="pt-compare", scale=3)
                     x_axis = gr.Radio([("step", "step"), ("tokens", "tokens"), ("time", "time")], value="step",
                                       label="x axis", scale=2)
@@ -189,10 +190,14 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
-                        run_pick = gr.Dropdown(runs.list_runs(), label="Run", elem_id="pt-run-pick", scale=3,
+                        run_pick = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-run-pick", scale=3,
                                                allow_custom_value=True)
                         csv_button = gr.DownloadButton("Metrics CSV", elem_id="pt-csv", scale=1)
-                        delete = gr.Button("Delete run", variant="stop", scale=1)
+                        delete = gr.Button("Delete run", variant="stop", scale=1, elem_id="pt-delete")
+                    with gr.Row(visible=False) as confirm_row:  # a delete is asked once more: it cannot be undone
+                        question = gr.Markdown(elem_id="pt-delete-question")
+                        delete_yes = gr.Button("Yes, delete it", variant="stop", scale=1, elem_id="pt-delete-yes")
+                        delete_no = gr.Button("Cancel", scale=1, elem_id="pt-delete-no")
                     gr.Markdown("**Order probe** — the run's guesses for a sentence and for a shuffled copy. "
                                 "A model trained without position embeddings gives both the same answer.")
                     with gr.Row():
@@ -269,11 +274,21 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         return str(path)
 
     @user_errors
+    def ask_delete(run_id: str):
+        """The page's Delete: name the run and ask once more."""
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        label = dict((value, label) for label, value in runs.run_choices()).get(run_id, run_id)
+        return gr.update(visible=True), (f"Delete run {html_code(run_id)} ({literal(label)})? Its checkpoints "
+                                         "and metrics leave this server for good.")
+
+    @user_errors
     def delete_run(run_id: str, token: str = ""):
         runs.delete(run_id, token)
-        choices = runs.list_runs()
+        choices = runs.run_choices()
         return (gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]),
-                gr.update(choices=runs.checkpoint_choices(), value=""), gr.update(choices=labelled_choices(store)))
+                gr.update(choices=runs.checkpoint_choices(), value=""), gr.update(choices=labelled_choices(store)),
+                status_text(), gr.update(visible=False), "")
 
     def time_estimate(*values) -> str:
         """How long the form's run would take on this machine (and whether a public server allows it)."""
@@ -342,9 +357,11 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     api_visibility="private")
     with tab:
         gr.api(metrics_csv_api, api_name="run_metrics_csv")
-    run_pick.focus(lambda: gr.update(choices=runs.list_runs()), None, run_pick, api_visibility="private")
-    delete.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box], api_name="delete_from_page",
-                 api_visibility="private")
+    run_pick.focus(lambda: gr.update(choices=runs.run_choices()), None, run_pick, api_visibility="private")
+    delete.click(ask_delete, run_pick, [confirm_row, question], api_visibility="private")
+    delete_no.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
+    delete_yes.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box, status, confirm_row, order_out],
+                     api_name="delete_from_page", api_visibility="private")
     with tab:
         gr.api(delete_run_api, api_name="delete_run")
     order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")

@@ -19,13 +19,16 @@ _ROW_PX = 28
 
 
 def percent(p: float) -> str:
-    """A probability in one unit, percent, never in e-notation: "12.3%", "0.042%", "0.000019%"."""
-    if p >= 0.001:
-        return f"{p:.1%}"
+    """A probability in one unit and one rule, percent, never in e-notation: from 1 % one decimal
+    ("12.3%", "1.0%"), below it two significant digits ("0.50%", "0.042%", "0.000019%")."""
     if p * 100 < 1e-9:
         return "<0.000000001%"
-    digits = 1 - math.floor(math.log10(p * 100))  # two significant digits
-    return f"{p * 100:.{digits}f}%"
+    if p < 0.01:
+        digits = 1 - math.floor(math.log10(p * 100))  # two significant digits
+        text = f"{p * 100:.{digits}f}"
+        if float(text) < 1:  # (0.00999 rounds up to 1 %: one decimal then)
+            return text + "%"
+    return f"{p:.1%}"
 
 
 def filled_markdown(result: FillMaskResult) -> str:
@@ -149,7 +152,7 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
         # room right of the longest bar for its percentage label
         layout[f"xaxis{suffix}"] = {
             "anchor": f"y{suffix}", "domain": [0.0, 1.0], "range": [0, max(probs) * 1.35 + 1e-9],
-            "tickformat": ".0%" if max(probs) > 0.1 else ".1%", "nticks": 5,
+            "tickformat": ".2~%", "nticks": 5,  # 0%, 5%, 10% or 0.5%: no ".0" tails
         }
         layout[f"yaxis{suffix}"] = {
             "anchor": f"x{suffix}", "domain": [bottom, top], "autorange": "reversed", "type": "category",

@@ -60,7 +60,7 @@ def render_chips(table: TokenTable) -> str:
     parts.append("</div>")
     parts.append(
         '<div style="margin-top:10px;font-size:13px;color:#4b5563">'
-        "Hover a chip for its id. Pieces of one word share a colour and are joined "
+        "Hover or tap a chip for its id. Pieces of one word share a colour and are joined "
         "(<code>##</code> marks a piece that continues a word). Dark chips are special tokens; "
         "red chips are <code>[UNK]</code>.</div>"
     )

@@ -113,7 +113,7 @@ def render_epochs(comp: EpochComparison) -> str:
     )
     return (summary + '<div class="mask-epochs" style="display:flex;flex-wrap:wrap;gap:16px">'
             + column(f"Static masking (N = {n})", static) + column("Dynamic masking", dynamic) + "</div>"
-            + f'<div style="{_NOTE}">M = [MASK], R = random token, K = kept; hover a cell for the token.</div>'
+            + f'<div style="{_NOTE}">M = [MASK], R = random token, K = kept; hover or tap a cell for the token.</div>'
             + f'<div class="mask-arithmetic" style="margin-top:8px">{static_arithmetic_html(n, len(comp.rows))}</div>')
 
 

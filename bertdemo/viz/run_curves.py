@@ -60,7 +60,9 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         body += " · first steps…"
     body += f" · elapsed {_duration(snap.elapsed_s)}"
     if snap.active and snap.eta_s:
-        body += f" · ETA {_duration(snap.eta_s)}"
+        spread = (f"{_duration(snap.eta_low_s)}–{_duration(snap.eta_high_s)}, "
+                  if snap.eta_high_s - snap.eta_low_s >= 1 else "")
+        body += f" · ETA {_duration(snap.eta_s)} ({spread}{snap.eta_basis or 'from this run'})"
     text = f"{head}  \n{body}"
     if snap.message:
         text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{literal(snap.message)}"
@@ -123,6 +125,8 @@ def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = 
         yanchor="bottom", row=1, col=1)
     fig.update_yaxes(type="log" if log_y else "linear", row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=2)
+    # log axes labelled at 1, 2, 5 × 10^k in plain numbers (plotly's default crowds "2 3 4 5 …" between)
+    fig.update_yaxes(dtick="D2", tickformat="~s", selector=dict(type="log"))
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(tickformat=".0e", row=2, col=2)
     fig.update_xaxes(title_text=X_AXES[x_axis], row=2, nticks=6)

@@ -10,7 +10,8 @@ model, with:
 
     BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
         python -m pytest tests/e2e/test_browser.py tests/e2e/test_attention_tab.py \
-        tests/e2e/test_masking_lab.py tests/e2e/test_inside.py tests/e2e/test_pretrain_browser.py
+        tests/e2e/test_masking_lab.py tests/e2e/test_inside.py tests/e2e/test_pretrain_browser.py \
+        tests/e2e/test_phone.py
 """
 
 from __future__ import annotations

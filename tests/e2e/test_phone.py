@@ -1,0 +1,165 @@
+"""Every tab on a phone (390 px wide), in one page of headless Chromium: each tab opened by its name,
+its main action run, and its main result found inside the screen, no element of it wider than the
+screen (a wide table may scroll inside its own box). Then the Pretrain run list's Delete, which asks
+once more and clears the deleted run's status.
+
+Saves <tab>_phone.png for the README's gallery (see test_browser.py for regenerating it).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from .conftest import screenshot  # noqa: E402
+from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle  # noqa: E402
+
+WIDTH = 390
+
+# What sticks out of the screen inside an element: every descendant drawn outside [0, WIDTH], unless
+# an ancestor between it and the element clips it (a box that scrolls sideways) and that box fits.
+OUTSIDE_JS = """(el, width) => {
+  const out = [];
+  const fits = r => r.left >= -1 && r.right <= width + 1;
+  for (const node of [el, ...el.querySelectorAll('*')]) {
+    const r = node.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || fits(r)) continue;
+    let clipped = false;
+    for (let a = node.parentElement; a && a !== el.parentElement; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      if (style.overflowX !== 'visible' && fits(a.getBoundingClientRect())) { clipped = true; break; }
+    }
+    if (!clipped) out.push(`${node.tagName}.${node.getAttribute('class') || ''} ${Math.round(r.left)}..${Math.round(r.right)}`);
+  }
+  return out.slice(0, 5);
+}"""
+
+
+def assert_fits(page: Page, selector: str) -> None:
+    """The element is inside the viewport's width and nothing in it reaches beyond the screen."""
+    element = page.locator(selector).first
+    expect(element).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    box = element.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH, (selector, box)
+    assert element.evaluate(OUTSIDE_JS, WIDTH) == [], selector
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH  # the page never scrolls sideways
+
+
+def open_tab_by_name(page: Page, name: str) -> None:
+    """Tap the tab's own button, named and on screen (the tab bar wraps at phone width)."""
+    button = page.locator("[role=tablist] [role=tab]").filter(has_text=name)
+    expect(button).to_be_visible()
+    button.click()
+    expect(button).to_have_attribute("aria-selected", "true")
+
+
+def plot_ready(page: Page, selector: str) -> None:
+    page.wait_for_function(
+        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length; }}",
+        timeout=RUN_TIMEOUT_MS,
+    )
+
+
+def test_every_tab_fits_a_phone(_browser, app_url: str):
+    context = _browser.new_context(viewport={"width": WIDTH, "height": 844}, has_touch=True)
+    page = context.new_page()
+    try:
+        open_app(page, app_url)
+
+        open_tab_by_name(page, "Tokenizer")
+        page.click("#tok-run")
+        expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+        assert_fits(page, "#tok-chips")
+        # a tap shows what a hover shows
+        page.locator("#tok-chips .token-chip").nth(1).click()
+        expect(page.locator("#tap-tip")).to_contain_text("id")
+        screenshot(page, "tokenizer_phone")
+
+        open_tab_by_name(page, "Fill-Mask")
+        # the inputs are one column: Sentence B under the text box, not squeezed beside it
+        text, pair = page.locator("#fm-text").bounding_box(), page.get_by_label("Sentence B (optional, segment 1)")
+        assert pair.bounding_box()["y"] > text["y"] + text["height"] - 1
+        page.click("#fm-run")
+        plot_ready(page, "#fm-plot")
+        wait_idle(page)
+        assert_fits(page, "#fm-plot")
+        screenshot(page, "fill_mask_phone")
+
+        open_tab_by_name(page, "Attention")
+        page.click("#att-run")
+        plot_ready(page, "#att-heatmap")
+        expect(page.locator("#att-overview img")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+        assert_fits(page, "#att-heatmap")
+        assert_fits(page, "#att-overview")  # the grid scrolls inside its own box ...
+        cells = page.locator("#att-overview img").evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+        assert cells >= 0.75  # ... with cells of at least 42 px (56 px drawn): big enough for a finger
+        screenshot(page, "attention_phone")
+
+        open_tab_by_name(page, "Inside BERT")
+        page.click("#in-run")
+        for plot in ("#in-neuron-plot", "#in-steps-plot", "#in-lens-plot"):
+            plot_ready(page, plot)
+        wait_idle(page)
+        for plot in ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot"):
+            assert_fits(page, plot)
+        # the 3-column step-by-step grid is one column on a phone: every step's panel as wide as the figure
+        domains = page.locator("#in-steps-plot .js-plotly-plot").evaluate(
+            "p => Object.keys(p._fullLayout).filter(k => /^xaxis\\d*$/.test(k)).map(k => p._fullLayout[k].domain)")
+        assert len(domains) >= 8 and all(d == [0, 1] for d in domains), domains
+        screenshot(page, "inside_bert_phone")
+
+        open_tab_by_name(page, "Masking & NSP")
+        page.click("#ml-run")
+        expect(page.locator("#ml-chips")).to_contain_text("[MASK]", timeout=RUN_TIMEOUT_MS)
+        page.click("#ml-compare")
+        expect(page.locator("#ml-epochs-view")).to_contain_text("distinct", timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+        assert_fits(page, "#ml-chips")
+        assert_fits(page, "#ml-epochs-view")
+        cell = page.locator("#ml-epochs-view span[title]").first
+        cell.click()
+        expect(page.locator("#tap-tip")).to_have_text(cell.get_attribute("title"))
+        screenshot(page, "masking_lab_phone")
+
+        open_tab_by_name(page, "Pretrain")
+        status = page.locator("#pt-status")
+        page.click("#pt-start")
+        expect(status).to_contain_text("RUNNING", timeout=180_000)  # tokenizing the corpus first
+        page.wait_for_function(
+            """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
+                       const n = s => ((p && p.data || []).find(d => d.name.endsWith(s)) || {x: []}).x.length;
+                       return n(': train') >= 2 && n(': held-out') >= 1; }""",
+            timeout=120_000,
+        )
+        page.click("#pt-stop")
+        expect(status).to_contain_text("STOPPED", timeout=180_000)  # a final evaluation and checkpoint first
+        run_id = re.search(r"run (\S+-bert-tiny\S*)", status.inner_text()).group(1)
+        wait_idle(page)
+        assert_fits(page, "#pt-curves")
+        assert_fits(page, "#pt-status")
+        screenshot(page, "pretrain_phone")
+
+        # Delete asks once more, names the run by what it was, and the deleted run's status leaves the page
+        page.get_by_text("Runs on this server: download, delete, order probe").click()
+        page.locator("#pt-run-pick input").click()
+        option = page.get_by_role("option").filter(has_text="bert-tiny · defaults · step")
+        expect(option.first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        option.first.click()
+        page.click("#pt-delete")
+        question = page.locator("#pt-delete-question")
+        expect(question).to_contain_text(f"Delete run {run_id}", timeout=RUN_TIMEOUT_MS)
+        page.click("#pt-delete-no")
+        expect(question).to_be_hidden()
+        expect(status).to_contain_text(run_id)  # nothing deleted
+        page.click("#pt-delete")
+        page.click("#pt-delete-yes")
+        expect(status).not_to_contain_text(run_id, timeout=RUN_TIMEOUT_MS)
+        expect(page.locator("#pt-delete-question")).to_be_hidden()
+    finally:
+        context.close()
