@@ -46,28 +46,45 @@ def sequence_gflop(config, length: int) -> float:
     return (linear + attention) / 1e9
 
 
+class WorkStopped(ValueError):
+    """The caller said stop (its client went away): the request's work ended between two batches."""
+
+
 @dataclass
 class WorkBudget:
-    """What one request may compute beyond its first pass: planned GFLOP checked up front, and a deadline
-    checked between batches (so work stops even when the client has gone)."""
+    """What one request may compute beyond its first pass: planned GFLOP checked up front (summed over
+    the request's models), and between batches a deadline and the caller's ``should_stop`` (True once
+    the client has gone), so work stops within one batch of either."""
 
     max_gflop: float = MAX_REQUEST_GFLOP
     seconds: float = MAX_REQUEST_SECONDS
     started: float = field(default_factory=time.monotonic)
     clock: Callable[[], float] = time.monotonic
+    should_stop: Callable[[], bool] = lambda: False
+    planned_gflop: float = 0.0  # what earlier plans of this request (another model) took
+    planned_passes: int = 0
+    batches: int = 0  # forward batches run so far (each after one check)
 
     def check_plan(self, passes: int, gflop: float, model_name: str) -> None:
-        """ValueError, before any of it runs, when the planned passes cost more than the allowance."""
-        if gflop > self.max_gflop:
+        """ValueError, before any of it runs, when the planned passes (with what this request planned
+        before) cost more than the allowance; else they count as planned."""
+        if self.planned_gflop + gflop > self.max_gflop:
+            before = f" after the {self.planned_gflop:,.0f} the first model takes" if self.planned_gflop else ""
             raise ValueError(
-                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP); this server "
+                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP){before}; this server "
                 f"computes at most {self.max_gflop:,.0f} per request. Use fewer masks or target words of "
                 "several pieces, a shorter text, or turn whole words off.")
+        self.planned_gflop += gflop
+        self.planned_passes += passes
 
     def check_time(self) -> None:
+        """Before each batch: WorkStopped when the caller said stop, ValueError past the deadline."""
+        if self.should_stop():
+            raise WorkStopped(f"Stopped after {self.batches:,} batches: the request's client went away.")
         if self.clock() - self.started > self.seconds:
             raise ValueError(f"This request took longer than {self.seconds:g} s and was stopped: use fewer masks "
                              "or target words, or turn whole words off.")
+        self.batches += 1
 
 
 def splice(base: Encoded, pos: int, new_ids: list[int]) -> Encoded:

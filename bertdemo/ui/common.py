@@ -54,6 +54,25 @@ def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     return lambda fraction, message: progress(fraction, desc=message)
 
 
+def client_gone() -> Callable[[], bool]:
+    """For the handler running now: a check that is True once its client has gone (page closed, API
+    connection dropped), for the logic to call between batches.
+
+    Gradio marks a queued event whose event stream disconnects as no longer ``alive`` but lets a running
+    plain function finish; this reads that mark on the event the handler serves (found through
+    gradio's per-call context). Outside a queued event, or where gradio keeps it differently, the
+    check is always False and the request's deadline still ends the work (tests/e2e/test_hostile.py
+    checks that the mark is read on the installed gradio)."""
+    from gradio.context import LocalContext
+
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    events = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", None)
+    event = events.get(event_id) if isinstance(events, dict) and event_id else None
+    if event is None or not hasattr(event, "alive"):
+        return lambda: False
+    return lambda: not event.alive
+
+
 def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:
     """The store's model choices, those that cannot load right now marked in their labels."""
     return availability.label_choices(store.choices(), store.default, store.hub)

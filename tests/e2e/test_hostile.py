@@ -7,10 +7,16 @@ without editing this test."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
+
+from bertdemo.explore.pll import PLL_BATCH
+from tests.e2e.conftest import _read_log
+from tests.helpers import wait_until
 
 
 ANSWER_TIMEOUT_S = 60.0
@@ -108,3 +114,80 @@ def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
     assert time.monotonic() - started < ANSWER_TIMEOUT_S
     event, _ = call(base, "tokenize", ["Still serving.", "", ""])
     assert event == "complete"
+
+
+# --- the raw queue protocol a page speaks: join, then read the session's event stream ---------------------
+
+
+def app_config(base: str) -> dict:
+    with urllib.request.urlopen(f"{base}config", timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def fn_index(config: dict, api_name: str) -> int:
+    """The queue's number for the handler named ``api_name`` (private page handlers included)."""
+    found = [d["id"] for d in config["dependencies"] if d.get("api_name") == api_name]
+    assert len(found) == 1, f"{api_name}: {found}"
+    return found[0]
+
+
+class QueueCall:
+    """One call as a page makes it: POST queue/join, then the session's event stream, read message by message."""
+
+    def __init__(self, base: str, index: int, data: list) -> None:
+        self.session = uuid.uuid4().hex
+        body = json.dumps({"data": data, "fn_index": index, "session_hash": self.session, "event_data": None,
+                           "trigger_id": None}).encode()
+        status, answer = _post(f"{base}gradio_api/queue/join", body)
+        assert status == 200, answer
+        self.stream = urllib.request.urlopen(f"{base}gradio_api/queue/data?session_hash={self.session}",
+                                             timeout=ANSWER_TIMEOUT_S)
+
+    def next_message(self) -> dict:
+        while True:
+            line = self.stream.readline()
+            assert line, "the event stream ended"
+            if line.startswith(b"data: "):
+                return json.loads(line[len(b"data: "):])
+
+    def until_progress(self, words: str) -> dict:
+        """The first progress message that says ``words`` (the call must not have ended before it)."""
+        while not ((message := self.next_message())["msg"] == "progress" and words in json.dumps(message)):
+            assert message["msg"] != "process_completed", message
+        return message
+
+    def leave(self) -> None:
+        """Go away as a closed tab does: drop the connection, read nothing more."""
+        self.stream.close()
+
+
+def log_lines(proc, words: str) -> list[str]:
+    return [line for line in Path(proc.log_path).read_text(errors="replace").splitlines() if words in line]
+
+
+LONG_TARGET = "qzx" * 16 + "qz"  # 50 characters: 50 WordPiece pieces, one scoring pass each
+HEAVY_FILL_MASK = ["[MASK] " * 10 + "word " * 300, "", "", 5, ", ".join([LONG_TARGET] * 20), "", False, False]
+STOPPED = "its client went away"
+
+
+def test_heavy_fill_mask_work_stops_when_its_client_leaves_and_frees_its_slot(public_server):
+    """10 masks x 20 targets of 50 pieces: 10,000 scoring passes (under the GFLOP budget, minutes of work on
+    2 cores, cut at the deadline if nobody stops it). Two such requests hold both heavy slots; their clients
+    leave; the server stops each within a batch and the next heavy request is computed."""
+    base, proc = public_server.url, public_server.proc
+    index = fn_index(app_config(base), "fill_mask")
+    stopped_before = len(log_lines(proc, STOPPED))
+    leaving = [QueueCall(base, index, HEAVY_FILL_MASK) for _ in range(2)]
+    for call_ in leaving:
+        call_.until_progress("Computing target words of several pieces")  # the handler is at its extra passes
+    event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
+    assert event == "error" and "busy with other long requests" in message  # both heavy slots are taken
+    for call_ in leaving:
+        call_.leave()
+    wait_until(lambda: len(log_lines(proc, STOPPED)) == stopped_before + 2, timeout=ANSWER_TIMEOUT_S,
+               what="the server to stop both requests", message=lambda: _read_log(Path(proc.log_path)))
+    for line in log_lines(proc, STOPPED)[-2:]:
+        batches, planned = map(int, re.search(r"after (\d+) batches of its (\d+) planned passes", line).groups())
+        assert planned == 10 * 20 * 50 and batches * PLL_BATCH < planned  # stopped long before the end
+    event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
+    assert event == "complete" and "token ##ization" in message  # a slot is free again: scored by PLL
