@@ -156,9 +156,39 @@ class QueueCall:
             assert message["msg"] != "process_completed", message
         return message
 
+    def until_done(self) -> dict:
+        """The call's last message (process_completed: ``success``, ``output``)."""
+        while (message := self.next_message())["msg"] != "process_completed":
+            pass
+        return message
+
     def leave(self) -> None:
         """Go away as a closed tab does: drop the connection, read nothing more."""
         self.stream.close()
+
+
+def upload_request(base: str, files: list[tuple[str, bytes]], visitor: str | None = None) -> tuple[int, str]:
+    """POST files to gradio's upload route as a browser does (``visitor``: the address a proxy would name)."""
+    boundary = uuid.uuid4().hex
+    body = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{name}\"\r\n"
+                    f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n" for name, data in files)
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if visitor:
+        headers["X-Forwarded-For"] = visitor
+    request = urllib.request.Request(f"{base}gradio_api/upload", data=body + f"--{boundary}--\r\n".encode(),
+                                     headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def upload(base: str, files: list[tuple[str, bytes]]) -> list[str]:
+    """The server paths gradio stored ``files`` under (the value a page then sends as FileData)."""
+    status, answer = upload_request(base, files)
+    assert status == 200, answer
+    return json.loads(answer)
 
 
 def log_lines(proc, words: str) -> list[str]:
@@ -191,3 +221,30 @@ def test_heavy_fill_mask_work_stops_when_its_client_leaves_and_frees_its_slot(pu
         assert planned == 10 * 20 * 50 and batches * PLL_BATCH < planned  # stopped long before the end
     event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
     assert event == "complete" and "token ##ization" in message  # a slot is free again: scored by PLL
+
+
+def test_a_heavy_fill_mask_past_its_budget_is_refused_before_it_runs(public_server):
+    """20 masks x 20 targets of 50 pieces: 20,000 scoring passes, priced from the model's shape."""
+    over = ["[MASK] " * 20 + "word " * 400, "", "", 5, ", ".join([LONG_TARGET] * 20), "", False, False]
+    event, message = call(public_server.url, "fill_mask", over)
+    assert event == "error" and "20,000 extra passes" in message and "at most 1,000 per request" in message
+
+
+def test_one_visitor_cannot_upload_past_its_hourly_budget(public_server):
+    """One visitor (as a proxy names it) sends 1 MB files, two a request, until the server says no: it stops
+    at 200 MB an hour, says so, and another visitor's upload is still taken."""
+    base, visitor, stored = public_server.url, "203.0.113.7", []
+    chunk = b"x" * (2**20 - 1024)
+    try:
+        for sent in range(1, 200):
+            status, answer = upload_request(base, [(f"f{sent}a.txt", chunk), (f"f{sent}b.txt", chunk)], visitor)
+            if status != 200:
+                break
+            stored += json.loads(answer)
+        assert status == 429 and "at most 200 MB an hour from one visitor" in answer, (status, answer)
+        taken = sum(Path(path).stat().st_size for path in stored)
+        assert 199 * 2**20 < taken <= 200 * 2**20  # what reached the disk: the budget, then nothing more
+        assert upload(base, [("small.txt", b"another visitor's text")])  # from 127.0.0.1: still taken
+    finally:
+        for path in stored:
+            Path(path).unlink(missing_ok=True)
