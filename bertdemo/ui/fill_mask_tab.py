@@ -64,12 +64,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             ("whole words", whole_words), ("a second model", len(models) > 1),
             ("target words of several pieces", any(len(models[0][1].tokenizer.tokenize(w)) > 1 for w in words)),
         ) if on]
+        def computing(done: int, planned: int) -> None:  # the page's progress bar while the extra passes run
+            progress((done, planned), desc=f"Computing {', '.join(heavy)}", unit="passes")
+
         # one budget for the whole request (both models): its GFLOP, its deadline, and its client still there
-        budget = pll.WorkBudget(should_stop=common.client_gone())
+        budget = pll.WorkBudget(should_stop=common.client_gone(), on_progress=computing)
         with ctx.heavy.take(", ".join(heavy)) if heavy else contextlib.nullcontext():
-            if heavy:  # said on the page while it computes (and a sign to an API client that the work began)
-                progress(None, desc=f"Computing {', '.join(heavy)}: this can take up to "
-                                    f"{input_limits.MAX_REQUEST_SECONDS:g} s")
             results = []
             for requested, loaded in models:
                 try:
