@@ -140,6 +140,7 @@ class QueueCall:
                            "trigger_id": None}).encode()
         status, answer = _post(f"{base}gradio_api/queue/join", body)
         assert status == 200, answer
+        self.base, self.index, self.event_id = base, index, json.loads(answer)["event_id"]
         self.stream = urllib.request.urlopen(f"{base}gradio_api/queue/data?session_hash={self.session}",
                                              timeout=ANSWER_TIMEOUT_S)
 
@@ -161,6 +162,12 @@ class QueueCall:
         while (message := self.next_message())["msg"] != "process_completed":
             pass
         return message
+
+    def cancel(self) -> None:
+        """Cancel the call as gradio_client's ``job.cancel()`` does, the stream still open."""
+        body = json.dumps({"session_hash": self.session, "fn_index": self.index, "event_id": self.event_id})
+        status, answer = _post(f"{self.base}gradio_api/cancel", body.encode())
+        assert status == 200, answer
 
     def leave(self) -> None:
         """Go away as a closed tab does: drop the connection, read nothing more."""
@@ -200,10 +207,11 @@ HEAVY_FILL_MASK = ["[MASK] " * 10 + "word " * 300, "", "", 5, ", ".join([LONG_TA
 STOPPED = "its client went away"
 
 
-def test_heavy_fill_mask_work_stops_when_its_client_leaves_and_frees_its_slot(public_server):
+def test_heavy_fill_mask_work_stops_when_its_client_leaves_or_cancels_and_frees_its_slot(public_server):
     """10 masks x 20 targets of 50 pieces: 10,000 scoring passes (under the GFLOP budget, minutes of work on
-    2 cores, cut at the deadline if nobody stops it). Two such requests hold both heavy slots; their clients
-    leave; the server stops each within a batch and the next heavy request is computed."""
+    2 cores, cut at the deadline if nobody stops it). Two such requests hold both heavy slots; one client
+    leaves, the other cancels its call; the server stops each within a batch and the next heavy request
+    is computed."""
     base, proc = public_server.url, public_server.proc
     index = fn_index(app_config(base), "fill_mask")
     stopped_before = len(log_lines(proc, STOPPED))
@@ -212,10 +220,13 @@ def test_heavy_fill_mask_work_stops_when_its_client_leaves_and_frees_its_slot(pu
         call_.until_progress("Computing target words of several pieces")  # the handler is at its extra passes
     event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
     assert event == "error" and "busy with other long requests" in message  # both heavy slots are taken
-    for call_ in leaving:
-        call_.leave()
+    gone, cancelled = leaving
+    gone.leave()  # a closed tab, a dropped connection
+    cancelled.cancel()
+    cancelled.until_done()  # its stream ends as after any answer: no disconnect marks it
     wait_until(lambda: len(log_lines(proc, STOPPED)) == stopped_before + 2, timeout=ANSWER_TIMEOUT_S,
                what="the server to stop both requests", message=lambda: _read_log(Path(proc.log_path)))
+    cancelled.leave()
     for line in log_lines(proc, STOPPED)[-2:]:
         batches, planned = map(int, re.search(r"after (\d+) batches of its (\d+) planned passes", line).groups())
         assert planned == 10 * 20 * 50 and batches * PLL_BATCH < planned  # stopped long before the end
