@@ -83,7 +83,7 @@ class WorkBudget:
         """Before each batch (of ``passes`` sequences): WorkStopped when the caller said stop, ValueError past
         the deadline; else the batch is counted and reported to ``on_progress``."""
         if self.should_stop():
-            raise WorkStopped(f"Stopped after {self.batches:,} batches: the request's client went away.")
+            raise WorkStopped(f"Stopped: the request's client went away ({self.passes:,} passes had run).")
         if self.clock() - self.started > self.seconds:
             raise ValueError(f"This request took longer than {self.seconds:g} s and was stopped: use fewer masks "
                              "or target words, or turn whole words off.")

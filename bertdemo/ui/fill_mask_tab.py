@@ -77,8 +77,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
                                                whole_words=bool(whole_words), fast=bool(fast), batcher=ctx.batcher,
                                                budget=budget)
                 except pll.WorkStopped:
-                    log.info("Fill-Mask (%s) stopped after %d batches of its %d planned passes: its client went away",
-                             ", ".join(heavy), budget.batches, budget.planned_passes)
+                    log.info("Fill-Mask (%s) stopped, its client went away: %d of its %d planned passes had run",
+                             ", ".join(heavy), budget.passes, budget.planned_passes)
                     raise
                 results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
