@@ -2,7 +2,9 @@
 endpoint and every parameter, an oversized text, a huge number, a long list and a wrong type are each
 answered with a short, clear message within seconds; a body past the door's cap is refused unread; the
 server's memory stays bounded and it answers an ordinary request afterwards. A new endpoint is covered
-without editing this test."""
+without editing this test. Then the costly legal requests: heavy Fill-Mask work stops when its client
+leaves or cancels, past its GFLOP budget it is refused before it runs, and one visitor's uploads stop at
+the hourly budget."""
 
 from __future__ import annotations
 
