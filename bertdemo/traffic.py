@@ -119,6 +119,7 @@ class RequestLimits:
         if upload:
             why = self.budget.refusal(client_key(scope), declared or cap)
             if why is not None:
+                await _drain(receive, cap)  # read and dropped: a sender cut off mid-body never hears the answer
                 await _answer(send, 429, why)
                 return
         received = 0

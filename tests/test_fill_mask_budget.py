@@ -58,3 +58,31 @@ def test_heavy_requests_beyond_the_slots_are_told_to_try_again():
                 pass
     with slots.take("whole words"):  # freed again
         pass
+
+
+def test_work_stops_within_one_batch_of_the_caller_saying_stop(tiny_loaded):
+    forwards = []
+    hook = tiny_loaded.model.bert.embeddings.register_forward_hook(lambda *a: forwards.append(1))
+    reported = []
+    budget = pll.WorkBudget(should_stop=lambda: len(forwards) >= 3,  # the client leaves during the third pass
+                            on_progress=lambda done, planned: reported.append((done, planned)))
+    try:
+        with pytest.raises(pll.WorkStopped, match="client went away"):
+            fill_mask.predict(tiny_loaded, "the [MASK] sat on the [MASK] .", top_k=3, whole_words=True,
+                              targets="tokenization, unbelievably", budget=budget)
+    finally:
+        hook.remove()
+    assert len(forwards) == 3  # not one pass more after the signal
+    pieces = sum(len(tiny_loaded.tokenizer.tokenize(w)) for w in ("tokenization", "unbelievably"))  # 2 + 5
+    assert budget.batches == 2 and budget.planned_passes == 2 * pll.WHOLE_WORD_PASSES + 2 * pieces  # of 164
+    # the whole-word beam's first two batches: one sequence each (1 mask, then the first of 2 masks)
+    assert reported == [(0, budget.planned_passes), (1, budget.planned_passes)] and budget.passes == 2
+
+
+def test_one_budget_prices_both_models_of_a_request_together():
+    budget = pll.WorkBudget(max_gflop=10.0)
+    budget.check_plan(100, 6.0, "first")
+    with pytest.raises(ValueError, match=r"about 6 GFLOP\) after the 6 the first model takes; .* at most 10"):
+        budget.check_plan(100, 6.0, "second")
+    budget.check_plan(10, 4.0, "second")  # what is left still fits
+    assert budget.planned_passes == 110

@@ -58,6 +58,33 @@ def test_uploads_past_a_visitors_hourly_budget_are_refused():
     assert seen == [4000, 4000, 3000]
 
 
+def test_a_refused_upload_is_read_to_its_end_before_the_answer():
+    """A server that answers before reading the body closes on a client still sending: it sees a broken pipe,
+    never the 429 and its message."""
+    import asyncio
+
+    chunks = [b"x" * 1000] * 5
+    read, sent = [], []
+
+    async def receive() -> dict:
+        read.append(1)
+        return {"type": "http.request", "body": chunks[len(read) - 1], "more_body": len(read) < len(chunks)}
+
+    async def send(message: dict) -> None:
+        sent.append((len(read), message))
+
+    async def never_reached(scope, receive, send):
+        raise AssertionError("a refused upload reached the app")
+
+    door = RequestLimits(never_reached, rules=RULES)
+    door.budget.refusal("127.0.0.1", 8000)  # this visitor's hour is used up
+    scope = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "client": ("127.0.0.1", 1),
+             "headers": [(b"content-length", b"5000")]}
+    asyncio.run(door(scope, receive, send))
+    assert [m["status"] for _, m in sent if m["type"] == "http.response.start"] == [429]
+    assert sent[0][0] == len(chunks)  # every chunk was read before the answer began
+
+
 def test_the_budget_frees_up_as_the_hour_passes():
     now = [0.0]
     budget = UploadBudget(RULES, clock=lambda: now[0])

@@ -46,28 +46,50 @@ def sequence_gflop(config, length: int) -> float:
     return (linear + attention) / 1e9
 
 
+class WorkStopped(ValueError):
+    """The caller said stop (its client went away): the request's work ended between two batches."""
+
+
 @dataclass
 class WorkBudget:
-    """What one request may compute beyond its first pass: planned GFLOP checked up front, and a deadline
-    checked between batches (so work stops even when the client has gone)."""
+    """What one request may compute beyond its first pass: planned GFLOP checked up front (summed over
+    the request's models), and between batches a deadline and the caller's ``should_stop`` (True once
+    the client has gone), so work stops within one batch of either."""
 
     max_gflop: float = MAX_REQUEST_GFLOP
     seconds: float = MAX_REQUEST_SECONDS
     started: float = field(default_factory=time.monotonic)
     clock: Callable[[], float] = time.monotonic
+    should_stop: Callable[[], bool] = lambda: False
+    on_progress: Callable[[int, int], None] = lambda done, planned: None  # passes run, passes planned
+    planned_gflop: float = 0.0  # what earlier plans of this request (another model) took
+    planned_passes: int = 0
+    batches: int = 0  # forward batches run so far (each after one check)
+    passes: int = 0  # sequences those batches held
 
     def check_plan(self, passes: int, gflop: float, model_name: str) -> None:
-        """ValueError, before any of it runs, when the planned passes cost more than the allowance."""
-        if gflop > self.max_gflop:
+        """ValueError, before any of it runs, when the planned passes (with what this request planned
+        before) cost more than the allowance; else they count as planned."""
+        if self.planned_gflop + gflop > self.max_gflop:
+            before = f" after the {self.planned_gflop:,.0f} the first model takes" if self.planned_gflop else ""
             raise ValueError(
-                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP); this server "
+                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP){before}; this server "
                 f"computes at most {self.max_gflop:,.0f} per request. Use fewer masks or target words of "
                 "several pieces, a shorter text, or turn whole words off.")
+        self.planned_gflop += gflop
+        self.planned_passes += passes
 
-    def check_time(self) -> None:
+    def check_time(self, passes: int = 1) -> None:
+        """Before each batch (of ``passes`` sequences): WorkStopped when the caller said stop, ValueError past
+        the deadline; else the batch is counted and reported to ``on_progress``."""
+        if self.should_stop():
+            raise WorkStopped(f"Stopped: the request's client went away ({self.passes:,} passes had run).")
         if self.clock() - self.started > self.seconds:
             raise ValueError(f"This request took longer than {self.seconds:g} s and was stopped: use fewer masks "
                              "or target words, or turn whole words off.")
+        self.on_progress(self.passes, max(self.planned_passes, self.passes))
+        self.batches += 1
+        self.passes += passes
 
 
 def splice(base: Encoded, pos: int, new_ids: list[int]) -> Encoded:
@@ -84,9 +106,9 @@ def log_probs_at(loaded: LoadedModel, seqs: list[Encoded], positions: list[int],
     """Log-softmax over the vocabulary at ``positions[i]`` of ``seqs[i]``: (N, V), batched and padded."""
     out = []
     for start in range(0, len(seqs), PLL_BATCH):
-        if budget is not None:
-            budget.check_time()
         chunk = seqs[start:start + PLL_BATCH]
+        if budget is not None:
+            budget.check_time(len(chunk))
         batch = pad_batch(chunk, loaded.tokenizer.pad_token_id, loaded.device)
         rows = torch.arange(len(chunk), device=loaded.device)
         cols = torch.tensor(positions[start:start + PLL_BATCH], device=loaded.device)

@@ -54,6 +54,26 @@ def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     return lambda fraction, message: progress(fraction, desc=message)
 
 
+def client_gone() -> Callable[[], bool]:
+    """For the handler running now: a check that is True once its client has gone (page closed, API
+    connection dropped), for the logic to call between batches.
+
+    Gradio lets a running plain function finish whatever happens to its caller. When the event stream
+    of a queued event disconnects, gradio marks the event no longer ``alive``; when the client cancels
+    it (``/cancel``, gradio_client's ``job.cancel()``), the queue drops the event from its table. This
+    reads both on the event the handler serves (found through gradio's per-call context). Outside a
+    queued event, or where gradio keeps them differently, the check is always False and the request's
+    deadline still ends the work (tests/e2e/test_hostile.py checks both on the installed gradio)."""
+    from gradio.context import LocalContext
+
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    events = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", None)
+    event = events.get(event_id) if isinstance(events, dict) and event_id else None
+    if event is None or not hasattr(event, "alive"):
+        return lambda: False
+    return lambda: not event.alive or events.get(event_id) is not event
+
+
 def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:
     """The store's model choices, those that cannot load right now marked in their labels."""
     return availability.label_choices(store.choices(), store.default, store.hub)

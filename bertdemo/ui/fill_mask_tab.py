@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from bertdemo.models.store import ModelStore
 
 fill_mask = LazyModule("bertdemo.explore.fill_mask")
+pll = LazyModule("bertdemo.explore.pll")
 bars = LazyModule("bertdemo.viz.bars")
 
 EXAMPLES = [
@@ -35,6 +37,7 @@ EXAMPLES = [
 ]
 NO_SECOND = ""  # the second-model choice meaning "none"
 CONCURRENCY = 16  # Fill-Mask requests in progress at once; they wait for the model in turn, batched together
+log = logging.getLogger(__name__)
 
 
 def _second_choices(store: ModelStore) -> list[tuple[str, str]]:
@@ -64,11 +67,22 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             ("whole words", whole_words), ("a second model", len(models) > 1),
             ("target words of several pieces", any(len(models[0][1].tokenizer.tokenize(w)) > 1 for w in words)),
         ) if on]
+        def computing(done: int, planned: int) -> None:  # the page's progress bar while the extra passes run
+            progress((done, planned), desc=f"Computing {', '.join(heavy)}", unit="passes")
+
+        # one budget for the whole request (both models): its GFLOP, its deadline, and its client still there
+        budget = pll.WorkBudget(should_stop=common.client_gone(), on_progress=computing)
         with ctx.heavy.take(", ".join(heavy)) if heavy else contextlib.nullcontext():
             results = []
             for requested, loaded in models:
-                result = fill_mask.predict(loaded, text, text_pair, int(top_k), words, whole_words=bool(whole_words),
-                                           fast=bool(fast), batcher=ctx.batcher)
+                try:
+                    result = fill_mask.predict(loaded, text, text_pair, int(top_k), words,
+                                               whole_words=bool(whole_words), fast=bool(fast), batcher=ctx.batcher,
+                                               budget=budget)
+                except pll.WorkStopped:
+                    log.info("Fill-Mask (%s) stopped, its client went away: %d of its %d planned passes had run",
+                             ", ".join(heavy), budget.passes, budget.planned_passes)
+                    raise
                 results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
         figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])

@@ -2,15 +2,22 @@
 endpoint and every parameter, an oversized text, a huge number, a long list and a wrong type are each
 answered with a short, clear message within seconds; a body past the door's cap is refused unread; the
 server's memory stays bounded and it answers an ordinary request afterwards. A new endpoint is covered
-without editing this test."""
+without editing this test. Then the costly legal requests: heavy Fill-Mask work stops when its client
+leaves or cancels, past its GFLOP budget it is refused before it runs, and one visitor's uploads stop at
+the hourly budget."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
+
+from tests.e2e.conftest import _read_log
+from tests.helpers import wait_until
 
 
 ANSWER_TIMEOUT_S = 60.0
@@ -108,3 +115,148 @@ def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
     assert time.monotonic() - started < ANSWER_TIMEOUT_S
     event, _ = call(base, "tokenize", ["Still serving.", "", ""])
     assert event == "complete"
+
+
+# --- the raw queue protocol a page speaks: join, then read the session's event stream ---------------------
+
+
+def app_config(base: str) -> dict:
+    with urllib.request.urlopen(f"{base}config", timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def fn_index(config: dict, api_name: str) -> int:
+    """The queue's number for the handler named ``api_name`` (private page handlers included)."""
+    found = [d["id"] for d in config["dependencies"] if d.get("api_name") == api_name]
+    assert len(found) == 1, f"{api_name}: {found}"
+    return found[0]
+
+
+class QueueCall:
+    """One call as a page makes it: POST queue/join, then the session's event stream, read message by message."""
+
+    def __init__(self, base: str, index: int, data: list) -> None:
+        self.session = uuid.uuid4().hex
+        body = json.dumps({"data": data, "fn_index": index, "session_hash": self.session, "event_data": None,
+                           "trigger_id": None}).encode()
+        status, answer = _post(f"{base}gradio_api/queue/join", body)
+        assert status == 200, answer
+        self.base, self.index, self.event_id = base, index, json.loads(answer)["event_id"]
+        self.stream = urllib.request.urlopen(f"{base}gradio_api/queue/data?session_hash={self.session}",
+                                             timeout=ANSWER_TIMEOUT_S)
+
+    def next_message(self) -> dict:
+        while True:
+            line = self.stream.readline()
+            assert line, "the event stream ended"
+            if line.startswith(b"data: "):
+                return json.loads(line[len(b"data: "):])
+
+    def until_progress(self, words: str) -> dict:
+        """The first progress message that says ``words`` (the call must not have ended before it)."""
+        while not ((message := self.next_message())["msg"] == "progress" and words in json.dumps(message)):
+            assert message["msg"] != "process_completed", message
+        return message
+
+    def until_done(self) -> dict:
+        """The call's last message (process_completed: ``success``, ``output``)."""
+        while (message := self.next_message())["msg"] != "process_completed":
+            pass
+        return message
+
+    def cancel(self) -> None:
+        """Cancel the call as gradio_client's ``job.cancel()`` does, the stream still open."""
+        body = json.dumps({"session_hash": self.session, "fn_index": self.index, "event_id": self.event_id})
+        status, answer = _post(f"{self.base}gradio_api/cancel", body.encode())
+        assert status == 200, answer
+
+    def leave(self) -> None:
+        """Go away as a closed tab does: drop the connection, read nothing more."""
+        self.stream.close()
+
+
+def upload_request(base: str, files: list[tuple[str, bytes]], visitor: str | None = None) -> tuple[int, str]:
+    """POST files to gradio's upload route as a browser does (``visitor``: the address a proxy would name)."""
+    boundary = uuid.uuid4().hex
+    body = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{name}\"\r\n"
+                    f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n" for name, data in files)
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if visitor:
+        headers["X-Forwarded-For"] = visitor
+    request = urllib.request.Request(f"{base}gradio_api/upload", data=body + f"--{boundary}--\r\n".encode(),
+                                     headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def upload(base: str, files: list[tuple[str, bytes]]) -> list[str]:
+    """The server paths gradio stored ``files`` under (the value a page then sends as FileData)."""
+    status, answer = upload_request(base, files)
+    assert status == 200, answer
+    return json.loads(answer)
+
+
+def log_lines(proc, words: str) -> list[str]:
+    return [line for line in Path(proc.log_path).read_text(errors="replace").splitlines() if words in line]
+
+
+LONG_TARGET = "qzx" * 16 + "qz"  # 50 characters: 50 WordPiece pieces, one scoring pass each
+HEAVY_FILL_MASK = ["[MASK] " * 10 + "word " * 300, "", "", 5, ", ".join([LONG_TARGET] * 20), "", False, False]
+STOPPED = "its client went away"
+
+
+def test_heavy_fill_mask_work_stops_when_its_client_leaves_or_cancels_and_frees_its_slot(public_server):
+    """10 masks x 20 targets of 50 pieces: 10,000 scoring passes (under the GFLOP budget, minutes of work on
+    2 cores, cut at the deadline if nobody stops it). Two such requests hold both heavy slots; one client
+    leaves, the other cancels its call; the server stops each within a batch and the next heavy request
+    is computed."""
+    base, proc = public_server.url, public_server.proc
+    index = fn_index(app_config(base), "fill_mask")
+    stopped_before = len(log_lines(proc, STOPPED))
+    leaving = [QueueCall(base, index, HEAVY_FILL_MASK) for _ in range(2)]
+    for call_ in leaving:
+        call_.until_progress("Computing target words of several pieces")  # the handler is at its extra passes
+    event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
+    assert event == "error" and "busy with other long requests" in message  # both heavy slots are taken
+    gone, cancelled = leaving
+    gone.leave()  # a closed tab, a dropped connection
+    cancelled.cancel()
+    cancelled.until_done()  # its stream ends as after any answer: no disconnect marks it
+    wait_until(lambda: len(log_lines(proc, STOPPED)) == stopped_before + 2, timeout=ANSWER_TIMEOUT_S,
+               what="the server to stop both requests", message=lambda: _read_log(Path(proc.log_path)))
+    cancelled.leave()
+    for line in log_lines(proc, STOPPED)[-2:]:
+        done, planned = map(int, re.search(r"(\d+) of its (\d+) planned passes had run", line).groups())
+        assert planned == 10 * 20 * 50 and done < planned  # stopped before the end
+    event, message = call(base, "fill_mask", ["Nice to [MASK] you.", "", "", 5, "tokenization", "", False, False])
+    assert event == "complete" and "token ##ization" in message  # a slot is free again: scored by PLL
+
+
+def test_a_heavy_fill_mask_past_its_budget_is_refused_before_it_runs(public_server):
+    """20 masks x 20 targets of 50 pieces: 20,000 scoring passes, priced from the model's shape."""
+    over = ["[MASK] " * 20 + "word " * 400, "", "", 5, ", ".join([LONG_TARGET] * 20), "", False, False]
+    event, message = call(public_server.url, "fill_mask", over)
+    assert event == "error" and "20,000 extra passes" in message and "at most 1,000 per request" in message
+
+
+def test_one_visitor_cannot_upload_past_its_hourly_budget(public_server):
+    """One visitor (as a proxy names it) sends 1 MB files, two a request, until the server says no: it stops
+    at 200 MB an hour, says so, and another visitor's upload is still taken."""
+    base, visitor, stored = public_server.url, "203.0.113.7", []
+    chunk = b"x" * (2**20 - 1024)
+    try:
+        for sent in range(1, 200):
+            status, answer = upload_request(base, [(f"f{sent}a.txt", chunk), (f"f{sent}b.txt", chunk)], visitor)
+            if status != 200:
+                break
+            stored += json.loads(answer)
+        assert status == 429 and "at most 200 MB an hour from one visitor" in answer, (status, answer)
+        taken = sum(Path(path).stat().st_size for path in stored)
+        assert 199 * 2**20 < taken <= 200 * 2**20  # what reached the disk: the budget, then nothing more
+        assert upload(base, [("small.txt", b"another visitor's text")])  # from 127.0.0.1: still taken
+    finally:
+        for path in stored:
+            Path(path).unlink(missing_ok=True)

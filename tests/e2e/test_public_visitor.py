@@ -1,0 +1,163 @@
+"""What one visitor may leave behind on a public server, through the launched app's HTTP API and the page's
+own queue calls: the probe is bounded (its length, its [MASK]s, the evaluations /run_status sends), held-out
+batches per evaluation are capped, one visitor keeps at most three runs while another still starts one,
+an upload's file name reaches the shared status line as typed, and odd values (a non-ASCII token,
+``resume_from: 5``, a .jsonl nested thousands deep) get the app's own messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
+from tests.e2e.test_hostile import QueueCall, app_config, fn_index, upload
+from tests.helpers import wait_until
+
+RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+           corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
+           eval_batches=1, checkpoint_every=0, seed=1)
+ENDED = {"stopped", "finished", "failed"}
+
+
+def wait_ended(client: Client, timeout: float = 120) -> dict:
+    snaps = []
+
+    def ended() -> bool:
+        snaps.append(client.predict(api_name="/run_status"))
+        return snaps[-1]["status"] in ENDED
+
+    wait_until(ended, timeout=timeout, interval=0.3, what="the run to end", message=lambda: str(snaps[-1:]))
+    return snaps[-1]
+
+
+def refusal(client: Client, *args, api_name: str) -> str:
+    with pytest.raises(AppError) as err:
+        client.predict(*args, api_name=api_name)
+    message = str(err.value)
+    assert "Something went wrong" not in message and "Error:" not in message, message  # the app's own words
+    return message
+
+
+def delete_all(client: Client, token: str, runs: Path) -> int:
+    """Delete every run ``token`` started; how many there were."""
+    deleted = 0
+    for folder in runs.iterdir():
+        if folder.is_dir() and not folder.name.startswith("."):
+            try:
+                client.predict(folder.name, token, api_name="/delete_run")
+                deleted += 1
+            except AppError:
+                pass  # another visitor's run
+    return deleted
+
+
+def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
+    client = Client(public_server.url, verbose=False)
+    long_probe = "The capital of France is [MASK]. " + "x" * MAX_PROBE_CHARS
+    many = " ".join(["[MASK]"] * (MAX_PROBE_MASKS + 1)) + " ."
+    message = refusal(client, {**RUN, "probe_text": long_probe}, "tok-probe", api_name="/start_run")
+    assert f"use at most {MAX_PROBE_CHARS}" in message and "xxx" not in message
+    assert f"use at most {MAX_PROBE_MASKS}" in refusal(client, {**RUN, "probe_text": many}, "tok-probe",
+                                                       api_name="/start_run")
+    # the most a probe may be: 4 masks in 300 characters, evaluated at every one of 60 steps
+    probe = ("[MASK] " * MAX_PROBE_MASKS + "the cat sat on the mat and looked at the dog . ")[:MAX_PROBE_CHARS]
+    client.predict({**RUN, "steps": PROBE_WINDOW + 10, "eval_every": 1, "probe_text": probe}, "tok-probe",
+                   api_name="/start_run")
+    try:
+        assert f"at most {MAX_PROBE_CHARS:,}" in refusal(client, long_probe, "tok-probe", api_name="/set_probe")
+    finally:
+        snap = wait_ended(client)
+    assert snap["status"] == "finished", snap
+    assert len(snap["eval_steps"]) > PROBE_WINDOW  # every step was evaluated ...
+    assert len(snap["probe"]) == PROBE_WINDOW  # ... and the status keeps the latest 50 probe answers
+    assert snap["probe"][-1][0] == snap["eval_steps"][-1] and all(len(p[1]) == MAX_PROBE_MASKS for p in snap["probe"])
+    assert len(json.dumps(snap)) < 100_000  # what every page's poll and /run_status send
+    assert delete_all(client, "tok-probe", public_server.runs) == 1
+
+
+def test_held_out_batches_per_evaluation_are_capped(public_server):
+    client = Client(public_server.url, verbose=False)
+    message = refusal(client, {**RUN, "eval_batches": 21}, "tok-eval", api_name="/start_run")
+    assert "21 held-out batches per evaluation" in message and "(20)" in message
+
+
+def test_one_visitor_keeps_three_runs_and_another_still_starts(public_server):
+    hog, other = Client(public_server.url, verbose=False), Client(public_server.url, verbose=False)
+    try:
+        for _ in range(3):  # started and stopped at once: each keeps a folder, saved or not
+            hog.predict(RUN, "tok-hog", api_name="/start_run")
+            hog.predict("tok-hog", api_name="/stop_run")
+            wait_ended(hog)
+        message = refusal(hog, RUN, "tok-hog", api_name="/start_run")
+        assert "You keep 3 runs on this server" in message and "delete one" in message
+        other.predict(RUN, "tok-other", api_name="/start_run")  # another visitor is not held back
+        try:
+            # a token that is not the owner's, in any alphabet, is simply not the owner's
+            for stranger in ("é", "sécret-ä", "tok-hog"):
+                assert "belongs to another visitor" in refusal(other, stranger, api_name="/stop_run")
+        finally:
+            other.predict("tok-other", api_name="/stop_run")
+        assert wait_ended(other)["status"] == "stopped"
+        # a number where a checkpoint name belongs: the app's own message, not a TypeError
+        assert "resume_from names a checkpoint" in refusal(other, {**RUN, "resume_from": 5}, "tok-other",
+                                                           api_name="/start_run")
+    finally:
+        deleted = delete_all(hog, "tok-hog", public_server.runs), delete_all(other, "tok-other", public_server.runs)
+    assert deleted == (3, 1)  # the owners may delete runs that never saved a checkpoint
+
+
+def start_from_page(base: str, token: str, file_path: str, file_name: str, **overrides) -> dict:
+    """The page's Start with the corpus "My file", as a browser sends it: every form field at its default
+    but ``overrides`` (by setting name), the uploaded file as gradio's FileData. The final queue message."""
+    config = app_config(base)
+    index = fn_index(config, "start_from_page")
+    dependency = next(d for d in config["dependencies"] if d["id"] == index)
+    components = {c["id"]: c for c in config["components"]}
+    values = [components[i]["props"].get("value") for i in dependency["inputs"][1:]]  # [0]: the owner token
+    names = ["preset", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "corpus",
+             "upload", "position_embeddings", "whole_word_masking", "static_masks", "nsp", "mlm_probability",
+             "mask_replace_prob", "random_replace_prob", "seq_len_schedule", "seq_len", "batch_size", "steps", "lr",
+             "warmup_steps", "eval_every", "checkpoint_every", "seed", "resume_from", "probe_text"]
+    assert len(names) == len(values)
+    form = dict(zip(names, values))
+    form.update({k: v for k, v in RUN.items() if k in form}, corpus="upload", **overrides)
+    form["upload"] = {"path": file_path, "orig_name": file_name, "meta": {"_type": "gradio.FileData"}}
+    queued = QueueCall(base, index, [token, *form.values()])
+    try:
+        return queued.until_done()
+    finally:
+        queued.leave()
+
+
+def test_an_upload_name_is_shown_as_typed_and_odd_files_get_their_own_message(public_server, tmp_path):
+    from bertdemo.models.embedded import wiki_summaries
+
+    base = public_server.url
+    client = Client(base, verbose=False)
+    # a deeply nested .jsonl: the app's own message, naming the file (it was a RecursionError)
+    nested = tmp_path / "nested.jsonl"
+    nested.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    [stored] = upload(base, [(nested.name, nested.read_bytes())])
+    done = start_from_page(base, "tok-md", stored, nested.name)
+    assert not done["success"] and "nested too deeply" in json.dumps(done) and "Recursion" not in json.dumps(done)
+
+    name = "see [here](page) _now_ !x.txt"  # Markdown a status line would render as a link and emphasis
+    text = "\n\n".join(wiki_summaries()[:300]).encode()
+    [stored] = upload(base, [(name, text)])
+    shown = Path(stored).name  # the name as gradio stored it (it drops some characters, keeps these)
+    assert "[here](page)" in shown and "_now_" in shown
+    done = start_from_page(base, "tok-md", stored, shown)
+    assert done["success"], done
+    status = done["output"]["data"][0]  # the shared status line every visitor's page shows
+    try:
+        as_typed = "".join(f"&#{ord(c)};" if c in "[]()_!" else c for c in shown)  # markup characters as entities
+        assert f"<code>{as_typed}</code>" in status
+        assert "[here](page)" not in status and "_now_" not in status
+    finally:
+        client.predict("tok-md", api_name="/stop_run")
+        wait_ended(client)
+        delete_all(client, "tok-md", public_server.runs)
