@@ -101,7 +101,8 @@ class TrainingRun:
         self.metrics = MetricsBuffer(run_id=self.run_id, status=Status.PREPARING, message="Starting…",
                                      total_steps=cfg.optim.steps, preset=cfg.model.preset,
                                      corpus=runs.corpus_display_name(cfg.data.corpus),
-                                     probe_text=cfg.monitor.probe_text)
+                                     probe_text=cfg.monitor.probe_text,
+                                     probe_expected=cfg.monitor.probe_expected)
         self._thread = threading.Thread(target=self._main, daemon=True)
 
     # lifecycle -------------------------------------------------------------------------
