@@ -200,7 +200,6 @@ class MetricsBuffer:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSnapshot))
-_FLAT = {f.name for f in dataclasses.fields(RunSnapshot) if f.type in ("list[int]", "list[float]", "list[str]")}
 _EVAL_FIELDS = ("eval_steps", "eval_loss", "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc",
                 "eval_nsp_loss", "eval_tokens", "eval_wall_s")
 HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *_EVAL_FIELDS, "probe", "landmarks",
@@ -208,8 +207,16 @@ HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *
 
 
 def _copied(name: str, value):
-    """A copy of a snapshot field: a list of numbers or strings copied flat, anything else deep."""
-    return list(value) if name in _FLAT else copy.deepcopy(value)
+    """A copy of a snapshot field that no later write changes. Lists and dicts are copied one level:
+    their items are numbers, strings, or entries never changed once appended (probe answers, timeline
+    events); a probe track, whose ranks grow, is copied with its own list of ranks."""
+    if name == "probe_tracks":
+        return [{**track, "ranks": list(track["ranks"])} for track in value]
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def _thin_probes(s: RunSnapshot) -> None:
