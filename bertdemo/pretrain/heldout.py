@@ -1,8 +1,8 @@
 """The fixed held-out questions every evaluation asks: 15 % of the held-out tokens replaced by [MASK].
 
 The same positions at every evaluation and for every run on the same held-out blocks, whatever its
-training recipe (masking rate, 80/10/10 split, seed): the positions are drawn from a generator seeded
-by the held-out tokens themselves. Only [MASK] replacements (no kept or random tokens that could be
+training recipe (masking rate, 80/10/10 split, seed): each block's positions are drawn from a generator
+seeded by that block's own tokens. Only [MASK] replacements (no kept or random tokens that could be
 copied or spotted), so the loss says how well the model fills a gap, and runs trained with different
 recipes stand on one scale. Numpy only: the n-gram landmarks score the very same questions.
 """
@@ -32,7 +32,7 @@ class HeldoutQuestions:
 
 
 def data_seed(blocks: np.ndarray) -> int:
-    """A seed from the blocks' tokens (CRC-32 of their bytes as int64): the same blocks, the same masks."""
+    """A seed from tokens (CRC-32 of their bytes as int64): the same block, the same masks."""
     return zlib.crc32(np.ascontiguousarray(blocks, dtype=np.int64).tobytes())
 
 
@@ -44,9 +44,9 @@ def heldout_questions(heldout: np.ndarray, special_ids: list[int] | np.ndarray, 
     if heldout.ndim != 2 or len(heldout) == 0:
         raise ValueError("The held-out split has no blocks.")
     blocks = heldout[: max(1, max_tokens // heldout.shape[1])]
-    rng = np.random.default_rng(data_seed(blocks))
     candidates = ~np.isin(blocks, np.asarray(special_ids, dtype=np.int64))  # (N, T)
-    scores = np.where(candidates, rng.random(blocks.shape), np.inf)  # drawn for every position: stable
+    draws = np.stack([np.random.default_rng(data_seed(row)).random(len(row)) for row in blocks])  # per block
+    scores = np.where(candidates, draws, np.inf)
     labels = np.full_like(blocks, IGNORE_INDEX)
     order = np.argsort(scores, axis=1, kind="stable")
     for i, n in enumerate(candidates.sum(axis=1)):

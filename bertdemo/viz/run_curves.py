@@ -205,8 +205,9 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                       "yanchor": "bottom"})
     # each panel exists before any run; the landmarks count in the loss axis's range
     data.append({"type": "scatter", "mode": "markers", "x": [0] * len(shapes), "y": [s["y0"] for s in shapes],
-                 "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, **at["loss"]})
-    data.extend({"type": "scatter", "x": [], "y": [], "showlegend": False, **at[name]} for name in _PANELS if name != "loss")
+                 "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "landmarks", **at["loss"]})
+    data.extend({"type": "scatter", "x": [], "y": [], "showlegend": False, "name": "", **at[name]}
+                for name in _PANELS if name != "loss")
     if runs:
         data.extend(_timeline_markers(runs[0].snap, x_axis))
     for name, (xa, ya, x_dom, y_dom, title) in _PANELS.items():
