@@ -169,26 +169,27 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
         if len(x_train) != len(s.train_loss) or len(x_eval) != len(s.eval_loss):  # older histories lack tokens / time
             x_train, x_eval = s.steps, s.eval_steps
         quiet = dict(legendgroup=group, showlegend=False, mode="lines")
+        dots = dict(legendgroup=group, showlegend=False, mode="lines+markers", marker={"size": 4})  # evaluations
         if i == 0:  # the raw train loss of the first run only, faint behind its smoothed line
             data.append(_line(x_train, s.train_loss, max_points, name=f"{run.label}: train (raw)", opacity=0.25,
                               line={"color": colour, "width": 1}, **quiet, **at["loss"]))
         data.append(_line(x_train, debiased_ema(s.train_loss, smoothing), max_points, name=f"{run.label}: train",
                           line={"color": colour, "width": 2}, legendgroup=group, mode="lines", **at["loss"]))
         data.append(_line(x_eval, s.eval_loss, max_points, name=f"{run.label}: held-out ([MASK]-only, 15 %)",
-                          line={"color": colour, "width": 2, "dash": "dot"}, legendgroup=group, mode="lines",
-                          **at["loss"]))
+                          line={"color": colour, "width": 2, "dash": "dot"}, legendgroup=group, mode="lines+markers",
+                          marker={"size": 4}, **at["loss"]))
         data.append(_line(x_eval, s.eval_ppl, max_points, name=f"{run.label}: perplexity",
-                          line={"color": colour}, **quiet, **at["ppl"]))
+                          line={"color": colour}, **dots, **at["ppl"]))
         data.append(_line(x_eval, s.mlm_acc, max_points, name=f"{run.label}: top-1 accuracy",
-                          line={"color": colour}, **quiet, **at["acc"]))
+                          line={"color": colour}, **dots, **at["acc"]))
         if len(s.top5_acc) == len(x_eval):
             data.append(_line(x_eval, s.top5_acc, max_points, name=f"{run.label}: top-5 accuracy",
-                              line={"color": colour, "dash": "dash"}, **quiet, **at["acc"]))
+                              line={"color": colour, "dash": "dash"}, **dots, **at["acc"]))
             data.append(_line(x_eval, s.median_rank, max_points, name=f"{run.label}: median rank",
-                              line={"color": colour}, **quiet, **at["rank"]))
+                              line={"color": colour}, **dots, **at["rank"]))
         if len(s.nsp_acc) == len(x_eval):
             data.append(_line(x_eval, s.nsp_acc, max_points, name=f"{run.label}: NSP accuracy",
-                              line={"color": colour, "dash": "dot"}, **quiet, **at["acc"]))
+                              line={"color": colour, "dash": "dot"}, **dots, **at["acc"]))
         data.append(_line(x_train, s.lr, max_points // 3, name=f"{run.label}: learning rate",
                           line={"color": colour, "width": 1}, **quiet, **at["lr"]))
     landmarks = {"uniform": UNIFORM_LOSS, **(runs[0].snap.landmarks if runs else {})}
@@ -281,7 +282,7 @@ def probe_ranks_spec(snap: RunSnapshot | None, x_axis: str = "step", max_points:
         for i, track in enumerate(t for t in snap.probe_tracks if t["expected"]):
             colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
             name = f"“{track['expected']}”: {track['text']}"
-            data.append(_line(x, track["ranks"], max_points, name=name, mode="lines",
+            data.append(_line(x, track["ranks"], max_points, name=name, mode="lines+markers", marker={"size": 4},
                               line={"color": colour, "width": 2, "dash": "dot" if track.get("own") else "solid"}))
         events = [e for e in snap.timeline if e.get("kind") == "probe"]
         if events:
