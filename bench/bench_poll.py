@@ -22,6 +22,7 @@ median and the 10th-90th percentile of the server time, and the bytes, per case.
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ProcessPoolExecutor
 import json
 import statistics
 import sys
@@ -51,17 +52,17 @@ def config(service: RunService, corpus: str, steps: int, lr: float, resume_from:
                                  num_threads=1, runs_dir=str(service.runs_dir), resume_from=resume_from)
 
 
-def train_here(service: RunService, corpus: str, steps: int, lr: float) -> str:
-    """A run trained in this thread (the app's run thread yields the CPU to the page: on a busy machine
-    that takes long), saved as a run of ``service``'s runs folder."""
+def train_here(runs_dir: str, corpus: str, steps: int, lr: float) -> str:
+    """A run trained in a process of its own (the app's run thread yields the CPU to the page: on a
+    busy machine that takes long), saved as a run of ``runs_dir``."""
     from bertdemo.pretrain.metrics import MetricsBuffer
     from bertdemo.pretrain.trainer import run_training
 
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-poll-lr{lr:g}"
+    service = RunService(ServerSettings.build(runs_dir=runs_dir))
     status = run_training(config(service, corpus, steps, lr), metrics=MetricsBuffer(run_id=run_id),
                           checkpoint_dir=service.runs_dir / run_id / "checkpoint", run_info={"run_id": run_id})
-    print(f"  {run_id}: {status}")
-    time.sleep(1.1)  # the next run id differs
+    print(f"  {run_id}: {status}", flush=True)
     return run_id
 
 
@@ -107,9 +108,12 @@ def main() -> None:
     corpus.parent.mkdir(parents=True, exist_ok=True)
     corpus.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[: args.docs]), encoding="utf-8")
     done = service.list_runs()  # newest first
-    for lr in (3e-3, 1e-3, 2e-3)[len(done):]:
-        print(f"training a run (lr={lr})…")
-        train_here(service, str(corpus), args.steps, lr)
+    todo = (3e-3, 1e-3, 2e-3)[len(done):]
+    if todo:
+        print(f"training {len(todo)} runs at once…")
+        with ProcessPoolExecutor(len(todo)) as pool:
+            list(pool.map(train_here, [args.runs_dir] * len(todo), [str(corpus)] * len(todo),
+                          [args.steps] * len(todo), todo))
     live, *earlier = service.list_runs()[:3]
     print(f"continuing {live} as the live run…")
     train(service, str(corpus), args.steps + 1, 2e-3, resume_from=service.run_checkpoint(live))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-MAX_DRAWN_POINTS = 200  # per curve
+MAX_DRAWN_POINTS = 150  # per curve: a line at chart width looks the same; the poll stays under 50 KB
 SIGNIFICANT_DIGITS = 4  # of a drawn value (the JSON stays small; a chart shows no more)
 
 

@@ -25,7 +25,7 @@ from bertdemo.viz.text import html_code, literal
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
-MAX_PROBE_POINTS = 150  # drawn per probe (the probes share one chart)
+MAX_PROBE_POINTS = 100  # drawn per probe (seven probes share one chart)
 _RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899"]
 
 
