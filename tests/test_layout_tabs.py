@@ -36,15 +36,18 @@ def test_a_page_opened_during_a_run_shows_the_run_at_once(tmp_path):
     status = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "pt-status")
     on_load = status.load_event_to_attach[0]
     assert on_load().startswith("No pretraining run yet")
-    probe_box = next(c for c in demo.blocks.values() if getattr(c, "label", "") == "Probe sentence (one or more [MASK])")
+    probe_box = next(c for c in demo.blocks.values() if getattr(c, "label", "") == "Your probe sentence (one or more [MASK])")
+    expected_box = next(c for c in demo.blocks.values() if getattr(c, "label", "") == "Expected word at the first [MASK]")
     default_probe = probe_box.load_event_to_attach[0]()
+    assert expected_box.load_event_to_attach[0]() == "paris"  # the default probe's word
     run = ctx.runs.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000,
-                                         probe_text="He was born [MASK] London."))
+                                         probe_text="He was born [MASK] London.", probe_expected="in"))
     try:
         wait_until(lambda: run.snapshot().steps or not run.active, message=lambda: run.snapshot().message)
         shown = on_load()  # a logged train loss too
         assert run.run_id in shown and "No pretraining run yet" not in shown and "(smoothed)" in shown
         assert probe_box.load_event_to_attach[0]() == "He was born [MASK] London." != default_probe  # its probe
+        assert expected_box.load_event_to_attach[0]() == "in"
     finally:
         run.stop()
         run.join(30)

@@ -191,20 +191,28 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
                                      smoothing=0.0, log_y=True, x_axis="tokens")
     trains = [t for t in fig.data if t.name.endswith(": train")]
     assert [t.name for t in trains] == ["run-a (lr=0.003): train", "run-b (lr=0.001): train"]
-    assert list(trains[0].y) == records[0].snapshot.train_loss  # smoothing 0: the raw values
+    assert list(trains[0].y) == pytest.approx(records[0].snapshot.train_loss, rel=1e-3)  # smoothing 0: the raw values (4 digits drawn)
     assert list(trains[0].x) == records[0].snapshot.tokens and fig.layout.yaxis.type == "log"
     assert trains[0].line.color != trains[1].line.color
     # log axes (the loss here, perplexity always) are labelled at 1, 2, 5 × 10^k only, in plain numbers
     assert (fig.layout.yaxis.dtick, fig.layout.yaxis2.dtick, fig.layout.yaxis2.tickformat) == ("D2", "D2", "~s")
-    # a legend per panel, as TensorBoard draws one per chart: loss, perplexity, accuracy, learning rate
-    legend_of = {suffix: {t.legend for t in fig.data if t.name.endswith(suffix)}
-                 for suffix in (": train", ": held-out", ": perplexity", ": masked-token accuracy", ": learning rate")}
-    assert legend_of == {": train": {"legend"}, ": held-out": {"legend"}, ": perplexity": {"legend2"},
-                         ": masked-token accuracy": {"legend3"}, ": learning rate": {"legend4"}}
-    assert fig.layout.legend4.x > fig.layout.legend3.x and fig.layout.legend3.y < fig.layout.legend.y
-    # the uniform-guess line and its label at ln 30522 = 10.33; on a log axis plotly reads an
-    # annotation's y in log10 units (a shape's in data units)
-    assert any(math.isclose(s.y0, math.log(30522)) for s in fig.layout.shapes)
+    # one legend of the runs (train, held-out) under the loss chart; the other panels name their lines in titles
+    assert {t.legend for t in fig.data if t.showlegend is not False} == {None}
+    assert [t.name for t in fig.data if t.showlegend is not False] == [
+        "run-a (lr=0.003): train", "run-a (lr=0.003): held-out ([MASK]-only, 15 %)",
+        "run-b (lr=0.001): train", "run-b (lr=0.001): held-out ([MASK]-only, 15 %)"]
+    axes = {suffix: {(t.xaxis, t.yaxis) for t in fig.data if t.name and t.name.endswith(suffix)}
+            for suffix in (": perplexity", ": top-1 accuracy", ": top-5 accuracy", ": median rank", ": learning rate")}
+    assert axes == {": perplexity": {("x2", "y2")}, ": top-1 accuracy": {("x3", "y3")}, ": top-5 accuracy": {("x3", "y3")},
+                    ": median rank": {("x4", "y4")}, ": learning rate": {("x5", "y5")}}
+    assert fig.layout.yaxis4.autorange == "reversed"  # rank 1 at the top: up is better
+    # the landmarks of the first run as labelled lines (the uniform guess at ln 30522 = 10.33); on a log
+    # axis plotly reads an annotation's y in log10 units (a shape's in data units)
+    marks = records[0].snapshot.landmarks
+    assert set(marks) == {"uniform", "unigram", "left", "both"} and marks["uniform"] == pytest.approx(math.log(30522))
+    assert sorted(s.y0 for s in fig.layout.shapes) == pytest.approx(sorted(marks.values()))
+    labels_at = {a.text.split(" (")[0]: a.y for a in fig.layout.annotations if a.yref == "y"}
+    assert labels_at["uses the word before"] == pytest.approx(math.log10(marks["left"]), abs=1e-9)
     assert [a.y for a in fig.layout.annotations if a.text.startswith("uniform guess")] == [
         pytest.approx(math.log10(math.log(30522)))]
     # a kept zoom never outlives a change of axis: linear and log figures carry different revisions

@@ -163,17 +163,19 @@ def test_the_forms_parameter_count_is_the_model_that_will_train():
     assert shape_markdown("bert-tiny", 2, 128, 2, 512, nsp=True).startswith("**4,433,468 parameters**")  # + NSP
 
 
-def test_the_probe_table_names_each_sentence_once():
+def test_the_probe_table_shows_each_probes_rank_and_top5_and_the_learners_further_masks():
     from bertdemo.pretrain.metrics import MetricsBuffer
-    from bertdemo.viz.run_curves import probe_rows
+    from bertdemo.viz.run_curves import PROBE_HEADERS, probe_rows
 
     buffer = MetricsBuffer()
-    for step, sentence in ((10, "A [MASK] one."), (20, "A [MASK] one."), (30, "Two [MASK] [MASK].")):
-        masks = [[("x", 0.5)]] * sentence.count("[MASK]")
-        buffer.log_probe(step, masks, sentence)
-    rows = probe_rows(buffer.snapshot())
-    assert [(r[0], r[1], r[2]) for r in rows] == [(30, "Two [MASK] [MASK].", 1), (30, "", 2),
-                                                  (20, "A [MASK] one.", 1), (10, "", 1)]
+    buffer.log_probe(30, [[("x", 0.5)], [("y", 0.25), (",", 0.125)]], "Two [MASK] [MASK].")
+    buffer.log_probe_ranks(30, [("He was born [MASK] London.", "in", False, [("in", 0.5), (",", 0.25)], 1),
+                                ("Two [MASK] [MASK].", "", True, [("x", 0.5)], None)])
+    assert PROBE_HEADERS == ["probe sentence", "expected", "rank", "top-5 now"]
+    assert probe_rows(buffer.snapshot()) == [
+        ["He was born [MASK] London.", "in", "1", "“in” 50.0% · “,” 25.0%"],
+        ["Two [MASK] [MASK].", "—", "—", "“x” 50.0%"],
+        ["Two [MASK] [MASK]. ([MASK] 2)", "—", "—", "“y” 25.0% · “,” 12.5%"]]
 
 
 def test_tinystories_offline_is_refused_before_a_run_exists(tmp_path):

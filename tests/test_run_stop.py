@@ -9,42 +9,51 @@ from bertdemo.pretrain.service import RunManager
 from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
 
+def endless(real):
+    """The real held-out evaluation asked over and over until it is told to stop: an evaluation that
+    would take hours (the held-out questions are bounded, so a long one is made of many)."""
+    def evaluate(model, questions, device, bf16=False, should_stop=lambda: False):
+        while True:
+            if real(model, questions, device, bf16, should_stop) is None:
+                return None
+    return evaluate
+
+
 def test_stop_during_a_long_first_evaluation_ends_the_run_within_seconds(tmp_path, monkeypatch):
     evaluating = threading.Event()  # set once the first evaluation has asked whether to stop
-    real = trainer.evaluate_heldout
+    long = endless(trainer.answer_questions)
 
-    def watched(*args, should_stop=lambda: False, **kwargs):
+    def watched(model, questions, device, bf16=False, should_stop=lambda: False):
         def asked() -> bool:
             evaluating.set()
             return should_stop()
-        return real(*args, should_stop=asked, **kwargs)
+        return long(model, questions, device, bf16, asked)
 
-    monkeypatch.setattr(trainer, "evaluate_heldout", watched)
-    cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100, eval_batches=1_000_000)
+    monkeypatch.setattr(trainer, "answer_questions", watched)
+    cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100)
     run = RunManager(tmp_path / "runs").start(cfg)
     wait_until(lambda: evaluating.is_set() or not run.active, message=lambda: run.snapshot().message)
     assert run.active
     run.stop()
-    assert run.join(15), "Stop did not end a run that was evaluating"  # a full evaluation would take hours
+    assert run.join(15), "Stop did not end a run that was evaluating"
     assert run.status == "stopped"
     assert run.snapshot().step == 0 and run.snapshot().eval_steps == []  # the cut evaluation is not reported
 
 
 def test_the_evaluation_a_stopped_run_makes_before_saving_is_bounded_too(tmp_path, monkeypatch):
     """Stop (or the wall-time cap) ends the last evaluation too: after FINAL_EVAL_SECONDS it is cut and the
-    run saves. The first evaluation is skipped here (one batch) so the run reaches training at once."""
+    run saves. The first evaluation is the real one, asked once, so the run reaches training at once."""
     calls = []
-    real = trainer.evaluate_heldout
+    real = trainer.answer_questions
+    long = endless(real)
 
-    def first_short(objective, heldout, make_batch, cfg, *args, **kwargs):
-        calls.append(cfg.monitor.eval_batches)
-        short = cfg.replace(eval_batches=1) if len(calls) == 1 else cfg  # the first one: quick
-        return real(objective, heldout, make_batch, short, *args, **kwargs)
+    def first_short(*args, **kwargs):
+        calls.append(len(calls))
+        return (real if len(calls) == 1 else long)(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "evaluate_heldout", first_short)
+    monkeypatch.setattr(trainer, "answer_questions", first_short)
     monkeypatch.setattr(trainer, "FINAL_EVAL_SECONDS", 0.0)
-    cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000, eval_every=100_000,
-                          eval_batches=1_000_000)
+    cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000, eval_every=100_000)
     run = RunManager(tmp_path / "runs").start(cfg)
     wait_until(lambda: run.snapshot().step >= 3 or not run.active, message=lambda: run.snapshot().message)
     run.stop()

@@ -37,3 +37,4 @@ MAX_TEXT_CHARS = 200_000  # a text to look at: far beyond the 512 tokens a model
 MAX_PROBE_CHARS = 300  # the live run's probe sentence: kept at every evaluation and sent to every page
 MAX_PROBE_MASKS = 4  # its [MASK]s: each adds a top-5 row per evaluation
 PROBE_WINDOW = 50  # evaluations of the probe a run keeps (and every page's poll sends): the latest
+MAX_EXPECTED_CHARS = 50  # the word a probe expects at its first [MASK] (one vocabulary entry)

@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.auto_resume:
             _check_ranks_agree(resuming, f"cuda:{dist.local_rank}" if cuda else "cpu")
     metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
-                            probe_text=cfg.monitor.probe_text)
+                            probe_text=cfg.monitor.probe_text,
+                            probe_expected=cfg.monitor.probe_expected)
     bar = None
     if dist.is_main and not args.no_progress:
         label = "warm-start" if cfg.model.init_from else cfg.model.preset

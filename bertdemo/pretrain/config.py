@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
+from bertdemo.pretrain.probes import validate_expected
 
 if TYPE_CHECKING:  # transformers (and torch) load only when a model is built: the page's form needs neither
     from transformers import BertConfig
@@ -112,6 +113,7 @@ class MonitorConfig:
     eval_batches: int = 5  # held-out batches per evaluation (5 x 32 = the embedded corpus's 162 held-out blocks)
     checkpoint_every: int = 500  # steps between checkpoints (also written at stop/finish); 0 = only then
     probe_text: str = "The capital of France is [MASK]."  # one or more [MASK]
+    probe_expected: str = "paris"  # the word expected at probe_text's first [MASK] ("" = none): its rank is tracked
 
 
 @dataclass
@@ -263,6 +265,7 @@ class TrainConfig:
         if opt.warmup_steps < 0 or opt.weight_decay < 0 or opt.grad_clip < 0:
             raise ValueError("warmup_steps, weight_decay and grad_clip must not be negative.")
         validate_probe_text(mon.probe_text)
+        validate_expected(mon.probe_expected)
         if sysc.precision not in ("auto", "bf16", "fp32"):
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {sysc.precision!r}.")
         if mon.log_every < 1 or mon.eval_every < 1 or mon.eval_batches < 1 or mon.checkpoint_every < 0:

@@ -61,7 +61,7 @@ def config_from_settings(settings: dict[str, Any], runs_dir: str | Path, public_
         steps = values.get("steps", 0)
         if steps <= done:
             raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
-        keep = {name: values[name] for name in ("steps", "probe_text") if name in values}
+        keep = {name: values[name] for name in ("steps", "probe_text", "probe_expected") if name in values}
         cfg = runs.resume_config(resume, **keep, runs_dir=runs_dir)
     else:
         if values.get("corpus") == UPLOAD:

@@ -4,12 +4,18 @@
 and the tests read the same thing; `MetricsBuffer.snapshot()` copies under the lock and
 never waits for a training step. Only raw values are stored; smoothing is computed when read
 (:attr:`RunSnapshot.train_loss_smooth`, the CSV, the plot at its slider's weight).
+
+Held-out metrics are scored on fixed [MASK]-only questions (:mod:`bertdemo.pretrain.heldout`), the same
+for every run whatever its recipe; ``landmarks`` are the n-gram guessers' losses on those questions;
+``probe_tracks`` follow the rank of each probe's expected word; ``timeline`` records, once, the first
+time the loss goes below each landmark and each probe's word enters the top 5.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import io
 import math
 import threading
@@ -17,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bertdemo.explore.input_limits import PROBE_WINDOW
+from bertdemo.pretrain import timeline
+from bertdemo.pretrain.probes import answers_alike
 
 
 class Status(StrEnum):
@@ -36,6 +44,8 @@ STATUSES = tuple(Status)
 ACTIVE_STATUSES = (Status.PREPARING, Status.RUNNING, Status.PAUSED, Status.STOPPING, Status.GPU_BURST)
 SMOOTHING = 0.6  # TensorBoard's default weight of the debiased EMA, per log interval
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
+PROBE_POINTS = 1_000  # probe evaluations kept; beyond, every other one is dropped (the whole run stays)
+HELDOUT_EVAL = "mask-only 15%"  # how eval_* were scored; histories without it scored with the training masks
 
 
 @dataclass
@@ -57,9 +67,11 @@ class RunSnapshot:
     lr: list[float] = field(default_factory=list)
     nsp_loss: list[float] = field(default_factory=list)  # train NSP loss at `steps` (NSP runs)
     eval_steps: list[int] = field(default_factory=list)
-    eval_loss: list[float] = field(default_factory=list)  # held-out masked-LM loss
+    eval_loss: list[float] = field(default_factory=list)  # held-out loss on the fixed [MASK]-only questions (15 %)
     eval_ppl: list[float] = field(default_factory=list)  # exp(eval_loss)
-    mlm_acc: list[float] = field(default_factory=list)  # held-out masked-token accuracy
+    mlm_acc: list[float] = field(default_factory=list)  # held-out top-1 accuracy (same questions)
+    top5_acc: list[float] = field(default_factory=list)  # held-out top-5 accuracy
+    median_rank: list[float] = field(default_factory=list)  # median rank of the true token (1 = first guess)
     nsp_acc: list[float] = field(default_factory=list)  # held-out NSP accuracy (NSP runs)
     eval_nsp_loss: list[float] = field(default_factory=list)
     eval_tokens: list[int] = field(default_factory=list)  # tokens seen at `eval_steps`
@@ -70,7 +82,15 @@ class RunSnapshot:
     eta_high_s: float = 0.0
     eta_basis: str = ""  # what the estimate rests on
     elapsed_s: float = 0.0
+    landmarks: dict[str, float] = field(default_factory=dict)  # landmark -> its loss on the same questions
     probe_text: str = ""
+    probe_expected: str = ""  # the word the learner expects at probe_text's first [MASK] ("" none)
+    probe_steps: list[int] = field(default_factory=list)  # when the tracked probes were asked
+    probe_tokens: list[int] = field(default_factory=list)
+    probe_wall_s: list[float] = field(default_factory=list)
+    # {"text", "expected", "own", "ranks": rank at each probe step (None before it was tracked), "top5": latest}
+    probe_tracks: list[dict] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)  # first landmark crossings and probe arrivals, in order
     probe: list[tuple[int, list[Prediction], str]] = field(default_factory=list)  # (step, per-mask top-5, sentence)
     checkpoints: list[str] = field(default_factory=list)
     last_checkpoint: str = ""
@@ -78,6 +98,11 @@ class RunSnapshot:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def plateau(self) -> bool:
+        """Whether the model answers (nearly) the same top-5 for every default probe right now."""
+        return answers_alike([[token for token, _ in t["top5"]] for t in self.probe_tracks if not t.get("own")])
 
     @property
     def train_loss_smooth(self) -> list[float]:
@@ -93,8 +118,9 @@ class MetricsBuffer:
         self._snap = RunSnapshot(**initial)
 
     def snapshot(self) -> RunSnapshot:
+        """A copy (lists of numbers copied flat, the rest deep): cheap enough for every page's poll."""
         with self._lock:
-            return copy.deepcopy(self._snap)
+            return RunSnapshot(**{name: _copied(name, getattr(self._snap, name)) for name in _FIELDS})
 
     def update(self, **values) -> None:
         with self._lock:
@@ -118,7 +144,9 @@ class MetricsBuffer:
                 s.nsp_loss.append(nsp_loss)
 
     def log_eval(self, step: int, loss: float, acc: float, nsp_loss: float | None, nsp_acc: float | None,
-                 tokens: int = 0, wall_s: float = 0.0) -> None:
+                 tokens: int = 0, wall_s: float = 0.0, top5: float | None = None,
+                 median_rank: float | None = None) -> None:
+        """One held-out evaluation (``acc``: top-1); records a landmark crossing the first time."""
         with self._lock:
             s = self._snap
             s.eval_steps.append(step)
@@ -127,9 +155,39 @@ class MetricsBuffer:
             s.eval_loss.append(loss)
             s.eval_ppl.append(math.exp(min(loss, 50.0)))
             s.mlm_acc.append(acc)
+            if top5 is not None and median_rank is not None:
+                s.top5_acc.append(top5)
+                s.median_rank.append(median_rank)
             if nsp_acc is not None and nsp_loss is not None:
                 s.nsp_acc.append(nsp_acc)
                 s.eval_nsp_loss.append(nsp_loss)
+            self._record(timeline.landmark_events(loss, s.landmarks, s.timeline), step, tokens, wall_s)
+
+    def log_probe_ranks(self, step: int, answers: list[tuple[str, str, bool, Prediction, int | None]],
+                        tokens: int = 0, wall_s: float = 0.0) -> None:
+        """The tracked probes' (sentence, expected word, own?, top-5, rank) now. A probe no longer asked
+        (the learner changed theirs) is dropped; a new one starts here. Records each probe's first top-5."""
+        with self._lock:
+            s = self._snap
+            known = {(t["text"], t["expected"]): t for t in s.probe_tracks}
+            before = len(s.probe_steps)
+            tracks = []
+            for text, expected, own, top5, rank in answers:
+                track = known.get((text, expected)) or {"text": text, "expected": expected, "own": own,
+                                                       "ranks": [None] * before}
+                track["ranks"].append(rank)
+                track["top5"] = [(token, p) for token, p in top5]
+                tracks.append(track)
+            s.probe_tracks = tracks
+            s.probe_steps.append(step)
+            s.probe_tokens.append(tokens)
+            s.probe_wall_s.append(wall_s)
+            if len(s.probe_steps) > PROBE_POINTS:
+                _thin_probes(s)
+            self._record(timeline.probe_events(tracks, s.timeline), step, tokens, wall_s)
+
+    def _record(self, events: list[dict], step: int, tokens: int, wall_s: float) -> None:
+        self._snap.timeline.extend({**e, "step": step, "tokens": tokens, "wall_s": wall_s} for e in events)
 
     def log_probe(self, step: int, predictions: list[Prediction], sentence: str = "") -> None:
         """Keep this evaluation's probe answers; only the latest PROBE_WINDOW are kept (and sent to pages)."""
@@ -144,8 +202,33 @@ class MetricsBuffer:
             self._snap.last_checkpoint = path
 
 
-HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", "eval_steps",
-                  "eval_loss", "eval_ppl", "mlm_acc", "nsp_acc", "eval_nsp_loss", "eval_tokens", "eval_wall_s", "probe")
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunSnapshot))
+_EVAL_FIELDS = ("eval_steps", "eval_loss", "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc",
+                "eval_nsp_loss", "eval_tokens", "eval_wall_s")
+HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *_EVAL_FIELDS, "probe", "landmarks",
+                  "probe_steps", "probe_tokens", "probe_wall_s", "probe_tracks", "timeline")
+
+
+def _copied(name: str, value):
+    """A copy of a snapshot field that no later write changes. Lists and dicts are copied one level:
+    their items are numbers, strings, or entries never changed once appended (probe answers, timeline
+    events); a probe track, whose ranks grow, is copied with its own list of ranks."""
+    if name == "probe_tracks":
+        return [{**track, "ranks": list(track["ranks"])} for track in value]
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def _thin_probes(s: RunSnapshot) -> None:
+    """Keep every other probe evaluation (the first and the latest always): the run's whole span, half the points."""
+    keep = sorted({*range(0, len(s.probe_steps), 2), len(s.probe_steps) - 1})
+    for name in ("probe_steps", "probe_tokens", "probe_wall_s"):
+        setattr(s, name, [getattr(s, name)[i] for i in keep])
+    for track in s.probe_tracks:
+        track["ranks"] = [track["ranks"][i] for i in keep]
 
 
 def debiased_ema(values: list[float], weight: float) -> list[float]:
@@ -165,12 +248,18 @@ def debiased_ema(values: list[float], weight: float) -> list[float]:
 
 def history_dict(snap: RunSnapshot) -> dict:
     """The curves of a snapshot (for trainer_state.json, so a resumed run keeps its history)."""
-    return {name: copy.deepcopy(getattr(snap, name)) for name in HISTORY_FIELDS}
+    return {"heldout_eval": HELDOUT_EVAL, **{name: copy.deepcopy(getattr(snap, name)) for name in HISTORY_FIELDS}}
 
 
 def _history_values(data: dict) -> dict:
-    """The curves saved by :func:`history_dict` as RunSnapshot field values (older files: extra names ignored)."""
+    """The curves saved by :func:`history_dict` as RunSnapshot field values (older files: extra names ignored;
+    held-out curves scored with the training masks, which flatter a run, are left out)."""
     values = {name: data[name] for name in HISTORY_FIELDS if name in data}
+    if data.get("heldout_eval") != HELDOUT_EVAL:
+        values = {name: value for name, value in values.items() if name not in _EVAL_FIELDS}
+    if "probe_tracks" in data:  # JSON turned tuples into lists
+        values["probe_tracks"] = [{**t, "top5": [(str(tok), float(p)) for tok, p in t.get("top5", [])]}
+                                  for t in data["probe_tracks"]]
     if "probe" in data:  # JSON turned tuples into lists
         values["probe"] = [(int(entry[0]), [[(str(t), float(p)) for t, p in m] for m in entry[1]],
                             str(entry[2]) if len(entry) > 2 else "") for entry in data["probe"]]
@@ -198,15 +287,24 @@ def metrics_csv(snap: RunSnapshot) -> str:
             row.update(tokens=snap.tokens[i], wall_s=snap.wall_s[i])
         if i < len(snap.nsp_loss):
             row["nsp_loss"] = snap.nsp_loss[i]
+    landmarks = {f"landmark_{name}": value for name, value in snap.landmarks.items()}
     for i, step in enumerate(snap.eval_steps):
         row = rows.setdefault(step, {})
-        row.update(eval_loss=snap.eval_loss[i], eval_ppl=snap.eval_ppl[i], mlm_acc=snap.mlm_acc[i])
+        row.update(eval_loss=snap.eval_loss[i], eval_ppl=snap.eval_ppl[i], mlm_acc=snap.mlm_acc[i], **landmarks)
+        if i < len(snap.top5_acc):
+            row.update(top5_acc=snap.top5_acc[i], median_rank=snap.median_rank[i])
         if i < len(snap.eval_tokens):
             row.update(tokens=snap.eval_tokens[i], wall_s=snap.eval_wall_s[i])
         if i < len(snap.nsp_acc):
             row["nsp_acc"] = snap.nsp_acc[i]
+    ranks = [(f"rank of '{t['expected']}' in '{t['text']}'", t["ranks"]) for t in snap.probe_tracks if t["expected"]]
+    for i, step in enumerate(snap.probe_steps):
+        row = rows.setdefault(step, {})
+        for column, values in ranks:
+            if i < len(values) and values[i] is not None:
+                row[column] = values[i]
     columns = ["step", "tokens", "wall_s", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_loss",
-               "eval_ppl", "mlm_acc", "nsp_acc"]
+               "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc", *landmarks, *(c for c, _ in ranks)]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

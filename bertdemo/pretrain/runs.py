@@ -285,7 +285,7 @@ def run_checkpoint_dir(checkpoint: str | Path) -> Path:
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 # settings that say nothing about the experiment (where and how often), left out of run labels
 _NOT_EXPERIMENT = {"runs_dir", "resume_from", "cache_dir", "device", "num_threads", "compile", "log_every",
-                   "eval_every", "eval_batches", "checkpoint_every", "probe_text", "steps"}
+                   "eval_every", "eval_batches", "checkpoint_every", "probe_text", "probe_expected", "steps"}
 
 
 @dataclass

@@ -32,8 +32,10 @@ from bertdemo.models import run_refs
 from bertdemo.models.hub import HubProbe
 from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
+from bertdemo.pretrain.probes import validate_expected
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
-from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot, Status, metrics_csv
+from bertdemo.pretrain.landmarks import LANDMARK_LABELS
+from bertdemo.pretrain.metrics import ACTIVE_STATUSES, HELDOUT_EVAL, MetricsBuffer, RunSnapshot, Status, metrics_csv
 from bertdemo.settings import DiskRules, ServerSettings
 
 TINYSTORIES_OFFLINE = ("TinyStories comes from the dataset hub, which this server cannot reach, so no run was started. "
@@ -105,7 +107,8 @@ class TrainingRun:
         self.metrics = MetricsBuffer(run_id=self.run_id, status=Status.PREPARING, message="Starting…",
                                      total_steps=cfg.optim.steps, preset=cfg.model.preset,
                                      corpus=runs.corpus_display_name(cfg.data.corpus),
-                                     probe_text=cfg.monitor.probe_text)
+                                     probe_text=cfg.monitor.probe_text,
+                                     probe_expected=cfg.monitor.probe_expected)
         self._thread = threading.Thread(target=self._main, daemon=True)
 
     # lifecycle -------------------------------------------------------------------------
@@ -204,9 +207,10 @@ class TrainingRun:
         self.control.stop_event.set()
         self.control.pause_event.clear()
 
-    def set_probe_text(self, text: str) -> None:
-        """Use a new probe sentence from now on, and run it at the next step (not only at the next evaluation)."""
-        self.metrics.update(probe_text=validate_probe_text(text))
+    def set_probe_text(self, text: str, expected: str = "") -> None:
+        """Use a new probe sentence (and the word expected at its first [MASK]) from now on, and run it at
+        the next step (not only at the next evaluation)."""
+        self.metrics.update(probe_text=validate_probe_text(text), probe_expected=validate_expected(expected))
         self.control.probe_event.set()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -338,6 +342,9 @@ class RunService:
             return None
         status = dataclasses.asdict(snap)
         status["train_loss_smooth"] = snap.train_loss_smooth
+        status["plateau"] = snap.plateau  # the model answers the same words for every probe
+        status["heldout_eval"] = HELDOUT_EVAL  # how eval_loss, mlm_acc (top-1), top5_acc, median_rank are scored
+        status["landmark_labels"] = {name: LANDMARK_LABELS[name] for name in snap.landmarks}
         status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints]
         status["last_checkpoint"] = self._shown_checkpoint(snap.last_checkpoint)
         return status
@@ -456,12 +463,13 @@ class RunService:
         {RunAction.PAUSE: run.pause, RunAction.RESUME: run.resume, RunAction.STOP: run.stop}[action]()
         return run.snapshot()
 
-    def set_probe(self, text: str, owner_token: str = "") -> RunSnapshot:
-        """Use a new probe sentence in the live run from its next step (its owner only, on a public server)."""
+    def set_probe(self, text: str, owner_token: str = "", expected: str = "") -> RunSnapshot:
+        """Use a new probe sentence, and the word expected at its first [MASK] ("" none), in the live run
+        from its next step (its owner only, on a public server)."""
         run = self.manager.current
         if run is None or not run.active:
             raise ValueError("No run is active; the probe is used by the next run you start.")
-        self._controlled(owner_token, admin_may=False).set_probe_text(text)
+        self._controlled(owner_token, admin_may=False).set_probe_text(text, expected)
         return run.snapshot()
 
     def gpu_burst(self, steps: int, owner_token: str = "", device: str = "cuda") -> Iterator[RunSnapshot]:
@@ -501,11 +509,13 @@ class RunService:
         """A run's settings and history from its checkpoint; ValueError for a name that is none."""
         return runs.load_run(self.runs_dir, run_id)
 
-    def compared(self, run_ids: list[str] | None, live_label: str = "live run") -> list[tuple[str, RunSnapshot]]:
-        """(label, history) of the live run (first, labelled ``live_label`` + what differs) and of the
-        earlier runs ``run_ids``; labels name the settings in which the runs differ."""
+    def compared(self, run_ids: list[str] | None, live_label: str = "live run",
+                 live: RunSnapshot | None = None) -> list[tuple[str, RunSnapshot]]:
+        """(label, history) of the live run (first, labelled ``live_label`` + what differs; ``live``: its
+        snapshot when the caller holds one already) and of the earlier runs ``run_ids``; labels name the
+        settings in which the runs differ."""
         run = self.manager.current
-        live = [] if run is None else [runs.RunRecord(run.run_id, Path(), run.cfg.flat(), run.snapshot())]
+        live = [] if run is None else [runs.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
         records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
         labels = runs.differing_labels(records)
         return [(f"{live_label} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
@@ -570,7 +580,7 @@ class RunService:
         "" when the settings are not a valid run yet."""
         try:
             cfg = config_from_settings({k: v for k, v in settings.items()
-                                        if k not in ("upload", "corpus", "resume_from", "probe_text")}, self.runs_dir)
+                                        if k not in ("upload", "corpus", "resume_from", "probe_text", "probe_expected")}, self.runs_dir)
             seconds = self.speeds.estimate_seconds(cfg)
         except ValueError:
             return ""

@@ -32,8 +32,12 @@ from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import budget, runs
 from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
+from bertdemo.pretrain.evaluation import answer_questions, probe_answers
+from bertdemo.pretrain.heldout import heldout_questions
+from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
+from bertdemo.pretrain.probes import tracked_probes
 from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
                                      load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings)
 from bertdemo.settings import DiskRules
@@ -104,6 +108,7 @@ class Trainer:
         state = self._setup_model(initial)
         self._setup_optimizer(initial)
         self._move_data(phase_blocks)
+        self._setup_evaluation(phase_blocks)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
@@ -185,6 +190,22 @@ class Trainer:
             if len(train) < self.cfg.optim.batch_size:
                 raise ValueError(f"The corpus has only {len(train)} training blocks of {length} tokens per "
                                  "process; lower the batch size below that or use more text.")
+
+    def _setup_evaluation(self, phase_blocks: dict[int, Blocks]) -> None:
+        """The fixed held-out questions of each block length, and the landmarks on the first (rank 0 only):
+        n-gram guessers counted over the run's training blocks, scored on the same questions."""
+        if not self.dist.is_main:
+            return
+        tok = self.tokenizer
+        questions = {length: heldout_questions(b.heldout, tok.all_special_ids, tok.mask_token_id)
+                     for length, b in phase_blocks.items()}
+        self.questions = {length: (torch.from_numpy(q.input_ids).to(self.device),
+                                   torch.from_numpy(q.labels).to(self.device)) for length, q in questions.items()}
+        first = self.phases[0][1]
+        self.metrics.update(message="Counting words and word pairs for the landmarks…")
+        counts = count_ngrams(phase_blocks[first].train, len(tok), tok.all_special_ids)
+        q = questions[first]
+        self.metrics.update(landmarks=landmark_losses(counts, q.input_ids, q.labels, tok.mask_token_id))
 
     @classmethod
     def from_state(cls, cfg: TrainConfig, model_config: dict, model_state: dict[str, torch.Tensor],
@@ -292,23 +313,34 @@ class Trainer:
             should_stop = lambda: time.monotonic() > deadline  # noqa: E731
         else:
             should_stop = self.control.stop_event.is_set
-        result = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
-                                  should_stop=should_stop)
+        result = answer_questions(self.model, self.questions[self.seq_len], self.device, self.bf16, should_stop)
+        nsp = {}
+        if result is not None and self.cfg.objective.nsp:  # NSP is scored on the training recipe's pairs
+            nsp = evaluate_heldout(self.objective, self.heldout, self.make_batch, self.cfg, self.device, self.bf16,
+                                   should_stop=should_stop) or {}
         if result is not None:
-            self.metrics.log_eval(self.step, result["loss"], result["acc"], result.get("nsp_loss"),
-                                  result.get("nsp_acc"), self.tokens_seen, self.elapsed)
+            self.metrics.log_eval(self.step, result["loss"], result["top1"], nsp.get("nsp_loss"), nsp.get("nsp_acc"),
+                                  self.tokens_seen, self.elapsed, top5=result["top5"],
+                                  median_rank=result["median_rank"])
         self.probe()
 
     def probe(self) -> None:
-        """The probe sentence's top-5 at each [MASK], now (rank 0 only)."""
+        """The learner's probe: top-5 at each [MASK]; every tracked probe: top-5 and the expected word's
+        rank at its first [MASK] (rank 0 only)."""
         if not self.dist.is_main:
             return
         self.control.probe_event.clear()
         text = self.metrics.get("probe_text") or self.cfg.monitor.probe_text
+        expected = self.metrics.get("probe_expected") or (
+            self.cfg.monitor.probe_expected if text == self.cfg.monitor.probe_text else "")
+        tracked = tracked_probes(text, expected)
         try:
             self.metrics.log_probe(self.step, predict_masks(self.model, self.tokenizer, text, self.device), text)
+            answers = probe_answers(self.model, self.tokenizer, [(t, e) for t, e, _ in tracked], self.device)
         except ValueError:
-            pass  # the probe text was validated on input; never fail a run over it
+            return  # the probe text was validated on input; never fail a run over it
+        self.metrics.log_probe_ranks(self.step, [(t, e, own, a.top5, a.rank) for (t, e, own), a in zip(tracked, answers)],
+                                     self.tokens_seen, self.elapsed)
 
     def save(self) -> None:
         """Write the checkpoint of this step atomically (rank 0 only, once per step)."""

@@ -10,6 +10,7 @@ watches the same run, and a reloaded page reattaches to it.
 from __future__ import annotations
 
 import functools
+import json
 import secrets
 import tempfile
 from collections.abc import Iterator
@@ -17,11 +18,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from bertdemo.ui import common
 
 from bertdemo import storage
 from bertdemo.models.device import zero_gpu
+from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
 from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
@@ -43,6 +46,46 @@ CORPORA = [
     ("My file (.txt or .jsonl, upload below)", UPLOAD),
 ]
 LIVE = "live run"
+NO_CHANGE = None  # an output the poll leaves as it is (the page receives nothing for it)
+
+
+def plot_data(spec: dict) -> PlotData:
+    """A plotly figure dict as the page's plot receives it: compact JSON, no figure object built."""
+    return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
+
+
+def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
+              x_axis: str) -> tuple[dict[str, Any], dict]:
+    """What one poll of a page sends: {output name: new value} for the parts that changed since ``seen``
+    (the status, the timeline, the curves, the probe ranks and table, ``refresh``: the model lists),
+    and the new ``seen``. A part that did not change is left out: the page receives nothing for it."""
+    snap = runs.snapshot()
+    seen = dict(seen or {})
+    if snap is None:
+        return {}, seen
+    keys = {
+        "status": (snap.run_id, snap.status, snap.step, snap.message, round(snap.prepare_fraction, 2),
+                   len(snap.eval_steps), len(snap.probe_steps)),
+        "timeline": (snap.run_id, len(snap.timeline), tuple(snap.landmarks)),
+        "curves": (snap.run_id, len(snap.steps), len(snap.eval_steps), len(snap.probe_steps), len(snap.timeline),
+                   tuple(snap.landmarks), tuple(compare or ()), smoothing, log_y, x_axis),
+        "probes": (snap.run_id, len(snap.probe_steps), len(snap.probe), x_axis),
+    }
+    changed = {name for name, key in keys.items() if seen.get(name) != key}
+    updates: dict[str, Any] = {}
+    if "status" in changed:
+        updates["status"] = run_curves.status_markdown(snap)
+    if "timeline" in changed:
+        updates["timeline"] = run_curves.timeline_markdown(snap)
+    if "curves" in changed:
+        drawn = [run_curves.CurveRun(label, s) for label, s in runs.compared(compare, LIVE, live=snap)]
+        updates["plot"] = plot_data(run_curves.training_curves_spec(drawn, float(smoothing), bool(log_y), x_axis))
+    if "probes" in changed:
+        updates["ranks"] = plot_data(run_curves.probe_ranks_spec(snap, x_axis))
+        updates["table"] = run_curves.probe_rows(snap)
+    if snap.last_checkpoint and snap.last_checkpoint != seen.get("ckpt"):
+        updates["refresh"] = True
+    return updates, {**seen, **keys, "ckpt": snap.last_checkpoint}
 
 
 class TabContext(Protocol):
@@ -81,26 +124,22 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
 
     def curves(compare: list[str] | None, smoothing: float, log_y: bool, x_axis: str):
         drawn = [run_curves.CurveRun(label, snap) for label, snap in runs.compared(compare, LIVE)]
-        return run_curves.training_curves(drawn, float(smoothing), bool(log_y), x_axis)
+        return plot_data(run_curves.training_curves_spec(drawn, float(smoothing), bool(log_y), x_axis))
+
+    def probe_ranks(x_axis: str):
+        return plot_data(run_curves.probe_ranks_spec(runs.snapshot(), x_axis))
 
     def draw(seen: dict | None, compare, smoothing, log_y, x_axis):
-        """Redraw only when the run moved on; refresh the model and run lists when a new checkpoint appears."""
-        snap = runs.snapshot()
-        key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps),
-                                         snap.message, round(snap.prepare_fraction, 2), len(snap.probe))
-        seen = seen or {}
-        if key is not None and key == seen.get("key"):
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), seen
-        ckpt = snap.last_checkpoint if snap else ""
-        refresh = ckpt and ckpt != seen.get("ckpt")
+        """Send only what changed since this page's last poll (nothing at all when the run stands still);
+        refresh the model and run lists when a new checkpoint appears."""
+        updates, seen = poll_view(runs, seen, compare, smoothing, log_y, x_axis)
+        refresh = updates.get("refresh", False)
         return (
-            run_curves.status_markdown(snap),
-            curves(compare, smoothing, log_y, x_axis),
-            run_curves.probe_rows(snap),
+            *(updates.get(name, gr.skip()) for name in ("status", "timeline", "plot", "ranks", "table")),
             gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
             gr.update(choices=runs.checkpoint_choices()) if refresh else gr.skip(),
             gr.update(choices=runs.run_choices()) if refresh else gr.skip(),
-            {"key": key, "ckpt": ckpt},
+            seen,
         )
 
     with gr.Tab("Pretrain", id="pretrain") as tab:
@@ -108,7 +147,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
             "Train a small BERT **from scratch** on masked-word prediction and watch it learn. "
             "The run continues in the background while you use the other tabs; every page open "
             "on this server sees the same run. Every run starts near the loss of a uniform guess, "
-            f"ln 30,522 = {run_curves.UNIFORM_LOSS:.2f}."
+            f"ln 30,522 = {run_curves.UNIFORM_LOSS:.2f}; the held-out loss is scored on the same fixed "
+            "[MASK]s (15 % of the held-out tokens) for every run, and the lines on the loss chart show what "
+            "simple guessers built from the run's own corpus score there."
         )
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
@@ -169,6 +210,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
             with gr.Column(scale=2):
                 # read at every page load: a page opened during a run shows that run at once, not "no run yet"
                 status = gr.Markdown(lambda: run_curves.status_markdown(runs.snapshot()), elem_id="pt-status")
+                timeline = gr.Markdown(lambda: run_curves.timeline_markdown(runs.snapshot()), elem_id="pt-timeline")
                 with gr.Row():
                     compare = gr.Dropdown(runs.run_choices(), value=[], multiselect=True, label="Compare with earlier runs",
                                           elem_id="pt-compare", scale=3)
@@ -178,14 +220,19 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing (debiased EMA)", scale=3)
                     log_y = gr.Checkbox(False, label="Log-scale loss", scale=1)
                 plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
+                ranks_plot = gr.Plot(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
+                                     elem_id="pt-probe-ranks")
                 with gr.Row():
                     # read at page load: the live run's probe when there is one, else the default
                     probe = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_text", "") or d.monitor.probe_text,
-                                       label="Probe sentence (one or more [MASK])", scale=4)
+                                       label="Your probe sentence (one or more [MASK])", scale=4)
+                    expected = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_expected", d.monitor.probe_expected),
+                                          label="Expected word at the first [MASK]", scale=2,
+                                          max_length=MAX_EXPECTED_CHARS)
                     set_probe = gr.Button("Use this probe", scale=1)
                 probe_table = gr.Dataframe(headers=run_curves.PROBE_HEADERS, interactive=False, wrap=True,
-                                           column_widths=["64px", "35%", "64px", "50%"],
-                                           label="What the model guesses for the probe (newest first)",
+                                           column_widths=["38%", "14%", "12%", "36%"],
+                                           label="The probes now: rank of the expected word, top-5 guesses",
                                            elem_id="pt-probe")
                 with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
                     with gr.Row():
@@ -213,7 +260,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, mlm_probability=mlm_prob,
                 mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
                 seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
-                eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe)
+                eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe,
+                probe_expected=expected)
     form_names = list(form)
 
     @user_errors
@@ -256,8 +304,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         return control(RunAction.STOP, owner_token)
 
     @user_errors
-    def update_probe(text: str, token: str = "") -> str:
-        return run_curves.status_markdown(runs.set_probe(text, token)) + "  \nProbe changed: it runs at the next step."
+    def update_probe(text: str, expected: str = "", token: str = "") -> str:
+        return (run_curves.status_markdown(runs.set_probe(text, token, expected))
+                + "  \nProbe changed: it runs at the next step.")
 
     @user_errors
     def metrics_csv_api(run_id: str) -> str:
@@ -307,9 +356,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         except ValueError as exc:
             raise gr.Error(str(exc), duration=None) from exc
 
-    def set_probe_api(text: str, owner_token: str = "") -> str:
-        """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token)."""
-        return update_probe(text, owner_token)
+    def set_probe_api(text: str, owner_token: str = "", expected: str = "") -> str:
+        """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token);
+        `expected`: the word expected at its first [MASK], whose rank the run then tracks ("" for none)."""
+        return update_probe(text, expected, owner_token)
 
     def delete_run_api(run_id: str, owner_token: str = "") -> str:
         """Delete an ended run's folder (public server: only with the owner_token that started it, or the admin token)."""
@@ -325,7 +375,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         return run_curves.order_probe_markdown(result, run_id)
 
     view = [compare, smoothing, log_y, x_axis]
-    outputs = [status, plot, probe_table, model_box, resume, compare, seen]
+    outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
@@ -344,7 +394,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
     stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private")
     burst.click(gpu_burst_from_page, [owner, burst_steps], status, api_visibility="private", concurrency_limit=1)
-    set_probe.click(update_probe, [probe, owner], status, api_name="set_probe_from_page", api_visibility="private")
+    set_probe.click(update_probe, [probe, expected, owner], status, api_name="set_probe_from_page", api_visibility="private")
     with tab:
         gr.api(pause_run, api_name="pause_run")
         gr.api(resume_run, api_name="resume_run")
@@ -353,6 +403,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
     timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden")
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
+    x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
                     api_visibility="private")
     with tab:

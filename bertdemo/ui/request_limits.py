@@ -37,9 +37,11 @@ MAX_CHARS: dict[str, int] = {
     "model": MAX_NAME_CHARS, "second_model": MAX_NAME_CHARS, "left": MAX_NAME_CHARS, "right": MAX_NAME_CHARS,
     "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
     "step": STEP_CHARS,
+    "expected": input_limits.MAX_EXPECTED_CHARS,  # the word a probe expects at its first [MASK]
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
     "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
+    "set_probe_from_page": {"text": input_limits.MAX_PROBE_CHARS},
     "order_probe": {"text": input_limits.MAX_PROBE_CHARS},
 }
 

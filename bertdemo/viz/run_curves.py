@@ -2,24 +2,30 @@
 
 The curves follow what TensorBoard users expect: a smoothing slider (debiased EMA, the raw line
 faint beside it), a log-y toggle, step / tokens seen / training time on the x axis, one colour per
-run, one legend entry per run and metric, and the loss of a uniform guess (ln of the vocabulary
-size) as a reference line: where every run starts.
+run. The loss chart carries the landmarks (uniform guess: where every run starts; word frequency;
+the word before; both neighbours) as labelled lines, and markers where the run first went below each
+and where each probe's word entered the top 5. Figures are built as plotly dicts of downsampled,
+rounded numbers (:mod:`bertdemo.viz.downsample`): a live page redraws them every few seconds.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bertdemo.pretrain.config import VOCAB_SIZE
+from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema
+from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
+from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
 from bertdemo.viz.text import html_code, literal
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
+MAX_PROBE_POINTS = 100  # drawn per probe (seven probes share one chart)
 _RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899"]
 
 
@@ -49,9 +55,12 @@ def status_markdown(snap: RunSnapshot | None) -> str:
     if snap.train_loss_smooth:
         body += f" · train loss {snap.train_loss_smooth[-1]:.3f} (smoothed)"
     if snap.eval_loss:
-        body += f" · held-out loss {snap.eval_loss[-1]:.3f} (perplexity {snap.eval_ppl[-1]:,.1f})"
+        body += (f" · held-out loss ([MASK]-only, 15 %) **{snap.eval_loss[-1]:.3f}** "
+                 f"(perplexity {snap.eval_ppl[-1]:,.1f})")
     if snap.mlm_acc:
-        body += f" · masked accuracy {snap.mlm_acc[-1]:.1%}"
+        body += f" · top-1 {snap.mlm_acc[-1]:.1%}"
+    if snap.top5_acc:
+        body += f" · top-5 {snap.top5_acc[-1]:.1%} · median rank of the true word {snap.median_rank[-1]:,.0f}"
     if snap.nsp_acc:
         body += f" · NSP accuracy {snap.nsp_acc[-1]:.1%}"
     if snap.tokens_per_s:
@@ -64,11 +73,32 @@ def status_markdown(snap: RunSnapshot | None) -> str:
                   if snap.eta_high_s - snap.eta_low_s >= 1 else "")
         body += f" · ETA {_duration(snap.eta_s)} ({spread}{snap.eta_basis or 'from this run'})"
     text = f"{head}  \n{body}"
+    where = landmark_position(snap)
+    if where:
+        text += f"  \n{where}"
+    if snap.plateau and snap.status in ("running", "paused"):
+        text += f"  \n**Plateau: {PLATEAU_TEXT[0].lower()}{PLATEAU_TEXT[1:]}**"
     if snap.message:
         text += f"  \n{'⚠️ ' if snap.status == 'failed' else ''}{literal(snap.message)}"
     if snap.last_checkpoint:
         text += "  \nLatest checkpoint saved (offered in the model list of the other tabs)."
     return text
+
+
+def landmark_position(snap: RunSnapshot) -> str:
+    """Where the latest held-out loss stands among the run's landmarks, in words ("" before both exist)."""
+    if not snap.eval_loss or not snap.landmarks:
+        return ""
+    loss = snap.eval_loss[-1]
+    below = [name for name in LANDMARKS if name in snap.landmarks and loss < snap.landmarks[name]]
+    if not below:
+        return "The held-out loss is still above the uniform guess."
+    best = below[-1]
+    if best == LANDMARKS[-1]:
+        return f"Below every landmark: the model does better than *{LANDMARK_LABELS[best]}*."
+    following = LANDMARKS[LANDMARKS.index(best) + 1]
+    return (f"The model is past *{LANDMARK_LABELS[best]}*; next line: *{LANDMARK_LABELS[following]}* "
+            f"({snap.landmarks[following]:.2f}).")
 
 
 def _x(snap: RunSnapshot, axis: str, evaluation: bool) -> list:
@@ -79,90 +109,266 @@ def _x(snap: RunSnapshot, axis: str, evaluation: bool) -> list:
     return snap.eval_steps if evaluation else snap.steps
 
 
-def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = False,
-                    x_axis: str = "step") -> go.Figure:
-    """2x2 curves for one or more runs: masked-LM loss (train raw + smoothed, held-out), held-out
-    perplexity, masked-token accuracy (+ NSP), learning rate."""
+def _num(value: float | None) -> float | int | None:
+    """A value as drawn: 4 significant digits, whole numbers as ints (the JSON stays small), None for a
+    gap (NaN, infinity)."""
+    if value is None or not math.isfinite(value):
+        return None
+    rounded = float(f"{value:.4g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
+
+
+def _line(x: list, y: list, max_points: int = MAX_DRAWN_POINTS, **trace) -> dict:
+    """A scatter trace of at most ``max_points`` points (min/max buckets), numbers rounded for drawing."""
+    x, y = downsample(x, y, max_points)
+    return {"type": "scatter", "x": x if not x or isinstance(x[0], int) else rounded(x), "y": rounded(y), **trace}
+
+
+def _event_x(event: dict, axis: str):
+    return {"tokens": event.get("tokens"), "time": event.get("wall_s")}.get(axis, event.get("step"))
+
+
+def _loss_at(snap: RunSnapshot, step: int) -> float | None:
+    """The held-out loss of the latest evaluation at or before ``step``."""
+    index = bisect.bisect_right(snap.eval_steps, step) - 1
+    return snap.eval_loss[index] if 0 <= index < len(snap.eval_loss) else None
+
+
+def _axis_y(value: float, log: bool) -> float:
+    """An annotation's y: plotly reads it in log10 units on a log axis (a shape's in data units)."""
+    return math.log10(value) if log else value
+
+
+# panel -> (x axis, y axis, x domain, y domain, title)
+_PANELS = {
+    "loss": ("x", "y", (0.0, 1.0), (0.66, 1.0), "Masked-LM loss"),
+    "ppl": ("x2", "y2", (0.0, 0.44), (0.36, 0.54), "Held-out perplexity"),
+    "acc": ("x3", "y3", (0.56, 1.0), (0.36, 0.54), "Top-1, top-5 (dashed)"),
+    "rank": ("x4", "y4", (0.0, 0.44), (0.05, 0.23), "Median rank (up = better)"),
+    "lr": ("x5", "y5", (0.56, 1.0), (0.05, 0.23), "Learning rate"),
+}
+
+
+def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = False,
+                         x_axis: str = "step", budget: int = MAX_DRAWN_POINTS) -> dict:
+    """The curves of one or more runs as a plotly figure dict (``{"data", "layout"}``): the masked-LM loss
+    (train raw + smoothed, held-out) with the first run's landmarks and its timeline markers, held-out
+    perplexity, top-1 / top-5 accuracy, median rank of the true word, learning rate. Each curve is
+    downsampled for drawing to ``budget`` points (compared runs: half; the CSV keeps every point)."""
     if x_axis not in X_AXES:
         raise ValueError(f"x axis must be one of {list(X_AXES)}.")
     if not 0.0 <= smoothing < 1.0:
         raise ValueError("Smoothing must be at least 0 and below 1.")
-    fig = make_subplots(
-        rows=2, cols=2, subplot_titles=("Masked-LM loss", "Held-out perplexity", "Held-out accuracy",
-                                        "Learning rate"),
-        vertical_spacing=0.26, horizontal_spacing=0.12,
-    )
-    panels = {(1, 1): "legend", (1, 2): "legend2", (2, 1): "legend3", (2, 2): "legend4"}  # a legend per panel
+    data: list[dict] = []
+    shapes: list[dict] = []
+    notes: list[dict] = []
+    at = {name: {"xaxis": xa, "yaxis": ya} for name, (xa, ya, *_rest) in _PANELS.items()}
     for i, run in enumerate(runs):
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         s, group = run.snap, f"run{i}"
+        max_points = budget if i == 0 else budget // 2  # a compared run is context: half the points
         x_train, x_eval = _x(s, x_axis, False), _x(s, x_axis, True)
-        if len(x_train) != len(s.train_loss):  # histories of older runs lack tokens / time
+        if len(x_train) != len(s.train_loss) or len(x_eval) != len(s.eval_loss):  # older histories lack tokens / time
             x_train, x_eval = s.steps, s.eval_steps
-        common = dict(legendgroup=group, mode="lines")
-        marked = dict(legendgroup=group, mode="lines+markers")
-        fig.add_trace(go.Scatter(x=x_train, y=s.train_loss, name=f"{run.label}: train (raw)", opacity=0.25,
-                                 line=dict(color=colour, width=1), showlegend=False, legend=panels[1, 1],
-                                 **common), 1, 1)
-        fig.add_trace(go.Scatter(x=x_train, y=debiased_ema(s.train_loss, smoothing), name=f"{run.label}: train",
-                                 line=dict(color=colour, width=2), legend=panels[1, 1], **common), 1, 1)
-        fig.add_trace(go.Scatter(x=x_eval, y=s.eval_loss, name=f"{run.label}: held-out", legend=panels[1, 1],
-                                 line=dict(color=colour, width=2, dash="dot"), **marked), 1, 1)
-        ppl = [p if math.isfinite(p) else None for p in s.eval_ppl]
-        fig.add_trace(go.Scatter(x=x_eval, y=ppl, name=f"{run.label}: perplexity", legend=panels[1, 2],
-                                 line=dict(color=colour), **marked), 1, 2)
-        fig.add_trace(go.Scatter(x=x_eval, y=s.mlm_acc, name=f"{run.label}: masked-token accuracy",
-                                 legend=panels[2, 1], line=dict(color=colour), **marked), 2, 1)
-        if s.nsp_acc:
-            fig.add_trace(go.Scatter(x=x_eval, y=s.nsp_acc, name=f"{run.label}: NSP accuracy", legend=panels[2, 1],
-                                     line=dict(color=colour, dash="dash"), **marked), 2, 1)
-        fig.add_trace(go.Scatter(x=x_train, y=s.lr, name=f"{run.label}: learning rate", legend=panels[2, 2],
-                                 line=dict(color=colour, width=1), **common), 2, 2)
-    fig.add_hline(y=UNIFORM_LOSS, line=dict(color="#9ca3af", dash="dash", width=1), row=1, col=1)
-    fig.add_annotation(  # plotly reads an annotation's y on a log axis in log10 units (a shape's in data units)
-        text=f"uniform guess = ln {VOCAB_SIZE:,} = {UNIFORM_LOSS:.2f}", font_size=11, showarrow=False,
-        x=1, xref="x domain", xanchor="right", y=math.log10(UNIFORM_LOSS) if log_y else UNIFORM_LOSS,
-        yanchor="bottom", row=1, col=1)
-    fig.update_yaxes(type="log" if log_y else "linear", row=1, col=1)
-    fig.update_yaxes(type="log", row=1, col=2)
-    # log axes labelled at 1, 2, 5 × 10^k in plain numbers (plotly's default crowds "2 3 4 5 …" between)
-    fig.update_yaxes(dtick="D2", tickformat="~s", selector=dict(type="log"))
-    fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=2, col=1)
-    fig.update_yaxes(tickformat=".0e", row=2, col=2)
-    fig.update_xaxes(title_text=X_AXES[x_axis], row=2, nticks=6)
-    fig.update_xaxes(nticks=6, row=1)
-    legends = {}
-    for (row, col), name in panels.items():  # each panel's legend just under its x axis labels
-        x_domain = fig.get_subplot(row, col).xaxis.domain
-        y_domain = fig.get_subplot(row, col).yaxis.domain
-        below = y_domain[0] - (0.1 if row == 2 else 0.06)
-        legends[name] = dict(orientation="v", x=x_domain[0], xanchor="left", y=below, yanchor="top",
-                             font=dict(size=10), bgcolor="rgba(255,255,255,0)", entrywidth=0)
-    fig.update_layout(height=780, template="plotly_white", **legends,
-                      margin=dict(l=10, r=10, t=64, b=10),  # t: the panel titles clear the modebar
-                      # the page keeps a zoom across live redraws, but not across a change of axis type:
-                      # a linear range read on a log axis would span 10^0 .. 10^11
-                      uirevision=f"{x_axis}-{'log' if log_y else 'linear'}")
-    return fig
+        quiet = dict(legendgroup=group, showlegend=False, mode="lines")
+        dots = dict(legendgroup=group, showlegend=False, mode="lines+markers", marker={"size": 4})  # evaluations
+        if i == 0:  # the raw train loss of the first run only, faint behind its smoothed line
+            data.append(_line(x_train, s.train_loss, max_points, name=f"{run.label}: train (raw)", opacity=0.25,
+                              line={"color": colour, "width": 1}, **quiet, **at["loss"]))
+        data.append(_line(x_train, debiased_ema(s.train_loss, smoothing), max_points, name=f"{run.label}: train",
+                          line={"color": colour, "width": 2}, legendgroup=group, mode="lines", **at["loss"]))
+        data.append(_line(x_eval, s.eval_loss, max_points, name=f"{run.label}: held-out ([MASK]-only, 15 %)",
+                          line={"color": colour, "width": 2, "dash": "dot"}, legendgroup=group, mode="lines+markers",
+                          marker={"size": 4}, **at["loss"]))
+        data.append(_line(x_eval, s.eval_ppl, max_points, name=f"{run.label}: perplexity",
+                          line={"color": colour}, **dots, **at["ppl"]))
+        data.append(_line(x_eval, s.mlm_acc, max_points, name=f"{run.label}: top-1 accuracy",
+                          line={"color": colour}, **dots, **at["acc"]))
+        if len(s.top5_acc) == len(x_eval):
+            data.append(_line(x_eval, s.top5_acc, max_points, name=f"{run.label}: top-5 accuracy",
+                              line={"color": colour, "dash": "dash"}, **dots, **at["acc"]))
+            data.append(_line(x_eval, s.median_rank, max_points, name=f"{run.label}: median rank",
+                              line={"color": colour}, **dots, **at["rank"]))
+        if len(s.nsp_acc) == len(x_eval):
+            data.append(_line(x_eval, s.nsp_acc, max_points, name=f"{run.label}: NSP accuracy",
+                              line={"color": colour, "dash": "dot"}, **dots, **at["acc"]))
+        data.append(_line(x_train, s.lr, max_points // 3, name=f"{run.label}: learning rate",
+                          line={"color": colour, "width": 1}, **quiet, **at["lr"]))
+    landmarks = {"uniform": UNIFORM_LOSS, **(runs[0].snap.landmarks if runs else {})}
+    for name in LANDMARKS:
+        if name not in landmarks:
+            continue
+        value = landmarks[name]
+        shapes.append({"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": value, "y1": value,
+                       "line": {"color": "#9ca3af", "dash": "dash", "width": 1}})
+        label = f"uniform guess = ln {VOCAB_SIZE:,} = {value:.2f}" if name == "uniform" else \
+            f"{LANDMARK_LABELS[name]} ({name_of_landmark(name)}) {value:.2f}"
+        notes.append({"text": label, "font": {"size": 11, "color": "#6b7280"}, "showarrow": False,
+                      "xref": "x domain", "x": 1, "xanchor": "right", "yref": "y", "y": _axis_y(value, log_y),
+                      "yanchor": "bottom"})
+    # each panel exists before any run; the landmarks count in the loss axis's range
+    data.append({"type": "scatter", "mode": "markers", "x": [0] * len(shapes), "y": [s["y0"] for s in shapes],
+                 "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "landmarks", **at["loss"]})
+    data.extend({"type": "scatter", "x": [], "y": [], "showlegend": False, "name": "", **at[name]}
+                for name in _PANELS if name != "loss")
+    if runs:
+        data.extend(_timeline_markers(runs[0].snap, x_axis))
+    for name, (xa, ya, x_dom, y_dom, title) in _PANELS.items():
+        notes.append({"text": f"<b>{title}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
+                      "x": (x_dom[0] + x_dom[1]) / 2, "xanchor": "center", "y": y_dom[1] + 0.005,
+                      "yanchor": "bottom", "font": {"size": 13}})
+    layout: dict = {
+        "height": 960, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "paper_bgcolor": "white", "plot_bgcolor": "white", "hovermode": "closest",
+        "legend": {"orientation": "h", "x": 0, "y": 0.66 - 0.045, "yanchor": "top", "font": {"size": 10},
+                   "bgcolor": "rgba(255,255,255,0)"},
+        "shapes": shapes, "annotations": notes,
+        # the page keeps a zoom across live redraws, but not across a change of axis type:
+        # a linear range read on a log axis would span 10^0 .. 10^11
+        "uirevision": f"{x_axis}-{'log' if log_y else 'linear'}",
+    }
+    grid = {"gridcolor": "#eef2f7", "zeroline": False, "automargin": True}
+    for name, (xa, ya, x_dom, y_dom, _title) in _PANELS.items():
+        suffix = xa[1:]
+        layout[f"xaxis{suffix}"] = {"domain": list(x_dom), "anchor": ya, "nticks": 6, **grid,
+                                    "title": {"text": X_AXES[x_axis], "font": {"size": 11}} if name in ("rank", "lr", "loss") else {}}
+        layout[f"yaxis{suffix}"] = {"domain": list(y_dom), "anchor": xa, **grid}
+    layout["yaxis"]["type"] = "log" if log_y else "linear"
+    layout["yaxis2"]["type"] = "log"
+    for name in ("yaxis", "yaxis2"):  # log axes labelled at 1, 2, 5 × 10^k in plain numbers, not "2 3 4 5 …"
+        if layout[name]["type"] == "log":
+            layout[name].update(dtick="D2", tickformat="~s")
+    layout["yaxis3"].update(tickformat=".0%", rangemode="tozero")
+    layout["yaxis4"].update(type="log", autorange="reversed", dtick=1)
+    layout["yaxis5"]["tickformat"] = ".0e"
+    return {"data": data, "layout": layout}
 
 
-PROBE_HEADERS = ["step", "probe sentence", "mask", "top-5 predictions"]
+def name_of_landmark(name: str) -> str:
+    return {"unigram": "word frequency", "left": "bigram", "both": "trigram around the gap"}.get(name, name)
+
+
+def _timeline_markers(snap: RunSnapshot, x_axis: str) -> list[dict]:
+    """Markers on the held-out loss where the run first went below each landmark (stars) and where each
+    probe's word entered the top 5 (diamonds, labelled with the word)."""
+    traces = []
+    for kind, symbol, text in (("landmark", "star", lambda e: _SHORT.get(e.get("landmark"), "")),
+                               ("probe", "diamond", lambda e: e.get("expected", ""))):
+        events = [e for e in snap.timeline if e.get("kind") == kind]
+        if not events:
+            continue
+        xs = [_event_x(e, x_axis) for e in events]
+        ys = [_num(e["value"]) if kind == "landmark" else _num(_loss_at(snap, e["step"])) for e in events]
+        traces.append({"type": "scatter", "mode": "markers+text", "x": xs, "y": ys, "xaxis": "x", "yaxis": "y",
+                       "text": [text(e) for e in events], "textposition": "top center", "textfont": {"size": 10},
+                       "marker": {"symbol": symbol, "size": 11, "color": "#111827"}, "showlegend": False,
+                       "hovertext": [f"step {e['step']:,}: {e['label']}" for e in events], "hoverinfo": "text",
+                       "name": "below a landmark" if kind == "landmark" else "a probe's word in the top 5"})
+    return traces
+
+
+_SHORT = {"unigram": "common words", "left": "word before", "both": "both neighbours"}
+
+
+def training_curves(runs: list[CurveRun], smoothing: float = 0.6, log_y: bool = False,
+                    x_axis: str = "step", budget: int = MAX_DRAWN_POINTS) -> go.Figure:
+    """:func:`training_curves_spec` as a plotly Figure (for notebooks and tests; the page sends the dict)."""
+    return go.Figure(training_curves_spec(runs, smoothing, log_y, x_axis, budget))
+
+
+def probe_ranks_spec(snap: RunSnapshot | None, x_axis: str = "step", max_points: int = MAX_PROBE_POINTS) -> dict:
+    """The rank of each tracked probe's expected word over the run (log axis, rank 1 at the top), the
+    top-5 line, and a diamond where each word first entered the top 5."""
+    data: list[dict] = []
+    if snap is not None:
+        x = {"tokens": snap.probe_tokens, "time": snap.probe_wall_s}.get(x_axis, snap.probe_steps)
+        if len(x) != len(snap.probe_steps):
+            x = snap.probe_steps
+        for i, track in enumerate(t for t in snap.probe_tracks if t["expected"]):
+            colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
+            name = f"“{track['expected']}”: {track['text']}"
+            data.append(_line(x, track["ranks"], max_points, name=name, mode="lines+markers", marker={"size": 4},
+                              line={"color": colour, "width": 2, "dash": "dot" if track.get("own") else "solid"}))
+        events = [e for e in snap.timeline if e.get("kind") == "probe"]
+        if events:
+            data.append({"type": "scatter", "mode": "markers+text", "x": [_event_x(e, x_axis) for e in events],
+                         "y": [e["rank"] for e in events], "text": [e["expected"] for e in events],
+                         "textposition": "middle right", "marker": {"symbol": "diamond", "size": 11, "color": "#111827"},
+                         "showlegend": False, "hoverinfo": "text",
+                         "hovertext": [f"step {e['step']:,}: {e['label']}" for e in events]})
+    layout = {
+        "height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "paper_bgcolor": "white",
+        "plot_bgcolor": "white",  # no layout title: the page names the chart (PROBE_RANKS_TITLE)
+        "xaxis": {"title": {"text": X_AXES[x_axis], "font": {"size": 11}}, "gridcolor": "#eef2f7", "nticks": 6,
+                  "automargin": True},
+        # every rank a word can have, rank 1 at the top ("up" is better), the same scale all run long
+        "yaxis": {"type": "log", "range": [math.log10(VOCAB_SIZE) + 0.1, -0.1], "dtick": 1, "gridcolor": "#eef2f7",
+                  "automargin": True, "title": {"text": "rank (log)", "font": {"size": 11}}},
+        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
+        "shapes": [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": IN_TOP, "y1": IN_TOP,
+                    "line": {"color": "#9ca3af", "dash": "dash", "width": 1}}],
+        "annotations": [{"text": f"top {IN_TOP}", "showarrow": False, "xref": "x domain", "x": 0, "xanchor": "left",
+                         "yref": "y", "y": math.log10(IN_TOP), "yanchor": "top", "font": {"size": 11, "color": "#6b7280"}}],
+        "uirevision": f"ranks-{x_axis}",
+    }
+    return {"data": data, "layout": layout}
+
+
+PROBE_HEADERS = ["probe sentence", "expected", "rank", "top-5 now"]
+PROBE_RANKS_TITLE = "Rank of each probe's expected word (1 = first guess; up is better)"
+
+
+def _guesses(top5: list[tuple[str, float]]) -> str:
+    """Top-5 as “token” probability, quoted so a guessed comma or period reads as a word."""
+    return " · ".join(f"“{tok}” {p:.1%}" for tok, p in top5)
 
 
 def probe_rows(snap: RunSnapshot | None) -> list[list]:
-    """The probe's top-5 at every evaluation, newest first; a sentence is named on the first row it
-    answers for (and again only when the probe changed), so the predictions stay readable."""
+    """One row per tracked probe at its latest evaluation: the sentence, the expected word, its rank
+    and the top-5 at the first [MASK]; then the learner's probe's further [MASK]s, if it has any."""
     if snap is None:
         return []
-    rows, shown = [], None
-    for entry in reversed(snap.probe):
-        step, masks = entry[0], entry[1]
-        sentence = entry[2] if len(entry) > 2 else snap.probe_text
-        for i, preds in enumerate(masks):
-            rows.append([step, sentence if sentence != shown else "", i + 1,
-                         " · ".join(f"{tok} {p:.1%}" for tok, p in preds)])
-            shown = sentence
+    rows = []
+    for track in snap.probe_tracks:
+        rank = track["ranks"][-1] if track["ranks"] else None
+        rows.append([track["text"], track["expected"] or "—", "—" if rank is None else f"{rank:,}",
+                     _guesses(track.get("top5", []))])
+    latest = snap.probe[-1] if snap.probe else None
+    if latest is not None:
+        sentence = latest[2] if len(latest) > 2 else snap.probe_text
+        for i, preds in enumerate(latest[1][1:], start=2):
+            rows.append([f"{sentence} ([MASK] {i})", "—", "—", _guesses(preds)])
     return rows
+
+
+def timeline_markdown(snap: RunSnapshot | None) -> str:
+    """What a learner will see, in order, and (during a run) when this run got there."""
+    landmarks = snap.landmarks if snap is not None else {}
+    reached = {e.get("landmark"): e for e in (snap.timeline if snap else []) if e.get("kind") == "landmark"}
+    arrived = [e for e in (snap.timeline if snap else []) if e.get("kind") == "probe"]
+
+    def value(name: str) -> str:
+        return f" ({landmarks[name]:.2f})" if name in landmarks else ""
+
+    def when(event: dict | None) -> str:
+        if event is None:
+            return ""
+        return f" — ✓ step {event['step']:,}, {_duration(event.get('wall_s', 0))} of training"
+
+    probes = ", ".join(f"{html_code(e['expected'])} at step {e['step']:,}" for e in arrived)
+    lines = [
+        "**What you will see, in this order** (stars and diamonds mark it on the curves):",
+        f"1. The loss falls from the uniform guess (ln {VOCAB_SIZE:,} = {UNIFORM_LOSS:.2f}) to the line "
+        f"*{LANDMARK_LABELS['unigram']}*{value('unigram')}: the model answers the most common words "
+        f"(“the , . of and”) for every probe{when(reached.get('unigram'))}.",
+        "2. A plateau: the same answers for every sentence, while attention learns where to look.",
+        f"3. The loss goes below *{LANDMARK_LABELS['left']}*{value('left')}: words decided by their neighbour "
+        f"(“born [MASK] London” → in) climb into the top 5{when(reached.get('left'))}."
+        + (f" So far: {probes}." if probes else ""),
+        f"4. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
+        f"{when(reached.get('both'))}.",
+    ]
+    return "\n".join(lines)
 
 
 def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float, nsp: bool = False) -> str:

@@ -46,6 +46,14 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         snap = wait_for(client, lambda s: s.get("status") == "running" and len(s.get("eval_loss", [])) >= 2)
         assert snap["train_loss"] and snap["tokens_per_s"] > 0 and snap["device"]
         assert snap["probe"] and len(snap["probe"][-1][1][0]) == 5  # top-5 at the probe's mask
+        # the honest held-out figures, the landmarks on the same questions, the probes' ranks, the timeline
+        assert snap["heldout_eval"] == "mask-only 15%" and len(snap["top5_acc"]) == len(snap["median_rank"]) >= 2
+        assert set(snap["landmarks"]) == {"uniform", "unigram", "left", "both"}
+        assert snap["landmark_labels"]["left"] == "uses the word before"
+        assert snap["landmarks"]["uniform"] > snap["landmarks"]["unigram"] > snap["landmarks"]["left"]
+        assert [t["expected"] for t in snap["probe_tracks"]][-1] == "paris" and all(
+            len(t["ranks"]) == len(snap["probe_steps"]) for t in snap["probe_tracks"])
+        assert isinstance(snap["plateau"], bool) and isinstance(snap["timeline"], list)
 
         # The inference tabs keep answering while the run trains.
         _, stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
@@ -66,7 +74,13 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
 
         with pytest.raises(AppError, match="MASK"):
             client.predict("no mask in this probe", api_name="/set_probe")
-        client.predict("Paris is the [MASK] of France.", api_name="/set_probe")
+        with pytest.raises(AppError, match="one word"):
+            client.predict("Paris is the [MASK] of France.", "", "the capital", api_name="/set_probe")
+        client.predict("Paris is the [MASK] of France.", "", "capital", api_name="/set_probe")
+        tracked = wait_for(client, lambda s: any(t["expected"] == "capital" for t in s.get("probe_tracks", [])), 60)
+        own = [t for t in tracked["probe_tracks"] if t.get("own")]
+        assert [(t["text"], t["expected"]) for t in own] == [("Paris is the [MASK] of France.", "capital")]
+        assert own[0]["ranks"][-1] >= 1
     finally:
         client.predict(api_name="/stop_run")
     stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 60)

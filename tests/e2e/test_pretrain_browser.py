@@ -42,12 +42,19 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
         """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
                    if (!p || !p.data) return false;
                    const t = n => (p.data.find(d => d.name.endsWith(n)) || {x: []}).x.length;
-                   return t(': train') >= 3 && t(': held-out') >= 2; }""",
+                   return t(': train') >= 3 && t(': held-out ([MASK]-only, 15 %)') >= 2; }""",
         timeout=120_000,
     )
     assert curve_points(page, ": train (raw)") >= 3
-    assert curve_points(page, ": held-out") >= 2
+    assert curve_points(page, ": held-out ([MASK]-only, 15 %)") >= 2
     expect(page.locator("#pt-probe")).to_contain_text("%")  # probe predictions with probabilities
+    expect(page.locator("#pt-probe")).to_contain_text("He was born [MASK] London.")  # a default probe and its rank
+    expect(page.locator("#pt-timeline")).to_contain_text("uses the word before")
+    # the run's landmarks on the loss chart, and a rank line per probe on its own chart
+    assert page.locator("#pt-curves .js-plotly-plot").evaluate(
+        "p => p.layout.annotations.filter(a => a.text.startsWith('uses both neighbours')).length") == 1
+    assert page.locator("#pt-probe-ranks .js-plotly-plot").evaluate(
+        "p => p.data.filter(d => d.name && d.name.includes('[MASK]') && d.y.length >= 1).length") == 7
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
 
@@ -100,11 +107,11 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
                    if (!p || !p.data) return false;
                    const names = p.data.map(d => d.name);
                    return names.some(n => n.startsWith('live run') && n.includes('position_embeddings=False'))
-                       && names.some(n => !n.startsWith('live run') && n.includes('position_embeddings=True') && n.endsWith(': held-out'))
+                       && names.some(n => !n.startsWith('live run') && n.includes('position_embeddings=True') && n.includes(': held-out'))
                        && p.layout.yaxis.type === 'log'; }""",
         timeout=120_000,
     )
-    assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p.layout.xaxis3.title.text") == "tokens seen"
+    assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p.layout.xaxis.title.text") == "tokens seen"
     # the log axis spans the losses (top below 100, in plotly's log10 units), not 10^0..10^11
     assert page.locator("#pt-curves .js-plotly-plot").evaluate("p => p._fullLayout.yaxis.range[1]") < 2
     wait_idle(page)
