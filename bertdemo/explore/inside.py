@@ -88,6 +88,32 @@ def encode_for_inside(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TO
     )
 
 
+@dataclass
+class Trace:
+    """The model's own forward on one input, once: what every inside view checks against (B = 1 kept)."""
+
+    enc: Encoded
+    hidden_states: tuple[torch.Tensor, ...]  # L + 1 of (1, S, D): the embeddings' output, then each layer's
+    attentions: tuple[torch.Tensor, ...]  # L of (1, H, S, S)
+    mask_logits: dict[int, torch.Tensor]  # position of each [MASK] -> the model's logits there (V,)
+
+
+def trace(loaded: LoadedModel, text: str) -> Trace:
+    """``model(**enc, output_hidden_states=True, output_attentions=True)`` for ``text``, remembered with the
+    model (its weights' stamp and the text are the key): the views of one sentence share one forward."""
+    bert_modules(loaded)
+
+    def forward() -> Trace:
+        enc = encode_for_inside(loaded, text)
+        with torch.inference_mode():
+            out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
+        mask_id = loaded.tokenizer.mask_token_id
+        masks = {i: out.logits[0, i] for i, t in enumerate(enc.input_ids) if t == mask_id}
+        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), masks)
+
+    return loaded.remember(("inside_trace", text), forward)
+
+
 # --- the arithmetic, spelled out from the weights ----------------------------------------
 
 
@@ -235,16 +261,19 @@ def position_cosine(bert, limit: int = POSITIONS_SHOWN) -> np.ndarray:
 
 def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test."""
+    return loaded.remember(("inside_embeddings", text), lambda: _embeddings(loaded, text))
+
+
+def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     bert = bert_modules(loaded)
-    enc = encode_for_inside(loaded, text)
+    own = trace(loaded, text)
+    enc = own.enc
     t = enc.tensors
     with torch.inference_mode():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
-        out = loaded.model.bert(**t, output_hidden_states=True)
-        own = out.hidden_states[0]  # (1, S, D): the embedding layer's output
-        diff = float((parts["normed"] - own).abs().max())
-        order = _order_test(loaded, bert, enc, out.last_hidden_state[0])
-        cos = position_cosine(bert)
+        diff = float((parts["normed"] - own.hidden_states[0]).abs().max())  # vs the embedding layer's output
+        order = _order_test(loaded, bert, enc, own.hidden_states[-1][0])
+        cos = loaded.remember(("position_cosine",), lambda: position_cosine(bert))
         arrays = {k: v[0].detach().float().cpu().numpy() for k, v in parts.items()}
     return EmbeddingsResult(
         model_name=loaded.name,
@@ -257,4 +286,3 @@ def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
         order=order,
         **arrays,
     )
-
