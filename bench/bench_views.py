@@ -278,8 +278,8 @@ SCENARIOS: dict[str, list[Action]] = {
     ],
     "Inside BERT": [
         Action("look inside (button)", INSIDE_OUT, js_click("#in-run"),  # sections 3-5 closed, as the page opens
-               prepare=both(close_accordion("3 · Through the layers"), close_accordion("4 · The output and the loss"),
-                            close_accordion("5 · Anatomy"),
+               prepare=both(close_accordion("Every step of this layer"), close_accordion("3 · Through the layers"),
+                            close_accordion("4 · The output and the loss"), close_accordion("5 · Anatomy"),
                             fill("#in-text textarea", lambda r: sentence(r + 400, mask=True, long=r % 2 == 1)))),
         Action("layer (slider)", INSIDE_OUT, slider_to("Layer", lambda r: 1 + r % 4)),
         Action("head (slider)", INSIDE_OUT, slider_to("Head", lambda r: 2 + r % 5)),
