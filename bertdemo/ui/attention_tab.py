@@ -36,10 +36,10 @@ ROLLOUT_NOTE = (
 )
 EXPORT_NOTE = (
     "Every figure saves as PNG with the camera button of its toolbar (top right, on hover); "
-    "the overview image has its own download button. The numbers are below as CSV."
+    "the overview image has its own download button. The button below writes the numbers of the heatmap, "
+    "the rollout and the token view as CSV."
 )
 OVERVIEW_FOLDER = "bertdemo-attention-overview"
-CSV_NAMES = ("attention", "rollout", "token_across_layers")  # one CSV per view, rewritten when its view changes
 LOSS_NOTE = (
     "**Masked-LM loss** = mean over the [MASK]s of −log p(word), where the word at each mask is the one "
     "you give (comma-separated, in order), or — when you give none — the intact model's top choice. "
@@ -157,7 +157,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return (gr.update(maximum=last_layer, value=min(int(layer or 0), last_layer)),
                 gr.update(maximum=last_head, value=min(int(head or 0), last_head)))
 
-    def draw(result, layer, head, mean, hide, renorm, direction, token, folder, previous, drawn) -> dict:
+    def draw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn) -> dict:
         """What the page shows for these controls, as {component: value}: only what changed since ``drawn``
         (the keys of what is on the page, and the overview's pixels) is drawn and sent again."""
         layer, head = _clamp(result, layer, head)
@@ -168,11 +168,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 "token": (token, hide, renorm)}
         before = drawn or {}
         out: dict = {}
-        views: dict[str, attention.AttentionView] = {}
         if keys["heatmap"] != before.get("heatmap"):
-            views["attention"] = attention.select_view(result, layer, shown_head, hide, renorm, direction)
-            out[heatmap] = heatmaps.attention_heatmap(views["attention"])
-            out[info] = heatmaps.attention_info(result, views["attention"], hide)
+            view = attention.select_view(result, layer, shown_head, hide, renorm, direction)
+            out[heatmap] = heatmaps.attention_heatmap(view)
+            out[info] = heatmaps.attention_info(result, view, hide)
             pixels_key = (hide, renorm)
             if before.get("pixels_key") != pixels_key:
                 before = {**before, "pixels_key": pixels_key,
@@ -181,30 +180,41 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             out[overview] = out[overview_file] = path
         try:
             if keys["rollout"] != before.get("rollout"):
-                views["rollout"] = attention.rollout_view(result, layer, hide, renorm, direction)
-                out[rollout_plot] = heatmaps.attention_heatmap(views["rollout"])
+                out[rollout_plot] = heatmaps.attention_heatmap(attention.rollout_view(result, layer, hide, renorm,
+                                                                                      direction))
             if keys["token"] != before.get("token"):
-                views["token_across_layers"] = attention.token_across_layers(result, token, hide, renorm)
-                out[token_plot] = heatmaps.attention_heatmap(views["token_across_layers"])
+                out[token_plot] = heatmaps.attention_heatmap(attention.token_across_layers(result, token, hide, renorm))
         except ValueError:  # the main view reports it
             pass
-        if views:
-            folder = _session_dir(folder)
-            _write_csvs(folder, views)
-            out[csv_files] = [str(Path(folder) / f"{name}.csv") for name in CSV_NAMES
-                              if (Path(folder) / f"{name}.csv").is_file()]
-            out[folder_state] = folder
-        out[drawn_state] = {**before, **keys}
+        if before.get("csv") and len(out) > 0:  # CSVs of views no longer shown: cleared, not left stale
+            out[csv_files] = None
+        out[drawn_state] = {**before, **keys, "csv": bool(before.get("csv")) and not out}
         return out
 
     @user_errors
-    def show(text, text_pair, model, layer, head, mean, hide, renorm, direction, token, folder, previous,
+    def make_csvs(result, layer, head, mean, hide, renorm, direction, token, folder, drawn):
+        """The numbers of the three views shown, as CSV files (written when asked, not on every move)."""
+        if result is None:
+            raise ValueError("Show attention first: the CSVs hold the numbers of the views shown.")
+        layer, head = _clamp(result, layer, head)
+        direction, token = direction or "all", _default_token(result, token)
+        views = {
+            "attention": attention.select_view(result, layer, None if mean else head, hide, renorm, direction),
+            "rollout": attention.rollout_view(result, layer, hide, renorm, direction),
+            "token_across_layers": attention.token_across_layers(result, token, hide, renorm),
+        }
+        folder = _session_dir(folder)
+        return _write_csvs(folder, views), folder, {**(drawn or {}), "csv": True}
+
+    @user_errors
+    def show(text, text_pair, model, layer, head, mean, hide, renorm, direction, token, previous,
              progress=gr.Progress()):
         """The page's answer to a new sentence: every view, the slider ranges and the token picker, one event."""
         loaded = store.get(model, progress=progress_callback(progress))
         result = attention.compute(loaded, text, text_pair)
         first_token = _default_token(result, None if token is None or token >= len(result.tokens) else token)
-        out = draw(result, layer, head, mean, hide, renorm, direction, first_token, folder, previous, None)
+        out = draw(result, layer, head, mean, hide, renorm, direction, first_token, previous, None)
+        out[csv_files] = None  # the numbers of another sentence
         clamped_layer, clamped_head = _clamp(result, layer, head)
         out.update({
             state: result,
@@ -215,11 +225,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return out
 
     @user_errors
-    def redraw(result, layer, head, mean, hide, renorm, direction, token, folder, previous, drawn):
+    def redraw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn):
         """A control moved: redraw what depends on it (the forward is the one held in ``result``)."""
         if result is None:  # nothing shown yet (e.g. the slider ranges fitted when the page opened)
             return {drawn_state: drawn}
-        return draw(result, layer, head, mean, hide, renorm, direction, token, folder, previous, drawn)
+        return draw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn)
 
     def pick(result, evt: gr.SelectData):
         """A click on the overview selects that layer and head."""
@@ -274,6 +284,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                     info="Where it looks in every layer (mean over heads).", elem_id="att-token")
                 token_plot = gr.Plot(label="One token, every layer", elem_id="att-token-plot")
         gr.Markdown(EXPORT_NOTE)
+        csv_button = gr.Button("Numbers as CSV", size="sm", elem_id="att-csv-run")
         csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",
                             interactive=False, elem_id="att-csv")
 
@@ -306,23 +317,24 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
     layer_box, head_box, token_box = layer, head, token  # the names draw() and show() update
     controls = [layer, head, mean, hide, renorm, direction]
-    page_outputs = [heatmap, overview, info, overview_file, rollout_plot, token_plot, csv_files, folder_state,
-                    drawn_state]
+    page_outputs = [heatmap, overview, info, overview_file, rollout_plot, token_plot, csv_files, drawn_state]
     # The API endpoint returns plain figures (its session's sliders keep their ranges); the page's own
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
                      [heatmap, overview, info, state, overview_file], api_name="attention")
     gr.on([button.click, text.submit], show,
-          [text, text_pair, model_box, *controls, token, folder_state, overview_file],
+          [text, text_pair, model_box, *controls, token, overview_file],
           [*page_outputs, state, layer, head, token], api_visibility="private")
     gr.on(
         [c.change for c in controls] + [token.input],
         redraw,
-        [state, *controls, token, folder_state, overview_file, drawn_state],
+        [state, *controls, token, overview_file, drawn_state],
         page_outputs,
         api_visibility="private",
         trigger_mode="always_last",
     )
+    csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
+                     [csv_files, folder_state, drawn_state], api_visibility="private")
     mean.change(lambda m: gr.update(interactive=not m), mean, head, api_visibility="private")
     for event in [model_box.change] + ([page.load] if page is not None else []):
         event(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
