@@ -112,7 +112,9 @@ RECORDER = r"""
       B.observers.push(o);
     }
   };
-  B.start = (selectors) => { B.watch(selectors); B.joins = B.joins.filter(j => j.t_done === null); B.t0 = performance.now(); };
+  B.start = (selectors) => {
+    B.watch(selectors); B.joins = B.joins.filter(j => j.t_done === null); B.t0 = performance.now();
+  };
   B.mine = () => B.joins.filter(j => j.t_join >= B.t0 && !B.background.has(j.fn_index));
   B.learnBackground = () => { B.joins.forEach(j => B.background.add(j.fn_index)); return [...B.background]; };
   B.done = () => {
@@ -395,7 +397,8 @@ def build_random_base(folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=EMBEDDED, help=f"model name or folder, or bert-base-random (default {EMBEDDED})")
+    parser.add_argument("--model", default=EMBEDDED,
+                        help=f"model name or folder, or bert-base-random (default {EMBEDDED})")
     parser.add_argument("--repeat", type=int, default=6)
     parser.add_argument("--tabs", default=",".join(SCENARIOS), help="comma-separated tab names")
     parser.add_argument("--app-dir", default=str(REPO_ROOT), help="the checkout whose app.py runs (default: this one)")

@@ -12,6 +12,7 @@ Type ``[SEP]`` inside the text to give the model a sentence pair (segment 1 afte
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,7 +178,7 @@ class EmbeddingsResult:
     max_abs_diff: float  # normed vs the model's own hidden_states[0]
     position_cosine: np.ndarray  # (P', P') cosine between learned position vectors 0..P'-1
     max_positions: int  # P: positions the model has
-    order: OrderTest
+    order: OrderTest | None  # None when asked for without it (the page computes it when its table opens)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -259,9 +260,21 @@ def position_cosine(bert, limit: int = POSITIONS_SHOWN) -> np.ndarray:
     return (unit @ unit.T).detach().float().cpu().numpy()
 
 
-def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
-    """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test."""
-    return loaded.remember(("inside_embeddings", text), lambda: _embeddings(loaded, text))
+def embeddings(loaded: LoadedModel, text: str, with_order_test: bool = True) -> EmbeddingsResult:
+    """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test
+    (three more passes through the model) unless ``with_order_test`` is False."""
+    result = loaded.remember(("inside_embeddings", text), lambda: _embeddings(loaded, text))
+    return dataclasses.replace(result, order=order_test(loaded, text)) if with_order_test else result
+
+
+def order_test(loaded: LoadedModel, text: str) -> OrderTest:
+    """The sentence and a shuffled copy through the encoder, with and without positions (remembered)."""
+    def run() -> OrderTest:
+        own = trace(loaded, text)
+        with torch.inference_mode():
+            return _order_test(loaded, bert_modules(loaded), own.enc, own.hidden_states[-1][0])
+
+    return loaded.remember(("inside_order_test", text), run)
 
 
 def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
@@ -272,7 +285,6 @@ def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     with torch.inference_mode():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
         diff = float((parts["normed"] - own.hidden_states[0]).abs().max())  # vs the embedding layer's output
-        order = _order_test(loaded, bert, enc, own.hidden_states[-1][0])
         cos = loaded.remember(("position_cosine",), lambda: position_cosine(bert))
         arrays = {k: v[0].detach().float().cpu().numpy() for k, v in parts.items()}
     return EmbeddingsResult(
@@ -283,6 +295,6 @@ def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
         max_abs_diff=diff,
         position_cosine=cos,
         max_positions=int(bert.embeddings.position_embeddings.num_embeddings),
-        order=order,
+        order=None,
         **arrays,
     )

@@ -47,8 +47,8 @@ STYLE = (
 )
 
 
-SECTIONS = ("embeddings", "positions", "layer", "steps", "lens", "loss", "anatomy")  # in page order
-NESTED_IN = {"positions": "embeddings", "steps": "layer"}  # a section inside another is shown only with it
+SECTIONS = ("embeddings", "order", "positions", "layer", "steps", "lens", "loss", "anatomy")  # in page order
+NESTED_IN = {"order": "embeddings", "positions": "embeddings", "steps": "layer"}  # shown only inside the other
 OPEN_AT_START = ("embeddings", "layer")  # the others are computed when a learner opens them
 WAITING = "*Press **Look inside**: this section fills in for your sentence.*"
 
@@ -86,11 +86,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     def section_answer(name: str, loaded, text, words, layer, head, query, mask_number, top_k) -> dict:
         """One section's outputs as {component: value}."""
         if name == "embeddings":
-            result = inside.embeddings(loaded, text)
-            return {emb_md: draw.embeddings_markdown(result), emb_fig: _shown(draw.embeddings_figure(result)),
-                    order_md: draw.order_markdown(result.order, result.model_name)}
+            result = inside.embeddings(loaded, text, with_order_test=False)
+            return {emb_md: draw.embeddings_markdown(result), emb_fig: _shown(draw.embeddings_figure(result))}
+        if name == "order":  # three more passes through the model: run when its accordion opens
+            return {order_md: draw.order_markdown(inside.order_test(loaded, text), loaded.name)}
         if name == "positions":  # the same for every sentence: drawn when its accordion opens
-            return {pos_fig: _shown(draw.position_cosine_figure(inside.embeddings(loaded, text)))}
+            return {pos_fig: _shown(draw.position_cosine_figure(inside.embeddings(loaded, text, False)))}
         if name in ("layer", "steps"):
             result = layer_fitted(loaded, text, layer, head, query)
             if name == "steps":  # all 15 steps of the layer, drawn when their accordion opens
@@ -127,7 +128,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         shown = dict(shown or {})
         if len(sections) == 1 and sections[0] not in (opened or []):
             opened = sorted({*(opened or []), sections[0]})
-        inputs = {"embeddings": (text,), "positions": (), "layer": (text, layer, head, query),
+        inputs = {"embeddings": (text,), "order": (text,), "positions": (), "layer": (text, layer, head, query),
                   "steps": (text, layer, head), "lens": (text, mask_number, top_k), "loss": (text, words),
                   "anatomy": ()}
         out: dict = {}
@@ -169,7 +170,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run", visible=False)  # API
             emb_md = gr.Markdown(WAITING, elem_id="in-emb-info", elem_classes=[WIDE])
             emb_fig = plot("in-emb-plot")
-            order_md = gr.Markdown(elem_id="in-order", elem_classes=[WIDE])
+            with section("Order test: the same words shuffled, with and without positions", "order") as order_section:
+                order_md = gr.Markdown(WAITING, elem_id="in-order", elem_classes=[WIDE])
             with section("The learned position vectors: cosine between positions", "positions") as pos_section:
                 pos_fig = plot("in-pos-plot")
 
@@ -215,7 +217,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     layer_box, head_box, query_box = layer, head, query  # the names section_answer() updates
     plots = {emb_fig, pos_fig, neuron_fig, steps_fig, lens_fig, loss_fig}
     section_outputs = {
-        "embeddings": [emb_md, emb_fig, order_md],
+        "embeddings": [emb_md, emb_fig],
+        "order": [order_md],
         "positions": [pos_fig],
         "layer": [layer_md, neuron_fig],
         "steps": [steps_fig],
@@ -249,7 +252,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")
-    accordions = (emb_section, pos_section, layer_section, steps_section, lens_section, loss_section, anatomy_section)
+    accordions = (emb_section, order_section, pos_section, layer_section, steps_section, lens_section, loss_section,
+                  anatomy_section)
     for name, accordion in zip(SECTIONS, accordions):
         page_event([accordion.expand], (name,), False)  # computed when opened (and open from then on)
         accordion.collapse(functools.partial(_closing, name), opened_state, opened_state, api_visibility="private",

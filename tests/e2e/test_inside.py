@@ -89,14 +89,14 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-lens-info")).to_be_hidden()
     page.click("#in-run")
     expect(page.locator("#in-emb-info")).to_contain_text("max |difference|", timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#in-order")).to_contain_text("cosine 1.000")
     expect(page.locator("#in-layer-info")).to_contain_text("Checks against the model's own forward",
                                                            timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-steps-plot")).to_be_hidden()  # drawn when its own accordion opens
-    for label in ("The learned position vectors", "Every step of this layer", "3 · Through the layers",
+    for label in ("Order test", "The learned position vectors", "Every step of this layer", "3 · Through the layers",
                   "4 · The output and the loss", "5 · Anatomy"):
         page.locator("button.label-wrap", has_text=label).click()
     expect(page.locator("#in-anatomy")).to_contain_text("parameters", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-order")).to_contain_text("cosine 1.000", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-lens-info")).to_contain_text("[MASK] #1", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-loss-info")).to_contain_text("model's own loss", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
