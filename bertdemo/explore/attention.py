@@ -91,8 +91,13 @@ class AttentionView:
 
 
 def compute(loaded: LoadedModel, text: str, text_pair: str | None = None) -> AttentionResult:
-    """Run the encoder once, recording every layer's attention weights."""
+    """Run the encoder once, recording every layer's attention weights (remembered with the model: the
+    same text again, a slider moved back, is answered without a forward). The result is read-only."""
     pair = text_pair if text_pair and text_pair.strip() else None
+    return loaded.remember(("attention", text, pair), lambda: _compute(loaded, text, pair))
+
+
+def _compute(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
     enc, special = encode_checked(
         loaded, text, pair, MAX_ATTENTION_TOKENS,
         empty="Enter a sentence to see how its tokens attend to each other.",
@@ -109,6 +114,7 @@ def compute(loaded: LoadedModel, text: str, text_pair: str | None = None) -> Att
         raise ValueError(f"{loaded.name} did not return attention weights.")
     # L tensors of (B=1, H, T, T) -> (L, H, T, T)
     att = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()
+    att.flags.writeable = False  # shared by every request that asks the same question
     return AttentionResult(
         tokens=tok.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
         special=special,

@@ -12,6 +12,7 @@ Type ``[SEP]`` inside the text to give the model a sentence pair (segment 1 afte
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,32 @@ def encode_for_inside(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TO
     )
 
 
+@dataclass
+class Trace:
+    """The model's own forward on one input, once: what every inside view checks against (B = 1 kept)."""
+
+    enc: Encoded
+    hidden_states: tuple[torch.Tensor, ...]  # L + 1 of (1, S, D): the embeddings' output, then each layer's
+    attentions: tuple[torch.Tensor, ...]  # L of (1, H, S, S)
+    mask_logits: dict[int, torch.Tensor]  # position of each [MASK] -> the model's logits there (V,)
+
+
+def trace(loaded: LoadedModel, text: str) -> Trace:
+    """``model(**enc, output_hidden_states=True, output_attentions=True)`` for ``text``, remembered with the
+    model (its weights' stamp and the text are the key): the views of one sentence share one forward."""
+    bert_modules(loaded)
+
+    def forward() -> Trace:
+        enc = encode_for_inside(loaded, text)
+        with torch.inference_mode():
+            out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
+        mask_id = loaded.tokenizer.mask_token_id
+        masks = {i: out.logits[0, i] for i, t in enumerate(enc.input_ids) if t == mask_id}
+        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), masks)
+
+    return loaded.remember(("inside_trace", text), forward)
+
+
 # --- the arithmetic, spelled out from the weights ----------------------------------------
 
 
@@ -151,7 +178,7 @@ class EmbeddingsResult:
     max_abs_diff: float  # normed vs the model's own hidden_states[0]
     position_cosine: np.ndarray  # (P', P') cosine between learned position vectors 0..P'-1
     max_positions: int  # P: positions the model has
-    order: OrderTest
+    order: OrderTest | None  # None when asked for without it (the page computes it when its table opens)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -233,18 +260,32 @@ def position_cosine(bert, limit: int = POSITIONS_SHOWN) -> np.ndarray:
     return (unit @ unit.T).detach().float().cpu().numpy()
 
 
-def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
-    """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test."""
+def embeddings(loaded: LoadedModel, text: str, with_order_test: bool = True) -> EmbeddingsResult:
+    """Section 1: each token's word, position and segment vectors, their sum, LayerNorm; the order test
+    (three more passes through the model) unless ``with_order_test`` is False."""
+    result = loaded.remember(("inside_embeddings", text), lambda: _embeddings(loaded, text))
+    return dataclasses.replace(result, order=order_test(loaded, text)) if with_order_test else result
+
+
+def order_test(loaded: LoadedModel, text: str) -> OrderTest:
+    """The sentence and a shuffled copy through the encoder, with and without positions (remembered)."""
+    def run() -> OrderTest:
+        own = trace(loaded, text)
+        with torch.inference_mode():
+            return _order_test(loaded, bert_modules(loaded), own.enc, own.hidden_states[-1][0])
+
+    return loaded.remember(("inside_order_test", text), run)
+
+
+def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     bert = bert_modules(loaded)
-    enc = encode_for_inside(loaded, text)
+    own = trace(loaded, text)
+    enc = own.enc
     t = enc.tensors
     with torch.inference_mode():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
-        out = loaded.model.bert(**t, output_hidden_states=True)
-        own = out.hidden_states[0]  # (1, S, D): the embedding layer's output
-        diff = float((parts["normed"] - own).abs().max())
-        order = _order_test(loaded, bert, enc, out.last_hidden_state[0])
-        cos = position_cosine(bert)
+        diff = float((parts["normed"] - own.hidden_states[0]).abs().max())  # vs the embedding layer's output
+        cos = loaded.remember(("position_cosine",), lambda: position_cosine(bert))
         arrays = {k: v[0].detach().float().cpu().numpy() for k, v in parts.items()}
     return EmbeddingsResult(
         model_name=loaded.name,
@@ -254,7 +295,6 @@ def embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
         max_abs_diff=diff,
         position_cosine=cos,
         max_positions=int(bert.embeddings.position_embeddings.num_embeddings),
-        order=order,
+        order=None,
         **arrays,
     )
-

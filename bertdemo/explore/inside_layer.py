@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.explore.inside import additive_mask, bert_modules, encode_for_inside, layer_norm, linear
+from bertdemo.explore.inside import Trace, additive_mask, bert_modules, layer_norm, linear, trace
 from bertdemo.models.store import LoadedModel
 
 
@@ -53,6 +53,18 @@ def layer_steps(layer, hidden: torch.Tensor, mask: torch.Tensor) -> dict[str, to
         "attention_output": attention_output, "intermediate": up, "activated": activated,
         "ffn_output": down, "output": output,
     }
+
+
+def _recompute(bert, own: Trace, layer: int) -> tuple[dict[str, np.ndarray], float, float]:
+    """Layer ``layer`` from its weights on the model's own input to it: every step (B dropped), and the
+    max |difference| of the softmax and of the output against the model's own forward."""
+    mask = additive_mask(own.enc.tensors["attention_mask"])
+    with torch.inference_mode():
+        steps = layer_steps(bert.encoder.layer[layer], own.hidden_states[layer], mask)
+        diff_att = float((steps["probs"] - own.attentions[layer]).abs().max())
+        diff_out = float((steps["output"] - own.hidden_states[layer + 1]).abs().max())
+        x = {k: v[0].detach().float().cpu().numpy() for k, v in steps.items()}  # batch axis dropped
+    return x, diff_att, diff_out
 
 
 @dataclass
@@ -107,16 +119,11 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
     cfg = loaded.model.config
     layer = _check_index(layer, cfg.num_hidden_layers, "Layer")
     head = _check_index(head, cfg.num_attention_heads, "Head")
-    enc = encode_for_inside(loaded, text)
+    own = trace(loaded, text)
+    enc = own.enc
     query = _check_index(query, enc.length, f"The query token position ({enc.length} tokens)")
-    t = enc.tensors
-    with torch.inference_mode():
-        own = loaded.model.bert(**t, output_hidden_states=True, output_attentions=True)
-        steps = layer_steps(bert.encoder.layer[layer], own.hidden_states[layer], additive_mask(t["attention_mask"]))
-        diff_att = float((steps["probs"] - own.attentions[layer]).abs().max())
-        diff_out = float((steps["output"] - own.hidden_states[layer + 1]).abs().max())
-        x = {k: v[0].detach().float().cpu().numpy() for k, v in steps.items()}  # batch axis dropped
-        v_norms = steps["value"][0, head].norm(dim=-1).detach().float().cpu().numpy()
+    x, diff_att, diff_out = loaded.remember(("inside_layer", text, layer), lambda: _recompute(bert, own, layer))
+    v_norms = np.linalg.norm(x["value"][head], axis=-1)
     s, d = x["input"].shape
     dh = x["query"].shape[-1]
     hh = cfg.num_attention_heads

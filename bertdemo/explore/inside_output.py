@@ -20,7 +20,7 @@ import torch
 from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
-from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode_for_inside, layer_norm, linear
+from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode_for_inside, layer_norm, linear, trace
 from bertdemo.models.store import LoadedModel
 
 
@@ -86,17 +86,17 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
     _require_head(loaded)
     if not 1 <= int(top_k) <= MAX_LENS_TOP_K:
         raise ValueError(f"Top-k must be 1 to {MAX_LENS_TOP_K}.")
-    enc = encode_for_inside(loaded, text)
+    own = trace(loaded, text)  # the model's own forward, shared with the other views of this text
+    enc = own.enc
     positions = _mask_positions(loaded, enc)
     if not 1 <= int(mask_number) <= len(positions):
         raise ValueError(f"Mask #{int(mask_number)} does not exist: the text has {len(positions)} mask(s).")
     pos = positions[int(mask_number) - 1]
     tok, model = loaded.tokenizer, loaded.model
     with torch.inference_mode():
-        out = model(**enc.tensors, output_hidden_states=True)
-        states = torch.stack([h[0, pos] for h in out.hidden_states])  # (L + 1, D)
+        states = torch.stack([h[0, pos] for h in own.hidden_states])  # (L + 1, D)
         logits = head_steps(model.cls, states)["logits"]  # (L + 1, V)
-        diff = float((logits[-1] - out.logits[0, pos]).abs().max())
+        diff = float((logits[-1] - own.mask_logits[pos]).abs().max())
         probs = logits.float().softmax(-1)
         final_id = int(probs[-1].argmax())
         cos = cosine(states, states[-1:]).float().cpu().tolist()
@@ -197,8 +197,12 @@ def mlm_loss(loaded: LoadedModel, text: str, words: str | list[str]) -> MlmLossR
     words of it to mask.
     """
     _require_head(loaded)
+    answers = tuple(parse_word_list(words))
+    return loaded.remember(("mlm_loss", text, answers), lambda: _mlm_loss(loaded, text, list(answers)))
+
+
+def _mlm_loss(loaded: LoadedModel, text: str, answers: list[str]) -> MlmLossResult:
     tok, model = loaded.tokenizer, loaded.model
-    answers = parse_word_list(words)
     if not answers:
         raise ValueError("Give the right words, comma-separated: one per [MASK] (or words of a plain sentence to mask).")
     if text and not re.search(r"\[mask\]", text, flags=re.IGNORECASE) and tok.mask_token not in text:

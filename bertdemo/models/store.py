@@ -33,6 +33,7 @@ from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.policy import AccessPolicy
 
 CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
+ANSWER_CACHE_SIZE = 16  # answers a model remembers (a view's result for recent inputs), freed with it
 TOKENIZER_CACHE_SIZE = 8
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
 HUB_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]  # configs, tokenizer files, safe weights
@@ -88,6 +89,44 @@ class LoadedModel:
             if key not in self._derived:
                 self._derived[key] = build()
             return self._derived[key]
+
+    def remember(self, question: tuple, answer: Callable[[], T]) -> T:
+        """``answer()`` to ``question`` (a view's name and its inputs), remembered in this model's bounded LRU
+        under (model name, weights stamp, question): weights changed in place, or a model reloaded, never
+        reuse an answer. Callers treat what comes back as read-only."""
+        cache = self.derived("answers", AnswerCache)
+        return cache.get_or_build((self.name, weights_stamp(self.model), *question), answer)
+
+
+def weights_stamp(model: torch.nn.Module) -> int:
+    """Changes when any parameter or buffer is modified in place or replaced (PyTorch's version counters)."""
+    return hash(tuple((id(t), t._version) for t in (*model.parameters(), *model.buffers())))
+
+
+class AnswerCache:
+    """A thread-safe LRU of answers (at most ``size``); an answer is computed outside the lock."""
+
+    def __init__(self, size: int = ANSWER_CACHE_SIZE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[tuple, Any] = OrderedDict()
+
+    def get_or_build(self, key: tuple, build: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                return self._answers[key]
+        value = build()  # a ValueError (bad input) is raised, not remembered
+        with self._lock:
+            self._answers[key] = value
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._answers)
 
 
 def offline_default() -> str:

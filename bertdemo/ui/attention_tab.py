@@ -39,7 +39,8 @@ ROLLOUT_NOTE = (
 )
 EXPORT_NOTE = (
     "Every figure saves as PNG with the camera button of its toolbar (top right, on hover or tap); "
-    "the overview image has its own download button. The numbers are below as CSV."
+    "the overview image has its own download button. The button below writes the numbers of the heatmap, "
+    "the rollout and the token view as CSV."
 )
 OVERVIEW_FOLDER = "bertdemo-attention-overview"
 LOSS_NOTE = (
@@ -149,30 +150,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         )
         return summary, result.table()
 
-    def extras(result, layer, head, mean, hide, renorm, direction, token, folder):
-        """Browser-only follow-up: rollout, one token across layers, the CSVs, the token picker."""
-        if result is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        layer, head = _clamp(result, layer, head)
-        direction = direction or "all"
-        token = _default_token(result, token)
-        try:
-            views = {
-                "attention": attention.select_view(result, layer, None if mean else head, hide, renorm, direction),
-                "rollout": attention.rollout_view(result, layer, hide, renorm, direction),
-                "token_across_layers": attention.token_across_layers(result, token, hide, renorm),
-            }
-        except ValueError:  # the main view has already reported it
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        folder = _session_dir(folder)
-        return (
-            heatmaps.attention_heatmap(views["rollout"]),
-            heatmaps.attention_heatmap(views["token_across_layers"]),
-            gr.update(choices=_token_choices(result), value=token),
-            _write_csvs(folder, views),
-            folder,
-        )
-
     def shape_sliders(model: str, layer: float, head: float):
         """The Layer and Head ranges of the model in the picker, before any answer (browser only)."""
         try:
@@ -183,28 +160,79 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return (gr.update(maximum=last_layer, value=min(int(layer or 0), last_layer)),
                 gr.update(maximum=last_head, value=min(int(head or 0), last_head)))
 
-    def fit_sliders(result, layer, head):
-        """After a new result (browser only): slider ranges follow the model's layers and heads."""
-        if result is None:
-            return gr.skip(), gr.skip()
+    def draw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn) -> dict:
+        """What the page shows for these controls, as {component: value}: only what changed since ``drawn``
+        (the keys of what is on the page, and the overview's pixels) is drawn and sent again."""
         layer, head = _clamp(result, layer, head)
-        return (
-            gr.update(maximum=result.num_layers - 1, value=layer),
-            gr.update(maximum=result.num_heads - 1, value=head),
-        )
+        direction = direction or "all"
+        token = _default_token(result, token)
+        shown_head = None if mean else head
+        keys = {"heatmap": (layer, shown_head, hide, renorm, direction), "rollout": (layer, hide, renorm, direction),
+                "token": (token, hide, renorm)}
+        before = drawn or {}
+        out: dict = {}
+        if keys["heatmap"] != before.get("heatmap"):
+            view = attention.select_view(result, layer, shown_head, hide, renorm, direction)
+            out[heatmap] = heatmaps.attention_heatmap(view)
+            out[info] = heatmaps.attention_info(result, view, hide)
+            pixels_key = (hide, renorm)
+            if before.get("pixels_key") != pixels_key:
+                before = {**before, "pixels_key": pixels_key,
+                          "pixels": heatmaps.overview_pixels(attention.all_heads(result, hide, renorm))}
+            path = _overview_file(heatmaps.with_selection(before["pixels"], None if mean else (layer, head)), previous)
+            out[overview] = out[overview_file] = path
+        try:
+            if keys["rollout"] != before.get("rollout"):
+                out[rollout_plot] = heatmaps.attention_heatmap(attention.rollout_view(result, layer, hide, renorm,
+                                                                                      direction))
+            if keys["token"] != before.get("token"):
+                out[token_plot] = heatmaps.attention_heatmap(attention.token_across_layers(result, token, hide, renorm))
+        except ValueError:  # the main view reports it
+            pass
+        if before.get("csv") and len(out) > 0:  # CSVs of views no longer shown: cleared, not left stale
+            out[csv_files] = None
+        out[drawn_state] = {**before, **keys, "csv": bool(before.get("csv")) and not out}
+        return out
 
     @user_errors
-    def redraw(result, layer, head, mean, hide, renorm, direction, previous=None):
+    def make_csvs(result, layer, head, mean, hide, renorm, direction, token, folder, drawn):
+        """The numbers of the three views shown, as CSV files (written when asked, not on every move)."""
         if result is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        heatmap, overview, info = _render(result, layer, head, mean, hide, renorm, direction)
-        path = _overview_file(overview, previous)
-        return heatmap, path, info, path
+            raise ValueError("Show attention first: the CSVs hold the numbers of the views shown.")
+        layer, head = _clamp(result, layer, head)
+        direction, token = direction or "all", _default_token(result, token)
+        views = {
+            "attention": attention.select_view(result, layer, None if mean else head, hide, renorm, direction),
+            "rollout": attention.rollout_view(result, layer, hide, renorm, direction),
+            "token_across_layers": attention.token_across_layers(result, token, hide, renorm),
+        }
+        folder = _session_dir(folder)
+        return _write_csvs(folder, views), folder, {**(drawn or {}), "csv": True}
 
-    def redraw_token(result, token, hide, renorm):
-        if result is None or token is None:
-            return gr.skip()
-        return heatmaps.attention_heatmap(attention.token_across_layers(result, int(token), hide, renorm))
+    @user_errors
+    def show(text, text_pair, model, layer, head, mean, hide, renorm, direction, token, previous,
+             progress=gr.Progress()):
+        """The page's answer to a new sentence: every view, the slider ranges and the token picker, one event."""
+        loaded = store.get(model, progress=progress_callback(progress))
+        result = attention.compute(loaded, text, text_pair)
+        first_token = _default_token(result, None if token is None or token >= len(result.tokens) else token)
+        out = draw(result, layer, head, mean, hide, renorm, direction, first_token, previous, None)
+        out[csv_files] = None  # the numbers of another sentence
+        clamped_layer, clamped_head = _clamp(result, layer, head)
+        out.update({
+            state: result,
+            layer_box: gr.update(maximum=result.num_layers - 1, value=clamped_layer),
+            head_box: gr.update(maximum=result.num_heads - 1, value=clamped_head),
+            token_box: gr.update(choices=_token_choices(result), value=first_token),
+        })
+        return out
+
+    @user_errors
+    def redraw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn):
+        """A control moved: redraw what depends on it (the forward is the one held in ``result``)."""
+        if result is None:  # nothing shown yet (e.g. the slider ranges fitted when the page opened)
+            return {drawn_state: drawn}
+        return draw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn)
 
     def pick(result, evt: gr.SelectData):
         """A click on the overview selects that layer and head."""
@@ -260,6 +288,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                     info="Where it looks in every layer (mean over heads).", elem_id="att-token")
                 token_plot = gr.Plot(label="One token, every layer", elem_id="att-token-plot")
         gr.Markdown(EXPORT_NOTE)
+        csv_button = gr.Button("Numbers as CSV", size="sm", elem_id="att-csv-run")
         csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",
                             interactive=False, elem_id="att-csv")
 
@@ -284,33 +313,36 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         rollout_csv = gr.Textbox(visible=False)
         rollout_layer = gr.Number(-1, precision=0, visible=False)  # API only: -1 = through the last layer
         rollout_button = gr.Button(visible=False)
+        api_button = gr.Button(visible=False)  # /attention: plain figures for API callers
         state = gr.State(None)
-        folder = gr.State(None, delete_callback=_remove_dir)
+        drawn_state = gr.State(None)  # what the page shows: the keys of each view, the overview's pixels
+        folder_state = gr.State(None, delete_callback=_remove_dir)
         overview_file = gr.State(None, delete_callback=_remove_overview)  # this page's one overview PNG
 
+    layer_box, head_box, token_box = layer, head, token  # the names draw() and show() update
     controls = [layer, head, mean, hide, renorm, direction]
-    view_inputs = [state, *controls, token, folder]
-    extra_outputs = [rollout_plot, token_plot, token, csv_files, folder]
-    # The API endpoint returns plain figures; the slider ranges, rollout, token view and CSVs are
-    # filled in browser-only follow-ups, so an API caller's session never has a lowered maximum.
-    for event, api in ((button.click, {"api_name": "attention"}), (text.submit, {"api_visibility": "private"})):
-        event(run_attention, [text, text_pair, model_box, *controls, overview_file],
-              [heatmap, overview, info, state, overview_file], **api).then(
-            fit_sliders, [state, layer, head], [layer, head], api_visibility="private"
-        ).then(extras, view_inputs, extra_outputs, api_visibility="private")
+    page_outputs = [heatmap, overview, info, overview_file, rollout_plot, token_plot, csv_files, drawn_state]
+    # The API endpoint returns plain figures (its session's sliders keep their ranges); the page's own
+    # events answer with every view at once and, on a control change, only with what changed.
+    api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
+                     [heatmap, overview, info, state, overview_file], api_name="attention")
+    gr.on([button.click, text.submit], show,
+          [text, text_pair, model_box, *controls, token, overview_file],
+          [*page_outputs, state, layer, head, token], api_visibility="private")
     gr.on(
-        [c.change for c in controls],
+        [c.change for c in controls] + [token.input],
         redraw,
-        [state, *controls, overview_file],
-        [heatmap, overview, info, overview_file],
+        [state, *controls, token, overview_file, drawn_state],
+        page_outputs,
         api_visibility="private",
         trigger_mode="always_last",
-    ).then(extras, view_inputs, extra_outputs, api_visibility="private")
+    )
+    csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
+                     [csv_files, folder_state, drawn_state], api_visibility="private")
     mean.change(lambda m: gr.update(interactive=not m), mean, head, api_visibility="private")
     for event in [model_box.change] + ([page.load] if page is not None else []):
         event(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
               show_progress="hidden")
-    token.input(redraw_token, [state, token, hide, renorm], token_plot, api_visibility="private")
     overview.select(pick, state, [layer, head, mean], api_visibility="private")
 
     rollout_button.click(

@@ -1,9 +1,11 @@
 """The Inside BERT tab: one sentence through the model, step by step, with the model's own numbers.
 
 Five sections, each its own named endpoint (text first): ``/inside_embeddings``,
-``/inside_layer``, ``/logit_lens``, ``/mlm_loss``, ``/param_breakdown``. "Look inside" runs them
-all for the browser, where a section that cannot answer (no [MASK], no right words) says why
-in place instead of stopping the others.
+``/inside_layer``, ``/logit_lens``, ``/mlm_loss``, ``/param_breakdown``. In the page a section is
+computed when it is open: "Look inside" (or Enter) answers every open section in one event, opening
+a section answers it then, and a slider redraws only its own section. The views of one sentence
+share the model's one forward (remembered with the model), and a figure that would not change is
+not sent again. A section that cannot answer (no [MASK], no right words) says why in place.
 """
 
 from __future__ import annotations
@@ -48,23 +50,10 @@ STYLE = (
 )
 
 
-def _shape_state(result: inside_layer.LayerStepResult) -> dict:
-    return {"layers": result.num_layers, "heads": result.num_heads, "tokens": len(result.tokens),
-            "layer": result.layer, "head": result.head, "query": result.query}
-
-
-def _soft(fn: Callable, n_outputs: int, message_at: int) -> Callable:
-    """For the "Look inside" chain: a ValueError becomes a note in the section, other outputs cleared."""
-
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ValueError as exc:
-            out: list = [None] * n_outputs
-            out[message_at] = f"> ⚠️ {exc}"
-            return tuple(out)
-
-    return wrapper
+SECTIONS = ("embeddings", "order", "positions", "layer", "steps", "lens", "loss", "anatomy")  # in page order
+NESTED_IN = {"order": "embeddings", "positions": "embeddings", "steps": "layer"}  # shown only inside the other
+OPEN_AT_START = ("embeddings", "layer")  # the others are computed when a learner opens them
+WAITING = "*Press **Look inside**: this section fills in for your sentence.*"
 
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
@@ -82,16 +71,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
 
     def layer_view(text: str, model: str, layer: float, head: float, query: float, progress=gr.Progress()):
         result = inside_layer.layer_step(load(model, progress), text, int(layer), int(head), int(query))
-        return draw.layer_markdown(result), draw.neuron_figure(result), draw.layer_figure(result), _shape_state(result)
-
-    def layer_fitted(text, model, layer, head, query, progress=gr.Progress()):
-        """Browser path: a layer/head/token beyond this model's range is brought into it."""
-        loaded = load(model, progress)
-        inside.bert_modules(loaded)  # a clear message for other architectures
-        cfg = loaded.model.config
-        n_tokens = len(inside.encode_for_inside(loaded, text).tokens)
-        return layer_view(text, model, min(int(layer), cfg.num_hidden_layers - 1),
-                          min(int(head), cfg.num_attention_heads - 1), min(int(query), n_tokens - 1), progress)
+        return draw.layer_markdown(result), draw.neuron_figure(result), draw.layer_figure(result)
 
     def lens(text: str, model: str, mask_number: float, top_k: float, progress=gr.Progress()):
         result = inside_output.logit_lens(load(model, progress), text, int(mask_number), int(top_k))
@@ -106,16 +86,72 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
         return draw.anatomy_markdown(result), result.architecture, inside_anatomy.as_plain(result)
 
-    def fit_sliders(state):
-        if not state:
-            return gr.skip(), gr.skip(), gr.skip()
-        return (
-            gr.update(maximum=state["layers"] - 1, value=state["layer"]),
-            gr.update(maximum=state["heads"] - 1, value=state["head"]),
-            gr.update(maximum=state["tokens"] - 1, value=state["query"]),
-        )
+    def section_answer(name: str, loaded, text, words, layer, head, query, mask_number, top_k) -> dict:
+        """One section's outputs as {component: value}."""
+        if name == "embeddings":
+            result = inside.embeddings(loaded, text, with_order_test=False)
+            return {emb_md: draw.embeddings_markdown(result), emb_fig: _shown(draw.embeddings_figure(result))}
+        if name == "order":  # three more passes through the model: run when its accordion opens
+            return {order_md: draw.order_markdown(inside.order_test(loaded, text), loaded.name)}
+        if name == "positions":  # the same for every sentence: drawn when its accordion opens
+            return {pos_fig: _shown(draw.position_cosine_figure(inside.embeddings(loaded, text, False)))}
+        if name in ("layer", "steps"):
+            result = layer_fitted(loaded, text, layer, head, query)
+            if name == "steps":  # all 15 steps of the layer, drawn when their accordion opens
+                return {steps_fig: _shown(draw.layer_figure(result))}
+            return {layer_md: draw.layer_markdown(result), neuron_fig: _shown(draw.neuron_figure(result)),
+                    layer_box: gr.update(maximum=result.num_layers - 1, value=result.layer),
+                    head_box: gr.update(maximum=result.num_heads - 1, value=result.head),
+                    query_box: gr.update(maximum=len(result.tokens) - 1, value=result.query)}
+        if name == "lens":
+            result = inside_output.logit_lens(loaded, text, int(mask_number), int(top_k))
+            return {lens_md: draw.lens_markdown(result), lens_fig: _shown(draw.lens_figure(result)),
+                    lens_json: inside_output.lens_as_plain(result)}
+        if name == "loss":
+            result = inside_output.mlm_loss(loaded, text, words)
+            return {loss_md: draw.loss_markdown(result), loss_fig: _shown(draw.loss_figure(result)),
+                    loss_json: inside_output.as_plain(result)}
+        result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
+        return {anatomy_md: draw.anatomy_markdown(result), architecture: result.architecture,
+                anatomy_json: inside_anatomy.as_plain(result)}
 
-    with gr.Tab("Inside BERT", id="inside"):
+    def layer_fitted(loaded, text, layer, head, query):
+        """The browser's layer view: a layer/head/token beyond this model's range is brought into it."""
+        inside.bert_modules(loaded)  # a clear message for other architectures
+        cfg = loaded.model.config
+        n_tokens = inside.trace(loaded, text).enc.length
+        return inside_layer.layer_step(loaded, text, min(int(layer), cfg.num_hidden_layers - 1),
+                                       min(int(head), cfg.num_attention_heads - 1), min(int(query), n_tokens - 1))
+
+    def answer(sections, force: bool, text, words, model, layer, head, query, mask_number, top_k, opened, shown,
+               progress) -> dict:
+        """The open ones of ``sections`` for these inputs; unless ``force``, one already shown for them is skipped.
+        ``sections`` of one name is that section being opened: it is open from now on."""
+        loaded = load(model, progress)
+        shown = dict(shown or {})
+        if len(sections) == 1 and sections[0] not in (opened or []):
+            opened = sorted({*(opened or []), sections[0]})
+        inputs = {"embeddings": (text,), "order": (text,), "positions": (), "layer": (text, layer, head, query),
+                  "steps": (text, layer, head), "lens": (text, mask_number, top_k), "loss": (text, words),
+                  "anatomy": ()}
+        out: dict = {}
+        for name in sections:
+            if name not in opened or NESTED_IN.get(name, name) not in opened:
+                continue
+            key = (loaded.name, *inputs[name])
+            if not force and shown.get(name) == key:
+                continue
+            try:
+                out.update(section_answer(name, loaded, text, words, layer, head, query, mask_number, top_k))
+            except ValueError as exc:  # this section cannot answer: say why in it, the others go on
+                out.update({c: (f"> ⚠️ {exc}" if i == 0 else gr.update(visible=False) if c in plots else None)
+                            for i, c in enumerate(section_outputs[name])})
+            shown[name] = key
+        out[shown_state] = shown
+        out[opened_state] = opened
+        return out
+
+    with gr.Tab("Inside BERT", id="inside") as tab:
         gr.HTML(STYLE, padding=False)
         gr.Markdown(INTRO)
         with gr.Row():
@@ -127,73 +163,110 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             )
         run = gr.Button("Look inside", variant="primary", elem_id="in-run")
 
-        with gr.Accordion("1 · Embeddings: token + position + segment, then LayerNorm", open=True):
-            emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run")
-            emb_md = gr.Markdown(elem_id="in-emb-info", elem_classes=[WIDE])
-            emb_fig = gr.Plot(show_label=False, elem_id="in-emb-plot")
-            pos_fig = gr.Plot(show_label=False, elem_id="in-pos-plot")
-            order_md = gr.Markdown(elem_id="in-order", elem_classes=[WIDE])
+        def section(title: str, name: str) -> gr.Accordion:
+            return gr.Accordion(title, open=name in OPEN_AT_START, elem_id=f"in-section-{name}")
 
-        with gr.Accordion("2 · One layer, one head, step by step", open=True):
+        def plot(elem_id: str) -> gr.Plot:
+            return gr.Plot(show_label=False, elem_id=elem_id, visible=False)  # shown once it has a figure
+
+        with section("1 · Embeddings: token + position + segment, then LayerNorm", "embeddings") as emb_section:
+            emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run", visible=False)  # API
+            emb_md = gr.Markdown(WAITING, elem_id="in-emb-info", elem_classes=[WIDE])
+            emb_fig = plot("in-emb-plot")
+            with section("Order test: the same words shuffled, with and without positions", "order") as order_section:
+                order_md = gr.Markdown(WAITING, elem_id="in-order", elem_classes=[WIDE])
+            with section("The learned position vectors: cosine between positions", "positions") as pos_section:
+                pos_fig = plot("in-pos-plot")
+
+        with section("2 · One layer, one head, step by step", "layer") as layer_section:
             with gr.Row():
                 layer = gr.Slider(0, 23, value=0, step=1, label="Layer", elem_id="in-layer")
                 head = gr.Slider(0, 15, value=0, step=1, label="Head", elem_id="in-head")
                 query = gr.Slider(0, MAX_INSIDE_TOKENS - 1, value=1, step=1,
                                   label="Query token (position)", elem_id="in-query")
-            layer_button = gr.Button("Show this layer", size="sm", elem_id="in-layer-run")
-            layer_md = gr.Markdown(elem_id="in-layer-info", elem_classes=[WIDE])
-            neuron_fig = gr.Plot(show_label=False, elem_id="in-neuron-plot")
-            steps_fig = gr.Plot(show_label=False, elem_id="in-steps-plot")
-            shape_state = gr.State(None)
+            layer_button = gr.Button("Show this layer", size="sm", elem_id="in-layer-run", visible=False)  # API
+            layer_md = gr.Markdown(WAITING, elem_id="in-layer-info", elem_classes=[WIDE])
+            neuron_fig = plot("in-neuron-plot")
+            with section("Every step of this layer as a heatmap (chosen head)", "steps") as steps_section:
+                steps_fig = plot("in-steps-plot")
 
-        with gr.Accordion("3 · Through the layers: the MLM head at every layer (logit lens)", open=True):
+        with section("3 · Through the layers: the MLM head at every layer (logit lens)", "lens") as lens_section:
             with gr.Row():
                 mask_number = gr.Slider(1, MAX_MASKS, value=1, step=1, label="Which [MASK]")
                 top_k = gr.Slider(1, MAX_LENS_TOP_K, value=5, step=1, label="Top-k per layer")
-            lens_button = gr.Button("Show the lens", size="sm", elem_id="in-lens-run")
-            lens_md = gr.Markdown(elem_id="in-lens-info")
-            lens_fig = gr.Plot(show_label=False, elem_id="in-lens-plot")
+            lens_button = gr.Button("Show the lens", size="sm", elem_id="in-lens-run", visible=False)  # API
+            lens_md = gr.Markdown(WAITING, elem_id="in-lens-info")
+            lens_fig = plot("in-lens-plot")
             with gr.Accordion("Numbers (JSON)", open=False):
                 lens_json = gr.JSON()
 
-        with gr.Accordion("4 · The output and the loss", open=True):
-            loss_button = gr.Button("Compute the loss", size="sm", elem_id="in-loss-run")
-            loss_md = gr.Markdown(elem_id="in-loss-info", elem_classes=[WIDE])
-            loss_fig = gr.Plot(show_label=False, elem_id="in-loss-plot")
+        with section("4 · The output and the loss", "loss") as loss_section:
+            loss_button = gr.Button("Compute the loss", size="sm", elem_id="in-loss-run", visible=False)  # API
+            loss_md = gr.Markdown(WAITING, elem_id="in-loss-info", elem_classes=[WIDE])
+            loss_fig = plot("in-loss-plot")
             with gr.Accordion("Numbers (JSON)", open=False):
                 loss_json = gr.JSON()
 
-        with gr.Accordion("5 · Anatomy: parameters per component", open=True):
-            anatomy_button = gr.Button("Count the parameters", size="sm", elem_id="in-anatomy-run")
-            anatomy_md = gr.Markdown(elem_id="in-anatomy", elem_classes=[WIDE])
+        with section("5 · Anatomy: parameters per component", "anatomy") as anatomy_section:
+            anatomy_button = gr.Button("Count the parameters", size="sm", elem_id="in-anatomy-run", visible=False)
+            anatomy_md = gr.Markdown(WAITING, elem_id="in-anatomy", elem_classes=[WIDE])
             with gr.Accordion("print(model)", open=False):
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):
                 anatomy_json = gr.JSON()
         code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code")
+        opened_state = gr.State(list(OPEN_AT_START))  # the sections open in this page
+        shown_state = gr.State({})  # per section: the inputs its outputs show
 
-    sections = [
+    layer_box, head_box, query_box = layer, head, query  # the names section_answer() updates
+    plots = {emb_fig, pos_fig, neuron_fig, steps_fig, lens_fig, loss_fig}
+    section_outputs = {
+        "embeddings": [emb_md, emb_fig],
+        "order": [order_md],
+        "positions": [pos_fig],
+        "layer": [layer_md, neuron_fig],
+        "steps": [steps_fig],
+        "lens": [lens_md, lens_fig, lens_json],
+        "loss": [loss_md, loss_fig, loss_json],
+        "anatomy": [anatomy_md, architecture, anatomy_json],
+    }
+    all_outputs = [c for outs in section_outputs.values() for c in outs] + [layer, head, query, shown_state,
+                                                                            opened_state]
+    look_inputs = [text, words, model_box, layer, head, query, mask_number, top_k, opened_state, shown_state]
+
+    # API endpoints, one per section (plain values); the page uses the events below
+    apis = [
         (emb_button, embeddings, [text, model_box], [emb_md, emb_fig, pos_fig, order_md], "inside_embeddings"),
-        (layer_button, layer_view, [text, model_box, layer, head, query], [layer_md, neuron_fig, steps_fig, shape_state],
+        (layer_button, layer_view, [text, model_box, layer, head, query], [layer_md, neuron_fig, steps_fig],
          "inside_layer"),
-        (lens_button, lens, [text, model_box, mask_number, top_k], [lens_md, lens_fig, lens_json], "logit_lens"),
-        (loss_button, loss, [text, words, model_box], [loss_md, loss_fig, loss_json], "mlm_loss"),
-        (anatomy_button, anatomy, [model_box], [anatomy_md, architecture, anatomy_json], "param_breakdown"),
+        (lens_button, lens, [text, model_box, mask_number, top_k], section_outputs["lens"], "logit_lens"),
+        (loss_button, loss, [text, words, model_box], section_outputs["loss"], "mlm_loss"),
+        (anatomy_button, anatomy, [model_box], section_outputs["anatomy"], "param_breakdown"),
     ]
-    chain = None
-    for button, fn, inputs, outputs, api_name in sections:
-        event = button.click(user_errors(fn), inputs, outputs, api_name=api_name)
-        soft = user_errors(_soft(layer_fitted if fn is layer_view else fn, len(outputs), 0))
-        chain = (run.click if chain is None else chain.then)(soft, inputs, outputs, api_visibility="private")
-        if fn is layer_view:
-            event.then(fit_sliders, shape_state, [layer, head, query], api_visibility="private")
-            chain = chain.then(fit_sliders, shape_state, [layer, head, query], api_visibility="private")
+    for button, fn, inputs, outputs, api_name in apis:
+        button.click(user_errors(fn), inputs, outputs, api_name=api_name)
 
-    gr.on(
-        [c.release for c in (layer, head, query)],
-        user_errors(_soft(layer_fitted, 4, 0)),
-        [text, model_box, layer, head, query],
-        [layer_md, neuron_fig, steps_fig, shape_state],
-        api_visibility="private",
-        trigger_mode="always_last",
-    )
+    def page_event(triggers, sections: tuple[str, ...], force: bool, **kwargs) -> None:
+        def handler(*args, progress=gr.Progress()):
+            return answer(sections, force, *args, progress)
+
+        gr.on(triggers, user_errors(handler), look_inputs, all_outputs, api_visibility="private", **kwargs)
+
+    page_event([run.click, text.submit, words.submit], SECTIONS, True)
+    page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
+    page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
+    page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")
+    accordions = (emb_section, order_section, pos_section, layer_section, steps_section, lens_section, loss_section,
+                  anatomy_section)
+    for name, accordion in zip(SECTIONS, accordions):
+        page_event([accordion.expand], (name,), False)  # computed when opened (and open from then on)
+        accordion.collapse(functools.partial(_closing, name), opened_state, opened_state, api_visibility="private",
+                           queue=False)
+
+
+def _shown(figure) -> dict:
+    return gr.update(value=figure, visible=True)
+
+
+def _closing(name: str, opened: list[str] | None) -> list[str]:
+    return [s for s in (opened or []) if s != name]

@@ -60,8 +60,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return render_chips(table), stats, table_rows(table)
 
     @user_errors
-    def run_notebook(text: str, text_pair: str, model: str):
-        return notebook_view(_table(store, model, text, text_pair)[1])
+    def run_page(text: str, text_pair: str, model: str):
+        """The browser's answer: one tokenization for the chips, counts, table and the notebook view."""
+        who, table = _table(store, model, text, text_pair)
+        stats = render_stats(table) + f"\n\n*Tokenizer:* **{who}**"
+        return render_chips(table), stats, table_rows(table), notebook_view(table)
 
     @user_errors
     def run_lookup(model: str, token: str, token_id):
@@ -153,16 +156,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             )
 
     inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
-    with tab:  # an API-only endpoint (a gr.Tabs holds only tabs)
+    with tab:  # API-only endpoints (a gr.Tabs holds only tabs): the page asks run_page, one event per click
         gr.api(encode, api_name="encode")
+        gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize")
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
-    button.click(run_tokenize, inputs, outputs, api_name="tokenize").success(
-        run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
-    )
-    gr.on([text.submit, text_pair.submit], run_tokenize, inputs, outputs, api_visibility="private").success(
-        run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
-    )
+    gr.on([button.click, text.submit, text_pair.submit], run_page, inputs, [*outputs, encoding],
+          api_visibility="private")
     if page is not None:  # a first result on page load: the example, not empty panels
-        page.load(run_tokenize, inputs, outputs, api_visibility="private").success(
-            run_notebook, inputs, encoding, api_visibility="private", show_progress="hidden"
-        )
+        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private")

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from PIL import Image, ImageDraw
 
 from bertdemo.explore.attention import AttentionResult, AttentionView
+from bertdemo.viz.style import TEMPLATE
 
 # Viridis anchors, for the overview image (plotly draws the big heatmap itself).
 _VIRIDIS = np.array(
@@ -53,7 +54,7 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
         autosize=True,
         height=min(900, max(340, 22 * len(rows) + 190)),
         margin=dict(l=10, r=10, t=80 if notes else 50, b=10),
-        template="plotly_white",
+        template=TEMPLATE,
     )
     return fig
 
@@ -85,15 +86,16 @@ class OverviewGeometry:
 
 
 def _colorize(m: np.ndarray) -> np.ndarray:
-    """(S, S) weights -> (S, S, 3) uint8 viridis, each head scaled by its own maximum."""
-    v = m / max(float(m.max()), 1e-9) * (len(_VIRIDIS) - 1)
+    """Weights already scaled to 0..1 -> (..., 3) uint8 viridis."""
+    v = m * (len(_VIRIDIS) - 1)
     lo = np.floor(v).astype(int).clip(0, len(_VIRIDIS) - 2)
     frac = (v - lo)[..., None]
     return (_VIRIDIS[lo] * (1 - frac) + _VIRIDIS[lo + 1] * frac).astype(np.uint8)
 
 
-def attention_overview(matrices: np.ndarray, selected: tuple[int, int] | None = None) -> Image.Image:
-    """A grid of small heatmaps, one per layer (rows) x head (columns), like bertviz's model view."""
+def overview_pixels(matrices: np.ndarray) -> np.ndarray:
+    """A grid of small heatmaps, one per layer (rows) x head (columns), like bertviz's model view,
+    as an (height, width, 3) uint8 array with no head selected (draw it once per input)."""
     n_layers, n_heads, t, _ = matrices.shape
     geo = OverviewGeometry(n_layers, n_heads)
     img = Image.new("RGB", geo.size, "white")
@@ -106,11 +108,37 @@ def attention_overview(matrices: np.ndarray, selected: tuple[int, int] | None = 
             x = geo.left + head * (geo.cell + geo.gap)
             if layer == 0:
                 draw.text((x + geo.cell // 2 - 8, geo.top - 16), f"H{head}", fill="black")
-            cell = _colorize(matrices[layer, head][np.ix_(idx, idx)])
-            img.paste(Image.fromarray(cell, "RGB"), (x, y))
-            if selected == (layer, head):
-                draw.rectangle([x - 2, y - 2, x + geo.cell + 1, y + geo.cell + 1], outline="#ef4444", width=3)
+    pixels = np.asarray(img).copy()
+    cells = matrices[:, :, idx][:, :, :, idx]  # (L, H, cell, cell)
+    colours = _colorize_each(cells)  # (L, H, cell, cell, 3)
+    for layer in range(n_layers):
+        y = geo.top + layer * (geo.cell + geo.gap)
+        for head in range(n_heads):
+            x = geo.left + head * (geo.cell + geo.gap)
+            pixels[y:y + geo.cell, x:x + geo.cell] = colours[layer, head]
+    return pixels
+
+
+def _colorize_each(cells: np.ndarray) -> np.ndarray:
+    """(..., S, S) weights -> (..., S, S, 3) uint8 viridis, each matrix scaled by its own maximum."""
+    peak = np.maximum(cells.max(axis=(-2, -1), keepdims=True), 1e-9)
+    return _colorize(cells / peak)
+
+
+def with_selection(pixels: np.ndarray, selected: tuple[int, int] | None) -> Image.Image:
+    """The overview with a red frame around the selected (layer, head)."""
+    geo = OverviewGeometry(0, 0)  # the cell size and margins (the grid's size is the image's)
+    img = Image.fromarray(pixels, "RGB")
+    if selected is not None:
+        layer, head = selected
+        x, y = geo.left + head * (geo.cell + geo.gap), geo.top + layer * (geo.cell + geo.gap)
+        ImageDraw.Draw(img).rectangle([x - 2, y - 2, x + geo.cell + 1, y + geo.cell + 1], outline="#ef4444", width=3)
     return img
+
+
+def attention_overview(matrices: np.ndarray, selected: tuple[int, int] | None = None) -> Image.Image:
+    """A grid of small heatmaps, one per layer (rows) x head (columns), like bertviz's model view."""
+    return with_selection(overview_pixels(matrices), selected)
 
 
 def attention_info(result: AttentionResult, view: AttentionView, hide: bool) -> str:

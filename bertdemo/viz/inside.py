@@ -16,6 +16,7 @@ from bertdemo.explore.inside import EmbeddingsResult, OrderTest
 from bertdemo.explore.inside_anatomy import ParamBreakdown
 from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
+from bertdemo.viz.style import TEMPLATE
 from bertdemo.viz.text import Code, md_table
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
@@ -54,7 +55,7 @@ def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None
 def _layout(fig: go.Figure, height: int, title: str = "") -> go.Figure:
     fig.update_layout(
         title=title or None, height=height, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-        template="plotly_white", autosize=True,
+        template=TEMPLATE, autosize=True,
     )
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_annotations(font_size=12)
@@ -118,7 +119,7 @@ def position_cosine_figure(result: EmbeddingsResult) -> go.Figure:
     fig.update_layout(
         title=f"Cosine between learned position vectors 0–{p - 1} (of {result.max_positions})",
         xaxis=dict(title="position"), yaxis=dict(title="position", autorange="reversed"),
-        height=520, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white",
+        height=520, margin=dict(l=10, r=10, t=50, b=10), template=TEMPLATE,
     )
     return fig
 
@@ -286,7 +287,7 @@ def loss_figure(result: MlmLossResult) -> go.Figure:
     fig.update_layout(
         title=f"−log p of the right word at each mask — model {result.model_name}",
         yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),
-        height=380, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white",
+        height=380, margin=dict(l=10, r=10, t=50, b=10), template=TEMPLATE,
     )
     return fig
 

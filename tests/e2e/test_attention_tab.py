@@ -79,7 +79,8 @@ def test_browser_walk(browser_page, app_url):
     expect(page.locator("#att-heatmap .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-rollout .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#att-csv")).to_contain_text("rollout", timeout=RUN_TIMEOUT_MS)
+    page.click("#att-csv-run")  # the CSVs are written when asked for
+    expect(page.locator("#att-csv")).to_contain_text("token_across_layers", timeout=RUN_TIMEOUT_MS)
 
     # Mean over heads disables the head slider; hiding specials reports the weight removed.
     head = page.get_by_label("range slider for Head", exact=True)
@@ -89,6 +90,7 @@ def test_browser_walk(browser_page, app_url):
     page.locator("#att-hide input").check()
     expect(page.locator("#att-info")).to_contain_text("removed", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-heatmap")).to_contain_text("mean over heads")
+    expect(page.locator("#att-csv")).not_to_contain_text("token_across_layers", timeout=RUN_TIMEOUT_MS)  # not left stale
 
     # The plot fills its panel: no fixed width narrower than the block.
     widths = page.locator("#att-heatmap").evaluate(

@@ -85,13 +85,20 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     open_tab(page, "Inside BERT")
     page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
     page.locator("#in-words textarea").fill("mat, door")
+    # sections 1 and 2 are open and answer "Look inside"; the others answer when opened
+    expect(page.locator("#in-lens-info")).to_be_hidden()
     page.click("#in-run")
+    expect(page.locator("#in-emb-info")).to_contain_text("max |difference|", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-layer-info")).to_contain_text("Checks against the model's own forward",
+                                                           timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-steps-plot")).to_be_hidden()  # drawn when its own accordion opens
+    for label in ("Order test", "The learned position vectors", "Every step of this layer", "3 · Through the layers",
+                  "4 · The output and the loss", "5 · Anatomy"):
+        page.locator("button.label-wrap", has_text=label).click()
     expect(page.locator("#in-anatomy")).to_contain_text("parameters", timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#in-emb-info")).to_contain_text("max |difference|")
-    expect(page.locator("#in-order")).to_contain_text("cosine 1.000")
-    expect(page.locator("#in-layer-info")).to_contain_text("Checks against the model's own forward")
-    expect(page.locator("#in-lens-info")).to_contain_text("[MASK] #1")
-    expect(page.locator("#in-loss-info")).to_contain_text("model's own loss")
+    expect(page.locator("#in-order")).to_contain_text("cosine 1.000", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-lens-info")).to_contain_text("[MASK] #1", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#in-loss-info")).to_contain_text("model's own loss", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
     for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
         expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
