@@ -103,7 +103,10 @@ def test_every_tab_fits_a_phone(_browser, app_url: str):
 
         open_tab_by_name(page, "Inside BERT")
         page.click("#in-run")
-        for plot in ("#in-neuron-plot", "#in-steps-plot", "#in-lens-plot"):
+        # sections 1 and 2 answer "Look inside"; the others are computed when opened
+        for label in ("Every step of this layer", "3 · Through the layers", "4 · The output and the loss"):
+            page.locator("button.label-wrap", has_text=label).click()
+        for plot in ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot"):
             plot_ready(page, plot)
         wait_idle(page)
         for plot in ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot"):
@@ -133,7 +136,7 @@ def test_every_tab_fits_a_phone(_browser, app_url: str):
         expect(status).to_contain_text("RUNNING", timeout=180_000)  # tokenizing the corpus first
         page.wait_for_function(
             """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
-                       const n = s => ((p && p.data || []).find(d => d.name.endsWith(s)) || {x: []}).x.length;
+                       const n = s => ((p && p.data || []).find(d => (d.name || '').includes(s)) || {x: []}).x.length;
                        return n(': train') >= 2 && n(': held-out') >= 1; }""",
             timeout=120_000,
         )
