@@ -32,6 +32,7 @@ from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import runs
 from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
+from bertdemo.pretrain.locality import LocalityBias
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
@@ -104,6 +105,9 @@ class Trainer:
         state = self._setup_model(initial)
         self._setup_optimizer(initial)
         self._move_data(phase_blocks)
+        if cfg.objective.output_vocab:
+            self.objective.restrict_output(frequent_ids(next(iter(phase_blocks.values())).train,
+                                                        cfg.objective.output_vocab, len(self.tokenizer)))
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
@@ -122,6 +126,10 @@ class Trainer:
         self.elapsed = float(run_info.get("elapsed_s", 0.0))
         self.t_last = time.perf_counter()
         self.rate_window_s, self.rate_window_steps = 0.0, 0
+        self.clock = time.perf_counter  # what the time budget counts (a benchmark may count CPU time instead)
+        self.train_seconds = self.elapsed  # seconds spent in train_step: the time budget's clock
+        self.locality = LocalityBias(self.model, cfg.model.locality_bias, cfg.model.locality_fade)
+        self.locality.update(self.progress())
 
     def _setup_data(self) -> dict[int, Blocks]:
         """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""
@@ -214,9 +222,34 @@ class Trainer:
         return blocks
 
     # one step ---------------------------------------------------------------------------
+    def progress(self) -> float:
+        """How much of the run is done, 0..1: the steps' share, or the time budget's when that is ahead."""
+        done = self.step / self.cfg.optim.steps
+        budget = self.cfg.optim.time_budget_s
+        return min(1.0, max(done, self.train_seconds / budget) if budget > 0 else done)
+
+    def out_of_time(self) -> bool:
+        """Whether the run's time budget (if any) is spent."""
+        return 0 < self.cfg.optim.time_budget_s <= self.train_seconds
+
+    def locality_strength(self) -> float:
+        """The locality bias now, as a share of its starting strength (0: the model is a standard BERT)."""
+        return self.locality.strength
+
+    def batch_size_now(self) -> int:
+        """Blocks in this step's batch: batch_size, or on the batch ramp from batch_size_start up to it."""
+        opt = self.cfg.optim
+        if not opt.batch_size_start:
+            return opt.batch_size
+        return round(opt.batch_size_start + (opt.batch_size - opt.batch_size_start) * min(1.0, self.progress() / opt.batch_ramp))
+
     def train_step(self) -> None:
         """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
         cfg = self.cfg
+        started = self.clock()
+        progress = self.progress()
+        self.locality.update(progress)
+        batch_size = self.batch_size_now()
         length = self.phase_length(self.step)
         if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
             previous, self.seq_len = self.seq_len, length
@@ -224,15 +257,15 @@ class Trainer:
             self.cursor = len(self.train_blocks)
             self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
                                         f"embeddings {previous}-{length - 1} train only from now on.")
-        if self.cursor + cfg.optim.batch_size > len(self.train_blocks):
+        if self.cursor + batch_size > len(self.train_blocks):
             self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
             self.cursor = 0
             self.epoch += 1
-        ids = self.perm[self.cursor : self.cursor + cfg.optim.batch_size]  # (B,) block indices
+        ids = self.perm[self.cursor : self.cursor + batch_size]  # (B,) block indices
         batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
-        self.cursor += cfg.optim.batch_size
-        self.tokens_seen += cfg.optim.batch_size * length * self.dist.world_size
-        self.lr = lr_at(self.step, cfg)
+        self.cursor += batch_size
+        self.tokens_seen += batch_size * length * self.dist.world_size
+        self.lr = lr_at(self.step, cfg, progress)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         with autocast(self.device, self.bf16):
@@ -242,11 +275,13 @@ class Trainer:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.optim.grad_clip, foreach=True)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.objective.settle_left_out()
         self.loss_sum += out["mlm_loss"].detach()
         if "nsp_loss" in out:
             self.nsp_loss_sum += out["nsp_loss"].detach()
         self.steps_since_log += 1
         self.step += 1
+        self.train_seconds += self.clock() - started
 
     # logging ----------------------------------------------------------------------------
     def log(self, stop_requested: bool) -> bool:
@@ -266,7 +301,7 @@ class Trainer:
         self.elapsed += now - self.t_last
         self.t_last = now
         rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
-        tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
+        tokens_per_step = self.batch_size_now() * self.seq_len * self.dist.world_size
         self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
                                self.tokens_seen, self.elapsed)
         self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.optim.steps - self.step) / max(rate, 1e-9),
@@ -409,7 +444,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
         if trainer.start_step == 0:
             trainer.evaluate()
         single = dist.world_size == 1
-        while trainer.step < cfg.optim.steps:
+        while trainer.step < cfg.optim.steps and not trainer.out_of_time():
             if single and control.stop_event.is_set():
                 break
             if single and control.pause_event.is_set():
@@ -425,7 +460,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
                 trainer.probe()
             if on_step is not None:
                 on_step(trainer.step)
-        stopped = trainer.step < cfg.optim.steps
+        stopped = trainer.step < cfg.optim.steps and not trainer.out_of_time()
         trainer.elapsed += time.perf_counter() - trainer.t_last
         if stopped and trainer.step > trainer.start_step and trainer.step not in metrics.get("eval_steps"):
             metrics.update(status=Status.STOPPING, message="Final evaluation…")
@@ -450,15 +485,24 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     extra = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
-    return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, 0.999), eps=1e-8, **extra)
+    return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, cfg.optim.adam_beta2), eps=1e-8, **extra)
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps."""
+def lr_at(step: int, cfg: TrainConfig, progress: float | None = None) -> float:
+    """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps; with a
+    time budget, to 0 as the run's ``progress`` (the share of its budget used, 0..1) reaches 1."""
     if step < cfg.optim.warmup_steps:
         return cfg.optim.lr * (step + 1) / cfg.optim.warmup_steps
+    if cfg.optim.time_budget_s > 0 and progress is not None:
+        return cfg.optim.lr * max(0.0, 1.0 - progress)
     remaining = max(1, cfg.optim.steps - cfg.optim.warmup_steps)
     return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
+
+
+def frequent_ids(blocks: np.ndarray, count: int, vocab_size: int) -> torch.Tensor:
+    """The ``count`` ids that occur most often in the training blocks (N, T), most frequent first."""
+    counts = np.bincount(blocks.ravel(), minlength=vocab_size)
+    return torch.from_numpy(np.argsort(-counts, kind="stable")[:count].copy())
 
 
 # --- faults ---------------------------------------------------------------------------------------
