@@ -130,8 +130,11 @@ def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_r
     model = _model(4)  # eval: no dropout; the objective itself trains (the fused training path)
     objective = PretrainObjective(model)
     torch.nn.init.normal_(model.cls.predictions.decoder.bias)
-    keep = torch.tensor([5, 1996, 1010, 1012, 2000])
-    objective.restrict_output(keep)
+    keep = torch.tensor([5, 1996, 1010, 1012, 2000])  # the 5 most frequent words, in this order
+    counts = torch.zeros(30522, dtype=torch.long)
+    counts[keep] = torch.tensor([900, 800, 700, 600, 500])
+    counts[2222] = 3
+    objective.restrict_output(counts, 5)
     ids = torch.randint(1000, 3000, (2, 16))
     labels = torch.full_like(ids, -100)
     labels[0, 3], labels[1, 5], labels[1, 6] = 1996, 1012, 2222  # 2222 is left out: not trained
@@ -143,9 +146,10 @@ def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_r
     expected = torch.nn.functional.cross_entropy(logits[[0, 1], [0, 0]], torch.tensor([1, 3]))
     torch.testing.assert_close(loss, expected)
     assert head.decoder.weight.shape[0] == 30522
-    left_out = torch.ones(30522, dtype=torch.bool)
-    left_out[keep] = False
-    assert torch.equal(head.decoder.bias[left_out], torch.full((30522 - 5,), float(head.decoder.bias[keep].min())))
+    bias = head.decoder.bias
+    offset = (bias[keep] - torch.tensor([900.5, 800.5, 700.5, 600.5, 500.5]).log()).mean()
+    torch.testing.assert_close(bias[2222], torch.tensor(3.5).log() + offset)  # the word-frequency guess
+    torch.testing.assert_close(bias[7], torch.tensor(0.5).log() + offset)  # never seen: half a count
 
 
 def test_batch_ramp_beta2_and_time_budget(tmp_path, corpus):

@@ -163,26 +163,31 @@ class PretrainObjective(nn.Module):
         self.output_ids: torch.Tensor | None = None  # (N,) the words training scores (restrict_output)
         self.output_index: torch.Tensor | None = None  # (V,) word -> its row among them, -100 if left out
         self.left_out: torch.Tensor | None = None  # (V - N,) the others
+        self.log_frequency: torch.Tensor | None = None  # (V,) log of each word's count in the corpus
 
-    def restrict_output(self, ids: torch.Tensor) -> None:
-        """Score only these vocabulary ids in training (the corpus's frequent words): the softmax and its
-        gradient cost N/V of the full one; predictions whose true word is left out are not trained.
-        The model keeps every decoder row; :meth:`settle_left_out` keeps the others below the trained ones."""
-        vocab = self.model.cls.predictions.decoder.weight.shape[0]
-        ids = ids.to(self.model.device)
-        self.output_ids = ids
-        self.output_index = torch.full((vocab,), IGNORE_INDEX, dtype=torch.long, device=ids.device)
-        self.output_index[ids] = torch.arange(len(ids), device=ids.device)
+    def restrict_output(self, counts: torch.Tensor, size: int) -> None:
+        """Score only the ``size`` most frequent words of the corpus in training (``counts``: (V,) occurrences
+        of each id): the softmax and its gradient cost size/V of the full one; predictions whose true word
+        is left out are not trained. The model keeps every decoder row: :meth:`settle_left_out` sets the
+        others' output bias from their frequency."""
+        device = self.model.device
+        counts = counts.to(device=device, dtype=torch.float32)
+        self.output_ids = counts.argsort(descending=True, stable=True)[:size]  # (N,)
+        self.output_index = torch.full(counts.shape, IGNORE_INDEX, dtype=torch.long, device=device)
+        self.output_index[self.output_ids] = torch.arange(size, device=device)
         self.left_out = (self.output_index == IGNORE_INDEX).nonzero().flatten()
+        self.log_frequency = (counts + 0.5).log()  # (V,) half a count for words never seen
         self.settle_left_out()
 
     @torch.no_grad()
     def settle_left_out(self) -> None:
-        """Words training does not score get the lowest output bias of the words it does: never trained
-        up, a rare word must not outscore the frequent ones when the full vocabulary is asked."""
+        """Words training does not score get the word-frequency guess: output bias = log(count) + the mean
+        offset between the trained words' biases and their log counts. Never trained up, the rare words
+        must not outscore the frequent ones when the full vocabulary is asked."""
         if self.output_ids is not None and len(self.left_out):
             bias = self.model.cls.predictions.decoder.bias
-            bias[self.left_out] = bias[self.output_ids].min()
+            offset = (bias[self.output_ids] - self.log_frequency[self.output_ids]).mean()
+            bias[self.left_out] = self.log_frequency[self.left_out] + offset
 
     def forward(
         self,

@@ -106,8 +106,8 @@ class Trainer:
         self._setup_optimizer(initial)
         self._move_data(phase_blocks)
         if cfg.objective.output_vocab:
-            self.objective.restrict_output(frequent_ids(next(iter(phase_blocks.values())).train,
-                                                        cfg.objective.output_vocab, len(self.tokenizer)))
+            self.objective.restrict_output(word_counts(next(iter(phase_blocks.values())).train, len(self.tokenizer)),
+                                           cfg.objective.output_vocab)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
@@ -304,8 +304,10 @@ class Trainer:
         tokens_per_step = self.batch_size_now() * self.seq_len * self.dist.world_size
         self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
                                self.tokens_seen, self.elapsed)
-        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=(self.cfg.optim.steps - self.step) / max(rate, 1e-9),
-                            elapsed_s=self.elapsed)
+        eta = (self.cfg.optim.steps - self.step) / max(rate, 1e-9)
+        if self.cfg.optim.time_budget_s > 0:  # the time budget may run out first
+            eta = min(eta, max(0.0, self.cfg.optim.time_budget_s - self.train_seconds))
+        self.metrics.update(tokens_per_s=rate * tokens_per_step, eta_s=eta, elapsed_s=self.elapsed)
         self.loss_sum.zero_(), self.nsp_loss_sum.zero_()
         self.steps_since_log = 0
         if self.rate_window_s > 5.0:  # the rate is over the last few seconds
@@ -499,10 +501,9 @@ def lr_at(step: int, cfg: TrainConfig, progress: float | None = None) -> float:
     return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
 
 
-def frequent_ids(blocks: np.ndarray, count: int, vocab_size: int) -> torch.Tensor:
-    """The ``count`` ids that occur most often in the training blocks (N, T), most frequent first."""
-    counts = np.bincount(blocks.ravel(), minlength=vocab_size)
-    return torch.from_numpy(np.argsort(-counts, kind="stable")[:count].copy())
+def word_counts(blocks: np.ndarray, vocab_size: int) -> torch.Tensor:
+    """(V,) how often each id occurs in the training blocks (N, T)."""
+    return torch.from_numpy(np.bincount(blocks.ravel(), minlength=vocab_size))
 
 
 # --- faults ---------------------------------------------------------------------------------------
