@@ -132,6 +132,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")
                     steps = gr.Number(d.optim.steps, label="Steps", precision=0, minimum=1)
+                    time_budget = gr.Number(d.optim.time_budget_s, label="Time budget (seconds of training; 0: Steps only)", minimum=0, info="The run ends at whichever comes first; the learning rate and the locality bias follow it.")
                     lr = gr.Number(d.optim.lr, label="Peak learning rate (AdamW, linear warmup + decay)")
                     warmup = gr.Number(d.optim.warmup_steps, label="Warmup steps", precision=0, minimum=0)
                     eval_every = gr.Number(d.monitor.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
@@ -191,7 +192,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 intermediate_size=ffn, corpus=corpus, upload=upload, position_embeddings=position_embeddings,
                 whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, mlm_probability=mlm_prob,
                 mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
-                seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
+                seq_len=seq_len, batch_size=batch_size, steps=steps, time_budget_s=time_budget, lr=lr, warmup_steps=warmup,
                 eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe)
     form_names = list(form)
 
