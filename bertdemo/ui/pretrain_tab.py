@@ -120,9 +120,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                              precision=0, minimum=0, maximum=100,
                                              info="Original BERT: each sequence duplicated 10× with 10 fixed masks.")
                     nsp = gr.Checkbox(d.objective.nsp, label="Next-sentence prediction (NSP) too")
-                    locality = gr.Dropdown([("fades out early: the model ends a standard BERT", d.model.locality_fade),
-                                            ("permanent (experiment): why does this one learn faster?", 0.0)],
-                                           value=d.model.locality_fade, label="Locality bias on attention (looks at neighbours first)")
+                    locality = gr.Dropdown([("fades out", d.model.locality_fade), ("permanent (experiment)", 0.0)],
+                                           value=d.model.locality_fade, label="Locality bias on attention",
+                                           info="Attention looks at neighbours first. Fading out, the model ends a "
+                                                "standard BERT; permanent learns faster: why?")
                     mlm_prob = gr.Slider(0.05, 0.5, value=d.objective.mlm_probability, step=0.01, label="Masking rate")
                     mask_prob = gr.Slider(0, 1, value=d.objective.mask_replace_prob, step=0.05, label="…of which → [MASK]")
                     random_prob = gr.Slider(0, 1, value=d.objective.random_replace_prob, step=0.05,
