@@ -1,149 +1,306 @@
-"""Time to insight: what the default live pretraining run shows a learner after 1, 2 and 5 minutes.
+"""Time to insight: what a pretraining run has learned after 1, 2 and 5 minutes of training.
 
-    python bench/bench_time_to_insight.py                       # the Pretrain tab's defaults
-    python bench/bench_time_to_insight.py --set lr=0.001 --set seq_len=128 --label old
+    python bench/bench_time_to_insight.py                          # the defaults, seed 1337, marks 1,2,5 min
+    python bench/bench_time_to_insight.py --seeds 1337,1,2 --json after.json
+    python bench/bench_time_to_insight.py --lever before           # the defaults before the levers were adopted
+    python bench/bench_time_to_insight.py --lever locality         # one lever alone, on top of "before"
+    python bench/bench_time_to_insight.py --device cuda            # on a GPU, marks 5, 10 and 30 s
+    python bench/bench_time_to_insight.py --plot docs/benchmarks/time_to_insight.png before.json after.json
 
-Runs `run_training` with the settings the Pretrain tab starts with (`TrainConfig()`; the app's
-thread count: all cores but one, left to the web server), timed from the moment Start is pressed
-(corpus preparation included, cache warm as on a second run). At each mark it reads what the page
-shows: the latest held-out masked-LM loss and the probe sentence's top-5 at each [MASK].
-``--set NAME=VALUE`` overrides a setting (to measure other defaults); ``--json`` keeps the curve.
-Prints its figures and, last, the held-out loss at each mark.
+The clock. On CPU the run trains with one thread, as the app's run does on a 2-core machine (all
+cores but one, the other left to the web server), and a mark is reached when the *training thread's
+CPU time* (``time.thread_time``) reaches it: a proxy for wall time on an idle 2-core machine that
+stays honest on a busy, shared one. Evaluations are not counted (they run between steps). On CUDA
+the clock is wall time with the device synchronised after every step.
+
+The evaluation (the same for every run, whatever its training recipe): the corpus's held-out
+blocks with a fixed 15 % of their tokens replaced by [MASK] (no kept or random tokens, which would
+reward copying), scored over the full 30,522-word vocabulary: loss (nats), top-1 / top-5 accuracy
+and the median rank of the true token; and the rank of each probe sentence's expected word. The
+landmarks are n-gram models counted on the training blocks and scored on the same masked tokens:
+word frequency (unigram), the word before (bigram, Witten-Bell interpolated) and both neighbours
+(the words either side of the gap, interpolated with the bigram).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertdemo.pretrain.config import TrainConfig, leaf_fields  # noqa: E402
-from bertdemo.pretrain.trainer import RunControl, run_training  # noqa: E402
-from bertdemo.pretrain.metrics import MetricsBuffer  # noqa: E402
+from bertdemo.pretrain.config import TrainConfig, setting_types  # noqa: E402
 
-KINDS = {f.name: str(f.type) for _, f in leaf_fields()}
-
-
-def parse_setting(text: str) -> tuple[str, object]:
-    name, _, value = text.partition("=")
-    kind = KINDS.get(name)
-    if kind is None:
-        raise SystemExit(f"unknown setting {name!r}")
-    return name, {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}.get(kind, str)(value)
-
-
-def shown(predictions) -> str:
-    """Top-5 tokens at each [MASK], as one line ("the , . of and | ...")."""
-    return " | ".join(" ".join(token for token, _ in mask) for mask in predictions)
-
-
-def top5(snap) -> str:
-    return shown(snap.probe[-1][1]) if snap.probe else "-"
-
-
-def ask_probe(metrics: MetricsBuffer, control: RunControl, text: str, timeout: float = 60.0) -> str:
-    """The run's top-5 for another probe sentence now: set it and ask, as the page's probe box does."""
-    before = len(metrics.get("probe"))
-    metrics.update(probe_text=text)
-    control.probe_event.set()
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        answers = [preds for _, preds, sentence in metrics.snapshot().probe[before:] if sentence == text]
-        if answers:
-            return shown(answers[-1])
-        time.sleep(0.05)
-    return "-"
+# What the Pretrain tab started with before these levers existed, and each lever alone on top of it.
+BEFORE = dict(batch_size=32, steps=2000, locality_bias=0.0, mimetic_init=False, output_vocab=0, batch_size_start=0,
+              adam_beta2=0.999, time_budget_s=0.0, mlm_probability=0.15)
+LEVERS: dict[str, dict] = {
+    "before": {},
+    "locality": dict(locality_bias=8.0, locality_fade=0.2),  # gone by step 400 of 2000 (~1.8 min at batch 32)
+    "locality-permanent": dict(locality_bias=8.0, locality_fade=0.0),
+    "mimetic": dict(mimetic_init=True),
+    "vocab8k": dict(output_vocab=8000),
+    "batch8": dict(batch_size=8),
+    "batch-ramp": dict(batch_size_start=8, batch_ramp=0.5),
+    "beta2": dict(adam_beta2=0.98),
+    "time-budget": dict(time_budget_s=120.0),  # LR decays to 0 as 2 minutes of training run out
+    "mask40": dict(mlm_probability=0.4, mask_replace_prob=1.0, random_replace_prob=0.0),
+}
+PROBES = [  # answers that the words either side decide: within reach of a tiny model in minutes
+    ("He was born [MASK] London.", "in"),
+    ("The United [MASK] of America.", "states"),
+    ("It is one of the [MASK] cities in the world.", "largest"),
+    ("She was a member [MASK] the band.", "of"),
+    ("The film was released [MASK] 2005.", "in"),
+    ("The river flows [MASK] the sea.", "into"),
+]
+EVAL_SEED = 20_15  # the held-out masks: the same for every run and seed
 
 
-def plot(json_files: list[str], path: str) -> None:
-    """Held-out loss against minutes since Start, one line per --json result, as a PNG."""
+class HonestEval:
+    """Fixed [MASK]-only 15 % held-out masks and the n-gram landmarks on them."""
+
+    def __init__(self, heldout, train, tokenizer, device) -> None:
+        import torch
+
+        from bertdemo.pretrain.masking import mask_tokens
+
+        self.tokenizer, self.device = tokenizer, device
+        special = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=heldout.device)
+        g = torch.Generator(device=heldout.device).manual_seed(EVAL_SEED)
+        mb = mask_tokens(heldout, special, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                         generator=g, mlm_probability=0.15, mask_replace_prob=1.0, random_replace_prob=0.0,
+                         fixed_count=True)
+        self.input_ids, self.positions = mb.input_ids, mb.positions  # (N, T), (N, k)
+        self.labels = heldout.gather(1, mb.positions)  # (N, k)
+        self.landmarks = ngram_landmarks(train.cpu().numpy(), heldout.cpu().numpy(), mb.positions.cpu().numpy(),
+                                         len(tokenizer))
+
+    def __call__(self, model, bf16: bool) -> dict:
+        import torch
+
+        from bertdemo.pretrain.hardware import autocast
+
+        was_training = model.training
+        model.eval()
+        ranks, losses = [], []
+        try:
+            with torch.inference_mode(), autocast(self.device, bf16):
+                for start in range(0, len(self.input_ids), 32):
+                    ids, pos = self.input_ids[start:start + 32], self.positions[start:start + 32]
+                    hidden = model.bert(input_ids=ids).last_hidden_state  # (b, T, H)
+                    h = hidden.gather(1, pos.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (b, k, H)
+                    logits = model.cls.predictions(h).float().flatten(0, 1)  # (b*k, V)
+                    y = self.labels[start:start + 32].flatten()
+                    true = logits.gather(1, y[:, None])  # (b*k, 1)
+                    ranks.append((logits > true).sum(1) + 1)
+                    losses.append(torch.logsumexp(logits, 1) - true[:, 0])
+        finally:
+            model.train(was_training)
+        rank, loss = torch.cat(ranks).cpu().numpy(), torch.cat(losses).cpu().numpy()
+        return {"loss": round(float(loss.mean()), 3), "top1": round(float((rank == 1).mean()), 4),
+                "top5": round(float((rank <= 5).mean()), 4), "median_rank": float(np.median(rank)),
+                "probe_ranks": self.probe_ranks(model)}
+
+    def probe_ranks(self, model) -> list[int]:
+        """The rank of each probe's expected word at its [MASK] (1 = the model's first guess)."""
+        import torch
+
+        out = []
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                for text, word in PROBES:
+                    enc = self.tokenizer(text, return_tensors="pt").to(self.device)
+                    at = int((enc["input_ids"][0] == self.tokenizer.mask_token_id).nonzero()[0])
+                    logits = model(**enc).logits[0, at].float()
+                    target = self.tokenizer.convert_tokens_to_ids(word)
+                    out.append(int((logits > logits[target]).sum()) + 1)
+        finally:
+            model.train(was_training)
+        return out
+
+
+def _counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(keys, return_counts=True)
+
+
+def _lookup(table: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """Counts of ``keys`` in a (sorted unique keys, counts) table; 0 where absent."""
+    uniq, counts = table
+    i = np.clip(np.searchsorted(uniq, keys), 0, len(uniq) - 1)
+    return np.where(uniq[i] == keys, counts[i], 0)
+
+
+def ngram_landmarks(train: np.ndarray, heldout: np.ndarray, positions: np.ndarray, vocab: int) -> dict[str, float]:
+    """Held-out loss (nats) at the masked ``positions`` of n-gram models counted on ``train`` blocks."""
+    V = np.int64(vocab)
+    l, w, r = (train[:, :-2].ravel().astype(np.int64), train[:, 1:-1].ravel().astype(np.int64),
+               train[:, 2:].ravel().astype(np.int64))
+    uni = np.bincount(train.ravel(), minlength=vocab).astype(np.float64)
+    p1_all = (uni + 1) / (uni.sum() + vocab)  # add-one word frequency
+    pairs = _counts(l * V + w)
+    left_totals = np.bincount(l, minlength=vocab)
+    left_types = np.bincount(pairs[0] // V, minlength=vocab)
+    triples = _counts((l * V + w) * V + r)
+    gap = _counts(l * V + r)  # c(l, ., r)
+    gap_types = _counts(triples[0] // (V * V) * V + triples[0] % V)  # distinct words seen between l and r
+    rows = np.arange(len(heldout))[:, None]
+    y = heldout[rows, positions].astype(np.int64).ravel()
+    yl = heldout[rows, positions - 1].astype(np.int64).ravel()
+    yr = heldout[rows, np.minimum(positions + 1, heldout.shape[1] - 1)].astype(np.int64).ravel()
+    p1 = p1_all[y]
+    n_l, t_l = left_totals[yl], left_types[yl]
+    p2 = (_lookup(pairs, yl * V + y) + t_l * p1) / np.maximum(n_l + t_l, 1)
+    p2 = np.where(n_l > 0, p2, p1)
+    n_g = _lookup(gap, yl * V + yr)
+    t_g = _lookup(gap_types, yl * V + yr)
+    p3 = (_lookup(triples, (yl * V + y) * V + yr) + t_g * p2) / np.maximum(n_g + t_g, 1)
+    p3 = np.where(n_g > 0, p3, p2)
+    return {"uniform": round(float(np.log(vocab)), 3), "unigram": round(float(-np.log(p1).mean()), 3),
+            "left": round(float(-np.log(p2).mean()), 3), "both": round(float(-np.log(p3).mean()), 3)}
+
+
+def settings_for(lever: str, overrides: dict) -> dict:
+    """The run's settings: the defaults, or "before" plus one lever, then ``--set`` overrides."""
+    if lever == "defaults":
+        return dict(overrides)
+    unknown = set(BEFORE) - set(setting_types())
+    if unknown:
+        raise SystemExit(f"this checkout lacks the settings {sorted(unknown)}")
+    return {**BEFORE, **LEVERS[lever], **overrides}
+
+
+def run_once(settings: dict, seed: int, marks: list[float], eval_every: float, device_name: str) -> dict:
+    """Train one run to the last mark; evaluate every ``eval_every`` training seconds and at each mark."""
+    import torch
+
+    from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, training_device
+
+    cfg = TrainConfig().replace(seed=seed, device=device_name, num_threads=1, **settings)
+    cfg.validate()
+    device = training_device(cfg, DistInfo())
+    cuda = device.type == "cuda"
+    torch.set_num_threads(1)
+    clock = time.perf_counter if cuda else time.thread_time
+    trainer = Trainer(cfg, MetricsBuffer(probe_text=cfg.monitor.probe_text), None, DistInfo(), {}, device,
+                      RunControl())
+    if hasattr(trainer, "clock"):
+        trainer.clock = clock  # the run's own time budget (if any) counts the same seconds as the marks
+    evaluator = HonestEval(trainer.heldout, trainer.train_blocks, trainer.tokenizer, device)
+    points = sorted({*marks, *np.arange(eval_every, marks[-1], eval_every).round(3).tolist(), 0.0})
+    trained, curve = 0.0, []
+    for point in points:
+        while trained < point and trainer.step < cfg.optim.steps:
+            t = clock()
+            trainer.train_step()
+            if cuda:
+                torch.cuda.synchronize()
+            trained += clock() - t
+        result = {"t": round(trained, 2), "step": trainer.step, "tokens": trainer.tokens_seen,
+                  "mark": point in marks, **evaluator(trainer.model, trainer.bf16)}
+        if hasattr(trainer, "locality_strength"):
+            result["locality"] = round(trainer.locality_strength(), 3)
+        curve.append(result)
+        print(f"  seed {seed} t={trained:7.1f}s step {trainer.step:5d} loss {result['loss']:.3f} "
+              f"top5 {result['top5']:.3f} median rank {result['median_rank']:.0f} probes {result['probe_ranks']}",
+              flush=True)
+    return {"seed": seed, "landmarks": evaluator.landmarks, "curve": curve}
+
+
+def summary(runs: list[dict], marks: list[float], unit: float) -> list[str]:
+    """Markdown rows: median over seeds (min-max) at each mark."""
+    lines = ["| at | seeds | step | loss | top-1 | top-5 | median rank | probe words in top 5 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def cell(values: list[float], fmt: str) -> str:
+        mid = statistics.median(values)
+        if len(values) == 1:
+            return format(mid, fmt)
+        return f"{format(mid, fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)})"
+
+    for mark in marks:
+        rows = [[c for c in run["curve"] if c["mark"]][marks.index(mark)] for run in runs]
+        hits = [sum(r <= 5 for r in c["probe_ranks"]) for c in rows]
+        lines.append(f"| {mark / unit:g} | {len(rows)} | {cell([c['step'] for c in rows], '.0f')} "
+                     f"| {cell([c['loss'] for c in rows], '.2f')} | {cell([100 * c['top1'] for c in rows], '.1f')} % "
+                     f"| {cell([100 * c['top5'] for c in rows], '.1f')} % "
+                     f"| {cell([c['median_rank'] for c in rows], '.0f')} | {cell(hits, '.0f')} of {len(PROBES)} |")
+    return lines
+
+
+def plot(png: str, json_files: list[str]) -> None:
+    """Held-out [MASK]-only loss against training minutes, one line per result file, landmarks dotted."""
     import plotly.graph_objects as go
 
     from bench.plot import save_png
 
     fig = go.Figure()
+    landmarks = {}
     for name in json_files:
         data = json.loads(Path(name).read_text(encoding="utf-8"))
-        curve = data["curve"]
-        fig.add_scatter(x=[c["t"] / 60 for c in curve], y=[c["loss"] for c in curve], mode="lines+markers",
-                        name=data["label"])
-    fig.update_layout(title="Default live run on 2 CPU cores: held-out masked-LM loss",
-                      xaxis_title="minutes after Start", yaxis_title="held-out loss")
-    save_png(fig, path)
+        run = data["runs"][0]
+        landmarks = run["landmarks"]
+        fig.add_scatter(x=[c["t"] / data["unit"] for c in run["curve"]], y=[c["loss"] for c in run["curve"]],
+                        mode="lines+markers", name=f"{data['label']} (seed {run['seed']})")
+    for key, text in (("unigram", "word frequency"), ("left", "uses the word before"),
+                      ("both", "uses both neighbours")):
+        if key in landmarks:
+            fig.add_hline(y=landmarks[key], line_dash="dot", annotation_text=f"{text} ({landmarks[key]:.2f})",
+                          annotation_position="top right")
+    unit_name = "minutes" if data["unit"] == 60 else "seconds"
+    fig.update_layout(title=f"Held-out [MASK]-only loss ({data['clock']})", xaxis_title=f"training {unit_name}",
+                      yaxis_title="loss (nats)", yaxis_range=[3.5, 8.5])
+    save_png(fig, png)
+
+
+def parse_setting(text: str) -> tuple[str, object]:
+    name, _, value = text.partition("=")
+    kind = setting_types().get(name)
+    if kind is None:
+        raise SystemExit(f"unknown setting {name!r}")
+    return name, (value.lower() in ("1", "true", "yes")) if kind is bool else kind(value)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", default="1,2,5", help="marks, in minutes after Start")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a default")
-    parser.add_argument("--label", default="defaults")
-    parser.add_argument("--json", default="", help="write the held-out curve and the marks here")
-    parser.add_argument("--also-probe", action="append", default=[], metavar="SENTENCE",
-                        help="at each mark, also ask the run this probe sentence (as the page's probe box does)")
-    parser.add_argument("--keep", default="", help="keep the run's checkpoint (written at the last mark) here")
+    parser.add_argument("--lever", default="defaults", choices=["defaults", *LEVERS],
+                        help="defaults: TrainConfig() as it is; otherwise the 'before' defaults plus this lever")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
+    parser.add_argument("--seeds", default="1337", help="comma-separated seeds")
+    parser.add_argument("--device", default="cpu", help="cpu (thread CPU-time marks) or cuda (wall-time marks)")
+    parser.add_argument("--marks", default="", help="marks in minutes (cpu, default 1,2,5) or seconds (cuda, 5,10,30)")
+    parser.add_argument("--eval-every", type=float, default=0.0, help="extra curve points every so many seconds")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--json", default="", help="write every curve and the summary here")
     parser.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"), help="draw saved --json results, no run")
     args = parser.parse_args()
     if args.plot:
-        plot(args.plot[1:], args.plot[0])
+        plot(args.plot[0], args.plot[1:])
         return
-    marks = [float(m) * 60 for m in args.minutes.split(",")]
-    overrides = dict(parse_setting(s) for s in args.set)
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig().replace(runs_dir=tmp, **overrides)
-        import torch
-
-        print(f"{args.label}: cpus={os.cpu_count()} torch={torch.__version__} settings: "
-              + ", ".join(f"{k}={v}" for k, v in cfg.flat().items()
-                          if k in ("preset", "corpus", "seq_len", "batch_size", "steps", "lr", "warmup_steps",
-                                   "mlm_probability", "eval_every", "probe_text", "num_threads", "precision")
-                          or k in overrides), flush=True)
-        metrics = MetricsBuffer(probe_text=cfg.monitor.probe_text)
-        control = RunControl()
-        start = time.perf_counter()
-        thread = threading.Thread(target=run_training, daemon=True, name="pretrain",
-                                  kwargs=dict(cfg=cfg, metrics=metrics, checkpoint_dir=Path(args.keep or Path(tmp) / "run"),
-                                                  control=control))
-        thread.start()
-        curve: list[dict] = []
-        rows: list[dict] = []
-        seen = 0
-        for mark in marks:
-            while time.perf_counter() - start < mark:
-                snap = metrics.snapshot()
-                for i in range(seen, len(snap.eval_loss)):
-                    curve.append({"t": round(time.perf_counter() - start, 2), "step": snap.eval_steps[i],
-                                  "loss": snap.eval_loss[i], "acc": snap.mlm_acc[i]})
-                seen = len(snap.eval_loss)
-                if snap.status in ("failed", "finished"):
-                    break
-                time.sleep(0.25)
-            snap = metrics.snapshot()
-            row = {"minutes": mark / 60, "step": snap.step, "tokens_per_s": round(snap.tokens_per_s),
-                   "eval_step": snap.eval_steps[-1] if snap.eval_steps else None,
-                   "heldout_loss": round(snap.eval_loss[-1], 3) if snap.eval_loss else None,
-                   "mlm_acc": round(snap.mlm_acc[-1], 3) if snap.mlm_acc else None, "probe": top5(snap)}
-            row["also"] = {text: ask_probe(metrics, control, text) for text in args.also_probe}
-            if args.also_probe:
-                metrics.update(probe_text=cfg.monitor.probe_text)
-            rows.append(row)
-            print(f"{row['minutes']:.0f} min: step {row['step']:5d}, {row['tokens_per_s']:7,d} tokens/s, held-out loss "
-                  f"{row['heldout_loss']} (step {row['eval_step']}), accuracy {row['mlm_acc']}; probe top-5: "
-                  f"{row['probe']}", flush=True)
-            for text, guess in row["also"].items():
-                print(f"        {text}: {guess}", flush=True)
-        control.stop_event.set()
-        thread.join(timeout=120)
+    cuda = args.device.startswith("cuda")
+    unit = 1.0 if cuda else 60.0
+    marks = [float(m) * unit for m in (args.marks or ("5,10,30" if cuda else "1,2,5")).split(",")]
+    settings = settings_for(args.lever, dict(parse_setting(s) for s in args.set))
+    label = args.label or args.lever
+    clock = "wall seconds on the GPU" if cuda else "training-thread CPU time, 1 thread (the app's share of 2 cores)"
+    print(f"{label}: {settings} marks {marks} s of {clock}", flush=True)
+    runs = [run_once(settings, int(seed), marks, args.eval_every or (2.0 if cuda else 20.0), args.device)
+            for seed in args.seeds.split(",")]
+    lines = summary(runs, marks, unit)
+    print(f"\n{label} — landmarks {runs[0]['landmarks']}\n" + "\n".join(lines))
     if args.json:
-        Path(args.json).write_text(json.dumps({"label": args.label, "settings": cfg.flat(), "marks": rows,
-                                               "curve": curve}, indent=1), encoding="utf-8")
-    print(f"{args.label}: held-out loss " + ", ".join(f"{r['heldout_loss']} at {r['minutes']:.0f} min" for r in rows))
+        Path(args.json).write_text(json.dumps({"label": label, "settings": settings, "clock": clock, "unit": unit,
+                                               "marks": marks, "runs": runs, "summary": lines}, indent=1),
+                                   encoding="utf-8")
 
 
 if __name__ == "__main__":

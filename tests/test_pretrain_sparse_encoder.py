@@ -42,7 +42,7 @@ def test_cpu_adamw_is_the_fused_kernel_with_the_same_update() -> None:
     assert fused.defaults["fused"] is True
     plain = torch.optim.AdamW([{"params": g["params"], "weight_decay": g["weight_decay"]}
                                for g in make_optimizer(plain_model, cfg, torch.device("cpu")).param_groups],
-                              lr=1e-2, foreach=False)
+                              lr=1e-2, betas=(0.9, cfg.optim.adam_beta2), foreach=False)
     input_ids, labels, positions = masked_blocks()
     for model, opt in ((fused_model, fused), (plain_model, plain)):
         for _ in range(3):

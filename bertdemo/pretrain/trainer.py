@@ -13,6 +13,7 @@ The metrics buffer is the only thing shared with other threads.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import traceback
@@ -35,6 +36,7 @@ from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
+from bertdemo.pretrain.locality import LocalityBias
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
@@ -109,6 +111,9 @@ class Trainer:
         self._setup_optimizer(initial)
         self._move_data(phase_blocks)
         self._setup_evaluation(phase_blocks)
+        if cfg.objective.output_vocab:
+            self.objective.restrict_output(word_counts(next(iter(phase_blocks.values())).train, len(self.tokenizer)),
+                                           cfg.objective.output_vocab)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
@@ -127,6 +132,10 @@ class Trainer:
         self.elapsed = float(run_info.get("elapsed_s", 0.0))
         self.t_last = time.perf_counter()
         self.rate_window_s, self.rate_window_steps = 0.0, 0
+        self.clock = time.perf_counter  # what the time budget counts (a benchmark may count CPU time instead)
+        self.train_seconds = self.elapsed  # seconds spent in train_step: the time budget's clock
+        self.locality = LocalityBias(self.model, cfg.model.locality_bias, cfg.model.locality_fade)
+        self.locality.update(self.progress())
 
     def _setup_data(self) -> dict[int, Blocks]:
         """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""
@@ -235,9 +244,34 @@ class Trainer:
         return blocks
 
     # one step ---------------------------------------------------------------------------
+    def progress(self) -> float:
+        """How much of the run is done, 0..1: the steps' share, or the time budget's when that is ahead."""
+        done = self.step / self.cfg.optim.steps
+        budget = self.cfg.optim.time_budget_s
+        return min(1.0, max(done, self.train_seconds / budget) if budget > 0 else done)
+
+    def out_of_time(self) -> bool:
+        """Whether the run's time budget (if any) is spent."""
+        return 0 < self.cfg.optim.time_budget_s <= self.train_seconds
+
+    def locality_strength(self) -> float:
+        """The locality bias now, as a share of its starting strength (0: the model is a standard BERT)."""
+        return self.locality.strength
+
+    def batch_size_now(self) -> int:
+        """Blocks in this step's batch: batch_size, or on the batch ramp from batch_size_start up to it."""
+        opt = self.cfg.optim
+        if not opt.batch_size_start:
+            return opt.batch_size
+        return round(opt.batch_size_start + (opt.batch_size - opt.batch_size_start) * min(1.0, self.progress() / opt.batch_ramp))
+
     def train_step(self) -> None:
         """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
         cfg = self.cfg
+        started = self.clock()
+        progress = self.progress()
+        self.locality.update(progress)
+        batch_size = self.batch_size_now()
         length = self.phase_length(self.step)
         if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
             previous, self.seq_len = self.seq_len, length
@@ -245,15 +279,15 @@ class Trainer:
             self.cursor = len(self.train_blocks)
             self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
                                         f"embeddings {previous}-{length - 1} train only from now on.")
-        if self.cursor + cfg.optim.batch_size > len(self.train_blocks):
+        if self.cursor + batch_size > len(self.train_blocks):
             self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
             self.cursor = 0
             self.epoch += 1
-        ids = self.perm[self.cursor : self.cursor + cfg.optim.batch_size]  # (B,) block indices
+        ids = self.perm[self.cursor : self.cursor + batch_size]  # (B,) block indices
         batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
-        self.cursor += cfg.optim.batch_size
-        self.tokens_seen += cfg.optim.batch_size * length * self.dist.world_size
-        self.lr = lr_at(self.step, cfg)
+        self.cursor += batch_size
+        self.tokens_seen += batch_size * length * self.dist.world_size
+        self.lr = lr_at(self.step, cfg, progress)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         with autocast(self.device, self.bf16):
@@ -263,11 +297,13 @@ class Trainer:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.optim.grad_clip, foreach=True)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.objective.settle_left_out()
         self.loss_sum += out["mlm_loss"].detach()
         if "nsp_loss" in out:
             self.nsp_loss_sum += out["nsp_loss"].detach()
         self.steps_since_log += 1
         self.step += 1
+        self.train_seconds += self.clock() - started
 
     # logging ----------------------------------------------------------------------------
     def log(self, stop_requested: bool) -> bool:
@@ -287,11 +323,15 @@ class Trainer:
         self.elapsed += now - self.t_last
         self.t_last = now
         rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
-        tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
+        tokens_per_step = self.batch_size_now() * self.seq_len * self.dist.world_size
         self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
                                self.tokens_seen, self.elapsed)
         eta = budget.run_eta(self.cfg.optim.steps, self.step, self.metrics.get("steps"), self.metrics.get("wall_s"),
                              self.cfg.monitor.eval_every)  # (this thread is the log's only writer)
+        if eta is not None and self.cfg.optim.time_budget_s > 0:  # the time budget may run out first
+            left = max(0.0, self.cfg.optim.time_budget_s - self.train_seconds)
+            eta = dataclasses.replace(eta, seconds=min(eta.seconds, left), low=min(eta.low, left),
+                                      high=min(eta.high, left))
         self.metrics.update(tokens_per_s=rate * tokens_per_step, elapsed_s=self.elapsed,
                             **({} if eta is None else dict(eta_s=eta.seconds, eta_low_s=eta.low, eta_high_s=eta.high,
                                                            eta_basis=eta.basis)))
@@ -444,7 +484,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
         if trainer.start_step == 0:
             trainer.evaluate()
         single = dist.world_size == 1
-        while trainer.step < cfg.optim.steps:
+        while trainer.step < cfg.optim.steps and not trainer.out_of_time():
             if single and control.stop_event.is_set():
                 break
             if single and control.pause_event.is_set():
@@ -460,7 +500,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
                 trainer.probe()
             if on_step is not None:
                 on_step(trainer.step)
-        stopped = trainer.step < cfg.optim.steps
+        stopped = trainer.step < cfg.optim.steps and not trainer.out_of_time()
         trainer.elapsed += time.perf_counter() - trainer.t_last
         if stopped and trainer.step > trainer.start_step and trainer.step not in metrics.get("eval_steps"):
             metrics.update(status=Status.STOPPING, message="Final evaluation…")
@@ -485,15 +525,23 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     extra = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
-    return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, 0.999), eps=1e-8, **extra)
+    return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, cfg.optim.adam_beta2), eps=1e-8, **extra)
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps."""
+def lr_at(step: int, cfg: TrainConfig, progress: float | None = None) -> float:
+    """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps; with a
+    time budget, to 0 as the run's ``progress`` (the share of its budget used, 0..1) reaches 1."""
     if step < cfg.optim.warmup_steps:
         return cfg.optim.lr * (step + 1) / cfg.optim.warmup_steps
+    if cfg.optim.time_budget_s > 0 and progress is not None:
+        return cfg.optim.lr * max(0.0, 1.0 - progress)
     remaining = max(1, cfg.optim.steps - cfg.optim.warmup_steps)
     return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
+
+
+def word_counts(blocks: np.ndarray, vocab_size: int) -> torch.Tensor:
+    """(V,) how often each id occurs in the training blocks (N, T)."""
+    return torch.from_numpy(np.bincount(blocks.ravel(), minlength=vocab_size))
 
 
 # --- faults ---------------------------------------------------------------------------------------

@@ -177,6 +177,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                              precision=0, minimum=0, maximum=100,
                                              info="Original BERT: each sequence duplicated 10× with 10 fixed masks.")
                     nsp = gr.Checkbox(d.objective.nsp, label="Next-sentence prediction (NSP) too")
+                    locality = gr.Dropdown([("fades out", d.model.locality_fade), ("permanent (experiment)", 0.0)],
+                                           value=d.model.locality_fade, label="Locality bias on attention",
+                                           info="Attention looks at neighbours first. Fading out, the model ends a "
+                                                "standard BERT; permanent learns faster: why?")
                     mlm_prob = gr.Slider(0.05, 0.5, value=d.objective.mlm_probability, step=0.01, label="Masking rate")
                     mask_prob = gr.Slider(0, 1, value=d.objective.mask_replace_prob, step=0.05, label="…of which → [MASK]")
                     random_prob = gr.Slider(0, 1, value=d.objective.random_replace_prob, step=0.05,
@@ -190,6 +194,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")
                     steps = gr.Number(d.optim.steps, label="Steps", precision=0, minimum=1)
+                    time_budget = gr.Number(d.optim.time_budget_s, label="Time budget (seconds of training; 0: Steps only)",
+                                            minimum=0, info="The run ends at whichever comes first; the learning "
+                                                            "rate and the locality bias follow it.")
                     lr = gr.Number(d.optim.lr, label="Peak learning rate (AdamW, linear warmup + decay)")
                     warmup = gr.Number(d.optim.warmup_steps, label="Warmup steps", precision=0, minimum=0)
                     eval_every = gr.Number(d.monitor.eval_every, label="Evaluate every N steps", precision=0, minimum=1)
@@ -257,9 +264,11 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
 
     form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                 intermediate_size=ffn, corpus=corpus, upload=upload, position_embeddings=position_embeddings,
-                whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, mlm_probability=mlm_prob,
+                whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, locality_fade=locality,
+                mlm_probability=mlm_prob,
                 mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
-                seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
+                seq_len=seq_len, batch_size=batch_size, steps=steps, time_budget_s=time_budget, lr=lr,
+                warmup_steps=warmup,
                 eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe,
                 probe_expected=expected)
     form_names = list(form)

@@ -1,0 +1,180 @@
+"""The levers that make a run's first minutes count: the fading locality bias on attention (and that the
+default run still ends a stock BERT), mimetic initialisation, the restricted output softmax, the batch
+ramp, AdamW's beta2 and the time budget."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
+
+from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.models.partial_forward import encode_at
+from bertdemo.models.store import load_masked_lm
+from bertdemo.pretrain import locality
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.model import PretrainObjective, mimetic_init
+from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
+from tests.helpers import tiny_bert_config, tiny_run_config
+
+SENTENCE = "He was born [MASK] London and lived in the city for many years."
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+
+
+def _model(seed: int = 0) -> BertForMaskedLM:
+    torch.manual_seed(seed)
+    return BertForMaskedLM(tiny_bert_config(hidden_size=32, num_attention_heads=4)).eval()
+
+
+def _biased_attention_by_hand(model: BertForMaskedLM, ids: torch.Tensor, slopes: torch.Tensor) -> torch.Tensor:
+    """The encoder's output with ``-slope_h |i - j|`` added to every head's scores, written out."""
+    h = model.bert.embeddings(input_ids=ids)
+    T = ids.shape[1]
+    distance = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).abs().float()
+    for layer in model.bert.encoder.layer:
+        att = layer.attention.self
+        heads, d = att.num_attention_heads, att.attention_head_size
+
+        def split(x):
+            return x.view(1, T, heads, d).transpose(1, 2)
+
+        q, k, v = split(att.query(h)), split(att.key(h)), split(att.value(h))
+        scores = q @ k.transpose(2, 3) / d ** 0.5 - slopes[None, :, None, None] * distance
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(1, T, -1)
+        a = layer.attention.output(out, h)
+        h = layer.output(layer.intermediate(a), a)
+    return h
+
+
+def test_alibi_slopes_are_the_standard_ones():
+    assert locality.alibi_slopes(2) == [2 ** -4, 2 ** -8]
+    assert locality.alibi_slopes(4) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8]
+    assert locality.alibi_slopes(3) == [2 ** -4, 2 ** -8, 2 ** -2]  # 2 heads' slopes, then every other of 4's
+
+
+def test_the_locality_bias_adds_the_distance_penalty_and_fades_to_a_stock_model(tokenizer):
+    model = _model()
+    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
+    stock = model.bert(input_ids=ids).last_hidden_state
+    bias = locality.LocalityBias(model, factor=8.0, fade=0.5)
+    assert bias.update(progress=0.25) == 0.5
+    slopes = torch.tensor(locality.alibi_slopes(4)) * 8.0 * 0.5
+    with torch.no_grad():
+        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state,
+                                   _biased_attention_by_hand(model, ids, slopes), atol=1e-5, rtol=1e-4)
+        assert (model.bert(input_ids=ids).last_hidden_state - stock).abs().max() > 1e-3  # 100x the tolerance above
+        assert bias.update(progress=0.5) == 0.0  # faded: the stock attention again
+        assert model.config._attn_implementation == "sdpa"
+        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, stock)
+
+
+def test_the_locality_bias_on_the_last_layer_at_chosen_positions_matches_the_full_forward(tokenizer):
+    model = _model(1)
+    locality.LocalityBias(model, factor=8.0, fade=0.0).update(progress=0.9)  # never fades
+    ids = tokenizer([SENTENCE, SENTENCE.replace("London", "Paris")], return_tensors="pt")["input_ids"]
+    positions = torch.tensor([[3, 7, 1], [0, 12, 5]])
+    with torch.no_grad():
+        full = model.bert(input_ids=ids).last_hidden_state
+        with locality.query_positions(positions):
+            sparse = encode_at(model.bert, ids, positions)
+        torch.testing.assert_close(sparse, full.gather(1, positions[..., None].expand(-1, -1, full.shape[-1])),
+                                   atol=1e-5, rtol=1e-4)
+        with pytest.raises(ValueError, match="query_positions"):
+            encode_at(model.bert, ids, positions)
+
+
+def test_the_default_run_ends_a_stock_bert_that_predicts_as_in_the_app(tmp_path, corpus, tokenizer):
+    """The default levers (whatever they are) on a tiny run: its checkpoint loads in plain transformers,
+    and the model the run trained, the app's loader and stock AutoModelForMaskedLM give the same logits."""
+    cfg = tiny_run_config(corpus, tmp_path, steps=24)
+    trainer = Trainer(cfg, MetricsBuffer(), tmp_path / "ck", DistInfo(), {}, torch.device("cpu"), RunControl())
+    while trainer.step < cfg.optim.steps:
+        trainer.train_step()
+    assert trainer.locality_strength() == 0.0
+    trainer.save()
+    enc = tokenizer(SENTENCE, return_tensors="pt")
+    stock = AutoModelForMaskedLM.from_pretrained(tmp_path / "ck")
+    assert type(stock) is BertForMaskedLM and stock.config.vocab_size == 30522
+    app = load_masked_lm(str(tmp_path / "ck"), "cpu").model
+    trainer.model.eval()
+    with torch.no_grad():
+        trained = trainer.model(**enc).logits
+        torch.testing.assert_close(stock.eval()(**enc).logits, trained, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(app(**enc).logits, trained, atol=1e-4, rtol=1e-4)
+
+
+def test_mimetic_init_makes_each_query_match_its_own_key_and_values_cancel():
+    model = _model(2)
+    torch.manual_seed(3)
+    mimetic_init(model)
+    att, out = model.bert.encoder.layer[0].attention.self, model.bert.encoder.layer[0].attention.output.dense
+    hidden = att.query.in_features
+    qk = att.query.weight.T @ att.key.weight  # (H, H): sum over heads of W_q,h W_k,hᵀ
+    vo = att.value.weight.T @ out.weight.T  # (H, H): sum over heads of W_v,h W_o,h
+    off_diagonal = qk - torch.diag(qk.diagonal())
+    assert qk.diagonal().mean() > 0.3 and qk.diagonal().mean() > 5 * off_diagonal.abs().mean()
+    assert vo.diagonal().mean() < -0.15
+    torch.manual_seed(3)
+    plain = _model(2)
+    with torch.no_grad():
+        assert abs(float((plain.bert.encoder.layer[0].attention.self.query.weight.T
+                          @ plain.bert.encoder.layer[0].attention.self.key.weight).diagonal().mean())) < 0.01
+
+
+def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_row():
+    model = _model(4)  # eval: no dropout; the objective itself trains (the fused training path)
+    objective = PretrainObjective(model)
+    torch.nn.init.normal_(model.cls.predictions.decoder.bias)
+    keep = torch.tensor([5, 1996, 1010, 1012, 2000])  # the 5 most frequent words, in this order
+    counts = torch.zeros(30522, dtype=torch.long)
+    counts[keep] = torch.tensor([900, 800, 700, 600, 500])
+    counts[2222] = 3
+    objective.restrict_output(counts, 5)
+    ids = torch.randint(1000, 3000, (2, 16))
+    labels = torch.full_like(ids, -100)
+    labels[0, 3], labels[1, 5], labels[1, 6] = 1996, 1012, 2222  # 2222 is left out: not trained
+    positions = torch.tensor([[3, 4], [5, 6]])
+    loss = objective(ids, labels, positions)["loss"]
+    head = model.cls.predictions
+    h = encode_at(model.bert, ids, positions)
+    logits = head.transform(h) @ head.decoder.weight[keep].T + head.decoder.bias[keep]  # (2, 2, 5)
+    expected = torch.nn.functional.cross_entropy(logits[[0, 1], [0, 0]], torch.tensor([1, 3]))
+    torch.testing.assert_close(loss, expected)
+    assert head.decoder.weight.shape[0] == 30522
+    bias = head.decoder.bias
+    offset = (bias[keep] - torch.tensor([900.5, 800.5, 700.5, 600.5, 500.5]).log()).mean()
+    torch.testing.assert_close(bias[2222], torch.tensor(3.5).log() + offset)  # the word-frequency guess
+    torch.testing.assert_close(bias[7], torch.tensor(0.5).log() + offset)  # never seen: half a count
+
+
+def test_batch_ramp_beta2_and_time_budget(tmp_path, corpus):
+    cfg = tiny_run_config(corpus, tmp_path, batch_size=8, batch_size_start=2, batch_ramp=0.5, adam_beta2=0.98,
+                          steps=100, lr=1e-3, warmup_steps=10, time_budget_s=50.0)
+    trainer = Trainer(cfg, MetricsBuffer(), None, DistInfo(), {}, torch.device("cpu"), RunControl())
+    assert trainer.batch_size_now() == 2
+    trainer.step = 25
+    assert trainer.batch_size_now() == 5  # a quarter of the run: halfway up the ramp
+    trainer.train_seconds = 30.0  # the time budget is further along than the steps
+    assert trainer.progress() == pytest.approx(0.6) and trainer.batch_size_now() == 8
+    assert lr_at(25, cfg, trainer.progress()) == pytest.approx(4e-4)  # decays as the budget runs out
+    assert lr_at(3, cfg, trainer.progress()) == pytest.approx(4e-4)  # warmup by steps: 1e-3 * 4 / 10
+    assert make_optimizer(trainer.model, cfg, torch.device("cpu")).param_groups[0]["betas"] == (0.9, 0.98)
+
+
+def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
+    cfg = tiny_run_config(corpus, tmp_path, steps=100_000, time_budget_s=0.5, eval_every=1000)
+    metrics = MetricsBuffer()
+    assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
+    assert 0 < metrics.snapshot().step < 100_000
+
+
+def test_lever_settings_are_checked():
+    for bad in (dict(locality_bias=-1.0), dict(locality_fade=1.5), dict(output_vocab=50), dict(adam_beta2=1.0),
+                dict(batch_size=8, batch_size_start=16), dict(time_budget_s=-1.0), dict(batch_ramp=0.0)):
+        with pytest.raises(ValueError):
+            TrainConfig().replace(**bad).validate()
