@@ -92,6 +92,15 @@ def test_block_length_schedule_switches_and_counts_tokens(tmp_path, corpus):
     snap = metrics.snapshot()
     assert snap.steps == [5, 10, 15, 20]
     assert snap.tokens == [5 * 8 * 16, 10 * 8 * 16, 10 * 8 * 16 + 5 * 8 * 32, 10 * 8 * 16 + 10 * 8 * 32]
+    # the switch is a timeline event at step 10, drawn as a dotted line on the loss chart and told in words
+    switches = [e for e in snap.timeline if e["kind"] == "length"]
+    assert [(e["step"], e["previous"], e["length"], e["tokens"]) for e in switches] == [(10, 16, 32, 10 * 8 * 16)]
+    fig = run_curves.training_curves([run_curves.CurveRun("live", snap)], x_axis="tokens")
+    lines = [s for s in fig.layout.shapes if s.yref == "y domain"]
+    assert [(s.x0, s.x1) for s in lines] == [(10 * 8 * 16, 10 * 8 * 16)]
+    assert [a.text for a in fig.layout.annotations if a.xref == "x"] == ["16 → 32 tokens"]
+    assert "Block length 16 → 32 at step 10" in run_curves.timeline_markdown(snap)
+    assert "positions 16-31 train only from here" in run_curves.timeline_markdown(snap)
 
 
 def test_learning_rate_schedule_and_decay_groups(tokenizer):

@@ -186,6 +186,11 @@ class MetricsBuffer:
                 _thin_probes(s)
             self._record(timeline.probe_events(tracks, s.timeline), step, tokens, wall_s)
 
+    def log_event(self, event: dict, step: int, tokens: int = 0, wall_s: float = 0.0) -> None:
+        """One timeline event the trainer decides on (e.g. the block length switching), at ``step``."""
+        with self._lock:
+            self._record([event], step, tokens, wall_s)
+
     def _record(self, events: list[dict], step: int, tokens: int, wall_s: float) -> None:
         self._snap.timeline.extend({**e, "step": step, "tokens": tokens, "wall_s": wall_s} for e in events)
 

@@ -18,6 +18,12 @@ def landmark_events(loss: float, landmarks: dict[str, float], recorded: list[dic
             for name in MARKED_LANDMARKS if name in landmarks and name not in done and loss < landmarks[name]]
 
 
+def length_event(previous: int, length: int) -> dict:
+    """The schedule moved to longer blocks: from here positions ``previous``..``length - 1`` train too."""
+    return {"kind": "length", "length": length, "previous": previous,
+            "label": f"blocks of {previous} → {length} tokens (positions {previous}-{length - 1} train from here)"}
+
+
 def probe_events(tracks: list[dict], recorded: list[dict]) -> list[dict]:
     """Events for the probes whose expected word is in the top 5 now for the first time."""
     done = {(e.get("text"), e.get("expected")) for e in recorded if e.get("kind") == "probe"}

@@ -30,7 +30,7 @@ from transformers import AutoTokenizer
 
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
-from bertdemo.pretrain import budget, runs
+from bertdemo.pretrain import budget, runs, timeline
 from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
@@ -279,6 +279,7 @@ class Trainer:
             self.cursor = len(self.train_blocks)
             self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
                                         f"embeddings {previous}-{length - 1} train only from now on.")
+            self.metrics.log_event(timeline.length_event(previous, length), self.step, self.tokens_seen, self.elapsed)
         if self.cursor + batch_size > len(self.train_blocks):
             self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
             self.cursor = 0

@@ -229,6 +229,15 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
                 ranks_plot = gr.Plot(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
                                      elem_id="pt-probe-ranks")
+                with gr.Accordion("Does the model know word order? The order probe", open=True, elem_id="pt-order-box"):
+                    gr.Markdown(run_curves.ORDER_PROBE_NOTE)
+                    with gr.Row():
+                        # a custom value: the API may name a run created after this page was built
+                        order_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-order-run", scale=3,
+                                                allow_custom_value=True)
+                        order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
+                        order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
+                    order_out = gr.Markdown(elem_id="pt-order")
                 with gr.Row():
                     # read at page load: the live run's probe when there is one, else the default
                     probe = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_text", "") or d.monitor.probe_text,
@@ -241,7 +250,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                            column_widths=["38%", "14%", "12%", "36%"],
                                            label="The probes now: rank of the expected word, top-5 guesses",
                                            elem_id="pt-probe")
-                with gr.Accordion("Runs on this server: download, delete, order probe", open=False):
+                with gr.Accordion("Runs on this server: download, delete", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
                         run_pick = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-run-pick", scale=3,
@@ -252,12 +261,6 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                         question = gr.Markdown(elem_id="pt-delete-question")
                         delete_yes = gr.Button("Yes, delete it", variant="stop", scale=1, elem_id="pt-delete-yes")
                         delete_no = gr.Button("Cancel", scale=1, elem_id="pt-delete-no")
-                    gr.Markdown("**Order probe** — the run's guesses for a sentence and for a shuffled copy. "
-                                "A model trained without position embeddings gives both the same answer.")
-                    with gr.Row():
-                        order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
-                        order_button = gr.Button("Shuffle and compare", scale=1)
-                    order_out = gr.Markdown(elem_id="pt-order")
         seen = gr.State(None)
         owner = gr.BrowserState("", storage_key="bertdemo-run-owner")  # this browser's secret for its runs
         timer = gr.Timer(POLL_SECONDS)
@@ -417,11 +420,12 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     api_visibility="private")
     with tab:
         gr.api(metrics_csv_api, api_name="run_metrics_csv")
-    run_pick.focus(lambda: gr.update(choices=runs.run_choices()), None, run_pick, api_visibility="private")
+    for pick in (run_pick, order_run):  # runs made after the page was built are offered when the list opens
+        pick.focus(lambda: gr.update(choices=runs.run_choices()), None, pick, api_visibility="private")
     delete.click(ask_delete, run_pick, [confirm_row, question], api_visibility="private")
     delete_no.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
     delete_yes.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box, status, confirm_row, order_out],
                      api_name="delete_from_page", api_visibility="private")
     with tab:
         gr.api(delete_run_api, api_name="delete_run")
-    order_button.click(run_order_probe, [run_pick, order_text], order_out, api_name="order_probe")
+    order_button.click(run_order_probe, [order_run, order_text], order_out, api_name="order_probe")

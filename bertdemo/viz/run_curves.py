@@ -124,6 +124,10 @@ def _line(x: list, y: list, max_points: int = MAX_DRAWN_POINTS, **trace) -> dict
     return {"type": "scatter", "x": x if not x or isinstance(x[0], int) else rounded(x), "y": rounded(y), **trace}
 
 
+def _length_switches(snap: RunSnapshot) -> list[dict]:
+    return [e for e in snap.timeline if e.get("kind") == "length"]
+
+
 def _event_x(event: dict, axis: str):
     return {"tokens": event.get("tokens"), "time": event.get("wall_s")}.get(axis, event.get("step"))
 
@@ -213,6 +217,13 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                 for name in _PANELS if name != "loss")
     if runs:
         data.extend(_timeline_markers(runs[0].snap, x_axis))
+        for event in _length_switches(runs[0].snap):  # the block-length schedule: a line where the length grows
+            x = _event_x(event, x_axis)
+            shapes.append({"type": "line", "xref": "x", "x0": x, "x1": x, "yref": "y domain", "y0": 0, "y1": 1,
+                           "line": {"color": "#b45309", "dash": "dot", "width": 1}})
+            notes.append({"text": f"{event['previous']} → {event['length']} tokens", "showarrow": False,
+                          "xref": "x", "x": x, "xanchor": "left", "yref": "y domain", "y": 1, "yanchor": "top",
+                          "font": {"size": 10, "color": "#b45309"}})
     for name, (xa, ya, x_dom, y_dom, title) in _PANELS.items():
         notes.append({"text": f"<b>{title}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
                       "x": (x_dom[0] + x_dom[1]) / 2, "xanchor": "center", "y": y_dom[1] + 0.005,
@@ -368,6 +379,11 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
         f"4. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
         f"{when(reached.get('both'))}.",
     ]
+    for event in _length_switches(snap) if snap is not None else []:
+        lines.append(f"\nBlock length {event['previous']} → {event['length']} at step {event['step']:,} (the dotted "
+                     f"line on the loss chart): positions {event['previous']}-{event['length'] - 1} train only from "
+                     "here. BERT ran 90 % of its steps on 128-token blocks because attention costs grow with S² "
+                     "(512 tokens cost 16× as much per layer), and taught the long positions last.")
     return "\n".join(lines)
 
 
@@ -386,6 +402,15 @@ def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn:
                 f"{n_heads} heads, FFN {n_ffn}{head}; uncased WordPiece vocabulary (30,522)")
     except ValueError as exc:
         return f"⚠️ {exc}"
+
+
+ORDER_PROBE_NOTE = (
+    "The loss cannot tell you whether a model reads word order: masked-word prediction gets far on a **bag of "
+    "words** (which words are in the sentence says a lot about the missing one), so a run without position "
+    "embeddings can even end with a slightly *lower* loss — it spends nothing on positions. The order probe asks "
+    "the question directly: the run's guesses for your sentence and for a shuffled copy. A model without position "
+    "embeddings gives both the same answer (the same final hidden state at the [MASK]); one with them does not."
+)
 
 
 def order_probe_markdown(result, run_id: str) -> str:

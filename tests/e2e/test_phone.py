@@ -149,7 +149,7 @@ def test_every_tab_fits_a_phone(_browser, app_url: str):
         screenshot(page, "pretrain_phone")
 
         # Delete asks once more, names the run by what it was, and the deleted run's status leaves the page
-        page.get_by_text("Runs on this server: download, delete, order probe").click()
+        page.get_by_text("Runs on this server: download, delete").click()
         page.locator("#pt-run-pick input").click()
         option = page.get_by_role("option").filter(has_text="bert-tiny · defaults · step")
         expect(option.first).to_be_visible(timeout=RUN_TIMEOUT_MS)
