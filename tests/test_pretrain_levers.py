@@ -4,6 +4,8 @@ ramp, AdamW's beta2 and the time budget."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
@@ -178,3 +180,19 @@ def test_lever_settings_are_checked():
                 dict(batch_size=8, batch_size_start=16), dict(time_budget_s=-1.0), dict(batch_ramp=0.0)):
         with pytest.raises(ValueError):
             TrainConfig().replace(**bad).validate()
+
+
+def test_a_checkpoint_saved_while_the_bias_is_on_says_so(tmp_path, corpus):
+    """The default bias fades over the whole run: a checkpoint from its middle is a stock BERT that predicts
+    without the bias, and the run's status and the checkpoint's state say so."""
+    cfg = tiny_run_config(corpus, tmp_path, steps=24)
+    metrics = MetricsBuffer()
+    trainer = Trainer(cfg, metrics, tmp_path / "ck", DistInfo(), {}, torch.device("cpu"), RunControl())
+    while trainer.step < 12:
+        trainer.train_step()
+    strength = trainer.locality_strength()
+    assert 0.4 < strength < 0.6  # half way through a run whose bias fades over all of it
+    trainer.save()
+    assert f"saved with the locality bias at {strength:.0%}" in metrics.snapshot().message
+    state = json.loads((tmp_path / "ck" / "trainer_state.json").read_text())
+    assert state["locality_strength"] == pytest.approx(strength)

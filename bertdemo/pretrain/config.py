@@ -3,7 +3,7 @@ BertConfig / parameter count they give.
 
 Defaults are chosen so that the default run (bert-tiny on the embedded Wikipedia
 summaries, 128-token blocks, 5 minutes) gets past "the , . of and" within its first minutes on a
-2-core CPU and still ends a standard BERT: a locality bias on attention that fades out early,
+2-core CPU and still ends a standard BERT: a locality bias on attention that fades out over the run,
 small batches, AdamW's β2 0.98 and a schedule on a 5-minute budget (docs/benchmarks.md,
 "Breaking the plateau").
 """
@@ -70,7 +70,7 @@ class ModelConfig:
     train_layers: int = -1  # -1 = train everything; k >= 0 = only the top k encoder layers + MLM head
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     locality_bias: float = 8.0  # attention penalised by distance (ALiBi's slopes x this factor) so it looks at neighbours from the start; 0 = off
-    locality_fade: float = 0.3  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
+    locality_fade: float = 1.0  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
     mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
 
 

@@ -36,6 +36,13 @@ _QUERY_POSITIONS: contextvars.ContextVar[torch.Tensor | None] = contextvars.Cont
     "bertdemo_locality_query_positions", default=None)
 
 
+def locality_checkpoint_note(step: int, strength: float) -> str:
+    """What a learner must know about a checkpoint saved while the bias is still on."""
+    return (f"The checkpoint of step {step:,} was saved with the locality bias at {strength:.0%} of its strength. "
+            "Loaded in the other tabs it is a standard BERT, without the bias, so its answers there differ from "
+            "the probes here until the bias has faded (the run's last checkpoint has none).")
+
+
 def alibi_slopes(heads: int) -> list[float]:
     """ALiBi's per-head slopes: the geometric sequence 2^(-8/n), 2^(-16/n)… for n heads (n a power of 2;
     otherwise those of the next lower power of 2, then every other slope of the next higher one)."""

@@ -36,7 +36,7 @@ from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
-from bertdemo.pretrain.locality import LocalityBias
+from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
@@ -305,6 +305,7 @@ class Trainer:
         self.steps_since_log += 1
         self.step += 1
         self.train_seconds += self.clock() - started
+        self.locality.update(self.progress())  # the model as it stands now: evaluations, probes, checkpoints see it
 
     # logging ----------------------------------------------------------------------------
     def log(self, stop_requested: bool) -> bool:
@@ -396,9 +397,14 @@ class Trainer:
         state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
                  "nsp": self.cfg.objective.nsp, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
                  "history": history_dict(snap)}
+        strength = self.locality.strength
+        if strength > 0:  # the saved model is a stock BERT: it predicts without the bias the run still trains with
+            state["locality_strength"] = strength
         path = runs.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
                                      metrics_csv(snap), self.optimizer, disk=self.disk)
         self.metrics.add_checkpoint(str(path))
+        if strength > 0:
+            self.metrics.update(message=locality_checkpoint_note(self.step, strength))
         self.saved_step = self.step
 
     def evaluate_and_save_if_due(self) -> None:
