@@ -55,11 +55,15 @@ def test_the_speed_book_calibrates_once_per_device_then_uses_measured_runs():
 
 
 def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
-    cfg = _cfg()
+    cfg = _cfg(time_budget_s=0)  # Steps alone end the run
     rate = budget.work_flops(cfg) / 3600  # the whole run takes an hour
     assert budget.check_time(cfg, max_seconds=2 * 3600, rate=rate) == pytest.approx(3600)
     with pytest.raises(ValueError, match=r"about 60 min here; .* after 20 minutes. Lower Steps to about 333,"):
         budget.check_time(cfg, max_seconds=20 * 60, rate=rate)
+    # a 5-minute time budget ends the same run first: it fits the 20-minute cap; a 30-minute one does not
+    assert budget.check_time(_cfg(time_budget_s=300), max_seconds=20 * 60, rate=rate) == 300
+    with pytest.raises(ValueError, match=r"about 30 min here; .* Lower Steps to about 333,"):
+        budget.check_time(_cfg(time_budget_s=1800), max_seconds=20 * 60, rate=rate)
     assert budget.duration_text(30) == "about 30 s" and budget.duration_text(5 * 3600) == "about 5.0 h"
 
 

@@ -73,7 +73,7 @@ def test_a_public_start_keeps_to_the_caps_and_the_servers_own_files(tmp_path):
         service.start(TrainConfig.from_flat(preset="bert-small"), "secret-a")  # a config made by code: capped too
     slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))  # a slow machine
     with pytest.raises(ValueError, match="this public server stops runs after 20 minutes"):
-        slow.start({**SMALL, "steps": 5000}, "secret-a")
+        slow.start({**SMALL, "steps": 5000, "time_budget_s": 0}, "secret-a")  # 0: Steps alone end the run
     assert not (tmp_path / "runs").exists() or [p.name for p in (tmp_path / "runs").iterdir()] == []
 
 
@@ -81,7 +81,10 @@ def test_the_time_estimate_names_the_public_limit(tmp_path):
     service = _service(tmp_path, public=True)
     assert service.time_estimate(SMALL).startswith("Estimated time on this machine: **about 1 s**")
     slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))
-    assert slow.time_estimate({**SMALL, "steps": 5000}).endswith("minute limit: lower Steps.")
+    assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 0}).endswith("minute limit: lower Steps.")
+    # a time budget ends the run first: the estimate is the budget, and says what all the steps would take
+    assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300}).startswith(
+        "Estimated time on this machine: **about 5 min** — the time budget ends it first (5,000 steps would take about")
     assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
 
 

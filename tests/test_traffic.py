@@ -62,6 +62,7 @@ def test_a_refused_upload_is_read_to_its_end_before_the_answer():
     """A server that answers before reading the body closes on a client still sending: it sees a broken pipe,
     never the 429 and its message."""
     import asyncio
+    import threading
 
     chunks = [b"x" * 1000] * 5
     read, sent = [], []
@@ -80,7 +81,10 @@ def test_a_refused_upload_is_read_to_its_end_before_the_answer():
     door.budget.refusal("127.0.0.1", 8000)  # this visitor's hour is used up
     scope = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "client": ("127.0.0.1", 1),
              "headers": [(b"content-length", b"5000")]}
-    asyncio.run(door(scope, receive, send))
+    # its own thread and loop: the test may share its thread with a running loop (a browser test's)
+    worker = threading.Thread(target=asyncio.run, args=(door(scope, receive, send),))
+    worker.start()
+    worker.join(timeout=30)
     assert [m["status"] for _, m in sent if m["type"] == "http.response.start"] == [429]
     assert sent[0][0] == len(chunks)  # every chunk was read before the answer began
 

@@ -245,8 +245,11 @@ def calibrate(device_type: str = "cpu") -> float:
 
 
 def estimate_seconds(cfg: TrainConfig, rate: float, steps: int | None = None) -> float:
-    """Wall time of the run (or of ``steps`` of it) at ``rate`` operations per second."""
-    return work_flops(cfg, steps) / rate
+    """Wall time of the run (or of ``steps`` of it) at ``rate`` operations per second; a whole run ends
+    at its time budget if that comes first."""
+    seconds = work_flops(cfg, steps) / rate
+    budget = cfg.optim.time_budget_s
+    return min(seconds, budget) if steps is None and budget > 0 else seconds
 
 
 def duration_text(seconds: float) -> str:
@@ -263,7 +266,7 @@ def check_time(cfg: TrainConfig, max_seconds: float, rate: float) -> float:
     (a public server's cap), naming the number of steps that would fit."""
     seconds = estimate_seconds(cfg, rate)
     if seconds > max_seconds:
-        per_step = seconds / max(cfg.optim.steps, 1)
+        per_step = estimate_seconds(cfg, rate, cfg.optim.steps) / max(cfg.optim.steps, 1)
         fit = int(max_seconds / per_step)
         raise ValueError(f"This run would take {duration_text(seconds)} here; this public server stops runs after "
                          f"{max_seconds / 60:g} minutes. Lower Steps to about {fit:,}, or the batch size, "

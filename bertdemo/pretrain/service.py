@@ -585,6 +585,10 @@ class RunService:
         except ValueError:
             return ""
         text = f"Estimated time on this machine: **{budget.duration_text(seconds)}**"
+        if 0 < cfg.optim.time_budget_s <= seconds:
+            all_steps = self.speeds.estimate_seconds(cfg, cfg.optim.steps)
+            text += (f" — the time budget ends it first ({cfg.optim.steps:,} steps would take "
+                     f"{budget.duration_text(all_steps)})")
         public = self.settings.public_limits
         if public is not None and seconds > public.max_seconds:
             text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."

@@ -70,6 +70,14 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         out["code"] = note + out["code"]
         return out
 
+    def quietly(answer: Callable[..., dict]) -> Callable[..., dict]:
+        def answer_or_skip(*args):
+            try:
+                return answer(*args)
+            except gr.Error:
+                return gr.skip()
+        return answer_or_skip
+
     def move(step: str, offset: int) -> str:
         return learn_steps.neighbour(step, offset)
 
@@ -95,7 +103,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         inputs, drawn = [step, sentence, model_box], [question, answer, code, open_button]
         ask = dict(fn=learn_step, inputs=inputs, outputs=raw)
         step.change(**ask, api_name="learn_step").success(render, raw, drawn, api_visibility="private")
-        gr.on([sentence.submit, model_box.change], **ask, api_visibility="private").success(
+        sentence.submit(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private")
+        # a model that cannot load is told once, by the status line under the model box, not again here
+        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private").success(
             render, raw, drawn, api_visibility="private")
         back.click(functools.partial(move, offset=-1), step, step, api_visibility="private")
         forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")

@@ -393,7 +393,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
-    timed = (preset, layers, hidden, heads, ffn, steps, batch_size, seq_len, schedule, eval_every, mlm_prob)
+    timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob)
     gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)

@@ -140,7 +140,8 @@ def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server
 
 def test_a_run_longer_than_the_time_cap_is_refused_before_it_starts(public_app):
     client = Client(public_app, verbose=False)
-    long_run = {"preset": "bert-mini", "steps": 5000, "batch_size": 64, "seq_len": 128}
+    long_run = {"preset": "bert-mini", "steps": 5000, "batch_size": 64, "seq_len": 128,
+                "time_budget_s": 0}  # Steps alone end it (a time budget would end it in time)
     with pytest.raises(AppError, match=r"would take about .* Lower Steps to about"):
         client.predict(long_run, "tok-t", api_name="/start_run")
     assert client.predict(api_name="/run_status")["status"] in {"stopped", "finished"}  # no new run

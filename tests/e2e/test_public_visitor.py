@@ -119,9 +119,10 @@ def start_from_page(base: str, token: str, file_path: str, file_name: str, **ove
     components = {c["id"]: c for c in config["components"]}
     values = [components[i]["props"].get("value") for i in dependency["inputs"][1:]]  # [0]: the owner token
     names = ["preset", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "corpus",
-             "upload", "position_embeddings", "whole_word_masking", "static_masks", "nsp", "mlm_probability",
-             "mask_replace_prob", "random_replace_prob", "seq_len_schedule", "seq_len", "batch_size", "steps", "lr",
-             "warmup_steps", "eval_every", "checkpoint_every", "seed", "resume_from", "probe_text"]
+             "upload", "position_embeddings", "whole_word_masking", "static_masks", "nsp", "locality_fade",
+             "mlm_probability", "mask_replace_prob", "random_replace_prob", "seq_len_schedule", "seq_len", "batch_size",
+             "steps", "time_budget_s", "lr", "warmup_steps", "eval_every", "checkpoint_every", "seed", "resume_from",
+             "probe_text", "probe_expected"]
     assert len(names) == len(values)
     form = dict(zip(names, values))
     form.update({k: v for k, v in RUN.items() if k in form}, corpus="upload", **overrides)
