@@ -229,15 +229,6 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
                 ranks_plot = gr.Plot(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
                                      elem_id="pt-probe-ranks")
-                with gr.Accordion("Does the model know word order? The order probe", open=True, elem_id="pt-order-box"):
-                    gr.Markdown(run_curves.ORDER_PROBE_NOTE)
-                    with gr.Row():
-                        # a custom value: the API may name a run created after this page was built
-                        order_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-order-run", scale=3,
-                                                allow_custom_value=True)
-                        order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
-                        order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
-                    order_out = gr.Markdown(elem_id="pt-order")
                 with gr.Row():
                     # read at page load: the live run's probe when there is one, else the default
                     probe = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_text", "") or d.monitor.probe_text,
@@ -250,6 +241,15 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                                            column_widths=["38%", "14%", "12%", "36%"],
                                            label="The probes now: rank of the expected word, top-5 guesses",
                                            elem_id="pt-probe")
+                with gr.Accordion("Does the model know word order? The order probe", open=True, elem_id="pt-order-box"):
+                    gr.Markdown(run_curves.ORDER_PROBE_NOTE)
+                    with gr.Row():
+                        # a custom value: the API may name a run created after this page was built
+                        order_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-order-run", scale=3,
+                                                allow_custom_value=True)
+                        order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
+                        order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
+                    order_out = gr.Markdown(elem_id="pt-order")
                 with gr.Accordion("Runs on this server: download, delete", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
