@@ -269,8 +269,7 @@ class Trainer:
         """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
         cfg = self.cfg
         started = self.clock()
-        progress = self.progress()
-        self.locality.update(progress)
+        progress = self.progress()  # the locality bias was set for it when the last step ended (or at start)
         batch_size = self.batch_size_now()
         length = self.phase_length(self.step)
         if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
