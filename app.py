@@ -44,9 +44,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
                          help="require this login (repeatable)")
+    traffic.add_argument("--trusted-proxies", type=int, default=None, metavar="N",
+                         help="reverse proxies in front of this server that append the address they received from "
+                              "to X-Forwarded-For; a visitor is the N-th entry from the right (default: 1 on a "
+                              "Space and with --share, whose tunnel appends it; else 0, the connecting address)")
     args = parser.parse_args(argv)
     if args.keep_checkpoints < 1:
         parser.error("--keep-checkpoints must be at least 1")
+    if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
+        parser.error("--trusted-proxies must be between 0 and 8")
     for pair in args.auth:
         if ":" not in pair or not pair.split(":", 1)[0]:
             parser.error(f"--auth takes user:password, got {pair.split(':', 1)[0]!r}…")
@@ -56,6 +62,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def is_public(args: argparse.Namespace) -> bool:
     """Public mode: --public, --share, or running on a Hugging Face Space. Off by default at localhost."""
     return bool(args.public or args.share or os.environ.get("SPACE_ID"))
+
+
+def trusted_proxies(args: argparse.Namespace) -> int:
+    """Proxies that append the visitor's address to X-Forwarded-For: as given, else one on a Space (its
+    proxy) and with --share (the tunnel), else none (the connecting address is the visitor)."""
+    if args.trusted_proxies is not None:
+        return args.trusted_proxies
+    return 1 if (args.share or os.environ.get("SPACE_ID")) else 0
 
 
 def settings_from_args(args: argparse.Namespace):
@@ -75,6 +89,7 @@ def settings_from_args(args: argparse.Namespace):
         allowed=(args.model,),  # the operator's --model loads as on localhost
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=get_upload_folder(),
+        trusted_proxies=trusted_proxies(args),
     )
 
 

@@ -1,5 +1,5 @@
-"""Bounds at the HTTP door, before gradio parses anything: a cap on every request body, and a budget on
-what the upload route may write — per client and for the whole server, per hour.
+"""Bounds at the HTTP door, before gradio parses anything: a cap on every request body, a budget on
+what the upload route may write — per visitor and for the whole server, per hour — and who the visitor is.
 
 Gradio caps each uploaded file (``max_file_size``) but not how many files or requests a client sends,
 and keeps uploads for an hour; a JSON body of any size is parsed in full before a handler can look at
@@ -7,6 +7,14 @@ it. :class:`RequestLimits` is a plain ASGI middleware (``app.py`` passes it to `
 ``app_kwargs``): a body over its cap is answered 413 without being read, and an upload past the
 budget 429, each with a sentence saying what to do. Its counters belong to the one middleware
 object of this server. Standard library only (it sits outside bertdemo.ui, which imports gradio).
+
+Who the visitor is (:func:`visitor_address`) must be something the visitor cannot choose: a token or a
+header they write themselves would let one visitor pass for many. It is the address of the peer that
+connected, or — behind ``trusted_proxies`` reverse proxies that each append the address they received
+from to ``X-Forwarded-For`` (a Space's proxy, the ``--share`` tunnel) — the entry the outermost trusted
+proxy appended, counted from the right: entries to its left are whatever the client sent. The door
+writes the result into :data:`VISITOR_HEADER` on every request (dropping any copy the client sent), so
+handlers read one value computed in one place.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 UPLOAD_SUFFIX = "/upload"
+VISITOR_HEADER = "x-bertdemo-visitor"  # set by the door on every request; handlers read who the visitor is here
 DRAIN_BYTES = 256 * 2**20  # an oversized body is read and dropped up to this much, so its sender gets the 413
 
 
@@ -38,15 +47,16 @@ class TrafficRules:
     upload_bytes_per_client_hour: int = 200 * 2**20
     upload_bytes_per_hour: int = 2 * 2**30  # every client together
     window_s: float = 3600.0
+    trusted_proxies: int = 0  # reverse proxies in front of this server that append to X-Forwarded-For
 
     @classmethod
-    def for_server(cls, public: bool, max_upload_bytes: int) -> TrafficRules:
+    def for_server(cls, public: bool, max_upload_bytes: int, trusted_proxies: int = 0) -> TrafficRules:
         """A public server budgets uploads per visitor and in all; localhost only caps request sizes."""
         per_request = max_upload_bytes + 2**20
         if public:
-            return cls(max_upload_request_bytes=per_request)
+            return cls(max_upload_request_bytes=per_request, trusted_proxies=trusted_proxies)
         return cls(max_upload_request_bytes=per_request, upload_bytes_per_client_hour=NO_CAP,
-                   upload_bytes_per_hour=NO_CAP)
+                   upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies)
 
 
 class UploadBudget:
@@ -87,13 +97,29 @@ class UploadBudget:
             return None
 
 
-def client_key(scope: Scope) -> str:
-    """Who sent a request: the first address of X-Forwarded-For (behind a Space's proxy), else the peer."""
-    for name, value in scope.get("headers") or []:
-        if name == b"x-forwarded-for":
-            return value.decode("latin-1").split(",")[0].strip()
+def visitor_address(scope: Scope, trusted_proxies: int = 0) -> str:
+    """Who sent a request, as nobody but the network can say (see the module): the peer's address, or
+    behind ``trusted_proxies`` proxies the ``trusted_proxies``-th X-Forwarded-For entry from the right.
+    A request that passed fewer proxies than that (a shorter header) is keyed on its leftmost entry: it
+    still cannot pose as anyone but what the nearest proxy saw, so several such requests stay one visitor."""
     client = scope.get("client")
-    return client[0] if client else "?"
+    peer = client[0] if client else "?"
+    if trusted_proxies <= 0:
+        return peer
+    hops: list[str] = []
+    for name, value in scope.get("headers") or []:
+        if name == b"x-forwarded-for":  # several header lines read as one list, in order
+            hops += [hop.strip() for hop in value.decode("latin-1").split(",") if hop.strip()]
+    if not hops:
+        return peer
+    return hops[-trusted_proxies] if len(hops) >= trusted_proxies else hops[0]
+
+
+def with_visitor(scope: Scope, visitor: str) -> Scope:
+    """``scope`` whose headers carry :data:`VISITOR_HEADER` = ``visitor``, any copy the client sent dropped."""
+    key = VISITOR_HEADER.encode()
+    headers = [(name, value) for name, value in scope.get("headers") or [] if name.lower() != key]
+    return {**scope, "headers": headers + [(key, visitor.encode("latin-1", "replace"))]}
 
 
 class RequestLimits:
@@ -105,6 +131,11 @@ class RequestLimits:
         self.budget = budget or UploadBudget(self.rules)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in {"http", "websocket"}:
+            await self.app(scope, receive, send)
+            return
+        visitor = visitor_address(scope, self.rules.trusted_proxies)
+        scope = with_visitor(scope, visitor)
         if scope["type"] != "http" or scope.get("method") not in {"POST", "PUT", "PATCH"}:
             await self.app(scope, receive, send)
             return
@@ -117,7 +148,7 @@ class RequestLimits:
                                      f"{_size(cap)} per request.")
             return
         if upload:
-            why = self.budget.refusal(client_key(scope), declared or cap)
+            why = self.budget.refusal(visitor, declared or cap)
             if why is not None:
                 await _drain(receive, cap)  # read and dropped: a sender cut off mid-body never hears the answer
                 await _answer(send, 429, why)

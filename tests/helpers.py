@@ -108,3 +108,12 @@ def masked_blocks(B: int = 3, T: int = 20, k: int = 5) -> tuple[torch.Tensor, to
     positions = torch.rand((B, T), generator=g).topk(k, dim=1).indices  # (B, k)
     labels = torch.full((B, T), -100).scatter(1, positions, torch.randint(5, 100, (B, k), generator=g))
     return input_ids, labels, positions
+
+
+def visitor_client(url: str, address: str):
+    """A gradio Client that the public server takes for the visitor at ``address``: the header a Space's
+    proxy would append it to. Each test that starts runs there comes from its own address, so the
+    per-visitor run quota of one test never holds up another."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, headers={"x-forwarded-for": address})

@@ -23,6 +23,18 @@ def test_public_mode_switches(monkeypatch):
         app.parse_args(["--auth", "nopassword"])
 
 
+def test_a_visitor_is_read_behind_the_proxy_a_space_or_the_share_tunnel_puts_in_front(monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert app.settings_from_args(app.parse_args(["--public"])).traffic.trusted_proxies == 0  # the peer itself
+    assert app.settings_from_args(app.parse_args(["--share"])).traffic.trusted_proxies == 1
+    assert app.settings_from_args(app.parse_args(["--public", "--trusted-proxies", "2"])).traffic.trusted_proxies == 2
+    monkeypatch.setenv("SPACE_ID", "someone/bert-explorer")
+    assert app.settings_from_args(app.parse_args([])).traffic.trusted_proxies == 1
+    assert app.settings_from_args(app.parse_args(["--trusted-proxies", "0"])).traffic.trusted_proxies == 0
+    with pytest.raises(SystemExit):
+        app.parse_args(["--trusted-proxies", "-1"])
+
+
 def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     monkeypatch.delenv("SPACE_ID", raising=False)
     monkeypatch.setenv("BERTDEMO_ADMIN_TOKEN", "s3cret")

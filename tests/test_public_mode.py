@@ -265,11 +265,13 @@ def test_zero_gpu_main_process_stays_on_cpu(monkeypatch):
     assert device_mod.resolve_device("auto").type == "cuda"
 
 
-def _leftover_run(runs_dir, run_id: str, token: str, age_s: float = 0.0) -> None:
-    """A run folder that never saved (as a failed or killed run leaves it), owned by ``token``."""
+def _leftover_run(runs_dir, run_id: str, token: str, age_s: float = 0.0, visitor: str = "") -> None:
+    """A run folder that never saved (as a failed or killed run leaves it), owned by ``token``, started
+    from the address ``visitor``."""
     folder = runs_dir / run_id
     folder.mkdir(parents=True)
     ckpt.record_owner(folder, token)
+    ckpt.record_visitor(folder, visitor)
     if age_s:
         then = time.time() - age_s
         for path in (folder / ckpt.OWNER_FILE, folder):
@@ -291,6 +293,24 @@ def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path)
     run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-a")
     try:
         assert run.active and sorted(ckpt.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
+    finally:
+        run.stop()
+        run.join(30)
+
+
+def test_a_visitor_who_makes_up_a_token_per_run_is_still_one_visitor(corpus_file, tmp_path):
+    service = _public_service(tmp_path)
+    runs_dir = tmp_path / "runs"
+    for k in range(3):
+        _leftover_run(runs_dir, f"20260101-00000{k}-bert-tiny", f"made-up-{k}", visitor="203.0.113.5")
+    with pytest.raises(ValueError, match="You keep 3 runs on this server, the most one visitor may"):
+        service.start(_tiny(corpus_file, tmp_path), owner_token="made-up-3", visitor="203.0.113.5")
+    run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-other",
+                        visitor="198.51.100.7")  # another address still starts a run
+    try:
+        assert (runs_dir / run.run_id / ckpt.VISITOR_FILE).is_file()
+        assert ckpt.runs_owned_by(runs_dir, "", "198.51.100.7") == [run.run_id]  # recorded for its quota
+        assert "198.51.100.7" not in (runs_dir / run.run_id / ckpt.VISITOR_FILE).read_text()  # a digest only
     finally:
         run.stop()
         run.join(30)

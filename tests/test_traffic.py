@@ -1,5 +1,7 @@
 """The HTTP door: request bodies over their cap get 413 without reaching the app, uploads past the
-per-visitor or per-server hourly budget get 429, and the budget frees up as the hour passes."""
+per-visitor or per-server hourly budget get 429, the budget frees up as the hour passes, and who the
+visitor is comes from the network (the peer, or what a trusted proxy appended), never from what the client
+writes in its headers."""
 
 from __future__ import annotations
 
@@ -10,22 +12,52 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from bertdemo.traffic import RequestLimits, TrafficRules, UploadBudget
+from bertdemo.traffic import VISITOR_HEADER, RequestLimits, TrafficRules, UploadBudget, visitor_address
 
 RULES = TrafficRules(max_body_bytes=1000, max_upload_request_bytes=5000, upload_bytes_per_client_hour=8000,
                      upload_bytes_per_hour=12000, window_s=3600)
+BEHIND_A_PROXY = TrafficRules(**{**RULES.__dict__, "trusted_proxies": 1})
 
 
-def _client(seen: list) -> TestClient:
+def _client(seen: list, rules: TrafficRules = RULES) -> TestClient:
     async def endpoint(request: Request):
         body = await request.body()
         seen.append(len(body))
-        return JSONResponse({"bytes": len(body)})
+        return JSONResponse({"bytes": len(body), "visitors": request.headers.getlist(VISITOR_HEADER)})
 
     app = Starlette(routes=[Route("/gradio_api/queue/join", endpoint, methods=["POST"]),
                             Route("/gradio_api/upload", endpoint, methods=["POST"])],
-                    middleware=[Middleware(RequestLimits, rules=RULES)])
+                    middleware=[Middleware(RequestLimits, rules=rules)])
     return TestClient(app)
+
+
+def _scope(peer: str, *forwarded: str) -> dict:
+    return {"type": "http", "client": (peer, 5555),
+            "headers": [(b"x-forwarded-for", value.encode()) for value in forwarded]}
+
+
+def test_the_visitor_is_the_peer_unless_proxies_are_trusted():
+    assert visitor_address(_scope("10.1.1.1", "6.6.6.6")) == "10.1.1.1"  # no proxy: the header is the client's own
+    assert visitor_address(_scope("10.1.1.1"), trusted_proxies=1) == "10.1.1.1"  # no header: the peer
+
+
+def test_behind_a_proxy_the_visitor_is_what_the_proxy_appended():
+    # the proxy appends the address it received from; entries to its left are whatever the client sent
+    assert visitor_address(_scope("10.0.0.9", "203.0.113.5"), trusted_proxies=1) == "203.0.113.5"
+    assert visitor_address(_scope("10.0.0.9", "1.2.3.4, 203.0.113.5"), trusted_proxies=1) == "203.0.113.5"
+    assert visitor_address(_scope("10.0.0.9", "1.2.3.4", "203.0.113.5"), trusted_proxies=1) == "203.0.113.5"
+    # two proxies: the outer one's entry is second from the right
+    assert visitor_address(_scope("10.0.0.9", "1.2.3.4, 203.0.113.5, 10.0.0.7"), trusted_proxies=2) == "203.0.113.5"
+    # a request that passed only the inner proxy is what that proxy saw
+    assert visitor_address(_scope("10.0.0.9", "198.51.100.3"), trusted_proxies=2) == "198.51.100.3"
+
+
+def test_the_door_tells_handlers_the_visitor_and_drops_the_clients_own_claim():
+    client = _client([], BEHIND_A_PROXY)
+    answer = client.post("/gradio_api/queue/join", content=b"{}",
+                         headers={"x-forwarded-for": "1.2.3.4, 203.0.113.5", VISITOR_HEADER: "someone-else"})
+    assert answer.json()["visitors"] == ["203.0.113.5"]
+    assert _client([]).post("/gradio_api/queue/join", content=b"{}").json()["visitors"] == ["testclient"]
 
 
 def test_a_body_over_its_cap_never_reaches_the_app():
@@ -46,16 +78,28 @@ def test_a_body_over_its_cap_never_reaches_the_app():
 
 def test_uploads_past_a_visitors_hourly_budget_are_refused():
     seen = []
-    client = _client(seen)
+    client = _client(seen, BEHIND_A_PROXY)
+
+    def upload(size: int, forwarded: str) -> int:
+        return client.post("/gradio_api/upload", content=b"x" * size,
+                           headers={"x-forwarded-for": forwarded}).status_code
+
+    for _ in range(2):
+        assert upload(4000, "203.0.113.5") == 200
+    refused = client.post("/gradio_api/upload", content=b"x" * 10, headers={"x-forwarded-for": "203.0.113.5"})
+    assert refused.status_code == 429 and "from one visitor" in refused.json()["error"]
+    assert upload(10, "10.9.9.9, 203.0.113.5") == 429  # a made-up address in front changes nothing
+    assert upload(3000, "203.0.113.6") == 200  # another visitor still may…
+    assert upload(3000, "203.0.113.7") == 429  # …until the server's hour is full
+    assert seen == [4000, 4000, 3000]
+
+
+def test_without_a_trusted_proxy_a_forwarded_header_does_not_make_a_new_visitor():
+    client = _client([])
     for _ in range(2):
         assert client.post("/gradio_api/upload", content=b"x" * 4000).status_code == 200
-    refused = client.post("/gradio_api/upload", content=b"x" * 10)
-    assert refused.status_code == 429 and "from one visitor" in refused.json()["error"]
-    other = client.post("/gradio_api/upload", content=b"x" * 3000, headers={"x-forwarded-for": "10.0.0.2"})
-    assert other.status_code == 200  # another visitor still may…
-    assert client.post("/gradio_api/upload", content=b"x" * 3000,
-                       headers={"x-forwarded-for": "10.0.0.3"}).status_code == 429  # …until the server's hour is full
-    assert seen == [4000, 4000, 3000]
+    assert client.post("/gradio_api/upload", content=b"x" * 10,
+                       headers={"x-forwarded-for": "10.0.0.2"}).status_code == 429
 
 
 def test_a_refused_upload_is_read_to_its_end_before_the_answer():
@@ -98,6 +142,7 @@ def test_the_budget_frees_up_as_the_hour_passes():
 
 
 def test_a_local_server_only_caps_request_sizes():
-    local, public = TrafficRules.for_server(False, 20 * 2**20), TrafficRules.for_server(True, 20 * 2**20)
+    local, public = TrafficRules.for_server(False, 20 * 2**20), TrafficRules.for_server(True, 20 * 2**20, 1)
+    assert (local.trusted_proxies, public.trusted_proxies) == (0, 1)
     assert local.max_upload_request_bytes == public.max_upload_request_bytes == 21 * 2**20
     assert local.upload_bytes_per_client_hour > 2**40 and public.upload_bytes_per_client_hour == 200 * 2**20

@@ -15,7 +15,8 @@ budget is refused and the previous checkpoint stays.
 
 Run folders. Every run's checkpoint keeps its settings and its metric history, so runs stay listed
 after a restart. Runs are named by their folder under ``runs_dir`` (the run id); only names of
-existing direct children are ever touched. ``owner.sha256`` remembers who started a run.
+existing direct children are ever touched. ``owner.sha256`` remembers who started a run (the token that
+controls it), ``visitor.sha256`` from which address (what a visitor's run quota counts).
 
 Uploads. A file the page receives lands in the web server's upload folder, whose files anyone can
 fetch by URL. :func:`adopt_upload` moves a corpus from there to ``<runs_dir>/.uploads/<content hash>/<name>``
@@ -349,6 +350,22 @@ def _digest(token: str) -> str:
     return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+VISITOR_FILE = "visitor.sha256"  # a digest of the address that started the run (public servers), for the quota
+
+
+def record_visitor(folder: str | Path, visitor: str) -> None:
+    """Remember from which address the run in ``folder`` was started (nothing when ``visitor`` is empty)."""
+    if visitor:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        storage.write_text(Path(folder) / VISITOR_FILE, _digest(visitor))
+
+
+def _started_from(runs_dir: str | Path, run_id: str, visitor: str) -> bool:
+    path = run_dir(runs_dir, run_id, saved=False) / VISITOR_FILE
+    return bool(visitor) and path.is_file() and hmac.compare_digest(path.read_text(encoding="utf-8").strip(),
+                                                                    _digest(visitor))
+
+
 def record_owner(folder: str | Path, token: str) -> None:
     """Remember who started the run in ``folder`` (its first owner stays; nothing when ``token`` is empty)."""
     path = Path(folder) / OWNER_FILE
@@ -376,9 +393,11 @@ def run_ids(runs_dir: str | Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and _RUN_ID.match(p.name)) if root.is_dir() else []
 
 
-def runs_owned_by(runs_dir: str | Path, token: str) -> list[str]:
-    """The runs (saved or not) that ``token`` started."""
-    return [run_id for run_id in run_ids(runs_dir) if is_owner(runs_dir, run_id, token)]
+def runs_owned_by(runs_dir: str | Path, token: str, visitor: str = "") -> list[str]:
+    """The runs (saved or not) that ``token`` started, or that were started from the address ``visitor``
+    (whatever token they carry: a visitor who invents a token per run is still one visitor)."""
+    return [run_id for run_id in run_ids(runs_dir)
+            if is_owner(runs_dir, run_id, token) or _started_from(runs_dir, run_id, visitor)]
 
 
 def last_touched(folder: Path) -> float:

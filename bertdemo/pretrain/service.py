@@ -78,13 +78,14 @@ class TrainingRun:
 
     def __init__(self, cfg: TrainConfig, runs_dir: str | Path, owner_token: str = "",
                  max_seconds: float | None = None, disk: DiskRules | None = None,
-                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
+                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic, visitor: str = "") -> None:
         with LOGIC_IMPORT_LOCK:
             from bertdemo.pretrain.trainer import RunControl  # torch: the run's engine
 
         cfg.validate()
         self.cfg = cfg
         self.owner_token = owner_token  # the secret of the browser (or API caller) that started it; "" = anyone
+        self.visitor = visitor  # the address it was started from (public servers' run quota); "" = not recorded
         self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
         self.runs_dir = Path(runs_dir)
         self.disk = disk or DiskRules()
@@ -122,6 +123,7 @@ class TrainingRun:
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
             self.metrics.update(run_id=self.run_id)
         runs.record_owner(self.checkpoint_dir.parent, self.owner_token)  # who may delete it later
+        runs.record_visitor(self.checkpoint_dir.parent, self.visitor)  # whose quota it counts in
         self._thread.name = f"pretrain-{self.run_id}"
         if self.max_seconds is not None:
             self._deadline = self._clock() + self.max_seconds
@@ -224,7 +226,7 @@ class RunManager:
     """Starts runs one at a time and remembers the latest one."""
 
     def __init__(self, runs_dir: str | Path = "runs", disk: DiskRules | None = None,
-                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
+                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic, visitor: str = "") -> None:
         self.runs_dir = Path(runs_dir)
         self.disk = disk or DiskRules()
         self.speeds = speeds
@@ -255,16 +257,17 @@ class RunManager:
         return self._current
 
     def start(self, cfg: TrainConfig, owner_token: str = "", max_seconds: float | None = None,
-              hold: object | None = None) -> TrainingRun:
+              hold: object | None = None, visitor: str = "") -> TrainingRun:
         """Start a run in the background; ValueError if one is already active or the config is invalid.
 
-        ``owner_token``: the secret that controls the run (public servers); ``max_seconds``: its wall-time
+        ``owner_token``: the secret that controls the run (public servers); ``visitor``: the address that
+        started it (what a visitor's run quota counts); ``max_seconds``: its wall-time
         cap; ``hold``: the key of :meth:`hold`, for the holder that continues the current run. Nothing is
         written before this machine's run lock is held."""
         with self._lock:
             self._check_free(hold)
             run = TrainingRun(cfg, self.runs_dir, owner_token=owner_token, max_seconds=max_seconds,
-                              disk=self.disk, speeds=self.speeds, clock=self.clock)
+                              disk=self.disk, speeds=self.speeds, clock=self.clock, visitor=visitor)
             lock = self._machine_lock()
             try:
                 run.start(lock)
@@ -350,10 +353,12 @@ class RunService:
         return status
 
     def start(self, request: dict[str, Any] | TrainConfig, owner_token: str = "",
-              upload_root: str | None = None) -> TrainingRun:
+              upload_root: str | None = None, visitor: str = "") -> TrainingRun:
         """Start a run from the form's or an API caller's settings (TrainConfig's leaf names, plus
         ``upload``), or from a TrainConfig made by code. ``upload_root``: the web server's upload folder, where a page's
-        upload must lie (API callers cannot upload: None). ValueError naming what to change."""
+        upload must lie (API callers cannot upload: None); ``visitor``: the address the request came from
+        (:func:`bertdemo.traffic.visitor_address`), which a public server's run quota counts together with
+        the token. ValueError naming what to change."""
         manager, public = self.manager, self.settings.public_limits
         manager.check_free()  # a refused start costs nothing: no config, memory, disk or time checks
         settings = request if isinstance(request, dict) else None
@@ -376,7 +381,7 @@ class RunService:
                 raise ValueError("Only the browser that started this run (or this server's administrator) may "
                                  "resume it; start a new run, or resume one of yours.")
         if public is not None:
-            self._check_visitor_share(owner_token, resuming=bool(cfg.system.resume_from))
+            self._check_visitor_share(owner_token, visitor, resuming=bool(cfg.system.resume_from))
         budget.check_memory(cfg)
         budget.check_disk(cfg, self.runs_dir, self.settings.disk)
         if public is not None:
@@ -387,6 +392,7 @@ class RunService:
             cfg = cfg.replace(corpus=str(runs.adopt_upload(received, self.runs_dir)))
         try:
             run = manager.start(cfg, owner_token=owner_token if public is not None else "",
+                                visitor=visitor if public is not None else "",
                                 max_seconds=public.max_seconds if public is not None else None)
         except ValueError:
             runs.release_uploads(self.runs_dir, active=self._active_corpora())
@@ -441,16 +447,17 @@ class RunService:
             raise ValueError(f"{name} has no saved training state to resume: pick another run.")
         return folder
 
-    def _check_visitor_share(self, owner_token: str, resuming: bool) -> None:
-        """A public server: ended runs untouched for ``keep_hours`` go first; then one visitor keeps at most
-        ``max_runs_per_visitor`` runs (saved or not), so nobody holds the disk budget (the admin is not counted)."""
+    def _check_visitor_share(self, owner_token: str, visitor: str, resuming: bool) -> None:
+        """A public server: ended runs untouched for ``keep_hours`` go first; then one visitor — the runs
+        their token or their address started — keeps at most ``max_runs_per_visitor`` runs (saved or not), so
+        nobody holds the disk budget (the admin is not counted)."""
         caps = self.settings.public_limits
         live = self.manager.current
         keep = [live.run_id] if live is not None and live.active else []
         runs.expire_runs(self.runs_dir, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
         if resuming or self.settings.is_admin(owner_token):
             return
-        mine = runs.runs_owned_by(self.runs_dir, owner_token)
+        mine = runs.runs_owned_by(self.runs_dir, owner_token, visitor)
         if len(mine) >= caps.max_runs_per_visitor:
             raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
                              "yours (Runs on this server → Delete, or /delete_run) to start another.")

@@ -12,6 +12,7 @@ from bertdemo.models import availability
 from bertdemo.models.load_errors import mask_paths
 from bertdemo.viz.model_info import model_summary
 from bertdemo.explore.messages import no_head_message
+from bertdemo.traffic import VISITOR_HEADER
 
 if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource as ModelStore
@@ -52,6 +53,13 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
 def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     """Adapt ``gr.Progress`` to the ``(fraction, message)`` callback the loaders take."""
     return lambda fraction, message: progress(fraction, desc=message)
+
+
+def visitor_of(request: gr.Request | None) -> str:
+    """The address a request came from, as the HTTP door worked it out (:mod:`bertdemo.traffic`); "" when
+    the door did not run (a handler called in-process)."""
+    headers = getattr(request, "headers", None)
+    return str(headers.get(VISITOR_HEADER, "")) if headers is not None else ""
 
 
 def client_gone() -> Callable[[], bool]:

@@ -29,7 +29,7 @@ from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.common import labelled_choices
+from bertdemo.ui.common import labelled_choices, visitor_of
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
@@ -277,21 +277,22 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     form_names = list(form)
 
     @user_errors
-    def start_from_page(token: str, *values):
+    def start_from_page(request: gr.Request, token: str, *values):
         """The page's Start: the form, as settings, becomes a run owned by this browser."""
         token = token or secrets.token_urlsafe(24)
-        runs.start(dict(zip(form_names, values)), token, upload_root=gr.utils.get_upload_folder())
+        runs.start(dict(zip(form_names, values)), token, upload_root=gr.utils.get_upload_folder(),
+                   visitor=visitor_of(request))
         return status_text(), token
 
     @user_errors
-    def start_run(settings: dict, owner_token: str = "") -> str:
+    def start_run(settings: dict, owner_token: str = "", request: gr.Request = None) -> str:
         """Start a pretraining run. `settings` uses TrainConfig's setting names (e.g. {"preset": "bert-tiny",
         "steps": 500, "lr": 0.001}); anything left out keeps its default. On a public server pass an
         `owner_token` (any secret string): only that token pauses, resumes and stops the run."""
         if ctx.settings.is_public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run; "
                              "the same token pauses, resumes and stops it.")
-        runs.start(settings, owner_token)  # API callers cannot upload here: no upload folder
+        runs.start(settings, owner_token, visitor=visitor_of(request))  # API callers cannot upload: no upload folder
         return status_text()
 
     def run_status() -> dict | None:

@@ -146,8 +146,12 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
 
 
 def _parameter_names(fn: Callable) -> list[str]:
+    """The parameters gradio fills from the event's inputs, in order: not the ones it fills itself
+    (a ``gr.Request``, a ``gr.Progress``)."""
+    hints = gr.utils.get_type_hints(fn)
     return [name for name, p in inspect.signature(fn).parameters.items()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and hints.get(name) not in (gr.Request, gr.Request | None) and not isinstance(p.default, gr.Progress)]
 
 
 def guard_events(demo: gr.Blocks) -> int:

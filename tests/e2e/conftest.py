@@ -137,13 +137,14 @@ def app_server(app_model_dir, runs_dir):
 
 @pytest.fixture(scope="session")
 def public_server(app_model_dir, tmp_path_factory):
-    """One public app for the session, as on a ZeroGPU Space (SPACES_ZERO_GPU=true), uploads capped at 1 MB:
+    """One public app for the session, as on a ZeroGPU Space (SPACES_ZERO_GPU=true) behind its proxy (a
+    visitor is the last X-Forwarded-For entry: see :func:`tests.helpers.visitor_client`), uploads capped at 1 MB:
     ``url``, ``runs`` (its runs folder), ``temp`` (gradio's upload folder), ``proc``."""
     from types import SimpleNamespace
 
     runs, temp = tmp_path_factory.mktemp("public-runs"), tmp_path_factory.mktemp("public-gradio-temp")
     url, proc = launch_app(["--public", "--offline", "--model", app_model_dir, "--runs-dir", str(runs),
-                            "--max-upload-mb", "1"],
+                            "--max-upload-mb", "1", "--trusted-proxies", "1"],
                            env={"BERTDEMO_ADMIN_TOKEN": "", "SPACES_ZERO_GPU": "true", "GRADIO_TEMP_DIR": str(temp)})
     try:
         yield SimpleNamespace(url=url, runs=runs, temp=temp, proc=proc)

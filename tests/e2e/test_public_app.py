@@ -17,6 +17,7 @@ from gradio_client.exceptions import AppError
 
 from bertdemo.models.policy import REFUSED
 from tests.e2e.conftest import REPO_ROOT
+from tests.helpers import visitor_client
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
@@ -37,7 +38,7 @@ def test_page_says_public_mode(public_app):
 
 
 def test_server_paths_refused_with_one_message(public_app):
-    client = Client(public_app, verbose=False)
+    client = visitor_client(public_app, "198.51.100.10")
     messages = set()
     for path in ("/etc", "/no/such/folder", str(REPO_ROOT), "./bertdemo/assets", "../main/bertdemo"):
         with pytest.raises(AppError) as err:
@@ -47,7 +48,7 @@ def test_server_paths_refused_with_one_message(public_app):
 
 
 def test_only_the_starter_controls_the_run_and_caps_hold(public_app):
-    starter, other = Client(public_app, verbose=False), Client(public_app, verbose=False)
+    starter, other = visitor_client(public_app, "198.51.100.11"), visitor_client(public_app, "198.51.100.12")
     with pytest.raises(AppError, match="parameters"):
         starter.predict({"preset": "bert-small"}, "tok-a", api_name="/start_run")
     with pytest.raises(AppError, match="cache_dir cannot be set"):
@@ -70,7 +71,7 @@ def test_only_the_starter_controls_the_run_and_caps_hold(public_app):
 
 
 def test_run_status_and_model_names_show_no_server_path(public_server):
-    client = Client(public_server.url, verbose=False)
+    client = visitor_client(public_server.url, "198.51.100.13")
     client.predict({**RUN, "steps": 40, "eval_every": 20}, "tok-n", api_name="/start_run")
     snap = _wait_ended(client, timeout=120)
     assert snap["status"] == "finished", snap
@@ -81,7 +82,7 @@ def test_run_status_and_model_names_show_no_server_path(public_server):
 
 
 def test_refused_model_names_say_what_to_change_and_reveal_nothing(public_app):
-    client = Client(public_app, verbose=False)
+    client = visitor_client(public_app, "198.51.100.14")
 
     def message(name: str) -> str:
         with pytest.raises(AppError) as err:
@@ -98,7 +99,7 @@ def test_refused_model_names_say_what_to_change_and_reveal_nothing(public_app):
 
 
 def test_only_the_runs_starter_may_resume_or_delete_it(public_server):
-    client = Client(public_server.url, verbose=False)
+    client = visitor_client(public_server.url, "198.51.100.15")
     snap = client.predict(api_name="/run_status")  # the ended run started with "tok-n"
     run_id = snap["run_id"]
     assert snap["status"] in {"stopped", "finished"}
@@ -122,7 +123,7 @@ def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server
         config = json.loads(resp.read())
     burst = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "pt-burst"]
     assert burst and burst[0]["props"].get("visible") is not False  # the GPU burst button is offered
-    starter, other = Client(public_server.url, verbose=False), Client(public_server.url, verbose=False)
+    starter, other = visitor_client(public_server.url, "198.51.100.16"), visitor_client(public_server.url, "198.51.100.17")
     starter.predict({**RUN, "steps": 3000}, "tok-z", api_name="/start_run")
     try:
         deadline = time.monotonic() + 60
@@ -139,7 +140,7 @@ def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server
 
 
 def test_a_run_longer_than_the_time_cap_is_refused_before_it_starts(public_app):
-    client = Client(public_app, verbose=False)
+    client = visitor_client(public_app, "198.51.100.18")
     long_run = {"preset": "bert-mini", "steps": 5000, "batch_size": 64, "seq_len": 128,
                 "time_budget_s": 0}  # Steps alone end it (a time budget would end it in time)
     with pytest.raises(AppError, match=r"would take about .* Lower Steps to about"):
@@ -148,7 +149,7 @@ def test_a_run_longer_than_the_time_cap_is_refused_before_it_starts(public_app):
 
 
 def test_attention_calls_do_not_pile_up_pngs(public_server):
-    client = Client(public_server.url, verbose=False)
+    client = visitor_client(public_server.url, "198.51.100.19")
 
     def pngs() -> list[Path]:
         return sorted(public_server.temp.rglob("*.png"))

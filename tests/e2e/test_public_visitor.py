@@ -1,7 +1,7 @@
 """What one visitor may leave behind on a public server, through the launched app's HTTP API and the page's
 own queue calls: the probe is bounded (its length, its [MASK]s, the evaluations /run_status sends), held-out
-batches per evaluation are capped, one visitor keeps at most three runs while another still starts one,
-an upload's file name reaches the shared status line as typed, and odd values (a non-ASCII token,
+batches per evaluation are capped, one visitor (as the proxy names them, whatever tokens they make up) keeps at
+most three runs while another still starts one, an upload's file name reaches the shared status line as typed, and odd values (a non-ASCII token,
 ``resume_from: 5``, a .jsonl nested thousands deep) get the app's own messages."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from gradio_client.exceptions import AppError
 
 from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
 from tests.e2e.test_hostile import QueueCall, app_config, fn_index, upload
-from tests.helpers import wait_until
+from tests.helpers import visitor_client, wait_until
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
@@ -56,7 +56,7 @@ def delete_all(client: Client, token: str, runs: Path) -> int:
 
 
 def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
-    client = Client(public_server.url, verbose=False)
+    client = visitor_client(public_server.url, "198.51.100.20")
     long_probe = "The capital of France is [MASK]. " + "x" * MAX_PROBE_CHARS
     many = " ".join(["[MASK]"] * (MAX_PROBE_MASKS + 1)) + " ."
     message = refusal(client, {**RUN, "probe_text": long_probe}, "tok-probe", api_name="/start_run")
@@ -80,24 +80,30 @@ def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
 
 
 def test_held_out_batches_per_evaluation_are_capped(public_server):
-    client = Client(public_server.url, verbose=False)
+    client = visitor_client(public_server.url, "198.51.100.21")
     message = refusal(client, {**RUN, "eval_batches": 21}, "tok-eval", api_name="/start_run")
     assert "21 held-out batches per evaluation" in message and "(20)" in message
 
 
 def test_one_visitor_keeps_three_runs_and_another_still_starts(public_server):
-    hog, other = Client(public_server.url, verbose=False), Client(public_server.url, verbose=False)
+    """The quota counts what the visitor cannot choose: a made-up token per run, or a made-up address in
+    front of what the proxy appended, is still the same visitor."""
+    address = "198.51.100.22"
+    hog, other = visitor_client(public_server.url, address), visitor_client(public_server.url, "198.51.100.23")
+    disguised = visitor_client(public_server.url, f"192.0.2.1, {address}")
+    tokens = [f"tok-hog-{k}" for k in range(3)]
     try:
-        for _ in range(3):  # started and stopped at once: each keeps a folder, saved or not
-            hog.predict(RUN, "tok-hog", api_name="/start_run")
-            hog.predict("tok-hog", api_name="/stop_run")
+        for token in tokens:  # started and stopped at once: each keeps a folder, saved or not
+            hog.predict(RUN, token, api_name="/start_run")
+            hog.predict(token, api_name="/stop_run")
             wait_ended(hog)
-        message = refusal(hog, RUN, "tok-hog", api_name="/start_run")
-        assert "You keep 3 runs on this server" in message and "delete one" in message
+        for client, token in ((hog, "tok-hog-0"), (hog, "tok-hog-new"), (disguised, "tok-hog-disguised")):
+            message = refusal(client, RUN, token, api_name="/start_run")
+            assert "You keep 3 runs on this server" in message and "delete one" in message
         other.predict(RUN, "tok-other", api_name="/start_run")  # another visitor is not held back
         try:
             # a token that is not the owner's, in any alphabet, is simply not the owner's
-            for stranger in ("é", "sécret-ä", "tok-hog"):
+            for stranger in ("é", "sécret-ä", "tok-hog-0"):
                 assert "belongs to another visitor" in refusal(other, stranger, api_name="/stop_run")
         finally:
             other.predict("tok-other", api_name="/stop_run")
@@ -106,7 +112,8 @@ def test_one_visitor_keeps_three_runs_and_another_still_starts(public_server):
         assert "resume_from names a checkpoint" in refusal(other, {**RUN, "resume_from": 5}, "tok-other",
                                                            api_name="/start_run")
     finally:
-        deleted = delete_all(hog, "tok-hog", public_server.runs), delete_all(other, "tok-other", public_server.runs)
+        deleted = (sum(delete_all(hog, token, public_server.runs) for token in tokens),
+                   delete_all(other, "tok-other", public_server.runs))
     assert deleted == (3, 1)  # the owners may delete runs that never saved a checkpoint
 
 
@@ -138,7 +145,7 @@ def test_an_upload_name_is_shown_as_typed_and_odd_files_get_their_own_message(pu
     from bertdemo.models.embedded import wiki_summaries
 
     base = public_server.url
-    client = Client(base, verbose=False)
+    client = visitor_client(base, "198.51.100.24")
     # a deeply nested .jsonl: the app's own message, naming the file (it was a RecursionError)
     nested = tmp_path / "nested.jsonl"
     nested.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
