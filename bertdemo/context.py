@@ -37,7 +37,7 @@ class AppContext:
         hub = HubProbe(offline=settings.offline)
         public = settings.public
         policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
-                              runs_dir=settings.runs_dir, hub=hub)
+                              runs_dir=settings.runs_dir, hub=hub, served=public.served if public else ())
         loader = LogicLoader()
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),

@@ -21,12 +21,28 @@ DEFAULT_MAX_MODEL_GB = 1.5
 DEFAULT_PUBLIC_DISK_GB = 10.0
 
 
+SERVED_PREFIX = "served:"
+
+
+def served_name(folder: str | Path) -> str:
+    """How a public server names the operator's own model folder (``--model``): ``served:<folder name>``."""
+    return SERVED_PREFIX + Path(folder).expanduser().name
+
+
+def _is_folder(name: str) -> bool:
+    try:
+        return Path(name).expanduser().is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class PublicRules:
     """What a visitor may do on a public server (``--share``, ``--public``, a Space)."""
 
     max_model_gb: float = DEFAULT_MAX_MODEL_GB  # largest hub checkpoint (safetensors) downloaded
     allowed: frozenset[str] = frozenset()  # model names the operator chose (e.g. --model), loaded as on localhost
+    served: tuple[tuple[str, str], ...] = ()  # ("served:<name>", folder): the operator's local --model, shown by name
     limits: Limits = field(default_factory=Limits)  # caps on every run a visitor starts
 
 
@@ -104,7 +120,12 @@ class ServerSettings:
         disk = DiskRules(keep_checkpoints=int(keep_checkpoints),
                          budget_bytes=None if budget_gb is None else int(budget_gb * 1e9),
                          roots=(runs, cache) + ((Path(upload_dir),) if upload_dir is not None else ()))
-        rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a), limits or Limits()) if public else None
+        served = tuple((served_name(a), a) for a in allowed if a and _is_folder(a)) if public else ()
+        folders = {folder for _, folder in served}  # loaded by their served: name only, like any other path
+        rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a and a not in folders),
+                            limits=limits or Limits(), served=served) if public else None
+        if served and rest.get("default_model") in dict((folder, name) for name, folder in served):
+            rest["default_model"] = served_name(rest["default_model"])  # the page names it, never its folder
         token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
         upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))
         rest.setdefault("traffic", TrafficRules.for_server(public, upload, trusted_proxies))

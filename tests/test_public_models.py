@@ -117,6 +117,25 @@ def test_operator_model_stays_loadable(tmp_path):
         policy.screen(str(tmp_path.parent))
 
 
+def test_a_public_server_names_the_operators_model_folder_without_its_path(tmp_path):
+    from bertdemo.settings import ServerSettings
+
+    folder = tmp_path / "secret-place" / "my-bert"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", public=True, allowed=(str(folder), "my/hub-bert"),
+                                    default_model=str(folder))
+    assert settings.default_model == "served:my-bert"  # what every tab starts with and the page shows
+    policy = AccessPolicy(1.5, allowed=settings.public.allowed, runs_dir=tmp_path / "runs",
+                          served=settings.public.served)
+    assert store._resolve("served:my-bert", policy)[:2] == ("local", str(folder))
+    with pytest.raises(ValueError, match="Only hub ids"):  # its folder: refused like any other path
+        store._resolve(str(folder), policy)
+    assert settings.public.allowed == frozenset({"my/hub-bert"})  # a hub id the operator chose keeps its name
+    local = ServerSettings.build(runs_dir=tmp_path / "runs", allowed=(str(folder),), default_model=str(folder))
+    assert local.default_model == str(folder)  # at localhost the folder is the operator's own to see
+
+
 def test_local_mode_keeps_full_power(tmp_path):
     policy = AccessPolicy()
     assert policy.screen(str(tmp_path)) is None and policy.load_kwargs() == {}

@@ -63,9 +63,10 @@ class AccessPolicy:
 
     def __init__(self, public_max_model_gb: float | None = None, allowed: frozenset[str] = frozenset(),
                  runs_dir: str | Path | None = None, hub: HubProbe | None = None,
-                 size_lookup: SizeLookup = hub_weights_bytes) -> None:
+                 size_lookup: SizeLookup = hub_weights_bytes, served: tuple[tuple[str, str], ...] = ()) -> None:
         self.max_model_gb = public_max_model_gb  # None: a local server (no rules)
         self.allowed = allowed  # names the operator chose (e.g. --model), loaded as on localhost
+        self.served = dict(served)  # "served:<name>" -> the operator's local folder it stands for (public mode)
         self.runs_dir = Path(runs_dir) if runs_dir is not None else None
         self.hub = hub or HubProbe()
         # thread-safe, least recently used out first, and a failed lookup is not remembered
@@ -101,6 +102,11 @@ class AccessPolicy:
     def resolve_run_reference(self, name: str) -> str | None:
         """The folder a ``run:`` name stands for; None for other names; ValueError for a run that is gone."""
         return run_refs.resolve_run_reference(name, self.runs_dir)
+
+    def server_folder(self, name: str) -> str | None:
+        """The folder of a name that stands for one on this server without showing it: a ``run:`` name, or
+        the ``served:`` name of the operator's own ``--model`` folder (public mode); None for other names."""
+        return self.served.get(name) or self.resolve_run_reference(name)
 
     # --- loading ------------------------------------------------------------------------------
 

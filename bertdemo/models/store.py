@@ -275,8 +275,8 @@ class ModelStore:
 def folder_stamp(name: str, policy: AccessPolicy | None = None) -> FolderStamp:
     """(folder inode, config.json mtime) of a local model folder; changes when it is rewritten. (0, 0) otherwise."""
     try:
-        run = policy.resolve_run_reference(name) if policy is not None else None
-        folder = Path(run or name).expanduser()  # "run:<id>" too
+        named = policy.server_folder(name) if policy is not None else None
+        folder = Path(named or name).expanduser()  # "run:<id>", "served:<name>" too
         return folder.stat().st_ino, (folder / "config.json").stat().st_mtime_ns
     except (OSError, ValueError):
         return 0, 0
@@ -317,9 +317,9 @@ def _resolve(name: str, policy: AccessPolicy) -> tuple[str, str, bool, str]:
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
                 "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
-    run = policy.resolve_run_reference(name)  # "run:<id>": a checkpoint of this server's runs
-    if run is not None:
-        return "local", run, False, ""
+    named = policy.server_folder(name)  # "run:<id>" (a checkpoint of this server's runs), "served:<name>"
+    if named is not None:
+        return "local", named, False, ""
     kind = policy.screen(name)  # public mode: "run", "hub" or ValueError; None on a local server
     path = Path(name).expanduser()
     if kind != "hub" and path.exists():

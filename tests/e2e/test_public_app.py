@@ -81,6 +81,17 @@ def test_run_status_and_model_names_show_no_server_path(public_server):
     assert str(public_server.runs) not in json.dumps(stats)
 
 
+def test_the_operators_model_folder_is_named_without_its_path(public_server, app_model_dir):
+    """The server was started with --model <a local folder>: the page and the API call it served:<name>."""
+    served = "served:" + Path(app_model_dir).name
+    with urllib.request.urlopen(f"{public_server.url}config", timeout=30) as resp:
+        page = resp.read().decode()
+    assert served in page and app_model_dir not in page
+    client = visitor_client(public_server.url, "198.51.100.25")
+    answer = json.dumps(client.predict("Hello there.", "", served, api_name="/tokenize"))
+    assert served in answer and app_model_dir not in answer
+
+
 def test_refused_model_names_say_what_to_change_and_reveal_nothing(public_app):
     client = visitor_client(public_app, "198.51.100.14")
 
