@@ -218,21 +218,27 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         first_token = _default_token(result, None if token is None or token >= len(result.tokens) else token)
         out = draw(result, layer, head, mean, hide, renorm, direction, first_token, previous, None)
         out[csv_files] = None  # the numbers of another sentence
+        out[drawn_state] = {**out[drawn_state], "mean": bool(mean)}
         clamped_layer, clamped_head = _clamp(result, layer, head)
         out.update({
             state: result,
             layer_box: gr.update(maximum=result.num_layers - 1, value=clamped_layer),
-            head_box: gr.update(maximum=result.num_heads - 1, value=clamped_head),
+            head_box: gr.update(maximum=result.num_heads - 1, value=clamped_head, interactive=not mean),
             token_box: gr.update(choices=_token_choices(result), value=first_token),
         })
         return out
 
     @user_errors
     def redraw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn):
-        """A control moved: redraw what depends on it (the forward is the one held in ``result``)."""
-        if result is None:  # nothing shown yet (e.g. the slider ranges fitted when the page opened)
-            return {drawn_state: drawn}
-        return draw(result, layer, head, mean, hide, renorm, direction, token, previous, drawn)
+        """A control moved: redraw what depends on it (the forward is the one held in ``result``); "mean
+        over heads" also switches the head slider off (and on again), in the same event."""
+        # nothing shown yet (e.g. the slider ranges fitted when the page opened): only the head slider's state
+        out = {drawn_state: drawn} if result is None else draw(result, layer, head, mean, hide, renorm, direction,
+                                                                token, previous, drawn)
+        if (drawn or {}).get("mean", False) != bool(mean):
+            out[head_box] = gr.update(interactive=not mean)
+        out[drawn_state] = {**(out[drawn_state] or {}), "mean": bool(mean)}
+        return out
 
     def pick(result, evt: gr.SelectData):
         """A click on the overview selects that layer and head."""
@@ -330,16 +336,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
           [text, text_pair, model_box, *controls, token, overview_file],
           [*page_outputs, state, layer, head, token], api_visibility="private")
     gr.on(
-        [c.change for c in controls] + [token.input],
+        [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
         [state, *controls, token, overview_file, drawn_state],
-        page_outputs,
+        [*page_outputs, head],
         api_visibility="private",
         trigger_mode="always_last",
+        show_progress_on=[heatmap, overview, info, rollout_plot, token_plot],  # never on the slider being moved
     )
     csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
                      [csv_files, folder_state, drawn_state], api_visibility="private")
-    mean.change(lambda m: gr.update(interactive=not m), mean, head, api_visibility="private")
     for event in [model_box.change] + ([page.load] if page is not None else []):
         event(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
               show_progress="hidden")

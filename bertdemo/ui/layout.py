@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.pretrain.budget import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
@@ -27,7 +27,8 @@ CSS = """
 .tabs .tab-container[role=tablist] { flex-wrap: wrap; height: auto; row-gap: 2px; }
 .tabs .tab-container.visually-hidden button { width: 0; min-width: 0; padding: 0; border: 0; font-size: 0; }
 """ + phone.CSS
-HEAD = phone.SCRIPT  # for launch(head=...): figures refitted to a phone's width before they are drawn
+HEAD = phone.SCRIPT + plot_once.SCRIPT  # for launch(head=...): figures refitted to a phone's width before they
+# are drawn, and drawn once (no second layout at the same size)
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 

@@ -1,14 +1,14 @@
 """The Masking & NSP tab: the pretraining engine's masking on the learner's sentence, epoch after
 epoch and over many draws; next-sentence pairs as pretraining builds them, and P(IsNext).
 
-Each main action is a named endpoint returning one JSON value; the page draws from the
-result kept in a ``gr.State`` (not part of the API) in a follow-up event.
+Each main action is a named endpoint returning one JSON value (on a hidden button, for API
+callers); the page's own button answers in one event with that JSON and everything drawn from it.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
@@ -37,24 +37,28 @@ def _settings(p, m, r, seed, whole_word, fixed_count) -> masking_lab.MaskSetting
 
 
 def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api_name: str,
-          user_errors=common.user_errors):
-    """button -> compute (a named endpoint returning JSON) -> render the result object (private).
+          user_errors=common.user_errors) -> Callable[..., tuple]:
+    """button -> compute -> (its JSON, *render(result)) into ``[raw, *outputs]``, in one event; the named
+    endpoint ``api_name`` (a hidden button) returns the JSON alone.
 
-    Returns a function that attaches the same compute-and-render to a further (private) event.
+    Returns the page's handler, for a further control that shows the same (with its own inputs' values).
     """
-    state = gr.State()
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
 
     @user_errors
     @functools.wraps(compute)  # the API shows compute's parameter names
-    def run(*args):
+    def api(*args):
+        return compute(*args).to_json()
+
+    @user_errors
+    def page(*args) -> tuple:
         result = compute(*args)
-        return result.to_json(), result
+        drawn = render(result)
+        return (result.to_json(), *(drawn if isinstance(drawn, tuple) else (drawn,)))
 
-    def attach(event, **kwargs):
-        return event(run, inputs, [raw, state], **kwargs).success(render, state, outputs, api_visibility="private")
-
-    attach(button.click, api_name=api_name)
-    return lambda event: attach(event, api_visibility="private")
+    gr.Button(visible=False).click(api, inputs, raw, api_name=api_name)
+    button.click(page, inputs, [raw, *outputs], api_visibility="private")
+    return page
 
 
 def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
@@ -170,19 +174,28 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Accordion("As JSON (the /nsp_predict answer)", open=False):
             nsp_raw = gr.JSON()
 
-    # Inside the tab: each _wire makes a gr.State. Directly under gr.Tabs (after this tab) such States
+    # Inside the tab: each _wire makes a hidden button. Directly under gr.Tabs (after this tab) such blocks
     # shift the next tab's index in Gradio's frontend (its `order` counts every child of the Tabs, the tab
     # list only the tabs), and the Pretrain tab registered itself a second time when first opened.
     with tab:
         _wire(run_button, mask_sample, settings, sample_raw,
-              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample", user_errors=user_errors)
+              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample",
+              user_errors=user_errors)
         show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
                             lambda s: draw.render_epochs(s), epochs_view, "mask_epochs", user_errors=user_errors)
-        # one more epoch: the dynamic scheme draws a fresh mask, the static one reads its next copy
-        show_epochs(next_button.click(lambda e: min(int(e) + 1, limits.MAX_EPOCHS), epochs, epochs,
-                                      api_visibility="private").then)
+
+        def next_epoch(*values) -> tuple:
+            """One more epoch, shown in the same event: the dynamic scheme draws a fresh mask, the static
+            one reads its next copy."""
+            *chosen, shown, static_copies = values
+            more = min(int(shown) + 1, limits.MAX_EPOCHS)
+            return (*show_epochs(*chosen, more, static_copies), more)
+
+        next_button.click(next_epoch, [*settings, epochs, copies], [epochs_raw, epochs_view, epochs],
+                          api_visibility="private")
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
-              lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats", user_errors=user_errors)
+              lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats",
+              user_errors=user_errors)
         _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
               lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs", user_errors=user_errors)
         _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,

@@ -8,9 +8,9 @@ import re
 from functools import lru_cache
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from bertdemo.explore.fill_mask import Candidate, FillMaskResult, MaskPrediction
+from bertdemo.viz.style import TEMPLATE
 from bertdemo.viz.text import md_bold, md_table
 
 _BAR_COLOR = "#4f46e5"
@@ -180,5 +180,5 @@ def _stacked_domains(heights: list[int], spacing: float) -> list[tuple[float, fl
 
 @lru_cache(maxsize=1)
 def _template() -> dict:
-    """The "plotly_white" template as a plain dict (looked up once)."""
-    return pio.templates["plotly_white"].to_plotly_json()
+    """The app's small template (the 2-D part of "plotly_white") as a plain dict (made once)."""
+    return TEMPLATE.to_plotly_json()

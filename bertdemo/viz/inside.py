@@ -24,6 +24,8 @@ _ROW_PX = 18
 _BLUE = "#4f46e5"
 _AMBER = "#f59e0b"
 _WIDE_PX = 1100  # multi-column figures keep this width (a phone scrolls them sideways)
+_CHAR_PX = 7.5  # the widest average character of plotly's 12 px tick font, with room for wide letters
+_TICK_PX = 28  # below the last panel: its tick numbers
 
 
 def _labels(tokens: list[str]) -> list[str]:
@@ -52,14 +54,23 @@ def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None
     )
 
 
-def _layout(fig: go.Figure, height: int, title: str = "") -> go.Figure:
-    fig.update_layout(
-        title=title or None, height=height, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-        template=TEMPLATE, autosize=True,
-    )
+def _layout(fig: go.Figure, height: int, title: str = "", row_labels: list[str] | None = None) -> go.Figure:
+    """Size, title and look; ``row_labels`` (the tokens every y axis shows): margins set from them, so
+    plotly need not measure every axis's labels and lay the figure out again (its ``automargin``)."""
+    margin = dict(l=10, r=10, t=60 if title else 30, b=10)
+    if row_labels is not None:
+        margin.update(l=_label_px(row_labels), b=_TICK_PX)
+        fig.update_xaxes(automargin=False)
+        fig.update_yaxes(automargin=False)
+    fig.update_layout(title=title or None, height=height, margin=margin, template=TEMPLATE, autosize=True)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_annotations(font_size=12)
     return fig
+
+
+def _label_px(labels: list[str]) -> int:
+    """The left margin that holds the longest of ``labels`` in plotly's 12 px tick font (and a gap)."""
+    return 16 + math.ceil(_CHAR_PX * max((len(label) for label in labels), default=1))
 
 
 # --- 1. embeddings ---------------------------------------------------------------------------
@@ -88,7 +99,7 @@ def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
         fig.add_trace(_heatmap(shown, labels, showscale=row == 1), row=row, col=1)
     per = max(110, _ROW_PX * s)
     return _layout(fig, len(_EMBED_PARTS) * (per + 45) + 40,
-                   f"Embeddings of your sentence — model {result.model_name}")
+                   f"Embeddings of your sentence — model {result.model_name}", row_labels=labels)
 
 
 def embeddings_markdown(result: EmbeddingsResult) -> str:
@@ -168,10 +179,13 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
             row=n // cols + 1, col=n % cols + 1,
         )
     fig.update_xaxes(showticklabels=False)
+    for col in range(2, cols + 1):  # the rows of every panel are the tokens: named once, in the first column
+        fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(width=_WIDE_PX)
     per = max(150, _ROW_PX * len(labels))
     return _layout(fig, rows * (per + 90) + 60,
-                   f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}")
+                   f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
+                   row_labels=labels)
 
 
 def neuron_figure(result: LayerStepResult) -> go.Figure:

@@ -1,0 +1,64 @@
+"""A figure is drawn once per answer, and still follows its panel when the window changes size
+(bertdemo/ui/plot_once.py), in the real page: the Attention heatmap in headless Chromium.
+
+Gradio puts each new figure into a new plot element. The page keeps the element shown before the
+answer, and the layout plotly computes when it first draws the new one (``_fullLayout``: plotly
+replaces it whenever it lays the figure out again).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, slider  # noqa: E402
+
+SETTLE_MS = 800  # longer than plotly's 100 ms wait before a resize, with room for a slow machine
+WATCH_JS = """() => {
+  const box = document.querySelector('#att-heatmap');
+  window.__old = box.querySelector('.js-plotly-plot');
+  window.__first = null;
+  new MutationObserver(() => {
+    const gd = box.querySelector('.js-plotly-plot');
+    if (gd && gd !== window.__old && gd._fullLayout && !window.__first) window.__first = gd._fullLayout;
+  }).observe(box, {childList: true, subtree: true, attributes: true});
+}"""
+CHECK_JS = """() => {
+  const gd = document.querySelector('#att-heatmap .js-plotly-plot');
+  return {old: window.__old._fullLayout.title.text, now: gd._fullLayout.title.text,
+          laidOutOnce: gd._fullLayout === window.__first};
+}"""
+WIDTHS_JS = """() => {
+  const gd = document.querySelector('#att-heatmap .js-plotly-plot');
+  return [gd.getBoundingClientRect().width, gd._fullLayout.width];
+}"""
+
+
+def test_a_new_answer_is_drawn_once_and_a_resize_redraws_to_the_new_width(browser_page: Page, app_url: str):
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    open_app(page, app_url)
+    open_tab(page, "Attention")
+    page.click("#att-run")
+    expect(page.locator("#att-heatmap .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 0", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(SETTLE_MS)
+    page.evaluate(WATCH_JS)
+
+    layer = slider(page, "Layer")
+    layer.fill("1")
+    layer.dispatch_event("pointerup")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 1", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(SETTLE_MS)
+    drawn = page.evaluate(CHECK_JS)
+    assert drawn["now"].startswith("Layer 1") and drawn["old"].startswith("Layer 0"), \
+        f"the element Gradio discards is not drawn with the new figure: {drawn}"
+    assert drawn["laidOutOnce"], "no second layout of the new figure at the size it was drawn at"
+
+    page.set_viewport_size({"width": 900, "height": 1000})  # the panel narrows: plotly lays the figure out again
+    page.wait_for_function(f"() => {{ const [panel, fig] = ({WIDTHS_JS})(); return Math.abs(panel - fig) <= 1; }}",
+                           timeout=RUN_TIMEOUT_MS)
+    panel, figure = page.evaluate(WIDTHS_JS)
+    assert panel < 900 and abs(panel - figure) <= 1
