@@ -183,9 +183,10 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
         fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(width=_WIDE_PX)
     per = max(150, _ROW_PX * len(labels))
-    return _layout(fig, rows * (per + 90) + 60,
-                   f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
-                   row_labels=labels)
+    fig = _layout(fig, rows * (per + 90) + 90,
+                  f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
+                  row_labels=labels)
+    return fig.update_layout(margin_t=95)  # the first row's two-line panel titles sit below the figure's title
 
 
 def neuron_figure(result: LayerStepResult) -> go.Figure:
