@@ -255,3 +255,23 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     assert "attention help" not in run_curves.timeline_markdown(none)
     assert not [t for t in run_curves.training_curves_spec([run_curves.CurveRun("off", none)])["data"]
                 if t.get("yaxis") == run_curves.HELP_AXIS]
+
+
+def test_locality_dropout_leaves_the_bias_out_of_its_share_of_steps(tmp_path, corpus, tokenizer):
+    model = _model(2)
+    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        stock = model.bert(input_ids=ids).last_hidden_state
+        bias = locality.LocalityBias(model, factor=8.0, fade=1.0)
+        bias.update(progress=0.5)
+        biased = model.bert(input_ids=ids).last_hidden_state
+        with bias.left_out(True):  # a step without the bias: stock attention
+            torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, stock)
+        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, biased)  # and back
+        assert bias.applied_strength() == 0.5
+    trainer = Trainer(tiny_run_config(corpus, tmp_path, locality_dropout=0.25), MetricsBuffer(), None, DistInfo(), {},
+                      torch.device("cpu"), RunControl())
+    left_out = [trainer.without_locality(step) for step in range(1000)]
+    assert sum(left_out) == 251 and left_out[:8] == [True, False, True, False, False, True, False, False]
+    assert not any(Trainer(tiny_run_config(corpus, tmp_path), MetricsBuffer(), None, DistInfo(), {},
+                           torch.device("cpu"), RunControl()).without_locality(step) for step in range(1000))

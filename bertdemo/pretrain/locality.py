@@ -136,6 +136,17 @@ class LocalityBias:
                   else 0.0 for module in self.modules]
         return round(sum(shares) / len(shares), 4)
 
+    @contextlib.contextmanager
+    def left_out(self, skip: bool) -> Iterator[None]:
+        """Within this block attention runs without the bias when ``skip`` (a step of locality dropout)."""
+        kept = [module.__dict__.pop("locality_slopes", None) for module in self.modules] if skip else []
+        try:
+            yield
+        finally:
+            for module, slopes in zip(self.modules, kept):
+                if slopes is not None:
+                    module.locality_slopes = slopes
+
     def update(self, progress: float) -> float:
         """Set the bias for this point of the run (``progress`` in [0, 1]); returns its strength."""
         strength = self.strength_at(progress)

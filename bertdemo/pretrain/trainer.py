@@ -262,6 +262,11 @@ class Trainer:
         attention modules (0: the model is a standard BERT)."""
         return self.locality.applied_strength()
 
+    def without_locality(self, step: int) -> bool:
+        """Whether this step trains without the locality bias (locality dropout): the steps whose golden-ratio
+        sequence value falls below the share, so that share is left out evenly, the same on a resumed run."""
+        return (step * 0.6180339887498949) % 1.0 < self.cfg.model.locality_dropout
+
     def batch_size_now(self) -> int:
         """Blocks in this step's batch: batch_size, or on the batch ramp from batch_size_start up to it."""
         opt = self.cfg.optim
@@ -294,7 +299,7 @@ class Trainer:
         self.lr = lr_at(self.step, cfg, progress)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
-        with autocast(self.device, self.bf16):
+        with autocast(self.device, self.bf16), self.locality.left_out(self.without_locality(self.step)):
             out = self.forward(**batch)
         out["loss"].backward()
         if cfg.optim.grad_clip > 0:
