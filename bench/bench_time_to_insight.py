@@ -46,6 +46,7 @@ LEVERS: dict[str, dict] = {
     "locality": dict(locality_bias=8.0, locality_fade=0.2),  # gone by step 400 of 2000 (~1.8 min at batch 32)
     "locality-permanent": dict(locality_bias=8.0, locality_fade=0.0),
     "locality-hold": dict(locality_bias=8.0, locality_hold=0.4, locality_fade=0.8),  # full for 40 %, gone by 80 %
+    "locality-dropout": dict(locality_bias=8.0, locality_fade=1.0, locality_dropout=0.25),  # 1 step in 4 without it
     "mimetic": dict(mimetic_init=True),
     "vocab8k": dict(output_vocab=8000),
     "batch8": dict(batch_size=8),
