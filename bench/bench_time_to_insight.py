@@ -4,6 +4,7 @@
     python bench/bench_time_to_insight.py --seeds 1337,1,2 --json after.json
     python bench/bench_time_to_insight.py --lever before           # the defaults before the levers were adopted
     python bench/bench_time_to_insight.py --lever locality         # one lever alone, on top of "before"
+    python bench/bench_time_to_insight.py --set locality_hold=0.4 --set locality_fade=0.8   # a fade schedule
     python bench/bench_time_to_insight.py --device cuda            # on a GPU, marks 5, 10 and 30 s
     python bench/bench_time_to_insight.py --plot docs/benchmarks/time_to_insight.png before.json after.json
 
@@ -44,6 +45,8 @@ LEVERS: dict[str, dict] = {
     "before": {},
     "locality": dict(locality_bias=8.0, locality_fade=0.2),  # gone by step 400 of 2000 (~1.8 min at batch 32)
     "locality-permanent": dict(locality_bias=8.0, locality_fade=0.0),
+    "locality-hold": dict(locality_bias=8.0, locality_hold=0.4, locality_fade=0.8),  # full for 40 %, gone by 80 %
+    "locality-dropout": dict(locality_bias=8.0, locality_fade=1.0, locality_dropout=0.25),  # 1 step in 4 without it
     "mimetic": dict(mimetic_init=True),
     "vocab8k": dict(output_vocab=8000),
     "batch8": dict(batch_size=8),

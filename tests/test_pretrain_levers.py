@@ -1,6 +1,7 @@
 """The levers that make a run's first minutes count: the fading locality bias on attention (and that the
-default run still ends a stock BERT), mimetic initialisation, the restricted output softmax, the batch
-ramp, AdamW's beta2 and the time budget."""
+default run still ends a stock BERT; its strength carried in the status, drawn on the curves and told in
+the timeline), mimetic initialisation, the restricted output softmax, the batch ramp, AdamW's beta2 and the
+time budget."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from bertdemo.models.partial_forward import encode_at
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
 from bertdemo.pretrain.model import PretrainObjective, mimetic_init
+from bertdemo.pretrain.service import RunService
 from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
-from tests.helpers import tiny_bert_config, tiny_run_config
+from bertdemo.settings import ServerSettings
+from bertdemo.viz import run_curves
+from tests.helpers import tiny_bert_config, tiny_run_config, wiki_corpus_file
 
 SENTENCE = "He was born [MASK] London and lived in the city for many years."
 
@@ -176,7 +180,9 @@ def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
 
 
 def test_lever_settings_are_checked():
-    for bad in (dict(locality_bias=-1.0), dict(locality_fade=1.5), dict(output_vocab=50), dict(adam_beta2=1.0),
+    for bad in (dict(locality_bias=-1.0), dict(locality_fade=1.5), dict(locality_hold=0.5, locality_fade=0.5),
+                dict(locality_hold=-0.1), dict(locality_hold=1.0, locality_fade=0.0), dict(output_vocab=50),
+                dict(adam_beta2=1.0),
                 dict(batch_size=8, batch_size_start=16), dict(time_budget_s=-1.0), dict(batch_ramp=0.0)):
         with pytest.raises(ValueError):
             TrainConfig().replace(**bad).validate()
@@ -196,3 +202,76 @@ def test_a_checkpoint_saved_while_the_bias_is_on_says_so(tmp_path, corpus):
     assert f"saved with the locality bias at {strength:.0%}" in metrics.snapshot().message
     state = json.loads((tmp_path / "ck" / "trainer_state.json").read_text())
     assert state["locality_strength"] == pytest.approx(strength)
+
+
+def test_the_bias_is_held_then_fades_and_its_strength_is_read_from_the_attention_modules():
+    model = _model()
+    bias = locality.LocalityBias(model, factor=8.0, fade=0.8, hold=0.4)
+    assert [bias.strength_at(p) for p in (0.0, 0.4, 0.6, 0.8, 1.0)] == [1.0, 1.0, pytest.approx(0.5), 0.0, 0.0]
+    bias.update(progress=0.6)
+    assert bias.applied_strength() == 0.5
+    for layer in model.bert.encoder.layer:  # what the attention adds is what counts, whatever set it
+        layer.attention.self.locality_slopes = torch.tensor(locality.alibi_slopes(4)) * 8.0 * 0.3
+    assert bias.applied_strength() == pytest.approx(0.3)
+    model.set_attn_implementation("sdpa")  # stock attention ignores the slopes
+    assert bias.applied_strength() == 0.0
+    assert TrainConfig().replace(locality_hold=0.4, locality_fade=0.8).validate() is None
+
+
+def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(tmp_path):
+    """A run whose bias is held for a quarter of its steps, then gone by three quarters: /run_status carries the
+    strength at each evaluation, the loss chart draws it, and the timeline says what its fading does."""
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache")
+    service = RunService(settings)
+    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=24, eval_every=6,
+                                        time_budget_s=0.0, locality_hold=0.25, locality_fade=0.75))
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    status = service.status()
+    assert status["eval_steps"] == [0, 6, 12, 18, 24]
+    assert status["locality_strength"] == [1.0, 1.0, 0.5, 0.0, 0.0] and status["locality_plan"] == "fades"
+
+    snap = run.snapshot()
+    fig = run_curves.training_curves_spec([run_curves.CurveRun("live", snap)], x_axis="step")
+    help_line = [t for t in fig["data"] if t.get("yaxis") == run_curves.HELP_AXIS]
+    assert len(help_line) == 1 and help_line[0]["x"] == [0, 6, 12, 18, 24]
+    assert help_line[0]["y"] == [1, 1, 0.5, 0, 0]
+    assert help_line[0]["name"] == "live: attention help (locality bias) 100% → 0%"
+    assert fig["layout"]["yaxis6"]["overlaying"] == "y" and fig["layout"]["yaxis6"]["tickformat"] == ".0%"
+    assert "attention help (locality bias) 0%" in run_curves.status_markdown(snap)
+
+    before = run_curves.timeline_markdown(None)  # what the page says before Start
+    assert "While it fades, the held-out loss may rise for a while" in before and "stock BERT" in before
+    assert "Now the help is fading" not in before
+    text = run_curves.timeline_markdown(snap)
+    assert "**The help is gone** since step 18: the model is a stock BERT now." in text
+    held = RunSnapshot(eval_steps=[0, 6], eval_loss=[10.3, 8.0], locality_strength=[1.0, 1.0], locality_plan="fades")
+    assert "Now the help" not in run_curves.timeline_markdown(held)
+    fading = RunSnapshot(eval_steps=[0, 6, 12, 18], eval_loss=[10.3, 7.0, 6.4, 6.6],
+                         locality_strength=[1.0, 1.0, 0.62, 0.4], locality_plan="fades")
+    assert ("**Now the help is fading: 40%** (since step 12). The held-out loss is 0.20 above its lowest since the "
+            "help began to fade (6.40): expected while the model learns to look at its neighbours on its own.") in \
+        run_curves.timeline_markdown(fading)
+    none = RunSnapshot(eval_steps=[0], eval_loss=[10.3], eval_ppl=[29700.0], mlm_acc=[0.0])  # a run without the bias
+    assert "attention help" not in run_curves.timeline_markdown(none)
+    assert not [t for t in run_curves.training_curves_spec([run_curves.CurveRun("off", none)])["data"]
+                if t.get("yaxis") == run_curves.HELP_AXIS]
+
+
+def test_locality_dropout_leaves_the_bias_out_of_its_share_of_steps(tmp_path, corpus, tokenizer):
+    model = _model(2)
+    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        stock = model.bert(input_ids=ids).last_hidden_state
+        bias = locality.LocalityBias(model, factor=8.0, fade=1.0)
+        bias.update(progress=0.5)
+        biased = model.bert(input_ids=ids).last_hidden_state
+        with bias.left_out(True):  # a step without the bias: stock attention
+            torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, stock)
+        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, biased)  # and back
+        assert bias.applied_strength() == 0.5
+    trainer = Trainer(tiny_run_config(corpus, tmp_path, locality_dropout=0.25), MetricsBuffer(), None, DistInfo(), {},
+                      torch.device("cpu"), RunControl())
+    left_out = [trainer.without_locality(step) for step in range(1000)]
+    assert sum(left_out) == 251 and left_out[:8] == [True, False, True, False, False, True, False, False]
+    assert not any(Trainer(tiny_run_config(corpus, tmp_path), MetricsBuffer(), None, DistInfo(), {},
+                           torch.device("cpu"), RunControl()).without_locality(step) for step in range(1000))

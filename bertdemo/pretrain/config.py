@@ -71,6 +71,8 @@ class ModelConfig:
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     locality_bias: float = 8.0  # attention penalised by distance (ALiBi's slopes x this factor) so it looks at neighbours from the start; 0 = off
     locality_fade: float = 1.0  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
+    locality_hold: float = 0.0  # the locality bias stays at full strength for this share of the run, then fades (must be below locality_fade)
+    locality_dropout: float = 0.0  # share of training steps run without the locality bias, so attention must also find the neighbours on its own; 0 = none
     mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
 
 
@@ -293,6 +295,11 @@ class TrainConfig:
             raise ValueError(f"locality_bias must be between 0 (off) and {MAX_LOCALITY_BIAS:g}, got {m.locality_bias}.")
         if not 0.0 <= m.locality_fade <= 1.0 or not 0.0 < opt.batch_ramp <= 1.0:
             raise ValueError("locality_fade must be in [0, 1] (0 = never fades) and batch_ramp in (0, 1].")
+        if not 0.0 <= m.locality_hold < 1.0 or (m.locality_fade and m.locality_hold >= m.locality_fade):
+            raise ValueError(f"locality_hold must be at least 0 and below locality_fade ({m.locality_fade:g}): the "
+                             f"bias is held at full strength for that share of the run, then fades; got {m.locality_hold}.")
+        if not 0.0 <= m.locality_dropout < 1.0:
+            raise ValueError(f"locality_dropout must be at least 0 and below 1, got {m.locality_dropout}.")
         if o.output_vocab and not MIN_OUTPUT_VOCAB <= o.output_vocab <= VOCAB_SIZE:
             raise ValueError(f"output_vocab must be 0 (every word) or between {MIN_OUTPUT_VOCAB} and {VOCAB_SIZE:,}.")
         if opt.batch_size_start and not 2 <= opt.batch_size_start <= opt.batch_size:

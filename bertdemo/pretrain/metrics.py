@@ -76,6 +76,10 @@ class RunSnapshot:
     eval_nsp_loss: list[float] = field(default_factory=list)
     eval_tokens: list[int] = field(default_factory=list)  # tokens seen at `eval_steps`
     eval_wall_s: list[float] = field(default_factory=list)  # training seconds at `eval_steps`
+    # the locality bias on attention at `eval_steps` (the evaluation ran with it), as a share of its starting
+    # strength, read from the model's attention modules: 1 = full help, 0 = a stock BERT (empty: the run has none)
+    locality_strength: list[float] = field(default_factory=list)
+    locality_plan: str = ""  # the run's locality bias: "fades", "permanent" (an experiment) or "" (none)
     tokens_per_s: float = 0.0
     eta_s: float = 0.0  # time left, from the run's own speed (budget.run_eta)
     eta_low_s: float = 0.0  # ... at the fastest and the slowest speed of its last evaluation periods
@@ -145,8 +149,9 @@ class MetricsBuffer:
 
     def log_eval(self, step: int, loss: float, acc: float, nsp_loss: float | None, nsp_acc: float | None,
                  tokens: int = 0, wall_s: float = 0.0, top5: float | None = None,
-                 median_rank: float | None = None) -> None:
-        """One held-out evaluation (``acc``: top-1); records a landmark crossing the first time."""
+                 median_rank: float | None = None, locality: float | None = None) -> None:
+        """One held-out evaluation (``acc``: top-1; ``locality``: the bias it ran with, a share of the starting
+        strength, None for a run without one); records a landmark crossing the first time."""
         with self._lock:
             s = self._snap
             s.eval_steps.append(step)
@@ -158,6 +163,8 @@ class MetricsBuffer:
             if top5 is not None and median_rank is not None:
                 s.top5_acc.append(top5)
                 s.median_rank.append(median_rank)
+            if locality is not None:
+                s.locality_strength.append(locality)
             if nsp_acc is not None and nsp_loss is not None:
                 s.nsp_acc.append(nsp_acc)
                 s.eval_nsp_loss.append(nsp_loss)
@@ -209,7 +216,7 @@ class MetricsBuffer:
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSnapshot))
 _EVAL_FIELDS = ("eval_steps", "eval_loss", "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc",
-                "eval_nsp_loss", "eval_tokens", "eval_wall_s")
+                "eval_nsp_loss", "eval_tokens", "eval_wall_s", "locality_strength")
 HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *_EVAL_FIELDS, "probe", "landmarks",
                   "probe_steps", "probe_tokens", "probe_wall_s", "probe_tracks", "timeline")
 
@@ -302,6 +309,8 @@ def metrics_csv(snap: RunSnapshot) -> str:
             row.update(tokens=snap.eval_tokens[i], wall_s=snap.eval_wall_s[i])
         if i < len(snap.nsp_acc):
             row["nsp_acc"] = snap.nsp_acc[i]
+        if i < len(snap.locality_strength):
+            row["locality_strength"] = snap.locality_strength[i]
     ranks = [(f"rank of '{t['expected']}' in '{t['text']}'", t["ranks"]) for t in snap.probe_tracks if t["expected"]]
     for i, step in enumerate(snap.probe_steps):
         row = rows.setdefault(step, {})
@@ -309,7 +318,8 @@ def metrics_csv(snap: RunSnapshot) -> str:
             if i < len(values) and values[i] is not None:
                 row[column] = values[i]
     columns = ["step", "tokens", "wall_s", "train_loss", "train_loss_smooth", "lr", "nsp_loss", "eval_loss",
-               "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc", *landmarks, *(c for c, _ in ranks)]
+               "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc", "locality_strength", *landmarks,
+               *(c for c, _ in ranks)]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

@@ -134,8 +134,11 @@ class Trainer:
         self.rate_window_s, self.rate_window_steps = 0.0, 0
         self.clock = time.perf_counter  # what the time budget counts (a benchmark may count CPU time instead)
         self.train_seconds = self.elapsed  # seconds spent in train_step: the time budget's clock
-        self.locality = LocalityBias(self.model, cfg.model.locality_bias, cfg.model.locality_fade)
+        m = cfg.model
+        self.locality = LocalityBias(self.model, m.locality_bias, m.locality_fade, m.locality_hold)
         self.locality.update(self.progress())
+        if self.locality.active:
+            metrics.update(locality_plan="permanent" if cfg.model.locality_fade == 0 else "fades")
 
     def _setup_data(self) -> dict[int, Blocks]:
         """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""
@@ -255,8 +258,14 @@ class Trainer:
         return 0 < self.cfg.optim.time_budget_s <= self.train_seconds
 
     def locality_strength(self) -> float:
-        """The locality bias now, as a share of its starting strength (0: the model is a standard BERT)."""
-        return self.locality.strength
+        """The locality bias the model's attention adds now, as a share of its starting strength, read from its
+        attention modules (0: the model is a standard BERT)."""
+        return self.locality.applied_strength()
+
+    def without_locality(self, step: int) -> bool:
+        """Whether this step trains without the locality bias (locality dropout): the steps whose golden-ratio
+        sequence value falls below the share, so that share is left out evenly, the same on a resumed run."""
+        return (step * 0.6180339887498949) % 1.0 < self.cfg.model.locality_dropout
 
     def batch_size_now(self) -> int:
         """Blocks in this step's batch: batch_size, or on the batch ramp from batch_size_start up to it."""
@@ -290,7 +299,7 @@ class Trainer:
         self.lr = lr_at(self.step, cfg, progress)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
-        with autocast(self.device, self.bf16):
+        with autocast(self.device, self.bf16), self.locality.left_out(self.without_locality(self.step)):
             out = self.forward(**batch)
         out["loss"].backward()
         if cfg.optim.grad_clip > 0:
@@ -362,7 +371,8 @@ class Trainer:
         if result is not None:
             self.metrics.log_eval(self.step, result["loss"], result["top1"], nsp.get("nsp_loss"), nsp.get("nsp_acc"),
                                   self.tokens_seen, self.elapsed, top5=result["top5"],
-                                  median_rank=result["median_rank"])
+                                  median_rank=result["median_rank"],
+                                  locality=self.locality_strength() if self.locality.active else None)
         self.probe()
 
     def probe(self) -> None:

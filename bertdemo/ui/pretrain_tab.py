@@ -66,7 +66,8 @@ def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, sm
     keys = {
         "status": (snap.run_id, snap.status, snap.step, snap.message, round(snap.prepare_fraction, 2),
                    len(snap.eval_steps), len(snap.probe_steps)),
-        "timeline": (snap.run_id, len(snap.timeline), tuple(snap.landmarks)),
+        "timeline": (snap.run_id, len(snap.timeline), tuple(snap.landmarks),
+                     run_curves.locality_markdown(snap)),  # the locality bias fading (a few words: compared as text)
         "curves": (snap.run_id, len(snap.steps), len(snap.eval_steps), len(snap.probe_steps), len(snap.timeline),
                    tuple(snap.landmarks), tuple(compare or ()), smoothing, log_y, x_axis),
         "probes": (snap.run_id, len(snap.probe_steps), len(snap.probe), x_axis),

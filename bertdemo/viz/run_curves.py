@@ -4,7 +4,8 @@ The curves follow what TensorBoard users expect: a smoothing slider (debiased EM
 faint beside it), a log-y toggle, step / tokens seen / training time on the x axis, one colour per
 run. The loss chart carries the landmarks (uniform guess: where every run starts; word frequency;
 the word before; both neighbours) as labelled lines, and markers where the run first went below each
-and where each probe's word entered the top 5. Figures are built as plotly dicts of downsampled,
+and where each probe's word entered the top 5; a run with a locality bias on attention draws its strength
+there too (the "attention help", right axis). Figures are built as plotly dicts of downsampled,
 rounded numbers (:mod:`bertdemo.viz.downsample`): a live page redraws them every few seconds.
 """
 
@@ -27,6 +28,8 @@ UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess o
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
 MAX_PROBE_POINTS = 100  # drawn per probe (seven probes share one chart)
 _RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899"]
+HELP_COLOUR = "#0d9488"  # the locality bias ("attention help") on the loss chart's right axis
+HELP_AXIS = "y6"
 
 
 @dataclass
@@ -63,6 +66,8 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         body += f" · top-5 {snap.top5_acc[-1]:.1%} · median rank of the true word {snap.median_rank[-1]:,.0f}"
     if snap.nsp_acc:
         body += f" · NSP accuracy {snap.nsp_acc[-1]:.1%}"
+    if snap.locality_strength:
+        body += f" · attention help (locality bias) {snap.locality_strength[-1]:.0%}"
     if snap.tokens_per_s:
         body += f" · {snap.tokens_per_s:,.0f} tokens/s"
     elif snap.active:
@@ -198,6 +203,8 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                               line={"color": colour, "dash": "dot"}, **dots, **at["acc"]))
         data.append(_line(x_train, s.lr, max_points // 3, name=f"{run.label}: learning rate",
                           line={"color": colour, "width": 1}, **quiet, **at["lr"]))
+        if i == 0 and s.locality_strength:
+            data.append(_help_line(run.label, x_eval, s.locality_strength, max_points))
     landmarks = {"uniform": UNIFORM_LOSS, **(runs[0].snap.landmarks if runs else {})}
     for name in LANDMARKS:
         if name not in landmarks:
@@ -252,7 +259,23 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
     layout["yaxis3"].update(tickformat=".0%", rangemode="tozero")
     layout["yaxis4"].update(type="log", autorange="reversed", dtick=1)
     layout["yaxis5"]["tickformat"] = ".0e"
+    if any(trace.get("yaxis") == HELP_AXIS for trace in data):  # the attention help: 0-100 % on the right
+        layout["yaxis6"] = {"overlaying": "y", "side": "right", "anchor": "x", "range": [0, 1.05],
+                            "tickformat": ".0%", "showgrid": False, "zeroline": False, "automargin": True,
+                            "tickvals": [0, 0.5, 1], "tickfont": {"size": 10, "color": HELP_COLOUR},
+                            "title": {"text": "attention help (locality bias)",
+                                      "font": {"size": 11, "color": HELP_COLOUR}}}
     return {"data": data, "layout": layout}
+
+
+def _help_line(label: str, x_eval: list, strength: list[float], max_points: int) -> dict:
+    """The locality bias at each evaluation (share of its starting strength) as a thin shaded line on the loss
+    chart's right axis, named there (the legend is the runs'): "attention help" from 100 % to 0 % as it fades."""
+    x = x_eval[len(x_eval) - len(strength):]  # a run resumed from an older history has it from the resume on
+    name = f"{label}: attention help (locality bias) {strength[0]:.0%} → {strength[-1]:.0%}"
+    return _line(x, strength, max_points, name=name, mode="lines", line={"color": HELP_COLOUR, "width": 1},
+                 fill="tozeroy", fillcolor="rgba(13,148,136,0.07)", xaxis="x", yaxis=HELP_AXIS, showlegend=False,
+                 hovertemplate="attention help %{y:.0%}<extra></extra>")
 
 
 def name_of_landmark(name: str) -> str:
@@ -379,12 +402,51 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
         f"4. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
         f"{when(reached.get('both'))}.",
     ]
+    help_text = locality_markdown(snap)
+    if help_text:
+        lines.append(f"\n{help_text}")
     for event in _length_switches(snap) if snap is not None else []:
         lines.append(f"\nBlock length {event['previous']} → {event['length']} at step {event['step']:,} (the dotted "
                      f"line on the loss chart): positions {event['previous']}-{event['length'] - 1} train only from "
                      "here. BERT ran 90 % of its steps on 128-token blocks because attention costs grow with S² "
                      "(512 tokens cost 16× as much per layer), and taught the long positions last.")
     return "\n".join(lines)
+
+
+HELP_FADES = ("**Attention gets help at first.** Each head starts with a locality bias: attention to a word is "
+              "penalised by its distance, so the model looks at its neighbours from the first step (the shaded "
+              "*attention help* on the loss chart, right axis). The help fades to 0 % as the run goes on. "
+              "**While it fades, the held-out loss may rise for a while**: the model must learn to look at its "
+              "neighbours on its own. At 0 % the model is a stock BERT (its checkpoint loads in plain transformers).")
+HELP_PERMANENT = ("**Experiment: a permanent locality bias.** Attention to a word is penalised by its distance for "
+                  "the whole run (the shaded *attention help* stays at 100 %). It learns faster; the saved model is "
+                  "a stock BERT that predicts *without* the bias it learned with.")
+
+
+def locality_markdown(snap: RunSnapshot | None) -> str:
+    """The locality bias in words: what it is and what its fading does (before Start: the default run's), and,
+    while it fades, where it stands now and what the loss did meanwhile ("" for a run without one)."""
+    plan = "fades" if snap is None else snap.locality_plan
+    if plan == "permanent":
+        return HELP_PERMANENT
+    if plan != "fades":
+        return ""
+    strength = snap.locality_strength if snap is not None else []
+    if not strength or strength[-1] >= 1.0:
+        return HELP_FADES
+    fall = next(i for i, value in enumerate(strength) if value < 1.0)  # the first evaluation after it began to fade
+    if strength[-1] <= 0.0:
+        gone = next(i for i, value in enumerate(strength) if value <= 0.0)
+        now = (f"**The help is gone** since step {snap.eval_steps[gone - len(strength)]:,}: "
+               "the model is a stock BERT now.")
+    else:
+        now = f"**Now the help is fading: {strength[-1]:.0%}** (since step {snap.eval_steps[fall - len(strength)]:,})."
+    losses = snap.eval_loss[len(snap.eval_loss) - len(strength):]
+    lowest = min(losses[fall - 1:]) if fall else min(losses)
+    if losses[-1] > lowest + 0.01:
+        now += (f" The held-out loss is {losses[-1] - lowest:.2f} above its lowest since the help began to fade "
+                f"({lowest:.2f}): expected while the model learns to look at its neighbours on its own.")
+    return f"{HELP_FADES}  \n{now}"
 
 
 def shape_markdown(preset: str, layers: float, hidden: float, heads: float, ffn: float, nsp: bool = False) -> str:

@@ -54,6 +54,10 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         assert [t["expected"] for t in snap["probe_tracks"]][-1] == "paris" and all(
             len(t["ranks"]) == len(snap["probe_steps"]) for t in snap["probe_tracks"])
         assert isinstance(snap["plateau"], bool) and isinstance(snap["timeline"], list)
+        # the default locality bias: the strength each evaluation ran with, full at the first, fading after
+        help_ = snap["locality_strength"]
+        assert snap["locality_plan"] == "fades" and len(help_) == len(snap["eval_steps"]) and help_[0] == 1.0
+        assert all(later <= earlier for earlier, later in zip(help_, help_[1:])) and help_[-1] < 1.0
 
         # The inference tabs keep answering while the run trains.
         _, stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
