@@ -138,7 +138,7 @@ class Trainer:
         self.locality = LocalityBias(self.model, m.locality_bias, m.locality_fade, m.locality_hold)
         self.locality.update(self.progress())
         if self.locality.active:
-            metrics.update(locality_plan="permanent" if cfg.model.locality_fade == 0 else "fades")
+            metrics.update(locality_plan="permanent" if m.locality_fade == 0 else "fades")
 
     def _setup_data(self) -> dict[int, Blocks]:
         """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""

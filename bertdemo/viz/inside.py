@@ -54,10 +54,12 @@ def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None
     )
 
 
-def _layout(fig: go.Figure, height: int, title: str = "", row_labels: list[str] | None = None) -> go.Figure:
+def _layout(fig: go.Figure, height: int, title: str = "", row_labels: list[str] | None = None,
+            top: int | None = None) -> go.Figure:
     """Size, title and look; ``row_labels`` (the tokens every y axis shows): margins set from them, so
-    plotly need not measure every axis's labels and lay the figure out again (its ``automargin``)."""
-    margin = dict(l=10, r=10, t=60 if title else 30, b=10)
+    plotly need not measure every axis's labels and lay the figure out again (its ``automargin``);
+    ``top``: the top margin, when panel titles below the figure's title need more than the usual."""
+    margin = dict(l=10, r=10, t=top if top is not None else (60 if title else 30), b=10)
     if row_labels is not None:
         margin.update(l=_label_px(row_labels), b=_TICK_PX)
         fig.update_xaxes(automargin=False)
@@ -183,10 +185,9 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
         fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(width=_WIDE_PX)
     per = max(150, _ROW_PX * len(labels))
-    fig = _layout(fig, rows * (per + 90) + 90,
-                  f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
-                  row_labels=labels)
-    return fig.update_layout(margin_t=95)  # the first row's two-line panel titles sit below the figure's title
+    return _layout(fig, rows * (per + 90) + 90,  # the first row's two-line panel titles below the figure's title
+                   f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
+                   row_labels=labels, top=95)
 
 
 def neuron_figure(result: LayerStepResult) -> go.Figure:
