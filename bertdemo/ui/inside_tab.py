@@ -86,8 +86,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
         return draw.anatomy_markdown(result), result.architecture, inside_anatomy.as_plain(result)
 
-    def section_answer(name: str, loaded, text, words, layer, head, query, mask_number, top_k) -> dict:
-        """One section's outputs as {component: value}."""
+    def section_answer(name: str, loaded, text, words, layer, head, query, mask_number, top_k,
+                       ranges_shown: bool = False) -> dict:
+        """One section's outputs as {component: value}; ``ranges_shown``: the sliders already span this
+        model and sentence (they are sent again only when a value had to be brought into range)."""
         if name == "embeddings":
             result = inside.embeddings(loaded, text, with_order_test=False)
             return {emb_md: draw.embeddings_markdown(result), emb_fig: _shown(draw.embeddings_figure(result))}
@@ -99,8 +101,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             result = layer_fitted(loaded, text, layer, head, query)
             if name == "steps":  # all 15 steps of the layer, drawn when their accordion opens
                 return {steps_fig: _shown(draw.layer_figure(result))}
-            return {layer_md: draw.layer_markdown(result), neuron_fig: _shown(draw.neuron_figure(result)),
-                    layer_box: gr.update(maximum=result.num_layers - 1, value=result.layer),
+            out = {layer_md: draw.layer_markdown(result), neuron_fig: _shown(draw.neuron_figure(result))}
+            if ranges_shown and (result.layer, result.head, result.query) == (int(layer), int(head), int(query)):
+                return out  # a slider moved within its range: the sliders stay as they are
+            return {**out, layer_box: gr.update(maximum=result.num_layers - 1, value=result.layer),
                     head_box: gr.update(maximum=result.num_heads - 1, value=result.head),
                     query_box: gr.update(maximum=len(result.tokens) - 1, value=result.query)}
         if name == "lens":
@@ -142,7 +146,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             if not force and shown.get(name) == key:
                 continue
             try:
-                out.update(section_answer(name, loaded, text, words, layer, head, query, mask_number, top_k))
+                ranges_shown = (shown.get(name) or ())[:2] == key[:2]  # the same model and sentence as last time
+                out.update(section_answer(name, loaded, text, words, layer, head, query, mask_number, top_k,
+                                          ranges_shown))
             except ValueError as exc:  # this section cannot answer: say why in it, the others go on
                 out.update({c: (f"> ⚠️ {exc}" if i == 0 else gr.update(visible=False) if c in plots else None)
                             for i, c in enumerate(section_outputs[name])})
@@ -230,8 +236,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         "loss": [loss_md, loss_fig, loss_json],
         "anatomy": [anatomy_md, architecture, anatomy_json],
     }
-    all_outputs = [c for outs in section_outputs.values() for c in outs] + [layer, head, query, shown_state,
-                                                                            opened_state]
     look_inputs = [text, words, model_box, layer, head, query, mask_number, top_k, opened_state, shown_state]
 
     # API endpoints, one per section (plain values); the page uses the events below
@@ -247,10 +251,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         button.click(user_errors(fn), inputs, outputs, api_name=api_name)
 
     def page_event(triggers, sections: tuple[str, ...], force: bool, **kwargs) -> None:
+        """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
+        event is tracked and copied by the page while it runs, so a slider's event lists only its section)."""
         def handler(*args, progress=gr.Progress()):
             return answer(sections, force, *args, progress)
 
-        gr.on(triggers, user_errors(handler), look_inputs, all_outputs, api_visibility="private", **kwargs)
+        outputs = [c for name in sections for c in section_outputs[name]]
+        if "layer" in sections:
+            outputs += [layer, head, query]
+        gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
+              api_visibility="private", **kwargs)
 
     page_event([run.click, text.submit, words.submit], SECTIONS, True)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown

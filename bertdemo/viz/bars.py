@@ -10,6 +10,7 @@ from functools import lru_cache
 import plotly.graph_objects as go
 
 from bertdemo.explore.fill_mask import Candidate, FillMaskResult, MaskPrediction
+from bertdemo.viz.grid import grid
 from bertdemo.viz.style import TEMPLATE
 from bertdemo.viz.text import md_bold, md_table
 
@@ -121,8 +122,8 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
     ``more``: the same masks predicted by other models (``model_names`` names all of them, this
     one first); each mask then gets one chart per model, one under the other.
 
-    The stacked charts are laid out by hand (axis domains and title annotations, as
-    ``make_subplots`` would) and the figure is built without plotly's property validation:
+    The stacked charts are laid out by :func:`~bertdemo.viz.grid.grid` (axis domains and title
+    annotations, as ``make_subplots`` would) and the figure is built without plotly's property validation:
     both cost tens of milliseconds per answer, more than the prediction itself on a small model.
     """
     runs = [masks] + list(more or [])
@@ -134,48 +135,29 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
             charts.append((f"[MASK] #{m.index + 1} → {m.candidates[0].text}{who}", m))
     rows = [_bar_data(m) for _, m in charts]
     heights = [_ROW_PX * len(labels) + 40 for labels, _, _ in rows]
-    domains = _stacked_domains(heights, min(0.12, 0.3 / len(charts)))
-    data, annotations = [], []
+    panels = grid(len(charts), 1, [title for title, _ in charts], row_heights=heights,
+                  vertical_spacing=min(0.12, 0.3 / len(charts)))
+    data = []
     layout: dict = {
+        **panels.layout,
         "height": sum(heights) + 60 * len(charts) + 40,
         "margin": {"l": 10, "r": 20, "t": 50, "b": 30},
         "template": _template(),
     }
-    for i, ((labels, probs, colors), (title, _), (bottom, top)) in enumerate(zip(rows, charts, domains), start=1):
-        suffix = "" if i == 1 else str(i)
+    for row, (labels, probs, colors) in enumerate(rows, start=1):
+        where = panels.on(row, 1)
         data.append({
             "type": "bar", "x": probs, "y": labels, "orientation": "h", "marker": {"color": colors},
             "text": [percent(p) for p in probs], "textposition": "outside", "cliponaxis": False,
-            "hovertemplate": "%{y}: %{text}<extra></extra>", "showlegend": False,
-            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+            "hovertemplate": "%{y}: %{text}<extra></extra>", "showlegend": False, **where,
         })
         # room right of the longest bar for its percentage label
-        layout[f"xaxis{suffix}"] = {
-            "anchor": f"y{suffix}", "domain": [0.0, 1.0], "range": [0, max(probs) * 1.35 + 1e-9],
+        layout["xaxis" + where["xaxis"][1:]].update({
+            "range": [0, max(probs) * 1.35 + 1e-9],
             "tickformat": ".2~%", "nticks": 5,  # 0%, 5%, 10% or 0.5%: no ".0" tails
-        }
-        layout[f"yaxis{suffix}"] = {
-            "anchor": f"x{suffix}", "domain": [bottom, top], "autorange": "reversed", "type": "category",
-            "automargin": True,
-        }
-        annotations.append({
-            "text": title, "x": 0.5, "y": top, "xref": "paper", "yref": "paper", "xanchor": "center",
-            "yanchor": "bottom", "showarrow": False, "font": {"size": 16},
         })
-    layout["annotations"] = annotations
+        layout["yaxis" + where["yaxis"][1:]].update({"autorange": "reversed", "type": "category", "automargin": True})
     return go.Figure(data=data, layout=layout, _validate=False)
-
-
-def _stacked_domains(heights: list[int], spacing: float) -> list[tuple[float, float]]:
-    """(bottom, top) paper fractions of charts stacked top to bottom, each as tall as its share of ``heights``."""
-    usable = 1.0 - spacing * (len(heights) - 1)
-    total = float(sum(heights))
-    out, top = [], 1.0
-    for h in heights:
-        bottom = max(0.0, top - usable * h / total)
-        out.append((bottom, top))
-        top = bottom - spacing
-    return out
 
 
 @lru_cache(maxsize=1)

@@ -27,24 +27,18 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
     rows, cols = view.row_labels, view.labels
     # Repeated tokens ("the" twice) stay separate rows: each label carries its original position.
     frm = "%{y}" if view.rows_are_layers else "from %{y}"
-    fig = go.Figure(
-        go.Heatmap(
-            z=view.matrix,
-            x=cols,
-            y=rows,
-            colorscale="Viridis",
-            zmin=0,
-            hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
-            colorbar=dict(title="weight", thickness=12),
-        )
-    )
     notes = []
     if view.renormalised:
         notes.append("rows renormalised without [CLS]/[SEP]")
     if view.direction != "all":
         notes.append(f"{view.direction}: rows from one sentence, columns of the other")
     title = view.title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else "")
-    fig.update_layout(
+    heatmap = dict(
+        type="heatmap", z=view.matrix, x=cols, y=rows, colorscale="Viridis", zmin=0,
+        hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
+        colorbar=dict(title="weight", thickness=12),
+    )
+    return go.Figure(data=[heatmap], layout=dict(  # one call: plotly validates the figure once
         title=dict(text=title, x=0, xref="paper", xanchor="left", font=dict(size=15)),
         xaxis=dict(title="attends to", tickangle=-60, type="category", automargin=True),
         yaxis=dict(
@@ -55,8 +49,7 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
         height=min(900, max(340, 22 * len(rows) + 190)),
         margin=dict(l=10, r=10, t=80 if notes else 50, b=10),
         template=TEMPLATE,
-    )
-    return fig
+    ))
 
 
 @dataclass

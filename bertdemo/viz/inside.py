@@ -1,7 +1,9 @@
 """Pure drawing for the Inside BERT tab: results -> plotly figures and markdown tables.
 
 Wide matrices (S x D, S x I) are drawn over their first ``DIMS_SHOWN`` dimensions; every title
-gives the full shape, so the picture stays small and the numbers stay honest.
+gives the full shape, so the picture stays small and the numbers stay honest. Figures of several
+panels are made in one ``go.Figure`` call from a :func:`~bertdemo.viz.grid.grid` layout (not
+``make_subplots`` and ``update_*`` calls, which cost more than the forward they draw).
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bertdemo.explore.inside import EmbeddingsResult, OrderTest
 from bertdemo.explore.inside_anatomy import ParamBreakdown
 from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
+from bertdemo.viz.grid import Grid, grid
 from bertdemo.viz.style import TEMPLATE
 from bertdemo.viz.text import Code, md_table
 
@@ -45,29 +47,31 @@ def _cut(matrix: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None, diverging: bool = True,
-             name: str = "value", showscale: bool = False) -> go.Heatmap:
+             name: str = "value", showscale: bool = False, **where: str) -> dict:
+    """A heatmap trace (``where``: its ``xaxis`` / ``yaxis``, from :meth:`Grid.on`)."""
     m = np.round(np.asarray(matrix, dtype=np.float32), 4)
     style = dict(colorscale="RdBu", zmid=0, reversescale=True) if diverging else dict(colorscale="Viridis", zmin=0)
-    return go.Heatmap(
-        z=m, y=y, x=x, showscale=showscale, **style,
+    return dict(
+        type="heatmap", z=m, y=y, x=x, showscale=showscale, **style, **where,
         hovertemplate="%{y}<br>" + ("%{x}<br>" if x else "dim %{x}<br>") + name + " %{z:.4f}<extra></extra>",
     )
 
 
-def _layout(fig: go.Figure, height: int, title: str = "", row_labels: list[str] | None = None,
-            top: int | None = None) -> go.Figure:
-    """Size, title and look; ``row_labels`` (the tokens every y axis shows): margins set from them, so
-    plotly need not measure every axis's labels and lay the figure out again (its ``automargin``);
-    ``top``: the top margin, when panel titles below the figure's title need more than the usual."""
+def _figure(panels: Grid, data: list[dict], height: int, title: str = "", row_labels: list[str] | None = None,
+            top: int | None = None, **layout) -> go.Figure:
+    """The figure of ``data`` on ``panels``, with its size, title and look; ``row_labels`` (the tokens every
+    y axis shows): margins set from them, so plotly need not measure every axis's labels and lay the
+    figure out again (its ``automargin``); ``top``: the top margin, when panel titles below the
+    figure's title need more than the usual. Every y axis lists its rows top down."""
     margin = dict(l=10, r=10, t=top if top is not None else (60 if title else 30), b=10)
     if row_labels is not None:
         margin.update(l=_label_px(row_labels), b=_TICK_PX)
-        fig.update_xaxes(automargin=False)
-        fig.update_yaxes(automargin=False)
-    fig.update_layout(title=title or None, height=height, margin=margin, template=TEMPLATE, autosize=True)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_annotations(font_size=12)
-    return fig
+        for axis in panels.xaxes() + panels.yaxes():
+            axis["automargin"] = False
+    for axis in panels.yaxes():
+        axis.update(autorange="reversed", type="category")
+    return go.Figure(data=data, layout={**panels.layout, **layout, "title": title or None, "height": height,
+                                        "margin": margin, "template": TEMPLATE, "autosize": True})
 
 
 def _label_px(labels: list[str]) -> int:
@@ -95,12 +99,11 @@ def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
     for key, title in _EMBED_PARTS:
         _, note = _cut(getattr(result, key))
         titles.append(f"{title}  ({_shape((s, d))}{note})")
-    fig = make_subplots(rows=len(_EMBED_PARTS), cols=1, subplot_titles=titles, vertical_spacing=0.06)
-    for row, (key, _) in enumerate(_EMBED_PARTS, start=1):
-        shown, _ = _cut(getattr(result, key))
-        fig.add_trace(_heatmap(shown, labels, showscale=row == 1), row=row, col=1)
+    panels = grid(len(_EMBED_PARTS), 1, titles, vertical_spacing=0.06, title_size=12)
+    data = [_heatmap(_cut(getattr(result, key))[0], labels, showscale=row == 1, **panels.on(row, 1))
+            for row, (key, _) in enumerate(_EMBED_PARTS, start=1)]
     per = max(110, _ROW_PX * s)
-    return _layout(fig, len(_EMBED_PARTS) * (per + 45) + 40,
+    return _figure(panels, data, len(_EMBED_PARTS) * (per + 45) + 40,
                    f"Embeddings of your sentence — model {result.model_name}", row_labels=labels)
 
 
@@ -170,52 +173,55 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
     for n, step in enumerate(result.steps, start=1):
         _, note = _cut(step.matrix)
         titles.append(f"{n}. {step.formula}<br>{step.name} ({_shape(step.shape)}{note})")
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, vertical_spacing=0.32 / rows,
-                        horizontal_spacing=0.06)
+    panels = grid(rows, cols, titles, vertical_spacing=0.32 / rows, horizontal_spacing=0.06, title_size=12)
+    data = []
     for n, step in enumerate(result.steps):
         shown, _ = _cut(step.matrix)
         square = shown.shape[0] == shown.shape[1] == len(labels)
         probs = step.formula == "softmax"
-        fig.add_trace(
-            _heatmap(shown, labels, labels if square else None, diverging=not probs, name=step.formula),
-            row=n // cols + 1, col=n % cols + 1,
-        )
-    fig.update_xaxes(showticklabels=False)
+        data.append(_heatmap(shown, labels, labels if square else None, diverging=not probs, name=step.formula,
+                             **panels.on(n // cols + 1, n % cols + 1)))
+    for axis in panels.xaxes():
+        axis["showticklabels"] = False
     for col in range(2, cols + 1):  # the rows of every panel are the tokens: named once, in the first column
-        fig.update_yaxes(showticklabels=False, col=col)
-    fig.update_layout(width=_WIDE_PX)
+        for axis in panels.yaxes(col):
+            axis["showticklabels"] = False
     per = max(150, _ROW_PX * len(labels))
-    return _layout(fig, rows * (per + 90) + 90,  # the first row's two-line panel titles below the figure's title
+    return _figure(panels, data, rows * (per + 90) + 90,  # the first row's two-line panel titles below the title
                    f"Layer {result.layer}, head {result.head}, step by step — model {result.model_name}",
-                   row_labels=labels, top=95)
+                   row_labels=labels, top=95, width=_WIDE_PX)
 
 
 def neuron_figure(result: LayerStepResult) -> go.Figure:
     """bertviz's neuron view for the query token: q, every k, q ⊙ k, q·k, ÷√d_h, softmax."""
     labels = _labels(result.tokens)
     q_label = labels[result.query]
-    fig = make_subplots(
-        rows=2, cols=4, row_heights=[0.1, 0.9], vertical_spacing=0.14, horizontal_spacing=0.05,
-        column_widths=[0.3, 0.3, 0.2, 0.2],
-        specs=[[{}, {}, None, None], [{}, {}, {}, {}]],
-        subplot_titles=[f"query q ({result.head_dim})", "", "keys k (S×d_h)", "q ⊙ k (elementwise)",
-                        "q·k and ÷√d_h", "softmax"],
+    panels = grid(
+        2, 4, [f"query q ({result.head_dim})", "", "keys k (S×d_h)", "q ⊙ k (elementwise)", "q·k and ÷√d_h",
+               "softmax"],
+        row_heights=[0.1, 0.9], vertical_spacing=0.14, horizontal_spacing=0.05, column_widths=[0.3, 0.3, 0.2, 0.2],
+        empty=[(1, 3), (1, 4)], title_size=12,
     )
-    fig.add_trace(_heatmap(result.q[None, :], [q_label], name="q"), row=1, col=1)
-    fig.add_trace(_heatmap(result.keys, labels, name="k"), row=2, col=1)
-    fig.add_trace(_heatmap(result.products, labels, name="q·k term"), row=2, col=2)
-    fig.add_trace(go.Bar(x=result.scores, y=labels, orientation="h", name="q·k", marker_color="#94a3b8"), row=2, col=3)
-    fig.add_trace(go.Bar(x=result.scaled, y=labels, orientation="h", name="÷√d_h", marker_color=_BLUE), row=2, col=3)
-    fig.add_trace(go.Bar(x=result.probs, y=labels, orientation="h", name="softmax", marker_color=_AMBER,
-                         text=[f"{p:.2f}" for p in result.probs], textposition="auto"), row=2, col=4)
-    fig.update_yaxes(showticklabels=False, col=2)
-    fig.update_yaxes(showticklabels=False, col=3)
-    fig.update_yaxes(showticklabels=False, col=4)
-    fig.update_layout(barmode="overlay", showlegend=False)
-    fig.update_layout(width=_WIDE_PX)
+
+    def bar(values, name: str, color: str, **more) -> dict:
+        return dict(type="bar", x=values, y=labels, orientation="h", name=name, marker=dict(color=color), **more)
+
+    data = [
+        _heatmap(result.q[None, :], [q_label], name="q", **panels.on(1, 1)),
+        _heatmap(result.keys, labels, name="k", **panels.on(2, 1)),
+        _heatmap(result.products, labels, name="q·k term", **panels.on(2, 2)),
+        bar(result.scores, "q·k", "#94a3b8", **panels.on(2, 3)),
+        bar(result.scaled, "÷√d_h", _BLUE, **panels.on(2, 3)),
+        bar(result.probs, "softmax", _AMBER, text=[f"{p:.2f}" for p in result.probs], textposition="auto",
+            **panels.on(2, 4)),
+    ]
+    for col in (2, 3, 4):
+        for axis in panels.yaxes(col):
+            axis["showticklabels"] = False
     per = max(220, _ROW_PX * len(labels))
-    return _layout(fig, per + 200, f"Neuron view: how query token {q_label} scores every key "
-                                   f"(layer {result.layer}, head {result.head})")
+    return _figure(panels, data, per + 200, f"Neuron view: how query token {q_label} scores every key "
+                                            f"(layer {result.layer}, head {result.head})",
+                   barmode="overlay", showlegend=False, width=_WIDE_PX)
 
 
 def layer_markdown(result: LayerStepResult) -> str:
@@ -255,23 +261,22 @@ def lens_figure(result: LogitLensResult) -> go.Figure:
     k = len(result.layers[0].top)
     probs = np.array([[p for _, p in l.top] for l in result.layers])
     words = [[t for t, _ in l.top] for l in result.layers]
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.08,
-                        subplot_titles=[f"top {k} if the MLM head read this layer",
-                                        "how the hidden state moves"])
-    fig.add_trace(go.Heatmap(
-        z=np.round(probs, 4), x=[f"#{i + 1}" for i in range(k)], y=rows, text=words, texttemplate="%{text}",
-        colorscale="Blues", zmin=0, showscale=False,
-        hovertemplate="%{y} · %{x}: %{text}<br>p = %{z:.4f}<extra></extra>",
-    ), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[l.cosine_to_final for l in result.layers], y=rows, mode="lines+markers",
-                             name="cosine to the last layer", marker_color=_BLUE), row=1, col=2)
-    fig.add_trace(go.Scatter(x=[l.final_word_prob for l in result.layers], y=rows, mode="lines+markers",
-                             name=f"p({result.final_word})", marker_color=_AMBER), row=1, col=2)
-    fig.update_xaxes(range=[-0.05, 1.05], row=1, col=2)
-    fig.update_yaxes(showticklabels=False, row=1, col=2)
-    fig.update_layout(legend=dict(orientation="h", y=-0.08), width=900)
-    return _layout(fig, 120 + 42 * len(rows),
-                   f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}")
+    panels = grid(1, 2, [f"top {k} if the MLM head read this layer", "how the hidden state moves"],
+                  column_widths=[0.62, 0.38], horizontal_spacing=0.08, title_size=12)
+    data = [
+        dict(type="heatmap", z=np.round(probs, 4), x=[f"#{i + 1}" for i in range(k)], y=rows, text=words,
+             texttemplate="%{text}", colorscale="Blues", zmin=0, showscale=False,
+             hovertemplate="%{y} · %{x}: %{text}<br>p = %{z:.4f}<extra></extra>", **panels.on(1, 1)),
+        dict(type="scatter", x=[l.cosine_to_final for l in result.layers], y=rows, mode="lines+markers",
+             name="cosine to the last layer", marker=dict(color=_BLUE), **panels.on(1, 2)),
+        dict(type="scatter", x=[l.final_word_prob for l in result.layers], y=rows, mode="lines+markers",
+             name=f"p({result.final_word})", marker=dict(color=_AMBER), **panels.on(1, 2)),
+    ]
+    panels.xaxes(2)[0]["range"] = [-0.05, 1.05]
+    panels.yaxes(2)[0]["showticklabels"] = False
+    return _figure(panels, data, 120 + 42 * len(rows),
+                   f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}",
+                   legend=dict(orientation="h", y=-0.08), width=900)
 
 
 def lens_markdown(result: LogitLensResult) -> str:
@@ -291,21 +296,25 @@ def loss_figure(result: MlmLossResult) -> go.Figure:
     """−log p per mask, with the mean (the MLM loss) and ln(V), the loss of a uniform guess."""
     labels = [f"#{m.number} {m.word}" for m in result.masks]
     values = [m.neg_log_prob for m in result.masks]
-    fig = go.Figure(go.Bar(
-        x=labels, y=values, marker_color=_BLUE, text=[f"p={m.prob:.3g}" for m in result.masks],
-        textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p",
-    ))
-    fig.add_hline(y=result.mean_loss, line_dash="dash", line_color=_AMBER,
-                  annotation_text=f"mean = MLM loss {result.mean_loss:.3f}", annotation_position="bottom left", annotation_bgcolor="white")
-    fig.add_hline(y=result.uniform_loss, line_dash="dot", line_color="#64748b",
-                  annotation_text=f"uniform guess ln({result.vocab_size:,}) = {result.uniform_loss:.2f}",
-                  annotation_position="top right", annotation_bgcolor="white")
-    fig.update_layout(
+    def level(y: float, text: str, dash: str, color: str, at_right: bool) -> tuple[dict, dict]:
+        """A dashed line across the chart at ``y`` and its label (at the line's left end, below it, or at its
+        right end, above it)."""
+        line = dict(type="line", x0=0, x1=1, xref="x domain", y0=y, y1=y, yref="y", line=dict(color=color, dash=dash))
+        label = dict(text=text, x=1 if at_right else 0, xanchor="right" if at_right else "left", xref="x domain",
+                     y=y, yanchor="bottom" if at_right else "top", yref="y", showarrow=False, bgcolor="white")
+        return line, label
+
+    mean = level(result.mean_loss, f"mean = MLM loss {result.mean_loss:.3f}", "dash", _AMBER, False)
+    uniform = level(result.uniform_loss, f"uniform guess ln({result.vocab_size:,}) = {result.uniform_loss:.2f}",
+                    "dot", "#64748b", True)
+    bars = dict(type="bar", x=labels, y=values, marker=dict(color=_BLUE), text=[f"p={m.prob:.3g}" for m in result.masks],
+                textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p")
+    return go.Figure(data=[bars], layout=dict(
         title=f"−log p of the right word at each mask — model {result.model_name}",
         yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),
+        shapes=[mean[0], uniform[0]], annotations=[mean[1], uniform[1]],
         height=380, margin=dict(l=10, r=10, t=50, b=10), template=TEMPLATE,
-    )
-    return fig
+    ))
 
 
 def loss_markdown(result: MlmLossResult) -> str:

@@ -78,7 +78,7 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     pytest.importorskip("playwright")
     from playwright.sync_api import expect
 
-    from .test_browser import open_app, open_tab, wait_idle
+    from .test_browser import open_app, open_tab, slider, wait_idle
 
     page = browser_page
     open_app(page, app_url)
@@ -102,10 +102,33 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
     for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
         expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    # sliders follow the model (2 layers, 2 heads on the tiny one); moving one redraws that layer only
-    expect(page.get_by_label("range slider for Layer").first).to_have_attribute("max", re.compile(r"\d+"))
+    # the sliders span the model (2 layers, 2 heads on the tiny one) and the sentence (12 tokens)
+    expect(slider(page, "Layer")).to_have_attribute("max", "1")
+    expect(slider(page, "Head")).to_have_attribute("max", "1")
+    expect(slider(page, "Query token (position)")).to_have_attribute("max", "11")
     wait_idle(page)
     screenshot(page, "inside_bert")
     page.set_viewport_size({"width": 390, "height": 900})
     page.wait_for_timeout(500)
     screenshot(page, "inside_bert_phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    # a slider moved within its range redraws its layer and leaves the sliders as they are
+    query = slider(page, "Query token (position)")
+    query.fill("3")
+    query.dispatch_event("pointerup")
+    expect(page.locator("#in-layer-info")).to_contain_text("query token 3 sat.", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    expect(query).to_have_value("3")
+    expect(query).to_have_attribute("max", "11")
+    # a shorter sentence brings the query slider into its range: [CLS] a [MASK] . [SEP]
+    page.locator("#in-text textarea").fill("A [MASK].")
+    page.locator("#in-words textarea").fill("cat")
+    page.click("#in-run")
+    expect(page.locator("#in-layer-info")).to_contain_text("query token 3 ..", timeout=RUN_TIMEOUT_MS)
+    expect(query).to_have_attribute("max", "4")
+    query.fill("1")
+    query.dispatch_event("pointerup")
+    expect(page.locator("#in-layer-info")).to_contain_text("query token 1 a.", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    expect(query).to_have_attribute("max", "4")
