@@ -5,6 +5,11 @@
 ``?tab=learn&step=loss&text=…`` opens the learning path at a step. Every value is checked like any
 input (known tab and step, bounded text, a run id of safe characters; the model then goes through the
 model box's own checks); a bad value is named in a warning and the page opens as usual.
+
+The tab is selected in the page (a click on its tab button), not by an event output: Gradio's page
+refreshes the loading status of every component that has ever been an event's output, each time any
+event starts or ends, and for a container output (the tabs) it walks and copies every component
+inside it — the whole app, on every click of every tab, once the link had been followed.
 """
 
 from __future__ import annotations
@@ -75,30 +80,35 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
 
 
-def _click_js(ids: dict[str, str]) -> str:
-    """JS that clicks the run button of the tab named in ``value.tab`` (after the sentence is in its box)."""
-    return ("(value) => { const ids = " + repr(ids).replace("'", '"') + "; const id = value && ids[value.tab];"
+def _open_js(ids: dict[str, str]) -> str:
+    """JS that opens the tab named in ``value.tab`` (a click on its tab button) and, when ``value.run``,
+    clicks that tab's run button (after the sentence is in its box)."""
+    return ("(value) => { const ids = " + repr(ids).replace("'", '"') + "; const tab = value && value.tab;"
+            " if (!tab) return [];"
+            " const button = [...document.querySelectorAll('button[role=tab]')].find("
+            "b => b.dataset.tabId === tab && b.offsetParent !== null);"
+            " if (button && button.getAttribute('aria-selected') !== 'true') button.click();"
+            " const id = value.run && ids[tab];"
             " if (id) setTimeout(() => document.getElementById(id)?.click(), 50); return []; }")
 
 
-def connect(demo: gr.Blocks, tabs: gr.Tabs, model_box: gr.Dropdown, learn: LearnTab) -> None:
+def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
     """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs."""
     boxes = _boxes(demo)
     text_tabs = [t for t in TEXT_BOX if TEXT_BOX[t] in boxes]
     targets = [boxes[TEXT_BOX[t]] for t in text_tabs]
     words = boxes.get(WORDS_BOX)
-    hidden = gr.JSON(visible=False)  # {"tab": …}: which run button the follow-up clicks
-    outputs = [tabs, *targets, *([words] if words is not None else []), model_box, learn.step, hidden]
+    hidden = gr.JSON(visible=False)  # {"tab": …, "run": …}: the tab the follow-up opens, and whether it runs it
+    outputs = [*targets, *([words] if words is not None else []), model_box, learn.step, hidden]
 
     def updates(tab: str | None, text: str | None, word: str | None = None, model: str | None = None,
                 step: str | None = None, run: bool = False) -> list:
-        out = [gr.Tabs(selected=tab) if tab else gr.skip()]
-        out += [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
+        out = [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
                 for t in text_tabs]
         if words is not None:
             out.append(gr.update(value=word) if word and tab == "inside" else gr.skip())
         out += [gr.update(value=model) if model else gr.skip(), gr.update(value=step) if step else gr.skip(),
-                {"tab": tab if run else None}]
+                {"tab": tab, "run": run}]
         return out
 
     def open_link(request: gr.Request):
@@ -112,7 +122,7 @@ def connect(demo: gr.Blocks, tabs: gr.Tabs, model_box: gr.Dropdown, learn: Learn
             return updates(None, None)
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
 
-    click = _click_js(RUN_BUTTON)
+    click = _open_js(RUN_BUTTON)
     opened = demo.load(open_link, None, outputs, api_visibility="private")
     opened.then(None, hidden, None, js=click, api_visibility="private")
     learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set

@@ -63,7 +63,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
-        with gr.Tabs() as tabs:
+        with gr.Tabs():
             learn = learn_tab.build(ctx, model_box)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
@@ -71,7 +71,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
             pretrain_tab.build(ctx, model_box)
-        deep_links.connect(demo, tabs, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
+        deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
