@@ -38,6 +38,25 @@ def test_heatmap_and_overview(tiny_loaded):
     assert np.asarray(img).std() > 0
 
 
+def test_each_overview_cell_draws_its_heads_weights(tiny_loaded):
+    """Cell (layer, head) is that head's (S, S) map upscaled, each map scaled by its own largest weight: the
+    pixels of its largest weight are viridis yellow, those of its smallest the darkest of the cell."""
+    result = attention.compute(tiny_loaded, "the cat sat on the mat")
+    weights = result.attentions  # (L, H, S, S)
+    n_layers, n_heads, s, _ = weights.shape
+    pixels = heatmaps.overview_pixels(weights)
+    geo = heatmaps.OverviewGeometry(n_layers, n_heads)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            y0, x0 = geo.top + layer * (geo.cell + geo.gap), geo.left + head * (geo.cell + geo.gap)
+            cell = pixels[y0:y0 + geo.cell, x0:x0 + geo.cell].astype(int)
+            at = lambda i, j: cell[i * geo.cell // s + 1, j * geo.cell // s + 1]  # inside that weight's block
+            top = np.unravel_index(weights[layer, head].argmax(), (s, s))
+            low = np.unravel_index(weights[layer, head].argmin(), (s, s))
+            assert at(*top).tolist() == [253, 231, 37]
+            assert at(*low).sum() == cell.sum(axis=-1).min()
+
+
 def test_targets_inside_the_top_k_are_highlighted(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "a [MASK] b", top_k=5)
     second = result.masks[0].candidates[1]

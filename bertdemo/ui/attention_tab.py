@@ -93,7 +93,7 @@ def _overview_file(image, previous: str | None) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="overview-", suffix=".png", dir=folder)
     with os.fdopen(fd, "wb") as fh:
-        image.save(fh, format="PNG")
+        image.save(fh, format="PNG", compress_level=1)  # half the time of the default level, about the same size
     _remove_overview(previous)
     return name
 

@@ -102,8 +102,9 @@ def overview_pixels(matrices: np.ndarray) -> np.ndarray:
             if layer == 0:
                 draw.text((x + geo.cell // 2 - 8, geo.top - 16), f"H{head}", fill="black")
     pixels = np.asarray(img).copy()
-    cells = matrices[:, :, idx][:, :, :, idx]  # (L, H, cell, cell)
-    colours = _colorize_each(cells)  # (L, H, cell, cell, 3)
+    shown, where = np.unique(idx, return_inverse=True)  # the rows/columns a cell shows, and where each pixel's is
+    colours = _colorize_each(matrices[:, :, shown][:, :, :, shown])  # coloured before upscaling: (L, H, k, k, 3)
+    colours = colours[:, :, where][:, :, :, where]  # (L, H, cell, cell, 3)
     for layer in range(n_layers):
         y = geo.top + layer * (geo.cell + geo.gap)
         for head in range(n_heads):
