@@ -4,6 +4,7 @@
     python bench/bench_time_to_insight.py --seeds 1337,1,2 --json after.json
     python bench/bench_time_to_insight.py --lever before           # the defaults before the levers were adopted
     python bench/bench_time_to_insight.py --lever locality         # one lever alone, on top of "before"
+    python bench/bench_time_to_insight.py --set neighbour_init=true --set locality_bias=0   # a setting changed
     python bench/bench_time_to_insight.py --set locality_hold=0.4 --set locality_fade=0.8   # a fade schedule
     python bench/bench_time_to_insight.py --device cuda            # on a GPU, marks 5, 10 and 30 s
     python bench/bench_time_to_insight.py --plot docs/benchmarks/time_to_insight.png before.json after.json
@@ -48,6 +49,7 @@ LEVERS: dict[str, dict] = {
     "locality-hold": dict(locality_bias=8.0, locality_hold=0.4, locality_fade=0.8),  # full for 40 %, gone by 80 %
     "locality-dropout": dict(locality_bias=8.0, locality_fade=1.0, locality_dropout=0.25),  # 1 step in 4 without it
     "mimetic": dict(mimetic_init=True),
+    "neighbour-init": dict(neighbour_init=True),  # heads start on the word before / after; no bias, nothing fades
     "vocab8k": dict(output_vocab=8000),
     "batch8": dict(batch_size=8),
     "batch-ramp": dict(batch_size_start=8, batch_ramp=0.5),

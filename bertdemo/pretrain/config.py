@@ -74,6 +74,7 @@ class ModelConfig:
     locality_hold: float = 0.0  # the locality bias stays at full strength for this share of the run, then fades (must be below locality_fade)
     locality_dropout: float = 0.0  # share of training steps run without the locality bias, so attention must also find the neighbours on its own; 0 = none
     mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
+    neighbour_init: bool = False  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step; a stock BERT, nothing to fade
 
 
 @dataclass
@@ -300,6 +301,8 @@ class TrainConfig:
                              f"bias is held at full strength for that share of the run, then fades; got {m.locality_hold}.")
         if not 0.0 <= m.locality_dropout < 1.0:
             raise ValueError(f"locality_dropout must be at least 0 and below 1, got {m.locality_dropout}.")
+        if m.neighbour_init and not m.position_embeddings:
+            raise ValueError("neighbour_init needs position embeddings: the heads find their neighbours through them.")
         if o.output_vocab and not MIN_OUTPUT_VOCAB <= o.output_vocab <= VOCAB_SIZE:
             raise ValueError(f"output_vocab must be 0 (every word) or between {MIN_OUTPUT_VOCAB} and {VOCAB_SIZE:,}.")
         if opt.batch_size_start and not 2 <= opt.batch_size_start <= opt.batch_size:
