@@ -169,7 +169,7 @@ def test_neighbour_init_makes_each_head_attend_to_the_word_before_or_after_from_
             assert max(head) < 0.02  # about 1/128 on each key
 
 
-def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_a_warm_start_alone(tmp_path, tokenizer):
+def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_starts_and_order_blind_models_alone(tmp_path, tokenizer):
     torch.manual_seed(6)
     cfg = TrainConfig().replace(neighbour_init=True)
     model = build_model(cfg, tokenizer).eval()
@@ -184,8 +184,13 @@ def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_a_warm_s
     warm = build_model(cfg.replace(init_from=str(tmp_path / "ni"), neighbour_init=True), tokenizer)
     torch.testing.assert_close(warm.bert.encoder.layer[0].attention.self.key.weight,
                                model.bert.encoder.layer[0].attention.self.key.weight)  # not initialised twice
-    with pytest.raises(ValueError, match="neighbour_init needs position embeddings"):
-        cfg.replace(position_embeddings=False).validate()
+    torch.manual_seed(6)  # an order-blind model has no neighbours to start on: the plain initialisation
+    blind = build_model(cfg.replace(position_embeddings=False), tokenizer)
+    torch.manual_seed(6)
+    plain = build_model(cfg.replace(neighbour_init=False), tokenizer)
+    torch.testing.assert_close(blind.bert.encoder.layer[0].attention.self.key.weight,
+                               plain.bert.encoder.layer[0].attention.self.key.weight)
+    assert blind.bert.embeddings.position_embeddings.weight.abs().max() == 0
 
 
 def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_row():

@@ -301,8 +301,6 @@ class TrainConfig:
                              f"bias is held at full strength for that share of the run, then fades; got {m.locality_hold}.")
         if not 0.0 <= m.locality_dropout < 1.0:
             raise ValueError(f"locality_dropout must be at least 0 and below 1, got {m.locality_dropout}.")
-        if m.neighbour_init and not m.position_embeddings:
-            raise ValueError("neighbour_init needs position embeddings: the heads find their neighbours through them.")
         if o.output_vocab and not MIN_OUTPUT_VOCAB <= o.output_vocab <= VOCAB_SIZE:
             raise ValueError(f"output_vocab must be 0 (every word) or between {MIN_OUTPUT_VOCAB} and {VOCAB_SIZE:,}.")
         if opt.batch_size_start and not 2 <= opt.batch_size_start <= opt.batch_size:

@@ -41,8 +41,8 @@ def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
     if cfg.model.mimetic_init and not cfg.model.init_from:
         mimetic_init(model)
-    if cfg.model.neighbour_init and not cfg.model.init_from:
-        neighbour_init(model)
+    if cfg.model.neighbour_init and not cfg.model.init_from and cfg.model.position_embeddings:
+        neighbour_init(model)  # an order-blind model (no position embeddings) has no neighbours to start on
     apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
     if not cfg.model.position_embeddings:
         remove_position_embeddings(model)
