@@ -41,7 +41,7 @@ from bertdemo.pretrain.config import TrainConfig, setting_types  # noqa: E402
 
 # What the Pretrain tab started with before these levers existed, and each lever alone on top of it.
 BEFORE = dict(batch_size=32, steps=2000, locality_bias=0.0, mimetic_init=False, output_vocab=0, batch_size_start=0,
-              adam_beta2=0.999, time_budget_s=0.0, mlm_probability=0.15)
+              adam_beta2=0.999, time_budget_s=0.0, mlm_probability=0.15, neighbour_init=False)
 LEVERS: dict[str, dict] = {
     "before": {},
     "locality": dict(locality_bias=8.0, locality_fade=0.2),  # gone by step 400 of 2000 (~1.8 min at batch 32)
