@@ -1,6 +1,6 @@
 """The levers that make a run's first minutes count: the fading locality bias on attention (and that the
 default run still ends a stock BERT; its strength carried in the status, drawn on the curves and told in
-the timeline), mimetic initialisation, the restricted output softmax, the batch ramp, AdamW's beta2 and the
+the timeline), mimetic initialisation, the neighbour initialisation, the restricted output softmax, the batch ramp, AdamW's beta2 and the
 time budget."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
-from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.models.partial_forward import encode_at
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
-from bertdemo.pretrain.model import PretrainObjective, mimetic_init
+from bertdemo.pretrain.model import PretrainObjective, build_model, mimetic_init, neighbour_offsets
 from bertdemo.pretrain.service import RunService
 from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
 from bertdemo.settings import ServerSettings
@@ -130,6 +130,67 @@ def test_mimetic_init_makes_each_query_match_its_own_key_and_values_cancel():
     with torch.no_grad():
         assert abs(float((plain.bert.encoder.layer[0].attention.self.query.weight.T
                           @ plain.bert.encoder.layer[0].attention.self.key.weight).diagonal().mean())) < 0.01
+
+
+def _neighbour_attention(model: BertForMaskedLM, ids: torch.Tensor) -> list[list[tuple[float, float, float]]]:
+    """Per layer and head, the mean attention weight of query i on key i - 1, on i + 1 and on itself,
+    from the model's own forward (eager attention, which returns its weights)."""
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        attentions = model.bert(input_ids=ids, output_attentions=True).attentions  # per layer (1, heads, T, T)
+    model.set_attn_implementation("sdpa")
+    at = torch.arange(ids.shape[1] - 1)
+    return [[(float(a[at + 1, at].mean()), float(a[at, at + 1].mean()), float(a.diagonal().mean()))
+             for a in layer[0]] for layer in attentions]
+
+
+def test_neighbour_init_makes_each_head_attend_to_the_word_before_or_after_from_the_first_step(tokenizer):
+    """The default shape (bert-tiny) on a real 128-token block: head 0 puts most of its weight on the word
+    before, head 1 on the word after, in both layers; a plain initialisation spreads it over the block."""
+    text = " ".join(wiki_summaries()[:20])
+    ids = tokenizer(text, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
+    assert ids.shape == (1, 128)
+    cfg = TrainConfig().replace(neighbour_init=True)
+    torch.manual_seed(5)
+    model = build_model(cfg, tokenizer).eval()
+    assert neighbour_offsets(2) == [-1, 1] and neighbour_offsets(4) == [-1, 1, -2, 2]
+    for layer in _neighbour_attention(model, ids):
+        (before, after, itself), (before_1, after_1, itself_1) = layer
+        assert before > 0.95 and after < 0.01 and itself < 0.01  # head 0: the word before
+        assert after_1 > 0.95 and before_1 < 0.01 and itself_1 < 0.01  # head 1: the word after
+    with torch.no_grad():  # what the run trains with (SDPA) computes the same
+        eager = model.bert(input_ids=ids).last_hidden_state
+        model.set_attn_implementation("eager")
+        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, eager, atol=1e-5, rtol=1e-4)
+    torch.manual_seed(5)
+    plain = build_model(cfg.replace(neighbour_init=False), tokenizer).eval()
+    for layer in _neighbour_attention(plain, ids):
+        for head in layer:
+            assert max(head) < 0.02  # about 1/128 on each key
+
+
+def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_starts_and_order_blind_models_alone(tmp_path, tokenizer):
+    torch.manual_seed(6)
+    cfg = TrainConfig().replace(neighbour_init=True)
+    model = build_model(cfg, tokenizer).eval()
+    assert type(model) is BertForMaskedLM
+    model.save_pretrained(tmp_path / "ni")
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path / "ni").eval()
+    assert type(loaded) is BertForMaskedLM
+    assert json.loads((tmp_path / "ni" / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
+    enc = tokenizer(SENTENCE, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**enc).logits, model(**enc).logits)
+    warm = build_model(cfg.replace(init_from=str(tmp_path / "ni"), neighbour_init=True), tokenizer)
+    torch.testing.assert_close(warm.bert.encoder.layer[0].attention.self.key.weight,
+                               model.bert.encoder.layer[0].attention.self.key.weight)  # not initialised twice
+    torch.manual_seed(6)  # an order-blind model has no neighbours to start on: the plain initialisation
+    blind = build_model(cfg.replace(position_embeddings=False), tokenizer)
+    torch.manual_seed(6)
+    plain = build_model(cfg.replace(neighbour_init=False), tokenizer)
+    torch.testing.assert_close(blind.bert.encoder.layer[0].attention.self.key.weight,
+                               plain.bert.encoder.layer[0].attention.self.key.weight)
+    assert blind.bert.embeddings.position_embeddings.weight.abs().max() == 0
 
 
 def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_row():

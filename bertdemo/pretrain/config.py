@@ -3,9 +3,10 @@ BertConfig / parameter count they give.
 
 Defaults are chosen so that the default run (bert-tiny on the embedded Wikipedia
 summaries, 128-token blocks, 5 minutes) gets past "the , . of and" within its first minutes on a
-2-core CPU and still ends a standard BERT: a locality bias on attention that fades out over the run,
-small batches, AdamW's β2 0.98 and a schedule on a 5-minute budget (docs/benchmarks.md,
-"Breaking the plateau").
+2-core CPU and still ends a standard BERT: attention heads initialised to look at the word before and
+the word after, a locality bias on attention that fades out over the run, small batches, AdamW's β2
+0.98 and a schedule on a 5-minute budget (docs/benchmarks.md, "Breaking the plateau" and "Neighbour
+initialisation").
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ModelConfig:
     locality_hold: float = 0.0  # the locality bias stays at full strength for this share of the run, then fades (must be below locality_fade)
     locality_dropout: float = 0.0  # share of training steps run without the locality bias, so attention must also find the neighbours on its own; 0 = none
     mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
+    neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
 
 
 @dataclass
