@@ -290,6 +290,7 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     status = service.status()
     assert status["eval_steps"] == [0, 6, 12, 18, 24]
     assert status["locality_strength"] == [1.0, 1.0, 0.5, 0.0, 0.0] and status["locality_plan"] == "fades"
+    assert status["attention_start"] == "neighbours"  # the default start: heads on the word before / after
 
     snap = run.snapshot()
     fig = run_curves.training_curves_spec([run_curves.CurveRun("live", snap)], x_axis="step")
@@ -303,6 +304,8 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     before = run_curves.timeline_markdown(None)  # what the page says before Start
     assert "While it fades, the held-out loss may rise for a while" in before and "stock BERT" in before
     assert "Now the help is fading" not in before
+    assert "**Its heads start on the neighbours.**" in before and "**Its heads start on the neighbours.**" in \
+        run_curves.timeline_markdown(run.snapshot())
     text = run_curves.timeline_markdown(snap)
     assert "**The help is gone** since step 18: the model is a stock BERT now." in text
     held = RunSnapshot(eval_steps=[0, 6], eval_loss=[10.3, 8.0], locality_strength=[1.0, 1.0], locality_plan="fades")
@@ -314,6 +317,7 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
         run_curves.timeline_markdown(fading)
     none = RunSnapshot(eval_steps=[0], eval_loss=[10.3], eval_ppl=[29700.0], mlm_acc=[0.0])  # a run without the bias
     assert "attention help" not in run_curves.timeline_markdown(none)
+    assert "start on the neighbours" not in run_curves.timeline_markdown(none)  # nor the neighbour start
     assert not [t for t in run_curves.training_curves_spec([run_curves.CurveRun("off", none)])["data"]
                 if t.get("yaxis") == run_curves.HELP_AXIS]
 

@@ -80,6 +80,7 @@ class RunSnapshot:
     # strength, read from the model's attention modules: 1 = full help, 0 = a stock BERT (empty: the run has none)
     locality_strength: list[float] = field(default_factory=list)
     locality_plan: str = ""  # the run's locality bias: "fades", "permanent" (an experiment) or "" (none)
+    attention_start: str = ""  # how its heads started: "neighbours" (each on the word before / after) or "" (random)
     tokens_per_s: float = 0.0
     eta_s: float = 0.0  # time left, from the run's own speed (budget.run_eta)
     eta_low_s: float = 0.0  # ... at the fastest and the slowest speed of its last evaluation periods

@@ -41,8 +41,8 @@ def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
     if cfg.model.mimetic_init and not cfg.model.init_from:
         mimetic_init(model)
-    if cfg.model.neighbour_init and not cfg.model.init_from and cfg.model.position_embeddings:
-        neighbour_init(model)  # an order-blind model (no position embeddings) has no neighbours to start on
+    if starts_on_neighbours(cfg):
+        neighbour_init(model)
     apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
     if not cfg.model.position_embeddings:
         remove_position_embeddings(model)
@@ -93,6 +93,12 @@ def neighbour_frequencies(k: int) -> torch.Tensor:
 def neighbour_offsets(heads: int) -> list[int]:
     """The key each head looks at, relative to its query: the word before, the word after, then 2 before…"""
     return [-(h // 2 + 1) if h % 2 == 0 else h // 2 + 1 for h in range(heads)]
+
+
+def starts_on_neighbours(cfg: TrainConfig) -> bool:
+    """Whether a run's model is given :func:`neighbour_init`: asked for, a fresh model (not a warm start), and
+    with position embeddings (an order-blind model has no neighbours to start on)."""
+    return bool(cfg.model.neighbour_init and not cfg.model.init_from and cfg.model.position_embeddings)
 
 
 @torch.no_grad()

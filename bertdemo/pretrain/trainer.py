@@ -41,7 +41,8 @@ from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
 from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
-                                     load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings)
+                                     load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings,
+                                     starts_on_neighbours)
 from bertdemo.settings import DiskRules
 from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
 
@@ -139,6 +140,7 @@ class Trainer:
         self.locality.update(self.progress())
         if self.locality.active:
             metrics.update(locality_plan="permanent" if m.locality_fade == 0 else "fades")
+        metrics.update(attention_start="neighbours" if starts_on_neighbours(cfg) else "")
 
     def _setup_data(self) -> dict[int, Blocks]:
         """The packed blocks of every block length the schedule uses (tokenized once, then cached)."""

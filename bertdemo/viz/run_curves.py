@@ -402,15 +402,32 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
         f"4. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
         f"{when(reached.get('both'))}.",
     ]
-    help_text = locality_markdown(snap)
-    if help_text:
-        lines.append(f"\n{help_text}")
+    for text in (start_markdown(snap), locality_markdown(snap)):
+        if text:
+            lines.append(f"\n{text}")
     for event in _length_switches(snap) if snap is not None else []:
         lines.append(f"\nBlock length {event['previous']} → {event['length']} at step {event['step']:,} (the dotted "
                      f"line on the loss chart): positions {event['previous']}-{event['length'] - 1} train only from "
                      "here. BERT ran 90 % of its steps on 128-token blocks because attention costs grow with S² "
                      "(512 tokens cost 16× as much per layer), and taught the long positions last.")
     return "\n".join(lines)
+
+
+HEADS_ON_NEIGHBOURS = (
+    "**Its heads start on the neighbours.** The model is initialised so that in every layer one attention head "
+    "looks at the word before and one at the word after from the first step (its position embeddings and each "
+    "head's W_q, W_k are set so; nothing is added to BERT, and training moves them where they help). A BERT "
+    "initialised at random attends almost evenly to every word: for its first minutes it answers the most common "
+    "words for every gap, whatever the sentence.")
+
+
+def start_markdown(snap: RunSnapshot | None) -> str:
+    """How the run's attention heads started, in words (before Start: the default run's; "" for a random start)."""
+    if snap is None:
+        from bertdemo.pretrain.config import TrainConfig
+
+        return HEADS_ON_NEIGHBOURS if TrainConfig().model.neighbour_init else ""
+    return HEADS_ON_NEIGHBOURS if snap.attention_start == "neighbours" else ""
 
 
 HELP_FADES = ("**Attention gets help at first.** Each head starts with a locality bias: attention to a word is "
