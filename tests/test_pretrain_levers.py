@@ -17,7 +17,7 @@ from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
-from bertdemo.pretrain.model import PretrainObjective, build_model, mimetic_init, neighbour_offsets
+from bertdemo.pretrain.model import PretrainObjective, build_model, mimetic_init, neighbour_offsets, starts_on_neighbours
 from bertdemo.pretrain.service import RunService
 from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
 from bertdemo.settings import ServerSettings
@@ -191,6 +191,11 @@ def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_sta
     torch.testing.assert_close(blind.bert.encoder.layer[0].attention.self.key.weight,
                                plain.bert.encoder.layer[0].attention.self.key.weight)
     assert blind.bert.embeddings.position_embeddings.weight.abs().max() == 0
+    one_dim_heads = TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=8, num_attention_heads=8,
+                                          intermediate_size=16)
+    assert not starts_on_neighbours(one_dim_heads)  # nothing to rotate: the plain initialisation, not a failed run
+    assert type(build_model(one_dim_heads, tokenizer)) is BertForMaskedLM
+    assert starts_on_neighbours(cfg) and not starts_on_neighbours(cfg.replace(neighbour_init=False))
 
 
 def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_row():

@@ -96,9 +96,13 @@ def neighbour_offsets(heads: int) -> list[int]:
 
 
 def starts_on_neighbours(cfg: TrainConfig) -> bool:
-    """Whether a run's model is given :func:`neighbour_init`: asked for, a fresh model (not a warm start), and
-    with position embeddings (an order-blind model has no neighbours to start on)."""
-    return bool(cfg.model.neighbour_init and not cfg.model.init_from and cfg.model.position_embeddings)
+    """Whether a run's model is given :func:`neighbour_init`: asked for, a fresh model (not a warm start), with
+    position embeddings (an order-blind model has no neighbours to start on) and heads of at least 2 dims (a
+    head of 1 dim has no plane to rotate a position in)."""
+    if not cfg.model.neighbour_init or cfg.model.init_from or not cfg.model.position_embeddings:
+        return False
+    _, hidden, heads, _ = cfg.model_shape()
+    return hidden // heads >= 2
 
 
 @torch.no_grad()
