@@ -124,7 +124,7 @@ class ServerSettings:
         folders = {folder for _, folder in served}  # loaded by their served: name only, like any other path
         rules = PublicRules(float(max_model_gb), frozenset(a for a in allowed if a and a not in folders),
                             limits=limits or Limits(), served=served) if public else None
-        if served and rest.get("default_model") in dict((folder, name) for name, folder in served):
+        if rest.get("default_model") in folders:
             rest["default_model"] = served_name(rest["default_model"])  # the page names it, never its folder
         token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
         upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))

@@ -226,7 +226,7 @@ class RunManager:
     """Starts runs one at a time and remembers the latest one."""
 
     def __init__(self, runs_dir: str | Path = "runs", disk: DiskRules | None = None,
-                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic, visitor: str = "") -> None:
+                 speeds: budget.SpeedBook | None = None, clock: Clock = time.monotonic) -> None:
         self.runs_dir = Path(runs_dir)
         self.disk = disk or DiskRules()
         self.speeds = speeds

@@ -145,18 +145,18 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
         "template": _template(),
     }
     for row, (labels, probs, colors) in enumerate(rows, start=1):
-        where = panels.on(row, 1)
         data.append({
             "type": "bar", "x": probs, "y": labels, "orientation": "h", "marker": {"color": colors},
             "text": [percent(p) for p in probs], "textposition": "outside", "cliponaxis": False,
-            "hovertemplate": "%{y}: %{text}<extra></extra>", "showlegend": False, **where,
+            "hovertemplate": "%{y}: %{text}<extra></extra>", "showlegend": False, **panels.on(row, 1),
         })
+        x_axis, y_axis = panels.axes_of(row, 1)  # the layout's own axes (it holds the grid's dicts)
         # room right of the longest bar for its percentage label
-        layout["xaxis" + where["xaxis"][1:]].update({
+        x_axis.update({
             "range": [0, max(probs) * 1.35 + 1e-9],
             "tickformat": ".2~%", "nticks": 5,  # 0%, 5%, 10% or 0.5%: no ".0" tails
         })
-        layout["yaxis" + where["yaxis"][1:]].update({"autorange": "reversed", "type": "category", "automargin": True})
+        y_axis.update({"autorange": "reversed", "type": "category", "automargin": True})
     return go.Figure(data=data, layout=layout, _validate=False)
 
 

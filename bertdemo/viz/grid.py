@@ -27,6 +27,11 @@ class Grid:
         suffix = self.suffixes[(row, col)]
         return {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
 
+    def axes_of(self, row: int, col: int) -> tuple[dict, dict]:
+        """Panel (row, col)'s x and y axes in :attr:`layout`, to set properties on."""
+        suffix = self.suffixes[(row, col)]
+        return self.layout[f"xaxis{suffix}"], self.layout[f"yaxis{suffix}"]
+
     def xaxes(self, col: int | None = None) -> list[dict]:
         """The x axes (of column ``col`` only, when given), to set properties on."""
         return [self.layout[f"xaxis{s}"] for (_, c), s in self.suffixes.items() if col in (None, c)]

@@ -272,8 +272,9 @@ def lens_figure(result: LogitLensResult) -> go.Figure:
         dict(type="scatter", x=[l.final_word_prob for l in result.layers], y=rows, mode="lines+markers",
              name=f"p({result.final_word})", marker=dict(color=_AMBER), **panels.on(1, 2)),
     ]
-    panels.xaxes(2)[0]["range"] = [-0.05, 1.05]
-    panels.yaxes(2)[0]["showticklabels"] = False
+    x_axis, y_axis = panels.axes_of(1, 2)
+    x_axis["range"] = [-0.05, 1.05]
+    y_axis["showticklabels"] = False
     return _figure(panels, data, 120 + 42 * len(rows),
                    f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}",
                    legend=dict(orientation="h", y=-0.08), width=900)
