@@ -102,9 +102,11 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
     for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
         expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    # the sliders span the model (2 layers, 2 heads on the tiny one) and the sentence (12 tokens)
-    expect(slider(page, "Layer")).to_have_attribute("max", "1")
-    expect(slider(page, "Head")).to_have_attribute("max", "1")
+    # the sliders span the model (2 layers, 2 heads on the tiny one; the page's shape line names them for
+    # whichever model is served) and the sentence (12 tokens)
+    shape = re.search(r"layer \d+ of 0–(\d+), head \d+ of 0–(\d+)", page.locator("#in-layer-info").inner_text())
+    expect(slider(page, "Layer")).to_have_attribute("max", shape.group(1))
+    expect(slider(page, "Head")).to_have_attribute("max", shape.group(2))
     expect(slider(page, "Query token (position)")).to_have_attribute("max", "11")
     wait_idle(page)
     screenshot(page, "inside_bert")
