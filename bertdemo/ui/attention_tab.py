@@ -334,7 +334,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                      [heatmap, overview, info, state, overview_file], api_name="attention")
     gr.on([button.click, text.submit], show,
           [text, text_pair, model_box, *controls, token, overview_file],
-          [*page_outputs, state, layer, head, token], api_visibility="private")
+          [*page_outputs, state, layer, head, token], api_visibility="private", show_progress_on=[info])
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
@@ -342,7 +342,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         [*page_outputs, head],
         api_visibility="private",
         trigger_mode="always_last",
-        show_progress_on=[heatmap, overview, info, rollout_plot, token_plot],  # never on the slider being moved
+        show_progress_on=[info],  # never on the slider being moved
     )
     csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
                      [csv_files, folder_state, drawn_state], api_visibility="private")

@@ -260,7 +260,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         if "layer" in sections:
             outputs += [layer, head, query]
         gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
-              api_visibility="private", **kwargs)
+              api_visibility="private", show_progress_on=[c for c in outputs if isinstance(c, gr.Markdown)], **kwargs)
 
     page_event([run.click, text.submit, words.submit], SECTIONS, True)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown

@@ -1,9 +1,10 @@
-"""A figure is drawn once per answer, and still follows its panel when the window changes size
-(bertdemo/ui/plot_once.py), in the real page: the Attention heatmap in headless Chromium.
+"""A figure is drawn once per answer, in place, and still follows its panel when the window changes
+size (bertdemo/ui/plot_once.py), in the real page: the Attention heatmap in headless Chromium.
 
-Gradio puts each new figure into a new plot element. The page keeps the element shown before the
-answer, and the layout plotly computes when it first draws the new one (``_fullLayout``: plotly
-replaces it whenever it lays the figure out again).
+Gradio puts each new figure into a new plot element; plotly draws into the plot's one drawing
+element, moved into it. The page keeps the drawing element shown before the answer, and the layout
+plotly computes when it first draws the new figure (``_fullLayout``: plotly replaces it whenever it
+lays the figure out again).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ WATCH_JS = """() => {
   window.__old = box.querySelector('.js-plotly-plot');
   window.__first = null;
   new MutationObserver(() => {
-    const gd = box.querySelector('.js-plotly-plot');
-    if (gd && gd !== window.__old && gd._fullLayout && !window.__first) window.__first = gd._fullLayout;
+    const gd = box.querySelector('.js-plotly-plot'), full = gd && gd._fullLayout;
+    if (full && !window.__first && String(full.title.text).startsWith('Layer 1')) window.__first = full;
   }).observe(box, {childList: true, subtree: true, attributes: true});
 }"""
 CHECK_JS = """() => {
-  const gd = document.querySelector('#att-heatmap .js-plotly-plot');
-  return {old: window.__old._fullLayout.title.text, now: gd._fullLayout.title.text,
-          laidOutOnce: gd._fullLayout === window.__first};
+  const box = document.querySelector('#att-heatmap'), gd = box.querySelector('.js-plotly-plot');
+  return {now: gd._fullLayout.title.text, inPlace: gd === window.__old,
+          drawings: box.querySelectorAll('.js-plotly-plot').length, laidOutOnce: gd._fullLayout === window.__first};
 }"""
 WIDTHS_JS = """() => {
   const gd = document.querySelector('#att-heatmap .js-plotly-plot');
@@ -36,7 +37,7 @@ WIDTHS_JS = """() => {
 }"""
 
 
-def test_a_new_answer_is_drawn_once_and_a_resize_redraws_to_the_new_width(browser_page: Page, app_url: str):
+def test_a_new_answer_is_drawn_once_in_place_and_a_resize_redraws_to_the_new_width(browser_page: Page, app_url: str):
     page = browser_page
     page.set_viewport_size({"width": 1280, "height": 1000})
     open_app(page, app_url)
@@ -53,8 +54,8 @@ def test_a_new_answer_is_drawn_once_and_a_resize_redraws_to_the_new_width(browse
     expect(page.locator("#att-heatmap")).to_contain_text("Layer 1", timeout=RUN_TIMEOUT_MS)
     page.wait_for_timeout(SETTLE_MS)
     drawn = page.evaluate(CHECK_JS)
-    assert drawn["now"].startswith("Layer 1") and drawn["old"].startswith("Layer 0"), \
-        f"the element Gradio discards is not drawn with the new figure: {drawn}"
+    assert drawn["now"].startswith("Layer 1")
+    assert drawn["inPlace"] and drawn["drawings"] == 1, f"the new figure is not drawn in the plot's element: {drawn}"
     assert drawn["laidOutOnce"], "no second layout of the new figure at the size it was drawn at"
 
     page.set_viewport_size({"width": 900, "height": 1000})  # the panel narrows: plotly lays the figure out again
