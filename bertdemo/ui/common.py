@@ -50,6 +50,17 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
     return wrapper
 
 
+def text_outputs(outputs) -> list:
+    """The outputs an event shows its progress on: its text (Markdown, HTML), never a figure, table or JSON.
+
+    For ``show_progress_on=``. Gradio 6's page refreshes the loading status of every progress target
+    of every event that has run in it, at each status change of any event, finding each in the
+    component tree and copying its value: a figure among them is copied again at every click in
+    every tab (measured in docs/benchmarks.md, "Progress on text"). An empty list shows none.
+    """
+    return [c for c in outputs if isinstance(c, (gr.Markdown, gr.HTML))]
+
+
 def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     """Adapt ``gr.Progress`` to the ``(fraction, message)`` callback the loaders take."""
     return lambda fraction, message: progress(fraction, desc=message)

@@ -101,15 +101,17 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
             raw = gr.JSON(elem_id="learn-raw")
 
         inputs, drawn = [step, sentence, model_box], [question, answer, code, open_button]
-        ask = dict(fn=learn_step, inputs=inputs, outputs=raw)
-        step.change(**ask, api_name="learn_step").success(render, raw, drawn, api_visibility="private")
-        sentence.submit(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private")
+        shown = dict(show_progress_on=[answer])  # the answer being computed, not the JSON below it
+        ask = dict(fn=learn_step, inputs=inputs, outputs=raw, **shown)
+        step.change(**ask, api_name="learn_step").success(render, raw, drawn, api_visibility="private", **shown)
+        sentence.submit(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private", **shown)
         # a model that cannot load is told once, by the status line under the model box, not again here
-        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private").success(
-            render, raw, drawn, api_visibility="private")
+        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private", **shown).success(
+            render, raw, drawn, api_visibility="private", **shown)
         back.click(functools.partial(move, offset=-1), step, step, api_visibility="private")
         forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")
     def answer_after(event):
-        return event.then(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private")
+        return event.then(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private",
+                                                                    **shown)
 
     return LearnTab(step, sentence, open_button, raw, answer_after)

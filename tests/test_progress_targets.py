@@ -1,0 +1,45 @@
+"""No event of the page shows its progress on a figure, a table, JSON or a container.
+
+Gradio 6's page refreshes the loading status of every progress target of every event that has run
+in it, at each status change of any event, finding each in the component tree and copying its
+value (and, for a container, every component inside it). So a figure that is a progress target is
+copied again at every click in every tab from then on; events name their text as progress targets
+instead (``common.text_outputs``). Measured in docs/benchmarks.md, "Progress on text".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+LIGHT = {"markdown", "html", "textbox", "number", "slider", "dropdown", "checkbox", "radio", "button", "code",
+         "file", "downloadbutton", "state", "browserstate"}
+
+
+@pytest.fixture(scope="module")
+def page_config(tmp_path_factory):
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    return build_app(AppContext.for_tests(tmp_path_factory.mktemp("app"))).get_config_file()
+
+
+def test_every_event_the_page_runs_shows_progress_on_text_only(page_config):
+    types = {c["id"]: c["type"] for c in page_config["components"]}
+    heavy = []
+    for dep in page_config["dependencies"]:
+        if not dep["targets"]:  # an API-only endpoint (gr.api): the page never runs it
+            continue
+        targets = dep["show_progress_on"] if dep["show_progress_on"] is not None else dep["outputs"]
+        heavy += [(dep["api_name"], types[i]) for i in targets if types[i] not in LIGHT]
+    assert heavy == []
+
+
+def test_text_outputs_keeps_the_text_and_drops_figures_tables_and_json():
+    import gradio as gr
+
+    from bertdemo.ui.common import text_outputs
+
+    with gr.Blocks():
+        md, html, plot, table, raw = gr.Markdown(), gr.HTML(), gr.Plot(), gr.Dataframe(), gr.JSON()
+    assert text_outputs([plot, md, table, html, raw]) == [md, html]
+    assert text_outputs([plot, raw]) == []
