@@ -3,6 +3,7 @@ and the line of text under the heatmap."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,11 @@ import plotly.graph_objects as go
 from PIL import Image, ImageDraw
 
 from bertdemo.explore.attention import AttentionResult, AttentionView
-from bertdemo.viz.style import TEMPLATE
+from bertdemo.viz.style import TEMPLATE, labels_px
+
+_AXIS_TITLE_PX = 24  # an axis title beside or below the tick labels, with plotly's standoff
+_SIN_60 = 0.87  # the column labels are turned 60 degrees: their height is this share of their length
+_COLORBAR_PX = 96  # the thin colorbar, its numbers and its title (plotly widens the margin to 93 for it)
 
 # Viridis anchors, for the overview image (plotly draws the big heatmap itself).
 _VIRIDIS = np.array(
@@ -40,14 +45,16 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
     )
     return go.Figure(data=[heatmap], layout=dict(  # one call: plotly validates the figure once
         title=dict(text=title, x=0, xref="paper", xanchor="left", font=dict(size=15)),
-        xaxis=dict(title="attends to", tickangle=-60, type="category", automargin=True),
+        xaxis=dict(title="attends to", tickangle=-60, type="category", automargin=False),
         yaxis=dict(
             title="layer" if view.rows_are_layers else "token (from)",
-            autorange="reversed", type="category", automargin=True,
+            autorange="reversed", type="category", automargin=False,
         ),
         autosize=True,
         height=min(900, max(340, 22 * len(rows) + 190)),
-        margin=dict(l=10, r=10, t=80 if notes else 50, b=10),
+        # margins that hold the labels, axis titles and colorbar: plotly lays the figure out once
+        margin=dict(l=labels_px(rows) + _AXIS_TITLE_PX, r=_COLORBAR_PX, t=80 if notes else 50,
+                    b=math.ceil(_SIN_60 * labels_px(cols)) + _AXIS_TITLE_PX + 12),
         template=TEMPLATE,
     ))
 

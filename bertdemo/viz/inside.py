@@ -18,7 +18,7 @@ from bertdemo.explore.inside_anatomy import ParamBreakdown
 from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
 from bertdemo.viz.grid import Grid, grid
-from bertdemo.viz.style import TEMPLATE
+from bertdemo.viz.style import COLORBAR_PX, TEMPLATE, labels_px
 from bertdemo.viz.text import Code, md_table
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
@@ -26,7 +26,6 @@ _ROW_PX = 18
 _BLUE = "#4f46e5"
 _AMBER = "#f59e0b"
 _WIDE_PX = 1100  # multi-column figures keep this width (a phone scrolls them sideways)
-_CHAR_PX = 7.5  # the widest average character of plotly's 12 px tick font, with room for wide letters
 _TICK_PX = 28  # below the last panel: its tick numbers
 
 
@@ -64,6 +63,8 @@ def _figure(panels: Grid, data: list[dict], height: int, title: str = "", row_la
     figure out again (its ``automargin``); ``top``: the top margin, when panel titles below the
     figure's title need more than the usual. Every y axis lists its rows top down."""
     margin = dict(l=10, r=10, t=top if top is not None else (60 if title else 30), b=10)
+    if any(trace.get("showscale") for trace in data):
+        margin["r"] = COLORBAR_PX  # the colorbar fits: plotly need not widen the margin and draw again
     if row_labels is not None:
         margin.update(l=_label_px(row_labels), b=_TICK_PX)
         for axis in panels.xaxes() + panels.yaxes():
@@ -76,7 +77,7 @@ def _figure(panels: Grid, data: list[dict], height: int, title: str = "", row_la
 
 def _label_px(labels: list[str]) -> int:
     """The left margin that holds the longest of ``labels`` in plotly's 12 px tick font (and a gap)."""
-    return 16 + math.ceil(_CHAR_PX * max((len(label) for label in labels), default=1))
+    return 16 + labels_px(labels)
 
 
 # --- 1. embeddings ---------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def neuron_figure(result: LayerStepResult) -> go.Figure:
     per = max(220, _ROW_PX * len(labels))
     return _figure(panels, data, per + 200, f"Neuron view: how query token {q_label} scores every key "
                                             f"(layer {result.layer}, head {result.head})",
-                   barmode="overlay", showlegend=False, width=_WIDE_PX)
+                   row_labels=labels, barmode="overlay", showlegend=False, width=_WIDE_PX)
 
 
 def layer_markdown(result: LayerStepResult) -> str:

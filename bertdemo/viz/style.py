@@ -7,7 +7,22 @@ these 2-D heatmaps, bars and lines use, so they look the same at a fraction of t
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
+
+CHAR_PX = 7.5  # the widest average character of plotly's 12 px tick font, with room for wide letters
+COLORBAR_PX = 110  # right of the plot: a colorbar, its tick numbers and its title
+
+
+def labels_px(labels: list[str]) -> int:
+    """The width of the longest of ``labels`` in plotly's 12 px tick font.
+
+    Figures set their margins from it instead of plotly's ``automargin``: plotly measures every
+    label, and when the margins must grow it lays the whole figure out a second time.
+    """
+    return math.ceil(CHAR_PX * max((len(label) for label in labels), default=1))
+
 
 _GRID = "#EBF0F8"
 _AXIS = dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, ticks="", automargin=True, zerolinewidth=2,
