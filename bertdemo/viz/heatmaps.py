@@ -15,7 +15,7 @@ from bertdemo.viz.style import TEMPLATE, labels_px
 
 _AXIS_TITLE_PX = 24  # an axis title beside or below the tick labels, with plotly's standoff
 _SIN_60 = 0.87  # the column labels are turned 60 degrees: their height is this share of their length
-_COLORBAR_PX = 96  # the thin colorbar, its numbers and its title (plotly widens the margin to 93 for it)
+_COLORBAR_PX = 88  # the thin colorbar at the plot's edge and its numbers (0-1: up to 5 characters)
 
 # Viridis anchors, for the overview image (plotly draws the big heatmap itself).
 _VIRIDIS = np.array(
@@ -41,7 +41,7 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
     heatmap = dict(
         type="heatmap", z=view.matrix, x=cols, y=rows, colorscale="Viridis", zmin=0,
         hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
-        colorbar=dict(title="weight", thickness=12),
+        colorbar=dict(title="weight", thickness=12, x=1, xanchor="left", xpad=8),  # at the plot's edge, any width
     )
     return go.Figure(data=[heatmap], layout=dict(  # one call: plotly validates the figure once
         title=dict(text=title, x=0, xref="paper", xanchor="left", font=dict(size=15)),

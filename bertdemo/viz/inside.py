@@ -52,6 +52,7 @@ def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None
     style = dict(colorscale="RdBu", zmid=0, reversescale=True) if diverging else dict(colorscale="Viridis", zmin=0)
     return dict(
         type="heatmap", z=m, y=y, x=x, showscale=showscale, **style, **where,
+        **(dict(colorbar=dict(x=1, xanchor="left", xpad=8)) if showscale else {}),  # at the plot's edge, any width
         hovertemplate="%{y}<br>" + ("%{x}<br>" if x else "dim %{x}<br>") + name + " %{z:.4f}<extra></extra>",
     )
 

@@ -12,7 +12,7 @@ import math
 import plotly.graph_objects as go
 
 CHAR_PX = 7.5  # the widest average character of plotly's 12 px tick font, with room for wide letters
-COLORBAR_PX = 110  # right of the plot: a colorbar, its tick numbers and its title
+COLORBAR_PX = 104  # right of the plot: a colorbar at its edge and tick numbers of up to 7 characters
 
 
 def labels_px(labels: list[str]) -> int:

@@ -102,6 +102,10 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
     for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
         expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    for plot in ("in-emb-plot", "in-neuron-plot", "in-steps-plot"):  # margins that hold their labels and colorbar:
+        margins = page.locator(f"#{plot} .js-plotly-plot").evaluate(  # plotly laid them out once, as set
+            "gd => ['l', 'r', 't', 'b'].map(side => [gd._fullLayout.margin[side], gd._fullLayout._size[side]])")
+        assert [figure for figure, plotted in margins] == [plotted for figure, plotted in margins], (plot, margins)
     # the sliders span the model (2 layers, 2 heads on the tiny one; the page's shape line names them for
     # whichever model is served) and the sentence (12 tokens)
     shape = re.search(r"layer \d+ of 0–(\d+), head \d+ of 0–(\d+)", page.locator("#in-layer-info").inner_text())

@@ -28,8 +28,10 @@ WATCH_JS = """() => {
 }"""
 CHECK_JS = """() => {
   const box = document.querySelector('#att-heatmap'), gd = box.querySelector('.js-plotly-plot');
-  return {now: gd._fullLayout.title.text, inPlace: gd === window.__old,
-          drawings: box.querySelectorAll('.js-plotly-plot').length, laidOutOnce: gd._fullLayout === window.__first};
+  const full = gd._fullLayout;
+  return {now: full.title.text, inPlace: gd === window.__old,
+          drawings: box.querySelectorAll('.js-plotly-plot').length, laidOutOnce: full === window.__first,
+          margins: ['l', 'r', 't', 'b'].map(side => [full.margin[side], full._size[side]])};
 }"""
 WIDTHS_JS = """() => {
   const gd = document.querySelector('#att-heatmap .js-plotly-plot');
@@ -56,6 +58,8 @@ def test_a_new_answer_is_drawn_once_in_place_and_a_resize_redraws_to_the_new_wid
     drawn = page.evaluate(CHECK_JS)
     assert drawn["now"].startswith("Layer 1")
     assert drawn["inPlace"] and drawn["drawings"] == 1, f"the new figure is not drawn in the plot's element: {drawn}"
+    # the figure's own margins hold its labels and colorbar: plotly did not widen them (and draw again)
+    assert [figure for figure, plotted in drawn["margins"]] == [plotted for figure, plotted in drawn["margins"]]
     assert drawn["laidOutOnce"], "no second layout of the new figure at the size it was drawn at"
 
     page.set_viewport_size({"width": 900, "height": 1000})  # the panel narrows: plotly lays the figure out again
