@@ -331,10 +331,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     # The API endpoint returns plain figures (its session's sliders keep their ranges); the page's own
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
-                     [heatmap, overview, info, state, overview_file], api_name="attention", show_progress_on=[info])
+                     [heatmap, overview, info, state, overview_file], api_name="attention")
     gr.on([button.click, text.submit], show,
           [text, text_pair, model_box, *controls, token, overview_file],
-          [*page_outputs, state, layer, head, token], api_visibility="private", show_progress_on=[info])
+          [*page_outputs, state, layer, head, token], api_visibility="private")
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
@@ -353,7 +353,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
     rollout_button.click(
         run_rollout, [text, text_pair, model_box, rollout_layer, hide, renorm, direction], [rollout_plot, rollout_csv],
-        api_name="attention_rollout", show_progress_on=[],
+        api_name="attention_rollout",
     )
     add_head.click(lambda s, l, h: add_heads(s, l, h, False), [abl_heads, layer, head], abl_heads,
                    api_visibility="private")
@@ -361,5 +361,5 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                     api_visibility="private")
     abl_button.click(
         run_ablation, [abl_text, abl_pair, model_box, abl_heads, abl_k, abl_answers], [abl_summary, abl_table],
-        api_name="head_ablation", show_progress_on=[abl_summary],
+        api_name="head_ablation",
     )

@@ -50,15 +50,30 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
     return wrapper
 
 
-def text_outputs(outputs) -> list:
-    """The outputs an event shows its progress on: its text (Markdown, HTML), never a figure, table or JSON.
+HEAVY_OUTPUTS = (gr.Plot, gr.JSON, gr.Dataframe, gr.Image, gr.Gallery, gr.blocks.BlockContext)  # figures, tables,
+# JSON, images and containers (a container's every component is copied with it)
 
-    For ``show_progress_on=``. Gradio 6's page refreshes the loading status of every progress target
-    of every event that has run in it, at each status change of any event, finding each in the
-    component tree and copying its value: a figure among them is copied again at every click in
-    every tab (measured in docs/benchmarks.md, "Progress on text"). An empty list shows none.
-    """
+
+def text_outputs(outputs) -> list:
+    """The outputs an event shows its progress on: its text (Markdown, HTML), never a figure, table or JSON."""
     return [c for c in outputs if isinstance(c, (gr.Markdown, gr.HTML))]
+
+
+def progress_on_text(demo: gr.Blocks) -> int:
+    """Every event of ``demo`` that would show its progress on a figure, table, JSON or container (its
+    outputs, when it names no ``show_progress_on``) shows it on its text instead; how many were changed.
+
+    Gradio 6's page refreshes the loading status of every progress target of every event that has run
+    in it, at each status change of any event, finding each in the component tree and copying its
+    value: a figure among them is copied again at every click in every tab (measured in
+    docs/benchmarks.md, "Progress on text"). An event that names its own targets keeps them.
+    """
+    changed = 0
+    for block_fn in demo.fns.values():
+        if block_fn.show_progress_on is None and any(isinstance(c, HEAVY_OUTPUTS) for c in block_fn.outputs):
+            block_fn.show_progress_on = text_outputs(block_fn.outputs)
+            changed += 1
+    return changed
 
 
 def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:

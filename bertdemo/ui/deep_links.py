@@ -123,8 +123,8 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
 
     click = _open_js(RUN_BUTTON)
-    opened = demo.load(open_link, None, outputs, api_visibility="private", show_progress_on=[])  # nothing to wait on
+    opened = demo.load(open_link, None, outputs, api_visibility="private")
     opened.then(None, hidden, None, js=click, api_visibility="private")
     learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
-    learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private", show_progress_on=[]).then(
+    learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
         None, hidden, None, js=click, api_visibility="private")

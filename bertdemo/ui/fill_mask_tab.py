@@ -143,7 +143,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]
     # requests computed at once: those that meet in the model share one padded forward pass
-    shared = dict(concurrency_limit=CONCURRENCY, concurrency_id="fill_mask", show_progress_on=[filled, target_table])
+    shared = dict(concurrency_limit=CONCURRENCY, concurrency_id="fill_mask")
     button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared)
     gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared)
     second.focus(refresh_second, second, second, api_visibility="private")  # new checkpoints join

@@ -248,7 +248,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         (anatomy_button, anatomy, [model_box], section_outputs["anatomy"], "param_breakdown"),
     ]
     for button, fn, inputs, outputs, api_name in apis:
-        button.click(user_errors(fn), inputs, outputs, api_name=api_name, show_progress_on=common.text_outputs(outputs))
+        button.click(user_errors(fn), inputs, outputs, api_name=api_name)
 
     def page_event(triggers, sections: tuple[str, ...], force: bool, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
@@ -260,7 +260,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         if "layer" in sections:
             outputs += [layer, head, query]
         gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
-              api_visibility="private", show_progress_on=common.text_outputs(outputs), **kwargs)
+              api_visibility="private", show_progress_on=common.text_outputs(outputs), **kwargs)  # not the states
 
     page_event([run.click, text.submit, words.submit], SECTIONS, True)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown

@@ -8,7 +8,7 @@ import gradio as gr
 
 from bertdemo.pretrain.budget import Limits
 from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab
-from bertdemo.ui.common import model_dropdown, model_status, refresh_choices
+from bertdemo.ui.common import model_dropdown, model_status, progress_on_text, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
 if TYPE_CHECKING:
@@ -82,5 +82,6 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
     guard_events(demo)  # size before work: every handler's inputs checked against their declared limits
+    progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     return demo
 

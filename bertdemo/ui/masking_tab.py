@@ -56,9 +56,8 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
         drawn = render(result)
         return (result.to_json(), *(drawn if isinstance(drawn, tuple) else (drawn,)))
 
-    shown = dict(show_progress_on=common.text_outputs(outputs))
-    gr.Button(visible=False).click(api, inputs, raw, api_name=api_name, **shown)
-    button.click(page, inputs, [raw, *outputs], api_visibility="private", **shown)
+    gr.Button(visible=False).click(api, inputs, raw, api_name=api_name)
+    button.click(page, inputs, [raw, *outputs], api_visibility="private")
     return page
 
 
@@ -193,7 +192,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return (*show_epochs(*chosen, more, static_copies), more)
 
         next_button.click(next_epoch, [*settings, epochs, copies], [epochs_raw, epochs_view, epochs],
-                          api_visibility="private", show_progress_on=[epochs_view])
+                          api_visibility="private")
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
               lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats",
               user_errors=user_errors)

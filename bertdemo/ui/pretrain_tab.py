@@ -390,8 +390,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
 
     view = [compare, smoothing, log_y, x_axis]
     outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, seen]
-    preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private",
-                  show_progress_on=[])
+    preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
@@ -416,18 +415,18 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
-    # progress on no figure (common.text_outputs): the poll shows none, a redrawn chart is quick
-    timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden", show_progress_on=[])
-    gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private", show_progress_on=[])
-    x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private", show_progress_on=[])
+    timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden",
+               show_progress_on=[])  # the poll shows no progress, not even on its status text
+    gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
+    x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
                     api_visibility="private")
     with tab:
         gr.api(metrics_csv_api, api_name="run_metrics_csv")
     for pick in (run_pick, order_run):  # runs made after the page was built are offered when the list opens
         pick.focus(lambda: gr.update(choices=runs.run_choices()), None, pick, api_visibility="private")
-    delete.click(ask_delete, run_pick, [confirm_row, question], api_visibility="private", show_progress_on=[question])
-    delete_no.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private", show_progress_on=[])
+    delete.click(ask_delete, run_pick, [confirm_row, question], api_visibility="private")
+    delete_no.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
     delete_yes.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box, status, confirm_row, order_out],
                      api_name="delete_from_page", api_visibility="private", show_progress_on=[status])
     with tab:

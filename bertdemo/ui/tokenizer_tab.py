@@ -130,11 +130,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 id_out = gr.Markdown()
             specials = gr.Dataframe(headers=["role", "token", "id"], label="Special tokens", interactive=False)
             lookup_in, lookup_out = [model_box, lookup_token, lookup_id], [token_out, id_out, specials]
-            shown = dict(show_progress_on=common.text_outputs(lookup_out))
-            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup",
-                                                             **shown)
+            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup")
             gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
-                  api_visibility="private", **shown)
+                  api_visibility="private")
 
         with gr.Accordion("Compare two tokenizers", open=False):
             gr.Markdown("The same text through two tokenizers: uncased (lowercased, accents stripped) "
@@ -160,11 +158,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
     with tab:  # API-only endpoints (a gr.Tabs holds only tabs): the page asks run_page, one event per click
         gr.api(encode, api_name="encode")
-        gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize",
-                                       show_progress_on=common.text_outputs(outputs))
+        gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize")
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
     gr.on([button.click, text.submit, text_pair.submit], run_page, inputs, [*outputs, encoding],
-          api_visibility="private", show_progress_on=common.text_outputs(outputs))
+          api_visibility="private")
     if page is not None:  # a first result on page load: the example, not empty panels
-        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private",
-                  show_progress_on=common.text_outputs(outputs))
+        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private")
