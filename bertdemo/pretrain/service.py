@@ -15,6 +15,8 @@ Torch-free at import: the training loop is imported by the run's thread when it 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import secrets
 import threading
 import time
@@ -27,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from bertdemo.finetune.config import FinetuneConfig, config_from_request
+from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.models.hub import HubProbe
@@ -268,14 +273,24 @@ class RunManager:
             self._check_free(hold)
             run = TrainingRun(cfg, self.runs_dir, owner_token=owner_token, max_seconds=max_seconds,
                               disk=self.disk, speeds=self.speeds, clock=self.clock, visitor=visitor)
-            lock = self._machine_lock()
-            try:
-                run.start(lock)
-            except BaseException:
-                lock.release()
-                raise
-            self._current = run
-            return run
+            return self._launch(run)
+
+    def start_run(self, run: Any) -> Any:
+        """Start a run object of another kind (a fine-tuning run) in the same slot: the same one-at-a-time
+        rule and machine lock as pretraining. ValueError when a run is under way."""
+        with self._lock:
+            self._check_free(None)
+            return self._launch(run)
+
+    def _launch(self, run: Any) -> Any:
+        lock = self._machine_lock()
+        try:
+            run.start(lock)
+        except BaseException:
+            lock.release()
+            raise
+        self._current = run
+        return run
 
     def _machine_lock(self) -> FileLock:
         """This machine's run lock, held (ValueError when another process holds it)."""
@@ -311,7 +326,8 @@ class RunManager:
             raise ValueError("The current run is on a GPU burst; wait until it is back.")
         if self._current is not None and self._current.active and not (hold is not None and hold is self._hold):
             snap = self._current.snapshot()
-            raise ValueError(f"A pretraining run is already {snap.status} (run {snap.run_id}, step "
+            kind = "fine-tuning" if getattr(self._current, "kind", "") == "finetune" else "pretraining"
+            raise ValueError(f"A {kind} run is already {snap.status} (run {snap.run_id}, step "
                              f"{snap.step}/{snap.total_steps}); stop it before starting another.")
 
 
@@ -330,20 +346,25 @@ class RunService:
     # --- the live run ------------------------------------------------------------------------------
     @property
     def current(self) -> TrainingRun | None:
-        """The latest run, active or ended (None before the first)."""
-        return self.manager.current
+        """The latest pretraining run, active or ended (None before the first, or while the slot's latest
+        run is a fine-tuning run)."""
+        run = self.manager.current
+        return run if isinstance(run, TrainingRun) else None
 
     def snapshot(self) -> RunSnapshot | None:
-        """A copy of the live (or latest) run's metrics; None before any run."""
-        run = self.manager.current
+        """A copy of the live (or latest) pretraining run's metrics; None before any run."""
+        run = self.current
         return None if run is None else run.snapshot()
 
     def status(self) -> dict | None:
-        """The live run's snapshot as plain values, checkpoints named ``run:<id>/…`` (None before any run)."""
+        """The live run's snapshot as plain values, checkpoints named ``run:<id>/…`` (None before any run).
+        ``kind`` says which: ``pretrain`` or ``finetune`` (then :meth:`finetune_status`'s values)."""
+        if isinstance(self.manager.current, FinetuneRun):
+            return self.finetune_status()
         snap = self.snapshot()
         if snap is None:
             return None
-        status = dataclasses.asdict(snap)
+        status = {"kind": "pretrain", **dataclasses.asdict(snap)}
         status["train_loss_smooth"] = snap.train_loss_smooth
         status["plateau"] = snap.plateau  # the model answers the same words for every probe
         status["heldout_eval"] = HELDOUT_EVAL  # how eval_loss, mlm_acc (top-1), top5_acc, median_rank are scored
@@ -457,10 +478,12 @@ class RunService:
         runs.expire_runs(self.runs_dir, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
         if resuming or self.settings.is_admin(owner_token):
             return
-        mine = runs.runs_owned_by(self.runs_dir, owner_token, visitor)
+        runs.expire_runs(finetune_root(self.runs_dir), caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
+        mine = [*runs.runs_owned_by(self.runs_dir, owner_token, visitor),
+                *runs.runs_owned_by(finetune_root(self.runs_dir), owner_token, visitor)]
         if len(mine) >= caps.max_runs_per_visitor:
             raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
-                             "yours (Runs on this server → Delete, or /delete_run) to start another.")
+                             "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
 
     def control(self, action: RunAction, owner_token: str = "") -> RunSnapshot:
         """Pause, resume or stop the live run. On a public server only its owner may (and, to stop
@@ -473,18 +496,18 @@ class RunService:
     def set_probe(self, text: str, owner_token: str = "", expected: str = "") -> RunSnapshot:
         """Use a new probe sentence, and the word expected at its first [MASK] ("" none), in the live run
         from its next step (its owner only, on a public server)."""
-        run = self.manager.current
+        run = self.current
         if run is None or not run.active:
-            raise ValueError("No run is active; the probe is used by the next run you start.")
+            raise ValueError("No pretraining run is active; the probe is used by the next run you start.")
         self._controlled(owner_token, admin_may=False).set_probe_text(text, expected)
         return run.snapshot()
 
     def gpu_burst(self, steps: int, owner_token: str = "", device: str = "cuda") -> Iterator[RunSnapshot]:
         """Move the run to a GPU for ``steps`` steps, then on with it on the CPU (its owner only).
         Yields the run's snapshot as the burst goes."""
-        run = self.manager.current
+        run = self.current
         if run is None:
-            raise ValueError("There is no run yet: start one, then give it a GPU burst.")
+            raise ValueError("There is no pretraining run yet: start one, then give it a GPU burst.")
         if not run.may_control(owner_token):
             raise ValueError(NOT_YOURS)
         with LOGIC_IMPORT_LOCK:
@@ -521,7 +544,7 @@ class RunService:
         """(label, history) of the live run (first, labelled ``live_label`` + what differs; ``live``: its
         snapshot when the caller holds one already) and of the earlier runs ``run_ids``; labels name the
         settings in which the runs differ."""
-        run = self.manager.current
+        run = self.current
         live = [] if run is None else [runs.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
         records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
         labels = runs.differing_labels(records)
@@ -554,7 +577,7 @@ class RunService:
         runs.release_uploads(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:
-        run = self.manager.current
+        run = self.current
         return [run.cfg.data.corpus] if run is not None and run.active else []
 
     # --- names the pages use -----------------------------------------------------------------------
@@ -600,3 +623,139 @@ class RunService:
         if public is not None and seconds > public.max_seconds:
             text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
         return text
+
+    # --- fine-tuning: a run kind of its own in the same slot ------------------------------------------
+    def start_finetune(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
+                       task_loader: Any = None) -> FinetuneRun:
+        """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
+        machine's one training slot, under the rules of a pretraining run: one at a time, the owner's token,
+        the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
+        :class:`~bertdemo.finetune.engine.TopicTask` (tests pass a small one); by default the topic task from
+        the embedded Wikipedia summaries, built once in this server's cache. ValueError naming what to change."""
+        self.manager.check_free()
+        cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
+        public = self.settings.public_limits
+        if cfg.init.startswith("run:"):
+            folder = self.resolve_run_reference(cfg.init)
+            if folder is None or not (Path(folder) / "config.json").is_file():
+                raise ValueError(f"{cfg.init} is not a checkpoint of this server's runs: pick one from the list.")
+            cfg = cfg.replace(init_path=folder)
+        elif cfg.init_path and isinstance(request, dict):
+            raise ValueError("init_path is set by the server.")
+        cfg = cfg.replace(device=cfg.device if public is None else "cpu")
+        if public is not None:
+            self._check_visitor_share(owner_token, visitor, resuming=False)
+            if cfg.time_budget_s == 0 or cfg.time_budget_s > public.max_seconds:
+                cfg = cfg.replace(time_budget_s=float(public.max_seconds))
+        self.settings.disk.check(adding=FINETUNE_CHECKPOINT_BYTES)
+        loader = task_loader or functools.partial(default_topic_task, self.settings.cache_dir)
+        run = FinetuneRun(cfg, self.runs_dir, loader, owner_token=owner_token if public is not None else "",
+                          visitor=visitor if public is not None else "",
+                          max_seconds=public.max_seconds if public is not None else None,
+                          cache_dir=self.settings.cache_dir)
+        return self.manager.start_run(run)
+
+    @property
+    def finetune_run(self) -> FinetuneRun | None:
+        run = self.manager.current
+        return run if isinstance(run, FinetuneRun) else None
+
+    def finetune_snapshot(self) -> FinetuneSnapshot | None:
+        """The live (or latest) fine-tuning run's metrics; None when the slot's latest run is none."""
+        run = self.finetune_run
+        return None if run is None else run.snapshot()
+
+    def finetune_status(self) -> dict | None:
+        """The fine-tuning run's snapshot as plain values (``kind`` finetune, ``task``, ``val_accuracy``,
+        ``val_macro_f1``, ``baselines``, the checkpoint as ``ft:<id>``); None before any."""
+        snap = self.finetune_snapshot()
+        if snap is None:
+            return None
+        status = dataclasses.asdict(snap)
+        status["per_topic_accuracy"] = snap.per_topic_accuracy
+        status["checkpoint"] = f"ft:{snap.run_id}" if snap.checkpoint else ""
+        status["settings"] = {k: v for k, v in snap.settings.items() if k != "init_path"}  # no server path
+        status["baselines"] = self.finetune_baselines()
+        for name in NAN_FIELDS:
+            if status[name] != status[name]:  # NaN: not measured yet (JSON has no NaN)
+                status[name] = None
+        return status
+
+    def finetune_baselines(self) -> dict[str, float]:
+        """The topic task's landmarks (validation accuracy) when computed on this server (else {})."""
+        return read_baselines(self.settings.cache_dir)
+
+    def finetune_ids(self) -> list[str]:
+        """Ids of the fine-tuning runs with a saved model, newest first."""
+        root = finetune_root(self.runs_dir)
+        return sorted((r for r in runs.run_ids(root) if (root / r / MODEL_DIRNAME / "config.json").is_file()),
+                      reverse=True)
+
+    def finetune_choices(self) -> list[tuple[str, str]]:
+        """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""
+        out = []
+        for run_id in self.finetune_ids():
+            snap = self.load_finetune(run_id)
+            acc = f"{snap.val_accuracy[-1]:.1%}" if snap.val_accuracy else "—"
+            out.append((f"{run_id} · from {snap.init} · val {acc}", run_id))
+        return out
+
+    def load_finetune(self, run_id: str) -> FinetuneSnapshot:
+        """A saved fine-tuning run's history (ValueError for a name that is none)."""
+        if not isinstance(run_id, str) or not runs._RUN_ID.match(run_id):
+            raise ValueError("Pick a fine-tuning run from the list.")
+        live = self.finetune_snapshot()
+        if live is not None and live.run_id == run_id:
+            return live
+        path = finetune_root(self.runs_dir) / run_id / MODEL_DIRNAME / FINETUNE_HISTORY_FILE
+        if not path.is_file():
+            raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
+        return snapshot_from_history(json.loads(path.read_text()))
+
+    def finetune_model(self, name: str) -> str:
+        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model)."""
+        if not isinstance(name, str) or not name.startswith("ft:"):
+            raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
+        run_id = name[3:]
+        if not runs._RUN_ID.match(run_id) or run_id not in self.finetune_ids():
+            raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
+        return str(finetune_root(self.runs_dir) / run_id / MODEL_DIRNAME)
+
+    def finetune_csv(self, run_id: str) -> str:
+        return finetune_csv(self.load_finetune(run_id))
+
+    def delete_finetune(self, run_id: str, owner_token: str = "") -> None:
+        """Delete an ended fine-tuning run (its owner or the admin on a public server)."""
+        root = finetune_root(self.runs_dir)
+        if not isinstance(run_id, str) or not runs._RUN_ID.match(run_id) or not (root / run_id).is_dir():
+            raise ValueError("Pick a fine-tuning run first.")
+        if self.settings.is_public and not (self.settings.is_admin(owner_token)
+                                            or runs.is_owner(root, run_id, owner_token)):
+            raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
+        live = self.finetune_run
+        if live is not None and live.run_id == run_id and live.active:
+            raise ValueError("That run is still active; stop it before deleting it.")
+        runs.delete_run_folder(root, run_id)
+
+
+FINETUNE_CHECKPOINT_BYTES = 100 * 2**20  # a fine-tuned model of the embedded shape (23M float32 parameters) and its tokenizer
+FINETUNE_HISTORY_FILE = "finetune_history.json"  # the engine's HISTORY_FILE (the engine imports torch)
+BASELINES_FILE = "topic_baselines.json"
+
+
+def read_baselines(cache_dir: str | Path) -> dict[str, float]:
+    """The topic task's landmarks saved in ``cache_dir`` ({} when not computed yet, or unreadable)."""
+    try:
+        data = json.loads((Path(cache_dir) / BASELINES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+
+
+def default_topic_task(cache_dir: str | Path):
+    """The topic task (train / validation / test) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
+    with LOGIC_IMPORT_LOCK:
+        from bertdemo.finetune.engine import task_from_splits
+        from bertdemo.finetune.topics import load_topic_splits
+
+    return task_from_splits(load_topic_splits(Path(cache_dir)))

@@ -1,0 +1,368 @@
+"""The fine-tuning loop: a ``BertForSequenceClassification`` trained on the topic task, evaluated as it goes.
+
+One sitting to read: :func:`build_model` (from the embedded model, a pretraining checkpoint or random
+weights of the same shape — the same seed for the new head in every case), :func:`encode` (pieces, padded
+per batch), :func:`evaluate` (accuracy, macro-F1, loss, and the sentence vectors the classifier reads), and
+:func:`run_finetune` (warm-up then linear decay, evaluation every ``eval_every`` steps, pause / stop between
+steps, a checkpoint written atomically at the end). The checkpoint is a stock
+``BertForSequenceClassification`` folder with the topic names as ``id2label``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from bertdemo import storage
+from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
+from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
+from bertdemo.models import embedded
+from bertdemo.pretrain.metrics import Status
+from bertdemo.pretrain.trainer import RunControl
+
+PCA_POINTS = 400  # validation examples drawn in the before / after picture
+HISTORY_FILE = "finetune_history.json"
+CONFIG_FILE = "finetune_config.json"
+
+
+@dataclass(frozen=True)
+class TopicTask:
+    """A labelled text-classification task in three fixed splits (plain lists: the engine needs no datasets)."""
+
+    labels: list[str]  # class names, in class order
+    train_texts: list[str]
+    train_labels: list[int]
+    val_texts: list[str]
+    val_labels: list[int]
+    test_texts: list[str]
+    test_labels: list[int]
+
+
+def task_from_splits(splits, text: str = "text", label: str = "label") -> TopicTask:
+    """A :class:`TopicTask` from a ``datasets.DatasetDict`` with train / validation / test splits and a
+    ``ClassLabel`` column."""
+    names = list(splits["train"].features[label].names)
+    cols = {name: (list(splits[name][text]), [int(y) for y in splits[name][label]])
+            for name in ("train", "validation", "test")}
+    return TopicTask(names, *cols["train"], *cols["validation"], *cols["test"])
+
+
+@dataclass
+class Built:
+    """A model ready to fine-tune, with what is new in it (the page explains "newly initialized")."""
+
+    model: BertForSequenceClassification
+    tokenizer: PreTrainedTokenizerBase
+    new_weights: list[str]  # parameter groups that did not come from the starting checkpoint
+    label: str  # how the page names the start
+
+
+def _groups(names: Sequence[str]) -> list[str]:
+    """Parameter names grouped as a learner reads them: ``classifier``, ``bert.pooler``, …"""
+    out = []
+    for name in names:
+        group = ".".join(name.split(".")[:2]) if name.startswith("bert.") else name.split(".")[0]
+        if group not in out:
+            out.append(group)
+    return out
+
+
+def init_folder(cfg: FinetuneConfig, cache_dir: str | Path | None = None) -> Path:
+    """The model folder a config starts from (the embedded model's for ``embedded`` and ``random``)."""
+    if cfg.init_path:  # set by the run service (a run's checkpoint) or by code (a benchmark's model folder)
+        return Path(cfg.init_path)
+    if cfg.init in (EMBEDDED, RANDOM):
+        return embedded.mlm_dir(cache_dir=cache_dir)
+    raise ValueError(f"{cfg.init} was not resolved to a checkpoint folder.")
+
+
+def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | None = None) -> Built:
+    """The model to fine-tune: the starting weights with a new classifier head of ``len(labels)`` outputs.
+
+    The head (and any part the checkpoint lacks, such as the pooler of a masked-LM) is initialised from
+    ``cfg.seed``, so two runs with different starts but the same seed begin with the same head."""
+    folder = init_folder(cfg, cache_dir)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    id2label = dict(enumerate(labels))
+    label2id = {name: i for i, name in id2label.items()}
+    torch.manual_seed(cfg.seed)
+    if cfg.init == RANDOM:
+        config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
+                                            architectures=["BertForSequenceClassification"])
+        model = BertForSequenceClassification(config)
+        return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
+                     "random weights (the embedded model's shape)")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the "newly initialized" report is shown on the page, explained
+    try:
+        model, info = BertForSequenceClassification.from_pretrained(
+            folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    torch.manual_seed(cfg.seed)  # the new parts, drawn again from the seed alone (not after the loading's draws)
+    new = list(info.get("missing_keys", []))
+    for module_name in {n.rsplit(".", 1)[0] for n in new}:
+        model.get_submodule(module_name).apply(model._init_weights)
+    label = "the embedded pretrained model" if cfg.init == EMBEDDED else f"pretraining run {cfg.init}"
+    model.config.architectures = ["BertForSequenceClassification"]
+    return Built(model, tokenizer, _groups(new), label)
+
+
+def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_len: int) -> list[list[int]]:
+    """Each text's input ids ([CLS] … [SEP]), cut at ``max_len`` pieces."""
+    return tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
+
+
+def pad(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask), both (B, S), padded to the batch's longest."""
+    width = max(len(x) for x in ids)
+    out = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, x in enumerate(ids):
+        out[i, :len(x)] = torch.tensor(x)
+        mask[i, :len(x)] = 1
+    return out, mask
+
+
+@dataclass
+class Evaluation:
+    loss: float
+    accuracy: float
+    macro_f1: float
+    confusion: np.ndarray  # (C, C) rows: true class, columns: predicted
+    vectors: np.ndarray  # (N, D) the pooled [CLS] vector the classifier reads, per example
+    predictions: np.ndarray  # (N,) the predicted class of each example
+    losses: np.ndarray  # (N,) each example's cross-entropy
+
+    def head(self, n: int, labels: Sequence[int], n_classes: int) -> Evaluation:
+        """The same scores over the first ``n`` examples only (their predictions are already here)."""
+        cm = confusion_matrix(labels[:n], self.predictions[:n], n_classes)
+        return Evaluation(float(self.losses[:n].mean()), float((self.predictions[:n] == np.asarray(labels[:n])).mean()),
+                          macro_f1(cm), cm, self.vectors[:n], self.predictions[:n], self.losses[:n])
+
+
+def confusion_matrix(true: Sequence[int], pred: Sequence[int], n_classes: int) -> np.ndarray:
+    cm = np.zeros((n_classes, n_classes), dtype=np.int64)
+    np.add.at(cm, (np.asarray(true, dtype=np.int64), np.asarray(pred, dtype=np.int64)), 1)
+    return cm
+
+
+def macro_f1(cm: np.ndarray) -> float:
+    """The mean over classes of F1 = 2·TP / (2·TP + FP + FN) (a class never true nor predicted: left out)."""
+    tp = np.diag(cm).astype(float)
+    denom = 2 * tp + (cm.sum(0) - tp) + (cm.sum(1) - tp)
+    seen = denom > 0
+    return float(np.mean(2 * tp[seen] / denom[seen])) if seen.any() else math.nan
+
+
+@torch.inference_mode()
+def evaluate(model: BertForSequenceClassification, ids: Sequence[Sequence[int]], labels: Sequence[int],
+             pad_id: int, device: torch.device, batch_size: int = 64, keep_vectors: int = 0) -> Evaluation:
+    """Accuracy, macro-F1 and mean cross-entropy over the examples (in eval mode: no dropout); the
+    classifier's input vectors of the first ``keep_vectors`` examples. Batches are length-sorted."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    preds = np.zeros(len(ids), dtype=np.int64)
+    losses = np.zeros(len(ids))
+    vectors: dict[int, np.ndarray] = {}
+    y = torch.tensor(labels, dtype=torch.long)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        input_ids, mask = pad([ids[i] for i in idx], pad_id)
+        out = model.bert(input_ids=input_ids.to(device), attention_mask=mask.to(device))
+        pooled = out.pooler_output  # (B, D): what the classifier reads
+        logits = model.classifier(model.dropout(pooled)).float()
+        target = y[idx].to(device)
+        losses[idx] = torch.nn.functional.cross_entropy(logits, target, reduction="none").cpu().numpy()
+        preds[idx] = logits.argmax(-1).cpu().numpy()
+        for row, i in enumerate(idx):
+            if i < keep_vectors:
+                vectors[i] = pooled[row].float().cpu().numpy()
+    model.train(was_training)
+    cm = confusion_matrix(labels, preds, model.config.num_labels)
+    vecs = np.stack([vectors[i] for i in range(min(keep_vectors, len(ids)))]) if keep_vectors else np.zeros((0, 0))
+    return Evaluation(float(losses.mean()), float((preds == np.asarray(labels)).mean()), macro_f1(cm), cm, vecs,
+                      preds, losses)
+
+
+def pca_2d(vectors: np.ndarray) -> np.ndarray:
+    """(N, 2) projection on the two leading principal components (signs fixed: largest |loading| positive)."""
+    centred = vectors - vectors.mean(0, keepdims=True)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    axes = vt[:2]
+    axes = axes * np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(1)])[:, None]
+    return centred @ axes.T
+
+
+@torch.inference_mode()
+def topic_probabilities(model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerBase, text: str,
+                        max_len: int, device: torch.device) -> list[float]:
+    """P(topic | text) from the model's own forward (eval mode)."""
+    was_training = model.training
+    model.eval()
+    enc = tokenizer(text, truncation=True, max_length=max_len, return_tensors="pt").to(device)
+    probs = model(**enc).logits.float().softmax(-1)[0].cpu().tolist()
+    model.train(was_training)
+    return probs
+
+
+def lr_factor(progress: float, warmup: float) -> float:
+    """Linear warm-up to 1 over the first ``warmup`` of the run, then linear decay to 0 at its end."""
+    if progress < warmup:
+        return progress / warmup
+    return max(0.0, (1 - progress) / (1 - warmup)) if warmup < 1 else 0.0
+
+
+def save_checkpoint(folder: Path, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerBase,
+                    cfg: FinetuneConfig, metrics: FinetuneMetrics) -> None:
+    """The model, its tokenizer, its settings and its history, written to a temp folder then renamed into place."""
+    with storage.atomic_folder(folder) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / CONFIG_FILE).write_text(json.dumps(cfg.flat(), indent=2))
+        (tmp / HISTORY_FILE).write_text(json.dumps(history_dict(metrics.snapshot())))
+
+
+def _device(cfg: FinetuneConfig) -> torch.device:
+    if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was asked for, but this machine has no CUDA GPU.")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def run_finetune(cfg: FinetuneConfig, task: TopicTask, metrics: FinetuneMetrics, control: RunControl,
+                 checkpoint_dir: Path | None, cache_dir: str | Path | None = None,
+                 clock: Callable[[], float] = time.monotonic, on_step: Callable[[int], None] | None = None) -> str:
+    """Fine-tune as ``cfg`` says, writing progress into ``metrics``; returns the final status.
+
+    The planned length is ``epochs`` passes; the time budget (wall time from here, evaluations included)
+    may end it first, and the learning-rate schedule follows whichever is nearer its end, so a run cut by
+    the budget still ends at a low learning rate. The checkpoint is written when the run ends (finished,
+    stopped or out of time)."""
+    try:
+        return _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
+    except Exception as err:  # the page shows it; the server keeps serving
+        metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {type(err).__name__}: {err}"[:500])
+        return Status.FAILED
+
+
+def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step) -> str:
+    start = clock()
+    device = _device(cfg)
+    if cfg.num_threads and device.type == "cpu":
+        torch.set_num_threads(cfg.num_threads)
+    metrics.update(message="Loading the starting model…", labels=list(task.labels), settings=cfg.flat(),
+                   init=cfg.init, probe_text=cfg.probe_text, device=str(device))
+    built = build_model(cfg, task.labels, cache_dir)
+    model, tokenizer = built.model.to(device), built.tokenizer
+    pad_id = tokenizer.pad_token_id or 0
+    metrics.update(init_label=built.label, new_weights=built.new_weights,
+                   param_count=sum(p.numel() for p in model.parameters()), message="Tokenizing…")
+    train_ids = encode(tokenizer, task.train_texts, cfg.max_seq_len)
+    val_ids = encode(tokenizer, task.val_texts, cfg.max_seq_len)
+    batches_per_epoch = len(train_ids) // cfg.batch_size
+    if batches_per_epoch == 0:
+        raise ValueError(f"The training split has {len(train_ids)} examples, fewer than one batch of {cfg.batch_size}.")
+    total = max(1, math.ceil(cfg.epochs * batches_per_epoch))
+    metrics.update(total_steps=total)
+    gen = torch.Generator().manual_seed(cfg.seed)  # the data order: the same for every start
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    keep = min(PCA_POINTS, len(val_ids))
+    labels_t = torch.tensor(task.train_labels, dtype=torch.long)
+
+    def elapsed() -> float:
+        return clock() - start
+
+    sample = min(cfg.eval_examples, len(val_ids))  # the validation examples the evaluations during the run score
+    metrics.update(eval_examples=sample)
+
+    def run_eval(step: int, final: bool = False) -> None:
+        n = len(val_ids) if final else sample
+        whole = evaluate(model, val_ids[:n], task.val_labels[:n], pad_id, device,
+                         keep_vectors=keep if step == 0 or final else 0)
+        ev = whole.head(sample, task.val_labels, len(task.labels))  # the curve: always the same sample
+        if final:
+            metrics.update(val_accuracy_all=whole.accuracy, val_macro_f1_all=whole.macro_f1)
+            ev.confusion = whole.confusion
+        probe = topic_probabilities(model, tokenizer, cfg.probe_text, cfg.max_seq_len, device) if cfg.probe_text else []
+        metrics.log_eval(step, elapsed(), ev.loss, ev.accuracy, ev.macro_f1, probe)
+        if step == 0:
+            metrics.update(pca_before=pca_2d(ev.vectors).round(4).tolist(), pca_labels=list(task.val_labels[:keep]),
+                           pca_texts=list(task.val_texts[:keep]))
+        if final:
+            metrics.update(pca_after=pca_2d(ev.vectors).round(4).tolist(), confusion=ev.confusion.tolist())
+
+    torch.manual_seed(cfg.seed)  # dropout: the same stream for every start
+    model.train()
+    metrics.update(status=Status.RUNNING, message="Evaluating the starting model…")
+    run_eval(0)
+    metrics.update(message="")
+    step, losses, status, order, position = 0, [], Status.FINISHED, torch.randperm(len(train_ids), generator=gen), 0
+    while step < total:
+        if control.stop_event.is_set():
+            status = Status.STOPPED
+            break
+        if control.pause_event.is_set():
+            metrics.update(status=Status.PAUSED)
+            while control.pause_event.is_set() and not control.stop_event.is_set():
+                time.sleep(0.2)
+            metrics.update(status=Status.RUNNING)
+            continue
+        progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
+        if progress >= 1.0:
+            break
+        if position + cfg.batch_size > len(order):
+            order, position = torch.randperm(len(train_ids), generator=gen), 0
+        idx = order[position:position + cfg.batch_size].tolist()
+        position += cfg.batch_size
+        lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        input_ids, mask = pad([train_ids[i] for i in idx], pad_id)
+        out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), labels=labels_t[idx].to(device))
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        losses.append(float(out.loss.detach()))
+        if step % 5 == 0:
+            metrics.log_train(step, float(np.mean(losses)), lr, elapsed())
+            losses = []
+        metrics.update(step=step, epoch=round(step / batches_per_epoch, 3), elapsed_s=elapsed())
+        if step % cfg.eval_every == 0 and step < total:
+            run_eval(step)
+        if on_step is not None:
+            on_step(step)
+    if losses:
+        metrics.log_train(step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
+    metrics.update(status=Status.STOPPING if status == Status.STOPPED else Status.RUNNING,
+                   message="Final evaluation on the validation and test splits…")
+    run_eval(step, final=True)
+    test = evaluate(model, encode(tokenizer, task.test_texts, cfg.max_seq_len), task.test_labels, pad_id, device)
+    metrics.update(test_accuracy=test.accuracy, test_macro_f1=test.macro_f1, elapsed_s=elapsed())
+    ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if status == Status.STOPPED else "")
+    metrics.update(status=status, message=_final_message(step, total, elapsed(), ended, cfg))
+    if checkpoint_dir is not None:
+        model.to("cpu")
+        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
+        metrics.update(checkpoint=str(checkpoint_dir))
+    return status
+
+
+def _final_message(step: int, total: int, seconds: float, ended: str, cfg: FinetuneConfig) -> str:
+    budget = f"{cfg.time_budget_s / 60:.3g}-minute" if cfg.time_budget_s >= 60 else f"{cfg.time_budget_s:.0f}-second"
+    why = {"time budget": f"The {budget} time budget ended the run",
+           "stopped": "Stopped"}.get(ended, "Finished all planned steps")
+    return f"{why} at step {step:,} of {total:,} ({seconds:.0f} s)."

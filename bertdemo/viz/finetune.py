@@ -1,0 +1,185 @@
+"""Pure drawing for fine-tuning: runs (the live one and earlier ones) -> curves with their landmarks,
+the confusion matrix with per-topic accuracy, the sentence vectors before / after, the probe sentence's
+topic probabilities, the class balance, the layer probes; and the status line.
+
+Figures are plotly dicts of rounded numbers (the page redraws them every second while a run trains).
+Accuracy curves are drawn against training time (seconds from Start, evaluations included), the axis on
+which the starts are compared fairly: the same budget for each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.viz.style import TEMPLATE
+from bertdemo.viz.text import html_code, literal
+
+RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7"]
+TOPIC_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899",
+                 "#64748b", "#14b8a6", "#b45309", "#1e293b"]
+LANDMARK_NAMES = {  # baseline key -> what the chart calls it
+    "majority": "majority class",
+    "bag_of_words": "bag of words + logistic regression",
+    "frozen_probe": "linear probe on the frozen embedded model",
+}
+_LAYOUT = {"template": TEMPLATE.to_plotly_json(), "margin": {"l": 56, "r": 16, "t": 40, "b": 48}}
+
+
+def _r(values: Sequence[float], digits: int = 4) -> list:
+    return [None if v is None or not math.isfinite(v) else round(float(v), digits) for v in values]
+
+
+def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool = False) -> str:
+    """What the fine-tuning run is doing, in a few lines (what it started from, what is new in the model)."""
+    if snap is None:
+        if busy_with_pretraining:
+            return "A pretraining run holds this machine's training slot; fine-tuning can start when it ends."
+        return "No fine-tuning run yet on this server. Pick a starting model, then **Start fine-tuning**."
+    head = f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · from {literal(snap.init_label or snap.init)}"
+    if snap.param_count:
+        head += f" ({snap.param_count:,} parameters) · {literal(snap.device)}"
+    lines = [head]
+    if snap.step or snap.total_steps:
+        body = f"step **{snap.step:,} / {snap.total_steps:,}** · epoch {snap.epoch:.2f} · {snap.elapsed_s:.0f} s"
+        if snap.val_accuracy:
+            body += (f" · validation accuracy **{snap.val_accuracy[-1]:.1%}**, macro-F1 {snap.val_macro_f1[-1]:.3f}"
+                     f" (step {snap.eval_steps[-1]:,}, on a fixed sample of {snap.eval_examples:,} validation examples)")
+        lines.append(body)
+    if math.isfinite(snap.val_accuracy_all):
+        lines.append(f"At the end, the whole validation split: accuracy **{snap.val_accuracy_all:.1%}**, macro-F1 "
+                     f"{snap.val_macro_f1_all:.3f}; the test split (looked at once): accuracy "
+                     f"**{snap.test_accuracy:.1%}**, macro-F1 {snap.test_macro_f1:.3f}.")
+    if snap.message:
+        lines.append(literal(snap.message))
+    return "  \n".join(lines)
+
+
+def new_weights_markdown(snap: FinetuneSnapshot | None) -> str:
+    """The "Some weights … were newly initialized" report of transformers, explained for this run."""
+    if snap is None or not snap.new_weights:
+        return ""
+    if snap.init == "random":
+        return ("**Everything is new:** this run starts from random weights of the same shape — the control that "
+                "shows what pretraining bought.")
+    parts = ", ".join(html_code(g) for g in snap.new_weights)
+    text = (f"**Newly initialized:** {parts}. Loading a masked-LM checkpoint into `BertForSequenceClassification` "
+            "prints transformers' warning *\"Some weights of BertForSequenceClassification were not initialized from "
+            "the model checkpoint … and are newly initialized\"*: the classifier (a Linear layer from the [CLS] "
+            f"vector to the {len(snap.labels)} topics) never existed before this task")
+    if any("pooler" in g for g in snap.new_weights):
+        text += (", and the pooler (a dense layer + tanh on [CLS]) is new because this checkpoint was pretrained "
+                 "without next-sentence prediction, the task that trains it")
+    return text + ". Everything else starts from the pretrained weights; fine-tuning updates all of them."
+
+
+def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[str, float]) -> dict:
+    """Train loss (smoothed) and validation accuracy / macro-F1 against training time, one colour per run,
+    the task's landmarks as labelled horizontal lines on the accuracy panel."""
+    data: list[dict] = []
+    for i, (label, s) in enumerate(runs):
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+        data.append({"type": "scatter", "mode": "lines", "x": _r(s.wall_s, 1), "y": _r(s.train_loss_smooth),
+                     "name": f"{label}: train loss", "line": {"color": colour, "width": 2}, "legendgroup": f"r{i}",
+                     "xaxis": "x", "yaxis": "y", "showlegend": False,
+                     "hovertemplate": "%{x:.0f} s · train loss %{y:.3f}<extra>" + literal(label) + "</extra>"})
+        data.append({"type": "scatter", "mode": "lines+markers", "x": _r(s.eval_wall_s, 1), "y": _r(s.val_accuracy),
+                     "name": f"{label}", "line": {"color": colour, "width": 2}, "marker": {"size": 5},
+                     "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2",
+                     "customdata": s.eval_steps,
+                     "hovertemplate": "%{x:.0f} s (step %{customdata}) · accuracy %{y:.1%}<extra>"
+                                      + literal(label) + "</extra>"})
+        data.append({"type": "scatter", "mode": "lines", "x": _r(s.eval_wall_s, 1), "y": _r(s.val_macro_f1),
+                     "name": f"{label}: macro-F1", "line": {"color": colour, "width": 1, "dash": "dot"},
+                     "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2", "showlegend": False,
+                     "hovertemplate": "%{x:.0f} s · macro-F1 %{y:.3f}<extra>" + literal(label) + "</extra>"})
+    shapes, notes = [], []
+    for name, value in sorted(baselines.items(), key=lambda kv: kv[1]):
+        shapes.append({"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": value, "y1": value,
+                       "line": {"color": "#64748b", "width": 1, "dash": "dash"}})
+        notes.append({"xref": "x2 domain", "x": 0.0, "xanchor": "left", "yref": "y2", "y": value, "yanchor": "bottom",
+                      "text": f"{LANDMARK_NAMES.get(name, name)} {value:.0%}", "showarrow": False,
+                      "font": {"size": 10, "color": "#475569"}})
+    layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
+              "xaxis": {"domain": [0, 0.36], "title": {"text": "seconds from Start"}},
+              "yaxis": {"title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
+              "xaxis2": {"domain": [0.46, 1], "title": {"text": "seconds from Start"}},
+              "yaxis2": {"anchor": "x2", "title": {"text": "validation accuracy (dots: macro-F1)"}, "range": [0, 1],
+                         "tickformat": ".0%"},
+              "shapes": shapes, "annotations": notes}
+    return {"data": data, "layout": layout}
+
+
+def confusion_spec(snap: FinetuneSnapshot | None) -> dict:
+    """The final validation confusion matrix (rows: true topic, share of the row; hover: counts) with each
+    topic's accuracy in its row label."""
+    if snap is None or not snap.confusion:
+        return _empty("The confusion matrix appears when the run ends.")
+    acc = snap.per_topic_accuracy
+    rows = [f"{name} ({a:.0%})" for name, a in zip(snap.labels, acc)]
+    shares = [[round(c / max(1, sum(row)), 3) for c in row] for row in snap.confusion]
+    trace = {"type": "heatmap", "z": shares, "x": list(snap.labels), "y": rows, "customdata": snap.confusion,
+             "colorscale": "Blues", "zmin": 0, "zmax": 1,
+             "hovertemplate": "true %{y}<br>predicted %{x}<br>%{customdata} examples (%{z:.0%} of the row)<extra></extra>"}
+    layout = {**_LAYOUT, "height": 460, "margin": {"l": 200, "r": 16, "t": 40, "b": 120},
+              "title": {"text": "Validation confusion matrix (row: true topic, its accuracy in brackets)"},
+              "yaxis": {"autorange": "reversed"}, "xaxis": {"tickangle": -40}}
+    return {"data": [trace], "layout": layout}
+
+
+def pca_spec(snap: FinetuneSnapshot | None) -> dict:
+    """The validation examples' sentence vectors (the pooled [CLS] the classifier reads), in 2D by PCA, before
+    and after fine-tuning, coloured by topic; hover shows the sentence."""
+    if snap is None or not snap.pca_before:
+        return _empty("The sentence vectors appear once the run has evaluated its starting model.")
+    data = []
+    panels = [("before", snap.pca_before, "x", "y")] + ([("after", snap.pca_after, "x2", "y2")] if snap.pca_after else [])
+    for panel, points, xa, ya in panels:
+        for c, name in enumerate(snap.labels):
+            idx = [i for i, y in enumerate(snap.pca_labels[:len(points)]) if y == c]
+            data.append({"type": "scattergl", "mode": "markers", "name": name, "legendgroup": name,
+                         "showlegend": panel == "before", "x": [points[i][0] for i in idx],
+                         "y": [points[i][1] for i in idx], "xaxis": xa, "yaxis": ya,
+                         "marker": {"size": 5, "color": TOPIC_COLOURS[c % len(TOPIC_COLOURS)], "opacity": 0.75},
+                         "text": [snap.pca_texts[i][:120] for i in idx],
+                         "hovertemplate": "%{text}<extra>" + literal(name) + "</extra>"})
+    layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.12},
+              "xaxis": {"domain": [0, 0.47], "title": {"text": "before fine-tuning (PC 1)"}, "showticklabels": False},
+              "yaxis": {"title": {"text": "PC 2"}, "showticklabels": False},
+              "xaxis2": {"domain": [0.53, 1], "title": {"text": "after fine-tuning (PC 1)"}, "showticklabels": False},
+              "yaxis2": {"anchor": "x2", "showticklabels": False}}
+    return {"data": data, "layout": layout}
+
+
+def probe_spec(snap: FinetuneSnapshot | None, top: int = 4) -> dict:
+    """P(topic | the probe sentence) at each evaluation, for the topics that ever reached the ``top`` largest."""
+    if snap is None or not snap.probe_probs:
+        return _empty("The probe sentence's topic probabilities appear at the first evaluation.")
+    latest = snap.probe_probs[-1]
+    ranked = sorted(range(len(snap.labels)), key=lambda c: -max(p[c] for p in snap.probe_probs))[:top]
+    data = [{"type": "scatter", "mode": "lines+markers", "x": _r(snap.eval_wall_s, 1),
+             "y": _r([p[c] for p in snap.probe_probs], 3), "name": f"{snap.labels[c]} ({latest[c]:.0%} now)",
+             "line": {"color": TOPIC_COLOURS[c % len(TOPIC_COLOURS)]},
+             "hovertemplate": "%{x:.0f} s · P = %{y:.1%}<extra>" + literal(snap.labels[c]) + "</extra>"}
+            for c in ranked]
+    layout = {**_LAYOUT, "height": 300, "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "P(topic)"}},
+              "xaxis": {"title": {"text": "seconds from Start"}}, "legend": {"orientation": "h", "y": -0.3}}
+    return {"data": data, "layout": layout}
+
+
+def balance_spec(balance: dict[str, dict[str, int]]) -> dict:
+    """Examples per topic in each split (stacked bars)."""
+    colours = {"train": "#4f46e5", "validation": "#f59e0b", "test": "#10b981"}
+    data = [{"type": "bar", "name": split, "y": list(counts), "x": list(counts.values()), "orientation": "h",
+             "marker": {"color": colours.get(split, "#64748b")}} for split, counts in balance.items()]
+    layout = {**_LAYOUT, "height": 340, "barmode": "stack", "margin": {"l": 150, "r": 16, "t": 30, "b": 40},
+              "yaxis": {"autorange": "reversed"}, "xaxis": {"title": {"text": "examples"}},
+              "legend": {"orientation": "h", "y": 1.1}}
+    return {"data": data, "layout": layout}
+
+
+def _empty(text: str) -> dict:
+    return {"data": [], "layout": {**_LAYOUT, "height": 200, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                   "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper",
+                                                    "x": 0.5, "y": 0.5, "font": {"size": 13, "color": "#64748b"}}]}}
