@@ -99,6 +99,7 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
         config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
                                             architectures=["BertForSequenceClassification"])
         model = BertForSequenceClassification(config)
+        _draw_again(model, ["bert.pooler.dense.weight", "classifier.weight"], cfg.seed)  # the head every start gets
         return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
                      "random weights (the embedded model's shape)")
     verbosity = hf_logging.get_verbosity()
@@ -108,13 +109,19 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
             folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
-    torch.manual_seed(cfg.seed)  # the new parts, drawn again from the seed alone (not after the loading's draws)
     new = list(info.get("missing_keys", []))
-    for module_name in {n.rsplit(".", 1)[0] for n in new}:
-        model.get_submodule(module_name).apply(model._init_weights)
+    _draw_again(model, new, cfg.seed)
     label = "the embedded pretrained model" if cfg.init == EMBEDDED else f"pretraining run {cfg.init}"
     model.config.architectures = ["BertForSequenceClassification"]
-    return Built(model, tokenizer, _groups(new), label)
+    return Built(model, tokenizer, sorted(_groups(new)), label)
+
+
+def _draw_again(model: BertForSequenceClassification, parameter_names: Sequence[str], seed: int) -> None:
+    """Initialise the modules holding these parameters from ``seed`` alone, in a fixed order, so every start
+    (pretrained or random) gets the same new pooler and classifier whatever it drew before."""
+    torch.manual_seed(seed)
+    for module_name in sorted({n.rsplit(".", 1)[0] for n in parameter_names}):
+        model.get_submodule(module_name).apply(model._init_weights)
 
 
 def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_len: int) -> list[list[int]]:

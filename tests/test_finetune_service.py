@@ -1,0 +1,84 @@
+"""Fine-tuning as a run kind of the run service: one slot shared with pretraining, the owner's token, the
+public caps and quota, names the pages use (``ft:<id>``), no server path in what a visitor sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.pretrain.service import NOT_YOURS, RunAction, RunService
+from bertdemo.settings import ServerSettings
+from tests.helpers import tiny_run_config, wait_until
+from tests.test_finetune_engine import word_task
+
+
+def _service(tmp_path, public: bool = False) -> RunService:
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", public=public,
+                                    admin_token="admin-secret", offline=True, device="cpu")
+    return RunService(settings)
+
+
+def _cfg(folder, **kw) -> FinetuneConfig:
+    base = dict(init="random", init_path=str(folder), learning_rate=3e-3, batch_size=8, epochs=2, time_budget_s=0,
+                eval_every=5, eval_examples=50, num_threads=1)
+    base.update(kw)
+    return FinetuneConfig(**base)
+
+
+def test_a_finetuning_run_holds_the_slot_and_saves_a_model_the_pages_name(tiny_mlm_dir, corpus, tmp_path):
+    service = _service(tmp_path)
+    run = service.start_finetune(_cfg(tiny_mlm_dir, epochs=20), task_loader=lambda: word_task(200))
+    try:
+        wait_until(lambda: run.snapshot().step >= 1 or not run.active, timeout=120, message=lambda: run.snapshot().message)
+        with pytest.raises(ValueError, match="A fine-tuning run is already"):
+            service.start(tiny_run_config(corpus, tmp_path))  # pretraining waits for the slot
+        with pytest.raises(ValueError, match="A fine-tuning run is already"):
+            service.start_finetune(_cfg(tiny_mlm_dir), task_loader=lambda: word_task(200))
+        status = service.status()
+        assert status["kind"] == "finetune" and status["task"] == "topic"
+        assert service.snapshot() is None  # the Pretrain tab shows no fine-tuning run as its own
+        service.control(RunAction.STOP)
+        assert run.join(120) and run.status == "stopped"
+    finally:
+        run.stop()
+        run.join(60)
+    status = service.finetune_status()
+    assert status["checkpoint"] == f"ft:{run.run_id}"
+    assert "init_path" not in status["settings"] and str(tmp_path) not in repr(status)  # no server path shown
+    assert service.finetune_ids() == [run.run_id]
+    assert service.finetune_model(f"ft:{run.run_id}").endswith("model")
+    assert service.load_finetune(run.run_id).val_accuracy == status["val_accuracy"]
+    with pytest.raises(ValueError, match="no fine-tuned model"):
+        service.finetune_model("ft:../../etc")
+
+
+def test_public_finetuning_obeys_the_owner_the_cap_and_the_quota(tiny_mlm_dir, tmp_path):
+    service = _service(tmp_path, public=True)
+    caps = service.settings.public_limits
+    with pytest.raises(ValueError, match="Unknown fine-tuning setting"):
+        service.start_finetune({"init": "embedded", "init_path": "/etc"}, "secret-a")
+    with pytest.raises(ValueError, match="There is no run 'nope/checkpoint' on this server"):
+        service.start_finetune({"init": "run:nope/checkpoint"}, "secret-a")
+    run = service.start_finetune(_cfg(tiny_mlm_dir, epochs=20, time_budget_s=0), "secret-a", visitor="10.0.0.1",
+                                 task_loader=lambda: word_task(200))
+    try:
+        assert run.cfg.time_budget_s == caps.max_seconds and run.cfg.device == "cpu"  # capped; never a GPU by request
+        wait_until(lambda: run.snapshot().step >= 1 or not run.active, timeout=120, message=lambda: run.snapshot().message)
+        for action in RunAction:
+            with pytest.raises(ValueError, match=NOT_YOURS):
+                service.control(action, "someone-else")
+        with pytest.raises(ValueError, match="Only the browser that started"):
+            service.delete_finetune(run.run_id, "someone-else")
+        service.control(RunAction.STOP, "admin-secret")
+        assert run.join(120) and run.status == "stopped"
+    finally:
+        run.stop()
+        run.join(60)
+    for _ in range(caps.max_runs_per_visitor - 1):
+        extra = service.start_finetune(_cfg(tiny_mlm_dir, epochs=0.1), "secret-a", visitor="10.0.0.1",
+                                       task_loader=lambda: word_task(200))
+        assert extra.join(120)
+    with pytest.raises(ValueError, match="the most one visitor may"):  # fine-tuning runs count in the quota
+        service.start_finetune(_cfg(tiny_mlm_dir), "another-token", visitor="10.0.0.1", task_loader=lambda: word_task(200))
+    service.delete_finetune(run.run_id, "secret-a")
+    assert run.run_id not in service.finetune_ids()
