@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bertdemo.explore.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
+from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.pretrain.service import RunService
@@ -30,6 +31,7 @@ class AppContext:
     batcher: MicroBatcher  # concurrent Fill-Mask requests share a forward
     loader: LogicLoader  # imports torch and the logic after the page is served
     heavy: Slots  # requests with extra passes (PLL, whole words, two models) computing at once
+    finetune: FinetuneLab  # the topic task, its landmarks, layer probes, fine-tuned models answering
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> AppContext:
@@ -42,7 +44,7 @@ class AppContext:
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
                    runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
-                   heavy=Slots(HEAVY_SLOTS))
+                   heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir))
 
     @classmethod
     def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from bertdemo.finetune.config import FinetuneConfig, config_from_request
+from bertdemo.finetune.lab import read_baselines
 from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
 from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
@@ -740,18 +741,6 @@ class RunService:
 
 FINETUNE_CHECKPOINT_BYTES = 100 * 2**20  # a fine-tuned model of the embedded shape (23M float32 parameters) and its tokenizer
 FINETUNE_HISTORY_FILE = "finetune_history.json"  # the engine's HISTORY_FILE (the engine imports torch)
-BASELINES_FILE = "topic_baselines.json"
-
-
-def read_baselines(cache_dir: str | Path) -> dict[str, float]:
-    """The topic task's landmarks saved in ``cache_dir`` ({} when not computed yet, or unreadable)."""
-    try:
-        data = json.loads((Path(cache_dir) / BASELINES_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
-
-
 def default_topic_task(cache_dir: str | Path):
     """The topic task (train / validation / test) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
     with LOGIC_IMPORT_LOCK:

@@ -1,0 +1,148 @@
+"""The fine-tuning lab's shared services: the topic task's splits, its landmarks (majority class, bag of
+words, a linear probe on the frozen embedded model), the layer probes of any model, and classification with
+a fine-tuned checkpoint. One per server, in the app context; torch-free at import (each piece imports what it
+needs when first used). Everything computed is computed once: the landmarks are saved in the cache folder,
+the layer probes and features are kept in memory within the activation cache's byte bound.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bertdemo import storage
+from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+
+BASELINES_FILE = "topic_baselines.json"
+CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
+Progress = Callable[[float, str], None]
+
+
+def read_baselines(cache_dir: str | Path) -> dict[str, float]:
+    """The topic task's landmarks (validation accuracy) saved in ``cache_dir``; {} when not computed yet."""
+    try:
+        data = json.loads((Path(cache_dir) / BASELINES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    values = data.get("val_accuracy", {}) if isinstance(data, dict) else {}
+    return {str(k): float(v) for k, v in values.items() if isinstance(v, (int, float))}
+
+
+class FinetuneLab:
+    """The topic task and everything measured on it, for one server."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.cache_dir = Path(cache_dir)
+        self._lock = threading.Lock()  # one landmark / probe computation at a time (they share the cores)
+        self._splits = None
+        self._features = None
+        self._probes: dict[tuple[str, str], Any] = {}
+        self._classifiers: OrderedDict[str, Any] = OrderedDict()
+        self._classifier_lock = threading.Lock()
+
+    # --- the task ---------------------------------------------------------------------------------
+    def splits(self):
+        """The topic task's DatasetDict (train / validation / test), built once in the cache folder."""
+        if self._splits is None:
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.topics import load_topic_splits
+            self._splits = load_topic_splits(self.cache_dir)
+        return self._splits
+
+    def class_balance(self) -> dict[str, dict[str, int]]:
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.finetune.topics import class_balance
+        return class_balance(self.splits())
+
+    def features(self):
+        """The activation cache shared by the landmark probe and the layer probes."""
+        if self._features is None:
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.features import ActivationCache
+            self._features = ActivationCache()
+        return self._features
+
+    # --- landmarks --------------------------------------------------------------------------------
+    def baselines(self) -> dict[str, float]:
+        return read_baselines(self.cache_dir)
+
+    def compute_baselines(self, embedded_model, progress: Progress | None = None) -> dict[str, float]:
+        """Majority class, bag of words + logistic regression, and the best layer's linear probe on the frozen
+        embedded model (mean-pooled), on the same split; saved (atomically) and returned as validation accuracy."""
+        with self._lock:
+            done = self.baselines()
+            if done:
+                return done
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
+            splits = self.splits()
+            if progress:
+                progress(0.02, "Majority class and bag of words…")
+            majority, bow = majority_baseline(splits), bag_of_words_baseline(splits)
+            probes = frozen_probe(embedded_model.name, embedded_model.model, embedded_model.tokenizer, splits,
+                                  self.features(), progress=progress)
+            probe = probes["mean"].baseline()
+            found = {"majority": majority, "bag_of_words": bow, "frozen_probe": probe}
+            data = {"val_accuracy": {k: b.val_accuracy for k, b in found.items()},
+                    "test_accuracy": {k: b.test_accuracy for k, b in found.items()},
+                    "names": {k: b.name for k, b in found.items()},
+                    "frozen_probe_per_layer": list(probes["mean"].val_accuracy)}
+            storage.write_text(self.cache_dir / BASELINES_FILE, json.dumps(data, indent=2))
+            return self.baselines()
+
+    def baseline_details(self) -> dict:
+        """Everything saved about the landmarks (names, test accuracy, the probe per layer); {} before."""
+        try:
+            return json.loads((self.cache_dir / BASELINES_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    # --- which layer knows what -------------------------------------------------------------------
+    def layer_probes(self, loaded, task: str, progress: Progress | None = None):
+        """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached."""
+        key = (loaded.name, task)
+        with self._lock:
+            if key not in self._probes:
+                with LOGIC_IMPORT_LOCK:
+                    from bertdemo.finetune.layer_probes import probe_layers
+                self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
+                                                 tasks=(task,), progress=progress)[0]
+            return self._probes[key]
+
+    def checkpoint_probes(self, folders: list[str], progress: Progress | None = None):
+        """The bigram-shift probe of each checkpoint folder (a pretraining run's): when did it learn word order?"""
+        with self._lock:
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.layer_probes import probe_checkpoints
+            return probe_checkpoints(folders, self.features(), progress=progress)
+
+    # --- a fine-tuned model answers -------------------------------------------------------------------
+    def classify(self, folder: str, text: str) -> tuple[list[str], list[float]]:
+        """(topic names, P(topic | text)) from the fine-tuned model in ``folder`` (its own forward, eval mode)."""
+        with LOGIC_IMPORT_LOCK:
+            import torch
+
+            from bertdemo.finetune.engine import topic_probabilities
+        model, tokenizer = self._classifier(folder)
+        with torch.inference_mode():
+            probs = topic_probabilities(model, tokenizer, text, 512, torch.device("cpu"))
+        return [model.config.id2label[i] for i in range(len(probs))], probs
+
+    def _classifier(self, folder: str):
+        with self._classifier_lock:
+            stamp = f"{folder}:{(Path(folder) / 'model.safetensors').stat().st_mtime_ns}"
+            if stamp in self._classifiers:
+                self._classifiers.move_to_end(stamp)
+                return self._classifiers[stamp]
+            with LOGIC_IMPORT_LOCK:
+                from transformers import AutoTokenizer, BertForSequenceClassification
+            pair = (BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval(),
+                    AutoTokenizer.from_pretrained(folder))
+            self._classifiers[stamp] = pair
+            while len(self._classifiers) > CLASSIFIERS_KEPT:
+                self._classifiers.popitem(last=False)
+            return pair

@@ -1,0 +1,27 @@
+""""Show the code" for fine-tuning runs as written: it builds the app's own split, fine-tunes, classifies."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from bertdemo.finetune.code import finetune_code
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.finetune.topics import load_topic_splits
+
+
+def test_the_snippet_builds_the_apps_split_and_fine_tunes(tiny_mlm_dir, tmp_path):
+    hostile = 'x")\nimport os; os.system("echo owned")  # \r'
+    code = finetune_code(str(tiny_mlm_dir), FinetuneConfig(epochs=0.05, probe_text=hostile))
+    assert compile(code, "snippet", "exec")
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, namespace)  # noqa: S102 - the test runs the page's code as a learner would
+    app = load_topic_splits(Path(tmp_path) / "cache")
+    assert list(namespace["val"]["text"]) == list(app["validation"]["text"])
+    assert list(namespace["train"]["label"]) == list(app["train"]["label"])
+    assert namespace["step"] == int(0.05 * (len(app["train"]) // 32))
+    printed = out.getvalue().splitlines()
+    assert printed[0].startswith("validation accuracy ") and "owned" not in out.getvalue()
