@@ -183,3 +183,50 @@ def _empty(text: str) -> dict:
     return {"data": [], "layout": {**_LAYOUT, "height": 200, "xaxis": {"visible": False}, "yaxis": {"visible": False},
                                    "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper",
                                                     "x": 0.5, "y": 0.5, "font": {"size": 13, "color": "#64748b"}}]}}
+
+
+def layer_probe_spec(probe) -> dict:
+    """A task probed at every layer (a layer_probes.TaskProbe): test accuracy of the linear probe on mean-pooled
+    and [CLS] features of the model, the same on a random-weight model of the same shape, and the majority class."""
+    layers = list(range(len(probe.model.mean)))
+    lines = [("model, mean-pooled", probe.model.mean, "#4f46e5", "solid"),
+             ("model, [CLS]", probe.model.cls, "#4f46e5", "dot")]
+    if probe.random is not None:
+        lines += [("random weights, mean-pooled", probe.random.mean, "#94a3b8", "solid"),
+                  ("random weights, [CLS]", probe.random.cls, "#94a3b8", "dot")]
+    data = [{"type": "scatter", "mode": "lines+markers", "x": layers, "y": _r(values), "name": name,
+             "line": {"color": colour, "dash": dash}, "hovertemplate": "layer %{x} · %{y:.1%}<extra>" + name + "</extra>"}
+            for name, values, colour, dash in lines]
+    layout = {**_LAYOUT, "height": 320, "legend": {"orientation": "h", "y": -0.25},
+              "title": {"text": f"{probe.task.replace('_', ' ')} ({probe.kind}): test accuracy of a linear probe"},
+              "xaxis": {"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
+              "yaxis": {"range": [0, 1], "tickformat": ".0%"},
+              "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": probe.majority_accuracy,
+                          "y1": probe.majority_accuracy, "line": {"color": "#64748b", "dash": "dash", "width": 1}}],
+              "annotations": [{"xref": "paper", "x": 1, "xanchor": "right", "y": probe.majority_accuracy,
+                               "yanchor": "bottom", "showarrow": False, "font": {"size": 10, "color": "#475569"},
+                               "text": f"majority class {probe.majority_accuracy:.0%}"}]}
+    return {"data": data, "layout": layout}
+
+
+def checkpoint_probe_spec(results, steps_label: str = "pretraining step") -> dict:
+    """The bigram-shift probe (best layer) of each checkpoint of a run against its step: when word order arrived."""
+    if not results:
+        return _empty("Pick a pretraining run with checkpoints.")
+    xs = [r.step if r.step is not None else i for i, r in enumerate(results)]
+    best = [max(r.accuracy) for r in results]
+    data = [{"type": "scatter", "mode": "lines+markers", "x": xs, "y": _r(best), "name": "best layer",
+             "line": {"color": "#4f46e5"}, "hovertemplate": "step %{x} · %{y:.1%}<extra></extra>"}]
+    majority = results[0].majority_accuracy
+    layout = {**_LAYOUT, "height": 280, "xaxis": {"title": {"text": steps_label}},
+              "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "bigram shift, probe accuracy"}},
+              "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": majority, "y1": majority,
+                          "line": {"color": "#64748b", "dash": "dash", "width": 1}}]}
+    return {"data": data, "layout": layout}
+
+
+def probabilities_markdown(labels: Sequence[str], probs: Sequence[float], model: str, top: int = 5) -> str:
+    """The top topics for a sentence, naming the model that answered."""
+    ranked = sorted(zip(probs, labels), reverse=True)[:top]
+    rows = "\n".join(f"| {literal(name)} | {p:.1%} |" for p, name in ranked)
+    return f"Answered by {html_code(model)}:\n\n| topic | probability |\n|---|---|\n{rows}"
