@@ -57,6 +57,14 @@ def wiki_summaries_path() -> Path:
     return path
 
 
+def wiki_topics_path() -> Path:
+    """The embedded corpus's title -> Vital-Article topic map (JSON, beside the summaries)."""
+    path = wiki_summaries_path().parent / "titles_en-us.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"Embedded topic map missing: {path}")
+    return path
+
+
 def wiki_summaries() -> list[str]:
     """All English Wikipedia summary texts of the embedded corpus, in file order."""
     with open(wiki_summaries_path(), encoding="utf-8") as fh:
