@@ -7,7 +7,8 @@ attention mask, [CLS] and [SEP] included) and the [CLS] vector. A progress callb
 
 Key: (model name, weights stamp, SHA-256 of the texts, token cap). The name says which model; the stamp
 (:func:`bertdemo.models.store.weights_stamp`) changes when its weights are changed in place, so features of
-a model being fine-tuned are never served stale.
+a model being fine-tuned are never served stale (a caller that builds a fresh model object for the same
+weights each time passes its own ``weights_key`` instead).
 
 Memory bound: the cache holds at most ``max_bytes`` (default :data:`DEFAULT_CACHE_BYTES`, 256 MiB) of
 features, evicting the least recently used entries; one entry takes ``2 × (layers + 1) × texts × hidden ×
@@ -97,6 +98,7 @@ def compute_features(model: torch.nn.Module, tokenizer, texts: Sequence[str], mo
         raise ValueError(f"{len(texts):,} texts is more than the {MAX_TEXTS:,} features are computed for at once.")
     encoder = getattr(model, "base_model", model)
     layers, hidden = _shape(model)
+    max_tokens = min(int(max_tokens), int(getattr(model.config, "max_position_embeddings", max_tokens)))
     device = next(model.parameters()).device
     mean = np.empty((layers + 1, len(texts), hidden), dtype=np.float32)
     cls = np.empty_like(mean)
@@ -136,15 +138,19 @@ class ActivationCache:
 
     def get(self, model_name: str, model: torch.nn.Module, tokenizer, texts: Sequence[str],
             max_tokens: int = MAX_TOKENS, batch_size: int = BATCH_SIZE,
-            progress: Progress | None = None) -> LayerFeatures:
+            progress: Progress | None = None, weights_key: object = None) -> LayerFeatures:
         """The features of ``texts`` for ``model`` (named ``model_name``), from the cache or computed now.
-        ValueError when they alone would exceed the cache's bound or :data:`MAX_TEXTS`."""
+        ``weights_key``: what identifies the weights when a fresh model object is built for the same
+        weights each time (a checkpoint's file stamp, a random model's seed); default the model's
+        :func:`~bertdemo.models.store.weights_stamp`. ValueError when the features alone would exceed the
+        cache's bound or :data:`MAX_TEXTS`."""
         texts = list(texts)
         need = feature_bytes(model, len(texts))
         if need > self.max_bytes:
             raise ValueError(f"Features of {len(texts):,} texts take {need / 2**20:,.0f} MiB, more than the "
                              f"{self.max_bytes / 2**20:,.0f} MiB the feature cache holds: use fewer texts.")
-        key = (model_name, weights_stamp(model), texts_hash(texts), int(max_tokens))
+        stamp = weights_stamp(model) if weights_key is None else weights_key
+        key = (model_name, stamp, texts_hash(texts), int(max_tokens))
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
