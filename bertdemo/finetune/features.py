@@ -120,7 +120,7 @@ def compute_features(model: torch.nn.Module, tokenizer, texts: Sequence[str], mo
                     cls[layer, idx] = h[:, 0].cpu().numpy()
                 if progress is not None:
                     done = min(start + batch_size, len(texts))
-                    progress(done / len(texts), f"Features of {model_name or 'the model'}: {done:,} / {len(texts):,} texts")
+                    progress(done / len(texts), f"features of {done:,} / {len(texts):,} texts")
     finally:
         model.train(was_training)
     return LayerFeatures(model_name, texts_hash(texts), mean, cls)

@@ -249,16 +249,26 @@ def _layer_scores(model_name: str, model: torch.nn.Module, tokenizer, task: Prob
     return LayerScores(model_name, **out)
 
 
+def _scaled(progress: Progress | None, start: float, span: float, label: str = "") -> Progress | None:
+    """``progress`` for one part of a job: the part's fractions mapped to [start, start + span]."""
+    if progress is None:
+        return None
+    return lambda fraction, message: progress(start + span * fraction, f"{label}{message}")
+
+
 def probe_task(model_name: str, model: torch.nn.Module, tokenizer, task: ProbeTask, cache: ActivationCache,
                random_control: bool = True, seed: int = 0, progress: Progress | None = None) -> TaskProbe:
     """Probe every layer of ``model`` (mean-pooled and [CLS]) on ``task``, with the majority class and
-    (``random_control``) the same probes on :func:`random_model_like` ``(model, seed)``."""
-    mine = _layer_scores(model_name, model, tokenizer, task, cache, progress)
+    (``random_control``) the same probes on :func:`random_model_like` ``(model, seed)``.
+    ``progress(fraction, message)`` hears while features are computed (nothing when they are cached)."""
+    share = 0.5 if random_control else 1.0
+    mine = _layer_scores(model_name, model, tokenizer, task, cache, _scaled(progress, 0.0, share))
     control = None
     if random_control:
         config_key = json.dumps(model.config.to_dict(), sort_keys=True, default=str)
         control = _layer_scores(f"{model_name} (random weights, seed {seed})", random_model_like(model, seed),
-                                tokenizer, task, cache, progress, weights_key=("random", int(seed), config_key))
+                                tokenizer, task, cache, _scaled(progress, share, share, "random control: "),
+                                weights_key=("random", int(seed), config_key))
     return TaskProbe(task.name, TASK_KINDS[task.name], len(task.texts["train"]), len(task.texts["test"]),
                      _majority(task), mine, control)
 
@@ -266,23 +276,18 @@ def probe_task(model_name: str, model: torch.nn.Module, tokenizer, task: ProbeTa
 def probe_layers(model_name: str, model: torch.nn.Module, tokenizer, cache: ActivationCache,
                  tasks: Sequence[str] = TASKS, seed: int = 0, random_control: bool = True,
                  sizes: dict[str, int] | None = None, progress: Progress | None = None) -> list[TaskProbe]:
-    """Every layer of ``model`` probed on each of ``tasks`` (default all three), with the controls.
-    ``progress(fraction, message)`` hears across all the tasks."""
+    """Every layer of ``model`` probed on each of ``tasks`` (default all three, in that order), with the
+    controls. ``progress(fraction, message)`` hears across all the tasks, ending at 1.0."""
+    for name in tasks:
+        if name not in TASKS:
+            raise ValueError(f"Unknown probe task {name!r}: use one of {', '.join(TASKS)}.")
     results = []
-    parts = len(tasks) * (2 if random_control else 1)
     for k, name in enumerate(tasks):
-        task = build_task(name, seed, sizes)
-        done = k * (2 if random_control else 1)
-        seen = [0]
-
-        def step(fraction: float, message: str, base: int = done) -> None:
-            if fraction >= 1.0:
-                seen[0] += 1
-            if progress is not None:
-                progress(min(1.0, (base + min(seen[0], 1) + (fraction if fraction < 1.0 else 0)) / parts),
-                         f"{name}: {message}")
-
-        results.append(probe_task(model_name, model, tokenizer, task, cache, random_control, seed, step))
+        part = _scaled(progress, k / len(tasks), 1 / len(tasks), f"{name}: ")
+        results.append(probe_task(model_name, model, tokenizer, build_task(name, seed, sizes), cache,
+                                  random_control, seed, part))
+    if progress is not None:
+        progress(1.0, "Layer probes done")
     return results
 
 
@@ -301,7 +306,8 @@ def probe_checkpoints(paths: Sequence[str | Path], cache: ActivationCache, task:
     """Probe every layer (mean-pooled) of each checkpoint folder in ``paths`` (``save_pretrained``
     folders with their tokenizer, e.g. a pretraining run's) on ``task``: with bigram shift, the step at
     which the probe rises above the majority class is when the run learned word order. Results in the
-    order of ``paths``, each with its training step when the folder records it."""
+    order of ``paths``, each with its training step when the folder records it and ``path`` as given
+    (progress messages name only the folder's last part, never the server path)."""
     from transformers import AutoModel, AutoTokenizer
 
     probe = build_task(task, seed, sizes)
@@ -316,11 +322,8 @@ def probe_checkpoints(paths: Sequence[str | Path], cache: ActivationCache, task:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         stamp = tuple(p.stat().st_mtime_ns for p in sorted(folder.glob("*.safetensors")))
 
-        def step(fraction: float, message: str, k: int = k) -> None:
-            if progress is not None:
-                progress((k + fraction) / len(paths), message)
-
-        scores_ = _layer_scores(str(folder), model, tokenizer, probe, cache, step,
+        scores_ = _layer_scores(str(folder), model, tokenizer, probe, cache,
+                                _scaled(progress, k / len(paths), 1 / len(paths), f"{folder.name}: "),
                                 weights_key=("checkpoint", stamp), poolings=("mean",))
         results.append(CheckpointProbe(str(folder), _checkpoint_step(folder), scores_.mean, majority))
     return results

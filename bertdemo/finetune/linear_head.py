@@ -1,6 +1,7 @@
 """A small, deterministic linear head: softmax regression on fixed features, with its scores.
 
-Features are standardised with the training rows' mean and standard deviation; the weights start at
+Features are standardised with the training rows' mean and standard deviation (a feature constant
+over the training rows becomes 0); the weights start at
 zero and are trained full-batch with Adam on cross-entropy plus an L2 penalty, evaluated on the
 validation rows every ``eval_every`` steps, stopped when validation accuracy has not improved for
 ``patience`` evaluations, and the best evaluation's weights are kept (early stopping). With no
@@ -17,9 +18,9 @@ import torch
 
 L2 = 1e-3
 LEARNING_RATE = 0.05
-MAX_STEPS = 300
-EVAL_EVERY = 10
-PATIENCE = 5
+MAX_STEPS = 200
+EVAL_EVERY = 5
+PATIENCE = 4
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,10 @@ def train_linear_heads(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarr
     n_classes = int(n_classes or max(train_y.max(), val_y.max()) + 1)
     x = _tensor(train_x)
     mu = x.mean(1, keepdim=True)
-    sd = x.std(1, keepdim=True).clamp_min(1e-6)
-    x = (x - mu) / sd
-    xv = (_tensor(val_x) - mu) / sd
+    sd = x.std(1, keepdim=True)
+    scale = torch.where(sd > 1e-6, 1.0 / sd.clamp_min(1e-6), 0.0)  # a constant feature stays 0, not rounding noise
+    x = (x - mu) * scale
+    xv = (_tensor(val_x) - mu) * scale
     k = x.shape[0]
     y = torch.as_tensor(train_y).repeat(k)
     w = torch.zeros(k, x.shape[2], n_classes, requires_grad=True)
@@ -124,7 +126,7 @@ def train_linear_heads(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarr
         val_pred = torch.baddbmm(best_b, xv, best_w).argmax(2).numpy()
         test_pred = None
         if test_x is not None and test_y is not None:
-            test_pred = torch.baddbmm(best_b, (_tensor(test_x) - mu) / sd, best_w).argmax(2).numpy()
+            test_pred = torch.baddbmm(best_b, (_tensor(test_x) - mu) * scale, best_w).argmax(2).numpy()
     for h in range(k):
         val_acc, val_f1 = scores(val_y, val_pred[h])
         test_acc, test_f1 = (float("nan"), float("nan")) if test_pred is None else scores(np.asarray(test_y), test_pred[h])
