@@ -106,11 +106,14 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
                 new_md = gr.Markdown(lambda: viz.new_weights_markdown(runs.finetune_snapshot()), elem_id="ft-new")
                 compare = gr.Dropdown(runs.finetune_choices(), value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
-                curve_plot = gr.Plot(label="Train loss and validation accuracy", elem_id="ft-curves")
-                probe_plot = gr.Plot(label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
-                pca_plot = gr.Plot(label="Validation sentences' [CLS] vectors (PCA), coloured by topic",
-                                   elem_id="ft-pca")
-                confusion_plot = gr.Plot(label="Where it errs (validation)", elem_id="ft-confusion")
+                # read at page load: a page opened during (or after) a run shows it at once
+                curve_plot = gr.Plot(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
+                probe_plot = gr.Plot(lambda: plot_data(viz.probe_spec(runs.finetune_snapshot())),
+                                     label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
+                pca_plot = gr.Plot(lambda: plot_data(viz.pca_spec(runs.finetune_snapshot())),
+                                   label="Validation sentences' [CLS] vectors (PCA), coloured by topic", elem_id="ft-pca")
+                confusion_plot = gr.Plot(lambda: plot_data(viz.confusion_spec(runs.finetune_snapshot())),
+                                         label="Where it errs (validation)", elem_id="ft-confusion")
                 with gr.Row():
                     run_pick = gr.Dropdown(runs.finetune_choices(), label="Fine-tuning run", scale=3,
                                            allow_custom_value=True, elem_id="ft-run-pick")
@@ -178,7 +181,7 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
     def draw(seen_key, ids):
         snap = runs.finetune_snapshot()
         key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message,
-                                         bool(snap.pca_after), tuple(ids or ()), tuple(lab.baselines()))
+                                         bool(snap.pca_after), snap.checkpoint, tuple(ids or ()), tuple(lab.baselines()))
         if key == seen_key:
             return (*(gr.skip() for _ in range(8)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
@@ -302,7 +305,8 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
                              probe_text=str(settings["probe_text"])).validate()
         return note + finetune_code(path, cfg)
 
-    start.click(start_from_page, [owner, *form], [status, owner], api_visibility="private")
+    start.click(start_from_page, [owner, *form], [status, owner], api_name="start_finetune_from_page",
+                api_visibility="private")
     pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
     resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
     stop.click(lambda t: control("stop", t), owner, status, api_visibility="private")
@@ -312,13 +316,16 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
     tab.select(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")
     landmarks_btn.click(compute_landmarks, None, [task_md, balance_plot, curve_plot], api_visibility="private",
                         concurrency_limit=1, concurrency_id="ft-heavy")
-    classify_btn.click(classify, [classify_text, classify_model], classify_out, api_visibility="private")
-    probe_btn.click(probe_layers_page, [model_box, probe_task], [layer_plot, layer_md], api_visibility="private",
+    classify_btn.click(classify, [classify_text, classify_model], classify_out, api_name="classify_from_page",
+                       api_visibility="private")
+    probe_btn.click(probe_layers_page, [model_box, probe_task], [layer_plot, layer_md], api_name="probe_layers_from_page",
+                    api_visibility="private",
                     concurrency_limit=1, concurrency_id="ft-heavy")
     ckpt_btn.click(probe_checkpoints, ckpt_run, ckpt_plot, api_visibility="private", concurrency_limit=1,
                    concurrency_id="ft-heavy")
     run_pick.change(download_csv, run_pick, csv_button, api_visibility="private")
-    delete.click(delete_run, [run_pick, owner], [run_pick, compare, status], api_visibility="private")
+    delete.click(delete_run, [run_pick, owner], [run_pick, compare, status], api_name="delete_finetune_from_page",
+                 api_visibility="private")
     for pick in (run_pick, classify_model, compare):
         pick.focus(lambda: gr.update(choices=runs.finetune_choices()), None, pick, api_visibility="private")
     init.focus(lambda: gr.update(choices=_init_choices(runs)), None, init, api_visibility="private")

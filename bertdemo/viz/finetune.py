@@ -120,7 +120,7 @@ def confusion_spec(snap: FinetuneSnapshot | None) -> dict:
     rows = [f"{name} ({a:.0%})" for name, a in zip(snap.labels, acc)]
     shares = [[round(c / max(1, sum(row)), 3) for c in row] for row in snap.confusion]
     trace = {"type": "heatmap", "z": shares, "x": list(snap.labels), "y": rows, "customdata": snap.confusion,
-             "colorscale": "Blues", "zmin": 0, "zmax": 1,
+             "colorscale": [[0, "#f8fafc"], [1, "#1e3a8a"]], "zmin": 0, "zmax": 1,
              "hovertemplate": "true %{y}<br>predicted %{x}<br>%{customdata} examples (%{z:.0%} of the row)<extra></extra>"}
     layout = {**_LAYOUT, "height": 460, "margin": {"l": 200, "r": 16, "t": 40, "b": 120},
               "title": {"text": "Validation confusion matrix (row: true topic, its accuracy in brackets)"},

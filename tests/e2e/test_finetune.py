@@ -1,0 +1,90 @@
+"""Fine-tuning in the launched app: pretrain a tiny run, fine-tune its checkpoint on the topic task through the
+API, classify with the result (the same numbers as stock transformers), probe the layers, and see it all in the
+Fine-tune tab at desktop and phone width."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from gradio_client import Client
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from tests.e2e.conftest import screenshot
+
+PRETRAIN = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                corpus="wiki", seq_len=32, batch_size=8, steps=30, lr=2e-3, warmup_steps=5, eval_every=15,
+                checkpoint_every=0, seed=1)
+
+
+def wait_status(client: Client, predicate, timeout_s: float = 300.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snap = client.predict(api_name="/run_status") or {}
+        if predicate(snap):
+            return snap
+        if snap.get("status") == "failed" or time.monotonic() > deadline:
+            pytest.fail(f"run stuck: {snap.get('kind')} {snap.get('status')} {str(snap.get('message'))[:200]}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def finetuned(app_url):
+    client = Client(app_url, verbose=False)
+    client.predict(PRETRAIN, api_name="/start_run")
+    pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished")
+    client.predict({"init": f"run:{pre['run_id']}/checkpoint", "epochs": 1, "time_budget_s": 30, "seed": 3},
+                   api_name="/start_finetune")
+    snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("status") == "finished" and s["checkpoint"])
+    return client, snap
+
+
+def test_a_pretraining_checkpoint_is_fine_tuned_and_reported(finetuned):
+    _, snap = finetuned
+    assert snap["task"] == "topic" and len(snap["labels"]) == 11
+    assert snap["new_weights"] == ["bert.pooler", "classifier"]
+    assert len(snap["val_accuracy"]) == len(snap["val_macro_f1"]) == len(snap["eval_steps"]) >= 2
+    assert snap["eval_steps"][0] == 0 and 0 <= snap["val_accuracy_all"] <= 1
+    assert sum(map(sum, snap["confusion"])) == 1355  # the whole validation split
+    assert isinstance(snap["baselines"], dict) and snap["checkpoint"].startswith("ft:")
+    assert "init_path" not in snap["settings"]
+
+
+def test_classify_answers_with_the_checkpoints_own_numbers(finetuned, runs_dir):
+    client, snap = finetuned
+    text = "The cello is a bowed string instrument."
+    answer = client.predict(text, snap["checkpoint"], api_name="/classify")
+    folder = Path(runs_dir) / ".finetune" / snap["run_id"] / "model"
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    with torch.inference_mode():
+        probs = model(**AutoTokenizer.from_pretrained(folder)(text, return_tensors="pt")).logits.softmax(-1)[0]
+    expected = {model.config.id2label[i]: float(p) for i, p in enumerate(probs)}
+    assert answer["probabilities"] == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(Exception, match="no fine-tuned model"):
+        client.predict(text, "ft:nope", api_name="/classify")
+
+
+def test_layer_probes_of_the_served_model_with_their_controls(finetuned, model):
+    client, _ = finetuned
+    result = client.predict(model, "bigram_shift", api_name="/probe_layers")
+    assert len(result["mean"]) == len(result["cls"]) == len(result["random_mean"]) == 3  # embeddings + 2 layers
+    assert result["majority_accuracy"] == pytest.approx(0.5, abs=0.05)  # swapped or not: balanced by construction
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
+    _, snap = finetuned
+    page = _browser.new_page(viewport={"width": width, "height": 1000})
+    try:
+        page.goto(app_url + "?tab=finetune")
+        page.get_by_role("tab", name="Fine-tune").click()
+        page.wait_for_function("() => (document.querySelector('#ft-status')?.innerText || '').includes('FINISHED')",
+                               timeout=120_000)
+        assert snap["run_id"] in page.inner_text("#ft-status")
+        assert "Newly initialized" in page.inner_text("#ft-new")
+        page.wait_for_selector("#ft-curves .js-plotly-plot", timeout=60_000)
+        screenshot(page, f"finetune_{width}")
+    finally:
+        page.close()
