@@ -9,6 +9,12 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
@@ -37,3 +43,39 @@ def test_every_data_file_of_the_package_is_shipped():
     left_out = [path for path in tracked if not path.endswith(".py")
                 and not any(fnmatch.fnmatch(Path(path).name, p) for p in patterns)]
     assert left_out == []
+
+
+def _requirements(name: str) -> list[str]:
+    lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+
+
+def _constraints() -> dict[str, str]:
+    pins = dict(line.split("==") for line in _requirements("constraints.txt"))
+    return {canonicalize_name(name): version for name, version in pins.items()}
+
+
+def test_the_runtime_requirements_carry_no_test_tools():
+    names = {canonicalize_name(Requirement(line).name) for line in _requirements("requirements.txt")}
+    assert not names & {"pytest", "playwright"}
+    dev = _requirements("requirements-dev.txt")
+    assert dev[0] == "-r requirements.txt"
+    assert {canonicalize_name(Requirement(line).name) for line in dev[1:]} == {"pytest", "playwright"}
+
+
+def test_the_constraints_pin_every_requirement_within_its_range():
+    pins = _constraints()
+    for line in _requirements("requirements.txt") + _requirements("requirements-dev.txt")[1:]:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, name
+        assert requirement.specifier.contains(pins[name]), (line, pins[name])
+    assert {"gradio", "transformers", "torch", "playwright"} <= set(pins)
+
+
+def test_ci_installs_cpu_torch_then_the_dev_requirements_with_the_constraints():
+    lines = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+             if line.startswith("python -m pip install")]
+    assert lines[1:] == ["python -m pip install -q torch==2.13.0 -c constraints.txt",
+                         "python -m pip install -q -r requirements-dev.txt -c constraints.txt"]
+    assert _constraints()["torch"] == "2.13.0"
