@@ -74,11 +74,10 @@ def trusted_proxies(args: argparse.Namespace) -> int:
 
 def settings_from_args(args: argparse.Namespace):
     """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
+    from bertdemo import compat
     from bertdemo.models.catalog import DEFAULT_MODEL
     from bertdemo.pretrain.budget import Limits
     from bertdemo.settings import ServerSettings
-
-    from gradio.utils import get_upload_folder  # where the web server keeps uploads (GRADIO_TEMP_DIR)
 
     public = is_public(args)
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
@@ -88,7 +87,7 @@ def settings_from_args(args: argparse.Namespace):
         disk_budget_gb=args.disk_budget_gb, max_model_gb=args.max_model_gb, limits=limits,
         allowed=(args.model,),  # the operator's --model loads as on localhost
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
-        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=get_upload_folder(),
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args),
     )
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, TypeVar
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from bertdemo import compat
 from bertdemo.models import attention_modes, embedded
 from bertdemo.models.availability import in_local_cache
 from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
@@ -100,7 +101,7 @@ class LoadedModel:
 
 def weights_stamp(model: torch.nn.Module) -> int:
     """Changes when any parameter or buffer is modified in place or replaced (PyTorch's version counters)."""
-    return hash(tuple((id(t), t._version) for t in (*model.parameters(), *model.buffers())))
+    return hash(tuple((id(t), compat.tensor_version(t)) for t in (*model.parameters(), *model.buffers())))
 
 
 class AnswerCache:
