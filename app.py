@@ -76,8 +76,7 @@ def settings_from_args(args: argparse.Namespace):
     """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
     from bertdemo import compat
     from bertdemo.models.catalog import DEFAULT_MODEL
-    from bertdemo.pretrain.budget import Limits
-    from bertdemo.settings import ServerSettings
+    from bertdemo.settings import Limits, ServerSettings
 
     public = is_public(args)
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from bertdemo import storage
 from bertdemo.models.catalog import DEFAULT_MODEL
-from bertdemo.pretrain.budget import Limits
 from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
@@ -34,6 +33,23 @@ def _is_folder(name: str) -> bool:
         return Path(name).expanduser().is_dir()
     except (OSError, ValueError):
         return False
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on a public server's runs."""
+
+    max_params: int = 12_000_000
+    max_steps: int = 5000
+    max_tokens_per_step: int = 8192  # block length × batch size
+    max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
+    max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
+    max_runs_per_visitor: int = 3  # runs one visitor keeps on the server (saved or not); delete one to start more
+    keep_hours: float = 24.0  # an ended run untouched this long is deleted when someone starts a run
+
+    @property
+    def max_seconds(self) -> float:
+        return self.max_minutes * 60.0
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from transformers import AutoTokenizer
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import budget, runs, timeline
-from bertdemo.pretrain.config import TrainConfig, param_count_of_model
+from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
@@ -669,3 +669,39 @@ def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.
         [(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 5)) for p, i in zip(vals, idx)]
         for vals, idx in zip(top.values.cpu(), top.indices.cpu())
     ]
+
+
+def calibrate(device_type: str = "cpu") -> float:
+    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
+    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
+    device = torch.device(device_type)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(cfg, tokenizer)
+        objective = PretrainObjective(model).to(device).train()
+        optimizer = make_optimizer(model, cfg, device)
+        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
+        generator = torch.Generator(device=device).manual_seed(0)
+        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
+                               device=device)
+
+        def step() -> None:
+            with autocast(device, bf16):
+                out = objective(**make_batch(blocks, generator))
+            out["loss"].backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        step()  # warm-up: allocations, kernel choice
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        sync()
+        started = time.perf_counter()
+        for _ in range(budget.CALIBRATION_STEPS):
+            step()
+        sync()
+        elapsed = time.perf_counter() - started
+    tokens = budget.CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
+    return tokens * budget.flops_per_token(cfg) / max(elapsed, 1e-6)
