@@ -41,7 +41,7 @@ class AppContext:
         loader = LogicLoader()
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
-                   runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
+                   runs=RunService(settings, hub=hub), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS))
 
     @classmethod
