@@ -68,7 +68,7 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "implementation_for", TRANSFORMERS, "whether a config's masked-LM class takes a custom attention"),
     Touchpoint("transformers", "PreTrainedModel._can_record_outputs", "bertdemo/models/attention_modes.py "
                "_attention_class", TRANSFORMERS, "which module class computes the attention weights"),
-    Touchpoint("torch", "Tensor._version", "bertdemo/models/store.py weights_stamp", TORCH,
+    Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
                "answers cached per weights: changes on any in-place edit"),
     Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
                "bertdemo/pretrain/hardware.py cpu_has_native_bf16", TORCH, "train in bf16 where the CPU has it"),

@@ -248,7 +248,7 @@ class TrainConfig:
         """Raise ValueError with a clear message for settings that cannot train."""
         m, d, o, opt, mon, sysc = self.model, self.data, self.objective, self.optim, self.monitor, self.system
         if m.init_from and not (Path(m.init_from) / "config.json").is_file():
-            raise ValueError(f"init_from must be a model folder (with a config.json), got {Path(m.init_from).name!r}.")
+            raise ValueError(f"init_from {Path(m.init_from).name!r} is not a model folder (no config.json).")
         layers, hidden, heads, ffn = self.model_shape()
         if m.train_layers < -1 or m.train_layers > layers:
             raise ValueError(f"train_layers must be -1 (all) or between 0 and {layers}, got {m.train_layers}.")
