@@ -40,7 +40,6 @@ CUSTOM = "custom"
 VOCAB_SIZE = 30522  # the uncased WordPiece vocabulary of bert-base-uncased
 MAX_SEQ_LEN = 512
 MAX_LOCALITY_BIAS = 64.0  # x ALiBi's slopes: beyond this every head sees only its own token
-MIN_OUTPUT_VOCAB = 100
 
 
 def validate_probe_text(text: str) -> str:
@@ -72,9 +71,6 @@ class ModelConfig:
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     locality_bias: float = 8.0  # attention penalised by distance (ALiBi's slopes x this factor) so it looks at neighbours from the start; 0 = off
     locality_fade: float = 1.0  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
-    locality_hold: float = 0.0  # the locality bias stays at full strength for this share of the run, then fades (must be below locality_fade)
-    locality_dropout: float = 0.0  # share of training steps run without the locality bias, so attention must also find the neighbours on its own; 0 = none
-    mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
     neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
 
 
@@ -101,7 +97,6 @@ class ObjectiveConfig:
     whole_word_masking: bool = False  # choose all pieces of a word together
     static_masks: int = 0  # 0 = dynamic (new masks every time); N = N fixed masks per block (original BERT)
     nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
-    output_vocab: int = 0  # training scores only the corpus's N most frequent words (a cheaper softmax); 0 = all; the model keeps every word
 
 
 @dataclass
@@ -115,8 +110,6 @@ class OptimConfig:
     weight_decay: float = 0.01  # AdamW, not applied to biases and LayerNorm weights
     grad_clip: float = 1.0  # max global grad norm; 0 = off
     adam_beta2: float = 0.98  # AdamW's second-moment decay (Cramming: 0.98 adapts faster)
-    batch_size_start: int = 0  # batch ramp: start with this many blocks per step, growing linearly to batch_size by batch_ramp of the run; 0 = no ramp
-    batch_ramp: float = 0.5  # share of the run over which the batch ramp grows
     time_budget_s: float = 300.0  # > 0: the run also ends after this many seconds of training (evaluations not counted), and the schedules follow the share of that budget used when it is ahead of the steps (Cramming's budget)
 
 
@@ -147,6 +140,11 @@ class SystemConfig:
 
 GROUPS: dict[str, type] = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig,
                            "optim": OptimConfig, "monitor": MonitorConfig, "system": SystemConfig}
+# Settings this engine no longer has: their runs lost or were never measured (docs/lab/, "Levers deleted"); the
+# engine that had them is commit 0dfb497 (git show 0dfb497:bertdemo/pretrain/trainer.py). A saved config that left
+# one at its default loads; one that used it is refused by name. None: any value (it did nothing alone).
+RETIRED = {"locality_hold": 0.0, "locality_dropout": 0.0, "mimetic_init": False, "output_vocab": 0,
+           "batch_size_start": 0, "batch_ramp": None}
 _LEGACY_NAMES = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
                  "ffn": "intermediate_size"}  # flat train_config.json of earlier checkpoints
 
@@ -307,19 +305,6 @@ class TrainConfig:
             raise ValueError(f"locality_bias must be between 0 (off) and {MAX_LOCALITY_BIAS:g}, got {m.locality_bias}.")
         if not 0.0 <= m.locality_fade <= 1.0:
             raise ValueError(f"locality_fade must be in [0, 1] (0 = never fades), got {m.locality_fade}.")
-        if not 0.0 < opt.batch_ramp <= 1.0:
-            raise ValueError(f"batch_ramp must be in (0, 1], got {opt.batch_ramp}.")
-        if not 0.0 <= m.locality_hold < 1.0 or (m.locality_fade and m.locality_hold >= m.locality_fade):
-            raise ValueError(f"locality_hold must be at least 0 and below locality_fade ({m.locality_fade:g}): the "
-                             f"bias is held at full strength for that share of the run, then fades; got {m.locality_hold}.")
-        if not 0.0 <= m.locality_dropout < 1.0:
-            raise ValueError(f"locality_dropout must be at least 0 and below 1, got {m.locality_dropout}.")
-        if o.output_vocab and not MIN_OUTPUT_VOCAB <= o.output_vocab <= VOCAB_SIZE:
-            raise ValueError(f"output_vocab must be 0 (every word) or between {MIN_OUTPUT_VOCAB} and {VOCAB_SIZE:,}, "
-                             f"got {o.output_vocab}.")
-        if opt.batch_size_start and not 2 <= opt.batch_size_start <= opt.batch_size:
-            raise ValueError(f"batch_size_start must be 0 (no ramp) or between 2 and batch_size ({opt.batch_size}), "
-                             f"got {opt.batch_size_start}.")
         if not 0.0 < opt.adam_beta2 < 1.0:
             raise ValueError(f"adam_beta2 must be between 0 and 1, got {opt.adam_beta2}.")
         if not (math.isfinite(opt.time_budget_s) and opt.time_budget_s >= 0):
@@ -339,8 +324,13 @@ class TrainConfig:
                 if group not in GROUPS or not isinstance(values, dict):
                     raise ValueError(f"Unknown config group {group!r}.")
                 flat.update(values)
-            return cls.from_flat(**flat)
-        return cls.from_flat(**data)
+        else:
+            flat = dict(data)
+        for name, default in RETIRED.items():
+            if name in flat and (value := flat.pop(name)) != default and default is not None:
+                raise ValueError(f"This run was trained with {name} = {value!r}, a setting this version no longer "
+                                 "has; it cannot be resumed here.")
+        return cls.from_flat(**flat)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TrainConfig:
