@@ -5,7 +5,7 @@ Defaults are chosen so that the default run (bert-tiny on the embedded Wikipedia
 summaries, 128-token blocks, 5 minutes) gets past "the , . of and" within its first minutes on a
 2-core CPU and still ends a standard BERT: attention heads initialised to look at the word before and
 the word after, a locality bias on attention that fades out over the run, small batches, AdamW's β2
-0.98 and a schedule on a 5-minute budget (docs/benchmarks.md, "Breaking the plateau" and "Neighbour
+0.98 and a schedule on a 5-minute budget (docs/lab/benchmarks.md, "Breaking the plateau" and "Neighbour
 initialisation").
 """
 
@@ -71,7 +71,7 @@ class ModelConfig:
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     locality_bias: float = 8.0  # attention penalised by distance (ALiBi's slopes x this factor) so it looks at neighbours from the start; 0 = off
     locality_fade: float = 1.0  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
-    neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
+    neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/lab/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
 
 
 @dataclass

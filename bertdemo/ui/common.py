@@ -67,7 +67,7 @@ def progress_on_text(demo: gr.Blocks) -> int:
     Gradio 6's page refreshes the loading status of every progress target of every event that has run
     in it, at each status change of any event, finding each in the component tree and copying its
     value: a figure among them is copied again at every click in every tab (measured in
-    docs/benchmarks.md, "Progress on text"). An event that names its own targets keeps them.
+    docs/lab/benchmarks.md, "Progress on text"). An event that names its own targets keeps them.
     """
     changed = 0
     for block_fn in compat.event_handlers(demo):
