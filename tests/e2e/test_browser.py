@@ -5,7 +5,7 @@ each (tokenizer.png, fill_mask.png, attention_overview.png, and at phone width 3
 tokenizer_phone.png and fill_mask_phone.png) into $BERTDEMO_SCREENSHOTS (default
 tests/artifacts/). The other browser tests add attention.png, masking_lab.png, inside_bert.png,
 pretrain.png and pretrain_compare.png (each with a _phone twin where the tab has one).
-Regenerate the README screenshots, with the embedded masked-LM instead of the tiny random
+Regenerate the screenshots (README.md, docs/screenshots.md), with the embedded masked-LM instead of the tiny random
 model, with:
 
     BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
