@@ -23,6 +23,7 @@ def _loaded_after(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # torch and transformers imported in a fresh interpreter: about 10 s on two busy cores
 def test_attention_and_inside_do_not_import_fill_mask():
     loaded = _loaded_after("import bertdemo.explore.attention, bertdemo.explore.inside, "
                            "bertdemo.explore.inside_layer, bertdemo.explore.inside_output")
