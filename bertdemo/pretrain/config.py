@@ -373,7 +373,7 @@ def bert_shape(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> dict[str, int]
 
 
 def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
-    """The BertConfig of a run: preset/custom shape, positions for the block length, its dropout."""
+    """The BertConfig of a run: preset/custom shape, 512 positions (whatever the block length), its dropout."""
     from transformers import BertConfig
 
     return BertConfig(**bert_shape(cfg, vocab_size), hidden_dropout_prob=cfg.model.dropout,
