@@ -74,11 +74,10 @@ def trusted_proxies(args: argparse.Namespace) -> int:
 
 def settings_from_args(args: argparse.Namespace):
     """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
+    from bertdemo import compat
+    from bertdemo.explore.batching import DEFAULT_SHARED_BATCH
     from bertdemo.models.catalog import DEFAULT_MODEL
-    from bertdemo.pretrain.budget import Limits
-    from bertdemo.settings import ServerSettings
-
-    from gradio.utils import get_upload_folder  # where the web server keeps uploads (GRADIO_TEMP_DIR)
+    from bertdemo.settings import ADMIN_ENV, Limits, ServerSettings
 
     public = is_public(args)
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
@@ -88,8 +87,9 @@ def settings_from_args(args: argparse.Namespace):
         disk_budget_gb=args.disk_budget_gb, max_model_gb=args.max_model_gb, limits=limits,
         allowed=(args.model,),  # the operator's --model loads as on localhost
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
-        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=get_upload_folder(),
-        trusted_proxies=trusted_proxies(args),
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
+        trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
+        fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
     )
 
 
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     configure_environment(args)  # before `spaces`, which imports gradio
-    if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU Space: `spaces` must load before torch touches CUDA
+    from bertdemo.models.device import zero_gpu  # standard library only
+
+    if zero_gpu():  # ZeroGPU Space: `spaces` must load before torch touches CUDA
         try:
             import spaces  # noqa: F401
         except ImportError:

@@ -1,4 +1,4 @@
-"""Save a benchmark's plotly figure as a PNG for docs/benchmarks.md.
+"""Save a benchmark's plotly figure as a PNG for docs/lab/benchmarks.md.
 
 Plotly's own ``write_image`` needs the kaleido package; the project already drives the
 system Chromium through Playwright for its browser tests, so this renders the figure's HTML

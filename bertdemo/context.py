@@ -43,7 +43,7 @@ class AppContext:
         loader = LogicLoader()
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
-                   runs=RunService(settings), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
+                   runs=RunService(settings, hub=hub), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir))
 
     @classmethod

@@ -8,7 +8,7 @@ Every time it is imported, gradio
 * renders each event listener's docstring through a fresh Jinja template
   (``gradio.events.EventListener.set_doc``) only to put the component's name into it.
 
-Together that is about 60 % of ``import gradio`` (docs/benchmarks.md, "Cold start").
+Together that is about 60 % of ``import gradio`` (docs/lab/benchmarks.md, "Cold start").
 :func:`skip_stub_rewrites`, called before gradio is imported, makes the first a no-op and the
 second a plain string replacement (the same docstrings); the components themselves are untouched.
 

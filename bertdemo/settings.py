@@ -7,13 +7,12 @@ down as an argument. No module keeps a copy of its own. Torch-free (the page is 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertdemo import storage
 from bertdemo.models.catalog import DEFAULT_MODEL
-from bertdemo.pretrain.budget import Limits
+from bertdemo.explore.batching import DEFAULT_SHARED_BATCH
 from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
@@ -34,6 +33,23 @@ def _is_folder(name: str) -> bool:
         return Path(name).expanduser().is_dir()
     except (OSError, ValueError):
         return False
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on a public server's runs."""
+
+    max_params: int = 12_000_000
+    max_steps: int = 5000
+    max_tokens_per_step: int = 8192  # block length × batch size
+    max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
+    max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
+    max_runs_per_visitor: int = 3  # runs one visitor keeps on the server (saved or not); delete one to start more
+    keep_hours: float = 24.0  # an ended run untouched this long is deleted when someone starts a run
+
+    @property
+    def max_seconds(self) -> float:
+        return self.max_minutes * 60.0
 
 
 @dataclass(frozen=True)
@@ -81,11 +97,11 @@ class ServerSettings:
     cache_dir: Path = field(default_factory=lambda: storage.cache_root() / "blocks")  # packed token blocks
     disk: DiskRules = field(default_factory=DiskRules)
     public: PublicRules | None = None
-    admin_token: str = ""  # BERTDEMO_ADMIN_TOKEN: may stop any run and delete any ended run; "" = nobody
+    admin_token: str = ""  # may stop any run and delete any ended run; "" = nobody (app.py: $BERTDEMO_ADMIN_TOKEN)
     max_upload_bytes: int = 20 * 2**20
     traffic: TrafficRules = field(default_factory=TrafficRules)  # request body caps, upload budgets
-    # Fill-Mask requests that arrive together share one forward, up to this many ($BERTDEMO_FILL_MASK_BATCH)
-    fill_mask_batch: int = field(default_factory=lambda: max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16"))))
+    # Fill-Mask requests that arrive together share one forward, up to this many (app.py: $BERTDEMO_FILL_MASK_BATCH)
+    fill_mask_batch: int = DEFAULT_SHARED_BATCH
 
     @property
     def is_public(self) -> bool:
@@ -112,7 +128,7 @@ class ServerSettings:
               **rest) -> ServerSettings:
         """Settings from plain values (the command line's, or a test's); the disk budget defaults to
         10 GB in public mode and no cap locally, and counts ``upload_dir`` (the web server's upload folder)
-        too; the admin token defaults to ``$BERTDEMO_ADMIN_TOKEN``; ``trusted_proxies``: see
+        too; ``admin_token`` None is none (app.py reads ``$BERTDEMO_ADMIN_TOKEN``); ``trusted_proxies``: see
         :func:`bertdemo.traffic.visitor_address`."""
         runs = Path(runs_dir)
         cache = Path(cache_dir) if cache_dir is not None else storage.cache_root() / "blocks"
@@ -126,7 +142,7 @@ class ServerSettings:
                             limits=limits or Limits(), served=served) if public else None
         if rest.get("default_model") in folders:
             rest["default_model"] = served_name(rest["default_model"])  # the page names it, never its folder
-        token = os.environ.get(ADMIN_ENV, "") if admin_token is None else admin_token
+        token = admin_token or ""
         upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))
         rest.setdefault("traffic", TrafficRules.for_server(public, upload, trusted_proxies))
         return cls(runs_dir=runs, cache_dir=cache, disk=disk, public=rules, admin_token=token, **rest)

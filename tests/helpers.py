@@ -52,7 +52,8 @@ def wiki_corpus_file(folder: Path, n_docs: int = 200) -> str:
 
 
 def tiny_run_config(corpus: str, tmp_path: Path, **overrides) -> TrainConfig:
-    """A one-layer, hidden-32 pretraining run on CPU that trains in about a second (runs in tmp_path)."""
+    """A one-layer, hidden-32 pretraining run on CPU that trains in about a second (runs in tmp_path): the one
+    tiny run of the tests; each test passes what it needs different (steps, eval_every, cache_dir, runs_dir...)."""
     base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                 corpus=corpus, seq_len=32, batch_size=8, steps=20, lr=3e-3, warmup_steps=2, log_every=5,
                 eval_every=10, eval_batches=2, checkpoint_every=0, cache_dir=str(tmp_path / "cache"),

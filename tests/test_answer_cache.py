@@ -13,7 +13,8 @@ import torch
 from transformers import BertForMaskedLM
 
 from bertdemo.explore import ablation, attention, inside, inside_layer, inside_output
-from bertdemo.models.store import AnswerCache, ModelStore, load_masked_lm, weights_stamp
+from bertdemo.models.loading import AnswerCache, load_masked_lm, weights_stamp
+from bertdemo.models.store import ModelStore
 from tests.helpers import tiny_bert_config
 
 TEXT = "the cat sat on the [MASK] near the door"

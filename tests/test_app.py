@@ -95,7 +95,7 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
 
 
 def test_mode_line_names_this_servers_caps():
-    from bertdemo.pretrain.budget import Limits
+    from bertdemo.settings import Limits
     from bertdemo.ui.layout import mode_line
 
     assert "not capped" in mode_line(None)

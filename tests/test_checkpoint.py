@@ -105,6 +105,7 @@ def _copy(src: Path, dst: Path) -> Path:
     return dst / "run-a" / ckpt.CHECKPOINT_DIRNAME
 
 
+@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
 def test_recover_after_a_crash_between_the_renames(crashed_mid_swap, tmp_path):
     target = _copy(crashed_mid_swap, tmp_path / "runs")
     ckpt.recover(target)
@@ -113,6 +114,7 @@ def test_recover_after_a_crash_between_the_renames(crashed_mid_swap, tmp_path):
     assert _hidden(target.parent) == []  # the unfinished .tmp- folder is gone
 
 
+@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
 def test_the_next_read_restores_the_checkpoint(crashed_mid_swap, tmp_path):
     runs = tmp_path / "runs"
     target = _copy(crashed_mid_swap, runs)
@@ -121,6 +123,7 @@ def test_the_next_read_restores_the_checkpoint(crashed_mid_swap, tmp_path):
     assert load_masked_lm(str(target), "cpu").has_mlm_head
 
 
+@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
 def test_the_next_write_recovers_then_replaces(crashed_mid_swap, tmp_path, tokenizer):
     target = _copy(crashed_mid_swap, tmp_path / "runs")
     _write(target, tokenizer, step=3)

@@ -3,8 +3,6 @@ the run's weights, optimizer state and history after the burst are the burst's, 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -14,23 +12,31 @@ from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.model import load_checkpoint_model
 from bertdemo.pretrain.service import RunManager
+from tests.helpers import tiny_run_config, wait_until
+
+
+# quiet: no evaluation, a log every other step (the burst's progress items)
+QUIET = dict(lr=2e-3, log_every=2, eval_every=1000, eval_batches=1)
 
 
 def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:
-    return TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2,
-                                 intermediate_size=64, corpus=corpus, seq_len=32, batch_size=8, steps=steps,
-                                 lr=2e-3, warmup_steps=2, log_every=2, eval_every=1000, eval_batches=1,
-                                 checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
-                                 runs_dir=str(tmp_path / "runs"), device="cpu", num_threads=1)
+    return tiny_run_config(corpus, tmp_path, steps=steps, runs_dir=str(tmp_path / "runs"), **QUIET)
+
+
+def reach(run, step: int) -> None:
+    """Wait (at most 120 s, however busy the machine) until ``run`` has trained ``step`` steps; fail at once if it ends first."""
+    def reached() -> bool:
+        done = run.snapshot().step >= step
+        assert done or run.active, f"the run ended at step {run.snapshot().step}: {run.snapshot().message[:200]}"
+        return done
+
+    wait_until(reached, timeout=120, interval=0.02, what=f"step {step}", message=lambda: run.snapshot().message[:200])
 
 
 def _started(corpus, tmp_path, steps: int, at_least: int = 4) -> RunManager:
     manager = RunManager(tmp_path / "runs")
     run = manager.start(_cfg(corpus, tmp_path, steps), owner_token="owner-a", max_seconds=600)
-    deadline = time.monotonic() + 60
-    while run.snapshot().step < at_least:
-        assert time.monotonic() < deadline and run.active, run.snapshot().message
-        time.sleep(0.02)
+    reach(run, at_least)
     return manager
 
 
@@ -113,10 +119,7 @@ def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
         yield from gpu_burst.train_burst(inp, device)
 
     run = service.start(_cfg(corpus, tmp_path, 30))
-    deadline = time.monotonic() + 60
-    while run.snapshot().step < 4:
-        assert time.monotonic() < deadline and run.active, run.snapshot().message
-        time.sleep(0.02)
+    reach(run, 4)
     list(gpu_burst.run_burst(service.manager, steps=4, device="cpu", train=train))
     assert seen == {"status": Status.GPU_BURST, "active": True}
     assert service.current.join(60)
@@ -128,10 +131,7 @@ def test_the_bursts_time_is_charged_to_the_runs_cap(corpus, tmp_path):
     clock = FakeClock()
     manager = RunManager(tmp_path / "runs", clock=clock)
     run = manager.start(_cfg(corpus, tmp_path, 400), owner_token="owner-a", max_seconds=600)
-    deadline = time.monotonic() + 60
-    while run.snapshot().step < 4:
-        assert time.monotonic() < deadline and run.active, run.snapshot().message
-        time.sleep(0.02)
+    reach(run, 4)
     asked = {}
 
     def train(inp, device):  # a burst that takes 250 s of the server's clock

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,6 +23,7 @@ def _loaded_after(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # torch and transformers imported in a fresh interpreter: about 10 s on two busy cores
 def test_attention_and_inside_do_not_import_fill_mask():
     loaded = _loaded_after("import bertdemo.explore.attention, bertdemo.explore.inside, "
                            "bertdemo.explore.inside_layer, bertdemo.explore.inside_output")
@@ -30,3 +33,37 @@ def test_attention_and_inside_do_not_import_fill_mask():
 def test_messages_and_limits_are_torch_free():
     loaded = _loaded_after("import bertdemo.explore.messages, bertdemo.explore.input_limits, bertdemo.explore.batching")
     assert not loaded["torch"] and not loaded["bertdemo.explore.fill_mask"]
+
+
+IMPORT_EACH_ALONE = """
+import importlib, json, pkgutil, sys
+import bertdemo
+names = sorted(m.name for m in pkgutil.walk_packages(bertdemo.__path__, "bertdemo."))
+failed = {}
+for name in names:
+    for loaded in [m for m in sys.modules if m == "bertdemo" or m.startswith("bertdemo.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - every failure is reported
+        failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+print(json.dumps({"count": len(names), "failed": failed}))
+"""
+
+
+@pytest.mark.slow  # about 100 imports in a fresh interpreter: 30 s on two busy cores
+def test_every_module_imports_first():
+    """Each bertdemo module imported before any other bertdemo module (the libraries stay loaded): a circle that
+    works only in one import order fails here on the day it is written."""
+    done = subprocess.run([sys.executable, "-c", IMPORT_EACH_ALONE], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["count"] > 90 and result["failed"] == {}
+
+
+def test_settings_import_nothing_from_pretrain():
+    loaded = subprocess.run([sys.executable, "-c", "import sys, bertdemo.settings; "
+                             "print(sorted(m for m in sys.modules if m.startswith('bertdemo.pretrain')))"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert loaded.stdout.strip() == "[]", loaded.stderr[-500:]

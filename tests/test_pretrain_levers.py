@@ -1,7 +1,7 @@
 """The levers that make a run's first minutes count: the fading locality bias on attention (and that the
 default run still ends a stock BERT; its strength carried in the status, drawn on the curves and told in
-the timeline), mimetic initialisation, the neighbour initialisation, the restricted output softmax, the batch ramp, AdamW's beta2 and the
-time budget."""
+the timeline), the neighbour initialisation, AdamW's beta2 and the time budget; and that the levers deleted
+from the engine are refused by name."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
-from bertdemo.pretrain.model import PretrainObjective, build_model, mimetic_init, neighbour_offsets, starts_on_neighbours
+from bertdemo.pretrain.model import build_model, neighbour_offsets, starts_on_neighbours
 from bertdemo.pretrain.service import RunService
 from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
 from bertdemo.settings import ServerSettings
@@ -114,24 +114,6 @@ def test_the_default_run_ends_a_stock_bert_that_predicts_as_in_the_app(tmp_path,
         torch.testing.assert_close(app(**enc).logits, trained, atol=1e-4, rtol=1e-4)
 
 
-def test_mimetic_init_makes_each_query_match_its_own_key_and_values_cancel():
-    model = _model(2)
-    torch.manual_seed(3)
-    mimetic_init(model)
-    att, out = model.bert.encoder.layer[0].attention.self, model.bert.encoder.layer[0].attention.output.dense
-    hidden = att.query.in_features
-    qk = att.query.weight.T @ att.key.weight  # (H, H): sum over heads of W_q,h W_k,hᵀ
-    vo = att.value.weight.T @ out.weight.T  # (H, H): sum over heads of W_v,h W_o,h
-    off_diagonal = qk - torch.diag(qk.diagonal())
-    assert qk.diagonal().mean() > 0.3 and qk.diagonal().mean() > 5 * off_diagonal.abs().mean()
-    assert vo.diagonal().mean() < -0.15
-    torch.manual_seed(3)
-    plain = _model(2)
-    with torch.no_grad():
-        assert abs(float((plain.bert.encoder.layer[0].attention.self.query.weight.T
-                          @ plain.bert.encoder.layer[0].attention.self.key.weight).diagonal().mean())) < 0.01
-
-
 def _neighbour_attention(model: BertForMaskedLM, ids: torch.Tensor) -> list[list[tuple[float, float, float]]]:
     """Per layer and head, the mean attention weight of query i on key i - 1, on i + 1 and on itself,
     from the model's own forward (eager attention, which returns its weights)."""
@@ -198,41 +180,14 @@ def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_sta
     assert starts_on_neighbours(cfg) and not starts_on_neighbours(cfg.replace(neighbour_init=False))
 
 
-def test_the_restricted_softmax_scores_only_the_frequent_words_and_keeps_every_row():
-    model = _model(4)  # eval: no dropout; the objective itself trains (the fused training path)
-    objective = PretrainObjective(model)
-    torch.nn.init.normal_(model.cls.predictions.decoder.bias)
-    keep = torch.tensor([5, 1996, 1010, 1012, 2000])  # the 5 most frequent words, in this order
-    counts = torch.zeros(30522, dtype=torch.long)
-    counts[keep] = torch.tensor([900, 800, 700, 600, 500])
-    counts[2222] = 3
-    objective.restrict_output(counts, 5)
-    ids = torch.randint(1000, 3000, (2, 16))
-    labels = torch.full_like(ids, -100)
-    labels[0, 3], labels[1, 5], labels[1, 6] = 1996, 1012, 2222  # 2222 is left out: not trained
-    positions = torch.tensor([[3, 4], [5, 6]])
-    loss = objective(ids, labels, positions)["loss"]
-    head = model.cls.predictions
-    h = encode_at(model.bert, ids, positions)
-    logits = head.transform(h) @ head.decoder.weight[keep].T + head.decoder.bias[keep]  # (2, 2, 5)
-    expected = torch.nn.functional.cross_entropy(logits[[0, 1], [0, 0]], torch.tensor([1, 3]))
-    torch.testing.assert_close(loss, expected)
-    assert head.decoder.weight.shape[0] == 30522
-    bias = head.decoder.bias
-    offset = (bias[keep] - torch.tensor([900.5, 800.5, 700.5, 600.5, 500.5]).log()).mean()
-    torch.testing.assert_close(bias[2222], torch.tensor(3.5).log() + offset)  # the word-frequency guess
-    torch.testing.assert_close(bias[7], torch.tensor(0.5).log() + offset)  # never seen: half a count
-
-
-def test_batch_ramp_beta2_and_time_budget(tmp_path, corpus):
-    cfg = tiny_run_config(corpus, tmp_path, batch_size=8, batch_size_start=2, batch_ramp=0.5, adam_beta2=0.98,
-                          steps=100, lr=1e-3, warmup_steps=10, time_budget_s=50.0)
+def test_beta2_and_time_budget(tmp_path, corpus):
+    cfg = tiny_run_config(corpus, tmp_path, batch_size=8, adam_beta2=0.98, steps=100, lr=1e-3, warmup_steps=10,
+                          time_budget_s=50.0)
     trainer = Trainer(cfg, MetricsBuffer(), None, DistInfo(), {}, torch.device("cpu"), RunControl())
-    assert trainer.batch_size_now() == 2
     trainer.step = 25
-    assert trainer.batch_size_now() == 5  # a quarter of the run: halfway up the ramp
+    assert trainer.progress() == pytest.approx(0.25)
     trainer.train_seconds = 30.0  # the time budget is further along than the steps
-    assert trainer.progress() == pytest.approx(0.6) and trainer.batch_size_now() == 8
+    assert trainer.progress() == pytest.approx(0.6)
     assert lr_at(25, cfg, trainer.progress()) == pytest.approx(4e-4)  # decays as the budget runs out
     assert lr_at(3, cfg, trainer.progress()) == pytest.approx(4e-4)  # warmup by steps: 1e-3 * 4 / 10
     assert make_optimizer(trainer.model, cfg, torch.device("cpu")).param_groups[0]["betas"] == (0.9, 0.98)
@@ -246,12 +201,26 @@ def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
 
 
 def test_lever_settings_are_checked():
-    for bad in (dict(locality_bias=-1.0), dict(locality_fade=1.5), dict(locality_hold=0.5, locality_fade=0.5),
-                dict(locality_hold=-0.1), dict(locality_hold=1.0, locality_fade=0.0), dict(output_vocab=50),
-                dict(adam_beta2=1.0),
-                dict(batch_size=8, batch_size_start=16), dict(time_budget_s=-1.0), dict(batch_ramp=0.0)):
+    for bad in (dict(locality_bias=-1.0), dict(locality_fade=1.5), dict(adam_beta2=1.0), dict(time_budget_s=-1.0)):
         with pytest.raises(ValueError):
             TrainConfig().replace(**bad).validate()
+
+
+@pytest.mark.parametrize("name, value", [("locality_hold", 0.4), ("locality_dropout", 0.25), ("mimetic_init", True),
+                                         ("output_vocab", 8000), ("batch_size_start", 8)])
+def test_the_deleted_levers_are_refused_by_name_and_old_configs_still_load(name, value):
+    with pytest.raises(ValueError, match=f"Unknown setting '{name}'"):  # an API caller or the CLI
+        TrainConfig.from_flat(**{name: value})
+    saved = TrainConfig().to_dict()  # a checkpoint's config, written before the levers were deleted
+    saved["model"].update(locality_hold=0.0, locality_dropout=0.0, mimetic_init=False)
+    saved["objective"]["output_vocab"] = 0
+    saved["optim"].update(batch_size_start=0, batch_ramp=0.5)
+    assert TrainConfig.from_dict(saved) == TrainConfig()  # each at its default: it loads
+    group = {"locality_hold": "model", "locality_dropout": "model", "mimetic_init": "model", "output_vocab": "objective",
+             "batch_size_start": "optim"}[name]
+    saved[group][name] = value
+    with pytest.raises(ValueError, match=f"trained with {name} = {value!r}"):
+        TrainConfig.from_dict(saved)
 
 
 def test_a_checkpoint_saved_while_the_bias_is_on_says_so(tmp_path, corpus):
@@ -270,38 +239,38 @@ def test_a_checkpoint_saved_while_the_bias_is_on_says_so(tmp_path, corpus):
     assert state["locality_strength"] == pytest.approx(strength)
 
 
-def test_the_bias_is_held_then_fades_and_its_strength_is_read_from_the_attention_modules():
+def test_the_bias_fades_and_its_strength_is_read_from_the_attention_modules():
     model = _model()
-    bias = locality.LocalityBias(model, factor=8.0, fade=0.8, hold=0.4)
-    assert [bias.strength_at(p) for p in (0.0, 0.4, 0.6, 0.8, 1.0)] == [1.0, 1.0, pytest.approx(0.5), 0.0, 0.0]
-    bias.update(progress=0.6)
+    bias = locality.LocalityBias(model, factor=8.0, fade=0.8)
+    assert [bias.strength_at(p) for p in (0.0, 0.4, 0.6, 0.8, 1.0)] == [1.0, 0.5, pytest.approx(0.25), 0.0, 0.0]
+    bias.update(progress=0.4)
     assert bias.applied_strength() == 0.5
     for layer in model.bert.encoder.layer:  # what the attention adds is what counts, whatever set it
         layer.attention.self.locality_slopes = torch.tensor(locality.alibi_slopes(4)) * 8.0 * 0.3
     assert bias.applied_strength() == pytest.approx(0.3)
     model.set_attn_implementation("sdpa")  # stock attention ignores the slopes
     assert bias.applied_strength() == 0.0
-    assert TrainConfig().replace(locality_hold=0.4, locality_fade=0.8).validate() is None
+    assert locality.LocalityBias(model, factor=8.0, fade=0.0).strength_at(1.0) == 1.0  # permanent: never fades
 
 
 def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(tmp_path):
-    """A run whose bias is held for a quarter of its steps, then gone by three quarters: /run_status carries the
+    """A run whose bias is gone by half its steps: /run_status carries the
     strength at each evaluation, the loss chart draws it, and the timeline says what its fading does."""
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache")
     service = RunService(settings)
     run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=24, eval_every=6,
-                                        time_budget_s=0.0, locality_hold=0.25, locality_fade=0.75))
+                                        time_budget_s=0.0, locality_fade=0.5))
     assert run.join(60) and run.status == "finished", run.snapshot().message
     status = service.status()
     assert status["eval_steps"] == [0, 6, 12, 18, 24]
-    assert status["locality_strength"] == [1.0, 1.0, 0.5, 0.0, 0.0] and status["locality_plan"] == "fades"
+    assert status["locality_strength"] == [1.0, 0.5, 0.0, 0.0, 0.0] and status["locality_plan"] == "fades"
     assert status["attention_start"] == "neighbours"  # the default start: heads on the word before / after
 
     snap = run.snapshot()
     fig = run_curves.training_curves_spec([run_curves.CurveRun("live", snap)], x_axis="step")
     help_line = [t for t in fig["data"] if t.get("yaxis") == run_curves.HELP_AXIS]
     assert len(help_line) == 1 and help_line[0]["x"] == [0, 6, 12, 18, 24]
-    assert help_line[0]["y"] == [1, 1, 0.5, 0, 0]
+    assert help_line[0]["y"] == [1, 0.5, 0, 0, 0]
     assert help_line[0]["name"] == "live: attention help (locality bias) 100% → 0%"
     assert fig["layout"]["yaxis6"]["overlaying"] == "y" and fig["layout"]["yaxis6"]["tickformat"] == ".0%"
     assert "attention help (locality bias) 0%" in run_curves.status_markdown(snap)
@@ -312,7 +281,7 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     assert "**Its heads start on the neighbours.**" in before and "**Its heads start on the neighbours.**" in \
         run_curves.timeline_markdown(run.snapshot())
     text = run_curves.timeline_markdown(snap)
-    assert "**The help is gone** since step 18: the model is a stock BERT now." in text
+    assert "**The help is gone** since step 12: the model is a stock BERT now." in text
     held = RunSnapshot(eval_steps=[0, 6], eval_loss=[10.3, 8.0], locality_strength=[1.0, 1.0], locality_plan="fades")
     assert "Now the help" not in run_curves.timeline_markdown(held)
     fading = RunSnapshot(eval_steps=[0, 6, 12, 18], eval_loss=[10.3, 7.0, 6.4, 6.6],
@@ -325,24 +294,3 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     assert "start on the neighbours" not in run_curves.timeline_markdown(none)  # nor the neighbour start
     assert not [t for t in run_curves.training_curves_spec([run_curves.CurveRun("off", none)])["data"]
                 if t.get("yaxis") == run_curves.HELP_AXIS]
-
-
-def test_locality_dropout_leaves_the_bias_out_of_its_share_of_steps(tmp_path, corpus, tokenizer):
-    model = _model(2)
-    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
-    with torch.no_grad():
-        stock = model.bert(input_ids=ids).last_hidden_state
-        bias = locality.LocalityBias(model, factor=8.0, fade=1.0)
-        bias.update(progress=0.5)
-        biased = model.bert(input_ids=ids).last_hidden_state
-        with bias.left_out(True):  # a step without the bias: stock attention
-            torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, stock)
-        torch.testing.assert_close(model.bert(input_ids=ids).last_hidden_state, biased)  # and back
-        assert bias.applied_strength() == 0.5
-    trainer = Trainer(tiny_run_config(corpus, tmp_path, locality_dropout=0.25), MetricsBuffer(), None, DistInfo(), {},
-                      torch.device("cpu"), RunControl())
-    left_out = [trainer.without_locality(step) for step in range(1000)]
-    assert sum(left_out) == 251 and left_out[:8] == [True, False, True, False, False, True, False, False]
-    without = Trainer(tiny_run_config(corpus, tmp_path), MetricsBuffer(), None, DistInfo(), {}, torch.device("cpu"),
-                      RunControl())  # no locality dropout: the bias on every step
-    assert not any(without.without_locality(step) for step in range(1000))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.runs import write_checkpoint
 from bertdemo.pretrain.trainer import predict_masks, run_training
-from tests.helpers import wait_until as wait_for
+from tests.helpers import tiny_run_config, wait_until as wait_for
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +33,10 @@ def cache_dir(tmp_path_factory):
 
 
 def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
-    base = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64, corpus=corpus, seq_len=32, batch_size=16,
-                steps=40, lr=3e-3, warmup_steps=5, log_every=5, eval_every=20, eval_batches=4,
-                checkpoint_every=0, cache_dir=cache_dir, runs_dir=str(runs_dir), device="cpu", num_threads=1,
-                probe_text="The capital of France is [MASK].")
-    base.update(kw)
-    return TrainConfig.from_flat(**base)
+    """The tests' tiny run with two layers, a probe and a token cache shared by the module."""
+    return tiny_run_config(corpus, Path(runs_dir), **{
+        "num_hidden_layers": 2, "batch_size": 16, "steps": 40, "warmup_steps": 5, "eval_every": 20, "eval_batches": 4,
+        "cache_dir": cache_dir, "probe_text": "The capital of France is [MASK].", **kw})
 
 
 def test_presets_and_param_count() -> None:

@@ -1,4 +1,4 @@
-"""The README's cluster recipe on one machine: two torchrun agents as two nodes (c10d rendezvous on
+"""The cluster recipe of docs/pretraining.md on one machine: two torchrun agents as two nodes (c10d rendezvous on
 127.0.0.1, gloo on CPU), the same command for both; then the same command again, which resumes."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Gradio 6's page refreshes the loading status of every progress target of every e
 in it, at each status change of any event, finding each in the component tree and copying its
 value (and, for a container, every component inside it). So a figure that is a progress target is
 copied again at every click in every tab from then on; events name their text as progress targets
-instead (``common.progress_on_text``, applied to the built page). Measured in docs/benchmarks.md, "Progress on text".
+instead (``common.progress_on_text``, applied to the built page). Measured in docs/lab/benchmarks.md, "Progress on text".
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.service import NOT_YOURS, RunAction, RunService
 from bertdemo.pretrain.trainer import Trainer, run_training
 from bertdemo.settings import ServerSettings
-from tests.helpers import FakeClock, wait_until
+from tests.helpers import FakeClock, tiny_run_config, wait_until
 
 
 # --- pretraining caps and memory --------------------------------------------------------------
@@ -123,12 +123,9 @@ def corpus_file(tmp_path_factory):
 
 
 def _tiny(corpus, tmp_path, **kw) -> TrainConfig:
-    base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                corpus=corpus, seq_len=32, batch_size=8, steps=40, lr=3e-3, warmup_steps=2, log_every=5,
-                eval_every=100, eval_batches=2, checkpoint_every=10, cache_dir=str(tmp_path / "cache"),
-                runs_dir=str(tmp_path / "runs"), device="cpu", num_threads=1)
-    base.update(kw)
-    return TrainConfig.from_flat(**base)
+    """The tests' tiny run, saving every 10 steps, in tmp_path/runs."""
+    return tiny_run_config(corpus, tmp_path, **{"eval_every": 100, "checkpoint_every": 10, "steps": 40,
+                                                 "runs_dir": str(tmp_path / "runs"), **kw})
 
 
 @pytest.mark.parametrize("log_every, nan_after, failed_at, good_step", [(5, 12, 15, 10), (20, 7, 10, 0)])

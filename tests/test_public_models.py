@@ -8,7 +8,7 @@ import pytest
 import transformers
 from transformers import AutoTokenizer, BertForMaskedLM
 
-from bertdemo.models import availability, load_errors, store
+from bertdemo.models import availability, load_errors, loading, store
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import REFUSED, AccessPolicy
@@ -54,7 +54,7 @@ def test_public_mode_refuses_every_path_with_one_message(runs, tmp_path):
     messages = set()
     for name in refused:
         with pytest.raises(ValueError) as err:
-            store._resolve(name, policy)
+            loading._resolve(name, policy)
         messages.add(str(err.value))
     assert messages == {REFUSED}  # the same words whether or not the path exists
     assert str(tmp_path) not in REFUSED
@@ -102,11 +102,11 @@ def test_load_errors_say_what_to_change_without_server_paths():
 
 def test_public_mode_allows_hub_ids_embedded_and_own_runs(runs):
     policy = public_policy(runs)
-    assert store._resolve("bert-base-uncased", policy)[0] == "hub cache"
-    assert store._resolve("google/bert_uncased_L-2_H-128_A-2", policy)[0] == "hub cache"
-    assert store._resolve("run:20260101-000000-bert-tiny/checkpoint", policy)[0] == "local"
+    assert loading._resolve("bert-base-uncased", policy)[0] == "hub cache"
+    assert loading._resolve("google/bert_uncased_L-2_H-128_A-2", policy)[0] == "hub cache"
+    assert loading._resolve("run:20260101-000000-bert-tiny/checkpoint", policy)[0] == "local"
     with pytest.raises(ValueError, match="Only hub ids"):  # the same run by its folder: refused like any path
-        store._resolve(str(next(runs.glob("*/checkpoint"))), policy)
+        loading._resolve(str(next(runs.glob("*/checkpoint"))), policy)
     assert policy.load_kwargs() == {"use_safetensors": True}
 
 
@@ -128,9 +128,9 @@ def test_a_public_server_names_the_operators_model_folder_without_its_path(tmp_p
     assert settings.default_model == "served:my-bert"  # what every tab starts with and the page shows
     policy = AccessPolicy(1.5, allowed=settings.public.allowed, runs_dir=tmp_path / "runs",
                           served=settings.public.served)
-    assert store._resolve("served:my-bert", policy)[:2] == ("local", str(folder))
+    assert loading._resolve("served:my-bert", policy)[:2] == ("local", str(folder))
     with pytest.raises(ValueError, match="Only hub ids"):  # its folder: refused like any other path
-        store._resolve(str(folder), policy)
+        loading._resolve(str(folder), policy)
     assert settings.public.allowed == frozenset({"my/hub-bert"})  # a hub id the operator chose keeps its name
     local = ServerSettings.build(runs_dir=tmp_path / "runs", allowed=(str(folder),), default_model=str(folder))
     assert local.default_model == str(folder)  # at localhost the folder is the operator's own to see
@@ -140,15 +140,15 @@ def test_local_mode_keeps_full_power(tmp_path):
     policy = AccessPolicy()
     assert policy.screen(str(tmp_path)) is None and policy.load_kwargs() == {}
     (tmp_path / "config.json").write_text("{}")
-    assert store._resolve(str(tmp_path), policy)[0] == "local"
+    assert loading._resolve(str(tmp_path), policy)[0] == "local"
 
 
 def test_hub_size_cap_before_download(runs, monkeypatch):
     sizes = {"bert-large-uncased": int(2.0e9), "bert-base-uncased": int(0.44e9)}
     policy = public_policy(runs, reachable=True, size_lookup=sizes.__getitem__)
     with pytest.raises(ValueError, match="1.5 GB"):
-        store._resolve("bert-large-uncased", policy)
-    assert store._resolve("bert-base-uncased", policy)[0] == "hub"
+        loading._resolve("bert-large-uncased", policy)
+    assert loading._resolve("bert-base-uncased", policy)[0] == "hub"
 
     class Sibling:
         def __init__(self, name, size):
@@ -161,7 +161,7 @@ def test_hub_size_cap_before_download(runs, monkeypatch):
     import huggingface_hub
     monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: Info())
     with pytest.raises(ValueError, match="3.0 GB"):
-        store._resolve("someone/huge-bert", public_policy(runs, reachable=True))
+        loading._resolve("someone/huge-bert", public_policy(runs, reachable=True))
 
 
 def test_a_size_the_hub_cannot_tell_is_refused_and_not_remembered(runs):
@@ -177,9 +177,9 @@ def test_a_size_the_hub_cannot_tell_is_refused_and_not_remembered(runs):
 
     policy = public_policy(runs, reachable=True, size_lookup=lookup)
     with pytest.raises(ValueError, match="did not say how large someone/bert is"):
-        store._resolve("someone/bert", policy)  # no download on a failed lookup
-    assert store._resolve("someone/bert", policy)[0] == "hub"  # asked again: the failure was not cached
-    assert store._resolve("someone/bert", policy)[0] == "hub"  # the size is remembered
+        loading._resolve("someone/bert", policy)  # no download on a failed lookup
+    assert loading._resolve("someone/bert", policy)[0] == "hub"  # asked again: the failure was not cached
+    assert loading._resolve("someone/bert", policy)[0] == "hub"  # the size is remembered
     assert asked == ["someone/bert", "someone/bert"]
     assert AccessPolicy(size_lookup=lookup).check_hub_size("anything") is None  # a local server does not ask
 

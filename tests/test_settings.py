@@ -25,3 +25,35 @@ def test_the_disk_budget_counts_its_folders(tmp_path):
     with pytest.raises(ValueError, match="keep at least 1 checkpoint"):
         DiskRules(keep_checkpoints=0)
     DiskRules().check(adding=10**15)  # no budget: anything fits
+
+
+def test_settings_read_no_environment_and_app_reads_it(monkeypatch):
+    import app
+
+    monkeypatch.setenv("BERTDEMO_ADMIN_TOKEN", "from-env")
+    monkeypatch.setenv("BERTDEMO_FILL_MASK_BATCH", "3")
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    built = ServerSettings.build()
+    assert (built.admin_token, built.fill_mask_batch) == ("", 16)  # what the code says, not the environment
+    served = app.settings_from_args(app.parse_args([]))
+    assert (served.admin_token, served.fill_mask_batch) == ("from-env", 3)
+
+
+def test_the_environment_is_read_in_these_places_only():
+    """app.py reads the server's variables; the rest is the libraries' own (the hub's endpoint and offline
+    flags, the cache home, ZeroGPU's flag), the gradio import patch's opt-out (read before gradio loads) and
+    the training CLI's torchrun variables."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readers = sorted(str(p.relative_to(root)) for p in [root / "app.py", *(root / "bertdemo").rglob("*.py")]
+                     if "os.environ" in p.read_text(encoding="utf-8") or "getenv(" in p.read_text(encoding="utf-8"))
+    assert readers == ["app.py", "bertdemo/gradio_import.py", "bertdemo/models/hub.py", "bertdemo/pretrain/__main__.py",
+                       "bertdemo/storage.py"]
+
+
+def test_one_hub_probe_per_server(tmp_path):
+    from bertdemo.context import AppContext
+
+    ctx = AppContext.for_tests(tmp_path)
+    assert ctx.runs.hub is ctx.models.policy.hub

@@ -14,7 +14,6 @@ The app context owns one batcher (``ctx.batcher``) and passes it to the views th
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +21,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
-# most concurrent requests sharing one forward pass (BERTDEMO_FILL_MASK_BATCH=1: one request per forward)
-MAX_SHARED_BATCH = max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", "16")))
+# most concurrent requests sharing one forward pass, unless the server says otherwise (ServerSettings.fill_mask_batch,
+# from $BERTDEMO_FILL_MASK_BATCH in app.py; 1: one request per forward)
+DEFAULT_SHARED_BATCH = 16
 
 BatchFn = Callable[[Sequence[Any]], Sequence[Any]]  # items -> one result per item, in order
 
@@ -40,7 +40,7 @@ class _Job:
 class MicroBatcher:
     """Thread-safe: :meth:`submit` from any number of threads; items of one key run at most one batch at a time."""
 
-    def __init__(self, max_batch: int = MAX_SHARED_BATCH) -> None:
+    def __init__(self, max_batch: int = DEFAULT_SHARED_BATCH) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}.")
         self.max_batch = max_batch

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import torch
-from transformers import AttentionInterface, AutoModelForMaskedLM
+
+from bertdemo import compat
+from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
@@ -163,7 +165,7 @@ AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
 def implementation_for(config) -> str:
     """``"bertdemo"`` for masked-LMs whose attention goes through the interface, else ``"eager"``."""
     try:
-        model_class = AutoModelForMaskedLM._model_mapping[type(config)]
+        model_class = compat.masked_lm_class(config)
     except (KeyError, ValueError):
         return "eager"
     return IMPLEMENTATION if getattr(model_class, "_supports_attention_backend", False) else "eager"
@@ -175,7 +177,7 @@ def supports_modes(model) -> bool:
 
 
 def _attention_class(model) -> type | None:
-    recorder = getattr(model.base_model, "_can_record_outputs", None) or getattr(model, "_can_record_outputs", None) or {}
+    recorder = compat.recorded_outputs(model)
     target = recorder.get("attentions")
     return getattr(target, "target_class", target) if target is not None else None
 

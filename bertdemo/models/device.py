@@ -6,8 +6,9 @@ that only ``@spaces.GPU`` functions can use.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
+
+from bertdemo.models.hub import env_flag
 
 if TYPE_CHECKING:
     import torch
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 def zero_gpu() -> bool:
     """True on a ZeroGPU Space, where torch.cuda.is_available() claims a GPU that the main process does not have."""
-    return os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in {"1", "true", "yes", "on"}
+    return env_flag("SPACES_ZERO_GPU")
 
 
 def resolve_device(device: str = "auto") -> torch.device:

@@ -20,10 +20,14 @@ PROBE_TTL_S = 60.0
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
+def env_flag(name: str) -> bool:
+    """True when environment variable ``name`` says yes (1, true, yes, on; any case): the one reading of a flag."""
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def env_offline() -> bool:
     """True when the environment tells the Hugging Face libraries to stay offline."""
-    return any(os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
-               for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(env_flag(var) for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def tcp_probe(timeout_s: float) -> bool:

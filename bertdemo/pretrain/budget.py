@@ -19,7 +19,8 @@ Time. A run's work is counted in floating-point operations per trained token (fo
 plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
 operations per second is kept by a :class:`SpeedBook` (one per server, owned by the run service):
 the last run's measured speed, or before any run a quick calibration through the run's own
-training code. Torch-free at import (the page checks a form before torch loads).
+training code (:func:`bertdemo.pretrain.trainer.calibrate`). Torch-free (the page checks a form before torch
+loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
 """
 
 from __future__ import annotations
@@ -27,17 +28,13 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bertdemo import storage
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
-
-if TYPE_CHECKING:
-    from bertdemo.settings import DiskRules
+from bertdemo.settings import DiskRules, Limits  # noqa: F401 - Limits: the caps check_public applies (its home: settings)
 
 ACTIVATION_BYTES = 180  # per (token × hidden unit × layer), kept for backward
 STATE_BYTES_PER_PARAM = 16  # weights + gradients + AdamW m and v, fp32
@@ -45,23 +42,6 @@ BASE_BYTES = 300 * 2**20
 HEADROOM = 0.8  # never plan to use more than this share of the memory available now
 CHECKPOINT_BYTES_PER_PARAM = 12  # fp32 weights + AdamW m and v on disk
 CHECKPOINT_EXTRA_BYTES = 2 * 10**6  # tokenizer, configs, metrics
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Caps on a public server's runs."""
-
-    max_params: int = 12_000_000
-    max_steps: int = 5000
-    max_tokens_per_step: int = 8192  # block length × batch size
-    max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
-    max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
-    max_runs_per_visitor: int = 3  # runs one visitor keeps on the server (saved or not); delete one to start more
-    keep_hours: float = 24.0  # an ended run untouched this long is deleted when someone starts a run
-
-    @property
-    def max_seconds(self) -> float:
-        return self.max_minutes * 60.0
 
 
 def check_public(cfg: TrainConfig, limits: Limits) -> None:
@@ -175,7 +155,7 @@ class SpeedBook:
     or calibrated once before the first. One per server (the run service owns it); thread-safe."""
 
     def __init__(self, calibrator: Callable[[str], float] | None = None) -> None:
-        self._calibrate = calibrator or calibrate  # device type -> operations per second
+        self._calibrate = calibrator or _calibrate  # device type -> operations per second
         self._lock = threading.Lock()
         self._rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second
 
@@ -197,51 +177,14 @@ class SpeedBook:
         return estimate_seconds(cfg, self.rate(run_device(cfg)), steps)
 
 
-def calibrate(device_type: str = "cpu") -> float:
-    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
-    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+def _calibrate(device_type: str) -> float:
+    """The default calibration: the training engine's own (:func:`bertdemo.pretrain.trainer.calibrate`), whose
+    torch and transformers are imported by one thread at a time."""
     from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 
-    with LOGIC_IMPORT_LOCK:  # torch and transformers: one thread imports them at a time
-        import torch
-        from transformers import AutoTokenizer
-
-        from bertdemo.models.embedded import tokenizer_dir
-        from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model
-        from bertdemo.pretrain.hardware import autocast, thread_count, use_bf16
-        from bertdemo.pretrain.trainer import make_optimizer
-
-    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
-                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
-    device = torch.device(device_type)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = build_model(cfg, tokenizer)
-        objective = PretrainObjective(model).to(device).train()
-        optimizer = make_optimizer(model, cfg, device)
-        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
-        generator = torch.Generator(device=device).manual_seed(0)
-        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
-                               device=device)
-
-        def step() -> None:
-            with autocast(device, bf16):
-                out = objective(**make_batch(blocks, generator))
-            out["loss"].backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-
-        step()  # warm-up: allocations, kernel choice
-        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        sync()
-        started = time.perf_counter()
-        for _ in range(CALIBRATION_STEPS):
-            step()
-        sync()
-        elapsed = time.perf_counter() - started
-    tokens = CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
-    return tokens * flops_per_token(cfg) / max(elapsed, 1e-6)
+    with LOGIC_IMPORT_LOCK:
+        from bertdemo.pretrain import trainer
+    return trainer.calibrate(device_type)
 
 
 def estimate_seconds(cfg: TrainConfig, rate: float, steps: int | None = None) -> float:

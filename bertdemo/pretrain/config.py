@@ -5,7 +5,7 @@ Defaults are chosen so that the default run (bert-tiny on the embedded Wikipedia
 summaries, 128-token blocks, 5 minutes) gets past "the , . of and" within its first minutes on a
 2-core CPU and still ends a standard BERT: attention heads initialised to look at the word before and
 the word after, a locality bias on attention that fades out over the run, small batches, AdamW's β2
-0.98 and a schedule on a 5-minute budget (docs/benchmarks.md, "Breaking the plateau" and "Neighbour
+0.98 and a schedule on a 5-minute budget (docs/lab/benchmarks.md, "Breaking the plateau" and "Neighbour
 initialisation").
 """
 
@@ -40,7 +40,6 @@ CUSTOM = "custom"
 VOCAB_SIZE = 30522  # the uncased WordPiece vocabulary of bert-base-uncased
 MAX_SEQ_LEN = 512
 MAX_LOCALITY_BIAS = 64.0  # x ALiBi's slopes: beyond this every head sees only its own token
-MIN_OUTPUT_VOCAB = 100
 
 
 def validate_probe_text(text: str) -> str:
@@ -72,10 +71,7 @@ class ModelConfig:
     freeze_embeddings: bool = False  # keep the embeddings (and the decoder tied to them) fixed
     locality_bias: float = 8.0  # attention penalised by distance (ALiBi's slopes x this factor) so it looks at neighbours from the start; 0 = off
     locality_fade: float = 1.0  # the locality bias fades linearly to 0 by this share of the run (then a standard BERT); 0 = it never fades (an experiment: the saved model then predicts without it)
-    locality_hold: float = 0.0  # the locality bias stays at full strength for this share of the run, then fades (must be below locality_fade)
-    locality_dropout: float = 0.0  # share of training steps run without the locality bias, so attention must also find the neighbours on its own; 0 = none
-    mimetic_init: bool = False  # initialise each head's W_q·W_kᵀ near +identity and W_v·W_o near -identity (Trockman & Kolter 2023)
-    neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
+    neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/lab/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
 
 
 @dataclass
@@ -101,7 +97,6 @@ class ObjectiveConfig:
     whole_word_masking: bool = False  # choose all pieces of a word together
     static_masks: int = 0  # 0 = dynamic (new masks every time); N = N fixed masks per block (original BERT)
     nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
-    output_vocab: int = 0  # training scores only the corpus's N most frequent words (a cheaper softmax); 0 = all; the model keeps every word
 
 
 @dataclass
@@ -115,8 +110,6 @@ class OptimConfig:
     weight_decay: float = 0.01  # AdamW, not applied to biases and LayerNorm weights
     grad_clip: float = 1.0  # max global grad norm; 0 = off
     adam_beta2: float = 0.98  # AdamW's second-moment decay (Cramming: 0.98 adapts faster)
-    batch_size_start: int = 0  # batch ramp: start with this many blocks per step, growing linearly to batch_size by batch_ramp of the run; 0 = no ramp
-    batch_ramp: float = 0.5  # share of the run over which the batch ramp grows
     time_budget_s: float = 300.0  # > 0: the run also ends after this many seconds of training (evaluations not counted), and the schedules follow the share of that budget used when it is ahead of the steps (Cramming's budget)
 
 
@@ -147,6 +140,11 @@ class SystemConfig:
 
 GROUPS: dict[str, type] = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig,
                            "optim": OptimConfig, "monitor": MonitorConfig, "system": SystemConfig}
+# Settings this engine no longer has: their runs lost or were never measured (docs/lab/, "Levers deleted"); the
+# engine that had them is commit 0dfb497 (git show 0dfb497:bertdemo/pretrain/trainer.py). A saved config that left
+# one at its default loads; one that used it is refused by name. None: any value (it did nothing alone).
+RETIRED = {"locality_hold": 0.0, "locality_dropout": 0.0, "mimetic_init": False, "output_vocab": 0,
+           "batch_size_start": 0, "batch_ramp": None}
 _LEGACY_NAMES = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
                  "ffn": "intermediate_size"}  # flat train_config.json of earlier checkpoints
 
@@ -248,13 +246,13 @@ class TrainConfig:
         """Raise ValueError with a clear message for settings that cannot train."""
         m, d, o, opt, mon, sysc = self.model, self.data, self.objective, self.optim, self.monitor, self.system
         if m.init_from and not (Path(m.init_from) / "config.json").is_file():
-            raise ValueError("init_from is not a model folder (no config.json).")
+            raise ValueError(f"init_from {Path(m.init_from).name!r} is not a model folder (no config.json).")
         layers, hidden, heads, ffn = self.model_shape()
         if m.train_layers < -1 or m.train_layers > layers:
             raise ValueError(f"train_layers must be -1 (all) or between 0 and {layers}, got {m.train_layers}.")
         if min(layers, hidden, heads, ffn) < 1:
             raise ValueError("num_hidden_layers, hidden_size, num_attention_heads and intermediate_size "
-                             "must all be positive.")
+                             f"must all be positive, got {layers}, {hidden}, {heads} and {ffn}.")
         if hidden % heads:
             raise ValueError(f"hidden size {hidden} must be divisible by the number of heads {heads}.")
         if not 0.0 <= m.dropout < 1.0:
@@ -262,54 +260,55 @@ class TrainConfig:
         for _, length in self.seq_len_phases():
             if not 16 <= length <= MAX_SEQ_LEN:
                 raise ValueError(f"block length must be between 16 and {MAX_SEQ_LEN}, got {length}.")
-        if not 0.0 <= d.heldout_fraction < 0.5 or d.max_corpus_tokens < 1000:
-            raise ValueError("heldout_fraction must be in [0, 0.5) and max_corpus_tokens at least 1000.")
+        if not 0.0 <= d.heldout_fraction < 0.5:
+            raise ValueError(f"heldout_fraction must be in [0, 0.5), got {d.heldout_fraction}.")
+        if d.max_corpus_tokens < 1000:
+            raise ValueError(f"max_corpus_tokens must be at least 1000, got {d.max_corpus_tokens}.")
         if opt.batch_size < 2:
-            raise ValueError("batch_size must be at least 2.")
+            raise ValueError(f"batch_size must be at least 2, got {opt.batch_size}.")
         if opt.steps < 1:
-            raise ValueError("steps must be at least 1.")
+            raise ValueError(f"steps must be at least 1, got {opt.steps}.")
         if not 0.0 < o.mlm_probability < 1.0:
-            raise ValueError("mlm_probability must be between 0 and 1.")
+            raise ValueError(f"mlm_probability must be between 0 and 1, got {o.mlm_probability}.")
         if min(o.mask_replace_prob, o.random_replace_prob) < 0 or (
             o.mask_replace_prob + o.random_replace_prob > 1.0 + 1e-9
         ):
-            raise ValueError("mask_replace_prob + random_replace_prob must be within [0, 1].")
+            raise ValueError("mask_replace_prob + random_replace_prob must be within [0, 1], each at least 0, "
+                             f"got {o.mask_replace_prob} + {o.random_replace_prob}.")
         if o.static_masks < 0:
-            raise ValueError("static_masks must be 0 (dynamic masking) or a number of fixed masks per block.")
+            raise ValueError(f"static_masks must be 0 (dynamic masking) or a number of fixed masks per block, "
+                             f"got {o.static_masks}.")
         self._validate_levers()
         if not math.isfinite(opt.lr) or opt.lr <= 0 or opt.lr > 1.0:
             raise ValueError(f"lr must be a positive learning rate of at most 1, got {opt.lr}.")
-        if opt.warmup_steps < 0 or opt.weight_decay < 0 or opt.grad_clip < 0:
-            raise ValueError("warmup_steps, weight_decay and grad_clip must not be negative.")
+        for name, value in (("warmup_steps", opt.warmup_steps), ("weight_decay", opt.weight_decay),
+                            ("grad_clip", opt.grad_clip)):
+            if not value >= 0:
+                raise ValueError(f"{name} must not be negative, got {value}.")
         validate_probe_text(mon.probe_text)
         validate_expected(mon.probe_expected)
         if sysc.precision not in ("auto", "bf16", "fp32"):
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {sysc.precision!r}.")
-        if mon.log_every < 1 or mon.eval_every < 1 or mon.eval_batches < 1 or mon.checkpoint_every < 0:
-            raise ValueError("log_every, eval_every and eval_batches must be at least 1; checkpoint_every at least 0.")
+        for name, value in (("log_every", mon.log_every), ("eval_every", mon.eval_every),
+                            ("eval_batches", mon.eval_batches)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}.")
+        if mon.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be 0 (only at the end) or more, got {mon.checkpoint_every}.")
         if sysc.num_threads < 0:
-            raise ValueError("num_threads must be 0 (automatic) or more.")
+            raise ValueError(f"num_threads must be 0 (automatic) or more, got {sysc.num_threads}.")
 
     def _validate_levers(self) -> None:
         """The settings that speed up a run's first minutes: ValueError when one cannot train."""
         m, o, opt = self.model, self.objective, self.optim
         if not (math.isfinite(m.locality_bias) and 0.0 <= m.locality_bias <= MAX_LOCALITY_BIAS):
             raise ValueError(f"locality_bias must be between 0 (off) and {MAX_LOCALITY_BIAS:g}, got {m.locality_bias}.")
-        if not 0.0 <= m.locality_fade <= 1.0 or not 0.0 < opt.batch_ramp <= 1.0:
-            raise ValueError("locality_fade must be in [0, 1] (0 = never fades) and batch_ramp in (0, 1].")
-        if not 0.0 <= m.locality_hold < 1.0 or (m.locality_fade and m.locality_hold >= m.locality_fade):
-            raise ValueError(f"locality_hold must be at least 0 and below locality_fade ({m.locality_fade:g}): the "
-                             f"bias is held at full strength for that share of the run, then fades; got {m.locality_hold}.")
-        if not 0.0 <= m.locality_dropout < 1.0:
-            raise ValueError(f"locality_dropout must be at least 0 and below 1, got {m.locality_dropout}.")
-        if o.output_vocab and not MIN_OUTPUT_VOCAB <= o.output_vocab <= VOCAB_SIZE:
-            raise ValueError(f"output_vocab must be 0 (every word) or between {MIN_OUTPUT_VOCAB} and {VOCAB_SIZE:,}.")
-        if opt.batch_size_start and not 2 <= opt.batch_size_start <= opt.batch_size:
-            raise ValueError("batch_size_start must be 0 (no ramp) or between 2 and batch_size.")
+        if not 0.0 <= m.locality_fade <= 1.0:
+            raise ValueError(f"locality_fade must be in [0, 1] (0 = never fades), got {m.locality_fade}.")
         if not 0.0 < opt.adam_beta2 < 1.0:
             raise ValueError(f"adam_beta2 must be between 0 and 1, got {opt.adam_beta2}.")
         if not (math.isfinite(opt.time_budget_s) and opt.time_budget_s >= 0):
-            raise ValueError("time_budget_s must be 0 (no time budget) or a number of seconds.")
+            raise ValueError(f"time_budget_s must be 0 (no time budget) or a number of seconds, got {opt.time_budget_s}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -325,8 +324,13 @@ class TrainConfig:
                 if group not in GROUPS or not isinstance(values, dict):
                     raise ValueError(f"Unknown config group {group!r}.")
                 flat.update(values)
-            return cls.from_flat(**flat)
-        return cls.from_flat(**data)
+        else:
+            flat = dict(data)
+        for name, default in RETIRED.items():
+            if name in flat and (value := flat.pop(name)) != default and default is not None:
+                raise ValueError(f"This run was trained with {name} = {value!r}, a setting this version no longer "
+                                 "has; it cannot be resumed here.")
+        return cls.from_flat(**flat)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TrainConfig:
@@ -369,7 +373,7 @@ def bert_shape(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> dict[str, int]
 
 
 def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
-    """The BertConfig of a run: preset/custom shape, positions for the block length, its dropout."""
+    """The BertConfig of a run: preset/custom shape, 512 positions (whatever the block length), its dropout."""
     from transformers import BertConfig
 
     return BertConfig(**bert_shape(cfg, vocab_size), hidden_dropout_prob=cfg.model.dropout,

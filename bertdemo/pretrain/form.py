@@ -13,7 +13,8 @@ from typing import Any
 
 from bertdemo.models.policy import is_within
 from bertdemo.pretrain import runs
-from bertdemo.pretrain.budget import Limits, check_public
+from bertdemo.pretrain.budget import check_public
+from bertdemo.settings import Limits
 from bertdemo.pretrain.config import TrainConfig, setting_types
 from bertdemo.pretrain.data import UPLOAD_SUFFIXES, check_upload
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from bertdemo.pretrain.masking import IGNORE_INDEX  # noqa: E402  (the one -100)
+from bertdemo.pretrain.masking import IGNORE_INDEX  # the one -100
+
 CHUNK_ROWS = 1024  # bounds the (chunk, V) fp32 buffer: 1024 x 30522 x 4 B = 125 MB
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 
 import torch
 
+from bertdemo import compat
+
 # --- hardware: threads, bf16, the allocator -------------------------------------------------------
 # What the machine gives a run: CPU threads (leaving the UI a core), bf16 autocast where it pays,
 # and an allocator that keeps freed memory for the next step.
@@ -30,11 +32,7 @@ def cpu_threads(requested: int = 0, world_size: int = 1) -> int:
 
 def cpu_has_native_bf16() -> bool:
     """AVX512-BF16 or AMX: bf16 matmuls run about twice as fast as fp32 on this CPU."""
-    cpu = getattr(torch, "cpu", None)
-    try:
-        return bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
-    except AttributeError:
-        return False
+    return compat.cpu_native_bf16()
 
 
 def use_bf16(device: torch.device, precision: str = "auto") -> bool:

@@ -10,8 +10,7 @@ that plateau within a minute or two on a CPU.
 The bias lives only in the training run: an attention function registered with transformers'
 ``AttentionInterface`` under :data:`IMPLEMENTATION` adds it before PyTorch's SDPA, reading each
 attention module's current slopes (plain attributes, never saved). :class:`LocalityBias` sets those
-slopes from the run's progress, holding them for a share of the run (``locality_hold``) and then fading
-them linearly to zero; at zero the model is switched back to stock SDPA. ``config.json`` never records a
+slopes from the run's progress, fading them linearly to zero by ``locality_fade`` of the run; at zero the model is switched back to stock SDPA. ``config.json`` never records a
 custom attention implementation, so a checkpoint is a plain ``BertForMaskedLM`` — identical in its
 predictions to the trained model once the bias is gone.
 
@@ -106,10 +105,9 @@ AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)  # padding masks as S
 class LocalityBias:
     """The fading locality bias of one training run's BERT."""
 
-    def __init__(self, model, factor: float, fade: float, hold: float = 0.0) -> None:
-        """``factor``: × ALiBi's slopes; ``fade``: share of the run by which it reaches 0 (0 = never fades);
-        ``hold``: share of the run it stays at full strength before it starts to fade (below ``fade``)."""
-        self.model, self.fade, self.hold = model, fade, hold
+    def __init__(self, model, factor: float, fade: float) -> None:
+        """``factor``: × ALiBi's slopes; ``fade``: share of the run by which it reaches 0 (0 = never fades)."""
+        self.model, self.fade = model, fade
         self.modules = [layer.attention.self for layer in model.bert.encoder.layer]
         heads = self.modules[0].num_attention_heads
         self.slopes = torch.tensor(alibi_slopes(heads)) * factor  # (heads,)
@@ -119,13 +117,12 @@ class LocalityBias:
         self.stock = STOCK_IMPLEMENTATION if stock in (None, IMPLEMENTATION) else stock  # what it returns to
 
     def strength_at(self, progress: float) -> float:
-        """1 until ``hold`` of the run, then falling linearly to 0 at ``fade`` of it (always 1 when it never
-        fades)."""
+        """Falling linearly from 1 at the start to 0 at ``fade`` of the run (always 1 when it never fades)."""
         if not self.active:
             return 0.0
-        if self.fade == 0 or progress <= self.hold:
+        if self.fade == 0:
             return 1.0
-        return max(0.0, 1.0 - (progress - self.hold) / (self.fade - self.hold))
+        return max(0.0, 1.0 - progress / self.fade)
 
     def applied_strength(self) -> float:
         """The bias the model's attention adds now, as a share of the starting strength: read from the
@@ -135,17 +132,6 @@ class LocalityBias:
         shares = [float((module.locality_slopes.cpu() / self.slopes).mean()) if hasattr(module, "locality_slopes")
                   else 0.0 for module in self.modules]
         return round(sum(shares) / len(shares), 4)
-
-    @contextlib.contextmanager
-    def left_out(self, skip: bool) -> Iterator[None]:
-        """Within this block attention runs without the bias when ``skip`` (a step of locality dropout)."""
-        kept = [module.__dict__.pop("locality_slopes", None) for module in self.modules] if skip else []
-        try:
-            yield
-        finally:
-            for module, slopes in zip(self.modules, kept):
-                if slopes is not None:
-                    module.locality_slopes = slopes
 
     def update(self, progress: float) -> float:
         """Set the bias for this point of the run (``progress`` in [0, 1]); returns its strength."""

@@ -161,14 +161,15 @@ class MetricsBuffer:
             s.eval_loss.append(loss)
             s.eval_ppl.append(math.exp(min(loss, 50.0)))
             s.mlm_acc.append(acc)
-            if top5 is not None and median_rank is not None:
-                s.top5_acc.append(top5)
-                s.median_rank.append(median_rank)
-            if locality is not None:
-                s.locality_strength.append(locality)
-            if nsp_acc is not None and nsp_loss is not None:
-                s.nsp_acc.append(nsp_acc)
-                s.eval_nsp_loss.append(nsp_loss)
+            # every evaluation appends to every series (NaN where a value is absent), so index i is always
+            # evaluation i: a Stop during the NSP part, a resumed run or a GPU burst shifts nothing
+            both_rank = top5 is not None and median_rank is not None
+            s.top5_acc.append(top5 if both_rank else math.nan)
+            s.median_rank.append(median_rank if both_rank else math.nan)
+            s.locality_strength.append(math.nan if locality is None else locality)
+            both_nsp = nsp_acc is not None and nsp_loss is not None
+            s.nsp_acc.append(nsp_acc if both_nsp else math.nan)
+            s.eval_nsp_loss.append(nsp_loss if both_nsp else math.nan)
             self._record(timeline.landmark_events(loss, s.landmarks, s.timeline), step, tokens, wall_s)
 
     def log_probe_ranks(self, step: int, answers: list[tuple[str, str, bool, Prediction, int | None]],
@@ -264,12 +265,32 @@ def history_dict(snap: RunSnapshot) -> dict:
     return {"heldout_eval": HELDOUT_EVAL, **{name: copy.deepcopy(getattr(snap, name)) for name in HISTORY_FIELDS}}
 
 
+def latest(values: list[float]) -> float | None:
+    """The latest finite value of a series (None when it has none: a run without NSP, say)."""
+    return next((v for v in reversed(values) if v is not None and math.isfinite(v)), None)
+
+
+def has_values(values: list[float]) -> bool:
+    """Whether a series holds at least one finite value (an all-gap series is not drawn or reported)."""
+    return latest(values) is not None
+
+
 def _history_values(data: dict) -> dict:
     """The curves saved by :func:`history_dict` as RunSnapshot field values (older files: extra names ignored;
-    held-out curves scored with the training masks, which flatter a run, are left out)."""
+    held-out curves scored with the training masks, which flatter a run, are left out). A held-out series
+    whose length is not the number of evaluations (written before every evaluation appended to every
+    series) cannot be placed on its steps: it comes back as gaps (NaN), never as values on the wrong steps."""
     values = {name: data[name] for name in HISTORY_FIELDS if name in data}
     if data.get("heldout_eval") != HELDOUT_EVAL:
         values = {name: value for name, value in values.items() if name not in _EVAL_FIELDS}
+    if "eval_steps" in values:
+        count = len(values["eval_steps"])
+        for name in _EVAL_FIELDS:
+            series = values.get(name)
+            if series is None or len(series) != count:
+                values[name] = [math.nan] * count
+            else:
+                values[name] = [math.nan if v is None else v for v in series]
     if "probe_tracks" in data:  # JSON turned tuples into lists
         values["probe_tracks"] = [{**t, "top5": [(str(tok), float(p)) for tok, p in t.get("top5", [])]}
                                   for t in data["probe_tracks"]]
@@ -301,17 +322,13 @@ def metrics_csv(snap: RunSnapshot) -> str:
         if i < len(snap.nsp_loss):
             row["nsp_loss"] = snap.nsp_loss[i]
     landmarks = {f"landmark_{name}": value for name, value in snap.landmarks.items()}
+    optional = ("top5_acc", "median_rank", "nsp_acc", "locality_strength")
     for i, step in enumerate(snap.eval_steps):
         row = rows.setdefault(step, {})
         row.update(eval_loss=snap.eval_loss[i], eval_ppl=snap.eval_ppl[i], mlm_acc=snap.mlm_acc[i], **landmarks)
-        if i < len(snap.top5_acc):
-            row.update(top5_acc=snap.top5_acc[i], median_rank=snap.median_rank[i])
         if i < len(snap.eval_tokens):
             row.update(tokens=snap.eval_tokens[i], wall_s=snap.eval_wall_s[i])
-        if i < len(snap.nsp_acc):
-            row["nsp_acc"] = snap.nsp_acc[i]
-        if i < len(snap.locality_strength):
-            row["locality_strength"] = snap.locality_strength[i]
+        row.update({name: getattr(snap, name)[i] for name in optional})  # one entry per evaluation, NaN a gap
     ranks = [(f"rank of '{t['expected']}' in '{t['text']}'", t["ranks"]) for t in snap.probe_tracks if t["expected"]]
     for i, step in enumerate(snap.probe_steps):
         row = rows.setdefault(step, {})
@@ -325,6 +342,14 @@ def metrics_csv(snap: RunSnapshot) -> str:
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for step in sorted(rows):
-        writer.writerow({"step": step, **{k: str(v) if isinstance(v, int) else f"{v:.6g}"
-                                          for k, v in rows[step].items()}})
+        writer.writerow({"step": step, **{k: _cell(v) for k, v in rows[step].items()}})
     return out.getvalue()
+
+
+def _cell(value: float | int | None) -> str:
+    """A CSV cell: ints as written, floats to 6 significant digits, a gap (None, NaN) empty."""
+    if isinstance(value, int):
+        return str(value)
+    if value is None or math.isnan(value):
+        return ""
+    return f"{value:.6g}"

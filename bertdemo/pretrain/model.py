@@ -39,42 +39,12 @@ def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
     if model.config.vocab_size != len(tokenizer):
         raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
-    if cfg.model.mimetic_init and not cfg.model.init_from:
-        mimetic_init(model)
     if starts_on_neighbours(cfg):
         neighbour_init(model)
     apply_freeze(model, cfg.model.train_layers, cfg.model.freeze_embeddings)
     if not cfg.model.position_embeddings:
         remove_position_embeddings(model)
     return model
-
-
-MIMETIC_QK = (0.7, 0.7)  # W_q·W_kᵀ ≈ α·Z + β·I (Trockman & Kolter 2023, their values)
-MIMETIC_VO = (0.4, 0.4)  # W_v·W_o ≈ α·Z - β·I
-
-
-@torch.no_grad()
-def mimetic_init(model: BertPretrainModel) -> None:
-    """Mimetic initialisation (Trockman & Kolter, ICML 2023): each head's query-key product starts near a
-    multiple of the identity plus noise (a token's query matches its own key and similar ones) and its
-    value-output product near minus the identity, as in trained transformers' attention. Each product
-    M (H x H) is factored by SVD into the head's two (H x d) projections at rank d. Uses the torch RNG."""
-    for layer in model.bert.encoder.layer:
-        att, out = layer.attention.self, layer.attention.output.dense
-        hidden, d = att.query.in_features, att.attention_head_size
-        eye = torch.eye(hidden)
-        for head in range(att.num_attention_heads):
-            rows = slice(head * d, (head + 1) * d)
-            for (alpha, beta), first, second in ((MIMETIC_QK, att.query, att.key), (MIMETIC_VO, att.value, None)):
-                sign = 1.0 if second is not None else -1.0
-                target = alpha * torch.randn(hidden, hidden) / hidden ** 0.5 + sign * beta * eye  # (H, H)
-                u, s, vh = torch.linalg.svd(target)
-                a, b = u[:, :d] * s[:d].sqrt(), vh[:d].T * s[:d].sqrt()  # (H, d) each: a @ b.T ≈ target
-                first.weight[rows] = a.T.to(first.weight.dtype)  # x -> x @ a (this head's queries / values)
-                if second is not None:
-                    second.weight[rows] = b.T.to(second.weight.dtype)  # keys: x -> x @ b
-                else:
-                    out.weight[:, rows] = b.to(out.weight.dtype)  # value (d) -> output: v @ b.T
 
 
 NEIGHBOUR_FREQUENCIES = 16  # K: the positional subspace is the last 2K hidden dims (fewer when heads are narrow)
@@ -233,34 +203,6 @@ class PretrainObjective(nn.Module):
         self.fused_ce = fused_ce  # training: fused projection + cross-entropy (no (M, V) logits kept)
         self.sparse_encoder = sparse_encoder  # last layer only at the predicted positions (when it can)
         self.workspace = Workspace()
-        self.output_ids: torch.Tensor | None = None  # (N,) the words training scores (restrict_output)
-        self.output_index: torch.Tensor | None = None  # (V,) word -> its row among them, -100 if left out
-        self.left_out: torch.Tensor | None = None  # (V - N,) the others
-        self.log_frequency: torch.Tensor | None = None  # (V,) log of each word's count in the corpus
-
-    def restrict_output(self, counts: torch.Tensor, size: int) -> None:
-        """Score only the ``size`` most frequent words of the corpus in training (``counts``: (V,) occurrences
-        of each id): the softmax and its gradient cost size/V of the full one; predictions whose true word
-        is left out are not trained. The model keeps every decoder row: :meth:`settle_left_out` sets the
-        others' output bias from their frequency."""
-        device = self.model.device
-        counts = counts.to(device=device, dtype=torch.float32)
-        self.output_ids = counts.argsort(descending=True, stable=True)[:size]  # (N,)
-        self.output_index = torch.full(counts.shape, IGNORE_INDEX, dtype=torch.long, device=device)
-        self.output_index[self.output_ids] = torch.arange(size, device=device)
-        self.left_out = (self.output_index == IGNORE_INDEX).nonzero().flatten()
-        self.log_frequency = (counts + 0.5).log()  # (V,) half a count for words never seen
-        self.settle_left_out()
-
-    @torch.no_grad()
-    def settle_left_out(self) -> None:
-        """Words training does not score get the word-frequency guess: output bias = log(count) + the mean
-        offset between the trained words' biases and their log counts. Never trained up, the rare words
-        must not outscore the frequent ones when the full vocabulary is asked."""
-        if self.output_ids is not None and len(self.left_out):
-            bias = self.model.cls.predictions.decoder.bias
-            offset = (bias[self.output_ids] - self.log_frequency[self.output_ids]).mean()
-            bias[self.left_out] = self.log_frequency[self.left_out] + offset
 
     def forward(
         self,
@@ -289,9 +231,6 @@ class PretrainObjective(nn.Module):
         if self.fused_ce and self.training and torch.is_grad_enabled():
             t = head.transform(h)  # (..., H)
             weight, bias, y = head.decoder.weight, head.decoder.bias, y.reshape(-1)
-            if self.output_ids is not None:  # only the frequent words' rows (their gradients reach the full ones)
-                weight, bias = weight.index_select(0, self.output_ids), bias.index_select(0, self.output_ids)
-                y = self.output_index[y.clamp(min=0)].masked_fill(y == IGNORE_INDEX, IGNORE_INDEX)
             mlm_loss = linear_cross_entropy(t.reshape(-1, t.size(-1)), weight, bias, y, self.workspace)
             result = {"loss": mlm_loss, "mlm_loss": mlm_loss}
             return self._add_nsp(result, out, next_sentence_label)

@@ -336,13 +336,14 @@ class RunService:
     """One server's pretraining runs and their rules (see the module docstring). Thread-safe."""
 
     def __init__(self, settings: ServerSettings, speeds: budget.SpeedBook | None = None,
-                 clock: Clock = time.monotonic, wall_clock: Clock = time.time) -> None:
+                 clock: Clock = time.monotonic, wall_clock: Clock = time.time, hub: HubProbe | None = None) -> None:
         self.settings = settings
         self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
         self.runs_dir = Path(settings.runs_dir)
         self.speeds = speeds or budget.SpeedBook()  # this machine's measured training speed
         self.manager = RunManager(self.runs_dir, settings.disk, self.speeds, clock)
-        self.hub = HubProbe(offline=settings.offline)  # TinyStories needs the dataset hub: asked before a run starts
+        # TinyStories needs the dataset hub, asked before a run starts: the server's one probe (AppContext's)
+        self.hub = hub or HubProbe(offline=settings.offline)
 
     # --- the live run ------------------------------------------------------------------------------
     @property

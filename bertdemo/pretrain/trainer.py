@@ -31,7 +31,7 @@ from transformers import AutoTokenizer
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import budget, runs, timeline
-from bertdemo.pretrain.config import TrainConfig, param_count_of_model
+from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
@@ -112,9 +112,6 @@ class Trainer:
         self._setup_optimizer(initial)
         self._move_data(phase_blocks)
         self._setup_evaluation(phase_blocks)
-        if cfg.objective.output_vocab:
-            self.objective.restrict_output(word_counts(next(iter(phase_blocks.values())).train, len(self.tokenizer)),
-                                           cfg.objective.output_vocab)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
         self.generator = torch.Generator(device=device)
@@ -136,7 +133,7 @@ class Trainer:
         self.clock = time.perf_counter  # what the time budget counts (a benchmark may count CPU time instead)
         self.train_seconds = self.elapsed  # seconds spent in train_step: the time budget's clock
         m = cfg.model
-        self.locality = LocalityBias(self.model, m.locality_bias, m.locality_fade, m.locality_hold)
+        self.locality = LocalityBias(self.model, m.locality_bias, m.locality_fade)
         self.locality.update(self.progress())
         if self.locality.active:
             metrics.update(locality_plan="permanent" if m.locality_fade == 0 else "fades")
@@ -264,24 +261,12 @@ class Trainer:
         attention modules (0: the model is a standard BERT)."""
         return self.locality.applied_strength()
 
-    def without_locality(self, step: int) -> bool:
-        """Whether this step trains without the locality bias (locality dropout): the steps whose golden-ratio
-        sequence value falls below the share, so that share is left out evenly, the same on a resumed run."""
-        return (step * 0.6180339887498949) % 1.0 < self.cfg.model.locality_dropout
-
-    def batch_size_now(self) -> int:
-        """Blocks in this step's batch: batch_size, or on the batch ramp from batch_size_start up to it."""
-        opt = self.cfg.optim
-        if not opt.batch_size_start:
-            return opt.batch_size
-        return round(opt.batch_size_start + (opt.batch_size - opt.batch_size_start) * min(1.0, self.progress() / opt.batch_ramp))
-
     def train_step(self) -> None:
         """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
         cfg = self.cfg
         started = self.clock()
         progress = self.progress()  # the locality bias was set for it when the last step ended (or at start)
-        batch_size = self.batch_size_now()
+        batch_size = cfg.optim.batch_size
         length = self.phase_length(self.step)
         if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
             previous, self.seq_len = self.seq_len, length
@@ -301,14 +286,13 @@ class Trainer:
         self.lr = lr_at(self.step, cfg, progress)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
-        with autocast(self.device, self.bf16), self.locality.left_out(self.without_locality(self.step)):
+        with autocast(self.device, self.bf16):
             out = self.forward(**batch)
         out["loss"].backward()
         if cfg.optim.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.optim.grad_clip, foreach=True)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.objective.settle_left_out()
         self.loss_sum += out["mlm_loss"].detach()
         if "nsp_loss" in out:
             self.nsp_loss_sum += out["nsp_loss"].detach()
@@ -335,7 +319,7 @@ class Trainer:
         self.elapsed += now - self.t_last
         self.t_last = now
         rate = self.rate_window_steps / max(self.rate_window_s, 1e-9)  # steps/s
-        tokens_per_step = self.batch_size_now() * self.seq_len * self.dist.world_size
+        tokens_per_step = self.cfg.optim.batch_size * self.seq_len * self.dist.world_size
         self.metrics.log_train(self.step, mlm_loss, self.lr, nsp_loss if self.cfg.objective.nsp else None,
                                self.tokens_seen, self.elapsed)
         eta = budget.run_eta(self.cfg.optim.steps, self.step, self.metrics.get("steps"), self.metrics.get("wall_s"),
@@ -557,11 +541,6 @@ def lr_at(step: int, cfg: TrainConfig, progress: float | None = None) -> float:
     return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
 
 
-def word_counts(blocks: np.ndarray, vocab_size: int) -> torch.Tensor:
-    """(V,) how often each id occurs in the training blocks (N, T)."""
-    return torch.from_numpy(np.bincount(blocks.ravel(), minlength=vocab_size))
-
-
 # --- faults ---------------------------------------------------------------------------------------
 # What a failed run tells the learner: a library's exception turned into what to change.
 # Out-of-memory is the fault a learner can cause from the form (a batch or a block length too
@@ -669,3 +648,39 @@ def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.
         [(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 5)) for p, i in zip(vals, idx)]
         for vals, idx in zip(top.values.cpu(), top.indices.cpu())
     ]
+
+
+def calibrate(device_type: str = "cpu") -> float:
+    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
+    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
+    device = torch.device(device_type)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(cfg, tokenizer)
+        objective = PretrainObjective(model).to(device).train()
+        optimizer = make_optimizer(model, cfg, device)
+        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
+        generator = torch.Generator(device=device).manual_seed(0)
+        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
+                               device=device)
+
+        def step() -> None:
+            with autocast(device, bf16):
+                out = objective(**make_batch(blocks, generator))
+            out["loss"].backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        step()  # warm-up: allocations, kernel choice
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        sync()
+        started = time.perf_counter()
+        for _ in range(budget.CALIBRATION_STEPS):
+            step()
+        sync()
+        elapsed = time.perf_counter() - started
+    tokens = budget.CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
+    return tokens * budget.flops_per_token(cfg) / max(elapsed, 1e-6)

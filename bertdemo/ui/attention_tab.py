@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo import compat
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 
@@ -89,7 +90,7 @@ def _remove_dir(path: str | None) -> None:
 def _overview_file(image, previous: str | None) -> str:
     """Save the overview as this page's one PNG, in Gradio's cache (served from there, never copied), and
     remove the page's previous one: calls never pile PNGs up in the temp folder."""
-    folder = Path(gr.utils.get_upload_folder()) / OVERVIEW_FOLDER
+    folder = Path(compat.upload_folder()) / OVERVIEW_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="overview-", suffix=".png", dir=folder)
     with os.fdopen(fd, "wb") as fh:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
+from bertdemo import compat
 from bertdemo.models import availability
 from bertdemo.models.load_errors import mask_paths
 from bertdemo.viz.model_info import model_summary
@@ -66,10 +67,10 @@ def progress_on_text(demo: gr.Blocks) -> int:
     Gradio 6's page refreshes the loading status of every progress target of every event that has run
     in it, at each status change of any event, finding each in the component tree and copying its
     value: a figure among them is copied again at every click in every tab (measured in
-    docs/benchmarks.md, "Progress on text"). An event that names its own targets keeps them.
+    docs/lab/benchmarks.md, "Progress on text"). An event that names its own targets keeps them.
     """
     changed = 0
-    for block_fn in demo.fns.values():
+    for block_fn in compat.event_handlers(demo):
         if block_fn.show_progress_on is None and any(isinstance(c, HEAVY_OUTPUTS) for c in block_fn.outputs):
             block_fn.show_progress_on = text_outputs(block_fn.outputs)
             changed += 1
@@ -98,14 +99,11 @@ def client_gone() -> Callable[[], bool]:
     reads both on the event the handler serves (found through gradio's per-call context). Outside a
     queued event, or where gradio keeps them differently, the check is always False and the request's
     deadline still ends the work (tests/e2e/test_hostile.py checks both on the installed gradio)."""
-    from gradio.context import LocalContext
-
-    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
-    events = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", None)
-    event = events.get(event_id) if isinstance(events, dict) and event_id else None
-    if event is None or not hasattr(event, "alive"):
+    events, event_id = compat.current_event()
+    event = events.get(event_id) if events is not None else None
+    if event is None or compat.event_alive(event) is None:
         return lambda: False
-    return lambda: not event.alive or events.get(event_id) is not event
+    return lambda: not compat.event_alive(event) or events.get(event_id) is not event
 
 
 def labelled_choices(store: ModelStore) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.pretrain.budget import Limits
+from bertdemo.settings import Limits
 from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text, refresh_choices
 from bertdemo.ui.request_limits import guard_events

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import gradio as gr
-from gradio.components.plot import PlotData
 
 from bertdemo.ui import common
 
-from bertdemo import storage
+from bertdemo import compat, storage
 from bertdemo.models.device import zero_gpu
 from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
 from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
@@ -49,9 +48,9 @@ LIVE = "live run"
 NO_CHANGE = None  # an output the poll leaves as it is (the page receives nothing for it)
 
 
-def plot_data(spec: dict) -> PlotData:
+def plot_data(spec: dict) -> Any:
     """A plotly figure dict as the page's plot receives it: compact JSON, no figure object built."""
-    return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
+    return compat.plotly_payload(json.dumps(spec, separators=(",", ":")))
 
 
 def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
@@ -281,7 +280,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     def start_from_page(request: gr.Request, token: str, *values):
         """The page's Start: the form, as settings, becomes a run owned by this browser."""
         token = token or secrets.token_urlsafe(24)
-        runs.start(dict(zip(form_names, values)), token, upload_root=gr.utils.get_upload_folder(),
+        runs.start(dict(zip(form_names, values)), token, upload_root=compat.upload_folder(),
                    visitor=visitor_of(request))
         return status_text(), token
 

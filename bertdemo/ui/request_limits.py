@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from bertdemo import compat
 from bertdemo.explore import input_limits
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 
@@ -148,7 +149,7 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
 def _parameter_names(fn: Callable) -> list[str]:
     """The parameters gradio fills from the event's inputs, in order: not the ones it fills itself
     (a ``gr.Request``, a ``gr.Progress``)."""
-    hints = gr.utils.get_type_hints(fn)
+    hints = compat.type_hints(fn)
     return [name for name, p in inspect.signature(fn).parameters.items()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             and hints.get(name) not in (gr.Request, gr.Request | None) and not isinstance(p.default, gr.Progress)]
@@ -159,7 +160,7 @@ def guard_events(demo: gr.Blocks) -> int:
     preprocessing too (so not even gradio's parsing sees an oversized value); how many handlers were wrapped."""
     wrapped = 0
     limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
-    for block_fn in demo.fns.values():
+    for block_fn in compat.event_handlers(demo):
         if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
             continue
         names = list(zip(block_fn.inputs, _parameter_names(block_fn.fn)))
@@ -168,9 +169,9 @@ def guard_events(demo: gr.Blocks) -> int:
             if isinstance(component, gr.State):
                 continue
             limit = limit_for(block_fn.api_name, name)
-            known = limits.get(component._id)
+            known = limits.get(compat.component_id(component))
             if known is None or limit > known[2]:  # one box feeding several handlers: the largest of its limits
-                limits[component._id] = (component, name, limit)
+                limits[compat.component_id(component)] = (component, name, limit)
         block_fn.fn = _checked(block_fn.fn, block_fn.api_name, server_side)
         block_fn.fn.__bertdemo_guarded__ = True
         wrapped += 1

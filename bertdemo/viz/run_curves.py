@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
-from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema
+from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema, has_values, latest
 from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
 from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
 from bertdemo.viz.text import html_code, literal
@@ -62,12 +62,14 @@ def status_markdown(snap: RunSnapshot | None) -> str:
                  f"(perplexity {snap.eval_ppl[-1]:,.1f})")
     if snap.mlm_acc:
         body += f" · top-1 {snap.mlm_acc[-1]:.1%}"
-    if snap.top5_acc:
-        body += f" · top-5 {snap.top5_acc[-1]:.1%} · median rank of the true word {snap.median_rank[-1]:,.0f}"
-    if snap.nsp_acc:
-        body += f" · NSP accuracy {snap.nsp_acc[-1]:.1%}"
-    if snap.locality_strength:
-        body += f" · attention help (locality bias) {snap.locality_strength[-1]:.0%}"
+    top5, rank, nsp, help_ = (latest(snap.top5_acc), latest(snap.median_rank), latest(snap.nsp_acc),
+                              latest(snap.locality_strength))
+    if top5 is not None and rank is not None:
+        body += f" · top-5 {top5:.1%} · median rank of the true word {rank:,.0f}"
+    if nsp is not None:
+        body += f" · NSP accuracy {nsp:.1%}"
+    if help_ is not None:
+        body += f" · attention help (locality bias) {help_:.0%}"
     if snap.tokens_per_s:
         body += f" · {snap.tokens_per_s:,.0f} tokens/s"
     elif snap.active:
@@ -193,17 +195,17 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                           line={"color": colour}, **dots, **at["ppl"]))
         data.append(_line(x_eval, s.mlm_acc, max_points, name=f"{run.label}: top-1 accuracy",
                           line={"color": colour}, **dots, **at["acc"]))
-        if len(s.top5_acc) == len(x_eval):
+        if has_values(s.top5_acc):  # every held-out series has one entry per evaluation, NaN a gap
             data.append(_line(x_eval, s.top5_acc, max_points, name=f"{run.label}: top-5 accuracy",
                               line={"color": colour, "dash": "dash"}, **dots, **at["acc"]))
             data.append(_line(x_eval, s.median_rank, max_points, name=f"{run.label}: median rank",
                               line={"color": colour}, **dots, **at["rank"]))
-        if len(s.nsp_acc) == len(x_eval):
+        if has_values(s.nsp_acc):
             data.append(_line(x_eval, s.nsp_acc, max_points, name=f"{run.label}: NSP accuracy",
                               line={"color": colour, "dash": "dot"}, **dots, **at["acc"]))
         data.append(_line(x_train, s.lr, max_points // 3, name=f"{run.label}: learning rate",
                           line={"color": colour, "width": 1}, **quiet, **at["lr"]))
-        if i == 0 and s.locality_strength:
+        if i == 0 and has_values(s.locality_strength):
             data.append(_help_line(run.label, x_eval, s.locality_strength, max_points))
     landmarks = {"uniform": UNIFORM_LOSS, **(runs[0].snap.landmarks if runs else {})}
     for name in LANDMARKS:
@@ -271,9 +273,9 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
 def _help_line(label: str, x_eval: list, strength: list[float], max_points: int) -> dict:
     """The locality bias at each evaluation (share of its starting strength) as a thin shaded line on the loss
     chart's right axis, named there (the legend is the runs'): "attention help" from 100 % to 0 % as it fades."""
-    x = x_eval[len(x_eval) - len(strength):]  # a run resumed from an older history has it from the resume on
-    name = f"{label}: attention help (locality bias) {strength[0]:.0%} → {strength[-1]:.0%}"
-    return _line(x, strength, max_points, name=name, mode="lines", line={"color": HELP_COLOUR, "width": 1},
+    shown = [v for v in strength if math.isfinite(v)]  # one entry per evaluation; NaN where it had none
+    name = f"{label}: attention help (locality bias) {shown[0]:.0%} → {shown[-1]:.0%}"
+    return _line(x_eval, strength, max_points, name=name, mode="lines", line={"color": HELP_COLOUR, "width": 1},
                  fill="tozeroy", fillcolor="rgba(13,148,136,0.07)", xaxis="x", yaxis=HELP_AXIS, showlegend=False,
                  hovertemplate="attention help %{y:.0%}<extra></extra>")
 
@@ -448,17 +450,17 @@ def locality_markdown(snap: RunSnapshot | None) -> str:
         return HELP_PERMANENT
     if plan != "fades":
         return ""
-    strength = snap.locality_strength if snap is not None else []
-    if not strength or strength[-1] >= 1.0:
+    points = [] if snap is None else [(step, value, loss) for step, value, loss in
+                                      zip(snap.eval_steps, snap.locality_strength, snap.eval_loss) if math.isfinite(value)]
+    if not points or points[-1][1] >= 1.0:
         return HELP_FADES
+    steps, strength, losses = (list(column) for column in zip(*points))
     fall = next(i for i, value in enumerate(strength) if value < 1.0)  # the first evaluation after it began to fade
     if strength[-1] <= 0.0:
         gone = next(i for i, value in enumerate(strength) if value <= 0.0)
-        now = (f"**The help is gone** since step {snap.eval_steps[gone - len(strength)]:,}: "
-               "the model is a stock BERT now.")
+        now = f"**The help is gone** since step {steps[gone]:,}: the model is a stock BERT now."
     else:
-        now = f"**Now the help is fading: {strength[-1]:.0%}** (since step {snap.eval_steps[fall - len(strength)]:,})."
-    losses = snap.eval_loss[len(snap.eval_loss) - len(strength):]
+        now = f"**Now the help is fading: {strength[-1]:.0%}** (since step {steps[fall]:,})."
     lowest = min(losses[fall - 1:]) if fall else min(losses)
     if losses[-1] > lowest + 0.01:
         now += (f" The held-out loss is {losses[-1] - lowest:.2f} above its lowest since the help began to fade "

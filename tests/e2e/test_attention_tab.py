@@ -9,7 +9,6 @@ import io
 import json
 
 import numpy as np
-import pytest
 
 from .conftest import screenshot
 from .test_api import as_array, expect_error, plotly_figure
@@ -68,7 +67,8 @@ def test_head_ablation(client, model):
 
 
 def test_browser_walk(browser_page, app_url):
-    expect = pytest.importorskip("playwright.sync_api").expect
+    from playwright.sync_api import expect
+
     from . import test_browser as ui
 
     page, RUN_TIMEOUT_MS = browser_page, ui.RUN_TIMEOUT_MS

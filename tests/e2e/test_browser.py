@@ -5,7 +5,7 @@ each (tokenizer.png, fill_mask.png, attention_overview.png, and at phone width 3
 tokenizer_phone.png and fill_mask_phone.png) into $BERTDEMO_SCREENSHOTS (default
 tests/artifacts/). The other browser tests add attention.png, masking_lab.png, inside_bert.png,
 pretrain.png and pretrain_compare.png (each with a _phone twin where the tab has one).
-Regenerate the README screenshots, with the embedded masked-LM instead of the tiny random
+Regenerate the screenshots (README.md, docs/screenshots.md), with the embedded masked-LM instead of the tiny random
 model, with:
 
     BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
-pytest.importorskip("playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
-from bertdemo.viz.heatmaps import OverviewGeometry  # noqa: E402
+from bertdemo.viz.heatmaps import OverviewGeometry
 
-from .conftest import screenshot  # noqa: E402
+from .conftest import screenshot
 
 RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
 EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
@@ -46,11 +44,17 @@ def open_tab(page: Page, name: str) -> None:
     page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
 
 
+# every plotly figure on screen has been laid out (plotly sets _fullLayout when it draws); hidden ones wait
+PLOTS_DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
+               ".every(g => g._fullLayout || g.offsetParent === null)")
+
+
 def wait_idle(page: Page) -> None:
-    """Wait until no component shows a pending/processing status (e.g. before a screenshot)."""
+    """Wait until no component shows a pending/processing status and every figure on screen is drawn
+    (e.g. before a screenshot); each bounded by RUN_TIMEOUT_MS."""
     busy = page.locator("[data-testid='status-tracker']:not(.hide)").filter(has_text="processing")
     expect(busy).to_have_count(0, timeout=RUN_TIMEOUT_MS)
-    page.wait_for_timeout(300)  # let plotly finish drawing
+    page.wait_for_function(PLOTS_DRAWN, timeout=RUN_TIMEOUT_MS)
 
 
 def plot_title(page: Page, elem_id: str) -> str:
@@ -173,7 +177,7 @@ def test_failed_model_load_keeps_the_model_that_answers(browser_page: Page, app_
     expect(status).to_contain_text("bert-base-cased could not load", timeout=RUN_TIMEOUT_MS)
     expect(status).to_contain_text("Still answering")
     expect(page.locator("#model-box input")).to_have_value(before)
-    page.wait_for_timeout(500)
+    wait_idle(page)  # the picker's change back to the model that answers has run
     expect(status).to_contain_text("Still answering")  # the reverted choice does not hide the message
     expect(page.locator(".toast-body")).to_have_count(0)  # no toast over the status line
 

@@ -75,7 +75,6 @@ def test_step_views_check_out_against_the_model(client, model):
 
 
 def test_inside_tab_in_the_browser(browser_page, app_url):
-    pytest.importorskip("playwright")
     from playwright.sync_api import expect
 
     from .test_browser import open_app, open_tab, slider, wait_idle

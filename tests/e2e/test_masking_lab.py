@@ -39,7 +39,6 @@ def test_epochs_and_nsp_api(client):
 
 def test_masking_tab_in_browser(browser_page, app_url):
     """A short walk of the tab; screenshots at desktop width and at 390 px (a phone)."""
-    pytest.importorskip("playwright")
     from playwright.sync_api import expect
 
     page = browser_page

@@ -6,11 +6,11 @@ the step -> resume -> stop writes a checkpoint that Fill-Mask can load by its pa
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
+
+from tests.helpers import wait_until
 
 # A very small custom model on short blocks keeps the run quick on 2 cores.
 RUN = dict(
@@ -24,15 +24,19 @@ def status(client: Client) -> dict:
     return client.predict(api_name="/run_status") or {}
 
 
-def wait_for(client: Client, predicate, timeout_s: float = 90.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        snap = status(client)
-        if predicate(snap):
-            return snap
-        if snap.get("status") == "failed" or time.monotonic() > deadline:
-            pytest.fail(f"run did not reach the expected state: {snap.get('status')} {snap.get('message')}")
-        time.sleep(0.5)
+def wait_for(client: Client, predicate, timeout_s: float = 180.0) -> dict:
+    """The run's status once ``predicate`` holds (polled every 0.5 s, at most ``timeout_s``, generous for a busy
+    machine); fails at once on a failed run, with a short message."""
+    seen: list[dict] = [{}]
+
+    def reached() -> bool:
+        seen[0] = status(client)
+        assert seen[0].get("status") != "failed", f"the run failed: {str(seen[0].get('message'))[:300]}"
+        return bool(predicate(seen[0]))
+
+    wait_until(reached, timeout=timeout_s, interval=0.5, what="the run's expected state",
+               message=lambda: f"{seen[0].get('status')} at step {seen[0].get('step')}: {str(seen[0].get('message'))[:200]}")
+    return seen[0]
 
 
 def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
@@ -71,23 +75,23 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
 
         client.predict(api_name="/pause_run")
         # "paused" is reported by the training loop itself, from inside its wait: it holds at this step
-        paused = wait_for(client, lambda s: s.get("status") == "paused", 30)
+        paused = wait_for(client, lambda s: s.get("status") == "paused", 120)
         assert paused["message"] == "Paused."
         client.predict(api_name="/resume_run")
-        wait_for(client, lambda s: s.get("step", 0) > paused["step"], 60)
+        wait_for(client, lambda s: s.get("step", 0) > paused["step"], 180)
 
         with pytest.raises(AppError, match="MASK"):
             client.predict("no mask in this probe", api_name="/set_probe")
         with pytest.raises(AppError, match="one word"):
             client.predict("Paris is the [MASK] of France.", "", "the capital", api_name="/set_probe")
         client.predict("Paris is the [MASK] of France.", "", "capital", api_name="/set_probe")
-        tracked = wait_for(client, lambda s: any(t["expected"] == "capital" for t in s.get("probe_tracks", [])), 60)
+        tracked = wait_for(client, lambda s: any(t["expected"] == "capital" for t in s.get("probe_tracks", [])), 180)
         own = [t for t in tracked["probe_tracks"] if t.get("own")]
         assert [(t["text"], t["expected"]) for t in own] == [("Paris is the [MASK] of France.", "capital")]
         assert own[0]["ranks"][-1] >= 1
     finally:
         client.predict(api_name="/stop_run")
-    stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 60)
+    stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 180)
     name = stopped["last_checkpoint"]  # named as the model lists name it, never by its server folder
     checkpoint = runs_dir / name.removeprefix("run:")
     assert name == f"run:{stopped['run_id']}/checkpoint" and str(runs_dir) not in name
@@ -105,6 +109,6 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     with pytest.raises(AppError, match="above"):
         client.predict({**RUN, "resume_from": name, "steps": done}, api_name="/start_run")
     client.predict({**RUN, "resume_from": str(checkpoint), "steps": done + 15}, api_name="/start_run")  # a folder too
-    resumed = wait_for(client, lambda s: s.get("status") == "finished", 90)
+    resumed = wait_for(client, lambda s: s.get("status") == "finished", 180)
     assert resumed["run_id"] == stopped["run_id"] and resumed["step"] == done + 15
     assert resumed["steps"][0] == stopped["steps"][0]  # the metric history was restored

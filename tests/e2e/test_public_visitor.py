@@ -23,15 +23,19 @@ RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_h
 ENDED = {"stopped", "finished", "failed"}
 
 
-def wait_ended(client: Client, timeout: float = 120) -> dict:
-    snaps = []
+def wait_ended(client: Client, timeout: float = 300) -> dict:
+    """The run's last status once it has ended: polled once a second (each poll costs the server a status of
+    up to 100 KB, which a busy machine feels), at most ``timeout`` s; a short message on failure."""
+    snaps = [{}]
 
     def ended() -> bool:
-        snaps.append(client.predict(api_name="/run_status"))
-        return snaps[-1]["status"] in ENDED
+        snaps[0] = client.predict(api_name="/run_status") or {}
+        return snaps[0].get("status") in ENDED
 
-    wait_until(ended, timeout=timeout, interval=0.3, what="the run to end", message=lambda: str(snaps[-1:]))
-    return snaps[-1]
+    wait_until(ended, timeout=timeout, interval=1.0, what="the run to end",
+               message=lambda: f"{snaps[0].get('status')} at step {snaps[0].get('step')} of "
+                               f"{snaps[0].get('total_steps')}: {str(snaps[0].get('message'))[:200]}")
+    return snaps[0]
 
 
 def refusal(client: Client, *args, api_name: str) -> str:
@@ -63,19 +67,21 @@ def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
     assert f"use at most {MAX_PROBE_CHARS}" in message and "xxx" not in message
     assert f"use at most {MAX_PROBE_MASKS}" in refusal(client, {**RUN, "probe_text": many}, "tok-probe",
                                                        api_name="/start_run")
-    # the most a probe may be: 4 masks in 300 characters, evaluated at every one of 60 steps
+    # the most a probe may be: 4 masks in 300 characters, evaluated before the first step and after each of
+    # PROBE_WINDOW steps: one evaluation more than the status keeps (the work the check needs, no more)
     probe = ("[MASK] " * MAX_PROBE_MASKS + "the cat sat on the mat and looked at the dog . ")[:MAX_PROBE_CHARS]
-    client.predict({**RUN, "steps": PROBE_WINDOW + 10, "eval_every": 1, "probe_text": probe}, "tok-probe",
+    client.predict({**RUN, "steps": PROBE_WINDOW, "eval_every": 1, "probe_text": probe}, "tok-probe",
                    api_name="/start_run")
     try:
         assert f"at most {MAX_PROBE_CHARS:,}" in refusal(client, long_probe, "tok-probe", api_name="/set_probe")
     finally:
-        snap = wait_ended(client)
-    assert snap["status"] == "finished", snap
+        snap = wait_ended(client, timeout=900)
+    assert snap["status"] == "finished", f"{snap['status']}: {str(snap.get('message'))[:200]}"
     assert len(snap["eval_steps"]) > PROBE_WINDOW  # every step was evaluated ...
     assert len(snap["probe"]) == PROBE_WINDOW  # ... and the status keeps the latest 50 probe answers
     assert snap["probe"][-1][0] == snap["eval_steps"][-1] and all(len(p[1]) == MAX_PROBE_MASKS for p in snap["probe"])
-    assert len(json.dumps(snap)) < 100_000  # what every page's poll and /run_status send
+    size = len(json.dumps(snap))
+    assert size < 100_000, f"/run_status sent {size:,} characters"  # what every page's poll and /run_status send
     assert delete_all(client, "tok-probe", public_server.runs) == 1
 
 

@@ -1,0 +1,155 @@
+"""Every private touchpoint of gradio, transformers and torch, in one place, with the version it was checked on.
+
+The app reaches past the public API of its three big dependencies in a few places: to refuse oversized
+input before gradio parses it, to show progress on text, to stop work whose client left, to skip gradio's
+stub rewriting at import, to run attention through its own function, to stamp weights, to pick bf16. Each
+such name is listed in :data:`TOUCHPOINTS` and, where the code can go through one, reached through a small
+wrapper below, so an upgrade has one file to read. ``tests/test_compat.py`` (quick tier) checks each one
+still exists and still behaves as used, so a bump fails loudly in the quick loop, not silently in the page.
+
+This module imports no third-party package at import time (the wrappers import what they reach when
+called), so torch-free and gradio-free modules may use it without loading either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+# The versions every touchpoint below was checked on (constraints.txt pins the same).
+GRADIO = "6.31.0"
+TRANSFORMERS = "5.24.0"
+TORCH = "2.13.0"
+
+
+@dataclass(frozen=True)
+class Touchpoint:
+    library: str  # "gradio", "gradio frontend", "transformers" or "torch"
+    name: str  # the private name, as the code reaches it
+    used_in: str  # where
+    checked_on: str  # the library's version it was checked on
+    why: str  # what the app does with it
+
+
+TOUCHPOINTS: tuple[Touchpoint, ...] = (
+    Touchpoint("gradio", "gradio.context.LocalContext.blocks / .event_id", "bertdemo/ui/common.py client_gone",
+               GRADIO, "find the queued event the running handler serves"),
+    Touchpoint("gradio", "Blocks._queue.event_ids_to_events", "bertdemo/ui/common.py client_gone", GRADIO,
+               "a cancelled event leaves this table"),
+    Touchpoint("gradio", "gradio.queueing.Event.alive", "bertdemo/ui/common.py client_gone", GRADIO,
+               "False once the event's stream disconnected"),
+    Touchpoint("gradio", "Blocks.fns", "bertdemo/ui/common.py progress_on_text, bertdemo/ui/request_limits.py "
+               "guard_events", GRADIO, "every event handler of the built app"),
+    Touchpoint("gradio", "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name",
+               "bertdemo/ui/common.py, bertdemo/ui/request_limits.py", GRADIO,
+               "wrap handlers with size checks; progress on text"),
+    Touchpoint("gradio", "Component._id", "bertdemo/ui/request_limits.py guard_events", GRADIO,
+               "one size limit per input box"),
+    Touchpoint("gradio", "Component.preprocess (rebound on the instance)", "bertdemo/ui/request_limits.py",
+               GRADIO, "check sizes before gradio parses a value"),
+    Touchpoint("gradio", "gradio.utils.get_type_hints", "bertdemo/ui/request_limits.py _parameter_names", GRADIO,
+               "which handler parameters gradio fills itself"),
+    Touchpoint("gradio", "gradio.components.plot.PlotData", "bertdemo/ui/pretrain_tab.py plot_data", GRADIO,
+               "send a figure as JSON without building a plotly object"),
+    Touchpoint("gradio", "gradio.utils.get_upload_folder", "app.py, bertdemo/ui/pretrain_tab.py, "
+               "bertdemo/ui/attention_tab.py", GRADIO, "where the web server keeps uploads and served files"),
+    Touchpoint("gradio", "gradio.component_meta.create_or_modify_pyi (also imported by gradio.blocks_events)",
+               "bertdemo/gradio_import.py", GRADIO, "skip rewriting .pyi stubs at import (cold start)"),
+    Touchpoint("gradio", "gradio.events.EventListener.set_doc", "bertdemo/gradio_import.py", GRADIO,
+               "fill listener docstrings without Jinja (cold start)"),
+    Touchpoint("gradio frontend", "CSS .tabs .tab-wrapper, .tab-container[role=tablist], .visually-hidden",
+               "bertdemo/ui/layout.py CSS", GRADIO, "the tab bar wraps on a phone instead of hiding tabs"),
+    Touchpoint("gradio frontend", "CSS .image-frame", "bertdemo/ui/phone.py CSS", GRADIO,
+               "the attention overview scrolls sideways on a phone"),
+    Touchpoint("gradio frontend", "[data-testid='status-tracker']", "tests/e2e/test_browser.py wait_idle", GRADIO,
+               "the browser tests wait until nothing is processing"),
+    Touchpoint("transformers", "AutoModelForMaskedLM._model_mapping", "bertdemo/models/attention_modes.py "
+               "implementation_for", TRANSFORMERS, "whether a config's masked-LM class takes a custom attention"),
+    Touchpoint("transformers", "PreTrainedModel._can_record_outputs", "bertdemo/models/attention_modes.py "
+               "_attention_class", TRANSFORMERS, "which module class computes the attention weights"),
+    Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
+               "answers cached per weights: changes on any in-place edit"),
+    Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
+               "bertdemo/pretrain/hardware.py cpu_has_native_bf16", TORCH, "train in bf16 where the CPU has it"),
+)
+
+# The frontend strings the CSS and the browser tests rely on (looked for in gradio's built assets).
+FRONTEND_STRINGS = ("tab-wrapper", "tab-container", "visually-hidden", "image-frame", "status-tracker")
+
+
+# --- gradio ---------------------------------------------------------------------------------------------------
+def current_event() -> tuple[dict | None, str | None]:
+    """The queue's table of live events and the id of the event the running handler serves (None, None outside a
+    queued event, or where gradio keeps them differently)."""
+    from gradio.context import LocalContext
+
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    events = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", None)
+    return (events, event_id) if isinstance(events, dict) and event_id else (None, None)
+
+
+def event_alive(event: Any) -> bool | None:
+    """A queued event's ``alive`` flag (None where gradio has none)."""
+    return getattr(event, "alive", None)
+
+
+def event_handlers(blocks: Any) -> Iterable[Any]:
+    """Every event handler (``BlockFunction``) of a built app."""
+    return blocks.fns.values()
+
+
+def component_id(component: Any) -> int:
+    """A component's id within its app."""
+    return component._id
+
+
+def type_hints(fn: Callable) -> dict[str, Any]:
+    """A handler's type hints, resolved the way gradio resolves them when it fills parameters."""
+    import gradio as gr
+
+    return gr.utils.get_type_hints(fn)
+
+
+def plotly_payload(figure_json: str) -> Any:
+    """A plotly figure's JSON as ``gr.Plot`` sends it to the page (no figure object built)."""
+    from gradio.components.plot import PlotData
+
+    return PlotData(type="plotly", plot=figure_json)
+
+
+def upload_folder() -> str:
+    """The folder where gradio keeps uploads and the files it serves (GRADIO_TEMP_DIR)."""
+    from gradio.utils import get_upload_folder
+
+    return get_upload_folder()
+
+
+# --- transformers ---------------------------------------------------------------------------------------------
+def masked_lm_class(config: Any) -> type:
+    """The masked-LM class transformers builds for a config (KeyError / ValueError for none)."""
+    from transformers import AutoModelForMaskedLM
+
+    return AutoModelForMaskedLM._model_mapping[type(config)]
+
+
+def recorded_outputs(model: Any) -> dict:
+    """What a model records for ``output_attentions`` and the like: name -> the module class (or its spec)."""
+    return getattr(model.base_model, "_can_record_outputs", None) or getattr(model, "_can_record_outputs", None) or {}
+
+
+# --- torch ----------------------------------------------------------------------------------------------------
+def tensor_version(tensor: Any) -> int:
+    """A tensor's in-place modification counter."""
+    return tensor._version
+
+
+def cpu_native_bf16() -> bool:
+    """AVX512-BF16 or AMX on this CPU (False where torch does not say)."""
+    import torch
+
+    cpu = getattr(torch, "cpu", None)
+    try:
+        return bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+    except AttributeError:
+        return False

@@ -1,0 +1,204 @@
+"""Canaries: each private touchpoint of gradio, transformers and torch that bertdemo/compat.py lists still
+exists and still behaves as the app uses it, on the installed versions. An upgrade that moves one fails here,
+in the quick loop, instead of silently in the page."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import gradio as gr
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from bertdemo import compat
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _canary_local_context():
+    from gradio.context import LocalContext
+
+    assert LocalContext.blocks.get(None) is None and LocalContext.event_id.get(None) is None
+    assert compat.current_event() == (None, None)  # outside a queued event
+
+
+def _canary_queue_table():
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    assert demo._queue.event_ids_to_events == {}
+
+
+def _canary_event_alive():
+    from gradio.queueing import Event
+
+    assert "alive" in Event.__init__.__code__.co_names  # set in __init__ (an instance attribute)
+
+
+def _built() -> tuple[gr.Blocks, gr.Textbox, gr.Markdown]:
+    with gr.Blocks() as demo:
+        box, out = gr.Textbox(), gr.Markdown()
+        box.submit(lambda text: text, box, out, api_name="echo")
+    return demo, box, out
+
+
+def _canary_blocks_fns():
+    demo, box, out = _built()
+    [handler] = list(compat.event_handlers(demo))
+    assert handler.inputs == [box] and handler.outputs == [out] and handler.api_name == "echo"
+
+
+def _canary_block_function_fields():
+    demo, _, out = _built()
+    [handler] = list(compat.event_handlers(demo))
+    assert handler.show_progress_on is None and handler.fn("hi") == "hi"
+    handler.show_progress_on = [out]  # progress_on_text sets it after the build
+    assert handler.get_config()["show_progress_on"] == [out._id]
+
+
+def _canary_component_id():
+    demo, box, _ = _built()
+    assert isinstance(compat.component_id(box), int) and demo.blocks[compat.component_id(box)] is box
+
+
+def _canary_preprocess_rebinding():
+    box = gr.Textbox()
+    box.preprocess = lambda payload: f"checked {payload}"  # guard_events rebinds it on the instance
+    assert box.preprocess("x") == "checked x"
+
+
+def _canary_type_hints():
+    def handler(text: str, request: gr.Request | None = None) -> str:
+        return text
+
+    assert compat.type_hints(handler)["request"] == gr.Request | None
+
+
+def _canary_plot_data():
+    payload = compat.plotly_payload('{"data":[]}')
+    assert (payload.type, payload.plot) == ("plotly", '{"data":[]}')
+    assert gr.Plot().postprocess(payload) is payload  # gr.Plot passes it through to the page as is
+
+
+def _canary_upload_folder():
+    assert Path(compat.upload_folder()).is_absolute()
+
+
+def _canary_create_or_modify_pyi():
+    import gradio.blocks_events
+    import gradio.component_meta
+
+    assert callable(gradio.component_meta.create_or_modify_pyi)
+    assert hasattr(gradio.blocks_events, "create_or_modify_pyi")  # imported by name there
+
+
+def _canary_set_doc():
+    from gradio.events import EventListener
+
+    assert callable(EventListener.set_doc)
+
+
+def _frontend_text(suffix: str) -> str:
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    return "".join(path.read_text(encoding="utf-8", errors="replace") for path in assets.glob(f"*{suffix}"))
+
+
+def _canary_tab_css():
+    css = _frontend_text(".css")
+    for name in ("tab-wrapper", "tab-container", "visually-hidden"):
+        assert f".{name}" in css, name
+
+
+def _canary_image_frame():
+    assert ".image-frame" in _frontend_text(".css")
+
+
+def _canary_status_tracker():
+    assert "status-tracker" in _frontend_text(".js")
+
+
+def _canary_model_mapping():
+    assert compat.masked_lm_class(BertConfig()) is BertForMaskedLM
+
+
+def _tiny_bert() -> BertForMaskedLM:
+    return BertForMaskedLM(BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                      intermediate_size=16, max_position_embeddings=16))
+
+
+def _canary_can_record_outputs():
+    from transformers.models.bert.modeling_bert import BertSelfAttention
+
+    target = compat.recorded_outputs(_tiny_bert())["attentions"]
+    assert getattr(target, "target_class", target) is BertSelfAttention
+
+
+def _canary_tensor_version():
+    t = torch.zeros(3)
+    before = compat.tensor_version(t)
+    t.add_(1)
+    assert compat.tensor_version(t) == before + 1
+
+
+def _canary_cpu_bf16_checks():
+    assert isinstance(torch.cpu._is_avx512_bf16_supported(), bool)
+    assert isinstance(torch.cpu._is_amx_tile_supported(), bool)
+    assert compat.cpu_native_bf16() == (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+CANARIES = {
+    "gradio.context.LocalContext.blocks / .event_id": _canary_local_context,
+    "Blocks._queue.event_ids_to_events": _canary_queue_table,
+    "gradio.queueing.Event.alive": _canary_event_alive,
+    "Blocks.fns": _canary_blocks_fns,
+    "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name": _canary_block_function_fields,
+    "Component._id": _canary_component_id,
+    "Component.preprocess (rebound on the instance)": _canary_preprocess_rebinding,
+    "gradio.utils.get_type_hints": _canary_type_hints,
+    "gradio.components.plot.PlotData": _canary_plot_data,
+    "gradio.utils.get_upload_folder": _canary_upload_folder,
+    "gradio.component_meta.create_or_modify_pyi (also imported by gradio.blocks_events)":
+        _canary_create_or_modify_pyi,
+    "gradio.events.EventListener.set_doc": _canary_set_doc,
+    "CSS .tabs .tab-wrapper, .tab-container[role=tablist], .visually-hidden": _canary_tab_css,
+    "CSS .image-frame": _canary_image_frame,
+    "[data-testid='status-tracker']": _canary_status_tracker,
+    "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
+    "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,
+    "Tensor._version": _canary_tensor_version,
+    "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported": _canary_cpu_bf16_checks,
+}
+
+
+def test_every_touchpoint_has_a_canary():
+    assert sorted(t.name for t in compat.TOUCHPOINTS) == sorted(CANARIES)
+
+
+@pytest.mark.parametrize("name", sorted(CANARIES))
+def test_the_touchpoint_still_exists(name):
+    CANARIES[name]()
+
+
+def test_the_touchpoints_were_checked_on_the_pinned_versions():
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert (pins["gradio"], pins["transformers"], pins["torch"]) == (compat.GRADIO, compat.TRANSFORMERS, compat.TORCH)
+    assert {t.checked_on for t in compat.TOUCHPOINTS} == {compat.GRADIO, compat.TRANSFORMERS, compat.TORCH}
+
+
+def test_the_installed_versions_are_the_checked_ones():
+    """Run on other versions, the canaries above say which touchpoint moved; this says that they differ."""
+    installed = (importlib.metadata.version("gradio"), importlib.metadata.version("transformers"),
+                 importlib.metadata.version("torch").split("+")[0])
+    assert installed == (compat.GRADIO, compat.TRANSFORMERS, compat.TORCH)
+
+
+def test_compat_imports_no_library_at_import_time():
+    import subprocess
+    import sys
+
+    probe = ("import sys, bertdemo.compat; "
+             "print(sorted(m for m in ('gradio', 'torch', 'transformers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr[-500:]
