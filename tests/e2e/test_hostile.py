@@ -29,7 +29,8 @@ HOSTILE = {
 }
 REFUSED_WHATEVER_THE_TYPE = ("oversized text", "long list")  # past every limit
 # endpoints that act on the server's run: only values that must be refused are sent (nothing may start)
-ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_burst", "delete_run"}
+ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_burst", "delete_run", "start_finetune",
+        "delete_finetune"}
 MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
 
 
