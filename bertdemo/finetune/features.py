@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.models.store import weights_stamp
+from bertdemo.models.loading import weights_stamp
 
 Progress = Callable[[float, str], None]
 DEFAULT_CACHE_BYTES = 256 * 2**20
