@@ -94,7 +94,7 @@ class PlotlyFigure(gr.HTML):
         super().__init__(
             value, label=label, show_label=False, html_template=label_html, css_template=static.read("plotly_figure.css"),
             js_on_load=static.read("plotly_figure.js"), head=serve_plotly_js(), apply_default_css=False,
-            container=True, padding=True, elem_id=elem_id, elem_classes=elem_classes, visible=visible,
+            container=True, padding=False, elem_id=elem_id, elem_classes=elem_classes, visible=visible,
             scale=scale, min_width=min_width, render=render, key=key, narrow=NARROW_PX,
         )
 
