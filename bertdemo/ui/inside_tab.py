@@ -43,12 +43,7 @@ INTRO = (
     f"a second sentence (segment 1). At most {MAX_INSIDE_TOKENS} tokens."
 )
 
-WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit
-STYLE = (
-    f"<style>.{WIDE} table {{ display: block; width: fit-content; max-width: 100%; overflow-x: auto; }} "
-    f".{WIDE} td, .{WIDE} th {{ white-space: nowrap; }} "
-    "#in-neuron-plot, #in-steps-plot, #in-lens-plot { overflow-x: auto; }</style>"
-)
+WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit (static/page.css)
 
 
 SECTIONS = ("embeddings", "order", "positions", "layer", "steps", "lens", "loss", "anatomy")  # in page order
@@ -159,7 +154,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return out
 
     with gr.Tab("Inside BERT", id="inside") as tab:
-        gr.HTML(STYLE, padding=False)
         gr.Markdown(INTRO)
         with gr.Row():
             text = gr.Textbox(label="Your sentence", value=EXAMPLE, lines=2, elem_id="in-text",

@@ -26,6 +26,7 @@ Use it where ``gr.Plot`` would be used::
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -39,19 +40,29 @@ NARROW_PX = 640  # below this width (CSS px) a figure is fitted to one column (a
 
 def plotly_js() -> Path:
     """The installed plotly package's own plotly.js (the version its figures' JSON is written for)."""
-    import plotly
-
-    path = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+    spec = importlib.util.find_spec("plotly")  # found, not imported: building the page stays light
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the plotly package is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))).resolve() / "package_data" / "plotly.min.js"
     if not path.is_file():
         raise FileNotFoundError(f"plotly.min.js is missing from the installed plotly package ({path.parent.name}/)")
     return path
 
 
 def serve_plotly_js() -> str:
-    """Let gradio serve :func:`plotly_js` (and nothing else of the package); the ``<script>`` tag that loads it."""
+    """Let gradio serve :func:`plotly_js` (and nothing else of the package); the ``<script>`` tag that loads it.
+
+    Called once, at import: gradio keeps its static paths for the process (``gr.set_static_paths``
+    adds to them), and a component is built anew for every ``gr.update`` of it.
+    """
     path = plotly_js()
     gr.set_static_paths([path])
     return f'<script src="gradio_api/file={path}"></script>'  # relative: works under a proxy's path prefix
+
+
+SCRIPT = static.read("plotly_figure.js")  # the component's js_on_load
+STYLE = static.read("plotly_figure.css")  # its css_template
+HEAD = serve_plotly_js()  # its head: plotly.js, from this app
 
 
 def figure_json(value: Any) -> str | None:
@@ -91,8 +102,8 @@ class PlotlyFigure(gr.HTML):
                  render: bool = True, key: Any = None) -> None:
         label_html = "{{#if label}}<span class='pf-label'>{{label}}</span>{{/if}}" if show_label else ""
         super().__init__(
-            value, label=label, show_label=False, html_template=label_html, css_template=static.read("plotly_figure.css"),
-            js_on_load=static.read("plotly_figure.js"), head=serve_plotly_js(), apply_default_css=False,
+            value, label=label, show_label=False, html_template=label_html, css_template=STYLE,
+            js_on_load=SCRIPT, head=HEAD, apply_default_css=False,
             container=True, padding=False, elem_id=elem_id, elem_classes=elem_classes, visible=visible,
             scale=scale, min_width=min_width, render=render, key=key, narrow=NARROW_PX,
         )

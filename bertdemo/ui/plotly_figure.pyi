@@ -92,8 +92,8 @@ class PlotlyFigure(gr.HTML):
                  render: bool = True, key: Any = None) -> None:
         label_html = "{{#if label}}<span class='pf-label'>{{label}}</span>{{/if}}" if show_label else ""
         super().__init__(
-            value, label=label, show_label=False, html_template=label_html, css_template=static.read("plotly_figure.css"),
-            js_on_load=static.read("plotly_figure.js"), head=serve_plotly_js(), apply_default_css=False,
+            value, label=label, show_label=False, html_template=label_html, css_template=STYLE,
+            js_on_load=SCRIPT, head=HEAD, apply_default_css=False,
             container=True, padding=False, elem_id=elem_id, elem_classes=elem_classes, visible=visible,
             scale=scale, min_width=min_width, render=render, key=key, narrow=NARROW_PX,
         )
