@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bertdemo.ui import static
-from bertdemo.ui.plotly_figure import PlotlyFigure, plotly_js
+from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure, plotly_js
 
 
 def test_a_figure_is_sent_as_gr_plot_sends_it_with_its_exact_values():
@@ -58,3 +58,7 @@ def test_the_page_gets_the_static_script_and_css_and_plotly_from_this_app():
 def test_a_static_file_outside_the_folder_is_refused():
     with pytest.raises(ValueError, match="no static file"):
         static.read("../layout.py")
+
+
+def test_the_page_css_goes_to_one_column_where_the_figures_do():
+    assert f"@media (max-width: {NARROW_PX}px)" in static.read("page.css")

@@ -79,11 +79,14 @@ def test_a_new_figure_is_drawn_in_the_same_element_and_laid_out_once(page):
     assert drawn == {"same": True, "once": True, "drawings": 1, "bars": [2, 1]}
 
 
-def test_a_click_on_a_bar_is_a_select_event_with_its_point(page):
+def test_a_click_on_a_bar_or_a_heatmap_cell_is_a_select_event_with_its_point(page):
     bar = page.locator("#grid g.point path").first  # the heatmap draws no points: the first bar ("a", height 1)
     box = bar.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] - 4)
     expect(page.locator("#picked textarea")).to_have_value("0 a 1 1", timeout=TIMEOUT_MS)
+    cells = page.locator("#grid .draglayer .xy .nsewdrag").bounding_box()  # the heatmap's plot area
+    page.mouse.click(cells["x"] + cells["width"] * 0.25, cells["y"] + cells["height"] * 0.75)  # row 0, column 0
+    expect(page.locator("#picked textarea")).to_have_value("[0, 0] 0 0 0", timeout=TIMEOUT_MS)
 
 
 def test_on_a_phone_the_grid_is_one_column_and_two_again_when_wider(page):
