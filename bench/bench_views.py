@@ -18,7 +18,10 @@ outputs have been quiet for 400 ms. Per action it prints p50 / p95 of:
   pre/postprocessing, e.g. a figure turned into JSON; queue wait is the rest);
 - **transfer**: each event's round trip (join sent -> result arrived) less the server's own time;
 - **draw**: the last result arrived -> the last output drawn (JSON parse, Svelte, plotly);
-- **KB**: bytes of the results (the ``process_completed`` messages).
+- **KB**: bytes of the results (the ``process_completed`` messages);
+- **page CPU**: the page's main-thread CPU time from the action's start to its end (Chrome's
+  ``TaskDuration`` in thread time, through the DevTools protocol): the page's own work, which a busy
+  machine stretches in wall time but not in CPU time, so two checkouts compare on a loaded machine.
 
 Main buttons get a new sentence on each repetition (nothing can be answered from a cache); sliders
 and boxes act on the sentence shown, as a learner does. ``--compare DIR`` starts a second server
@@ -317,6 +320,7 @@ class Sample:
     draw: float
     kb: float
     events: int
+    page_cpu: float = 0.0
 
 
 @dataclass
@@ -324,6 +328,7 @@ class Side:
     label: str
     app: App
     page: object
+    cdp: object = None
     samples: dict[str, list[Sample]] = field(default_factory=dict)
 
 
@@ -341,6 +346,7 @@ def run_action(side: Side, action: Action, rep: int) -> Sample | None:
     if action.prepare is not None:
         action.prepare(page, rep)
     page.evaluate("(s) => __bench.start(s)", action.outputs)
+    cpu_before = page_cpu_ms(side)
     action.trigger(page, rep)
     try:
         page.wait_for_function("() => __bench.done()", timeout=ACTION_TIMEOUT_S * 1000, polling=50)
@@ -348,6 +354,7 @@ def run_action(side: Side, action: Action, rep: int) -> Sample | None:
         print(f"  ! {side.label} {action.name}: not done:", page.evaluate("(s) => __bench.result(s)", action.outputs),
               flush=True)
         raise
+    cpu = page_cpu_ms(side) - cpu_before
     got = page.evaluate("(s) => __bench.result(s)", action.outputs)
     joins = [j for j in got["joins"] if j.get("t_done")]
     if any(j.get("success") is False for j in joins):
@@ -365,7 +372,16 @@ def run_action(side: Side, action: Action, rep: int) -> Sample | None:
         post += tr.get("preprocess_ms", 0.0) + tr.get("postprocess_ms", 0.0)
         transfer += max(0.0, j["t_done"] - j["t_join"] - total_ms)
     return Sample(total=end - got["t0"], server=server, fn=fn, post=post, transfer=transfer,
-                  draw=max(0.0, end - last_done), kb=sum(j["bytes"] for j in joins) / 1024, events=len(joins))
+                  draw=max(0.0, end - last_done), kb=sum(j["bytes"] for j in joins) / 1024, events=len(joins),
+                  page_cpu=cpu)
+
+
+def page_cpu_ms(side: Side) -> float:
+    """The page's main-thread CPU time so far (ms), or 0 without a DevTools session."""
+    if side.cdp is None:
+        return 0.0
+    metrics = side.cdp.send("Performance.getMetrics")["metrics"]
+    return 1000.0 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
 
 
 def open_tab(page, name: str) -> None:
@@ -436,7 +452,9 @@ def main() -> None:
                 page.evaluate("() => { __bench.joins = []; }")
                 page.wait_for_timeout(3000)  # ...then what it sends by itself again and again (timers)
                 print(f"{label}: background events {page.evaluate('() => __bench.learnBackground()')}", flush=True)
-                sides.append(Side(label, app, page))
+                cdp = context.new_cdp_session(page)
+                cdp.send("Performance.enable", {"timeDomain": "threadTicks"})  # task durations in CPU time
+                sides.append(Side(label, app, page, cdp))
             for tab in tabs:
                 for side in sides:
                     warm(side, tab)
@@ -474,11 +492,15 @@ def report_tab(tab: str, sides: list[Side]) -> None:
             print(f"{name[len(tab) + 2:]:32s} {side.label:14s} total {p(col('total'), 50):7.0f} / "
                   f"{p(col('total'), 95):7.0f}  server {p(col('server'), 50):6.0f} (fn {p(col('fn'), 50):6.0f}, "
                   f"post {p(col('post'), 50):5.0f})  transfer {p(col('transfer'), 50):5.0f}  draw "
-                  f"{p(col('draw'), 50):6.0f}  {p(col('kb'), 50):7.1f} KB  events {xs[0].events}", flush=True)
+                  f"{p(col('draw'), 50):6.0f}  page CPU {p(col('page_cpu'), 50):5.0f}  {p(col('kb'), 50):7.1f} KB  "
+                  f"events {xs[0].events}", flush=True)
         if len(sides) == 2 and sides[1].samples.get(name) and sides[0].samples.get(name):
             a = p([x.total for x in sides[0].samples[name]], 50)
             b = p([x.total for x in sides[1].samples[name]], 50)
-            print(f"{'':32s} ratio {sides[1].label}/{sides[0].label} (p50 total): {b / max(a, 1e-9):.2f}x", flush=True)
+            ca = p([x.page_cpu for x in sides[0].samples[name]], 50)
+            cb = p([x.page_cpu for x in sides[1].samples[name]], 50)
+            print(f"{'':32s} ratio {sides[1].label}/{sides[0].label} (p50 total): {b / max(a, 1e-9):.2f}x, "
+                  f"(p50 page CPU): {cb / max(ca, 1e-9):.2f}x", flush=True)
 
 
 if __name__ == "__main__":

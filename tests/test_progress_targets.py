@@ -24,7 +24,10 @@ def page_config(tmp_path_factory):
 
 
 def test_every_event_the_page_runs_shows_progress_on_text_only(page_config):
-    types = {c["id"]: c["type"] for c in page_config["components"]}
+    # a PlotlyFigure is a gr.HTML to gradio ("html"): its props name the class
+    types = {c["id"]: "plotlyfigure" if c.get("props", {}).get("component_class_name") == "PlotlyFigure" else c["type"]
+             for c in page_config["components"]}
+    assert "plotlyfigure" in types.values()
     heavy = []
     for dep in page_config["dependencies"]:
         if not dep["targets"]:  # an API-only endpoint (gr.api): the page never runs it
@@ -39,7 +42,10 @@ def test_text_outputs_keeps_the_text_and_drops_figures_tables_and_json():
 
     from bertdemo.ui.common import text_outputs
 
+    from bertdemo.ui.plotly_figure import PlotlyFigure
+
     with gr.Blocks():
         md, html, plot, table, raw = gr.Markdown(), gr.HTML(), gr.Plot(), gr.Dataframe(), gr.JSON()
-    assert text_outputs([plot, md, table, html, raw]) == [md, html]
-    assert text_outputs([plot, raw]) == []
+        figure = PlotlyFigure(label="A figure")
+    assert text_outputs([plot, md, table, html, raw, figure]) == [md, html]
+    assert text_outputs([plot, raw, figure]) == []

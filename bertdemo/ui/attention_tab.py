@@ -20,6 +20,7 @@ from bertdemo.ui import common
 
 from bertdemo.ui.common import progress_callback
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -280,7 +281,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             )
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
-        heatmap = gr.Plot(label="Attention heatmap", elem_id="att-heatmap")
+        heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
         code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
@@ -289,11 +290,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         )
         gr.Markdown(ROLLOUT_NOTE)
         with gr.Row():
-            rollout_plot = gr.Plot(label="Attention rollout", elem_id="att-rollout", min_width=320)
+            rollout_plot = PlotlyFigure(label="Attention rollout", elem_id="att-rollout", min_width=320)
             with gr.Column(min_width=320):
                 token = gr.Dropdown(label="A token across layers", choices=[], value=None,
                                     info="Where it looks in every layer (mean over heads).", elem_id="att-token")
-                token_plot = gr.Plot(label="One token, every layer", elem_id="att-token-plot")
+                token_plot = PlotlyFigure(label="One token, every layer", elem_id="att-token-plot")
         gr.Markdown(EXPORT_NOTE)
         csv_button = gr.Button("Numbers as CSV", size="sm", elem_id="att-csv-run")
         csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",

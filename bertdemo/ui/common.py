@@ -14,6 +14,7 @@ from bertdemo.models.load_errors import mask_paths
 from bertdemo.viz.model_info import model_summary
 from bertdemo.explore.messages import no_head_message
 from bertdemo.traffic import VISITOR_HEADER
+from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource as ModelStore
@@ -51,13 +52,13 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
     return wrapper
 
 
-HEAVY_OUTPUTS = (gr.Plot, gr.JSON, gr.Dataframe, gr.Image, gr.Gallery, gr.blocks.BlockContext)  # figures, tables,
+HEAVY_OUTPUTS = (PlotlyFigure, gr.Plot, gr.JSON, gr.Dataframe, gr.Image, gr.Gallery, gr.blocks.BlockContext)  # figures, tables,
 # JSON, images and containers (a container's every component is copied with it)
 
 
 def text_outputs(outputs) -> list:
     """The outputs an event shows its progress on: its text (Markdown, HTML), never a figure, table or JSON."""
-    return [c for c in outputs if isinstance(c, (gr.Markdown, gr.HTML))]
+    return [c for c in outputs if isinstance(c, (gr.Markdown, gr.HTML)) and not isinstance(c, PlotlyFigure)]
 
 
 def progress_on_text(demo: gr.Blocks) -> int:

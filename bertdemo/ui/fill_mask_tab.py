@@ -18,6 +18,7 @@ from bertdemo.explore import input_limits
 from bertdemo.models import availability
 from bertdemo.ui.common import answered_line, labelled_choices, progress_callback
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -134,7 +135,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         button = gr.Button("Predict", variant="primary", elem_id="fm-run")
         gr.Examples(EXAMPLES, inputs=[text, text_pair, top_k, targets])
         filled = gr.Markdown(elem_id="fm-filled")
-        plot = gr.Plot(label="Predictions", elem_id="fm-plot")
+        plot = PlotlyFigure(label="Predictions", elem_id="fm-plot")
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from gradio.components.plot import PlotData
 
 from bertdemo import storage
 from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneConfig
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.text import literal
 
@@ -45,8 +45,9 @@ INTRO = (
 )
 
 
-def plot_data(spec: dict) -> PlotData:
-    return PlotData(type="plotly", plot=json.dumps(spec, separators=(",", ":")))
+def plot_data(spec: dict) -> str:
+    """A figure dict as the page's figure receives it: compact JSON."""
+    return json.dumps(spec, separators=(",", ":"))
 
 
 def _init_choices(runs) -> list[tuple[str, str]]:
@@ -98,7 +99,7 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
                     stop = gr.Button("Stop", variant="stop", elem_id="ft-stop")
                 with gr.Accordion("The task and its landmarks", open=False, elem_id="ft-task"):
                     task_md = gr.Markdown(elem_id="ft-task-md")
-                    balance_plot = gr.Plot(label="Examples per topic", elem_id="ft-balance")
+                    balance_plot = PlotlyFigure(label="Examples per topic", elem_id="ft-balance")
                     landmarks_btn = gr.Button("Compute the landmarks (once per server, about a minute)",
                                               elem_id="ft-landmarks")
             with gr.Column(scale=2):
@@ -107,12 +108,12 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
                 compare = gr.Dropdown(runs.finetune_choices(), value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
                 # read at page load: a page opened during (or after) a run shows it at once
-                curve_plot = gr.Plot(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
-                probe_plot = gr.Plot(lambda: plot_data(viz.probe_spec(runs.finetune_snapshot())),
+                curve_plot = PlotlyFigure(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
+                probe_plot = PlotlyFigure(lambda: plot_data(viz.probe_spec(runs.finetune_snapshot())),
                                      label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
-                pca_plot = gr.Plot(lambda: plot_data(viz.pca_spec(runs.finetune_snapshot())),
+                pca_plot = PlotlyFigure(lambda: plot_data(viz.pca_spec(runs.finetune_snapshot())),
                                    label="Validation sentences' [CLS] vectors (PCA), coloured by topic", elem_id="ft-pca")
-                confusion_plot = gr.Plot(lambda: plot_data(viz.confusion_spec(runs.finetune_snapshot())),
+                confusion_plot = PlotlyFigure(lambda: plot_data(viz.confusion_spec(runs.finetune_snapshot())),
                                          label="Where it errs (validation)", elem_id="ft-confusion")
                 with gr.Row():
                     run_pick = gr.Dropdown(runs.finetune_choices(), label="Fine-tuning run", scale=3,
@@ -138,13 +139,13 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
             with gr.Row():
                 probe_task = gr.Radio(PROBE_TASKS, value="bigram_shift", label="Task", scale=3)
                 probe_btn = gr.Button("Probe every layer", scale=1, elem_id="ft-probe-layers")
-            layer_plot = gr.Plot(label="Probe accuracy by layer", elem_id="ft-layer-plot")
+            layer_plot = PlotlyFigure(label="Probe accuracy by layer", elem_id="ft-layer-plot")
             layer_md = gr.Markdown(elem_id="ft-layer-md")
             with gr.Row():
                 ckpt_run = gr.Dropdown(runs.run_choices(), label="A pretraining run: when did it learn word order?",
                                        scale=3, allow_custom_value=True, elem_id="ft-ckpt-run")
                 ckpt_btn = gr.Button("Probe its checkpoints", scale=1, elem_id="ft-ckpt-probe")
-            ckpt_plot = gr.Plot(label="Bigram shift across the run's checkpoints", elem_id="ft-ckpt-plot")
+            ckpt_plot = PlotlyFigure(label="Bigram shift across the run's checkpoints", elem_id="ft-ckpt-plot")
         with gr.Accordion("Show the code", open=False) as code_box:
             gr.Markdown("The transformers lines that build the same task, fine-tune the same way and classify a "
                         "sentence (a plain loop; `Trainer` does the same with `TrainingArguments`).")

@@ -23,6 +23,7 @@ from bertdemo.ui import common
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.ui.common import progress_callback
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -42,12 +43,7 @@ INTRO = (
     f"a second sentence (segment 1). At most {MAX_INSIDE_TOKENS} tokens."
 )
 
-WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit
-STYLE = (
-    f"<style>.{WIDE} table {{ display: block; width: fit-content; max-width: 100%; overflow-x: auto; }} "
-    f".{WIDE} td, .{WIDE} th {{ white-space: nowrap; }} "
-    "#in-neuron-plot, #in-steps-plot, #in-lens-plot { overflow-x: auto; }</style>"
-)
+WIDE = "in-wide"  # tables that scroll sideways on a phone instead of wrapping digit by digit (static/page.css)
 
 
 SECTIONS = ("embeddings", "order", "positions", "layer", "steps", "lens", "loss", "anatomy")  # in page order
@@ -158,7 +154,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return out
 
     with gr.Tab("Inside BERT", id="inside") as tab:
-        gr.HTML(STYLE, padding=False)
         gr.Markdown(INTRO)
         with gr.Row():
             text = gr.Textbox(label="Your sentence", value=EXAMPLE, lines=2, elem_id="in-text",
@@ -172,8 +167,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         def section(title: str, name: str) -> gr.Accordion:
             return gr.Accordion(title, open=name in OPEN_AT_START, elem_id=f"in-section-{name}")
 
-        def plot(elem_id: str) -> gr.Plot:
-            return gr.Plot(show_label=False, elem_id=elem_id, visible=False)  # shown once it has a figure
+        def plot(elem_id: str) -> PlotlyFigure:
+            return PlotlyFigure(show_label=False, elem_id=elem_id, visible=False)  # shown once it has a figure
 
         with section("1 · Embeddings: token + position + segment, then LayerNorm", "embeddings") as emb_section:
             emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run", visible=False)  # API

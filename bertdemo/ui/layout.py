@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.settings import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
@@ -15,20 +15,8 @@ if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
 TITLE = "BERT Explorer"
-CSS = """
-.token-chip:hover { outline: 2px solid #4f46e5; }
-#model-status { min-height: 2.5em; }
-#fm-targets-table table { display: block; overflow-x: auto; }
-#fm-targets-table th, #fm-targets-table td { white-space: nowrap; }
-/* every tab named and reachable on a phone: the tab bar wraps onto a second row instead of hiding tabs
-   behind an unlabelled "more" menu. Gradio decides what overflows by measuring a hidden copy of the
-   bar; with that copy measured at zero width every tab stays in the (wrapping) bar. */
-.tabs .tab-wrapper { height: auto; margin-top: 6px; }
-.tabs .tab-container[role=tablist] { flex-wrap: wrap; height: auto; row-gap: 2px; }
-.tabs .tab-container.visually-hidden button { width: 0; min-width: 0; padding: 0; border: 0; font-size: 0; }
-""" + phone.CSS
-HEAD = phone.SCRIPT + plot_once.SCRIPT  # for launch(head=...): figures refitted to a phone's width before they
-# are drawn, and drawn once (no second layout at the same size)
+CSS = static.read("page.css")  # for launch(css=...): the page's own rules, and its reflow on a phone
+HEAD = f"<script>{static.read('phone.js')}</script>"  # for launch(head=...): a tap shows what a hover shows
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 

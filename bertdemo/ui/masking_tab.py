@@ -18,6 +18,7 @@ from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.explore import input_limits as limits
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -138,7 +139,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Row():
             draws = gr.Slider(10, limits.MAX_DRAWS, value=2000, step=10, label="Draws")
             stats_button = gr.Button("Measure", elem_id="ml-stats")
-        stats_plot = gr.Plot(elem_id="ml-stats-plot")
+        stats_plot = PlotlyFigure(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
         code_panel(ctx, lambda _model, *v: code_snippets.masking_code(*v), [model_box, text, p, m, r, draws],
                    elem_id="ml-code")

@@ -32,6 +32,7 @@ from bertdemo.ui.common import labelled_choices, visitor_of
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
 from bertdemo.viz.text import html_code, literal
 
@@ -48,9 +49,9 @@ LIVE = "live run"
 NO_CHANGE = None  # an output the poll leaves as it is (the page receives nothing for it)
 
 
-def plot_data(spec: dict) -> Any:
+def plot_data(spec: dict) -> str:
     """A plotly figure dict as the page's plot receives it: compact JSON, no figure object built."""
-    return compat.plotly_payload(json.dumps(spec, separators=(",", ":")))
+    return json.dumps(spec, separators=(",", ":"))
 
 
 def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
@@ -226,8 +227,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 with gr.Row():
                     smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing (debiased EMA)", scale=3)
                     log_y = gr.Checkbox(False, label="Log-scale loss", scale=1)
-                plot = gr.Plot(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
-                ranks_plot = gr.Plot(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
+                plot = PlotlyFigure(curves([], 0.6, False, "step"), label="Live metrics", elem_id="pt-curves")
+                ranks_plot = PlotlyFigure(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
                                      elem_id="pt-probe-ranks")
                 with gr.Row():
                     # read at page load: the live run's probe when there is one, else the default

@@ -1,8 +1,8 @@
 """A figure is drawn once per answer, in place, and still follows its panel when the window changes
-size (bertdemo/ui/plot_once.py), in the real page: the Attention heatmap in headless Chromium.
+size (bertdemo/ui/plotly_figure.py), in the real page: the Attention heatmap in headless Chromium.
 
-Gradio puts each new figure into a new plot element; plotly draws into the plot's one drawing
-element, moved into it. The page keeps the drawing element shown before the answer, and the layout
+The PlotlyFigure keeps one drawing element for its life and draws each new figure into it with
+``Plotly.react``. The page keeps the drawing element shown before the answer, and the layout
 plotly computes when it first draws the new figure (``_fullLayout``: plotly replaces it whenever it
 lays the figure out again).
 """
@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect  # noqa: E402
 
 from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, slider  # noqa: E402
 
-SETTLE_MS = 800  # longer than plotly's 100 ms wait before a resize, with room for a slow machine
+SETTLE_MS = 800  # longer than the component's 100 ms wait before a resize, with room for a slow machine
 WATCH_JS = """() => {
   const box = document.querySelector('#att-heatmap');
   window.__old = box.querySelector('.js-plotly-plot');

@@ -1,50 +1,31 @@
-"""The page on a narrow screen (a phone): the CSS that reflows the tabs into one column, and a small
-script that refits plotly figures to the width they get.
-
-Figures are drawn once on the server for a desktop page. On a screen narrower than ``NARROW_PX`` the
-script, which wraps ``Plotly.react`` (the call Gradio draws every figure with), changes only the
-figure's layout before it is drawn: a grid of subplots is stacked into one column (each panel keeps
-its height, its title, legend and notes follow it), a fixed width gives way to the screen's width,
-and titles are broken into lines that fit, below the toolbar instead of under it. The data are
-never touched, so every number stays the one the server computed. A rotation or resize redraws
-each figure from its original layout. A tap on a token chip or a mask-grid cell shows the tip a
-mouse pointer's hover would.
-"""
-
-from __future__ import annotations
-
-NARROW_PX = 640  # below this width (CSS px) a figure or a row of inputs goes to one column
-
-CSS = f"""
-@media (max-width: {NARROW_PX}px) {{
-  /* rows of inputs: one per line (Gradio wraps a row's children once they reach their min-width) */
-  .row > *, .row > .form > * {{ min-width: 100% !important; }}
-  /* the all-heads overview keeps cells big enough to tap (56 px); its box scrolls sideways */
-  #att-overview .image-container {{ overflow-x: auto; justify-content: flex-start; }}
-  #att-overview .image-container button, #att-overview .image-frame {{ width: max-content; max-width: none; }}
-  #att-overview img {{ width: auto !important; height: auto !important; max-width: none !important;
-                      max-height: none !important; object-fit: none; }}
-  #att-overview.block {{ height: auto !important; }}
-  /* wide tables scroll inside their own box; the page itself never scrolls sideways */
-  .prose table, .md table {{ display: block; max-width: 100%; overflow-x: auto; }}
-  .js-plotly-plot {{ max-width: 100%; }}
-  /* the static/dynamic mask grid: a 16-token sentence's strip fits beside its label */
-  #ml-epochs-view span[title] {{ width: 12px !important; }}
-}}
-"""
-
-SCRIPT = """
-<script>
+// PlotlyFigure (bertdemo/ui/plotly_figure.py): one plotly figure, drawn into the component's own
+// element and updated there in place with Plotly.react.
+//
+// Runs as gr.HTML's js_on_load. Gradio gives: `element` (the component's root), `props` (props.value:
+// {type: "plotly", plot: "<figure JSON>"} or null; props.narrow: the phone width in px), `watch` (a
+// callback after each new value) and `trigger` (an event sent to the server). plotly.js itself is
+// loaded by the component's `head` (the installed plotly package's own file, served by this app).
+//
+// - A new value is drawn at the end of the current task (the last value wins), into one drawing
+//   element kept for the component's life: plotly updates the figure it already holds.
+// - A figure nobody can see (a closed accordion, a hidden tab or block: zero width) is drawn when it
+//   gets a width; a width change refits it (plotly's resize, only when its size really differs).
+// - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
+//   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit.
+// - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
+//   curve}.
 (function () {
   "use strict";
-  var NARROW = %(narrow)d;
+  var NARROW = Number(props.narrow) || 640;
   var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
+  var CONFIG = { displaylogo: false, responsive: false };
+
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
   // plotly never wraps a title: break it between words into lines of at most `width` px
   function wrap(text, width, size) {
     var per = Math.max(14, Math.floor(width / ((size || 14) * 0.56)));
-    return text.split(/<br\\s*\\/?>/).map(function (line) {
+    return text.split(/<br\s*\/?>/).map(function (line) {
       if (plain(line).length <= per) return line;
       var out = [], cur = "";
       line.split(" ").forEach(function (w) {
@@ -54,12 +35,12 @@ SCRIPT = """
       return out.join("<br>");
     }).join("<br>");
   }
-  function lines(text) { return text ? text.split(/<br\\s*\\/?>/).length : 0; }
+  function lines(text) { return text ? text.split(/<br\s*\/?>/).length : 0; }
   // the subplot cells of a make_subplots figure: x axis + the y axis it is anchored to
   function cells(layout) {
     var out = [];
     Object.keys(layout).forEach(function (k) {
-      if (!/^xaxis\\d*$/.test(k)) return;
+      if (!/^xaxis\d*$/.test(k)) return;
       var xa = layout[k];
       if (!xa || !xa.domain || xa.overlaying) return;
       var yk = "yaxis" + String(xa.anchor || "y").slice(1);
@@ -104,7 +85,7 @@ SCRIPT = """
     (layout.annotations || []).forEach(function (a) {
       if ((a.xref || "paper") === "paper" && (a.yref || "paper") === "paper") move(a);
     });
-    Object.keys(layout).forEach(function (k) { if (/^legend\\d*$/.test(k)) move(layout[k]); });
+    Object.keys(layout).forEach(function (k) { if (/^legend\d*$/.test(k)) move(layout[k]); });
     cs.forEach(function (c) {
       layout[c.xk].domain = [0, 1];
       layout[c.yk].domain = [c.newBottom, c.newTop];
@@ -113,8 +94,8 @@ SCRIPT = """
     layout.height = Math.round(newPlot + top + bottom);
     return true;
   }
-  function fit(gd, layout) {
-    var width = gd.clientWidth || (gd.parentElement && gd.parentElement.clientWidth) || window.innerWidth;
+  // the layout to draw at `width` px: the server's own on a wide screen, fitted to a narrow one
+  function fit(layout, width) {
     if (!width || width >= NARROW) return layout;
     layout = JSON.parse(JSON.stringify(layout));
     stack(layout);
@@ -144,56 +125,66 @@ SCRIPT = """
     }
     return layout;
   }
-  function install(P) {
-    if (!P || P.__phoneFit || typeof P.react !== "function") return P;
-    var react = P.react;
-    P.react = function (gd, data, layout, config) {
-      try {
-        if (gd && gd.nodeType === 1 && layout && typeof layout === "object") {
-          gd.__wideLayout = layout;
-          layout = fit(gd, layout);
-        }
-      } catch (err) { console.warn("phone layout:", err); }
-      return react.call(this, gd, data, layout, config);
-    };
-    P.__phoneFit = true;
-    var last = window.innerWidth;
-    window.addEventListener("resize", function () {
-      var now = window.innerWidth;
-      if ((now < NARROW) === (last < NARROW)) { last = now; return; }
-      last = now;
-      document.querySelectorAll(".js-plotly-plot").forEach(function (gd) {
-        if (gd.__wideLayout && gd.data) P.react(gd, gd.data, gd.__wideLayout);
-      });
-    });
-    return P;
+
+  // the drawing element: made once, kept for the component's life (re-attached if Gradio re-renders
+  // the template around it)
+  var gd = document.createElement("div");
+  gd.className = "pf-drawing";
+  var figure = null;     // the figure to show: {data, layout} as the server sent it
+  var drawnFor = null;   // the value last drawn (an object identity)
+  var drawnNarrow = null;
+  var scheduled = false, listening = false;
+  function width() { return element.clientWidth; }
+  function attach() { if (gd.parentNode !== element) element.appendChild(gd); }
+  function parse(value) {
+    if (!value) return null;
+    var spec = typeof value === "string" ? value : value.plot;
+    if (!spec) return null;
+    var fig = typeof spec === "string" ? JSON.parse(spec) : spec;
+    return { data: fig.data || [], layout: fig.layout || {} };
   }
-  // a tap shows what a hover shows: the title of a token chip or a mask-grid cell, in a small tip
-  var TIPPED = "#tok-chips, #ml-chips, #ml-epochs-view, #nsp-pairs";
-  document.addEventListener("click", function (ev) {
-    var el = ev.target && ev.target.closest ? ev.target.closest("[title]") : null;
-    var old = document.getElementById("tap-tip");
-    if (old) old.remove();
-    if (!el || !el.closest(TIPPED) || !el.getAttribute("title")) return;
-    var tip = document.createElement("div"), box = el.getBoundingClientRect();
-    tip.id = "tap-tip";
-    tip.textContent = el.getAttribute("title");
-    tip.style.cssText = "position:fixed;z-index:1000;max-width:80vw;padding:4px 8px;border-radius:6px;" +
-      "background:#111827;color:#fff;font-size:13px;pointer-events:none;white-space:pre-wrap";
-    document.body.appendChild(tip);
-    var left = Math.min(Math.max(4, box.left), window.innerWidth - tip.offsetWidth - 4);
-    var top = box.top - tip.offsetHeight - 6;
-    tip.style.left = left + "px";
-    tip.style.top = (top < 4 ? box.bottom + 6 : top) + "px";
-    setTimeout(function () { if (tip.parentNode) tip.remove(); }, 4000);
-  });
-  var current = window.Plotly;
-  if (current) { install(current); return; }
-  Object.defineProperty(window, "Plotly", {
-    configurable: true,
-    get: function () { return current; },
-    set: function (v) { current = install(v); },
-  });
+  function listen() {
+    if (listening || typeof gd.on !== "function") return;
+    listening = true;
+    gd.on("plotly_click", function (ev) {
+      var p = ev && ev.points && ev.points[0];
+      if (!p) return;
+      var index = p.pointIndex != null ? p.pointIndex : p.pointNumber;
+      trigger("select", { index: index, selected: true,
+                          value: { x: p.x, y: p.y, z: p.z === undefined ? null : p.z,
+                                   text: p.text === undefined ? null : p.text, curve: p.curveNumber } });
+    });
+  }
+  function draw() {
+    scheduled = false;
+    attach();
+    var value = props.value;
+    if (value === drawnFor && drawnNarrow === (width() < NARROW)) return;
+    if (!value) { figure = null; drawnFor = value; if (gd._fullLayout) window.Plotly.purge(gd); gd.classList.add("pf-empty"); return; }
+    var w = width();
+    if (!w) return;  // not on screen: drawn when it gets a width (the ResizeObserver below)
+    if (value !== drawnFor) figure = parse(value);
+    drawnFor = value; drawnNarrow = w < NARROW;
+    gd.classList.remove("pf-empty");
+    Promise.resolve(window.Plotly.react(gd, figure.data, fit(figure.layout, w), CONFIG)).then(listen);
+  }
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    queueMicrotask(draw);
+  }
+  var resizeWait = null;
+  new ResizeObserver(function () {
+    var w = width();
+    if (!w) return;
+    if (props.value !== drawnFor || drawnNarrow !== (w < NARROW)) { schedule(); return; }
+    var full = gd._fullLayout;
+    if (!full || Math.abs(full.width - w) <= 1 || (figure && figure.layout.width && !drawnNarrow)) return;
+    clearTimeout(resizeWait);  // a window being dragged settles first
+    resizeWait = setTimeout(function () {
+      if (gd._fullLayout && Math.abs(gd._fullLayout.width - width()) > 1) window.Plotly.Plots.resize(gd);
+    }, 100);
+  }).observe(element);
+  watch("value", schedule);
+  schedule();
 })();
-</script>
-""" % {"narrow": NARROW_PX}

@@ -1,0 +1,113 @@
+"""The PlotlyFigure component (bertdemo/ui/plotly_figure.py) in headless Chromium, on a small page of
+its own: a new figure drawn in place and laid out once, a click on a point sent as a select event, a
+grid of subplots stacked into one column on a phone and back in two when the window widens, and a
+figure in a closed accordion drawn when the accordion opens.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright")
+import gradio as gr  # noqa: E402
+import plotly.graph_objects as go  # noqa: E402
+from plotly.subplots import make_subplots  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
+
+from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure  # noqa: E402
+
+TIMEOUT_MS = 60_000
+GD = "document.querySelector('#grid .js-plotly-plot')"
+
+
+def grid(n: int) -> go.Figure:
+    """Figure n: a heatmap beside a bar chart (one row, two columns), the bars' heights n and 1."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["heat", "bars"])
+    fig.add_trace(go.Heatmap(z=[[n, 2], [3, 4]]), 1, 1)
+    fig.add_trace(go.Bar(x=["a", "b"], y=[n + 1, 1]), 1, 2)
+    return fig.update_layout(title=f"Figure {n}", height=360, margin=dict(l=40, r=40, t=80, b=40))
+
+
+@pytest.fixture(scope="module")
+def figure_page_url():
+    with gr.Blocks() as demo:
+        step = gr.Number(0, elem_id="step")
+        next_button = gr.Button("Next", elem_id="next")
+        figure = PlotlyFigure(grid(0), label="A grid", elem_id="grid")
+        picked = gr.Textbox(label="Picked", elem_id="picked")
+        with gr.Accordion("Later", open=False, elem_id="later-box"):
+            later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
+        next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
+
+        def pick(evt: gr.SelectData) -> str:
+            return f"{evt.index} {evt.value['x']} {evt.value['y']} {evt.value['curve']}"
+
+        figure.select(pick, None, picked)
+    assert later.value is not None
+    demo.launch(prevent_thread_lock=True, quiet=True)
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+@pytest.fixture
+def page(_browser, figure_page_url):
+    context = _browser.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(figure_page_url)
+        page.wait_for_function(f"() => {GD} && {GD}._fullLayout", timeout=TIMEOUT_MS)
+        yield page
+    finally:
+        context.close()
+
+
+def test_a_new_figure_is_drawn_in_the_same_element_and_laid_out_once(page):
+    page.evaluate(f"""() => {{
+      window.__gd = {GD}; window.__first = null;
+      new MutationObserver(() => {{
+        const full = window.__gd._fullLayout;
+        if (full && !window.__first && full.title.text === 'Figure 1') window.__first = full;
+      }}).observe(document.querySelector('#grid'), {{childList: true, subtree: true, attributes: true}});
+    }}""")
+    page.click("#next")
+    page.wait_for_function(f"() => {GD}._fullLayout.title.text === 'Figure 1'", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(500)  # longer than the component's 100 ms wait before a resize
+    drawn = page.evaluate(f"""() => ({{same: {GD} === window.__gd, once: {GD}._fullLayout === window.__first,
+        drawings: document.querySelectorAll('#grid .js-plotly-plot').length, bars: {GD}.data[1].y}})""")
+    assert drawn == {"same": True, "once": True, "drawings": 1, "bars": [2, 1]}
+
+
+def test_a_click_on_a_bar_or_a_heatmap_cell_is_a_select_event_with_its_point(page):
+    bar = page.locator("#grid g.point path").first  # the heatmap draws no points: the first bar ("a", height 1)
+    box = bar.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] - 4)
+    expect(page.locator("#picked textarea")).to_have_value("0 a 1 1", timeout=TIMEOUT_MS)
+    cells = page.locator("#grid .draglayer .xy .nsewdrag").bounding_box()  # the heatmap's plot area
+    page.mouse.click(cells["x"] + cells["width"] * 0.25, cells["y"] + cells["height"] * 0.75)  # row 0, column 0
+    expect(page.locator("#picked textarea")).to_have_value("[0, 0] 0 0 0", timeout=TIMEOUT_MS)
+
+
+def test_on_a_phone_the_grid_is_one_column_and_two_again_when_wider(page):
+    domains = f"() => ['xaxis', 'xaxis2'].map(k => {GD}._fullLayout[k].domain)"
+    assert page.evaluate(domains) == [[0, 0.45], [0.55, 1]]
+    page.set_viewport_size({"width": 390, "height": 900})
+    assert 390 < NARROW_PX
+    page.wait_for_function(f"() => {GD}._fullLayout.xaxis2.domain[0] === 0", timeout=TIMEOUT_MS)
+    full = page.evaluate(f"() => {{ const f = {GD}._fullLayout; return [f.xaxis.domain, f.xaxis2.domain, "
+                         "f.yaxis.domain[0] > f.yaxis2.domain[1], f.width, f.height]; }")
+    assert full[:3] == [[0, 1], [0, 1], True]  # one column, the heatmap above the bars
+    assert full[3] <= 390 and full[4] > 360  # the screen's width, taller than drawn for a desktop
+    assert page.evaluate(f"() => {GD}.data[1].y") == [1, 1]  # the data are the server's
+    page.set_viewport_size({"width": 1000, "height": 900})
+    page.wait_for_function(f"() => {GD}._fullLayout.xaxis2.domain[0] > 0.5", timeout=TIMEOUT_MS)
+    assert page.evaluate(domains) == [[0, 0.45], [0.55, 1]]
+
+
+def test_a_figure_in_a_closed_accordion_is_drawn_when_it_opens(page):
+    assert page.locator("#later .js-plotly-plot").count() == 0  # nobody sees it: not drawn yet
+    page.locator("#later-box button.label-wrap").click()
+    page.wait_for_function("() => { const gd = document.querySelector('#later .js-plotly-plot'); "
+                           "return gd && gd._fullLayout && gd._fullLayout.width > 100; }", timeout=TIMEOUT_MS)
+    assert page.evaluate("() => document.querySelector('#later .js-plotly-plot').data[0].y") == [7]

@@ -1,0 +1,64 @@
+"""PlotlyFigure's server side (bertdemo/ui/plotly_figure.py): the values it sends and takes, its page
+script and CSS read from the static files, and plotly.js served by the app itself (offline)."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from bertdemo.ui import static
+from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure, plotly_js
+
+
+def test_a_figure_is_sent_as_gr_plot_sends_it_with_its_exact_values():
+    with gr.Blocks():
+        figure = PlotlyFigure(label="Bars")
+    sent = figure.postprocess(go.Figure(go.Bar(x=["a", "b"], y=[0.25, 0.75]), layout={"title": "Two bars"}))
+    assert sent["type"] == "plotly"
+    drawn = json.loads(sent["plot"])
+    assert drawn["data"][0]["type"] == "bar" and drawn["data"][0]["x"] == ["a", "b"]
+    assert drawn["layout"]["title"]["text"] == "Two bars"
+    spec = {"data": [{"type": "heatmap", "z": np.array([[1, 2], [3, 4]])}], "layout": {"height": np.int64(300)}}
+    assert json.loads(figure.postprocess(spec)["plot"]) == {"data": [{"type": "heatmap", "z": [[1, 2], [3, 4]]}],
+                                                            "layout": {"height": 300}}
+    assert figure.postprocess('{"data":[],"layout":{}}') == {"type": "plotly", "plot": '{"data":[],"layout":{}}'}
+    assert figure.postprocess(None) is None
+    assert figure.preprocess(sent) == drawn
+
+
+def test_a_value_that_is_no_figure_is_refused_by_name():
+    with gr.Blocks():
+        figure = PlotlyFigure()
+    with pytest.raises(ValueError, match="not list"):
+        figure.postprocess([1, 2])
+
+
+def test_the_page_gets_the_static_script_and_css_and_plotly_from_this_app():
+    with gr.Blocks() as demo:
+        PlotlyFigure(label="A figure", elem_id="fig")
+    config = next(c for c in demo.get_config_file()["components"] if c["props"].get("elem_id") == "fig")["props"]
+    assert config["js_on_load"] == static.read("plotly_figure.js")
+    assert config["css_template"] == static.read("plotly_figure.css")
+    assert config["component_class_name"] == "PlotlyFigure"
+    assert config["head"] == f'<script src="gradio_api/file={plotly_js()}"></script>'
+
+    from fastapi.testclient import TestClient
+
+    with TestClient(gr.routes.App.create_app(demo)) as client:
+        served = client.get(f"/gradio_api/file={plotly_js()}")
+        assert served.status_code == 200 and served.content == plotly_js().read_bytes()
+        elsewhere = next(p for p in plotly_js().parent.iterdir() if p.is_file() and p.name != "plotly.min.js")
+        assert client.get(f"/gradio_api/file={elsewhere}").status_code == 403
+
+
+def test_a_static_file_outside_the_folder_is_refused():
+    with pytest.raises(ValueError, match="no static file"):
+        static.read("../layout.py")
+
+
+def test_the_page_css_goes_to_one_column_where_the_figures_do():
+    assert f"@media (max-width: {NARROW_PX}px)" in static.read("page.css")
