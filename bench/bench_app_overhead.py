@@ -2,6 +2,7 @@
 
     python bench/bench_app_overhead.py [--repeats 40] [--plot docs/benchmarks/app_overhead.png]
     python bench/bench_app_overhead.py --while-training [--blocks 4 --per-block 15] [--plot ...]
+    python bench/bench_app_overhead.py --while-finetuning [--blocks 4 --per-block 15]
 
 Launches ``python app.py --offline`` (its default model is then the embedded masked-LM) and
 loads the same model here. Default mode, repeat by repeat in turn: the bare
@@ -12,7 +13,8 @@ the bar chart and Gradio's serialisation of it. Overhead = round trip − bare p
 
 ``--while-training``: starts a bert-tiny run through ``/start_run`` and alternates blocks of
 ``/fill_mask`` calls (gradio_client) with the run paused (idle) and resumed (training), so shared
-load hits both; the ratio is p95 while training / p95 idle.
+load hits both; the ratio is p95 while training / p95 idle. ``--while-finetuning``: the same with a
+fine-tuning run of the embedded model (``/start_finetune``) instead.
 """
 
 from __future__ import annotations
@@ -77,9 +79,15 @@ def overhead(app: App, repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def while_training(app: App, blocks: int, per_block: int) -> dict[str, list[float]]:
+FINETUNE = {"init": "embedded", "epochs": 20, "time_budget_s": 3600}  # the embedded model on the topic task
+
+
+def while_training(app: App, blocks: int, per_block: int, finetune: bool = False) -> dict[str, list[float]]:
     client = app.client()
-    print(start_training(client))
+    print(client.predict(FINETUNE, api_name="/start_finetune") if finetune else start_training(client))
+    if finetune:  # past loading and the first evaluation: the run is training
+        while (client.predict(api_name="/run_status") or {}).get("step", 0) < 2:
+            time.sleep(1)
     times = {"idle (run paused)": [], "while training": []}
     try:
         for _ in range(blocks):
@@ -99,13 +107,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--while-training", action="store_true", help="idle vs training p95 instead of the overhead")
+    parser.add_argument("--while-finetuning", action="store_true",
+                        help="as --while-training, with a fine-tuning run of the embedded model")
     parser.add_argument("--blocks", type=int, default=4, help="--while-training: paused/resumed block pairs")
     parser.add_argument("--per-block", type=int, default=15, help="--while-training: calls per block")
     parser.add_argument("--plot", default="", help="save a PNG of the figures here")
     args = parser.parse_args()
     with App() as app:
         app.wait_for_model()
-        times = while_training(app, args.blocks, args.per_block) if args.while_training else overhead(app, args.repeats)
+        busy = args.while_training or args.while_finetuning
+        times = (while_training(app, args.blocks, args.per_block, args.while_finetuning) if busy
+                 else overhead(app, args.repeats))
     print(f"\n{'':32s} {'p50 / p95 ms (min–max)':>28s}")
     for name, values in times.items():
         print(f"{name:32s} {spread(values)}")
@@ -113,7 +125,7 @@ def main() -> None:
         save_plot(times, args.plot, "Fill-Mask through the app while a CPU run trains" if args.while_training
                   else "Fill-Mask through the app vs the bare prediction")
         print(f"plot: {args.plot}")
-    if args.while_training:
+    if args.while_training or args.while_finetuning:
         idle, busy = (percentile(times[k], 95) for k in ("idle (run paused)", "while training"))
         print(f"ratio (p95 while training / p95 idle): {busy / idle:.2f}x (target ≤ 2x)")
         return
