@@ -89,7 +89,9 @@ class FinetuneLab:
             found = {"majority": majority, "bag_of_words": bow, "frozen_probe": probe}
             data = {"val_accuracy": {k: b.val_accuracy for k, b in found.items()},
                     "test_accuracy": {k: b.test_accuracy for k, b in found.items()},
-                    "names": {k: b.name for k, b in found.items()},
+                    "names": {"majority": "majority class", "bag_of_words": "bag of words + logistic regression",
+                              "frozen_probe": f"linear probe on the frozen embedded model, layer "
+                                              f"{probes['mean'].best_layer} (mean-pooled)"},  # no server path
                     "frozen_probe_per_layer": list(probes["mean"].val_accuracy)}
             storage.write_text(self.cache_dir / BASELINES_FILE, json.dumps(data, indent=2))
             return self.baselines()
