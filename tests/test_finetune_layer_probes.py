@@ -11,6 +11,7 @@ import torch
 from transformers import BertForMaskedLM, BertModel
 
 from bertdemo.finetune import layer_probes as lp
+from bertdemo.finetune import probe_tasks as pt
 from bertdemo.finetune.features import ActivationCache
 from bertdemo.finetune.sentences import split_sentences
 from bertdemo.finetune.topics import TOPIC_NAMES, labelled_summaries
@@ -32,18 +33,18 @@ def tiny_encoder():
 
 
 def test_length_labels_are_the_bins_of_the_word_counts_balanced():
-    task = lp.build_task("length")
+    task = pt.build_task("length")
     assert {split: len(t) for split, t in task.texts.items()} == {"train": 600, "validation": 198, "test": 198}
     for split, texts in task.texts.items():
         for text, label in zip(texts, task.labels[split]):
-            lo, hi = lp.LENGTH_BINS[label]
+            lo, hi = pt.LENGTH_BINS[label]
             assert lo <= len(text.split()) <= hi
     assert np.bincount(task.labels["train"]).tolist() == [100] * 6
     assert task.label_names[0] == "5–7 words"
 
 
 def test_bigram_shift_swaps_one_pair_of_lowercase_words_in_half_the_sentences(sentences):
-    task = lp.build_task("bigram_shift")
+    task = pt.build_task("bigram_shift")
     texts, labels = task.texts["train"], task.labels["train"]
     assert len(texts) == 600 and 250 < labels.sum() < 350
     assert len(set(texts)) == len(texts)
@@ -53,14 +54,14 @@ def test_bigram_shift_swaps_one_pair_of_lowercase_words_in_half_the_sentences(se
             continue
         assert text not in sentences
         words = text.split()
-        restored = [" ".join(words[:i] + [words[i + 1], words[i]] + words[i + 2:]) for i in lp.swap_positions(words)]
+        restored = [" ".join(words[:i] + [words[i + 1], words[i]] + words[i + 2:]) for i in pt.swap_positions(words)]
         assert any(r in sentences for r in restored)  # one adjacent pair swapped back gives the original
-    assert lp.swap_positions("The cat sat on the mat.".split()) == [1, 2, 3]  # "the mat." ends in a stop
-    assert lp.swap_positions("He said it it was".split()) == [1, 3]  # "it it" would not change the sentence
+    assert pt.swap_positions("The cat sat on the mat.".split()) == [1, 2, 3]  # "the mat." ends in a stop
+    assert pt.swap_positions("He said it it was".split()) == [1, 3]  # "it it" would not change the sentence
 
 
 def test_topic_task_is_first_sentences_with_their_topic():
-    task = lp.build_task("topic", sizes=SMALL)
+    task = pt.build_task("topic", sizes=SMALL)
     truth = {text: topic for _, text, topic in labelled_summaries()}
     assert task.label_names == TOPIC_NAMES
     for split, texts in task.texts.items():
@@ -68,12 +69,12 @@ def test_topic_task_is_first_sentences_with_their_topic():
 
 
 def test_tasks_are_seeded_and_bounded():
-    assert lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts == lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts
-    assert lp.build_task("bigram_shift", seed=2, sizes=SMALL).texts != lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts
+    assert pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts == pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts
+    assert pt.build_task("bigram_shift", seed=2, sizes=SMALL).texts != pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts
     with pytest.raises(ValueError, match="Unknown probe task"):
-        lp.build_task("depth")
+        pt.build_task("depth")
     with pytest.raises(ValueError, match="2 to 5,000"):
-        lp.build_task("topic", sizes={"train": 10**6})
+        pt.build_task("topic", sizes={"train": 10**6})
 
 
 def test_random_model_has_the_same_shape_seeded_weights_and_leaves_the_global_seed(tiny_encoder):
@@ -97,11 +98,11 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
     heard: list[float] = []
     results = lp.probe_layers("tiny", tiny_encoder, tokenizer, cache, sizes=SMALL,
                               progress=lambda f, m: heard.append(f))
-    assert [r.task for r in results] == list(lp.TASKS)
+    assert [r.task for r in results] == list(pt.TASKS)
     assert [r.kind for r in results] == ["surface", "syntax", "semantics"]
     assert heard == sorted(heard) and heard[-1] == 1.0
     for r in results:
-        task = lp.build_task(r.task, sizes=SMALL)
+        task = pt.build_task(r.task, sizes=SMALL)
         top = np.bincount(task.labels["train"]).argmax()
         assert r.majority_accuracy == np.mean(task.labels["test"] == top)
         for scores in (r.model, r.random):
@@ -110,7 +111,7 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
         assert r.random.model_name == "tiny (random weights, seed 0)"
         assert r.n_train == len(task.texts["train"])
     topic = results[2]
-    counts = np.sort(np.bincount(lp.build_task("topic", sizes=SMALL).labels["train"]))
+    counts = np.sort(np.bincount(pt.build_task("topic", sizes=SMALL).labels["train"]))
     assert counts[-1] > counts[-2]  # one most common topic, so the majority answer is defined
     assert topic.model.cls[0] == topic.random.cls[0] == topic.majority_accuracy  # layer 0's [CLS]: one vector for all
     assert len(cache) == 6  # each task's texts, for the model and for the control
@@ -142,5 +143,5 @@ def test_probe_checkpoints_follows_a_run(tmp_path, tokenizer):
 
 
 def test_the_literature_note_is_something_to_look_for():
-    assert "Jawahar et al. (2019" in lp.JAWAHAR_NOTE
-    assert all(word in lp.JAWAHAR_NOTE for word in ("surface", "middle", "semantic", "random-weight control"))
+    assert "Jawahar et al. (2019" in pt.JAWAHAR_NOTE
+    assert all(word in pt.JAWAHAR_NOTE for word in ("surface", "middle", "semantic", "random-weight control"))
