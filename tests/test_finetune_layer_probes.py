@@ -26,6 +26,11 @@ def sentences() -> set[str]:
     return {s for summary in wiki_summaries() for s in split_sentences(summary)}
 
 
+@pytest.fixture(scope="module")
+def small_tasks() -> dict[str, pt.ProbeTask]:
+    return {name: pt.build_task(name, sizes=SMALL) for name in pt.TASKS}
+
+
 @pytest.fixture()
 def tiny_encoder():
     torch.manual_seed(0)
@@ -60,21 +65,23 @@ def test_bigram_shift_swaps_one_pair_of_lowercase_words_in_half_the_sentences(se
     assert pt.swap_positions("He said it it was".split()) == [1, 3]  # "it it" would not change the sentence
 
 
-def test_topic_task_is_first_sentences_with_their_topic():
-    task = pt.build_task("topic", sizes=SMALL)
+def test_topic_task_is_first_sentences_with_their_topic(small_tasks):
+    task = small_tasks["topic"]
     truth = {text: topic for _, text, topic in labelled_summaries()}
     assert task.label_names == TOPIC_NAMES
     for split, texts in task.texts.items():
         assert [TOPIC_NAMES[y] for y in task.labels[split]] == [truth[t] for t in texts]
 
 
-def test_tasks_are_seeded_and_bounded():
-    assert pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts == pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts
-    assert pt.build_task("bigram_shift", seed=2, sizes=SMALL).texts != pt.build_task("bigram_shift", seed=1, sizes=SMALL).texts
+def test_tasks_are_seeded_and_bounded(small_tasks):
+    assert pt.build_task("topic", seed=0, sizes=SMALL).texts == small_tasks["topic"].texts
+    assert pt.build_task("topic", seed=1, sizes=SMALL).texts != small_tasks["topic"].texts
     with pytest.raises(ValueError, match="Unknown probe task"):
         pt.build_task("depth")
     with pytest.raises(ValueError, match="2 to 5,000"):
         pt.build_task("topic", sizes={"train": 10**6})
+    with pytest.raises(ValueError, match="9,033 examples to draw from"):
+        pt.build_task("topic", sizes={"train": 5000, "validation": 5000})
 
 
 def test_random_model_has_the_same_shape_seeded_weights_and_leaves_the_global_seed(tiny_encoder):
@@ -93,7 +100,7 @@ def test_random_model_has_the_same_shape_seeded_weights_and_leaves_the_global_se
     assert not torch.equal(a.state_dict()[w], tiny_encoder.state_dict()[w])
 
 
-def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, tokenizer):
+def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, tokenizer, small_tasks):
     cache = ActivationCache()
     heard: list[float] = []
     results = lp.probe_layers("tiny", tiny_encoder, tokenizer, cache, sizes=SMALL,
@@ -102,7 +109,7 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
     assert [r.kind for r in results] == ["surface", "syntax", "semantics"]
     assert heard == sorted(heard) and heard[-1] == 1.0
     for r in results:
-        task = pt.build_task(r.task, sizes=SMALL)
+        task = small_tasks[r.task]
         top = np.bincount(task.labels["train"]).argmax()
         assert r.majority_accuracy == np.mean(task.labels["test"] == top)
         for scores in (r.model, r.random):
@@ -111,7 +118,7 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
         assert r.random.model_name == "tiny (random weights, seed 0)"
         assert r.n_train == len(task.texts["train"])
     topic = results[2]
-    counts = np.sort(np.bincount(pt.build_task("topic", sizes=SMALL).labels["train"]))
+    counts = np.sort(np.bincount(small_tasks["topic"].labels["train"]))
     assert counts[-1] > counts[-2]  # one most common topic, so the majority answer is defined
     assert topic.model.cls[0] == topic.random.cls[0] == topic.majority_accuracy  # layer 0's [CLS]: one vector for all
     assert len(cache) == 6  # each task's texts, for the model and for the control

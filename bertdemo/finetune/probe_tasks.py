@@ -77,6 +77,12 @@ def _sizes(sizes: dict[str, int] | None) -> dict[str, int]:
     return {split: int(sizes[split]) for split in TASK_SIZES}
 
 
+def _sample(rng: random.Random, population: list, n: int, what: str) -> list:
+    if n > len(population):
+        raise ValueError(f"The {what} task has {len(population):,} examples to draw from; ask for fewer than {n:,}.")
+    return rng.sample(population, n)
+
+
 def _deal(examples: list[tuple[str, int]], sizes: dict[str, int]) -> tuple[dict, dict]:
     texts, labels, start = {}, {}, 0
     for split, n in sizes.items():
@@ -97,7 +103,8 @@ def _length_task(rng: random.Random, sizes: dict[str, int]) -> ProbeTask:
     per_bin = {split: n // len(LENGTH_BINS) for split, n in sizes.items()}
     need = sum(per_bin.values())
     if min(len(b) for b in by_bin) < need:
-        raise ValueError(f"Too few sentences for {need:,} per length bin.")
+        raise ValueError(f"The length task has {min(len(b) for b in by_bin):,} sentences in its smallest bin; "
+                         f"ask for fewer than {need:,} per bin.")
     parts: dict[str, list[tuple[str, int]]] = {split: [] for split in sizes}
     for b, sentences in enumerate(by_bin):
         picked = rng.sample(sentences, need)
@@ -124,7 +131,7 @@ def _bigram_task(rng: random.Random, sizes: dict[str, int]) -> ProbeTask:
     sentences = [s for s in _candidate_sentences() if swap_positions(s.split())]
     total = sum(sizes.values())
     examples = []
-    for k, sentence in enumerate(rng.sample(sentences, total)):
+    for k, sentence in enumerate(_sample(rng, sentences, total, "bigram-shift")):
         words = sentence.split()
         if k % 2:  # every other sentence gets one pair swapped
             i = rng.choice(swap_positions(words))
@@ -137,7 +144,7 @@ def _bigram_task(rng: random.Random, sizes: dict[str, int]) -> ProbeTask:
 
 def _topic_task(rng: random.Random, sizes: dict[str, int]) -> ProbeTask:
     rows = labelled_summaries()
-    picked = rng.sample(rows, sum(sizes.values()))
+    picked = _sample(rng, rows, sum(sizes.values()), "topic")
     texts, labels = _deal([(text, TOPIC_NAMES.index(topic)) for _, text, topic in picked], sizes)
     return ProbeTask("topic", TOPIC_NAMES, texts, labels)
 
