@@ -56,6 +56,9 @@ def test_bag_of_words_beats_the_majority_on_real_first_sentences(splits):
     bow = baselines.bag_of_words_baseline(small)
     majority = baselines.majority_baseline(small)
     assert bow.test_accuracy > majority.test_accuracy + 0.3
+    few = baselines.bag_of_words_baseline(small, max_per_topic=20)
+    assert few.note.endswith("220 training texts")  # 20 of each of the 11 topics
+    assert np.bincount(baselines.per_topic(small["train"], 20)["label"]).tolist() == [20] * 11
 
 
 def test_frozen_probe_scores_every_layer_for_each_pooling(splits, tokenizer):
