@@ -11,6 +11,7 @@ import torch
 from transformers import BertForMaskedLM, BertModel
 
 from bertdemo.finetune import layer_probes as lp
+from bertdemo.finetune import probe_tasks as pt
 from bertdemo.finetune.features import ActivationCache
 from bertdemo.finetune.sentences import split_sentences
 from bertdemo.finetune.topics import TOPIC_NAMES, labelled_summaries
@@ -25,6 +26,11 @@ def sentences() -> set[str]:
     return {s for summary in wiki_summaries() for s in split_sentences(summary)}
 
 
+@pytest.fixture(scope="module")
+def small_tasks() -> dict[str, pt.ProbeTask]:
+    return {name: pt.build_task(name, sizes=SMALL) for name in pt.TASKS}
+
+
 @pytest.fixture()
 def tiny_encoder():
     torch.manual_seed(0)
@@ -32,18 +38,18 @@ def tiny_encoder():
 
 
 def test_length_labels_are_the_bins_of_the_word_counts_balanced():
-    task = lp.build_task("length")
+    task = pt.build_task("length")
     assert {split: len(t) for split, t in task.texts.items()} == {"train": 600, "validation": 198, "test": 198}
     for split, texts in task.texts.items():
         for text, label in zip(texts, task.labels[split]):
-            lo, hi = lp.LENGTH_BINS[label]
+            lo, hi = pt.LENGTH_BINS[label]
             assert lo <= len(text.split()) <= hi
     assert np.bincount(task.labels["train"]).tolist() == [100] * 6
     assert task.label_names[0] == "5–7 words"
 
 
 def test_bigram_shift_swaps_one_pair_of_lowercase_words_in_half_the_sentences(sentences):
-    task = lp.build_task("bigram_shift")
+    task = pt.build_task("bigram_shift")
     texts, labels = task.texts["train"], task.labels["train"]
     assert len(texts) == 600 and 250 < labels.sum() < 350
     assert len(set(texts)) == len(texts)
@@ -53,27 +59,29 @@ def test_bigram_shift_swaps_one_pair_of_lowercase_words_in_half_the_sentences(se
             continue
         assert text not in sentences
         words = text.split()
-        restored = [" ".join(words[:i] + [words[i + 1], words[i]] + words[i + 2:]) for i in lp.swap_positions(words)]
+        restored = [" ".join(words[:i] + [words[i + 1], words[i]] + words[i + 2:]) for i in pt.swap_positions(words)]
         assert any(r in sentences for r in restored)  # one adjacent pair swapped back gives the original
-    assert lp.swap_positions("The cat sat on the mat.".split()) == [1, 2, 3]  # "the mat." ends in a stop
-    assert lp.swap_positions("He said it it was".split()) == [1, 3]  # "it it" would not change the sentence
+    assert pt.swap_positions("The cat sat on the mat.".split()) == [1, 2, 3]  # "the mat." ends in a stop
+    assert pt.swap_positions("He said it it was".split()) == [1, 3]  # "it it" would not change the sentence
 
 
-def test_topic_task_is_first_sentences_with_their_topic():
-    task = lp.build_task("topic", sizes=SMALL)
+def test_topic_task_is_first_sentences_with_their_topic(small_tasks):
+    task = small_tasks["topic"]
     truth = {text: topic for _, text, topic in labelled_summaries()}
     assert task.label_names == TOPIC_NAMES
     for split, texts in task.texts.items():
         assert [TOPIC_NAMES[y] for y in task.labels[split]] == [truth[t] for t in texts]
 
 
-def test_tasks_are_seeded_and_bounded():
-    assert lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts == lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts
-    assert lp.build_task("bigram_shift", seed=2, sizes=SMALL).texts != lp.build_task("bigram_shift", seed=1, sizes=SMALL).texts
+def test_tasks_are_seeded_and_bounded(small_tasks):
+    assert pt.build_task("topic", seed=0, sizes=SMALL).texts == small_tasks["topic"].texts
+    assert pt.build_task("topic", seed=1, sizes=SMALL).texts != small_tasks["topic"].texts
     with pytest.raises(ValueError, match="Unknown probe task"):
-        lp.build_task("depth")
+        pt.build_task("depth")
     with pytest.raises(ValueError, match="2 to 5,000"):
-        lp.build_task("topic", sizes={"train": 10**6})
+        pt.build_task("topic", sizes={"train": 10**6})
+    with pytest.raises(ValueError, match="9,033 examples to draw from"):
+        pt.build_task("topic", sizes={"train": 5000, "validation": 5000})
 
 
 def test_random_model_has_the_same_shape_seeded_weights_and_leaves_the_global_seed(tiny_encoder):
@@ -92,16 +100,16 @@ def test_random_model_has_the_same_shape_seeded_weights_and_leaves_the_global_se
     assert not torch.equal(a.state_dict()[w], tiny_encoder.state_dict()[w])
 
 
-def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, tokenizer):
+def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, tokenizer, small_tasks):
     cache = ActivationCache()
     heard: list[float] = []
     results = lp.probe_layers("tiny", tiny_encoder, tokenizer, cache, sizes=SMALL,
                               progress=lambda f, m: heard.append(f))
-    assert [r.task for r in results] == list(lp.TASKS)
+    assert [r.task for r in results] == list(pt.TASKS)
     assert [r.kind for r in results] == ["surface", "syntax", "semantics"]
     assert heard == sorted(heard) and heard[-1] == 1.0
     for r in results:
-        task = lp.build_task(r.task, sizes=SMALL)
+        task = small_tasks[r.task]
         top = np.bincount(task.labels["train"]).argmax()
         assert r.majority_accuracy == np.mean(task.labels["test"] == top)
         for scores in (r.model, r.random):
@@ -110,7 +118,7 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
         assert r.random.model_name == "tiny (random weights, seed 0)"
         assert r.n_train == len(task.texts["train"])
     topic = results[2]
-    counts = np.sort(np.bincount(lp.build_task("topic", sizes=SMALL).labels["train"]))
+    counts = np.sort(np.bincount(small_tasks["topic"].labels["train"]))
     assert counts[-1] > counts[-2]  # one most common topic, so the majority answer is defined
     assert topic.model.cls[0] == topic.random.cls[0] == topic.majority_accuracy  # layer 0's [CLS]: one vector for all
     assert len(cache) == 6  # each task's texts, for the model and for the control
@@ -142,5 +150,5 @@ def test_probe_checkpoints_follows_a_run(tmp_path, tokenizer):
 
 
 def test_the_literature_note_is_something_to_look_for():
-    assert "Jawahar et al. (2019" in lp.JAWAHAR_NOTE
-    assert all(word in lp.JAWAHAR_NOTE for word in ("surface", "middle", "semantic", "random-weight control"))
+    assert "Jawahar et al. (2019" in pt.JAWAHAR_NOTE
+    assert all(word in pt.JAWAHAR_NOTE for word in ("surface", "middle", "semantic", "random-weight control"))

@@ -69,9 +69,24 @@ def test_split_is_saved_once_and_the_same_seed_gives_the_same_rows(splits, tmp_p
 
 
 def test_class_balance_of_one_dataset():
-    from datasets import ClassLabel, Dataset, Features, Value
+    from datasets import ClassLabel, Dataset, Features
 
     ds = Dataset.from_dict({"label": [0, 0, 5]}, features=Features({"label": ClassLabel(names=list(topics.TOPIC_NAMES))}))
     balance = topics.class_balance(ds)
     assert list(balance) == ["all"]
     assert balance["all"]["Arts"] == 2 and balance["all"]["Mathematics"] == 1 and sum(balance["all"].values()) == 3
+
+
+def test_task_names_and_notes_load_without_torch():
+    """The page reads the topic names, the probe tasks and the literature note without loading torch."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, json, bertdemo.finetune.topics, bertdemo.finetune.probe_tasks\n"
+            "print(json.dumps(['torch' in sys.modules, 'datasets' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [False, False]

@@ -1,2 +1,12 @@
-"""Fine-tuning's data and yardsticks: the topic task built from the embedded Wikipedia summaries, its
-baselines, frozen-feature probes of every layer, and the layer-probe tasks ("which layer knows what")."""
+"""Fine-tuning's data and yardsticks (no gradio; the page wires these).
+
+* :mod:`~bertdemo.finetune.topics` (torch-free): the topic task — :func:`load_topic_splits`
+  ``(cache_dir, seed) -> DatasetDict``, :data:`TOPIC_NAMES`, :func:`class_balance`.
+* :mod:`~bertdemo.finetune.baselines`: landmarks from the same split — :func:`majority_baseline`,
+  :func:`bag_of_words_baseline`, :func:`frozen_probe` (every layer of a frozen model).
+* :mod:`~bertdemo.finetune.features`: :class:`ActivationCache`, every layer's pooled features per
+  (model, texts), bounded in bytes; :mod:`~bertdemo.finetune.linear_head`: the probes' softmax regression.
+* :mod:`~bertdemo.finetune.probe_tasks` (torch-free) and :mod:`~bertdemo.finetune.layer_probes`: "which
+  layer knows what" — length / bigram shift / topic probes of every layer with their controls
+  (:func:`probe_layers`), and across a pretraining run's checkpoints (:func:`probe_checkpoints`).
+"""

@@ -120,14 +120,27 @@ def _fit_bow(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float) -> tup
     return w.detach(), b.detach()
 
 
-def bag_of_words_baseline(splits: DatasetDict) -> Baseline:
-    """Logistic regression on the words each text contains (see the module notes)."""
-    train_texts = list(splits["train"]["text"])
+def per_topic(train, n: int):
+    """The first ``n`` rows of each label of ``train`` (a ``Dataset``), in their order."""
+    taken = [0] * train.features["label"].num_classes
+    keep = []
+    for i, label in enumerate(train["label"]):
+        if taken[label] < n:
+            taken[label] += 1
+            keep.append(i)
+    return train.select(keep)
+
+
+def bag_of_words_baseline(splits: DatasetDict, max_per_topic: int | None = None) -> Baseline:
+    """Logistic regression on the words each text contains (see the module notes), trained on the whole
+    training split or on its first ``max_per_topic`` examples of each topic."""
+    train = splits["train"] if max_per_topic is None else per_topic(splits["train"], max_per_topic)
+    train_texts = list(train["text"])
     counts = Counter(w for text in train_texts for w in set(words(text)))
     vocab = {w: i for i, w in enumerate(sorted(w for w, c in counts.items() if c >= BOW_MIN_COUNT))}
     n_classes = splits["train"].features["label"].num_classes
     x = _bow_matrix(train_texts, vocab)
-    y = torch.as_tensor(_labels(splits, "train"))
+    y = torch.as_tensor(np.asarray(train["label"], dtype=np.int64))
     xv, xt = (_bow_matrix(list(splits[s]["text"]), vocab) for s in ("validation", "test"))
     val_y, test_y = _labels(splits, "validation"), _labels(splits, "test")
     best = None

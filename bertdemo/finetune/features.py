@@ -35,7 +35,7 @@ Progress = Callable[[float, str], None]
 DEFAULT_CACHE_BYTES = 256 * 2**20
 MAX_TEXTS = 20_000
 MAX_TOKENS = 64
-BATCH_SIZE = 64
+BATCH_SIZE = 32
 POOLINGS = ("mean", "cls")
 
 

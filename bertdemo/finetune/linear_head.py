@@ -2,7 +2,7 @@
 
 Features are standardised with the training rows' mean and standard deviation (a feature constant
 over the training rows becomes 0); the weights start at
-zero and are trained full-batch with Adam on cross-entropy plus an L2 penalty, evaluated on the
+zero and are trained full-batch with Adam (numpy, float32) on cross-entropy plus an L2 penalty, evaluated on the
 validation rows every ``eval_every`` steps, stopped when validation accuracy has not improved for
 ``patience`` evaluations, and the best evaluation's weights are kept (early stopping). With no
 randomness anywhere, the same inputs give the same head. Inputs are numpy arrays (float features,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from threadpoolctl import ThreadpoolController
 
 L2 = 1e-3
 LEARNING_RATE = 0.05
@@ -50,10 +50,6 @@ def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float]:
     return float(np.mean(y_pred == y_true)), float(np.mean(f1s))
 
 
-def _tensor(x: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32)
-
-
 def train_linear_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
                       test_x: np.ndarray | None = None, test_y: np.ndarray | None = None,
                       n_classes: int | None = None, **options: float) -> HeadResult:
@@ -66,6 +62,11 @@ def train_linear_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarra
                               n_classes, **options)[0]
 
 
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.exp(logits - logits.max(-1, keepdims=True))
+    return z / z.sum(-1, keepdims=True)
+
+
 def train_linear_heads(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
                        test_x: np.ndarray | None = None, test_y: np.ndarray | None = None,
                        n_classes: int | None = None, l2: float = L2, lr: float = LEARNING_RATE,
@@ -73,60 +74,70 @@ def train_linear_heads(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarr
                        patience: int = PATIENCE) -> list[HeadResult]:
     """One head per leading index of ``train_x`` (k, n, d) — e.g. one per layer — on the same labels, trained
     together in one batched loop. Each head is standardised, stopped and scored on its own, so it comes
-    out exactly as :func:`train_linear_head` would give it alone."""
+    out exactly as :func:`train_linear_head` would give it alone. Plain numpy (float32), with numpy's
+    OpenBLAS held to one thread meanwhile: products this small gain nothing from threads, and on a busy
+    machine two spinning threads took 15 times the CPU time of one."""
+    with ThreadpoolController().select(internal_api="openblas").limit(limits=1):
+        return _train_heads(train_x, train_y, val_x, val_y, test_x, test_y, n_classes, l2, lr, max_steps,
+                            eval_every, patience)
+
+
+def _train_heads(train_x, train_y, val_x, val_y, test_x, test_y, n_classes, l2, lr, max_steps, eval_every,
+                 patience) -> list[HeadResult]:
     train_y = np.asarray(train_y, dtype=np.int64)
     val_y = np.asarray(val_y, dtype=np.int64)
     if len(train_y) == 0 or len(val_y) == 0:
         raise ValueError("The linear head needs training and validation rows.")
-    if np.asarray(train_x).ndim != 3 or len(train_x) != len(val_x) or np.asarray(train_x).shape[1] != len(train_y):
+    x = np.asarray(train_x, dtype=np.float32)
+    xv = np.asarray(val_x, dtype=np.float32)
+    if x.ndim != 3 or len(x) != len(xv) or x.shape[1] != len(train_y):
         raise ValueError("train_x must be (heads, rows, features) with one row per training label.")
     n_classes = int(n_classes or max(train_y.max(), val_y.max()) + 1)
-    x = _tensor(train_x)
-    mu = x.mean(1, keepdim=True)
-    sd = x.std(1, keepdim=True)
-    scale = torch.where(sd > 1e-6, 1.0 / sd.clamp_min(1e-6), 0.0)  # a constant feature stays 0, not rounding noise
+    mu = x.mean(1, keepdims=True)
+    sd = x.std(1, ddof=1, keepdims=True) if x.shape[1] > 1 else np.zeros_like(mu)
+    scale = np.where(sd > 1e-6, 1.0 / np.maximum(sd, 1e-6), 0.0).astype(np.float32)  # constant feature -> 0
     x = (x - mu) * scale
-    xv = (_tensor(val_x) - mu) * scale
-    k = x.shape[0]
-    y = torch.as_tensor(train_y).repeat(k)
-    w = torch.zeros(k, x.shape[2], n_classes, requires_grad=True)
-    b = torch.zeros(k, 1, n_classes, requires_grad=True)
-    opt = torch.optim.Adam([w, b], lr=lr)
+    xv = (xv - mu) * scale
+    xt_ = np.ascontiguousarray(np.swapaxes(x, 1, 2))  # (k, d, n) for the gradient
+    k, n, d = x.shape
+    onehot = np.eye(n_classes, dtype=np.float32)[train_y]  # (n, classes)
+    w = np.zeros((k, d, n_classes), dtype=np.float32)
+    b = np.zeros((k, 1, n_classes), dtype=np.float32)
+    m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
+    beta1, beta2, eps = 0.9, 0.999, 1e-8  # Adam, as torch.optim.Adam's defaults
     best_acc = np.full(k, -1.0)
     best_step = np.zeros(k, dtype=np.int64)
-    best_w = w.detach().clone()
-    best_b = b.detach().clone()
+    best_w, best_b = w.copy(), b.copy()
     since_best = np.zeros(k, dtype=np.int64)
     active = np.ones(k, dtype=bool)
-    with torch.enable_grad():
-        for step in range(1, max_steps + 1):
-            opt.zero_grad(set_to_none=True)
-            logits = torch.baddbmm(b, x, w)  # (k, n, classes)
-            # summed over heads: each head's gradient is its own loss's, as if trained alone
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, n_classes), y, reduction="sum") / len(train_y)
-            loss = loss + l2 * (w * w).sum()
-            loss.backward()
-            opt.step()
-            if step % eval_every and step != max_steps:
-                continue
-            with torch.no_grad():
-                acc = (torch.baddbmm(b, xv, w).argmax(2).numpy() == val_y).mean(1)
-                for h in np.flatnonzero(active):
-                    if acc[h] > best_acc[h]:
-                        best_acc[h], best_step[h], since_best[h] = acc[h], step, 0
-                        best_w[h] = w[h]
-                        best_b[h] = b[h]
-                    else:
-                        since_best[h] += 1
-                        active[h] = since_best[h] < patience
-            if not active.any():
-                break
+    for step in range(1, max_steps + 1):
+        err = (_softmax(x @ w + b) - onehot) / n  # d(mean cross-entropy)/d(logits), (k, n, classes)
+        g_w = xt_ @ err + 2 * l2 * w
+        g_b = err.sum(1, keepdims=True)
+        for p, g, m, v in ((w, g_w, m_w, v_w), (b, g_b, m_b, v_b)):
+            m *= beta1
+            m += (1 - beta1) * g
+            v *= beta2
+            v += (1 - beta2) * g * g
+            p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
+        if step % eval_every and step != max_steps:
+            continue
+        acc = ((xv @ w + b).argmax(2) == val_y).mean(1)
+        for h in np.flatnonzero(active):
+            if acc[h] > best_acc[h]:
+                best_acc[h], best_step[h], since_best[h] = acc[h], step, 0
+                best_w[h] = w[h]
+                best_b[h] = b[h]
+            else:
+                since_best[h] += 1
+                active[h] = since_best[h] < patience
+        if not active.any():
+            break
+    val_pred = (xv @ best_w + best_b).argmax(2)
+    test_pred = None
+    if test_x is not None and test_y is not None:
+        test_pred = (((np.asarray(test_x, dtype=np.float32) - mu) * scale) @ best_w + best_b).argmax(2)
     results = []
-    with torch.no_grad():
-        val_pred = torch.baddbmm(best_b, xv, best_w).argmax(2).numpy()
-        test_pred = None
-        if test_x is not None and test_y is not None:
-            test_pred = torch.baddbmm(best_b, (_tensor(test_x) - mu) * scale, best_w).argmax(2).numpy()
     for h in range(k):
         val_acc, val_f1 = scores(val_y, val_pred[h])
         test_acc, test_f1 = (float("nan"), float("nan")) if test_pred is None else scores(np.asarray(test_y), test_pred[h])
