@@ -29,7 +29,7 @@ from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.common import labelled_choices, visitor_of
+from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
@@ -368,7 +368,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 yield run_curves.status_markdown(snap)
             yield status_text()
         except ValueError as exc:
-            raise gr.Error(str(exc), duration=None) from exc
+            raise gr.Error(toast_text(str(exc)), duration=None) from exc
 
     def set_probe_api(text: str, owner_token: str = "", expected: str = "") -> str:
         """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token);

@@ -86,10 +86,32 @@ def check_value(endpoint: str | None, parameter: str, value: Any, limit: int | N
             raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {MAX_STRUCT_CHARS:,}.")
 
 
+TEXT_HINTS = (str, str | None)
+NUMBER_HINTS = (int, float, int | None, float | None)
+
+
+def check_type(parameter: str, hint: Any, value: Any) -> None:
+    """ValueError when ``value`` (not None) is not of the plain kind the handler declares for ``parameter``
+    (text, a number): an API call may send any JSON, and a wrong kind must get a sentence, not a traceback."""
+    if value is None:  # a cleared box; the handler says what it needs
+        return
+    if hint in TEXT_HINTS and not isinstance(value, str):
+        raise ValueError(f"{parameter} must be text, got {_kind(value)}.")
+    if hint in NUMBER_HINTS and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError(f"{parameter} must be a number, got {_kind(value)}.")
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words (never the value itself)."""
+    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list",
+            dict: "an object", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
 def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = frozenset()) -> Callable:
     """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain);
     ``server_side``: parameters fed by a ``gr.State`` (the server's own values, not a visitor's)."""
     signature = inspect.signature(fn)
+    hints = gr.utils.get_type_hints(fn)
 
     def check(args: tuple, kwargs: dict) -> None:
         try:
@@ -100,6 +122,7 @@ def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = f
             if name in server_side:
                 continue
             try:
+                check_type(name, hints.get(name), value)
                 check_value(endpoint, name, value)
             except ValueError as exc:
                 raise gr.Error(str(exc), duration=None) from None
