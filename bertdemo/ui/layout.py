@@ -81,7 +81,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
             load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
-    guard_events(demo)  # size before work: every handler's inputs checked against their declared limits
+    guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     return demo
 

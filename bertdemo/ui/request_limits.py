@@ -18,6 +18,7 @@ import math
 from typing import Any, Callable
 
 import gradio as gr
+from gradio_client.utils import is_http_url_like
 
 from bertdemo.explore import input_limits
 from bertdemo.models.load_errors import MAX_NAME_CHARS
@@ -177,9 +178,27 @@ def _parameter_names(fn: Callable) -> list[str]:
             and hints.get(name) not in (gr.Request, gr.Request | None) and not isinstance(p.default, gr.Progress)]
 
 
-def guard_events(demo: gr.Blocks) -> int:
+URL_REFUSED = ("A file here must be uploaded to this server (the Upload button, or the API's upload route); "
+               "a web address is not fetched.")
+
+
+def _uploads_only(move: Callable) -> Callable:
+    """A component's ``async_move_resource_to_block_cache`` that refuses a web address: gradio would fetch
+    it into its cache before any handler runs, with no size cap and outside the door's upload budget."""
+
+    @functools.wraps(move)
+    async def guarded(url_or_file_path, *args, **kwargs):
+        if isinstance(url_or_file_path, str) and is_http_url_like(url_or_file_path):  # gradio's own test for a URL
+            raise gr.Error(URL_REFUSED, duration=None)
+        return await move(url_or_file_path, *args, **kwargs)
+
+    return guarded
+
+
+def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     """Wrap every event handler of ``demo`` (API or page) with the size checks, and the inputs' own
-    preprocessing too (so not even gradio's parsing sees an oversized value); how many handlers were wrapped."""
+    preprocessing too (so not even gradio's parsing sees an oversized value); on a ``public`` server an
+    input's file given as a web address is refused before gradio fetches it. How many handlers were wrapped."""
     wrapped = 0
     limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
     for block_fn in demo.fns.values():
@@ -201,4 +220,9 @@ def guard_events(demo: gr.Blocks) -> int:
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True
+    inputs = {c._id: c for f in demo.fns.values() for c in f.inputs if not isinstance(c, gr.State)}
+    for component in inputs.values() if public else ():  # every input, named parameter or ``*values``
+        if not getattr(component, "__bertdemo_uploads_only__", False):
+            component.async_move_resource_to_block_cache = _uploads_only(component.async_move_resource_to_block_cache)
+            component.__bertdemo_uploads_only__ = True
     return wrapped
