@@ -50,10 +50,11 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
         except gr.Error:
             raise
         except ValueError as exc:
-            raise gr.Error(toast_text(str(exc)), duration=None) from exc
+            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc  # not a fault
         except Exception as exc:  # noqa: BLE001 - the page must get an answer, never a hung spinner
             log.exception("Handler %s failed", fn.__name__)
-            raise gr.Error(toast_text(unexpected_error_message(exc, public)), duration=None) from exc
+            raise gr.Error(toast_text(unexpected_error_message(exc, public)), duration=None,
+                           print_exception=False) from exc  # logged once, above
 
     return wrapper
 
@@ -175,7 +176,7 @@ def model_status(store: ModelStore, public: bool = False) -> Callable:
             loaded = store.get(requested, progress=progress_callback(progress))
         except ValueError as exc:
             if not last:
-                raise gr.Error(toast_text(str(exc)), duration=None) from exc
+                raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
             still = store.get(last)
             status = (f"⚠️ **{literal(requested)}** could not load: {toast_text(str(exc))}  \n"
                       f"Still answering: **{availability.answered_by(last, still)}**")

@@ -368,7 +368,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 yield run_curves.status_markdown(snap)
             yield status_text()
         except ValueError as exc:
-            raise gr.Error(toast_text(str(exc)), duration=None) from exc
+            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
 
     def set_probe_api(text: str, owner_token: str = "", expected: str = "") -> str:
         """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token);

@@ -126,7 +126,7 @@ def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = f
                 check_type(name, hints.get(name), value)
                 check_value(endpoint, name, value)
             except ValueError as exc:
-                raise gr.Error(str(exc), duration=None) from None
+                raise gr.Error(str(exc), duration=None, print_exception=False) from None
 
     if inspect.isasyncgenfunction(fn):
         @functools.wraps(fn)
@@ -163,7 +163,7 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
         try:
             check_value(None, parameter, payload, limit)
         except ValueError as exc:
-            raise gr.Error(str(exc), duration=None) from None
+            raise gr.Error(str(exc), duration=None, print_exception=False) from None
         return preprocess(payload, *args, **kwargs)
 
     return guarded
@@ -189,16 +189,25 @@ def _uploads_only(move: Callable) -> Callable:
     @functools.wraps(move)
     async def guarded(url_or_file_path, *args, **kwargs):
         if isinstance(url_or_file_path, str) and is_http_url_like(url_or_file_path):  # gradio's own test for a URL
-            raise gr.Error(URL_REFUSED, duration=None)
+            raise gr.Error(URL_REFUSED, duration=None, print_exception=False)
         return await move(url_or_file_path, *args, **kwargs)
 
     return guarded
 
 
+def input_count_check(block_fn: Any, inputs: list) -> None:
+    """Gradio's check that an event got all its inputs (``Blocks.validate_inputs``), saying how many:
+    gradio's own message lists every received value in full and is printed to the server log, so a
+    client sending megabytes with one input missing wrote them all to the log."""
+    if len(inputs) < len(block_fn.inputs):
+        raise ValueError(f"An event handler ({block_fn.name}) got {len(inputs)} of its {len(block_fn.inputs)} inputs.")
+
+
 def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     """Wrap every event handler of ``demo`` (API or page) with the size checks, and the inputs' own
     preprocessing too (so not even gradio's parsing sees an oversized value); on a ``public`` server an
-    input's file given as a web address is refused before gradio fetches it. How many handlers were wrapped."""
+    input's file given as a web address is refused before gradio fetches it; a missing input is reported
+    without echoing the others (:func:`input_count_check`). How many handlers were wrapped."""
     wrapped = 0
     limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
     for block_fn in demo.fns.values():
@@ -220,6 +229,7 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True
+    demo.validate_inputs = input_count_check  # no echo of the inputs into the log
     inputs = {c._id: c for f in demo.fns.values() for c in f.inputs if not isinstance(c, gr.State)}
     for component in inputs.values() if public else ():  # every input, named parameter or ``*values``
         if not getattr(component, "__bertdemo_uploads_only__", False):
