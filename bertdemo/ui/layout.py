@@ -70,7 +70,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
-            pretrain_tab.build(ctx, model_box)
+            pretrain_tab.build(ctx, model_box, demo)
         deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
 
         last_loaded = gr.State(None)
