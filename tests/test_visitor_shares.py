@@ -34,17 +34,20 @@ def _small_app(rules: TrafficRules) -> gr.Blocks:
     return demo
 
 
-def _join(demo: gr.Blocks, visitor: str, session: str):
+async def _join(demo: gr.Blocks, visitor: str, session: str | None):
+    """Join the queue as ``visitor``; the answer, and the session gradio keeps the event's state under
+    (an API call that names none gets one made by gradio)."""
     body = PredictBodyInternal(data=["hi"], fn_index=0, session_hash=session)
-    return demo._queue.push(body=body, request=_request(visitor), username=None)
+    answer = await demo._queue.push(body=body, request=_request(visitor), username=None)
+    return answer, body.session_hash
 
 
 def test_one_visitors_flood_is_told_to_wait_while_others_are_queued():
     demo = _small_app(TrafficRules(queue_per_visitor=3))
 
     async def scenario():
-        flood = [await _join(demo, "10.0.0.1", f"f{i}") for i in range(5)]
-        other = await _join(demo, "10.0.0.2", "o1")
+        flood = [(await _join(demo, "10.0.0.1", f"f{i}"))[0] for i in range(5)]
+        other = (await _join(demo, "10.0.0.2", "o1"))[0]
         return flood, other
 
     flood, other = asyncio.run(scenario())  # the queue is not started: every joined event stays waiting
@@ -62,12 +65,15 @@ def test_a_client_opening_a_session_per_call_drops_its_own_oldest_sessions_only(
     async def scenario():
         await _join(demo, "10.0.0.2", "learner")
         holder["learner"]  # what running the event does: gradio keeps the page's state for the session
+        made = []
         for i in range(6):
-            await _join(demo, "10.0.0.1", f"api-{i}")
-            holder[f"api-{i}"]
+            _, session = await _join(demo, "10.0.0.1", f"api-{i}" if i % 2 else None)  # REST calls name none
+            holder[session]
+            made.append(session)
+        return made
 
-    asyncio.run(scenario())
-    assert list(holder.session_data) == ["learner", "api-4", "api-5"]
+    made = asyncio.run(scenario())
+    assert list(holder.session_data) == ["learner", *made[-2:]] and made[-1] == "api-5"
 
 
 def test_page_sessions_stay_within_the_stated_memory(tmp_path):

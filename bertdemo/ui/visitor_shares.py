@@ -66,7 +66,9 @@ def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
                           if event.request is not None and event.request.headers.get(VISITOR_HEADER) == visitor)
             if waiting >= rules.queue_per_visitor:
                 return False, busy_message(waiting, rules.queue_per_visitor), "queue_full"
-        remember(visitor, getattr(body, "session_hash", None))
-        return await push(body=body, request=request, username=username)
+        answer = await push(body=body, request=request, username=username)
+        if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
+            remember(visitor, getattr(body, "session_hash", None))
+        return answer
 
     queue.push = limited_push
