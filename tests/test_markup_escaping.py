@@ -152,3 +152,15 @@ def test_a_deep_links_warning_shows_the_bad_value_as_typed(tmp_path):
     assert len(messages) == 1, [str(w.message) for w in shown]
     page = parsed(messages[0])
     assert page.tags == [] and "<img src=x>" in "".join(page.text), messages[0]
+
+
+def test_the_model_status_line_shows_a_model_name_that_failed_as_typed(tmp_path, tiny_mlm_dir):
+    """``⚠️ **{name}** could not load`` put a typed model name into the status Markdown raw."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui.common import model_status
+
+    ctx = AppContext.for_tests(tmp_path, default_model=str(tiny_mlm_dir))
+    on_change = model_status(ctx.models)
+    status, *_ = on_change(f"embedded/{SVG}", str(tiny_mlm_dir))
+    assert "could not load" in status
+    assert_inert_markdown(status)
