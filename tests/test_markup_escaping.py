@@ -164,3 +164,11 @@ def test_the_model_status_line_shows_a_model_name_that_failed_as_typed(tmp_path,
     status, *_ = on_change(f"embedded/{SVG}", str(tiny_mlm_dir))
     assert "could not load" in status
     assert_inert_markdown(status)
+
+
+def test_words_a_visitor_typed_label_the_charts_as_typed(tiny_loaded):
+    """Target words (Fill-Mask) label Plotly bars, where Plotly reads <a href> and <span style>."""
+    word = "<b>x</b>"
+    result = predict(tiny_loaded, "The cat [MASK].", targets=word)
+    labels = [y for trace in bars.fill_mask_figure(result.masks).data for y in (trace.y or [])]
+    assert not [label for label in labels if "<b>" in str(label)], labels

@@ -19,7 +19,7 @@ from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
 from bertdemo.viz.grid import Grid, grid
 from bertdemo.viz.style import COLORBAR_PX, TEMPLATE, labels_px
-from bertdemo.viz.text import Code, html_code, literal, md_table
+from bertdemo.viz.text import Code, html_code, literal, md_table, plotly_text
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
 _ROW_PX = 18
@@ -297,7 +297,7 @@ def lens_markdown(result: LogitLensResult) -> str:
 
 def loss_figure(result: MlmLossResult) -> go.Figure:
     """−log p per mask, with the mean (the MLM loss) and ln(V), the loss of a uniform guess."""
-    labels = [f"#{m.number} {m.word}" for m in result.masks]
+    labels = [plotly_text(f"#{m.number} {m.word}") for m in result.masks]  # words the visitor typed
     values = [m.neg_log_prob for m in result.masks]
     def level(y: float, text: str, dash: str, color: str, at_right: bool) -> tuple[dict, dict]:
         """A dashed line across the chart at ``y`` and its label (at the line's left end, below it, or at its
