@@ -42,9 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--max-upload-mb", type=float, default=20.0, help="largest uploaded file")
     traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event")
     traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
-    traffic.add_argument("--queue-per-visitor", type=int, default=16,
-                         help="requests one visitor may have waiting or running at once (0: no limit); visitors "
-                              "behind one address (a classroom's NAT) share it")
+    traffic.add_argument("--queue-per-visitor", type=int, default=None,
+                         help="requests one visitor may have waiting or running at once (0: no limit; default 16 "
+                              "in public mode, else 0); visitors behind one address (a classroom's NAT) share it")
     traffic.add_argument("--max-sessions", type=int, default=500,
                          help="page sessions whose state is kept (about 0.6 MB each; the oldest is dropped)")
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
@@ -58,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--keep-checkpoints must be at least 1")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
         parser.error("--trusted-proxies must be between 0 and 8")
-    if args.queue_per_visitor < 0 or args.max_sessions < 1:
+    if (args.queue_per_visitor or 0) < 0 or args.max_sessions < 1:
         parser.error("--queue-per-visitor must be 0 or more and --max-sessions at least 1")
     for pair in args.auth:
         if ":" not in pair or not pair.split(":", 1)[0]:
@@ -97,7 +97,8 @@ def settings_from_args(args: argparse.Namespace):
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=get_upload_folder(),
         trusted_proxies=trusted_proxies(args),
-        shares={"queue_per_visitor": args.queue_per_visitor, "max_sessions": args.max_sessions},
+        shares={"max_sessions": args.max_sessions} | (
+            {} if args.queue_per_visitor is None else {"queue_per_visitor": args.queue_per_visitor}),
     )
 
 

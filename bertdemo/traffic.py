@@ -56,12 +56,14 @@ class TrafficRules:
     @classmethod
     def for_server(cls, public: bool, max_upload_bytes: int, trusted_proxies: int = 0, **shares: int) -> TrafficRules:
         """A public server budgets uploads per visitor and in all; localhost only caps request sizes.
-        ``shares``: ``queue_per_visitor``, ``sessions_per_visitor``, ``max_sessions`` where not the defaults."""
+        ``shares``: ``queue_per_visitor`` (default: none locally, where a benchmark's clients are all one
+        address), ``sessions_per_visitor``, ``max_sessions`` where not the defaults."""
         per_request = max_upload_bytes + 2**20
         if public:
             return cls(max_upload_request_bytes=per_request, trusted_proxies=trusted_proxies, **shares)
         return cls(max_upload_request_bytes=per_request, upload_bytes_per_client_hour=NO_CAP,
-                   upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies, **shares)
+                   upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies,
+                   **({"queue_per_visitor": 0} | shares))
 
 
 class UploadBudget:

@@ -96,6 +96,8 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
     assert calls["launch"]["state_session_capacity"] == 300  # page sessions kept, ~0.6 MB each
     assert calls["ctx"].settings.traffic.queue_per_visitor == 5
+    assert app.settings_from_args(app.parse_args(["--public"])).traffic.queue_per_visitor == 16
+    assert app.settings_from_args(app.parse_args([])).traffic.queue_per_visitor == 0  # a local benchmark's clients
     assert calls["demo"]._queue.push.__name__ == "limited_push"  # each visitor's share of the queue
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
     assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…
