@@ -42,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--max-upload-mb", type=float, default=20.0, help="largest uploaded file")
     traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event")
     traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
+    traffic.add_argument("--queue-per-visitor", type=int, default=None,
+                         help="requests one visitor may have waiting or running at once (0: no limit; default 16 "
+                              "in public mode, else 0); visitors behind one address (a classroom's NAT) share it")
+    traffic.add_argument("--max-sessions", type=int, default=500,
+                         help="page sessions whose state is kept (about 0.6 MB each; the oldest is dropped)")
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
                          help="require this login (repeatable)")
     traffic.add_argument("--trusted-proxies", type=int, default=None, metavar="N",
@@ -53,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--keep-checkpoints must be at least 1")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
         parser.error("--trusted-proxies must be between 0 and 8")
+    if (args.queue_per_visitor or 0) < 0 or args.max_sessions < 1:
+        parser.error("--queue-per-visitor must be 0 or more and --max-sessions at least 1")
     for pair in args.auth:
         if ":" not in pair or not pair.split(":", 1)[0]:
             parser.error(f"--auth takes user:password, got {pair.split(':', 1)[0]!r}…")
@@ -90,6 +97,8 @@ def settings_from_args(args: argparse.Namespace):
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
+        shares={"max_sessions": args.max_sessions} | (
+            {} if args.queue_per_visitor is None else {"queue_per_visitor": args.queue_per_visitor}),
     )
 
 
@@ -97,12 +106,16 @@ def configure_environment(args: argparse.Namespace) -> None:
     """What the Hugging Face libraries and gradio read once, when first imported: set before that.
 
     ``--offline`` sets ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``/``HF_DATASETS_OFFLINE`` (and no
-    gradio analytics); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
+    gradio analytics); uvicorn trusts no forwarding header (``FORWARDED_ALLOW_IPS``, see the code); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
     gradio's import skips the stub rewriting it does for its own developers (``bertdemo/gradio_import.py``).
     """
     from bertdemo.models.hub import OFFLINE_ENV  # standard library only
     from bertdemo.gradio_import import skip_stub_rewrites
 
+    # Who a visitor is follows --trusted-proxies only (bertdemo/traffic.py). uvicorn, as gradio starts it,
+    # would otherwise replace a loopback peer's address with its X-Forwarded-For before the door reads it,
+    # so any client of a same-host forwarder (ssh -L, socat) could pose as many visitors.
+    os.environ["FORWARDED_ALLOW_IPS"] = ""
     if args.offline:
         os.environ.update(OFFLINE_ENV)
         os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -132,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     from starlette.middleware import Middleware
 
     from bertdemo.traffic import RequestLimits
+    from bertdemo.ui.visitor_shares import share_per_visitor
 
     ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
     left = ctx.runs.clean_leftovers()  # runs that never saved, interrupted checkpoint writes
@@ -140,10 +154,12 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio
-    demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue).launch(
+    demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
+    share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
+    demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [door]},
+        app_kwargs={"middleware": [door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
     )
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.

@@ -125,11 +125,12 @@ class ServerSettings:
               disk_budget_gb: float | None = None, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
               limits: Limits | None = None, allowed: tuple[str, ...] = (), cache_dir: str | Path | None = None,
               admin_token: str | None = None, upload_dir: str | Path | None = None, trusted_proxies: int = 0,
-              **rest) -> ServerSettings:
+              shares: dict[str, int] | None = None, **rest) -> ServerSettings:
         """Settings from plain values (the command line's, or a test's); the disk budget defaults to
         10 GB in public mode and no cap locally, and counts ``upload_dir`` (the web server's upload folder)
         too; ``admin_token`` None is none (app.py reads ``$BERTDEMO_ADMIN_TOKEN``); ``trusted_proxies``: see
-        :func:`bertdemo.traffic.visitor_address`."""
+        :func:`bertdemo.traffic.visitor_address`; ``shares``: a visitor's share of the queue and of page
+        sessions (:class:`bertdemo.traffic.TrafficRules` fields)."""
         runs = Path(runs_dir)
         cache = Path(cache_dir) if cache_dir is not None else storage.cache_root() / "blocks"
         budget_gb = disk_budget_gb if disk_budget_gb is not None else (DEFAULT_PUBLIC_DISK_GB if public else None)
@@ -144,5 +145,5 @@ class ServerSettings:
             rest["default_model"] = served_name(rest["default_model"])  # the page names it, never its folder
         token = admin_token or ""
         upload = int(rest.get("max_upload_bytes", cls.max_upload_bytes))
-        rest.setdefault("traffic", TrafficRules.for_server(public, upload, trusted_proxies))
+        rest.setdefault("traffic", TrafficRules.for_server(public, upload, trusted_proxies, **(shares or {})))
         return cls(runs_dir=runs, cache_dir=cache, disk=disk, public=rules, admin_token=token, **rest)

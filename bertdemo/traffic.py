@@ -48,15 +48,22 @@ class TrafficRules:
     upload_bytes_per_hour: int = 2 * 2**30  # every client together
     window_s: float = 3600.0
     trusted_proxies: int = 0  # reverse proxies in front of this server that append to X-Forwarded-For
+    # shares of one visitor (bertdemo/ui/visitor_shares.py); 0 = no limit
+    queue_per_visitor: int = 16  # events waiting or running at once
+    sessions_per_visitor: int = 32  # page sessions kept (each ~0.6 MB of gradio state)
+    max_sessions: int = 500  # page sessions kept in all (gradio's state_session_capacity): ~300 MB at most
 
     @classmethod
-    def for_server(cls, public: bool, max_upload_bytes: int, trusted_proxies: int = 0) -> TrafficRules:
-        """A public server budgets uploads per visitor and in all; localhost only caps request sizes."""
+    def for_server(cls, public: bool, max_upload_bytes: int, trusted_proxies: int = 0, **shares: int) -> TrafficRules:
+        """A public server budgets uploads per visitor and in all; localhost only caps request sizes.
+        ``shares``: ``queue_per_visitor`` (default: none locally, where a benchmark's clients are all one
+        address), ``sessions_per_visitor``, ``max_sessions`` where not the defaults."""
         per_request = max_upload_bytes + 2**20
         if public:
-            return cls(max_upload_request_bytes=per_request, trusted_proxies=trusted_proxies)
+            return cls(max_upload_request_bytes=per_request, trusted_proxies=trusted_proxies, **shares)
         return cls(max_upload_request_bytes=per_request, upload_bytes_per_client_hour=NO_CAP,
-                   upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies)
+                   upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies,
+                   **({"queue_per_visitor": 0} | shares))
 
 
 class UploadBudget:

@@ -62,9 +62,16 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
         monkeypatch.setenv(var, "1")
     calls = {}
 
+    class FakeQueue:
+        event_ids_to_events: dict = {}
+
+        async def push(self, body, request, username):
+            return True, "event", "success"
+
     class FakeDemo:
         def queue(self, **kw):
             calls["queue"] = kw
+            self._queue = FakeQueue()
             return self
 
         def launch(self, **kw):
@@ -76,15 +83,22 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
 
     def fake_build_app(ctx):
         calls["ctx"] = ctx
-        return FakeDemo()
+        calls["demo"] = FakeDemo()
+        return calls["demo"]
 
     monkeypatch.delenv("SPACE_ID", raising=False)
     monkeypatch.setattr(bertdemo.ui, "build_app", fake_build_app)
     monkeypatch.setattr(LogicLoader, "start", lambda self, warm_up=None: calls.setdefault("loader", warm_up))
     monkeypatch.setattr(app, "_save_runs_on_shutdown", lambda ctx: calls.setdefault("saves on shutdown", ctx))
     app.main(["--offline", "--public", "--runs-dir", str(tmp_path), "--auth", "ann:pw", "--concurrency", "2",
-              "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100"])
+              "--max-queue", "10", "--max-upload-mb", "5", "--max-steps", "100", "--queue-per-visitor", "5",
+              "--max-sessions", "300"])
     assert calls["queue"] == {"default_concurrency_limit": 2, "max_size": 10}
+    assert calls["launch"]["state_session_capacity"] == 300  # page sessions kept, ~0.6 MB each
+    assert calls["ctx"].settings.traffic.queue_per_visitor == 5
+    assert app.settings_from_args(app.parse_args(["--public"])).traffic.queue_per_visitor == 16
+    assert app.settings_from_args(app.parse_args([])).traffic.queue_per_visitor == 0  # a local benchmark's clients
+    assert calls["demo"]._queue.push.__name__ == "limited_push"  # each visitor's share of the queue
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
     assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…
     assert not calls["loader started before launch"] and callable(calls["loader"])  # …the logic loads after

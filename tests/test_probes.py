@@ -103,3 +103,25 @@ def test_a_new_own_probe_starts_its_track_and_a_long_run_keeps_its_whole_span():
     snap = buffer.snapshot()
     assert len(snap.probe_steps) <= PROBE_POINTS and snap.probe_steps[0] == 0 and snap.probe_steps[-1] == PROBE_POINTS + 4
     assert snap.probe_tracks[0]["ranks"][-1] == PROBE_POINTS + 4 and len(snap.probe_tracks[0]["ranks"]) == len(snap.probe_steps)
+
+
+def test_a_line_break_in_a_probe_is_refused_and_never_splits_the_csv_header():
+    """A bare CR in the probe put unquoted lines (``=cmd|…``, ``@SUM(…)``) into the metrics CSV's header."""
+    import csv
+    import io
+
+    from bertdemo.pretrain.config import validate_probe_text
+
+    hostile = "Paris is the [MASK] of France.\r=cmd|' /C calc'!A0\r@SUM(1+1)"
+    for bad in (hostile, "a [MASK]\nb", "a [MASK]\u2028b", "a [MASK]\x00b"):
+        with pytest.raises(ValueError, match="one line of printable text"):
+            validate_probe_text(bad)
+    assert validate_probe_text("  Il était [MASK] à Paris – 東京.  ") == "Il était [MASK] à Paris – 東京."
+    buffer = MetricsBuffer()  # a run that kept such a probe before it was refused
+    buffer.log_probe_ranks(0, [(hostile, "capital", True, [("x", 0.5)], 900)])
+    buffer.log_probe_ranks(10, [(hostile, "capital", True, [("x", 0.5)], 7)])
+    text = metrics_csv(buffer.snapshot())
+    rows = list(csv.reader(io.StringIO(text)))
+    assert len(text.splitlines()) == len(rows) == 3 and {len(r) for r in rows} == {len(rows[0])}
+    assert rows[0][-1] == "rank of 'capital' in 'Paris is the [MASK] of France. =cmd|' /C calc'!A0 @SUM(1+1)'"
+    assert [r[-1] for r in rows[1:]] == ["900", "7"]

@@ -79,3 +79,34 @@ def test_every_parameter_of_every_endpoint_of_the_app_is_bounded(tmp_path):
                 assert name in err.value.message and "word word" not in err.value.message
             checked += 1
     assert checked >= 60  # every endpoint's parameters (the app has about thirty endpoints)
+
+
+def test_a_wrong_kind_of_value_gets_a_sentence_not_an_internal_error(tmp_path):
+    """An API call may send any JSON: a number where a model name or token goes answered "Something went
+    wrong: AttributeError: 'int' object has no attribute 'strip'" (and an int owner token started a run)."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+    from bertdemo.ui.request_limits import NUMBER_HINTS, TEXT_HINTS
+
+    demo = build_app(AppContext.for_tests(tmp_path, public=True))
+    checked = set()
+    for block_fn in demo.fns.values():
+        if not block_fn.api_name or block_fn.fn is None:
+            continue
+        hints = gr.utils.get_type_hints(block_fn.fn)
+        names = [n for n, p in inspect.signature(block_fn.fn).parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        for component, name in zip(block_fn.inputs, names):
+            hint = hints.get(name)
+            if isinstance(component, gr.State):  # the server's own values, not a visitor's
+                continue
+            wrong = 123 if hint in TEXT_HINTS else ["1"] if hint in NUMBER_HINTS else None
+            if wrong is None:
+                continue
+            with pytest.raises(gr.Error) as err:
+                result = block_fn.fn(**{name: wrong})
+                list(result) if inspect.isgenerator(result) else None
+            kind = "text" if hint in TEXT_HINTS else "a number"
+            assert err.value.message == f"{name} must be {kind}, got {'a number' if wrong == 123 else 'a list'}."
+            checked.add((block_fn.api_name, name))
+    assert {("start_run", "owner_token"), ("fill_mask", "model"), ("stop_run", "owner_token")} <= checked
+    assert len(checked) >= 40

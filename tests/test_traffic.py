@@ -146,3 +146,34 @@ def test_a_local_server_only_caps_request_sizes():
     assert (local.trusted_proxies, public.trusted_proxies) == (0, 1)
     assert local.max_upload_request_bytes == public.max_upload_request_bytes == 21 * 2**20
     assert local.upload_bytes_per_client_hour > 2**40 and public.upload_bytes_per_client_hour == 200 * 2**20
+
+
+def test_a_loopback_client_cannot_pose_as_another_visitor_through_the_server_gradio_starts(monkeypatch):
+    """uvicorn (as gradio starts it: ``uvicorn.Config(app=…)``, proxy headers on) trusted X-Forwarded-For
+    from 127.0.0.1 and rewrote the peer before the door read it: 6 runs past a quota of 3 from one client.
+    The app's environment makes the visitor follow ``--trusted-proxies`` only."""
+    import asyncio
+
+    import uvicorn
+
+    import app
+
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")  # uvicorn's default; put back after the test
+    app.configure_environment(app.parse_args([]))
+
+    def visitor_seen(rules: TrafficRules, peer: str, forwarded: str) -> str:
+        seen = []
+
+        async def inner(scope, receive, send):
+            seen.append(dict(scope["headers"])[VISITOR_HEADER.encode()].decode())
+
+        config = uvicorn.Config(app=RequestLimits(inner, rules=rules), log_level="warning")
+        config.load()
+        scope = {"type": "http", "method": "GET", "path": "/", "client": (peer, 5555), "query_string": b"",
+                 "headers": [(b"x-forwarded-for", forwarded.encode())]}
+        asyncio.run(config.loaded_app(scope, None, None))
+        return seen[0]
+
+    assert visitor_seen(RULES, "127.0.0.1", "10.0.0.6") == "127.0.0.1"
+    assert visitor_seen(RULES, "::1", "10.0.0.6") == "::1"
+    assert visitor_seen(BEHIND_A_PROXY, "127.0.0.1", "10.0.0.6, 203.0.113.5") == "203.0.113.5"

@@ -66,3 +66,24 @@ def test_a_run_is_refused_before_it_starts_when_its_checkpoints_do_not_fit(tmp_p
     assert budget.check_disk(cfg, tmp_path, DiskRules(1, cap, (tmp_path,))) == one
     with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
         budget.check_disk(cfg, tmp_path, DiskRules(2, cap, (tmp_path,)))
+
+
+def test_a_public_server_refuses_a_web_address_as_a_file_before_gradio_fetches_it(tmp_path):
+    """A file input given ``{"path": "https://…"}`` was downloaded by gradio into its cache before any
+    handler ran: no size cap, outside the upload budget. A public server refuses it."""
+    import asyncio
+
+    import gradio as gr
+    from gradio import processing_utils
+
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+    from bertdemo.ui.request_limits import URL_REFUSED
+
+    demo = build_app(AppContext.for_tests(tmp_path, public=True))
+    upload = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "pt-upload")
+    for url in ("https://example.com/big.txt", "http://203.0.113.9/x.txt"):
+        payload = {"path": url, "url": url, "orig_name": "big.txt", "meta": {"_type": "gradio.FileData"}}
+        with pytest.raises(gr.Error) as refused:
+            asyncio.run(processing_utils.async_move_files_to_cache(payload, upload, check_in_upload_folder=True))
+        assert refused.value.message == URL_REFUSED

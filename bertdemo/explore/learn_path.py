@@ -21,6 +21,7 @@ from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
 from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
+from bertdemo.viz.text import html_code as shown, literal
 
 RATE_DRAWS = 2000  # the 80/10/10 step's draws of the sentence's mask
 EPOCHS, STATIC_COPIES = 40, 10  # the original BERT: about 40 epochs over 10 masked copies
@@ -58,7 +59,7 @@ def hide_word(tokenizer, text: str) -> tuple[str, str]:
 
 
 def _ids_preview(tokens: list[str], values: list, limit: int = 16) -> str:
-    pairs = [f"`{t}` {v}" for t, v in zip(tokens, values)]
+    pairs = [f"{shown(t)} {v}" for t, v in zip(tokens, values)]
     return " · ".join(pairs[:limit]) + (" …" if len(pairs) > limit else "")
 
 
@@ -84,7 +85,7 @@ def _order(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     without = sum(o.cosine_without_positions) / len(o.cosine_without_positions)
     md = (
         "Self-attention treats its input as a **set**: only the **position embeddings** tell BERT where a token "
-        f"stands. The experiment, on your sentence shuffled (`{' '.join(o.shuffled_tokens)}`):  \n"
+        f"stands. The experiment, on your sentence shuffled ({shown(' '.join(o.shuffled_tokens))}):  \n"
         f"- **with** position embeddings, each token's final hidden state changes: mean cosine original vs shuffled "
         f"= **{with_pos:.3f}** (largest difference {o.max_diff_with_positions:.3g});  \n"
         f"- **without** them (zeroed), the encoder gets the same bag of vectors: cosine **{without:.3f}**, largest "
@@ -99,13 +100,13 @@ def _attention(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dic
     query = 1  # the first word's token, right after [CLS]
     r = inside_layer.layer_step(loaded, text, layer=0, head=0, query=query)
     top = int(r.probs.argmax())
-    row = " · ".join(f"`{t}` {p:.2f}" for t, p in zip(r.tokens, r.probs))
+    row = " · ".join(f"{shown(t)} {p:.2f}" for t, p in zip(r.tokens, r.probs))
     md = (
-        f"Layer 0, head 0, query token `{r.tokens[query]}` (position {query}). Each token's hidden state X "
+        f"Layer 0, head 0, query token {shown(r.tokens[query])} (position {query}). Each token's hidden state X "
         f"(H = {r.hidden_size}) gives q = X·W_Q, k = X·W_K, v = X·W_V, each split into {r.num_heads} heads of "
         f"d_h = {r.head_dim}. The scores q·k_j are divided by √{r.head_dim} = {r.head_dim ** 0.5:.3f}, and a "
         f"softmax over the {len(r.tokens)} tokens gives the attention row:  \n{row}  \n"
-        f"`{r.tokens[query]}` looks most at **`{r.tokens[top]}`** (p = **{float(r.probs[top]):.3f}**); the output "
+        f"{shown(r.tokens[query])} looks most at **{shown(r.tokens[top])}** (p = **{float(r.probs[top]):.3f}**); the output "
         f"is Σ p_j·v_j. The same weights as the model's own `output_attentions` (largest difference "
         f"{r.max_diff_attention:.1e})."
     )
@@ -121,13 +122,13 @@ def _outputs(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict,
     pooler = ("this checkpoint has the pooler's weights" if r.pooler_in_checkpoint else
               "this checkpoint has **no** pooler weights: `BertModel.from_pretrained` would initialise them at random")
     md = (
-        f"On `{masked}` (the word *{word}* hidden), `BertForMaskedLM(**inputs, output_hidden_states=True, "
+        f"On {shown(masked)} (the word *{literal(word)}* hidden), `BertForMaskedLM(**inputs, output_hidden_states=True, "
         f"output_attentions=True)` returns:  \n"
         f"- `logits` **{r.logits}** = (batch, S tokens, V vocabulary): a score per word at every position;  \n"
         f"- `hidden_states`: **{len(r.hidden_states)} × {r.hidden_states[0]}** — the embeddings, then each of the "
         f"{n_layers} layers;  \n"
         f"- `attentions`: **{n_layers} × {r.attentions[0]}** — (batch, heads, query, key) per layer.  \n"
-        f"At the `[MASK]` the top word is **{r.top_token}** (p = {r.top_prob:.3f}).  \n"
+        f"At the `[MASK]` the top word is **{literal(r.top_token)}** (p = {r.top_prob:.3f}).  \n"
         f"`BertModel` (the encoder alone) returns `last_hidden_state` **{r.last_hidden_state}** and "
         f"`pooler_output` **{r.pooler_output}** = tanh(W·h_[CLS] + b); {pooler}."
     )
@@ -140,8 +141,8 @@ def _loss(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, st
     r = inside_output.mlm_loss(loaded, masked, [word])
     m = r.masks[0]
     md = (
-        f"Hide *{word}* → `{masked}`  \nAt the mask the head turns the final hidden state into V = {r.vocab_size:,} "
-        f"logits; softmax gives p(*{word}*) = **{m.prob:.4f}** (rank {m.rank}), so the loss there is −log p = "
+        f"Hide *{literal(word)}* → {shown(masked)}  \nAt the mask the head turns the final hidden state into V = {r.vocab_size:,} "
+        f"logits; softmax gives p(*{literal(word)}*) = **{m.prob:.4f}** (rank {m.rank}), so the loss there is −log p = "
         f"**{m.neg_log_prob:.4f}**. The masked-LM loss is the mean of −log p over the masks (here one): "
         f"**{r.mean_loss:.4f}**; the model's own `loss` with `labels=` (−100 everywhere but the mask) is "
         f"**{r.model_loss:.4f}**. A uniform guess would score ln V = {r.uniform_loss:.2f}."
@@ -187,7 +188,7 @@ def _nsp(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str
     md = (
         "BERT's pairs are **whole sentences**: A is one or more sentences of a document; B is what follows "
         "(IsNext) or, half the time, sentences from another document (NotNext). The first pair from the embedded "
-        f"corpus ({p.label_name}):  \n> **A:** {p.sentence_a}  \n> **B:** {p.sentence_b}  \n"
+        f"corpus ({p.label_name}):  \n> **A:** {literal(p.sentence_a)}  \n> **B:** {literal(p.sentence_b)}  \n"
         f"`[CLS] A [SEP] B [SEP]` = {len(p.tokens)} tokens, segment 0 for A, 1 for B.  \n"
         "P(IsNext) needs a checkpoint **trained with NSP** (`BertForPreTraining`): " + verdict
     )
@@ -213,7 +214,7 @@ def _family(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         f"**bert-base: {base.masked_lm:,}** parameters as `BertForMaskedLM`; **bert-large: {large.masked_lm:,}** "
         f"({large.masked_lm / base.masked_lm:.1f}×). Most of the difference is in the layers: L·(4·(H² + H) + "
         "2·H·F + F + H + 4·H) grows with H², and large has twice the layers. The model in use, "
-        f"{loaded.name}, counted from its weights: **{own:,}**; {check}\n\n" + bert_family.family_markdown(members)
+        f"{literal(loaded.name)}, counted from its weights: **{own:,}**; {check}\n\n" + bert_family.family_markdown(members)
     )
     nums = {m.name: m.masked_lm for m in members} | {"model": own, "model_by_formula": by_formula}
     return md, nums, code.family_code("bert-base")
@@ -228,8 +229,8 @@ def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, 
         "about the same — often slightly **lower** — because predicting a masked word gets far on the *bag* of "
         "words around it (which words, not their order), and a model without positions spends nothing on order. "
         "The difference shows in an **order probe**: the same sentence shuffled. The model in use, on your "
-        f"sentence:  \n- `{r.text}` → **{first.token}** ({first.prob:.3f})  \n"
-        f"- `{r.shuffled}` → **{second.token}** ({second.prob:.3f})  \n"
+        f"sentence:  \n- {shown(r.text)} → **{literal(first.token)}** ({first.prob:.3f})  \n"
+        f"- {shown(r.shuffled)} → **{literal(second.token)}** ({second.prob:.3f})  \n"
         f"Largest difference of the `[MASK]`'s final hidden state: **{r.max_state_difference:.3g}** — "
         + ("0: this model is order-blind." if r.order_blind else
            "it sees the order. A model trained without positions gives exactly the same state (difference 0).")

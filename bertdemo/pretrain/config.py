@@ -19,6 +19,7 @@ import json
 import math
 import tokenize
 import typing
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -42,6 +43,9 @@ MAX_SEQ_LEN = 512
 MAX_LOCALITY_BIAS = 64.0  # x ALiBi's slopes: beyond this every head sees only its own token
 
 
+LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters (CR, LF, tab, NUL…), line and paragraph separators
+
+
 def validate_probe_text(text: str) -> str:
     """The probe must hold one to MAX_PROBE_MASKS [MASK]s in at most MAX_PROBE_CHARS characters (every
     evaluation keeps its answers and every open page receives them); ValueError otherwise."""
@@ -52,6 +56,8 @@ def validate_probe_text(text: str) -> str:
         raise ValueError(f"The probe sentence is {len(text):,} characters; use at most {MAX_PROBE_CHARS}.")
     if text.count("[MASK]") > MAX_PROBE_MASKS:
         raise ValueError(f"The probe sentence has {text.count('[MASK]')} [MASK]s; use at most {MAX_PROBE_MASKS}.")
+    if any(unicodedata.category(c) in LINE_BREAKING for c in text):  # would split the metrics CSV's header
+        raise ValueError("The probe sentence must be one line of printable text (no line breaks or control characters).")
     return text
 
 

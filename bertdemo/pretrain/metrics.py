@@ -19,6 +19,7 @@ import dataclasses
 import io
 import math
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -310,6 +311,12 @@ def snapshot_from_history(data: dict, **fields) -> RunSnapshot:
     return RunSnapshot(**fields, **_history_values(data))
 
 
+def _one_line(text: str) -> str:
+    """``text`` with every line break and control character as a space: one CSV cell on one line (a probe
+    kept by an older run may hold a bare CR, which Python's csv leaves unquoted)."""
+    return "".join(" " if unicodedata.category(c) in {"Cc", "Zl", "Zp"} else c for c in str(text))
+
+
 def metrics_csv(snap: RunSnapshot) -> str:
     """One row per logged or evaluated step: step, tokens, wall_s, the train and held-out metrics."""
     rows: dict[int, dict] = {}
@@ -329,7 +336,8 @@ def metrics_csv(snap: RunSnapshot) -> str:
         if i < len(snap.eval_tokens):
             row.update(tokens=snap.eval_tokens[i], wall_s=snap.eval_wall_s[i])
         row.update({name: getattr(snap, name)[i] for name in optional})  # one entry per evaluation, NaN a gap
-    ranks = [(f"rank of '{t['expected']}' in '{t['text']}'", t["ranks"]) for t in snap.probe_tracks if t["expected"]]
+    ranks = [(f"rank of '{_one_line(t['expected'])}' in '{_one_line(t['text'])}'", t["ranks"])
+             for t in snap.probe_tracks if t["expected"]]
     for i, step in enumerate(snap.probe_steps):
         row = rows.setdefault(step, {})
         for column, values in ranks:

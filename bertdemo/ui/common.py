@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import html
 import logging
 from typing import TYPE_CHECKING, Callable
 
@@ -12,6 +13,7 @@ from bertdemo import compat
 from bertdemo.models import availability
 from bertdemo.models.load_errors import mask_paths
 from bertdemo.viz.model_info import model_summary
+from bertdemo.viz.text import literal
 from bertdemo.explore.messages import no_head_message
 from bertdemo.traffic import VISITOR_HEADER
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource as ModelStore
 
 log = logging.getLogger(__name__)
+
+
+def toast_text(message: str) -> str:
+    """A message for a toast (``gr.Error``, ``gr.Warning``), which the page renders as HTML: ``&``, ``<``
+    and ``>`` as entities, so text a visitor typed (a link's value, a model name) shows as typed."""
+    return html.escape(str(message), quote=False)
 
 
 def unexpected_error_message(exc: BaseException, public: bool) -> str:
@@ -44,10 +52,11 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
         except gr.Error:
             raise
         except ValueError as exc:
-            raise gr.Error(str(exc), duration=None) from exc
+            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc  # not a fault
         except Exception as exc:  # noqa: BLE001 - the page must get an answer, never a hung spinner
             log.exception("Handler %s failed", fn.__name__)
-            raise gr.Error(unexpected_error_message(exc, public), duration=None) from exc
+            raise gr.Error(toast_text(unexpected_error_message(exc, public)), duration=None,
+                           print_exception=False) from exc  # logged once, above
 
     return wrapper
 
@@ -166,9 +175,9 @@ def model_status(store: ModelStore, public: bool = False) -> Callable:
             loaded = store.get(requested, progress=progress_callback(progress))
         except ValueError as exc:
             if not last:
-                raise gr.Error(str(exc), duration=None) from exc
+                raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
             still = store.get(last)
-            status = (f"⚠️ **{requested}** could not load: {exc}  \n"
+            status = (f"⚠️ **{literal(requested)}** could not load: {toast_text(str(exc))}  \n"
                       f"Still answering: **{availability.answered_by(last, still)}**")
             return status, head_notice(still), last, gr.update(value=last)
         status = f"Model in use: {model_summary(loaded)}  \n{answered_line(requested, loaded)}"

@@ -23,6 +23,7 @@ import gradio as gr
 from bertdemo.explore import learn_steps
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
+from bertdemo.ui.common import toast_text
 
 if TYPE_CHECKING:
     from bertdemo.ui.learn_tab import LearnTab
@@ -114,7 +115,7 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
     def open_link(request: gr.Request):
         link = parse_link(dict(request.query_params) if request is not None else {})
         if link.problems:
-            gr.Warning("This link could not be followed in full: " + "; ".join(link.problems) + ".")
+            gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(link.problems) + "."))
         return updates(link.tab, link.text, model=link.model, step=link.step, run=link.text is not None)
 
     def keep_exploring(answer: dict | None):

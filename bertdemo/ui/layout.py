@@ -58,7 +58,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
-            pretrain_tab.build(ctx, model_box)
+            pretrain_tab.build(ctx, model_box, demo)
             finetune_tab.build(ctx, model_box)
         deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
 
@@ -70,7 +70,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
             load_selected, *picked, api_visibility="private", show_progress_on=model_box
         )
-    guard_events(demo)  # size before work: every handler's inputs checked against their declared limits
+    guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     return demo
 

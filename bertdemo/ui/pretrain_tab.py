@@ -28,7 +28,7 @@ from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.common import labelled_choices, visitor_of
+from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.lazy import LazyModule
@@ -107,11 +107,16 @@ def corpus_note(corpus: str, hub_reachable: bool) -> str:
             "Choose the embedded Wikipedia summaries (offline), or upload a .txt / .jsonl corpus.")
 
 
-def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events to ``ctx.runs``.
+OWNER_KEY = "bertdemo-run-owner-token"  # localStorage: the owner token of this browser's runs
+READ_OWNER_JS = f"() => localStorage.getItem({OWNER_KEY!r}) || ''"
+KEEP_OWNER_JS = f"(token) => {{ if (token) localStorage.setItem({OWNER_KEY!r}, token); return []; }}"
 
-    On a public server only the browser that started a run (its owner token, kept in the browser)
-    may pause, resume or stop it; the service applies that rule."""
+
+def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> None:
+    """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.runs``.
+
+    On a public server only the browser that started a run (its owner token, kept in the browser's
+    localStorage and read when the page opens) may pause, resume or stop it; the service applies that rule."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     runs, store = ctx.runs, ctx.models
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
@@ -263,7 +268,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                         delete_yes = gr.Button("Yes, delete it", variant="stop", scale=1, elem_id="pt-delete-yes")
                         delete_no = gr.Button("Cancel", scale=1, elem_id="pt-delete-no")
         seen = gr.State(None)
-        owner = gr.BrowserState("", storage_key="bertdemo-run-owner")  # this browser's secret for its runs
+        # this browser's secret for its runs, kept in its localStorage (OWNER_KEY) by the page itself: no key
+        # in the page's config, and the same token after a server restart (a BrowserState's key was neither)
+        owner = gr.Textbox("", visible=False, elem_id="pt-owner")
         timer = gr.Timer(POLL_SECONDS)
 
     form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
@@ -368,7 +375,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 yield run_curves.status_markdown(snap)
             yield status_text()
         except ValueError as exc:
-            raise gr.Error(str(exc), duration=None) from exc
+            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
 
     def set_probe_api(text: str, owner_token: str = "", expected: str = "") -> str:
         """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token);
@@ -395,6 +402,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
+    demo.load(None, None, owner, js=READ_OWNER_JS, api_visibility="private")  # the token this browser kept
+    owner.change(None, owner, None, js=KEEP_OWNER_JS, api_visibility="private")  # a new one is kept
     timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob)
     gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")

@@ -18,6 +18,7 @@ import math
 from typing import Any, Callable
 
 import gradio as gr
+from gradio_client.utils import is_http_url_like
 
 from bertdemo import compat
 from bertdemo.explore import input_limits
@@ -87,10 +88,32 @@ def check_value(endpoint: str | None, parameter: str, value: Any, limit: int | N
             raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {MAX_STRUCT_CHARS:,}.")
 
 
+TEXT_HINTS = (str, str | None)
+NUMBER_HINTS = (int, float, int | None, float | None)
+
+
+def check_type(parameter: str, hint: Any, value: Any) -> None:
+    """ValueError when ``value`` (not None) is not of the plain kind the handler declares for ``parameter``
+    (text, a number): an API call may send any JSON, and a wrong kind must get a sentence, not a traceback."""
+    if value is None:  # a cleared box; the handler says what it needs
+        return
+    if hint in TEXT_HINTS and not isinstance(value, str):
+        raise ValueError(f"{parameter} must be text, got {_kind(value)}.")
+    if hint in NUMBER_HINTS and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError(f"{parameter} must be a number, got {_kind(value)}.")
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words (never the value itself)."""
+    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list",
+            dict: "an object", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
 def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = frozenset()) -> Callable:
     """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain);
     ``server_side``: parameters fed by a ``gr.State`` (the server's own values, not a visitor's)."""
     signature = inspect.signature(fn)
+    hints = gr.utils.get_type_hints(fn)
 
     def check(args: tuple, kwargs: dict) -> None:
         try:
@@ -101,9 +124,10 @@ def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = f
             if name in server_side:
                 continue
             try:
+                check_type(name, hints.get(name), value)
                 check_value(endpoint, name, value)
             except ValueError as exc:
-                raise gr.Error(str(exc), duration=None) from None
+                raise gr.Error(str(exc), duration=None, print_exception=False) from None
 
     if inspect.isasyncgenfunction(fn):
         @functools.wraps(fn)
@@ -140,7 +164,7 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
         try:
             check_value(None, parameter, payload, limit)
         except ValueError as exc:
-            raise gr.Error(str(exc), duration=None) from None
+            raise gr.Error(str(exc), duration=None, print_exception=False) from None
         return preprocess(payload, *args, **kwargs)
 
     return guarded
@@ -155,9 +179,36 @@ def _parameter_names(fn: Callable) -> list[str]:
             and hints.get(name) not in (gr.Request, gr.Request | None) and not isinstance(p.default, gr.Progress)]
 
 
-def guard_events(demo: gr.Blocks) -> int:
+URL_REFUSED = ("A file here must be uploaded to this server (the Upload button, or the API's upload route); "
+               "a web address is not fetched.")
+
+
+def _uploads_only(move: Callable) -> Callable:
+    """A component's ``async_move_resource_to_block_cache`` that refuses a web address: gradio would fetch
+    it into its cache before any handler runs, with no size cap and outside the door's upload budget."""
+
+    @functools.wraps(move)
+    async def guarded(url_or_file_path, *args, **kwargs):
+        if isinstance(url_or_file_path, str) and is_http_url_like(url_or_file_path):  # gradio's own test for a URL
+            raise gr.Error(URL_REFUSED, duration=None, print_exception=False)
+        return await move(url_or_file_path, *args, **kwargs)
+
+    return guarded
+
+
+def input_count_check(block_fn: Any, inputs: list) -> None:
+    """Gradio's check that an event got all its inputs (``Blocks.validate_inputs``), saying how many:
+    gradio's own message lists every received value in full and is printed to the server log, so a
+    client sending megabytes with one input missing wrote them all to the log."""
+    if len(inputs) < len(block_fn.inputs):
+        raise ValueError(f"An event handler ({block_fn.name}) got {len(inputs)} of its {len(block_fn.inputs)} inputs.")
+
+
+def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     """Wrap every event handler of ``demo`` (API or page) with the size checks, and the inputs' own
-    preprocessing too (so not even gradio's parsing sees an oversized value); how many handlers were wrapped."""
+    preprocessing too (so not even gradio's parsing sees an oversized value); on a ``public`` server an
+    input's file given as a web address is refused before gradio fetches it; a missing input is reported
+    without echoing the others (:func:`input_count_check`). How many handlers were wrapped."""
     wrapped = 0
     limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
     for block_fn in compat.event_handlers(demo):
@@ -179,4 +230,10 @@ def guard_events(demo: gr.Blocks) -> int:
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True
+    demo.validate_inputs = input_count_check  # no echo of the inputs into the log
+    inputs = {c._id: c for f in demo.fns.values() for c in f.inputs if not isinstance(c, gr.State)}
+    for component in inputs.values() if public else ():  # every input, named parameter or ``*values``
+        if not getattr(component, "__bertdemo_uploads_only__", False):
+            component.async_move_resource_to_block_cache = _uploads_only(component.async_move_resource_to_block_cache)
+            component.__bertdemo_uploads_only__ = True
     return wrapped

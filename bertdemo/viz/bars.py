@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from bertdemo.explore.fill_mask import Candidate, FillMaskResult, MaskPrediction
 from bertdemo.viz.grid import grid
 from bertdemo.viz.style import TEMPLATE
-from bertdemo.viz.text import md_bold, md_table
+from bertdemo.viz.text import literal, md_bold, md_table, plotly_text
 
 _BAR_COLOR = "#4f46e5"
 _TARGET_COLOR = "#f59e0b"  # a word the user named: amber, inside or outside the top-k
@@ -33,12 +33,18 @@ def percent(p: float) -> str:
 
 
 def filled_markdown(result: FillMaskResult) -> str:
-    """The input with each mask replaced by its top choice in bold; sentence B follows after " / "."""
-    fills = iter(md_bold(word) for word in result.filled)
+    """The input with each mask replaced by its top choice in bold; sentence B follows after " / ".
+    The visitor's text (and the model's words) are shown as typed, never read as markup (:func:`literal`)."""
+    fills = iter(md_bold(literal(word)) for word in result.filled)
     pattern = re.compile(re.escape(result.mask_token))
-    filled = pattern.sub(lambda _m: next(fills), result.text)
+
+    def fill(text: str) -> str:
+        first, *rest = pattern.split(text)  # the text between masks
+        return literal(first) + "".join(next(fills) + literal(part) for part in rest)
+
+    filled = fill(result.text)
     if result.text_pair:
-        filled += " / " + pattern.sub(lambda _m: next(fills), result.text_pair)
+        filled += " / " + fill(result.text_pair)
     return filled
 
 
@@ -108,7 +114,7 @@ def _bar_data(pred: MaskPrediction) -> tuple[list[str], list[float], list[str]]:
     for t in pred.targets:
         if t.prob is not None and t.word.lower() not in shown:
             how = f"rank {t.rank:,}" if t.rank is not None else "PLL"
-            labels.append(f"{t.word} ({how})")
+            labels.append(f"{plotly_text(t.word)} ({how})")  # a word the visitor typed
             probs.append(t.prob)
             colors.append(_TARGET_COLOR)
             shown.add(t.word.lower())

@@ -19,7 +19,7 @@ from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
 from bertdemo.viz.grid import Grid, grid
 from bertdemo.viz.style import COLORBAR_PX, TEMPLATE, labels_px
-from bertdemo.viz.text import Code, md_table
+from bertdemo.viz.text import Code, html_code, literal, md_table, plotly_text
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
 _ROW_PX = 18
@@ -146,8 +146,8 @@ def order_markdown(order: OrderTest, model_name: str) -> str:
     """The order test as a table: each token's final state, original vs shuffled, with and without positions."""
     inverse = {src: dst for dst, src in enumerate(order.permutation)}
     lines = [
-        f"**Order test — model {model_name}.** Original: `{' '.join(order.tokens)}`  \n"
-        f"Shuffled: `{' '.join(order.shuffled_tokens)}`",
+        f"**Order test — model {literal(model_name)}.** Original: {html_code(' '.join(order.tokens))}  \n"
+        f"Shuffled: {html_code(' '.join(order.shuffled_tokens))}",
         "",
         f"- **Without position embeddings** the encoder gets the same bag of input vectors "
         f"(sorted, max |difference| = {order.input_bag_diff_without_positions:.1e}), so every token ends "
@@ -297,7 +297,7 @@ def lens_markdown(result: LogitLensResult) -> str:
 
 def loss_figure(result: MlmLossResult) -> go.Figure:
     """−log p per mask, with the mean (the MLM loss) and ln(V), the loss of a uniform guess."""
-    labels = [f"#{m.number} {m.word}" for m in result.masks]
+    labels = [plotly_text(f"#{m.number} {m.word}") for m in result.masks]  # words the visitor typed
     values = [m.neg_log_prob for m in result.masks]
     def level(y: float, text: str, dash: str, color: str, at_right: bool) -> tuple[dict, dict]:
         """A dashed line across the chart at ``y`` and its label (at the line's left end, below it, or at its
@@ -326,7 +326,7 @@ def loss_markdown(result: MlmLossResult) -> str:
            else "the model's own logits (this architecture's head is not spelled out step by step)")
     tied = ("tied to the word embeddings (the same tensor)" if result.tied else "its own weight (not tied)")
     lines = [
-        f"**Model {result.model_name}** · input: {result.text}",
+        f"**Model {literal(result.model_name)}** · input: {literal(result.text)}",
         "",
         f"At each [MASK]: hidden state h ({d}) → transform: dense {d}×{d} + GELU + LayerNorm ({d}) → "
         f"decoder {d}→{v:,}, {tied} → {v:,} logits → softmax → p(right word) → −log p. Computed with {how}.",

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from bertdemo.explore.masking_lab import EpochComparison, MaskSample, RateStats
 from bertdemo.explore.nsp import NspPairs, NspPrediction
-from bertdemo.viz.text import md_table
+from bertdemo.viz.text import html_code, literal, md_table
 
 COLOURS = {"mask": "#c7d2fe", "random": "#fed7aa", "keep": "#bbf7d0", None: "#ffffff"}
 BORDERS = {"mask": "#4338ca", "random": "#c2410c", "keep": "#15803d", None: "#9ca3af"}
@@ -192,4 +192,4 @@ def nsp_markdown(pred: NspPrediction) -> str:
         return f"> ⚠️ **No NSP head.** {pred.message}"
     verdict = "IsNext" if pred.p_is_next >= 0.5 else "NotNext"
     return (f"**P(IsNext) = {pred.p_is_next:.3f}** · P(NotNext) = {1 - pred.p_is_next:.3f} → the head says "
-            f"**{verdict}** ({pred.model_name}).\n\nWhat it read: `{' '.join(pred.tokens)}`")
+            f"**{verdict}** ({literal(pred.model_name)}).\n\nWhat it read: {html_code(' '.join(pred.tokens))}")

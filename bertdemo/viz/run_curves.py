@@ -22,7 +22,7 @@ from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema, has_values, latest
 from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
 from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
-from bertdemo.viz.text import html_code, literal
+from bertdemo.viz.text import html_code, literal, plotly_text
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
@@ -289,7 +289,7 @@ def _timeline_markers(snap: RunSnapshot, x_axis: str) -> list[dict]:
     probe's word entered the top 5 (diamonds, labelled with the word)."""
     traces = []
     for kind, symbol, text in (("landmark", "star", lambda e: _SHORT.get(e.get("landmark"), "")),
-                               ("probe", "diamond", lambda e: e.get("expected", ""))):
+                               ("probe", "diamond", lambda e: plotly_text(e.get("expected", "")))):
         events = [e for e in snap.timeline if e.get("kind") == kind]
         if not events:
             continue
@@ -298,7 +298,7 @@ def _timeline_markers(snap: RunSnapshot, x_axis: str) -> list[dict]:
         traces.append({"type": "scatter", "mode": "markers+text", "x": xs, "y": ys, "xaxis": "x", "yaxis": "y",
                        "text": [text(e) for e in events], "textposition": "top center", "textfont": {"size": 10},
                        "marker": {"symbol": symbol, "size": 11, "color": "#111827"}, "showlegend": False,
-                       "hovertext": [f"step {e['step']:,}: {e['label']}" for e in events], "hoverinfo": "text",
+                       "hovertext": [plotly_text(f"step {e['step']:,}: {e['label']}") for e in events], "hoverinfo": "text",
                        "name": "below a landmark" if kind == "landmark" else "a probe's word in the top 5"})
     return traces
 
@@ -322,16 +322,16 @@ def probe_ranks_spec(snap: RunSnapshot | None, x_axis: str = "step", max_points:
             x = snap.probe_steps
         for i, track in enumerate(t for t in snap.probe_tracks if t["expected"]):
             colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
-            name = f"“{track['expected']}”: {track['text']}"
+            name = plotly_text(f"“{track['expected']}”: {track['text']}")
             data.append(_line(x, track["ranks"], max_points, name=name, mode="lines+markers", marker={"size": 4},
                               line={"color": colour, "width": 2, "dash": "dot" if track.get("own") else "solid"}))
         events = [e for e in snap.timeline if e.get("kind") == "probe"]
         if events:
             data.append({"type": "scatter", "mode": "markers+text", "x": [_event_x(e, x_axis) for e in events],
-                         "y": [e["rank"] for e in events], "text": [e["expected"] for e in events],
+                         "y": [e["rank"] for e in events], "text": [plotly_text(e["expected"]) for e in events],
                          "textposition": "middle right", "marker": {"symbol": "diamond", "size": 11, "color": "#111827"},
                          "showlegend": False, "hoverinfo": "text",
-                         "hovertext": [f"step {e['step']:,}: {e['label']}" for e in events]})
+                         "hovertext": [plotly_text(f"step {e['step']:,}: {e['label']}") for e in events]})
     layout = {
         "height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "paper_bgcolor": "white",
         "plot_bgcolor": "white",  # no layout title: the page names the chart (PROBE_RANKS_TITLE)
@@ -497,10 +497,10 @@ ORDER_PROBE_NOTE = (
 def order_probe_markdown(result, run_id: str) -> str:
     """An order probe's result (``explore.order_probe.order_probe``) as a table of the two top-5s and a verdict."""
     def top(res) -> str:
-        return ", ".join(f"{c.text} {c.prob:.1%}" for c in res.masks[0].candidates)
+        return ", ".join(f"{literal(c.text)} {c.prob:.1%}" for c in res.masks[0].candidates)
     verdict = ("the same state: this model is **order-blind**" if result.order_blind
                else "different states: this model **uses word order**")
-    return (f"| | sentence | top-5 at the mask |\n|---|---|---|\n| original | {result.text} | {top(result.original)} |\n"
-            f"| shuffled | {result.shuffled} | {top(result.shuffled_result)} |\n\n"
+    return (f"| | sentence | top-5 at the mask |\n|---|---|---|\n| original | {literal(result.text)} | "
+            f"{top(result.original)} |\n| shuffled | {literal(result.shuffled)} | {top(result.shuffled_result)} |\n\n"
             f"Largest difference of the [MASK]'s final hidden state: {result.max_state_difference:.2e} — "
-            f"{verdict}. Model: run {run_id}.")
+            f"{verdict}. Model: run {html_code(run_id)}.")

@@ -49,6 +49,13 @@ def html_code(text: object) -> str:
     return f"<code>{literal(text)}</code>"
 
 
+def plotly_text(text: object) -> str:
+    """User-made text for a Plotly label (a trace name, a marker's text, a hover): Plotly reads its own
+    pseudo-HTML there (links, <b>, <span style>), so ``&``, ``<`` and ``>`` are written as entities,
+    which Plotly shows as the characters."""
+    return html.escape(str(text), quote=False)
+
+
 def md_bold(text: str) -> str:
     """``text`` in bold Markdown."""
     return f"**{text}**"

@@ -261,3 +261,30 @@ def test_one_visitor_cannot_upload_past_its_hourly_budget(public_server):
     finally:
         for path in stored:
             Path(path).unlink(missing_ok=True)
+
+
+def test_a_request_missing_an_input_never_writes_its_values_to_the_log(public_server):
+    """Gradio's "didn't receive enough input values" error printed every received value in full: twenty
+    1.9 MB requests added 36 MB of log in 4 s."""
+    index = fn_index(app_config(public_server.url), "attention")
+    log = Path(public_server.proc.log_path)
+    before = log.stat().st_size
+    for _ in range(5):
+        done = QueueCall(public_server.url, index, ["a" * 500_000]).until_done()  # one input of several
+        assert done["success"] is False
+    grown = log.stat().st_size - before
+    assert grown < 5 * 2_000, f"{grown:,} bytes of log for 5 requests"
+
+
+def test_a_client_opening_a_session_per_call_keeps_the_servers_memory_bounded(public_server):
+    """Gradio keeps a copy of the page's state (~0.64 MB) for every session that sends a request, up to
+    10,000: 1,000 /run_status calls with new sessions added 616 MB. One visitor now keeps at most 32, so
+    past the first calls (what they load, the visitor's 32 sessions) memory stays flat."""
+    assert call(public_server.url, "tokenize", ["The model is loaded.", "", ""])[0] == "complete"  # warmed up
+    for _ in range(60):  # each REST call is a new session
+        call(public_server.url, "run_status", [])
+    before = rss_mb(public_server.proc.pid)
+    for _ in range(150):
+        assert call(public_server.url, "run_status", [])[0] == "complete"
+    grown = rss_mb(public_server.proc.pid) - before
+    assert grown < 35, f"{grown:.0f} MB for 150 more sessions (unbounded: about 100 MB)"

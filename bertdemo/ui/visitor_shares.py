@@ -1,0 +1,74 @@
+"""One visitor's share of the queue and of the server's memory for page sessions.
+
+Gradio's queue takes ``--max-queue`` requests from anyone: one client with 70 requests in flight kept
+ordinary visitors waiting seconds, and some were told "Queue is full". Gradio also keeps a copy of the
+page's state for every session that sends an event (about 0.6 MB each, measured in
+``tests/test_visitor_shares.py``), and an API client can open a new session with every call.
+
+:func:`share_per_visitor` wraps the queue's ``push`` (the one door every event passes, page or API):
+
+- a visitor with ``queue_per_visitor`` events waiting or running is told to wait for them, while others
+  keep being served;
+- a visitor's sessions beyond ``sessions_per_visitor`` drop their oldest one from gradio's state holder,
+  so a client making a session per call uses its own share and does not push out other visitors' pages.
+
+The total stays within gradio's ``state_session_capacity`` (``launch`` gets ``max_sessions``), so the
+memory for sessions is at most about ``max_sessions`` × 0.6 MB. Who the visitor is comes from the HTTP
+door (:data:`bertdemo.traffic.VISITOR_HEADER`). The per-visitor bookkeeping lives in the closure made
+for one app, bounded like the sessions themselves.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import gradio as gr
+
+from bertdemo.traffic import VISITOR_HEADER, TrafficRules
+
+
+def busy_message(waiting: int, most: int) -> str:
+    return (f"You have {waiting} requests waiting or running; this server computes at most {most} at once for "
+            "one visitor, so others are served too. Wait for those to finish, then try again.")
+
+
+def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
+    """Limit each visitor's events in ``demo``'s queue and sessions in its state (see the module).
+    Call after ``demo.queue()``; a limit of 0 turns that limit off."""
+    queue = demo._queue
+    push = queue.push
+    sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # visitor -> their session hashes, oldest first
+
+    def remember(visitor: str, session_hash: str | None) -> None:
+        if not session_hash or rules.sessions_per_visitor <= 0:
+            return
+        own = sessions.setdefault(visitor, OrderedDict())
+        sessions.move_to_end(visitor)
+        own[session_hash] = None
+        own.move_to_end(session_hash)
+        holder = getattr(demo, "state_holder", None)
+        while len(own) > rules.sessions_per_visitor:
+            oldest, _ = own.popitem(last=False)
+            if holder is not None:
+                with holder.lock:
+                    holder.session_data.pop(oldest, None)
+                    holder.time_last_used.pop(oldest, None)
+        while len(sessions) > max(rules.max_sessions, 1):  # visitors with no session left in gradio's holder
+            sessions.popitem(last=False)
+
+    async def limited_push(body: Any, request: Any, username: str | None):
+        visitor = request.headers.get(VISITOR_HEADER) if request is not None else None
+        if visitor is None:  # not through the door (a test's own queue): gradio's rules only
+            return await push(body=body, request=request, username=username)
+        if rules.queue_per_visitor > 0:
+            waiting = sum(1 for event in list(queue.event_ids_to_events.values())
+                          if event.request is not None and event.request.headers.get(VISITOR_HEADER) == visitor)
+            if waiting >= rules.queue_per_visitor:
+                return False, busy_message(waiting, rules.queue_per_visitor), "queue_full"
+        answer = await push(body=body, request=request, username=username)
+        if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
+            remember(visitor, getattr(body, "session_hash", None))
+        return answer
+
+    queue.push = limited_push

@@ -1,0 +1,34 @@
+"""A deep link's text reaches the page as text: the audit's links put an SVG link to ``javascript:`` into
+Fill-Mask's filled sentence and the Learn step's answer (gradio's Markdown sanitizer keeps it), and
+an ``<img>`` into the link warning's toast. In the real page, rendered by gradio: no such element."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect  # noqa: E402
+
+from .test_browser import RUN_TIMEOUT_MS  # noqa: E402
+
+SVG = '<svg><a href="javascript:alert(1)"><rect width="99" height="99"></rect></a></svg>'
+
+
+def test_a_deep_links_text_is_shown_as_typed_never_as_markup(browser_page: Page, app_url: str):
+    page = browser_page
+    page.goto(f"{app_url}?tab=fill-mask&text={quote('Nice to [MASK] you. ' + SVG)}")
+    filled = page.locator("#fm-filled")
+    expect(filled).to_contain_text('<a href="javascript:alert(1)">', timeout=RUN_TIMEOUT_MS)
+    assert filled.locator("svg, a, rect").count() == 0
+
+    page.goto(f"{app_url}?step=loss&text={quote('The cat sat. ` ' + SVG + ' ` It was tired.')}")
+    answer = page.locator("#learn-answer")
+    expect(answer).to_contain_text('<a href="javascript:alert(1)">', timeout=RUN_TIMEOUT_MS)
+    assert answer.locator("svg, a, rect").count() == 0
+
+    page.goto(f"{app_url}?tab={quote('<img src=x>')}&text=hi")
+    toast = page.locator(".toast-body").filter(has_text="could not be followed")
+    expect(toast).to_contain_text("<img src=x>", timeout=RUN_TIMEOUT_MS)
+    assert toast.locator("img").count() == 0

@@ -1,0 +1,46 @@
+"""A browser's runs stay its own across a server restart, and the page's config holds no key to them.
+
+The owner token used to sit in a gr.BrowserState encrypted with a key made at each server start (and sent
+to every visitor in /config): after a restart the page sent an empty token, and the visitor could neither
+pause, resume nor delete their runs. The page now keeps the token in its localStorage and reads it when it
+opens; here a browser that kept a token, and that this server has never seen, pauses the run it names.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect  # noqa: E402
+
+from bertdemo.ui.pretrain_tab import OWNER_KEY  # noqa: E402
+from tests.e2e.test_hostile import app_config  # noqa: E402
+from tests.e2e.test_public_visitor import RUN, wait_ended  # noqa: E402
+from tests.helpers import visitor_client  # noqa: E402
+
+TIMEOUT_MS = 60_000
+
+
+def test_a_browser_that_kept_its_token_controls_its_run_and_the_config_holds_no_secret(public_server, _browser):
+    config = app_config(public_server.url)
+    assert not [c["id"] for c in config["components"] if "secret" in c.get("props", {})]
+    client = visitor_client(public_server.url, "198.51.100.41")
+    token = "kept-" + uuid.uuid4().hex
+    client.predict({**RUN, "steps": 5000}, token, api_name="/start_run")
+    context = _browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.add_init_script(f"localStorage.setItem({OWNER_KEY!r}, {json.dumps(token)})")  # kept from before
+    try:
+        page = context.new_page()
+        page.goto(public_server.url)
+        page.get_by_role("tab", name="Pretrain", exact=True).locator("visible=true").first.click()
+        expect(page.locator("#pt-status")).to_contain_text("RUNNING", timeout=TIMEOUT_MS)
+        page.click("#pt-pause")
+        expect(page.locator("#pt-status")).to_contain_text("PAUSED", timeout=TIMEOUT_MS)
+        assert page.evaluate(f"localStorage.getItem({OWNER_KEY!r})") == token
+    finally:
+        context.close()
+        client.predict(token, api_name="/stop_run")
+        wait_ended(client)
