@@ -55,8 +55,9 @@ def _init_choices(runs) -> list[tuple[str, str]]:
             + [(f"my pretraining run: {label}", ref) for label, ref in runs.model_choices()])
 
 
-def build(ctx: Any, model_box: gr.Dropdown) -> None:
-    """Lay out the tab and wire it to ``ctx.runs`` and ``ctx.finetune``."""
+def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
+    """Lay out the tab and wire it to ``ctx.runs`` and ``ctx.finetune``; ``owner``: this browser's owner token
+    (the Pretrain tab's hidden box, read from and kept in the browser's localStorage)."""
     runs, lab, store, public = ctx.runs, ctx.finetune, ctx.models, ctx.settings.is_public
     user_errors = functools.partial(common.user_errors, public=public)
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-finetune-"))
@@ -151,7 +152,6 @@ def build(ctx: Any, model_box: gr.Dropdown) -> None:
                         "sentence (a plain loop; `Trainer` does the same with `TrainingArguments`).")
             code = gr.Code(language="python", interactive=False, show_label=False, elem_id="ft-code")
         seen = gr.State(None)
-        owner = gr.BrowserState("", storage_key="bertdemo-run-owner")
         timer = gr.Timer(POLL_SECONDS)
 
     form = [init, lr, batch, epochs, budget, seed, probe]

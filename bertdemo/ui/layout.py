@@ -58,8 +58,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
             masking_tab.build(ctx, model_box)
-            pretrain_tab.build(ctx, model_box, demo)
-            finetune_tab.build(ctx, model_box)
+            owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
+            finetune_tab.build(ctx, model_box, owner)
         deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
 
         last_loaded = gr.State(None)

@@ -112,7 +112,7 @@ READ_OWNER_JS = f"() => localStorage.getItem({OWNER_KEY!r}) || ''"
 KEEP_OWNER_JS = f"(token) => {{ if (token) localStorage.setItem({OWNER_KEY!r}, token); return []; }}"
 
 
-def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> None:
+def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbox:
     """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.runs``.
 
     On a public server only the browser that started a run (its owner token, kept in the browser's
@@ -441,3 +441,4 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> None:
     with tab:
         gr.api(delete_run_api, api_name="delete_run")
     order_button.click(run_order_probe, [order_run, order_text], order_out, api_name="order_probe")
+    return owner  # the Fine-tune tab's buttons pass the same token: one browser, one owner
