@@ -92,7 +92,7 @@ def _order(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     )
     nums = {"shuffled_tokens": o.shuffled_tokens, "mean_cosine_with_positions": with_pos,
             "mean_cosine_without_positions": without, "max_diff_without_positions": o.max_diff_without_positions}
-    return md, nums, code.embeddings_code(model_ref, text)
+    return md, nums, code.order_code(model_ref, text)
 
 
 def _attention(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -151,23 +151,30 @@ def _loss(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, st
     return md, nums, code.mlm_loss_code(model_ref, masked, [word])
 
 
-def _rates(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    r = masking_lab.measure_rates(text, masking_lab.MaskSettings(), RATE_DRAWS)
+def _rates(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+           ) -> tuple[str, dict, str]:
+    settings = masking_lab.MaskSettings()
+    r = masking_lab.measure_rates(text, settings, RATE_DRAWS)
     rate = {x.name: x for x in r.rates}
+    k = max(1, round(settings.mlm_probability * r.n_tokens))
     md = (
         f"Your sentence masked **{r.draws:,} times** by the pretraining engine's own code: of its {r.n_tokens} "
-        f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction; of the chosen, "
+        f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction — not exactly 15 %, because the engine "
+        f"chooses a fixed count per sentence, k = round({settings.mlm_probability:g} × {r.n_tokens}) = {k}, and "
+        f"{k} of {r.n_tokens} is {k / r.n_tokens:.1%}; of the chosen, "
         f"**{rate['[MASK]'].measured:.1%}** became `[MASK]`, **{rate['random'].measured:.1%}** a random token and "
         f"**{rate['kept'].measured:.1%}** stayed (settings 80/10/10). Why not always `[MASK]`? `[MASK]` never "
         "appears when the model is used later; replacing some chosen tokens by random words or leaving them "
         "forces the model to check *every* token against its context, not only the masked ones."
     )
     nums = {x.name: x.measured for x in r.rates} | {"draws": r.draws, "n_tokens": r.n_tokens}
-    return md, nums, code.masking_code(text, draws=RATE_DRAWS)
+    return md, nums, code.masking_code(text, draws=RATE_DRAWS, seed=settings.seed, tokenizer=tokenizer_ref)
 
 
-def _masks(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    c = masking_lab.compare_epochs(text, masking_lab.MaskSettings(), EPOCHS, STATIC_COPIES)
+def _masks(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+           ) -> tuple[str, dict, str]:
+    settings = masking_lab.MaskSettings()
+    c = masking_lab.compare_epochs(text, settings, EPOCHS, STATIC_COPIES)
     md = (
         f"Over {EPOCHS} epochs your sentence gets **{c.distinct_static} distinct masks** with static masking "
         f"({STATIC_COPIES} copies written once) and **{c.distinct_dynamic}** with dynamic masking (a fresh mask "
@@ -175,7 +182,7 @@ def _masks(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     )
     nums = {"distinct_static": c.distinct_static, "distinct_dynamic": c.distinct_dynamic,
             "times_each_mask_seen": times_each_mask_seen(STATIC_COPIES, EPOCHS)}
-    return md, nums, code.masking_code(text)
+    return md, nums, code.epochs_code(text, EPOCHS, STATIC_COPIES, settings.seed, tokenizer=tokenizer_ref)
 
 
 def _nsp(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -254,7 +261,7 @@ def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         "Pretrain tab's *block-length schedule* (under Experiments) runs it on a small BERT."
     )
     nums = {"phases": phases, "attention_cost_ratio": ratio, "tokens": s, "positions": positions}
-    return md, nums, code.pretrain_code(seq_len=128)
+    return md, nums, code.schedule_code(phases, SCHEDULE_STEPS)
 
 
 def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False) -> tuple[str, dict, str]:
@@ -292,14 +299,17 @@ def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
     return masked, word if s.tab == "inside" else ""
 
 
-def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False) -> LearnAnswer:
-    """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code."""
+def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False,
+           tokenizer_ref: str = code.ENGINE_TOKENIZER) -> LearnAnswer:
+    """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code,
+    ``tokenizer_ref`` the pretraining engine's tokenizer (the masking steps)."""
     s = find_step(key)
     text = (text or "").strip()
     if not text:
         raise ValueError("Type a sentence first.")
     fn = ANSWERS[key]
-    extra = {"hub_reachable": hub_reachable} if key == "tiny" else {}
+    extra = ({"hub_reachable": hub_reachable} if key == "tiny" else
+             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks") else {})
     md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
     return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
                        *tab_setup(s, loaded, text))

@@ -138,7 +138,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k], elem_id="fm-code")
+        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair], elem_id="fm-code",
+                   refresh_on=[button])
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]

@@ -16,7 +16,7 @@ import gradio as gr
 
 from bertdemo.explore import learn_steps
 from bertdemo.ui import common
-from bertdemo.ui.code_panel import model_reference
+from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         learn_steps.step(step)  # an unknown step is refused before the model is touched
         loaded = store.get(model or None)
         ref, note = model_reference(store, model, public)
-        result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable())
+        result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable(),
+                                   tokenizer_ref=engine_tokenizer_reference(store, public))
         out = result.to_json()
         out["code"] = note + out["code"]
         return out

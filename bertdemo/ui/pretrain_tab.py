@@ -400,8 +400,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
-        code_panel(ctx, lambda _model, *shape: code_snippets.pretrain_code_for(*shape),
-                   [model_box, preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code")
+        code_panel(ctx, code_snippets.pretrain_code_for, [preset, layers, hidden, heads, ffn, position_embeddings],
+                   elem_id="pt-code", uses_model=False)
         gr.api(run_status, api_name="run_status")
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
