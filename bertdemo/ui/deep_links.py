@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import gradio as gr
 
 from bertdemo.explore import learn_steps
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
+from bertdemo.ui import common
 
 if TYPE_CHECKING:
+    from bertdemo.ui.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
 TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "masking", "pretrain")
@@ -92,8 +94,9 @@ def _open_js(ids: dict[str, str]) -> str:
             " if (id) setTimeout(() => document.getElementById(id)?.click(), 50); return []; }")
 
 
-def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
-    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs."""
+def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: ModelSource) -> Any:
+    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs;
+    returns the page-load event (the model box is set by then: chain the model's loading to it)."""
     boxes = _boxes(demo)
     text_tabs = [t for t in TEXT_BOX if TEXT_BOX[t] in boxes]
     targets = [boxes[TEXT_BOX[t]] for t in text_tabs]
@@ -101,21 +104,24 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
     hidden = gr.JSON(visible=False)  # {"tab": …, "run": …}: the tab the follow-up opens, and whether it runs it
     outputs = [*targets, *([words] if words is not None else []), model_box, learn.step, hidden]
 
-    def updates(tab: str | None, text: str | None, word: str | None = None, model: str | None = None,
+    def updates(tab: str | None, text: str | None, word: str | None = None, model: Any = None,
                 step: str | None = None, run: bool = False) -> list:
         out = [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
                 for t in text_tabs]
-        if words is not None:
-            out.append(gr.update(value=word) if word and tab == "inside" else gr.skip())
-        out += [gr.update(value=model) if model else gr.skip(), gr.update(value=step) if step else gr.skip(),
+        if words is not None:  # a new sentence for Inside BERT: its own hidden word, or none (never the default's)
+            out.append(gr.update(value=word or "") if tab == "inside" and text is not None else gr.skip())
+        out += [model if model is not None else gr.skip(), gr.update(value=step) if step else gr.skip(),
                 {"tab": tab, "run": run}]
         return out
 
-    def open_link(request: gr.Request):
+    def open_link(current: str | None, request: gr.Request):
+        """The page's one load handler for the model box: its choices refreshed (new checkpoints) and its
+        value — the link's model, else what the box holds — set together, so nothing overwrites the link's."""
         link = parse_link(dict(request.query_params) if request is not None else {})
         if link.problems:
             gr.Warning("This link could not be followed in full: " + "; ".join(link.problems) + ".")
-        return updates(link.tab, link.text, model=link.model, step=link.step, run=link.text is not None)
+        model = gr.update(choices=common.labelled_choices(store), value=link.model or current)
+        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None)
 
     def keep_exploring(answer: dict | None):
         if not answer:
@@ -123,8 +129,9 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
 
     click = _open_js(RUN_BUTTON)
-    opened = demo.load(open_link, None, outputs, api_visibility="private")
+    opened = demo.load(open_link, model_box, outputs, api_visibility="private")
     opened.then(None, hidden, None, js=click, api_visibility="private")
     learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
     learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
         None, hidden, None, js=click, api_visibility="private")
+    return opened

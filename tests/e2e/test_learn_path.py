@@ -113,3 +113,33 @@ def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
 
     page.goto(app_url + "?tab=nowhere")
     expect(page.locator(".toast-body")).to_contain_text("unknown tab 'nowhere'", timeout=TIMEOUT_MS)
+
+
+def test_a_link_opens_the_model_it_names_and_keeps_it(browser_page, app_url):
+    """`&model=` was overwritten by the page's other load handler: the box kept its default, and the next
+    answer came from the default. The box shows the link's model, and every answer comes from it."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    encoder = "embedded/bert-explorer-mlm"  # not the launched app's default
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D+world.&model=" + encoder)
+    expect_tab(page, "Fill-Mask")
+    expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}", timeout=TIMEOUT_MS)
+    expect(page.locator("#model-status")).to_contain_text(encoder, timeout=TIMEOUT_MS)
+    expect(page.locator("#model-box input")).to_have_value(__import__("re").compile("^" + encoder), timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Good [MASK] to you.")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}")
+
+
+def test_a_link_into_inside_bert_does_not_keep_the_default_right_word(browser_page, app_url):
+    """The default right word ("paris") scored an unrelated sentence's mask (p = 3.4e-08): a linked sentence
+    gets no right word of the default."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=inside&text=I+sat+on+the+river+%5BMASK%5D.")
+    expect_tab(page, "Inside BERT")
+    expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
+    expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
