@@ -91,6 +91,16 @@ def test_masking_steps(tiny_loaded):
     assert pair.numbers["sentence_a"].endswith(".") and pair.numbers["sentence_b"].endswith(".")
 
 
+def test_the_nsp_step_and_the_default_pairs_show_an_isnext_pair(tiny_loaded):
+    """By default a learner never saw an IsNext pair (seed 0: four NotNext; the step's pair NotNext too)."""
+    from bertdemo.explore import nsp
+
+    pair = learn_path.answer(tiny_loaded, "nsp", TEXT)
+    assert pair.numbers["label"] == "IsNext" and "a **NotNext** pair" in pair.answer
+    default = nsp.build_pairs("", 64, 4, learn_path.NSP_SEED)  # the Masking tab's defaults
+    assert sorted(p.label_name for p in default.pairs) == ["IsNext", "IsNext", "NotNext", "NotNext"]
+
+
 def test_pretraining_steps(tiny_loaded):
     family = learn_path.answer(tiny_loaded, "family", TEXT).numbers
     assert family["bert-base"] == 109_514_298 and family["bert-large"] == 335_174_458

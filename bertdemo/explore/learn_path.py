@@ -22,6 +22,7 @@ from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
 from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
 
+NSP_LENGTH, NSP_PAIRS, NSP_SEED = 64, 4, 1  # the Masking tab's default pairs: two IsNext, two NotNext
 RATE_DRAWS = 2000  # the 80/10/10 step's draws of the sentence's mask
 EPOCHS, STATIC_COPIES = 40, 10  # the original BERT: about 40 epochs over 10 masked copies
 LENGTH_SCHEDULE, SCHEDULE_STEPS = "128:0.9,512:0.1", 1_000_000  # BERT: 90% of 1M steps at 128, the rest at 512
@@ -186,15 +187,17 @@ def _masks(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = 
 
 
 def _nsp(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    pairs = nsp.build_pairs("", 64, 2, 0)
-    p = pairs.pairs[0]
+    pairs = nsp.build_pairs("", NSP_LENGTH, NSP_PAIRS, NSP_SEED).pairs
+    p = next(x for x in pairs if x.label_name == "IsNext")
+    other = next(x for x in pairs if x.label_name == "NotNext")
     pred = nsp.predict_is_next(loaded, p.sentence_a, p.sentence_b)
     verdict = (f"**{pred.message}** for this pair." if pred.available else
                f"⚠️ {pred.message}")
     md = (
         "BERT's pairs are **whole sentences**: A is one or more sentences of a document; B is what follows "
-        "(IsNext) or, half the time, sentences from another document (NotNext). The first pair from the embedded "
-        f"corpus ({p.label_name}):  \n> **A:** {p.sentence_a}  \n> **B:** {p.sentence_b}  \n"
+        "(IsNext) or, half the time, sentences from another document (NotNext). From the embedded corpus, an "
+        f"**IsNext** pair:  \n> **A:** {p.sentence_a}  \n> **B:** {p.sentence_b}  \n"
+        f"and a **NotNext** pair (B from another article):  \n> **A:** {other.sentence_a}  \n> **B:** {other.sentence_b}  \n"
         f"`[CLS] A [SEP] B [SEP]` = {len(p.tokens)} tokens, segment 0 for A, 1 for B.  \n"
         "P(IsNext) needs a checkpoint **trained with NSP** (`BertForPreTraining`): " + verdict
     )

@@ -80,7 +80,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
         return masking_lab.measure_rates(text, settings, draws)
 
-    def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 0):
+    def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 1):
         """NSP pairs from the learner's text (or the embedded corpus when empty), as pretraining makes them."""
         return nsp.build_pairs(text, seq_len, n_pairs, seed)
 
@@ -159,7 +159,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Row():
             seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=64, step=1, label="Longest pair T")
             n_pairs = gr.Slider(2, limits.MAX_PAIRS, value=4, step=1, label="Pairs")
-            nsp_seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+            nsp_seed = gr.Number(value=1, precision=0, minimum=0, label="Seed")
         pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
         pairs_view = gr.HTML(elem_id="nsp-pairs")
         with gr.Accordion("As JSON (the /nsp_pairs answer)", open=False):

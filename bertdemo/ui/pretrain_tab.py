@@ -167,8 +167,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                 corpus_note_box = gr.Markdown(elem_id="pt-corpus-note")  # TinyStories offline: said before Start
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
                                  file_types=[".txt", ".jsonl"], type="filepath", elem_id="pt-upload")
-                with gr.Accordion("Experiments", open=False):
+                with gr.Accordion("Experiments", open=False, elem_id="pt-experiments"):
                     position_embeddings = gr.Checkbox(d.model.position_embeddings, label="Position embeddings",
+                                                      elem_id="pt-position-embeddings",
                                                       info="Off: zeroed and frozen — the model cannot see word order. Its loss comes out about "
                                                            "the same or lower (a masked word is guessed far on the bag of "
                                                            "words around it); the order probe below shows the difference.")
@@ -187,6 +188,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
                     random_prob = gr.Slider(0, 1, value=d.objective.random_replace_prob, step=0.05,
                                             label="…of which → random token (rest kept)")
                     schedule = gr.Textbox(d.data.seq_len_schedule, label="Block-length schedule (optional)",
+                                          elem_id="pt-schedule",
                                           placeholder="128:0.9,512:0.1",
                                           info="As BERT: 90 % of steps at 128 tokens, then 512 — attention costs grow "
                                                "with S² (512 costs 16× 128); positions beyond 128 train only in "

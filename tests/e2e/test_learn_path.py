@@ -143,3 +143,42 @@ def test_a_link_into_inside_bert_does_not_keep_the_default_right_word(browser_pa
     expect_tab(page, "Inside BERT")
     expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
     expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("step, shown", [
+    ("order", "#in-order"),  # the order test, open and computed
+    ("rates", "#ml-stats-table"),  # the rates over many draws, measured
+    ("masks", "#ml-epochs-view"),  # static vs dynamic, shown
+    ("nsp", "#nsp-pairs"),  # the NSP pairs, built
+    ("family", "#in-anatomy"),  # the anatomy, counted
+])
+def test_keep_exploring_opens_the_part_that_answers_the_step(browser_page, app_url, step, shown):
+    """It opened the tab at its top with the answering section closed or empty."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + f"?step={step}&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-answer")).not_to_be_empty(timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    part = page.locator(shown)
+    expect(part).to_be_visible(timeout=TIMEOUT_MS)
+    expect(part).to_contain_text(__import__("re").compile(r"\d"), timeout=TIMEOUT_MS)  # computed, not waiting
+    expect(part).to_be_in_viewport(timeout=TIMEOUT_MS)
+
+
+def test_keep_exploring_sets_up_the_pretrain_experiment(browser_page, app_url):
+    """Step 10 left Position embeddings ticked; step 11 left the schedule empty."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?step=no-positions&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect(page.locator("#pt-position-embeddings input")).not_to_be_checked(timeout=TIMEOUT_MS)
+    expect(page.locator("#pt-position-embeddings")).to_be_in_viewport(timeout=TIMEOUT_MS)
+    page.goto(app_url + "?step=length&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect(page.locator("#pt-schedule textarea, #pt-schedule input").first).to_have_value("128:0.9,512:0.1",
+                                                                                          timeout=TIMEOUT_MS)
