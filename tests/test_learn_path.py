@@ -156,3 +156,8 @@ def test_step_6_says_why_the_chosen_rate_is_not_15_percent(tiny_loaded):
     a = learn_path.answer(tiny_loaded, "rates", "I sat on the river bank and watched the water.")
     assert "18.2 % are *chosen*" in a.answer.replace("18.2%", "18.2 %")
     assert "k = round(0.15 × 11) = 2" in a.answer and "2 of 11 is 18.2%" in a.answer
+
+
+def test_a_long_sentence_is_refused_in_the_learning_paths_words(tiny_loaded):
+    with pytest.raises(ValueError, match="the learning path shows at most"):
+        learn_path.answer(tiny_loaded, "embeddings", "word " * 300)

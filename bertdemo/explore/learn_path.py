@@ -313,6 +313,9 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     fn = ANSWERS[key]
     extra = ({"hub_reachable": hub_reachable} if key == "tiny" else
              {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks") else {})
-    md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    try:
+        md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    except ValueError as exc:  # the inside views' limit, said for this tab
+        raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
     return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
                        *tab_setup(s, loaded, text))

@@ -182,3 +182,29 @@ def test_keep_exploring_sets_up_the_pretrain_experiment(browser_page, app_url):
     page.click("#learn-open")
     expect(page.locator("#pt-schedule textarea, #pt-schedule input").first).to_have_value("128:0.9,512:0.1",
                                                                                           timeout=TIMEOUT_MS)
+
+
+def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, app_url):
+    """A second model that cannot load (Fill-Mask), or a sentence too long (Learn), left the previous answer
+    for another sentence on the page under the new one."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D.")
+    filled = page.locator("#fm-filled")
+    expect(filled).to_contain_text("Hello", timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Goodbye [MASK].")
+    second = page.locator("#fm-second input")
+    second.fill("roberta-base")
+    second.press("Enter")
+    page.click("#fm-run")
+    expect(page.locator(".toast-body")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(filled).not_to_contain_text("Hello", timeout=TIMEOUT_MS)
+
+    page.goto(app_url + "?step=embeddings&text=" + TEXT.replace(" ", "+"))
+    answer = page.locator("#learn-answer")
+    expect(answer).to_contain_text("tokens", timeout=TIMEOUT_MS)
+    page.locator("#learn-text textarea, #learn-text input").first.fill("word " * 100)
+    page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
+    expect(page.locator(".toast-body")).to_contain_text("the learning path shows at most", timeout=TIMEOUT_MS)
+    expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
