@@ -527,8 +527,21 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
                        message="Saving the final checkpoint…")
         trainer.save()
         final = Status.STOPPED if stopped else Status.FINISHED
-        metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.optim.steps}.")
+        metrics.update(status=final, message=final_message(final, trainer.step, cfg, trainer.out_of_time(),
+                                                           trainer.elapsed))
         return final
+
+
+def final_message(final: str, step: int, cfg: TrainConfig, out_of_time: bool, elapsed_s: float) -> str:
+    """The last status line: where the run ended, and what ended it (the steps, the time budget, a Stop),
+    with the wall time that evaluations and start-up added to the budget's training seconds."""
+    text = f"{final.capitalize()} at step {step:,} of {cfg.optim.steps:,}"
+    if final == Status.FINISHED and out_of_time and step < cfg.optim.steps:
+        text += (f": the time budget ({cfg.optim.time_budget_s / 60:g} min of training) ended it "
+                 f"before the last step (it counts training only; evaluations and start-up come on top)")
+    elif final == Status.STOPPED:
+        text += ": stopped by request"
+    return text + "."
 
 
 # --- optimizer and schedule -----------------------------------------------------------------------
