@@ -66,3 +66,14 @@ def test_the_timeline_describes_what_the_run_does_in_its_order():
     below = next(i for i, line in enumerate(lines) if "goes below" in line)
     assert climb < below and "So far: <code>in</code> at step 250" in lines[climb].replace("`in`", "<code>in</code>")
     assert "5.60" not in lines[climb] and "5.60" in lines[below]
+
+
+def test_the_run_pickers_hold_the_newest_run_once_it_has_a_checkpoint():
+    """After the run finished, the order probe's and the CSV's run lists were empty: pick it by hand."""
+    from bertdemo.ui.pretrain_tab import picked_run
+
+    choices = [("bert-tiny · step 1,002", "20261124-140000-bert-tiny"), ("older", "20261120-090000-bert-tiny")]
+    assert picked_run(choices, None) == "20261124-140000-bert-tiny"
+    assert picked_run(choices, "20261120-090000-bert-tiny") == "20261120-090000-bert-tiny"  # the learner's pick stays
+    assert picked_run(choices, "deleted-run") == "20261124-140000-bert-tiny"
+    assert picked_run([], None) is None

@@ -79,9 +79,10 @@ def stand_in_caveat(requested: str, loaded) -> str:
     cfg = getattr(getattr(loaded, "model", None), "config", None)
     shape = (f" ({cfg.num_hidden_layers} layers, H = {cfg.hidden_size})"
              if hasattr(cfg, "num_hidden_layers") and hasattr(cfg, "hidden_size") else "")
+    example = (" — e.g. for \"Nice to [MASK] you.\" bert-base-uncased puts *meet* first"
+               if requested == "bert-base-uncased" else "")
     return (f"{requested} itself would answer differently: {loaded.name} is a smaller model{shape}, its "
-            "masked-LM head trained here on far less text, so its words and probabilities are its own — "
-            f"e.g. for \"Nice to [MASK] you.\" {requested} puts *meet* first.")
+            f"masked-LM head trained here on far less text, so its words and probabilities are its own{example}.")
 
 
 def tokenizer_answered_by(requested: str, tokenizer) -> str:

@@ -19,7 +19,7 @@ STAND_IN_NOTE = ("# The view's numbers came from the model below, standing in fo
                  "# unreachable from this server): ASKED_FOR itself would print other numbers.\n")
 SERVER_MODEL_NOTE = ("# The view's numbers came from SERVER_MODEL, a model of this server: download its folder and\n"
                      "# put the folder's path in MODEL below.\n")
-LOCAL_NOTE = "# The view's numbers came from this model (its folder on this server).\n"
+LOCAL_NOTE = "# MODEL below is the folder, on this server, of the model whose numbers the view shows.\n"
 
 
 def model_reference(store: ModelSource, model: str, public: bool) -> tuple[str, str]:

@@ -26,7 +26,15 @@ CSS = """
 .tabs .tab-wrapper { height: auto; margin-top: 6px; }
 .tabs .tab-container[role=tablist] { flex-wrap: wrap; height: auto; row-gap: 2px; }
 .tabs .tab-container.visually-hidden button { width: 0; min-width: 0; padding: 0; border: 0; font-size: 0; }
-""" + phone.CSS
+""" + phone.CSS + f"""
+@media (max-width: {phone.NARROW_PX}px) {{
+  /* a table's cells keep whole words (no "c o m p o n e n t" or "settin g"); the table scrolls in its box */
+  .prose table, .md table {{ display: block; max-width: 100%; overflow-x: auto; }}
+  .prose th, .prose td, .md th, .md td {{ white-space: nowrap; word-break: normal; overflow-wrap: normal; }}
+  /* the model box's text ends before its arrow */
+  #model-box input {{ text-overflow: ellipsis; min-width: 0; padding-right: 1.75em; }}
+}}
+"""
 HEAD = phone.SCRIPT + plot_once.SCRIPT  # for launch(head=...): figures refitted to a phone's width before they
 # are drawn, and drawn once (no second layout at the same size)
 THEME = gr.themes.Soft(primary_hue="indigo")

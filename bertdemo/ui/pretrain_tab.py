@@ -89,6 +89,13 @@ def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, sm
     return updates, {**seen, **keys, "ckpt": snap.last_checkpoint}
 
 
+def picked_run(choices: list[tuple[str, str]], value: str | None) -> str | None:
+    """What a run picker holds once the run list changes: the learner's pick while it is still offered, else
+    the newest run (``choices`` come newest first), so a finished run is ready for its CSV and order probe."""
+    offered = [run_id for _label, run_id in choices]
+    return value if value in offered else (offered[0] if offered else None)
+
+
 class TabContext(Protocol):
     """What the tab needs of the app context."""
 
@@ -130,16 +137,24 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
     def probe_ranks(x_axis: str):
         return plot_data(run_curves.probe_ranks_spec(runs.snapshot(), x_axis))
 
-    def draw(seen: dict | None, compare, smoothing, log_y, x_axis):
+    def draw(seen: dict | None, compare, smoothing, log_y, x_axis, picked: str | None = None,
+             probed: str | None = None):
         """Send only what changed since this page's last poll (nothing at all when the run stands still);
-        refresh the model and run lists when a new checkpoint appears."""
+        refresh the model and run lists when a new checkpoint appears — the run pickers then offer the
+        newest run, already chosen where nothing was."""
         updates, seen = poll_view(runs, seen, compare, smoothing, log_y, x_axis)
         refresh = updates.get("refresh", False)
+        choices = runs.run_choices() if refresh else []
+
+        def pick(value: str | None):
+            return gr.update(choices=choices, value=picked_run(choices, value)) if refresh else gr.skip()
+
         return (
             *(updates.get(name, gr.skip()) for name in ("status", "timeline", "plot", "ranks", "table")),
             gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
             gr.update(choices=runs.checkpoint_choices()) if refresh else gr.skip(),
-            gr.update(choices=runs.run_choices()) if refresh else gr.skip(),
+            gr.update(choices=choices) if refresh else gr.skip(),
+            pick(picked), pick(probed),
             seen,
         )
 
@@ -391,7 +406,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         return run_curves.order_probe_markdown(result, run_id)
 
     view = [compare, smoothing, log_y, x_axis]
-    outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, seen]
+    outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, run_pick, order_run, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
@@ -417,7 +432,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
-    timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden",
+    timer.tick(draw, [seen, *view, run_pick, order_run], outputs, api_visibility="private", show_progress="hidden",
                show_progress_on=[])  # the poll shows no progress, not even on its status text
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")

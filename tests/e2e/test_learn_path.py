@@ -208,3 +208,24 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
     expect(page.locator(".toast-body")).to_contain_text("the learning path shows at most", timeout=TIMEOUT_MS)
     expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
+
+
+def test_step_9_table_reads_at_phone_width(_browser, app_url):
+    """At 390 px the parameter table wrapped one character per line ("c o m p o n e n t"): it keeps whole
+    words and scrolls in its own box; the page itself never scrolls sideways."""
+    from playwright.sync_api import expect
+
+    context = _browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    try:
+        page = context.new_page()
+        page.goto(app_url + "?step=family&text=" + TEXT.replace(" ", "+"))
+        table = page.locator("#learn-answer table")
+        expect(table).to_be_visible(timeout=TIMEOUT_MS)
+        header = table.locator("th").first
+        expect(header).to_have_text("component")
+        line = header.evaluate("th => parseFloat(getComputedStyle(th).lineHeight) || 24")
+        assert header.evaluate("th => th.clientHeight") < 2 * line + 24  # one line of text, with its padding
+        assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # wider than the phone: it scrolls in its box
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()
