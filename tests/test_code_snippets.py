@@ -225,3 +225,10 @@ def test_inputs_are_python_literals():
     text = 'He said "it\'s \\ fine"\nand left.'
     source = code_snippets.tokenizer_code("bert-base-uncased", text)
     assert ast.parse(source) and repr(text) in source
+
+
+def test_snippets_loading_the_bare_encoder_explain_the_pooler_report():
+    """transformers prints a "newly initialized pooler" report for them, which alarmed a learner unexplained."""
+    for source in (code_snippets.attention_code("m", TEXT), code_snippets.model_outputs_code("m", MASKED)):
+        note = source.index("'newly initialized'")
+        assert note < source.index(".from_pretrained(MODEL", source.index("AutoModel" if "AutoModel.from" in source else "BertModel.from"))

@@ -229,3 +229,19 @@ def test_step_9_table_reads_at_phone_width(_browser, app_url):
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
+
+
+def test_an_open_code_panel_follows_the_view(browser_page, app_url):
+    """An open "Show the code" kept the old sentence after a new answer ("Reopen to refresh")."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D+world.")
+    expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=TIMEOUT_MS)
+    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()  # the Fill-Mask tab's panel
+    code = page.locator("#fm-code")
+    expect(code).to_contain_text("Hello [MASK] world.", timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Good [MASK] to you.")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
+    expect(code).to_contain_text("Good [MASK] to you.", timeout=TIMEOUT_MS)
