@@ -213,8 +213,7 @@ def test_family_snippet(size, printed):
 
 
 def test_pretrain_snippet_builds_the_preset():
-    source = code_snippets.pretrain_code_for("bert-tiny", 0, 0, 0, 0).replace(
-        "'bert-base-uncased'", repr(str(embedded.tokenizer_dir())))
+    source = code_snippets.pretrain_code_for("bert-tiny", 0, 0, 0, 0, tokenizer=str(embedded.tokenizer_dir()))
     lines, ns = run(source)
     assert lines[0].startswith("4,416,698 parameters, loss ")
     assert 0 < ns["loss"].item() < 20

@@ -140,6 +140,8 @@ def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
     codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
                                     tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
     assert len({a.code for a in codes.values()}) == 12  # no two steps share their code
+    for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
+        assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
     order = codes["order"]
     lines = _printed(order.code)
     assert lines[2] == f"positions zeroed mean cosine {round(order.numbers['mean_cosine_without_positions'], 3)}"

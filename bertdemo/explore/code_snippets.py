@@ -326,7 +326,7 @@ def family_code(size: str = "bert-base") -> str:
 
 
 def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int = 512, seq_len: int = 128,
-                  position_embeddings: bool = True) -> str:
+                  position_embeddings: bool = True, tokenizer: str = "bert-base-uncased") -> str:
     """Pretrain tab: one masked-LM training step of a new BERT of this shape, in stock transformers."""
     no_pos = ("model.bert.embeddings.position_embeddings.weight.data.zero_()\n"
               "model.bert.embeddings.position_embeddings.weight.requires_grad_(False)  # order-blind\n"
@@ -334,7 +334,7 @@ def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int =
     return (
         "import torch\nfrom transformers import AutoTokenizer, BertConfig, BertForMaskedLM, "
         "DataCollatorForLanguageModeling\n\n"
-        "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({str(tokenizer)!r})  # bert-base-uncased's vocabulary\n"
         f"config = BertConfig(num_hidden_layers={int(layers)}, hidden_size={int(hidden)}, "
         f"num_attention_heads={int(heads)}, intermediate_size={int(ffn)})\n"
         "model = BertForMaskedLM(config)\n" + no_pos +
@@ -349,7 +349,7 @@ def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int =
 
 
 def pretrain_code_for(preset: str, layers: int, hidden: int, heads: int, ffn: int,
-                      position_embeddings: bool = True) -> str:
+                      position_embeddings: bool = True, tokenizer: str = "bert-base-uncased") -> str:
     """The Pretrain form's model (a preset, or its custom shape) as :func:`pretrain_code`."""
     shape = FAMILY.get(preset, (layers, hidden, heads, ffn))
-    return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings))
+    return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings), tokenizer=tokenizer)

@@ -229,7 +229,8 @@ def _family(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
     return md, nums, code.family_code("bert-base")
 
 
-def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+def _no_positions(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+                  ) -> tuple[str, dict, str]:
     masked, word = hide_word(loaded.tokenizer, text)
     r = order_probe.order_probe(loaded, masked)
     first, second = r.original.masks[0].candidates[0], r.shuffled_result.masks[0].candidates[0]
@@ -246,7 +247,7 @@ def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, 
     )
     nums = {"text": r.text, "shuffled": r.shuffled, "top": first.token, "top_shuffled": second.token,
             "max_state_difference": r.max_state_difference, "order_blind": r.order_blind}
-    return md, nums, code.pretrain_code(position_embeddings=False)
+    return md, nums, code.pretrain_code(position_embeddings=False, tokenizer=tokenizer_ref)
 
 
 def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -267,7 +268,8 @@ def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
     return md, nums, code.schedule_code(phases, SCHEDULE_STEPS)
 
 
-def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False) -> tuple[str, dict, str]:
+def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False,
+          tokenizer_ref: str = code.ENGINE_TOKENIZER) -> tuple[str, dict, str]:
     layers, hidden, heads, ffn = PRESETS["bert-tiny"]
     tiny = bert_family.member("bert-tiny")
     hub = ("The dataset hub is reachable from this server: choose *TinyStories* in the Pretrain tab." if hub_reachable
@@ -281,7 +283,7 @@ def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = 
     )
     nums = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "parameters": tiny.masked_lm,
             "hub_reachable": hub_reachable}
-    return md, nums, code.pretrain_code(layers, hidden, heads, ffn)
+    return md, nums, code.pretrain_code(layers, hidden, heads, ffn, tokenizer=tokenizer_ref)
 
 
 ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
@@ -311,8 +313,8 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     if not text:
         raise ValueError("Type a sentence first.")
     fn = ANSWERS[key]
-    extra = ({"hub_reachable": hub_reachable} if key == "tiny" else
-             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks") else {})
+    extra = ({"hub_reachable": hub_reachable, "tokenizer_ref": tokenizer_ref} if key == "tiny" else
+             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else {})
     try:
         md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
     except ValueError as exc:  # the inside views' limit, said for this tab

@@ -31,7 +31,7 @@ from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, visitor_of
 from bertdemo.explore import code_snippets
-from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.viz import run_curves
 from bertdemo.viz.text import html_code, literal
@@ -417,8 +417,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown) -> None:
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
-        code_panel(ctx, code_snippets.pretrain_code_for, [preset, layers, hidden, heads, ffn, position_embeddings],
-                   elem_id="pt-code", uses_model=False)
+        code_panel(ctx, lambda *shape: code_snippets.pretrain_code_for(  # the engine's tokenizer, offline too
+                       *shape, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
+                   [preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code", uses_model=False)
         gr.api(run_status, api_name="run_status")
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
