@@ -197,8 +197,10 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     second = page.locator("#fm-second input")
     second.fill("roberta-base")
     second.press("Enter")
+    page.locator("#fm-text textarea").click()  # the custom choice is committed when the box loses focus
+    expect(second).to_have_value(__import__("re").compile("^roberta-base"), timeout=TIMEOUT_MS)  # or its label
     page.click("#fm-run")
-    expect(page.locator(".toast-body")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".toast-body").filter(has_text="roberta-base").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(filled).not_to_contain_text("Hello", timeout=TIMEOUT_MS)
 
     page.goto(app_url + "?step=embeddings&text=" + TEXT.replace(" ", "+"))
