@@ -77,3 +77,18 @@ def test_the_run_pickers_hold_the_newest_run_once_it_has_a_checkpoint():
     assert picked_run(choices, "20261120-090000-bert-tiny") == "20261120-090000-bert-tiny"  # the learner's pick stays
     assert picked_run(choices, "deleted-run") == "20261124-140000-bert-tiny"
     assert picked_run([], None) is None
+
+
+def test_a_landmark_star_is_labelled_below_its_line_clear_of_the_lines_label():
+    """On a phone the star's "common words" sat on the line's label ("knows which words are common")."""
+    snap = RunSnapshot(status="running", step=300, steps=[100, 300], train_loss=[8.0, 7.0], lr=[1e-3, 1e-3],
+                       eval_steps=[250], eval_loss=[7.3], eval_ppl=[1500.0], mlm_acc=[0.1],
+                       landmarks={"unigram": 7.4},
+                       timeline=[{"kind": "landmark", "landmark": "unigram", "value": 7.4, "step": 250, "label": "x"},
+                                 {"kind": "probe", "expected": "in", "step": 250, "rank": 4, "label": "in"}])
+    spec = run_curves.training_curves_spec([run_curves.CurveRun("live", snap)])
+    star = next(t for t in spec["data"] if t.get("marker", {}).get("symbol") == "star")
+    label = next(a for a in spec["layout"]["annotations"] if "common" in a["text"] and a.get("yref") == "y")
+    assert star["textposition"] == "bottom center" and label["yanchor"] == "bottom"  # label above, star's text below
+    diamond = next(t for t in spec["data"] if t.get("marker", {}).get("symbol") == "diamond")
+    assert diamond["textposition"] == "top center"

@@ -304,7 +304,9 @@ def _timeline_markers(snap: RunSnapshot, x_axis: str) -> list[dict]:
         xs = [_event_x(e, x_axis) for e in events]
         ys = [_num(e["value"]) if kind == "landmark" else _num(_loss_at(snap, e["step"])) for e in events]
         traces.append({"type": "scatter", "mode": "markers+text", "x": xs, "y": ys, "xaxis": "x", "yaxis": "y",
-                       "text": [text(e) for e in events], "textposition": "top center", "textfont": {"size": 10},
+                       "text": [text(e) for e in events], "textfont": {"size": 10},
+                       # a star sits on its landmark's line, whose label is above the line: the star's goes below
+                       "textposition": "bottom center" if kind == "landmark" else "top center",
                        "marker": {"symbol": symbol, "size": 11, "color": "#111827"}, "showlegend": False,
                        "hovertext": [f"step {e['step']:,}: {e['label']}" for e in events], "hoverinfo": "text",
                        "name": "below a landmark" if kind == "landmark" else "a probe's word in the top 5"})
