@@ -55,3 +55,15 @@ def test_the_store_stand_in_is_named(offline, tokenizer):
     assert "standing in for bert-base-uncased" in availability.tokenizer_answered_by(
         "bert-base-uncased", store.get_tokenizer("bert-base-uncased"))
     assert availability.tokenizer_answered_by(embedded.EMBEDDED_ENCODER_NAME, tokenizer) == embedded.EMBEDDED_ENCODER_NAME
+
+
+def test_a_stand_in_answer_says_the_model_asked_for_would_answer_differently(offline):
+    from bertdemo.models.policy import AccessPolicy
+    from bertdemo.models.store import ModelStore
+
+    store = ModelStore(default="bert-base-uncased", device="cpu", policy=AccessPolicy(hub=offline))
+    loaded = store.get("bert-base-uncased")
+    caveat = availability.stand_in_caveat("bert-base-uncased", loaded)
+    assert caveat.startswith("bert-base-uncased itself would answer differently: embedded/bert-explorer-mlm is a "
+                             "smaller model (6 layers, H = 384)")
+    assert availability.stand_in_caveat(embedded.EMBEDDED_MLM_NAME, loaded) == ""  # asked for, answered

@@ -36,11 +36,27 @@ def test_tokenizer_snippet(tiny_mlm_dir, tiny_loaded):
     assert ast.literal_eval(lines[2]) == [r.segment for r in table.rows]
 
 
-def test_fill_mask_snippet(tiny_mlm_dir, tiny_loaded):
-    lines, _ = run(code_snippets.fill_mask_code(str(tiny_mlm_dir), MASKED, 5))
-    view = fill_mask.predict(tiny_loaded, MASKED, top_k=5)
-    shown = [(c.token, round(c.prob, 4)) for c in view.masks[0].candidates]
-    assert ast.literal_eval(lines[0]) == shown
+@pytest.mark.parametrize("text, pair", [
+    (MASKED, ""),
+    ("She was un[MASK] about the result.", ""),  # glued to letters: only ## pieces
+    ("The [MASK] sat on the [MASK] because it was [mask].", ""),  # several masks, one typed in lower case
+    ("A cat[MASK][MASK] on the mat.", ""),  # glued to letters, then glued to that mask
+    ("The cat sat on the [MASK]. [SEP] It was un[MASK].", ""),  # a typed [SEP]: a pair
+    ("The cat sat on the [MASK].", "It was un[MASK]."),  # the sentence-B box
+])
+def test_fill_mask_snippet_prints_what_the_view_shows(tiny_mlm_dir, tiny_loaded, text, pair):
+    lines, _ = run(code_snippets.fill_mask_code(str(tiny_mlm_dir), text, 5, pair))
+    view = fill_mask.predict(tiny_loaded, text, text_pair=pair or None, top_k=5)
+    assert len(lines) == len(view.masks)
+    for printed, mask in zip(lines, view.masks):
+        assert ast.literal_eval(printed) == [(c.token, round(c.prob, 4)) for c in mask.candidates]
+
+
+def test_a_mask_glued_to_letters_gets_pieces_in_the_snippet(tiny_mlm_dir):
+    lines, _ = run(code_snippets.fill_mask_code(str(tiny_mlm_dir), "She was un[MASK] about the [MASK].", 5))
+    glued, free = (ast.literal_eval(line) for line in lines)
+    assert all(token.startswith("##") for token, _ in glued)
+    assert not any(token.startswith("##") for token, _ in free)
 
 
 def test_attention_snippet(tiny_mlm_dir, tiny_loaded):
@@ -87,16 +103,93 @@ def test_model_outputs_snippet(tiny_mlm_dir, tiny_loaded):
     assert lines[4] == f"last_hidden_state {view.last_hidden_state}  pooler_output {view.pooler_output}"
 
 
-def test_masking_snippet_measures_the_views_split():
-    source = code_snippets.masking_code(TEXT, draws=4000).replace("'bert-base-uncased'", repr(str(embedded.tokenizer_dir())))
+@pytest.mark.parametrize("fixed_count, seed", [(True, 0), (True, 2), (False, 5)])
+def test_masking_snippet_prints_the_views_rates(fixed_count, seed):
+    """The engine's own draws (fixed count by default: 18.2 % chosen of 11 tokens, not the collator's 15 %)."""
+    text = "I sat on the river bank and watched the water."
+    source = code_snippets.masking_code(text, 0.15, 0.8, 0.1, 2000, seed, fixed_count,
+                                        tokenizer=str(embedded.tokenizer_dir()))
     lines, _ = run(source)
     printed = lines[0].split()
     measured = {printed[i]: float(printed[i + 1]) for i in range(0, len(printed), 2)}
-    view = {r.name: r.measured for r in masking_lab.measure_rates(TEXT, masking_lab.MaskSettings(), 4000).rates}
-    # transformers draws its own random numbers (a coin per token): the same rates within sampling error
-    assert measured["chosen"] == pytest.approx(0.15, abs=0.02)
-    for name in ("[MASK]", "random", "kept"):
-        assert measured[name] == pytest.approx(view[name], abs=0.04)
+    settings = masking_lab.MaskSettings(seed=seed, fixed_count=fixed_count)
+    view = {r.name: round(r.measured, 3) for r in masking_lab.measure_rates(text, settings, 2000).rates}
+    assert measured == view
+    if fixed_count:
+        assert measured["chosen"] == 0.182  # round(0.15 × 11) = 2 of 11
+
+
+def test_epochs_snippet_counts_the_views_distinct_masks():
+    text = "I sat on the river bank and watched the water."
+    lines, _ = run(code_snippets.epochs_code(text, 40, 10, 0, tokenizer=str(embedded.tokenizer_dir())))
+    view = masking_lab.compare_epochs(text, masking_lab.MaskSettings(), 40, 10)
+    assert lines[0] == f"static: {view.distinct_static} distinct masks; dynamic: {view.distinct_dynamic}"
+    assert lines[1] == "each static mask seen 4.0 times"
+
+
+def test_order_snippet_prints_the_views_cosines(tiny_mlm_dir, tiny_loaded):
+    lines, _ = run(code_snippets.order_code(str(tiny_mlm_dir), TEXT))
+    order = inside.embeddings(tiny_loaded, TEXT).order
+    assert ast.literal_eval(lines[0]) == order.shuffled_tokens
+    mean = lambda values: round(sum(values) / len(values), 3)  # noqa: E731
+    assert lines[1] == f"with positions mean cosine {mean(order.cosine_with_positions)}"
+    assert lines[2] == f"positions zeroed mean cosine {mean(order.cosine_without_positions)}" == (
+        "positions zeroed mean cosine 1.0")
+
+
+def test_schedule_snippet_prints_the_phases():
+    lines, _ = run(code_snippets.schedule_code([(0, 128), (900_000, 512)], 1_000_000))
+    assert lines == ["128-token blocks: steps 0 to 899,999", "512-token blocks: steps 900,000 to 999,999",
+                     "attention scores per head and layer, 512 vs 128: 16.0 x",
+                     "block length at each phase start: [128, 512]"]
+
+
+SEP_TEXT = "The cat sat on the mat. [SEP] It was [MASK]."
+
+
+def test_a_typed_sep_starts_sentence_b_in_the_snippets_as_in_the_views(tiny_mlm_dir, tiny_loaded):
+    table = tokens.tokenize(tiny_loaded.tokenizer, SEP_TEXT)
+    lines, _ = run(code_snippets.tokenizer_code(str(tiny_mlm_dir), SEP_TEXT))
+    assert ast.literal_eval(lines[2]) == [r.segment for r in table.rows] and 1 in ast.literal_eval(lines[2])
+    _, ns = run(code_snippets.embeddings_code(str(tiny_mlm_dir), SEP_TEXT))
+    view = inside.embeddings(tiny_loaded, SEP_TEXT, with_order_test=False)
+    assert ns["inputs"]["token_type_ids"][0].tolist() == view.token_type_ids
+    np.testing.assert_allclose(ns["normed"][0].numpy(), view.normed, atol=1e-6)
+    lines, _ = run(code_snippets.mlm_loss_code(str(tiny_mlm_dir), SEP_TEXT, ["tired"]))
+    loss = inside_output.mlm_loss(tiny_loaded, SEP_TEXT, ["tired"])
+    assert lines[-1] == f"mean: {round(loss.mean_loss, 4)}  model loss: {round(loss.model_loss, 4)}"
+
+
+HOSTILE = "x\rimport os; print('PWNED')\n#\u2028print('PWNED')\r\n"
+
+
+def _only_in_strings(source: str, needle: str) -> None:
+    """``needle`` appears in ``source`` inside string literals only: no statement, no comment carries it."""
+    import tokenize
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    assert needle not in ast.unparse(tree)
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    assert not any(needle in c or "\r" in c for c in comments)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: code_snippets.tokenizer_code(HOSTILE, HOSTILE, HOSTILE),
+    lambda: code_snippets.fill_mask_code(HOSTILE, HOSTILE, 5, HOSTILE),
+    lambda: code_snippets.attention_code(HOSTILE, HOSTILE, HOSTILE),
+    lambda: code_snippets.inside_code(HOSTILE, HOSTILE + " [SEP] b", HOSTILE),
+    lambda: code_snippets.model_outputs_code(HOSTILE, HOSTILE),
+    lambda: code_snippets.order_code(HOSTILE, HOSTILE),
+    lambda: code_snippets.masking_code(HOSTILE, tokenizer=HOSTILE),
+    lambda: code_snippets.epochs_code(HOSTILE, tokenizer=HOSTILE),
+    lambda: code_snippets.nsp_code(HOSTILE, HOSTILE, HOSTILE),
+])
+def test_a_hostile_model_name_or_text_stays_a_literal(make):
+    """A carriage return or newline in a model name never ends a comment or a string: nothing runs."""
+    _only_in_strings(make(), "PWNED")
 
 
 def test_nsp_snippet(tmp_path):
@@ -120,8 +213,7 @@ def test_family_snippet(size, printed):
 
 
 def test_pretrain_snippet_builds_the_preset():
-    source = code_snippets.pretrain_code_for("bert-tiny", 0, 0, 0, 0).replace(
-        "'bert-base-uncased'", repr(str(embedded.tokenizer_dir())))
+    source = code_snippets.pretrain_code_for("bert-tiny", 0, 0, 0, 0, tokenizer=str(embedded.tokenizer_dir()))
     lines, ns = run(source)
     assert lines[0].startswith("4,416,698 parameters, loss ")
     assert 0 < ns["loss"].item() < 20
@@ -132,3 +224,10 @@ def test_inputs_are_python_literals():
     text = 'He said "it\'s \\ fine"\nand left.'
     source = code_snippets.tokenizer_code("bert-base-uncased", text)
     assert ast.parse(source) and repr(text) in source
+
+
+def test_snippets_loading_the_bare_encoder_explain_the_pooler_report():
+    """transformers prints a "newly initialized pooler" report for them, which alarmed a learner unexplained."""
+    for source in (code_snippets.attention_code("m", TEXT), code_snippets.model_outputs_code("m", MASKED)):
+        note = source.index("'newly initialized'")
+        assert note < source.index(".from_pretrained(MODEL", source.index("AutoModel" if "AutoModel.from" in source else "BertModel.from"))

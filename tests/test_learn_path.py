@@ -91,6 +91,16 @@ def test_masking_steps(tiny_loaded):
     assert pair.numbers["sentence_a"].endswith(".") and pair.numbers["sentence_b"].endswith(".")
 
 
+def test_the_nsp_step_and_the_default_pairs_show_an_isnext_pair(tiny_loaded):
+    """By default a learner never saw an IsNext pair (seed 0: four NotNext; the step's pair NotNext too)."""
+    from bertdemo.explore import nsp
+
+    pair = learn_path.answer(tiny_loaded, "nsp", TEXT)
+    assert pair.numbers["label"] == "IsNext" and "a **NotNext** pair" in pair.answer
+    default = nsp.build_pairs("", 64, 4, learn_path.NSP_SEED)  # the Masking tab's defaults
+    assert sorted(p.label_name for p in default.pairs) == ["IsNext", "IsNext", "NotNext", "NotNext"]
+
+
 def test_pretraining_steps(tiny_loaded):
     family = learn_path.answer(tiny_loaded, "family", TEXT).numbers
     assert family["bert-base"] == 109_514_298 and family["bert-large"] == 335_174_458
@@ -111,3 +121,45 @@ def test_bad_requests_are_refused(tiny_loaded):
         learn_path.answer(tiny_loaded, "nope", TEXT)
     with pytest.raises(ValueError, match="Type a sentence"):
         learn_path.answer(tiny_loaded, "embeddings", "  ")
+
+
+def _printed(source: str) -> list[str]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
+    return out.getvalue().splitlines()
+
+
+def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
+    """Steps 2, 7 and 11 showed another step's code: each prints its own step's numbers."""
+    from bertdemo.models import embedded
+
+    codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
+                                    tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
+    assert len({a.code for a in codes.values()}) == 12  # no two steps share their code
+    for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
+        assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
+    order = codes["order"]
+    lines = _printed(order.code)
+    assert lines[2] == f"positions zeroed mean cosine {round(order.numbers['mean_cosine_without_positions'], 3)}"
+    masks = codes["masks"]
+    assert _printed(masks.code)[0] == (f"static: {masks.numbers['distinct_static']} distinct masks; "
+                                       f"dynamic: {masks.numbers['distinct_dynamic']}")
+    length = codes["length"]
+    assert _printed(length.code)[:2] == ["128-token blocks: steps 0 to 899,999", "512-token blocks: steps 900,000 to 999,999"]
+    rates = codes["rates"]
+    assert _printed(rates.code)[0].startswith(f"chosen {round(rates.numbers['chosen'], 3)} ")
+
+
+def test_step_6_says_why_the_chosen_rate_is_not_15_percent(tiny_loaded):
+    a = learn_path.answer(tiny_loaded, "rates", "I sat on the river bank and watched the water.")
+    assert "18.2 % are *chosen*" in a.answer.replace("18.2%", "18.2 %")
+    assert "k = round(0.15 × 11) = 2" in a.answer and "2 of 11 is 18.2%" in a.answer
+
+
+def test_a_long_sentence_is_refused_in_the_learning_paths_words(tiny_loaded):
+    with pytest.raises(ValueError, match="the learning path shows at most"):
+        learn_path.answer(tiny_loaded, "embeddings", "word " * 300)

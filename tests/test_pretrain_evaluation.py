@@ -67,13 +67,16 @@ def test_a_favoured_word_reaches_rank_one_and_the_probe_reports_it(tokenizer):
     model.eval()
     with torch.no_grad():
         logits = model(**enc).logits[0, where]
-    probs = logits.softmax(-1)
+    # a gap at a word start: no ## piece is offered there (as in Fill-Mask), nor counted in the rank
+    whole = torch.tensor([not t.startswith("##") for t in tokenizer.convert_ids_to_tokens(range(len(tokenizer)))])
+    probs = logits.softmax(-1) * whole
     top = probs.topk(5)
     assert [t for t, _ in answers[0].top5] == tokenizer.convert_ids_to_tokens(top.indices.tolist())
     assert [p for _, p in answers[0].top5] == pytest.approx(top.values.tolist(), abs=1e-5)
-    assert answers[0].rank == 1 == ranks_by_sorting(logits[None], torch.tensor([target]))[0]
+    words_only = logits.masked_fill(~whole, float("-inf"))[None]
+    assert answers[0].rank == 1 == ranks_by_sorting(words_only, torch.tensor([target]))[0]
     london = tokenizer.convert_tokens_to_ids("london")  # an uncased vocabulary: the word as the tokenizer writes it
-    assert answers[1].rank == ranks_by_sorting(logits[None], torch.tensor([london]))[0] > 1
+    assert answers[1].rank == ranks_by_sorting(words_only, torch.tensor([london]))[0] > 1
     assert answers[2].rank is None and answers[3].rank is None  # no word, or not one vocabulary entry
     with pytest.raises(ValueError, match="no \\[MASK\\]"):
         probe_answers(model, tokenizer, [("No gap here.", "in")], torch.device("cpu"))
@@ -97,3 +100,31 @@ def test_runs_with_different_recipes_answer_the_same_heldout_questions(tmp_path)
     for snap in snaps:
         assert snap.eval_steps == [0, 2] and len(snap.top5_acc) == len(snap.median_rank) == 2
         assert [len(t["ranks"]) for t in snap.probe_tracks] == [2] * 7 and snap.probe_tracks[-1]["expected"] == "paris"
+
+
+def test_a_probe_offers_what_fill_mask_offers_there(tokenizer):
+    """A whole-word gap got '##s' as a guess, which Fill-Mask filters: one rule for both (no ## piece at a word
+    start, only ## pieces glued to letters), and the rank counts the words that may stand there."""
+    from bertdemo.explore import fill_mask
+    from bertdemo.models.store import LoadedModel
+    from bertdemo.pretrain.trainer import predict_masks
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(tiny_bert_config()).eval()
+    pieces = tokenizer.convert_tokens_to_ids(["##s", "##ed"])
+    with torch.no_grad():
+        model.cls.predictions.decoder.bias[pieces] += 20.0  # the model's favourite guesses are ## pieces
+    text = "The United [MASK] of America."
+    answer = probe_answers(model, tokenizer, [(text, "states")], torch.device("cpu"))[0]
+    assert not any(t.startswith("##") for t, _ in answer.top5)
+    with torch.no_grad():
+        logits = model(**tokenizer(text, return_tensors="pt")).logits[0, 3]
+    whole = torch.tensor([not t.startswith("##") for t in tokenizer.convert_ids_to_tokens(range(len(tokenizer)))])
+    target = tokenizer.convert_tokens_to_ids("states")
+    assert answer.rank == int((logits[whole] > logits[target]).sum()) + 1
+    start, glued = predict_masks(model, tokenizer, "The United [MASK] of un[MASK].", torch.device("cpu"))
+    assert not any(t.startswith("##") for t, _ in start) and all(t.startswith("##") for t, _ in glued)
+    loaded = LoadedModel(name="tiny", source="local", path="", tokenizer=tokenizer, model=model, device=torch.device("cpu"),
+                         has_mlm_head=True)
+    view = fill_mask.predict(loaded, "The United [MASK] of un[MASK].", top_k=5)
+    assert [[(c.token, round(c.prob, 5)) for c in m.candidates] for m in view.masks] == [start, glued]

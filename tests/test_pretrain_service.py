@@ -84,7 +84,8 @@ def test_the_time_estimate_names_the_public_limit(tmp_path):
     assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 0}).endswith("minute limit: lower Steps.")
     # a time budget ends the run first: the estimate is the budget, and says what all the steps would take
     assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300}).startswith(
-        "Estimated time on this machine: **about 5 min** — the time budget ends it first (5,000 steps would take about")
+        "Estimated time on this machine: **about 5 min** of training (evaluations and start-up come on top) — the "
+        "time budget ends it first (5,000 steps would take about")
     assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
 
 

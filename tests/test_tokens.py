@@ -85,11 +85,30 @@ def test_encoding_is_what_the_tokenizer_returns(tokenizer):
 
 def test_normalisation_is_reported(tokenizer):
     table = tokens.tokenize(tokenizer, "Naïve café, naive cafe. Naïve!")
-    assert table.n_normalised == 3 and table.preview == ("Naïve café, naive cafe. Naïve!", "naive cafe, naive cafe. naive!")
+    assert table.n_normalised == 3 and table.changed == [("Naïve", "naive"), ("café,", "cafe,"), ("Naïve!", "naive!")]
     plain = tokens.tokenize(tokenizer, "plain lowercase words")
-    assert plain.n_normalised == 0 and plain.preview is None
+    assert plain.n_normalised == 0 and plain.changed == []
     long = tokens.tokenize(tokenizer, "Café " * 30)
-    assert long.n_normalised == 30 and long.preview[1].startswith("cafe cafe") and long.preview[1].endswith(" …")
+    assert long.n_normalised == 30 and long.changed == [("Café", "cafe")]
+
+
+def test_the_notice_names_every_changed_word_however_long_the_text(tokenizer):
+    """Each changed word is named, not the first 60 characters of the text (words past them were hidden)."""
+    from bertdemo.viz.chips import render_stats
+
+    text = "the quick brown fox jumps over the lazy dog and then " * 2 + "Naïve Café Déjà Über Ångström"
+    stats = render_stats(tokens.tokenize(tokenizer, text))
+    for typed, read in [("Naïve", "naive"), ("Café", "cafe"), ("Déjà", "deja"), ("Über", "uber"), ("Ångström", "angstrom")]:
+        assert f"`{typed}` → `{read}`" in stats
+
+
+def test_a_typed_sep_starts_sentence_b_as_in_every_view(tokenizer):
+    """The same rule as Inside BERT and Learn: a typed [SEP] gives segment 1 after it."""
+    table = tokens.tokenize(tokenizer, "I sat on the bank. [SEP] The water was cold.")
+    typed = tokens.tokenize(tokenizer, "I sat on the bank.", "The water was cold.")
+    assert [r.token for r in table.rows] == [r.token for r in typed.rows]
+    assert [r.segment for r in table.rows] == [0] * 8 + [1] * 6
+    assert table.typed_sep and not typed.typed_sep
 
 
 def test_long_token_lookup_is_refused(tokenizer):
@@ -112,5 +131,5 @@ def test_offline_cased_tokenizer_ships_small_and_cased():
     table = tokens.tokenize(cased, "Naïve BERT", "B")
     toks = [r.token for r in table.rows]
     assert toks[0] == "[CLS]" and toks.count("[SEP]") == 2 and "B" in toks  # cased: not lowercased
-    assert table.preview is None and "ï" in "".join(toks)  # accents kept
+    assert table.changed == [] and "ï" in "".join(toks)  # accents kept
     assert [r.segment for r in table.rows][-2:] == [1, 1]

@@ -4,43 +4,72 @@ Each function returns Python source filled with the learner's own inputs and the
 Python literals, so any text is safe to paste). The snippets use stock transformers only — no
 bertdemo — and print the numbers the view shows; tests run every one on a tiny model and compare.
 Torch-free (plain strings): the page fills them without loading anything.
+
+Every value placed in a snippet is a Python literal (``repr``) or a validated number; comments are fixed
+text and never carry the learner's input or a model name. The snippets read the input the way the views
+do: a typed ``[SEP]`` starts sentence B (:mod:`bertdemo.explore.typed_pair`), ``[MASK]`` may be typed in
+any case, and a mask glued to letters is filled with a ``##`` piece.
 """
 
 from __future__ import annotations
 
+import re
+
+from bertdemo.explore.typed_pair import split_pair
 from bertdemo.models.bert_family import FAMILY
+
+STATIC_SEED_OFFSET = 1_000_003  # the masking lab's static copies: drawn once, from seed + this offset
+POOLER_NOTE = ("# transformers may report pooler weights as 'newly initialized': a masked-LM checkpoint has no\n"
+               "# trained pooler. Nothing printed here uses it, so the report is harmless.\n")
+_MASK_ANY_CASE = re.compile(r"\[mask\]", re.IGNORECASE)
 
 HEADER = "import torch\nfrom transformers import AutoTokenizer, {classes}\n\nMODEL = {model!r}\n"
 LOAD = "tokenizer = AutoTokenizer.from_pretrained(MODEL)\nmodel = {cls}.from_pretrained(MODEL).eval()\n"
 
 
 def _head(model: str, *classes: str) -> str:
-    return HEADER.format(classes=", ".join(classes), model=model)
+    return HEADER.format(classes=", ".join(classes), model=str(model))
+
+
+def _pair(text: str, text_pair: str = "") -> str:
+    """The tokenizer's text arguments as literals: ``'A'`` or ``'A', 'B'`` (a typed [SEP] starts B)."""
+    first, second = split_pair(_MASK_ANY_CASE.sub("[MASK]", str(text)), _MASK_ANY_CASE.sub("[MASK]", str(text_pair or "")))
+    return repr(first) + (f", {second!r}" if second else "")
 
 
 def tokenizer_code(model: str, text: str, text_pair: str = "") -> str:
     """Tokenizer tab: the tokens, ids and segments."""
-    pair = f", {text_pair!r}" if text_pair else ""
     return (
         "from transformers import AutoTokenizer\n\n"
-        f"tokenizer = AutoTokenizer.from_pretrained({model!r})\n"
-        f"enc = tokenizer({text!r}{pair})\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({str(model)!r})\n"
+        f"enc = tokenizer({_pair(text, text_pair)})  # a [SEP] typed in the text starts sentence B\n"
         'print(tokenizer.convert_ids_to_tokens(enc["input_ids"]))\n'
         'print(enc["input_ids"])\n'
         'print(enc["token_type_ids"])\n'
     )
 
 
-def fill_mask_code(model: str, text: str, top_k: int = 5) -> str:
-    """Fill-Mask tab: the top-k words and probabilities at every [MASK] that starts a word."""
+def fill_mask_code(model: str, text: str, top_k: int = 5, text_pair: str = "") -> str:
+    """Fill-Mask tab: the top-k words and probabilities at every [MASK], as the view filters them: a mask at
+    a word start is never a ``##`` piece, a mask glued to letters is only ``##`` pieces, a mask glued to a
+    previous mask may be any piece."""
+    first, second = split_pair(str(text), str(text_pair or ""))
+    texts = (first,) if second is None else (first, second)
     return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
-        f"inputs = tokenizer({text!r}, return_tensors='pt')\n"
+        "import re\n"
+        f"TEXTS = {texts!r}  # a [SEP] typed in the text starts sentence B\n"
+        "texts = [re.sub(r'(?i)\\[mask\\]', tokenizer.mask_token, t) for t in TEXTS]  # [MASK] in any case\n"
+        "inputs = tokenizer(*texts, return_tensors='pt', return_offsets_mapping=True)\n"
+        "offsets = inputs.pop('offset_mapping')[0].tolist()\n"
         "with torch.inference_mode():\n"
         "    logits = model(**inputs).logits  # (1, S, V)\n"
         "pieces = torch.tensor([t.startswith('##') for t in tokenizer.convert_ids_to_tokens(range(logits.shape[-1]))])\n"
         "for pos in (inputs['input_ids'][0] == tokenizer.mask_token_id).nonzero().flatten().tolist():\n"
         "    probs = logits[0, pos].softmax(-1)  # over the whole vocabulary\n"
-        "    probs[pieces] = 0  # a mask that starts a word is never a ## piece\n"
+        "    before = texts[inputs.sequence_ids(0)[pos]][:offsets[pos][0]]  # the text before this mask\n"
+        "    if pieces.any() and not before.endswith(tokenizer.mask_token):  # after another mask: any piece\n"
+        "        glued = before[-1:].isalnum()  # glued to letters: only ## pieces; at a word start: none\n"
+        "        probs[~pieces if glued else pieces] = 0\n"
         f"    top = probs.topk({int(top_k)})\n"
         "    print([(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 4)) for p, i in zip(*top)])\n"
     )
@@ -48,11 +77,10 @@ def fill_mask_code(model: str, text: str, top_k: int = 5) -> str:
 
 def attention_code(model: str, text: str, text_pair: str = "", layer: int = 0, head: int = 0) -> str:
     """Attention tab: one head's attention weights (layer, head), rows = queries, columns = keys."""
-    pair = f", {text_pair!r}" if text_pair else ""
-    return _head(model, "AutoModel") + (
+    return _head(model, "AutoModel") + POOLER_NOTE + (
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL, attn_implementation='eager').eval()\n"
-        f"inputs = tokenizer({text!r}{pair}, return_tensors='pt')\n"
+        f"inputs = tokenizer({_pair(text, text_pair)}, return_tensors='pt')  # a typed [SEP] starts sentence B\n"
         "with torch.inference_mode():\n"
         "    attentions = model(**inputs, output_attentions=True).attentions  # L x (1, heads, S, S)\n"
         f"weights = attentions[{int(layer)}][0, {int(head)}]  # (S, S): layer {int(layer)}, head {int(head)}\n"
@@ -64,7 +92,7 @@ def attention_code(model: str, text: str, text_pair: str = "", layer: int = 0, h
 def embeddings_code(model: str, text: str) -> str:
     """Inside BERT, embeddings: word + position + segment, LayerNorm = hidden_states[0]."""
     return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
-        f"inputs = tokenizer({text!r}, return_tensors='pt')\n"
+        f"inputs = tokenizer({_pair(text)}, return_tensors='pt')  # a typed [SEP] starts sentence B (segment 1)\n"
         "emb = model.bert.embeddings\n"
         "S = inputs['input_ids'].shape[1]\n"
         "with torch.inference_mode():\n"
@@ -81,7 +109,7 @@ def embeddings_code(model: str, text: str) -> str:
 def layer_step_code(model: str, text: str, layer: int = 0, head: int = 0, query: int = 0) -> str:
     """Inside BERT, one layer: q·k / √d_h, softmax, for one head and one query token."""
     return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
-        f"inputs = tokenizer({text!r}, return_tensors='pt')\n"
+        f"inputs = tokenizer({_pair(text)}, return_tensors='pt')  # a typed [SEP] starts sentence B\n"
         f"LAYER, HEAD, QUERY = {int(layer)}, {int(head)}, {int(query)}\n"
         "with torch.inference_mode():\n"
         "    X = model(**inputs, output_hidden_states=True).hidden_states[LAYER][0]  # (S, H)\n"
@@ -103,9 +131,12 @@ def mlm_loss_code(model: str, text: str, words: list[str]) -> str:
         "for word in WORDS:  # each word's first whole-word occurrence becomes [MASK]\n"
         "    text = re.sub(rf'(?<!\\w){re.escape(word)}(?!\\w)', tokenizer.mask_token, text, count=1, flags=re.I)\n"
     )
+    split = ("a, _, b = text.partition('[SEP]')  # a typed [SEP] starts sentence B\n"
+             "texts = [a.strip(), b.replace('[SEP]', ' ').strip()] if b.strip() else [a.strip()]\n"
+             if "[SEP]" in str(text) else "texts = [text]\n")
     return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
-        f"text, WORDS = {text!r}, {list(words)!r}\n" + hide +
-        "inputs = tokenizer(text, return_tensors='pt')\n"
+        f"text, WORDS = {str(text)!r}, {[str(w) for w in words]!r}\n" + hide + split +
+        "inputs = tokenizer(*texts, return_tensors='pt')\n"
         "answers = tokenizer.convert_tokens_to_ids([w.lower() if getattr(tokenizer, 'do_lower_case', False) else w for w in WORDS])\n"
         "masks = inputs['input_ids'][0] == tokenizer.mask_token_id\n"
         "labels = torch.full_like(inputs['input_ids'], -100)  # -100: not predicted\n"
@@ -134,7 +165,7 @@ def model_outputs_code(model: str, text: str) -> str:
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "# 'eager' attention: the fast default (sdpa) does not return the attention weights\n"
         "model = AutoModelForMaskedLM.from_pretrained(MODEL, attn_implementation='eager').eval()\n"
-        f"inputs = tokenizer({text!r}, return_tensors='pt')\n"
+        f"inputs = tokenizer({_pair(text)}, return_tensors='pt')  # a typed [SEP] starts sentence B\n"
         "with torch.inference_mode():\n"
         "    out = model(**inputs, output_hidden_states=True, output_attentions=True)\n"
         "print('logits', tuple(out.logits.shape))  # (1, S, V)\n"
@@ -143,6 +174,7 @@ def model_outputs_code(model: str, text: str) -> str:
         "masks = (inputs['input_ids'][0] == tokenizer.mask_token_id).nonzero().flatten().tolist()\n"
         "if masks:\n"
         "    print('top word at the first [MASK]:', tokenizer.decode([int(out.logits[0, masks[0]].argmax())]))\n"
+        + POOLER_NOTE +
         "encoder = BertModel.from_pretrained(MODEL)  # the encoder alone (+ a pooler)\n"
         "with torch.inference_mode():\n"
         "    enc_out = encoder(**inputs)\n"
@@ -151,25 +183,122 @@ def model_outputs_code(model: str, text: str) -> str:
     )
 
 
-def masking_code(text: str, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
-                 random_replace_prob: float = 0.1, draws: int = 2000, model: str = "bert-base-uncased") -> str:
-    """Masking lab, rates: transformers' own collator on the sentence, many draws; the 80/10/10 split."""
+ENGINE_TOKENIZER = "bert-base-uncased"  # the pretraining engine's vocabulary (the masking lab's tokenizer)
+
+
+def _mask_function(mlm_probability: float, mask_replace_prob: float, random_replace_prob: float,
+                   fixed_count: bool) -> str:
+    """Source of ``mask(ids, g)``: the pretraining engine's masking, line for line, in plain torch (the same
+    random draws in the same order, so the same seed gives the same masks)."""
+    if fixed_count:
+        choose = ("    k = max(1, round(P * (T - 2)))  # fixed count: exactly k of the T - 2 real tokens\n"
+                  "    scores = torch.rand((B, T), generator=g).masked_fill(special, -1.0)\n"
+                  "    top = scores.topk(k, dim=1)  # k random real positions per row\n"
+                  "    chosen = torch.zeros((B, T), dtype=torch.bool).scatter_(1, top.indices, top.values >= 0)\n")
+    else:
+        choose = ("    coins = torch.full((B, T), P).masked_fill(special, 0.0)  # a coin flip per real token\n"
+                  "    chosen = torch.bernoulli(coins, generator=g).bool()\n")
     return (
-        "import torch\nfrom transformers import AutoTokenizer, DataCollatorForLanguageModeling\n\n"
-        f"tokenizer = AutoTokenizer.from_pretrained({model!r})\n"
-        f"collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability={float(mlm_probability)!r},\n"
-        f"    mask_replace_prob={float(mask_replace_prob)!r}, random_replace_prob={float(random_replace_prob)!r})\n"
-        f"ids = tokenizer({text!r})['input_ids']\n"
-        "torch.manual_seed(0)\n"
-        f"batch = collator([{{'input_ids': ids}}] * {int(draws)})  # {int(draws)} draws of the same sentence\n"
-        "chosen = batch['labels'] != -100\n"
-        "original = torch.tensor(ids).expand_as(chosen)\n"
-        "masked = chosen & (batch['input_ids'] == tokenizer.mask_token_id)\n"
-        "kept = chosen & (batch['input_ids'] == original)\n"
-        "n = chosen.sum()\n"
-        "print('chosen', round(float(n / (chosen.numel() - 2 * len(chosen))), 3),\n"
-        "      '[MASK]', round(float(masked.sum() / n), 3), 'random', round(float((n - masked.sum() - kept.sum()) / n), 3),\n"
-        "      'kept', round(float(kept.sum() / n), 3))\n"
+        f"P, MASK, RANDOM = {float(mlm_probability)!r}, {float(mask_replace_prob)!r}, {float(random_replace_prob)!r}\n"
+        "SPECIAL = torch.tensor(sorted(set(tokenizer.all_special_ids)))\n\n"
+        "def mask(ids, g):\n"
+        "    \"\"\"(B, T) ids -> (masked ids, chosen, became [MASK], became a random token).\"\"\"\n"
+        "    B, T = ids.shape\n"
+        "    special = torch.isin(ids, SPECIAL)  # [CLS], [SEP]: never chosen\n"
+        + choose +
+        "    u = torch.rand((B, T), generator=g)  # one draw splits the chosen: [MASK] / random / kept\n"
+        "    to_mask = chosen & (u < MASK)\n"
+        "    to_random = chosen & (u >= MASK) & (u < MASK + RANDOM)\n"
+        "    random_words = torch.randint(len(tokenizer), (B, T), generator=g, dtype=ids.dtype)\n"
+        "    out = torch.where(to_mask, tokenizer.mask_token_id, ids)\n"
+        "    return torch.where(to_random, random_words, out), chosen, to_mask, to_random\n\n"
+    )
+
+
+def masking_code(text: str, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, draws: int = 2000, seed: int = 0, fixed_count: bool = True,
+                 whole_word: bool = False, tokenizer: str = ENGINE_TOKENIZER) -> str:
+    """Masking lab, rates over many draws: the engine's masking of the sentence, ``draws`` copies at once,
+    with the view's seed; prints the chosen fraction and the [MASK] / random / kept split the view shows."""
+    note = ("# whole-word masking (pieces of a word chosen together) is not written out here: these lines\n"
+            "# choose single tokens, as with the box unticked\n" if whole_word else "")
+    return (
+        "import torch\nfrom transformers import AutoTokenizer\n\n" + note +
+        f"tokenizer = AutoTokenizer.from_pretrained({str(tokenizer)!r})  # bert-base-uncased's vocabulary\n"
+        + _mask_function(mlm_probability, mask_replace_prob, random_replace_prob, fixed_count) +
+        f"ids = torch.tensor([tokenizer({str(text)!r})['input_ids']] * {int(draws)})  # {int(draws)} copies\n"
+        f"_, chosen, to_mask, to_random = mask(ids, torch.Generator().manual_seed({int(seed or 0)}))\n"
+        "n, n_mask, n_random = int(chosen.sum()), int(to_mask.sum()), int(to_random.sum())\n"
+        "print('chosen', round(n / int((~torch.isin(ids, SPECIAL)).sum()), 3),\n"
+        "      '[MASK]', round(n_mask / n, 3), 'random', round(n_random / n, 3), 'kept', round((n - n_mask - n_random) / n, 3))\n"
+    )
+
+
+def epochs_code(text: str, epochs: int = 40, static_copies: int = 10, seed: int = 0, mlm_probability: float = 0.15,
+                mask_replace_prob: float = 0.8, random_replace_prob: float = 0.1, fixed_count: bool = True,
+                tokenizer: str = ENGINE_TOKENIZER) -> str:
+    """Masking lab, static vs dynamic: how many distinct masks one sentence gets over ``epochs`` epochs — N
+    copies masked once (the original BERT, the copies cycling) against a fresh mask each epoch."""
+    return (
+        "import torch\nfrom transformers import AutoTokenizer\n\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({str(tokenizer)!r})  # bert-base-uncased's vocabulary\n"
+        + _mask_function(mlm_probability, mask_replace_prob, random_replace_prob, fixed_count) +
+        f"ids = torch.tensor([tokenizer({str(text)!r})['input_ids']])  # (1, T)\n"
+        f"EPOCHS, COPIES, SEED = {int(epochs)}, {int(static_copies)}, {int(seed)}\n"
+        f"g = torch.Generator().manual_seed(SEED + {STATIC_SEED_OFFSET})  # static: written once, before training\n"
+        "copies = [tuple(mask(ids, g)[0][0].tolist()) for _ in range(COPIES)]\n"
+        "static = [copies[epoch % COPIES] for epoch in range(EPOCHS)]  # the copies come round again\n"
+        "g = torch.Generator().manual_seed(SEED)  # dynamic: a fresh mask each time the sentence comes round\n"
+        "dynamic = [tuple(mask(ids, g)[0][0].tolist()) for epoch in range(EPOCHS)]\n"
+        "print('static:', len(set(static)), 'distinct masks; dynamic:', len(set(dynamic)))\n"
+        "print('each static mask seen', EPOCHS / COPIES, 'times')  # one loop over epochs, none over masks\n"
+    )
+
+
+def order_code(model: str, text: str) -> str:
+    """Learn, word order: the sentence shuffled (specials in place), final states compared token by token —
+    with position embeddings, then with them zeroed (a bag of words: the same states)."""
+    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+        "import numpy as np\n"
+        f"inputs = tokenizer({_pair(text)}, return_tensors='pt', return_special_tokens_mask=True)\n"
+        "special = inputs.pop('special_tokens_mask')[0].bool().tolist()  # [CLS], [SEP] stay in place\n"
+        "inner = [i for i, s in enumerate(special) if not s]\n"
+        "order = [inner[i] for i in np.random.default_rng(0).permutation(len(inner))]\n"
+        "if order == inner:\n"
+        "    order = order[1:] + order[:1]\n"
+        "perm = list(range(len(special)))\n"
+        "for slot, source in zip(inner, order):\n"
+        "    perm[slot] = source\n"
+        "shuffled = {k: v[:, perm] for k, v in inputs.items()}\n"
+        "back = torch.argsort(torch.tensor(perm))  # token i of the shuffled copy is token perm[i]\n"
+        "print(tokenizer.convert_ids_to_tokens(shuffled['input_ids'][0]))\n"
+        "with torch.inference_mode():\n"
+        "    for label in ('with positions', 'positions zeroed'):\n"
+        "        if label == 'positions zeroed':\n"
+        "            model.bert.embeddings.position_embeddings.weight.zero_()\n"
+        "        a = model.bert(**inputs).last_hidden_state[0]\n"
+        "        b = model.bert(**shuffled).last_hidden_state[0][back]\n"
+        "        print(label, 'mean cosine', round(float(torch.cosine_similarity(a, b, dim=-1).mean()), 3))\n"
+    )
+
+
+def schedule_code(schedule: list[tuple[int, int]], total_steps: int) -> str:
+    """Learn, 128 → 512: the block-length schedule's phases, the attention cost of a long block, and the
+    training loop that switches the block length at each phase."""
+    phases = [(int(start), int(length)) for start, length in schedule]
+    short, long_ = phases[0][1], phases[-1][1]
+    return (
+        f"TOTAL_STEPS = {int(total_steps)}\n"
+        f"PHASES = {phases!r}  # (first step, block length): 90 % of the steps short, the rest long\n"
+        "for (start, length), nxt in zip(PHASES, PHASES[1:] + [(TOTAL_STEPS, None)]):\n"
+        "    print(f'{length}-token blocks: steps {start:,} to {nxt[0] - 1:,}')\n"
+        f"print('attention scores per head and layer, {long_} vs {short}:', ({long_} / {short}) ** 2, 'x')\n\n"
+        "def block_length(step):\n"
+        "    return [length for start, length in PHASES if start <= step][-1]\n\n"
+        "print('block length at each phase start:', [block_length(start) for start, _ in PHASES])\n"
+        "# in the training loop (the Pretrain tab's code shows one step):\n"
+        "# batch = collator([tokenizer(t, truncation=True, max_length=block_length(step)) for t in texts])\n"
+        "# position rows past the short length get gradient only once block_length(step) is long\n"
     )
 
 
@@ -197,7 +326,7 @@ def family_code(size: str = "bert-base") -> str:
 
 
 def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int = 512, seq_len: int = 128,
-                  position_embeddings: bool = True) -> str:
+                  position_embeddings: bool = True, tokenizer: str = "bert-base-uncased") -> str:
     """Pretrain tab: one masked-LM training step of a new BERT of this shape, in stock transformers."""
     no_pos = ("model.bert.embeddings.position_embeddings.weight.data.zero_()\n"
               "model.bert.embeddings.position_embeddings.weight.requires_grad_(False)  # order-blind\n"
@@ -205,7 +334,7 @@ def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int =
     return (
         "import torch\nfrom transformers import AutoTokenizer, BertConfig, BertForMaskedLM, "
         "DataCollatorForLanguageModeling\n\n"
-        "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({str(tokenizer)!r})  # bert-base-uncased's vocabulary\n"
         f"config = BertConfig(num_hidden_layers={int(layers)}, hidden_size={int(hidden)}, "
         f"num_attention_heads={int(heads)}, intermediate_size={int(ffn)})\n"
         "model = BertForMaskedLM(config)\n" + no_pos +
@@ -220,7 +349,7 @@ def pretrain_code(layers: int = 2, hidden: int = 128, heads: int = 2, ffn: int =
 
 
 def pretrain_code_for(preset: str, layers: int, hidden: int, heads: int, ffn: int,
-                      position_embeddings: bool = True) -> str:
+                      position_embeddings: bool = True, tokenizer: str = "bert-base-uncased") -> str:
     """The Pretrain form's model (a preset, or its custom shape) as :func:`pretrain_code`."""
     shape = FAMILY.get(preset, (layers, hidden, heads, ffn))
-    return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings))
+    return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings), tokenizer=tokenizer)

@@ -11,6 +11,7 @@ from functools import lru_cache
 import torch
 
 from bertdemo.explore.input_limits import MAX_CHARS
+from bertdemo.explore.typed_pair import split_pair
 from bertdemo.models.store import LoadedModel
 
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
@@ -22,8 +23,9 @@ def normalise_masks(text: str, mask_token: str) -> str:
 
 
 def normalise_pair(tokenizer, text: str, text_pair: str | None) -> tuple[str, str | None]:
-    """(text, text_pair) with ``[mask]`` as ``tokenizer``'s mask token; a blank ``text_pair`` is None."""
-    text_pair = text_pair if text_pair and text_pair.strip() else None
+    """(text, text_pair) with ``[mask]`` as ``tokenizer``'s mask token; a typed ``[SEP]`` starts sentence B
+    when ``text_pair`` is blank (:mod:`bertdemo.explore.typed_pair`); a blank ``text_pair`` is None."""
+    text, text_pair = split_pair(text, text_pair, getattr(tokenizer, "sep_token", None))
     if tokenizer.mask_token:
         text = normalise_masks(text, tokenizer.mask_token)
         text_pair = normalise_masks(text_pair, tokenizer.mask_token) if text_pair else None

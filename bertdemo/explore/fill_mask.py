@@ -38,7 +38,8 @@ from bertdemo.explore.messages import no_head_message
 from bertdemo.models import attention_modes, int8
 from bertdemo.models.partial_forward import head_logits, hidden_at
 from bertdemo.models.store import LoadedModel
-from bertdemo.pretrain.masking import continuation_lookup
+from bertdemo.pretrain.masking import (  # noqa: F401 - the contexts are part of this module's answers
+    AFTER_LETTERS, AFTER_MASK, WORD_START, allowed_pieces, continuation_lookup, mask_contexts)
 
 PIECE_METHOD = "one vocabulary piece per mask: the model's softmax over its whole vocabulary"
 PLL_METHOD = (
@@ -52,9 +53,6 @@ WHOLE_WORD_METHOD = (
 FAST_METHOD = f"fast mode: {int8.PRECISION}; probabilities differ slightly from full precision (float32)"
 
 # Where a mask stands in its text; decides which WordPiece pieces may fill it.
-WORD_START = "word start"  # after a space, punctuation or the start: no ## pieces
-AFTER_LETTERS = "after letters"  # play[MASK]: only ## pieces
-AFTER_MASK = "after a mask"  # [MASK][MASK]: anything
 
 
 @dataclass
@@ -151,37 +149,8 @@ def _continuation_ids(tokenizer) -> torch.Tensor:
     return continuation_lookup(tokenizer).nonzero().flatten()
 
 
-def _mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: str | None) -> list[str]:
-    """Per mask: WORD_START, AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous mask)."""
-    if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
-        return [AFTER_MASK] * len(positions)
-    offsets = enc["offset_mapping"][0].tolist()
-    sequence_ids = enc.sequence_ids(0)
-    contexts = []
-    for pos in positions:
-        source = text_pair if sequence_ids[pos] == 1 else text
-        before = source[: offsets[pos][0]]
-        if before.endswith(tokenizer.mask_token):
-            contexts.append(AFTER_MASK)
-        elif before and before[-1].isalnum():
-            contexts.append(AFTER_LETTERS)
-        else:
-            contexts.append(WORD_START)
-    return contexts
-
-
-def _allowed(probs: torch.Tensor, context: str, continuation: torch.Tensor) -> torch.Tensor:
-    """``probs`` (..., V) with the pieces that cannot stand in ``context`` set to 0 (WordPiece only)."""
-    if not continuation.numel() or context == AFTER_MASK:
-        return probs
-    out = probs.clone()
-    if context == WORD_START:
-        out[..., continuation] = 0.0
-    else:  # after letters: only continuation pieces
-        keep = out[..., continuation].clone()
-        out.zero_()
-        out[..., continuation] = keep
-    return out
+_mask_contexts = mask_contexts  # one rule for Fill-Mask and the pretraining probes (bertdemo.pretrain.masking)
+_allowed = allowed_pieces
 
 
 def score_target(tokenizer, word: str, probs: torch.Tensor) -> TargetScore:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked
+from bertdemo.explore.typed_pair import split_pair
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS  # noqa: F401
 from bertdemo.models.store import LoadedModel
 
@@ -57,19 +58,10 @@ def bert_modules(loaded: LoadedModel):
     return bert
 
 
-def split_pair(text: str, sep_token: str | None) -> tuple[str, str | None]:
-    """``"A [SEP] B"`` -> ("A", "B"): a typed [SEP] starts sentence B (segment 1)."""
-    for sep in {"[SEP]", sep_token or "[SEP]"}:
-        if sep in text:
-            first, second = text.split(sep, 1)
-            return first.strip(), (second.replace(sep, " ").strip() or None)
-    return text, None
-
-
 def encode_for_inside(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
     """Tokenize ``text`` (``[MASK]`` in any case; ``[SEP]`` splits a pair) with a length cap."""
     tok = loaded.tokenizer
-    first, second = split_pair((text or "").strip(), tok.sep_token)
+    first, second = split_pair((text or "").strip(), None, tok.sep_token)
     enc, special = encode_checked(
         loaded, first, second, limit,
         empty="Enter a sentence to follow through the model.",

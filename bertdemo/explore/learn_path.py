@@ -23,6 +23,7 @@ from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_le
 from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
 from bertdemo.viz.text import html_code as shown, literal
 
+NSP_LENGTH, NSP_PAIRS, NSP_SEED = 64, 4, 1  # the Masking tab's default pairs: two IsNext, two NotNext
 RATE_DRAWS = 2000  # the 80/10/10 step's draws of the sentence's mask
 EPOCHS, STATIC_COPIES = 40, 10  # the original BERT: about 40 epochs over 10 masked copies
 LENGTH_SCHEDULE, SCHEDULE_STEPS = "128:0.9,512:0.1", 1_000_000  # BERT: 90% of 1M steps at 128, the rest at 512
@@ -93,7 +94,7 @@ def _order(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     )
     nums = {"shuffled_tokens": o.shuffled_tokens, "mean_cosine_with_positions": with_pos,
             "mean_cosine_without_positions": without, "max_diff_without_positions": o.max_diff_without_positions}
-    return md, nums, code.embeddings_code(model_ref, text)
+    return md, nums, code.order_code(model_ref, text)
 
 
 def _attention(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -152,23 +153,30 @@ def _loss(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, st
     return md, nums, code.mlm_loss_code(model_ref, masked, [word])
 
 
-def _rates(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    r = masking_lab.measure_rates(text, masking_lab.MaskSettings(), RATE_DRAWS)
+def _rates(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+           ) -> tuple[str, dict, str]:
+    settings = masking_lab.MaskSettings()
+    r = masking_lab.measure_rates(text, settings, RATE_DRAWS)
     rate = {x.name: x for x in r.rates}
+    k = max(1, round(settings.mlm_probability * r.n_tokens))
     md = (
         f"Your sentence masked **{r.draws:,} times** by the pretraining engine's own code: of its {r.n_tokens} "
-        f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction; of the chosen, "
+        f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction — not exactly 15 %, because the engine "
+        f"chooses a fixed count per sentence, k = round({settings.mlm_probability:g} × {r.n_tokens}) = {k}, and "
+        f"{k} of {r.n_tokens} is {k / r.n_tokens:.1%}; of the chosen, "
         f"**{rate['[MASK]'].measured:.1%}** became `[MASK]`, **{rate['random'].measured:.1%}** a random token and "
         f"**{rate['kept'].measured:.1%}** stayed (settings 80/10/10). Why not always `[MASK]`? `[MASK]` never "
         "appears when the model is used later; replacing some chosen tokens by random words or leaving them "
         "forces the model to check *every* token against its context, not only the masked ones."
     )
     nums = {x.name: x.measured for x in r.rates} | {"draws": r.draws, "n_tokens": r.n_tokens}
-    return md, nums, code.masking_code(text, draws=RATE_DRAWS)
+    return md, nums, code.masking_code(text, draws=RATE_DRAWS, seed=settings.seed, tokenizer=tokenizer_ref)
 
 
-def _masks(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    c = masking_lab.compare_epochs(text, masking_lab.MaskSettings(), EPOCHS, STATIC_COPIES)
+def _masks(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+           ) -> tuple[str, dict, str]:
+    settings = masking_lab.MaskSettings()
+    c = masking_lab.compare_epochs(text, settings, EPOCHS, STATIC_COPIES)
     md = (
         f"Over {EPOCHS} epochs your sentence gets **{c.distinct_static} distinct masks** with static masking "
         f"({STATIC_COPIES} copies written once) and **{c.distinct_dynamic}** with dynamic masking (a fresh mask "
@@ -176,19 +184,22 @@ def _masks(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     )
     nums = {"distinct_static": c.distinct_static, "distinct_dynamic": c.distinct_dynamic,
             "times_each_mask_seen": times_each_mask_seen(STATIC_COPIES, EPOCHS)}
-    return md, nums, code.masking_code(text)
+    return md, nums, code.epochs_code(text, EPOCHS, STATIC_COPIES, settings.seed, tokenizer=tokenizer_ref)
 
 
 def _nsp(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    pairs = nsp.build_pairs("", 64, 2, 0)
-    p = pairs.pairs[0]
+    pairs = nsp.build_pairs("", NSP_LENGTH, NSP_PAIRS, NSP_SEED).pairs
+    p = next(x for x in pairs if x.label_name == "IsNext")
+    other = next(x for x in pairs if x.label_name == "NotNext")
     pred = nsp.predict_is_next(loaded, p.sentence_a, p.sentence_b)
     verdict = (f"**{pred.message}** for this pair." if pred.available else
                f"⚠️ {pred.message}")
     md = (
         "BERT's pairs are **whole sentences**: A is one or more sentences of a document; B is what follows "
-        "(IsNext) or, half the time, sentences from another document (NotNext). The first pair from the embedded "
-        f"corpus ({p.label_name}):  \n> **A:** {literal(p.sentence_a)}  \n> **B:** {literal(p.sentence_b)}  \n"
+        "(IsNext) or, half the time, sentences from another document (NotNext). From the embedded corpus, an "
+        f"**IsNext** pair:  \n> **A:** {literal(p.sentence_a)}  \n> **B:** {literal(p.sentence_b)}  \n"
+        f"and a **NotNext** pair (B from another article):  \n> **A:** {literal(other.sentence_a)}  \n"
+        f"> **B:** {literal(other.sentence_b)}  \n"
         f"`[CLS] A [SEP] B [SEP]` = {len(p.tokens)} tokens, segment 0 for A, 1 for B.  \n"
         "P(IsNext) needs a checkpoint **trained with NSP** (`BertForPreTraining`): " + verdict
     )
@@ -220,7 +231,8 @@ def _family(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
     return md, nums, code.family_code("bert-base")
 
 
-def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+def _no_positions(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
+                  ) -> tuple[str, dict, str]:
     masked, word = hide_word(loaded.tokenizer, text)
     r = order_probe.order_probe(loaded, masked)
     first, second = r.original.masks[0].candidates[0], r.shuffled_result.masks[0].candidates[0]
@@ -237,7 +249,7 @@ def _no_positions(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, 
     )
     nums = {"text": r.text, "shuffled": r.shuffled, "top": first.token, "top_shuffled": second.token,
             "max_state_difference": r.max_state_difference, "order_blind": r.order_blind}
-    return md, nums, code.pretrain_code(position_embeddings=False)
+    return md, nums, code.pretrain_code(position_embeddings=False, tokenizer=tokenizer_ref)
 
 
 def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -255,10 +267,11 @@ def _length(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         "Pretrain tab's *block-length schedule* (under Experiments) runs it on a small BERT."
     )
     nums = {"phases": phases, "attention_cost_ratio": ratio, "tokens": s, "positions": positions}
-    return md, nums, code.pretrain_code(seq_len=128)
+    return md, nums, code.schedule_code(phases, SCHEDULE_STEPS)
 
 
-def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False) -> tuple[str, dict, str]:
+def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = False,
+          tokenizer_ref: str = code.ENGINE_TOKENIZER) -> tuple[str, dict, str]:
     layers, hidden, heads, ffn = PRESETS["bert-tiny"]
     tiny = bert_family.member("bert-tiny")
     hub = ("The dataset hub is reachable from this server: choose *TinyStories* in the Pretrain tab." if hub_reachable
@@ -272,7 +285,7 @@ def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = 
     )
     nums = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "parameters": tiny.masked_lm,
             "hub_reachable": hub_reachable}
-    return md, nums, code.pretrain_code(layers, hidden, heads, ffn)
+    return md, nums, code.pretrain_code(layers, hidden, heads, ffn, tokenizer=tokenizer_ref)
 
 
 ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
@@ -293,14 +306,20 @@ def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
     return masked, word if s.tab == "inside" else ""
 
 
-def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False) -> LearnAnswer:
-    """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code."""
+def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False,
+           tokenizer_ref: str = code.ENGINE_TOKENIZER) -> LearnAnswer:
+    """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code,
+    ``tokenizer_ref`` the pretraining engine's tokenizer (the masking steps)."""
     s = find_step(key)
     text = (text or "").strip()
     if not text:
         raise ValueError("Type a sentence first.")
     fn = ANSWERS[key]
-    extra = {"hub_reachable": hub_reachable} if key == "tiny" else {}
-    md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    extra = ({"hub_reachable": hub_reachable, "tokenizer_ref": tokenizer_ref} if key == "tiny" else
+             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else {})
+    try:
+        md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    except ValueError as exc:  # the inside views' limit, said for this tab
+        raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
     return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
                        *tab_setup(s, loaded, text))

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bertdemo.explore.input_limits import MAX_CHARS
+from bertdemo.explore.typed_pair import split_pair
 from bertdemo.viz.text import plural
 
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
-PREVIEW_CHARS = 60  # how much of the text the "reads it as" notice shows
+MAX_CHANGED_SHOWN = 12  # how many changed words the "reads it as" notice lists (the count says how many in all)
 
 
 @dataclass
@@ -46,7 +47,8 @@ class TokenTable:
     truncated: bool  # True when n_tokens > max_length; rows hold only the first max_length
     notices: list[str] = field(default_factory=list)
     n_normalised: int = 0  # words the normaliser changes (lowercasing, accents stripped), all of them
-    preview: tuple[str, str] | None = None  # (start of the text as typed, as the tokenizer reads it) when changed
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (word as typed, as read), distinct, in order
+    typed_sep: bool = False  # a [SEP] typed into the text started sentence B
 
     def encoding(self) -> dict[str, list[int]]:
         """The shown rows as the lists a notebook prints: input_ids, token_type_ids, attention_mask."""
@@ -75,16 +77,29 @@ def count_normalised_words(tokenizer, *texts: str | None) -> int:
     return sum(normalizer.normalize_str(word).strip() != word for text in texts for word in (text or "").split())
 
 
-def _preview(tokenizer, text: str) -> tuple[str, str]:
-    """The start of ``text`` (cut at a space) and how the tokenizer's normaliser reads it."""
-    typed = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
-    return typed, tokenizer.backend_tokenizer.normalizer.normalize_str(typed)
+def _changed_words(tokenizer, *texts: str | None) -> list[tuple[str, str]]:
+    """Each distinct word the normaliser changes, as (typed, read), in the order typed."""
+    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+    if normalizer is None:
+        return []
+    pairs = {}
+    for text in texts:
+        for word in (text or "").split():
+            read = normalizer.normalize_str(word).strip()
+            if read != word:
+                pairs.setdefault(word, read)
+    return list(pairs.items())
 
 
 def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int = 512) -> TokenTable:
     """Tokenize ``text`` (and ``text_pair`` as sentence B) exactly as the model would see it."""
     text = _check_text(text)
     text_pair = _check_text(text_pair, "sentence B") if text_pair and text_pair.strip() else None
+    typed_sep = text_pair is None
+    text, text_pair = split_pair(text, text_pair, getattr(tokenizer, "sep_token", None))
+    typed_sep = typed_sep and text_pair is not None
+    if not text.strip():
+        raise ValueError("Enter some text before the [SEP]: it is sentence A.")
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("This tokenizer has no fast (Rust) version, so character spans are unavailable.")
     enc = tokenizer(
@@ -159,7 +174,8 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
         truncated=truncated,
         notices=notices,
         n_normalised=n_normalised,
-        preview=_preview(tokenizer, text) if n_normalised else None,
+        changed=_changed_words(tokenizer, text, text_pair) if n_normalised else [],
+        typed_sep=typed_sep,
     )
 
 

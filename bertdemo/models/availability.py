@@ -71,6 +71,20 @@ def answered_by(requested: str, loaded) -> str:
     return loaded.name
 
 
+def stand_in_caveat(requested: str, loaded) -> str:
+    """When a stand-in answered a hub model's question: that the model asked for would answer differently,
+    and why (a smaller model, trained on far less text); "" otherwise."""
+    if not _stands_in(requested, loaded.name):
+        return ""
+    cfg = getattr(getattr(loaded, "model", None), "config", None)
+    shape = (f" ({cfg.num_hidden_layers} layers, H = {cfg.hidden_size})"
+             if hasattr(cfg, "num_hidden_layers") and hasattr(cfg, "hidden_size") else "")
+    example = (" — e.g. for \"Nice to [MASK] you.\" bert-base-uncased puts *meet* first"
+               if requested == "bert-base-uncased" else "")
+    return (f"{requested} itself would answer differently: {loaded.name} is a smaller model{shape}, its "
+            f"masked-LM head trained here on far less text, so its words and probabilities are its own{example}.")
+
+
 def tokenizer_answered_by(requested: str, tokenizer) -> str:
     """Like :func:`answered_by` for a tokenizer alone (the embedded vocabulary may stand in)."""
     source = str(getattr(tokenizer, "name_or_path", "") or "")

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from bertdemo.pretrain.heldout import IGNORE_INDEX, HeldoutQuestions
 from bertdemo.pretrain.hardware import autocast
+from bertdemo.pretrain.masking import allowed_pieces, continuation_lookup, mask_contexts
 
 TOKENS_PER_BATCH = 4_096  # held-out tokens per forward (32 blocks of 128)
 
@@ -82,16 +83,21 @@ def probe_answers(model, tokenizer, probes: list[tuple[str, str]], device: torch
     model.eval()
     answers = []
     try:
+        continuation = continuation_lookup(tokenizer).nonzero().flatten().to(device)
         for text, expected in probes:
-            enc = tokenizer(text, return_tensors="pt", truncation=True,
-                            max_length=model.config.max_position_embeddings)
+            enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings,
+                            return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
             ids = enc["input_ids"].to(device)  # (1, T)
             where = (ids[0] == tokenizer.mask_token_id).nonzero().flatten()
             if len(where) == 0:
                 raise ValueError(f"The probe {text!r} has no [MASK].")
             hidden = model.bert(input_ids=ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
             logits = model.cls.predictions(hidden[0, where[:1]]).float()  # (1, V)
-            probs = logits.softmax(-1)[0]
+            # what Fill-Mask would offer there: no ## piece at a word start (the rank counts those words only)
+            context = mask_contexts(tokenizer, enc, where[:1].tolist(), text)[0]
+            probs = allowed_pieces(logits.softmax(-1)[0], context, continuation)  # (V,) as Fill-Mask shows them
+            shown = allowed_pieces(torch.ones_like(logits), context, continuation).bool()
+            logits = logits.masked_fill(~shown, float("-inf"))
             top = probs.topk(5)
             expected_id = expected_token_id(tokenizer, expected)
             rank = None if expected_id is None else int(ranks_of(logits, torch.tensor([expected_id], device=device))[0])

@@ -52,6 +52,47 @@ def continuation_lookup(tokenizer, device: torch.device | str | None = None) -> 
     return torch.tensor([str(t).startswith("##") for t in vocab], dtype=torch.bool, device=device)
 
 
+WORD_START = "word start"  # after a space, punctuation or the start: no ## pieces
+AFTER_LETTERS = "after letters"  # play[MASK]: only ## pieces
+AFTER_MASK = "after a mask"  # [MASK][MASK]: anything
+
+
+def mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: str | None = None) -> list[str]:
+    """Per mask of ``enc`` (a tokenizer output with ``offset_mapping``, batch of one): WORD_START,
+    AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous mask). The one rule for what may
+    fill a mask, in Fill-Mask and in the pretraining probes."""
+    if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
+        return [AFTER_MASK] * len(positions)
+    offsets = enc["offset_mapping"][0].tolist()
+    sequence_ids = enc.sequence_ids(0)
+    contexts = []
+    for pos in positions:
+        source = text_pair if sequence_ids[pos] == 1 else text
+        before = source[: offsets[pos][0]]
+        if before.endswith(tokenizer.mask_token):
+            contexts.append(AFTER_MASK)
+        elif before and before[-1].isalnum():
+            contexts.append(AFTER_LETTERS)
+        else:
+            contexts.append(WORD_START)
+    return contexts
+
+
+def allowed_pieces(probs: torch.Tensor, context: str, continuation: torch.Tensor) -> torch.Tensor:
+    """``probs`` (..., V) with the pieces that cannot stand in ``context`` set to 0 (WordPiece only;
+    ``continuation``: the ids of the ``##`` pieces)."""
+    if not continuation.numel() or context == AFTER_MASK:
+        return probs
+    out = probs.clone()
+    if context == WORD_START:
+        out[..., continuation] = 0.0
+    else:  # after letters: only continuation pieces
+        keep = out[..., continuation].clone()
+        out.zero_()
+        out[..., continuation] = keep
+    return out
+
+
 def word_starts(input_ids: torch.Tensor, special: torch.Tensor, is_continuation: torch.Tensor) -> torch.Tensor:
     """(B, T) bool: the first piece of every word (a continuation right after a special starts one)."""
     cont = is_continuation[input_ids.long()]  # (B, T)

@@ -616,7 +616,8 @@ class RunService:
             seconds = self.speeds.estimate_seconds(cfg)
         except ValueError:
             return ""
-        text = f"Estimated time on this machine: **{budget.duration_text(seconds)}**"
+        text = (f"Estimated time on this machine: **{budget.duration_text(seconds)}** of training "
+                "(evaluations and start-up come on top)")
         if 0 < cfg.optim.time_budget_s <= seconds:
             all_steps = self.speeds.estimate_seconds(cfg, cfg.optim.steps)
             text += (f" — the time budget ends it first ({cfg.optim.steps:,} steps would take "

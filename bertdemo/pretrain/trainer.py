@@ -37,7 +37,7 @@ from bertdemo.pretrain.evaluation import answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
-from bertdemo.pretrain.masking import IGNORE_INDEX
+from bertdemo.pretrain.masking import IGNORE_INDEX, allowed_pieces, continuation_lookup, mask_contexts
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
 from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
@@ -511,8 +511,21 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
                        message="Saving the final checkpoint…")
         trainer.save()
         final = Status.STOPPED if stopped else Status.FINISHED
-        metrics.update(status=final, message=f"{final.capitalize()} at step {trainer.step} of {cfg.optim.steps}.")
+        metrics.update(status=final, message=final_message(final, trainer.step, cfg, trainer.out_of_time(),
+                                                           trainer.elapsed))
         return final
+
+
+def final_message(final: str, step: int, cfg: TrainConfig, out_of_time: bool, elapsed_s: float) -> str:
+    """The last status line: where the run ended, and what ended it (the steps, the time budget, a Stop),
+    with the wall time that evaluations and start-up added to the budget's training seconds."""
+    text = f"{final.capitalize()} at step {step:,} of {cfg.optim.steps:,}"
+    if final == Status.FINISHED and out_of_time and step < cfg.optim.steps:
+        text += (f": the time budget ({cfg.optim.time_budget_s / 60:g} min of training) ended it "
+                 f"before the last step (it counts training only; evaluations and start-up come on top)")
+    elif final == Status.STOPPED:
+        text += ": stopped by request"
+    return text + "."
 
 
 # --- optimizer and schedule -----------------------------------------------------------------------
@@ -631,7 +644,8 @@ def evaluate_heldout(objective: PretrainObjective, heldout: torch.Tensor, make_b
 def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.device, top_k: int = 5
                   ) -> list[list[tuple[str, float]]]:
     """Top-k (token, probability) at each [MASK] of `text`, in eval mode (restored afterwards)."""
-    enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings)
+    enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings,
+                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
     input_ids = enc["input_ids"].to(device)  # (1, T)
     positions = (input_ids[0] == tokenizer.mask_token_id).nonzero().flatten()  # (M,)
     if len(positions) == 0:
@@ -641,6 +655,10 @@ def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.
     try:
         hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
         probs = model.cls.predictions(hidden[0, positions]).float().softmax(-1)  # (M, V)
+        # what Fill-Mask would offer at each mask: no ## piece at a word start, only ## pieces glued to letters
+        continuation = continuation_lookup(tokenizer).nonzero().flatten().to(device)
+        probs = torch.stack([allowed_pieces(p, context, continuation)
+                             for p, context in zip(probs, mask_contexts(tokenizer, enc, positions.tolist(), text))])
         top = probs.topk(top_k, dim=-1)
     finally:
         model.train(was_training)

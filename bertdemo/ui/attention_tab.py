@@ -282,7 +282,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
-        code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code")
+        code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code",
+                   refresh_on=[button])
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
             show_label=False, type="filepath", interactive=False, elem_id="att-overview",

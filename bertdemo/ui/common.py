@@ -140,15 +140,6 @@ def model_dropdown(store: ModelStore, label: str = "Model", **kwargs) -> gr.Drop
     )
 
 
-def refresh_choices(store: ModelStore) -> Callable[[str], dict]:
-    """A handler that refreshes a dropdown's choices (new checkpoints), keeping its value."""
-
-    def refresh(value: str):
-        return gr.update(choices=labelled_choices(store), value=value)
-
-    return refresh
-
-
 def answered_line(requested: str, loaded) -> str:
     """The one line shown next to every result: the model that really answered."""
     return f"*Answered by* **{availability.answered_by(requested, loaded)}**"

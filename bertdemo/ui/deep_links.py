@@ -14,18 +14,21 @@ inside it — the whole app, on every click of every tab, once the link had been
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import gradio as gr
 
 from bertdemo.explore import learn_steps
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
+from bertdemo.ui import common
 from bertdemo.ui.common import toast_text
 
 if TYPE_CHECKING:
+    from bertdemo.ui.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
 TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "masking", "pretrain")
@@ -34,6 +37,22 @@ TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-tex
 RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
               "masking": "ml-run"}  # what shows the tab's view for that sentence
 WORDS_BOX = "in-words"  # Inside BERT's "right words" (the loss): the word a Learn step hid
+# per Learn step, the part of its tab that answers it: "keep exploring" opens that accordion ("open"), clicks
+# that button ("click"), sets those boxes ("set", by elem_id) and scrolls the part into view ("scroll")
+FOCUS: dict[str, dict] = {
+    "embeddings": {"scroll": "in-section-embeddings"},
+    "order": {"open": "in-section-order"},
+    "attention": {"scroll": "att-heatmap"},
+    "outputs": {"scroll": "fm-plot"},
+    "loss": {"open": "in-section-loss"},
+    "rates": {"click": "ml-stats", "scroll": "ml-stats-plot"},
+    "masks": {"click": "ml-compare", "scroll": "ml-epochs-view"},
+    "nsp": {"click": "nsp-build", "scroll": "nsp-pairs"},
+    "family": {"open": "in-section-anatomy"},
+    "no-positions": {"open": "pt-experiments", "set": {"pt-position-embeddings": False}},
+    "length": {"open": "pt-experiments", "set": {"pt-schedule": "128:0.9,512:0.1"}},
+    "tiny": {"scroll": "pt-start"},
+}
 MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -82,50 +101,71 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
 
 
 def _open_js(ids: dict[str, str]) -> str:
-    """JS that opens the tab named in ``value.tab`` (a click on its tab button) and, when ``value.run``,
-    clicks that tab's run button (after the sentence is in its box)."""
-    return ("(value) => { const ids = " + repr(ids).replace("'", '"') + "; const tab = value && value.tab;"
+    """JS that opens the tab named in ``value.tab`` (a click on its tab button), when ``value.run`` clicks
+    that tab's run button (after the sentence is in its box), then follows ``value.focus`` (see FOCUS): opens
+    an accordion, clicks a button, and scrolls the part that answers into view."""
+    return ("(value) => { const ids = " + json.dumps(ids) + "; const tab = value && value.tab;"
             " if (!tab) return [];"
             " const button = [...document.querySelectorAll('button[role=tab]')].find("
             "b => b.dataset.tabId === tab && b.offsetParent !== null);"
             " if (button && button.getAttribute('aria-selected') !== 'true') button.click();"
-            " const id = value.run && ids[tab];"
-            " if (id) setTimeout(() => document.getElementById(id)?.click(), 50); return []; }")
+            # a tab's content is drawn when it is first shown: wait (up to 6 s) for each element
+            " const when = (id, fn, tries = 60) => { const el = id && document.getElementById(id);"
+            "  if (el) fn(el); else if (id && tries) setTimeout(() => when(id, fn, tries - 1), 100); };"
+            " const focus = value.focus || {};"
+            " setTimeout(() => {"
+            "  if (value.run) when(ids[tab], b => b.click());"
+            "  when(focus.open, acc => { const open = () => { const head = acc.querySelector('.label-wrap');"
+            "   if (head && !head.classList.contains('open')) head.click(); };"
+            "   setTimeout(open, 100); setTimeout(open, 1000); });"  # again if the tab's first drawing closed it
+            "  when(focus.click, b => b.click());"
+            "  when(focus.scroll || focus.open, el => { const show = () => el.scrollIntoView({block: 'start'});"
+            "   setTimeout(show, 300); setTimeout(show, 1200); });"  # again once the answers have drawn
+            " }, 100); return []; }")
 
 
-def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab) -> None:
-    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs."""
+def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: ModelSource) -> Any:
+    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs;
+    returns the page-load event (the model box is set by then: chain the model's loading to it)."""
     boxes = _boxes(demo)
     text_tabs = [t for t in TEXT_BOX if TEXT_BOX[t] in boxes]
     targets = [boxes[TEXT_BOX[t]] for t in text_tabs]
     words = boxes.get(WORDS_BOX)
-    hidden = gr.JSON(visible=False)  # {"tab": …, "run": …}: the tab the follow-up opens, and whether it runs it
-    outputs = [*targets, *([words] if words is not None else []), model_box, learn.step, hidden]
+    settable = sorted({box for focus in FOCUS.values() for box in focus.get("set", {}) if box in boxes})
+    hidden = gr.JSON(visible=False)  # {"tab", "run", "focus"}: the tab the follow-up opens, runs and shows
+    outputs = [*targets, *([words] if words is not None else []), model_box, learn.step,
+               *(boxes[b] for b in settable), hidden]
 
-    def updates(tab: str | None, text: str | None, word: str | None = None, model: str | None = None,
-                step: str | None = None, run: bool = False) -> list:
+    def updates(tab: str | None, text: str | None, word: str | None = None, model: Any = None,
+                step: str | None = None, run: bool = False, focus: str | None = None) -> list:
         out = [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
                 for t in text_tabs]
-        if words is not None:
-            out.append(gr.update(value=word) if word and tab == "inside" else gr.skip())
-        out += [gr.update(value=model) if model else gr.skip(), gr.update(value=step) if step else gr.skip(),
-                {"tab": tab, "run": run}]
-        return out
+        if words is not None:  # a new sentence for Inside BERT: its own hidden word, or none (never the default's)
+            out.append(gr.update(value=word or "") if tab == "inside" and text is not None else gr.skip())
+        out += [model if model is not None else gr.skip(), gr.update(value=step) if step else gr.skip()]
+        sets = FOCUS.get(focus or "", {}).get("set", {})
+        out += [gr.update(value=sets[b]) if b in sets else gr.skip() for b in settable]
+        return out + [{"tab": tab, "run": run, "focus": FOCUS.get(focus or "", {})}]
 
-    def open_link(request: gr.Request):
+    def open_link(current: str | None, request: gr.Request):
+        """The page's one load handler for the model box: its choices refreshed (new checkpoints) and its
+        value — the link's model, else what the box holds — set together, so nothing overwrites the link's."""
         link = parse_link(dict(request.query_params) if request is not None else {})
         if link.problems:
             gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(link.problems) + "."))
-        return updates(link.tab, link.text, model=link.model, step=link.step, run=link.text is not None)
+        model = gr.update(choices=common.labelled_choices(store), value=link.model or current)
+        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None)
 
     def keep_exploring(answer: dict | None):
         if not answer:
             return updates(None, None)
-        return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True)
+        return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True,
+                       focus=answer.get("step"))
 
     click = _open_js(RUN_BUTTON)
-    opened = demo.load(open_link, None, outputs, api_visibility="private")
+    opened = demo.load(open_link, model_box, outputs, api_visibility="private")
     opened.then(None, hidden, None, js=click, api_visibility="private")
     learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
     learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
         None, hidden, None, js=click, api_visibility="private")
+    return opened

@@ -87,10 +87,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
                 results.append((requested, loaded, result))
         labels = [availability.answered_by(requested, loaded) for requested, loaded, _ in results]
         figure = bars.fill_mask_figure(results[0][2].masks, labels, [r.masks for _, _, r in results[1:]])
+        caveats = dict.fromkeys(c for c in (availability.stand_in_caveat(r, m) for r, m, _ in results) if c)
         filled = "\n\n".join(
             f"**Filled with the top choices:** {bars.filled_markdown(result)}  \n{answered_line(requested, loaded)}"
             for requested, loaded, result in results
-        ) + f"\n\n*Method:* {results[0][2].method}."
+        ) + "".join(f"  \n*{c}*" for c in caveats) + f"\n\n*Method:* {results[0][2].method}."
         table = bars.targets_markdown([(label, r) for label, (_, _, r) in zip(labels, results)])
         raw = [entry for label, (_, _, r) in zip(labels, results) for entry in bars.predictions_json(r, label)]
         return figure, filled, table, raw
@@ -139,13 +140,19 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k], elem_id="fm-code")
+        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair], elem_id="fm-code",
+                   refresh_on=[button])
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]
     # requests computed at once: those that meet in the model share one padded forward pass
     shared = dict(concurrency_limit=CONCURRENCY, concurrency_id="fill_mask")
-    button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared)
-    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared)
+    def cleared():  # a failed request leaves no earlier answer under the new sentence (the toast says why)
+        return None, "", "", None
+
+    button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared).failure(
+        cleared, None, outputs, api_visibility="private", queue=False)
+    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared).failure(
+        cleared, None, outputs, api_visibility="private", queue=False)
     second.focus(refresh_second, second, second, api_visibility="private")  # new checkpoints join
     return notice

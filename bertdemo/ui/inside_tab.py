@@ -215,7 +215,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):
                 anatomy_json = gr.JSON()
-        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code")
+        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
+                   refresh_on=[run])
         opened_state = gr.State(list(OPEN_AT_START))  # the sections open in this page
         shown_state = gr.State({})  # per section: the inputs its outputs show
 

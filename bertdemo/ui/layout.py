@@ -8,7 +8,7 @@ import gradio as gr
 
 from bertdemo.settings import Limits
 from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab
-from bertdemo.ui.common import model_dropdown, model_status, progress_on_text, refresh_choices
+from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.request_limits import guard_events
 
 if TYPE_CHECKING:
@@ -60,16 +60,15 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             masking_tab.build(ctx, model_box)
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)
-        deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
+        # ?tab=…&text=…&model=… and the Learn tab's "keep exploring"; the page's one load handler of the model box
+        opened = deep_links.connect(demo, model_box, learn, store)
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
         # Loading progress ("Starting up: loading PyTorch and transformers…", then the model's
         # steps) shows over the model box, where it has room; the status line keeps its words.
         model_box.change(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
-        demo.load(refresh_choices(store), model_box, model_box, api_visibility="private").then(
-            load_selected, *picked, api_visibility="private", show_progress_on=model_box
-        )
+        opened.then(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
     guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     return demo

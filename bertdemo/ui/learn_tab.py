@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any, Callable
 import gradio as gr
 
 from bertdemo.explore import learn_steps
+from bertdemo.models import availability
 from bertdemo.ui import common
-from bertdemo.ui.code_panel import model_reference
+from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
 learn_path = LazyModule("bertdemo.explore.learn_path")
+PREDICTING_STEPS = ("outputs", "loss", "no-positions")  # the steps whose answer is a predicted word
 
 INTRO = (
     "**New to BERT? Start here.** Twelve questions from the notebooks that take BERT apart, in their order: "
@@ -49,6 +51,8 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     number = learn_steps.STEPS.index(s) + 1
     question = f"#### Step {number} of {len(learn_steps.STEPS)} · {s.stage}\n### {s.question}"
     body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**"
+    if answer.get("caveat"):
+        body += f"  \n*{answer['caveat']}*"
     return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶")
 
 
@@ -65,9 +69,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         learn_steps.step(step)  # an unknown step is refused before the model is touched
         loaded = store.get(model or None)
         ref, note = model_reference(store, model, public)
-        result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable())
+        result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable(),
+                                   tokenizer_ref=engine_tokenizer_reference(store, public))
         out = result.to_json()
         out["code"] = note + out["code"]
+        out["caveat"] = (availability.stand_in_caveat(availability.requested_name(store, model), loaded)
+                         if step in PREDICTING_STEPS else "")
         return out
 
     def quietly(answer: Callable[..., dict]) -> Callable[..., dict]:
@@ -103,8 +110,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         inputs, drawn = [step, sentence, model_box], [question, answer, code, open_button]
         shown = dict(show_progress_on=[answer])  # the answer being computed, not the JSON below it
         ask = dict(fn=learn_step, inputs=inputs, outputs=raw, **shown)
-        step.change(**ask, api_name="learn_step").success(render, raw, drawn, api_visibility="private", **shown)
-        sentence.submit(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private", **shown)
+        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why)
+            return gr.skip(), "", "", gr.skip()
+
+        for event in (step.change(**ask, api_name="learn_step"), sentence.submit(**ask, api_visibility="private")):
+            event.success(render, raw, drawn, api_visibility="private", **shown)
+            event.failure(cleared, None, drawn, api_visibility="private", queue=False)
         # a model that cannot load is told once, by the status line under the model box, not again here
         model_box.change(quietly(learn_step), inputs, raw, api_visibility="private", **shown).success(
             render, raw, drawn, api_visibility="private", **shown)

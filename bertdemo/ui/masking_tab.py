@@ -14,7 +14,7 @@ import gradio as gr
 
 from bertdemo.ui import common
 from bertdemo.explore import code_snippets
-from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 
 from bertdemo.explore import input_limits as limits
 from bertdemo.ui.lazy import LazyModule
@@ -81,7 +81,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         settings = _settings(mlm_probability, mask_replace_prob, random_replace_prob, seed, whole_word, fixed_count)
         return masking_lab.measure_rates(text, settings, draws)
 
-    def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 0):
+    def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int = 1):
         """NSP pairs from the learner's text (or the embedded corpus when empty), as pretraining makes them."""
         return nsp.build_pairs(text, seq_len, n_pairs, seed)
 
@@ -141,8 +141,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = PlotlyFigure(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
-        code_panel(ctx, lambda _model, *v: code_snippets.masking_code(*v), [model_box, text, p, m, r, draws],
-                   elem_id="ml-code")
+        code_panel(ctx, lambda *v: code_snippets.masking_code(  # the engine's tokenizer, whatever the model box says
+                       *v, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
+                   [text, p, m, r, draws, seed, fixed_count, whole_word], elem_id="ml-code", refresh_on=[stats_button],
+                   uses_model=False)
         with gr.Accordion("As JSON (the /mask_stats answer)", open=False):
             stats_raw = gr.JSON()
 
@@ -158,7 +160,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Row():
             seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=64, step=1, label="Longest pair T")
             n_pairs = gr.Slider(2, limits.MAX_PAIRS, value=4, step=1, label="Pairs")
-            nsp_seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+            nsp_seed = gr.Number(value=1, precision=0, minimum=0, label="Seed")
         pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
         pairs_view = gr.HTML(elem_id="nsp-pairs")
         with gr.Accordion("As JSON (the /nsp_pairs answer)", open=False):

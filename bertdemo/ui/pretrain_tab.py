@@ -30,7 +30,7 @@ from bertdemo.pretrain.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.explore import code_snippets
-from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
@@ -89,6 +89,13 @@ def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, sm
     return updates, {**seen, **keys, "ckpt": snap.last_checkpoint}
 
 
+def picked_run(choices: list[tuple[str, str]], value: str | None) -> str | None:
+    """What a run picker holds once the run list changes: the learner's pick while it is still offered, else
+    the newest run (``choices`` come newest first), so a finished run is ready for its CSV and order probe."""
+    offered = [run_id for _label, run_id in choices]
+    return value if value in offered else (offered[0] if offered else None)
+
+
 class TabContext(Protocol):
     """What the tab needs of the app context."""
 
@@ -135,16 +142,24 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     def probe_ranks(x_axis: str):
         return plot_data(run_curves.probe_ranks_spec(runs.snapshot(), x_axis))
 
-    def draw(seen: dict | None, compare, smoothing, log_y, x_axis):
+    def draw(seen: dict | None, compare, smoothing, log_y, x_axis, picked: str | None = None,
+             probed: str | None = None):
         """Send only what changed since this page's last poll (nothing at all when the run stands still);
-        refresh the model and run lists when a new checkpoint appears."""
+        refresh the model and run lists when a new checkpoint appears — the run pickers then offer the
+        newest run, already chosen where nothing was."""
         updates, seen = poll_view(runs, seen, compare, smoothing, log_y, x_axis)
         refresh = updates.get("refresh", False)
+        choices = runs.run_choices() if refresh else []
+
+        def pick(value: str | None):
+            return gr.update(choices=choices, value=picked_run(choices, value)) if refresh else gr.skip()
+
         return (
             *(updates.get(name, gr.skip()) for name in ("status", "timeline", "plot", "ranks", "table")),
             gr.update(choices=labelled_choices(store)) if refresh else gr.skip(),
             gr.update(choices=runs.checkpoint_choices()) if refresh else gr.skip(),
-            gr.update(choices=runs.run_choices()) if refresh else gr.skip(),
+            gr.update(choices=choices) if refresh else gr.skip(),
+            pick(picked), pick(probed),
             seen,
         )
 
@@ -172,8 +187,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                 corpus_note_box = gr.Markdown(elem_id="pt-corpus-note")  # TinyStories offline: said before Start
                 upload = gr.File(label="Your text (.txt or .jsonl with a 'text' field)",
                                  file_types=[".txt", ".jsonl"], type="filepath", elem_id="pt-upload")
-                with gr.Accordion("Experiments", open=False):
+                with gr.Accordion("Experiments", open=False, elem_id="pt-experiments"):
                     position_embeddings = gr.Checkbox(d.model.position_embeddings, label="Position embeddings",
+                                                      elem_id="pt-position-embeddings",
                                                       info="Off: zeroed and frozen — the model cannot see word order. Its loss comes out about "
                                                            "the same or lower (a masked word is guessed far on the bag of "
                                                            "words around it); the order probe below shows the difference.")
@@ -192,6 +208,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                     random_prob = gr.Slider(0, 1, value=d.objective.random_replace_prob, step=0.05,
                                             label="…of which → random token (rest kept)")
                     schedule = gr.Textbox(d.data.seq_len_schedule, label="Block-length schedule (optional)",
+                                          elem_id="pt-schedule",
                                           placeholder="128:0.9,512:0.1",
                                           info="As BERT: 90 % of steps at 128 tokens, then 512 — attention costs grow "
                                                "with S² (512 costs 16× 128); positions beyond 128 train only in "
@@ -396,7 +413,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         return run_curves.order_probe_markdown(result, run_id)
 
     view = [compare, smoothing, log_y, x_axis]
-    outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, seen]
+    outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, run_pick, order_run, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
     corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
@@ -409,8 +426,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
-        code_panel(ctx, lambda _model, *shape: code_snippets.pretrain_code_for(*shape),
-                   [model_box, preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code")
+        code_panel(ctx, lambda *shape: code_snippets.pretrain_code_for(  # the engine's tokenizer, offline too
+                       *shape, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
+                   [preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code", uses_model=False)
         gr.api(run_status, api_name="run_status")
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
@@ -424,7 +442,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
-    timer.tick(draw, [seen, *view], outputs, api_visibility="private", show_progress="hidden",
+    timer.tick(draw, [seen, *view, run_pick, order_run], outputs, api_visibility="private", show_progress="hidden",
                show_progress_on=[])  # the poll shows no progress, not even on its status text
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")

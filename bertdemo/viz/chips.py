@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 
-from bertdemo.explore.tokens import TokenTable
+from bertdemo.explore.tokens import MAX_CHANGED_SHOWN, TokenTable
 from bertdemo.viz.text import md_code, noun_for
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
@@ -78,12 +78,16 @@ def render_stats(table: TokenTable) -> str:
         f"{_count(table.n_split_words, 'word')} split into pieces · **{table.n_unknown:,}** unknown",
     ]
     lines += [f"> ⚠️ {note}" for note in table.notices]
-    if table.preview:
-        typed, read = table.preview
+    if table.typed_sep:
+        lines.append("> ℹ️ The `[SEP]` you typed starts sentence B (segment 1), as in every view of this app.")
+    if table.changed:
+        shown = table.changed[:MAX_CHANGED_SHOWN]
+        more = len(table.changed) - len(shown)
+        words = ", ".join(f"{md_code(typed)} → {md_code(read)}" for typed, read in shown)
         lines.append(
             f"> ℹ️ This tokenizer changes the text before splitting it (lowercased, accents stripped; "
-            f"{table.n_normalised:,} {noun_for(table.n_normalised, 'word')} changed). It reads  \n"
-            f"> {md_code(typed)}  \n> as {md_code(read)}"
+            f"{table.n_normalised:,} {noun_for(table.n_normalised, 'word')} changed). It reads {words}"
+            + (f", and {more:,} more" if more else "") + "."
         )
     return "\n\n".join(lines)
 

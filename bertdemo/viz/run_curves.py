@@ -58,8 +58,10 @@ def status_markdown(snap: RunSnapshot | None) -> str:
     if snap.train_loss_smooth:
         body += f" · train loss {snap.train_loss_smooth[-1]:.3f} (smoothed)"
     if snap.eval_loss:
+        at = snap.eval_steps[-1] if snap.eval_steps else snap.step
+        before = " before training" if at == 0 and snap.step > 0 else ""
         body += (f" · held-out loss ([MASK]-only, 15 %) **{snap.eval_loss[-1]:.3f}** "
-                 f"(perplexity {snap.eval_ppl[-1]:,.1f})")
+                 f"(perplexity {snap.eval_ppl[-1]:,.1f}; evaluated at step {at:,}{before})")
     if snap.mlm_acc:
         body += f" · top-1 {snap.mlm_acc[-1]:.1%}"
     top5, rank, nsp, help_ = (latest(snap.top5_acc), latest(snap.median_rank), latest(snap.nsp_acc),
@@ -150,6 +152,8 @@ def _axis_y(value: float, log: bool) -> float:
     return math.log10(value) if log else value
 
 
+TOP_ROOM = 64  # px above the plot area: the page's label badge and plotly's toolbar sit there, not on the data
+EMPTY_LR_TOP = 1e-3  # the learning-rate axis before a run: 0 … the default peak
 # panel -> (x axis, y axis, x domain, y domain, title)
 _PANELS = {
     "loss": ("x", "y", (0.0, 1.0), (0.66, 1.0), "Masked-LM loss"),
@@ -238,7 +242,7 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                       "x": (x_dom[0] + x_dom[1]) / 2, "xanchor": "center", "y": y_dom[1] + 0.005,
                       "yanchor": "bottom", "font": {"size": 13}})
     layout: dict = {
-        "height": 960, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "height": 960, "margin": {"l": 10, "r": 10, "t": TOP_ROOM, "b": 10},
         "paper_bgcolor": "white", "plot_bgcolor": "white", "hovermode": "closest",
         "legend": {"orientation": "h", "x": 0, "y": 0.66 - 0.045, "yanchor": "top", "font": {"size": 10},
                    "bgcolor": "rgba(255,255,255,0)"},
@@ -261,6 +265,12 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
     layout["yaxis3"].update(tickformat=".0%", rangemode="tozero")
     layout["yaxis4"].update(type="log", autorange="reversed", dtick=1)
     layout["yaxis5"]["tickformat"] = ".0e"
+    if not any(len(r.snap.eval_steps) for r in runs):  # before the first evaluation: the axes' real extent
+        layout["yaxis2"]["range"] = [0, math.log10(VOCAB_SIZE)]  # perplexity 1 … V
+        layout["yaxis3"]["range"] = [0, 1]  # 0 … 100 %
+        layout["yaxis4"].update(autorange=False, range=[math.log10(VOCAB_SIZE), 0])  # rank V … 1
+    if not any(len(r.snap.steps) for r in runs):
+        layout["yaxis5"]["range"] = [0, EMPTY_LR_TOP]
     if any(trace.get("yaxis") == HELP_AXIS for trace in data):  # the attention help: 0-100 % on the right
         layout["yaxis6"] = {"overlaying": "y", "side": "right", "anchor": "x", "range": [0, 1.05],
                             "tickformat": ".0%", "showgrid": False, "zeroline": False, "automargin": True,
@@ -296,7 +306,9 @@ def _timeline_markers(snap: RunSnapshot, x_axis: str) -> list[dict]:
         xs = [_event_x(e, x_axis) for e in events]
         ys = [_num(e["value"]) if kind == "landmark" else _num(_loss_at(snap, e["step"])) for e in events]
         traces.append({"type": "scatter", "mode": "markers+text", "x": xs, "y": ys, "xaxis": "x", "yaxis": "y",
-                       "text": [text(e) for e in events], "textposition": "top center", "textfont": {"size": 10},
+                       "text": [text(e) for e in events], "textfont": {"size": 10},
+                       # a star sits on its landmark's line, whose label is above the line: the star's goes below
+                       "textposition": "bottom center" if kind == "landmark" else "top center",
                        "marker": {"symbol": symbol, "size": 11, "color": "#111827"}, "showlegend": False,
                        "hovertext": [plotly_text(f"step {e['step']:,}: {e['label']}") for e in events], "hoverinfo": "text",
                        "name": "below a landmark" if kind == "landmark" else "a probe's word in the top 5"})
@@ -333,12 +345,12 @@ def probe_ranks_spec(snap: RunSnapshot | None, x_axis: str = "step", max_points:
                          "showlegend": False, "hoverinfo": "text",
                          "hovertext": [plotly_text(f"step {e['step']:,}: {e['label']}") for e in events]})
     layout = {
-        "height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "paper_bgcolor": "white",
+        "height": 380, "margin": {"l": 10, "r": 10, "t": TOP_ROOM, "b": 10}, "paper_bgcolor": "white",
         "plot_bgcolor": "white",  # no layout title: the page names the chart (PROBE_RANKS_TITLE)
         "xaxis": {"title": {"text": X_AXES[x_axis], "font": {"size": 11}}, "gridcolor": "#eef2f7", "nticks": 6,
                   "automargin": True},
         # every rank a word can have, rank 1 at the top ("up" is better), the same scale all run long
-        "yaxis": {"type": "log", "range": [math.log10(VOCAB_SIZE) + 0.1, -0.1], "dtick": 1, "gridcolor": "#eef2f7",
+        "yaxis": {"type": "log", "range": [math.log10(VOCAB_SIZE) + 0.1, -0.25], "dtick": 1, "gridcolor": "#eef2f7",
                   "automargin": True, "title": {"text": "rank (log)", "font": {"size": 11}}},
         "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
         "shapes": [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": IN_TOP, "y1": IN_TOP,
@@ -398,10 +410,13 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
         f"*{LANDMARK_LABELS['unigram']}*{value('unigram')}: the model answers the most common words "
         f"(“the , . of and”) for every probe{when(reached.get('unigram'))}.",
         "2. A plateau: the same answers for every sentence, while attention learns where to look.",
-        f"3. The loss goes below *{LANDMARK_LABELS['left']}*{value('left')}: words decided by their neighbour "
-        f"(“born [MASK] London” → in) climb into the top 5{when(reached.get('left'))}."
-        + (f" So far: {probes}." if probes else ""),
-        f"4. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
+        "3. Words decided by their neighbour (“born [MASK] London” → in) climb into the top 5, one probe at a "
+        "time (the diamonds) — well before the loss reaches the next line: a few words right do not yet move "
+        "the average." + (f" So far: {probes}." if probes else ""),
+        f"4. The loss goes below *{LANDMARK_LABELS['left']}*{value('left')}: on average the model now does better "
+        f"than a guess from the word before{when(reached.get('left'))}. The default 5-minute run on a CPU ends "
+        "above this line; a longer run or a GPU gets there.",
+        f"5. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
         f"{when(reached.get('both'))}.",
     ]
     for text in (start_markdown(snap), locality_markdown(snap)):
@@ -456,8 +471,8 @@ def locality_markdown(snap: RunSnapshot | None) -> str:
         return HELP_FADES
     steps, strength, losses = (list(column) for column in zip(*points))
     fall = next(i for i, value in enumerate(strength) if value < 1.0)  # the first evaluation after it began to fade
-    if strength[-1] <= 0.0:
-        gone = next(i for i, value in enumerate(strength) if value <= 0.0)
+    if strength[-1] < 0.005:  # shown as 0 %: gone
+        gone = next(i for i, value in enumerate(strength) if value < 0.005)
         now = f"**The help is gone** since step {steps[gone]:,}: the model is a stock BERT now."
     else:
         now = f"**Now the help is fading: {strength[-1]:.0%}** (since step {steps[fall]:,})."

@@ -113,3 +113,137 @@ def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
 
     page.goto(app_url + "?tab=nowhere")
     expect(page.locator(".toast-body")).to_contain_text("unknown tab 'nowhere'", timeout=TIMEOUT_MS)
+
+
+def test_a_link_opens_the_model_it_names_and_keeps_it(browser_page, app_url):
+    """`&model=` was overwritten by the page's other load handler: the box kept its default, and the next
+    answer came from the default. The box shows the link's model, and every answer comes from it."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    encoder = "embedded/bert-explorer-mlm"  # not the launched app's default
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D+world.&model=" + encoder)
+    expect_tab(page, "Fill-Mask")
+    expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}", timeout=TIMEOUT_MS)
+    expect(page.locator("#model-status")).to_contain_text(encoder, timeout=TIMEOUT_MS)
+    expect(page.locator("#model-box input")).to_have_value(__import__("re").compile("^" + encoder), timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Good [MASK] to you.")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}")
+
+
+def test_a_link_into_inside_bert_does_not_keep_the_default_right_word(browser_page, app_url):
+    """The default right word ("paris") scored an unrelated sentence's mask (p = 3.4e-08): a linked sentence
+    gets no right word of the default."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=inside&text=I+sat+on+the+river+%5BMASK%5D.")
+    expect_tab(page, "Inside BERT")
+    expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
+    expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("step, shown", [
+    ("order", "#in-order"),  # the order test, open and computed
+    ("rates", "#ml-stats-table"),  # the rates over many draws, measured
+    ("masks", "#ml-epochs-view"),  # static vs dynamic, shown
+    ("nsp", "#nsp-pairs"),  # the NSP pairs, built
+    ("family", "#in-anatomy"),  # the anatomy, counted
+])
+def test_keep_exploring_opens_the_part_that_answers_the_step(browser_page, app_url, step, shown):
+    """It opened the tab at its top with the answering section closed or empty."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + f"?step={step}&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-answer")).not_to_be_empty(timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    part = page.locator(shown)
+    expect(part).to_be_visible(timeout=TIMEOUT_MS)
+    expect(part).to_contain_text(__import__("re").compile(r"\d"), timeout=TIMEOUT_MS)  # computed, not waiting
+    expect(part).to_be_in_viewport(timeout=TIMEOUT_MS)
+
+
+def test_keep_exploring_sets_up_the_pretrain_experiment(browser_page, app_url):
+    """Step 10 left Position embeddings ticked; step 11 left the schedule empty."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?step=no-positions&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect(page.locator("#pt-position-embeddings input")).not_to_be_checked(timeout=TIMEOUT_MS)
+    expect(page.locator("#pt-position-embeddings")).to_be_in_viewport(timeout=TIMEOUT_MS)
+    page.goto(app_url + "?step=length&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect(page.locator("#pt-schedule textarea, #pt-schedule input").first).to_have_value("128:0.9,512:0.1",
+                                                                                          timeout=TIMEOUT_MS)
+
+
+def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, app_url):
+    """A second model that cannot load (Fill-Mask), or a sentence too long (Learn), left the previous answer
+    for another sentence on the page under the new one."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D.")
+    filled = page.locator("#fm-filled")
+    expect(filled).to_contain_text("Hello", timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Goodbye [MASK].")
+    second = page.locator("#fm-second input")
+    second.fill("roberta-base")
+    second.press("Enter")
+    page.locator("#fm-text textarea").click()  # the custom choice is committed when the box loses focus
+    expect(second).to_have_value(__import__("re").compile("^roberta-base"), timeout=TIMEOUT_MS)  # or its label
+    page.click("#fm-run")
+    expect(page.locator(".toast-body").filter(has_text="roberta-base").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(filled).not_to_contain_text("Hello", timeout=TIMEOUT_MS)
+
+    page.goto(app_url + "?step=embeddings&text=" + TEXT.replace(" ", "+"))
+    answer = page.locator("#learn-answer")
+    expect(answer).to_contain_text("tokens", timeout=TIMEOUT_MS)
+    page.locator("#learn-text textarea, #learn-text input").first.fill("word " * 100)
+    page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
+    expect(page.locator(".toast-body")).to_contain_text("the learning path shows at most", timeout=TIMEOUT_MS)
+    expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
+
+
+def test_step_9_table_reads_at_phone_width(_browser, app_url):
+    """At 390 px the parameter table wrapped one character per line ("c o m p o n e n t"): it keeps whole
+    words and scrolls in its own box; the page itself never scrolls sideways."""
+    from playwright.sync_api import expect
+
+    context = _browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    try:
+        page = context.new_page()
+        page.goto(app_url + "?step=family&text=" + TEXT.replace(" ", "+"))
+        table = page.locator("#learn-answer table")
+        expect(table).to_be_visible(timeout=TIMEOUT_MS)
+        header = table.locator("th").first
+        expect(header).to_have_text("component")
+        line = header.evaluate("th => parseFloat(getComputedStyle(th).lineHeight) || 24")
+        assert header.evaluate("th => th.clientHeight") < 2 * line + 24  # one line of text, with its padding
+        assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # wider than the phone: it scrolls in its box
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()
+
+
+def test_an_open_code_panel_follows_the_view(browser_page, app_url):
+    """An open "Show the code" kept the old sentence after a new answer ("Reopen to refresh")."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D+world.")
+    expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=TIMEOUT_MS)
+    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()  # the Fill-Mask tab's panel
+    code = page.locator("#fm-code")
+    expect(code).to_contain_text("Hello [MASK] world.", timeout=TIMEOUT_MS)
+    page.locator("#fm-text textarea").fill("Good [MASK] to you.")
+    page.click("#fm-run")
+    expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
+    expect(code).to_contain_text("Good [MASK] to you.", timeout=TIMEOUT_MS)

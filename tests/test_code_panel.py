@@ -1,0 +1,60 @@
+""""Show the code" names the model that answered the view: the stand-in when the hub is unreachable (its
+folder on a local server), and every name in the lines above the code is a Python literal."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+
+import pytest
+
+from bertdemo.explore import code_snippets, fill_mask
+from bertdemo.models import embedded
+from bertdemo.models.hub import HubProbe
+from bertdemo.models.policy import AccessPolicy
+from bertdemo.models.store import ModelStore
+from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference
+
+NICE = "Nice to [MASK] you."
+
+
+def _store(public: bool) -> ModelStore:
+    policy = AccessPolicy(public_max_model_gb=1.0 if public else None, hub=HubProbe(offline=True))
+    return ModelStore(default="bert-base-uncased", device="cpu", policy=policy)
+
+
+def test_the_code_loads_the_stand_in_that_answered_and_prints_the_views_words():
+    """Offline, the default asks for bert-base-uncased and the embedded model answers: the code loads the
+    embedded model's folder (it runs offline) and prints exactly the view's words; it says bert-base would not."""
+    store = _store(public=False)
+    ref, note = model_reference(store, "", public=False)
+    loaded = store.get()
+    assert loaded.name == embedded.EMBEDDED_MLM_NAME and ref == str(loaded.path)
+    assert "ASKED_FOR = 'bert-base-uncased'" in note and "would print other numbers" in note
+    source = note + code_snippets.fill_mask_code(ref, NICE, 5)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
+    view = fill_mask.predict(loaded, NICE, top_k=5)
+    assert ast.literal_eval(out.getvalue().splitlines()[0]) == [(c.token, round(c.prob, 4)) for c in view.masks[0].candidates]
+
+
+def test_on_a_public_server_the_code_names_the_model_without_a_server_path():
+    store = _store(public=True)
+    ref, note = model_reference(store, "", public=True)
+    assert ref == embedded.EMBEDDED_MLM_NAME
+    assert f"SERVER_MODEL = {embedded.EMBEDDED_MLM_NAME!r}" in note and "/" + "home" not in note
+    assert ast.parse(note)  # comments and literals only
+
+
+@pytest.mark.parametrize("name", ["run:x\rprint('PWNED')\n#", "embedded/x\rprint('PWNED')", "./x\nprint('PWNED')"])
+def test_a_model_name_with_line_breaks_never_reaches_the_code(name):
+    """The name went into a # comment; a carriage return in it ran the rest as code under plain python."""
+    with pytest.raises(ValueError):
+        model_reference(_store(public=True), name, public=True)
+
+
+def test_the_masking_code_loads_bert_base_vocabulary_offline_from_the_embedded_folder():
+    assert engine_tokenizer_reference(_store(public=False), public=False) == str(embedded.tokenizer_dir())
+    assert engine_tokenizer_reference(_store(public=True), public=True) == "bert-base-uncased"
