@@ -45,6 +45,6 @@ MAX_WIC_SENTENCES = 12  # sentences compared at once (cosines: every pair, at ev
 MAX_WIC_TOKENS = 64  # tokens per sentence (and per corpus sentence read)
 MAX_NEIGHBOURS = 50  # k nearest corpus tokens
 MAX_OCCURRENCES = 120  # corpus sentences holding the word, placed in the picture
-MAX_INDEX_TOKENS = 20_000  # corpus tokens in one layer's neighbour index (20,000 x H floats: 31 MB at H = 384)
+MAX_INDEX_TOKENS = 8_000  # corpus tokens in one layer's neighbour index (8,000 x H float32: 12 MB at H = 384, 25 MB at 768)
 MAX_ATTR_TOKENS = 64  # the attributed sentence
 MAX_IG_STEPS = 300  # integrated-gradient steps
