@@ -27,11 +27,11 @@ from bertdemo.models.run_refs import RUN_PREFIX
 if TYPE_CHECKING:
     from bertdemo.ui.learn_tab import LearnTab
 
-TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "masking", "pretrain")
+TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain")
 TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-text", "attention": "att-text",
-            "inside": "in-text", "masking": "ml-text"}  # the tab's sentence box (by elem_id)
+            "inside": "in-text", "masking": "ml-text", "words": "wic-attr-text"}  # the tab's sentence box (by elem_id)
 RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
-              "masking": "ml-run"}  # what shows the tab's view for that sentence
+              "masking": "ml-run", "words": "wic-attr-run"}  # what shows the tab's view for that sentence
 WORDS_BOX = "in-words"  # Inside BERT's "right words" (the loss): the word a Learn step hid
 MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.pretrain.budget import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, inside_tab, learn_tab, masking_tab, phone, plot_once, pretrain_tab, tokenizer_tab, words_tab
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text, refresh_choices
 from bertdemo.ui.request_limits import guard_events
 
@@ -69,6 +69,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             notice = fill_mask_tab.build(ctx, model_box)
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
+            words_tab.build(ctx, model_box, demo)  # after Fill-Mask: its "Why this word?" opens here
             masking_tab.build(ctx, model_box)
             pretrain_tab.build(ctx, model_box)
         deep_links.connect(demo, model_box, learn)  # ?tab=…&text=… and the Learn tab's "keep exploring"
