@@ -307,3 +307,16 @@ def test_the_default_sense_lines_are_two_of_each_sense():
     lines = sense_sets.default_lines("bank").splitlines()
     assert len(lines) == 4 and [line.split(" | ")[0] for line in lines] == ["river", "river", "money", "money"]
     assert len(sense_sets.examples()) == 96 and sum(e.train for e in sense_sets.examples()) == 36
+
+
+def test_the_learn_steps_answer_with_the_views_numbers(tiny_loaded):
+    from bertdemo.explore import learn_path
+
+    static = learn_path.answer(tiny_loaded, "static-dynamic", "The cat sat on the mat.")
+    view = word_in_context.similarities(tiny_loaded, "bank", sense_sets.default_lines("bank"))
+    assert static.numbers == word_in_context.as_plain(view) and static.tab == "words"
+    assert f"cosine **{view.static_cosine:.2f}**" in static.answer and "WORD, SENTENCES = 'bank'" in static.code
+    why = learn_path.answer(tiny_loaded, "why-word", "The cat sat on the mat.")
+    ref = attribution.attribute(tiny_loaded, "The cat sat on the [MASK].", 1, "mat", ("integrated gradients",))
+    assert why.numbers == attribution.as_plain(ref) and why.tab_text == "The cat sat on the [MASK]."
+    assert f"completeness gap **{ref.completeness_gap:.1f}%**" in why.answer

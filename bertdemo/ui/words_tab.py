@@ -75,16 +75,19 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                        int(steps), progress=progress_callback(progress))
         return draw.attribution_figure(result), draw.attribution_markdown(result), attribution.as_plain(result)
 
+    @user_errors
     def word_in_context(word: str, sentences: str, model: str = "") -> dict:
         """The word's cosine between every two sentences at every layer, the layer's random-word baseline and the
         static vector's cosine. ``sentences``: one per line, optionally ``sense | sentence``."""
         return wic.as_plain(wic.similarities(load(model), word, sentences))
 
+    @user_errors
     def corpus_neighbours(text: str, position: int = 1, layer: int = 4, k: int = 10, model: str = "") -> dict:
         """The k corpus tokens (embedded Wikipedia summaries) most similar at ``layer`` to token ``position`` of
         ``text`` (0 = [CLS]), with their sentences and cosines."""
         return corpus.neighbours_as_plain(corpus.neighbours(load(model), text, position, layer, k))
 
+    @user_errors
     def attribution_api(text: str, mask_number: int = 1, target: str = "", method: str = "integrated gradients",
                         steps: int = DEFAULT_STEPS, model: str = "") -> dict:
         """Each token's contribution to the target word's probability at the chosen [MASK] (``method``: integrated
