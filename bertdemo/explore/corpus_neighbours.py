@@ -23,6 +23,7 @@ from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_
 from bertdemo.explore.word_in_context import parse_sentences, similarities
 from bertdemo.explore.word_vectors import (BATCH, activation_store, check_layer, corpus_sentences, encode_sentences,
                                            forward_hidden, run_sentences, store_key, word_position)
+from bertdemo.explore.word_vectors import num_layers  # noqa: F401 - the page fits its layer sliders with it
 from bertdemo.models.store import LoadedModel
 
 KMEANS_SEED = 0

@@ -59,15 +59,23 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         result = wic.sense_readout(load(model, progress))
         return draw.readout_figure(result), draw.readout_markdown(result)
 
+    def fitted(loaded, layer: float) -> tuple[int, dict]:
+        """The page's layer brought into this model's range, and its slider spanning that range."""
+        top = corpus.num_layers(loaded)
+        return min(int(layer), top), gr.update(maximum=top, value=min(int(layer), top))
+
     def picture(word: str, sentences: str, layer: float, clusters: float, model: str, progress=gr.Progress()):
         progress(0.1, desc=f"Finding '{word.strip()}' in the embedded corpus")
-        result = corpus.atlas(load(model, progress), word, sentences, int(layer), int(clusters))
-        return draw.atlas_figure(result), draw.atlas_markdown(result)
+        loaded = load(model, progress)
+        layer, slider = fitted(loaded, layer)
+        result = corpus.atlas(loaded, word, sentences, layer, int(clusters))
+        return draw.atlas_figure(result), draw.atlas_markdown(result), slider
 
     def find(text: str, position: float, layer: float, k: float, model: str, progress=gr.Progress()):
-        result = corpus.neighbours(load(model, progress), text, int(position), int(layer), int(k),
-                                   progress=progress_callback(progress))
-        return draw.neighbours_markdown(result)
+        loaded = load(model, progress)
+        layer, slider = fitted(loaded, layer)
+        result = corpus.neighbours(loaded, text, int(position), layer, int(k), progress=progress_callback(progress))
+        return draw.neighbours_markdown(result), slider
 
     def explain(text: str, mask_number: float, target: str, methods: list[str], steps: float, model: str,
                 progress=gr.Progress()):
@@ -167,12 +175,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     readout_box.expand(user_errors(readout), model_box, [readout_fig, readout_md], show_progress_on=[readout_md],
                        **private)
     atlas_inputs = [word, sentences, atlas_layer, clusters, model_box]
-    gr.on([atlas_run.click, corpus_box.expand], user_errors(picture), atlas_inputs, [atlas_fig, atlas_md],
+    atlas_outputs = [atlas_fig, atlas_md, atlas_layer]
+    gr.on([atlas_run.click, corpus_box.expand], user_errors(picture), atlas_inputs, atlas_outputs,
           show_progress_on=[atlas_md], **private)
-    atlas_layer.release(user_errors(picture), atlas_inputs, [atlas_fig, atlas_md], show_progress_on=[atlas_md],
+    atlas_layer.release(user_errors(picture), atlas_inputs, atlas_outputs, show_progress_on=[atlas_md],
                         trigger_mode="always_last", **private)
-    gr.on([nb_run.click, nb_text.submit], user_errors(find), [nb_text, nb_position, nb_layer, nb_k, model_box], nb_md,
-          show_progress_on=[nb_md], **private)
+    gr.on([nb_run.click, nb_text.submit], user_errors(find), [nb_text, nb_position, nb_layer, nb_k, model_box],
+          [nb_md, nb_layer], show_progress_on=[nb_md], **private)
     attr_inputs = [attr_text, mask_number, target, methods, steps, model_box]
     gr.on([attr_run.click, attr_text.submit], user_errors(explain), attr_inputs, [attr_fig, attr_md, attr_json],
           show_progress_on=[attr_md], concurrency_limit=2, concurrency_id="attribution", **private)
