@@ -62,10 +62,11 @@ def similarity_markdown(result: WordInContext) -> str:
         gap = same - diff
         layer = int(np.argmax(gap))
         lines.append(f"The senses part most at **layer {layer}**: same sense {same[layer]:.2f}, different senses "
-                     f"{diff[layer]:.2f} (baseline {result.baseline[layer]:.2f}). At layer 0 they differ by "
-                     f"{gap[0]:.2f}: there the vector holds the word and its position, not yet its sense.")
-    rows = [[f"{i + 1}", result.senses[i] or "—", md_cell(s)] for i, s in enumerate(result.sentences)]
-    return "\n\n".join(lines) + "\n\n" + md_table(["#", "sense", "sentence"], rows)
+                     f"{diff[layer]:.2f} (baseline {result.baseline[layer]:.2f}). At layer 0 the gap is "
+                     f"{gap[0]:+.2f}: there the vector holds the word and its position, not yet its sense.")
+    rows = [[f"{i + 1}", (f"*{md_cell(result.senses[i])}* · " if result.senses[i] else "") + md_cell(s)]
+            for i, s in enumerate(result.sentences)]
+    return "\n\n".join(lines) + "\n\n" + md_table(["#", "(sense ·) sentence"], rows)
 
 
 def readout_figure(readout: SenseReadout) -> go.Figure:
@@ -143,8 +144,9 @@ def attribution_figure(result: Attribution) -> go.Figure:
                              marker_color=colours.get(method)), row=1, col=1)
     fig.add_trace(go.Bar(y=labels, x=result.attention.round(4), orientation="h", name="attention from [MASK]",
                          marker_color=_BASE), row=1, col=2)
-    fig.update_layout(template=TEMPLATE, height=max(300, 22 * len(labels) + 120), margin=dict(l=10, r=10, t=40, b=40),
-                      legend=_LEGEND, barmode="group", yaxis=dict(autorange="reversed", automargin=True))
+    fig.update_layout(template=TEMPLATE, height=max(300, 22 * len(labels) + 160), margin=dict(l=10, r=10, t=40, b=110),
+                      legend=dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom"), barmode="group",
+                      yaxis=dict(autorange="reversed", automargin=True))
     return fig
 
 
