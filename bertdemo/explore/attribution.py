@@ -32,6 +32,7 @@ METHODS = ("integrated gradients", "gradient x input", "occlusion")
 DEFAULT_STEPS = 50
 MIN_STEPS = 4
 INTERNAL_BATCH = 25  # integrated-gradient steps per forward/backward
+OCCLUSION_BATCH = 16  # sentences with one token replaced, per forward
 Progress = Callable[[float, str], None]
 
 
@@ -151,7 +152,7 @@ def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str 
             mask = torch.arange(ids.shape[1], device=ids.device)[None]
             with torch.no_grad():
                 attr = FeatureAblation(forward).attribute(ids, baselines=loaded.tokenizer.pad_token_id,
-                                                          feature_mask=mask)
+                                                          feature_mask=mask, perturbations_per_eval=OCCLUSION_BATCH)
             scores[method] = attr[0].detach().float().cpu().numpy()
         scores[method][keep.numpy()] = 0.0
     tokens = loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())

@@ -166,7 +166,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                        elem_id="wic-attr-code")
         gr.api(word_in_context, api_name="word_in_context")
         gr.api(corpus_neighbours, api_name="corpus_neighbours")
-        gr.api(attribution_api, api_name="attribution")
+        gr.api(attribution_api, api_name="attribution", concurrency_limit=2, concurrency_id="attribution")
 
     private = dict(api_visibility="private")
     sim = (user_errors(compare), [word, sentences, model_box], [sim_fig, sim_md, sim_json])
