@@ -207,8 +207,8 @@ def neighbours(loaded: LoadedModel, text: str, position: int, layer: int, k: int
     if not 1 <= int(k) <= MAX_NEIGHBOURS:
         raise ValueError(f"k is 1 to {MAX_NEIGHBOURS}.")
     layer = check_layer(loaded, layer)
-    run, _ = run_sentences(loaded, [text], MAX_WIC_TOKENS)
-    position = int(position)
+    run = loaded.remember(("sentence vectors", text), lambda: run_sentences(loaded, [text], MAX_WIC_TOKENS)[0])
+    position = int(position)  # another token, layer or k of the same sentence: no forward
     if not 0 <= position < run.lengths[0]:
         raise ValueError(f"Token position {position} is outside the sentence: positions 0 to {run.lengths[0] - 1} "
                          f"({' '.join(run.tokens[0])}).")
