@@ -24,12 +24,13 @@ def forward(tiny_loaded):
     return enc, out
 
 
-def test_twelve_steps_in_notebook_order():
-    assert len(learn_steps.STEPS) == 12 == len(learn_path.ANSWERS)
+def test_fourteen_steps_in_notebook_order():
+    assert len(learn_steps.STEPS) == 14 == len(learn_path.ANSWERS)
     stages = [s.stage for s in learn_steps.STEPS]
-    order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining"]
+    order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining",
+             "what the vectors hold"]
     assert sorted(set(stages), key=stages.index) == order
-    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("tiny", 1) == "tiny"
+    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("why-word", 1) == "why-word"
     assert learn_steps.neighbour("order", 1) == "attention"
 
 

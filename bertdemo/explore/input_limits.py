@@ -38,3 +38,13 @@ MAX_PROBE_CHARS = 300  # the live run's probe sentence: kept at every evaluation
 MAX_PROBE_MASKS = 4  # its [MASK]s: each adds a top-5 row per evaluation
 PROBE_WINDOW = 50  # evaluations of the probe a run keeps (and every page's poll sends): the latest
 MAX_EXPECTED_CHARS = 50  # the word a probe expects at its first [MASK] (one vocabulary entry)
+
+# Word in context (explore.word_in_context, explore.corpus_neighbours, explore.attribution)
+MAX_WIC_WORD_CHARS = 40  # the word looked at
+MAX_WIC_SENTENCES = 12  # sentences compared at once (cosines: every pair, at every layer)
+MAX_WIC_TOKENS = 64  # tokens per sentence (and per corpus sentence read)
+MAX_NEIGHBOURS = 50  # k nearest corpus tokens
+MAX_OCCURRENCES = 120  # corpus sentences holding the word, placed in the picture
+MAX_INDEX_TOKENS = 8_000  # corpus tokens in one layer's neighbour index (8,000 x H float32: 12 MB at H = 384, 25 MB at 768)
+MAX_ATTR_TOKENS = 64  # the attributed sentence
+MAX_IG_STEPS = 300  # integrated-gradient steps

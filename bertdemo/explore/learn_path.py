@@ -288,14 +288,51 @@ def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = 
     return md, nums, code.pretrain_code(layers, hidden, heads, ffn, tokenizer=tokenizer_ref)
 
 
+def _static_dynamic(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    from bertdemo.explore import sense_sets, word_code, word_in_context
+
+    lines = sense_sets.default_lines(sense_sets.DEFAULT_WORD)
+    r = word_in_context.similarities(loaded, sense_sets.DEFAULT_WORD, lines)
+    same, diff = r.pair_curves()
+    top = r.num_layers
+    part = int((same - diff).argmax())
+    md = (
+        f"A static embedding gives *{r.word}* one vector: its row of the input embedding table, the same in "
+        f"\"the river bank\" and \"the bank raised its rates\" (cosine **{r.static_cosine:.2f}**). BERT's vectors "
+        f"depend on the sentence. On four sentences, two of each sense, at layer {top}: same sense "
+        f"**{same[top]:.2f}**, different senses **{diff[top]:.2f}**, random words of the corpus "
+        f"**{r.baseline[top]:.2f}** (the baseline: raw cosines of unrelated words are not 0, so read a similarity as "
+        f"how far above it it is). The senses part most at **layer {part}**."
+    )
+    return md, word_in_context.as_plain(r), word_code.word_in_context_code(model_ref, r.word, lines)
+
+
+def _why_word(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    from bertdemo.explore import attribution, word_code
+
+    masked, word = hide_word(loaded.tokenizer, text)
+    r = attribution.attribute(loaded, masked, 1, word, ("integrated gradients",))
+    scores = r.scores["integrated gradients"]
+    top = [i for i in scores.argsort()[::-1][:3] if not r.kept[i]]
+    md = (
+        f"On `{masked}`: P(*{word}*) = **{r.prob:.2%}**. Integrated gradients move every word embedding from "
+        f"[PAD]'s to the real one and add up the gradient on the way; the words that raised P(*{word}*) most: "
+        + ", ".join(f"**{r.tokens[i]}** ({scores[i]:+.4f})" for i in top) +
+        f". The scores add up to {r.ig_sum:+.4f} against f(input) − f(baseline) = {r.prob - r.baseline_prob:+.4f} "
+        f"(completeness gap **{r.completeness_gap:.1f}%**). Attention from the [MASK] is where the model read, "
+        "not what changed its answer: it is not an explanation."
+    )
+    return md, attribution.as_plain(r), word_code.attribution_code(model_ref, masked, 1, word, r.steps)
+
+
 ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
-    "length": _length, "tiny": _tiny,
+    "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
 }
 
 
-MASKED_TABS = ("fill-mask", "inside")  # tabs whose views predict a [MASK]: they get the sentence with one
+MASKED_TABS = ("fill-mask", "inside", "words")  # tabs whose views predict a [MASK]: they get the sentence with one
 
 
 def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:

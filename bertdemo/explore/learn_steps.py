@@ -1,5 +1,5 @@
-"""The learning path's twelve steps, in the order the learners' notebooks go: tokens → embeddings →
-attention → output and loss → masking and NSP → pretraining. Torch-free (the page lists them before
+"""The learning path's fourteen steps, in the order the learners' notebooks go: tokens → embeddings →
+attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold. Torch-free (the page lists them before
 PyTorch loads); :mod:`bertdemo.explore.learn_path` computes each step's answer.
 """
 
@@ -48,6 +48,10 @@ STEPS: tuple[LearnStep, ...] = (
               "How does the 128 → 512 sequence-length extension work, and why?", "pretrain", "Pretrain"),
     LearnStep("tiny", "pretraining",
               "How do I train BERT-tiny from scratch (on TinyStories)?", "pretrain", "Pretrain"),
+    LearnStep("static-dynamic", "what the vectors hold",
+              "Static vs dynamic embeddings: is a word the same vector in every sentence?", "words", "Word in context"),
+    LearnStep("why-word", "what the vectors hold",
+              "Which words of my sentence made the model predict the hidden word?", "words", "Word in context"),
 )
 STEP_KEYS = tuple(s.key for s in STEPS)
 

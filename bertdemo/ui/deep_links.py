@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
-TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "masking", "pretrain")
+TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain")
 TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-text", "attention": "att-text",
-            "inside": "in-text", "masking": "ml-text"}  # the tab's sentence box (by elem_id)
+            "inside": "in-text", "masking": "ml-text", "words": "wic-attr-text"}  # the tab's sentence box (by elem_id)
 RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
-              "masking": "ml-run"}  # what shows the tab's view for that sentence
+              "masking": "ml-run", "words": "wic-attr-run"}  # what shows the tab's view for that sentence
 WORDS_BOX = "in-words"  # Inside BERT's "right words" (the loss): the word a Learn step hid
 # per Learn step, the part of its tab that answers it: "keep exploring" opens that accordion ("open"), clicks
 # that button ("click"), sets those boxes ("set", by elem_id) and scrolls the part into view ("scroll")

@@ -142,6 +142,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             raw = gr.JSON()
         code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair], elem_id="fm-code",
                    refresh_on=[button])
+        gr.Button("Why this word? Which tokens made it predict that →", size="sm", elem_id="fm-why")  # ui.words_tab
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.settings import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab
+from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.request_limits import guard_events
 
@@ -57,6 +57,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             notice = fill_mask_tab.build(ctx, model_box)
             attention_tab.build(ctx, model_box, demo)
             inside_tab.build(ctx, model_box)
+            words_tab.build(ctx, model_box, demo)  # after Fill-Mask: its "Why this word?" opens here
             masking_tab.build(ctx, model_box)
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)

@@ -1,0 +1,94 @@
+"""End-to-end: the Word in context tab's endpoints through gradio_client, and the tab in Chromium at desktop
+and phone width (words.png, words_phone.png), reached from Fill-Mask's "Why this word?" and by a deep link."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+pytest.importorskip("gradio_client")
+pytest.importorskip("playwright")
+
+from playwright.sync_api import expect  # noqa: E402
+
+from .conftest import screenshot  # noqa: E402
+from .test_api import expect_error  # noqa: E402
+from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle  # noqa: E402
+from .test_phone import assert_fits, open_tab_by_name, plot_ready  # noqa: E402
+
+LINES = "river | We sat on the bank of the river.\nmoney | The bank raised its rates.\nriver | The bank was muddy."
+
+
+def test_word_in_context_endpoint(client, model):
+    named = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert {"/word_in_context", "/corpus_neighbours", "/attribution"} <= set(named)
+    out = client.predict("bank", LINES, model, api_name="/word_in_context")
+    assert out["pieces"] == ["bank"] and out["positions"] == [5, 2, 2] and out["static_cosine"] == 1.0
+    assert [p["sentences"] for p in out["pairs"]] == [[1, 2], [1, 3], [2, 3]]
+    assert len(out["baseline_by_layer"]) == 3 and out["same_sense_by_layer"] == out["pairs"][1]["cosine_by_layer"]
+    expect_error(lambda: client.predict("bank", "Only one.", model, api_name="/word_in_context"), "2 to 12 sentences")
+
+
+def test_corpus_neighbours_endpoint(client, model):
+    out = client.predict("We sat on the bank of the river.", 5, 1, 5, model, api_name="/corpus_neighbours")
+    assert out["token"] == "bank" and len(out["neighbours"]) == 5 and out["index_tokens"] == 8_000
+    cosines = [n["cosine"] for n in out["neighbours"]]
+    assert cosines == sorted(cosines, reverse=True) and all(n["sentence"] for n in out["neighbours"])
+    expect_error(lambda: client.predict("A cat.", 1, 1, 500, model, api_name="/corpus_neighbours"), "k is 1 to 50")
+
+
+def test_attribution_endpoint(client, model):
+    out = client.predict("The cat sat on the [MASK].", 1, "mat", "occlusion", 8, model, api_name="/attribution")
+    assert out["target"] == "mat" and out["tokens"][out["mask_position"]] == "[MASK]"
+    assert list(out["scores"]) == ["occlusion"] and out["completeness"]["gap_percent"] is None
+    out = client.predict("The cat sat on the [MASK].", 1, "", "integrated gradients", 8, model, api_name="/attribution")
+    assert abs(out["completeness"]["sum_of_ig"] - out["completeness"]["f_input_minus_f_baseline"]) < 1e-3
+    expect_error(lambda: client.predict("No mask.", 1, "", "occlusion", 8, model, api_name="/attribution"), "[MASK]")
+
+
+def show_tab(page, phone: bool) -> None:
+    open_tab_by_name(page, "Word in context")
+    plot_ready(page, "#wic-sim-plot")  # the tab answers its example when opened
+    expect(page.locator("#wic-sim-info")).to_contain_text("baseline", timeout=RUN_TIMEOUT_MS)
+    page.click("#wic-attr-run")
+    plot_ready(page, "#wic-attr-plot")
+    expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
+    page.locator("button.label-wrap", has_text="2 · The word across the corpus").click()
+    plot_ready(page, "#wic-atlas-plot")
+    wait_idle(page)
+    if phone:
+        for plot in ("#wic-sim-plot", "#wic-attr-plot", "#wic-atlas-plot"):
+            assert_fits(page, plot)
+
+
+def test_the_tab_at_desktop_and_phone_width(_browser, app_url):
+    for name, viewport, phone in (("words", {"width": 1280, "height": 1000}, False),
+                                  ("words_phone", {"width": 390, "height": 844}, True)):
+        context = _browser.new_context(viewport=viewport, has_touch=phone)
+        page = context.new_page()
+        try:
+            open_app(page, app_url)
+            show_tab(page, phone)
+            figure = page.locator("#wic-sim-plot .js-plotly-plot").evaluate("p => p.data.map(d => d.name)")
+            assert "random words (baseline)" in figure and "static vector" in figure and "same sense (mean)" in figure
+            screenshot(page, name)
+        finally:
+            context.close()
+
+
+def test_fill_mask_why_this_word_opens_the_attribution(browser_page, app_url):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab_by_name(page, "Fill-Mask")
+    page.locator("#fm-text textarea").fill("The dog chased the [MASK].")
+    page.click("#fm-why")
+    expect(page.locator("#wic-attr-text textarea")).to_have_value("The dog chased the [MASK].")
+    expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
+
+
+def test_a_deep_link_opens_the_tab_and_explains(browser_page, app_url):
+    page = browser_page
+    page.goto(app_url + "?" + urllib.parse.urlencode({"tab": "words", "text": "A cup of [MASK], please."}))
+    expect(page.locator("#wic-attr-text textarea")).to_have_value("A cup of [MASK], please.", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
