@@ -23,7 +23,7 @@ import torch
 from bertdemo.explore.encoding import check_chars
 from bertdemo.explore.input_limits import MAX_WIC_TOKENS
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.models.store import LoadedModel, weights_stamp
+from bertdemo.models.loading import LoadedModel, weights_stamp
 
 MAX_STORE_BYTES = 160 * 2**20  # per model: the baseline, the word occurrences and the neighbour indexes
 BATCH = 32  # sentences per forward when the corpus is read
