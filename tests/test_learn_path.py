@@ -24,13 +24,13 @@ def forward(tiny_loaded):
     return enc, out
 
 
-def test_fourteen_steps_in_notebook_order():
-    assert len(learn_steps.STEPS) == 14 == len(learn_path.ANSWERS)
+def test_eighteen_steps_in_notebook_order():
+    assert len(learn_steps.STEPS) == 18 == len(learn_path.ANSWERS)
     stages = [s.stage for s in learn_steps.STEPS]
     order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining",
-             "what the vectors hold"]
+             "what the vectors hold", "what pretraining buys"]
     assert sorted(set(stages), key=stages.index) == order
-    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("why-word", 1) == "why-word"
+    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("layers", 1) == "layers"
     assert learn_steps.neighbour("order", 1) == "attention"
 
 
@@ -140,7 +140,7 @@ def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
 
     codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
                                     tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
-    assert len({a.code for a in codes.values()}) == 12  # no two steps share their code
+    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 18  # no two steps share their code
     for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
         assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
     order = codes["order"]
@@ -164,3 +164,38 @@ def test_step_6_says_why_the_chosen_rate_is_not_15_percent(tiny_loaded):
 def test_a_long_sentence_is_refused_in_the_learning_paths_words(tiny_loaded):
     with pytest.raises(ValueError, match="the learning path shows at most"):
         learn_path.answer(tiny_loaded, "embeddings", "word " * 300)
+
+
+def test_the_cls_step_reads_the_models_own_cls_vector_and_its_code_prints_the_same(tiny_loaded, tiny_mlm_dir):
+    import contextlib
+    import io
+
+    import torch
+
+    text = "The violin is a string instrument."
+    a = learn_path.answer(tiny_loaded, "cls", text, model_ref=str(tiny_mlm_dir))
+    enc = tiny_loaded.tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        h = tiny_loaded.model.bert(**enc).last_hidden_state[0]
+    assert a.numbers["hidden"] == 32 and a.numbers["tokens"] == enc["input_ids"].shape[1]
+    assert a.numbers["cls_mean_cosine"] == pytest.approx(float(torch.cosine_similarity(h[0], h[1:-1].mean(0), dim=0)), abs=1e-6)
+    assert a.numbers["pooler_parameters"] == 32 * 32 + 32 and a.numbers["classifier_parameters"] == 32 * 11 + 11
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(a.code, {})  # noqa: S102 - the page's code, run as a learner would
+    shape, cosine, logits = out.getvalue().split(") ")[0] + ")", *out.getvalue().split(") ")[1].split(" ", 1)
+    assert shape == "(1, 32)" and float(cosine) == round(a.numbers["cls_mean_cosine"], 2)
+    assert a.tab == "finetune"
+
+
+def test_the_fine_tuning_steps_name_their_recipe_controls_and_code(tiny_loaded, tiny_mlm_dir):
+    tune = learn_path.answer(tiny_loaded, "finetune", "A sentence.", model_ref=str(tiny_mlm_dir))
+    assert tune.numbers["learning_rates"] == [5e-5, 3e-5, 2e-5] and tune.numbers["batch_sizes"] == [16, 32]
+    assert tune.numbers["new_parameters"] == 32 * 32 + 32 + 32 * 11 + 11
+    assert compile(tune.code, "finetune", "exec") and repr(str(tiny_mlm_dir)) in tune.code
+    why = learn_path.answer(tiny_loaded, "why-pretrain", "A sentence.", model_ref=str(tiny_mlm_dir))
+    assert min(why.numbers["embedded_accuracy"]) - max(why.numbers["random_accuracy"]) >= 0.2
+    assert "BertForSequenceClassification(model.config)" in why.code  # the control: random weights
+    layers = learn_path.answer(tiny_loaded, "layers", "The cat sat on the warm mat.", model_ref=str(tiny_mlm_dir))
+    assert layers.numbers["hidden_states"] == 3 and "Jawahar" in layers.answer
+    assert compile(layers.code, "layers", "exec")

@@ -1,5 +1,6 @@
-"""The learning path's fourteen steps, in the order the learners' notebooks go: tokens → embeddings →
-attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold. Torch-free (the page lists them before
+"""The learning path's eighteen steps, in the order the learners' notebooks go: tokens → embeddings →
+attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold and
+what pretraining buys (fine-tuning). Torch-free (the page lists them before
 PyTorch loads); :mod:`bertdemo.explore.learn_path` computes each step's answer.
 """
 
@@ -52,6 +53,15 @@ STEPS: tuple[LearnStep, ...] = (
               "Static vs dynamic embeddings: is a word the same vector in every sentence?", "words", "Word in context"),
     LearnStep("why-word", "what the vectors hold",
               "Which words of my sentence made the model predict the hidden word?", "words", "Word in context"),
+    LearnStep("cls", "what pretraining buys",
+              "What is the [CLS] vector for, and how does a classifier read it?", "finetune", "Fine-tune"),
+    LearnStep("finetune", "what pretraining buys",
+              "What does fine-tuning change, and with which learning rate, batch size and epochs?",
+              "finetune", "Fine-tune"),
+    LearnStep("why-pretrain", "what pretraining buys",
+              "Why does pretraining help? Pretrained against random weights on the same task", "finetune", "Fine-tune"),
+    LearnStep("layers", "what pretraining buys",
+              "Which layer knows what: surface, syntax, meaning?", "finetune", "Fine-tune"),
 )
 STEP_KEYS = tuple(s.key for s in STEPS)
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
-TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain")
+TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain", "finetune")
 TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-text", "attention": "att-text",
             "inside": "in-text", "masking": "ml-text", "words": "wic-attr-text"}  # the tab's sentence box (by elem_id)
 RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
@@ -52,6 +52,10 @@ FOCUS: dict[str, dict] = {
     "no-positions": {"open": "pt-experiments", "set": {"pt-position-embeddings": False}},
     "length": {"open": "pt-experiments", "set": {"pt-schedule": "128:0.9,512:0.1"}},
     "tiny": {"scroll": "pt-start"},
+    "cls": {"scroll": "ft-new"},
+    "finetune": {"scroll": "ft-start"},
+    "why-pretrain": {"scroll": "ft-curves"},
+    "layers": {"open": "ft-probes-box"},
 }
 MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

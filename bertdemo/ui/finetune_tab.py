@@ -20,6 +20,7 @@ import gradio as gr
 
 from bertdemo import storage
 from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneConfig
+from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -132,11 +133,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         with gr.Accordion("Which layer knows what? Frozen probes", open=False, elem_id="ft-probes-box"):
             gr.Markdown("A linear classifier reads each layer's frozen vectors (mean-pooled, and [CLS]) for three "
                         "tasks whose labels are exact; the random-weight model of the same shape and the majority "
-                        "class are the controls. The model is the one in the model box at the top.\n\n"
-                        "*What to look for:* in bert-base, Jawahar et al. (2019) found surface information (sentence "
-                        "length) best in the lowest layers, syntax (word order) in the middle, semantics in the "
-                        "highest. A small model trained differently need not show the same curve: read each layer "
-                        "against its random-weight control.")
+                        "class are the controls. The model is the one in the model box at the top.\n\n*"
+                        + JAWAHAR_NOTE + "*")
             with gr.Row():
                 probe_task = gr.Radio(PROBE_TASKS, value="bigram_shift", label="Task", scale=3)
                 probe_btn = gr.Button("Probe every layer", scale=1, elem_id="ft-probe-layers")

@@ -1,4 +1,4 @@
-"""The Learn tab, first on the page: the learners' fourteen questions in notebook order, each answered live
+"""The Learn tab, first on the page: the learners' eighteen questions in notebook order, each answered live
 on the model in use and the learner's sentence, with the code behind it and a button to the tab where
 the learner keeps exploring (set up with the same sentence). Skippable: any other tab is one click away.
 
