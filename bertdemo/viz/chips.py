@@ -87,7 +87,7 @@ def render_stats(table: TokenTable) -> str:
         lines.append(
             f"> ℹ️ This tokenizer changes the text before splitting it (lowercased, accents stripped; "
             f"{table.n_normalised:,} {noun_for(table.n_normalised, 'word')} changed). It reads {words}"
-            + (f", and {more:,} more" if more else "") + "."
+            + (f", and {more:,} more" if more else "")
         )
     return "\n\n".join(lines)
 
