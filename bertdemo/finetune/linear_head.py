@@ -1,7 +1,7 @@
 """A small, deterministic linear head: softmax regression on fixed features, with its scores.
 
 Features are standardised with the training rows' mean and standard deviation (a feature constant
-over the training rows becomes 0); the weights start at
+over the training rows, up to rounding, becomes 0); the weights start at
 zero and are trained full-batch with Adam (numpy, float32) on cross-entropy plus an L2 penalty, evaluated on the
 validation rows every ``eval_every`` steps, stopped when validation accuracy has not improved for
 ``patience`` evaluations, and the best evaluation's weights are kept (early stopping). With no
@@ -21,6 +21,7 @@ LEARNING_RATE = 0.05
 MAX_STEPS = 200
 EVAL_EVERY = 5
 PATIENCE = 4
+CONSTANT_SD = 1e-4  # a feature whose spread is below this (relative to its size) is constant
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def _train_heads(train_x, train_y, val_x, val_y, test_x, test_y, n_classes, l2, 
     n_classes = int(n_classes or max(train_y.max(), val_y.max()) + 1)
     mu = x.mean(1, keepdims=True)
     sd = x.std(1, ddof=1, keepdims=True) if x.shape[1] > 1 else np.zeros_like(mu)
-    scale = np.where(sd > 1e-6, 1.0 / np.maximum(sd, 1e-6), 0.0).astype(np.float32)  # constant feature -> 0
+    # a feature constant over the training rows (up to float rounding between batches) stays 0
+    scale = np.where(sd > CONSTANT_SD * (1 + np.abs(mu)), 1.0 / np.maximum(sd, 1e-12), 0.0).astype(np.float32)
     x = (x - mu) * scale
     xv = (xv - mu) * scale
     xt_ = np.ascontiguousarray(np.swapaxes(x, 1, 2))  # (k, d, n) for the gradient
