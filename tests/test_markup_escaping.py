@@ -147,7 +147,7 @@ def test_a_deep_links_warning_shows_the_bad_value_as_typed(tmp_path):
              "query_string": b"tab=%3Cimg%20src%3Dx%3E&step=%3Cb%3Eloss&text=hi"}
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("always")
-        open_link(gr.Request(request=Request(scope)))
+        open_link("", gr.Request(request=Request(scope)))
     messages = [str(w.message) for w in shown if "could not be followed" in str(w.message)]
     assert len(messages) == 1, [str(w.message) for w in shown]
     page = parsed(messages[0])

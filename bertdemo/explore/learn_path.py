@@ -315,9 +315,9 @@ def _why_word(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict
     scores = r.scores["integrated gradients"]
     top = [i for i in scores.argsort()[::-1][:3] if not r.kept[i]]
     md = (
-        f"On `{masked}`: P(*{word}*) = **{r.prob:.2%}**. Integrated gradients move every word embedding from "
-        f"[PAD]'s to the real one and add up the gradient on the way; the words that raised P(*{word}*) most: "
-        + ", ".join(f"**{r.tokens[i]}** ({scores[i]:+.4f})" for i in top) +
+        f"On {shown(masked)}: P(*{literal(word)}*) = **{r.prob:.2%}**. Integrated gradients move every word embedding from "
+        f"[PAD]'s to the real one and add up the gradient on the way; the words that raised P(*{literal(word)}*) most: "
+        + ", ".join(f"**{literal(r.tokens[i])}** ({scores[i]:+.4f})" for i in top) +
         f". The scores add up to {r.ig_sum:+.4f} against f(input) − f(baseline) = {r.prob - r.baseline_prob:+.4f} "
         f"(completeness gap **{r.completeness_gap:.1f}%**). Attention from the [MASK] is where the model read, "
         "not what changed its answer: it is not an explanation."
