@@ -11,7 +11,7 @@ from bertdemo.pretrain import runs as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.model import load_checkpoint_model
-from bertdemo.pretrain.service import RunManager
+from bertdemo.pretrain.slot import RunManager
 from tests.helpers import tiny_run_config, wait_until
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from bertdemo.pretrain import trainer
-from bertdemo.pretrain.service import RunManager
+from bertdemo.pretrain.slot import RunManager
 from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from bertdemo.pretrain import hardware, service, trainer
+from bertdemo.pretrain import hardware, slot, trainer
 from tests.helpers import tiny_run_config
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
@@ -43,6 +43,6 @@ def test_a_run_trains_at_the_lower_priority(tmp_path, monkeypatch):
 
     monkeypatch.setattr(trainer, "run_training", fake_training)  # the run's thread imports it from there
     base = _nice(threading.get_native_id())
-    run = service.RunManager(tmp_path).start(tiny_run_config("wiki", tmp_path))
+    run = slot.RunManager(tmp_path).start(tiny_run_config("wiki", tmp_path))
     assert run.join(30)
     assert seen["nice"] == min(19, base + hardware.BACKGROUND_NICE)

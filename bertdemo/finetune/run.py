@@ -1,14 +1,13 @@
 """One fine-tuning run on a daemon thread: the run service starts it in the machine's one training slot.
 
-Torch-free at import (the engine is imported by the thread). It offers what the run service asks of any
-run — ``run_id``, ``active``, ``snapshot()``, ``pause()``, ``resume()``, ``stop()``, ``may_control()``,
-``join()``, ``start(lock)`` — so fine-tuning shares the slot, the owner rules and the caps of pretraining.
+Torch-free at import (the engine is imported by the thread). A :class:`~bertdemo.pretrain.slot.BackgroundRun`
+like a pretraining run (``snapshot``, ``pause``, ``resume``, ``stop``, ``may_control``, ``join``), with its own
+``start(lock)`` and ``active``, so fine-tuning shares the slot, the owner rules and the caps of pretraining.
 Its folder is ``<runs_dir>/.finetune/<run id>/``; the checkpoint is ``model/`` in it.
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +18,11 @@ from typing import TYPE_CHECKING
 from filelock import FileLock
 
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.metrics import FinetuneMetrics, FinetuneSnapshot
+from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.pretrain import runs
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, Status
+from bertdemo.pretrain.slot import BackgroundRun
 
 if TYPE_CHECKING:
     from bertdemo.finetune.engine import TopicTask
@@ -49,7 +49,7 @@ def claim_folder(root: Path, init: str) -> str:
             run_id = f"{base}-{n}"
 
 
-class FinetuneRun:
+class FinetuneRun(BackgroundRun):
     """A fine-tuning run; every public method is safe to call from the UI thread."""
 
     kind = "finetune"
@@ -117,39 +117,8 @@ class FinetuneRun:
                 self._machine_lock.release()
 
     @property
-    def status(self) -> str:
-        return self.metrics.get("status")
-
-    @property
     def active(self) -> bool:
         return self._thread.is_alive() or (not self._thread.ident and self.status in ACTIVE_STATUSES)
 
-    def snapshot(self) -> FinetuneSnapshot:
-        return self.metrics.snapshot()
-
     def time_left(self) -> float | None:
         return None if self._deadline is None else max(0.0, self._deadline - self._clock())
-
-    def may_control(self, token: str, admin: bool = False) -> bool:
-        if admin or not self.owner_token:
-            return True
-        given = str(token or "").encode("utf-8", "surrogatepass")
-        return secrets.compare_digest(given, self.owner_token.encode("utf-8", "surrogatepass"))
-
-    def pause(self) -> None:
-        if self.status == Status.RUNNING:
-            self.control.pause_event.set()
-
-    def resume(self) -> None:
-        self.control.pause_event.clear()
-
-    def stop(self) -> None:
-        if self.active:
-            self.metrics.update(status=Status.STOPPING, message="Stopping after this step…")
-        self.control.stop_event.set()
-        self.control.pause_event.clear()
-
-    def join(self, timeout: float | None = None) -> bool:
-        if self._thread.ident:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()

@@ -8,10 +8,10 @@ The package, read in order: ``config`` (a run's settings) and ``form`` (a page's
 request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
 objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, evaluation, optimizer, threads),
 ``metrics``, ``runs`` (checkpoints, run folders, uploads on disk), ``budget`` (caps, memory / disk /
-time), ``service`` (the run thread and every rule of a run), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
+time), ``slot`` (the run threads and the one-at-a-time manager), ``service`` (every rule of a run), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
 
 The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,
-``metrics``, ``runs``, ``service``) does not load the training loop and PyTorch.
+``metrics``, ``runs``, ``slot``, ``service``) does not load the training loop and PyTorch.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _HOME = {
     "CUSTOM": "config", "PRESETS": "config", "TrainConfig": "config", "bert_config": "config",
     "param_count": "config", "validate_probe_text": "config",
     "RunSnapshot": "metrics",
-    "RunManager": "service", "RunService": "service", "TrainingRun": "service",
+    "RunManager": "slot", "RunService": "service", "TrainingRun": "slot",
 }
 
 __all__ = sorted(_HOME)
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from bertdemo.pretrain.runs import list_checkpoints, resume_config
     from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig, bert_config, param_count, validate_probe_text
     from bertdemo.pretrain.metrics import RunSnapshot
-    from bertdemo.pretrain.service import RunManager, RunService, TrainingRun
+    from bertdemo.pretrain.service import RunService
+    from bertdemo.pretrain.slot import RunManager, TrainingRun
 
 
 def __getattr__(name: str) -> Any:

@@ -33,7 +33,7 @@ from bertdemo.pretrain import runs
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv
-from bertdemo.pretrain.service import RunManager
+from bertdemo.pretrain.slot import RunManager
 from bertdemo.pretrain.trainer import Trainer
 from bertdemo.settings import DiskRules
 
