@@ -11,10 +11,9 @@ import csv
 import dataclasses
 import io
 import math
-import threading
 from dataclasses import dataclass, field
 
-from bertdemo.pretrain.metrics import ACTIVE_STATUSES, SMOOTHING, Status, debiased_ema
+from bertdemo.pretrain.metrics import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema
 
 TASK = "topic"  # the one fine-tuning task: a Wikipedia summary's first sentence -> its topic
 
@@ -79,26 +78,10 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(FinetuneSnapshot))
 NAN_FIELDS = ("val_accuracy_all", "val_macro_f1_all", "test_accuracy", "test_macro_f1")  # NaN until the run ends
 
 
-class FinetuneMetrics:
+class FinetuneMetrics(LockedSnapshot):
     """Thread-safe holder of a FinetuneSnapshot; every writer goes through its methods."""
 
-    def __init__(self, **initial) -> None:
-        self._lock = threading.Lock()
-        self._snap = FinetuneSnapshot(**initial)
-
-    def snapshot(self) -> FinetuneSnapshot:
-        """A copy no later write changes (lists copied one level; their items are never changed once added)."""
-        with self._lock:
-            return FinetuneSnapshot(**{n: _copied(getattr(self._snap, n)) for n in _FIELDS})
-
-    def update(self, **values) -> None:
-        with self._lock:
-            for name, value in values.items():
-                setattr(self._snap, name, value)
-
-    def get(self, name: str):
-        with self._lock:
-            return getattr(self._snap, name)
+    snapshot_type = FinetuneSnapshot
 
     def log_train(self, step: int, loss: float, lr: float, wall_s: float) -> None:
         with self._lock:
@@ -119,14 +102,6 @@ class FinetuneMetrics:
             s.val_accuracy.append(accuracy)
             s.val_macro_f1.append(macro_f1)
             s.probe_probs.append(list(probe_probs) or [math.nan] * len(s.labels))
-
-
-def _copied(value):
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return value
 
 
 def history_dict(snap: FinetuneSnapshot) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.pretrain import runs
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, Status
-from bertdemo.pretrain.slot import BackgroundRun
+from bertdemo.pretrain.slot import BackgroundRun, claim_run_folder
 
 if TYPE_CHECKING:
     from bertdemo.finetune.engine import TopicTask
@@ -33,20 +32,6 @@ MODEL_DIRNAME = "model"
 
 def finetune_root(runs_dir: str | Path) -> Path:
     return Path(runs_dir) / FINETUNE_DIRNAME
-
-
-def claim_folder(root: Path, init: str) -> str:
-    """A new run id whose folder this call created (mkdir is the check)."""
-    kind = "random" if init == "random" else ("embedded" if init == "embedded" else "run")
-    base = f"{datetime.now():%Y%m%d-%H%M%S}-ft-{kind}"
-    run_id, n = base, 1
-    while True:
-        try:
-            (root / run_id).mkdir(parents=True)
-            return run_id
-        except FileExistsError:
-            n += 1
-            run_id = f"{base}-{n}"
 
 
 class FinetuneRun(BackgroundRun):
@@ -81,7 +66,8 @@ class FinetuneRun(BackgroundRun):
     def start(self, machine_lock: FileLock | None = None) -> FinetuneRun:
         self._machine_lock = machine_lock
         root = finetune_root(self.runs_dir)
-        self.run_id = claim_folder(root, self.cfg.init)
+        kind = self.cfg.init if self.cfg.init in ("embedded", "random") else "run"
+        self.run_id = claim_run_folder(root, f"ft-{kind}")
         self.folder = root / self.run_id
         self.metrics.update(run_id=self.run_id)
         runs.record_owner(self.folder, self.owner_token)

@@ -116,17 +116,21 @@ class RunSnapshot:
         return debiased_ema(self.train_loss, SMOOTHING)
 
 
-class MetricsBuffer:
-    """Thread-safe holder of a RunSnapshot; all writers go through its methods."""
+class LockedSnapshot:
+    """A snapshot dataclass (``snapshot_type``) behind a lock: written by a run's thread through methods,
+    copied by the pages (:meth:`snapshot` never waits for a training step)."""
+
+    snapshot_type: type = object
 
     def __init__(self, **initial) -> None:
         self._lock = threading.Lock()
-        self._snap = RunSnapshot(**initial)
+        self._snap = self.snapshot_type(**initial)
+        self._names = tuple(f.name for f in dataclasses.fields(self.snapshot_type))
 
-    def snapshot(self) -> RunSnapshot:
-        """A copy (lists of numbers copied flat, the rest deep): cheap enough for every page's poll."""
+    def snapshot(self):
+        """A copy no later write changes (lists and dicts copied one level: see :func:`_copied`)."""
         with self._lock:
-            return RunSnapshot(**{name: _copied(name, getattr(self._snap, name)) for name in _FIELDS})
+            return self.snapshot_type(**{name: _copied(name, getattr(self._snap, name)) for name in self._names})
 
     def update(self, **values) -> None:
         with self._lock:
@@ -136,6 +140,12 @@ class MetricsBuffer:
     def get(self, name: str):
         with self._lock:
             return getattr(self._snap, name)
+
+
+class MetricsBuffer(LockedSnapshot):
+    """Thread-safe holder of a RunSnapshot; all writers go through its methods."""
+
+    snapshot_type = RunSnapshot
 
     def log_train(self, step: int, loss: float, lr: float, nsp_loss: float | None = None, tokens: int = 0,
                   wall_s: float = 0.0) -> None:
@@ -217,7 +227,6 @@ class MetricsBuffer:
             self._snap.last_checkpoint = path
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(RunSnapshot))
 _EVAL_FIELDS = ("eval_steps", "eval_loss", "eval_ppl", "mlm_acc", "top5_acc", "median_rank", "nsp_acc",
                 "eval_nsp_loss", "eval_tokens", "eval_wall_s", "locality_strength")
 HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *_EVAL_FIELDS, "probe", "landmarks",

@@ -32,9 +32,10 @@ LOCK_FILE = ".active-run.lock"
 Clock = Callable[[], float]  # seconds, monotonic (time.monotonic; a test passes its own)
 
 
-def _claim_run_folder(runs_dir: Path, preset: str) -> str:
-    """A new run id whose folder this call created (mkdir is the check: two starts never share one)."""
-    base = f"{datetime.now():%Y%m%d-%H%M%S}-{preset}"
+def claim_run_folder(runs_dir: Path, label: str) -> str:
+    """A new run id, ``<date>-<time>-<label>``, whose folder this call created under ``runs_dir`` (mkdir is the
+    check: two starts never share one)."""
+    base = f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
     run_id, n = base, 1
     while True:
         try:
@@ -136,7 +137,7 @@ class TrainingRun(BackgroundRun):
         ``machine_lock``: held by the caller; released when the run's thread ends."""
         self._machine_lock = machine_lock
         if not self.run_id:
-            self.run_id = _claim_run_folder(self.runs_dir, self.cfg.model.preset)
+            self.run_id = claim_run_folder(self.runs_dir, self.cfg.model.preset)
             self.checkpoint_dir = self.runs_dir / self.run_id / runs.CHECKPOINT_DIRNAME
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
             self.metrics.update(run_id=self.run_id)
