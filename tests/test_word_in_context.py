@@ -195,7 +195,7 @@ def captum_reference(loaded, text: str, target_id: int, steps: int):
 
     x, base = table(ids).detach(), table(base_ids).detach()
     ig = IntegratedGradients(f).attribute(x, baselines=base, n_steps=steps)[0].sum(-1).detach().double().numpy()
-    gxi = InputXGradient(f).attribute(x)[0].sum(-1).detach().double().numpy()
+    gxi = InputXGradient(f).attribute(x.clone().requires_grad_())[0].sum(-1).detach().double().numpy()
     ig[keep.numpy()] = gxi[keep.numpy()] = 0
     with torch.no_grad():
         full = float(f(x)[0])
