@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from bertdemo.finetune.metrics import FinetuneSnapshot
-from bertdemo.viz.style import TEMPLATE
+from bertdemo.viz.style import TEMPLATE, labels_px
 from bertdemo.viz.text import html_code, literal
 
 RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7"]
@@ -103,9 +103,10 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                       "font": {"size": 10, "color": "#475569"}})
     layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
               "xaxis": {"domain": [0, 0.36], "title": {"text": "seconds from Start"}},
-              "yaxis": {"title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
-              "xaxis2": {"domain": [0.46, 1], "title": {"text": "seconds from Start"}},
-              "yaxis2": {"anchor": "x2", "title": {"text": "validation accuracy (dots: macro-F1)"}, "range": [0, 1],
+              "yaxis": {"domain": [0, 1], "title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
+              "xaxis2": {"domain": [0.46, 1], "anchor": "y2", "title": {"text": "seconds from Start"}},
+              "yaxis2": {"domain": [0, 1], "anchor": "x2", "title": {"text": "validation accuracy (dots: macro-F1)"},
+                         "range": [0, 1],
                          "tickformat": ".0%"},
               "shapes": shapes, "annotations": notes}
     return {"data": data, "layout": layout}
@@ -122,7 +123,8 @@ def confusion_spec(snap: FinetuneSnapshot | None) -> dict:
     trace = {"type": "heatmap", "z": shares, "x": list(snap.labels), "y": rows, "customdata": snap.confusion,
              "colorscale": [[0, "#f8fafc"], [1, "#1e3a8a"]], "zmin": 0, "zmax": 1,
              "hovertemplate": "true %{y}<br>predicted %{x}<br>%{customdata} examples (%{z:.0%} of the row)<extra></extra>"}
-    layout = {**_LAYOUT, "height": 460, "margin": {"l": 200, "r": 16, "t": 40, "b": 120},
+    layout = {**_LAYOUT, "height": 460, "margin": {"l": labels_px(rows) + 12, "r": 16, "t": 40,
+                                                   "b": labels_px(list(snap.labels)) // 2 + 40},
               "title": {"text": "Validation confusion matrix (row: true topic, its accuracy in brackets)"},
               "yaxis": {"autorange": "reversed"}, "xaxis": {"tickangle": -40}}
     return {"data": [trace], "layout": layout}
@@ -146,9 +148,9 @@ def pca_spec(snap: FinetuneSnapshot | None) -> dict:
                          "hovertemplate": "%{text}<extra>" + literal(name) + "</extra>"})
     layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.12},
               "xaxis": {"domain": [0, 0.47], "title": {"text": "before fine-tuning (PC 1)"}, "showticklabels": False},
-              "yaxis": {"title": {"text": "PC 2"}, "showticklabels": False},
-              "xaxis2": {"domain": [0.53, 1], "title": {"text": "after fine-tuning (PC 1)"}, "showticklabels": False},
-              "yaxis2": {"anchor": "x2", "showticklabels": False}}
+              "yaxis": {"domain": [0, 1], "title": {"text": "PC 2"}, "showticklabels": False},
+              "xaxis2": {"domain": [0.53, 1], "anchor": "y2", "title": {"text": "after fine-tuning (PC 1)"}, "showticklabels": False},
+              "yaxis2": {"domain": [0, 1], "anchor": "x2", "showticklabels": False}}
     return {"data": data, "layout": layout}
 
 
