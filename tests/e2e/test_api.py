@@ -162,7 +162,7 @@ def test_compare_uncased_with_the_offline_cased_tokenizer(client, model):
     left, right = [t for _, t in chip_tokens(left_chips)], [t for _, t in chip_tokens(right_chips)]
     assert "naive" in left and "bert" in left  # uncased: lowercased, accent stripped
     assert "".join(right).replace("##", "").startswith("[CLS]NaïveBERT")  # cased: as typed
-    assert "as `naive bert`" in left_stats and "changes the text" not in right_stats
+    assert "`Naïve` → `naive`" in left_stats and "changes the text" not in right_stats
     assert CASED in right_stats
 
 
