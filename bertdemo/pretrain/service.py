@@ -152,7 +152,7 @@ class RunService:
         if self.manager.current is not None and self.manager.current.active:
             return []
         try:
-            lock = self.manager._machine_lock()
+            lock = self.manager.try_machine_lock()
         except ValueError:  # another process trains into this runs folder: leave everything as it is
             return []
         try:

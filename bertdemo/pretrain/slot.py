@@ -264,7 +264,7 @@ class RunManager:
             return self._launch(run)
 
     def _launch(self, run: Any) -> Any:
-        lock = self._machine_lock()
+        lock = self.try_machine_lock()
         try:
             run.start(lock)
         except BaseException:
@@ -273,7 +273,7 @@ class RunManager:
         self._current = run
         return run
 
-    def _machine_lock(self) -> FileLock:
+    def try_machine_lock(self) -> FileLock:
         """This machine's run lock, held (ValueError when another process holds it)."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.runs_dir / LOCK_FILE, thread_local=False)  # released by the run's thread
