@@ -82,3 +82,12 @@ def test_public_finetuning_obeys_the_owner_the_cap_and_the_quota(tiny_mlm_dir, t
         service.start_finetune(_cfg(tiny_mlm_dir), "another-token", visitor="10.0.0.1", task_loader=lambda: word_task(200))
     service.delete_finetune(run.run_id, "secret-a")
     assert run.run_id not in service.finetune_ids()
+
+
+def test_a_fine_tuning_run_that_never_saved_is_cleaned_at_start_and_a_saved_one_kept(tiny_mlm_dir, tmp_path):
+    service = _service(tmp_path)
+    run = service.start_finetune(_cfg(tiny_mlm_dir, epochs=0.1), task_loader=lambda: word_task(20))
+    assert run.join(120) and run.status == "finished"
+    (service.runs_dir / ".finetune" / "20260101-000000-ft-embedded").mkdir()  # killed before its end: no model
+    assert service.clean_leftovers() == ["20260101-000000-ft-embedded"]
+    assert service.finetune_ids() == [run.run_id]

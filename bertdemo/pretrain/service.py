@@ -163,6 +163,11 @@ class RunService:
                 if not target.is_dir() and not any((self.runs_dir / run_id).rglob("config.json")):
                     runs.delete_run_folder(self.runs_dir, run_id)  # no model in it anywhere: nothing lost
                     deleted.append(run_id)
+            root = finetune_root(self.runs_dir)
+            for run_id in runs.run_ids(root):  # a fine-tuning run saves its model once, at its end (atomically)
+                if not (root / run_id / MODEL_DIRNAME / "config.json").is_file():
+                    runs.delete_run_folder(root, run_id)
+                    deleted.append(run_id)
             return deleted
         finally:
             lock.release()
