@@ -404,6 +404,7 @@ class RunService:
         status["per_topic_accuracy"] = snap.per_topic_accuracy
         status["checkpoint"] = f"ft:{snap.run_id}" if snap.checkpoint else ""
         status["settings"] = {k: v for k, v in snap.settings.items() if k != "init_path"}  # no server path
+        del status["pca_texts"]  # the page's hover text (up to 100 KB): every poll of an API client stays small
         status["baselines"] = self.finetune_baselines()
         for name in NAN_FIELDS:
             if status[name] != status[name]:  # NaN: not measured yet (JSON has no NaN)
