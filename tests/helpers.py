@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import socket
 import time
@@ -26,6 +28,13 @@ def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval:
             detail = message() if callable(message) else message
             raise AssertionError(f"timed out after {timeout:g} s waiting for {name}" + (f": {detail}" if detail else ""))
         time.sleep(interval)
+
+
+def run_coroutine(coro, timeout: float = 120.0):
+    """``asyncio.run(coro)`` in a thread of its own: a browser test earlier in the session (Playwright's sync
+    API) leaves an event loop running in the main thread, where ``asyncio.run`` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result(timeout=timeout)
 
 
 def free_port() -> int:

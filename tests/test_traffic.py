@@ -13,6 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from bertdemo.traffic import VISITOR_HEADER, RequestLimits, TrafficRules, UploadBudget, visitor_address
+from tests.helpers import run_coroutine
 
 RULES = TrafficRules(max_body_bytes=1000, max_upload_request_bytes=5000, upload_bytes_per_client_hour=8000,
                      upload_bytes_per_hour=12000, window_s=3600)
@@ -152,7 +153,6 @@ def test_a_loopback_client_cannot_pose_as_another_visitor_through_the_server_gra
     """uvicorn (as gradio starts it: ``uvicorn.Config(app=…)``, proxy headers on) trusted X-Forwarded-For
     from 127.0.0.1 and rewrote the peer before the door read it: 6 runs past a quota of 3 from one client.
     The app's environment makes the visitor follow ``--trusted-proxies`` only."""
-    import asyncio
 
     import uvicorn
 
@@ -171,7 +171,7 @@ def test_a_loopback_client_cannot_pose_as_another_visitor_through_the_server_gra
         config.load()
         scope = {"type": "http", "method": "GET", "path": "/", "client": (peer, 5555), "query_string": b"",
                  "headers": [(b"x-forwarded-for", forwarded.encode())]}
-        asyncio.run(config.loaded_app(scope, None, None))
+        run_coroutine(config.loaded_app(scope, None, None))
         return seen[0]
 
     assert visitor_seen(RULES, "127.0.0.1", "10.0.0.6") == "127.0.0.1"

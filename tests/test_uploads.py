@@ -10,6 +10,7 @@ import pytest
 from bertdemo.pretrain import budget
 from bertdemo.pretrain import runs as ckpt
 from bertdemo.settings import DiskRules, ServerSettings
+from tests.helpers import run_coroutine
 
 
 def _run_using(runs, run_id: str, corpus: str) -> None:
@@ -71,7 +72,6 @@ def test_a_run_is_refused_before_it_starts_when_its_checkpoints_do_not_fit(tmp_p
 def test_a_public_server_refuses_a_web_address_as_a_file_before_gradio_fetches_it(tmp_path):
     """A file input given ``{"path": "https://…"}`` was downloaded by gradio into its cache before any
     handler ran: no size cap, outside the upload budget. A public server refuses it."""
-    import asyncio
 
     import gradio as gr
     from gradio import processing_utils
@@ -85,5 +85,5 @@ def test_a_public_server_refuses_a_web_address_as_a_file_before_gradio_fetches_i
     for url in ("https://example.com/big.txt", "http://203.0.113.9/x.txt"):
         payload = {"path": url, "url": url, "orig_name": "big.txt", "meta": {"_type": "gradio.FileData"}}
         with pytest.raises(gr.Error) as refused:
-            asyncio.run(processing_utils.async_move_files_to_cache(payload, upload, check_in_upload_folder=True))
+            run_coroutine(processing_utils.async_move_files_to_cache(payload, upload, check_in_upload_folder=True))
         assert refused.value.message == URL_REFUSED

@@ -5,7 +5,6 @@ stays within the stated bound (``--max-sessions`` × the measured size of one se
 
 from __future__ import annotations
 
-import asyncio
 import tracemalloc
 
 import gradio as gr
@@ -15,6 +14,7 @@ from starlette.requests import Request
 
 from bertdemo.traffic import VISITOR_HEADER, TrafficRules
 from bertdemo.ui.visitor_shares import share_per_visitor
+from tests.helpers import run_coroutine
 
 SESSION_MB = 1.0  # the most one page session of the app may take (measured about 0.64 MB)
 
@@ -50,7 +50,7 @@ def test_one_visitors_flood_is_told_to_wait_while_others_are_queued():
         other = (await _join(demo, "10.0.0.2", "o1"))[0]
         return flood, other
 
-    flood, other = asyncio.run(scenario())  # the queue is not started: every joined event stays waiting
+    flood, other = run_coroutine(scenario())  # the queue is not started: every joined event stays waiting
     assert [ok for ok, _, _ in flood] == [True, True, True, False, False]
     assert flood[3][1:] == ("You have 3 requests waiting or running; this server computes at most 3 at once for one "
                             "visitor, so others are served too. Wait for those to finish, then try again.", "queue_full")
@@ -72,7 +72,7 @@ def test_a_client_opening_a_session_per_call_drops_its_own_oldest_sessions_only(
             made.append(session)
         return made
 
-    made = asyncio.run(scenario())
+    made = run_coroutine(scenario())
     assert list(holder.session_data) == ["learner", *made[-2:]] and made[-1] == "api-5"
 
 
