@@ -11,16 +11,19 @@ for the random-weight control, the majority class, and the time from nothing cac
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertdemo.finetune.features import ActivationCache
-from bertdemo.finetune.layer_probes import probe_layers
-from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-from bertdemo.models.store import load_masked_lm
+import torch  # noqa: E402
+
+from bertdemo.finetune.features import ActivationCache  # noqa: E402
+from bertdemo.finetune.layer_probes import probe_layers  # noqa: E402
+from bertdemo.models.embedded import EMBEDDED_MLM_NAME  # noqa: E402
+from bertdemo.models.store import load_masked_lm  # noqa: E402
 
 
 def _row(label: str, values: tuple[float, ...]) -> str:

@@ -33,6 +33,8 @@ from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.viz import finetune as finetune_viz
 from bertdemo.viz import run_curves
 from bertdemo.viz.text import html_code, literal
 
@@ -327,7 +329,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
 
     @user_errors
     def control(action: RunAction, token: str = "") -> str:
-        return run_curves.status_markdown(runs.control(action, token))
+        snap = runs.control(action, token)  # the slot's run: a pretraining or a fine-tuning run
+        return (finetune_viz.status_markdown(snap) if isinstance(snap, FinetuneSnapshot)
+                else run_curves.status_markdown(snap))
 
     def pause_run(owner_token: str = "") -> str:
         """Pause the live run (on a public server: pass the owner_token it was started with)."""

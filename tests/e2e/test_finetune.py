@@ -42,7 +42,7 @@ def finetuned(app_url):
 
 
 def test_a_pretraining_checkpoint_is_fine_tuned_and_reported(finetuned):
-    _, snap = finetuned
+    client, snap = finetuned
     assert snap["task"] == "topic" and len(snap["labels"]) == 11
     assert snap["new_weights"] == ["bert.pooler", "classifier"]
     assert len(snap["val_accuracy"]) == len(snap["val_macro_f1"]) == len(snap["eval_steps"]) >= 2
@@ -50,6 +50,7 @@ def test_a_pretraining_checkpoint_is_fine_tuned_and_reported(finetuned):
     assert sum(map(sum, snap["confusion"])) == 1355  # the whole validation split
     assert isinstance(snap["baselines"], dict) and snap["checkpoint"].startswith("ft:")
     assert "init_path" not in snap["settings"]
+    assert "FINISHED" in client.predict("", api_name="/pause_run")  # the run controls answer for either kind
 
 
 def test_classify_answers_with_the_checkpoints_own_numbers(finetuned, runs_dir):
