@@ -95,10 +95,11 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                      "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2", "showlegend": False,
                      "hovertemplate": "%{x:.0f} s · macro-F1 %{y:.3f}<extra>" + literal(label) + "</extra>"})
     shapes, notes = [], []
-    for name, value in sorted(baselines.items(), key=lambda kv: kv[1]):
+    for i, (name, value) in enumerate(sorted(baselines.items(), key=lambda kv: kv[1])):
         shapes.append({"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": value, "y1": value,
                        "line": {"color": "#64748b", "width": 1, "dash": "dash"}})
-        notes.append({"xref": "x2 domain", "x": 0.0, "xanchor": "left", "yref": "y2", "y": value, "yanchor": "bottom",
+        notes.append({"xref": "x2 domain", "x": 0.0 if i % 2 == 0 else 1.0, "xanchor": "left" if i % 2 == 0 else "right",
+                      "yref": "y2", "y": value, "yanchor": "bottom" if i % 2 == 0 else "top",  # neighbours never overlap
                       "text": f"{LANDMARK_NAMES.get(name, name)} {value:.0%}", "showarrow": False,
                       "font": {"size": 10, "color": "#475569"}})
     layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
@@ -118,13 +119,16 @@ def confusion_spec(snap: FinetuneSnapshot | None) -> dict:
     if snap is None or not snap.confusion:
         return _empty("The confusion matrix appears when the run ends.")
     acc = snap.per_topic_accuracy
-    rows = [f"{name} ({a:.0%})" for name, a in zip(snap.labels, acc)]
+    short = short_names(snap.labels)  # the axes name each topic by its first word (room on a phone); hover: in full
+    rows = [f"{name} ({a:.0%})" for name, a in zip(short, acc)]
     shares = [[round(c / max(1, sum(row)), 3) for c in row] for row in snap.confusion]
-    trace = {"type": "heatmap", "z": shares, "x": list(snap.labels), "y": rows, "customdata": snap.confusion,
+    full = [[[snap.labels[i], snap.labels[j], n] for j, n in enumerate(row)] for i, row in enumerate(snap.confusion)]
+    trace = {"type": "heatmap", "z": shares, "x": short, "y": rows, "customdata": full,
              "colorscale": [[0, "#f8fafc"], [1, "#1e3a8a"]], "zmin": 0, "zmax": 1,
-             "hovertemplate": "true %{y}<br>predicted %{x}<br>%{customdata} examples (%{z:.0%} of the row)<extra></extra>"}
+             "hovertemplate": "true %{customdata[0]}<br>predicted %{customdata[1]}<br>%{customdata[2]} examples "
+                              "(%{z:.0%} of the row)<extra></extra>"}
     layout = {**_LAYOUT, "height": 460, "margin": {"l": labels_px(rows) + 12, "r": 16, "t": 40,
-                                                   "b": labels_px(list(snap.labels)) // 2 + 40},
+                                                   "b": labels_px(short) // 2 + 40},
               "title": {"text": "Validation confusion matrix (row: true topic, its accuracy in brackets)"},
               "yaxis": {"autorange": "reversed"}, "xaxis": {"tickangle": -40}}
     return {"data": [trace], "layout": layout}
@@ -179,6 +183,12 @@ def balance_spec(balance: dict[str, dict[str, int]]) -> dict:
               "yaxis": {"autorange": "reversed"}, "xaxis": {"title": {"text": "examples"}},
               "legend": {"orientation": "h", "y": 1.1}}
     return {"data": data, "layout": layout}
+
+
+def short_names(labels: Sequence[str]) -> list[str]:
+    """Each label's first word, or the whole label where two would share their first word."""
+    first = [label.split()[0] for label in labels]
+    return [f if first.count(f) == 1 else label for f, label in zip(first, labels)]
 
 
 def _empty(text: str) -> dict:

@@ -1,0 +1,58 @@
+"""The Fine-tune tab's drawings carry the run's own numbers: landmarks at their values, shares of each true
+topic, each topic's accuracy in its row, the probe's probabilities, the status naming the start."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.viz import finetune as viz
+
+
+def snap() -> FinetuneSnapshot:
+    return FinetuneSnapshot(
+        run_id="r1", status="finished", init="embedded", init_label="the embedded pretrained model",
+        labels=["Arts", "Biology and health sciences", "People"], step=10, total_steps=20, epoch=0.5, elapsed_s=30,
+        steps=[5, 10], train_loss=[2.0, 1.0], wall_s=[10.0, 20.0], eval_steps=[0, 10], eval_wall_s=[1.0, 25.0],
+        val_loss=[1.1, 0.5], val_accuracy=[0.3, 0.8], val_macro_f1=[0.2, 0.75], eval_examples=500,
+        probe_probs=[[0.3, 0.3, 0.4], [0.9, 0.05, 0.05]], confusion=[[8, 2, 0], [1, 3, 0], [0, 0, 0]],
+        val_accuracy_all=0.81, val_macro_f1_all=0.7, test_accuracy=0.79, test_macro_f1=0.69,
+        new_weights=["bert.pooler", "classifier"])
+
+
+def test_the_curves_draw_each_landmark_at_its_value():
+    spec = viz.curves_spec([("live", snap())], {"majority": 0.2, "bag_of_words": 0.86})
+    assert sorted(shape["y0"] for shape in spec["layout"]["shapes"]) == [0.2, 0.86]
+    accuracy = next(t for t in spec["data"] if t["yaxis"] == "y2" and t["mode"] == "lines+markers")
+    assert accuracy["x"] == [1.0, 25.0] and accuracy["y"] == [0.3, 0.8]
+
+
+def test_the_confusion_matrix_shows_shares_of_each_true_topic_and_its_accuracy():
+    trace = viz.confusion_spec(snap())["data"][0]
+    assert trace["z"][0] == [0.8, 0.2, 0.0] and trace["z"][1] == [0.25, 0.75, 0.0]
+    assert trace["y"][:2] == ["Arts (80%)", "Biology (75%)"] and trace["y"][2] == "People (nan%)"
+    assert trace["customdata"][1][0] == ["Biology and health sciences", "Arts", 1]
+    assert math.isnan(snap().per_topic_accuracy[2])
+
+
+def test_the_probe_chart_follows_the_topics_that_led():
+    data = viz.probe_spec(snap(), top=2)["data"]
+    assert [t["name"] for t in data] == ["Arts (90% now)", "People (5% now)"]
+    assert data[0]["y"] == [0.3, 0.9]
+
+
+def test_the_status_names_the_start_and_the_splits_and_escapes_the_message():
+    s = snap()
+    s.message = "<img src=x> done"
+    text = viz.status_markdown(s)
+    assert "the embedded pretrained model" in text and "80.0%" in text and "81.0%" in text and "79.0%" in text
+    assert "<img" not in text
+    assert "pooler" in viz.new_weights_markdown(s) and viz.new_weights_markdown(None) == ""
+
+
+@pytest.mark.parametrize("labels, short", [(["Arts", "Physical sciences"], ["Arts", "Physical"]),
+                                           (["Social a", "Social b"], ["Social a", "Social b"])])
+def test_short_names_keep_topics_apart(labels, short):
+    assert viz.short_names(labels) == short
