@@ -96,8 +96,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         raw = [entry for label, (_, _, r) in zip(labels, results) for entry in bars.predictions_json(r, label)]
         return figure, filled, table, raw
 
-    def refresh_second(value: str):
-        return gr.update(choices=_second_choices(store), value=value)
+    def refresh_second():
+        """New checkpoints join the choices; the value is left alone (an answer that arrives late, on a busy
+        server, must not put back what the box held when it was clicked: the learner is typing)."""
+        return gr.update(choices=_second_choices(store))
 
     with gr.Tab("Fill-Mask", id="fill-mask"):
         gr.Markdown(
@@ -155,5 +157,5 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         cleared, None, outputs, api_visibility="private", queue=False)
     gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared).failure(
         cleared, None, outputs, api_visibility="private", queue=False)
-    second.focus(refresh_second, second, second, api_visibility="private")  # new checkpoints join
+    second.focus(refresh_second, None, second, api_visibility="private")  # new checkpoints join
     return notice
