@@ -24,8 +24,11 @@ from transformers.utils import logging as hf_logging
 
 from bertdemo import storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
+from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
+from bertdemo.finetune.scores import confusion_matrix, macro_f1
 from bertdemo.models import embedded
+from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.trainer import RunControl
 
@@ -98,15 +101,17 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
     if cfg.init == RANDOM:
         config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
                                             architectures=["BertForSequenceClassification"])
-        model = BertForSequenceClassification(config)
+        with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
+            model = BertForSequenceClassification(config)
         _draw_again(model, ["bert.pooler.dense.weight", "classifier.weight"], cfg.seed)  # the head every start gets
         return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
                      "random weights (the embedded model's shape)")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" report is shown on the page, explained
     try:
-        model, info = BertForSequenceClassification.from_pretrained(
-            folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
+        with MODEL_INIT_LOCK:
+            model, info = BertForSequenceClassification.from_pretrained(
+                folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
     new = list(info.get("missing_keys", []))
@@ -129,15 +134,11 @@ def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_len: in
     return tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
 
 
-def pad(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, attention_mask), both (B, S), padded to the batch's longest."""
-    width = max(len(x) for x in ids)
-    out = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for i, x in enumerate(ids):
-        out[i, :len(x)] = torch.tensor(x)
-        mask[i, :len(x)] = 1
-    return out, mask
+
+def batch_of(ids: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """``input_ids`` and ``attention_mask``, both (B, S), padded to the batch's longest
+    (:func:`bertdemo.explore.encoding.pad_batch`)."""
+    return pad_batch([{"input_ids": list(x), "attention_mask": [1] * len(x)} for x in ids], pad_id, device)
 
 
 @dataclass
@@ -157,18 +158,6 @@ class Evaluation:
                           macro_f1(cm), cm, self.vectors[:n], self.predictions[:n], self.losses[:n])
 
 
-def confusion_matrix(true: Sequence[int], pred: Sequence[int], n_classes: int) -> np.ndarray:
-    cm = np.zeros((n_classes, n_classes), dtype=np.int64)
-    np.add.at(cm, (np.asarray(true, dtype=np.int64), np.asarray(pred, dtype=np.int64)), 1)
-    return cm
-
-
-def macro_f1(cm: np.ndarray) -> float:
-    """The mean over classes of F1 = 2·TP / (2·TP + FP + FN) (a class never true nor predicted: left out)."""
-    tp = np.diag(cm).astype(float)
-    denom = 2 * tp + (cm.sum(0) - tp) + (cm.sum(1) - tp)
-    seen = denom > 0
-    return float(np.mean(2 * tp[seen] / denom[seen])) if seen.any() else math.nan
 
 
 @torch.inference_mode()
@@ -185,8 +174,7 @@ def evaluate(model: BertForSequenceClassification, ids: Sequence[Sequence[int]],
     y = torch.tensor(labels, dtype=torch.long)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        input_ids, mask = pad([ids[i] for i in idx], pad_id)
-        out = model.bert(input_ids=input_ids.to(device), attention_mask=mask.to(device))
+        out = model.bert(**batch_of([ids[i] for i in idx], pad_id, device))
         pooled = out.pooler_output  # (B, D): what the classifier reads
         logits = model.classifier(model.dropout(pooled)).float()
         target = y[idx].to(device)
@@ -336,8 +324,7 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
         lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        input_ids, mask = pad([train_ids[i] for i in idx], pad_id)
-        out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), labels=labels_t[idx].to(device))
+        out = model(**batch_of([train_ids[i] for i in idx], pad_id, device), labels=labels_t[idx].to(device))
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

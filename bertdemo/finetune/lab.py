@@ -19,6 +19,7 @@ from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 
 BASELINES_FILE = "topic_baselines.json"
 CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
+PROBES_KEPT = 32  # layer-probe results kept (model, task): a few floats each, computed in about 20 s
 Progress = Callable[[float, str], None]
 
 
@@ -40,7 +41,8 @@ class FinetuneLab:
         self._lock = threading.Lock()  # one landmark / probe computation at a time (they share the cores)
         self._splits = None
         self._features = None
-        self._probes: dict[tuple[str, str], Any] = {}
+        self._probes: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._baselines: dict[str, float] | None = None  # read from the cache folder once (every page polls it)
         self._classifiers: OrderedDict[str, Any] = OrderedDict()
         self._classifier_lock = threading.Lock()
 
@@ -68,7 +70,10 @@ class FinetuneLab:
 
     # --- landmarks --------------------------------------------------------------------------------
     def baselines(self) -> dict[str, float]:
-        return read_baselines(self.cache_dir)
+        """The landmarks' validation accuracy ({} until computed on this server)."""
+        if not self._baselines:
+            self._baselines = read_baselines(self.cache_dir)
+        return self._baselines
 
     def compute_baselines(self, embedded_model, progress: Progress | None = None) -> dict[str, float]:
         """Majority class, bag of words + logistic regression, and the best layer's linear probe on the frozen
@@ -94,6 +99,7 @@ class FinetuneLab:
                                               f"{probes['mean'].best_layer} (mean-pooled)"},  # no server path
                     "frozen_probe_per_layer": list(probes["mean"].val_accuracy)}
             storage.write_text(self.cache_dir / BASELINES_FILE, json.dumps(data, indent=2))
+            self._baselines = None
             return self.baselines()
 
     def baseline_details(self) -> dict:
@@ -113,6 +119,9 @@ class FinetuneLab:
                     from bertdemo.finetune.layer_probes import probe_layers
                 self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
                                                  tasks=(task,), progress=progress)[0]
+                while len(self._probes) > PROBES_KEPT:
+                    self._probes.popitem(last=False)
+            self._probes.move_to_end(key)
             return self._probes[key]
 
     def checkpoint_probes(self, folders: list[str], progress: Progress | None = None):
@@ -142,8 +151,11 @@ class FinetuneLab:
                 return self._classifiers[stamp]
             with LOGIC_IMPORT_LOCK:
                 from transformers import AutoTokenizer, BertForSequenceClassification
-            pair = (BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval(),
-                    AutoTokenizer.from_pretrained(folder))
+
+                from bertdemo.models.init_lock import MODEL_INIT_LOCK
+            with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
+                model = BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval()
+            pair = (model, AutoTokenizer.from_pretrained(folder))
             self._classifiers[stamp] = pair
             while len(self._classifiers) > CLASSIFIERS_KEPT:
                 self._classifiers.popitem(last=False)

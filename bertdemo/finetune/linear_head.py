@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from bertdemo.finetune.scores import confusion_matrix, macro_f1
+
 L2 = 1e-3
 LEARNING_RATE = 0.05
 MAX_STEPS = 200
@@ -37,18 +39,13 @@ class HeadResult:
 
 def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float]:
     """(accuracy, macro-F1): F1 averaged over the classes that occur in ``y_true`` or ``y_pred``
-    (scikit-learn's ``f1_score(average="macro")``)."""
-    y_true = np.asarray(y_true)
-    y_pred = np.asarray(y_pred)
+    (scikit-learn's ``f1_score(average="macro")``, :func:`bertdemo.finetune.scores.macro_f1`)."""
+    y_true = np.asarray(y_true, dtype=np.int64)
+    y_pred = np.asarray(y_pred, dtype=np.int64)
     if len(y_true) == 0:
         return float("nan"), float("nan")
-    f1s = []
-    for c in np.union1d(y_true, y_pred):
-        tp = np.sum((y_pred == c) & (y_true == c))
-        fp = np.sum((y_pred == c) & (y_true != c))
-        fn = np.sum((y_pred != c) & (y_true == c))
-        f1s.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return float(np.mean(y_pred == y_true)), float(np.mean(f1s))
+    n_classes = int(max(y_true.max(), y_pred.max())) + 1
+    return float(np.mean(y_pred == y_true)), macro_f1(confusion_matrix(y_true, y_pred, n_classes))
 
 
 def train_linear_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,

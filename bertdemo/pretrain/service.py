@@ -368,9 +368,7 @@ class RunService:
             folder = self.resolve_run_reference(cfg.init)
             if folder is None or not (Path(folder) / "config.json").is_file():
                 raise ValueError(f"{cfg.init} is not a checkpoint of this server's runs: pick one from the list.")
-            cfg = cfg.replace(init_path=folder)
-        elif cfg.init_path and isinstance(request, dict):
-            raise ValueError("init_path is set by the server.")
+            cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
         cfg = cfg.replace(device=cfg.device if public is None else "cpu")
         if public is not None:
             self._check_visitor_share(owner_token, visitor, resuming=False)
@@ -432,12 +430,14 @@ class RunService:
 
     def load_finetune(self, run_id: str) -> FinetuneSnapshot:
         """A saved fine-tuning run's history (ValueError for a name that is none)."""
-        if not isinstance(run_id, str) or not runs._RUN_ID.match(run_id):
-            raise ValueError("Pick a fine-tuning run from the list.")
+        try:
+            folder = runs.run_dir(finetune_root(self.runs_dir), run_id, saved=False)  # a plain name of a run folder
+        except ValueError:
+            raise ValueError("Pick a fine-tuning run from the list.") from None
         live = self.finetune_snapshot()
         if live is not None and live.run_id == run_id:
             return live
-        path = finetune_root(self.runs_dir) / run_id / MODEL_DIRNAME / FINETUNE_HISTORY_FILE
+        path = folder / MODEL_DIRNAME / FINETUNE_HISTORY_FILE
         if not path.is_file():
             raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
         return snapshot_from_history(json.loads(path.read_text()))
@@ -447,7 +447,7 @@ class RunService:
         if not isinstance(name, str) or not name.startswith("ft:"):
             raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
         run_id = name[3:]
-        if not runs._RUN_ID.match(run_id) or run_id not in self.finetune_ids():
+        if run_id not in self.finetune_ids():  # the listing is the check: no other name reaches a folder
             raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
         return str(finetune_root(self.runs_dir) / run_id / MODEL_DIRNAME)
 
@@ -457,8 +457,10 @@ class RunService:
     def delete_finetune(self, run_id: str, owner_token: str = "") -> None:
         """Delete an ended fine-tuning run (its owner or the admin on a public server)."""
         root = finetune_root(self.runs_dir)
-        if not isinstance(run_id, str) or not runs._RUN_ID.match(run_id) or not (root / run_id).is_dir():
-            raise ValueError("Pick a fine-tuning run first.")
+        try:
+            runs.run_dir(root, run_id, saved=False)
+        except ValueError:
+            raise ValueError("Pick a fine-tuning run first.") from None
         if self.settings.is_public and not (self.settings.is_admin(owner_token)
                                             or runs.is_owner(root, run_id, owner_token)):
             raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
