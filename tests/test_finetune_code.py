@@ -25,3 +25,15 @@ def test_the_snippet_builds_the_apps_split_and_fine_tunes(tiny_mlm_dir, tmp_path
     assert namespace["step"] == int(0.05 * (len(app["train"]) // 32))
     printed = out.getvalue().splitlines()
     assert printed[0].startswith("validation accuracy ") and "owned" not in out.getvalue()
+
+
+def test_the_tabs_code_panel_reads_the_forms_values_in_their_order(tmp_path):
+    """The panel paired the form's values with the wrong names (the batch size became the learning rate)."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    demo = build_app(AppContext.for_tests(tmp_path))
+    show_code = next(f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "show_code")
+    code = show_code("random", 1e-4, 16, 2.0, 180, 7, "A violin.")
+    assert "lr=0.0001" in code and "batches(train, 16, " in code and "torch.manual_seed(7)" in code
+    assert "BertForSequenceClassification(model.config)" in code and "'A violin.'" in code

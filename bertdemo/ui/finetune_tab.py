@@ -21,6 +21,7 @@ import gradio as gr
 from bertdemo import storage
 from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneConfig
 from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
+from bertdemo.models.embedded import EMBEDDED_MLM_NAME
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -79,6 +80,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def curves(ids):
         return plot_data(viz.curves_spec(compared(ids), lab.baselines()))
 
+    saved = runs.finetune_choices()  # read once for the page's three run lists (each reads every run's history)
+
     with gr.Tab("Fine-tune", id="finetune") as tab:
         gr.Markdown(INTRO)
         with gr.Row():
@@ -107,7 +110,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             with gr.Column(scale=2):
                 status = gr.Markdown(status_text, elem_id="ft-status")
                 new_md = gr.Markdown(lambda: viz.new_weights_markdown(runs.finetune_snapshot()), elem_id="ft-new")
-                compare = gr.Dropdown(runs.finetune_choices(), value=[], multiselect=True, elem_id="ft-compare",
+                compare = gr.Dropdown(saved, value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
                 # read at page load: a page opened during (or after) a run shows it at once
                 curve_plot = PlotlyFigure(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
@@ -118,7 +121,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                 confusion_plot = PlotlyFigure(lambda: plot_data(viz.confusion_spec(runs.finetune_snapshot())),
                                          label="Where it errs (validation)", elem_id="ft-confusion")
                 with gr.Row():
-                    run_pick = gr.Dropdown(runs.finetune_choices(), label="Fine-tuning run", scale=3,
+                    run_pick = gr.Dropdown(saved, label="Fine-tuning run", scale=3,
                                            allow_custom_value=True, elem_id="ft-run-pick")
                     csv_button = gr.DownloadButton("Metrics CSV", scale=1, elem_id="ft-csv")
                     delete = gr.Button("Delete run", variant="stop", scale=1, elem_id="ft-delete")
@@ -126,7 +129,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             with gr.Row():
                 classify_text = gr.Textbox("The cello is a bowed string instrument.", label="Sentence", scale=4,
                                            max_length=MAX_CLASSIFY_CHARS)
-                classify_model = gr.Dropdown(runs.finetune_choices(), label="Fine-tuned model", scale=2,
+                classify_model = gr.Dropdown(saved, label="Fine-tuned model", scale=2,
                                              allow_custom_value=True, elem_id="ft-classify-model")
                 classify_btn = gr.Button("Classify", scale=1, elem_id="ft-classify")
             classify_out = gr.Markdown(elem_id="ft-classify-out")
@@ -207,8 +210,6 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     @user_errors
     def compute_landmarks(progress=gr.Progress()):
-        from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-
         lab.compute_baselines(store.get(EMBEDDED_MLM_NAME), progress=lambda f, m: progress(f, desc=m))
         return (*task_view(), curves([]))
 
@@ -292,13 +293,10 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         from bertdemo.finetune.code import finetune_code
         from bertdemo.ui.code_panel import model_reference
 
-        settings = dict(zip(names, values))
-        ref = EMBEDDED if model_init in (EMBEDDED, RANDOM) else model_init
-        if ref == EMBEDDED:
-            from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-            ref = EMBEDDED_MLM_NAME
+        settings = dict(zip(names, (model_init, *values)))  # the form's values, init first
+        ref = model_init if str(model_init).startswith("run:") else EMBEDDED_MLM_NAME  # random: the same shape
         path, note = model_reference(store, ref, public)
-        cfg = FinetuneConfig(init=model_init if model_init in (EMBEDDED, RANDOM) else "run:x",
+        cfg = FinetuneConfig(init=RANDOM if model_init == RANDOM else EMBEDDED,
                              learning_rate=float(settings["learning_rate"]), batch_size=int(settings["batch_size"]),
                              epochs=float(settings["epochs"]), seed=int(settings["seed"] or 0),
                              probe_text=str(settings["probe_text"])).validate()
