@@ -61,6 +61,7 @@ PROBES = [  # answers that the words either side decide: within reach of a tiny 
     ("The film was released [MASK] 2005.", "in"),
     ("The river flows [MASK] the sea.", "into"),
 ]
+PAGE_PROBE = ("The capital of France is [MASK].", "paris")  # the Pretrain tab's own probe: minutes until "paris"
 EVAL_SEED = 20_15  # the held-out masks: the same for every run and seed
 
 
@@ -107,9 +108,9 @@ class HonestEval:
         rank, loss = torch.cat(ranks).cpu().numpy(), torch.cat(losses).cpu().numpy()
         return {"loss": round(float(loss.mean()), 3), "top1": round(float((rank == 1).mean()), 4),
                 "top5": round(float((rank <= 5).mean()), 4), "median_rank": float(np.median(rank)),
-                "probe_ranks": self.probe_ranks(model)}
+                "probe_ranks": self.probe_ranks(model), "page_probe_rank": self.probe_ranks(model, [PAGE_PROBE])[0]}
 
-    def probe_ranks(self, model) -> list[int]:
+    def probe_ranks(self, model, probes: list[tuple[str, str]] = PROBES) -> list[int]:
         """The rank of each probe's expected word at its [MASK] (1 = the model's first guess)."""
         import torch
 
@@ -118,7 +119,7 @@ class HonestEval:
         model.eval()
         try:
             with torch.inference_mode():
-                for text, word in PROBES:
+                for text, word in probes:
                     enc = self.tokenizer(text, return_tensors="pt").to(self.device)
                     at = int((enc["input_ids"][0] == self.tokenizer.mask_token_id).nonzero()[0])
                     logits = model(**enc).logits[0, at].float()
@@ -212,7 +213,8 @@ def run_once(settings: dict, seed: int, marks: list[float], eval_every: float, d
             result["locality"] = round(trainer.locality_strength(), 3)
         curve.append(result)
         print(f"  seed {seed} t={trained:7.1f}s step {trainer.step:5d} loss {result['loss']:.3f} "
-              f"top5 {result['top5']:.3f} median rank {result['median_rank']:.0f} probes {result['probe_ranks']}",
+              f"top5 {result['top5']:.3f} median rank {result['median_rank']:.0f} probes {result['probe_ranks']} "
+              f"{PAGE_PROBE[1]} rank {result['page_probe_rank']}",
               flush=True)
     return {"seed": seed, "landmarks": evaluator.landmarks, "curve": curve}
 

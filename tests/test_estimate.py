@@ -60,8 +60,13 @@ def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
     assert budget.check_time(cfg, max_seconds=2 * 3600, rate=rate) == pytest.approx(3600)
     with pytest.raises(ValueError, match=r"about 60 min here; .* after 20 minutes. Lower Steps to about 333,"):
         budget.check_time(cfg, max_seconds=20 * 60, rate=rate)
-    # a 5-minute time budget ends the same run first: it fits the 20-minute cap; a 30-minute one does not
-    assert budget.check_time(_cfg(time_budget_s=300), max_seconds=20 * 60, rate=rate) == 300
+    # a 5-minute time budget ends the same run first: it fits the 20-minute cap; a 30-minute one does not.
+    # The cap counts wall time: the 300 s of training plus the evaluations due in the steps that fit
+    done = int(300 * rate / (budget.flops_per_token(cfg) * 32 * 128))  # the steps 300 s of training make
+    evals = done // 100 + 1  # step 0 and every 100th
+    assert (done, evals) == (84, 1)  # a step takes 3.6 s here: only the step-0 evaluation is due
+    assert budget.check_time(_cfg(time_budget_s=300), max_seconds=20 * 60, rate=rate) == pytest.approx(
+        300 + evals * budget.evaluation_flops(cfg) / rate)
     with pytest.raises(ValueError, match=r"about 30 min here; .* Lower Steps to about 333,"):
         budget.check_time(_cfg(time_budget_s=1800), max_seconds=20 * 60, rate=rate)
     assert budget.duration_text(30) == "about 30 s" and budget.duration_text(5 * 3600) == "about 5.0 h"
@@ -116,3 +121,35 @@ def test_the_time_left_says_how_sure_it_is():
     rough = budget.run_eta(1000, 60, early_steps, early_wall, period=50)
     assert rough.basis == "rough: from the first 60 steps" and rough.seconds == pytest.approx(940 * (5.0 + 2.0) / 50)
     assert budget.run_eta(1000, 10, [10], [1.0], period=50) is None
+
+
+def test_the_estimate_counts_evaluations_checkpoints_and_start_up():
+    cfg = _cfg(time_budget_s=300, checkpoint_every=100)  # 1,000 steps, an evaluation every 100
+    step_flops = budget.flops_per_token(cfg) * 32 * 128
+    # one training step a second: the 5-minute budget ends the run at step 300, long before step 1,000
+    est = budget.estimate_run(cfg, rate=step_flops)
+    assert (est.training_s, est.budget_ends_it, est.evaluations, est.checkpoints) == (300, True, 4, 3)  # 0, 100, 200, 300
+    # an evaluation reads 4 batches forward only: 4/3 of a training step's operations
+    assert est.evaluation_s == pytest.approx(4 * 4 / 3) and est.total_s == pytest.approx(300 + 16 / 3)
+    assert not est.measured and est.startup_s == 0 == est.checkpoint_s  # nothing measured on this machine yet
+    # what the last run here measured: 12 s to its first step, evaluations at half the training speed, 0.5 s a write
+    measured = budget.RunOverheads(startup_s=12.0, eval_rate=step_flops / 2, save_s=0.5)
+    est = budget.estimate_run(cfg, rate=step_flops, overheads=measured)
+    assert est.measured and est.total_s == pytest.approx(300 + 4 * 8 / 3 + 3 * 0.5 + 12)
+    # without a budget all 1,000 steps run: evaluations at 0, 100, ..., 1,000; writes at 100, ..., 900 and the last
+    est = budget.estimate_run(_cfg(time_budget_s=0, checkpoint_every=100), rate=step_flops)
+    assert (est.budget_ends_it, est.evaluations, est.checkpoints) == (False, 11, 10)
+    assert est.training_s == pytest.approx(1000)
+    assert budget.estimate_run(_cfg(time_budget_s=0, steps=1050), rate=step_flops).evaluations == 12  # + the last step's
+
+
+def test_the_speed_book_keeps_what_the_last_run_spent_beside_training():
+    cfg = _cfg(time_budget_s=300)
+    speeds = budget.SpeedBook(lambda device: 1.0e9)
+    assert speeds.overheads("cpu") is None
+    assert budget.measured_overheads(cfg, startup_s=3.0, eval_s=0.0, evals=0, save_s=0.0, saves=0) is None
+    measured = budget.measured_overheads(cfg, startup_s=3.0, eval_s=8.0, evals=4, save_s=1.0, saves=2)
+    assert measured == budget.RunOverheads(3.0, budget.evaluation_flops(cfg) / 2.0, 0.5)  # 2 s an evaluation
+    speeds.record(cfg, tokens_per_s=0.0, device="cpu:0", overheads=measured)
+    assert speeds.overheads("cpu") == measured and speeds.rate("cpu") == 1.0e9  # no speed measured: calibrated
+    assert speeds.estimate(_cfg(time_budget_s=300, device="cpu")) == budget.estimate_run(cfg, 1.0e9, measured)

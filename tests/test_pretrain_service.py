@@ -79,13 +79,19 @@ def test_a_public_start_keeps_to_the_caps_and_the_servers_own_files(tmp_path):
 
 def test_the_time_estimate_names_the_public_limit(tmp_path):
     service = _service(tmp_path, public=True)
-    assert service.time_estimate(SMALL).startswith("Estimated time on this machine: **about 1 s**")
+    assert service.time_estimate(SMALL) == (
+        "Estimated time on this machine, Start to the last checkpoint: **about 1 s** — about 1 s of training, 2 "
+        "held-out evaluations (about 1 s); start-up and checkpoint writes are timed by the first run here and "
+        "counted after it.")
     slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))
     assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 0}).endswith("minute limit: lower Steps.")
-    # a time budget ends the run first: the estimate is the budget, and says what all the steps would take
-    assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300}).startswith(
-        "Estimated time on this machine: **about 5 min** of training (evaluations and start-up come on top) — the "
-        "time budget ends it first (5,000 steps would take about")
+    # a time budget ends the training first: the estimate adds the evaluations due in the steps that fit, and
+    # says what all the steps would take
+    slower = RunService(service.settings, speeds=SpeedBook(lambda device: 1e8))
+    assert slower.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300, "eval_every": 10}) == (
+        "Estimated time on this machine, Start to the last checkpoint: **about 5 min** — about 5 min of training, "
+        "13 held-out evaluations (about 10 s); start-up and checkpoint writes are timed by the first run here and "
+        "counted after it. The time budget ends the training first (5,000 steps would take about 3.5 h).")
     assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
 
 
@@ -192,3 +198,24 @@ def test_tinystories_offline_is_refused_before_a_run_exists(tmp_path):
     assert service.manager.current is None and not any(Path(service.runs_dir).glob("*/config.json"))
     assert "Start would be refused" in corpus_note("tinystories", hub_reachable=False)
     assert corpus_note("wiki", hub_reachable=False) == ""
+
+
+def test_a_run_times_what_it_spends_beside_training_and_the_next_estimate_counts_it(tmp_path):
+    service = _service(tmp_path)
+    settings = {**SMALL, "corpus": wiki_corpus_file(tmp_path)}
+    from bertdemo.pretrain.form import config_from_settings
+
+    predicted = service.speeds.estimate(config_from_settings(settings, service.runs_dir))
+    assert (predicted.evaluations, predicted.checkpoints, predicted.measured) == (2, 1, False)
+    run = service.start(settings)
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    snap = run.snapshot()
+    # step 0 and the last step (6) were evaluated, the last checkpoint written: each timed
+    assert (snap.evals, snap.eval_steps, snap.saves) == (2, [0, 6], 1)
+    assert snap.startup_s > 0 and snap.eval_s > 0 and snap.save_s > 0
+    assert snap.message.startswith("Finished at step 6 of 6. Wall time ") and ", 2 evaluations " in snap.message
+    assert ", 1 checkpoint write " in snap.message
+    # the estimate counted the evaluations the run made, and now counts its measured start-up and writes too
+    measured = service.speeds.overheads("cpu")
+    assert measured is not None and measured.startup_s == pytest.approx(snap.startup_s)
+    assert "start-up and 1 checkpoint write (" in service.time_estimate(settings)

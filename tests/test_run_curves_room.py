@@ -37,15 +37,17 @@ def test_the_status_says_from_which_step_the_held_out_loss_comes():
     assert "evaluated at step 0 before training" in run_curves.status_markdown(snap)
 
 
-def test_the_final_status_says_the_time_budget_ended_the_run():
+def test_the_final_status_says_the_time_budget_ended_the_run_and_where_the_wall_time_went():
     from bertdemo.pretrain.config import TrainConfig
+    from bertdemo.pretrain.metrics import RunSnapshot
     from bertdemo.pretrain.trainer import final_message
 
     cfg = TrainConfig.from_flat(steps=5000, time_budget_s=300)
-    assert final_message("finished", 1002, cfg, True, 296.0) == (
-        "Finished at step 1,002 of 5,000: the time budget (5 min of training) ended it before the last step (it "
-        "counts training only; evaluations and start-up come on top).")
-    assert final_message("finished", 5000, cfg, False, 200.0) == "Finished at step 5,000 of 5,000."
+    spent = RunSnapshot(elapsed_s=296.4, startup_s=14.2, eval_s=95.0, evals=9, save_s=1.5, saves=1)
+    assert final_message("finished", 1002, cfg, True, spent) == (
+        "Finished at step 1,002 of 5,000: the time budget (5 min of training) ended it before the last step. "
+        "Wall time 6m47s: training 4m56s, start-up 0m14s, 9 evaluations 1m35s, 1 checkpoint write 0m01s.")
+    assert final_message("finished", 5000, cfg, False, None) == "Finished at step 5,000 of 5,000."  # resumed
 
 
 def test_a_help_shown_as_0_percent_is_gone():

@@ -21,6 +21,12 @@ operations per second is kept by a :class:`SpeedBook` (one per server, owned by 
 the last run's measured speed, or before any run a quick calibration through the run's own
 training code (:func:`bertdemo.pretrain.trainer.calibrate`). Torch-free (the page checks a form before torch
 loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
+
+A time budget counts training seconds only; a run's wall time adds its evaluations, its checkpoint
+writes and its start-up (the corpus, the model, the step-0 evaluation). :func:`estimate_run` counts
+each: the evaluations and checkpoints due in the steps the budget allows, at the speeds the last run
+on the same device measured (:class:`RunOverheads`); before any run, evaluations at the calibrated
+rate, and start-up and checkpoint writes as not yet measured (:attr:`TimeEstimate.measured`).
 """
 
 from __future__ import annotations
@@ -137,10 +143,8 @@ def flops_per_token(cfg: TrainConfig) -> float:
 def work_flops(cfg: TrainConfig, steps: int | None = None) -> float:
     """Operations of ``steps`` (default: all) training steps and the evaluations due in them."""
     steps = cfg.optim.steps if steps is None else steps
-    tokens_per_step = cfg.optim.batch_size * cfg.max_seq_len()
     evals = steps // cfg.monitor.eval_every + 1
-    eval_tokens = evals * cfg.monitor.eval_batches * tokens_per_step
-    return flops_per_token(cfg) * (steps * tokens_per_step + eval_tokens / 3.0)
+    return flops_per_token(cfg) * steps * cfg.optim.batch_size * cfg.max_seq_len() + evals * evaluation_flops(cfg)
 
 
 def run_device(cfg: TrainConfig) -> str:
@@ -150,20 +154,98 @@ def run_device(cfg: TrainConfig) -> str:
     return resolve_device(cfg.system.device).type
 
 
+def evaluation_flops(cfg: TrainConfig) -> float:
+    """Operations of one held-out evaluation (a forward pass over its batches: a third of training's)."""
+    return flops_per_token(cfg) * cfg.monitor.eval_batches * cfg.optim.batch_size * cfg.max_seq_len() / 3.0
+
+
+@dataclass(frozen=True)
+class RunOverheads:
+    """What a run measured beside its training steps, on one device type."""
+
+    startup_s: float  # Start to the first training step: corpus, model, the step-0 evaluation
+    eval_rate: float  # operations per second of its evaluations (evaluation_flops / seconds per evaluation)
+    save_s: float  # seconds per checkpoint write
+
+
+def measured_overheads(cfg: TrainConfig, startup_s: float, eval_s: float, evals: int, save_s: float,
+                       saves: int) -> RunOverheads | None:
+    """A finished run's overheads from its totals (None when it made no evaluation to time)."""
+    if evals <= 0 or eval_s <= 0:
+        return None
+    return RunOverheads(startup_s=max(0.0, startup_s), eval_rate=evaluation_flops(cfg) * evals / eval_s,
+                        save_s=save_s / saves if saves > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """A run's wall time, part by part."""
+
+    training_s: float  # training steps: the time budget when it ends the run first
+    budget_ends_it: bool  # the time budget ends the run before its last step
+    evaluations: int  # held-out evaluations due (the step-0 one included)
+    evaluation_s: float
+    checkpoints: int  # checkpoint writes (at the interval and the last)
+    checkpoint_s: float
+    startup_s: float
+    measured: bool  # start-up and checkpoint writes measured by a run on this device (else not counted yet)
+
+    @property
+    def total_s(self) -> float:
+        return self.training_s + self.evaluation_s + self.checkpoint_s + self.startup_s
+
+
+def estimate_run(cfg: TrainConfig, rate: float, overheads: RunOverheads | None = None) -> TimeEstimate:
+    """The run's wall time at ``rate`` training operations per second: its training (to the last step or
+    the time budget), the evaluations and checkpoints due in the steps that fit, and its start-up."""
+    step_flops = flops_per_token(cfg) * cfg.optim.batch_size * cfg.max_seq_len()
+    steps, budget = cfg.optim.steps, cfg.optim.time_budget_s
+    all_steps_s = steps * step_flops / rate
+    ends = 0 < budget < all_steps_s
+    done = min(steps, int(budget * rate / step_flops)) if ends else steps
+    every = max(1, cfg.monitor.eval_every)
+    evaluations = done // every + 1 + (0 if ends or done % every == 0 else 1)  # step 0, each interval, the last
+    interval = cfg.monitor.checkpoint_every
+    checkpoints = 1 + ((done - 1) // interval if interval and done > 0 else 0)
+    eval_rate = overheads.eval_rate if overheads is not None else rate
+    return TimeEstimate(
+        training_s=budget if ends else all_steps_s, budget_ends_it=ends, evaluations=evaluations,
+        evaluation_s=evaluations * evaluation_flops(cfg) / eval_rate, checkpoints=checkpoints,
+        checkpoint_s=checkpoints * overheads.save_s if overheads is not None else 0.0,
+        startup_s=overheads.startup_s if overheads is not None else 0.0, measured=overheads is not None)
+
+
 class SpeedBook:
-    """This machine's training speed per device type, in operations per second: measured by the runs,
-    or calibrated once before the first. One per server (the run service owns it); thread-safe."""
+    """This machine's training speed per device type, in operations per second, and what its runs spent
+    beside training (:class:`RunOverheads`): measured by the runs, or calibrated once before the first.
+    One per server (the run service owns it); thread-safe."""
 
     def __init__(self, calibrator: Callable[[str], float] | None = None) -> None:
         self._calibrate = calibrator or _calibrate  # device type -> operations per second
         self._lock = threading.Lock()
         self._rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second
+        self._overheads: dict[str, RunOverheads] = {}  # device type -> the last measured run's overheads
 
-    def record(self, cfg: TrainConfig, tokens_per_s: float, device: str = "cpu") -> None:
-        """Remember the speed a run measured on ``device`` (used for the next estimates); 0 says nothing."""
-        if tokens_per_s > 0:
-            with self._lock:
-                self._rates[device.split(":")[0]] = tokens_per_s * flops_per_token(cfg)
+    def record(self, cfg: TrainConfig, tokens_per_s: float, device: str = "cpu",
+               overheads: RunOverheads | None = None) -> None:
+        """Remember the speed a run measured on ``device`` and what it spent beside training (used for the
+        next estimates); 0 and None say nothing."""
+        kind = device.split(":")[0]
+        with self._lock:
+            if tokens_per_s > 0:
+                self._rates[kind] = tokens_per_s * flops_per_token(cfg)
+            if overheads is not None:
+                self._overheads[kind] = overheads
+
+    def overheads(self, device: str = "cpu") -> RunOverheads | None:
+        """What the last measured run on ``device`` spent beside training (None before any)."""
+        with self._lock:
+            return self._overheads.get(device.split(":")[0])
+
+    def estimate(self, cfg: TrainConfig) -> TimeEstimate:
+        """The run's wall time, part by part, on the device it will train on."""
+        device = run_device(cfg)
+        return estimate_run(cfg, self.rate(device), self.overheads(device))
 
     def rate(self, device: str = "cpu") -> float:
         """Operations per second on ``device``: the last run's measured speed, else a calibration (once)."""
@@ -204,10 +286,18 @@ def duration_text(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
-def check_time(cfg: TrainConfig, max_seconds: float, rate: float) -> float:
-    """The run's time estimate at ``rate`` operations per second; ValueError when it exceeds ``max_seconds``
-    (a public server's cap), naming the number of steps that would fit."""
-    seconds = estimate_seconds(cfg, rate)
+def clock_text(seconds: float) -> str:
+    """A measured duration, e.g. "6m40s", "1h05m"."""
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def check_time(cfg: TrainConfig, max_seconds: float, rate: float, overheads: RunOverheads | None = None) -> float:
+    """The run's wall-time estimate (:func:`estimate_run`: evaluations, checkpoints and start-up counted)
+    at ``rate`` operations per second; ValueError when it exceeds ``max_seconds`` (a public server's cap,
+    which counts wall time), naming the number of steps that would fit."""
+    seconds = estimate_run(cfg, rate, overheads).total_s
     if seconds > max_seconds:
         per_step = estimate_seconds(cfg, rate, cfg.optim.steps) / max(cfg.optim.steps, 1)
         fit = int(max_seconds / per_step)

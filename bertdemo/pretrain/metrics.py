@@ -88,6 +88,12 @@ class RunSnapshot:
     eta_high_s: float = 0.0
     eta_basis: str = ""  # what the estimate rests on
     elapsed_s: float = 0.0
+    # wall time beside the training steps (what the next run's estimate counts: budget.measured_overheads)
+    startup_s: float = 0.0  # Start to the first training step: corpus, model, the step-0 evaluation
+    eval_s: float = 0.0  # in held-out evaluations (and their probes) so far
+    evals: int = 0
+    save_s: float = 0.0  # in checkpoint writes so far
+    saves: int = 0
     landmarks: dict[str, float] = field(default_factory=dict)  # landmark -> its loss on the same questions
     probe_text: str = ""
     probe_expected: str = ""  # the word the learner expects at probe_text's first [MASK] ("" none)

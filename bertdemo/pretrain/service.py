@@ -36,7 +36,7 @@ from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS
 from bertdemo.pretrain.metrics import HELDOUT_EVAL, RunSnapshot, metrics_csv
 from bertdemo.pretrain.slot import Clock, RunManager, TrainingRun
-from bertdemo.settings import ServerSettings
+from bertdemo.settings import Limits, ServerSettings
 
 TINYSTORIES_OFFLINE = ("TinyStories comes from the dataset hub, which this server cannot reach, so no run was started. "
                        "Choose the embedded Wikipedia summaries (offline), or upload a .txt / .jsonl corpus.")
@@ -129,7 +129,8 @@ class RunService:
         budget.check_memory(cfg)
         budget.check_disk(cfg, self.runs_dir, self.settings.disk)
         if public is not None:
-            budget.check_time(cfg, public.max_seconds, self.speeds.rate(budget.run_device(cfg)))
+            device = budget.run_device(cfg)
+            budget.check_time(cfg, public.max_seconds, self.speeds.rate(device), self.speeds.overheads(device))
         received = None
         if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
@@ -334,24 +335,16 @@ class RunService:
 
     # --- estimates ----------------------------------------------------------------------------------
     def time_estimate(self, settings: dict[str, Any]) -> str:
-        """How long the form's run would take on this machine (and whether a public server allows it);
-        "" when the settings are not a valid run yet."""
+        """How long the form's run would take on this machine, from Start to its last checkpoint: training,
+        evaluations, checkpoints and start-up, each counted (and whether a public server allows it); ""
+        when the settings are not a valid run yet."""
         try:
             cfg = config_from_settings({k: v for k, v in settings.items()
                                         if k not in ("upload", "corpus", "resume_from", "probe_text", "probe_expected")}, self.runs_dir)
-            seconds = self.speeds.estimate_seconds(cfg)
+            est = self.speeds.estimate(cfg)
         except ValueError:
             return ""
-        text = (f"Estimated time on this machine: **{budget.duration_text(seconds)}** of training "
-                "(evaluations and start-up come on top)")
-        if 0 < cfg.optim.time_budget_s <= seconds:
-            all_steps = self.speeds.estimate_seconds(cfg, cfg.optim.steps)
-            text += (f" — the time budget ends it first ({cfg.optim.steps:,} steps would take "
-                     f"{budget.duration_text(all_steps)})")
-        public = self.settings.public_limits
-        if public is not None and seconds > public.max_seconds:
-            text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
-        return text
+        return estimate_text(est, cfg, self.speeds.estimate_seconds(cfg, cfg.optim.steps), self.settings.public_limits)
 
     # --- fine-tuning: a run kind of its own in the same slot ------------------------------------------
     def start_finetune(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
@@ -479,3 +472,25 @@ def default_topic_task(cache_dir: str | Path):
         from bertdemo.finetune.topics import load_topic_splits
 
     return task_from_splits(load_topic_splits(Path(cache_dir)))
+
+
+def estimate_text(est: budget.TimeEstimate, cfg: TrainConfig, all_steps_s: float, public: Limits | None) -> str:
+    """The form's time estimate in words: the total first, then its parts (``all_steps_s``: the training
+    time of every step, named when the time budget ends the run first)."""
+    duration = budget.duration_text
+    parts = [f"{duration(est.training_s)} of training",
+             f"{est.evaluations:,} held-out evaluation{'s' if est.evaluations != 1 else ''} "
+             f"({duration(est.evaluation_s)})"]
+    if est.measured:
+        parts.append(f"start-up and {est.checkpoints} checkpoint write{'s' if est.checkpoints != 1 else ''} "
+                     f"({duration(est.startup_s + est.checkpoint_s)}, as the last run here took)")
+    text = f"Estimated time on this machine, Start to the last checkpoint: **{duration(est.total_s)}** — " + \
+        ", ".join(parts)
+    if not est.measured:
+        text += "; start-up and checkpoint writes are timed by the first run here and counted after it"
+    if est.budget_ends_it:
+        text += (f". The time budget ends the training first ({cfg.optim.steps:,} steps would take "
+                 f"{duration(all_steps_s)})")
+    if public is not None and est.total_s > public.max_seconds:
+        text += f" — more than this server's {public.max_minutes:g}-minute limit: lower Steps."
+    return text + ("" if text.endswith(".") else ".")

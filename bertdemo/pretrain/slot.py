@@ -181,8 +181,10 @@ class TrainingRun(BackgroundRun):
             if self._machine_lock is not None:
                 self._machine_lock.release()
             if self.speeds is not None:  # this machine's speed, for the next estimates
-                self.speeds.record(self.cfg, float(self.metrics.get("tokens_per_s") or 0.0),
-                                   str(self.metrics.get("device") or "cpu"))
+                snap = self.metrics.snapshot()
+                self.speeds.record(self.cfg, float(snap.tokens_per_s or 0.0), str(snap.device or "cpu"),
+                                   budget.measured_overheads(self.cfg, snap.startup_s, snap.eval_s, snap.evals,
+                                                             snap.save_s, snap.saves))
             from bertdemo.pretrain.data import default_cache_dir
 
             own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []

@@ -38,7 +38,7 @@ from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
 from bertdemo.pretrain.masking import IGNORE_INDEX, allowed_pieces, continuation_lookup, mask_contexts
-from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv, restore_history
+from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot, Status, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
 from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
                                      load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings,
@@ -344,6 +344,14 @@ class Trainer:
         FINAL_EVAL_SECONDS (Stop, or the wall-time cap, has already been asked for: it ends soon)."""
         if not self.dist.is_main:
             return
+        started = time.perf_counter()
+        try:
+            self._evaluate(final)
+        finally:
+            self.metrics.update(eval_s=self.metrics.get("eval_s") + time.perf_counter() - started,
+                                evals=self.metrics.get("evals") + 1)
+
+    def _evaluate(self, final: bool) -> None:
         if final:
             deadline = time.monotonic() + FINAL_EVAL_SECONDS
             should_stop = lambda: time.monotonic() > deadline  # noqa: E731
@@ -395,8 +403,11 @@ class Trainer:
         strength = self.locality.strength
         if strength > 0:  # the saved model is a stock BERT: it predicts without the bias the run still trains with
             state["locality_strength"] = strength
+        started = time.perf_counter()
         path = runs.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
                                      metrics_csv(snap), self.optimizer, disk=self.disk)
+        self.metrics.update(save_s=self.metrics.get("save_s") + time.perf_counter() - started,
+                            saves=self.metrics.get("saves") + 1)
         self.metrics.add_checkpoint(str(path))
         if strength > 0:
             self.metrics.update(message=locality_checkpoint_note(self.step, strength))
@@ -479,12 +490,15 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
     where["device"] = str(device)
     if device.type == "cpu":
         keep_freed_memory()  # the same large tensors every step: reuse them, no page faults
+    started = time.perf_counter()
     with thread_count(cfg.system.num_threads, dist.world_size, device):
         trainer = Trainer(cfg, metrics, checkpoint_dir, dist, run_info, device, control, disk=disk)
         metrics.update(status=Status.RUNNING, message=f"Training on {trainer.corpus_label} "
                        f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
         if trainer.start_step == 0:
             trainer.evaluate()
+        metrics.update(startup_s=time.perf_counter() - started)
+        trainer.t_last = time.perf_counter()  # the training clock starts at the first step
         single = dist.world_size == 1
         while trainer.step < cfg.optim.steps and not trainer.out_of_time():
             if single and control.stop_event.is_set():
@@ -512,20 +526,26 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
         trainer.save()
         final = Status.STOPPED if stopped else Status.FINISHED
         metrics.update(status=final, message=final_message(final, trainer.step, cfg, trainer.out_of_time(),
-                                                           trainer.elapsed))
+                                                           metrics.snapshot() if trainer.start_step == 0 else None))
         return final
 
 
-def final_message(final: str, step: int, cfg: TrainConfig, out_of_time: bool, elapsed_s: float) -> str:
-    """The last status line: where the run ended, and what ended it (the steps, the time budget, a Stop),
-    with the wall time that evaluations and start-up added to the budget's training seconds."""
+def final_message(final: str, step: int, cfg: TrainConfig, out_of_time: bool, snap: RunSnapshot | None) -> str:
+    """The last status line: where the run ended, what ended it (the steps, the time budget, a Stop), and
+    its wall time part by part (``snap``: training, start-up, evaluations and checkpoint writes measured;
+    None for a resumed run, whose earlier sessions' parts were not kept)."""
     text = f"{final.capitalize()} at step {step:,} of {cfg.optim.steps:,}"
     if final == Status.FINISHED and out_of_time and step < cfg.optim.steps:
-        text += (f": the time budget ({cfg.optim.time_budget_s / 60:g} min of training) ended it "
-                 f"before the last step (it counts training only; evaluations and start-up come on top)")
+        text += f": the time budget ({cfg.optim.time_budget_s / 60:g} min of training) ended it before the last step"
     elif final == Status.STOPPED:
         text += ": stopped by request"
-    return text + "."
+    if snap is None:
+        return text + "."
+    clock = budget.clock_text
+    total = snap.elapsed_s + snap.startup_s + snap.eval_s + snap.save_s
+    return (f"{text}. Wall time {clock(total)}: training {clock(snap.elapsed_s)}, start-up {clock(snap.startup_s)}, "
+            f"{snap.evals} evaluation{'s' if snap.evals != 1 else ''} {clock(snap.eval_s)}, "
+            f"{snap.saves} checkpoint write{'s' if snap.saves != 1 else ''} {clock(snap.save_s)}.")
 
 
 # --- optimizer and schedule -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from bertdemo.pretrain.budget import clock_text
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema, has_values, latest
@@ -38,12 +39,6 @@ class CurveRun:
 
     label: str
     snap: RunSnapshot
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def status_markdown(snap: RunSnapshot | None) -> str:
@@ -76,11 +71,11 @@ def status_markdown(snap: RunSnapshot | None) -> str:
         body += f" · {snap.tokens_per_s:,.0f} tokens/s"
     elif snap.active:
         body += " · first steps…"
-    body += f" · elapsed {_duration(snap.elapsed_s)}"
+    body += f" · elapsed {clock_text(snap.elapsed_s)}"
     if snap.active and snap.eta_s:
-        spread = (f"{_duration(snap.eta_low_s)}–{_duration(snap.eta_high_s)}, "
+        spread = (f"{clock_text(snap.eta_low_s)}–{clock_text(snap.eta_high_s)}, "
                   if snap.eta_high_s - snap.eta_low_s >= 1 else "")
-        body += f" · ETA {_duration(snap.eta_s)} ({spread}{snap.eta_basis or 'from this run'})"
+        body += f" · ETA {clock_text(snap.eta_s)} ({spread}{snap.eta_basis or 'from this run'})"
     text = f"{head}  \n{body}"
     where = landmark_position(snap)
     if where:
@@ -401,7 +396,7 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
     def when(event: dict | None) -> str:
         if event is None:
             return ""
-        return f" — ✓ step {event['step']:,}, {_duration(event.get('wall_s', 0))} of training"
+        return f" — ✓ step {event['step']:,}, {clock_text(event.get('wall_s', 0))} of training"
 
     probes = ", ".join(f"{html_code(e['expected'])} at step {e['step']:,}" for e in arrived)
     lines = [
