@@ -72,10 +72,16 @@ def test_bad_corpora_raise_clear_errors(tmp_path, tokenizer) -> None:
         prepare_blocks(str(tiny), tokenizer, 32, tmp_path)
 
 
-def test_tinystories_offline_is_refused(monkeypatch, tmp_path, tokenizer) -> None:
+def test_tinystories_offline_is_refused(monkeypatch, tmp_path, tokenizer, capsys) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ValueError, match="unreachable"):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(ValueError, match="unreachable"):  # datasets' own offline error, said plainly
         prepare_blocks("tinystories", tokenizer, 32, tmp_path)
+    from bertdemo.pretrain import __main__ as cli
+
+    # the command line asks the hub before anything is made (datasets would retry for half a minute)
+    assert cli.main(["--out", str(tmp_path / "out"), "--corpus", "tinystories", "--no-progress"]) == 2
+    assert "the dataset hub is unreachable" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def test_hub_dataset_path_streams_a_local_dataset_folder(tmp_path) -> None:

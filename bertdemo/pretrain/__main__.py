@@ -77,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.system.num_threads <= 0:  # headless: no UI to leave a core for; split the cores between ranks
         cfg.system.num_threads = max(1, (os.cpu_count() or 1) // dist.world_size)
 
+    if cfg.data.corpus == "tinystories":  # datasets would retry an unreachable hub for half a minute
+        from bertdemo.models.hub import HubProbe
+
+        if not HubProbe().reachable():
+            print("error: the dataset hub is unreachable, so TinyStories cannot be loaded; use --corpus wiki "
+                  "or a .txt / .jsonl file.", file=sys.stderr)
+            return 2
+
     import torch
     from tqdm.auto import tqdm
 

@@ -21,7 +21,6 @@ import numpy.typing as npt
 
 from bertdemo import storage
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.models.hub import HubProbe
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -118,18 +117,22 @@ def hf_dataset_docs(name_or_path: str, split: str = "train", field: str = "text"
             yield text
 
 
+def _hub_docs(name: str) -> Iterator[str]:
+    """:func:`hf_dataset_docs` with an unreachable hub said plainly (offline, ``datasets`` fails at once)."""
+    try:
+        yield from hf_dataset_docs(name)
+    except (ConnectionError, OSError) as err:
+        raise ValueError("The dataset hub is unreachable, so TinyStories cannot be loaded; use the embedded "
+                         "'wiki' corpus or upload a .txt / .jsonl file.") from err
+
+
 def open_corpus(corpus: str) -> Corpus:
     """Resolve a corpus name or file path into its documents; ValueError with a clear message if unusable."""
     if corpus == "wiki":
         docs = wiki_summaries()
         return Corpus("wiki-summaries-en", "Wikipedia summaries (embedded)", len(docs), iter(docs))
-    if corpus == "tinystories":
-        if not HubProbe().reachable():  # asked once per run start
-            raise ValueError(
-                "The dataset hub is unreachable, so TinyStories cannot be loaded; "
-                "use the embedded 'wiki' corpus or upload a .txt / .jsonl file."
-            )
-        return Corpus("tinystories-v2", "TinyStoriesV2 (hub)", None, hf_dataset_docs(TINYSTORIES_ID))
+    if corpus == "tinystories":  # streamed only on a cache miss; whoever starts the run asks the hub first
+        return Corpus("tinystories-v2", "TinyStoriesV2 (hub)", None, _hub_docs(TINYSTORIES_ID))
     path = Path(corpus).expanduser()
     if not path.is_file():
         raise ValueError(f"Unknown corpus {path.name!r}: use 'wiki', 'tinystories' or a .txt / .jsonl file path.")

@@ -115,7 +115,7 @@ class RunService:
             cfg.validate()
             if public is not None:
                 budget.check_public(cfg, public)
-        if cfg.data.corpus == "tinystories" and not cfg.system.resume_from and not self.hub.reachable():
+        if cfg.data.corpus == "tinystories" and not self.hub.reachable():  # a resumed run streams it too
             raise ValueError(TINYSTORIES_OFFLINE)  # said before a run exists: no FAILED run with 0 parameters
         if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)
             cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
