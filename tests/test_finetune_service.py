@@ -91,3 +91,15 @@ def test_a_fine_tuning_run_that_never_saved_is_cleaned_at_start_and_a_saved_one_
     (service.runs_dir / ".finetune" / "20260101-000000-ft-embedded").mkdir()  # killed before its end: no model
     assert service.clean_leftovers() == ["20260101-000000-ft-embedded"]
     assert service.finetune_ids() == [run.run_id]
+
+
+def test_a_run_that_fails_on_the_disk_names_no_server_folder_in_its_shared_status(tiny_mlm_dir, tmp_path):
+    service = _service(tmp_path, public=True)
+
+    def full_disk():
+        raise OSError(28, "No space left on device", str(tmp_path / "secret" / "model.safetensors"))
+
+    run = service.start_finetune(_cfg(tiny_mlm_dir), "token-a", task_loader=full_disk)
+    assert run.join(60) and run.status == "failed"
+    assert service.finetune_status()["message"] == (
+        "Fine-tuning failed: OSError: [Errno 28] No space left on device: '<folder>'")

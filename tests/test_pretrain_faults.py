@@ -34,6 +34,10 @@ def test_out_of_memory_names_the_settings_to_lower(tmp_path, corpus):
         "the block length or the model size, and start again; the last checkpoint is kept.")
     assert failure_message(cpu_oom, cfg, "cpu").startswith("Out of CPU memory at batch size 256 × block length 512")
     assert failure_message(ValueError("No corpus."), cfg) == "No corpus."
+    # a fault nobody planned for: its type and text, but no server folder (every visitor reads the status)
+    full = OSError(28, "No space left on device", "/srv/app/runs/20260101-x/checkpoint/model.safetensors")
+    assert failure_message(full, cfg) == ("OSError: [Errno 28] No space left on device: '<folder>' "
+                                          "(the whole error is in the server's log)")
 
 
 def test_a_run_out_of_memory_fails_clearly_and_keeps_its_checkpoint(tmp_path, corpus, monkeypatch):

@@ -11,6 +11,7 @@ steps, a checkpoint written atomically at the end). The checkpoint is a stock
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -29,8 +30,11 @@ from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, macro_f1
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.models.load_errors import shown_fault
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.trainer import RunControl
+
+log = logging.getLogger(__name__)
 
 PCA_POINTS = 400  # validation examples drawn in the before / after picture
 HISTORY_FILE = "finetune_history.json"
@@ -248,7 +252,8 @@ def run_finetune(cfg: FinetuneConfig, task: TopicTask, metrics: FinetuneMetrics,
     try:
         return _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     except Exception as err:  # the page shows it; the server keeps serving
-        metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {type(err).__name__}: {err}"[:500])
+        metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {shown_fault(err)}")
+        log.exception("Fine-tuning failed")
         return Status.FAILED
 
 

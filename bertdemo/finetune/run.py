@@ -8,6 +8,7 @@ Its folder is ``<runs_dir>/.finetune/<run id>/``; the checkpoint is ``model/`` i
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,9 +20,12 @@ from filelock import FileLock
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.models.load_errors import shown_fault
 from bertdemo.pretrain import runs
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, Status
 from bertdemo.pretrain.slot import BackgroundRun, claim_run_folder
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from bertdemo.finetune.engine import TopicTask
@@ -97,7 +101,8 @@ class FinetuneRun(BackgroundRun):
             if final == Status.STOPPED and self._limit_reason:
                 self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
         except Exception as err:  # loading the task failed: the page says so, the server keeps serving
-            self.metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {type(err).__name__}: {err}"[:500])
+            self.metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {shown_fault(err)}")
+            log.exception("Fine-tuning failed")
         finally:
             if self._machine_lock is not None:
                 self._machine_lock.release()

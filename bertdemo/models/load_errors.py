@@ -1,4 +1,7 @@
-"""Load failures said as what to change: never a server path, never a library's own advice. Torch-free."""
+"""Failures said as what to change: never a server path, never a library's own advice. Torch-free.
+
+Load failures (a model name that is not a model), and the faults nobody planned for (:func:`shown_fault`:
+a run that fails on a full disk, say), whose status every visitor of a public server may read."""
 
 from __future__ import annotations
 
@@ -12,6 +15,12 @@ PATH_IN_TEXT = re.compile(r"(?:[A-Za-z]:)?[\\/][^\s'\"`,;]*")
 def mask_paths(text: str) -> str:
     """``text`` with every file-system path replaced by ``<folder>``."""
     return PATH_IN_TEXT.sub("<folder>", text)
+
+
+def shown_fault(err: BaseException, limit: int = 500) -> str:
+    """An unplanned fault as a shared status shows it: its type and text, every path masked, at most ``limit``
+    characters (the full error goes to the server's log)."""
+    return mask_paths(f"{type(err).__name__}: {err}")[:limit]
 
 
 def check_name_length(name: str, public: bool) -> None:

@@ -30,6 +30,7 @@ from transformers import AutoTokenizer
 
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.models.load_errors import shown_fault
 from bertdemo.pretrain import budget, runs, timeline
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
@@ -607,7 +608,7 @@ def failure_message(err: BaseException, cfg: TrainConfig, device: str = "cpu") -
         return (f"Out of {where} memory at batch size {batch} × block length {seq_len} on {cfg.model.preset}. "
                 f"Lower the batch size (e.g. to {smaller}), the block length or the model size, and start again; "
                 "the last checkpoint is kept.")
-    return f"{type(err).__name__}: {err}"
+    return f"{shown_fault(err)} (the whole error is in the server's log)"
 
 
 # --- evaluation -----------------------------------------------------------------------------------
