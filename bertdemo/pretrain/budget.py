@@ -23,7 +23,7 @@ training code (:func:`bertdemo.pretrain.trainer.calibrate`). Torch-free (the pag
 loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
 
 A time budget counts training seconds only; a run's wall time adds its evaluations, its checkpoint
-writes and its start-up (the corpus, the model, the step-0 evaluation). :func:`estimate_run` counts
+writes and its start-up (the tokenizer, the corpus, the model). :func:`estimate_run` counts
 each: the evaluations and checkpoints due in the steps the budget allows, at the speeds the last run
 on the same device measured (:class:`RunOverheads`); before any run, evaluations at the calibrated
 rate, and start-up and checkpoint writes as not yet measured (:attr:`TimeEstimate.measured`).
@@ -163,7 +163,7 @@ def evaluation_flops(cfg: TrainConfig) -> float:
 class RunOverheads:
     """What a run measured beside its training steps, on one device type."""
 
-    startup_s: float  # Start to the first training step: corpus, model, the step-0 evaluation
+    startup_s: float  # Start to the first training step, its step-0 evaluation left out: tokenizer, corpus, model
     eval_rate: float  # operations per second of its evaluations (evaluation_flops / seconds per evaluation)
     save_s: float  # seconds per checkpoint write
 

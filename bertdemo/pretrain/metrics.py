@@ -89,7 +89,7 @@ class RunSnapshot:
     eta_basis: str = ""  # what the estimate rests on
     elapsed_s: float = 0.0
     # wall time beside the training steps (what the next run's estimate counts: budget.measured_overheads)
-    startup_s: float = 0.0  # Start to the first training step: corpus, model, the step-0 evaluation
+    startup_s: float = 0.0  # Start to the first training step but its step-0 evaluation: tokenizer, corpus, model
     eval_s: float = 0.0  # in held-out evaluations (and their probes) so far
     evals: int = 0
     save_s: float = 0.0  # in checkpoint writes so far

@@ -498,7 +498,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
                        f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
         if trainer.start_step == 0:
             trainer.evaluate()
-        metrics.update(startup_s=time.perf_counter() - started)
+        metrics.update(startup_s=time.perf_counter() - started - metrics.get("eval_s"))  # step 0's: an evaluation
         trainer.t_last = time.perf_counter()  # the training clock starts at the first step
         single = dist.world_size == 1
         while trainer.step < cfg.optim.steps and not trainer.out_of_time():
