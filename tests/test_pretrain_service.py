@@ -45,6 +45,18 @@ def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tm
     assert not adopted.exists() and service.list_runs() == []  # released with the last run that used it
 
 
+def test_the_status_names_the_saves_still_kept_the_latest_as_the_runs_checkpoint(tmp_path):
+    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2,
+                                              cache_dir=tmp_path / "cache"))
+    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=6,
+                                                checkpoint_every=2))
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    status = service.status()
+    assert status["checkpoints"] == [f"run:{run.run_id}/steps/step-4", f"run:{run.run_id}/checkpoint"]  # step-2 went
+    assert status["last_checkpoint"] == f"run:{run.run_id}/checkpoint"
+    assert [label.split(" · ")[-2:-1] for label, _ in service.checkpoint_choices()[1:]] == [["step 6"], ["step 4"]]
+
+
 def test_a_start_while_a_run_is_under_way_is_refused_before_anything_else(tmp_path):
     service = _service(tmp_path)
     run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))

@@ -92,7 +92,8 @@ class RunService:
         status["plateau"] = snap.plateau  # the model answers the same words for every probe
         status["heldout_eval"] = HELDOUT_EVAL  # how eval_loss, mlm_acc (top-1), top5_acc, median_rank are scored
         status["landmark_labels"] = {name: LANDMARK_LABELS[name] for name in snap.landmarks}
-        status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints]
+        # the run's saves still on disk (older ones beyond keep_checkpoints are deleted as it goes)
+        status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints if Path(p).is_dir()]
         status["last_checkpoint"] = self._shown_checkpoint(snap.last_checkpoint)
         return status
 
