@@ -61,7 +61,7 @@ def train_here(runs_dir: str, corpus: str, steps: int, lr: float) -> str:
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-poll-lr{lr:g}"
     service = RunService(ServerSettings.build(runs_dir=runs_dir))
     status = run_training(config(service, corpus, steps, lr), metrics=MetricsBuffer(run_id=run_id),
-                          checkpoint_dir=service.runs_dir / run_id / "checkpoint", run_info={"run_id": run_id})
+                          run_folder=service.runs_dir / run_id, run_info={"run_id": run_id})
     print(f"  {run_id}: {status}", flush=True)
     return run_id
 

@@ -69,7 +69,7 @@ def run_ours(cfg, out_dir: Path) -> dict:
 
     stamps: list[tuple[float, float]] = []
     metrics = MetricsBuffer()
-    status = run_training(cfg, metrics=metrics, checkpoint_dir=out_dir / "ours",
+    status = run_training(cfg, metrics=metrics, run_folder=out_dir / "ours",
                           on_step=lambda step: stamps.append((time.perf_counter(), time.process_time())))
     snap = metrics.snapshot()
     if status != "finished":

@@ -5,10 +5,10 @@
 * :func:`atomic_path` / :func:`write_bytes` / :func:`write_text` / :func:`save_npy` — a file is
   written to a temp file in the same folder, flushed to disk (fsync), then ``os.replace``-d
   over the target: readers see the old file or the new one, never a torn one.
-* :func:`atomic_folder` / :func:`recover_folder` — the same for a whole folder (a checkpoint,
-  an assembled model): built in ``.<name>.tmp-<tag>`` beside the target, then swapped in with
-  two renames (target -> ``.<name>.old-<tag>``, temp -> target). A crash between the two renames
-  leaves the ``.old-`` folder and no target; :func:`recover_folder` puts it back.
+* :func:`atomic_folder` — a whole new folder (a run's checkpoint, a fine-tuned model, an assembled
+  model): built in ``.<name>.tmp-<tag>`` beside the target, flushed, then renamed into place in one
+  step. Folders are never replaced in place: what changes gets a new folder (a run's latest
+  checkpoint is named by a pointer file written with :func:`write_text`).
 """
 
 from __future__ import annotations
@@ -93,36 +93,6 @@ def save_npy(target: str | Path, array: np.ndarray) -> None:
         np.save(fh, array)
 
 
-def recover_folder(target: str | Path, *, drop_temp: bool = True) -> None:
-    """Undo an interrupted :func:`atomic_folder` swap of ``target``.
-
-    If ``target`` is missing, the newest ``.<name>.old-*`` folder is renamed back to it. Other
-    ``.old-`` folders are removed, and with ``drop_temp`` the unfinished ``.<name>.tmp-*``
-    folders too — only the folder's one writer may ask for that (a reader would delete a write
-    in progress).
-    """
-    target = Path(target)
-    parent = target.parent
-    if not parent.is_dir():
-        return
-    olds = sorted(parent.glob(f".{target.name}.old-*"), key=_mtime_ns)
-    if olds and not target.exists():
-        try:
-            os.rename(olds.pop(), target)
-        except OSError:  # the writer finished its swap meanwhile
-            pass
-    stale = [*olds, *(parent.glob(f".{target.name}.tmp-*") if drop_temp else [])]
-    for path in stale:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _mtime_ns(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:  # removed meanwhile
-        return 0
-
-
 def _fsync_tree(folder: Path) -> None:
     for path in sorted(folder.rglob("*")):
         _fsync_path(path)
@@ -130,49 +100,26 @@ def _fsync_tree(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_folder(target: str | Path, *, replace: bool = True) -> Iterator[Path]:
-    """Yield a fresh temp folder beside ``target`` to fill; on success it becomes ``target``.
+def atomic_folder(target: str | Path) -> Iterator[Path]:
+    """Yield a fresh temp folder beside ``target`` to fill; on success it is flushed to disk and renamed
+    to ``target``.
 
-    ``replace=True``: an existing ``target`` is swapped out (two renames, see the module notes)
-    and deleted; interrupted earlier swaps are recovered first. ``replace=False``: the folder is
-    only published when ``target`` does not exist yet — when another process got there first,
-    ``OSError`` is raised and its folder is left in place. On any error the temp folder is
-    removed and the previous ``target`` stays.
+    A folder, once in place, is never replaced (a run's checkpoint is a new step folder; an assembled
+    model or a data split is built once): when ``target`` exists already — another process got there
+    first — ``OSError`` is raised and that folder is left in place. On any error the temp folder is removed.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if replace:
-        recover_folder(target)
     tmp = temp_name(target)
     tmp.mkdir()
     try:
         yield tmp
         _fsync_tree(tmp)
-        if replace:
-            _swap_in(tmp, target)
-        else:
-            os.rename(tmp, target)
+        os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if replace:
-            recover_folder(target, drop_temp=False)
         raise
     _fsync_path(target.parent)
-
-
-def _swap_in(tmp: Path, target: Path, attempts: int = 3) -> None:
-    """Rename ``tmp`` to ``target``, moving an existing ``target`` aside first and deleting it after."""
-    for attempt in range(attempts):
-        old = temp_name(target, "old")
-        if target.exists():
-            os.rename(target, old)
-        try:
-            os.rename(tmp, target)
-            break
-        except OSError:  # a reader's recover_folder put an .old- back in between: swap again
-            if attempt == attempts - 1 or not target.exists():
-                raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 # --- disk usage (the budget itself: bertdemo.settings.DiskRules) ------------------------------

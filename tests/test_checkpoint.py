@@ -1,7 +1,9 @@
-"""Run checkpoints on disk: a complete write, and recovery when a write was cut off mid-swap."""
+"""Run checkpoints on disk: immutable step folders and a pointer to the latest; a save cut off at any
+point leaves a loadable latest; runs saved in the earlier layout stay listed, loadable and resumable."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -9,169 +11,278 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers import tiny_bert_config
+from tests.helpers import tiny_bert_config, tiny_run_config, wiki_corpus_file
 from transformers import BertForMaskedLM
 
+from bertdemo import storage
+from bertdemo.models.run_refs import resolve_run_reference, run_reference
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.settings import DiskRules
 
 
-def _write(target: Path, tokenizer, step: int, disk: DiskRules | None = None) -> None:
+def _write(run: Path, tokenizer, step: int, disk: DiskRules | None = None) -> Path:
     torch.manual_seed(step)
     model = BertForMaskedLM(tiny_bert_config())
     optimizer = torch.optim.AdamW(model.parameters())
-    ckpt.write_checkpoint(target, model, tokenizer, {"preset": "custom"},
-                          {"step": step, "started_at": "2026-01-02T03:04:05"}, "step,loss\n", optimizer, disk=disk)
+    return ckpt.write_checkpoint(run, model, tokenizer, {"preset": "custom"},
+                                 {"step": step, "started_at": "2026-01-02T03:04:05"}, "step,loss\n", optimizer, disk=disk)
 
 
-def _hidden(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _steps(run: Path) -> list[str]:
+    return [p.name for p in ckpt.run_checkpoints(run)]
 
 
 def test_write_checkpoint_is_complete_and_listed(tmp_path, tokenizer):
-    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    _write(target, tokenizer, step=1)
-    _write(target, tokenizer, step=2)  # replaces the first
+    run = tmp_path / "run-a"
+    _write(run, tokenizer, step=1)
+    saved = _write(run, tokenizer, step=2)
+    assert saved == run / "steps" / "step-2"
     for name in ("config.json", "model.safetensors", ckpt.CONFIG_FILE, ckpt.METRICS_FILE,
                  ckpt.OPTIMIZER_FILE, ckpt.STATE_FILE):
-        assert (target / name).is_file(), name
-    assert ckpt.read_state(target)["step"] == 2
-    assert _hidden(target.parent) == []
+        assert (saved / name).is_file(), name
+    assert (run / "LATEST").read_text() == "step-2\n"
+    assert ckpt.latest_checkpoint(run) == saved and ckpt.read_state(saved)["step"] == 2
+    assert _names(run) == ["LATEST", "steps"] and _names(run / "steps") == ["step-1", "step-2"]  # no temp left
     [(label, path)] = ckpt.list_checkpoints(tmp_path)
-    assert path == target and label == "custom (2 layers, hidden 128, 2 heads, FFN 512) · defaults · step 2 · 2026-01-02 03:04"
-    assert load_masked_lm(str(target), "cpu").has_mlm_head
+    assert path == saved and label == "custom (2 layers, hidden 128, 2 heads, FFN 512) · defaults · step 2 · 2026-01-02 03:04"
+    assert load_masked_lm(str(saved), "cpu").has_mlm_head
+    assert run_reference(saved, tmp_path) == "run:run-a/checkpoint"
+    assert run_reference(run / "steps" / "step-1", tmp_path) == "run:run-a/steps/step-1"
+    assert resolve_run_reference("run:run-a/checkpoint", tmp_path) == str(saved)
+    assert resolve_run_reference("run:run-a/steps/step-1", tmp_path) == str(run / "steps" / "step-1")
 
 
 def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path, tokenizer):
-    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    _write(target, tokenizer, step=1)
+    run = tmp_path / "run-a"
+    first = _write(run, tokenizer, step=1)
 
     class Broken(torch.nn.Module):
         def save_pretrained(self, *args, **kwargs):
             raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        ckpt.write_checkpoint(target, Broken(), tokenizer, {}, {"step": 2}, "")
-    assert ckpt.read_state(target)["step"] == 1
-    assert _hidden(target.parent) == []
+        ckpt.write_checkpoint(run, Broken(), tokenizer, {}, {"step": 2}, "")
+    assert ckpt.latest_checkpoint(run) == first and _names(run / "steps") == ["step-1"]
 
 
-CRASH_BETWEEN_RENAMES = """
-import os, sys
-import torch
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-from bertdemo.pretrain import runs as ckpt
-from bertdemo.settings import DiskRules
+def test_a_pointer_that_fails_to_move_leaves_the_previous_latest(tmp_path, tokenizer, monkeypatch):
+    """The step folder is in place when the pointer's write fails: the previous latest stays the latest."""
+    run = tmp_path / "run-a"
+    first = _write(run, tokenizer, step=1)
 
-target, tokenizer_dir = sys.argv[1], sys.argv[2]
-tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-one = DiskRules(keep_checkpoints=1)  # the swap alone (no earlier checkpoint kept beside it)
-config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=64)
-ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "", disk=one)
-rename = os.rename
+    def no_room(path, text, encoding="utf-8"):
+        assert (run / "steps" / "step-2" / ckpt.STATE_FILE).is_file()  # the new folder is complete and in place
+        raise OSError("disk full")
 
-def crash_on_second_rename(src, dst):
-    if ".tmp-" in os.fspath(src):  # the first rename (old checkpoint aside) is done: the process dies
-        os._exit(3)
-    rename(src, dst)
-
-os.rename = crash_on_second_rename
-ckpt.write_checkpoint(target, BertForMaskedLM(config), tokenizer, {}, {"step": 2}, "", disk=one)
-"""
+    monkeypatch.setattr(storage, "write_text", no_room)
+    with pytest.raises(OSError, match="disk full"):
+        _write(run, tokenizer, step=2)
+    monkeypatch.undo()
+    assert ckpt.latest_checkpoint(run) == first and ckpt.read_state(first)["step"] == 1
+    assert [path for _, path in ckpt.list_checkpoints(tmp_path, include_previous=True)] == [first]
+    assert load_masked_lm(resolve_run_reference("run:run-a/checkpoint", tmp_path), "cpu").has_mlm_head
 
 
-@pytest.fixture(scope="module")
-def crashed_mid_swap(tmp_path_factory) -> Path:
-    """A runs folder whose checkpoint write died between the two renames (a real process exit)."""
-    from bertdemo.models import embedded
-
-    runs = tmp_path_factory.mktemp("runs")
-    target = runs / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(CRASH_BETWEEN_RENAMES), str(target),
-                           str(embedded.tokenizer_dir())], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 3, done.stderr[-2000:]
-    assert not target.exists()
-    hidden = _hidden(target.parent)
-    assert len(hidden) == 2 and hidden[0].startswith(".checkpoint.old-") and hidden[1].startswith(".checkpoint.tmp-")
-    return runs
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    import shutil
-
-    shutil.copytree(src, dst, symlinks=True)
-    return dst / "run-a" / ckpt.CHECKPOINT_DIRNAME
+def test_a_step_folder_the_pointer_never_reached_is_an_earlier_checkpoint(tmp_path, tokenizer):
+    """What a kill between the folder's rename and the pointer's leaves: LATEST names the previous save."""
+    run = tmp_path / "run-a"
+    first = _write(run, tokenizer, step=1)
+    _write(run, tokenizer, step=2)
+    (run / "LATEST").write_text("step-1\n")  # the pointer as it was before the second save
+    assert ckpt.latest_checkpoint(run) == first
+    listed = ckpt.list_checkpoints(tmp_path, include_previous=True)
+    assert [(label.split(" · ")[2:], path.name) for label, path in listed] == [
+        (["step 1", "2026-01-02 03:04"], "step-1"), (["step 2", "2026-01-02 03:04, earlier"], "step-2")]
+    assert resolve_run_reference("run:run-a/checkpoint", tmp_path) == str(first)
+    third = _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2))  # the next save tidies up
+    assert _steps(run) == ["step-3", "step-2"] and ckpt.latest_checkpoint(run) == third
 
 
-@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
-def test_recover_after_a_crash_between_the_renames(crashed_mid_swap, tmp_path):
-    target = _copy(crashed_mid_swap, tmp_path / "runs")
-    ckpt.recover(target)
-    assert ckpt.read_state(target)["step"] == 1  # the previous, complete checkpoint is back
-    assert load_masked_lm(str(target), "cpu").has_mlm_head
-    assert _hidden(target.parent) == []  # the unfinished .tmp- folder is gone
-
-
-@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
-def test_the_next_read_restores_the_checkpoint(crashed_mid_swap, tmp_path):
-    runs = tmp_path / "runs"
-    target = _copy(crashed_mid_swap, runs)
-    [(_, path)] = ckpt.list_checkpoints(runs)
-    assert path == target and ckpt.read_state(target)["step"] == 1
-    assert load_masked_lm(str(target), "cpu").has_mlm_head
-
-
-@pytest.mark.slow  # a real process exits mid-write first: 10-15 s on two busy cores
-def test_the_next_write_recovers_then_replaces(crashed_mid_swap, tmp_path, tokenizer):
-    target = _copy(crashed_mid_swap, tmp_path / "runs")
-    _write(target, tokenizer, step=3)
-    assert ckpt.read_state(target)["step"] == 3
-    assert _hidden(target.parent) == []
+def test_a_pointer_naming_a_missing_folder_falls_back_to_the_highest_step(tmp_path, tokenizer):
+    run = tmp_path / "run-a"
+    three = DiskRules(keep_checkpoints=3)
+    for step in (10, 20, 30):
+        _write(run, tokenizer, step=step, disk=three)
+    shutil.rmtree(run / "steps" / "step-30")
+    assert ckpt.latest_checkpoint(run) == run / "steps" / "step-20"
+    assert resolve_run_reference("run:run-a/checkpoint", tmp_path) == str(run / "steps" / "step-20")
+    (run / "LATEST").write_text("../../elsewhere\n")  # not a step folder's name: never followed
+    assert ckpt.latest_checkpoint(run) == run / "steps" / "step-20"
+    (run / "LATEST").unlink()
+    assert ckpt.latest_checkpoint(run) == run / "steps" / "step-20"
+    assert ckpt.read_state(ckpt.latest_checkpoint(run))["step"] == 20
 
 
 def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
     three = DiskRules(keep_checkpoints=3)
-    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
+    run = tmp_path / "run-a"
     for step in (10, 20, 30, 40):
-        _write(target, tokenizer, step=step, disk=three)
-    assert ckpt.read_state(target)["step"] == 40
-    assert [p.name for p in ckpt.previous_checkpoints(target)] == ["step-30", "step-20"]
-    assert ckpt.read_state(target.parent / "previous" / "step-30")["step"] == 30
+        _write(run, tokenizer, step=step, disk=three)
+    assert _steps(run) == ["step-40", "step-30", "step-20"]
+    assert _names(run / "steps") == ["step-20", "step-30", "step-40"]  # step-10 deleted after the pointer moved
     listed = ckpt.list_checkpoints(tmp_path, include_previous=True)
     assert [label.split(" · ")[2:] for label, _ in listed] == [
         ["step 40", "2026-01-02 03:04"], ["step 30", "2026-01-02 03:04, earlier"], ["step 20", "2026-01-02 03:04, earlier"]]
-    assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [target]  # the other tabs: latest only
-    assert ckpt.run_checkpoint_dir(listed[1][1]) == target  # resuming an earlier one saves into the run's latest
-    _write(target, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1))
-    assert ckpt.previous_checkpoints(target) == []
+    assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [run / "steps" / "step-40"]  # other tabs: latest
+    assert ckpt.run_folder_of(listed[1][1]) == run  # resuming an earlier one saves into the same run
+    _write(run, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1))
+    assert _names(run / "steps") == ["step-50"]
+
+
+def test_a_deletion_cut_off_half_way_is_never_listed_and_the_next_save_finishes_it(tmp_path, tokenizer):
+    run = tmp_path / "run-a"
+    first = _write(run, tokenizer, step=10)
+    shutil.copytree(first, run / "steps" / ".step-5.old-1234abcd")  # renamed aside, then the process died
+    shutil.copytree(first, run / "steps" / ".step-20.tmp-1234abcd")  # a save killed before its rename
+    assert _steps(run) == ["step-10"]
+    _write(run, tokenizer, step=20)
+    assert _names(run / "steps") == ["step-10", "step-20"]
+
+
+def test_the_same_step_saved_again_replaces_it_under_a_new_name(tmp_path, tokenizer):
+    """A save of the step the latest already holds (a GPU burst that trained no step) is a new folder too."""
+    run = tmp_path / "run-a"
+    _write(run, tokenizer, step=10)
+    again = _write(run, tokenizer, step=10)
+    assert again.name == "step-10.1" and _names(run / "steps") == ["step-10.1"]  # the superseded one goes
+    assert ckpt.step_of(again) == (10, 1) and run_reference(again, tmp_path) == "run:run-a/checkpoint"
+    assert _write(run, tokenizer, step=10).name == "step-10" and _names(run / "steps") == ["step-10"]
 
 
 def test_a_write_past_the_disk_budget_is_refused_and_loses_nothing(tmp_path, tokenizer):
-    from bertdemo import storage
-
     one = DiskRules(keep_checkpoints=1)  # one checkpoint per run: a rewrite needs no more room
-    target = tmp_path / "runs" / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    _write(target, tokenizer, step=1, disk=one)
+    run = tmp_path / "runs" / "run-a"
+    _write(run, tokenizer, step=1, disk=one)
     used = storage.folder_bytes(tmp_path / "runs")
     capped = DiskRules(keep_checkpoints=1, budget_bytes=int(used * 1.5), roots=(tmp_path / "runs",))
-    _write(target, tokenizer, step=2, disk=capped)  # replacing the checkpoint frees as much as it takes
+    second = _write(run, tokenizer, step=2, disk=capped)  # the save frees the previous one: it fits
     with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
-        _write(tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME, tokenizer, step=1, disk=capped)
-    assert ckpt.read_state(target)["step"] == 2
-    assert not (tmp_path / "runs" / "run-b" / ckpt.CHECKPOINT_DIRNAME).exists()
-    assert [p.name for p in (tmp_path / "runs" / "run-b").iterdir()] == []  # no temp folder left behind
+        _write(tmp_path / "runs" / "run-b", tokenizer, step=1, disk=capped)
+    assert ckpt.latest_checkpoint(run) == second and _names(run / "steps") == ["step-2"]
+    with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
+        _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2, budget_bytes=int(used * 1.5),
+                                                      roots=(tmp_path / "runs",)))  # keeping two does not fit
+    assert ckpt.latest_checkpoint(run) == second and _names(run / "steps") == ["step-2"]
+    assert _names(tmp_path / "runs" / "run-b") == []  # no temp folder, no empty steps/ left behind
 
 
 def test_a_burst_hand_back_writes_state_dicts_without_a_model(tmp_path, tokenizer):
     from safetensors.torch import load_file
 
-    target = tmp_path / "run-a" / ckpt.CHECKPOINT_DIRNAME
-    _write(target, tokenizer, step=1)
-    weights = {k: v + 1 for k, v in load_file(target / "model.safetensors").items()}
-    ckpt.write_checkpoint(target, weights, tokenizer, {"preset": "custom"}, {"step": 2}, "", {"state": {}, "param_groups": []})
-    assert ckpt.read_state(target)["step"] == 2 and (target / "config.json").is_file()
-    reread = load_file(target / "model.safetensors")
+    run = tmp_path / "run-a"
+    first = _write(run, tokenizer, step=1)
+    weights = {k: v + 1 for k, v in load_file(first / "model.safetensors").items()}
+    saved = ckpt.write_checkpoint(run, weights, tokenizer, {"preset": "custom"}, {"step": 2}, "",
+                                  {"state": {}, "param_groups": []})
+    assert ckpt.read_state(saved)["step"] == 2 and (saved / "config.json").is_file()
+    reread = load_file(saved / "model.safetensors")
     assert all(torch.equal(reread[k], weights[k]) for k in weights)
-    assert torch.load(target / ckpt.OPTIMIZER_FILE, weights_only=True) == {"state": {}, "param_groups": []}
+    assert torch.load(saved / ckpt.OPTIMIZER_FILE, weights_only=True) == {"state": {}, "param_groups": []}
+
+
+# --- runs saved in the earlier layout: <run>/checkpoint/ and <run>/previous/step-<n>/ ----------------
+
+def _earlier_layout(run: Path, tokenizer, steps: tuple[int, ...] = (10, 20)) -> None:
+    """A run as the earlier layout kept it: the latest in checkpoint/, the others in previous/step-<n>/."""
+    built = run.parent / f".{run.name}-build"
+    for step in steps:
+        _write(built, tokenizer, step=step, disk=DiskRules(keep_checkpoints=len(steps)))
+    (run / "previous").mkdir(parents=True)
+    for step in steps[:-1]:
+        (built / "steps" / f"step-{step}").rename(run / "previous" / f"step-{step}")
+    (built / "steps" / f"step-{steps[-1]}").rename(run / "checkpoint")
+    shutil.rmtree(built)
+
+
+def test_an_earlier_layout_run_is_listed_loads_and_keeps_its_names(tmp_path, tokenizer):
+    run = tmp_path / "run-old"
+    _earlier_layout(run, tokenizer)
+    listed = ckpt.list_checkpoints(tmp_path, include_previous=True)
+    assert [path for _, path in listed] == [run / "checkpoint", run / "previous" / "step-10"]
+    assert listed[1][0].endswith("step 10 · 2026-01-02 03:04, earlier")
+    assert run_reference(run / "checkpoint", tmp_path) == "run:run-old/checkpoint"
+    assert resolve_run_reference("run:run-old/checkpoint", tmp_path) == str(run / "checkpoint")
+    assert resolve_run_reference("run:run-old/previous/step-10", tmp_path) == str(run / "previous" / "step-10")
+    assert load_masked_lm(str(run / "checkpoint"), "cpu").has_mlm_head
+    assert _names(run) == ["checkpoint", "previous"]  # reading moved nothing
+
+
+def test_the_first_save_into_an_earlier_layout_run_moves_it_to_step_folders(tmp_path, tokenizer):
+    run = tmp_path / "run-old"
+    _earlier_layout(run, tokenizer)
+    saved = _write(run, tokenizer, step=30, disk=DiskRules(keep_checkpoints=3))
+    assert _names(run) == ["LATEST", "steps"] and _steps(run) == ["step-30", "step-20", "step-10"]
+    assert ckpt.latest_checkpoint(run) == saved and ckpt.read_state(run / "steps" / "step-20")["step"] == 20
+    # links shared before the move still open the same checkpoints
+    assert resolve_run_reference("run:run-old/previous/step-10", tmp_path) == str(run / "steps" / "step-10")
+    assert resolve_run_reference("run:run-old/checkpoint", tmp_path) == str(saved)
+
+
+def test_a_move_cut_off_before_the_latest_moved_still_reads_the_latest(tmp_path, tokenizer):
+    """The pointer is written first and the latest folder moves last: a kill in between leaves the pointer
+    naming a folder not there yet, and the reader keeps reading checkpoint/."""
+    run = tmp_path / "run-old"
+    _earlier_layout(run, tokenizer)
+    (run / "steps").mkdir()
+    (run / "previous" / "step-10").rename(run / "steps" / "step-10")
+    (run / "LATEST").write_text("step-20\n")
+    assert ckpt.latest_checkpoint(run) == run / "checkpoint"
+    assert _steps(run) == ["checkpoint", "step-10"]
+    ckpt.clean_unfinished(run)  # the next start finishes the move
+    assert _names(run) == ["LATEST", "steps"] and _steps(run) == ["step-20", "step-10"]
+
+
+def test_an_earlier_layout_run_resumes_by_its_name(tmp_path):
+    """A run trained before the step folders resumes from run:<id>/checkpoint and saves into step folders."""
+    from bertdemo.pretrain.service import RunService
+    from bertdemo.settings import ServerSettings
+
+    runs = tmp_path / "runs"
+    service = RunService(ServerSettings.build(runs_dir=runs, cache_dir=tmp_path / "cache"))
+    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), runs, steps=10))
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    folder = runs / run.run_id
+    (folder / "steps" / "step-10").rename(folder / "checkpoint")  # as the earlier layout saved it
+    shutil.rmtree(folder / "steps")
+    (folder / "LATEST").unlink()
+    assert service.list_runs() == [run.run_id]
+    resumed = service.start({"resume_from": f"run:{run.run_id}/checkpoint", "steps": 14})
+    assert resumed.run_id == run.run_id and resumed.join(60) and resumed.snapshot().step == 14
+    assert _names(folder) == ["LATEST", "steps"] and _steps(folder) == ["step-14", "step-10"]
+    assert service.status()["last_checkpoint"] == f"run:{run.run_id}/checkpoint"
+
+
+CRASH_BEFORE_THE_POINTER = """
+import os, sys
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+from bertdemo import storage
+from bertdemo.pretrain import checkpoints as ckpt
+
+run, tokenizer_dir = sys.argv[1], sys.argv[2]
+tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=64, max_position_embeddings=64)
+ckpt.write_checkpoint(run, BertForMaskedLM(config), tokenizer, {}, {"step": 1}, "")
+storage.write_text = lambda *args, **kwargs: os._exit(3)  # the step folder is in place: the process dies
+ckpt.write_checkpoint(run, BertForMaskedLM(config), tokenizer, {}, {"step": 2}, "")
+"""
+
+
+@pytest.mark.slow  # a real process exits mid-save: 10-15 s on two busy cores
+def test_a_process_killed_before_the_pointer_moved_keeps_its_latest(tmp_path):
+    from bertdemo.models import embedded
+
+    run = tmp_path / "runs" / "run-a"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(CRASH_BEFORE_THE_POINTER), str(run),
+                           str(embedded.tokenizer_dir())], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert (run / "LATEST").read_text() == "step-1\n" and _names(run / "steps") == ["step-1", "step-2"]
+    assert ckpt.latest_checkpoint(run) == run / "steps" / "step-1"
+    assert [path.name for _, path in ckpt.list_checkpoints(tmp_path / "runs", include_previous=True)] == [
+        "step-1", "step-2"]
+    assert load_masked_lm(resolve_run_reference("run:run-a/checkpoint", tmp_path / "runs"), "cpu").has_mlm_head

@@ -13,6 +13,7 @@ from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore, load_masked_lm, offline_default
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.fused_ce import linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX
@@ -127,10 +128,10 @@ def test_build_runs_the_second_everyday_pass_from_stage_two_and_exports_it(tiny_
                           "--no-progress"]) == 0
     assert build_embedded_mlm.main(["--skip-everyday", "--second-steps", "3", "--second-lr", "1e-4",
                                     "--seed", "5", *tiny]) == 0
-    second = work / "everyday2"
+    second = latest_checkpoint(work / "everyday2")
     cfg = TrainConfig.from_json(second / "train_config.json")
     assert (cfg.model.init_from, cfg.data.corpus, cfg.optim.steps, cfg.optim.lr, cfg.system.seed) == (
-        str(work / "everyday"), str(work / "everyday.jsonl"), 3, 1e-4, 6)
+        str(work / "everyday" / "steps" / "step-2"), str(work / "everyday.jsonl"), 3, 1e-4, 6)  # stage 2's latest
     assert json.loads((second / "trainer_state.json").read_text())["step"] == 3
     from safetensors import safe_open
 

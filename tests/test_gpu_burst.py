@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bertdemo.pretrain import TrainConfig
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.pretrain.metrics import Status
 from bertdemo.pretrain.model import load_checkpoint_model
@@ -50,12 +50,13 @@ def test_the_run_gets_back_what_the_burst_produced(corpus, tmp_path):
     before = progress[0].step - 2  # a log step the run reached on the CPU before the burst
     assert result.step == 40 and [p.step for p in progress] == list(range(before + 2, 41, 2))
 
-    saved = ckpt.read_state(run.checkpoint_dir)
+    latest = ckpt.latest_checkpoint(run.run_folder)
+    saved = ckpt.read_state(latest)
     assert saved["step"] == 40 and manager.current is run and run.status == "finished"
-    model = load_checkpoint_model(str(run.checkpoint_dir), nsp=False)
+    model = load_checkpoint_model(str(latest), nsp=False)
     for name, value in model.state_dict().items():
         assert torch.equal(value, result.model_state[name]), name
-    optimizer = torch.load(run.checkpoint_dir / ckpt.OPTIMIZER_FILE, map_location="cpu", weights_only=True)
+    optimizer = torch.load(latest / ckpt.OPTIMIZER_FILE, map_location="cpu", weights_only=True)
     steps = {int(s["step"]) for s in optimizer["state"].values()}
     assert steps == {int(s["step"]) for s in result.optimizer_state["state"].values()} == {40}
     # the burst's losses streamed into the run's live metrics and are in the saved history
@@ -76,7 +77,7 @@ def test_the_run_continues_on_the_cpu_after_the_burst(corpus, tmp_path):
     assert continued.join(120) and continued.status == "finished"
     snap = continued.snapshot()
     assert snap.step == 60 and result.step in snap.steps  # the burst's steps are part of the run's history
-    assert ckpt.read_state(continued.checkpoint_dir)["step"] == 60
+    assert ckpt.read_state(ckpt.latest_checkpoint(continued.run_folder))["step"] == 60
 
 
 def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp_path):

@@ -12,7 +12,7 @@ from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore, load_masked_lm
-from bertdemo.pretrain.runs import write_checkpoint
+from bertdemo.pretrain.checkpoints import write_checkpoint
 from tests.helpers import tiny_bert_config
 
 
@@ -149,10 +149,10 @@ def test_hub_probe_remembers_its_answer_for_its_ttl(monkeypatch):
     assert probe.reachable() and len(asked) == 2
 
 
-def _save_tiny_checkpoint(folder, tokenizer, seed: int) -> None:
+def _save_tiny_checkpoint(run, tokenizer, seed: int) -> str:
     torch.manual_seed(seed)
     model = BertForMaskedLM(tiny_bert_config())
-    write_checkpoint(folder, model, tokenizer, {"preset": "custom"}, {"step": seed}, "step,loss\n")
+    return str(write_checkpoint(run, model, tokenizer, {"preset": "custom"}, {"step": seed}, "step,loss\n"))
 
 
 def _word_embeddings(loaded) -> torch.Tensor:
@@ -160,19 +160,20 @@ def _word_embeddings(loaded) -> torch.Tensor:
 
 
 def test_a_resaved_checkpoint_replaces_its_cache_entry(tmp_path, tiny_mlm_dir, tokenizer):
-    ck, other = str(tmp_path / "run" / "checkpoint"), str(tmp_path / "other")
-    _save_tiny_checkpoint(ck, tokenizer, seed=1)
+    """``run:<id>/checkpoint`` names the run's latest checkpoint: a new save is a new folder, loaded afresh."""
+    ck, other = "run:run/checkpoint", str(tmp_path / "other")
+    _save_tiny_checkpoint(tmp_path / "runs" / "run", tokenizer, seed=1)
     torch.manual_seed(2)
     BertForMaskedLM(tiny_bert_config()).save_pretrained(other)
     tokenizer.save_pretrained(other)
-    store = ModelStore(device="cpu", size=3)
+    store = ModelStore(device="cpu", size=3, policy=AccessPolicy(runs_dir=tmp_path / "runs", hub=HubProbe(offline=True)))
     first = store.get(ck)
     store.get(str(tiny_mlm_dir))
     store.get(other)
     assert store.get(ck) is first  # unchanged on disk: the cached model, now the most recent
     old_weights = _word_embeddings(first)
 
-    _save_tiny_checkpoint(ck, tokenizer, seed=3)  # the run saves again: new weights
+    _save_tiny_checkpoint(tmp_path / "runs" / "run", tokenizer, seed=3)  # the run saves again: new weights
     second = store.get(ck)
     assert second is not first
     assert not torch.equal(_word_embeddings(second), old_weights)

@@ -15,6 +15,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain.__main__ import build_parser, main
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,9 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def _check_output(out: Path) -> None:
+def _check_output(run: Path) -> None:
+    out = latest_checkpoint(run)
+    assert out == run / "steps" / "step-10" and [p.name for p in (run / "steps").iterdir()] == ["step-10"]
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     assert {"step", "train_loss", "eval_loss"} <= set(rows[0])
     assert [r["step"] for r in rows] == ["0", "5", "10"]
@@ -50,7 +53,8 @@ def _check_output(out: Path) -> None:
 def test_cli_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
     single = tmp_path / "single"
     assert main(_args(tmp_path, single)[2:]) == 0  # in-process: the same main() as `python -m bertdemo.pretrain`
-    assert "finished: step 10/10" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "finished: step 10/10" in err and f"checkpoint: {single / 'steps' / 'step-10'}" in err
     _check_output(single)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
 

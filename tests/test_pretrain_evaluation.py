@@ -94,7 +94,7 @@ def test_runs_with_different_recipes_answer_the_same_heldout_questions(tmp_path)
                                               "random_replace_prob": 0.0, "batch_size": 4})):
         metrics = MetricsBuffer()
         cfg = tiny_run_config(corpus, tmp_path, steps=2, eval_every=2, **recipe)
-        assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / f"ck{i}") == "finished"
+        assert run_training(cfg, metrics=metrics, run_folder=tmp_path / f"ck{i}") == "finished"
         snaps.append(metrics.snapshot())
     assert snaps[0].landmarks == snaps[1].landmarks and set(snaps[0].landmarks) == {"uniform", "unigram", "left", "both"}
     for snap in snaps:

@@ -14,7 +14,8 @@ from transformers import AutoTokenizer
 from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import runs as run_files
+from bertdemo.pretrain import checkpoints, run_folders as run_files
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
 from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
@@ -37,8 +38,8 @@ def tiny(corpus: str, tmp_path, **kw) -> TrainConfig:
 
 def test_without_position_embeddings_the_encoder_is_order_blind(tmp_path, corpus):
     cfg = tiny(corpus, tmp_path, position_embeddings=False, steps=15)
-    assert run_training(cfg, metrics=MetricsBuffer(), checkpoint_dir=tmp_path / "ck") == "finished"
-    loaded = load_masked_lm(str(tmp_path / "ck"), "cpu")
+    assert run_training(cfg, metrics=MetricsBuffer(), run_folder=tmp_path / "ck") == "finished"
+    loaded = load_masked_lm(str(latest_checkpoint(tmp_path / "ck")), "cpu")
     assert loaded.model.bert.embeddings.position_embeddings.weight.abs().max().item() == 0.0
     probe = order_probe(loaded, "the cat sat on the [MASK] .", seed=3)
     assert probe.shuffled != probe.text and probe.order_blind, probe.max_state_difference
@@ -46,8 +47,8 @@ def test_without_position_embeddings_the_encoder_is_order_blind(tmp_path, corpus
         c.token for c in probe.shuffled_result.masks[0].candidates]
     # the same run with position embeddings sees the order
     cfg_pos = tiny(corpus, tmp_path, steps=15)
-    assert run_training(cfg_pos, metrics=MetricsBuffer(), checkpoint_dir=tmp_path / "ck-pos") == "finished"
-    assert not order_probe(load_masked_lm(str(tmp_path / "ck-pos"), "cpu"), "the cat sat on the [MASK] .", 3).order_blind
+    assert run_training(cfg_pos, metrics=MetricsBuffer(), run_folder=tmp_path / "ck-pos") == "finished"
+    assert not order_probe(load_masked_lm(str(latest_checkpoint(tmp_path / "ck-pos")), "cpu"), "the cat sat on the [MASK] .", 3).order_blind
 
 
 def test_static_masks_repeat_every_n_epochs_dynamic_ones_do_not(tokenizer):
@@ -77,7 +78,7 @@ def test_whole_word_masking_in_training(tokenizer, tmp_path, corpus):
             assert chosen[i] == chosen[i - 1], (i, pieces[i])
     assert any(chosen)
     cfg = tiny(corpus, tmp_path, whole_word_masking=True, steps=10)
-    assert run_training(cfg, metrics=MetricsBuffer(), checkpoint_dir=tmp_path / "ww") == "finished"
+    assert run_training(cfg, metrics=MetricsBuffer(), run_folder=tmp_path / "ww") == "finished"
 
 
 def test_block_length_schedule_switches_and_counts_tokens(tmp_path, corpus):
@@ -88,7 +89,7 @@ def test_block_length_schedule_switches_and_counts_tokens(tmp_path, corpus):
         parse_seq_len_schedule("64:0.5,32:0.5", 100)
     cfg = tiny(corpus, tmp_path, seq_len_schedule="16:0.5,32:0.5", steps=20, log_every=5)
     metrics = MetricsBuffer()
-    assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "sched") == "finished"
+    assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "sched") == "finished"
     snap = metrics.snapshot()
     assert snap.steps == [5, 10, 15, 20]
     assert snap.tokens == [5 * 8 * 16, 10 * 8 * 16, 10 * 8 * 16 + 5 * 8 * 32, 10 * 8 * 16 + 10 * 8 * 32]
@@ -137,7 +138,7 @@ def test_a_missing_device_fails_at_once_with_a_message(tmp_path, corpus):
     metrics = MetricsBuffer()
     status = []
     t = threading.Thread(target=lambda: status.append(
-        run_training(tiny(corpus, tmp_path, device="cuda"), metrics=metrics, checkpoint_dir=tmp_path / "c")))
+        run_training(tiny(corpus, tmp_path, device="cuda"), metrics=metrics, run_folder=tmp_path / "c")))
     t.start()
     t.join(10)
     assert status == ["failed"]
@@ -185,8 +186,7 @@ def test_configs_are_grouped_and_type_checked(tmp_path):
 def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
     for run_id, lr in (("run-a", 3e-3), ("run-b", 1e-3)):
         cfg = tiny(corpus, tmp_path, lr=lr, steps=10)
-        ck = tmp_path / run_id / "checkpoint"
-        assert run_training(cfg, metrics=MetricsBuffer(run_id=run_id), checkpoint_dir=ck,
+        assert run_training(cfg, metrics=MetricsBuffer(run_id=run_id), run_folder=tmp_path / run_id,
                             run_info={"run_id": run_id}) == "finished"
     assert sorted(run_files.list_runs(tmp_path)) == ["run-a", "run-b"]
     # every run list says what each run was: its preset, the settings that differ from the default run, its step
@@ -250,11 +250,11 @@ def test_status_escapes_user_made_text():
 
 
 def test_a_run_label_names_its_preset_and_what_differs_from_the_default_run():
-    assert run_files.experiment_label(TrainConfig().flat()) == "bert-tiny · defaults"
+    assert checkpoints.experiment_label(TrainConfig().flat()) == "bert-tiny · defaults"
     changed = TrainConfig.from_flat(preset="bert-mini", lr=3e-3, nsp=True, corpus="/srv/up/abc/my notes.txt",
                                     eval_every=5, steps=99).flat()
     # where and how often (eval_every, steps) say nothing about the experiment; an upload shows its file name only
-    assert run_files.experiment_label(changed) == "bert-mini · corpus=my notes.txt, nsp=True, lr=0.003"
+    assert checkpoints.experiment_label(changed) == "bert-mini · corpus=my notes.txt, nsp=True, lr=0.003"
     custom = TrainConfig.from_flat(preset="custom", num_hidden_layers=3, hidden_size=64, num_attention_heads=2,
                                    intermediate_size=128).flat()
-    assert run_files.experiment_label(custom) == "custom (3 layers, hidden 64, 2 heads, FFN 128) · defaults"
+    assert checkpoints.experiment_label(custom) == "custom (3 layers, hidden 64, 2 heads, FFN 128) · defaults"

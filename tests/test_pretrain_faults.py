@@ -10,7 +10,7 @@ import weakref
 import pytest
 import torch
 
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.pretrain import trainer as trainer_module
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer
@@ -50,22 +50,22 @@ def test_a_run_out_of_memory_fails_clearly_and_keeps_its_checkpoint(tmp_path, co
 
     monkeypatch.setattr(Trainer, "train_step", step_then_run_out)
     metrics = MetricsBuffer(run_id="oom")
-    checkpoint_dir = tmp_path / "oom" / "checkpoint"
+    run_folder = tmp_path / "oom"
     result = []
     thread = threading.Thread(  # as the app runs it: a background thread reports instead of raising
         target=lambda: result.append(run_training(tiny(corpus, tmp_path), metrics=metrics,
-                                                  checkpoint_dir=checkpoint_dir)))
+                                                  run_folder=run_folder)))
     thread.start()
     thread.join(120)
     assert result == ["failed"]
     assert metrics.get("status") == "failed"
     assert metrics.get("message").startswith("Out of CPU memory at batch size 8 × block length 32")
-    assert ckpt.read_state(checkpoint_dir)["step"] == 4  # the last good checkpoint stays loadable
+    assert ckpt.read_state(ckpt.latest_checkpoint(run_folder))["step"] == 4  # the last good checkpoint stays loadable
 
     monkeypatch.setattr(Trainer, "train_step", real_step)  # the process trains again afterwards
     again = MetricsBuffer(run_id="again")
     assert run_training(tiny(corpus, tmp_path, steps=4), metrics=again,
-                        checkpoint_dir=tmp_path / "again" / "checkpoint") == "finished"
+                        run_folder=tmp_path / "again") == "finished"
 
 
 def test_out_of_memory_cleanup_runs_when_nothing_holds_the_run_any_more(tmp_path, corpus, monkeypatch):
@@ -92,7 +92,7 @@ def test_out_of_memory_cleanup_runs_when_nothing_holds_the_run_any_more(tmp_path
     monkeypatch.setattr(Trainer, "train_step", step_then_run_out)
     monkeypatch.setattr(trainer_module, "release_device_memory", release)
     metrics = MetricsBuffer(run_id="oom")
-    assert run_training(tiny(corpus, tmp_path), metrics=metrics, checkpoint_dir=tmp_path / "oom" / "checkpoint") == "failed"
+    assert run_training(tiny(corpus, tmp_path), metrics=metrics, run_folder=tmp_path / "oom") == "failed"
     assert metrics.get("message").startswith("Out of CPU memory")
     assert alive_at_release == [False], "the trainer was still referenced when the memory was released"
 
@@ -100,7 +100,7 @@ def test_out_of_memory_cleanup_runs_when_nothing_holds_the_run_any_more(tmp_path
 def test_a_failure_is_reported_not_raised_unless_asked_whatever_the_thread(tmp_path, corpus):
     bad = tiny(corpus, tmp_path, device="no-such-device")
     metrics = MetricsBuffer(run_id="bad")
-    assert run_training(bad, metrics=metrics, checkpoint_dir=tmp_path / "bad") == "failed"  # the main thread too
+    assert run_training(bad, metrics=metrics, run_folder=tmp_path / "bad") == "failed"  # the main thread too
     assert metrics.get("status") == "failed"
     with pytest.raises(ValueError):
-        run_training(bad, metrics=MetricsBuffer(), checkpoint_dir=tmp_path / "bad", raise_on_failure=True)
+        run_training(bad, metrics=MetricsBuffer(), run_folder=tmp_path / "bad", raise_on_failure=True)

@@ -15,6 +15,7 @@ from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.models.partial_forward import encode_at
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
 from bertdemo.pretrain.model import build_model, neighbour_offsets, starts_on_neighbours
@@ -103,10 +104,11 @@ def test_the_default_run_ends_a_stock_bert_that_predicts_as_in_the_app(tmp_path,
         trainer.train_step()
     assert trainer.locality_strength() == 0.0
     trainer.save()
+    saved = latest_checkpoint(tmp_path / "ck")
     enc = tokenizer(SENTENCE, return_tensors="pt")
-    stock = AutoModelForMaskedLM.from_pretrained(tmp_path / "ck")
+    stock = AutoModelForMaskedLM.from_pretrained(saved)
     assert type(stock) is BertForMaskedLM and stock.config.vocab_size == 30522
-    app = load_masked_lm(str(tmp_path / "ck"), "cpu").model
+    app = load_masked_lm(str(saved), "cpu").model
     trainer.model.eval()
     with torch.no_grad():
         trained = trainer.model(**enc).logits
@@ -196,7 +198,7 @@ def test_beta2_and_time_budget(tmp_path, corpus):
 def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
     cfg = tiny_run_config(corpus, tmp_path, steps=100_000, time_budget_s=0.5, eval_every=1000)
     metrics = MetricsBuffer()
-    assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
+    assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "ck") == "finished"
     assert 0 < metrics.snapshot().step < 100_000
 
 
@@ -235,7 +237,7 @@ def test_a_checkpoint_saved_while_the_bias_is_on_says_so(tmp_path, corpus):
     assert 0.4 < strength < 0.6  # half way through a run whose bias fades over all of it
     trainer.save()
     assert f"saved with the locality bias at {strength:.0%}" in metrics.snapshot().message
-    state = json.loads((tmp_path / "ck" / "trainer_state.json").read_text())
+    state = json.loads((latest_checkpoint(tmp_path / "ck") / "trainer_state.json").read_text())
     assert state["locality_strength"] == pytest.approx(strength)
 
 

@@ -14,7 +14,7 @@ from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model import build_model
-from bertdemo.pretrain.runs import write_checkpoint
+from bertdemo.pretrain.checkpoints import latest_checkpoint, write_checkpoint
 from bertdemo.pretrain.trainer import predict_masks, run_training
 from tests.helpers import tiny_run_config, wait_until as wait_for
 
@@ -56,8 +56,8 @@ def test_presets_and_param_count() -> None:
 def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, cache_dir) -> None:
     cfg = tiny_cfg(wiki300, cache_dir, tmp_path, steps=150, eval_every=50)
     metrics = MetricsBuffer()
-    out = tmp_path / "ck"
-    assert run_training(cfg, metrics=metrics, checkpoint_dir=out) == "finished"
+    assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "ck") == "finished"
+    out = latest_checkpoint(tmp_path / "ck")
     snap = metrics.snapshot()
     assert snap.eval_steps == [0, 50, 100, 150]
     assert snap.eval_loss[-1] < snap.eval_loss[0] - 2.0, snap.eval_loss
@@ -72,17 +72,16 @@ def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, ca
     again = predict_masks(model, tokenizer, cfg.monitor.probe_text, torch.device("cpu"))
     assert [t for t, _ in again[0]] == [t for t, _ in snap.probe[-1][1][0]]
     assert again[0][0][1] == pytest.approx(snap.probe[-1][1][0][0][1], abs=1e-4)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"
+    assert [p.name for p in (tmp_path / "ck" / "steps").iterdir()] == ["step-150"], "no temp folders left"
 
 
 def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64)
     model = build_model(cfg, tokenizer).eval()
-    target = tmp_path / "checkpoint"
-    for _ in range(2):  # the second write replaces the first atomically
-        write_checkpoint(target, model, tokenizer, cfg.to_dict(), {"step": 1}, "step,train_loss,eval_loss\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+    for step in (1, 2):  # the second write becomes the latest
+        target = write_checkpoint(tmp_path, model, tokenizer, cfg.to_dict(), {"step": step}, "step,train_loss,eval_loss\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["LATEST", "steps"] and target.name == "step-2"
     reloaded = AutoModelForMaskedLM.from_pretrained(target).eval()
     enc = tokenizer("Paris is the [MASK] of France.", return_tensors="pt")
     with torch.inference_mode():
@@ -114,7 +113,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
         assert run.join(60)
     snap = run.snapshot()
     assert snap.status == "stopped" and snap.probe_text == "Rome is the [MASK] of [MASK]."
-    assert (tmp_path / snap.run_id / "checkpoint" / "model.safetensors").is_file()
+    assert (latest_checkpoint(tmp_path / snap.run_id) / "model.safetensors").is_file()
     [(label, path)] = list_checkpoints(tmp_path)
     assert label.startswith("custom (2 layers, hidden 32, 2 heads, FFN 64) · ") and f"· step {snap.step} ·" in label
     AutoModelForMaskedLM.from_pretrained(path)
@@ -127,6 +126,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
     assert after.status == "finished", after.message
     assert after.run_id == snap.run_id and after.step == snap.step + 10
     assert after.steps[: len(snap.steps)] == snap.steps and after.steps[-1] == snap.step + 10
+    path = latest_checkpoint(tmp_path / snap.run_id)
     state = json.loads((path / "trainer_state.json").read_text())
     assert state["step"] == snap.step + 10 and (path / "optimizer.pt").is_file()
 
@@ -134,14 +134,15 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
 def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, wiki300, cache_dir) -> None:
     cfg = tiny_cfg(wiki300, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
     metrics = MetricsBuffer()
-    assert run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "ck") == "finished"
+    assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "ck") == "finished"
     snap = metrics.snapshot()
     assert len(snap.nsp_loss) == 4 and len(snap.nsp_acc) == 3 and 0.0 <= snap.nsp_acc[-1] <= 1.0
-    assert json.loads((tmp_path / "ck" / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
-    mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "ck")
+    saved = latest_checkpoint(tmp_path / "ck")
+    assert json.loads((saved / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+    mlm = AutoModelForMaskedLM.from_pretrained(saved)
     from transformers import BertForPreTraining
 
-    full = BertForPreTraining.from_pretrained(tmp_path / "ck")
+    full = BertForPreTraining.from_pretrained(saved)
     assert torch.equal(mlm.cls.predictions.transform.dense.weight, full.cls.predictions.transform.dense.weight)
     assert torch.equal(mlm.bert.encoder.layer[1].output.dense.weight, full.bert.encoder.layer[1].output.dense.weight)
 
@@ -152,7 +153,7 @@ def test_failed_run_reports_error(tmp_path, cache_dir) -> None:
     status = []
     import threading
 
-    t = threading.Thread(target=lambda: status.append(run_training(cfg, metrics=metrics, checkpoint_dir=tmp_path / "c")))
+    t = threading.Thread(target=lambda: status.append(run_training(cfg, metrics=metrics, run_folder=tmp_path / "c")))
     t.start(), t.join(30)
     assert status == ["failed"]
     snap = metrics.snapshot()

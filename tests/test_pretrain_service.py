@@ -45,6 +45,18 @@ def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tm
     assert not adopted.exists() and service.list_runs() == []  # released with the last run that used it
 
 
+def test_the_status_names_the_saves_still_kept_the_latest_as_the_runs_checkpoint(tmp_path):
+    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2,
+                                              cache_dir=tmp_path / "cache"))
+    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=6,
+                                                checkpoint_every=2))
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    status = service.status()
+    assert status["checkpoints"] == [f"run:{run.run_id}/steps/step-4", f"run:{run.run_id}/checkpoint"]  # step-2 went
+    assert status["last_checkpoint"] == f"run:{run.run_id}/checkpoint"
+    assert [label.split(" · ")[-2:-1] for label, _ in service.checkpoint_choices()[1:]] == [["step 6"], ["step 4"]]
+
+
 def test_a_start_while_a_run_is_under_way_is_refused_before_anything_else(tmp_path):
     service = _service(tmp_path)
     run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
@@ -99,7 +111,8 @@ def test_the_modules_the_page_needs_before_torch_do_not_load_it():
     import subprocess
     import sys
 
-    code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.runs, bertdemo.pretrain.budget, "
+    code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.checkpoints, bertdemo.pretrain.run_folders, "
+            "bertdemo.pretrain.uploads, bertdemo.pretrain.budget, "
             "bertdemo.pretrain.config, bertdemo.pretrain.metrics, bertdemo.pretrain.form, bertdemo.settings; "
             "print(sorted(m for m in ('torch', 'transformers', 'bertdemo.pretrain.trainer') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -140,30 +153,38 @@ def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_pa
     assert len(same) == 1 and str(tmp_path) not in same.pop()  # inside the runs folder or not: one answer
     with pytest.raises(ValueError, match="resume_from names a checkpoint"):
         service.start({"preset": "bert-tiny", "resume_from": 5}, owner_token="t")  # not a TypeError
-    with pytest.raises(ValueError, match="run:20260101-x/checkpoint has no saved training state"):
+    with pytest.raises(ValueError, match="There is no run '20260101-x/checkpoint'"):  # no training state: none
         service.start({"preset": "bert-tiny", "resume_from": "run:20260101-x/checkpoint"}, owner_token="t")
 
 
+def _fake_checkpoint(folder: Path, step: int) -> None:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "trainer_state.json").write_text(f'{{"step": {step}}}')
+
+
 def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
-    from bertdemo.pretrain import runs
+    from bertdemo.pretrain import checkpoints, run_folders
     from bertdemo.pretrain.service import RunService
     from bertdemo.settings import ServerSettings
 
     runs_dir = tmp_path / "runs"
     never = runs_dir / "20260101-000000-bert-tiny"
-    (never / ".checkpoint.tmp-1234abcd").mkdir(parents=True)  # a save killed half-way, before its first rename
-    (never / ".checkpoint.tmp-1234abcd" / "model.safetensors").write_bytes(b"x" * 1000)
-    runs.record_owner(never, "tok")
-    saved = runs_dir / "20260102-000000-bert-tiny" / "checkpoint"
-    saved.mkdir(parents=True)
-    (saved / "config.json").write_text("{}")
-    crashed = runs_dir / "20260103-000000-bert-tiny"  # killed between the two renames of a save
-    (crashed / ".checkpoint.old-5678abcd").mkdir(parents=True)
-    (crashed / ".checkpoint.old-5678abcd" / "config.json").write_text("{}")
+    (never / "steps" / ".step-4.tmp-1234abcd").mkdir(parents=True)  # a save killed half-way, before its rename
+    (never / "steps" / ".step-4.tmp-1234abcd" / "model.safetensors").write_bytes(b"x" * 1000)
+    run_folders.record_owner(never, "tok")
+    saved = runs_dir / "20260102-000000-bert-tiny"
+    _fake_checkpoint(saved / "steps" / "step-8", 8)
+    (saved / "LATEST").write_text("step-8\n")
+    (saved / "steps" / ".step-9.tmp-9abc0123").mkdir()  # its next save was killed before the rename
+    crashed = runs_dir / "20260103-000000-bert-tiny"  # the earlier layout, killed between the two renames of a save
+    _fake_checkpoint(crashed / ".checkpoint.old-5678abcd", 6)
+    _fake_checkpoint(crashed / "previous" / "step-3", 3)
     service = RunService(ServerSettings.build(runs_dir=runs_dir, cache_dir=tmp_path / "cache"))
     assert service.clean_leftovers() == ["20260101-000000-bert-tiny"]
-    assert not never.exists() and (saved / "config.json").is_file()
-    assert (crashed / "checkpoint" / "config.json").is_file()  # the previous checkpoint put back, not deleted
+    assert not never.exists() and sorted(p.name for p in (saved / "steps").iterdir()) == ["step-8"]
+    assert sorted(p.name for p in crashed.iterdir()) == ["LATEST", "steps"]  # put back, then moved to step folders
+    assert [p.name for p in checkpoints.run_checkpoints(crashed)] == ["step-6", "step-3"]
 
 
 def test_the_forms_parameter_count_is_the_model_that_will_train():

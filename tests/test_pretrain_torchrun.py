@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain import checkpoints
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,13 +52,14 @@ def test_two_agents_as_two_nodes_train_then_resume(tmp_path) -> None:
     out = tmp_path / "job"
     logs = _two_nodes(tmp_path, out, steps=4)
     assert sum(log.count("finished: step 4/4") for log in logs) == 1, "only rank 0 reports and writes"
-    assert json.loads((out / "trainer_state.json").read_text())["step"] == 4
+    assert json.loads((latest_checkpoint(out) / "trainer_state.json").read_text())["step"] == 4
     # a restart: the same command with more steps continues from the checkpoint in --out
     logs = _two_nodes(tmp_path, out, steps=8)
     assert sum(log.count("finished: step 8/8") for log in logs) == 1
-    rows = list(csv.DictReader(open(out / "metrics.csv", encoding="utf-8")))
+    assert [p.name for p in checkpoints.run_checkpoints(out)] == ["step-8", "step-4"]
+    rows = list(csv.DictReader(open(latest_checkpoint(out) / "metrics.csv", encoding="utf-8")))
     assert [int(r["step"]) for r in rows if r["train_loss"]] == [2, 4, 6, 8]
     assert [int(r["step"]) for r in rows if r["eval_loss"]] == [0, 4, 8]
     # two processes, each 4 blocks of 32 tokens per step
     assert [int(r["tokens"]) for r in rows if r["train_loss"]] == [512, 1024, 1536, 2048]
-    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "no temp folders left"
+    assert not [p for p in (out / "steps").iterdir() if p.name.startswith(".")], "no temp folders left"

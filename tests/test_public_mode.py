@@ -16,7 +16,7 @@ from bertdemo.models import device as device_mod
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import budget as limits
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt, run_folders
 from bertdemo.pretrain.data import check_upload, open_corpus
 from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
 from bertdemo.pretrain.metrics import MetricsBuffer
@@ -139,16 +139,16 @@ def test_nan_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
             self.loss_sum.fill_(math.nan)
     monkeypatch.setattr(Trainer, "train_step", poisoned)
     metrics = MetricsBuffer(run_id="nan", status="preparing")
-    checkpoint = tmp_path / "runs" / "nan" / "checkpoint"
+    folder = tmp_path / "runs" / "nan"
     with pytest.raises(ValueError, match=f"NaN at step {failed_at}"):  # asked to raise, as the CLI asks
-        run_training(_tiny(corpus_file, tmp_path, log_every=log_every), metrics=metrics, checkpoint_dir=checkpoint,
+        run_training(_tiny(corpus_file, tmp_path, log_every=log_every), metrics=metrics, run_folder=folder,
                      raise_on_failure=True)
     assert metrics.get("status") == "failed"
     assert metrics.get("message").startswith(f"The loss became NaN at step {failed_at}: lower the learning rate")
     if good_step:
-        assert ckpt.read_state(checkpoint)["step"] == good_step  # the last good checkpoint stays
+        assert ckpt.read_state(ckpt.latest_checkpoint(folder))["step"] == good_step  # the last good checkpoint stays
     else:
-        assert not checkpoint.exists()  # the only save was due after the NaN: nothing written
+        assert not folder.exists()  # the only save was due after the NaN: nothing written
 
 
 # --- run ownership and the wall-time cap --------------------------------------------------------
@@ -240,9 +240,11 @@ def test_a_refused_start_writes_nothing(corpus_file, tmp_path):
 
 def test_run_references_name_runs_without_their_server_folder(tmp_path):
     service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs"))
-    target = tmp_path / "runs" / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME
+    target = tmp_path / "runs" / "20260101-000000-bert-tiny" / "steps" / "step-1"
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}", encoding="utf-8")
+    (target / ckpt.STATE_FILE).write_text('{"step": 1}', encoding="utf-8")
+    (target.parent.parent / ckpt.LATEST_FILE).write_text("step-1\n", encoding="utf-8")
     name = service.run_reference(target)
     assert name == "run:20260101-000000-bert-tiny/checkpoint" and service.resolve_run_reference(name) == str(target)
     assert service.resolve_run_reference("bert-base-uncased") is None
@@ -267,11 +269,11 @@ def _leftover_run(runs_dir, run_id: str, token: str, age_s: float = 0.0, visitor
     from the address ``visitor``."""
     folder = runs_dir / run_id
     folder.mkdir(parents=True)
-    ckpt.record_owner(folder, token)
-    ckpt.record_visitor(folder, visitor)
+    run_folders.record_owner(folder, token)
+    run_folders.record_visitor(folder, visitor)
     if age_s:
         then = time.time() - age_s
-        for path in (folder / ckpt.OWNER_FILE, folder):
+        for path in (folder / run_folders.OWNER_FILE, folder):
             os.utime(path, (then, then))
 
 
@@ -289,7 +291,7 @@ def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path)
         service.delete("20260101-000001-bert-tiny", "tok-b")
     run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-a")
     try:
-        assert run.active and sorted(ckpt.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
+        assert run.active and sorted(run_folders.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
     finally:
         run.stop()
         run.join(30)
@@ -305,9 +307,9 @@ def test_a_visitor_who_makes_up_a_token_per_run_is_still_one_visitor(corpus_file
     run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-other",
                         visitor="198.51.100.7")  # another address still starts a run
     try:
-        assert (runs_dir / run.run_id / ckpt.VISITOR_FILE).is_file()
-        assert ckpt.runs_owned_by(runs_dir, "", "198.51.100.7") == [run.run_id]  # recorded for its quota
-        assert "198.51.100.7" not in (runs_dir / run.run_id / ckpt.VISITOR_FILE).read_text()  # a digest only
+        assert (runs_dir / run.run_id / run_folders.VISITOR_FILE).is_file()
+        assert run_folders.runs_owned_by(runs_dir, "", "198.51.100.7") == [run.run_id]  # recorded for its quota
+        assert "198.51.100.7" not in (runs_dir / run.run_id / run_folders.VISITOR_FILE).read_text()  # a digest only
     finally:
         run.stop()
         run.join(30)

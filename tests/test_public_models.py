@@ -12,7 +12,7 @@ from bertdemo.models import availability, load_errors, loading, store
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import REFUSED, AccessPolicy
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.viz.model_info import model_summary
 from tests.helpers import tiny_bert_config
 
@@ -31,9 +31,11 @@ class Hub:
 def runs(tmp_path, monkeypatch):
     """A runs folder holding one run checkpoint; the working folder is tmp_path."""
     folder = tmp_path / "runs"
-    checkpoint = folder / "20260101-000000-bert-tiny" / "checkpoint"
+    checkpoint = folder / "20260101-000000-bert-tiny" / "steps" / "step-1"
     checkpoint.mkdir(parents=True)
     (checkpoint / "config.json").write_text("{}")
+    (checkpoint / ckpt.STATE_FILE).write_text('{"step": 1}')
+    (checkpoint.parent.parent / ckpt.LATEST_FILE).write_text("step-1\n")
     monkeypatch.chdir(tmp_path)
     return folder
 
@@ -50,7 +52,7 @@ def test_public_mode_refuses_every_path_with_one_message(runs, tmp_path):
     refused = ["/etc", "/no/such/folder", str(tmp_path / "secret-model"), "./secret-model",
                "../x", "~/x", str(runs / ".." / "secret-model"), str(runs / "no-such-run"),
                str(runs / ".uploads" / "abc"), str(runs), str(next(runs.glob("*"))),
-               str(next(runs.glob("*/checkpoint")))]  # a run's folder too: runs load by their run: names
+               str(next(runs.glob("*/steps/step-1")))]  # a run's folder too: runs load by their run: names
     messages = set()
     for name in refused:
         with pytest.raises(ValueError) as err:
@@ -106,7 +108,7 @@ def test_public_mode_allows_hub_ids_embedded_and_own_runs(runs):
     assert loading._resolve("google/bert_uncased_L-2_H-128_A-2", policy)[0] == "hub cache"
     assert loading._resolve("run:20260101-000000-bert-tiny/checkpoint", policy)[0] == "local"
     with pytest.raises(ValueError, match="Only hub ids"):  # the same run by its folder: refused like any path
-        loading._resolve(str(next(runs.glob("*/checkpoint"))), policy)
+        loading._resolve(str(next(runs.glob("*/steps/step-1"))), policy)
     assert policy.load_kwargs() == {"use_safetensors": True}
 
 
@@ -195,13 +197,12 @@ def test_size_lookups_keep_the_most_recently_used(runs, monkeypatch):
 
 def test_runs_are_named_without_their_server_folder(tmp_path):
     runs = tmp_path / "srv" / "runs"
-    target = runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME
-    ckpt.write_checkpoint(target, BertForMaskedLM(tiny_bert_config()), AutoTokenizer.from_pretrained(str(tokenizer_dir())),
+    target = ckpt.write_checkpoint(runs / "20260101-000000-bert-tiny", BertForMaskedLM(tiny_bert_config()), AutoTokenizer.from_pretrained(str(tokenizer_dir())),
                           {}, {"step": 3}, "")
     policy = AccessPolicy(runs_dir=runs, hub=HubProbe(offline=True))
     name = policy.run_reference(target)
     assert name == "run:20260101-000000-bert-tiny/checkpoint" and policy.resolve_run_reference(name) == str(target)
-    assert policy.run_reference(runs / "x" / "previous" / "step-2") == "run:x/previous/step-2"
+    assert policy.run_reference(runs / "x" / "steps" / "step-2") == "run:x/steps/step-2"  # (not the latest)
     for bad in ("run:../srv", "run:.uploads/checkpoint", "run:nope/checkpoint", "run:a/b", "run:20260101-000000-bert-tiny"):
         with pytest.raises(ValueError, match="There is no run") as err:
             policy.resolve_run_reference(bad)

@@ -64,57 +64,21 @@ def test_atomic_files_get_the_usual_permissions_not_private_ones(tmp_path):
     assert stat.S_IMODE((tmp_path / "shared.txt").stat().st_mode) == 0o644
 
 
-def test_atomic_folder_replaces_the_old_folder_whole(tmp_path):
-    target = tmp_path / "ck"
-    with storage.atomic_folder(target) as tmp:
-        (tmp / "one.txt").write_text("1")
-    with storage.atomic_folder(target) as tmp:
-        assert not (tmp / "one.txt").exists()  # a fresh folder, not a copy
-        (tmp / "two.txt").write_text("2")
-    assert _siblings(target) == ["two.txt"]
-    assert _siblings(tmp_path) == ["ck"]
-
-
-def test_atomic_folder_failure_keeps_the_previous_folder(tmp_path):
-    target = tmp_path / "ck"
-    with storage.atomic_folder(target) as tmp:
-        (tmp / "good.txt").write_text("good")
-    with pytest.raises(KeyboardInterrupt), storage.atomic_folder(target) as tmp:
-        (tmp / "partial.txt").write_text("half")
-        raise KeyboardInterrupt
-    assert _siblings(target) == ["good.txt"]
-    assert _siblings(tmp_path) == ["ck"]
-
-
-def test_atomic_folder_without_replace_keeps_the_first_folder(tmp_path):
+def test_atomic_folder_publishes_a_complete_folder_and_never_replaces_one(tmp_path):
     target = tmp_path / "assembled"
-    with storage.atomic_folder(target, replace=False) as tmp:
+    with storage.atomic_folder(target) as tmp:
         (tmp / "first.txt").write_text("1")
-    with pytest.raises(OSError), storage.atomic_folder(target, replace=False) as tmp:
+    with pytest.raises(OSError), storage.atomic_folder(target) as tmp:  # another process got there first
         (tmp / "second.txt").write_text("2")
     assert _siblings(target) == ["first.txt"]
     assert _siblings(tmp_path) == ["assembled"]
 
 
-def test_recover_folder_after_a_crash_between_the_two_renames(tmp_path):
+def test_atomic_folder_failure_leaves_nothing(tmp_path):
     target = tmp_path / "ck"
-    old = tmp_path / ".ck.old-1234abcd"  # the previous folder, moved aside
-    old.mkdir()
-    (old / "weights").write_text("previous")
-    unfinished = tmp_path / ".ck.tmp-1234abcd"  # the new one, never renamed in
-    unfinished.mkdir()
-    (unfinished / "weights").write_text("new")
-    storage.recover_folder(target, drop_temp=False)  # a reader: puts the old one back only
-    assert (target / "weights").read_text() == "previous"
-    assert unfinished.exists()
-    storage.recover_folder(target)  # the writer: also drops the unfinished one
-    assert _siblings(tmp_path) == ["ck"]
+    with pytest.raises(KeyboardInterrupt), storage.atomic_folder(target) as tmp:
+        (tmp / "partial.txt").write_text("half")
+        raise KeyboardInterrupt
+    assert _siblings(tmp_path) == []
 
 
-def test_recover_folder_drops_stale_old_folders_when_the_target_exists(tmp_path):
-    target = tmp_path / "ck"
-    target.mkdir()
-    (tmp_path / ".ck.old-00000000").mkdir()
-    (tmp_path / ".other.tmp-00000000").mkdir()  # another folder's temp: not ours to touch
-    storage.recover_folder(target)
-    assert _siblings(tmp_path) == [".other.tmp-00000000", "ck"]

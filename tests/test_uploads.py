@@ -4,19 +4,25 @@ with their token caches; the disk flags become the server's disk rules."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from bertdemo.pretrain import budget
-from bertdemo.pretrain import runs as ckpt
+from bertdemo.pretrain import checkpoints as ckpt
+from bertdemo.pretrain import uploads
 from bertdemo.settings import DiskRules, ServerSettings
 from tests.helpers import run_coroutine
 
 
-def _run_using(runs, run_id: str, corpus: str) -> None:
-    folder = runs / run_id / ckpt.CHECKPOINT_DIRNAME
+def _save(run, step: int, corpus: str) -> None:
+    """A checkpoint of ``run`` at ``step`` trained on ``corpus``, made its latest."""
+    folder = run / ckpt.STEPS_DIRNAME / f"step-{step}"
     folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    (folder / ckpt.STATE_FILE).write_text(json.dumps({"step": step}), encoding="utf-8")
     (folder / ckpt.CONFIG_FILE).write_text(json.dumps({"data": {"corpus": corpus}}), encoding="utf-8")
+    (run / ckpt.LATEST_FILE).write_text(folder.name, encoding="utf-8")
 
 
 def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_path):
@@ -24,10 +30,10 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     served.parent.mkdir(parents=True)
     served.write_text("Some text for training.\n\nMore text.", encoding="utf-8")
     runs, cache = tmp_path / "runs", tmp_path / "cache"
-    private = ckpt.adopt_upload(served, runs)
+    private = uploads.adopt_upload(served, runs)
     assert private.name == "my notes.txt" and private.read_bytes() == served.read_bytes()
-    assert ckpt.adopt_upload(served, runs) == private  # the same content twice: one file
-    ckpt.forget_original_upload(served)
+    assert uploads.adopt_upload(served, runs) == private  # the same content twice: one file
+    uploads.forget_original_upload(served)
     assert not served.exists() and private.is_file()
 
     cache.mkdir()
@@ -38,13 +44,16 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     other = cache / "wiki-summaries-en-T128-0123456789ab.json"
     other.write_bytes(b"x")
 
-    assert ckpt.release_uploads(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
-    _run_using(runs, "20260101-000000-bert-tiny", str(private))
-    assert ckpt.release_uploads(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
+    assert uploads.release_uploads(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
+    run = runs / "20260101-000000-bert-tiny"
+    _save(run, 10, str(private))
+    assert uploads.release_uploads(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
+    _save(run, 20, "wiki")
+    assert uploads.release_uploads(runs, cache_dirs=[cache]) == []  # its earlier checkpoint still does
     assert private.is_file() and all(p.is_file() for p in cached)
 
-    (runs / "20260101-000000-bert-tiny" / ckpt.CHECKPOINT_DIRNAME / ckpt.CONFIG_FILE).unlink()  # run deleted
-    assert ckpt.release_uploads(runs, cache_dirs=[cache]) == ["my notes.txt"]
+    shutil.rmtree(run)  # run deleted
+    assert uploads.release_uploads(runs, cache_dirs=[cache]) == ["my notes.txt"]
     assert not private.exists() and not any(p.exists() for p in cached) and other.exists()
 
 

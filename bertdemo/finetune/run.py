@@ -21,7 +21,7 @@ from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
-from bertdemo.pretrain import runs
+from bertdemo.pretrain import run_folders
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, Status
 from bertdemo.pretrain.slot import BackgroundRun, claim_run_folder
 
@@ -74,8 +74,8 @@ class FinetuneRun(BackgroundRun):
         self.run_id = claim_run_folder(root, f"ft-{kind}")
         self.folder = root / self.run_id
         self.metrics.update(run_id=self.run_id)
-        runs.record_owner(self.folder, self.owner_token)
-        runs.record_visitor(self.folder, self.visitor)
+        run_folders.record_owner(self.folder, self.owner_token)
+        run_folders.record_visitor(self.folder, self.visitor)
         if self.max_seconds is not None:
             self._deadline = self._clock() + self.max_seconds
         self._thread.name = f"finetune-{self.run_id}"

@@ -105,7 +105,7 @@ def load_topic_splits(cache_dir: Path, seed: int = 0) -> DatasetDict:
             shutil.rmtree(target, ignore_errors=True)
         splits = build_topic_splits(seed)
         try:
-            with storage.atomic_folder(target, replace=False) as tmp:
+            with storage.atomic_folder(target) as tmp:
                 splits.save_to_disk(str(tmp))
         except OSError:  # another process saved it first: read theirs
             if not (target / "dataset_dict.json").is_file():

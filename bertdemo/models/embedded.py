@@ -112,7 +112,7 @@ def mlm_dir(assets: Path | None = None, cache_dir: str | Path | None = None) -> 
         if target.exists():  # damaged by hand (renames are atomic): build it again
             shutil.rmtree(target, ignore_errors=True)
         try:
-            with storage.atomic_folder(target, replace=False) as tmp:
+            with storage.atomic_folder(target) as tmp:
                 _assemble(assets, tmp)
         except OSError:  # another process won the race: use its folder
             if not _is_complete(target):

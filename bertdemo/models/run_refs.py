@@ -1,20 +1,37 @@
 """This server's runs, named without their server folder: ``run:<run id>/checkpoint``.
 
 Pages, statuses and API answers show ``run:`` names; only the server turns them back into folders
-(under its own runs folder, passed in). Torch-free.
+(under its own runs folder, passed in). ``run:<id>/checkpoint`` always means the run's latest
+checkpoint (whichever step folder it is now); ``run:<id>/steps/step-<n>`` an earlier one. Names from
+before the step folders keep opening: ``run:<id>/previous/step-<n>`` is ``steps/step-<n>`` once the run
+has moved to them (:mod:`bertdemo.pretrain.checkpoints`). Torch-free.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from bertdemo.pretrain.checkpoints import (
+    LEGACY_EARLIER_DIRNAME,
+    STEPS_DIRNAME,
+    is_checkpoint,
+    is_latest,
+    latest_checkpoint,
+    step_of,
+)
+
 RUN_PREFIX = "run:"
+LATEST_NAME = "checkpoint"  # run:<id>/checkpoint: the run's latest checkpoint, whichever folder that is now
 
 
 def run_reference(checkpoint: str | Path, runs_dir: str | Path) -> str:
-    """``run:<run id>/checkpoint`` for a run's latest checkpoint, ``run:<run id>/previous/step-<n>`` for an
-    earlier one: what the pages show and send instead of the folder (no server path)."""
-    return RUN_PREFIX + Path(checkpoint).relative_to(Path(runs_dir)).as_posix()
+    """``run:<run id>/checkpoint`` for a run's latest checkpoint, ``run:<run id>/steps/step-<n>`` for an
+    earlier one: what the pages show and send instead of the folder (no server path). ValueError for a
+    folder outside ``runs_dir``."""
+    relative = Path(checkpoint).relative_to(Path(runs_dir))
+    if is_latest(checkpoint):
+        return f"{RUN_PREFIX}{relative.parts[0]}/{LATEST_NAME}"
+    return RUN_PREFIX + relative.as_posix()
 
 
 def resolve_run_reference(name: str, runs_dir: str | Path | None) -> str | None:
@@ -22,11 +39,15 @@ def resolve_run_reference(name: str, runs_dir: str | Path | None) -> str | None:
     if not name.startswith(RUN_PREFIX):
         return None
     parts = name[len(RUN_PREFIX):].strip("/").split("/")
-    ok = runs_dir is not None and ((len(parts) == 2 and parts[1] == "checkpoint") or (
-        len(parts) == 3 and parts[1] == "previous" and parts[2].startswith("step-")))
-    if ok and all(p and not p.startswith(".") for p in parts):
-        folder = Path(runs_dir).joinpath(*parts)
-        if (folder / "config.json").is_file():
-            return str(folder)
+    folder = None
+    if runs_dir is not None and all(p and not p.startswith(".") for p in parts):
+        run = Path(runs_dir) / parts[0]
+        if len(parts) == 2 and parts[1] == LATEST_NAME:
+            folder = latest_checkpoint(run)
+        elif len(parts) == 3 and parts[1] in (STEPS_DIRNAME, LEGACY_EARLIER_DIRNAME) and step_of(Path(parts[2]))[0] >= 0:
+            # an earlier-layout name opens the step folder the run's checkpoint moved to
+            candidates = [run / parts[1] / parts[2], run / STEPS_DIRNAME / parts[2]]
+            folder = next((c for c in candidates if is_checkpoint(c)), None)
+    if folder is not None:
+        return str(folder)
     raise ValueError(f"There is no run {name[len(RUN_PREFIX):]!r} on this server (deleted?): pick one from the list.")
-

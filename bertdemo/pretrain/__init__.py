@@ -7,11 +7,14 @@ runs and checkpoints of a server), `TrainingRun.snapshot()` -> `RunSnapshot`, `l
 The package, read in order: ``config`` (a run's settings) and ``form`` (a page's or API caller's
 request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
 objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, evaluation, optimizer, threads),
-``metrics``, ``runs`` (checkpoints, run folders, uploads on disk), ``budget`` (caps, memory / disk /
-time), ``slot`` (the run threads and the one-at-a-time manager), ``service`` (every rule of a run), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
+``metrics``, ``checkpoints`` (step folders and the pointer to the latest), ``run_folders`` (runs on
+disk, their owners, expiry), ``uploads`` (uploaded corpora), ``budget`` (caps, memory / disk / time),
+``slot`` (the run threads and the one-at-a-time manager), ``service`` (every rule of a run), ``zerogpu``
++ ``gpu_entry`` (GPU bursts).
 
 The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,
-``metrics``, ``runs``, ``slot``, ``service``) does not load the training loop and PyTorch.
+``metrics``, ``checkpoints``, ``run_folders``, ``slot``, ``service``) does not load the training loop and
+PyTorch.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _HOME = {
-    "list_checkpoints": "runs", "resume_config": "runs",
+    "list_checkpoints": "checkpoints", "resume_config": "checkpoints",
     "CUSTOM": "config", "PRESETS": "config", "TrainConfig": "config", "bert_config": "config",
     "param_count": "config", "validate_probe_text": "config",
     "RunSnapshot": "metrics",
@@ -30,7 +33,7 @@ _HOME = {
 __all__ = sorted(_HOME)
 
 if TYPE_CHECKING:
-    from bertdemo.pretrain.runs import list_checkpoints, resume_config
+    from bertdemo.pretrain.checkpoints import list_checkpoints, resume_config
     from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig, bert_config, param_count, validate_probe_text
     from bertdemo.pretrain.metrics import RunSnapshot
     from bertdemo.pretrain.service import RunService

@@ -1,12 +1,15 @@
 """Headless pretraining: ``python -m bertdemo.pretrain --preset bert-tiny --corpus wiki --steps 2000 --out DIR``.
 
-Runs the same loop as the app with a progress bar and writes the final checkpoint into DIR
-(loadable with ``AutoModelForMaskedLM.from_pretrained(DIR)``) with ``metrics.csv``. Under
+Runs the same loop as the app with a progress bar and saves its checkpoints as the app's runs do:
+``DIR/steps/step-<n>/`` (each loadable with ``AutoModelForMaskedLM.from_pretrained``, with its
+``metrics.csv``), ``DIR/LATEST`` naming the latest; the last line printed gives its folder. Under
 ``torchrun --nproc_per_node=N`` it trains data-parallel (DDP; gloo on CPU, nccl on CUDA):
 each rank trains on its own shard with its own generator seed, rank 0 logs and saves.
 Ctrl-C stops after the current step and still writes the checkpoint. ``--auto-resume`` continues
-from the checkpoint already in DIR, if any: the same command then serves a first start and every
-restart (``torchrun --max-restarts``); DIR must then be one folder that every rank can read.
+from the latest checkpoint already in DIR, if any: the same command then serves a first start and
+every restart (``torchrun --max-restarts``); DIR must then be one folder that every rank can read.
+``--init-from`` and ``--resume-from`` take a checkpoint folder, or a run folder (another run's DIR)
+for its latest checkpoint.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from bertdemo.pretrain.config import CUSTOM, GROUPS, PRESETS, TrainConfig, leaf_
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertdemo.pretrain", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False)
-    parser.add_argument("--out", required=True, help="folder for the final checkpoint and metrics.csv")
+    parser.add_argument("--out", required=True,
+                        help="run folder: checkpoints in steps/step-<n>/ (with metrics.csv), LATEST names the latest")
     sections = {group: parser.add_argument_group(f"{group} settings", (cls.__doc__ or "").strip())
                 for group, cls in GROUPS.items()}
     types, helps = setting_types(), setting_help()
@@ -66,11 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = {f.name: getattr(args, f.name) for _, f in leaf_fields() if hasattr(args, f.name)}
     out = Path(args.out)
-    from bertdemo.pretrain.runs import STATE_FILE
+    from bertdemo.pretrain.checkpoints import latest_checkpoint
 
-    resuming = args.auto_resume and not values.get("resume_from") and (out / STATE_FILE).is_file()
+    for name in ("init_from", "resume_from"):  # a run folder (another --out) stands for its latest checkpoint
+        named = values.get(name)
+        if named and not (Path(named) / "config.json").is_file() and latest_checkpoint(named) is not None:
+            values[name] = str(latest_checkpoint(named))
+    latest = latest_checkpoint(out) if args.auto_resume and not values.get("resume_from") else None
+    resuming = latest is not None
     if resuming:
-        values["resume_from"] = str(out)
+        values["resume_from"] = str(latest)
     cfg = TrainConfig.from_flat(**values, runs_dir=str(out.parent))
     cfg.validate()
     dist = _dist_from_env()
@@ -135,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     previous_handler = signal.signal(signal.SIGINT, on_sigint)
     try:
-        status = run_training(cfg, metrics=metrics, checkpoint_dir=out, dist=dist, on_step=on_step,
+        status = run_training(cfg, metrics=metrics, run_folder=out, dist=dist, on_step=on_step,
                               control=control, run_info={"run_id": out.name}, raise_on_failure=True)
     finally:
         signal.signal(signal.SIGINT, previous_handler)
@@ -147,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         snap = metrics.snapshot()
         ev = f", held-out loss {snap.eval_loss[-1]:.3f} (ppl {snap.eval_ppl[-1]:.1f})" if snap.eval_loss else ""
         print(f"{status}: step {snap.step}/{cfg.optim.steps} on {snap.device}{ev}, "
-              f"{snap.tokens_per_s:,.0f} tokens/s; checkpoint: {out}", file=sys.stderr)
+              f"{snap.tokens_per_s:,.0f} tokens/s; checkpoint: {latest_checkpoint(out) or 'none saved'}",
+              file=sys.stderr)
     return 0 if status in ("finished", "stopped") else 1
 
 

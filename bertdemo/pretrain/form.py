@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bertdemo.models.policy import is_within
-from bertdemo.pretrain import runs
+from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.budget import check_public
 from bertdemo.settings import Limits
 from bertdemo.pretrain.config import TrainConfig, setting_types
@@ -58,12 +58,12 @@ def config_from_settings(settings: dict[str, Any], runs_dir: str | Path, public_
         _check_public_settings(values, runs_dir, upload, upload_root)
     resume = values.pop("resume_from", "")
     if resume:
-        done = int(runs.read_state(resume).get("step", 0))
+        done = int(checkpoints.read_state(resume).get("step", 0))
         steps = values.get("steps", 0)
         if steps <= done:
             raise ValueError(f"That checkpoint is at step {done}; set Steps above {done} to continue training.")
         keep = {name: values[name] for name in ("steps", "probe_text", "probe_expected") if name in values}
-        cfg = runs.resume_config(resume, **keep, runs_dir=runs_dir)
+        cfg = checkpoints.resume_config(resume, **keep, runs_dir=runs_dir)
     else:
         if values.get("corpus") == UPLOAD:
             values["corpus"] = _uploaded_corpus(upload)

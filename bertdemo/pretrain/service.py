@@ -30,7 +30,7 @@ from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.models.hub import HubProbe
-from bertdemo.pretrain import budget, runs
+from bertdemo.pretrain import budget, checkpoints, run_folders, uploads
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS
@@ -92,7 +92,8 @@ class RunService:
         status["plateau"] = snap.plateau  # the model answers the same words for every probe
         status["heldout_eval"] = HELDOUT_EVAL  # how eval_loss, mlm_acc (top-1), top5_acc, median_rank are scored
         status["landmark_labels"] = {name: LANDMARK_LABELS[name] for name in snap.landmarks}
-        status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints]
+        # the run's saves still on disk (older ones beyond keep_checkpoints are deleted as it goes)
+        status["checkpoints"] = [self._shown_checkpoint(p) for p in snap.checkpoints if Path(p).is_dir()]
         status["last_checkpoint"] = self._shown_checkpoint(snap.last_checkpoint)
         return status
 
@@ -121,7 +122,7 @@ class RunService:
             cfg = cfg.replace(cache_dir=str(self.settings.cache_dir))
         if public is not None and cfg.system.resume_from:  # resuming writes into that run's folder
             resumed = Path(cfg.system.resume_from).resolve().relative_to(self.runs_dir.resolve()).parts[0]
-            if not (self.settings.is_admin(owner_token) or runs.is_owner(self.runs_dir, resumed, owner_token)):
+            if not (self.settings.is_admin(owner_token) or run_folders.is_owner(self.runs_dir, resumed, owner_token)):
                 raise ValueError("Only the browser that started this run (or this server's administrator) may "
                                  "resume it; start a new run, or resume one of yours.")
         if public is not None:
@@ -134,21 +135,21 @@ class RunService:
         received = None
         if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
-            cfg = cfg.replace(corpus=str(runs.adopt_upload(received, self.runs_dir)))
+            cfg = cfg.replace(corpus=str(uploads.adopt_upload(received, self.runs_dir)))
         try:
             run = manager.start(cfg, owner_token=owner_token if public is not None else "",
                                 visitor=visitor if public is not None else "",
                                 max_seconds=public.max_seconds if public is not None else None)
         except ValueError:
-            runs.release_uploads(self.runs_dir, active=self._active_corpora())
+            uploads.release_uploads(self.runs_dir, active=self._active_corpora())
             raise
         if received:
-            runs.forget_original_upload(received)
+            uploads.forget_original_upload(received)
         return run
 
     def clean_leftovers(self) -> list[str]:
-        """At server start, when no run trains on this machine: finish or drop interrupted checkpoint
-        writes, and delete the folders of runs that never saved (failed, stopped at once, killed).
+        """At server start, when no run trains on this machine: drop the temp folders of interrupted
+        checkpoint saves, move runs in the earlier layout to step folders, and delete the folders of runs that never saved (failed, stopped at once, killed).
         Returns the ids deleted; nothing when a run is under way (in this process or another)."""
         if self.manager.current is not None and self.manager.current.active:
             return []
@@ -158,16 +159,16 @@ class RunService:
             return []
         try:
             deleted = []
-            for run_id in runs.run_ids(self.runs_dir):
-                target = self.runs_dir / run_id / runs.CHECKPOINT_DIRNAME
-                runs.recover(target)  # a crash between the two renames: the previous checkpoint comes back
-                if not target.is_dir() and not any((self.runs_dir / run_id).rglob("config.json")):
-                    runs.delete_run_folder(self.runs_dir, run_id)  # no model in it anywhere: nothing lost
+            for run_id in run_folders.run_ids(self.runs_dir):
+                folder = self.runs_dir / run_id
+                checkpoints.clean_unfinished(folder)  # cut-off saves go; a run in the earlier layout moves to steps/
+                if not any(folder.rglob("config.json")):
+                    run_folders.delete_run_folder(self.runs_dir, run_id)  # no model in it anywhere: nothing lost
                     deleted.append(run_id)
             root = finetune_root(self.runs_dir)
-            for run_id in runs.run_ids(root):  # a fine-tuning run saves its model once, at its end (atomically)
+            for run_id in run_folders.run_ids(root):  # a fine-tuning run saves its model once, at its end (atomically)
                 if not (root / run_id / MODEL_DIRNAME / "config.json").is_file():
-                    runs.delete_run_folder(root, run_id)
+                    run_folders.delete_run_folder(root, run_id)
                     deleted.append(run_id)
             return deleted
         finally:
@@ -193,8 +194,6 @@ class RunService:
         if folder is None:
             raise ValueError("Only checkpoints of this server's runs can be resumed here: pick one from the list "
                              "(run:<run id>/checkpoint).")
-        if not (Path(folder) / runs.STATE_FILE).is_file():
-            raise ValueError(f"{name} has no saved training state to resume: pick another run.")
         return folder
 
     def _check_visitor_share(self, owner_token: str, visitor: str, resuming: bool) -> None:
@@ -204,12 +203,12 @@ class RunService:
         caps = self.settings.public_limits
         live = self.manager.current
         keep = [live.run_id] if live is not None and live.active else []
-        runs.expire_runs(self.runs_dir, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
+        run_folders.expire_runs(self.runs_dir, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
         if resuming or self.settings.is_admin(owner_token):
             return
-        runs.expire_runs(finetune_root(self.runs_dir), caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
-        mine = [*runs.runs_owned_by(self.runs_dir, owner_token, visitor),
-                *runs.runs_owned_by(finetune_root(self.runs_dir), owner_token, visitor)]
+        run_folders.expire_runs(finetune_root(self.runs_dir), caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
+        mine = [*run_folders.runs_owned_by(self.runs_dir, owner_token, visitor),
+                *run_folders.runs_owned_by(finetune_root(self.runs_dir), owner_token, visitor)]
         if len(mine) >= caps.max_runs_per_visitor:
             raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
                              "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
@@ -257,16 +256,16 @@ class RunService:
     # --- runs on disk -------------------------------------------------------------------------------
     def list_runs(self) -> list[str]:
         """Ids of the runs with a checkpoint, newest first."""
-        return runs.list_runs(self.runs_dir)
+        return run_folders.list_runs(self.runs_dir)
 
     def run_choices(self) -> list[tuple[str, str]]:
         """(label, id) of the runs with a checkpoint, newest first; a label says what the run was
         (its preset, the settings that differ from the default, its step and start)."""
-        return runs.run_choices(self.runs_dir)
+        return run_folders.run_choices(self.runs_dir)
 
-    def load_run(self, run_id: str) -> runs.RunRecord:
+    def load_run(self, run_id: str) -> run_folders.RunRecord:
         """A run's settings and history from its checkpoint; ValueError for a name that is none."""
-        return runs.load_run(self.runs_dir, run_id)
+        return run_folders.load_run(self.runs_dir, run_id)
 
     def compared(self, run_ids: list[str] | None, live_label: str = "live run",
                  live: RunSnapshot | None = None) -> list[tuple[str, RunSnapshot]]:
@@ -274,15 +273,19 @@ class RunService:
         snapshot when the caller holds one already) and of the earlier runs ``run_ids``; labels name the
         settings in which the runs differ."""
         run = self.current
-        live = [] if run is None else [runs.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
+        live = [] if run is None else [run_folders.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
         records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
-        labels = runs.differing_labels(records)
+        labels = run_folders.differing_labels(records)
         return [(f"{live_label} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
                 for i, r in enumerate(records)]
 
     def run_checkpoint(self, run_id: str) -> str:
         """The folder of run ``run_id``'s latest checkpoint (ValueError for a name that is no run)."""
-        return str(runs.run_dir(self.runs_dir, run_id) / runs.CHECKPOINT_DIRNAME)
+        return str(run_folders.run_checkpoint(self.runs_dir, run_id))
+
+    def checkpoint_folders(self, run_id: str) -> list[str]:
+        """The folders of run ``run_id``'s kept checkpoints, lowest step first, the latest last."""
+        return [str(p) for p in reversed(checkpoints.run_checkpoints(run_folders.run_dir(self.runs_dir, run_id)))]
 
     def metrics_csv(self, run_id: str) -> str:
         """A run's metrics as CSV text: the live run's now, an earlier run's from its checkpoint."""
@@ -297,13 +300,13 @@ class RunService:
         if not run_id:
             raise ValueError("Pick a run first.")
         if self.settings.is_public and not (self.settings.is_admin(owner_token)
-                                            or runs.is_owner(self.runs_dir, run_id, owner_token)):
+                                            or run_folders.is_owner(self.runs_dir, run_id, owner_token)):
             raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
         if self.manager.is_busy(run_id):
             raise ValueError("That run is still active; stop it before deleting it.")
-        runs.delete_run_folder(self.runs_dir, run_id)
+        run_folders.delete_run_folder(self.runs_dir, run_id)
         self.manager.forget(run_id)  # a deleted run's status is not the page's latest run any more
-        runs.release_uploads(self.runs_dir, active=self._active_corpora())
+        uploads.release_uploads(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:
         run = self.current
@@ -311,7 +314,7 @@ class RunService:
 
     # --- names the pages use -----------------------------------------------------------------------
     def run_reference(self, path: str | Path) -> str:
-        """``run:<id>/checkpoint`` (or ``run:<id>/previous/step-<n>``) for a checkpoint folder of this server."""
+        """``run:<id>/checkpoint`` (the latest) or ``run:<id>/steps/step-<n>`` for a checkpoint folder of this server."""
         return run_refs.run_reference(path, self.runs_dir)
 
     def resolve_run_reference(self, name: str) -> str | None:
@@ -326,12 +329,12 @@ class RunService:
 
     def model_choices(self) -> list[tuple[str, str]]:
         """The runs' latest checkpoints among every tab's models: ("<label> (checkpoint)", "run:<id>/checkpoint")."""
-        return [(f"{label} (checkpoint)", self.run_reference(path)) for label, path in runs.list_checkpoints(self.runs_dir)]
+        return [(f"{label} (checkpoint)", self.run_reference(path)) for label, path in checkpoints.list_checkpoints(self.runs_dir)]
 
     def checkpoint_choices(self) -> list[tuple[str, str]]:
-        """Resume choices: "run:<id>/checkpoint" or "run:<id>/previous/step-<n>", never server paths."""
+        """Resume choices: "run:<id>/checkpoint" or "run:<id>/steps/step-<n>", never server paths."""
         return [("— start from scratch —", "")] + [(label, self.run_reference(path))
-                                                    for label, path in runs.list_checkpoints(self.runs_dir, True)]
+                                                    for label, path in checkpoints.list_checkpoints(self.runs_dir, True)]
 
     # --- estimates ----------------------------------------------------------------------------------
     def time_estimate(self, settings: dict[str, Any]) -> str:
@@ -409,7 +412,7 @@ class RunService:
     def finetune_ids(self) -> list[str]:
         """Ids of the fine-tuning runs with a saved model, newest first."""
         root = finetune_root(self.runs_dir)
-        return sorted((r for r in runs.run_ids(root) if (root / r / MODEL_DIRNAME / "config.json").is_file()),
+        return sorted((r for r in run_folders.run_ids(root) if (root / r / MODEL_DIRNAME / "config.json").is_file()),
                       reverse=True)
 
     def finetune_choices(self) -> list[tuple[str, str]]:
@@ -424,7 +427,7 @@ class RunService:
     def load_finetune(self, run_id: str) -> FinetuneSnapshot:
         """A saved fine-tuning run's history (ValueError for a name that is none)."""
         try:
-            folder = runs.run_dir(finetune_root(self.runs_dir), run_id, saved=False)  # a plain name of a run folder
+            folder = run_folders.run_dir(finetune_root(self.runs_dir), run_id, saved=False)  # a plain name of a run folder
         except ValueError:
             raise ValueError("Pick a fine-tuning run from the list.") from None
         live = self.finetune_snapshot()
@@ -451,16 +454,16 @@ class RunService:
         """Delete an ended fine-tuning run (its owner or the admin on a public server)."""
         root = finetune_root(self.runs_dir)
         try:
-            runs.run_dir(root, run_id, saved=False)
+            run_folders.run_dir(root, run_id, saved=False)
         except ValueError:
             raise ValueError("Pick a fine-tuning run first.") from None
         if self.settings.is_public and not (self.settings.is_admin(owner_token)
-                                            or runs.is_owner(root, run_id, owner_token)):
+                                            or run_folders.is_owner(root, run_id, owner_token)):
             raise ValueError("Only the browser that started this run (or this server's administrator) may delete it.")
         live = self.finetune_run
         if live is not None and live.run_id == run_id and live.active:
             raise ValueError("That run is still active; stop it before deleting it.")
-        runs.delete_run_folder(root, run_id)
+        run_folders.delete_run_folder(root, run_id)
 
 
 FINETUNE_CHECKPOINT_BYTES = 100 * 2**20  # a fine-tuned model of the embedded shape (23M float32 parameters) and its tokenizer

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
-from bertdemo.pretrain import budget, runs
+from bertdemo.pretrain import budget, checkpoints, run_folders, uploads
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.metrics import ACTIVE_STATUSES, MetricsBuffer, RunSnapshot, Status
 from bertdemo.pretrain.probes import validate_expected
@@ -116,17 +116,17 @@ class TrainingRun(BackgroundRun):
         self._machine_lock: FileLock | None = None
         self._run_info: dict[str, Any] = {}
         self.run_id = ""
-        self.checkpoint_dir = Path()
+        self.run_folder = Path()  # where its checkpoints are saved (<run>/steps/step-<n>, <run>/LATEST)
         if cfg.system.resume_from:
-            state = runs.read_state(cfg.system.resume_from)
-            self.run_id = str(state.get("run_id") or Path(cfg.system.resume_from).parent.name)
-            self.checkpoint_dir = runs.run_checkpoint_dir(cfg.system.resume_from)
+            state = checkpoints.read_state(cfg.system.resume_from)
+            self.run_folder = checkpoints.run_folder_of(cfg.system.resume_from)
+            self.run_id = str(state.get("run_id") or self.run_folder.name)
             self._run_info = {"run_id": self.run_id, "started_at": state.get("started_at"),
                               "elapsed_s": float(state.get("elapsed_s", 0.0))}
         self.control: RunControl = RunControl()
         self.metrics = MetricsBuffer(run_id=self.run_id, status=Status.PREPARING, message="Starting…",
                                      total_steps=cfg.optim.steps, preset=cfg.model.preset,
-                                     corpus=runs.corpus_display_name(cfg.data.corpus),
+                                     corpus=checkpoints.corpus_display_name(cfg.data.corpus),
                                      probe_text=cfg.monitor.probe_text,
                                      probe_expected=cfg.monitor.probe_expected)
         self._thread = threading.Thread(target=self._main, daemon=True)
@@ -138,11 +138,11 @@ class TrainingRun(BackgroundRun):
         self._machine_lock = machine_lock
         if not self.run_id:
             self.run_id = claim_run_folder(self.runs_dir, self.cfg.model.preset)
-            self.checkpoint_dir = self.runs_dir / self.run_id / runs.CHECKPOINT_DIRNAME
+            self.run_folder = self.runs_dir / self.run_id
             self._run_info = {"run_id": self.run_id, "started_at": datetime.now().isoformat(timespec="seconds")}
             self.metrics.update(run_id=self.run_id)
-        runs.record_owner(self.checkpoint_dir.parent, self.owner_token)  # who may delete it later
-        runs.record_visitor(self.checkpoint_dir.parent, self.visitor)  # whose quota it counts in
+        run_folders.record_owner(self.run_folder, self.owner_token)  # who may delete it later
+        run_folders.record_visitor(self.run_folder, self.visitor)  # whose quota it counts in
         self._thread.name = f"pretrain-{self.run_id}"
         if self.max_seconds is not None:
             self._deadline = self._clock() + self.max_seconds
@@ -170,7 +170,7 @@ class TrainingRun(BackgroundRun):
 
         try:
             lower_this_thread()  # when the page and the run both want a core, the page comes first
-            final = run_training(self.cfg, metrics=self.metrics, checkpoint_dir=self.checkpoint_dir,
+            final = run_training(self.cfg, metrics=self.metrics, run_folder=self.run_folder,
                                  control=self.control, run_info=self._run_info, on_step=self._on_step,
                                  disk=self.disk)
             if final == Status.STOPPED and self._limit_reason:
@@ -189,7 +189,7 @@ class TrainingRun(BackgroundRun):
 
             own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []
             # an upload no checkpoint refers to is deleted now, with its blocks in this run's cache too
-            runs.release_uploads(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
+            uploads.release_uploads(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
 
     def time_left(self) -> float | None:
         """Seconds left of the wall-time cap (None: no cap); a run continued elsewhere keeps the same deadline."""

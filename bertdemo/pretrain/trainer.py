@@ -31,7 +31,7 @@ from transformers import AutoTokenizer
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.load_errors import shown_fault
-from bertdemo.pretrain import budget, runs, timeline
+from bertdemo.pretrain import budget, checkpoints, timeline
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, probe_answers
@@ -98,13 +98,13 @@ def training_device(cfg: TrainConfig, dist: DistInfo) -> torch.device:
 class Trainer:
     """One run's model, optimizer, data and counters; each method is one part of the loop."""
 
-    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path | None, dist: DistInfo,
+    def __init__(self, cfg: TrainConfig, metrics: MetricsBuffer, run_folder: Path | None, dist: DistInfo,
                  run_info: dict, device: torch.device, control: RunControl, initial: TrainerState | None = None,
                  disk: DiskRules | None = None) -> None:
         """``initial``: start from these weights, optimizer state and trainer state (a GPU burst) instead
         of ``cfg``'s checkpoint or a new model; ``disk``: checkpoints kept and the disk budget."""
         self.cfg, self.metrics, self.dist = cfg, metrics, dist
-        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)  # None: save() refuses
+        self.run_folder = None if run_folder is None else Path(run_folder)  # its checkpoints; None: save() refuses
         self.run_info, self.device, self.control, self.disk = run_info, device, control, disk
         metrics.update(status=Status.PREPARING, device=str(device), message="Loading the tokenizer…")
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
@@ -154,7 +154,7 @@ class Trainer:
         self.start_step = 0
         state = None
         if initial is not None or cfg.system.resume_from:
-            state = initial.state if initial is not None else runs.read_state(cfg.system.resume_from)
+            state = initial.state if initial is not None else checkpoints.read_state(cfg.system.resume_from)
             self.start_step = int(state.get("step", 0))
             restore_history(metrics, state.get("history", {}))
             if initial is not None:  # weights in hand: a model of the run's architecture, then its state dict
@@ -184,7 +184,7 @@ class Trainer:
         if initial is not None:
             self.optimizer.load_state_dict(initial.optimizer_state)
         elif cfg.system.resume_from:
-            runs.load_optimizer_state(cfg.system.resume_from, self.optimizer)
+            checkpoints.load_optimizer_state(cfg.system.resume_from, self.optimizer)
         self.forward = self.objective
         if self.dist.world_size > 1:
             ids = [device.index] if device.type == "cuda" else None
@@ -222,11 +222,11 @@ class Trainer:
     @classmethod
     def from_state(cls, cfg: TrainConfig, model_config: dict, model_state: dict[str, torch.Tensor],
                    optimizer_state: dict, state: dict, metrics: MetricsBuffer, device: torch.device,
-                   checkpoint_dir: Path | None = None) -> Trainer:
+                   run_folder: Path | None = None) -> Trainer:
         """A trainer that continues from weights and optimizer state in memory (a GPU burst's input):
         no checkpoint is read. ``model_config``: the model's config.json content; ``state``: the trainer
-        state (step, run identity, history); ``checkpoint_dir``: where :meth:`save` writes (None: nowhere)."""
-        return cls(cfg, metrics, checkpoint_dir, DistInfo(), dict(state), device, RunControl(),
+        state (step, run identity, history); ``run_folder``: where :meth:`save` writes (None: nowhere)."""
+        return cls(cfg, metrics, run_folder, DistInfo(), dict(state), device, RunControl(),
                    initial=TrainerState(model_config, model_state, optimizer_state, state))
 
     def phase_length(self, step: int) -> int:
@@ -392,8 +392,8 @@ class Trainer:
         """Write the checkpoint of this step atomically (rank 0 only, once per step)."""
         if not self.dist.is_main or self.step == self.saved_step:
             return
-        if self.checkpoint_dir is None:
-            raise ValueError("This trainer was given no checkpoint folder to save into.")
+        if self.run_folder is None:
+            raise ValueError("This trainer was given no run folder to save checkpoints into.")
         if self.steps_since_log:  # losses not yet logged: check them (one host sync) before writing
             check_finite_loss((self.loss_sum + self.nsp_loss_sum).item(), self.step)
         self.run_info["elapsed_s"] = self.elapsed
@@ -405,8 +405,8 @@ class Trainer:
         if strength > 0:  # the saved model is a stock BERT: it predicts without the bias the run still trains with
             state["locality_strength"] = strength
         started = time.perf_counter()
-        path = runs.write_checkpoint(self.checkpoint_dir, self.model, self.tokenizer, self.cfg.to_dict(), state,
-                                     metrics_csv(snap), self.optimizer, disk=self.disk)
+        path = checkpoints.write_checkpoint(self.run_folder, self.model, self.tokenizer, self.cfg.to_dict(), state,
+                                            metrics_csv(snap), self.optimizer, disk=self.disk)
         self.metrics.update(save_s=self.metrics.get("save_s") + time.perf_counter() - started,
                             saves=self.metrics.get("saves") + 1)
         self.metrics.add_checkpoint(str(path))
@@ -450,7 +450,7 @@ def run_training(
     cfg: TrainConfig,
     *,
     metrics: MetricsBuffer,
-    checkpoint_dir: Path,
+    run_folder: Path,
     control: RunControl | None = None,
     dist: DistInfo | None = None,
     run_info: dict | None = None,
@@ -469,7 +469,7 @@ def run_training(
     dist = dist or DistInfo()
     where = {"device": str(cfg.system.device)}
     try:
-        return _train(cfg, metrics, Path(checkpoint_dir), control, dist, dict(run_info or {}), on_step, disk, where)
+        return _train(cfg, metrics, Path(run_folder), control, dist, dict(run_info or {}), on_step, disk, where)
     except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
         failure = err
         metrics.update(status=Status.FAILED, message=failure_message(err, cfg, where["device"]))
@@ -483,7 +483,7 @@ def run_training(
     return Status.FAILED
 
 
-def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, control: RunControl, dist: DistInfo,
+def _train(cfg: TrainConfig, metrics: MetricsBuffer, run_folder: Path, control: RunControl, dist: DistInfo,
            run_info: dict, on_step: Callable[[int], None] | None, disk: DiskRules | None, where: dict) -> str:
     """The loop of :func:`run_training` (which turns its exceptions into a failed run)."""
     cfg.validate()
@@ -493,7 +493,7 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, checkpoint_dir: Path, contr
         keep_freed_memory()  # the same large tensors every step: reuse them, no page faults
     started = time.perf_counter()
     with thread_count(cfg.system.num_threads, dist.world_size, device):
-        trainer = Trainer(cfg, metrics, checkpoint_dir, dist, run_info, device, control, disk=disk)
+        trainer = Trainer(cfg, metrics, run_folder, dist, run_info, device, control, disk=disk)
         metrics.update(status=Status.RUNNING, message=f"Training on {trainer.corpus_label} "
                        f"({len(trainer.train_blocks):,} blocks, {'bf16 autocast' if trainer.bf16 else 'fp32'}).")
         if trainer.start_step == 0:

@@ -29,7 +29,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from bertdemo.pretrain import runs
+from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
 from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv
@@ -57,11 +57,11 @@ class BurstInput:
                         max_seconds: float = BURST_SECONDS * TIME_SHARE) -> BurstInput:
         """Read a run's checkpoint into CPU state dicts."""
         checkpoint = Path(checkpoint)
-        state = runs.read_state(checkpoint)
-        optimizer_path = checkpoint / runs.OPTIMIZER_FILE
+        state = checkpoints.read_state(checkpoint)
+        optimizer_path = checkpoint / checkpoints.OPTIMIZER_FILE
         if not optimizer_path.is_file():
             raise ValueError("This checkpoint has no optimizer state, so a GPU burst cannot continue it.")
-        train_config = json.loads((checkpoint / runs.CONFIG_FILE).read_text(encoding="utf-8"))
+        train_config = json.loads((checkpoint / checkpoints.CONFIG_FILE).read_text(encoding="utf-8"))
         model_config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
         model_state = load_file(checkpoint / "model.safetensors", device="cpu")
         optimizer_state = torch.load(optimizer_path, map_location="cpu", weights_only=True)
@@ -135,15 +135,18 @@ def train_burst(inp: BurstInput, device: str = "cuda") -> Iterator[BurstProgress
                       _to_cpu(trainer.optimizer.state_dict()), state, metrics_csv(snap), str(trainer.device))
 
 
-def hand_back(checkpoint: str | Path, result: BurstResult, disk: DiskRules | None = None) -> Path:
-    """Write the burst's weights, optimizer state and history as the run's checkpoint (atomically),
-    straight from the state dicts (the checkpoint's own config and tokenizer files stay)."""
-    checkpoint = Path(checkpoint)
-    config = json.loads((checkpoint / runs.CONFIG_FILE).read_text(encoding="utf-8"))
+def hand_back(run_folder: str | Path, result: BurstResult, disk: DiskRules | None = None) -> Path:
+    """Save the burst's weights, optimizer state and history as the run's latest checkpoint (atomically),
+    straight from the state dicts (with the config and tokenizer of the checkpoint it started from); returns
+    its folder."""
+    checkpoint = checkpoints.latest_checkpoint(run_folder)
+    if checkpoint is None:
+        raise ValueError("This run has no saved checkpoint to continue; start a new run.")
+    config = json.loads((checkpoint / checkpoints.CONFIG_FILE).read_text(encoding="utf-8"))
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     state = {k: v for k, v in result.state.items() if k != "saved_at"}
-    return runs.write_checkpoint(checkpoint, result.model_state, tokenizer, config, state, result.metrics_csv,
-                                 result.optimizer_state, disk=disk)
+    return checkpoints.write_checkpoint(run_folder, result.model_state, tokenizer, config, state, result.metrics_csv,
+                                        result.optimizer_state, disk=disk)
 
 
 def merge_progress(metrics: MetricsBuffer, item: BurstProgress) -> None:
@@ -175,13 +178,14 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
             if not run.join(join_timeout):
                 raise ValueError("The run did not stop in time for the GPU burst; try again in a moment.")
         snap = run.snapshot()
-        if snap.status not in (Status.STOPPED, Status.FINISHED) or not (run.checkpoint_dir / runs.STATE_FILE).is_file():
+        latest = checkpoints.latest_checkpoint(run.run_folder)
+        if snap.status not in (Status.STOPPED, Status.FINISHED) or latest is None:
             raise ValueError("This run has no saved checkpoint to continue; start a new run.")
         if snap.step >= snap.total_steps:
             raise ValueError(f"The run has done all its {snap.total_steps:,} steps; resume it with more steps first.")
         run.control.stop_event.clear()
         run.metrics.update(status=Status.GPU_BURST, message="GPU burst: waiting for a GPU…")
-        inp = BurstInput.from_checkpoint(run.checkpoint_dir, steps)
+        inp = BurstInput.from_checkpoint(latest, steps)
         if left is not None:  # the burst's time is the run's time: it cannot outlast the cap
             inp.max_seconds = min(inp.max_seconds, left)
         result = None
@@ -205,11 +209,11 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
                                            f"{inp.state.get('step', 0)} checkpoint.")
         if result is None:
             return
-        hand_back(run.checkpoint_dir, result, manager.disk)
+        saved = hand_back(run.run_folder, result, manager.disk)
         yield result
         left = run.time_left()  # the burst's wall time is charged to the run's cap
         if result.step >= snap.total_steps or run.control.stop_event.is_set() or (left is not None and left <= 0):
             run.metrics.update(status=Status.STOPPED if result.step < snap.total_steps else Status.FINISHED,
                                step=result.step, message=f"GPU burst done at step {result.step:,}; checkpoint saved.")
             return
-        manager.start(runs.resume_config(run.checkpoint_dir), owner_token=run.owner_token, max_seconds=left, hold=hold)
+        manager.start(checkpoints.resume_config(saved), owner_token=run.owner_token, max_seconds=left, hold=hold)

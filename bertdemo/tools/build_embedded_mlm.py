@@ -21,6 +21,10 @@ All training runs the project's own engine (``bertdemo.pretrain``, the loop of t
    from these and the installed encoder. ``--export-from CHECKPOINT`` skips the training;
    ``--skip-wiki`` reuses an existing ``WORK/wiki`` checkpoint, ``--skip-everyday`` also
    an existing ``WORK/everyday`` (and its corpus ``WORK/everyday.jsonl``).
+
+Each ``WORK/<stage>`` is a run folder (``steps/step-<n>/``, ``LATEST``); a stage continues from,
+and the export reads, the latest checkpoint of the one before (or of ``--export-from`` when that
+is a run folder).
 The model card (``README.md`` in the assets folder) is written by hand and left untouched.
 """
 
@@ -131,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-wiki", action="store_true", help="reuse the stage-1 checkpoint WORK/wiki")
     parser.add_argument("--skip-everyday", action="store_true",
                         help="also reuse the stage-2 checkpoint WORK/everyday and its corpus")
-    parser.add_argument("--export-from", default="", help="export this checkpoint; no training")
+    parser.add_argument("--export-from", default="", help="export this checkpoint (or a run folder's latest); no training")
     args = parser.parse_args(argv)
 
     checkpoint = Path(args.export_from) if args.export_from else None
@@ -165,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                           seed=args.seed + 1, **stage2)
             if code != 0:
                 return code
+    from bertdemo.pretrain.checkpoints import latest_checkpoint
+
+    checkpoint = latest_checkpoint(checkpoint) or checkpoint  # a stage's run folder: its latest checkpoint
     out = export(checkpoint, args.assets)
     size = (out / embedded.TRAINED_FILE).stat().st_size
     print(f"exported {checkpoint} -> {out / embedded.TRAINED_FILE} ({size / 1e6:.1f} MB)", file=sys.stderr)

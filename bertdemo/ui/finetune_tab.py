@@ -263,10 +263,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def probe_checkpoints(run_id: str, progress=gr.Progress()):
         if not run_id:
             raise ValueError("Pick a pretraining run first.")
-        from bertdemo.pretrain.runs import previous_checkpoints
-
-        latest = Path(runs.run_checkpoint(run_id))
-        folders = [str(p) for p in previous_checkpoints(latest)] + [str(latest)]
+        folders = runs.checkpoint_folders(run_id)
         return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m))))
 
     @user_errors

@@ -120,7 +120,7 @@ def test_only_the_runs_starter_may_resume_or_delete_it(public_server):
     for token in ("tok-b", "tok-a"):  # resuming would train into (and overwrite) the starter's checkpoint
         with pytest.raises(AppError, match="Only the browser that started this run"):
             client.predict({**RUN, "resume_from": f"run:{run_id}/checkpoint"}, token, api_name="/start_run")
-    assert (public_server.runs / run_id / "checkpoint" / "config.json").is_file()
+    assert list((public_server.runs / run_id / "steps").glob("step-*/config.json"))  # the starter's checkpoint stays
     assert "tok-n" not in (public_server.runs / run_id / "owner.sha256").read_text()  # a digest, not the token
     # a run made after the page was built answers the order probe through the API (loaded by its run: name)
     probe = client.predict(run_id, "The cat sat on the [MASK] .", api_name="/order_probe")

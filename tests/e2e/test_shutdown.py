@@ -24,10 +24,10 @@ def test_sigterm_saves_the_live_run_before_the_server_exits(app_model_dir, tmp_p
         while (snap := client.predict(api_name="/run_status"))["step"] < 3:
             assert time.monotonic() < deadline and snap["status"] not in {"failed", "stopped"}, snap
             time.sleep(0.3)
-        assert not list(runs.glob("*/checkpoint"))  # nothing saved yet
+        assert not list(runs.glob("*/steps/step-*"))  # nothing saved yet
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
-        saved = list(runs.glob("*/checkpoint/config.json"))
+        saved = list(runs.glob("*/steps/step-*/config.json"))
         assert len(saved) == 1 and (saved[0].parent / "trainer_state.json").is_file()
     finally:
         stop_app(proc)
