@@ -17,7 +17,9 @@ def _cfg(**changes) -> TrainConfig:
 def test_the_work_grows_with_what_the_run_asks_for():
     base = budget.work_flops(_cfg())
     assert budget.work_flops(_cfg(steps=2000)) == pytest.approx(2 * base, rel=0.01)  # twice the steps
-    assert budget.work_flops(_cfg(batch_size=64)) == pytest.approx(2 * base)  # twice the tokens per step
+    # twice the tokens per step: twice the training; the 11 evaluations ask the same held-out questions
+    assert budget.work_flops(_cfg(batch_size=64)) == pytest.approx(2 * base - 11 * budget.evaluation_flops(_cfg()))
+    assert budget.evaluation_flops(_cfg()) == pytest.approx(budget.flops_per_token(_cfg()) * 20_480 / 3)
     # a wider model costs more than proportionally (the dense layers are quadratic in hidden)
     assert budget.flops_per_token(_cfg(hidden_size=256, intermediate_size=1024)) > 2 * budget.flops_per_token(_cfg())
     # longer blocks cost more per token (attention), and more predicted tokens more (the vocabulary logits)
@@ -67,7 +69,7 @@ def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
     assert (done, evals) == (84, 1)  # a step takes 3.6 s here: only the step-0 evaluation is due
     assert budget.check_time(_cfg(time_budget_s=300), max_seconds=20 * 60, rate=rate) == pytest.approx(
         300 + evals * budget.evaluation_flops(cfg) / rate)
-    with pytest.raises(ValueError, match=r"about 30 min here; .* Lower Steps to about 333,"):
+    with pytest.raises(ValueError, match=r"about 31 min here; .* Lower Steps to about 333,"):  # with its evaluations
         budget.check_time(_cfg(time_budget_s=1800), max_seconds=20 * 60, rate=rate)
     assert budget.duration_text(30) == "about 30 s" and budget.duration_text(5 * 3600) == "about 5.0 h"
 
@@ -129,13 +131,13 @@ def test_the_estimate_counts_evaluations_checkpoints_and_start_up():
     # one training step a second: the 5-minute budget ends the run at step 300, long before step 1,000
     est = budget.estimate_run(cfg, rate=step_flops)
     assert (est.training_s, est.budget_ends_it, est.evaluations, est.checkpoints) == (300, True, 4, 3)  # 0, 100, 200, 300
-    # an evaluation reads 4 batches forward only: 4/3 of a training step's operations
-    assert est.evaluation_s == pytest.approx(4 * 4 / 3) and est.total_s == pytest.approx(300 + 16 / 3)
+    # an evaluation reads the 20,480 held-out tokens forward only: 5/3 of a training step's operations (4,096 tokens)
+    assert est.evaluation_s == pytest.approx(4 * 5 / 3) and est.total_s == pytest.approx(300 + 20 / 3)
     assert not est.measured and est.startup_s == 0 == est.checkpoint_s  # nothing measured on this machine yet
     # what the last run here measured: 12 s to its first step, evaluations at half the training speed, 0.5 s a write
     measured = budget.RunOverheads(startup_s=12.0, eval_rate=step_flops / 2, save_s=0.5)
     est = budget.estimate_run(cfg, rate=step_flops, overheads=measured)
-    assert est.measured and est.total_s == pytest.approx(300 + 4 * 8 / 3 + 3 * 0.5 + 12)
+    assert est.measured and est.total_s == pytest.approx(300 + 4 * 10 / 3 + 3 * 0.5 + 12)
     # without a budget all 1,000 steps run: evaluations at 0, 100, ..., 1,000; writes at 100, ..., 900 and the last
     est = budget.estimate_run(_cfg(time_budget_s=0, checkpoint_every=100), rate=step_flops)
     assert (est.budget_ends_it, est.evaluations, est.checkpoints) == (False, 11, 10)
@@ -153,3 +155,20 @@ def test_the_speed_book_keeps_what_the_last_run_spent_beside_training():
     speeds.record(cfg, tokens_per_s=0.0, device="cpu:0", overheads=measured)
     assert speeds.overheads("cpu") == measured and speeds.rate("cpu") == 1.0e9  # no speed measured: calibrated
     assert speeds.estimate(_cfg(time_budget_s=300, device="cpu")) == budget.estimate_run(cfg, 1.0e9, measured)
+
+
+def test_before_any_run_evaluations_are_priced_at_their_own_calibrated_speed():
+    import math
+
+    from bertdemo.pretrain.trainer import calibrate_evaluation
+
+    cfg = _cfg(time_budget_s=0, device="cpu")
+    speeds = budget.SpeedBook(lambda device: 1.0e9, eval_calibrator=lambda device: 2.5e8)  # a quarter as fast
+    est = speeds.estimate(cfg)
+    assert not est.measured and est.evaluations == 11
+    assert est.evaluation_s == pytest.approx(11 * budget.evaluation_flops(cfg) / 2.5e8)
+    with pytest.raises(ValueError, match="this public server stops runs after"):  # the public cap counts them too
+        speeds.check_time(cfg, max_seconds=est.training_s + est.evaluation_s / 2)
+    assert speeds.check_time(cfg, max_seconds=est.total_s + 1) == pytest.approx(est.total_s)
+    rate = calibrate_evaluation("cpu")  # the engine's own evaluation, timed on this machine
+    assert math.isfinite(rate) and rate > 0

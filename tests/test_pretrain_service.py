@@ -100,10 +100,10 @@ def test_the_time_estimate_names_the_public_limit(tmp_path):
     # a time budget ends the training first: the estimate adds the evaluations due in the steps that fit, and
     # says what all the steps would take
     slower = RunService(service.settings, speeds=SpeedBook(lambda device: 1e8))
-    assert slower.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300, "eval_every": 10}) == (
-        "Estimated time on this machine, Start to the last checkpoint: **about 5 min** — about 5 min of training, "
-        "13 held-out evaluations (about 10 s); start-up and checkpoint writes are timed by the first run here and "
-        "counted after it. The time budget ends the training first (5,000 steps would take about 3.5 h).")
+    assert slower.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300}) == (
+        "Estimated time on this machine, Start to the last checkpoint: **about 7 min** — about 5 min of training, "
+        "2 held-out evaluations (about 2 min); start-up and checkpoint writes are timed by the first run here and "
+        "counted after it. The time budget ends the training first (5,000 steps would take about 4.3 h).")
     assert service.time_estimate({**SMALL, "hidden_size": 30, "num_attention_heads": 4}) == ""  # not a valid run yet
 
 

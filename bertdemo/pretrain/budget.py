@@ -31,6 +31,7 @@ rate, and start-up and checkpoint writes as not yet measured (:attr:`TimeEstimat
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -40,6 +41,7 @@ from pathlib import Path
 
 from bertdemo import storage
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
+from bertdemo.pretrain.heldout import EVAL_TOKENS
 from bertdemo.settings import DiskRules, Limits  # noqa: F401 - Limits: the caps check_public applies (its home: settings)
 
 ACTIVATION_BYTES = 180  # per (token × hidden unit × layer), kept for backward
@@ -155,8 +157,11 @@ def run_device(cfg: TrainConfig) -> str:
 
 
 def evaluation_flops(cfg: TrainConfig) -> float:
-    """Operations of one held-out evaluation (a forward pass over its batches: a third of training's)."""
-    return flops_per_token(cfg) * cfg.monitor.eval_batches * cfg.optim.batch_size * cfg.max_seq_len() / 3.0
+    """Operations of one held-out evaluation: a forward pass (a third of training's per token) over the fixed
+    questions' blocks (at most :data:`~bertdemo.pretrain.heldout.EVAL_TOKENS` tokens), and over
+    ``eval_batches`` training batches for next-sentence prediction when the run has it."""
+    tokens = EVAL_TOKENS + (cfg.monitor.eval_batches * cfg.optim.batch_size * cfg.max_seq_len() if cfg.objective.nsp else 0)
+    return flops_per_token(cfg) * tokens / 3.0
 
 
 @dataclass(frozen=True)
@@ -220,10 +225,16 @@ class SpeedBook:
     beside training (:class:`RunOverheads`): measured by the runs, or calibrated once before the first.
     One per server (the run service owns it); thread-safe."""
 
-    def __init__(self, calibrator: Callable[[str], float] | None = None) -> None:
-        self._calibrate = calibrator or _calibrate  # device type -> operations per second
+    def __init__(self, calibrator: Callable[[str], float] | None = None,
+                 eval_calibrator: Callable[[str], float] | None = None) -> None:
+        """``calibrator``: device type -> training operations per second (default: the engine's own);
+        ``eval_calibrator``: the same for a held-out evaluation (default: the engine's own, or
+        ``calibrator`` when only that is given)."""
+        self._calibrate = calibrator or _calibrate
+        self._calibrate_eval = eval_calibrator or calibrator or _calibrate_evaluation
         self._lock = threading.Lock()
         self._rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second
+        self._eval_rates: dict[str, float] = {}  # device type -> evaluation operations per second, calibrated
         self._overheads: dict[str, RunOverheads] = {}  # device type -> the last measured run's overheads
 
     def record(self, cfg: TrainConfig, tokens_per_s: float, device: str = "cpu",
@@ -243,9 +254,28 @@ class SpeedBook:
             return self._overheads.get(device.split(":")[0])
 
     def estimate(self, cfg: TrainConfig) -> TimeEstimate:
-        """The run's wall time, part by part, on the device it will train on."""
+        """The run's wall time, part by part, on the device it will train on: evaluations at the speed the
+        last run measured, else at the calibrated one."""
         device = run_device(cfg)
-        return estimate_run(cfg, self.rate(device), self.overheads(device))
+        overheads = self.overheads(device)
+        if overheads is None:
+            calibrated = RunOverheads(startup_s=0.0, eval_rate=self.eval_rate(device), save_s=0.0)
+            return dataclasses.replace(estimate_run(cfg, self.rate(device), calibrated), measured=False)
+        return estimate_run(cfg, self.rate(device), overheads)
+
+    def check_time(self, cfg: TrainConfig, max_seconds: float) -> float:
+        """:func:`check_time` with this book's speeds: the run's wall-time estimate, or ValueError past
+        ``max_seconds``."""
+        device = run_device(cfg)
+        overheads = self.overheads(device) or RunOverheads(0.0, self.eval_rate(device), 0.0)
+        return check_time(cfg, max_seconds, self.rate(device), overheads)
+
+    def eval_rate(self, device: str = "cpu") -> float:
+        """Operations per second of a held-out evaluation on ``device``, calibrated once."""
+        with self._lock:
+            if device not in self._eval_rates:
+                self._eval_rates[device] = self._calibrate_eval(device)
+            return self._eval_rates[device]
 
     def rate(self, device: str = "cpu") -> float:
         """Operations per second on ``device``: the last run's measured speed, else a calibration (once)."""
@@ -267,6 +297,15 @@ def _calibrate(device_type: str) -> float:
     with LOGIC_IMPORT_LOCK:
         from bertdemo.pretrain import trainer
     return trainer.calibrate(device_type)
+
+
+def _calibrate_evaluation(device_type: str) -> float:
+    """The default evaluation calibration (:func:`bertdemo.pretrain.trainer.calibrate_evaluation`)."""
+    from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+
+    with LOGIC_IMPORT_LOCK:
+        from bertdemo.pretrain import trainer
+    return trainer.calibrate_evaluation(device_type)
 
 
 def estimate_seconds(cfg: TrainConfig, rate: float, steps: int | None = None) -> float:

@@ -130,8 +130,7 @@ class RunService:
         budget.check_memory(cfg)
         budget.check_disk(cfg, self.runs_dir, self.settings.disk)
         if public is not None:
-            device = budget.run_device(cfg)
-            budget.check_time(cfg, public.max_seconds, self.speeds.rate(device), self.speeds.overheads(device))
+            self.speeds.check_time(cfg, public.max_seconds)
         received = None
         if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL

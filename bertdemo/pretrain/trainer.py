@@ -689,11 +689,14 @@ def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.
     ]
 
 
+CALIBRATION_SHAPE = dict(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                         intermediate_size=512, seq_len=128, batch_size=16)  # a small BERT: a second or two
+
+
 def calibrate(device_type: str = "cpu") -> float:
     """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
     small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
-    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
-                                intermediate_size=512, seq_len=128, batch_size=16, device=device_type)
+    cfg = TrainConfig.from_flat(**CALIBRATION_SHAPE, device=device_type)
     device = torch.device(device_type)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
@@ -713,13 +716,41 @@ def calibrate(device_type: str = "cpu") -> float:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
 
-        step()  # warm-up: allocations, kernel choice
-        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        sync()
-        started = time.perf_counter()
-        for _ in range(budget.CALIBRATION_STEPS):
-            step()
-        sync()
-        elapsed = time.perf_counter() - started
+        elapsed = _timed(step, device, budget.CALIBRATION_STEPS)
     tokens = budget.CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
     return tokens * budget.flops_per_token(cfg) / max(elapsed, 1e-6)
+
+
+def calibrate_evaluation(device_type: str = "cpu") -> float:
+    """Time the run's own held-out evaluation (:func:`answer_questions`: every asked position scored over the
+    whole vocabulary, its rank counted) on the calibration model and a held-out set of random tokens; returns
+    operations per second as :func:`bertdemo.pretrain.budget.evaluation_flops` counts them. An evaluation
+    does less per operation than a training step (full-vocabulary ranks, small batches)."""
+    cfg = TrainConfig.from_flat(**CALIBRATION_SHAPE, device=device_type)
+    device = torch.device(device_type)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(cfg, tokenizer).to(device)
+        rng = np.random.default_rng(0)
+        blocks = rng.integers(1000, VOCAB_SIZE, (EVAL_CALIBRATION_TOKENS // cfg.data.seq_len, cfg.data.seq_len))
+        q = heldout_questions(blocks, tokenizer.all_special_ids, tokenizer.mask_token_id)
+        questions = (torch.from_numpy(q.input_ids).to(device), torch.from_numpy(q.labels).to(device))
+        bf16 = use_bf16(device, cfg.system.precision)
+        elapsed = _timed(lambda: answer_questions(model, questions, device, bf16), device, 1)
+    return EVAL_CALIBRATION_TOKENS * budget.flops_per_token(cfg) / 3.0 / max(elapsed, 1e-6)
+
+
+EVAL_CALIBRATION_TOKENS = 4_096  # one batch of the evaluation's (evaluation.TOKENS_PER_BATCH)
+
+
+def _timed(work: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """Seconds ``repeats`` calls of ``work`` take after one warm-up call (allocations, kernel choice)."""
+    work()
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        work()
+    sync()
+    return time.perf_counter() - started
