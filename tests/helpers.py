@@ -127,3 +127,10 @@ def visitor_client(url: str, address: str):
     from gradio_client import Client
 
     return Client(url, verbose=False, headers={"x-forwarded-for": address})
+
+
+def explains_the_pooler_report(source: str) -> bool:
+    """A snippet loading the bare encoder (AutoModel / BertModel) says, before that line, why transformers
+    reports the pooler as "newly initialized"."""
+    load = source.index("AutoModel.from_pretrained(MODEL" if "AutoModel.from" in source else "BertModel.from_pretrained(")
+    return "'newly initialized'" in source[:load]

@@ -14,7 +14,7 @@ from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore
-from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference
+from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 
 NICE = "Nice to [MASK] you."
 
@@ -58,3 +58,18 @@ def test_a_model_name_with_line_breaks_never_reaches_the_code(name):
 def test_the_masking_code_loads_bert_base_vocabulary_offline_from_the_embedded_folder():
     assert engine_tokenizer_reference(_store(public=False), public=False) == str(embedded.tokenizer_dir())
     assert engine_tokenizer_reference(_store(public=True), public=True) == "bert-base-uncased"
+
+
+def test_code_that_loads_no_model_gets_no_note_about_the_model_below(tiny_loaded, tiny_mlm_dir):
+    """Learn step 9's code (bert-base built from a config) and step 11's (arithmetic) began "The view's numbers
+    came from the model below … ASKED_FOR itself would print other numbers" with no model below; the
+    steps whose code loads MODEL keep the note."""
+    from bertdemo.explore import learn_path
+
+    ref, note = model_reference(_store(public=False), "", public=False)
+    text = "The cat sat on the mat."
+    for key in ("family", "length"):
+        code = learn_path.answer(tiny_loaded, key, text, model_ref=str(tiny_mlm_dir)).code
+        assert "from_pretrained(MODEL" not in code and with_model_note(note, code) == code, key
+    loss = learn_path.answer(tiny_loaded, "loss", text, model_ref=str(tiny_mlm_dir)).code
+    assert with_model_note(note, loss) == note + loss and "ASKED_FOR = 'bert-base-uncased'" in note

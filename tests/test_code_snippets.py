@@ -14,6 +14,7 @@ import torch
 from bertdemo.explore import attention, code_snippets, fill_mask, inside, inside_layer, inside_output, masking_lab
 from bertdemo.explore import model_outputs, nsp, tokens
 from bertdemo.models import embedded
+from tests.helpers import explains_the_pooler_report
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the [MASK] because it was tired."
@@ -231,3 +232,13 @@ def test_snippets_loading_the_bare_encoder_explain_the_pooler_report():
     for source in (code_snippets.attention_code("m", TEXT), code_snippets.model_outputs_code("m", MASKED)):
         note = source.index("'newly initialized'")
         assert note < source.index(".from_pretrained(MODEL", source.index("AutoModel" if "AutoModel.from" in source else "BertModel.from"))
+
+
+def test_the_word_in_context_snippets_explain_the_pooler_report():
+    """Word in context's and Learn step 13's code loaded AutoModel and printed transformers' LOAD REPORT
+    ("pooler.dense.weight | MISSING … Consider training on your downstream task") with no word about it."""
+    from bertdemo.explore import word_code
+
+    for source in (word_code.word_in_context_code("m", "bank", "the river bank\nthe bank raised its rates"),
+                   word_code.neighbours_code("m", "The river bank.")):
+        assert explains_the_pooler_report(source)

@@ -7,6 +7,7 @@ import torch
 
 from bertdemo.explore import learn_path, learn_steps
 from bertdemo.explore.fill_mask import predict
+from tests.helpers import explains_the_pooler_report
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the mat because it was [MASK]."
@@ -115,6 +116,14 @@ def test_pretraining_steps(tiny_loaded):
     tiny = learn_path.answer(tiny_loaded, "tiny", TEXT)
     assert tiny.numbers["parameters"] == 4_416_698 and tiny.numbers["heads"] == 2
     assert "not reachable" in tiny.answer and "embedded Wikipedia" in tiny.answer
+
+
+def test_the_steps_loading_the_bare_encoder_explain_the_pooler_report(tiny_loaded, tiny_mlm_dir):
+    """Steps 13 and 18 load AutoModel: transformers prints "pooler.dense.weight | MISSING … newly initialized"
+    for a masked-LM checkpoint, which the code did not explain (steps 4 and 15 do)."""
+    for key in ("static-dynamic", "layers"):
+        source = learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir)).code
+        assert "AutoModel.from_pretrained(MODEL" in source and explains_the_pooler_report(source), key
 
 
 def test_bad_requests_are_refused(tiny_loaded):

@@ -101,6 +101,18 @@ def test_the_notice_names_every_changed_word_however_long_the_text(tokenizer):
     for typed, read in [("Naïve", "naive"), ("Café", "cafe"), ("Déjà", "deja"), ("Über", "uber"), ("Ångström", "angstrom")]:
         assert f"`{typed}` → `{read}`" in stats
 
+def test_typed_special_tokens_are_not_reported_as_lowercased(tokenizer):
+    """The notice said "It reads [MASK] → [mask]" while the chips showed [MASK] (id 103): the tokenizer matches a
+    typed special token before it lowercases the text, so only the words around it change."""
+    from bertdemo.viz.chips import render_stats
+
+    table = tokens.tokenize(tokenizer, "I sat on the river [MASK] [SEP] I opened a bank account. [MASK].")
+    assert [r.id for r in table.rows if r.token == "[MASK]"] == [103, 103]
+    assert table.n_normalised == 2 and table.changed == [("I", "i")]  # the two "I", nothing else
+    assert "[mask]" not in render_stats(table) and "[sep]" not in render_stats(table)
+    glued = tokens.tokenize(tokenizer, "Café[MASK] x")
+    assert glued.changed == [("Café[MASK]", "cafe[MASK]")]
+
 
 def test_a_typed_sep_starts_sentence_b_as_in_every_view(tokenizer):
     """The same rule as Inside BERT and Learn: a typed [SEP] gives segment 1 after it."""

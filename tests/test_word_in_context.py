@@ -65,6 +65,27 @@ def test_every_cosine_equals_a_brute_force_computation(tiny_loaded, tiny_mlm_dir
     assert result.senses == ["river", "money", "river"]
 
 
+def test_the_sentence_table_shows_each_sense_without_markup_characters(tiny_loaded):
+    """The table read "*river* · We sat on…": the sense's asterisks were escaped by the table and shown."""
+    from bertdemo.viz import words
+
+    table = words.similarity_markdown(word_in_context.similarities(tiny_loaded, "bank", SENTENCES))
+    first = SENTENCES.splitlines()[0].split("|")[1].strip()
+    assert f"| 1 | river · {first} |" in table and "&#42;" not in table
+
+
+def test_the_neighbour_table_shows_tokens_and_sentences_as_written():
+    """Its cells were escaped twice: a token read "`bank`" with its backticks and a sentence's apostrophe
+    "&#x27;" (the corpus is Wikipedia prose, full of them)."""
+    from bertdemo.viz import words
+
+    found = corpus_neighbours.Neighbours("m", 2, ["[CLS]", "bank", "[SEP]"], 1, [
+        corpus_neighbours.Neighbour("banks", 0.91234, "The river's banks & bridges.", 3)], 300)
+    table = words.neighbours_markdown(found)
+    assert "| 1 | <code>banks</code> | 0.9123 | The river&#x27;s banks &amp; bridges. |" in table
+    assert "&amp;#" not in table and "`" not in table
+
+
 def test_the_baseline_is_the_mean_cosine_of_random_corpus_words(tiny_loaded):
     baseline = word_in_context.random_word_baseline(tiny_loaded)
     assert baseline.shape == (3,) and np.all(np.abs(baseline) < 1)

@@ -435,7 +435,7 @@ def _layers(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
     nums = {"hidden_states": layers + 1, "tasks": ["length", "bigram_shift", "topic"]}
     snippet = (
         "import torch\nfrom transformers import AutoModel, AutoTokenizer\n\n"
-        f"MODEL = {model_ref!r}\n"
+        f"MODEL = {model_ref!r}\n" + code.POOLER_NOTE +
         "tokenizer, model = AutoTokenizer.from_pretrained(MODEL), AutoModel.from_pretrained(MODEL).eval()\n"
         "def features(texts):  # one mean-pooled vector per layer: (layers + 1, N, H)\n"
         "    enc = tokenizer(texts, padding=True, truncation=True, return_tensors=\"pt\")\n"

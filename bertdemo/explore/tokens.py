@@ -6,6 +6,8 @@ ids 0/100/101/102/103 and ``encode_plus(a, b)`` — as plain dataclasses for the
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bertdemo.explore.input_limits import MAX_CHARS
@@ -69,25 +71,39 @@ def _check_text(text: str | None, what: str = "text") -> str:
     return text
 
 
-def count_normalised_words(tokenizer, *texts: str | None) -> int:
-    """How many words the tokenizer's normaliser changes before splitting (e.g. "Naïve" -> "naive")."""
+def _reader(tokenizer) -> Callable[[str], str] | None:
+    """How the normaliser reads one typed word, or None without one. Special tokens typed in the word
+    ("[MASK]", "[SEP]") stay as typed: the tokenizer matches them before it normalises the rest."""
     normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
     if normalizer is None:
+        return None
+    specials = sorted(set(getattr(tokenizer, "all_special_tokens", [])), key=len, reverse=True)
+    split = re.compile("(" + "|".join(map(re.escape, specials)) + ")") if specials else None
+
+    def read(word: str) -> str:
+        parts = split.split(word) if split else [word]
+        return "".join(part if part in specials else normalizer.normalize_str(part) for part in parts).strip()
+    return read
+
+
+def count_normalised_words(tokenizer, *texts: str | None) -> int:
+    """How many words the tokenizer's normaliser changes before splitting (e.g. "Naïve" -> "naive")."""
+    read = _reader(tokenizer)
+    if read is None:
         return 0
-    return sum(normalizer.normalize_str(word).strip() != word for text in texts for word in (text or "").split())
+    return sum(read(word) != word for text in texts for word in (text or "").split())
 
 
 def _changed_words(tokenizer, *texts: str | None) -> list[tuple[str, str]]:
     """Each distinct word the normaliser changes, as (typed, read), in the order typed."""
-    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
-    if normalizer is None:
+    read = _reader(tokenizer)
+    if read is None:
         return []
     pairs = {}
     for text in texts:
         for word in (text or "").split():
-            read = normalizer.normalize_str(word).strip()
-            if read != word:
-                pairs.setdefault(word, read)
+            if read(word) != word:
+                pairs.setdefault(word, read(word))
     return list(pairs.items())
 
 

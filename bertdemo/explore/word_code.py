@@ -6,14 +6,14 @@ Torch-free (plain strings).
 
 from __future__ import annotations
 
-from bertdemo.explore.code_snippets import LOAD, _head
+from bertdemo.explore.code_snippets import LOAD, POOLER_NOTE, _head
 
 
 def word_in_context_code(model: str, word: str, sentences: str) -> str:
     """Section 1: the word's vector in each sentence at every layer, the cosine between every two."""
     rows = [line.partition("|")[2].strip() if "|" in line else line.strip()
             for line in str(sentences).splitlines() if line.strip()]
-    return _head(model, "AutoModel") + (
+    return _head(model, "AutoModel") + POOLER_NOTE + (
         "import re\n"
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL).eval()\n"
@@ -37,7 +37,7 @@ def word_in_context_code(model: str, word: str, sentences: str) -> str:
 def neighbours_code(model: str, text: str, position: int = 1, layer: int = 4, k: int = 10,
                     corpus_sentences: int = 200) -> str:
     """Section 2: the k corpus tokens nearest to one token of the sentence (the first corpus sentences)."""
-    return _head(model, "AutoModel") + (
+    return _head(model, "AutoModel") + POOLER_NOTE + (
         "import importlib.util, json, pathlib, re\n"
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL).eval()\n"

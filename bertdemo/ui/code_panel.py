@@ -3,6 +3,7 @@ filled (when opened, and when refreshed) with the view's own inputs and the mode
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
@@ -37,6 +38,13 @@ def model_reference(store: ModelSource, model: str, public: bool) -> tuple[str, 
     return str(answered.path), lines + LOCAL_NOTE
 
 
+def with_model_note(note: str, code: str) -> str:
+    """The code under the lines ``model_reference`` wrote about its model, when the code loads ``MODEL``; code
+    that loads no model (a config built from scratch, arithmetic, the engine's tokenizer) is shown without
+    them: "the view's numbers came from the model below" would name a model that is not there."""
+    return note + code if re.search(r"\bMODEL\b", code) else code
+
+
 def engine_tokenizer_reference(store: ModelSource, public: bool) -> str:
     """What the masking snippets load as the pretraining engine's tokenizer: bert-base-uncased, or (on a
     local server with the hub unreachable) the embedded folder with the same vocabulary and ids."""
@@ -58,7 +66,7 @@ def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_
         if not uses_model:
             return snippet(*values)
         ref, note = model_reference(store, values[0], public)
-        return note + snippet(ref, *values[1:])
+        return with_model_note(note, snippet(ref, *values[1:]))
 
     with gr.Accordion("Show the code", open=False, elem_classes="code-panel") as panel:
         gr.Markdown("The few lines of transformers / torch that reproduce this view's numbers in a notebook, with "

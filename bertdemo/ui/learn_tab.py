@@ -17,7 +17,7 @@ import gradio as gr
 from bertdemo.explore import learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common
-from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference
+from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable(),
                                    tokenizer_ref=engine_tokenizer_reference(store, public))
         out = result.to_json()
-        out["code"] = note + out["code"]
+        out["code"] = with_model_note(note, out["code"])
         out["caveat"] = (availability.stand_in_caveat(availability.requested_name(store, model), loaded)
                          if step in PREDICTING_STEPS else "")
         return out

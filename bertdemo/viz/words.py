@@ -13,7 +13,7 @@ from bertdemo.explore.attribution import Attribution
 from bertdemo.explore.corpus_neighbours import Atlas, Neighbours
 from bertdemo.explore.word_in_context import SenseReadout, WordInContext
 from bertdemo.viz.style import TEMPLATE
-from bertdemo.viz.text import md_cell, md_table
+from bertdemo.viz.text import Code, md_table
 
 _SAME, _DIFF, _BASE, _STATIC = "#4f46e5", "#ef553b", "#6b7280", "#00a37a"
 _MARGIN = dict(l=50, r=10, t=40, b=40)
@@ -64,7 +64,7 @@ def similarity_markdown(result: WordInContext) -> str:
         lines.append(f"The senses part most at **layer {layer}**: same sense {same[layer]:.2f}, different senses "
                      f"{diff[layer]:.2f} (baseline {result.baseline[layer]:.2f}). At layer 0 the gap is "
                      f"{gap[0]:+.2f}: there the vector holds the word and its position, not yet its sense.")
-    rows = [[f"{i + 1}", (f"*{md_cell(result.senses[i])}* · " if result.senses[i] else "") + md_cell(s)]
+    rows = [[f"{i + 1}", (f"{result.senses[i]} · " if result.senses[i] else "") + s]  # md_table escapes each cell
             for i, s in enumerate(result.sentences)]
     return "\n\n".join(lines) + "\n\n" + md_table(["#", "(sense ·) sentence"], rows)
 
@@ -127,7 +127,7 @@ def atlas_markdown(result: Atlas) -> str:
 
 def neighbours_markdown(result: Neighbours) -> str:
     token = result.tokens[result.position]
-    rows = [[f"{i + 1}", f"`{n.token}`", f"{n.cosine:.4f}", md_cell(n.sentence)]
+    rows = [[f"{i + 1}", Code(n.token), f"{n.cosine:.4f}", n.sentence]  # md_table escapes each cell once
             for i, n in enumerate(result.neighbours)]
     return (f"The {len(result.neighbours)} corpus tokens nearest to **{token}** (position {result.position}) at "
             f"layer {result.layer}, among {result.index_size:,} tokens of the embedded corpus · {result.model_name}\n\n"
