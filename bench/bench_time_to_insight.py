@@ -208,15 +208,26 @@ def run_once(settings: dict, seed: int, marks: list[float], eval_every: float, d
                 torch.cuda.synchronize()
             trained += clock() - t
         result = {"t": round(trained, 2), "step": trainer.step, "tokens": trainer.tokens_seen,
-                  "mark": point in marks, **evaluator(trainer.model, trainer.bf16)}
+                  "mark": point in marks, **evaluator(trainer.model, trainer.bf16), **page_view(trainer)}
         if hasattr(trainer, "locality_strength"):
             result["locality"] = round(trainer.locality_strength(), 3)
         curve.append(result)
         print(f"  seed {seed} t={trained:7.1f}s step {trainer.step:5d} loss {result['loss']:.3f} "
               f"top5 {result['top5']:.3f} median rank {result['median_rank']:.0f} probes {result['probe_ranks']} "
-              f"{PAGE_PROBE[1]} rank {result['page_probe_rank']}",
+              f"{PAGE_PROBE[1]} rank {result['page_probe_rank']} page loss {result['page_loss']:.3f} "
+              f"(landmarks {result['page_landmarks']}) top-5 {result['page_probe_top5']}",
               flush=True)
     return {"seed": seed, "landmarks": evaluator.landmarks, "curve": curve}
+
+
+def page_view(trainer) -> dict:
+    """What the Pretrain tab shows at this step: the run's own evaluation (its held-out questions, its landmark
+    lines) and the rank of the page's probe word, as the trainer reports them to the page."""
+    trainer.evaluate()
+    snap = trainer.metrics.snapshot()
+    own = [t for t in snap.probe_tracks if (t["text"], t["expected"]) == PAGE_PROBE]
+    return {"page_loss": round(snap.eval_loss[-1], 3), "page_landmarks": snap.landmarks,
+            "page_probe_top5": [token for token, _ in own[0]["top5"]] if own else []}
 
 
 def summary(runs: list[dict], marks: list[float], unit: float) -> list[str]:
