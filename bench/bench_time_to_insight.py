@@ -8,6 +8,7 @@
     python bench/bench_time_to_insight.py --set locality_fade=0.8   # a fade schedule
     python bench/bench_time_to_insight.py --device cuda            # on a GPU, marks 5, 10 and 30 s
     python bench/bench_time_to_insight.py --plot docs/benchmarks/time_to_insight.png before.json after.json
+    python bench/bench_time_to_insight.py --measured after.json   # as bertdemo/pretrain/measured.py quotes it
 
 The clock. On CPU the run trains with one thread, as the app's run does on a 2-core machine (all
 cores but one, the other left to the web server), and a mark is reached when the *training thread's
@@ -276,6 +277,27 @@ def plot(png: str, json_files: list[str]) -> None:
     save_png(fig, png)
 
 
+def measured_run(json_file: str) -> str:
+    """A saved run (--json) as the ``MeasuredRun`` literal bertdemo/pretrain/measured.py quotes: the page's own
+    held-out loss against its landmark lines, and the page probe word's rank, in training minutes."""
+    data = json.loads(Path(json_file).read_text(encoding="utf-8"))
+    curve = data["runs"][0]["curve"]
+    last = curve[-1]
+
+    def first(test) -> float | None:
+        return next((round(c["t"] / 60, 1) for c in curve if test(c)), None)
+
+    best = min(curve, key=lambda c: c["page_probe_rank"])
+    budget = data["settings"].get("time_budget_s", TrainConfig().optim.time_budget_s) / 60
+    return (f"MeasuredRun(budget_min={budget:g}, steps={last['step']}, minutes={last['t'] / 60:.1f}, "
+            f"tokens={last['tokens']}, "
+            f"below_left_min={first(lambda c: c['page_loss'] < c['page_landmarks']['left'])}, "
+            f"below_both_min={first(lambda c: c['page_loss'] < c['page_landmarks']['both'])}, "
+            f"final_loss={last['page_loss']:.2f}, best_rank={best['page_probe_rank']}, "
+            f"best_rank_min={best['t'] / 60:.1f}, final_rank={last['page_probe_rank']}, "
+            f"top5_min={first(lambda c: c['page_probe_rank'] <= 5)})")
+
+
 def parse_setting(text: str) -> tuple[str, object]:
     name, _, value = text.partition("=")
     kind = setting_types().get(name)
@@ -296,7 +318,11 @@ def main() -> None:
     parser.add_argument("--label", default="")
     parser.add_argument("--json", default="", help="write every curve and the summary here")
     parser.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"), help="draw saved --json results, no run")
+    parser.add_argument("--measured", metavar="JSON", help="a saved --json run as bertdemo/pretrain/measured.py quotes it")
     args = parser.parse_args()
+    if args.measured:
+        print(measured_run(args.measured))
+        return
     if args.plot:
         plot(args.plot[0], args.plot[1:])
         return

@@ -20,6 +20,8 @@ import plotly.graph_objects as go
 from bertdemo.pretrain.budget import clock_text
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
+from bertdemo.pretrain.measured import (CORPUS_DOCUMENTS, CORPUS_WORDS, DEFAULT_RUN, FACT_PHRASE,
+                                       FACT_PHRASE_COUNT, LONGER_RUN, MEASURED_ON, PROBE, WORD_COUNT, MeasuredRun)
 from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema, has_values, latest
 from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
 from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
@@ -409,12 +411,11 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
         "time (the diamonds) — well before the loss reaches the next line: a few words right do not yet move "
         "the average." + (f" So far: {probes}." if probes else ""),
         f"4. The loss goes below *{LANDMARK_LABELS['left']}*{value('left')}: on average the model now does better "
-        f"than a guess from the word before{when(reached.get('left'))}. On a quiet 2-core CPU the default "
-        "5-minute run crosses it after about 2 minutes of training and ends near 5.2; on a busy machine it "
-        "may end above it.",
+        f"than a guess from the word before{when(reached.get('left'))}. {crossing_text(DEFAULT_RUN)}",
         f"5. Below *{LANDMARK_LABELS['both']}*{value('both')}: the model uses the words on both sides of the gap"
         f"{when(reached.get('both'))}.",
     ]
+    lines.append(f"\n{more_training_markdown(snap)}")
     for text in (start_markdown(snap), locality_markdown(snap)):
         if text:
             lines.append(f"\n{text}")
@@ -424,6 +425,59 @@ def timeline_markdown(snap: RunSnapshot | None) -> str:
                      "here. BERT ran 90 % of its steps on 128-token blocks because attention costs grow with S² "
                      "(512 tokens cost 16× as much per layer), and taught the long positions last.")
     return "\n".join(lines)
+
+
+def crossing_text(run: MeasuredRun) -> str:
+    """When the measured default run went below the word-before line, in the page's words."""
+    if run.below_left_min is None:
+        return (f"Measured on {MEASURED_ON}: the default run ended above it (held-out loss {run.final_loss:.2f}); "
+                "a longer run or a faster device gets there.")
+    return (f"Measured on {MEASURED_ON}: the default run went below it after {run.below_left_min:g} minutes of "
+            f"training and ended at {run.final_loss:.2f}; a busy machine makes fewer steps in the same time.")
+
+
+def steps_per_second(snap: RunSnapshot | None) -> float:
+    """The run's own measured speed in optimizer steps per second (0 before it has one)."""
+    if snap is None or not snap.steps or not snap.tokens or snap.steps[-1] <= 0 or snap.tokens_per_s <= 0:
+        return 0.0
+    return snap.tokens_per_s / (snap.tokens[-1] / snap.steps[-1])
+
+
+def more_training_markdown(snap: RunSnapshot | None) -> str:
+    """What a longer run gave, measured (:mod:`bertdemo.pretrain.measured`), and how long its steps take at
+    this run's own speed — the question a learner with a GPU (or more time) asks."""
+    text, word = PROBE
+    rows = []
+    for run in (DEFAULT_RUN, LONGER_RUN):
+        below = [f"{LANDMARK_LABELS[key]} after {m:g} min" for key, m in
+                 (("left", run.below_left_min), ("both", run.below_both_min)) if m is not None]
+        arrival = (f"in the top {IN_TOP} after {run.top5_min:g} min" if run.top5_min is not None else
+                   f"never in the top {IN_TOP}: best rank {run.best_rank:,} (at {run.best_rank_min:g} min), "
+                   f"{run.final_rank:,} at the end")
+        rows.append(f"| {run.budget_min:g} min | {run.steps:,} ({run.tokens / 1e6:.1f} M tokens) | "
+                    f"{run.final_loss:.2f} | {'; '.join(below) or '—'} | {arrival} |")
+    longer = LONGER_RUN
+    speed = steps_per_second(snap)
+    if speed > 0:
+        at_speed = (f"At this run's speed ({speed:,.1f} steps a second) {longer.steps:,} steps take "
+                    f"{clock_text(longer.steps / speed)} of training.")
+    else:
+        at_speed = f"Once a run is under way, this says how long {longer.steps:,} steps take at its speed."
+    return "\n".join([
+        f"**What more training gives** — the default recipe with a longer time budget, measured on {MEASURED_ON}, "
+        f"scored like this page (held-out loss, its lines, the rank of {html_code(word)} in “{text}”):",
+        "",
+        f"| time budget | steps | held-out loss at the end | went below | {html_code(word)} |",
+        "|---|---:|---:|---|---|",
+        *rows,
+        "",
+        f"Words that their neighbours decide arrive within minutes. A fact does not: {html_code(word)} did not "
+        f"arrive in {longer.minutes:g} minutes, and no length of run on this corpus would teach it — its "
+        f"{CORPUS_DOCUMENTS:,} Wikipedia summaries ({CORPUS_WORDS:,} words) say “{FACT_PHRASE}” "
+        f"{FACT_PHRASE_COUNT:,} times and name {word.capitalize()} {WORD_COUNT:,} times. BERT-base read 3.3 billion "
+        "words about 40 times over (a million steps of 256 × 512 tokens). A GPU gives more steps a second, not a "
+        f"different curve: compare runs by steps. {at_speed}",
+    ])
 
 
 HEADS_ON_NEIGHBOURS = (
