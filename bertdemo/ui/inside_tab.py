@@ -5,7 +5,8 @@ Five sections, each its own named endpoint (text first): ``/inside_embeddings``,
 computed when it is open: "Look inside" (or Enter) answers every open section in one event, opening
 a section answers it then, and a slider redraws only its own section. The views of one sentence
 share the model's one forward (remembered with the model), and a figure that would not change is
-not sent again. A section that cannot answer (no [MASK], no right words) says why in place.
+not sent again. A figure screens away from what the learner reads is drawn as they scroll towards
+it (``PlotlyFigure(lazy=True)``). A section that cannot answer (no [MASK], no right words) says why in place.
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return gr.Accordion(title, open=name in OPEN_AT_START, elem_id=f"in-section-{name}")
 
         def plot(elem_id: str) -> PlotlyFigure:
-            return PlotlyFigure(show_label=False, elem_id=elem_id, visible=False)  # shown once it has a figure
+            # shown once it has a figure; drawn when near the screen (the layer's views lie screens below the button)
+            return PlotlyFigure(show_label=False, elem_id=elem_id, visible=False, lazy=True)
 
         with section("1 · Embeddings: token + position + segment, then LayerNorm", "embeddings") as emb_section:
             emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run", visible=False)  # API
