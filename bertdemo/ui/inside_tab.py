@@ -248,19 +248,25 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     for button, fn, inputs, outputs, api_name in apis:
         button.click(user_errors(fn), inputs, outputs, api_name=api_name)
 
-    def page_event(triggers, sections: tuple[str, ...], force: bool, **kwargs) -> None:
+    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
-        event is tracked and copied by the page while it runs, so a slider's event lists only its section)."""
+        event is tracked and copied by the page while it runs, so a slider's event lists only its section).
+        ``status``: the page shows the event's loading status on the sections' text (not on the states)."""
         def handler(*args, progress=gr.Progress()):
             return answer(sections, force, *args, progress)
 
         outputs = [c for name in sections for c in section_outputs[name]]
         if "layer" in sections:
             outputs += [layer, head, query]
+        shown = dict(show_progress_on=common.text_outputs(outputs)) if status else dict(show_progress="hidden",
+                                                                                       show_progress_on=[])
         gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
-              api_visibility="private", show_progress_on=common.text_outputs(outputs), **kwargs)  # not the states
+              api_visibility="private", **shown, **kwargs)
 
-    page_event([run.click, text.submit, words.submit], SECTIONS, True)
+    # Look inside shows no loading status: it answers in a fraction of a second, and the page's status
+    # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
+    # a model still loading shows its progress on the model box
+    page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")
