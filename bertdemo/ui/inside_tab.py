@@ -217,8 +217,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):
                 anatomy_json = gr.JSON()
-        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
-                   refresh_on=[run])
         opened_state = gr.State(list(OPEN_AT_START))  # the sections open in this page
         shown_state = gr.State({})  # per section: the inputs its outputs show
 
@@ -267,6 +265,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
     # a model still loading shows its progress on the model box
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False)
+    with tab:  # after the click's own event: the page asks for the sections first, for the code panel after
+        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
+                   refresh_on=[run])
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")
