@@ -3,6 +3,7 @@
     python bench/bench_views.py                                  # the embedded model, 6 repetitions
     python bench/bench_views.py --model bert-base-random         # a bert-base-shaped model, random weights
     python bench/bench_views.py --compare /tmp/base --label-a new --label-b base   # two checkouts, alternated
+    python bench/bench_views.py --tabs "Attention,Inside BERT" --actions "show attention,look inside"  # two actions
 
 Starts ``python app.py`` (with ``GRADIO_PROFILING=1``, Gradio's own per-event phase timings) and
 drives headless Chromium (``/usr/bin/chromium``) through the tabs. Each action is triggered inside
@@ -244,6 +245,21 @@ def click_accordion(label: str) -> Callable:
                                            "b.click(); }", label)
 
 
+def in_view(label: str) -> Callable:
+    """Scroll the element ``label`` (a ``#id``), or the slider or accordion header named ``label``, to the middle
+    of the screen, as a learner sees what they move or open (figures drawn near the screen only are drawn
+    there before the clock starts)."""
+    def prepare(page, rep):
+        page.evaluate("""(label) => {
+            const el = (label.startsWith('#') && document.querySelector(label)) || [...document.querySelectorAll('input[type=range]')].find(e =>
+                e.getAttribute('aria-label') === 'range slider for ' + label && e.offsetParent !== null)
+              || [...document.querySelectorAll('button.label-wrap')].find(x => x.textContent.includes(label));
+            el.scrollIntoView({block: 'center'});
+        }""", label)
+        page.wait_for_timeout(300)
+    return prepare
+
+
 def both(*steps: Callable) -> Callable:
     def run(page, rep):
         for step in steps:
@@ -285,18 +301,21 @@ SCENARIOS: dict[str, list[Action]] = {
         Action("look inside (button)", INSIDE_OUT, js_click("#in-run"),  # sections 3-5 closed, as the page opens
                prepare=both(close_accordion("Every step of this layer"), close_accordion("3 · Through the layers"),
                             close_accordion("4 · The output and the loss"), close_accordion("5 · Anatomy"),
-                            fill("#in-text textarea", lambda r: sentence(r + 400, mask=True, long=r % 2 == 1)))),
-        Action("layer (slider)", INSIDE_OUT, slider_to("Layer", lambda r: 1 + r % 4)),
-        Action("head (slider)", INSIDE_OUT, slider_to("Head", lambda r: 2 + r % 5)),
-        Action("query token (slider)", INSIDE_OUT, slider_to("Query token (position)", lambda r: 2 + r % 6)),
+                            fill("#in-text textarea", lambda r: sentence(r + 400, mask=True, long=r % 2 == 1)),
+                            in_view("#in-run"))),
+        Action("layer (slider)", INSIDE_OUT, slider_to("Layer", lambda r: 1 + r % 4), prepare=in_view("Layer")),
+        Action("head (slider)", INSIDE_OUT, slider_to("Head", lambda r: 2 + r % 5), prepare=in_view("Head")),
+        Action("query token (slider)", INSIDE_OUT, slider_to("Query token (position)", lambda r: 2 + r % 6),
+               prepare=in_view("Query token (position)")),
         Action("top-k per layer (slider)", INSIDE_OUT, slider_to("Top-k per layer", lambda r: 3 + r % 5),
-               prepare=open_accordion("3 · Through the layers")),
+               prepare=both(open_accordion("3 · Through the layers"), in_view("Top-k per layer"))),
         Action("open 2 · all steps (accordion)", INSIDE_OUT, click_accordion("Every step of this layer"),
-               prepare=close_accordion("Every step of this layer"), needs="#in-section-steps"),
+               prepare=both(close_accordion("Every step of this layer"), in_view("Every step of this layer")),
+               needs="#in-section-steps"),
         Action("open 4 · the loss (accordion)", INSIDE_OUT, click_accordion("4 · The output and the loss"),
-               prepare=close_accordion("4 · The output and the loss")),
+               prepare=both(close_accordion("4 · The output and the loss"), in_view("4 · The output and the loss"))),
         Action("open 5 · anatomy (accordion)", INSIDE_OUT, click_accordion("5 · Anatomy"),
-               prepare=close_accordion("5 · Anatomy")),
+               prepare=both(close_accordion("5 · Anatomy"), in_view("5 · Anatomy"))),
     ],
     "Masking & NSP": [
         Action("mask it (button)", ["#ml-chips", "#ml-tensors"], js_click("#ml-run"),
@@ -417,6 +436,8 @@ def main() -> None:
                         help=f"model name or folder, or bert-base-random (default {EMBEDDED})")
     parser.add_argument("--repeat", type=int, default=6)
     parser.add_argument("--tabs", default=",".join(SCENARIOS), help="comma-separated tab names")
+    parser.add_argument("--actions", default="",
+                        help="comma-separated words: only the actions whose name holds one of them (default: all)")
     parser.add_argument("--app-dir", default=str(REPO_ROOT), help="the checkout whose app.py runs (default: this one)")
     parser.add_argument("--compare", default="", help="a second checkout to alternate with (its app.py)")
     parser.add_argument("--label-a", default="this checkout")
@@ -427,6 +448,7 @@ def main() -> None:
     if model == "bert-base-random":
         model = str(build_random_base(Path(tempfile.gettempdir()) / "bertdemo-bench-bert-base-random"))
     tabs = [t.strip() for t in args.tabs.split(",") if t.strip()]
+    wanted = [w.strip() for w in args.actions.split(",") if w.strip()]
     env = {"GRADIO_PROFILING": "1"}
     import torch
     from playwright.sync_api import sync_playwright
@@ -463,6 +485,8 @@ def main() -> None:
                     for side in order:
                         open_tab(side.page, tab)
                         for action in SCENARIOS[tab]:
+                            if wanted and not any(w in action.name for w in wanted):
+                                continue
                             sample = run_action(side, action, rep)
                             if sample is not None:
                                 side.samples.setdefault(f"{tab}: {action.name}", []).append(sample)

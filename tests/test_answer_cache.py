@@ -89,17 +89,20 @@ def test_a_checkpoint_saved_again_answers_with_its_new_weights(tmp_path, tokeniz
 
 
 def test_the_inside_views_of_one_sentence_share_one_forward(own_loaded):
-    counter = ForwardCounter(own_loaded.model)
+    # the masked-LM's own forward, once: its encoder, then its head at the [MASK] rows; the encoder runs
+    # once more for the order test's shuffled copy of the sentence
+    encoder, head = ForwardCounter(own_loaded.model.bert), ForwardCounter(own_loaded.model.cls.predictions)
     try:
         inside.embeddings(own_loaded, TEXT)
         inside_layer.layer_step(own_loaded, TEXT, 1, 0, 2)
         inside_layer.layer_step(own_loaded, TEXT, 1, 1, 3)  # another head and token: the same layer's arithmetic
         lens = inside_output.logit_lens(own_loaded, TEXT, 1, 3)
-        assert counter.calls == 1  # the masked-LM's forward, once (the order test runs the encoder alone)
+        assert (encoder.calls, head.calls) == (2, 1)
         inside.embeddings(own_loaded, TEXT)
-        assert counter.calls == 1
+        assert (encoder.calls, head.calls) == (2, 1)
     finally:
-        counter.close()
+        encoder.close()
+        head.close()
     assert lens.max_abs_diff_logits < 1e-4
     step = inside_layer.layer_step(own_loaded, TEXT, 1, 1, 3)
     assert step.max_diff_attention < 1e-5 and step.max_diff_output < 1e-4

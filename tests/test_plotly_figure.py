@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bertdemo.ui import static
-from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure, plotly_js
+from bertdemo.ui.plotly_figure import LAZY_CLASS, NARROW_PX, PlotlyFigure, plotly_js
 
 
 def test_a_figure_is_sent_as_gr_plot_sends_it_with_its_exact_values():
@@ -53,6 +53,18 @@ def test_the_page_gets_the_static_script_and_css_and_plotly_from_this_app():
         assert served.status_code == 200 and served.content == plotly_js().read_bytes()
         elsewhere = next(p for p in plotly_js().parent.iterdir() if p.is_file() and p.name != "plotly.min.js")
         assert client.get(f"/gradio_api/file={elsewhere}").status_code == 403
+
+
+def test_a_lazy_figure_is_marked_on_its_block_where_the_page_script_looks_and_an_update_keeps_it():
+    with gr.Blocks() as demo:
+        PlotlyFigure(elem_id="far", elem_classes="wide", lazy=True, visible=False)
+        PlotlyFigure(elem_id="near")
+    props = {c["props"].get("elem_id"): c["props"] for c in demo.get_config_file()["components"]}
+    assert props["far"]["elem_classes"] == ["wide", LAZY_CLASS] and props["near"]["elem_classes"] == []
+    assert f'closest(".{LAZY_CLASS}")' in static.read("plotly_figure.js")
+    far = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "far")
+    shown = PlotlyFigure(**{**far.constructor_args, "visible": True, "render": False})  # what gr.update builds
+    assert shown.elem_classes == ["wide", LAZY_CLASS]
 
 
 def test_a_static_file_outside_the_folder_is_refused():

@@ -49,3 +49,18 @@ def test_text_outputs_keeps_the_text_and_drops_figures_tables_and_json():
         figure = PlotlyFigure(label="A figure")
     assert text_outputs([plot, md, table, html, raw, figure]) == [md, html]
     assert text_outputs([plot, raw, figure]) == []
+
+
+def test_look_inside_shows_no_loading_status_and_its_sliders_do(page_config):
+    # the page's status machinery was a fifth of the page's CPU per "Look inside" (docs/lab/benchmarks.md)
+    ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    by_trigger = {}  # (component, event) -> the first event it triggers (a click also refreshes the code panel)
+    for dep in page_config["dependencies"]:
+        for target, event in dep["targets"]:
+            by_trigger.setdefault((target, event), dep)
+    look = by_trigger[(ids["in-run"], "click")]
+    assert look["outputs"][:2] == [ids["in-emb-info"], ids["in-emb-plot"]]
+    assert look["show_progress"] == "hidden" and look["show_progress_on"] == []
+    assert by_trigger[(ids["in-text"], "submit")] is look
+    layer = by_trigger[(ids["in-layer"], "release")]
+    assert layer["show_progress"] == "full" and layer["show_progress_on"] == [ids["in-layer-info"]]

@@ -93,16 +93,27 @@ class Trace:
 
 def trace(loaded: LoadedModel, text: str) -> Trace:
     """``model(**enc, output_hidden_states=True, output_attentions=True)`` for ``text``, remembered with the
-    model (its weights' stamp and the text are the key): the views of one sentence share one forward."""
-    bert_modules(loaded)
+    model (its weights' stamp and the text are the key): the views of one sentence share one forward.
+
+    A masked-LM's forward is ``cls(bert(...)[0])``, its head applied row by row; the head is run at the
+    ``[MASK]`` rows alone, the only logits a view reads (over every row its (S, V) product costs more than
+    the whole encoder of a small model). ``tests/test_inside.py`` holds these to ``model(...).logits``."""
+    bert = bert_modules(loaded)
+    model = loaded.model
+    head = getattr(getattr(model, "cls", None), "predictions", None)  # BertLMPredictionHead: (N, D) -> (N, V)
 
     def forward() -> Trace:
         enc = encode_for_inside(loaded, text)
-        with torch.inference_mode():
-            out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
         mask_id = loaded.tokenizer.mask_token_id
-        masks = {i: out.logits[0, i] for i, t in enumerate(enc.input_ids) if t == mask_id}
-        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), masks)
+        rows = [i for i, t in enumerate(enc.input_ids) if t == mask_id]
+        with torch.inference_mode():
+            if head is None:  # another head: the model's own forward, every row
+                out = model(**enc.tensors, output_hidden_states=True, output_attentions=True)
+                logits = out.logits[0, rows]
+            else:
+                out = bert(**enc.tensors, output_hidden_states=True, output_attentions=True)
+                logits = head(out.last_hidden_state[0, rows])
+        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), dict(zip(rows, logits)))
 
     return loaded.remember(("inside_trace", text), forward)
 

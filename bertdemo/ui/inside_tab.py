@@ -5,7 +5,8 @@ Five sections, each its own named endpoint (text first): ``/inside_embeddings``,
 computed when it is open: "Look inside" (or Enter) answers every open section in one event, opening
 a section answers it then, and a slider redraws only its own section. The views of one sentence
 share the model's one forward (remembered with the model), and a figure that would not change is
-not sent again. A section that cannot answer (no [MASK], no right words) says why in place.
+not sent again. A figure screens away from what the learner reads is drawn as they scroll towards
+it (``PlotlyFigure(lazy=True)``). A section that cannot answer (no [MASK], no right words) says why in place.
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return gr.Accordion(title, open=name in OPEN_AT_START, elem_id=f"in-section-{name}")
 
         def plot(elem_id: str) -> PlotlyFigure:
-            return PlotlyFigure(show_label=False, elem_id=elem_id, visible=False)  # shown once it has a figure
+            # shown once it has a figure; drawn when near the screen (the layer's views lie screens below the button)
+            return PlotlyFigure(show_label=False, elem_id=elem_id, visible=False, lazy=True)
 
         with section("1 · Embeddings: token + position + segment, then LayerNorm", "embeddings") as emb_section:
             emb_button = gr.Button("Show embeddings", size="sm", elem_id="in-emb-run", visible=False)  # API
@@ -215,8 +217,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                 architecture = gr.Code(language=None, show_label=False, elem_id="in-architecture")
             with gr.Accordion("Numbers (JSON)", open=False):
                 anatomy_json = gr.JSON()
-        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
-                   refresh_on=[run])
         opened_state = gr.State(list(OPEN_AT_START))  # the sections open in this page
         shown_state = gr.State({})  # per section: the inputs its outputs show
 
@@ -246,19 +246,28 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     for button, fn, inputs, outputs, api_name in apis:
         button.click(user_errors(fn), inputs, outputs, api_name=api_name)
 
-    def page_event(triggers, sections: tuple[str, ...], force: bool, **kwargs) -> None:
+    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
-        event is tracked and copied by the page while it runs, so a slider's event lists only its section)."""
+        event is tracked and copied by the page while it runs, so a slider's event lists only its section).
+        ``status``: the page shows the event's loading status on the sections' text (not on the states)."""
         def handler(*args, progress=gr.Progress()):
             return answer(sections, force, *args, progress)
 
         outputs = [c for name in sections for c in section_outputs[name]]
         if "layer" in sections:
             outputs += [layer, head, query]
+        shown = dict(show_progress_on=common.text_outputs(outputs)) if status else dict(show_progress="hidden",
+                                                                                       show_progress_on=[])
         gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
-              api_visibility="private", show_progress_on=common.text_outputs(outputs), **kwargs)  # not the states
+              api_visibility="private", **shown, **kwargs)
 
-    page_event([run.click, text.submit, words.submit], SECTIONS, True)
+    # Look inside shows no loading status: it answers in a fraction of a second, and the page's status
+    # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
+    # a model still loading shows its progress on the model box
+    page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False)
+    with tab:  # after the click's own event: the page asks for the sections first, for the code panel after
+        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
+                   refresh_on=[run])
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")

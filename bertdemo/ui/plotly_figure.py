@@ -19,6 +19,9 @@ Use it where ``gr.Plot`` would be used::
   of subplots stacked into one column, a fixed width dropped, titles broken into lines that fit.
   Wider again, the server's layout is drawn.
 - **Hidden** (a closed accordion, another tab, ``visible=False``), a figure is drawn when it is shown.
+- **lazy=True**: a new figure more than a screen's height from the viewport is drawn when it comes
+  that close (a long page's figures far below what the learner reads wait until they scroll towards
+  them); a figure already drawn is refitted wherever it is.
 - **select** event: a click on a point; the handler's ``evt: gr.SelectData`` has ``index`` (plotly's
   point index: ``[row, column]`` in a heatmap, an int in a bar or line trace) and ``value``
   (``{"x", "y", "z", "text", "curve"}``).
@@ -35,6 +38,7 @@ import gradio as gr
 
 from bertdemo.ui import static
 
+LAZY_CLASS = "pf-lazy"  # the block of a PlotlyFigure(lazy=True) (static/plotly_figure.js reads it)
 NARROW_PX = 640  # below this width (CSS px) a figure is fitted to one column (also static/page.css's breakpoint)
 
 
@@ -93,14 +97,17 @@ class PlotlyFigure(gr.HTML):
     """A plotly figure, drawn in place in the page; see this module's docstring for the value and events.
 
     ``label`` is shown above the figure (``show_label=False`` hides it); ``elem_id``, ``visible``,
-    ``scale``, ``min_width``, ``elem_classes`` are as on any gradio component.
+    ``scale``, ``min_width``, ``elem_classes`` are as on any gradio component; ``lazy``: drawn only near
+    the screen (see the module's docstring).
     """
 
     def __init__(self, value: Any = None, *, label: str | None = None, show_label: bool = True,
                  elem_id: str | None = None, elem_classes: list[str] | str | None = None,
                  visible: bool = True, scale: int | None = None, min_width: int | None = None,
-                 render: bool = True, key: Any = None) -> None:
+                 render: bool = True, key: Any = None, lazy: bool = False) -> None:
         label_html = "{{#if label}}<span class='pf-label'>{{label}}</span>{{/if}}" if show_label else ""
+        if lazy:  # the page script reads it from the block's classes (an update's props name only what it changes)
+            elem_classes = [*([elem_classes] if isinstance(elem_classes, str) else elem_classes or []), LAZY_CLASS]
         super().__init__(
             value, label=label, show_label=False, html_template=label_html, css_template=STYLE,
             js_on_load=SCRIPT, head=HEAD, apply_default_css=False,

@@ -104,6 +104,8 @@ def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
     panels = grid(len(_EMBED_PARTS), 1, titles, vertical_spacing=0.06, title_size=12)
     data = [_heatmap(_cut(getattr(result, key))[0], labels, showscale=row == 1, **panels.on(row, 1))
             for row, (key, _) in enumerate(_EMBED_PARTS, start=1)]
+    for axis in panels.xaxes()[:-1]:  # every panel spans the same dims: numbered once, under the last
+        axis["showticklabels"] = False
     per = max(110, _ROW_PX * s)
     return _figure(panels, data, len(_EMBED_PARTS) * (per + 45) + 40,
                    f"Embeddings of your sentence — model {result.model_name}", row_labels=labels)
@@ -220,6 +222,7 @@ def neuron_figure(result: LayerStepResult) -> go.Figure:
     for col in (2, 3, 4):
         for axis in panels.yaxes(col):
             axis["showticklabels"] = False
+    panels.axes_of(1, 1)[0]["showticklabels"] = False  # q's dims are the keys' below it, numbered there
     per = max(220, _ROW_PX * len(labels))
     return _figure(panels, data, per + 200, f"Neuron view: how query token {q_label} scores every key "
                                             f"(layer {result.layer}, head {result.head})",

@@ -91,6 +91,17 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-layer-info")).to_contain_text("Checks against the model's own forward",
                                                            timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-steps-plot")).to_be_hidden()  # drawn when its own accordion opens
+    # the figure near the screen is drawn; the layer's, screens below the button, when scrolled towards
+    expect(page.locator("#in-emb-plot .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    neuron = page.locator("#in-neuron-plot")
+    assert neuron.evaluate("e => e.getBoundingClientRect().top") > 2 * page.viewport_size["height"]
+    keys_drawn = "e => { const p = e.querySelector('.js-plotly-plot'); return p ? p.data[1].y.length : 0; }"
+    page.wait_for_timeout(500)
+    assert neuron.evaluate(keys_drawn) != 12  # not this sentence's 12 tokens (the example's, or nothing yet)
+    neuron.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => ({keys_drawn})(document.querySelector('#in-neuron-plot')) === 12",
+                           timeout=RUN_TIMEOUT_MS)
+    page.evaluate("() => window.scrollTo(0, 0)")
     for label in ("Order test", "The learned position vectors", "Every step of this layer", "3 · Through the layers",
                   "4 · The output and the loss", "5 · Anatomy"):
         page.locator("button.label-wrap", has_text=label).click()
@@ -100,6 +111,7 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-loss-info")).to_contain_text("model's own loss", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-loss-info")).to_contain_text("10.33")
     for plot in ("in-emb-plot", "in-pos-plot", "in-neuron-plot", "in-steps-plot", "in-lens-plot", "in-loss-plot"):
+        page.locator(f"#{plot}").scroll_into_view_if_needed()  # each is drawn near the screen
         expect(page.locator(f"#{plot} .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     for plot in ("in-emb-plot", "in-neuron-plot", "in-steps-plot"):  # margins that hold their labels and colorbar:
         margins = page.locator(f"#{plot} .js-plotly-plot").evaluate(  # plotly laid them out once, as set

@@ -10,6 +10,10 @@
 //   element kept for the component's life: plotly updates the figure it already holds.
 // - A figure nobody can see (a closed accordion, a hidden tab or block: zero width) is drawn when it
 //   gets a width; a width change refits it (plotly's resize, only when its size really differs).
+// - A lazy figure (PlotlyFigure(lazy=True): its block has the class pf-lazy) more than a screen's
+//   height from the viewport is drawn when it comes within that distance (an IntersectionObserver):
+//   a long page's figures far below what the learner reads cost nothing until they scroll towards
+//   them. A figure already drawn is still refitted wherever it is.
 // - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
 //   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit.
 // - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
@@ -134,6 +138,18 @@
   var drawnFor = null;   // the value last drawn (an object identity)
   var drawnNarrow = null;
   var scheduled = false, listening = false;
+  // a lazy figure (its block has the class pf-lazy: the props an update mounts it with hold only that
+  // update's keys) is drawn within a screen's height of the viewport; measured when a new figure comes
+  function lazy() { return Boolean(element.closest(".pf-lazy")); }
+  function near() {
+    if (!lazy()) return true;
+    var r = element.getBoundingClientRect(), h = window.innerHeight;
+    return r.bottom > -h && r.top < 2 * h;
+  }
+  // a figure left far away is looked at again once the page has settled (the figures above it drawn)
+  function recheck() {
+    requestAnimationFrame(function () { if (props.value !== drawnFor && near()) schedule(); });
+  }
   function width() { return element.clientWidth; }
   function attach() { if (gd.parentNode !== element) element.appendChild(gd); }
   function parse(value) {
@@ -163,6 +179,7 @@
     if (!value) { figure = null; drawnFor = value; if (gd._fullLayout) window.Plotly.purge(gd); gd.classList.add("pf-empty"); return; }
     var w = width();
     if (!w) return;  // not on screen: drawn when it gets a width (the ResizeObserver below)
+    if (value !== drawnFor && !near()) { recheck(); return; }  // far away: drawn as it nears (the observer below)
     if (value !== drawnFor) figure = parse(value);
     drawnFor = value; drawnNarrow = w < NARROW;
     gd.classList.remove("pf-empty");
@@ -185,6 +202,10 @@
       if (gd._fullLayout && Math.abs(gd._fullLayout.width - width()) > 1) window.Plotly.Plots.resize(gd);
     }, 100);
   }).observe(element);
+  // the viewport grown by a screen's height above and below: near(), as the page scrolls
+  new IntersectionObserver(function (entries) {
+    if (entries[entries.length - 1].isIntersecting && props.value !== drawnFor && lazy()) schedule();
+  }, { rootMargin: "100% 0px" }).observe(element);
   watch("value", schedule);
   schedule();
 })();
