@@ -15,9 +15,9 @@ from dataclasses import dataclass
 PROBE = ("The capital of France is [MASK].", "paris")  # the Pretrain tab's own probe and its expected word
 # what the embedded corpus (its Wikipedia summaries, lowercased, whole words) says of it
 CORPUS_DOCUMENTS, CORPUS_WORDS = 10_033, 775_848  # documents; words split on white space
-FACT_PHRASE, FACT_PHRASE_COUNT = "capital of france", 0
+FACT_PHRASE, FACT_PHRASE_COUNT = "capital of France", 0  # counted in any case
 WORD_COUNT = 73  # times PROBE's word appears in the corpus
-MEASURED_ON = "one CPU thread of a 2-core AMD EPYC VM (AVX2, bf16 autocast), seed 1337, 2026-11-26"
+MEASURED_ON = "one CPU thread of a 2-core AMD EPYC VM (AVX-512 with bf16, bf16 autocast), seed 1337, 2026-11-26"
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,12 @@ class MeasuredRun:
     best_rank_min: float
     final_rank: int
     top5_min: float | None  # minutes until PROBE's word first entered the top 5 (None: never)
+    final_top5: tuple[str, ...]  # the model's top 5 at PROBE's [MASK] at the end
 
 
 DEFAULT_RUN = MeasuredRun(budget_min=5, steps=4921, minutes=5.0, tokens=5039104, below_left_min=1.7,
                           below_both_min=None, final_loss=5.09, best_rank=311, best_rank_min=5.0, final_rank=311,
-                          top5_min=None)  # its last top 5: well, known, africa, located, asia
-LONGER_RUN = MeasuredRun(budget_min=30, steps=0, minutes=0.0, tokens=0, below_left_min=None, below_both_min=None,
-                         final_loss=0.0, best_rank=0, best_rank_min=0.0, final_rank=0, top5_min=None)
+                          top5_min=None, final_top5=("well", "known", "africa", "located", "asia"))
+LONGER_RUN = MeasuredRun(budget_min=30, steps=38940, minutes=30.0, tokens=39874560, below_left_min=2.0,
+                         below_both_min=5.0, final_loss=4.17, best_rank=42, best_rank_min=8.0, final_rank=225,
+                         top5_min=None, final_top5=("present", "s", "italy", "brazil", "china"))
