@@ -46,7 +46,7 @@ def test_the_final_status_says_the_time_budget_ended_the_run_and_where_the_wall_
     spent = RunSnapshot(elapsed_s=296.4, startup_s=14.2, eval_s=95.0, evals=9, save_s=1.5, saves=1)
     assert final_message("finished", 1002, cfg, True, spent) == (
         "Finished at step 1,002 of 5,000: the time budget (5 min of training) ended it before the last step. "
-        "Wall time 6m47s: training 4m56s, start-up 0m14s, 9 evaluations 1m35s, 1 checkpoint write 0m01s.")
+        "Wall time 6m47s: training 4m56s, start-up 14.2 s, 9 evaluations 1m35s, 1 checkpoint write 1.5 s.")
     assert final_message("finished", 5000, cfg, False, None) == "Finished at step 5,000 of 5,000."  # resumed
 
 

@@ -542,7 +542,9 @@ def final_message(final: str, step: int, cfg: TrainConfig, out_of_time: bool, sn
         text += ": stopped by request"
     if snap is None:
         return text + "."
-    clock = budget.clock_text
+    def clock(seconds: float) -> str:  # a part under a minute in tenths of a second (start-up may take 0.4 s)
+        return budget.clock_text(seconds) if seconds >= 60 else f"{seconds:.1f} s"
+
     total = snap.elapsed_s + snap.startup_s + snap.eval_s + snap.save_s
     return (f"{text}. Wall time {clock(total)}: training {clock(snap.elapsed_s)}, start-up {clock(snap.startup_s)}, "
             f"{snap.evals} evaluation{'s' if snap.evals != 1 else ''} {clock(snap.eval_s)}, "
