@@ -29,6 +29,15 @@ def test_the_curves_draw_each_landmark_at_its_value():
     assert accuracy["x"] == [1.0, 25.0] and accuracy["y"] == [0.3, 0.8]
 
 
+def test_before_any_run_both_panels_of_the_curves_have_a_trace_so_both_draw_their_axes():
+    """The train-loss panel had no trace before a run, and plotly left it blank (half the chart white)."""
+    spec = viz.curves_spec([], {"majority": 0.2})
+    assert {(t["xaxis"], t["yaxis"]) for t in spec["data"]} == {("x", "y"), ("x2", "y2")}
+    assert all(t["x"] == [] and t["y"] == [] for t in spec["data"])
+    with_run = viz.curves_spec([("live", snap())], {})
+    assert all(t["x"] for t in with_run["data"])  # a run's curves only, no empty placeholder
+
+
 def test_the_confusion_matrix_shows_shares_of_each_true_topic_and_its_accuracy():
     trace = viz.confusion_spec(snap())["data"][0]
     assert trace["z"][0] == [0.8, 0.2, 0.0] and trace["z"][1] == [0.25, 0.75, 0.0]

@@ -94,6 +94,10 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                      "name": f"{label}: macro-F1", "line": {"color": colour, "width": 1, "dash": "dot"},
                      "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2", "showlegend": False,
                      "hovertemplate": "%{x:.0f} s · macro-F1 %{y:.3f}<extra>" + literal(label) + "</extra>"})
+    if not runs:  # before any run: an empty trace on each panel, so both draw their axes (plotly leaves a panel
+        # without a trace blank: half the chart was white, a screen of it on a phone)
+        data += [{"type": "scatter", "x": [], "y": [], "xaxis": x, "yaxis": y, "showlegend": False, "hoverinfo": "skip"}
+                 for x, y in (("x", "y"), ("x2", "y2"))]
     shapes, notes = [], []
     for i, (name, value) in enumerate(sorted(baselines.items(), key=lambda kv: kv[1])):
         shapes.append({"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": value, "y1": value,
