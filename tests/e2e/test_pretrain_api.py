@@ -10,6 +10,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from bertdemo.pretrain.checkpoints import latest_checkpoint
 from tests.helpers import wait_until
 
 # A very small custom model on short blocks keeps the run quick on 2 cores.
@@ -93,7 +94,7 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         client.predict(api_name="/stop_run")
     stopped = wait_for(client, lambda s: s.get("status") in {"stopped", "finished"}, 180)
     name = stopped["last_checkpoint"]  # named as the model lists name it, never by its server folder
-    checkpoint = runs_dir / name.removeprefix("run:")
+    checkpoint = latest_checkpoint(runs_dir / stopped["run_id"])  # the step folder its LATEST pointer names
     assert name == f"run:{stopped['run_id']}/checkpoint" and str(runs_dir) not in name
     assert (checkpoint / "metrics.csv").read_text().startswith("step,")
     csv_text = client.predict(stopped["run_id"], api_name="/run_metrics_csv")  # the content, not a server path
