@@ -74,3 +74,16 @@ def test_a_static_file_outside_the_folder_is_refused():
 
 def test_the_page_css_goes_to_one_column_where_the_figures_do():
     assert f"@media (max-width: {NARROW_PX}px)" in static.read("page.css")
+
+
+def test_the_phone_width_is_one_number_in_the_component_its_script_and_the_page_css():
+    """A figure updated through ``gr.update`` is mounted without its ``narrow`` prop, so the script falls back
+    to its own number: it must be NARROW_PX, as the page's phone breakpoint is."""
+    import re
+
+    from bertdemo.ui import static
+    from bertdemo.ui.plotly_figure import NARROW_PX
+
+    fallback = re.search(r"var NARROW = Number\(props\.narrow\) \|\| (\d+);", static.read("plotly_figure.js"))
+    breakpoint_ = re.search(r"@media \(max-width: (\d+)px\)", static.read("page.css"))
+    assert (int(fallback.group(1)), int(breakpoint_.group(1))) == (NARROW_PX, NARROW_PX)

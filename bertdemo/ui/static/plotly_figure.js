@@ -20,7 +20,7 @@
 //   curve}.
 (function () {
   "use strict";
-  var NARROW = Number(props.narrow) || 640;
+  var NARROW = Number(props.narrow) || 640;  // props.narrow is absent once a gr.update mounted the figure: the same NARROW_PX (tests/test_plotly_figure.py)
   var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
   var CONFIG = { displaylogo: false, responsive: false };
 
