@@ -282,8 +282,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
-        code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head], elem_id="att-code",
-                   refresh_on=[button])
+        refresh_code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
+                                  elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
             show_label=False, type="filepath", interactive=False, elem_id="att-overview",
@@ -338,6 +338,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     gr.on([button.click, text.submit], show,
           [text, text_pair, model_box, *controls, token, overview_file],
           [*page_outputs, state, layer, head, token], api_visibility="private")
+    refresh_code([button])  # after the view: the page asks for the picture first
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,

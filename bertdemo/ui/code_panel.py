@@ -54,11 +54,16 @@ def engine_tokenizer_reference(store: ModelSource, public: bool) -> str:
 
 
 def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_id: str | None = None,
-               refresh_on: list | None = None, uses_model: bool = True) -> gr.Code:
+               refresh_on: list | None = None, uses_model: bool = True) -> Callable[[list], None]:
     """A closed "Show the code" accordion under the view: ``snippet(model_reference, *other inputs)`` is
     written into it when it opens and again each time one of ``refresh_on`` (the view's buttons) is
     clicked, so an open panel never keeps an old sentence. With ``uses_model`` ``inputs[0]`` must be the
-    model box; without it the snippet gets the inputs alone."""
+    model box; without it the snippet gets the inputs alone.
+
+    Returns ``refresh_on_click(buttons)``, which wires the same refresh later: the page sends one click's
+    events one after the other, in the order they were registered, each once the one before is answered
+    and drawn, so a tab registers its panel's refresh *after* its own main event (the panel laid out
+    where it reads best) and the learner's picture is not kept waiting for the code."""
     store, public = ctx.models, ctx.settings.is_public
 
     @common.user_errors(public=public)
@@ -73,6 +78,10 @@ def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_
                     "your inputs and the model that answered. Refreshed each time the view is.")
         box = gr.Code(language="python", interactive=False, elem_id=elem_id, show_label=False)
     panel.expand(fill, inputs, box, api_visibility="private")
-    for button in refresh_on or []:
-        button.click(fill, inputs, box, api_visibility="private", show_progress="hidden")
-    return box
+
+    def refresh_on_click(buttons: list) -> None:
+        for button in buttons:
+            button.click(fill, inputs, box, api_visibility="private", show_progress="hidden")
+
+    refresh_on_click(refresh_on or [])
+    return refresh_on_click

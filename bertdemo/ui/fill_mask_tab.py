@@ -142,8 +142,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair], elem_id="fm-code",
-                   refresh_on=[button])
+        refresh_code = code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair],
+                                  elem_id="fm-code")
         gr.Button("Why this word? Which tokens made it predict that →", size="sm", elem_id="fm-why")  # ui.words_tab
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
@@ -155,6 +155,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
 
     button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared).failure(
         cleared, None, outputs, api_visibility="private", queue=False)
+    refresh_code([button])  # after the view: the page asks for the picture first
     gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared).failure(
         cleared, None, outputs, api_visibility="private", queue=False)
     second.focus(refresh_second, None, second, api_visibility="private")  # new checkpoints join
