@@ -31,7 +31,6 @@ rate, and start-up and checkpoint writes as not yet measured (:attr:`TimeEstimat
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import threading
@@ -200,9 +199,12 @@ class TimeEstimate:
         return self.training_s + self.evaluation_s + self.checkpoint_s + self.startup_s
 
 
-def estimate_run(cfg: TrainConfig, rate: float, overheads: RunOverheads | None = None) -> TimeEstimate:
+def estimate_run(cfg: TrainConfig, rate: float, overheads: RunOverheads | None = None,
+                 eval_rate: float | None = None) -> TimeEstimate:
     """The run's wall time at ``rate`` training operations per second: its training (to the last step or
-    the time budget), the evaluations and checkpoints due in the steps that fit, and its start-up."""
+    the time budget), the evaluations and checkpoints due in the steps that fit, and its start-up.
+    Evaluations run at the measured ``overheads``' speed, else at ``eval_rate``, else at ``rate``; start-up
+    and checkpoint writes are counted only when measured."""
     step_flops = flops_per_token(cfg) * cfg.optim.batch_size * cfg.max_seq_len()
     steps, budget = cfg.optim.steps, cfg.optim.time_budget_s
     all_steps_s = steps * step_flops / rate
@@ -212,7 +214,7 @@ def estimate_run(cfg: TrainConfig, rate: float, overheads: RunOverheads | None =
     evaluations = done // every + 1 + (0 if ends or done % every == 0 else 1)  # step 0, each interval, the last
     interval = cfg.monitor.checkpoint_every
     checkpoints = 1 + ((done - 1) // interval if interval and done > 0 else 0)
-    eval_rate = overheads.eval_rate if overheads is not None else rate
+    eval_rate = overheads.eval_rate if overheads is not None else (eval_rate or rate)
     return TimeEstimate(
         training_s=budget if ends else all_steps_s, budget_ends_it=ends, evaluations=evaluations,
         evaluation_s=evaluations * evaluation_flops(cfg) / eval_rate, checkpoints=checkpoints,
@@ -253,22 +255,22 @@ class SpeedBook:
         with self._lock:
             return self._overheads.get(device.split(":")[0])
 
+    def _speeds(self, cfg: TrainConfig) -> tuple[float, RunOverheads | None, float | None]:
+        """(training rate, the last measured run's overheads, the calibrated evaluation rate when there are
+        none) on the device ``cfg`` trains on: :func:`estimate_run`'s arguments after ``cfg``."""
+        device = run_device(cfg)
+        overheads = self.overheads(device)
+        return self.rate(device), overheads, None if overheads is not None else self.eval_rate(device)
+
     def estimate(self, cfg: TrainConfig) -> TimeEstimate:
         """The run's wall time, part by part, on the device it will train on: evaluations at the speed the
         last run measured, else at the calibrated one."""
-        device = run_device(cfg)
-        overheads = self.overheads(device)
-        if overheads is None:
-            calibrated = RunOverheads(startup_s=0.0, eval_rate=self.eval_rate(device), save_s=0.0)
-            return dataclasses.replace(estimate_run(cfg, self.rate(device), calibrated), measured=False)
-        return estimate_run(cfg, self.rate(device), overheads)
+        return estimate_run(cfg, *self._speeds(cfg))
 
     def check_time(self, cfg: TrainConfig, max_seconds: float) -> float:
         """:func:`check_time` with this book's speeds: the run's wall-time estimate, or ValueError past
         ``max_seconds``."""
-        device = run_device(cfg)
-        overheads = self.overheads(device) or RunOverheads(0.0, self.eval_rate(device), 0.0)
-        return check_time(cfg, max_seconds, self.rate(device), overheads)
+        return check_time(cfg, max_seconds, *self._speeds(cfg))
 
     def eval_rate(self, device: str = "cpu") -> float:
         """Operations per second of a held-out evaluation on ``device``, calibrated once."""
@@ -332,11 +334,12 @@ def clock_text(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def check_time(cfg: TrainConfig, max_seconds: float, rate: float, overheads: RunOverheads | None = None) -> float:
+def check_time(cfg: TrainConfig, max_seconds: float, rate: float, overheads: RunOverheads | None = None,
+               eval_rate: float | None = None) -> float:
     """The run's wall-time estimate (:func:`estimate_run`: evaluations, checkpoints and start-up counted)
     at ``rate`` operations per second; ValueError when it exceeds ``max_seconds`` (a public server's cap,
     which counts wall time), naming the number of steps that would fit."""
-    seconds = estimate_run(cfg, rate, overheads).total_s
+    seconds = estimate_run(cfg, rate, overheads, eval_rate).total_s
     if seconds > max_seconds:
         per_step = estimate_seconds(cfg, rate, cfg.optim.steps) / max(cfg.optim.steps, 1)
         fit = int(max_seconds / per_step)

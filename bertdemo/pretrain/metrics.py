@@ -226,6 +226,13 @@ class MetricsBuffer(LockedSnapshot):
             self._snap.probe.append((step, predictions, sentence))
             del self._snap.probe[:-PROBE_WINDOW]
 
+    def log_beside_training(self, part: str, seconds: float) -> None:
+        """One evaluation (``part`` "eval") or checkpoint write ("save") that took ``seconds`` of wall time."""
+        with self._lock:
+            s = self._snap
+            setattr(s, f"{part}_s", getattr(s, f"{part}_s") + seconds)
+            setattr(s, f"{part}s", getattr(s, f"{part}s") + 1)
+
     def add_checkpoint(self, path: str) -> None:
         with self._lock:
             if path not in self._snap.checkpoints:

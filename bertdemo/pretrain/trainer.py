@@ -13,11 +13,12 @@ The metrics buffer is the only thing shared with other threads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
@@ -34,7 +35,7 @@ from bertdemo.models.load_errors import shown_fault
 from bertdemo.pretrain import budget, checkpoints, timeline
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
-from bertdemo.pretrain.evaluation import answer_questions, probe_answers
+from bertdemo.pretrain.evaluation import TOKENS_PER_BATCH, answer_questions, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
@@ -349,8 +350,7 @@ class Trainer:
         try:
             self._evaluate(final)
         finally:
-            self.metrics.update(eval_s=self.metrics.get("eval_s") + time.perf_counter() - started,
-                                evals=self.metrics.get("evals") + 1)
+            self.metrics.log_beside_training("eval", time.perf_counter() - started)
 
     def _evaluate(self, final: bool) -> None:
         if final:
@@ -407,8 +407,7 @@ class Trainer:
         started = time.perf_counter()
         path = checkpoints.write_checkpoint(self.run_folder, self.model, self.tokenizer, self.cfg.to_dict(), state,
                                             metrics_csv(snap), self.optimizer, disk=self.disk)
-        self.metrics.update(save_s=self.metrics.get("save_s") + time.perf_counter() - started,
-                            saves=self.metrics.get("saves") + 1)
+        self.metrics.log_beside_training("save", time.perf_counter() - started)
         self.metrics.add_checkpoint(str(path))
         if strength > 0:
             self.metrics.update(message=locality_checkpoint_note(self.step, strength))
@@ -695,15 +694,22 @@ CALIBRATION_SHAPE = dict(preset="custom", num_hidden_layers=2, hidden_size=128, 
                          intermediate_size=512, seq_len=128, batch_size=16)  # a small BERT: a second or two
 
 
-def calibrate(device_type: str = "cpu") -> float:
-    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
-    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+@contextlib.contextmanager
+def _calibration_model(
+        device_type: str) -> Iterator[tuple[TrainConfig, torch.device, PreTrainedTokenizerBase, nn.Module]]:
+    """The calibrations' small seeded BERT on ``device_type``, under the threads a run gets."""
     cfg = TrainConfig.from_flat(**CALIBRATION_SHAPE, device=device_type)
     device = torch.device(device_type)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
     with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = build_model(cfg, tokenizer)
+        yield cfg, device, tokenizer, build_model(cfg, tokenizer)
+
+
+def calibrate(device_type: str = "cpu") -> float:
+    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
+    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
+    with _calibration_model(device_type) as (cfg, device, tokenizer, model):
         objective = PretrainObjective(model).to(device).train()
         optimizer = make_optimizer(model, cfg, device)
         make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
@@ -725,25 +731,18 @@ def calibrate(device_type: str = "cpu") -> float:
 
 def calibrate_evaluation(device_type: str = "cpu") -> float:
     """Time the run's own held-out evaluation (:func:`answer_questions`: every asked position scored over the
-    whole vocabulary, its rank counted) on the calibration model and a held-out set of random tokens; returns
-    operations per second as :func:`bertdemo.pretrain.budget.evaluation_flops` counts them. An evaluation
-    does less per operation than a training step (full-vocabulary ranks, small batches)."""
-    cfg = TrainConfig.from_flat(**CALIBRATION_SHAPE, device=device_type)
-    device = torch.device(device_type)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = build_model(cfg, tokenizer).to(device)
+    whole vocabulary, its rank counted) on the calibration model and one evaluation batch of random tokens;
+    returns operations per second as :func:`bertdemo.pretrain.budget.evaluation_flops` counts them. An
+    evaluation does less per operation than a training step (full-vocabulary ranks, small batches)."""
+    with _calibration_model(device_type) as (cfg, device, tokenizer, model):
+        model.to(device)
         rng = np.random.default_rng(0)
-        blocks = rng.integers(1000, VOCAB_SIZE, (EVAL_CALIBRATION_TOKENS // cfg.data.seq_len, cfg.data.seq_len))
+        blocks = rng.integers(1000, VOCAB_SIZE, (TOKENS_PER_BATCH // cfg.data.seq_len, cfg.data.seq_len))
         q = heldout_questions(blocks, tokenizer.all_special_ids, tokenizer.mask_token_id)
         questions = (torch.from_numpy(q.input_ids).to(device), torch.from_numpy(q.labels).to(device))
         bf16 = use_bf16(device, cfg.system.precision)
         elapsed = _timed(lambda: answer_questions(model, questions, device, bf16), device, 1)
-    return EVAL_CALIBRATION_TOKENS * budget.flops_per_token(cfg) / 3.0 / max(elapsed, 1e-6)
-
-
-EVAL_CALIBRATION_TOKENS = 4_096  # one batch of the evaluation's (evaluation.TOKENS_PER_BATCH)
+    return TOKENS_PER_BATCH * budget.flops_per_token(cfg) / 3.0 / max(elapsed, 1e-6)
 
 
 def _timed(work: Callable[[], object], device: torch.device, repeats: int) -> float:

@@ -461,8 +461,7 @@ def more_training_markdown(snap: RunSnapshot | None) -> str:
         rows.append(f"| {run.budget_min:g} min | {run.steps:,} ({run.tokens / 1e6:.1f} M tokens) | "
                     f"{run.final_loss:.2f} | {'; '.join(below) or '—'} | {arrival} | "
                     f"{' '.join(html_code(t) for t in run.final_top5)} |")
-    longer = LONGER_RUN
-    speed = steps_per_second(snap)
+    longer, speed = LONGER_RUN, steps_per_second(snap)
     if speed > 0:
         at_speed = (f"At this run's speed ({speed:,.1f} steps a second) {longer.steps:,} steps take "
                     f"{clock_text(longer.steps / speed)} of training.")
@@ -480,8 +479,8 @@ def more_training_markdown(snap: RunSnapshot | None) -> str:
         f"arrive in {longer.minutes:g} minutes (the model learned that a country goes there), and this corpus gives "
         f"little to learn it from — its {CORPUS_DOCUMENTS:,} Wikipedia summaries ({CORPUS_WORDS:,} words) say "
         f"“{FACT_PHRASE}” {FACT_PHRASE_COUNT:,} times and name {word.capitalize()} {WORD_COUNT:,} times. BERT-base read 3.3 billion "
-        "words about 40 times over (a million steps of 256 × 512 tokens). A GPU gives more steps a second, not a "
-        f"different curve: compare runs by steps. {at_speed}",
+        "words about 40 times over (a million steps of 256 × 512 tokens). A GPU makes more steps a second (no GPU "
+        f"figure was measured here): compare a run with these by its steps and tokens. {at_speed}",
     ])
 
 
