@@ -25,8 +25,25 @@ def snap() -> FinetuneSnapshot:
 def test_the_curves_draw_each_landmark_at_its_value():
     spec = viz.curves_spec([("live", snap())], {"majority": 0.2, "bag_of_words": 0.86})
     assert sorted(shape["y0"] for shape in spec["layout"]["shapes"]) == [0.2, 0.86]
+    assert sorted(note["text"] for note in spec["layout"]["annotations"]) == [
+        "bag of words + logistic regression 86% (test)", "majority class 20% (test)"]
     accuracy = next(t for t in spec["data"] if t["yaxis"] == "y2" and t["mode"] == "lines+markers")
     assert accuracy["x"] == [1.0, 25.0] and accuracy["y"] == [0.3, 0.8]
+    test = next(t for t in spec["data"] if t["name"] == "live: test")  # what the landmarks compare with
+    assert test["x"] == [25.0] and test["y"] == [0.79] and test["marker"]["symbol"] == "diamond"
+    assert spec["layout"]["yaxis2"]["title"]["text"] == viz.LANDMARK_AXIS and "on test" in viz.LANDMARK_AXIS
+    running = snap()
+    running.test_accuracy = math.nan
+    assert not any(t["name"] == "live: test" for t in viz.curves_spec([("live", running)], {})["data"])
+
+
+def test_the_checkpoint_probe_draws_the_layer_chosen_on_validation_at_its_test_accuracy():
+    from bertdemo.finetune.layer_probes import CheckpointProbe
+
+    results = [CheckpointProbe("a", 100, (0.5, 0.9, 0.6), 0.5, (0.5, 0.6, 0.8)),
+               CheckpointProbe("b", 800, (0.5, 0.7, 0.95), 0.5, (0.5, 0.9, 0.6))]
+    trace = viz.checkpoint_probe_spec(results)["data"][0]
+    assert trace["x"] == [100, 800] and trace["y"] == [0.6, 0.7] and trace["customdata"] == [2, 1]
 
 
 def test_before_any_run_both_panels_of_the_curves_have_a_trace_so_both_draw_their_axes():

@@ -205,6 +205,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             rows = "\n".join(f"| {literal(base['names'][k])} | {base['val_accuracy'][k]:.1%} | {base['test_accuracy'][k]:.1%} |"
                              for k in base["val_accuracy"])
             lines.append("| landmark | validation | test |\n|---|---|---|\n" + rows)
+            lines.append("Every choice a landmark makes is made on validation; the chart draws its **test** accuracy, "
+                         "beside each ended run's test accuracy (◆).")
         else:
             lines.append("The landmarks (majority class, bag of words, a probe on the frozen embedded model) are "
                          "not computed on this server yet: press the button below.")
@@ -239,7 +241,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def probe_layers(model: str, task: str) -> dict:
         """Every layer of `model` probed on `task` (length, bigram_shift or topic): test accuracy of a linear
         probe on mean-pooled and [CLS] features, the same on a random-weight model of the same shape, and the
-        majority class."""
+        majority class; `best`: the layer and pooling chosen on validation, with its test accuracy."""
         if task not in dict((v, k) for k, v in PROBE_TASKS):
             raise ValueError(f"task must be one of {', '.join(v for _, v in PROBE_TASKS)}.")
         loaded = store.get(model)
@@ -247,18 +249,22 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return {"model": loaded.name, "task": result.task, "kind": result.kind, "n_train": result.n_train,
                 "majority_accuracy": result.majority_accuracy, "mean": list(result.model.mean),
                 "cls": list(result.model.cls), "random_mean": list(result.random.mean) if result.random else None,
-                "random_cls": list(result.random.cls) if result.random else None}
+                "random_cls": list(result.random.cls) if result.random else None,
+                "best": dict(zip(("layer", "pooling", "test_accuracy"), result.model.best)),
+                "random_best": dict(zip(("layer", "pooling", "test_accuracy"), result.random.best))
+                if result.random else None}
 
     @user_errors
     def probe_layers_page(model: str, task: str, progress=gr.Progress()):
         loaded = store.get(model)
         result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m))
         layer, pooling, acc = result.model.best
-        text = (f"Answered by {literal(loaded.name)}: best layer **{layer}** ({pooling}) at **{acc:.1%}** test accuracy, "
-                f"majority class {result.majority_accuracy:.1%}, {result.n_train:,} training sentences.")
+        text = (f"Answered by {literal(loaded.name)}: the best layer on validation, **{layer}** ({pooling}), has "
+                f"**{acc:.1%}** test accuracy; majority class {result.majority_accuracy:.1%}, {result.n_train:,} "
+                "training sentences.")
         if result.random is not None:
             r_layer, r_pool, r_acc = result.random.best
-            text += f" Random weights of the same shape: best {r_acc:.1%} (layer {r_layer}, {r_pool})."
+            text += f" Random weights of the same shape: {r_acc:.1%} (layer {r_layer}, {r_pool}, chosen the same way)."
         return plot_data(viz.layer_probe_spec(result)), text
 
     @user_errors
