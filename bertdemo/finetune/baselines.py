@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from bertdemo.finetune.features import POOLINGS, ActivationCache
-from bertdemo.finetune.linear_head import train_linear_heads
+from bertdemo.finetune.linear_head import fit_choosing_c, train_linear_heads
 from bertdemo.finetune.scores import scores
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 Progress = Callable[[float, str], None]
 BOW_MIN_COUNT = 2
 BOW_C_GRID = (0.1, 1.0, 10.0)
-BOW_MAX_ITER = 300
 BOW_TOKEN_PATTERN = r"[a-z0-9]+"
 
 
@@ -103,20 +102,13 @@ def bag_of_words_baseline(splits: DatasetDict, max_per_topic: int | None = None)
     """Logistic regression on the words each text contains (see the module notes), trained on the whole
     training split or on its first ``max_per_topic`` examples of each topic."""
     from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
 
     train = splits["train"] if max_per_topic is None else per_topic(splits["train"], max_per_topic)
     vectorizer = CountVectorizer(binary=True, min_df=BOW_MIN_COUNT, token_pattern=BOW_TOKEN_PATTERN)
     x = vectorizer.fit_transform(train["text"])
     xv, xt = (vectorizer.transform(splits[s]["text"]) for s in ("validation", "test"))
     y, val_y, test_y = np.asarray(train["label"], dtype=np.int64), _labels(splits, "validation"), _labels(splits, "test")
-    best = None
-    for c in BOW_C_GRID:
-        head = LogisticRegression(C=c, max_iter=BOW_MAX_ITER).fit(x, y)
-        val = scores(val_y, head.predict(xv))
-        if best is None or val[0] > best[0][0]:
-            best = (val, c, head)
-    (va, vf), c, head = best
+    head, c, (va, vf) = fit_choosing_c(x, y, xv, val_y, BOW_C_GRID)
     ta, tf = scores(test_y, head.predict(xt))
     return Baseline("bag of words", va, vf, ta, tf, f"logistic regression on {len(vectorizer.vocabulary_):,} words, "
                                                     f"C {c:g} (chosen on validation), {x.shape[0]:,} training texts")

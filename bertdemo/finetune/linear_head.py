@@ -33,6 +33,19 @@ class HeadResult:
     c: float  # the inverse L2 penalty chosen on validation
 
 
+def fit_choosing_c(x, y: np.ndarray, val_x, val_y: np.ndarray,
+                   c_grid: tuple[float, ...] = C_GRID) -> tuple[LogisticRegression, float, tuple[float, float]]:
+    """A logistic regression fitted on (``x``, ``y``) for each ``C`` of ``c_grid``: the one with the best
+    validation accuracy (the first on a tie), its ``C`` and its validation (accuracy, macro-F1)."""
+    best = None
+    for c in c_grid:
+        head = LogisticRegression(C=c, max_iter=MAX_ITER).fit(x, y)
+        val = scores(val_y, head.predict(val_x))
+        if best is None or val[0] > best[2][0]:
+            best = (head, float(c), val)
+    return best
+
+
 def train_linear_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
                       test_x: np.ndarray | None = None, test_y: np.ndarray | None = None,
                       c_grid: tuple[float, ...] = C_GRID) -> HeadResult:
@@ -44,19 +57,13 @@ def train_linear_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarra
     if len(train_y) == 0 or len(val_y) == 0:
         raise ValueError("The linear head needs training and validation rows.")
     scaler = StandardScaler().fit(train_x)
-    x, xv = scaler.transform(train_x), scaler.transform(val_x)
-    best = None
     # small products gain nothing from BLAS threads, and on a busy machine spinning threads cost many times the CPU
     with threadpool_limits(limits=1, user_api="blas"):
-        for c in c_grid:
-            head = LogisticRegression(C=c, max_iter=MAX_ITER).fit(x, train_y)
-            val = scores(val_y, head.predict(xv))
-            if best is None or val[0] > best[0][0]:
-                best = (val, c, head)
-        (val_acc, val_f1), c, head = best
+        head, c, (val_acc, val_f1) = fit_choosing_c(scaler.transform(train_x), train_y, scaler.transform(val_x),
+                                                    val_y, c_grid)
         test_acc, test_f1 = (float("nan"), float("nan")) if test_x is None or test_y is None else \
             scores(np.asarray(test_y, dtype=np.int64), head.predict(scaler.transform(test_x)))
-    return HeadResult(val_acc, val_f1, test_acc, test_f1, float(c))
+    return HeadResult(val_acc, val_f1, test_acc, test_f1, c)
 
 
 def train_linear_heads(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,

@@ -272,7 +272,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if not run_id:
             raise ValueError("Pick a pretraining run first.")
         folders = runs.checkpoint_folders(run_id)
-        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m))))
+        note = viz.checkpoints_note(len(folders), ctx.settings.disk.keep_checkpoints)
+        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m)),
+                                                   note=note))
 
     @user_errors
     def download_csv(run_id: str):

@@ -233,9 +233,22 @@ def layer_probe_spec(probe) -> dict:
     return {"data": data, "layout": layout}
 
 
-def checkpoint_probe_spec(results, steps_label: str = "pretraining step") -> dict:
+ENOUGH_CHECKPOINTS = 4  # fewer points than this cannot say when word order arrived
+
+
+def checkpoints_note(n: int, kept: int) -> str:
+    """How many points the checkpoint probe has (a figure title: short lines), and why when too few to answer."""
+    text = f"{n} checkpoint{'s' if n != 1 else ''} on disk: {n} point{'s' if n != 1 else ''}"
+    if n >= ENOUGH_CHECKPOINTS:
+        return text
+    return (f"{text}, too few to say when.<br>This server keeps a run's latest {kept} (--keep-checkpoints), "
+            "the older ones are deleted as it trains.")
+
+
+def checkpoint_probe_spec(results, steps_label: str = "pretraining step", note: str = "") -> dict:
     """The bigram-shift probe of each checkpoint of a run against its step, at the layer chosen on validation
-    and drawn with its test accuracy: when word order arrived."""
+    and drawn with its test accuracy: when word order arrived. ``note`` (e.g. :func:`checkpoints_note`) is the
+    figure's title."""
     if not results:
         return _empty("Pick a pretraining run with checkpoints.")
     xs = [r.step if r.step is not None else i for i, r in enumerate(results)]
@@ -246,6 +259,7 @@ def checkpoint_probe_spec(results, steps_label: str = "pretraining step") -> dic
              "hovertemplate": "step %{x} · layer %{customdata} · test %{y:.1%}<extra></extra>"}]
     majority = results[0].majority_accuracy
     layout = {**_LAYOUT, "height": 280, "xaxis": {"title": {"text": steps_label}},
+              "title": {"text": note, "font": {"size": 12}},
               "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "bigram shift, test accuracy"}},
               "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": majority, "y1": majority,
                           "line": {"color": "#64748b", "dash": "dash", "width": 1}}]}
