@@ -1,5 +1,6 @@
 """A small, deterministic linear head on fixed features: scikit-learn's ``StandardScaler`` then
-multinomial ``LogisticRegression`` (L-BFGS from zero weights, so the same inputs give the same head).
+multinomial ``LogisticRegression`` (L-BFGS from zero weights, then warm-started along the ``C`` grid, so the
+same inputs give the same head).
 
 The inverse penalty ``C`` is chosen among :data:`C_GRID` by validation accuracy (the smallest ``C`` on a
 tie); the head with that ``C`` is then scored on validation and test. Selection never sees the test rows,
@@ -9,6 +10,7 @@ are plain numbers.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +22,7 @@ from bertdemo.finetune.scores import scores
 
 C_GRID = (0.01, 0.1, 1.0)
 MAX_ITER = 300
+TOL = 1e-3  # L-BFGS stops when the largest gradient entry falls below this
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,17 @@ class HeadResult:
 
 def fit_choosing_c(x, y: np.ndarray, val_x, val_y: np.ndarray,
                    c_grid: tuple[float, ...] = C_GRID) -> tuple[LogisticRegression, float, tuple[float, float]]:
-    """A logistic regression fitted on (``x``, ``y``) for each ``C`` of ``c_grid``: the one with the best
-    validation accuracy (the first on a tie), its ``C`` and its validation (accuracy, macro-F1)."""
+    """A logistic regression fitted on (``x``, ``y``) for each ``C`` of ``c_grid``, smallest first, each fit
+    starting from the previous one's weights (``warm_start``: the same optimum in fewer steps): the one
+    with the best validation accuracy (the smallest ``C`` on a tie), its ``C`` and its validation
+    (accuracy, macro-F1)."""
     best = None
-    for c in c_grid:
-        head = LogisticRegression(C=c, max_iter=MAX_ITER).fit(x, y)
+    head = LogisticRegression(max_iter=MAX_ITER, tol=TOL, warm_start=True)
+    for c in sorted(c_grid):
+        head.set_params(C=c).fit(x, y)
         val = scores(val_y, head.predict(val_x))
         if best is None or val[0] > best[2][0]:
-            best = (head, float(c), val)
+            best = (copy.deepcopy(head), float(c), val)
     return best
 
 
