@@ -87,7 +87,8 @@ def test_short_names_keep_topics_apart(labels, short):
 def test_the_checkpoint_probe_says_how_many_points_it_has():
     from bertdemo.finetune.layer_probes import CheckpointProbe
 
-    two = [CheckpointProbe("a", 100, (0.5, 0.6), 0.5, (0.5, 0.6)), CheckpointProbe("b", 200, (0.5, 0.7), 0.5, (0.5, 0.6))]
+    two = [CheckpointProbe("a", 100, (0.5, 0.6), 0.5, (0.5, 0.6)),
+           CheckpointProbe("b", 200, (0.5, 0.7), 0.5, (0.5, 0.6))]
     note = viz.checkpoints_note(len(two), kept=2)
     assert note.startswith("2 checkpoints on disk: 2 points, too few to say when.") and "latest 2" in note
     assert viz.checkpoint_probe_spec(two, note=note)["layout"]["title"]["text"] == note
