@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import (TopicTask, build_model, confusion_matrix, encode, evaluate, lr_factor, macro_f1,
+from bertdemo.finetune.engine import (TopicTask, build_model, encode, evaluate, lr_factor,
                                       pca_2d, run_finetune, topic_probabilities)
 from bertdemo.finetune.metrics import FinetuneMetrics, finetune_csv
 from bertdemo.pretrain.metrics import Status
@@ -100,13 +100,6 @@ def test_evaluation_equals_the_models_own_forward(tiny_mlm_dir):
     assert ev.loss == pytest.approx(float(loss), rel=1e-5)
     assert ev.accuracy == float((out.logits.argmax(-1) == torch.tensor(task.val_labels)).float().mean())
     assert np.allclose(ev.vectors, pooled.numpy(), atol=1e-5)
-
-
-def test_macro_f1_and_the_confusion_matrix_by_hand():
-    cm = confusion_matrix([0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0], 3)
-    assert cm.tolist() == [[1, 1, 0], [0, 2, 0], [1, 0, 1]]
-    # F1: class 0 = 2·1/(2+1+1) = 0.5; class 1 = 4/(4+1+0) = 0.8; class 2 = 2/(2+0+1) = 2/3
-    assert macro_f1(cm) == pytest.approx((0.5 + 0.8 + 2 / 3) / 3)
 
 
 def test_the_learning_rate_warms_up_then_decays_to_zero():

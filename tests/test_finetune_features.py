@@ -8,7 +8,8 @@ import torch
 from transformers import BertModel
 
 from bertdemo.finetune import features as feats
-from bertdemo.finetune.linear_head import scores, train_linear_head, train_linear_heads
+from bertdemo.finetune.linear_head import train_linear_head, train_linear_heads
+from bertdemo.finetune.scores import confusion_matrix, scores
 from tests.helpers import tiny_bert_config
 
 TEXTS = ["The cat sat on the mat.", "Paris is the capital of France.", "Go.",
@@ -64,10 +65,13 @@ def test_cache_stays_within_its_byte_bound(tiny_encoder, tokenizer):
         cache.get("tiny", tiny_encoder, tokenizer, TEXTS * 2)
 
 
-def test_scores_are_accuracy_and_macro_f1():
-    acc, f1 = scores(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]))
-    assert acc == 0.75
-    assert f1 == pytest.approx((2 / 3 + 0.8) / 2)  # class 0: P 1, R 1/2; class 1: P 2/3, R 1
+def test_scores_are_accuracy_and_macro_f1_over_the_classes_that_occur():
+    acc, f1 = scores([0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0])
+    assert acc == pytest.approx(4 / 6)
+    assert f1 == pytest.approx((0.5 + 0.8 + 2 / 3) / 3)  # F1 per class: 2·TP / (2·TP + FP + FN)
+    assert scores([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx((0.75, (2 / 3 + 0.8) / 2))  # class 2 never appears
+    assert confusion_matrix([0, 0, 1], [0, 1, 1], 3).tolist() == [[1, 1, 0], [0, 1, 0], [0, 0, 0]]
+    assert all(np.isnan(v) for v in scores([], []))
 
 
 def _blobs(seed: int, n: int, d: int = 16, classes: int = 3, spread: float = 1.0):
@@ -87,17 +91,34 @@ def test_linear_head_learns_separable_classes_and_is_deterministic():
     noise = np.random.default_rng(3).normal(size=x.shape).astype(np.float32)
     chance = train_linear_head(noise, y, xv, yv, xt, yt)
     assert chance.test_accuracy < 0.6
-    assert chance.steps < 200  # stopped early on validation
+    with pytest.raises(ValueError, match="training and validation rows"):
+        train_linear_head(x[:0], y[:0], xv, yv)
 
 
-def test_heads_trained_together_equal_heads_trained_alone():
+def test_the_penalty_is_chosen_on_validation_and_reported_on_test():
+    """Validation and test disagree: a strong penalty answers the training majority (0) everywhere, a weak one
+    reads the features. Validation rows are like training; the test rows carry class 1's features but label 0,
+    so on test the strong penalty would win: a head that chose on test would report 100 %."""
+    y = np.where(np.arange(300) % 5 == 0, 1, 0)  # 60 of class 1, 240 of class 0
+    centers = np.random.default_rng(99).normal(size=(2, 16)) * 3
+    rng = np.random.default_rng(1)
+    x = (centers[y] + rng.normal(size=(300, 16))).astype(np.float32)
+    yv = np.arange(100) % 2
+    xv = (centers[yv] + rng.normal(size=(100, 16))).astype(np.float32)
+    xt = (centers[np.ones(50, dtype=int)] + rng.normal(size=(50, 16))).astype(np.float32)
+    yt = np.zeros(50, dtype=int)
+    result = train_linear_head(x, y, xv, yv, xt, yt, c_grid=(1e-6, 1.0))
+    assert result.c == 1.0 and result.val_accuracy == 1.0
+    assert result.test_accuracy == 0.0  # the test split did not choose
+    strong = train_linear_head(x, y, xv, yv, xt, yt, c_grid=(1e-6,))
+    assert strong.test_accuracy == 1.0 and strong.val_accuracy == 0.5
+
+
+def test_heads_are_one_per_leading_index():
     x, y = _blobs(0, 200, spread=4.0)
     xv, yv = _blobs(1, 60, spread=4.0)
     noise = np.random.default_rng(5).normal(size=x.shape).astype(np.float32)
     together = train_linear_heads(np.stack([x, noise]), y, np.stack([xv, xv]), yv, np.stack([xv, xv]), yv)
-    alone = [train_linear_head(x, y, xv, yv, xv, yv), train_linear_head(noise, y, xv, yv, xv, yv)]
-    for a, b in zip(together, alone):
-        assert a.steps == b.steps
-        assert a.val_accuracy == pytest.approx(b.val_accuracy) and a.test_macro_f1 == pytest.approx(b.test_macro_f1)
-    with pytest.raises(ValueError, match="training and validation rows"):
-        train_linear_head(x[:0], y[:0], xv, yv)
+    assert together == [train_linear_head(x, y, xv, yv, xv, yv), train_linear_head(noise, y, xv, yv, xv, yv)]
+    with pytest.raises(ValueError, match="heads, rows, features"):
+        train_linear_heads(x, y, xv, yv)

@@ -113,8 +113,11 @@ def test_probe_layers_scores_every_layer_beside_its_controls(tiny_encoder, token
         top = np.bincount(task.labels["train"]).argmax()
         assert r.majority_accuracy == np.mean(task.labels["test"] == top)
         for scores in (r.model, r.random):
-            assert len(scores.mean) == len(scores.cls) == 3  # embeddings + 2 layers
-            assert all(0.0 <= a <= 1.0 for a in scores.mean + scores.cls)
+            assert len(scores.mean) == len(scores.cls) == len(scores.mean_val) == len(scores.cls_val) == 3
+            assert all(0.0 <= a <= 1.0 for a in scores.mean + scores.cls + scores.mean_val + scores.cls_val)
+            layer, pooling, acc = scores.best
+            assert getattr(scores, f"{pooling}_val")[layer] == max(scores.mean_val + scores.cls_val)
+            assert acc == getattr(scores, pooling)[layer]
         assert r.random.model_name == "tiny (random weights, seed 0)"
         assert r.n_train == len(task.texts["train"])
     topic = results[2]
@@ -142,7 +145,8 @@ def test_probe_checkpoints_follows_a_run(tmp_path, tokenizer):
     results = lp.probe_checkpoints(folders, ActivationCache(), sizes=SMALL, progress=lambda f, m: heard.append(m))
     assert [r.step for r in results] == [10, None]
     assert [r.path for r in results] == [str(f) for f in folders]
-    assert all(len(r.accuracy) == 3 and 0 <= r.best_layer < 3 for r in results)
+    assert all(len(r.accuracy) == len(r.val_accuracy) == 3 for r in results)
+    assert all(r.val_accuracy[r.best_layer] == max(r.val_accuracy) for r in results)
     assert results[0].majority_accuracy == results[1].majority_accuracy
     assert heard and not any(str(tmp_path) in m for m in heard)
     with pytest.raises(ValueError, match="not a model folder"):
@@ -152,3 +156,13 @@ def test_probe_checkpoints_follows_a_run(tmp_path, tokenizer):
 def test_the_literature_note_is_something_to_look_for():
     assert "Jawahar et al. (2019" in pt.JAWAHAR_NOTE
     assert all(word in pt.JAWAHAR_NOTE for word in ("surface", "middle", "semantic", "random-weight control"))
+
+
+def test_the_best_layer_is_chosen_on_validation_and_reported_with_its_test_accuracy():
+    """Validation and test disagree: the test maximum ([CLS], layer 1, 95 %) is not the answer."""
+    scores = lp.LayerScores("m", mean=(0.5, 0.9, 0.6), cls=(0.5, 0.95, 0.7), mean_macro_f1=(0.0,) * 3,
+                            cls_macro_f1=(0.0,) * 3, mean_val=(0.5, 0.6, 0.8), cls_val=(0.5, 0.7, 0.75))
+    assert scores.best == (2, "mean", 0.6)
+    probe = lp.CheckpointProbe("step-10", 10, accuracy=(0.5, 0.9, 0.6), majority_accuracy=0.5,
+                               val_accuracy=(0.5, 0.6, 0.8))
+    assert (probe.best_layer, probe.best_accuracy) == (2, 0.6)

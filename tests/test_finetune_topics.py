@@ -90,3 +90,22 @@ def test_task_names_and_notes_load_without_torch():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [False, False]
+
+
+def _sentence_index(docs) -> set[str]:
+    """Every sentence of ``docs`` as the topic task would cut it (the word cap applied)."""
+    return {topics.topic_text(sentence) for doc in docs for sentence in split_sentences(doc)}
+
+
+def test_pretraining_wiki_corpus_holds_no_validation_or_test_sentence(splits):
+    from bertdemo.models.embedded import wiki_summaries
+    from bertdemo.pretrain.data import open_corpus
+
+    held_out = set(splits["validation"]["text"]) | set(splits["test"]["text"])
+    assert len(held_out) == 2710
+    assert held_out <= _sentence_index(wiki_summaries())  # the whole corpus holds every one of them
+    corpus = open_corpus("wiki")
+    docs = list(corpus.docs)
+    assert len(docs) == len(wiki_summaries()) - 2710  # whole summaries left out
+    assert not held_out & _sentence_index(docs)
+    assert topics.held_out_titles() == set(splits["validation"]["title"]) | set(splits["test"]["title"])

@@ -204,6 +204,8 @@ def test_the_fine_tuning_steps_name_their_recipe_controls_and_code(tiny_loaded, 
     assert compile(tune.code, "finetune", "exec") and repr(str(tiny_mlm_dir)) in tune.code
     why = learn_path.answer(tiny_loaded, "why-pretrain", "A sentence.", model_ref=str(tiny_mlm_dir))
     assert min(why.numbers["embedded_accuracy"]) - max(why.numbers["random_accuracy"]) >= 0.2
+    assert "read the validation and test sentences, without labels, while pretraining" in why.answer  # what it saw
+    assert "sentence-embedding model (all-MiniLM-L6-v2)" in why.answer
     assert "BertForSequenceClassification(model.config)" in why.code  # the control: random weights
     layers = learn_path.answer(tiny_loaded, "layers", "The cat sat on the warm mat.", model_ref=str(tiny_mlm_dir))
     assert layers.numbers["hidden_states"] == 3 and "Jawahar" in layers.answer

@@ -25,8 +25,25 @@ def snap() -> FinetuneSnapshot:
 def test_the_curves_draw_each_landmark_at_its_value():
     spec = viz.curves_spec([("live", snap())], {"majority": 0.2, "bag_of_words": 0.86})
     assert sorted(shape["y0"] for shape in spec["layout"]["shapes"]) == [0.2, 0.86]
+    assert sorted(note["text"] for note in spec["layout"]["annotations"]) == [
+        "bag of words + logistic regression 86% (test)", "majority class 20% (test)"]
     accuracy = next(t for t in spec["data"] if t["yaxis"] == "y2" and t["mode"] == "lines+markers")
     assert accuracy["x"] == [1.0, 25.0] and accuracy["y"] == [0.3, 0.8]
+    test = next(t for t in spec["data"] if t["name"] == "live: test")  # what the landmarks compare with
+    assert test["x"] == [25.0] and test["y"] == [0.79] and test["marker"]["symbol"] == "diamond"
+    assert spec["layout"]["yaxis2"]["title"]["text"] == viz.LANDMARK_AXIS and "on test" in viz.LANDMARK_AXIS
+    running = snap()
+    running.test_accuracy = math.nan
+    assert not any(t["name"] == "live: test" for t in viz.curves_spec([("live", running)], {})["data"])
+
+
+def test_the_checkpoint_probe_draws_the_layer_chosen_on_validation_at_its_test_accuracy():
+    from bertdemo.finetune.layer_probes import CheckpointProbe
+
+    results = [CheckpointProbe("a", 100, (0.5, 0.9, 0.6), 0.5, (0.5, 0.6, 0.8)),
+               CheckpointProbe("b", 800, (0.5, 0.7, 0.95), 0.5, (0.5, 0.9, 0.6))]
+    trace = viz.checkpoint_probe_spec(results)["data"][0]
+    assert trace["x"] == [100, 800] and trace["y"] == [0.6, 0.7] and trace["customdata"] == [2, 1]
 
 
 def test_before_any_run_both_panels_of_the_curves_have_a_trace_so_both_draw_their_axes():
@@ -65,3 +82,14 @@ def test_the_status_names_the_start_and_the_splits_and_escapes_the_message():
                                            (["Social a", "Social b"], ["Social a", "Social b"])])
 def test_short_names_keep_topics_apart(labels, short):
     assert viz.short_names(labels) == short
+
+
+def test_the_checkpoint_probe_says_how_many_points_it_has():
+    from bertdemo.finetune.layer_probes import CheckpointProbe
+
+    two = [CheckpointProbe("a", 100, (0.5, 0.6), 0.5, (0.5, 0.6)),
+           CheckpointProbe("b", 200, (0.5, 0.7), 0.5, (0.5, 0.6))]
+    note = viz.checkpoints_note(len(two), kept=2)
+    assert note.startswith("2 checkpoints on disk: 2 points, too few to say when.") and "latest 2" in note
+    assert viz.checkpoint_probe_spec(two, note=note)["layout"]["title"]["text"] == note
+    assert viz.checkpoints_note(5, kept=8) == "5 checkpoints on disk: 5 points"

@@ -87,42 +87,29 @@ class Atlas:
 
 
 def atlas(loaded: LoadedModel, word: str, lines: str | list[str], layer: int, clusters: int = 2) -> Atlas:
-    """One layer's picture of the word's corpus uses (PCA to 2D, k-means colours) with the learner's sentences."""
+    """One layer's picture of the word's corpus uses (scikit-learn's PCA to 2D, its k-means, seeded, for the
+    colours) with the learner's sentences."""
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+
     layer = check_layer(loaded, layer)
     if not 1 <= int(clusters) <= 6:
         raise ValueError("Colour by 1 to 6 clusters.")
     found = occurrences(loaded, word)
     own = similarities(loaded, word, lines) if parse_sentences(lines)[0] else None
     x = found.vectors[layer].astype(np.float64)  # (n, H)
-    mean = x.mean(0)
-    _, s, vt = np.linalg.svd(x - mean, full_matrices=False)
-    axes = vt[:2]  # (2, H)
-    variance = s ** 2 / max(float((s ** 2).sum()), 1e-12)
-    labels, centres = kmeans(x, min(int(clusters), len(x)))
     own_x = own.vectors[layer].astype(np.float64) if own is not None else np.zeros((0, x.shape[1]))
-    own_clusters = (np.argmin(((own_x[:, None] - centres[None]) ** 2).sum(-1), axis=1) if len(own_x)
-                    else np.zeros(0, dtype=int))
-    return Atlas(loaded.name, found.word, layer, (x - mean) @ axes.T, found.sentences, labels,
-                 (own_x - mean) @ axes.T, own.sentences if own is not None else [], own_clusters,
-                 (float(variance[0]), float(variance[1]) if len(variance) > 1 else 0.0))
-
-
-def kmeans(x: np.ndarray, k: int, rounds: int = KMEANS_ROUNDS, seed: int = KMEANS_SEED) -> tuple[np.ndarray, np.ndarray]:
-    """(labels (n,), centres (k, H)): Lloyd's k-means from a seeded k-means++ start."""
-    rng = np.random.default_rng(seed)
-    centres = [x[rng.integers(len(x))]]
-    for _ in range(1, k):
-        d = np.min([((x - c) ** 2).sum(1) for c in centres], axis=0)
-        centres.append(x[rng.choice(len(x), p=d / d.sum())] if d.sum() > 0 else x[rng.integers(len(x))])
-    c = np.stack(centres)
-    labels = np.zeros(len(x), dtype=int)
-    for _ in range(rounds):
-        labels = np.argmin(((x[:, None] - c[None]) ** 2).sum(-1), axis=1)
-        moved = np.stack([x[labels == j].mean(0) if (labels == j).any() else c[j] for j in range(k)])
-        if np.allclose(moved, c):
-            break
-        c = moved
-    return labels, c
+    km = KMeans(n_clusters=min(int(clusters), len(x)), n_init=1, max_iter=KMEANS_ROUNDS,
+                random_state=KMEANS_SEED).fit(x)
+    own_clusters = km.predict(own_x) if len(own_x) else np.zeros(0, dtype=int)
+    if len(x) > 1:
+        pca = PCA(n_components=2, svd_solver="full").fit(x)
+        xy, own_xy = pca.transform(x), pca.transform(own_x) if len(own_x) else np.zeros((0, 2))
+        explained = (float(pca.explained_variance_ratio_[0]), float(pca.explained_variance_ratio_[1]))
+    else:  # one use of the word: one point, at the centre
+        xy, own_xy, explained = np.zeros((1, 2)), np.zeros((len(own_x), 2)), (0.0, 0.0)
+    return Atlas(loaded.name, found.word, layer, xy, found.sentences, km.labels_, own_xy,
+                 own.sentences if own is not None else [], own_clusters, explained)
 
 
 @dataclass

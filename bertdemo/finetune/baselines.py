@@ -1,22 +1,21 @@
 """Yardsticks for the topic task, computed from the same split a fine-tuning run uses.
 
 * :func:`majority_baseline`: always answer the training split's most common topic.
-* :func:`bag_of_words_baseline`: multinomial logistic regression on which words a text contains
-  (lower-cased ``[a-z0-9]+`` words seen at least twice in training; binary features), L2-penalised,
-  trained full-batch with L-BFGS from zero weights — deterministic; the penalty is chosen among
-  :data:`BOW_L2_GRID` on validation accuracy.
+* :func:`bag_of_words_baseline`: scikit-learn's multinomial ``LogisticRegression`` on which words a text
+  contains (``CountVectorizer(binary=True)`` over lower-cased ``[a-z0-9]+`` words seen in at least two
+  training texts); deterministic; the inverse penalty ``C`` is chosen among :data:`BOW_C_GRID` on
+  validation accuracy.
 * :func:`frozen_probe`: a linear head (:mod:`bertdemo.finetune.linear_head`) on a frozen model's
   pooled features at every layer (:mod:`bertdemo.finetune.features`); its best layer on validation is
   the landmark.
 
-Each returns small frozen dataclasses of plain numbers (accuracy and macro-F1 in [0, 1]).
+Everything is selected on validation; the test scores are the ones to draw. Each returns small frozen
+dataclasses of plain numbers (accuracy and macro-F1 in [0, 1]).
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,16 +23,16 @@ import numpy as np
 import torch
 
 from bertdemo.finetune.features import POOLINGS, ActivationCache
-from bertdemo.finetune.linear_head import scores, train_linear_heads
+from bertdemo.finetune.linear_head import fit_choosing_c, train_linear_heads
+from bertdemo.finetune.scores import scores
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
 
 Progress = Callable[[float, str], None]
 BOW_MIN_COUNT = 2
-BOW_L2_GRID = (1e-5, 1e-4, 1e-3)
-BOW_MAX_ITER = 100
-_WORD = re.compile(r"[a-z0-9]+")
+BOW_C_GRID = (0.1, 1.0, 10.0)
+BOW_TOKEN_PATTERN = r"[a-z0-9]+"
 
 
 @dataclass(frozen=True)
@@ -88,38 +87,6 @@ def majority_baseline(splits: DatasetDict) -> Baseline:
     return Baseline("majority class", va, vf, ta, tf, f"always {names[top]!r}")
 
 
-def words(text: str) -> list[str]:
-    """The bag-of-words tokens of ``text``: lower-cased runs of letters and digits."""
-    return _WORD.findall(text.lower())
-
-
-def _bow_matrix(texts: Sequence[str], vocab: dict[str, int]) -> torch.Tensor:
-    rows, cols = [], []
-    for i, text in enumerate(texts):
-        ids = sorted({vocab[w] for w in words(text) if w in vocab})
-        rows.extend([i] * len(ids))
-        cols.extend(ids)
-    index = torch.tensor([rows, cols], dtype=torch.int64).reshape(2, -1)
-    return torch.sparse_coo_tensor(index, torch.ones(len(rows)), (len(texts), len(vocab)),
-                                   check_invariants=False).coalesce()
-
-
-def _fit_bow(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
-    w = torch.zeros(x.shape[1], n_classes, requires_grad=True)
-    b = torch.zeros(n_classes, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=BOW_MAX_ITER, history_size=10, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(torch.sparse.mm(x, w) + b, y) + l2 * (w * w).sum()
-        loss.backward()
-        return loss
-
-    with torch.enable_grad():
-        opt.step(closure)
-    return w.detach(), b.detach()
-
-
 def per_topic(train, n: int):
     """The first ``n`` rows of each label of ``train`` (a ``Dataset``), in their order."""
     taken = [0] * train.features["label"].num_classes
@@ -134,44 +101,38 @@ def per_topic(train, n: int):
 def bag_of_words_baseline(splits: DatasetDict, max_per_topic: int | None = None) -> Baseline:
     """Logistic regression on the words each text contains (see the module notes), trained on the whole
     training split or on its first ``max_per_topic`` examples of each topic."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
     train = splits["train"] if max_per_topic is None else per_topic(splits["train"], max_per_topic)
-    train_texts = list(train["text"])
-    counts = Counter(w for text in train_texts for w in set(words(text)))
-    vocab = {w: i for i, w in enumerate(sorted(w for w, c in counts.items() if c >= BOW_MIN_COUNT))}
-    n_classes = splits["train"].features["label"].num_classes
-    x = _bow_matrix(train_texts, vocab)
-    y = torch.as_tensor(np.asarray(train["label"], dtype=np.int64))
-    xv, xt = (_bow_matrix(list(splits[s]["text"]), vocab) for s in ("validation", "test"))
+    vectorizer = CountVectorizer(binary=True, min_df=BOW_MIN_COUNT, token_pattern=BOW_TOKEN_PATTERN)
+    x = vectorizer.fit_transform(train["text"])
+    xv, xt = (vectorizer.transform(splits[s]["text"]) for s in ("validation", "test"))
+    y = np.asarray(train["label"], dtype=np.int64)
     val_y, test_y = _labels(splits, "validation"), _labels(splits, "test")
-    best = None
-    for l2 in BOW_L2_GRID:
-        w, b = _fit_bow(x, y, n_classes, l2)
-        va, vf = scores(val_y, (torch.sparse.mm(xv, w) + b).argmax(1).numpy())
-        if best is None or va > best[0]:
-            best = (va, vf, l2, w, b)
-    va, vf, l2, w, b = best
-    ta, tf = scores(test_y, (torch.sparse.mm(xt, w) + b).argmax(1).numpy())
-    return Baseline("bag of words", va, vf, ta, tf,
-                    f"logistic regression on {len(vocab):,} words, L2 {l2:g}, {len(train_texts):,} training texts")
+    head, c, (va, vf) = fit_choosing_c(x, y, xv, val_y, BOW_C_GRID)
+    ta, tf = scores(test_y, head.predict(xt))
+    return Baseline("bag of words", va, vf, ta, tf, f"logistic regression on {len(vectorizer.vocabulary_):,} words, "
+                                                    f"C {c:g} (chosen on validation), {x.shape[0]:,} training texts")
 
 
 def frozen_probe(model_name: str, model: torch.nn.Module, tokenizer, splits: DatasetDict, cache: ActivationCache,
-                 max_train: int | None = None, progress: Progress | None = None) -> dict[str, LayerProbe]:
+                 max_train: int | None = None, progress: Progress | None = None,
+                 weights_key: object = None) -> dict[str, LayerProbe]:
     """A linear probe of every layer of the frozen ``model`` on the topic task, for each pooling
     (``{"mean": ..., "cls": ...}``). ``max_train``: use only the first that many training rows (a
-    smaller, faster probe); validation and test are always whole. Features come from ``cache``."""
+    smaller, faster probe); validation and test are always whole. Features come from ``cache`` (under
+    ``weights_key``, see :meth:`ActivationCache.get`)."""
     train = splits["train"] if max_train is None else splits["train"].select(range(min(max_train, len(splits["train"]))))
     texts = list(train["text"]) + list(splits["validation"]["text"]) + list(splits["test"]["text"])
     a = len(train)
     b = a + len(splits["validation"])
-    feats = cache.get(model_name, model, tokenizer, texts, progress=progress)
+    feats = cache.get(model_name, model, tokenizer, texts, progress=progress, weights_key=weights_key)
     y = np.asarray(train["label"], dtype=np.int64)
     val_y, test_y = _labels(splits, "validation"), _labels(splits, "test")
-    n_classes = splits["train"].features["label"].num_classes
     probes = {}
     for pooling in POOLINGS:
         f = feats.pooled(pooling)
-        heads = train_linear_heads(f[:, :a], y, f[:, a:b], val_y, f[:, b:], test_y, n_classes)
+        heads = train_linear_heads(f[:, :a], y, f[:, a:b], val_y, f[:, b:], test_y)
         probes[pooling] = LayerProbe(model_name, pooling, tuple(h.val_accuracy for h in heads),
                                      tuple(h.val_macro_f1 for h in heads),
                                      tuple(h.test_accuracy for h in heads), tuple(h.test_macro_f1 for h in heads), a)

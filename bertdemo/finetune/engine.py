@@ -27,7 +27,7 @@ from bertdemo import storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
-from bertdemo.finetune.scores import confusion_matrix, macro_f1
+from bertdemo.finetune.scores import confusion_matrix, scores
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.load_errors import shown_fault
@@ -158,8 +158,8 @@ class Evaluation:
     def head(self, n: int, labels: Sequence[int], n_classes: int) -> Evaluation:
         """The same scores over the first ``n`` examples only (their predictions are already here)."""
         cm = confusion_matrix(labels[:n], self.predictions[:n], n_classes)
-        return Evaluation(float(self.losses[:n].mean()), float((self.predictions[:n] == np.asarray(labels[:n])).mean()),
-                          macro_f1(cm), cm, self.vectors[:n], self.predictions[:n], self.losses[:n])
+        return Evaluation(float(self.losses[:n].mean()), *scores(labels[:n], self.predictions[:n]), cm,
+                          self.vectors[:n], self.predictions[:n], self.losses[:n])
 
 
 
@@ -190,17 +190,15 @@ def evaluate(model: BertForSequenceClassification, ids: Sequence[Sequence[int]],
     model.train(was_training)
     cm = confusion_matrix(labels, preds, model.config.num_labels)
     vecs = np.stack([vectors[i] for i in range(min(keep_vectors, len(ids)))]) if keep_vectors else np.zeros((0, 0))
-    return Evaluation(float(losses.mean()), float((preds == np.asarray(labels)).mean()), macro_f1(cm), cm, vecs,
-                      preds, losses)
+    return Evaluation(float(losses.mean()), *scores(labels, preds), cm, vecs, preds, losses)
 
 
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
-    """(N, 2) projection on the two leading principal components (signs fixed: largest |loading| positive)."""
-    centred = vectors - vectors.mean(0, keepdims=True)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    axes = vt[:2]
-    axes = axes * np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(1)])[:, None]
-    return centred @ axes.T
+    """(N, 2) projection on the two leading principal components (scikit-learn's PCA, exact SVD; signs fixed:
+    each axis's largest |loading| positive)."""
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=2, svd_solver="full").fit_transform(vectors)
 
 
 @torch.inference_mode()

@@ -17,19 +17,20 @@ from typing import Any
 from bertdemo import storage
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 
-BASELINES_FILE = "topic_baselines.json"
+BASELINES_FILE = "topic_baselines-v2.json"  # v2: every choice made on validation, the test accuracy drawn
 CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
 PROBES_KEPT = 32  # layer-probe results kept (model, task): a few floats each, computed in about 20 s
 Progress = Callable[[float, str], None]
 
 
 def read_baselines(cache_dir: str | Path) -> dict[str, float]:
-    """The topic task's landmarks (validation accuracy) saved in ``cache_dir``; {} when not computed yet."""
+    """The topic task's landmarks saved in ``cache_dir`` as their test accuracy (each chosen on validation: the
+    bag of words' penalty, the probe's layer and penalty); {} when not computed yet."""
     try:
         data = json.loads((Path(cache_dir) / BASELINES_FILE).read_text())
     except (OSError, ValueError):
         return {}
-    values = data.get("val_accuracy", {}) if isinstance(data, dict) else {}
+    values = data.get("test_accuracy", {}) if isinstance(data, dict) else {}
     return {str(k): float(v) for k, v in values.items() if isinstance(v, (int, float))}
 
 
@@ -41,7 +42,7 @@ class FinetuneLab:
         self._lock = threading.Lock()  # one landmark / probe computation at a time (they share the cores)
         self._splits = None
         self._features = None
-        self._probes: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._probes: OrderedDict[tuple[tuple, str], Any] = OrderedDict()  # (weights key, task)
         self._baselines: dict[str, float] | None = None  # read from the cache folder once (every page polls it)
         self._classifiers: OrderedDict[str, Any] = OrderedDict()
         self._classifier_lock = threading.Lock()
@@ -70,34 +71,39 @@ class FinetuneLab:
 
     # --- landmarks --------------------------------------------------------------------------------
     def baselines(self) -> dict[str, float]:
-        """The landmarks' validation accuracy ({} until computed on this server)."""
+        """The landmarks' test accuracy ({} until computed on this server)."""
         if not self._baselines:
             self._baselines = read_baselines(self.cache_dir)
         return self._baselines
 
     def compute_baselines(self, embedded_model, progress: Progress | None = None) -> dict[str, float]:
         """Majority class, bag of words + logistic regression, and the best layer's linear probe on the frozen
-        embedded model (mean-pooled), on the same split; saved (atomically) and returned as validation accuracy."""
+        embedded model (mean-pooled), on the same split, each chosen on validation; saved (atomically) and returned
+        as test accuracy."""
         with self._lock:
             done = self.baselines()
             if done:
                 return done
             with LOGIC_IMPORT_LOCK:
                 from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
+                from bertdemo.models.store import weights_key
             splits = self.splits()
             if progress:
                 progress(0.02, "Majority class and bag of words…")
             majority, bow = majority_baseline(splits), bag_of_words_baseline(splits)
             probes = frozen_probe(embedded_model.name, embedded_model.model, embedded_model.tokenizer, splits,
-                                  self.features(), progress=progress)
+                                  self.features(), progress=progress, weights_key=weights_key(embedded_model))
             probe = probes["mean"].baseline()
             found = {"majority": majority, "bag_of_words": bow, "frozen_probe": probe}
             data = {"val_accuracy": {k: b.val_accuracy for k, b in found.items()},
                     "test_accuracy": {k: b.test_accuracy for k, b in found.items()},
-                    "names": {"majority": "majority class", "bag_of_words": "bag of words + logistic regression",
+                    "names": {"majority": "majority class",
+                              "bag_of_words": "bag of words + logistic regression (C chosen on validation)",
                               "frozen_probe": f"linear probe on the frozen embedded model, layer "
-                                              f"{probes['mean'].best_layer} (mean-pooled)"},  # no server path
-                    "frozen_probe_per_layer": list(probes["mean"].val_accuracy)}
+                                              f"{probes['mean'].best_layer} (mean-pooled; layer and C chosen on "
+                                              "validation)"},  # no server path
+                    "frozen_probe_per_layer": {"validation": list(probes["mean"].val_accuracy),
+                                               "test": list(probes["mean"].test_accuracy)}}
             storage.write_text(self.cache_dir / BASELINES_FILE, json.dumps(data, indent=2))
             self._baselines = None
             return self.baselines()
@@ -111,14 +117,18 @@ class FinetuneLab:
 
     # --- which layer knows what -------------------------------------------------------------------
     def layer_probes(self, loaded, task: str, progress: Progress | None = None):
-        """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached."""
-        key = (loaded.name, task)
+        """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached by its
+        weights (a checkpoint saved again under the same name is probed again), as are its features."""
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.models.store import weights_key
+        weights = weights_key(loaded)
+        key = (weights, task)
         with self._lock:
             if key not in self._probes:
                 with LOGIC_IMPORT_LOCK:
                     from bertdemo.finetune.layer_probes import probe_layers
                 self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
-                                                 tasks=(task,), progress=progress)[0]
+                                                 tasks=(task,), progress=progress, weights_key=weights)[0]
                 while len(self._probes) > PROBES_KEPT:
                     self._probes.popitem(last=False)
             self._probes.move_to_end(key)

@@ -1,25 +1,22 @@
-"""Classification scores from predictions, shared by fine-tuning and the linear probes: the confusion
-matrix, and macro-F1 read from it (numpy only)."""
+"""Classification scores as the app reports them, from scikit-learn's metrics: accuracy, macro-F1 (averaged
+over the classes that occur in the true or predicted labels) and the confusion matrix."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
+from sklearn import metrics
 
 
 def confusion_matrix(true: Sequence[int], pred: Sequence[int], n_classes: int) -> np.ndarray:
     """(C, C) counts: rows the true class, columns the predicted one."""
-    cm = np.zeros((n_classes, n_classes), dtype=np.int64)
-    np.add.at(cm, (np.asarray(true, dtype=np.int64), np.asarray(pred, dtype=np.int64)), 1)
-    return cm
+    return metrics.confusion_matrix(true, pred, labels=np.arange(n_classes))
 
 
-def macro_f1(cm: np.ndarray) -> float:
-    """The mean over classes of F1 = 2·TP / (2·TP + FP + FN); a class never true nor predicted is left out
-    (scikit-learn's ``f1_score(average="macro")``)."""
-    tp = np.diag(cm).astype(float)
-    denom = 2 * tp + (cm.sum(0) - tp) + (cm.sum(1) - tp)
-    seen = denom > 0
-    return float(np.mean(2 * tp[seen] / denom[seen])) if seen.any() else math.nan
+def scores(true: Sequence[int], pred: Sequence[int]) -> tuple[float, float]:
+    """(accuracy, macro-F1) in [0, 1]; (NaN, NaN) when there are no rows."""
+    if len(true) == 0:
+        return float("nan"), float("nan")
+    return (float(metrics.accuracy_score(true, pred)),
+            float(metrics.f1_score(true, pred, average="macro", zero_division=0.0)))

@@ -13,6 +13,10 @@ by topic with ``train_test_split(stratify_by_column="label", seed=seed)``, so th
 the same rows. Saved with ``save_to_disk`` under the cache folder passed in (a temp folder renamed
 into place, so a half-written split is never read) and loaded from there afterwards. ``datasets``
 is imported only when a split is built or loaded.
+
+Held out of pretraining: :func:`held_out_titles` (the validation and test titles of the split every
+fine-tuning run uses, seed :data:`SPLIT_SEED`) are left out of the "wiki" corpus a pretraining run reads,
+so a run fine-tuned from one of the learner's checkpoints was never shown a sentence it is scored on.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ SPLITS = ("train", "validation", "test")
 VALIDATION_FRACTION = 0.15
 TEST_FRACTION = 0.15
 CACHE_VERSION = 1
+SPLIT_SEED = 0  # the split the fine-tuning runs and the landmarks use
 
 
 def topic_text(summary: str) -> str:
@@ -83,6 +88,13 @@ def build_topic_splits(seed: int = 0) -> DatasetDict:
     second = first["train"].train_test_split(test_size=VALIDATION_FRACTION / (1 - TEST_FRACTION),
                                              stratify_by_column="label", seed=seed)
     return DatasetDict({"train": second["train"], "validation": second["test"], "test": first["test"]})
+
+
+def held_out_titles(seed: int = SPLIT_SEED) -> frozenset[str]:
+    """The titles of the validation and test rows of the split for ``seed``: whole summaries a pretraining
+    corpus leaves out. Deterministic; built in memory from the corpus files (no model), a few seconds."""
+    splits = build_topic_splits(seed)
+    return frozenset(splits["validation"]["title"]) | frozenset(splits["test"]["title"])
 
 
 def split_folder(cache_dir: Path, seed: int = 0) -> Path:

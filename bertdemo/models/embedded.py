@@ -17,6 +17,7 @@ import importlib.util
 import json
 import shutil
 import threading
+from collections.abc import Collection
 from pathlib import Path
 
 from bertdemo import storage
@@ -65,11 +66,12 @@ def wiki_topics_path() -> Path:
     return path
 
 
-def wiki_summaries() -> list[str]:
-    """All English Wikipedia summary texts of the embedded corpus, in file order."""
+def wiki_summaries(exclude_titles: Collection[str] = ()) -> list[str]:
+    """The English Wikipedia summary texts of the embedded corpus, in file order, less those whose titles
+    are in ``exclude_titles`` (the whole summary goes)."""
     with open(wiki_summaries_path(), encoding="utf-8") as fh:
         data = json.load(fh)
-    return [entry["extract"] for entry in data.values() if entry.get("extract")]
+    return [entry["extract"] for title, entry in data.items() if entry.get("extract") and title not in exclude_titles]
 
 
 def mlm_assets_dir() -> Path:

@@ -54,6 +54,7 @@ class LoadedModel:
     note: str = ""  # why this model is in use, e.g. the hub being unreachable
     missing_head_keys: list[str] = field(default_factory=list)  # test hook: what the head lacked
     safetensors_only: bool = False  # loaded under a public server's rule: nothing read from it may be a pickle
+    folder_stamp: tuple[int, int] = (0, 0)  # a local folder's stamp when the store loaded it (store.folder_stamp)
     # things built from this model once (an int8 copy, an NSP head), freed with it (a variant made with
     # dataclasses.replace gets its own; a stand-in view shares its model's: see ModelStore._stand_in)
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)

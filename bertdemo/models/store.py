@@ -23,7 +23,8 @@ from bertdemo.models import embedded
 from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
 from bertdemo.models.device import resolve_device
 from bertdemo.models.loading import (  # noqa: F401 - LoadedModel, load_masked_lm: also imported from here
-    Downloader, LoadedModel, Progress, StandInNeeded, hub_download, load_masked_lm, load_tokenizer, offline_default)
+    Downloader, LoadedModel, Progress, StandInNeeded, hub_download, load_masked_lm, load_tokenizer, offline_default,
+    weights_stamp)
 from bertdemo.models.policy import AccessPolicy
 
 CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
@@ -98,6 +99,7 @@ class ModelStore:
                 with self._lock:
                     self._stand_ins[name] = view
                 return view
+            loaded.folder_stamp = stamp
             with self._lock:
                 self._cache.pop(name, None)
                 self._cache[name] = (stamp, loaded)
@@ -174,3 +176,15 @@ def folder_stamp(name: str, policy: AccessPolicy | None = None) -> FolderStamp:
         return folder.stat().st_ino, (folder / "config.json").stat().st_mtime_ns
     except (OSError, ValueError):
         return 0, 0
+
+
+def weights_key(loaded: LoadedModel) -> tuple:
+    """What identifies a loaded model's weights in caches that outlive the model object: a local folder's
+    (name, folder stamp when the store loaded it), which a save under the same name changes; a hub or embedded
+    model's (name, source, path), whose weights do not change under that name; else (a folder loaded outside
+    the store) :func:`bertdemo.models.loading.weights_stamp`, sound only while the model lives."""
+    if loaded.folder_stamp != (0, 0):
+        return (loaded.name, "folder", *loaded.folder_stamp)
+    if loaded.source == "local":
+        return (loaded.name, "object", weights_stamp(loaded.model))
+    return (loaded.name, loaded.source, loaded.path)

@@ -1,6 +1,7 @@
 """A run's data: the corpus documents, tokenized once and packed into blocks.
 
-* Corpora: "wiki" (embedded Wikipedia summaries), "tinystories" (`noanabeshima/TinyStoriesV2`
+* Corpora: "wiki" (embedded Wikipedia summaries, less those whose first sentences the topic task
+  validates and tests on: :func:`bertdemo.finetune.topics.held_out_titles`), "tinystories" (`noanabeshima/TinyStoriesV2`
   through `datasets`, only when the hub answers) or an uploaded .txt / .jsonl file, each with a
   stable identity key for the cache.
 * Blocks: the documents tokenized and packed into fixed-length blocks (train and held-out),
@@ -126,11 +127,19 @@ def _hub_docs(name: str) -> Iterator[str]:
                          "'wiki' corpus or upload a .txt / .jsonl file.") from err
 
 
+def _wiki_pretraining_docs() -> Iterator[str]:
+    """The embedded summaries less those the topic task validates and tests on (whole summaries). The split
+    takes seconds, so it is made only when the documents are read: when the blocks are not cached yet."""
+    from bertdemo.finetune.topics import held_out_titles
+
+    yield from wiki_summaries(exclude_titles=held_out_titles())
+
+
 def open_corpus(corpus: str) -> Corpus:
     """Resolve a corpus name or file path into its documents; ValueError with a clear message if unusable."""
     if corpus == "wiki":
-        docs = wiki_summaries()
-        return Corpus("wiki-summaries-en", "Wikipedia summaries (embedded)", len(docs), iter(docs))
+        return Corpus("wiki-summaries-en-pretrain", "Wikipedia summaries (embedded, less the topic task's "
+                      "validation and test articles)", None, _wiki_pretraining_docs())
     if corpus == "tinystories":  # streamed only on a cache miss; whoever starts the run asks the hub first
         return Corpus("tinystories-v2", "TinyStoriesV2 (hub)", None, _hub_docs(TINYSTORIES_ID))
     path = Path(corpus).expanduser()

@@ -39,7 +39,9 @@ INTRO = (
     "labelled task — here 6,323 Wikipedia first sentences, each labelled with its topic (11 topics). Start "
     "from the embedded pretrained model, from a pretraining run of yours, or from **random weights of the same "
     "shape**: the same seed, data order and time budget, so the curves overlay fairly — the gap between them "
-    "is what pretraining bought.\n\n"
+    "is what pretraining bought. The embedded model's is not MLM pretraining alone: its base is a "
+    "sentence-embedding model (all-MiniLM-L6-v2), and it read this task's validation and test sentences, "
+    "without labels, while pretraining. A pretraining run of yours on 'wiki' never sees them.\n\n"
     "The BERT paper's recipe is batch 16 or 32, learning rate 5e-5, 3e-5 or 2e-5, 2–4 epochs. This small model "
     "learns faster with a larger one: measured on 2 CPU cores, **2e-4** reached 92–94 % validation accuracy in "
     "3 minutes against 85 % for 5e-5 (random weights: 53–58 %), so it is the default here; the notes' values "
@@ -203,6 +205,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             rows = "\n".join(f"| {literal(base['names'][k])} | {base['val_accuracy'][k]:.1%} | {base['test_accuracy'][k]:.1%} |"
                              for k in base["val_accuracy"])
             lines.append("| landmark | validation | test |\n|---|---|---|\n" + rows)
+            lines.append("Every choice a landmark makes is made on validation; the chart draws its **test** accuracy, "
+                         "beside each ended run's test accuracy (◆).")
         else:
             lines.append("The landmarks (majority class, bag of words, a probe on the frozen embedded model) are "
                          "not computed on this server yet: press the button below.")
@@ -237,7 +241,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def probe_layers(model: str, task: str) -> dict:
         """Every layer of `model` probed on `task` (length, bigram_shift or topic): test accuracy of a linear
         probe on mean-pooled and [CLS] features, the same on a random-weight model of the same shape, and the
-        majority class."""
+        majority class; `best`: the layer and pooling chosen on validation, with its test accuracy."""
         if task not in dict((v, k) for k, v in PROBE_TASKS):
             raise ValueError(f"task must be one of {', '.join(v for _, v in PROBE_TASKS)}.")
         loaded = store.get(model)
@@ -245,18 +249,22 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return {"model": loaded.name, "task": result.task, "kind": result.kind, "n_train": result.n_train,
                 "majority_accuracy": result.majority_accuracy, "mean": list(result.model.mean),
                 "cls": list(result.model.cls), "random_mean": list(result.random.mean) if result.random else None,
-                "random_cls": list(result.random.cls) if result.random else None}
+                "random_cls": list(result.random.cls) if result.random else None,
+                "best": dict(zip(("layer", "pooling", "test_accuracy"), result.model.best)),
+                "random_best": dict(zip(("layer", "pooling", "test_accuracy"), result.random.best))
+                if result.random else None}
 
     @user_errors
     def probe_layers_page(model: str, task: str, progress=gr.Progress()):
         loaded = store.get(model)
         result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m))
         layer, pooling, acc = result.model.best
-        text = (f"Answered by {literal(loaded.name)}: best layer **{layer}** ({pooling}) at **{acc:.1%}** test accuracy, "
-                f"majority class {result.majority_accuracy:.1%}, {result.n_train:,} training sentences.")
+        text = (f"Answered by {literal(loaded.name)}: the best layer on validation, **{layer}** ({pooling}), has "
+                f"**{acc:.1%}** test accuracy; majority class {result.majority_accuracy:.1%}, {result.n_train:,} "
+                "training sentences.")
         if result.random is not None:
             r_layer, r_pool, r_acc = result.random.best
-            text += f" Random weights of the same shape: best {r_acc:.1%} (layer {r_layer}, {r_pool})."
+            text += f" Random weights of the same shape: {r_acc:.1%} (layer {r_layer}, {r_pool}, chosen the same way)."
         return plot_data(viz.layer_probe_spec(result)), text
 
     @user_errors
@@ -264,7 +272,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if not run_id:
             raise ValueError("Pick a pretraining run first.")
         folders = runs.checkpoint_folders(run_id)
-        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m))))
+        note = viz.checkpoints_note(len(folders), ctx.settings.disk.keep_checkpoints)
+        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m)),
+                                                   note=note))
 
     @user_errors
     def download_csv(run_id: str):

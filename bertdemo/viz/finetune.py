@@ -24,6 +24,7 @@ LANDMARK_NAMES = {  # baseline key -> what the chart calls it
     "bag_of_words": "bag of words + logistic regression",
     "frozen_probe": "linear probe on the frozen embedded model",
 }
+LANDMARK_AXIS = "accuracy: lines on validation (dots: macro-F1), ◆ and dashes on test"
 _LAYOUT = {"template": TEMPLATE.to_plotly_json(), "margin": {"l": 56, "r": 16, "t": 40, "b": 48}}
 
 
@@ -75,8 +76,9 @@ def new_weights_markdown(snap: FinetuneSnapshot | None) -> str:
 
 
 def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[str, float]) -> dict:
-    """Train loss (smoothed) and validation accuracy / macro-F1 against training time, one colour per run,
-    the task's landmarks as labelled horizontal lines on the accuracy panel."""
+    """Train loss (smoothed) and validation accuracy / macro-F1 against training time, one colour per run, each
+    ended run's test accuracy as a diamond at its last point; the task's landmarks (their test accuracy, each
+    chosen on validation) as labelled horizontal lines on the accuracy panel, to compare with the diamonds."""
     data: list[dict] = []
     for i, (label, s) in enumerate(runs):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
@@ -94,6 +96,12 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                      "name": f"{label}: macro-F1", "line": {"color": colour, "width": 1, "dash": "dot"},
                      "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2", "showlegend": False,
                      "hovertemplate": "%{x:.0f} s · macro-F1 %{y:.3f}<extra>" + literal(label) + "</extra>"})
+        if math.isfinite(s.test_accuracy) and s.eval_wall_s:
+            data.append({"type": "scatter", "mode": "markers", "x": _r(s.eval_wall_s[-1:], 1),
+                         "y": _r([s.test_accuracy]), "name": f"{label}: test", "legendgroup": f"r{i}",
+                         "marker": {"color": colour, "size": 10, "symbol": "diamond"}, "xaxis": "x2", "yaxis": "y2",
+                         "showlegend": False, "hovertemplate": "test split, at the end · accuracy %{y:.1%}<extra>"
+                                                                + literal(label) + "</extra>"})
     if not runs:  # before any run: an empty trace on each panel, so both draw their axes (plotly leaves a panel
         # without a trace blank: half the chart was white, a screen of it on a phone)
         data += [{"type": "scatter", "x": [], "y": [], "xaxis": x, "yaxis": y, "showlegend": False, "hoverinfo": "skip"}
@@ -104,13 +112,13 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                        "line": {"color": "#64748b", "width": 1, "dash": "dash"}})
         notes.append({"xref": "x2 domain", "x": 0.0 if i % 2 == 0 else 1.0, "xanchor": "left" if i % 2 == 0 else "right",
                       "yref": "y2", "y": value, "yanchor": "bottom" if i % 2 == 0 else "top",  # neighbours never overlap
-                      "text": f"{LANDMARK_NAMES.get(name, name)} {value:.0%}", "showarrow": False,
+                      "text": f"{LANDMARK_NAMES.get(name, name)} {value:.0%} (test)", "showarrow": False,
                       "font": {"size": 10, "color": "#475569"}})
     layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
               "xaxis": {"domain": [0, 0.36], "title": {"text": "seconds from Start"}},
               "yaxis": {"domain": [0, 1], "title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
               "xaxis2": {"domain": [0.46, 1], "anchor": "y2", "title": {"text": "seconds from Start"}},
-              "yaxis2": {"domain": [0, 1], "anchor": "x2", "title": {"text": "validation accuracy (dots: macro-F1)"},
+              "yaxis2": {"domain": [0, 1], "anchor": "x2", "title": {"text": LANDMARK_AXIS},
                          "range": [0, 1],
                          "tickformat": ".0%"},
               "shapes": shapes, "annotations": notes}
@@ -225,17 +233,34 @@ def layer_probe_spec(probe) -> dict:
     return {"data": data, "layout": layout}
 
 
-def checkpoint_probe_spec(results, steps_label: str = "pretraining step") -> dict:
-    """The bigram-shift probe (best layer) of each checkpoint of a run against its step: when word order arrived."""
+ENOUGH_CHECKPOINTS = 4  # fewer points than this cannot say when word order arrived
+
+
+def checkpoints_note(n: int, kept: int) -> str:
+    """How many points the checkpoint probe has (a figure title: short lines), and why when too few to answer."""
+    text = f"{n} checkpoint{'s' if n != 1 else ''} on disk: {n} point{'s' if n != 1 else ''}"
+    if n >= ENOUGH_CHECKPOINTS:
+        return text
+    return (f"{text}, too few to say when.<br>This server keeps a run's latest {kept} (--keep-checkpoints), "
+            "the older ones are deleted as it trains.")
+
+
+def checkpoint_probe_spec(results, steps_label: str = "pretraining step", note: str = "") -> dict:
+    """The bigram-shift probe of each checkpoint of a run against its step, at the layer chosen on validation
+    and drawn with its test accuracy: when word order arrived. ``note`` (e.g. :func:`checkpoints_note`) is the
+    figure's title."""
     if not results:
         return _empty("Pick a pretraining run with checkpoints.")
     xs = [r.step if r.step is not None else i for i, r in enumerate(results)]
-    best = [max(r.accuracy) for r in results]
-    data = [{"type": "scatter", "mode": "lines+markers", "x": xs, "y": _r(best), "name": "best layer",
-             "line": {"color": "#4f46e5"}, "hovertemplate": "step %{x} · %{y:.1%}<extra></extra>"}]
+    best = [r.best_accuracy for r in results]
+    layers = [r.best_layer for r in results]
+    data = [{"type": "scatter", "mode": "lines+markers", "x": xs, "y": _r(best),
+             "name": "best layer on validation, test accuracy", "customdata": layers, "line": {"color": "#4f46e5"},
+             "hovertemplate": "step %{x} · layer %{customdata} · test %{y:.1%}<extra></extra>"}]
     majority = results[0].majority_accuracy
     layout = {**_LAYOUT, "height": 280, "xaxis": {"title": {"text": steps_label}},
-              "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "bigram shift, probe accuracy"}},
+              "title": {"text": note, "font": {"size": 12}},
+              "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "bigram shift, test accuracy"}},
               "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": majority, "y1": majority,
                           "line": {"color": "#64748b", "dash": "dash", "width": 1}}]}
     return {"data": data, "layout": layout}
