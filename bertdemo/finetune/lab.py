@@ -110,15 +110,16 @@ class FinetuneLab:
             return {}
 
     # --- which layer knows what -------------------------------------------------------------------
-    def layer_probes(self, loaded, task: str, progress: Progress | None = None):
-        """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached."""
+    def layer_probes(self, loaded, task: str, progress: Progress | None = None, budget=None):
+        """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached
+        (``budget``: the request's WorkBudget, for a probe not cached)."""
         key = (loaded.name, task)
         with self._lock:
             if key not in self._probes:
                 with LOGIC_IMPORT_LOCK:
                     from bertdemo.finetune.layer_probes import probe_layers
                 self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
-                                                 tasks=(task,), progress=progress)[0]
+                                                 tasks=(task,), progress=progress, budget=budget)[0]
                 while len(self._probes) > PROBES_KEPT:
                     self._probes.popitem(last=False)
             self._probes.move_to_end(key)

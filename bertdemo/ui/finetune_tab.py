@@ -241,7 +241,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if task not in dict((v, k) for k, v in PROBE_TASKS):
             raise ValueError(f"task must be one of {', '.join(v for _, v in PROBE_TASKS)}.")
         loaded = store.get(model)
-        result = lab.layer_probes(loaded, task)
+        result = lab.layer_probes(loaded, task, budget=current_budget())
         return {"model": loaded.name, "task": result.task, "kind": result.kind, "n_train": result.n_train,
                 "majority_accuracy": result.majority_accuracy, "mean": list(result.model.mean),
                 "cls": list(result.model.cls), "random_mean": list(result.random.mean) if result.random else None,
@@ -250,7 +250,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     @user_errors
     def probe_layers_page(model: str, task: str, progress=gr.Progress()):
         loaded = store.get(model)
-        result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m))
+        result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m), budget=current_budget())
         layer, pooling, acc = result.model.best
         text = (f"Answered by {literal(loaded.name)}: best layer **{layer}** ({pooling}) at **{acc:.1%}** test accuracy, "
                 f"majority class {result.majority_accuracy:.1%}, {result.n_train:,} training sentences.")
