@@ -68,6 +68,10 @@ class WorkBudget:
                     earlier="the first model takes")
         self.planned_passes += passes
 
+    def restart(self) -> None:
+        """Start the deadline now (a handler whose models had to load first: loading has its own rules)."""
+        self.started = self.clock()
+
     def check(self) -> None:
         """Between two batches: WorkStopped when the caller said stop, ValueError past the deadline."""
         if self.should_stop():

@@ -74,6 +74,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
 
         # one budget for the whole request (both models): its GFLOP, its deadline, and its client still there
         budget = current_budget()
+        budget.restart()  # its time counts from here: the models are in
         budget.on_progress = computing
         with ctx.heavy.take(", ".join(heavy)) if heavy else contextlib.nullcontext():
             results = []

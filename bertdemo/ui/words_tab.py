@@ -50,7 +50,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     store = ctx.models
 
     def load(model, progress=None):
-        return store.get(model, progress=progress_callback(progress) if progress is not None else None)
+        loaded = store.get(model, progress=progress_callback(progress) if progress is not None else None)
+        current_budget().restart()  # the request's time counts once its model is in (loading has its own rules)
+        return loaded
 
     def compare(word: str, sentences: str, model: str, progress=gr.Progress()):
         result = wic.similarities(load(model, progress), word, sentences)
