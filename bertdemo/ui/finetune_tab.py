@@ -24,6 +24,7 @@ from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.text import literal
