@@ -40,12 +40,18 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio", "gradio.queueing.Event.alive", "bertdemo/ui/common.py client_gone", GRADIO,
                "False once the event's stream disconnected"),
     Touchpoint("gradio", "Blocks.fns", "bertdemo/ui/common.py progress_on_text, bertdemo/ui/request_limits.py "
-               "guard_events", GRADIO, "every event handler of the built app"),
+               "guard_events, bertdemo/ui/heavy_requests.py apply_budgets", GRADIO,
+               "every event handler of the built app"),
     Touchpoint("gradio", "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name",
                "bertdemo/ui/common.py, bertdemo/ui/request_limits.py", GRADIO,
                "wrap handlers with size checks; progress on text"),
     Touchpoint("gradio", "Component._id", "bertdemo/ui/request_limits.py guard_events", GRADIO,
                "one size limit per input box"),
+    Touchpoint("gradio", "Blocks.validate_inputs (rebound on the instance)", "bertdemo/ui/request_limits.py "
+               "guard_events", GRADIO, "say a missing input without echoing the others into the log"),
+    Touchpoint("gradio", "Component.async_move_resource_to_block_cache (rebound on the instance)",
+               "bertdemo/ui/request_limits.py guard_events", GRADIO,
+               "a public server refuses a file given as a web address before gradio fetches it"),
     Touchpoint("gradio", "Component.preprocess (rebound on the instance)", "bertdemo/ui/request_limits.py",
                GRADIO, "check sizes before gradio parses a value"),
     Touchpoint("gradio", "gradio.utils.get_type_hints", "bertdemo/ui/request_limits.py _parameter_names", GRADIO,
@@ -102,6 +108,22 @@ def event_handlers(blocks: Any) -> Iterable[Any]:
 def component_id(component: Any) -> int:
     """A component's id within its app."""
     return component._id
+
+
+def replace_input_count_check(blocks: Any, check: Callable[[Any, list], None]) -> None:
+    """Make ``check(block_fn, inputs)`` the app's check that an event got all its inputs (gradio calls
+    ``blocks.validate_inputs`` before preprocessing)."""
+    blocks.validate_inputs = check
+
+
+def file_fetch(component: Any) -> Callable:
+    """The component's coroutine that copies a file given by path or web address into gradio's cache."""
+    return component.async_move_resource_to_block_cache
+
+
+def replace_file_fetch(component: Any, fetch: Callable) -> None:
+    """Make ``fetch`` (a coroutine taking the path or address) the component's file copy (see :func:`file_fetch`)."""
+    component.async_move_resource_to_block_cache = fetch
 
 
 def type_hints(fn: Callable) -> dict[str, Any]:

@@ -68,6 +68,33 @@ def _canary_preprocess_rebinding():
     assert box.preprocess("x") == "checked x"
 
 
+def _canary_validate_inputs():
+    import inspect
+
+    assert list(inspect.signature(gr.Blocks.validate_inputs).parameters) == ["self", "block_fn", "inputs"]
+    demo, _, _ = _built()
+    seen = []
+    compat.replace_input_count_check(demo, lambda block_fn, inputs: seen.append((block_fn.api_name, inputs)))
+    [handler] = list(compat.event_handlers(demo))
+    demo.validate_inputs(handler, ["hi"])  # as gradio calls it before preprocessing an event's inputs
+    assert seen == [("echo", ["hi"])]
+
+
+def _canary_file_fetch():
+    import asyncio
+    import inspect
+
+    box = gr.File()
+    assert inspect.iscoroutinefunction(compat.file_fetch(box))
+    assert list(inspect.signature(compat.file_fetch(box)).parameters) == ["url_or_file_path"]
+
+    async def refuse(url_or_file_path):
+        return f"refused {url_or_file_path}"
+
+    compat.replace_file_fetch(box, refuse)
+    assert asyncio.run(box.async_move_resource_to_block_cache("https://example.org/x")) == "refused https://example.org/x"
+
+
 def _canary_type_hints():
     def handler(text: str, request: gr.Request | None = None) -> str:
         return text
@@ -154,6 +181,8 @@ CANARIES = {
     "Blocks.fns": _canary_blocks_fns,
     "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name": _canary_block_function_fields,
     "Component._id": _canary_component_id,
+    "Blocks.validate_inputs (rebound on the instance)": _canary_validate_inputs,
+    "Component.async_move_resource_to_block_cache (rebound on the instance)": _canary_file_fetch,
     "Component.preprocess (rebound on the instance)": _canary_preprocess_rebinding,
     "gradio.utils.get_type_hints": _canary_type_hints,
     "gradio.components.plot.PlotData": _canary_plot_data,

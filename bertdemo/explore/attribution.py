@@ -2,17 +2,23 @@
 
 * ``f`` = the probability the model gives the target word at the chosen [MASK] (softmax over the whole
   vocabulary). The target is the word named, else the model's top prediction there.
-* Integrated gradients (captum ``LayerIntegratedGradients`` on the word-embedding layer): the path runs
+* Integrated gradients (captum ``IntegratedGradients`` on the word-embedding layer's output, as captum's
+  ``LayerIntegratedGradients`` on that layer computes them, without a hook on the shared model): the path runs
   from the baseline — every token's word embedding replaced by the ``[PAD]`` embedding, except
   ``[CLS]``, ``[SEP]`` and the ``[MASK]`` asked about, which are the question — to the sentence; position
   and segment embeddings are the same along the path. A token's score is the sum over its embedding's
   dimensions. Completeness: the scores add up to f(input) − f(baseline), up to the integral's error,
   shown as the gap in %.
-* Gradient × input (captum ``LayerGradientXActivation`` on the same layer), summed the same way.
+* Gradient × input (captum ``InputXGradient`` on the same layer's output), summed the same way.
 * Occlusion (captum ``FeatureAblation`` on the token ids): f(input) − f(input with that one token
   replaced by ``[PAD]``).
 * Beside them, the last layer's attention from the [MASK] (mean over heads) — which is not an
   explanation: it says where the layer read from, not what changed the answer.
+
+The model is shared by every request: nothing here hooks, switches or changes it. The word embeddings are
+looked up once, and the gradients are taken with respect to that tensor (``torch.autograd.grad``, as captum
+does: no ``.grad`` is written on the weights). Between batches the request's budget is checked: its
+deadline, and whether its client is still there.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import torch
 
 from bertdemo.explore.encoding import encode_checked, word_pieces
 from bertdemo.explore.input_limits import MAX_ATTR_TOKENS, MAX_IG_STEPS
+from bertdemo.request_budget import WorkBudget, attribution_gflop, unbounded
 from bertdemo.models import attention_modes, partial_forward
 from bertdemo.models.store import LoadedModel
 
@@ -84,16 +91,41 @@ def _embeddings(loaded: LoadedModel) -> torch.nn.Module:
     return loaded.model.get_input_embeddings()
 
 
-def make_forward(loaded: LoadedModel, enc: dict, position: int, target_id: int) -> Callable:
-    """f(input_ids) -> (B,) the target's probability at ``position`` (segments and attention mask of ``enc``)."""
+def make_forward(loaded: LoadedModel, enc: dict, position: int, target_id: int,
+                 check: Callable[[], None] = lambda: None) -> Callable:
+    """f(input_ids) -> (B,) the target's probability at ``position`` (segments and attention mask of ``enc``);
+    ``check`` runs before each batch (the request's deadline and client)."""
     model = loaded.model
     extra = {k: v.to(loaded.device) for k, v in enc.items() if k in ("token_type_ids", "attention_mask")}
 
     def forward(input_ids: torch.Tensor) -> torch.Tensor:
+        check()
         b = input_ids.shape[0]
         batch = {"input_ids": input_ids, **{k: v.expand(b, -1) for k, v in extra.items()}}
         rows = torch.arange(b, device=input_ids.device)
         cols = torch.full((b,), position, device=input_ids.device)
+        logits = partial_forward.logits_at(model, batch, rows, cols)  # (B, V): the mask's logits only
+        return logits.softmax(-1)[:, target_id]
+
+    return forward
+
+
+def make_embedding_forward(loaded: LoadedModel, enc: dict, position: int, target_id: int,
+                           check: Callable[[], None] = lambda: None) -> Callable:
+    """g(word_embeddings) -> (B,) the target's probability at ``position`` when the word-embedding layer's
+    output is (B, T, E) ``word_embeddings`` (positions, segments and attention mask of ``enc``): the function
+    captum's layer methods build with a hook, built here from the model's ``inputs_embeds`` instead."""
+    model = loaded.model
+    ids = enc["input_ids"].to(loaded.device)
+    extra = {k: v.to(loaded.device) for k, v in enc.items() if k in ("token_type_ids", "attention_mask")}
+
+    def forward(word_embeddings: torch.Tensor) -> torch.Tensor:
+        check()
+        b = word_embeddings.shape[0]
+        batch = {"input_ids": ids.expand(b, -1), "inputs_embeds": word_embeddings,
+                 **{k: v.expand(b, -1) for k, v in extra.items()}}
+        rows = torch.arange(b, device=ids.device)
+        cols = torch.full((b,), position, device=ids.device)
         logits = partial_forward.logits_at(model, batch, rows, cols)  # (B, V): the mask's logits only
         return logits.softmax(-1)[:, target_id]
 
@@ -118,9 +150,12 @@ def target_for(loaded: LoadedModel, word: str, enc: dict, position: int) -> tupl
 
 def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str = "",
               methods: tuple[str, ...] = METHODS, steps: int = DEFAULT_STEPS,
-              progress: Progress | None = None) -> Attribution:
-    """Per-token scores for the target word's probability at the chosen [MASK], by each of ``methods``."""
-    from captum.attr import FeatureAblation, LayerGradientXActivation, LayerIntegratedGradients
+              progress: Progress | None = None, budget: WorkBudget | None = None) -> Attribution:
+    """Per-token scores for the target word's probability at the chosen [MASK], by each of ``methods``.
+
+    ``budget``: the request's (its cost is charged once the sentence is read; its deadline and client are
+    checked before every forward batch); none: unbounded."""
+    from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients
 
     if not MIN_STEPS <= int(steps) <= MAX_IG_STEPS:
         raise ValueError(f"Steps are {MIN_STEPS} to {MAX_IG_STEPS}.")
@@ -128,12 +163,20 @@ def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str 
     if unknown or not methods:
         raise ValueError(f"Methods are {', '.join(METHODS)}.")
     steps = int(steps)
+    budget = budget or unbounded()
     enc, position, kept, baseline = _inputs(loaded, text, mask_number)
+    tokens = enc["input_ids"].shape[1]
+    budget.charge(attribution_gflop(loaded.model.config, tokens, steps, methods),
+                  f"{loaded.name} for {', '.join(methods)} on {tokens} tokens"
+                  + (f" with {steps} steps" if "integrated gradients" in methods else ""),
+                  "Use fewer integrated-gradient steps, a shorter sentence, fewer methods or a smaller model.")
     word, target_id = target_for(loaded, target, enc, position)
-    forward = make_forward(loaded, enc, position, target_id)
+    forward = make_forward(loaded, enc, position, target_id, budget.check)
+    from_embeddings = make_embedding_forward(loaded, enc, position, target_id, budget.check)
     ids = enc["input_ids"].to(loaded.device)
     base = baseline[None].to(loaded.device)
-    layer = _embeddings(loaded)
+    with torch.no_grad():  # the word-embedding layer's output for the sentence and the baseline, looked up once
+        embedded, base_embedded = _embeddings(loaded)(torch.cat([ids, base])).split(1)
     keep = torch.tensor(kept)
     scores: dict[str, np.ndarray] = {}
     with torch.no_grad():
@@ -142,12 +185,11 @@ def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str 
         if progress is not None:
             progress(i / len(methods), f"Computing {method}" + (f" ({steps} steps)" if "integrated" in method else ""))
         if method == "integrated gradients":
-            attr = LayerIntegratedGradients(forward, layer).attribute(ids, baselines=base, n_steps=steps,
-                                                                       internal_batch_size=INTERNAL_BATCH)
+            attr = IntegratedGradients(from_embeddings).attribute(embedded, baselines=base_embedded, n_steps=steps,
+                                                                  internal_batch_size=INTERNAL_BATCH)
             scores[method] = _per_token(attr)
         elif method == "gradient x input":
-            attr = LayerGradientXActivation(forward, layer, multiply_by_inputs=True).attribute(ids)
-            scores[method] = _per_token(attr)
+            scores[method] = _per_token(InputXGradient(from_embeddings).attribute(embedded.clone().requires_grad_()))
         else:
             mask = torch.arange(ids.shape[1], device=ids.device)[None]
             with torch.no_grad():
@@ -155,8 +197,9 @@ def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str 
                                                           feature_mask=mask, perturbations_per_eval=OCCLUSION_BATCH)
             scores[method] = attr[0].detach().float().cpu().numpy()
         scores[method][keep.numpy()] = 0.0
-    tokens = loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-    return Attribution(loaded.name, tokens, position, word, target_id, prob, base_prob, steps, scores,
+    budget.check()
+    pieces = loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    return Attribution(loaded.name, pieces, position, word, target_id, prob, base_prob, steps, scores,
                        last_layer_attention(loaded, enc, position), kept)
 
 

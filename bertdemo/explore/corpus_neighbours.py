@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_OCCURRENCES, MAX_WIC_TOKENS
+from bertdemo.request_budget import WorkBudget, corpus_gflop, index_gflop, unbounded
 from bertdemo.explore.word_in_context import parse_sentences, similarities
 from bertdemo.explore.word_vectors import (BATCH, activation_store, check_layer, corpus_sentences, encode_sentences,
                                            forward_hidden, run_sentences, store_key, word_position)
@@ -42,13 +43,18 @@ class Occurrences:
         return self.vectors.nbytes + sum(len(s) for s in self.sentences)
 
 
-def occurrences(loaded: LoadedModel, word: str, limit: int = MAX_OCCURRENCES) -> Occurrences:
-    """The word's uses in the corpus (at most ``limit``) with every layer's vector (once per model and word)."""
+def occurrences(loaded: LoadedModel, word: str, limit: int = MAX_OCCURRENCES,
+                budget: WorkBudget | None = None) -> Occurrences:
+    """The word's uses in the corpus (at most ``limit``) with every layer's vector (once per model and word);
+    ``budget``: the request's, charged and checked between batches when they are computed."""
     word = (word or "").strip().lower()
     if not word or any(c.isspace() for c in word):
         raise ValueError("Type one word, e.g. bank.")
+    budget = budget or unbounded()
 
     def build() -> Occurrences:
+        budget.charge(corpus_gflop(loaded.model.config, limit, MAX_WIC_TOKENS),
+                      f"{loaded.name} to read up to {limit} corpus sentences", "Use a smaller model.")
         pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
         found = [s for s in corpus_sentences(loaded) if pattern.search(s)]
         texts, vecs = [], []
@@ -56,6 +62,7 @@ def occurrences(loaded: LoadedModel, word: str, limit: int = MAX_OCCURRENCES) ->
             if len(texts) >= limit:
                 break
             batch = found[start:start + BATCH]
+            budget.check()
             enc = encode_sentences(loaded, batch, MAX_WIC_TOKENS, truncate=True)
             hidden = forward_hidden(loaded, enc)  # (L + 1, B, T, H)
             offsets, special = enc["offset_mapping"].tolist(), enc["special_tokens_mask"].bool().tolist()
@@ -86,7 +93,8 @@ class Atlas:
     explained: tuple[float, float]  # share of the variance along the two axes
 
 
-def atlas(loaded: LoadedModel, word: str, lines: str | list[str], layer: int, clusters: int = 2) -> Atlas:
+def atlas(loaded: LoadedModel, word: str, lines: str | list[str], layer: int, clusters: int = 2,
+          budget: WorkBudget | None = None) -> Atlas:
     """One layer's picture of the word's corpus uses (scikit-learn's PCA to 2D, its k-means, seeded, for the
     colours) with the learner's sentences."""
     from sklearn.cluster import KMeans
@@ -95,7 +103,7 @@ def atlas(loaded: LoadedModel, word: str, lines: str | list[str], layer: int, cl
     layer = check_layer(loaded, layer)
     if not 1 <= int(clusters) <= 6:
         raise ValueError("Colour by 1 to 6 clusters.")
-    found = occurrences(loaded, word)
+    found = occurrences(loaded, word, budget=budget)
     own = similarities(loaded, word, lines) if parse_sentences(lines)[0] else None
     x = found.vectors[layer].astype(np.float64)  # (n, H)
     own_x = own.vectors[layer].astype(np.float64) if own is not None else np.zeros((0, x.shape[1]))
@@ -130,18 +138,23 @@ class NeighbourIndex:
 
 
 def neighbour_index(loaded: LoadedModel, layer: int, max_tokens: int = MAX_INDEX_TOKENS,
-                    progress: Progress | None = None) -> NeighbourIndex:
-    """Layer ``layer``'s index (built once per model and layer, with ``progress`` as it reads the corpus)."""
+                    progress: Progress | None = None, budget: WorkBudget | None = None) -> NeighbourIndex:
+    """Layer ``layer``'s index (built once per model and layer, with ``progress`` as it reads the corpus;
+    ``budget``: the request's, charged and checked between batches when it is built)."""
     layer = check_layer(loaded, layer)
     max_tokens = min(int(max_tokens), MAX_INDEX_TOKENS)
+    budget = budget or unbounded()
 
     def build() -> NeighbourIndex:
+        budget.charge(index_gflop(loaded.model.config, max_tokens),
+                      f"{loaded.name} to index {max_tokens:,} corpus tokens", "Use a smaller model.")
         texts = corpus_sentences(loaded)
         vecs, tokens, sent_of, pos_of, kept = [], [], [], [], []
         count, start = 0, 0
         while count < max_tokens and start < len(texts):
             batch = texts[start:start + BATCH]
             start += len(batch)
+            budget.check()
             enc = encode_sentences(loaded, batch, MAX_WIC_TOKENS, truncate=True)
             hidden = forward_hidden(loaded, enc)[layer]  # (B, T, H)
             ids, special = enc["input_ids"].tolist(), enc["special_tokens_mask"].bool().tolist()
@@ -187,7 +200,8 @@ class Neighbours:
 
 
 def neighbours(loaded: LoadedModel, text: str, position: int, layer: int, k: int = 10,
-               max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None) -> Neighbours:
+               max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None,
+               budget: WorkBudget | None = None) -> Neighbours:
     """The ``k`` corpus token occurrences nearest (cosine) to token ``position`` of ``text`` at ``layer``."""
     if not text or not text.strip():
         raise ValueError("Type a sentence.")
@@ -199,7 +213,7 @@ def neighbours(loaded: LoadedModel, text: str, position: int, layer: int, k: int
     if not 0 <= position < run.lengths[0]:
         raise ValueError(f"Token position {position} is outside the sentence: positions 0 to {run.lengths[0] - 1} "
                          f"({' '.join(run.tokens[0])}).")
-    index = neighbour_index(loaded, layer, max_tokens, progress)
+    index = neighbour_index(loaded, layer, max_tokens, progress, budget)
     q = run.hidden[layer, 0, position].astype(np.float32)
     cos = index.vectors @ (q / np.linalg.norm(q))  # (N,)
     k = min(int(k), len(cos))

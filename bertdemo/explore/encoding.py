@@ -12,6 +12,7 @@ import torch
 
 from bertdemo.explore.input_limits import MAX_CHARS
 from bertdemo.explore.typed_pair import split_pair
+from bertdemo.locks import tokenize
 from bertdemo.models.store import LoadedModel
 
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
@@ -49,8 +50,8 @@ def encode_checked(loaded: LoadedModel, text: str, text_pair: str | None, limit:
     check_chars(text)
     tokenizer = loaded.tokenizer
     text, text_pair = normalise_pair(tokenizer, text, text_pair)
-    enc = tokenizer(text, text_pair, return_tensors="pt", truncation=False, return_special_tokens_mask=True,
-                    verbose=False)
+    enc = tokenize(tokenizer, text, text_pair, return_tensors="pt", truncation=False,
+                   return_special_tokens_mask=True, verbose=False)
     special = enc.pop("special_tokens_mask")[0].bool().tolist()
     n = enc["input_ids"].shape[1]
     cap = min(limit, loaded.max_length)

@@ -35,6 +35,7 @@ from bertdemo.explore.batching import MicroBatcher
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
 from bertdemo.explore.messages import no_head_message
+from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes, int8
 from bertdemo.models.partial_forward import head_logits, hidden_at
 from bertdemo.models.store import LoadedModel
@@ -256,8 +257,8 @@ def predict(
     words = parse_targets(targets)
     tokenizer = loaded.tokenizer
     text, text_pair = normalise_pair(tokenizer, text, text_pair)
-    enc = tokenizer(text, text_pair, return_tensors="pt", truncation=False, verbose=False,
-                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
+    enc = tokenize(tokenizer, text, text_pair, return_tensors="pt", truncation=False, verbose=False,
+                   return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
     ids = enc["input_ids"][0]  # (T,)
     if ids.numel() > loaded.max_length:
         raise ValueError(

@@ -12,6 +12,7 @@ MAX_TARGET_CHARS = 50  # characters per target word
 MAX_WHOLE_WORD_MASKS = 5  # whole-word search runs ~75 short forward passes per mask
 MAX_REQUEST_GFLOP = 1_000  # the planned work of one request's extra passes (PLL, whole words): ~10-20 s on 2 cores
 MAX_REQUEST_SECONDS = 30.0  # a request still computing then stops with a message (its client may have left)
+MAX_LOCAL_REQUEST_SECONDS = 600.0  # the same on a local server (bigger models, one person's machine)
 HEAVY_SLOTS = 2  # requests with extra passes computed at once; others are told to try again
 
 # Attention (explore.attention)

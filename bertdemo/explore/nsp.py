@@ -28,6 +28,7 @@ from transformers.utils import cached_file
 
 from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
+from bertdemo.locks import tokenize
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel
 
@@ -252,7 +253,7 @@ def predict_is_next(loaded: LoadedModel, sentence_a: str, sentence_b: str) -> Ns
             "Pretrain tab, tick 'Next-sentence prediction (NSP) too', Start, then pick its run:… checkpoint "
             "in the Model box; or use bert-base-uncased when the model hub is reachable."))
     tok = loaded.tokenizer
-    enc = tok(sentence_a, sentence_b, return_tensors="pt", truncation=True, max_length=loaded.max_length)
+    enc = tokenize(tok, sentence_a, sentence_b, return_tensors="pt", truncation=True, max_length=loaded.max_length)
     with torch.inference_mode():
         hidden = loaded.model.base_model(**{k: v.to(loaded.device) for k, v in enc.items()}).last_hidden_state
         p = head.p_is_next(hidden[:, 0].float())[0].item()  # (1, T, H) -> [CLS] -> P(IsNext)

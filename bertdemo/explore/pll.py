@@ -14,14 +14,12 @@ at most PLL_BATCH and the model runs its last layer only at the scored positions
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.explore.input_limits import MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
+from bertdemo.request_budget import WorkBudget, WorkStopped, sequence_gflop  # noqa: F401 (pll.WorkBudget)
 from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import LoadedModel
 
@@ -34,62 +32,6 @@ PieceFilter = Callable[[torch.Tensor], torch.Tensor]  # probs (B, V) -> probs wi
 
 
 WHOLE_WORD_PASSES = 1 + 9 + 17 + WORD_BEAM * 3 * 2  # the beam's sequences for 1, 2, 3 pieces + the PLL rescoring
-
-
-def sequence_gflop(config, length: int) -> float:
-    """Forward cost of one sequence of ``length`` tokens (GFLOP): the Linear layers plus attention."""
-    layers = getattr(config, "num_hidden_layers", getattr(config, "n_layers", 12))
-    hidden = getattr(config, "hidden_size", getattr(config, "dim", 768))
-    inner = getattr(config, "intermediate_size", getattr(config, "hidden_dim", 4 * hidden))
-    linear = 2 * length * layers * (4 * hidden * hidden + 2 * hidden * inner)
-    attention = 4 * layers * length * length * hidden
-    return (linear + attention) / 1e9
-
-
-class WorkStopped(ValueError):
-    """The caller said stop (its client went away): the request's work ended between two batches."""
-
-
-@dataclass
-class WorkBudget:
-    """What one request may compute beyond its first pass: planned GFLOP checked up front (summed over
-    the request's models), and between batches a deadline and the caller's ``should_stop`` (True once
-    the client has gone), so work stops within one batch of either."""
-
-    max_gflop: float = MAX_REQUEST_GFLOP
-    seconds: float = MAX_REQUEST_SECONDS
-    started: float = field(default_factory=time.monotonic)
-    clock: Callable[[], float] = time.monotonic
-    should_stop: Callable[[], bool] = lambda: False
-    on_progress: Callable[[int, int], None] = lambda done, planned: None  # passes run, passes planned
-    planned_gflop: float = 0.0  # what earlier plans of this request (another model) took
-    planned_passes: int = 0
-    batches: int = 0  # forward batches run so far (each after one check)
-    passes: int = 0  # sequences those batches held
-
-    def check_plan(self, passes: int, gflop: float, model_name: str) -> None:
-        """ValueError, before any of it runs, when the planned passes (with what this request planned
-        before) cost more than the allowance; else they count as planned."""
-        if self.planned_gflop + gflop > self.max_gflop:
-            before = f" after the {self.planned_gflop:,.0f} the first model takes" if self.planned_gflop else ""
-            raise ValueError(
-                f"That asks {model_name} for {passes:,} extra passes (about {gflop:,.0f} GFLOP){before}; this server "
-                f"computes at most {self.max_gflop:,.0f} per request. Use fewer masks or target words of "
-                "several pieces, a shorter text, or turn whole words off.")
-        self.planned_gflop += gflop
-        self.planned_passes += passes
-
-    def check_time(self, passes: int = 1) -> None:
-        """Before each batch (of ``passes`` sequences): WorkStopped when the caller said stop, ValueError past
-        the deadline; else the batch is counted and reported to ``on_progress``."""
-        if self.should_stop():
-            raise WorkStopped(f"Stopped: the request's client went away ({self.passes:,} passes had run).")
-        if self.clock() - self.started > self.seconds:
-            raise ValueError(f"This request took longer than {self.seconds:g} s and was stopped: use fewer masks "
-                             "or target words, or turn whole words off.")
-        self.on_progress(self.passes, max(self.planned_passes, self.passes))
-        self.batches += 1
-        self.passes += passes
 
 
 def splice(base: Encoded, pos: int, new_ids: list[int]) -> Encoded:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from bertdemo.explore.input_limits import MAX_CHARS
 from bertdemo.explore.typed_pair import split_pair
+from bertdemo import locks
 from bertdemo.viz.text import plural
 
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
@@ -118,7 +119,8 @@ def tokenize(tokenizer, text: str, text_pair: str | None = None, max_length: int
         raise ValueError("Enter some text before the [SEP]: it is sentence A.")
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("This tokenizer has no fast (Rust) version, so character spans are unavailable.")
-    enc = tokenizer(
+    enc = locks.tokenize(
+        tokenizer,
         text,
         text_pair,
         return_offsets_mapping=True,

@@ -22,6 +22,7 @@ import torch
 
 from bertdemo.explore.encoding import check_chars
 from bertdemo.explore.input_limits import MAX_WIC_TOKENS
+from bertdemo.locks import tokenize
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.models.loading import LoadedModel, weights_stamp
 
@@ -114,8 +115,9 @@ def encode_sentences(loaded: LoadedModel, texts: list[str], max_tokens: int = MA
     or cut there when ``truncate``."""
     for t in texts:
         check_chars(t)
-    enc = loaded.tokenizer(texts, padding=True, truncation=truncate, max_length=max_tokens if truncate else None,
-                           return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt")
+    enc = tokenize(loaded.tokenizer, texts, padding=True, truncation=truncate,
+                   max_length=max_tokens if truncate else None, return_offsets_mapping=True,
+                   return_special_tokens_mask=True, return_tensors="pt")
     lengths = enc["attention_mask"].sum(1).tolist()
     for text, n in zip(texts, lengths):
         if n > max_tokens:

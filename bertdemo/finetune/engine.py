@@ -28,6 +28,7 @@ from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
+from bertdemo.locks import tokenize
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.load_errors import shown_fault
@@ -135,7 +136,7 @@ def _draw_again(model: BertForSequenceClassification, parameter_names: Sequence[
 
 def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_len: int) -> list[list[int]]:
     """Each text's input ids ([CLS] … [SEP]), cut at ``max_len`` pieces."""
-    return tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
+    return tokenize(tokenizer, list(texts), truncation=True, max_length=max_len)["input_ids"]
 
 
 
@@ -207,7 +208,7 @@ def topic_probabilities(model: BertForSequenceClassification, tokenizer: PreTrai
     """P(topic | text) from the model's own forward (eval mode)."""
     was_training = model.training
     model.eval()
-    enc = tokenizer(text, truncation=True, max_length=max_len, return_tensors="pt").to(device)
+    enc = tokenize(tokenizer, text, truncation=True, max_length=max_len, return_tensors="pt").to(device)
     probs = model(**enc).logits.float().softmax(-1)[0].cpu().tolist()
     model.train(was_training)
     return probs

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bertdemo.locks import tokenize
 from bertdemo.models.loading import weights_stamp
 
 Progress = Callable[[float, str], None]
@@ -102,7 +103,7 @@ def compute_features(model: torch.nn.Module, tokenizer, texts: Sequence[str], mo
     device = next(model.parameters()).device
     mean = np.empty((layers + 1, len(texts), hidden), dtype=np.float32)
     cls = np.empty_like(mean)
-    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_tokens)["input_ids"]]
+    lengths = [len(ids) for ids in tokenize(tokenizer, texts, truncation=True, max_length=max_tokens)["input_ids"]]
     order = np.argsort(lengths, kind="stable")
     was_training = model.training
     model.eval()
@@ -110,8 +111,8 @@ def compute_features(model: torch.nn.Module, tokenizer, texts: Sequence[str], mo
         with torch.inference_mode():
             for start in range(0, len(texts), batch_size):
                 idx = order[start:start + batch_size]
-                batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_tokens,
-                                  return_tensors="pt").to(device)
+                batch = tokenize(tokenizer, [texts[i] for i in idx], padding=True, truncation=True,
+                                 max_length=max_tokens, return_tensors="pt").to(device)
                 out = encoder(**batch, output_hidden_states=True, return_dict=True)
                 mask = batch["attention_mask"].unsqueeze(-1).to(torch.float32)
                 for layer, h in enumerate(out.hidden_states):

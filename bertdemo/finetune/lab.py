@@ -116,9 +116,10 @@ class FinetuneLab:
             return {}
 
     # --- which layer knows what -------------------------------------------------------------------
-    def layer_probes(self, loaded, task: str, progress: Progress | None = None):
+    def layer_probes(self, loaded, task: str, progress: Progress | None = None, budget=None):
         """Every layer of ``loaded`` (a store's LoadedModel) probed on ``task`` with its controls; cached by its
-        weights (a checkpoint saved again under the same name is probed again), as are its features."""
+        weights (a checkpoint saved again under the same name is probed again), as are its features
+        (``budget``: the request's WorkBudget, for a probe not cached)."""
         with LOGIC_IMPORT_LOCK:
             from bertdemo.models.store import weights_key
         weights = weights_key(loaded)
@@ -128,7 +129,8 @@ class FinetuneLab:
                 with LOGIC_IMPORT_LOCK:
                     from bertdemo.finetune.layer_probes import probe_layers
                 self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
-                                                 tasks=(task,), progress=progress, weights_key=weights)[0]
+                                                 tasks=(task,), progress=progress, weights_key=weights,
+                                                 budget=budget)[0]
                 while len(self._probes) > PROBES_KEPT:
                     self._probes.popitem(last=False)
             self._probes.move_to_end(key)

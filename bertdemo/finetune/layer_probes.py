@@ -29,9 +29,11 @@ from bertdemo.finetune.features import POOLINGS, ActivationCache
 from bertdemo.finetune.linear_head import train_linear_heads
 from bertdemo.finetune.probe_tasks import TASK_KINDS, TASK_SIZES, TASKS, ProbeTask, build_task
 from bertdemo.finetune.scores import scores
+from bertdemo.request_budget import WorkBudget, checking, probe_gflop, unbounded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 
 Progress = Callable[[float, str], None]
+PROBE_TOKENS = 32  # a probe sentence's tokens, about (5 to 28 words), for the cost estimate
 
 
 @dataclass(frozen=True)
@@ -158,13 +160,21 @@ def probe_task(model_name: str, model: torch.nn.Module, tokenizer, task: ProbeTa
 def probe_layers(model_name: str, model: torch.nn.Module, tokenizer, cache: ActivationCache,
                  tasks: Sequence[str] = TASKS, seed: int = 0, random_control: bool = True,
                  sizes: dict[str, int] | None = None, progress: Progress | None = None,
-                 weights_key: object = None) -> list[TaskProbe]:
+                 weights_key: object = None, budget: WorkBudget | None = None) -> list[TaskProbe]:
     """Every layer of ``model`` probed on each of ``tasks`` (default all three, in that order), with the
     controls. ``progress(fraction, message)`` hears across all the tasks, ending at 1.0; ``weights_key`` as in
-    :func:`probe_task`."""
+    :func:`probe_task`. ``budget``: the request's, charged with every sentence through every model up front
+    and checked after each batch."""
     for name in tasks:
         if name not in TASKS:
             raise ValueError(f"Unknown probe task {name!r}: use one of {', '.join(TASKS)}.")
+    budget = budget or unbounded()
+    sentences = len(tasks) * sum((sizes or TASK_SIZES).values())
+    models = 2 if random_control else 1
+    budget.charge(probe_gflop(model.config, sentences, PROBE_TOKENS, models),
+                  f"{model_name} for layer probes of {sentences:,} sentences through {models} models",
+                  "Probe a smaller model.")
+    progress = checking(progress, budget)
     results = []
     for k, name in enumerate(tasks):
         part = _scaled(progress, k / len(tasks), 1 / len(tasks), f"{name}: ")

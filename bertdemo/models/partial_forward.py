@@ -31,13 +31,15 @@ _LAYERED_TYPES = ("bert", "roberta")  # embeddings -> bidirectional mask -> enco
 
 def encode_at(base_model, input_ids: torch.Tensor, positions: torch.Tensor,
               token_type_ids: torch.Tensor | None = None,
-              attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+              attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
     """(B, k, H) final hidden states of (B, T) ``input_ids`` at (B, k) ``positions``.
 
     ``base_model``: a BERT or RoBERTa encoder (``model.bert``, ``model.base_model``).
     ``attention_mask``: (B, T), 0 on padding; None when nothing is padded (packed blocks).
+    ``inputs_embeds``: (B, T, H) the word-embedding layer's output to use instead of looking ``input_ids`` up
+    (positions and segments still come from ``input_ids``): attribution's path through the embeddings.
     """
-    h = base_model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)  # (B, T, H)
+    h = base_model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids, inputs_embeds=inputs_embeds)
     mask = None
     if attention_mask is not None:  # (B, 1, T or 1, T) as the model's attention function takes it
         mask = create_bidirectional_mask(config=base_model.config, inputs_embeds=h, attention_mask=attention_mask)
@@ -70,7 +72,7 @@ def hidden_at(model, enc: dict, rows: torch.Tensor, cols: torch.Tensor) -> torch
     """
     base = model.base_model
     if not supported(model) or rows.numel() == 0:
-        return base(**enc).last_hidden_state[rows, cols]
+        return base(**model_inputs(enc)).last_hidden_state[rows, cols]
     B = enc["input_ids"].shape[0]
     counts = torch.bincount(rows, minlength=B)  # (B,) positions per row
     order = torch.argsort(rows, stable=True)
@@ -79,7 +81,8 @@ def hidden_at(model, enc: dict, rows: torch.Tensor, cols: torch.Tensor) -> torch
     slot[order] = torch.arange(rows.numel(), device=rows.device) - starts[rows[order]]  # index within its row
     positions = torch.zeros(B, int(counts.max()), dtype=torch.long, device=rows.device)  # (B, k); spare slots: 0
     positions[rows, slot] = cols
-    out = encode_at(base, enc["input_ids"], positions, enc.get("token_type_ids"), enc.get("attention_mask"))
+    out = encode_at(base, enc["input_ids"], positions, enc.get("token_type_ids"), enc.get("attention_mask"),
+                    enc.get("inputs_embeds"))
     return out[rows, slot]  # (N, H)
 
 
@@ -103,7 +106,13 @@ def head_logits(model, hidden: torch.Tensor, enc: dict, rows: torch.Tensor, cols
         return model.vocab_projector(h)
     if hasattr(model, "predictions"):  # ALBERT
         return model.predictions(hidden)
-    return model(**enc).logits[rows, cols]  # (N, V), computed everywhere
+    return model(**model_inputs(enc)).logits[rows, cols]  # (N, V), computed everywhere
+
+
+def model_inputs(enc: dict) -> dict:
+    """``enc`` as a model's own forward takes it: given ``inputs_embeds``, without ``input_ids`` (a model
+    refuses both)."""
+    return {k: v for k, v in enc.items() if not (k == "input_ids" and "inputs_embeds" in enc)}
 
 
 def _qkv(attention, h: torch.Tensor, x: torch.Tensor | None) -> tuple[torch.Tensor, ...]:

@@ -17,6 +17,7 @@ from bertdemo.ui import common
 from bertdemo.explore import input_limits
 from bertdemo.models import availability
 from bertdemo.ui.common import answered_line, labelled_choices, progress_callback
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
@@ -72,7 +73,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             progress((done, planned), desc=f"Computing {', '.join(heavy)}", unit="passes")
 
         # one budget for the whole request (both models): its GFLOP, its deadline, and its client still there
-        budget = pll.WorkBudget(should_stop=common.client_gone(), on_progress=computing)
+        budget = current_budget()
+        budget.restart()  # its time counts from here: the models are in
+        budget.on_progress = computing
         with ctx.heavy.take(", ".join(heavy)) if heavy else contextlib.nullcontext():
             results = []
             for requested, loaded in models:

@@ -24,6 +24,7 @@ from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.text import literal
@@ -245,7 +246,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if task not in dict((v, k) for k, v in PROBE_TASKS):
             raise ValueError(f"task must be one of {', '.join(v for _, v in PROBE_TASKS)}.")
         loaded = store.get(model)
-        result = lab.layer_probes(loaded, task)
+        result = lab.layer_probes(loaded, task, budget=current_budget())
         return {"model": loaded.name, "task": result.task, "kind": result.kind, "n_train": result.n_train,
                 "majority_accuracy": result.majority_accuracy, "mean": list(result.model.mean),
                 "cls": list(result.model.cls), "random_mean": list(result.random.mean) if result.random else None,
@@ -257,7 +258,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     @user_errors
     def probe_layers_page(model: str, task: str, progress=gr.Progress()):
         loaded = store.get(model)
-        result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m))
+        result = lab.layer_probes(loaded, task, progress=lambda f, m: progress(f, desc=m), budget=current_budget())
         layer, pooling, acc = result.model.best
         text = (f"Answered by {literal(loaded.name)}: the best layer on validation, **{layer}** ({pooling}), has "
                 f"**{acc:.1%}** test accuracy; majority class {result.majority_accuracy:.1%}, {result.n_train:,} "

@@ -10,6 +10,7 @@ from bertdemo.settings import Limits
 from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
+from bertdemo.ui.heavy_requests import apply_budgets
 from bertdemo.ui.request_limits import guard_events
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # steps) shows over the model box, where it has room; the status line keeps its words.
         model_box.change(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
         opened.then(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
+    apply_budgets(demo, ctx)  # every model handler: its heavy slot, GFLOP allowance, deadline and client-gone stop
     guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     hide_page_loads(demo)  # a function-valued component's page-load event is the page's, not an API endpoint

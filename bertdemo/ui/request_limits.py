@@ -113,7 +113,7 @@ def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = f
     """``fn`` that first checks its arguments (same kind of callable: generator, coroutine or plain);
     ``server_side``: parameters fed by a ``gr.State`` (the server's own values, not a visitor's)."""
     signature = inspect.signature(fn)
-    hints = gr.utils.get_type_hints(fn)
+    hints = compat.type_hints(fn)
 
     def check(args: tuple, kwargs: dict) -> None:
         try:
@@ -230,10 +230,11 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True
-    demo.validate_inputs = input_count_check  # no echo of the inputs into the log
-    inputs = {c._id: c for f in demo.fns.values() for c in f.inputs if not isinstance(c, gr.State)}
+    compat.replace_input_count_check(demo, input_count_check)  # no echo of the inputs into the log
+    inputs = {compat.component_id(c): c for f in compat.event_handlers(demo) for c in f.inputs
+              if not isinstance(c, gr.State)}
     for component in inputs.values() if public else ():  # every input, named parameter or ``*values``
         if not getattr(component, "__bertdemo_uploads_only__", False):
-            component.async_move_resource_to_block_cache = _uploads_only(component.async_move_resource_to_block_cache)
+            compat.replace_file_fetch(component, _uploads_only(compat.file_fetch(component)))
             component.__bertdemo_uploads_only__ = True
     return wrapped

@@ -17,6 +17,7 @@ from bertdemo.explore.input_limits import MAX_NEIGHBOURS, MAX_WIC_SENTENCES, MAX
 from bertdemo.ui import common
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.common import progress_callback
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
@@ -49,7 +50,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     store = ctx.models
 
     def load(model, progress=None):
-        return store.get(model, progress=progress_callback(progress) if progress is not None else None)
+        loaded = store.get(model, progress=progress_callback(progress) if progress is not None else None)
+        current_budget().restart()  # the request's time counts once its model is in (loading has its own rules)
+        return loaded
 
     def compare(word: str, sentences: str, model: str, progress=gr.Progress()):
         result = wic.similarities(load(model, progress), word, sentences)
@@ -69,19 +72,20 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         progress(0.1, desc=f"Finding '{word.strip()}' in the embedded corpus")
         loaded = load(model, progress)
         layer, slider = fitted(loaded, layer)
-        result = corpus.atlas(loaded, word, sentences, layer, int(clusters))
+        result = corpus.atlas(loaded, word, sentences, layer, int(clusters), budget=current_budget())
         return draw.atlas_figure(result), draw.atlas_markdown(result), slider
 
     def find(text: str, position: float, layer: float, k: float, model: str, progress=gr.Progress()):
         loaded = load(model, progress)
         layer, slider = fitted(loaded, layer)
-        result = corpus.neighbours(loaded, text, int(position), layer, int(k), progress=progress_callback(progress))
+        result = corpus.neighbours(loaded, text, int(position), layer, int(k), progress=progress_callback(progress),
+                                   budget=current_budget())
         return draw.neighbours_markdown(result), slider
 
     def explain(text: str, mask_number: float, target: str, methods: list[str], steps: float, model: str,
                 progress=gr.Progress()):
         result = attribution.attribute(load(model, progress), text, int(mask_number), target, tuple(methods or ()),
-                                       int(steps), progress=progress_callback(progress))
+                                       int(steps), progress=progress_callback(progress), budget=current_budget())
         return draw.attribution_figure(result), draw.attribution_markdown(result), attribution.as_plain(result)
 
     @user_errors
@@ -94,14 +98,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     def corpus_neighbours(text: str, position: int = 1, layer: int = 4, k: int = 10, model: str = "") -> dict:
         """The k corpus tokens (embedded Wikipedia summaries) most similar at ``layer`` to token ``position`` of
         ``text`` (0 = [CLS]), with their sentences and cosines."""
-        return corpus.neighbours_as_plain(corpus.neighbours(load(model), text, position, layer, k))
+        return corpus.neighbours_as_plain(corpus.neighbours(load(model), text, position, layer, k,
+                                                            budget=current_budget()))
 
     @user_errors
     def attribution_api(text: str, mask_number: int = 1, target: str = "", method: str = "integrated gradients",
                         steps: int = DEFAULT_STEPS, model: str = "") -> dict:
         """Each token's contribution to the target word's probability at the chosen [MASK] (``method``: integrated
         gradients, gradient x input or occlusion), with the completeness figures."""
-        return attribution.as_plain(attribution.attribute(load(model), text, mask_number, target, (method,), steps))
+        return attribution.as_plain(attribution.attribute(load(model), text, mask_number, target, (method,), steps,
+                                                          budget=current_budget()))
 
     with gr.Tab("Word in context", id=TAB_ID) as tab:
         gr.Markdown(INTRO)

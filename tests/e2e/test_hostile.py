@@ -4,7 +4,8 @@ answered with a short, clear message within seconds; a body past the door's cap 
 server's memory stays bounded and it answers an ordinary request afterwards. A new endpoint is covered
 without editing this test. Then the costly legal requests: heavy Fill-Mask work stops when its client
 leaves or cancels, past its GFLOP budget it is refused before it runs, and one visitor's uploads stop at
-the hourly budget."""
+the hourly budget; every endpoint's heaviest legal request, from several visitors at once, is answered or
+refused with a sentence, and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -34,8 +35,11 @@ ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_bu
 MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
 
 
-def _post(url: str, payload: bytes) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=payload, headers={"Content-Type": "application/json"})
+def _post(url: str, payload: bytes, visitor: str | None = None) -> tuple[int, str]:
+    headers = {"Content-Type": "application/json"}
+    if visitor:  # the address a proxy would append (the server trusts one proxy)
+        headers["X-Forwarded-For"] = visitor
+    request = urllib.request.Request(url, data=payload, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
             return resp.status, resp.read().decode()
@@ -43,13 +47,17 @@ def _post(url: str, payload: bytes) -> tuple[int, str]:
         return err.code, err.read().decode()
 
 
-def call(base: str, api_name: str, data: list) -> tuple[str, str]:
-    """(event, message) of one call through gradio's REST API: event is "complete", "error" or "http <code>"."""
-    status, body = _post(f"{base}gradio_api/call/{api_name}", json.dumps({"data": data}).encode())
+def call(base: str, api_name: str, data: list, visitor: str | None = None,
+         timeout: float = ANSWER_TIMEOUT_S) -> tuple[str, str]:
+    """(event, message) of one call through gradio's REST API: event is "complete", "error" or "http <code>"
+    (``visitor``: the address a proxy would name)."""
+    status, body = _post(f"{base}gradio_api/call/{api_name}", json.dumps({"data": data}).encode(), visitor)
     if status != 200:
         return f"http {status}", body
     event_id = json.loads(body)["event_id"]
-    with urllib.request.urlopen(f"{base}gradio_api/call/{api_name}/{event_id}", timeout=ANSWER_TIMEOUT_S) as resp:
+    headers = {"X-Forwarded-For": visitor} if visitor else {}
+    answer = urllib.request.Request(f"{base}gradio_api/call/{api_name}/{event_id}", headers=headers)
+    with urllib.request.urlopen(answer, timeout=timeout) as resp:
         stream = resp.read().decode()
     events = [line[len("event: "):] for line in stream.splitlines() if line.startswith("event: ")]
     data_lines = [line[len("data: "):] for line in stream.splitlines() if line.startswith("data: ")]
@@ -289,3 +297,92 @@ def test_a_client_opening_a_session_per_call_keeps_the_servers_memory_bounded(pu
         assert call(public_server.url, "run_status", [])[0] == "complete"
     grown = rss_mb(public_server.proc.pid) - before
     assert grown < 35, f"{grown:.0f} MB for 150 more sessions (unbounded: about 100 MB)"
+
+
+# --- the heaviest legal request of every endpoint, from several visitors at once --------------------------------
+
+EMBEDDED = "embedded/bert-explorer-mlm"  # 6 layers of 384: the heaviest model this offline server loads
+LONG_TEXT = "The river bank was muddy after the rain, and the children played there. " * 1_300  # ~98,000 chars
+SENTENCE_64 = "The " + "old " * 55 + "cat sat on the [MASK]."  # 64 tokens with [CLS] and [SEP]
+SENTENCE_128 = "The " + "old " * 119 + "cat sat on the [MASK]."  # 128 tokens
+SENSE_LINES = "\n".join(f"{'river' if i % 2 else 'money'} | The bank " + "old " * 35 + "stood."
+                         for i in range(12))  # 12 sentences of 41 tokens: 1,967 of the 2,000 characters a text takes
+HEAVIEST = {  # each endpoint at the top of what its declared limits allow (sizes, steps, counts, the model)
+    "learn_step": ["why-word", SENTENCE_64, EMBEDDED],
+    "lookup": [EMBEDDED, "love", 30_000],
+    "compare_tokenizers": [LONG_TEXT, LONG_TEXT, EMBEDDED, "embedded/wordpiece-cased-wiki"],
+    "encode": [LONG_TEXT, LONG_TEXT, EMBEDDED],
+    "tokenize": [LONG_TEXT, LONG_TEXT, EMBEDDED],
+    "fill_mask": HEAVY_FILL_MASK,
+    "attention": [SENTENCE_128, "", EMBEDDED, 5, 11, False, False, True, "all"],
+    "attention_rollout": [SENTENCE_128, "", EMBEDDED, -1, False, True, "all"],
+    "head_ablation": [SENTENCE_128, "", EMBEDDED, ", ".join(f"{l}:{h}" for l in range(6) for h in range(12)), 50,
+                      "cat, dog, mat"],
+    "inside_embeddings": [SENTENCE_64, EMBEDDED],
+    "inside_layer": [SENTENCE_64, EMBEDDED, 5, 11, 63],
+    "logit_lens": [SENTENCE_64, EMBEDDED, 1, 10],
+    "mlm_loss": ["[MASK] " * 20 + "old " * 40, ", ".join(["cat"] * 20), EMBEDDED],
+    "param_breakdown": [EMBEDDED],
+    "word_in_context": ["bank", SENSE_LINES, EMBEDDED],
+    "corpus_neighbours": [SENTENCE_64, 1, 6, 50, EMBEDDED],
+    "attribution": [SENTENCE_64, 1, "", "integrated gradients", 300, EMBEDDED],
+    "mask_sample": [SENTENCE_128, 0.5, 0.8, 0.1, 2, True, False],
+    "mask_epochs": [SENTENCE_128, 0.5, 0.8, 0.1, 2, True, False, 200, 50],
+    "mask_stats": [SENTENCE_128, 0.5, 0.8, 0.1, 2, True, False, 20_000],
+    "nsp_pairs": [LONG_TEXT[:20_000], 128, 16, 1],
+    "nsp_predict": [SENTENCE_64, SENTENCE_64, EMBEDDED],
+    "order_probe": ["no-such-run", SENTENCE_64],
+    "classify": [SENTENCE_64, "ft:no-such-run"],
+    "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
+    "run_metrics_csv": ["no-such-run"],
+}
+VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
+HEAVY_ANSWER_TIMEOUT_S = 300.0  # a visitor's call may wait for the others' heavy work in the queue
+
+
+def test_every_endpoint_at_its_heaviest_legal_request_from_several_visitors_answers_or_refuses_clearly(
+        public_server):
+    """Each visitor sends every named endpoint its heaviest legal request (the run-control endpoints only what
+    starts nothing: a run has its own caps), one after another in its own order, three visitors at once. Each
+    call is answered, or refused with a short sentence (the budget's "use fewer ...", a busy heavy slot, an
+    unknown run), never a failure nobody planned for; the server then still answers an ordinary request."""
+    import concurrent.futures
+
+    base = public_server.url
+    log = Path(public_server.proc.log_path)
+    # gradio checks that it answers on localhost after it starts serving, and exits if that check times out
+    wait_until(lambda: "share=True" in log.read_text(errors="replace"), timeout=ANSWER_TIMEOUT_S,
+               what="gradio's launch to finish", message=lambda: _read_log(log))
+    assert call(base, "tokenize", ["The model is loaded.", "", ""])[0] == "complete"
+    found = endpoints(base)
+    named = {name for name in found if not name.startswith("lambda_")}
+    assert named - ACTS - {"run_status", "status_text"} <= set(HEAVIEST), "give a new endpoint its heaviest request"
+    plan = {name: HEAVIEST.get(name, [ordinary(p) for p in found[name]]) for name in sorted(named - ACTS)}
+
+    def visit(number: int) -> list[tuple[str, str, str]]:
+        names = list(plan)
+        names = names[number * 7:] + names[:number * 7]  # each visitor in its own order
+        return [(name, *attempt(name, number)) for name in names]
+
+    def attempt(name: str, number: int) -> tuple[str, str]:
+        try:
+            return call(base, name, plan[name], VISITORS[number], HEAVY_ANSWER_TIMEOUT_S)
+        except OSError as exc:  # a dropped connection, a timeout: reported with the endpoint's name below
+            return f"no answer ({type(exc).__name__})", str(exc)
+
+    with concurrent.futures.ThreadPoolExecutor(len(VISITORS)) as pool:
+        answers = [a for f in [pool.submit(visit, n) for n in range(len(VISITORS))]
+                   for a in f.result(timeout=HEAVY_ANSWER_TIMEOUT_S * len(plan))]
+    assert len(answers) == len(VISITORS) * len(plan)
+    for name, event, message in answers:
+        assert event in ("complete", "error"), \
+            f"/{name}: {event} {message[:300]}\n{_read_log(Path(public_server.proc.log_path))}"
+        if event == "error":
+            assert 20 < len(message) < 2_000 and "Traceback" not in message, f"/{name}: {message[:300]}"
+            assert "Something went wrong" not in message, f"/{name} failed unplanned: {message[:300]}"
+    refused = {(name, message) for name, event, message in answers if event == "error"}
+    assert any(name == "attribution" and "fewer integrated-gradient steps" in message for name, message in refused)
+    answered = {name for name, event, _ in answers if event == "complete"}
+    assert answered >= {"tokenize", "word_in_context", "corpus_neighbours", "attention", "probe_layers"}, refused
+    event, message = call(base, "tokenize", ["Still serving after the heaviest requests.", "", ""])
+    assert event == "complete" and "serving" in message
