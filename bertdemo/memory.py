@@ -133,9 +133,13 @@ class MemoryBudget:
                 return
             if k == keep:
                 continue
-            cache = self._caches[k[0]]()
+            ref = self._caches.get(k[0])
+            cache = ref() if ref is not None else None
             if cache is not None:
                 evicted.append((cache, k[1], cache._remove(k[1])))
+            else:  # its cache was collected a moment ago
+                del self._order[k]
+                self._held -= self._sizes.pop(k, 0)
 
 
 class ByteLRU:
@@ -143,8 +147,8 @@ class ByteLRU:
 
     ``max_bytes`` / ``max_entries`` cap this cache alone (within the budget). An entry larger than
     ``max_bytes`` or the whole budget is refused with ValueError (the caller sizes its request first when
-    it can: :meth:`check_fits`), or, with ``refuse_oversize=False``, returned without being kept. ``on_evict(key, value)`` hears of every entry evicted or discarded
-    (outside the lock). A closed cache (:meth:`close`) computes but keeps nothing."""
+    it can: :meth:`check_fits`), or, with ``refuse_oversize=False``, returned without being kept.
+    ``on_evict(key, value)`` hears of every entry evicted or discarded (outside the lock). A closed cache (:meth:`close`) computes but keeps nothing."""
 
     def __init__(self, budget: MemoryBudget, name: str = "cache", max_bytes: int | None = None,
                  max_entries: int | None = None, on_evict: Callable[[Hashable, Any], None] | None = None,
