@@ -27,6 +27,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs-dir", default=os.environ.get("BERTDEMO_RUNS_DIR", "runs"),
                         help="where pretraining runs write their checkpoints (default: ./runs)")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="checkpoints kept per run (the latest first)")
+    parser.add_argument("--memory-budget-gb", type=float, default=None,
+                        help="memory every cache together may hold: models, answers, activations, features "
+                             "(default 3 GB; the process needs about 1 GB more of its own)")
     parser.add_argument("--disk-budget-gb", type=float, default=None,
                         help="most disk for runs, uploads and token caches (default: 10 in public mode, no cap locally)")
     public = parser.add_argument_group("public mode (on with --share, --public or on a Hugging Face Space)")
@@ -56,6 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.keep_checkpoints < 1:
         parser.error("--keep-checkpoints must be at least 1")
+    if args.memory_budget_gb is not None and not args.memory_budget_gb > 0:
+        parser.error("--memory-budget-gb must be positive")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
         parser.error("--trusted-proxies must be between 0 and 8")
     if (args.queue_per_visitor or 0) < 0 or args.max_sessions < 1:
@@ -97,6 +102,7 @@ def settings_from_args(args: argparse.Namespace):
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
+        **({} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}),
         shares={"max_sessions": args.max_sessions} | (
             {} if args.queue_per_visitor is None else {"queue_per_visitor": args.queue_per_visitor}),
     )
@@ -164,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.
     ctx.loader.start(warm_up=lambda: _preload(ctx))
+    ctx.trimmer.start()  # memory freed after heavy requests goes back to the system, not kept at the high-water
     _save_runs_on_shutdown(ctx)
     demo.block_thread()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from bertdemo.explore.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
+from bertdemo.memory import MemoryBudget, MemoryTrimmer
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.pretrain.service import RunService
@@ -32,6 +33,8 @@ class AppContext:
     loader: LogicLoader  # imports torch and the logic after the page is served
     heavy: Slots  # requests with extra passes (PLL, whole words, two models) computing at once
     finetune: FinetuneLab  # the topic task, its landmarks, layer probes, fine-tuned models answering
+    memory: MemoryBudget  # what every cache together may hold (models, answers, activations, features)
+    trimmer: MemoryTrimmer  # hands freed memory back to the system (started by app.py)
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> AppContext:
@@ -41,10 +44,13 @@ class AppContext:
         policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
                               runs_dir=settings.runs_dir, hub=hub, served=public.served if public else ())
         loader = LogicLoader()
+        memory = MemoryBudget.gigabytes(settings.memory_budget_gb)
         return cls(settings=settings,
-                   models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
+                   models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader,
+                                     budget=memory),
                    runs=RunService(settings, hub=hub), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
-                   heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir))
+                   heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir, memory), memory=memory,
+                   trimmer=MemoryTrimmer())
 
     @classmethod
     def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:

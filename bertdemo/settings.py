@@ -13,6 +13,7 @@ from pathlib import Path
 from bertdemo import storage
 from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.explore.batching import DEFAULT_SHARED_BATCH
+from bertdemo.memory import DEFAULT_BUDGET_GB
 from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server
@@ -102,6 +103,8 @@ class ServerSettings:
     traffic: TrafficRules = field(default_factory=TrafficRules)  # request body caps, upload budgets
     # Fill-Mask requests that arrive together share one forward, up to this many (app.py: $BERTDEMO_FILL_MASK_BATCH)
     fill_mask_batch: int = DEFAULT_SHARED_BATCH
+    # what every in-memory cache together may hold (models, answers, activations, features): app.py --memory-budget-gb
+    memory_budget_gb: float = DEFAULT_BUDGET_GB
 
     @property
     def is_public(self) -> bool:

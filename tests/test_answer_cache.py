@@ -13,7 +13,7 @@ import torch
 from transformers import BertForMaskedLM
 
 from bertdemo.explore import ablation, attention, inside, inside_layer, inside_output
-from bertdemo.models.loading import AnswerCache, load_masked_lm, weights_stamp
+from bertdemo.models.loading import ANSWER_CACHE_SIZE, load_masked_lm, weights_stamp
 from bertdemo.models.store import ModelStore
 from tests.helpers import tiny_bert_config
 
@@ -77,7 +77,7 @@ def test_a_checkpoint_saved_again_answers_with_its_new_weights(tmp_path, tokeniz
     torch.manual_seed(1)
     BertForMaskedLM(tiny_bert_config()).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    store = ModelStore(device="cpu", size=2)
+    store = ModelStore(device="cpu")
     first = attention.compute(store.get(str(folder)), TEXT)
     torch.manual_seed(2)
     BertForMaskedLM(tiny_bert_config()).save_pretrained(folder)  # the run saves again, same name
@@ -117,21 +117,21 @@ def test_head_ablation_runs_two_forwards(own_loaded):
     assert counter.calls == 2 and result.heads == [(0, 0), (1, 1)]
 
 
-def test_the_answer_cache_is_bounded_and_keeps_the_most_recent():
-    cache = AnswerCache(size=2)
+def test_the_answer_cache_is_bounded_and_keeps_the_most_recent(own_loaded):
     built = []
 
     def answer(value):
         built.append(value)
         return value
 
-    for key in ("a", "b", "a", "c", "a", "b"):
-        cache.get_or_build((key,), lambda key=key: answer(key))
-    assert built == ["a", "b", "c", "b"]  # "a" stayed (used again), "b" was evicted by "c"
-    assert len(cache) == 2
+    keys = [f"q{i}" for i in range(ANSWER_CACHE_SIZE)]
+    for key in keys + ["q0", "new", "q0", "q1"]:
+        own_loaded.remember(("bounded", key), lambda key=key: answer(key))
+    assert built == keys + ["new", "q1"]  # "q0" stayed (used again), "q1" was evicted by "new"
+    assert len(own_loaded.cache("answers")) == ANSWER_CACHE_SIZE
 
 
 def test_a_question_that_fails_is_not_remembered(own_loaded):
     with pytest.raises(ValueError, match="No mask"):
         inside_output.logit_lens(own_loaded, "no mask here")
-    assert not any(key[2:3] == ("no mask here",) for key in own_loaded.derived("answers", AnswerCache)._answers)
+    assert not any(key[2:3] == ("no mask here",) for key in own_loaded.cache("answers").keys())

@@ -8,6 +8,7 @@ import pytest
 import torch
 from transformers import BertForMaskedLM
 
+from bertdemo.memory import MemoryBudget
 from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
@@ -117,7 +118,7 @@ def test_folder_that_is_not_a_model(tmp_path):
 
 
 def test_cache_is_bounded(tiny_mlm_dir, tmp_path):
-    store = ModelStore(device="cpu", size=1)
+    store = ModelStore(device="cpu", budget=MemoryBudget(100_000_000))  # the embedded encoder (~97 MB) alone
     first = store.get(str(tiny_mlm_dir))
     store.get(embedded.EMBEDDED_ENCODER_NAME)
     assert store.get(str(tiny_mlm_dir)) is not first  # evicted, loaded again
@@ -166,7 +167,7 @@ def test_a_resaved_checkpoint_replaces_its_cache_entry(tmp_path, tiny_mlm_dir, t
     torch.manual_seed(2)
     BertForMaskedLM(tiny_bert_config()).save_pretrained(other)
     tokenizer.save_pretrained(other)
-    store = ModelStore(device="cpu", size=3, policy=AccessPolicy(runs_dir=tmp_path / "runs", hub=HubProbe(offline=True)))
+    store = ModelStore(device="cpu", policy=AccessPolicy(runs_dir=tmp_path / "runs", hub=HubProbe(offline=True)))
     first = store.get(ck)
     store.get(str(tiny_mlm_dir))
     store.get(other)

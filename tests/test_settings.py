@@ -57,3 +57,16 @@ def test_one_hub_probe_per_server(tmp_path):
 
     ctx = AppContext.for_tests(tmp_path)
     assert ctx.runs.hub is ctx.models.policy.hub
+
+
+def test_one_memory_budget_per_server_from_the_command_line(tmp_path):
+    import app
+    from bertdemo.context import AppContext
+
+    assert app.settings_from_args(app.parse_args([])).memory_budget_gb == 3.0
+    settings = app.settings_from_args(app.parse_args(["--memory-budget-gb", "1.5", "--runs-dir", str(tmp_path)]))
+    ctx = AppContext.from_settings(settings)
+    assert ctx.memory.max_bytes == 1_500_000_000
+    assert ctx.models.budget is ctx.memory and ctx.finetune.budget is ctx.memory  # every cache draws on it
+    with pytest.raises(SystemExit):
+        app.parse_args(["--memory-budget-gb", "0"])

@@ -15,7 +15,8 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from bertdemo.explore import attribution, corpus_neighbours, sense_sets, word_code, word_in_context
-from bertdemo.explore.word_vectors import ActivationStore, corpus_sentences
+from bertdemo.explore.word_vectors import corpus_sentences
+from bertdemo.memory import MemoryBudget
 from tests.test_code_snippets import run
 
 @pytest.fixture(scope="module")
@@ -163,11 +164,11 @@ def test_the_index_is_built_once_and_bounded(tiny_loaded):
     again = corpus_neighbours.neighbour_index(tiny_loaded, 1, 200, progress=lambda f, m: seen.append(-1))
     assert again is first and seen and seen[-1] == 1.0 and -1 not in seen
     assert first.vectors.shape == (200, 32) and first.vectors.dtype == np.float32
-    store = ActivationStore(max_bytes=1000)
+    store = MemoryBudget(10_000).cache("word activations", max_bytes=1000)
     store.get_or_build(("a",), lambda: np.zeros(100), lambda a: a.nbytes)  # 800 bytes
     store.get_or_build(("b",), lambda: np.zeros(50), lambda a: a.nbytes)  # 400: "a" goes
     assert store.keys() == [("b",)] and store.bytes_held == 400
-    with pytest.raises(ValueError, match="over the 0 MB"):
+    with pytest.raises(ValueError, match="over the 0.0 MB this server keeps for word activations"):
         store.get_or_build(("c",), lambda: np.zeros(200), lambda a: a.nbytes)
 
 

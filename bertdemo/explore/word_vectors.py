@@ -3,17 +3,16 @@ sentences, where a word sits in them, the embedded corpus split into sentences, 
 what those views compute once per model (the random-word baseline, the corpus occurrences of a word, the
 neighbour indexes).
 
-The store, :class:`ActivationStore`, is reached only through :func:`activation_store` (one per loaded
-model, freed with it) and :meth:`ActivationStore.get_or_build`: a shared activation cache can replace it
-behind that one function. Its bound is in bytes (:data:`MAX_STORE_BYTES`); the least recently used entry
-goes first, and an entry is built once even when several requests ask for it at the same time.
+The store is one of the model's caches (:meth:`LoadedModel.cache`, a :class:`~bertdemo.memory.ByteLRU`
+drawing on the server's memory budget, emptied when the model leaves the store), reached only through
+:func:`activation_store` and its ``get_or_build``. Its own bound is in bytes (:data:`MAX_STORE_BYTES`); the
+least recently used entry goes first, and an entry is built once even when several requests ask for it
+at the same time.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,6 +22,7 @@ import torch
 from bertdemo.explore.encoding import check_chars
 from bertdemo.explore.input_limits import MAX_WIC_TOKENS
 from bertdemo.locks import tokenize
+from bertdemo.memory import ByteLRU
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.models.loading import LoadedModel, weights_stamp
 
@@ -32,52 +32,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 Progress = Callable[[float, str], None]
 
 
-class ActivationStore:
-    """A thread-safe LRU of arrays-holding answers, bounded by their bytes (``max_bytes``)."""
-
-    def __init__(self, max_bytes: int = MAX_STORE_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._building: dict[tuple, threading.Lock] = {}
-        self._entries: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
-
-    @property
-    def bytes_held(self) -> int:
-        with self._lock:
-            return sum(size for _, size in self._entries.values())
-
-    def keys(self) -> list[tuple]:
-        with self._lock:
-            return list(self._entries)
-
-    def get_or_build(self, key: tuple, build: Callable[[], Any], size: Callable[[Any], int]) -> Any:
-        """The entry ``key``, built by ``build()`` (once, outside the store's lock) and sized by ``size``."""
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][0]
-            building = self._building.setdefault(key, threading.Lock())
-        with building:  # a second request for the same key waits for the first one's answer
-            with self._lock:
-                if key in self._entries:
-                    self._entries.move_to_end(key)
-                    return self._entries[key][0]
-            value = build()
-            nbytes = int(size(value))
-            if nbytes > self.max_bytes:
-                raise ValueError(f"This answer needs {nbytes / 2**20:.0f} MB, over the {self.max_bytes / 2**20:.0f} MB "
-                                 "this server keeps per model.")
-            with self._lock:
-                self._entries[key] = (value, nbytes)
-                while sum(s for _, s in self._entries.values()) > self.max_bytes:
-                    self._entries.popitem(last=False)
-                self._building.pop(key, None)
-            return value
-
-
-def activation_store(loaded: LoadedModel) -> ActivationStore:
-    """The model's one store (made on first use, freed when the model leaves the model cache)."""
-    return loaded.derived("word_activations", ActivationStore)
+def activation_store(loaded: LoadedModel) -> ByteLRU:
+    """The model's one store (made on first use, emptied when the model leaves the model cache)."""
+    return loaded.cache("word activations", MAX_STORE_BYTES)
 
 
 def store_key(loaded: LoadedModel, *question) -> tuple:

@@ -11,7 +11,7 @@ a model being fine-tuned are never served stale (a caller that builds a fresh mo
 weights each time passes its own ``weights_key`` instead).
 
 Memory bound: the cache holds at most ``max_bytes`` (default :data:`DEFAULT_CACHE_BYTES`, 256 MiB) of
-features, evicting the least recently used entries; one entry takes ``2 × (layers + 1) × texts × hidden ×
+features within the server's memory budget (:mod:`bertdemo.memory`), evicting the least recently used entries; one entry takes ``2 × (layers + 1) × texts × hidden ×
 4`` bytes (float32), e.g. 7 × 2 × 9,033 × 384 × 4 ≈ 194 MB for the embedded model on every topic example,
 and a request larger than the whole bound is refused with ValueError before any work. At most
 :data:`MAX_TEXTS` texts, each cut to ``max_tokens`` tokens (default :data:`MAX_TOKENS`); while computing,
@@ -21,8 +21,6 @@ one batch's hidden states (``batch × max_tokens × hidden × (layers + 1)`` flo
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +28,7 @@ import numpy as np
 import torch
 
 from bertdemo.locks import tokenize
+from bertdemo.memory import MemoryBudget
 from bertdemo.models.loading import weights_stamp
 
 Progress = Callable[[float, str], None]
@@ -128,14 +127,14 @@ def compute_features(model: torch.nn.Module, tokenizer, texts: Sequence[str], mo
 
 
 class ActivationCache:
-    """Pooled features per (model name, weights stamp, texts, token cap), computed once, LRU-bounded in bytes.
+    """Pooled features per (model name, weights stamp, texts, token cap), computed once, LRU-bounded in bytes
+    (``max_bytes``) within the server's memory budget (``budget``; its own when none is given).
     Thread-safe: two requests for the same features compute them once."""
 
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.max_bytes = int(max_bytes)
-        self._entries: OrderedDict[tuple, LayerFeatures] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[tuple, threading.Lock] = {}
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, budget: MemoryBudget | None = None) -> None:
+        budget = budget or MemoryBudget(max(int(max_bytes), 1))
+        self._entries = budget.cache("pooled features", max_bytes=int(max_bytes))
+        self.max_bytes = self._entries.max_bytes
 
     def get(self, model_name: str, model: torch.nn.Module, tokenizer, texts: Sequence[str],
             max_tokens: int = MAX_TOKENS, batch_size: int = BATCH_SIZE,
@@ -152,31 +151,14 @@ class ActivationCache:
                              f"{self.max_bytes / 2**20:,.0f} MiB the feature cache holds: use fewer texts.")
         stamp = weights_stamp(model) if weights_key is None else weights_key
         key = (model_name, stamp, texts_hash(texts), int(max_tokens))
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                hit = self._entries.get(key)
-                if hit is not None:
-                    self._entries.move_to_end(key)
-                    return hit
-            try:
-                features = compute_features(model, tokenizer, texts, model_name, max_tokens, batch_size, progress)
-                with self._lock:
-                    self._entries[key] = features
-                    while sum(f.nbytes for f in self._entries.values()) > self.max_bytes:
-                        self._entries.popitem(last=False)
-            finally:
-                with self._lock:
-                    self._key_locks.pop(key, None)
-        return features
+        return self._entries.get_or_build(
+            key, lambda: compute_features(model, tokenizer, texts, model_name, max_tokens, batch_size, progress),
+            lambda f: f.nbytes)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._entries)
 
     @property
     def nbytes(self) -> int:
         """Bytes of features held now (never more than ``max_bytes``)."""
-        with self._lock:
-            return sum(f.nbytes for f in self._entries.values())
+        return self._entries.nbytes

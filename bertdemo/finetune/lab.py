@@ -2,20 +2,20 @@
 words, a linear probe on the frozen embedded model), the layer probes of any model, and classification with
 a fine-tuned checkpoint. One per server, in the app context; torch-free at import (each piece imports what it
 needs when first used). Everything computed is computed once: the landmarks are saved in the cache folder,
-the layer probes and features are kept in memory within the activation cache's byte bound.
+the layer probes, features and classifiers are kept in memory within the server's memory budget
+(:mod:`bertdemo.memory`). Only computing takes the lab's lock: a cached answer is read without waiting.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from bertdemo import storage
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.memory import DEFAULT_BUDGET_GB, MemoryBudget
 
 BASELINES_FILE = "topic_baselines-v2.json"  # v2: every choice made on validation, the test accuracy drawn
 CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
@@ -37,15 +37,15 @@ def read_baselines(cache_dir: str | Path) -> dict[str, float]:
 class FinetuneLab:
     """The topic task and everything measured on it, for one server."""
 
-    def __init__(self, cache_dir: str | Path) -> None:
+    def __init__(self, cache_dir: str | Path, budget: MemoryBudget | None = None) -> None:
         self.cache_dir = Path(cache_dir)
+        self.budget = budget or MemoryBudget.gigabytes(DEFAULT_BUDGET_GB)
         self._lock = threading.Lock()  # one landmark / probe computation at a time (they share the cores)
         self._splits = None
         self._features = None
-        self._probes: OrderedDict[tuple[tuple, str], Any] = OrderedDict()  # (weights key, task)
+        self._probes = self.budget.cache("layer probes", max_entries=PROBES_KEPT)  # (weights key, task)
         self._baselines: dict[str, float] | None = None  # read from the cache folder once (every page polls it)
-        self._classifiers: OrderedDict[str, Any] = OrderedDict()
-        self._classifier_lock = threading.Lock()
+        self._classifiers = self.budget.cache("fine-tuned classifiers", max_entries=CLASSIFIERS_KEPT)
 
     # --- the task ---------------------------------------------------------------------------------
     def splits(self):
@@ -66,7 +66,7 @@ class FinetuneLab:
         if self._features is None:
             with LOGIC_IMPORT_LOCK:
                 from bertdemo.finetune.features import ActivationCache
-            self._features = ActivationCache()
+            self._features = ActivationCache(budget=self.budget)
         return self._features
 
     # --- landmarks --------------------------------------------------------------------------------
@@ -80,6 +80,9 @@ class FinetuneLab:
         """Majority class, bag of words + logistic regression, and the best layer's linear probe on the frozen
         embedded model (mean-pooled), on the same split, each chosen on validation; saved (atomically) and returned
         as test accuracy."""
+        done = self.baselines()
+        if done:
+            return done
         with self._lock:
             done = self.baselines()
             if done:
@@ -123,18 +126,15 @@ class FinetuneLab:
         with LOGIC_IMPORT_LOCK:
             from bertdemo.models.store import weights_key
         weights = weights_key(loaded)
-        key = (weights, task)
-        with self._lock:
-            if key not in self._probes:
-                with LOGIC_IMPORT_LOCK:
-                    from bertdemo.finetune.layer_probes import probe_layers
-                self._probes[key] = probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
-                                                 tasks=(task,), progress=progress, weights_key=weights,
-                                                 budget=budget)[0]
-                while len(self._probes) > PROBES_KEPT:
-                    self._probes.popitem(last=False)
-            self._probes.move_to_end(key)
-            return self._probes[key]
+
+        def compute():
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.layer_probes import probe_layers
+            with self._lock:
+                return probe_layers(loaded.name, loaded.model, loaded.tokenizer, self.features(),
+                                    tasks=(task,), progress=progress, weights_key=weights, budget=budget)[0]
+
+        return self._probes.get_or_build((weights, task), compute)
 
     def checkpoint_probes(self, folders: list[str], progress: Progress | None = None):
         """The bigram-shift probe of each checkpoint folder (a pretraining run's): when did it learn word order?"""
@@ -156,19 +156,15 @@ class FinetuneLab:
         return [model.config.id2label[i] for i in range(len(probs))], probs
 
     def _classifier(self, folder: str):
-        with self._classifier_lock:
-            stamp = f"{folder}:{(Path(folder) / 'model.safetensors').stat().st_mtime_ns}"
-            if stamp in self._classifiers:
-                self._classifiers.move_to_end(stamp)
-                return self._classifiers[stamp]
+        stamp = f"{folder}:{(Path(folder) / 'model.safetensors').stat().st_mtime_ns}"
+
+        def load():
             with LOGIC_IMPORT_LOCK:
                 from transformers import AutoTokenizer, BertForSequenceClassification
 
                 from bertdemo.models.init_lock import MODEL_INIT_LOCK
             with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
                 model = BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval()
-            pair = (model, AutoTokenizer.from_pretrained(folder))
-            self._classifiers[stamp] = pair
-            while len(self._classifiers) > CLASSIFIERS_KEPT:
-                self._classifiers.popitem(last=False)
-            return pair
+            return model, AutoTokenizer.from_pretrained(folder)
+
+        return self._classifiers.get_or_build(stamp, load)

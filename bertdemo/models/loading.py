@@ -7,15 +7,14 @@ second or two, then a name is downloaded (outside every lock), read from the loc
 the embedded model stand in. Every refusal is a ``ValueError`` whose message fits the page (what to change,
 no server path). Only the in-memory build holds the process-wide init lock.
 
-A :class:`LoadedModel` carries what is built from it once (an int8 copy, an NSP head) and its recent answers,
-so both are freed with it. Caching loaded models is :mod:`bertdemo.models.store`'s job.
+A :class:`LoadedModel` carries what is built from it once (an int8 copy, an NSP head) and its recent answers
+in caches drawing on the server's memory budget (:mod:`bertdemo.memory`), emptied when it leaves the store. Caching loaded models is :mod:`bertdemo.models.store`'s job.
 """
 
 from __future__ import annotations
 
 import pickle
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -24,6 +23,7 @@ import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from bertdemo import compat
+from bertdemo.memory import DEFAULT_BUDGET_GB, ByteLRU, MemoryBudget
 from bertdemo.models import attention_modes, embedded
 from bertdemo.models.availability import in_local_cache
 from bertdemo.models.catalog import DEFAULT_MODEL
@@ -32,6 +32,7 @@ from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.policy import AccessPolicy
 
 ANSWER_CACHE_SIZE = 16  # answers a model remembers (a view's result for recent inputs), freed with it
+ANSWER_CACHE_BYTES = 256 * 2**20  # and their bytes at most (a 512-token attention map of a base model is 150 MB)
 HUB_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]  # configs, tokenizer files, safe weights
 HUB_PICKLED = ["pytorch_model*.bin"]  # fetched only on a local server, for repos without safetensors
 
@@ -55,10 +56,13 @@ class LoadedModel:
     missing_head_keys: list[str] = field(default_factory=list)  # test hook: what the head lacked
     safetensors_only: bool = False  # loaded under a public server's rule: nothing read from it may be a pickle
     folder_stamp: tuple[int, int] = (0, 0)  # a local folder's stamp when the store loaded it (store.folder_stamp)
-    # things built from this model once (an int8 copy, an NSP head), freed with it (a variant made with
-    # dataclasses.replace gets its own; a stand-in view shares its model's: see ModelStore._stand_in)
-    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _derived_lock: Any = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    # the server's memory budget (set by the model store); a model loaded on its own gets one of its own
+    budget: MemoryBudget | None = field(default=None, repr=False, compare=False)
+    # this model's caches (answers, derived copies, word activations), drawing on the budget and closed with
+    # the model (a variant made with dataclasses.replace gets its own; a stand-in view shares its model's:
+    # see ModelStore._stand_in)
+    _caches: dict[str, ByteLRU] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _caches_lock: Any = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def max_length(self) -> int:
@@ -79,50 +83,41 @@ class LoadedModel:
                 getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", "?")),
                 getattr(cfg, "hidden_size", getattr(cfg, "dim", "?")))
 
+    def cache(self, name: str, max_bytes: int | None = None, max_entries: int | None = None,
+              refuse_oversize: bool = True) -> ByteLRU:
+        """This model's cache ``name`` (made on first use with these caps), drawing on the server's memory
+        budget and emptied when the model leaves the model store (:meth:`release`)."""
+        with self._caches_lock:
+            if self.budget is None:
+                self.budget = MemoryBudget.gigabytes(DEFAULT_BUDGET_GB)
+            if name not in self._caches:
+                self._caches[name] = ByteLRU(self.budget, f"{name} of {self.name}", max_bytes, max_entries,
+                                             refuse_oversize=refuse_oversize)
+            return self._caches[name]
+
     def derived(self, key: str, build: Callable[[], T]) -> T:
-        """``build()`` once per model (under a lock), remembered with it and freed when it is evicted."""
-        with self._derived_lock:
-            if key not in self._derived:
-                self._derived[key] = build()
-            return self._derived[key]
+        """``build()`` once per model (an int8 copy, an NSP head: sized by their tensors), remembered with it
+        within the memory budget (built again if the budget evicted it)."""
+        return self.cache("derived").get_or_build(key, build)
 
     def remember(self, question: tuple, answer: Callable[[], T]) -> T:
         """``answer()`` to ``question`` (a view's name and its inputs), remembered in this model's bounded LRU
         under (model name, weights stamp, question): weights changed in place, or a model reloaded, never
-        reuse an answer. Callers treat what comes back as read-only."""
-        cache = self.derived("answers", AnswerCache)
+        reuse an answer. An answer too large to keep is returned, not kept. Callers treat it as read-only."""
+        cache = self.cache("answers", ANSWER_CACHE_BYTES, ANSWER_CACHE_SIZE, refuse_oversize=False)
         return cache.get_or_build((self.name, weights_stamp(self.model), *question), answer)
+
+    def release(self) -> None:
+        """Empty this model's caches and keep nothing more in them (it left the model store)."""
+        with self._caches_lock:
+            caches = list(self._caches.values())
+        for cache in caches:
+            cache.close()
 
 
 def weights_stamp(model: torch.nn.Module) -> int:
     """Changes when any parameter or buffer is modified in place or replaced (PyTorch's version counters)."""
     return hash(tuple((id(t), compat.tensor_version(t)) for t in (*model.parameters(), *model.buffers())))
-
-
-class AnswerCache:
-    """A thread-safe LRU of answers (at most ``size``); an answer is computed outside the lock."""
-
-    def __init__(self, size: int = ANSWER_CACHE_SIZE) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._answers: OrderedDict[tuple, Any] = OrderedDict()
-
-    def get_or_build(self, key: tuple, build: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._answers:
-                self._answers.move_to_end(key)
-                return self._answers[key]
-        value = build()  # a ValueError (bad input) is raised, not remembered
-        with self._lock:
-            self._answers[key] = value
-            self._answers.move_to_end(key)
-            while len(self._answers) > self.size:
-                self._answers.popitem(last=False)
-        return value
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._answers)
 
 
 def offline_default() -> str:

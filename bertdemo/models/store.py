@@ -1,6 +1,7 @@
-"""One bounded LRU cache of loaded (tokenizer, masked-LM) pairs, serving every user and every tab.
+"""One cache of loaded (tokenizer, masked-LM) pairs, serving every user and every tab, bounded in bytes (each
+model counted by its parameters and buffers) within the server's memory budget (:mod:`bertdemo.memory`).
 
-Loads of different names run side by side: each name has its own lock, and the load itself
+Loads of different names run side by side: each name has its own build lock, and the load itself
 (:mod:`bertdemo.models.loading`) downloads outside every lock. A local folder rewritten on disk (a checkpoint
 saved again) is loaded again in place of its old entry. A model standing in is cached under its own name, never
 under the name asked for, so the real model answers as soon as the hub does.
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import weakref
-from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
 from transformers import PreTrainedTokenizerBase
 
+from bertdemo.memory import DEFAULT_BUDGET_GB, MemoryBudget, size_of
 from bertdemo.models import embedded
 from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
 from bertdemo.models.device import resolve_device
@@ -27,35 +27,28 @@ from bertdemo.models.loading import (  # noqa: F401 - LoadedModel, load_masked_l
     weights_stamp)
 from bertdemo.models.policy import AccessPolicy
 
-CACHE_SIZE = 3  # models kept in memory at once (bert-large is ~1.3 GB in fp32)
 TOKENIZER_CACHE_SIZE = 8
+TOKENIZER_BYTES_PER_PIECE = 100  # a fast tokenizer's memory (held by its Rust library), estimated per vocabulary entry
 OFFLINE_NOTE = "model hub unreachable: using the embedded model"
 FolderStamp = tuple[int, int]  # (folder inode, config.json mtime in ns) of a local model folder
 
 
-class _NameLock:
-    """A lock for one name, alive while someone holds or waits for it (a WeakValueDictionary entry)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-
 class ModelStore:
-    """Thread-safe bounded LRU cache of :class:`LoadedModel`, keyed by the name that loaded."""
+    """Thread-safe cache of :class:`LoadedModel`, keyed by the name that loaded and its folder stamp, within
+    ``budget`` (its own of :data:`~bertdemo.memory.DEFAULT_BUDGET_GB` when none is given)."""
 
-    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", size: int = CACHE_SIZE,
-                 policy: AccessPolicy | None = None, download: Downloader | None = None) -> None:
+    def __init__(self, default: str = DEFAULT_MODEL, device: str = "auto", policy: AccessPolicy | None = None,
+                 download: Downloader | None = None, budget: MemoryBudget | None = None) -> None:
         self.default = default
         self.device = resolve_device(device)
-        self.size = size
         self.policy = policy or AccessPolicy()
         self.download = download or hub_download
-        # name -> (folder stamp when loaded, model); one entry per name, the least recently used first
-        self._cache: OrderedDict[str, tuple[FolderStamp, LoadedModel]] = OrderedDict()
-        self._tokenizers: OrderedDict[tuple, PreTrainedTokenizerBase] = OrderedDict()
+        self.budget = budget or MemoryBudget.gigabytes(DEFAULT_BUDGET_GB)
+        # (name, folder stamp when loaded) -> model; one entry per name; a model leaving empties its caches
+        self._models = self.budget.cache("loaded models", on_evict=lambda key, loaded: loaded.release())
+        self._tokenizers = self.budget.cache("tokenizers", max_entries=TOKENIZER_CACHE_SIZE)
         self._stand_ins: dict[str, LoadedModel] = {}  # name -> the embedded model's view answering for it
-        self._lock = threading.Lock()  # guards the two caches and the name locks; never held while loading
-        self._name_locks: weakref.WeakValueDictionary[str, _NameLock] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()  # guards the stand-ins; never held while loading
         self._extra_choices: Callable[[], list[tuple[str, str]]] | None = None
 
     @property
@@ -79,33 +72,26 @@ class ModelStore:
         model with a note saying so (cached under the embedded name).
         """
         name = (name or "").strip() or self.default
-        hit = self._hit(name) or self._stand_in_hit(name)
+        key = (name, folder_stamp(name, self.policy))  # taken before loading: a rewrite during the load reloads
+        hit = self._models.get(key) or self._stand_in_hit(name)
         if hit is not None:
             return hit
-        with self._lock:
-            name_lock = self._name_locks.get(name)
-            if name_lock is None:
-                name_lock = self._name_locks[name] = _NameLock()
-        with name_lock.lock:  # one load per name; other names load meanwhile
-            hit = self._hit(name)
-            if hit is not None:
-                return hit
-            stamp = folder_stamp(name, self.policy)  # taken before loading: a rewrite during the load reloads
-            try:
-                loaded = load_masked_lm(name, self.device, progress, self.policy, self.download,
-                                        stand_in_for_missing=name == self.default)
-            except StandInNeeded:
-                view = self._stand_in(progress)
-                with self._lock:
-                    self._stand_ins[name] = view
-                return view
-            loaded.folder_stamp = stamp
+        try:  # one load per key; other names load meanwhile
+            loaded = self._models.get_or_build(key, lambda: self._load(name, key[1], progress), _model_bytes)
+        except StandInNeeded:
+            view = self._stand_in(progress)
             with self._lock:
-                self._cache.pop(name, None)
-                self._cache[name] = (stamp, loaded)
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
-            return loaded
+                self._stand_ins[name] = view
+            return view
+        self._models.discard_where(lambda k: k[0] == name and k != key)  # the folder's earlier weights
+        return loaded
+
+    def _load(self, name: str, stamp: FolderStamp, progress: Progress | None) -> LoadedModel:
+        loaded = load_masked_lm(name, self.device, progress, self.policy, self.download,
+                                stand_in_for_missing=name == self.default)
+        loaded.folder_stamp = stamp  # the weights' stamp, for caches keyed by the weights (weights_key)
+        loaded.budget = self.budget  # its caches draw on the server's budget (one larger than it is refused)
+        return loaded
 
     def _stand_in(self, progress: Progress | None) -> LoadedModel:
         """The embedded model, as a view whose note says it stands in (same weights, same derived things)."""
@@ -116,7 +102,7 @@ class ModelStore:
                 raise
             fallback = self.get(embedded.EMBEDDED_ENCODER_NAME, progress)
         view = dataclasses.replace(fallback, note=f"{OFFLINE_NOTE} ({fallback.note})")
-        view._derived, view._derived_lock = fallback._derived, fallback._derived_lock  # the same weights
+        view._caches, view._caches_lock = fallback._caches, fallback._caches_lock  # the same weights
         return view
 
     def _stand_in_hit(self, name: str) -> LoadedModel | None:
@@ -124,10 +110,10 @@ class ModelStore:
         model still cached (the probe's answer is remembered, so this costs no network)."""
         with self._lock:
             view = self._stand_ins.get(name)
-            cached = self._cache.get(view.name) if view is not None else None
         if view is None:
             return None
-        if cached is None or cached[1].model is not view.model or self.hub.reachable():
+        cached = self._models.get((view.name, folder_stamp(view.name, self.policy)))
+        if cached is None or cached.model is not view.model or self.hub.reachable():
             with self._lock:
                 self._stand_ins.pop(name, None)  # the hub is back (or the model left): load the real one
             return None
@@ -135,18 +121,11 @@ class ModelStore:
 
     def _hit(self, name: str) -> LoadedModel | None:
         """The cached model for ``name`` if its folder is unchanged on disk (marked most recent)."""
-        stamp = folder_stamp(name, self.policy)
-        with self._lock:
-            entry = self._cache.get(name)
-            if entry is None or entry[0] != stamp:
-                return None
-            self._cache.move_to_end(name)
-            return entry[1]
+        return self._models.get((name, folder_stamp(name, self.policy)))
 
     def cached_names(self) -> list[str]:
         """Names of the models in memory, least recently used first."""
-        with self._lock:
-            return list(self._cache)
+        return [name for name, _ in self._models.keys()]
 
     def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase:
         """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached per name,
@@ -156,16 +135,17 @@ class ModelStore:
         if loaded is not None:
             return loaded.tokenizer
         key = (name, folder_stamp(name, self.policy), self.hub.reachable())
-        with self._lock:
-            if key in self._tokenizers:
-                self._tokenizers.move_to_end(key)
-                return self._tokenizers[key]
-        tokenizer = load_tokenizer(name, self.default, self.policy, self.download)
-        with self._lock:
-            self._tokenizers[key] = tokenizer
-            while len(self._tokenizers) > TOKENIZER_CACHE_SIZE:
-                self._tokenizers.popitem(last=False)
-        return tokenizer
+        return self._tokenizers.get_or_build(key, lambda: load_tokenizer(name, self.default, self.policy, self.download),
+                                             _tokenizer_bytes)
+
+
+def _tokenizer_bytes(tokenizer: PreTrainedTokenizerBase) -> int:
+    return len(tokenizer) * TOKENIZER_BYTES_PER_PIECE
+
+
+def _model_bytes(loaded: LoadedModel) -> int:
+    """A loaded model's memory: its parameters and buffers, and its tokenizer's estimate."""
+    return size_of(loaded.model) + _tokenizer_bytes(loaded.tokenizer)
 
 
 def folder_stamp(name: str, policy: AccessPolicy | None = None) -> FolderStamp:

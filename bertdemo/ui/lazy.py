@@ -24,6 +24,7 @@ from bertdemo.models import catalog
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
+    from bertdemo.memory import MemoryBudget
     from bertdemo.models.hub import HubProbe
     from bertdemo.models.policy import AccessPolicy
     from bertdemo.models.store import LoadedModel, ModelStore
@@ -139,8 +140,9 @@ class StoreFront:
     """
 
     def __init__(self, policy: AccessPolicy, default: str = catalog.DEFAULT_MODEL, device: str = "auto",
-                 loader: LogicLoader | None = None) -> None:
+                 loader: LogicLoader | None = None, budget: MemoryBudget | None = None) -> None:
         self.default = default
+        self.budget = budget
         self.device_choice = device
         self.policy = policy
         self.loader = loader
@@ -169,7 +171,8 @@ class StoreFront:
         store_module = import_logic(STORE)
         with self._lock:
             if self._store is None:
-                store = store_module.ModelStore(default=self.default, device=self.device_choice, policy=self.policy)
+                store = store_module.ModelStore(default=self.default, device=self.device_choice, policy=self.policy,
+                                                budget=self.budget)
                 if self._extra is not None:
                     store.set_extra_choices(self._extra)
                 self._store = store
