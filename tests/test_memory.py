@@ -164,7 +164,7 @@ def test_features_draw_on_the_shared_budget(tiny_loaded):
 
 
 def test_the_lab_answers_a_computed_landmark_while_another_computation_holds_its_lock(tmp_path):
-    (tmp_path / BASELINES_FILE).write_text(json.dumps({"val_accuracy": {"majority": 0.25}}))
+    (tmp_path / BASELINES_FILE).write_text(json.dumps({"test_accuracy": {"majority": 0.25}}))
     lab = FinetuneLab(tmp_path, MemoryBudget(1_000_000))
     answers = []
     with lab._lock:  # a layer probe computing
