@@ -282,7 +282,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
-        refresh_code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
+        code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
                                   elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
@@ -335,10 +335,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
                      [heatmap, overview, info, state, overview_file], api_name="attention")
-    gr.on([button.click, text.submit], show,
-          [text, text_pair, model_box, *controls, token, overview_file],
-          [*page_outputs, state, layer, head, token], api_visibility="private")
-    refresh_code([button])  # after the view: the page asks for the picture first
+    gr.on([button.click, text.submit],  # one round trip: an open code panel is refreshed in the same answer
+          *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file],
+                     [*page_outputs, state, layer, head, token]), api_visibility="private")
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,

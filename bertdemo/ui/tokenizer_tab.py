@@ -118,7 +118,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         encoding = gr.Code(label="What a notebook prints: tokenizer(text, text_pair)", language="python",
                            interactive=False, elem_id="tok-encoding", max_lines=12)
         table = gr.Dataframe(headers=TABLE_HEADERS, label="Tokens", interactive=False, elem_id="tok-table")
-        refresh_code = code_panel(ctx, code_snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
+        code = code_panel(ctx, code_snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
 
         with gr.Accordion("Vocabulary lookup", open=False):
             with gr.Row():
@@ -160,8 +160,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         gr.api(encode, api_name="encode")
         gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize")
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
-    gr.on([button.click, text.submit, text_pair.submit], run_page, inputs, [*outputs, encoding],
-          api_visibility="private")
-    refresh_code([button])  # after the view: the page asks for the picture first
+    gr.on([button.click, text.submit, text_pair.submit], *code.fold(run_page, inputs, [*outputs, encoding]),
+          api_visibility="private")  # one round trip: an open code panel is refreshed in the same answer
     if page is not None:  # a first result on page load: the example, not empty panels
         page.load(run_page, inputs, [*outputs, encoding], api_visibility="private")
