@@ -43,11 +43,13 @@ WATCHER = r"""
 (() => {
   const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: ''};
   const TRACKER_TEXT = '.progress-text, .eta-bar, .sr-only, .progress-level, .meta-text, .meta-text-center';
-  const live = new Set();
+  const live = new Set(), early = new Set();
   function onLine(line) {
     if (!line.startsWith('data:')) return;
     let msg; try { msg = JSON.parse(line.slice(5)); } catch (e) { return; }
-    if (msg.msg === 'process_completed' && live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
+    if (msg.msg !== 'process_completed') return;
+    if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
+    else early.add(msg.event_id);  // answered before its join's reply was read
   }
   async function read(stream) {
     const reader = stream.getReader(), dec = new TextDecoder(); let buf = '';
@@ -63,7 +65,10 @@ WATCHER = r"""
     if (url.includes('/queue/join')) {
       S.pending += 1; S.joins += 1;
       const resp = await origFetch(input, init);
-      try { const j = await resp.clone().json(); live.add(j.event_id); } catch (e) { S.pending -= 1; }
+      try {
+        const j = await resp.clone().json();
+        if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; check(); } else live.add(j.event_id);
+      } catch (e) { S.pending -= 1; }
       return resp;
     }
     const resp = await origFetch(input, init);
