@@ -40,14 +40,41 @@ CLICKS = [  # (endpoint, keyword arguments): one visitor's round through four ta
 RUN = {"preset": "bert-tiny", "corpus": "wiki", "steps": 5000}  # within the public caps; outlasts the class
 
 
+HTTP = {"timeout": 120}  # a loaded machine answers /config slowly
+
+
+def client_for(app: App, address: str):
+    """A gradio_client of one visitor (its address in X-Forwarded-For), retried while the server is busy."""
+    from gradio_client import Client
+
+    for attempt in range(5):
+        try:
+            return Client(app.url, verbose=False, headers={"X-Forwarded-For": address}, httpx_kwargs=HTTP)
+        except Exception:  # noqa: BLE001 - a busy server: try again
+            if attempt == 4:
+                raise
+            time.sleep(2)
+
+
+def wait_for_model(app: App, timeout_s: float = 600) -> None:
+    client = client_for(app, "10.99.0.2")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.predict(CLICKS[0][1]["text"], api_name="/tokenize")
+            return
+        except Exception:  # noqa: BLE001 - still loading
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 def visitor_address(k: int) -> str:
     return f"10.{k // 250}.{k % 250}.{7 + k % 200}"
 
 
 def start_run(app: App) -> None:
-    from gradio_client import Client
-
-    client = Client(app.url, verbose=False, headers={"X-Forwarded-For": "10.99.0.1"})
+    client = client_for(app, "10.99.0.1")
     client.predict(RUN, "bench-owner", api_name="/start_run")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -59,9 +86,7 @@ def start_run(app: App) -> None:
 
 
 def stop_run(app: App) -> int:
-    from gradio_client import Client
-
-    client = Client(app.url, verbose=False, headers={"X-Forwarded-For": "10.99.0.1"})
+    client = client_for(app, "10.99.0.1")
     step = (client.predict(api_name="/run_status") or {}).get("step", 0)
     client.predict("bench-owner", api_name="/stop_run")
     return step
@@ -69,14 +94,11 @@ def stop_run(app: App) -> int:
 
 def run_class(app: App, visitors: int, seconds: float, seed: int) -> tuple[dict, list[str], dict]:
     """Every visitor's calls: ({endpoint: [seconds]}, errors, {visitor: answers})."""
-    from gradio_client import Client
-
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     answers: dict[int, int] = defaultdict(int)
     lock = threading.Lock()
-    clients = [Client(app.url, verbose=False, headers={"X-Forwarded-For": visitor_address(k)})
-               for k in range(visitors)]
+    clients = [client_for(app, visitor_address(k)) for k in range(visitors)]
     start_gate = threading.Barrier(visitors)
     end = [0.0]
 
@@ -110,10 +132,6 @@ def run_class(app: App, visitors: int, seconds: float, seed: int) -> tuple[dict,
     return latencies, errors, answers
 
 
-HANDLERS = {"run_tokenize": "/tokenize", "run_fill_mask": "/fill_mask", "run_attention": "/attention",
-            "embeddings": "/inside_embeddings"}  # each endpoint's handler, as Gradio's traces name it
-
-
 def server_phases(app: App) -> dict[str, dict[str, list[float]]]:
     """Per endpoint, Gradio's own timings of each event (ms): its wait in the queue and its whole run."""
     import httpx
@@ -121,8 +139,8 @@ def server_phases(app: App) -> dict[str, dict[str, list[float]]]:
     rows = httpx.get(app.url + "gradio_api/profiling/traces", timeout=60).json()
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        api = HANDLERS.get(r.get("fn_name") or "")
-        if api:
+        api = "/" + str(r.get("fn_name") or "")  # the endpoint's api_name
+        if api in dict(CLICKS):
             out[api]["queue"].append(r.get("queue_wait_ms", 0.0))
             out[api]["run"].append(r.get("total_ms", 0.0))
     return out
@@ -142,7 +160,7 @@ def one_class(label: str, app_dir: Path, args) -> None:
     env = {"GRADIO_PROFILING": "1"}
     loads = [os.getloadavg()[0]]
     with App("--public", "--trusted-proxies", "1", env=env, app_dir=app_dir) as app:
-        app.wait_for_model()
+        wait_for_model(app)
         if not args.no_training:
             start_run(app)
         sampler_stop = threading.Event()

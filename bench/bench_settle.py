@@ -16,7 +16,8 @@ A click is *settled* when, measured in the page from the click:
 The page checks these at every animation frame and at every DOM change, and records the first moment all
 three hold; the bench waits a further quiet 300 ms to make sure nothing else follows (if something does, the
 click settles later). Printed per tab: p50 / p95 / min–max of *settled*, of *answered* (the watched output
-changed) and the number of queue round trips per click. ``--compare DIR`` starts a second server from another
+changed), the p50 CPU time the page's main thread and the server process spent per click (from the click until
+quiet: a loaded machine stretches wall time, not CPU time) and the number of queue round trips per click. ``--compare DIR`` starts a second server from another
 checkout (``git worktree add /tmp/base <commit>``) and alternates the two click by click (A B, then B A), so
 a shared machine's load falls on both alike; the ratio of medians is printed per tab.
 """
@@ -147,6 +148,7 @@ class Side:
     label: str
     app: App
     page: object = None
+    cdp: object = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
 
 
@@ -159,15 +161,30 @@ def open_tab(page, name: str) -> None:
     page.wait_for_timeout(400)
 
 
-def click_once(page, click: Click, i: int) -> dict:
-    """One click, from typing a new sentence to settled (and quiet): the page's own measurements."""
+def cpu_ms(side: Side) -> tuple[float, float]:
+    """(the page's main-thread CPU time, the server process's CPU time) so far, in ms: what a click costs in
+    work, which a loaded machine stretches in wall time but not in CPU time."""
+    metrics = side.cdp.send("Performance.getMetrics")["metrics"]
+    page = 1000.0 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+    fields = Path(f"/proc/{side.app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    server = (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+    return page, server
+
+
+def click_once(side: Side, click: Click, i: int) -> dict:
+    """One click, from typing a new sentence to settled (and quiet): the page's own measurements, and the
+    CPU the page and the server spent from the click until the page was quiet."""
+    page = side.page
     page.locator(click.field).fill(sentence_for(click, i))
     page.wait_for_timeout(150)  # the box's own change events answered before the clock starts
     page.wait_for_function("() => __settle.pending === 0 && __settle.indicators() === 0", timeout=TIMEOUT_MS)
     page.evaluate("(w) => __settle.arm(w)", click.watched)
+    before = cpu_ms(side)
     page.evaluate("(b) => __settle.click(b)", click.button)
     page.wait_for_function("() => __settle.result().quiet", timeout=TIMEOUT_MS, polling=50)
-    return page.evaluate("() => __settle.result()")
+    after = cpu_ms(side)
+    return {**page.evaluate("() => __settle.result()"), "page_cpu": after[0] - before[0],
+            "server_cpu": after[1] - before[1]}
 
 
 def report(tab: str, sides: list[Side]) -> None:
@@ -180,12 +197,15 @@ def report(tab: str, sides: list[Side]) -> None:
         answered = [x["answered"] for x in xs]
         print(f"  {side.label:14s} settled {percentile(settled, 50):6.0f} / {percentile(settled, 95):6.0f} "
               f"({min(settled):.0f}–{max(settled):.0f})   answered {percentile(answered, 50):6.0f} / "
-              f"{percentile(answered, 95):6.0f}   round trips {sorted({x['joins'] for x in xs})}  n={len(xs)}",
-              flush=True)
+              f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
+              f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
+              f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
     if len(sides) == 2 and all(s.samples.get(tab) for s in sides):
         a, b = ([x["settled"] for x in s.samples[tab]] for s in sides)
-        print(f"  ratio {sides[1].label}/{sides[0].label}: p50 {percentile(b, 50) / percentile(a, 50):.2f}x, "
-              f"p95 {percentile(b, 95) / percentile(a, 95):.2f}x", flush=True)
+        ca, cb = ([x["page_cpu"] + x["server_cpu"] for x in s.samples[tab]] for s in sides)
+        print(f"  ratio {sides[1].label}/{sides[0].label}: settled p50 {percentile(b, 50) / percentile(a, 50):.2f}x, "
+              f"p95 {percentile(b, 95) / percentile(a, 95):.2f}x; CPU (page + server) p50 "
+              f"{percentile(cb, 50) / percentile(ca, 50):.2f}x", flush=True)
 
 
 def main() -> None:
@@ -218,14 +238,16 @@ def main() -> None:
                 side.page.goto(side.app.url)
                 side.page.locator("#model-status").filter(has_text="Model in use").wait_for(timeout=300_000)
                 side.page.wait_for_timeout(3000)
+                side.cdp = context.new_cdp_session(side.page)
+                side.cdp.send("Performance.enable", {"timeDomain": "threadTicks"})  # task durations in CPU time
             for click in (c for c in CLICKS if c.tab in tabs):
                 for side in sides:
                     open_tab(side.page, click.tab)
                     for i in range(2):  # untimed: first forward, first draw
-                        click_once(side.page, click, 1000 + i)
+                        click_once(side, click, 1000 + i)
                 for rep in range(args.repeat):
                     for side in (sides if rep % 2 == 0 else sides[::-1]):
-                        side.samples.setdefault(click.tab, []).append(click_once(side.page, click, rep))
+                        side.samples.setdefault(click.tab, []).append(click_once(side, click, rep))
                 report(click.tab, sides)
             browser.close()
     finally:
