@@ -11,7 +11,7 @@ import gradio as gr
 
 from bertdemo.explore.code_snippets import ENGINE_TOKENIZER
 from bertdemo.models import availability, embedded
-from bertdemo.ui import common
+from bertdemo.ui import common, lanes
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -119,6 +119,6 @@ def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_
                     "your inputs and the model that answered. Refreshed each time the view is.")
         box = gr.Code(language="python", interactive=False, elem_id=elem_id, show_label=False)
     opened = gr.State(False)
-    panel.expand(lambda *values: (fill(*values), True), inputs, [box, opened], api_visibility="private")
+    panel.expand(lambda *values: (fill(*values), True), inputs, [box, opened], api_visibility="private", **lanes.LIGHT)
     panel.collapse(lambda: False, None, opened, api_visibility="private", queue=False, show_progress="hidden")
     return CodePanel(box, opened, inputs, fill)

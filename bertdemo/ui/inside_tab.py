@@ -18,6 +18,7 @@ import gradio as gr
 
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui import lanes
 
 from bertdemo.ui import common
 
@@ -244,7 +245,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         (anatomy_button, anatomy, [model_box], section_outputs["anatomy"], "param_breakdown"),
     ]
     for button, fn, inputs, outputs, api_name in apis:
-        button.click(user_errors(fn), inputs, outputs, api_name=api_name)
+        button.click(user_errors(fn), inputs, outputs, api_name=api_name, **lanes.VIEWS)
 
     def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, code=None, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
@@ -261,7 +262,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                                                                                        show_progress_on=[])
         wiring = (user_errors(handler), look_inputs, outputs + [shown_state, opened_state])
         gr.on(triggers, *(code.fold(*wiring) if code is not None else wiring), api_visibility="private", **shown,
-              **kwargs)
+              **lanes.VIEWS, **kwargs)
 
     # Look inside shows no loading status: it answers in a fraction of a second, and the page's status
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
