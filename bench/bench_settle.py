@@ -34,9 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
+from bench.bench_views import CHROMIUM, EMBEDDED, PLACES, SUBJECTS, open_tab  # noqa: E402
 
-CHROMIUM = os.environ.get("BERTDEMO_CHROMIUM", "/usr/bin/chromium")
-EMBEDDED = "embedded/bert-explorer-mlm"
 QUIET_MS = 300
 TIMEOUT_MS = 60_000
 
@@ -126,10 +125,6 @@ class Click:
     sentence: str  # a format string with {s} (a subject) and {p} (a place)
 
 
-SUBJECTS = ["animal", "teacher", "river", "engineer", "village", "painter", "storm", "doctor", "garden", "pilot",
-            "library", "farmer", "sailor", "baker", "singer", "miner"]
-PLACES = ["street", "bridge", "market", "station", "forest", "harbour", "museum", "valley", "castle", "school",
-          "island", "kitchen", "tunnel", "meadow"]
 PLAIN = "The {s} did not cross the {p} because it was too tired."
 MASKED = "The {s} did not cross the {p} because it was too [MASK]."
 CLICKS = [
@@ -154,11 +149,6 @@ class Side:
 
 def sentence_for(click: Click, i: int) -> str:
     return click.sentence.format(s=SUBJECTS[i % len(SUBJECTS)], p=PLACES[(i * 5 + 3) % len(PLACES)])
-
-
-def open_tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
-    page.wait_for_timeout(400)
 
 
 def cpu_ms(side: Side) -> tuple[float, float]:
