@@ -75,3 +75,26 @@ def test_a_code_panel_is_refreshed_only_by_events_that_read_whether_it_is_open(p
         states = [i for i in dep["inputs"] if by_id[i]["type"] == "state"]
         opens = any(event == "expand" for _, event in dep["targets"])
         assert opens or states, dep["targets"]
+
+
+def test_a_folded_event_answers_the_code_only_while_its_panel_is_open(tmp_path):
+    """``CodePanel.fold`` on a real panel: closed, the view's answer alone (nothing for the panel); open, the
+    view's answer and the panel's code for the same inputs."""
+    import gradio as gr
+
+    from bertdemo.context import AppContext
+    from bertdemo.ui.code_panel import code_panel
+
+    with gr.Blocks():
+        text = gr.Textbox()
+        shown = gr.Markdown()
+        panel = code_panel(AppContext.for_tests(tmp_path), lambda words: f"print({words!r})", [text],
+                           uses_model=False)
+    handler, inputs, outputs = panel.fold(lambda words: words.upper(), [text], [shown])
+    assert inputs == [text, panel.opened, text] and outputs == [shown, panel.box]
+    closed = handler("hello", False, "hello")
+    assert closed[0] == "HELLO" and closed[1] == gr.skip()
+    assert handler("hello", True, "hello") == ("HELLO", "print('hello')")
+    as_dict, _, _ = panel.fold(lambda words: {shown: words}, [text], [shown])
+    assert as_dict("hi", False, "hi") == {shown: "hi"}
+    assert as_dict("hi", True, "hi") == {shown: "hi", panel.box: "print('hi')"}
