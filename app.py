@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     public.add_argument("--max-train-minutes", type=float, default=20.0, help="wall time per run (public mode)")
     traffic = parser.add_argument_group("traffic (every mode)")
     traffic.add_argument("--max-upload-mb", type=float, default=20.0, help="largest uploaded file")
-    traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event")
+    traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event (Attention and Inside BERT: in all)")
     traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
     traffic.add_argument("--queue-per-visitor", type=int, default=None,
                          help="requests one visitor may have waiting or running at once (0: no limit; default 16 "

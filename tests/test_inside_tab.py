@@ -1,8 +1,10 @@
-"""What a click asks for, in order, as the page gets it: Inside BERT's Look inside (bertdemo/ui/inside_tab.py), and every
-view whose code panel refreshes on its button.
+"""What a click asks for, as the page gets it: Inside BERT's Look inside (bertdemo/ui/inside_tab.py), and every
+view with a "Show the code" panel.
 
 The page sends the events of one click one after the other, each once the one before has answered and
-its outputs are drawn: the sections' answer goes first, the "Show the code" panel's refresh after it.
+its outputs are drawn, and every event's status changes cost the page a pass over every progress target
+it has seen: a view's click is one event, whose answer carries the open code panel's refresh (a closed
+panel gets nothing; bertdemo/ui/code_panel.py, ``CodePanel.fold``).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ def page_config(tmp_path_factory):
     return build_app(AppContext.for_tests(tmp_path_factory.mktemp("app"))).get_config_file()
 
 
-def test_look_inside_asks_for_the_sections_before_the_code_panel(page_config):
+def test_look_inside_is_one_event_that_answers_the_sections_and_the_code_panel(page_config):
     ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
     on_click = [dep for dep in page_config["dependencies"]
                 if (ids["in-run"], "click") in [tuple(target) for target in dep["targets"]]]
-    assert [dep["outputs"][:2] for dep in on_click] == [[ids["in-emb-info"], ids["in-emb-plot"]], [ids["in-code"]]]
+    assert len(on_click) == 1
+    assert on_click[0]["outputs"][:2] == [ids["in-emb-info"], ids["in-emb-plot"]]
+    assert on_click[0]["outputs"][-1] == ids["in-code"]
     # the code panel still closes the tab, under the five sections
     layout = {c["id"]: c for c in page_config["components"]}
 
@@ -39,10 +43,58 @@ def test_look_inside_asks_for_the_sections_before_the_code_panel(page_config):
 @pytest.mark.parametrize("button, first_output, code", [
     ("in-run", "in-emb-info", "in-code"), ("att-run", "att-heatmap", "att-code"),
     ("fm-run", "fm-plot", "fm-code"), ("tok-run", "tok-chips", "tok-code")])
-def test_every_views_button_asks_for_its_picture_before_its_code_panel(page_config, button, first_output, code):
-    """The page waits for each of a click's events to be answered and drawn before it sends the next: a code
-    panel's refresh registered first kept the picture waiting (about 45 ms a click)."""
+def test_every_views_button_is_one_round_trip_with_its_code_panel_in_it(page_config, button, first_output, code):
+    """One event per click: the code panel's refresh, an event of its own after the picture, kept the page
+    unsettled about 100 ms longer per click (bench/bench_settle.py)."""
     ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
-    on_click = [dep["outputs"] for dep in page_config["dependencies"]
+    on_click = [dep for dep in page_config["dependencies"]
                 if (ids[button], "click") in [tuple(target) for target in dep["targets"]]]
-    assert ids[first_output] in on_click[0] and on_click[-1] == [ids[code]]
+    assert len(on_click) == 1
+    assert ids[first_output] in on_click[0]["outputs"] and on_click[0]["outputs"][-1] == ids[code]
+    # the code box shows no progress of its own (the view's text does)
+    assert ids[code] not in (on_click[0]["show_progress_on"] or [])
+
+
+def test_a_code_panel_is_refreshed_only_by_events_that_read_whether_it_is_open(page_config):
+    """Every event that writes a code box reads its panel's open state (or opens the panel): a closed panel is
+    never refreshed by a click."""
+    by_id = {c["id"]: c for c in page_config["components"]}
+
+    def panels_boxes(node, in_panel=False):
+        props = by_id.get(node["id"], {}).get("props", {})
+        in_panel = in_panel or "code-panel" in (props.get("elem_classes") or [])
+        own = {node["id"]} if in_panel and by_id.get(node["id"], {}).get("type") == "code" else set()
+        return own.union(*(panels_boxes(child, in_panel) for child in node.get("children") or []))
+
+    boxes = panels_boxes(page_config["layout"])
+    assert len(boxes) >= 8  # every view's panel, the Words tab's three and the training tabs' included
+    for dep in page_config["dependencies"]:
+        written = boxes.intersection(dep["outputs"])
+        if not written:
+            continue
+        states = [i for i in dep["inputs"] if by_id[i]["type"] == "state"]
+        opens = any(event == "expand" for _, event in dep["targets"])
+        assert opens or states, dep["targets"]
+
+
+def test_a_folded_event_answers_the_code_only_while_its_panel_is_open(tmp_path):
+    """``CodePanel.fold`` on a real panel: closed, the view's answer alone (nothing for the panel); open, the
+    view's answer and the panel's code for the same inputs."""
+    import gradio as gr
+
+    from bertdemo.context import AppContext
+    from bertdemo.ui.code_panel import code_panel
+
+    with gr.Blocks():
+        text = gr.Textbox()
+        shown = gr.Markdown()
+        panel = code_panel(AppContext.for_tests(tmp_path), lambda words: f"print({words!r})", [text],
+                           uses_model=False)
+    handler, inputs, outputs = panel.fold(lambda words: words.upper(), [text], [shown])
+    assert inputs == [text, panel.opened, text] and outputs == [shown, panel.box]
+    closed = handler("hello", False, "hello")
+    assert closed[0] == "HELLO" and closed[1] == gr.skip()
+    assert handler("hello", True, "hello") == ("HELLO", "print('hello')")
+    as_dict, _, _ = panel.fold(lambda words: {shown: words}, [text], [shown])
+    assert as_dict("hi", False, "hi") == {shown: "hi"}
+    assert as_dict("hi", True, "hi") == {shown: "hi", panel.box: "print('hi')"}

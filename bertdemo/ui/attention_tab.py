@@ -15,6 +15,7 @@ import gradio as gr
 from bertdemo import compat
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui import lanes
 
 from bertdemo.ui import common
 
@@ -282,7 +283,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
-        refresh_code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
+        code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
                                   elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(
@@ -334,11 +335,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     # The API endpoint returns plain figures (its session's sliders keep their ranges); the page's own
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
-                     [heatmap, overview, info, state, overview_file], api_name="attention")
-    gr.on([button.click, text.submit], show,
-          [text, text_pair, model_box, *controls, token, overview_file],
-          [*page_outputs, state, layer, head, token], api_visibility="private")
-    refresh_code([button])  # after the view: the page asks for the picture first
+                     [heatmap, overview, info, state, overview_file], api_name="attention", **lanes.VIEWS)
+    gr.on([button.click, text.submit],  # one round trip: an open code panel is refreshed in the same answer
+          *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file],
+                     [*page_outputs, state, layer, head, token]), api_visibility="private", **lanes.VIEWS)
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
@@ -347,6 +347,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         api_visibility="private",
         trigger_mode="always_last",
         show_progress_on=[info],  # never on the slider being moved
+        **lanes.VIEWS,
     )
     csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
                      [csv_files, folder_state, drawn_state], api_visibility="private", show_progress_on=[csv_files])
@@ -357,7 +358,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
     rollout_button.click(
         run_rollout, [text, text_pair, model_box, rollout_layer, hide, renorm, direction], [rollout_plot, rollout_csv],
-        api_name="attention_rollout",
+        api_name="attention_rollout", **lanes.VIEWS,
     )
     add_head.click(lambda s, l, h: add_heads(s, l, h, False), [abl_heads, layer, head], abl_heads,
                    api_visibility="private")

@@ -3,6 +3,7 @@ filled (when opened, and when refreshed) with the view's own inputs and the mode
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import TYPE_CHECKING, Callable
 
@@ -10,7 +11,7 @@ import gradio as gr
 
 from bertdemo.explore.code_snippets import ENGINE_TOKENIZER
 from bertdemo.models import availability, embedded
-from bertdemo.ui import common
+from bertdemo.ui import common, lanes
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -53,17 +54,57 @@ def engine_tokenizer_reference(store: ModelSource, public: bool) -> str:
     return str(embedded.tokenizer_dir())
 
 
-def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_id: str | None = None,
-               refresh_on: list | None = None, uses_model: bool = True) -> Callable[[list], None]:
-    """A closed "Show the code" accordion under the view: ``snippet(model_reference, *other inputs)`` is
-    written into it when it opens and again each time one of ``refresh_on`` (the view's buttons) is
-    clicked, so an open panel never keeps an old sentence. With ``uses_model`` ``inputs[0]`` must be the
-    model box; without it the snippet gets the inputs alone.
+class CodePanel:
+    """A "Show the code" panel: its code box, a per-page state saying whether it is open, and what fills it.
 
-    Returns ``refresh_on_click(buttons)``, which wires the same refresh later: the page sends one click's
-    events one after the other, in the order they were registered, each once the one before is answered
-    and drawn, so a tab registers its panel's refresh *after* its own main event (the panel laid out
-    where it reads best) and the learner's picture is not kept waiting for the code."""
+    A closed panel is never refreshed: it is filled when it opens. An open one is refreshed inside the view's
+    own event (:meth:`fold`), so a click is one round trip whether the panel is open or not."""
+
+    def __init__(self, box: gr.Code, opened: gr.State, inputs: list, fill: Callable[..., str]) -> None:
+        self.box, self.opened, self.inputs, self.fill = box, opened, list(inputs), fill
+
+    def fold(self, fn: Callable, inputs: list, outputs: list) -> tuple[Callable, list, list]:
+        """``(handler, inputs, outputs)`` for an event of the view that also refreshes the panel when it is open:
+        the handler calls ``fn`` with the view's own ``inputs`` and adds the code (nothing at all for the panel
+        when it is closed) to ``fn``'s answer, a tuple, a single value or a ``{component: value}`` dict."""
+        n = len(inputs)
+        takes_progress = "progress" in inspect.signature(fn).parameters
+
+        def combine(answer, opened, values):
+            try:
+                code = self.fill(*values) if opened else gr.skip()
+            except gr.Error:  # the view answered: its panel keeps the code it shows
+                code = gr.skip()
+            if isinstance(answer, dict):
+                return answer if not opened else {**answer, self.box: code}
+            return (*answer, code) if isinstance(answer, tuple) else (answer, code)
+
+        if takes_progress:
+            def handler(*args, progress=gr.Progress()):
+                return combine(fn(*args[:n], progress=progress), args[n], args[n + 1:])
+        else:
+            def handler(*args):
+                return combine(fn(*args[:n]), args[n], args[n + 1:])
+        return handler, [*inputs, self.opened, *self.inputs], [*outputs, self.box]
+
+    def refresh_on(self, triggers: list) -> None:
+        """A refresh of the open panel on each of ``triggers`` (event listeners such as ``button.click``), in an
+        event of its own outside the queue, for a view whose event is an API endpoint that keeps its inputs and
+        outputs; a closed panel gets nothing."""
+        def refresh(opened, *values):
+            return self.fill(*values) if opened else gr.skip()
+
+        gr.on(triggers, refresh, [self.opened, *self.inputs], self.box, api_visibility="private",
+              show_progress="hidden", queue=False)
+
+
+def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_id: str | None = None,
+               uses_model: bool = True) -> CodePanel:
+    """A closed "Show the code" accordion under the view: ``snippet(model_reference, *other inputs)`` is
+    written into it when it opens and, while it is open, each time the view answers (the view's event
+    folds the refresh in, :meth:`CodePanel.fold`), so an open panel never keeps an old sentence and a
+    closed one costs nothing. With ``uses_model`` ``inputs[0]`` must be the model box; without it the
+    snippet gets the inputs alone."""
     store, public = ctx.models, ctx.settings.is_public
 
     @common.user_errors(public=public)
@@ -77,11 +118,7 @@ def code_panel(ctx: AppContext, snippet: Callable[..., str], inputs: list, elem_
         gr.Markdown("The few lines of transformers / torch that reproduce this view's numbers in a notebook, with "
                     "your inputs and the model that answered. Refreshed each time the view is.")
         box = gr.Code(language="python", interactive=False, elem_id=elem_id, show_label=False)
-    panel.expand(fill, inputs, box, api_visibility="private")
-
-    def refresh_on_click(buttons: list) -> None:
-        for button in buttons:
-            button.click(fill, inputs, box, api_visibility="private", show_progress="hidden")
-
-    refresh_on_click(refresh_on or [])
-    return refresh_on_click
+    opened = gr.State(False)
+    panel.expand(lambda *values: (fill(*values), True), inputs, [box, opened], api_visibility="private", **lanes.LIGHT)
+    panel.collapse(lambda: False, None, opened, api_visibility="private", queue=False, show_progress="hidden")
+    return CodePanel(box, opened, inputs, fill)

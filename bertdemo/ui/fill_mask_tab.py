@@ -145,9 +145,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        refresh_code = code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair],
+        code = code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair],
                                   elem_id="fm-code")
         gr.Button("Why this word? Which tokens made it predict that →", size="sm", elem_id="fm-why")  # ui.words_tab
+        api_button = gr.Button(visible=False)  # /fill_mask: the view's inputs and outputs (no code panel)
 
     inputs = [text, text_pair, model_box, top_k, targets, second, whole, fast]
     outputs = [plot, filled, target_table, raw]
@@ -156,10 +157,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     def cleared():  # a failed request leaves no earlier answer under the new sentence (the toast says why)
         return None, "", "", None
 
-    button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared).failure(
-        cleared, None, outputs, api_visibility="private", queue=False)
-    refresh_code([button])  # after the view: the page asks for the picture first
-    gr.on([text.submit, targets.submit], run_fill_mask, inputs, outputs, api_visibility="private", **shared).failure(
-        cleared, None, outputs, api_visibility="private", queue=False)
+    api_button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared)
+    # the page's event: one round trip, an open code panel refreshed in the same answer
+    gr.on([button.click, text.submit, targets.submit], *code.fold(run_fill_mask, inputs, outputs),
+          api_visibility="private", **shared).failure(cleared, None, outputs, api_visibility="private", queue=False)
     second.focus(refresh_second, None, second, api_visibility="private")  # new checkpoints join
     return notice

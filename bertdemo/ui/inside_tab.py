@@ -18,6 +18,7 @@ import gradio as gr
 
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui import lanes
 
 from bertdemo.ui import common
 
@@ -244,12 +245,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         (anatomy_button, anatomy, [model_box], section_outputs["anatomy"], "param_breakdown"),
     ]
     for button, fn, inputs, outputs, api_name in apis:
-        button.click(user_errors(fn), inputs, outputs, api_name=api_name)
+        button.click(user_errors(fn), inputs, outputs, api_name=api_name, **lanes.VIEWS)
 
-    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, **kwargs) -> None:
+    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, code=None, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
         event is tracked and copied by the page while it runs, so a slider's event lists only its section).
-        ``status``: the page shows the event's loading status on the sections' text (not on the states)."""
+        ``status``: the page shows the event's loading status on the sections' text (not on the states);
+        ``code``: a code panel refreshed in the same answer while it is open."""
         def handler(*args, progress=gr.Progress()):
             return answer(sections, force, *args, progress)
 
@@ -258,16 +260,17 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             outputs += [layer, head, query]
         shown = dict(show_progress_on=common.text_outputs(outputs)) if status else dict(show_progress="hidden",
                                                                                        show_progress_on=[])
-        gr.on(triggers, user_errors(handler), look_inputs, outputs + [shown_state, opened_state],
-              api_visibility="private", **shown, **kwargs)
+        wiring = (user_errors(handler), look_inputs, outputs + [shown_state, opened_state])
+        gr.on(triggers, *(code.fold(*wiring) if code is not None else wiring), api_visibility="private", **shown,
+              **lanes.VIEWS, **kwargs)
 
     # Look inside shows no loading status: it answers in a fraction of a second, and the page's status
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
     # a model still loading shows its progress on the model box
-    page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False)
-    with tab:  # after the click's own event: the page asks for the sections first, for the code panel after
-        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
-                   refresh_on=[run])
+    with tab:  # under the sections; refreshed, while open, in Look inside's own answer (one round trip)
+        code = code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query],
+                          elem_id="in-code")
+    page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False, code=code)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")

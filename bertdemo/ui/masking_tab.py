@@ -141,9 +141,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = PlotlyFigure(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
-        code_panel(ctx, lambda *v: code_snippets.masking_code(  # the engine's tokenizer, whatever the model box says
+        code = code_panel(ctx, lambda *v: code_snippets.masking_code(  # the engine's tokenizer, whatever the model box says
                        *v, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
-                   [text, p, m, r, draws, seed, fixed_count, whole_word], elem_id="ml-code", refresh_on=[stats_button],
+                   [text, p, m, r, draws, seed, fixed_count, whole_word], elem_id="ml-code",
                    uses_model=False)
         with gr.Accordion("As JSON (the /mask_stats answer)", open=False):
             stats_raw = gr.JSON()
@@ -199,6 +199,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
               lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats",
               user_errors=user_errors)
+        code.refresh_on([stats_button.click])  # /mask_stats is an API endpoint: the open panel's refresh beside it
         _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
               lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs", user_errors=user_errors)
         _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,

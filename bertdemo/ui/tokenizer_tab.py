@@ -11,6 +11,7 @@ import gradio as gr
 from bertdemo.ui import common
 from bertdemo.explore import code_snippets
 from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui import lanes
 
 from bertdemo.explore import tokens
 from bertdemo.models import availability
@@ -118,7 +119,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         encoding = gr.Code(label="What a notebook prints: tokenizer(text, text_pair)", language="python",
                            interactive=False, elem_id="tok-encoding", max_lines=12)
         table = gr.Dataframe(headers=TABLE_HEADERS, label="Tokens", interactive=False, elem_id="tok-table")
-        refresh_code = code_panel(ctx, code_snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
+        code = code_panel(ctx, code_snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
 
         with gr.Accordion("Vocabulary lookup", open=False):
             with gr.Row():
@@ -130,9 +131,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 id_out = gr.Markdown()
             specials = gr.Dataframe(headers=["role", "token", "id"], label="Special tokens", interactive=False)
             lookup_in, lookup_out = [model_box, lookup_token, lookup_id], [token_out, id_out, specials]
-            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup")
+            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup",
+                                                                             **lanes.LIGHT)
             gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
-                  api_visibility="private")
+                  api_visibility="private", **lanes.LIGHT)
 
         with gr.Accordion("Compare two tokenizers", open=False):
             gr.Markdown("The same text through two tokenizers: uncased (lowercased, accents stripped) "
@@ -152,16 +154,15 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 run_compare,
                 [text, text_pair, left, right],
                 [left_stats, left_chips, right_stats, right_chips],
-                api_name="compare_tokenizers", show_progress_on=[left_stats, right_stats],
+                api_name="compare_tokenizers", show_progress_on=[left_stats, right_stats], **lanes.LIGHT,
             )
 
     inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
     with tab:  # API-only endpoints (a gr.Tabs holds only tabs): the page asks run_page, one event per click
-        gr.api(encode, api_name="encode")
-        gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize")
+        gr.api(encode, api_name="encode", **lanes.LIGHT)
+        gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize", **lanes.LIGHT)
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
-    gr.on([button.click, text.submit, text_pair.submit], run_page, inputs, [*outputs, encoding],
-          api_visibility="private")
-    refresh_code([button])  # after the view: the page asks for the picture first
+    gr.on([button.click, text.submit, text_pair.submit], *code.fold(run_page, inputs, [*outputs, encoding]),
+          api_visibility="private", **lanes.LIGHT)  # one round trip: an open code panel refreshed in the same answer
     if page is not None:  # a first result on page load: the example, not empty panels
-        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private")
+        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private", **lanes.LIGHT)

@@ -1,0 +1,251 @@
+"""Click to settled: each tab's main button, in headless Chromium, until the page is at rest.
+
+    python bench/bench_settle.py                                    # the embedded model, 12 clicks per tab
+    python bench/bench_settle.py --compare /tmp/base --label-b base # two checkouts, alternated click by click
+    python bench/bench_settle.py --tabs "Attention,Inside BERT" --repeat 20
+
+A click is *settled* when, measured in the page from the click:
+
+- the watched output shows the new answer (its text, progress text left out, differs from before the click;
+  each click types a new sentence first, so every answer differs), and
+- no progress indicator is left anywhere on the page: no status tracker of any block, closed accordions and
+  hidden panels included, is pending (gradio's tracker is ``div.wrap`` without ``hide``), and
+- no queue event sent since the click is still waiting for its answer (a wrapped ``fetch`` counts
+  ``queue/join`` requests and their ``process_completed`` messages).
+
+The page checks these at every animation frame and at every DOM change, and records the first moment all
+three hold; the bench waits a further quiet 300 ms to make sure nothing else follows (if something does, the
+click settles later). Printed per tab: p50 / p95 / min–max of *settled*, of *answered* (the watched output
+changed), the p50 CPU time the page's main thread and the server process spent per click (from the click until
+quiet: a loaded machine stretches wall time, not CPU time) and the number of queue round trips per click. ``--compare DIR`` starts a second server from another
+checkout (``git worktree add /tmp/base <commit>``) and alternates the two click by click (A B, then B A), so
+a shared machine's load falls on both alike; the ratio of medians is printed per tab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
+from bench.bench_views import CHROMIUM, EMBEDDED, PLACES, SUBJECTS, open_tab  # noqa: E402
+
+QUIET_MS = 300
+TIMEOUT_MS = 60_000
+
+WATCHER = r"""
+(() => {
+  const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: ''};
+  const TRACKER_TEXT = '.progress-text, .eta-bar, .sr-only, .progress-level, .meta-text, .meta-text-center';
+  const live = new Set(), early = new Set();
+  function onLine(line) {
+    if (!line.startsWith('data:')) return;
+    let msg; try { msg = JSON.parse(line.slice(5)); } catch (e) { return; }
+    if (msg.msg !== 'process_completed') return;
+    if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
+    else early.add(msg.event_id);  // answered before its join's reply was read
+  }
+  async function read(stream) {
+    const reader = stream.getReader(), dec = new TextDecoder(); let buf = '';
+    for (;;) {
+      const {done, value} = await reader.read(); if (done) break;
+      buf += dec.decode(value, {stream: true});
+      let i; while ((i = buf.indexOf('\n')) >= 0) { onLine(buf.slice(0, i).trim()); buf = buf.slice(i + 1); }
+    }
+  }
+  const origFetch = window.fetch.bind(window);
+  window.fetch = async (input, init) => {
+    const url = typeof input === 'string' ? input : (input.url || String(input));
+    if (url.includes('/queue/join')) {
+      S.pending += 1; S.joins += 1;
+      const resp = await origFetch(input, init);
+      try {
+        const j = await resp.clone().json();
+        if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; check(); } else live.add(j.event_id);
+      } catch (e) { S.pending -= 1; }
+      return resp;
+    }
+    const resp = await origFetch(input, init);
+    if (url.includes('/queue/data') && resp.body) {
+      const [a, b] = resp.body.tee(); read(b);
+      return new Response(a, {status: resp.status, statusText: resp.statusText, headers: resp.headers});
+    }
+    return resp;
+  };
+  function text(el) {
+    if (!el) return '';
+    let t = el.textContent;
+    el.querySelectorAll(TRACKER_TEXT).forEach(x => { if (x.textContent) t = t.split(x.textContent).join(''); });
+    el.querySelectorAll('img').forEach(x => { t += x.getAttribute('src') || ''; });
+    return t.replace(/\s+/g, '');
+  }
+  S.indicators = () => [...document.querySelectorAll('div.wrap')].filter(w =>
+    (w.classList.contains('default') || w.classList.contains('center')) && !w.classList.contains('hide')
+    && (w.classList.contains('full') || w.classList.contains('minimal'))).length;
+  function check() {
+    if (!S.t0 || S.settled !== null) return;
+    const now = performance.now();
+    if (S.answered === null) { const t = text(document.querySelector(S.watched)); if (t !== S.before) { S.answered = now; S.after = t; } }
+    if (S.answered !== null && S.pending === 0 && S.indicators() === 0) S.settled = now;
+  }
+  S.unsettle = () => { if (S.settled !== null && (S.pending > 0 || S.indicators() > 0)) S.settled = null; };
+  const frame = () => { check(); requestAnimationFrame(frame); };
+  const observe = () => {
+    new MutationObserver(() => { S.unsettle(); check(); }).observe(document.documentElement,
+      {childList: true, subtree: true, attributes: true, characterData: true});
+    requestAnimationFrame(frame);
+  };
+  if (document.documentElement) observe(); else document.addEventListener('DOMContentLoaded', observe);
+  S.arm = (watched) => {
+    S.watched = watched; S.before = text(document.querySelector(watched));
+    S.answered = null; S.settled = null; S.joins = 0;
+  };
+  S.click = (button) => { S.t0 = performance.now(); document.querySelector(button).click(); };
+  S.result = () => ({answered: S.answered - S.t0, settled: S.settled === null ? null : S.settled - S.t0,
+                     joins: S.joins, quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
+                       && S.pending === 0 && S.indicators() === 0});
+})();
+""".replace("%QUIET%", str(QUIET_MS))
+
+
+@dataclass
+class Click:
+    """A tab's main action: type a new sentence into ``field``, click ``button``, watch ``watched``."""
+
+    tab: str
+    field: str
+    button: str
+    watched: str
+    sentence: str  # a format string with {s} (a subject) and {p} (a place)
+
+
+PLAIN = "The {s} did not cross the {p} because it was too tired."
+MASKED = "The {s} did not cross the {p} because it was too [MASK]."
+CLICKS = [
+    Click("Tokenizer", "#tok-text textarea", "#tok-run", "#tok-chips", PLAIN),
+    Click("Fill-Mask", "#fm-text textarea", "#fm-run", "#fm-filled", MASKED),
+    Click("Attention", "#att-text textarea", "#att-run", "#att-heatmap", PLAIN),
+    Click("Inside BERT", "#in-text textarea", "#in-run", "#in-emb-info", MASKED),
+    Click("Masking & NSP", "#ml-text textarea", "#ml-run", "#ml-chips", PLAIN),
+    Click("Word in context", "#wic-sentences textarea", "#wic-run", "#wic-sim-info",
+          "I sat by the {p} bank.\nThe {s} opened an account at the bank.\nThe bank of the {p} was muddy."),
+]
+
+
+@dataclass
+class Side:
+    label: str
+    app: App
+    page: object = None
+    cdp: object = None
+    samples: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def sentence_for(click: Click, i: int) -> str:
+    return click.sentence.format(s=SUBJECTS[i % len(SUBJECTS)], p=PLACES[(i * 5 + 3) % len(PLACES)])
+
+
+def cpu_ms(side: Side) -> tuple[float, float]:
+    """(the page's main-thread CPU time, the server process's CPU time) so far, in ms: what a click costs in
+    work, which a loaded machine stretches in wall time but not in CPU time."""
+    metrics = side.cdp.send("Performance.getMetrics")["metrics"]
+    page = 1000.0 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+    fields = Path(f"/proc/{side.app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    server = (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+    return page, server
+
+
+def click_once(side: Side, click: Click, i: int) -> dict:
+    """One click, from typing a new sentence to settled (and quiet): the page's own measurements, and the
+    CPU the page and the server spent from the click until the page was quiet."""
+    page = side.page
+    page.locator(click.field).fill(sentence_for(click, i))
+    page.wait_for_timeout(150)  # the box's own change events answered before the clock starts
+    page.wait_for_function("() => __settle.pending === 0 && __settle.indicators() === 0", timeout=TIMEOUT_MS)
+    page.evaluate("(w) => __settle.arm(w)", click.watched)
+    before = cpu_ms(side)
+    page.evaluate("(b) => __settle.click(b)", click.button)
+    page.wait_for_function("() => __settle.result().quiet", timeout=TIMEOUT_MS, polling=50)
+    after = cpu_ms(side)
+    return {**page.evaluate("() => __settle.result()"), "page_cpu": after[0] - before[0],
+            "server_cpu": after[1] - before[1]}
+
+
+def report(tab: str, sides: list[Side]) -> None:
+    print(f"\n== {tab}  (ms: p50 / p95 (min–max)) load={os.getloadavg()[0]:.1f}", flush=True)
+    for side in sides:
+        xs = side.samples.get(tab, [])
+        if not xs:
+            continue
+        settled = [x["settled"] for x in xs]
+        answered = [x["answered"] for x in xs]
+        print(f"  {side.label:14s} settled {percentile(settled, 50):6.0f} / {percentile(settled, 95):6.0f} "
+              f"({min(settled):.0f}–{max(settled):.0f})   answered {percentile(answered, 50):6.0f} / "
+              f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
+              f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
+              f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
+    if len(sides) == 2 and all(s.samples.get(tab) for s in sides):
+        a, b = ([x["settled"] for x in s.samples[tab]] for s in sides)
+        ca, cb = ([x["page_cpu"] + x["server_cpu"] for x in s.samples[tab]] for s in sides)
+        print(f"  ratio {sides[1].label}/{sides[0].label}: settled p50 {percentile(b, 50) / percentile(a, 50):.2f}x, "
+              f"p95 {percentile(b, 95) / percentile(a, 95):.2f}x; CPU (page + server) p50 "
+              f"{percentile(cb, 50) / percentile(ca, 50):.2f}x", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=EMBEDDED)
+    parser.add_argument("--repeat", type=int, default=12, help="timed clicks per tab and side (after 2 untimed)")
+    parser.add_argument("--tabs", default=",".join(c.tab for c in CLICKS), help="comma-separated tab names")
+    parser.add_argument("--app-dir", default=str(REPO_ROOT), help="the checkout whose app.py runs (default: this one)")
+    parser.add_argument("--compare", default="", help="a second checkout to alternate with")
+    parser.add_argument("--label-a", default="this checkout")
+    parser.add_argument("--label-b", default="compare")
+    parser.add_argument("--json", default="", help="write every sample here")
+    args = parser.parse_args()
+    tabs = [t.strip() for t in args.tabs.split(",") if t.strip()]
+    from playwright.sync_api import sync_playwright
+
+    print(f"cpus={os.cpu_count()} model={args.model} repeat={args.repeat} load={os.getloadavg()[0]:.1f}", flush=True)
+    sides = [Side(args.label_a, App("--model", args.model, app_dir=Path(args.app_dir)))]
+    if args.compare:
+        sides.append(Side(args.label_b, App("--model", args.model, app_dir=Path(args.compare))))
+    try:
+        for side in sides:
+            side.app.wait_for_model()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+            for side in sides:
+                context = browser.new_context(viewport={"width": 1280, "height": 1000})
+                context.add_init_script(WATCHER)
+                side.page = context.new_page()
+                side.page.goto(side.app.url)
+                side.page.locator("#model-status").filter(has_text="Model in use").wait_for(timeout=300_000)
+                side.page.wait_for_timeout(3000)
+                side.cdp = context.new_cdp_session(side.page)
+                side.cdp.send("Performance.enable", {"timeDomain": "threadTicks"})  # task durations in CPU time
+            for click in (c for c in CLICKS if c.tab in tabs):
+                for side in sides:
+                    open_tab(side.page, click.tab)
+                    for i in range(2):  # untimed: first forward, first draw
+                        click_once(side, click, 1000 + i)
+                for rep in range(args.repeat):
+                    for side in (sides if rep % 2 == 0 else sides[::-1]):
+                        side.samples.setdefault(click.tab, []).append(click_once(side, click, rep))
+                report(click.tab, sides)
+            browser.close()
+    finally:
+        for side in sides:
+            side.app.stop()
+    if args.json:
+        Path(args.json).write_text(json.dumps({s.label: s.samples for s in sides}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
