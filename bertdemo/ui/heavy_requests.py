@@ -67,7 +67,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     # Learn
     "learn_step": MODEL, "answer_or_skip": MODEL, "render": LIGHT, "keep_exploring": LIGHT, "open_link": LIGHT,
     # the code panels, examples, the model picker (loading has its own rules: bertdemo.models.policy)
-    "fill": LIGHT, "load_example": LIGHT, "on_change": LIGHT, "cleared": LIGHT, "partial": LIGHT, "lambda": LIGHT,
+    "fill": LIGHT, "refresh": LIGHT, "load_example": LIGHT, "on_change": LIGHT, "cleared": LIGHT, "partial": LIGHT, "lambda": LIGHT,
     # Tokenizer: the tokenizer only
     "lookup": LIGHT, "run_lookup": LIGHT, "compare_tokenizers": LIGHT, "encode": LIGHT, "tokenize": LIGHT,
     "run_page": LIGHT,
