@@ -14,9 +14,11 @@ from pathlib import Path
 from bertdemo.explore.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
+from bertdemo.finetune.service import FinetuneService
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
-from bertdemo.pretrain.service import RunService
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.lazy import LogicLoader, StoreFront
 
@@ -27,7 +29,9 @@ class AppContext:
 
     settings: ServerSettings
     models: StoreFront  # the model store (the real one once the logic has loaded)
-    runs: RunService  # pretraining runs: start, control, delete, list
+    runs: RunService  # the one training slot and what every run kind shares: control, quota, clean-up, shutdown
+    pretrain_runs: PretrainService  # the pretraining kind: start, list, delete, names, estimates
+    finetune_runs: FinetuneService  # the fine-tuning kind: start, list, delete, ft:<id> models
     batcher: MicroBatcher  # concurrent Fill-Mask requests share a forward
     loader: LogicLoader  # imports torch and the logic after the page is served
     heavy: Slots  # requests with extra passes (PLL, whole words, two models) computing at once
@@ -41,9 +45,11 @@ class AppContext:
         policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
                               runs_dir=settings.runs_dir, hub=hub, served=public.served if public else ())
         loader = LogicLoader()
+        runs = RunService(settings)  # every run kind registers with it (runs.kinds lists them)
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
-                   runs=RunService(settings, hub=hub), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
+                   runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs),
+                   batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir))
 
     @classmethod

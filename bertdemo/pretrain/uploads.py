@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bertdemo import storage
 from bertdemo.pretrain.checkpoints import CONFIG_FILE, run_checkpoints
-from bertdemo.pretrain.run_folders import run_ids
+from bertdemo.runs.folders import run_ids
 
 UPLOADS_DIRNAME = ".uploads"
 HASH_CHARS = 20  # as the block cache keys files: file-<first 20 hex digits of the SHA-256>
