@@ -15,8 +15,8 @@ from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import (TopicTask, build_model, confusion_matrix, encode, evaluate, lr_factor, macro_f1,
                                       pca_2d, run_finetune, topic_probabilities)
 from bertdemo.finetune.metrics import FinetuneMetrics, finetune_csv
-from bertdemo.pretrain.metrics import Status
-from bertdemo.pretrain.trainer import RunControl
+from bertdemo.runs.status import Status
+from bertdemo.runs.control import RunControl
 
 WORDS = {"fruit": ["apple", "banana", "cherry", "grape"], "vehicle": ["car", "truck", "bus", "train"]}
 

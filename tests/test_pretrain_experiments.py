@@ -21,7 +21,8 @@ from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training
 from bertdemo.pretrain.hardware import thread_count
-from bertdemo.pretrain.metrics import MetricsBuffer, debiased_ema
+from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.runs.status import debiased_ema
 from bertdemo.pretrain.model import BatchMaker, build_model
 from bertdemo.viz import run_curves
 from tests.helpers import tiny_run_config

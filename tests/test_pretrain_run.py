@@ -15,7 +15,8 @@ from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpo
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.checkpoints import latest_checkpoint, write_checkpoint
-from bertdemo.pretrain.trainer import predict_masks, run_training
+from bertdemo.pretrain.evaluation import predict_masks
+from bertdemo.pretrain.trainer import run_training
 from tests.helpers import tiny_run_config, wait_until as wait_for
 
 

@@ -56,4 +56,4 @@ def test_one_hub_probe_per_server(tmp_path):
     from bertdemo.context import AppContext
 
     ctx = AppContext.for_tests(tmp_path)
-    assert ctx.runs.hub is ctx.models.policy.hub
+    assert ctx.pretrain_runs.hub is ctx.models.policy.hub
