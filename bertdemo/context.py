@@ -8,6 +8,8 @@ no torch: the model store is a :class:`~bertdemo.ui.lazy.StoreFront` until the l
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,14 +40,15 @@ class AppContext:
     finetune: FinetuneLab  # the topic task, its landmarks, layer probes, fine-tuned models answering
 
     @classmethod
-    def from_settings(cls, settings: ServerSettings) -> AppContext:
-        """Build the services of a server with these settings (torch-free: nothing heavy loads here)."""
+    def from_settings(cls, settings: ServerSettings, clock: Callable[[], float] = time.monotonic) -> AppContext:
+        """Build the services of a server with these settings (torch-free: nothing heavy loads here);
+        ``clock``: the runs' wall-time caps read it (a test passes one it moves by hand)."""
         hub = HubProbe(offline=settings.offline)
         public = settings.public
         policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
                               runs_dir=settings.runs_dir, hub=hub, served=public.served if public else ())
         loader = LogicLoader()
-        runs = RunService(settings)  # every run kind registers with it (runs.kinds lists them)
+        runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader),
                    runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs),
@@ -53,12 +56,14 @@ class AppContext:
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir))
 
     @classmethod
-    def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:
-        """A context whose runs and caches live under ``tmp_path`` (offline, CPU), local unless ``public``."""
+    def for_tests(cls, tmp_path: str | Path, public: bool = False, clock: Callable[[], float] = time.monotonic,
+                  **settings) -> AppContext:
+        """A context whose runs and caches live under ``tmp_path`` (offline, CPU), local unless ``public``;
+        ``clock``: the runs' clock."""
         base = dict(runs_dir=Path(tmp_path) / "runs", cache_dir=Path(tmp_path) / "cache", public=public,
                     admin_token="", offline=True, device="cpu")
         base.update(settings)
-        return cls.from_settings(ServerSettings.build(**base))
+        return cls.from_settings(ServerSettings.build(**base), clock=clock)
 
     def warm_up(self) -> None:
         """Load the default model now (the loader calls this once torch is in)."""

@@ -363,8 +363,8 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if stopped else "")
     message = _final_message(step, total, elapsed(), ended, cfg)
     if stopped:
-        message += (f" A stopped run is scored on the fixed sample of {sample:,} validation examples only; "
-                    "the whole validation and test splits are scored when a run ends on its own.")
+        message += (" A stopped run is not scored on the whole validation and test splits, so the slot is free at "
+                    "once: its last point is the fixed validation sample's, as every point of the curves.")
     metrics.update(status=status, message=message)
     if checkpoint_dir is not None:
         model.to("cpu")

@@ -78,6 +78,6 @@ class FinetuneRun(BackgroundRun):
         left = []
         if self.cfg.time_budget_s:
             left.append(max(0.0, self.cfg.time_budget_s - snap.elapsed_s))
-        if snap.step and snap.total_steps:
+        if snap.step and snap.total_steps and snap.elapsed_s > 0:
             left.append(snap.elapsed_s / snap.step * max(0, snap.total_steps - snap.step))
         return min(left) if left else None

@@ -120,6 +120,11 @@ class FinetuneService:
                 deleted.append(run_id)
         return deleted
 
+    def saved_model(self, run: FinetuneRun) -> Path | None:
+        """The run's saved model folder (a stock ``BertForSequenceClassification``), None before its end."""
+        folder = run.run_folder / MODEL_DIRNAME
+        return folder if run.run_id and (folder / "config.json").is_file() else None
+
     def baselines(self) -> dict[str, float]:
         """The topic task's landmarks (validation accuracy) when computed on this server (else {})."""
         return read_baselines(self.settings.cache_dir)

@@ -161,6 +161,10 @@ class PretrainService:
                 deleted.append(run_id)
         return deleted
 
+    def saved_model(self, run: TrainingRun) -> Path | None:
+        """The run's latest checkpoint folder (a stock ``BertForMaskedLM``), None before its first save."""
+        return checkpoints.latest_checkpoint(run.run_folder) if run.run_id else None
+
     def _resume_folder(self, name: object, public: bool) -> str:
         """The checkpoint folder ``resume_from`` names. A public server takes only ``run:<id>/checkpoint``
         names of its own runs, and answers every other value alike, never echoing a path."""
