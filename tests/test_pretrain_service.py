@@ -113,7 +113,7 @@ def test_the_modules_the_page_needs_before_torch_do_not_load_it():
 
     code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.checkpoints, bertdemo.pretrain.run_folders, "
             "bertdemo.runs.service, bertdemo.finetune.service, "
-            "bertdemo.pretrain.uploads, bertdemo.pretrain.budget, "
+            "bertdemo.runs.uploads, bertdemo.pretrain.budget, "
             "bertdemo.pretrain.config, bertdemo.pretrain.metrics, bertdemo.pretrain.form, bertdemo.settings; "
             "print(sorted(m for m in ('torch', 'transformers', 'bertdemo.pretrain.trainer') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -241,3 +241,15 @@ def test_a_run_times_what_it_spends_beside_training_and_the_next_estimate_counts
     measured = service.speeds.overheads("cpu")
     assert measured is not None and measured.startup_s == pytest.approx(snap.startup_s)
     assert "start-up and 1 checkpoint write (" in service.time_estimate(settings)
+
+
+def test_a_preparing_runs_status_line_names_no_parameter_count_before_the_model_is_built(tmp_path):
+    from bertdemo.pretrain.metrics import RunSnapshot
+    from bertdemo.viz.run_curves import status_markdown
+
+    preparing = RunSnapshot(run_id="20260101-000000-bert-tiny", status="preparing", preset="bert-tiny",
+                            corpus="wiki", message="Tokenizing…")
+    assert "parameters" not in status_markdown(preparing) and "bert-tiny · " in status_markdown(preparing)
+    built = RunSnapshot(run_id="x", status="running", preset="bert-tiny", corpus="wiki", param_count=4_416_698,
+                        device="cpu")
+    assert "bert-tiny (4,416,698 parameters) · " in status_markdown(built)

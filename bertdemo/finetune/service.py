@@ -131,8 +131,8 @@ class FinetuneService:
 
     def ids(self) -> list[str]:
         """Ids of the fine-tuning runs with a saved model, newest first."""
-        return sorted((r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file()),
-                      reverse=True)
+        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
+        return sorted(saved, reverse=True)
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""

@@ -1,15 +1,16 @@
 """Live mini masked-LM pretraining: a small BERT learns from a corpus in a background thread.
 
 Public API (pure Python, no UI): `TrainConfig`, `PretrainService(runs)` (start, delete, the runs and
-checkpoints of a server; the slot and its control are :mod:`bertdemo.runs`'), `TrainingRun.snapshot()` ->
-`RunSnapshot`, `list_checkpoints(runs_dir)`, `param_count(...)`. Headless: ``python -m bertdemo.pretrain --help`` (also under ``torchrun``).
+checkpoints of a server; the slot and its control are :mod:`bertdemo.runs`'), `TrainingRun.snapshot()`
+-> `RunSnapshot`, `list_checkpoints(runs_dir)`, `param_count(...)`. Headless: ``python -m bertdemo.pretrain
+--help`` (also under ``torchrun``).
 
 The package, read in order: ``config`` (a run's settings) and ``form`` (a page's or API caller's
 request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
 objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, optimizer, threads), ``evaluation``
 (held-out scores and probes), ``calibration`` (this machine's speed before any run), ``metrics``,
 ``checkpoints`` (step folders and the pointer to the latest), ``run_folders`` (saved runs and what each
-was), ``uploads`` (uploaded corpora), ``budget`` (caps, memory / disk / time), ``run`` (a run on its
+was, the corpora they use), ``budget`` (caps, memory / disk / time), ``run`` (a run on its
 thread in the shared slot), ``service`` (pretraining's own rules), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
 
 The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,

@@ -17,10 +17,10 @@ Time. A run's work is counted in floating-point operations per trained token (fo
   + 6 × hidden × 30,522 × masking rate                               the vocabulary logits, masked tokens only
 
 plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
-operations per second is kept by a :class:`SpeedBook` (one per server, owned by the run service):
-the last run's measured speed, or before any run a quick calibration through the run's own
-training code (:func:`bertdemo.pretrain.calibration.calibrate`, passed in by the run service). Torch-free (the page checks a form before torch
-loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
+operations per second is kept by a :class:`SpeedBook` (one per server, owned by the pretraining
+service): the last run's measured speed, or before any run a quick calibration through the run's own
+training code (:func:`bertdemo.pretrain.calibration.calibrate`, passed in by that service). Torch-free
+(the page checks a form before torch loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
 
 A time budget counts training seconds only; a run's wall time adds its evaluations, its checkpoint
 writes and its start-up (the tokenizer, the corpus, the model). :func:`estimate_run` counts

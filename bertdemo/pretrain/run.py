@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
-from bertdemo.pretrain import budget, checkpoints, uploads
+from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.probes import validate_expected
@@ -76,7 +76,7 @@ class TrainingRun(BackgroundRun):
 
         own_cache = [self.cfg.data.cache_dir] if self.cfg.data.cache_dir else []
         # an upload no checkpoint refers to is deleted now, with its blocks in this run's cache too
-        uploads.release_uploads(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
+        run_folders.release_corpora(self.runs_dir, cache_dirs=[*own_cache, default_cache_dir()])
 
     def own_seconds_left(self) -> float | None:
         """The run's own estimate of the time to its last step (its ETA), once it has one."""

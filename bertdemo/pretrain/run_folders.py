@@ -4,11 +4,13 @@ the label that tells it from the others).
 Torch-free at import. Runs are named by their folder under ``runs_dir`` (the run id); what every kind's
 folders share (owner, visitor, expiry, deletion) is :mod:`bertdemo.runs.folders`. A run's checkpoints
 (:mod:`bertdemo.pretrain.checkpoints`) keep its settings and metric history, so runs stay listed after a
-restart.
+restart; an uploaded corpus stays while a run refers to it (:func:`release_corpora`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,11 +23,13 @@ from bertdemo.pretrain.checkpoints import (
     latest_checkpoint,
     list_checkpoints,
     read_state,
+    run_checkpoints,
     run_folder_of,
 )
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import RunSnapshot, snapshot_from_history
-from bertdemo.runs.folders import run_folder
+from bertdemo.runs import uploads
+from bertdemo.runs.folders import run_folder, run_ids
 
 
 @dataclass
@@ -99,3 +103,31 @@ def differing_labels(records: list[RunRecord]) -> dict[str, str]:
         parts = [f"{n}={corpus_display_name(r.settings.get(n)) if n == 'corpus' else r.settings.get(n)}" for n in names]
         labels[r.run_id] = f"{r.run_id[-12:]} ({', '.join(parts)})" if parts else r.run_id
     return labels
+
+
+def corpora_in_use(runs_dir: str | Path, active: Iterable[str] = ()) -> set[Path]:
+    """The corpus files the runs under ``runs_dir`` refer to: ``active`` (runs under way) and every kept
+    checkpoint's (a saved run may be resumed)."""
+    used = {Path(c).resolve() for c in active if c}
+    for run_id in run_ids(runs_dir):
+        for checkpoint in run_checkpoints(Path(runs_dir) / run_id):
+            try:
+                data = json.loads((checkpoint / CONFIG_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            section = data.get("data")
+            corpus = section.get("corpus") if isinstance(section, dict) else data.get("corpus")
+            if isinstance(corpus, str) and corpus:
+                used.add(Path(corpus).resolve())
+    return used
+
+
+def release_corpora(runs_dir: str | Path, active: Iterable[str] = (), cache_dirs: Iterable[str | Path] = ()) -> list[str]:
+    """Delete the uploaded corpora no run refers to (``active``: corpora of runs under way) and their block
+    caches in ``cache_dirs`` (default: the app's block cache). Returns the file names deleted."""
+    if not uploads.uploads_dir(runs_dir).is_dir():
+        return []
+    from bertdemo.pretrain.data import default_cache_dir  # numpy: only when something may be released
+
+    caches = [Path(c) for c in cache_dirs] or [default_cache_dir()]
+    return uploads.release_uploads(runs_dir, corpora_in_use(runs_dir, active), caches)

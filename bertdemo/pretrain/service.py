@@ -18,13 +18,13 @@ from typing import Any
 from bertdemo.import_lock import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.models.hub import HubProbe
-from bertdemo.pretrain import budget, checkpoints, run_folders, uploads
+from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS
 from bertdemo.pretrain.metrics import HELDOUT_EVAL, RunSnapshot, metrics_csv
 from bertdemo.pretrain.run import KIND, TrainingRun
-from bertdemo.runs import folders
+from bertdemo.runs import folders, uploads
 from bertdemo.runs.service import NOT_YOURS, RunService
 from bertdemo.settings import Limits
 
@@ -142,7 +142,7 @@ class PretrainService:
                               disk=self.settings.disk, speeds=self.speeds, clock=self.manager.clock)
             self.runs.launch(run, owner_token)
         except ValueError:
-            uploads.release_uploads(self.runs_dir, active=self._active_corpora())
+            run_folders.release_corpora(self.runs_dir, active=self._active_corpora())
             raise
         if received:
             uploads.forget_original_upload(received)
@@ -250,7 +250,7 @@ class PretrainService:
         self.runs.check_may_delete(self.runs_dir, run_id, owner_token)
         folders.delete_run_folder(self.runs_dir, run_id)
         self.manager.forget(run_id)  # a deleted run's status is not the page's latest run any more
-        uploads.release_uploads(self.runs_dir, active=self._active_corpora())
+        run_folders.release_corpora(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:
         run = self.current

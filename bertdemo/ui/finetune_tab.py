@@ -59,8 +59,8 @@ def _init_choices(pretraining) -> list[tuple[str, str]]:
 
 
 def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
-    """Lay out the tab and wire it to ``ctx.finetune_runs``, ``ctx.runs`` and ``ctx.finetune``; ``owner``: this browser's owner token
-    (the Pretrain tab's hidden box, read from and kept in the browser's localStorage)."""
+    """Lay out the tab and wire it to ``ctx.finetune_runs``, ``ctx.runs`` and ``ctx.finetune``; ``owner``: this
+    browser's owner token (the Pretrain tab's hidden box, read from and kept in the browser's localStorage)."""
     runs, slot, lab, store, public = ctx.finetune_runs, ctx.runs, ctx.finetune, ctx.models, ctx.settings.is_public
     pretraining = ctx.pretrain_runs  # the checkpoints a fine-tune may start from, the runs the layer probe reads
     user_errors = functools.partial(common.user_errors, public=public)

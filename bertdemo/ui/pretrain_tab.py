@@ -2,7 +2,8 @@
 
 Layout and wiring only. Every rule of a run — the checks before a start, who may pause, resume, stop
 or delete it, uploads, the names of checkpoints — lives in the run service
-(:class:`bertdemo.pretrain.service.PretrainService`, ``ctx.pretrain_runs``; the slot's live run of any kind: ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
+(:class:`bertdemo.pretrain.service.PretrainService`, ``ctx.pretrain_runs``; the slot's live run of any
+kind: ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
 The page polls the run's snapshot with a ``gr.Timer`` and redraws when it moved on. Every open page
 watches the same run, and a reloaded page reattaches to it.
 """
@@ -124,7 +125,8 @@ KEEP_OWNER_JS = f"(token) => {{ if (token) localStorage.setItem({OWNER_KEY!r}, t
 
 
 def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbox:
-    """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.pretrain_runs`` and ``ctx.runs``.
+    """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.pretrain_runs``
+    and ``ctx.runs``.
 
     On a public server only the browser that started a run (its owner token, kept in the browser's
     localStorage and read when the page opens) may pause, resume or stop it; the service applies that rule."""
