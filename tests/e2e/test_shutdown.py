@@ -21,7 +21,7 @@ RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_h
 SAVING = {**RUN, "checkpoint_every": 1}  # saves after every step: a signal finds it saving or about to
 PRETRAINED = "20260101-000000-tiny"  # a run of the server's whose checkpoint a fine-tune starts from
 FINETUNE = dict(epochs=20, time_budget_s=3600, eval_every=1000, seed=1)  # evaluates only at step 0 and the end
-EVALUATING = {**FINETUNE, "eval_every": 1}  # a validation pass (500 examples) after every step: mostly evaluating
+EVALUATING = {**FINETUNE, "eval_every": 5}  # a validation pass (500 examples) every 5 steps: mostly evaluating
 
 
 def _status(client: Client, predicate, what: str, timeout_s: float = 180.0) -> dict:
