@@ -176,14 +176,21 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _save_runs_on_shutdown(ctx) -> None:
-    """SIGTERM (a Space restarting, ``kill``) and SIGINT stop the live run, which saves its checkpoint
-    (within SHUTDOWN_SAVE_S), before the process ends."""
+    """SIGTERM (a Space restarting, ``kill``) and SIGINT stop the live run of any kind, in any state
+    (training, paused, evaluating, saving), which saves its checkpoint (within SHUTDOWN_SAVE_S) before the
+    process ends with code 0; a run that cannot end by then is left, and the process exits with code 1."""
     import signal
 
     def stop_and_exit(signum, frame) -> None:
-        logging.getLogger("bertdemo").info("Shutting down: saving the live run, if any")
-        ctx.runs.shutdown(timeout=SHUTDOWN_SAVE_S)
-        raise SystemExit(0)
+        log = logging.getLogger("bertdemo")
+        log.info("Shutting down: saving the live run, if any")
+        if ctx.runs.shutdown(timeout=SHUTDOWN_SAVE_S):
+            raise SystemExit(0)
+        # A run thread still inside torch: tearing the interpreter down under it aborts the process
+        # ("terminate called without an active exception"), so leave at once, saying what was lost.
+        log.warning("The live run did not save within %.0f s; exiting without its last checkpoint", SHUTDOWN_SAVE_S)
+        logging.shutdown()
+        os._exit(1)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop_and_exit)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bertdemo.finetune.config import FinetuneConfig  # noqa: E402
 from bertdemo.finetune.engine import TopicTask, run_finetune  # noqa: E402
 from bertdemo.finetune.metrics import FinetuneMetrics  # noqa: E402
-from bertdemo.pretrain.trainer import RunControl  # noqa: E402
+from bertdemo.runs.control import RunControl  # noqa: E402
 
 MARKS = (60, 120, 180)
 

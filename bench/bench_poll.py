@@ -35,7 +35,8 @@ import gradio as gr  # noqa: E402
 
 from bertdemo.models.embedded import wiki_summaries  # noqa: E402
 from bertdemo.pretrain import TrainConfig  # noqa: E402
-from bertdemo.pretrain.service import RunService  # noqa: E402
+from bertdemo.pretrain.service import PretrainService  # noqa: E402
+from bertdemo.runs.service import RunService  # noqa: E402
 from bertdemo.settings import ServerSettings  # noqa: E402
 from bertdemo.ui.pretrain_tab import poll_view  # noqa: E402
 from bertdemo.viz import run_curves  # noqa: E402
@@ -45,7 +46,7 @@ COMPONENTS = {"status": gr.Markdown(), "timeline": gr.Markdown(), "plot": gr.Plo
               "table": gr.Dataframe(headers=run_curves.PROBE_HEADERS)}
 
 
-def config(service: RunService, corpus: str, steps: int, lr: float, resume_from: str = "") -> TrainConfig:
+def config(service: PretrainService, corpus: str, steps: int, lr: float, resume_from: str = "") -> TrainConfig:
     return TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2,
                                  intermediate_size=64, corpus=corpus, seq_len=64, batch_size=8, steps=steps, lr=lr,
                                  warmup_steps=50, log_every=10, eval_every=25, checkpoint_every=0, device="cpu",
@@ -59,14 +60,14 @@ def train_here(runs_dir: str, corpus: str, steps: int, lr: float) -> str:
     from bertdemo.pretrain.trainer import run_training
 
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-poll-lr{lr:g}"
-    service = RunService(ServerSettings.build(runs_dir=runs_dir))
+    service = PretrainService(RunService(ServerSettings.build(runs_dir=runs_dir)))
     status = run_training(config(service, corpus, steps, lr), metrics=MetricsBuffer(run_id=run_id),
                           run_folder=service.runs_dir / run_id, run_info={"run_id": run_id})
     print(f"  {run_id}: {status}", flush=True)
     return run_id
 
 
-def train(service: RunService, corpus: str, steps: int, lr: float, resume_from: str = "") -> str:
+def train(service: PretrainService, corpus: str, steps: int, lr: float, resume_from: str = "") -> str:
     run = service.start(config(service, corpus, steps, lr, resume_from))
     while not run.join(5.0):
         snap = run.snapshot()
@@ -86,7 +87,7 @@ def sent(updates: dict) -> int:
     return total
 
 
-def measure(service: RunService, compare: list[str], seen: dict | None, repeats: int) -> tuple[list[float], int]:
+def measure(service: PretrainService, compare: list[str], seen: dict | None, repeats: int) -> tuple[list[float], int]:
     times, size = [], 0
     for _ in range(repeats):
         start = time.perf_counter()
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--docs", type=int, default=300)
     args = parser.parse_args()
-    service = RunService(ServerSettings.build(runs_dir=args.runs_dir))
+    service = PretrainService(RunService(ServerSettings.build(runs_dir=args.runs_dir)))
     corpus = Path(args.runs_dir) / ".corpus" / "wiki.jsonl"  # a dot folder: not a run
     corpus.parent.mkdir(parents=True, exist_ok=True)
     corpus.write_text("\n".join(json.dumps({"text": t}) for t in wiki_summaries()[: args.docs]), encoding="utf-8")

@@ -52,7 +52,7 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
 
     from bertdemo.models.embedded import tokenizer_dir
     from bertdemo.pretrain.data import prepare_blocks
-    from bertdemo.pretrain.trainer import evaluate_heldout
+    from bertdemo.pretrain.evaluation import evaluate_heldout
     from bertdemo.pretrain.model import BatchMaker, PretrainObjective
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))

@@ -186,7 +186,8 @@ def run_once(settings: dict, seed: int, marks: list[float], eval_every: float, d
     import torch
 
     from bertdemo.pretrain.metrics import MetricsBuffer
-    from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, training_device
+    from bertdemo.pretrain.trainer import DistInfo, Trainer, training_device
+    from bertdemo.runs.control import RunControl
 
     cfg = TrainConfig().replace(seed=seed, device=device_name, num_threads=1, **settings)
     cfg.validate()

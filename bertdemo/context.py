@@ -8,16 +8,20 @@ no torch: the model store is a :class:`~bertdemo.ui.lazy.StoreFront` until the l
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bertdemo.explore.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
+from bertdemo.finetune.service import FinetuneService
 from bertdemo.memory import MemoryBudget, MemoryTrimmer
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
-from bertdemo.pretrain.service import RunService
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.lazy import LogicLoader, StoreFront
 
@@ -28,7 +32,9 @@ class AppContext:
 
     settings: ServerSettings
     models: StoreFront  # the model store (the real one once the logic has loaded)
-    runs: RunService  # pretraining runs: start, control, delete, list
+    runs: RunService  # the one training slot and what every run kind shares: control, quota, clean-up, shutdown
+    pretrain_runs: PretrainService  # the pretraining kind: start, list, delete, names, estimates
+    finetune_runs: FinetuneService  # the fine-tuning kind: start, list, delete, ft:<id> models
     batcher: MicroBatcher  # concurrent Fill-Mask requests share a forward
     loader: LogicLoader  # imports torch and the logic after the page is served
     heavy: Slots  # requests with extra passes (PLL, whole words, two models) computing at once
@@ -37,28 +43,33 @@ class AppContext:
     trimmer: MemoryTrimmer  # hands freed memory back to the system (started by app.py)
 
     @classmethod
-    def from_settings(cls, settings: ServerSettings) -> AppContext:
-        """Build the services of a server with these settings (torch-free: nothing heavy loads here)."""
+    def from_settings(cls, settings: ServerSettings, clock: Callable[[], float] = time.monotonic) -> AppContext:
+        """Build the services of a server with these settings (torch-free: nothing heavy loads here);
+        ``clock``: the runs' wall-time caps read it (a test passes one it moves by hand)."""
         hub = HubProbe(offline=settings.offline)
         public = settings.public
         policy = AccessPolicy(public.max_model_gb if public else None, public.allowed if public else frozenset(),
                               runs_dir=settings.runs_dir, hub=hub, served=public.served if public else ())
         loader = LogicLoader()
         memory = MemoryBudget.gigabytes(settings.memory_budget_gb)
+        runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader,
                                      budget=memory),
-                   runs=RunService(settings, hub=hub), batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
+                   runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs),
+                   batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir, memory), memory=memory,
                    trimmer=MemoryTrimmer())
 
     @classmethod
-    def for_tests(cls, tmp_path: str | Path, public: bool = False, **settings) -> AppContext:
-        """A context whose runs and caches live under ``tmp_path`` (offline, CPU), local unless ``public``."""
+    def for_tests(cls, tmp_path: str | Path, public: bool = False, clock: Callable[[], float] = time.monotonic,
+                  **settings) -> AppContext:
+        """A context whose runs and caches live under ``tmp_path`` (offline, CPU), local unless ``public``;
+        ``clock``: the runs' clock."""
         base = dict(runs_dir=Path(tmp_path) / "runs", cache_dir=Path(tmp_path) / "cache", public=public,
                     admin_token="", offline=True, device="cpu")
         base.update(settings)
-        return cls.from_settings(ServerSettings.build(**base))
+        return cls.from_settings(ServerSettings.build(**base), clock=clock)
 
     def warm_up(self) -> None:
         """Load the default model now (the loader calls this once torch is in)."""

@@ -13,8 +13,13 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
+from bertdemo.finetune.service import FinetuneService
 from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain.budget import SpeedBook
 from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunService
+from bertdemo.settings import ServerSettings
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval: float = 0.005,
@@ -69,6 +74,14 @@ def tiny_run_config(corpus: str, tmp_path: Path, **overrides) -> TrainConfig:
                 runs_dir=str(tmp_path), device="cpu", num_threads=1)
     base.update(overrides)
     return TrainConfig.from_flat(**base)
+
+
+def run_services(settings: ServerSettings, speeds: SpeedBook | None = None, clock: Callable[[], float] = time.monotonic,
+                 ) -> tuple[RunService, PretrainService, FinetuneService]:
+    """The shared run service of ``settings`` with both run kinds registered, as the app context builds them
+    (``speeds``: the pretraining kind's speed book; ``clock``: the slot's clock)."""
+    runs = RunService(settings, clock=clock)
+    return runs, PretrainService(runs, speeds=speeds), FinetuneService(runs)
 
 
 class FakeClock:

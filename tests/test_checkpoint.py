@@ -239,12 +239,12 @@ def test_a_move_cut_off_before_the_latest_moved_still_reads_the_latest(tmp_path,
 
 def test_an_earlier_layout_run_resumes_by_its_name(tmp_path):
     """A run trained before the step folders resumes from run:<id>/checkpoint and saves into step folders."""
-    from bertdemo.pretrain.service import RunService
     from bertdemo.settings import ServerSettings
+    from tests.helpers import run_services
 
     runs = tmp_path / "runs"
-    service = RunService(ServerSettings.build(runs_dir=runs, cache_dir=tmp_path / "cache"))
-    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), runs, steps=10))
+    _, service, _ = run_services(ServerSettings.build(runs_dir=runs, cache_dir=tmp_path / "cache"))
+    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), runs, steps=10))
     assert run.join(60) and run.status == "finished", run.snapshot().message
     folder = runs / run.run_id
     (folder / "steps" / "step-10").rename(folder / "checkpoint")  # as the earlier layout saved it

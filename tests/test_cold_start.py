@@ -115,9 +115,9 @@ def test_a_module_that_fails_to_load_is_reported_and_the_rest_still_load():
 def test_pretrain_package_names_load_on_first_use():
     import bertdemo.pretrain as pretrain
 
-    assert pretrain.RunService.__module__ == "bertdemo.pretrain.service"
+    assert pretrain.PretrainService.__module__ == "bertdemo.pretrain.service"
     assert pretrain.PRESETS["bert-tiny"] == (2, 128, 2, 512)
-    assert "RunService" in dir(pretrain)
+    assert "PretrainService" in dir(pretrain)
     with pytest.raises(AttributeError):
         pretrain.no_such_name  # noqa: B018
 

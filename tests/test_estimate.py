@@ -160,7 +160,7 @@ def test_the_speed_book_keeps_what_the_last_run_spent_beside_training():
 def test_before_any_run_evaluations_are_priced_at_their_own_calibrated_speed():
     import math
 
-    from bertdemo.pretrain.trainer import calibrate_evaluation
+    from bertdemo.pretrain.calibration import calibrate_evaluation
 
     cfg = _cfg(time_budget_s=0, device="cpu")
     speeds = budget.SpeedBook(lambda device: 1.0e9, eval_calibrator=lambda device: 2.5e8)  # a quarter as fast

@@ -15,8 +15,8 @@ from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import (TopicTask, build_model, encode, evaluate, lr_factor,
                                       pca_2d, run_finetune, topic_probabilities)
 from bertdemo.finetune.metrics import FinetuneMetrics, finetune_csv
-from bertdemo.pretrain.metrics import Status
-from bertdemo.pretrain.trainer import RunControl
+from bertdemo.runs.status import Status
+from bertdemo.runs.control import RunControl
 
 WORDS = {"fruit": ["apple", "banana", "cherry", "grape"], "vehicle": ["car", "truck", "bus", "train"]}
 
@@ -158,3 +158,43 @@ def test_settings_out_of_range_are_refused_with_the_value():
         config_from_request({"batch_size": "many"})
     with pytest.raises(ValueError, match="init 'x' is not one of"):
         config_from_request({"init": "x"})
+
+
+def test_paused_time_eats_neither_the_budget_nor_the_learning_rate(tiny_mlm_dir, tmp_path):
+    """A run paused for longer than its whole time budget resumes where it was: the budget and the schedule
+    count training time only (the clock moves only while the run is paused)."""
+    import threading
+
+    from tests.helpers import FakeClock, wait_until
+
+    clock, control, metrics = FakeClock(), RunControl(), FinetuneMetrics()
+    control.pause_event.set()  # paused before the first step (after the starting evaluation)
+    cfg = tiny_cfg(tiny_mlm_dir, epochs=1, time_budget_s=60)
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(status=run_finetune(
+        cfg, word_task(10), metrics, control, tmp_path / "model", clock=clock)), daemon=True)
+    worker.start()
+    wait_until(lambda: metrics.get("status") == Status.PAUSED, timeout=120, message=lambda: metrics.get("message"))
+    clock.now += 1000  # paused for much longer than the 60-second budget
+    control.pause_event.clear()
+    worker.join(120)
+    snap = metrics.snapshot()
+    assert done["status"] == Status.FINISHED and snap.message.startswith("Finished all planned steps"), snap.message
+    assert snap.step == snap.total_steps and snap.elapsed_s == 0.0 and max(snap.wall_s) == 0.0  # training time only
+    total = snap.total_steps
+    assert snap.lr == pytest.approx([3e-3 * lr_factor(step / total, 0.1) for step in snap.steps[:-1]] + [0.0])
+    assert control.paused_at == [0]
+
+
+def test_a_stopped_run_scores_only_the_fixed_sample_and_says_so(tiny_mlm_dir, tmp_path):
+    """A Stop frees the training slot within seconds: its final evaluation is the fixed validation sample (the
+    whole validation and test splits are left unscored, and the status says so)."""
+    control, metrics = RunControl(), FinetuneMetrics()
+    control.stop_event.set()
+    status = run_finetune(tiny_cfg(tiny_mlm_dir, eval_examples=50), word_task(100), metrics, control,
+                          tmp_path / "model")
+    snap = metrics.snapshot()
+    assert status == Status.STOPPED and snap.eval_steps == [0, 0] and snap.eval_examples == 40  # all 40 there are
+    assert math.isnan(snap.val_accuracy_all) and math.isnan(snap.test_accuracy)
+    assert "not scored on the whole validation and test splits" in snap.message
+    assert (tmp_path / "model" / "model.safetensors").is_file()

@@ -9,9 +9,10 @@ import torch
 from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
-from bertdemo.pretrain.metrics import Status
+from bertdemo.runs.status import Status
 from bertdemo.pretrain.model import load_checkpoint_model
-from bertdemo.pretrain.slot import RunManager
+from bertdemo.pretrain.run import TrainingRun
+from bertdemo.runs.slot import RunManager
 from tests.helpers import tiny_run_config, wait_until
 
 
@@ -35,7 +36,8 @@ def reach(run, step: int) -> None:
 
 def _started(corpus, tmp_path, steps: int, at_least: int = 4) -> RunManager:
     manager = RunManager(tmp_path / "runs")
-    run = manager.start(_cfg(corpus, tmp_path, steps), owner_token="owner-a", max_seconds=600)
+    run = manager.start_run(TrainingRun(_cfg(corpus, tmp_path, steps), manager.runs_dir, owner_token="owner-a",
+                                        max_seconds=600, clock=manager.clock))
     reach(run, at_least)
     return manager
 
@@ -86,7 +88,7 @@ def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp
         next(gpu_burst.run_burst(manager, steps=5, device="cpu", train=gpu_burst.train_burst))
     with manager.hold():
         with pytest.raises(ValueError, match="GPU burst"):
-            manager.start(_cfg(corpus, tmp_path, 10))
+            manager.start_run(TrainingRun(_cfg(corpus, tmp_path, 10), manager.runs_dir))
 
 
 def test_the_gpu_entry_point_is_there_from_startup_without_torch():
@@ -104,10 +106,10 @@ def test_the_gpu_entry_point_is_there_from_startup_without_torch():
 
 
 def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
-    from bertdemo.pretrain.service import RunService
+    from tests.helpers import run_services
     from bertdemo.settings import ServerSettings
 
-    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs"))
+    _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs"))
     seen = {}
 
     def train(inp, device):  # a burst whose GPU worker is still training when the owner tries to delete
@@ -131,7 +133,8 @@ def test_the_bursts_time_is_charged_to_the_runs_cap(corpus, tmp_path):
 
     clock = FakeClock()
     manager = RunManager(tmp_path / "runs", clock=clock)
-    run = manager.start(_cfg(corpus, tmp_path, 400), owner_token="owner-a", max_seconds=600)
+    run = manager.start_run(TrainingRun(_cfg(corpus, tmp_path, 400), manager.runs_dir, owner_token="owner-a",
+                                        max_seconds=600, clock=manager.clock))
     reach(run, 4)
     asked = {}
 

@@ -67,3 +67,52 @@ def test_settings_import_nothing_from_pretrain():
                              "print(sorted(m for m in sys.modules if m.startswith('bertdemo.pretrain')))"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert loaded.stdout.strip() == "[]", loaded.stderr[-500:]
+
+
+PACKAGE = ROOT / "bertdemo"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every bertdemo module a source file imports, at its top or inside a function (``TYPE_CHECKING`` too)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from bertdemo.x import y`
+    return {name for name in found if name.startswith("bertdemo.")}
+
+
+def _imports_of(package: str) -> dict[str, set[str]]:
+    return {str(path.relative_to(ROOT)): _imported_modules(path) for path in sorted((PACKAGE / package).rglob("*.py"))}
+
+
+def _crossings(package: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    return {file: sorted(m for m in names if m.split(".")[1] in forbidden)
+            for file, names in _imports_of(package).items() if any(m.split(".")[1] in forbidden for m in names)}
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("runs", ("pretrain", "finetune", "explore", "learn", "ui", "viz")),  # what every kind shares: below them all
+    ("pretrain", ("finetune", "ui")),  # two run kinds: neither imports the other
+    ("finetune", ("pretrain", "ui")),
+])
+def test_run_kinds_import_only_down_the_floors(package, forbidden):
+    assert _crossings(package, forbidden) == {}
+
+
+def test_the_crossing_check_sees_an_import_inside_a_function(tmp_path):
+    source = tmp_path / "kind.py"
+    source.write_text("def f():\n    from bertdemo.pretrain.trainer import run_training\n    import bertdemo.ui\n")
+    assert _imported_modules(source) == {"bertdemo.pretrain.trainer", "bertdemo.pretrain.trainer.run_training",
+                                         "bertdemo.ui"}
+
+
+def test_budget_and_the_trainer_form_no_circle():
+    """The time budget is torch-free and below the training loop: it never imports the trainer (nor the
+    calibration, which times the trainer's own step); the trainer may read the budget."""
+    budget = _imported_modules(PACKAGE / "pretrain" / "budget.py")
+    assert not budget & {"bertdemo.pretrain.trainer", "bertdemo.pretrain.calibration"}

@@ -40,7 +40,7 @@ def test_a_page_opened_during_a_run_shows_the_run_at_once(tmp_path):
     expected_box = next(c for c in demo.blocks.values() if getattr(c, "label", "") == "Expected word at the first [MASK]")
     default_probe = probe_box.load_event_to_attach[0]()
     assert expected_box.load_event_to_attach[0]() == "paris"  # the default probe's word
-    run = ctx.runs.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000,
+    run = ctx.pretrain_runs.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000,
                                          probe_text="He was born [MASK] London.", probe_expected="in"))
     try:
         wait_until(lambda: run.snapshot().steps or not run.active, message=lambda: run.snapshot().message)

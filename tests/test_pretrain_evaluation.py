@@ -107,7 +107,7 @@ def test_a_probe_offers_what_fill_mask_offers_there(tokenizer):
     start, only ## pieces glued to letters), and the rank counts the words that may stand there."""
     from bertdemo.explore import fill_mask
     from bertdemo.models.store import LoadedModel
-    from bertdemo.pretrain.trainer import predict_masks
+    from bertdemo.pretrain.evaluation import predict_masks
 
     torch.manual_seed(0)
     model = BertForMaskedLM(tiny_bert_config()).eval()

@@ -15,13 +15,15 @@ from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import checkpoints, run_folders as run_files
+from bertdemo.runs import folders
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
 from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training
 from bertdemo.pretrain.hardware import thread_count
-from bertdemo.pretrain.metrics import MetricsBuffer, debiased_ema
+from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.runs.status import debiased_ema
 from bertdemo.pretrain.model import BatchMaker, build_model
 from bertdemo.viz import run_curves
 from tests.helpers import tiny_run_config
@@ -232,7 +234,7 @@ def test_runs_are_listed_compared_exported_and_deleted(tmp_path, corpus):
         pytest.approx(math.log(30522))]
     with pytest.raises(ValueError, match="No such run"):
         run_files.run_dir(tmp_path, "../run-a")
-    run_files.delete_run_folder(tmp_path, "run-a")
+    folders.delete_run_folder(tmp_path, "run-a")
     assert run_files.list_runs(tmp_path) == ["run-b"]
 
 

@@ -19,11 +19,11 @@ from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
 from bertdemo.pretrain.model import build_model, neighbour_offsets, starts_on_neighbours
-from bertdemo.pretrain.service import RunService
-from bertdemo.pretrain.trainer import DistInfo, RunControl, Trainer, lr_at, make_optimizer, run_training
+from bertdemo.pretrain.trainer import DistInfo, Trainer, lr_at, make_optimizer, run_training
+from bertdemo.runs.control import RunControl
 from bertdemo.settings import ServerSettings
 from bertdemo.viz import run_curves
-from tests.helpers import tiny_bert_config, tiny_run_config, wiki_corpus_file
+from tests.helpers import run_services, tiny_bert_config, tiny_run_config, wiki_corpus_file
 
 SENTENCE = "He was born [MASK] London and lived in the city for many years."
 
@@ -259,7 +259,7 @@ def test_the_status_curves_and_timeline_carry_the_bias_each_evaluation_ran_with(
     """A run whose bias is gone by half its steps: /run_status carries the
     strength at each evaluation, the loss chart draws it, and the timeline says what its fading does."""
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache")
-    service = RunService(settings)
+    _, service, _ = run_services(settings)
     run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=24, eval_every=6,
                                         time_budget_s=0.0, locality_fade=0.5))
     assert run.join(60) and run.status == "finished", run.snapshot().message

@@ -11,11 +11,13 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
-from bertdemo.pretrain import RunManager, TrainConfig, bert_config, list_checkpoints, param_count, resume_config
+from bertdemo.pretrain import TrainConfig, TrainingRun, bert_config, list_checkpoints, param_count, resume_config
+from bertdemo.runs.slot import RunManager
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.checkpoints import latest_checkpoint, write_checkpoint
-from bertdemo.pretrain.trainer import predict_masks, run_training
+from bertdemo.pretrain.evaluation import predict_masks
+from bertdemo.pretrain.trainer import run_training
 from tests.helpers import tiny_run_config, wait_until as wait_for
 
 
@@ -90,13 +92,13 @@ def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
 
 def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cache_dir) -> None:
     manager = RunManager(tmp_path)
-    run = manager.start(tiny_cfg(wiki300, cache_dir, tmp_path, steps=100_000, eval_every=10_000))
+    run = manager.start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path, steps=100_000, eval_every=10_000), tmp_path))
     try:
         assert manager.current is run
         with pytest.raises(ValueError, match="already"):
-            manager.start(tiny_cfg(wiki300, cache_dir, tmp_path))
+            manager.start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path), tmp_path))
         with pytest.raises(ValueError, match="another process|already"):
-            RunManager(tmp_path).start(tiny_cfg(wiki300, cache_dir, tmp_path))  # the machine-wide lock
+            RunManager(tmp_path).start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path), tmp_path))  # machine lock
         with pytest.raises(ValueError, match=r"\[MASK\]"):
             run.set_probe_text("no mask here")
         run.set_probe_text("Rome is the [MASK] of [MASK].")
@@ -120,7 +122,7 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
     # after the stop a new run may start; resuming continues the step count and history
     cfg = resume_config(path, steps=snap.step + 10)
     assert cfg.system.resume_from == str(path) and cfg.model.hidden_size == 32 and cfg.data.corpus == wiki300
-    resumed = manager.start(cfg)
+    resumed = manager.start_run(TrainingRun(cfg, tmp_path))
     assert resumed.join(60)
     after = resumed.snapshot()
     assert after.status == "finished", after.message

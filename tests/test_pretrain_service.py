@@ -9,18 +9,19 @@ import pytest
 
 from bertdemo.pretrain.budget import SpeedBook
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.service import RunService
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
-from tests.helpers import tiny_run_config, wiki_corpus_file
+from tests.helpers import run_services, tiny_run_config, wiki_corpus_file
 
 SMALL = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
              seq_len=32, batch_size=8, steps=6, log_every=2, eval_every=100, eval_batches=1, checkpoint_every=0)
 
 
-def _service(tmp_path: Path, public: bool = False) -> RunService:
+def _service(tmp_path: Path, public: bool = False) -> PretrainService:
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", public=public, admin_token="admin-secret",
                                     cache_dir=tmp_path / "cache")
-    return RunService(settings, speeds=SpeedBook(lambda device: 1e15))  # a fast machine: no calibration here
+    return run_services(settings, speeds=SpeedBook(lambda device: 1e15))[1]  # a fast machine: no calibration here
 
 
 def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tmp_path):
@@ -46,10 +47,9 @@ def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tm
 
 
 def test_the_status_names_the_saves_still_kept_the_latest_as_the_runs_checkpoint(tmp_path):
-    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2,
-                                              cache_dir=tmp_path / "cache"))
-    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=6,
-                                                checkpoint_every=2))
+    _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2,
+                                                      cache_dir=tmp_path / "cache"))
+    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=6, checkpoint_every=2))
     assert run.join(60) and run.status == "finished", run.snapshot().message
     status = service.status()
     assert status["checkpoints"] == [f"run:{run.run_id}/steps/step-4", f"run:{run.run_id}/checkpoint"]  # step-2 went
@@ -59,7 +59,7 @@ def test_the_status_names_the_saves_still_kept_the_latest_as_the_runs_checkpoint
 
 def test_a_start_while_a_run_is_under_way_is_refused_before_anything_else(tmp_path):
     service = _service(tmp_path)
-    run = service.manager.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
+    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
     try:
         with pytest.raises(ValueError, match="already"):
             service.start({"no_such_setting": 1})  # refused before the request is even read
@@ -83,7 +83,7 @@ def test_a_public_start_keeps_to_the_caps_and_the_servers_own_files(tmp_path):
         service.start({**SMALL, "steps": 1_000_000}, "secret-a")
     with pytest.raises(ValueError, match="this public server trains models up to"):
         service.start(TrainConfig.from_flat(preset="bert-small"), "secret-a")  # a config made by code: capped too
-    slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))  # a slow machine
+    slow = PretrainService(RunService(service.settings), speeds=SpeedBook(lambda device: 1e6))  # a slow machine
     with pytest.raises(ValueError, match="this public server stops runs after 20 minutes"):
         slow.start({**SMALL, "steps": 5000, "time_budget_s": 0}, "secret-a")  # 0: Steps alone end the run
     assert not (tmp_path / "runs").exists() or [p.name for p in (tmp_path / "runs").iterdir()] == []
@@ -95,11 +95,11 @@ def test_the_time_estimate_names_the_public_limit(tmp_path):
         "Estimated time on this machine, Start to the last checkpoint: **about 1 s** — about 1 s of training, 2 "
         "held-out evaluations (about 1 s); start-up and checkpoint writes are timed by the first run here and "
         "counted after it.")
-    slow = RunService(service.settings, speeds=SpeedBook(lambda device: 1e6))
+    slow = PretrainService(RunService(service.settings), speeds=SpeedBook(lambda device: 1e6))
     assert slow.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 0}).endswith("minute limit: lower Steps.")
     # a time budget ends the training first: the estimate adds the evaluations due in the steps that fit, and
     # says what all the steps would take
-    slower = RunService(service.settings, speeds=SpeedBook(lambda device: 1e8))
+    slower = PretrainService(RunService(service.settings), speeds=SpeedBook(lambda device: 1e8))
     assert slower.time_estimate({**SMALL, "steps": 5000, "time_budget_s": 300}) == (
         "Estimated time on this machine, Start to the last checkpoint: **about 7 min** — about 5 min of training, "
         "2 held-out evaluations (about 2 min); start-up and checkpoint writes are timed by the first run here and "
@@ -112,7 +112,8 @@ def test_the_modules_the_page_needs_before_torch_do_not_load_it():
     import sys
 
     code = ("import sys; import bertdemo.pretrain.service, bertdemo.pretrain.checkpoints, bertdemo.pretrain.run_folders, "
-            "bertdemo.pretrain.uploads, bertdemo.pretrain.budget, "
+            "bertdemo.runs.service, bertdemo.finetune.service, "
+            "bertdemo.runs.uploads, bertdemo.pretrain.budget, "
             "bertdemo.pretrain.config, bertdemo.pretrain.metrics, bertdemo.pretrain.form, bertdemo.settings; "
             "print(sorted(m for m in ('torch', 'transformers', 'bertdemo.pretrain.trainer') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -138,13 +139,13 @@ def test_the_probe_is_bounded_in_length_masks_and_history():
 
 
 def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_path):
-    from bertdemo.pretrain.service import RunService
+    from bertdemo.pretrain.service import PretrainService
     from bertdemo.settings import ServerSettings
 
     runs_dir = tmp_path / "runs"
     (runs_dir / "20260101-x" / "checkpoint").mkdir(parents=True)
     (runs_dir / "20260101-x" / "checkpoint" / "config.json").write_text("{}")
-    service = RunService(ServerSettings.build(runs_dir=runs_dir, public=True, cache_dir=tmp_path / "cache"))
+    _, service, _ = run_services(ServerSettings.build(runs_dir=runs_dir, public=True, cache_dir=tmp_path / "cache"))
     same = set()
     for value in ("/etc", str(runs_dir / "20260101-x" / "checkpoint"), str(runs_dir / "nope"), "../x"):
         with pytest.raises(ValueError) as err:
@@ -164,8 +165,8 @@ def _fake_checkpoint(folder: Path, step: int) -> None:
 
 
 def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
-    from bertdemo.pretrain import checkpoints, run_folders
-    from bertdemo.pretrain.service import RunService
+    from bertdemo.pretrain import checkpoints
+    from bertdemo.runs import folders as run_folders
     from bertdemo.settings import ServerSettings
 
     runs_dir = tmp_path / "runs"
@@ -180,8 +181,8 @@ def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
     crashed = runs_dir / "20260103-000000-bert-tiny"  # the earlier layout, killed between the two renames of a save
     _fake_checkpoint(crashed / ".checkpoint.old-5678abcd", 6)
     _fake_checkpoint(crashed / "previous" / "step-3", 3)
-    service = RunService(ServerSettings.build(runs_dir=runs_dir, cache_dir=tmp_path / "cache"))
-    assert service.clean_leftovers() == ["20260101-000000-bert-tiny"]
+    runs, _, _ = run_services(ServerSettings.build(runs_dir=runs_dir, cache_dir=tmp_path / "cache"))
+    assert runs.clean_leftovers() == ["20260101-000000-bert-tiny"]
     assert not never.exists() and sorted(p.name for p in (saved / "steps").iterdir()) == ["step-8"]
     assert sorted(p.name for p in crashed.iterdir()) == ["LATEST", "steps"]  # put back, then moved to step folders
     assert [p.name for p in checkpoints.run_checkpoints(crashed)] == ["step-6", "step-3"]
@@ -240,3 +241,15 @@ def test_a_run_times_what_it_spends_beside_training_and_the_next_estimate_counts
     measured = service.speeds.overheads("cpu")
     assert measured is not None and measured.startup_s == pytest.approx(snap.startup_s)
     assert "start-up and 1 checkpoint write (" in service.time_estimate(settings)
+
+
+def test_a_preparing_runs_status_line_names_no_parameter_count_before_the_model_is_built(tmp_path):
+    from bertdemo.pretrain.metrics import RunSnapshot
+    from bertdemo.viz.run_curves import status_markdown
+
+    preparing = RunSnapshot(run_id="20260101-000000-bert-tiny", status="preparing", preset="bert-tiny",
+                            corpus="wiki", message="Tokenizing…")
+    assert "parameters" not in status_markdown(preparing) and "bert-tiny · " in status_markdown(preparing)
+    built = RunSnapshot(run_id="x", status="running", preset="bert-tiny", corpus="wiki", param_count=4_416_698,
+                        device="cpu")
+    assert "bert-tiny (4,416,698 parameters) · " in status_markdown(built)

@@ -16,11 +16,14 @@ from bertdemo.models import device as device_mod
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import budget as limits
-from bertdemo.pretrain import checkpoints as ckpt, run_folders
+from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.pretrain.data import check_upload, open_corpus
 from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
 from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.service import NOT_YOURS, RunAction, RunService
+from bertdemo.pretrain.run import TrainingRun
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs import folders as run_folders
+from bertdemo.runs.service import NOT_YOURS, RunAction, RunService
 from bertdemo.pretrain.trainer import Trainer, run_training
 from bertdemo.settings import ServerSettings
 from tests.helpers import FakeClock, tiny_run_config, wait_until
@@ -153,16 +156,22 @@ def test_nan_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
 
 # --- run ownership and the wall-time cap --------------------------------------------------------
 
-def _public_service(tmp_path, clock=None, admin_token: str = "admin-secret") -> RunService:
+def _public_service(tmp_path, clock=None, admin_token: str = "admin-secret") -> PretrainService:
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", public=True, admin_token=admin_token,
                                     cache_dir=tmp_path / "cache")
-    return RunService(settings, clock=clock or FakeClock())
+    return PretrainService(RunService(settings, clock=clock or FakeClock()))
+
+
+def _start_in_slot(service: PretrainService, cfg, owner_token: str = "", max_seconds: float | None = None) -> TrainingRun:
+    """A run started straight in the slot (no start checks: the rules under test are the slot's)."""
+    return service.manager.start_run(TrainingRun(cfg, service.runs_dir, owner_token=owner_token,
+                                                 max_seconds=max_seconds, clock=service.manager.clock))
 
 
 def test_the_time_cap_stops_a_run_on_the_servers_clock(corpus_file, tmp_path):
     clock = FakeClock()
     service = _public_service(tmp_path, clock)
-    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0),
+    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0),
                                 owner_token="secret-a", max_seconds=600.0)
     try:
         wait_until(lambda: run.snapshot().step >= 2 or not run.active, message=lambda: run.snapshot().message)
@@ -174,31 +183,31 @@ def test_the_time_cap_stops_a_run_on_the_servers_clock(corpus_file, tmp_path):
         run.stop()
         run.join(30)
     assert run.status == "stopped" and "10-minute limit" in run.snapshot().message
-    # the run's end cancels its real-time timer (no thread waits ten minutes for a run that is over)
-    wait_until(lambda: not any(isinstance(t, threading.Timer) and t.name.startswith("run-cap")
+    # the run's end ends its cap watcher (no thread waits ten minutes for a run that is over)
+    wait_until(lambda: not any(t.name.startswith("run-cap")
                                for t in threading.enumerate()), timeout=10)
 
 
 def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file, tmp_path):
     service = _public_service(tmp_path)
     with pytest.raises(ValueError, match="no run to control"):
-        service.control(RunAction.STOP, "secret-a")
-    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0), owner_token="secret-a")
+        service.runs.control(RunAction.STOP, "secret-a")
+    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0), owner_token="secret-a")
     try:
         wait_until(lambda: run.snapshot().step >= 1 or not run.active, message=lambda: run.snapshot().message)
         for action in RunAction:
             for stranger in ("someone-else", "", "sécret-ä", "\udcff"):  # a non-ASCII token is just not theirs
                 with pytest.raises(ValueError, match=NOT_YOURS):
-                    service.control(action, stranger)
+                    service.runs.control(action, stranger)
         with pytest.raises(ValueError, match=NOT_YOURS):
-            service.control(RunAction.PAUSE, "admin-secret")  # the admin may stop a run, not steer it
+            service.runs.control(RunAction.PAUSE, "admin-secret")  # the admin may stop a run, not steer it
         with pytest.raises(ValueError, match=NOT_YOURS):
             service.set_probe("A [MASK] here.", "someone-else")
-        assert service.control(RunAction.PAUSE, "secret-a").status in ("running", "paused")
+        assert service.runs.control(RunAction.PAUSE, "secret-a").status in ("running", "paused")
         wait_until(lambda: run.control.paused_at)
-        service.control(RunAction.RESUME, "secret-a")
+        service.runs.control(RunAction.RESUME, "secret-a")
         assert run.active and not run.control.stop_event.is_set()  # nothing a stranger did stopped it
-        service.control(RunAction.STOP, "admin-secret")
+        service.runs.control(RunAction.STOP, "admin-secret")
         assert run.join(60) and run.status == "stopped"
     finally:
         run.stop()
@@ -207,7 +216,7 @@ def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file
 
 def test_only_the_owner_or_the_admin_deletes_an_ended_run(corpus_file, tmp_path):
     service = _public_service(tmp_path)
-    run = service.manager.start(_tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=1),
+    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=1),
                                 owner_token="secret-a")
     try:
         wait_until(lambda: run.snapshot().last_checkpoint or not run.active, message=lambda: run.snapshot().message)
@@ -234,12 +243,12 @@ def test_a_refused_start_writes_nothing(corpus_file, tmp_path):
     runs_dir.mkdir()
     with FileLock(runs_dir / ".active-run.lock").acquire(timeout=0):  # another process trains on this machine
         with pytest.raises(ValueError, match="Another process on this machine"):
-            service.manager.start(_tiny(corpus_file, tmp_path, steps=4), owner_token="secret-a")
+            _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=4), owner_token="secret-a")
     assert sorted(p.name for p in runs_dir.iterdir()) == [".active-run.lock"]  # no empty run folder left
 
 
 def test_run_references_name_runs_without_their_server_folder(tmp_path):
-    service = RunService(ServerSettings.build(runs_dir=tmp_path / "runs"))
+    service = PretrainService(RunService(ServerSettings.build(runs_dir=tmp_path / "runs")))
     target = tmp_path / "runs" / "20260101-000000-bert-tiny" / "steps" / "step-1"
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}", encoding="utf-8")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 
 from bertdemo.pretrain import trainer
-from bertdemo.pretrain.slot import RunManager
+from bertdemo.pretrain.run import TrainingRun
+from bertdemo.runs.slot import RunManager
 from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
 
@@ -31,7 +32,7 @@ def test_stop_during_a_long_first_evaluation_ends_the_run_within_seconds(tmp_pat
 
     monkeypatch.setattr(trainer, "answer_questions", watched)
     cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100)
-    run = RunManager(tmp_path / "runs").start(cfg)
+    run = RunManager(tmp_path / "runs").start_run(TrainingRun(cfg, tmp_path / "runs"))
     wait_until(lambda: evaluating.is_set() or not run.active, message=lambda: run.snapshot().message)
     assert run.active
     run.stop()
@@ -54,7 +55,7 @@ def test_the_evaluation_a_stopped_run_makes_before_saving_is_bounded_too(tmp_pat
     monkeypatch.setattr(trainer, "answer_questions", first_short)
     monkeypatch.setattr(trainer, "FINAL_EVAL_SECONDS", 0.0)
     cfg = tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000, eval_every=100_000)
-    run = RunManager(tmp_path / "runs").start(cfg)
+    run = RunManager(tmp_path / "runs").start_run(TrainingRun(cfg, tmp_path / "runs"))
     wait_until(lambda: run.snapshot().step >= 3 or not run.active, message=lambda: run.snapshot().message)
     run.stop()
     assert run.join(30), "the final evaluation of a stopped run held the training slot"

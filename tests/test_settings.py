@@ -56,7 +56,7 @@ def test_one_hub_probe_per_server(tmp_path):
     from bertdemo.context import AppContext
 
     ctx = AppContext.for_tests(tmp_path)
-    assert ctx.runs.hub is ctx.models.policy.hub
+    assert ctx.pretrain_runs.hub is ctx.models.policy.hub
 
 
 def test_one_memory_budget_per_server_from_the_command_line(tmp_path):

@@ -6,7 +6,10 @@ import threading
 
 import pytest
 
-from bertdemo.pretrain import hardware, slot, trainer
+from bertdemo.pretrain import trainer
+from bertdemo.pretrain.run import TrainingRun
+from bertdemo.runs import priority as hardware
+from bertdemo.runs.slot import RunManager
 from tests.helpers import tiny_run_config
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
@@ -43,6 +46,6 @@ def test_a_run_trains_at_the_lower_priority(tmp_path, monkeypatch):
 
     monkeypatch.setattr(trainer, "run_training", fake_training)  # the run's thread imports it from there
     base = _nice(threading.get_native_id())
-    run = slot.RunManager(tmp_path).start(tiny_run_config("wiki", tmp_path))
+    run = RunManager(tmp_path).start_run(TrainingRun(tiny_run_config("wiki", tmp_path), tmp_path))
     assert run.join(30)
     assert seen["nice"] == min(19, base + hardware.BACKGROUND_NICE)

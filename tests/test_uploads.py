@@ -10,7 +10,8 @@ import pytest
 
 from bertdemo.pretrain import budget
 from bertdemo.pretrain import checkpoints as ckpt
-from bertdemo.pretrain import uploads
+from bertdemo.pretrain import run_folders
+from bertdemo.runs import uploads
 from bertdemo.settings import DiskRules, ServerSettings
 from tests.helpers import run_coroutine
 
@@ -44,16 +45,16 @@ def test_an_upload_is_adopted_kept_while_used_then_deleted_with_its_cache(tmp_pa
     other = cache / "wiki-summaries-en-T128-0123456789ab.json"
     other.write_bytes(b"x")
 
-    assert uploads.release_uploads(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
+    assert run_folders.release_corpora(runs, active=[str(private)], cache_dirs=[cache]) == []  # a run under way uses it
     run = runs / "20260101-000000-bert-tiny"
     _save(run, 10, str(private))
-    assert uploads.release_uploads(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
+    assert run_folders.release_corpora(runs, cache_dirs=[cache]) == []  # a saved run refers to it (it may be resumed)
     _save(run, 20, "wiki")
-    assert uploads.release_uploads(runs, cache_dirs=[cache]) == []  # its earlier checkpoint still does
+    assert run_folders.release_corpora(runs, cache_dirs=[cache]) == []  # its earlier checkpoint still does
     assert private.is_file() and all(p.is_file() for p in cached)
 
     shutil.rmtree(run)  # run deleted
-    assert uploads.release_uploads(runs, cache_dirs=[cache]) == ["my notes.txt"]
+    assert run_folders.release_corpora(runs, cache_dirs=[cache]) == ["my notes.txt"]
     assert not private.exists() and not any(p.exists() for p in cached) and other.exists()
 
 

@@ -31,10 +31,10 @@ class FinetuneConfig:
     warmup_fraction: float = 0.06  # linear warm-up, then linear decay to 0 at the planned end
     weight_decay: float = 0.01
     max_seq_len: int = 48  # pieces per example, [CLS] and [SEP] included
-    time_budget_s: float = 180.0  # wall-time budget of the training (0 = none); evaluations count in it
+    time_budget_s: float = 180.0  # training-time budget (0 = none): evaluations count in it, paused time does not
     eval_every: int = 40  # steps between validation evaluations (and one at step 0 and at the end)
     eval_examples: int = 500  # the evaluations during the run score this fixed sample of the validation split;
-    # the final one scores all of it (and the test split)
+    # the final one scores all of it (and the test split), unless the run was stopped
     seed: int = 0  # the classifier head's initialisation, the data order, dropout
     probe_text: str = "The violin is a string instrument played with a bow."  # its topic probabilities tracked
     device: str = "cpu"  # cpu | cuda | auto

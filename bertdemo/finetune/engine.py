@@ -32,8 +32,8 @@ from bertdemo.locks import tokenize
 from bertdemo.models import embedded
 from bertdemo.models.init_lock import MODEL_INIT_LOCK
 from bertdemo.models.load_errors import shown_fault
-from bertdemo.pretrain.metrics import Status
-from bertdemo.pretrain.trainer import RunControl
+from bertdemo.runs.control import RunControl
+from bertdemo.runs.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -244,10 +244,11 @@ def run_finetune(cfg: FinetuneConfig, task: TopicTask, metrics: FinetuneMetrics,
                  clock: Callable[[], float] = time.monotonic, on_step: Callable[[int], None] | None = None) -> str:
     """Fine-tune as ``cfg`` says, writing progress into ``metrics``; returns the final status.
 
-    The planned length is ``epochs`` passes; the time budget (wall time from here, evaluations included)
-    may end it first, and the learning-rate schedule follows whichever is nearer its end, so a run cut by
+    The planned length is ``epochs`` passes; the time budget (training time from here, evaluations
+    included, pauses not counted) may end it first, and the learning-rate schedule follows whichever is nearer its end, so a run cut by
     the budget still ends at a low learning rate. The checkpoint is written when the run ends (finished,
-    stopped or out of time)."""
+    stopped or out of time); a stopped run's final evaluation scores the fixed validation sample only, so a
+    Stop frees the training slot within seconds."""
     try:
         return _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     except Exception as err:  # the page shows it; the server keeps serving
@@ -280,19 +281,22 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     keep = min(PCA_POINTS, len(val_ids))
     labels_t = torch.tensor(task.train_labels, dtype=torch.long)
 
+    paused = 0.0  # seconds spent paused: not training time (neither the budget nor the schedule counts them)
+
     def elapsed() -> float:
-        return clock() - start
+        return clock() - start - paused
 
     sample = min(cfg.eval_examples, len(val_ids))  # the validation examples the evaluations during the run score
     metrics.update(eval_examples=sample)
 
-    def run_eval(step: int, final: bool = False) -> None:
-        n = len(val_ids) if final else sample
+    def run_eval(step: int, final: bool = False, whole_split: bool = True) -> None:
+        n = (len(val_ids) if whole_split else min(len(val_ids), max(sample, keep))) if final else sample
         whole = evaluate(model, val_ids[:n], task.val_labels[:n], pad_id, device,
                          keep_vectors=keep if step == 0 or final else 0)
         ev = whole.head(sample, task.val_labels, len(task.labels))  # the curve: always the same sample
-        if final:
+        if final and whole_split:
             metrics.update(val_accuracy_all=whole.accuracy, val_macro_f1_all=whole.macro_f1)
+        if final:
             ev.confusion = whole.confusion
         probe = topic_probabilities(model, tokenizer, cfg.probe_text, cfg.max_seq_len, device) if cfg.probe_text else []
         metrics.log_eval(step, elapsed(), ev.loss, ev.accuracy, ev.macro_f1, probe)
@@ -314,9 +318,9 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
             break
         if control.pause_event.is_set():
             metrics.update(status=Status.PAUSED)
-            while control.pause_event.is_set() and not control.stop_event.is_set():
-                time.sleep(0.2)
-            metrics.update(status=Status.RUNNING)
+            paused += control.wait_while_paused(step, clock)
+            if not control.stop_event.is_set():
+                metrics.update(status=Status.RUNNING)
             continue
         progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         if progress >= 1.0:
@@ -345,13 +349,22 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
             on_step(step)
     if losses:
         metrics.log_train(step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
-    metrics.update(status=Status.STOPPING if status == Status.STOPPED else Status.RUNNING,
-                   message="Final evaluation on the validation and test splits…")
-    run_eval(step, final=True)
-    test = evaluate(model, encode(tokenizer, task.test_texts, cfg.max_seq_len), task.test_labels, pad_id, device)
-    metrics.update(test_accuracy=test.accuracy, test_macro_f1=test.macro_f1, elapsed_s=elapsed())
-    ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if status == Status.STOPPED else "")
-    metrics.update(status=status, message=_final_message(step, total, elapsed(), ended, cfg))
+    stopped = status == Status.STOPPED
+    if stopped:  # a Stop (or the server's wall-time cap) frees the slot within seconds: the fixed sample only
+        metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
+        run_eval(step, final=True, whole_split=False)
+    else:
+        metrics.update(status=Status.RUNNING, message="Final evaluation on the validation and test splits…")
+        run_eval(step, final=True)
+        test = evaluate(model, encode(tokenizer, task.test_texts, cfg.max_seq_len), task.test_labels, pad_id, device)
+        metrics.update(test_accuracy=test.accuracy, test_macro_f1=test.macro_f1)
+    metrics.update(elapsed_s=elapsed())
+    ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if stopped else "")
+    message = _final_message(step, total, elapsed(), ended, cfg)
+    if stopped:
+        message += (" A stopped run is not scored on the whole validation and test splits, so the slot is free at "
+                    "once: its last point is the fixed validation sample's, as every point of the curves.")
+    metrics.update(status=status, message=message)
     if checkpoint_dir is not None:
         model.to("cpu")
         save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)

@@ -13,7 +13,7 @@ import io
 import math
 from dataclasses import dataclass, field
 
-from bertdemo.pretrain.metrics import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema
+from bertdemo.runs.status import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema
 
 TASK = "topic"  # the one fine-tuning task: a Wikipedia summary's first sentence -> its topic
 

@@ -1,19 +1,20 @@
 """Live mini masked-LM pretraining: a small BERT learns from a corpus in a background thread.
 
-Public API (pure Python, no UI): `TrainConfig`, `RunService(settings)` (start, control, delete, the
-runs and checkpoints of a server), `TrainingRun.snapshot()` -> `RunSnapshot`, `list_checkpoints(runs_dir)`,
-`param_count(...)`. Headless: ``python -m bertdemo.pretrain --help`` (also under ``torchrun``).
+Public API (pure Python, no UI): `TrainConfig`, `PretrainService(runs)` (start, delete, the runs and
+checkpoints of a server; the slot and its control are :mod:`bertdemo.runs`'), `TrainingRun.snapshot()`
+-> `RunSnapshot`, `list_checkpoints(runs_dir)`, `param_count(...)`. Headless: ``python -m bertdemo.pretrain
+--help`` (also under ``torchrun``).
 
 The package, read in order: ``config`` (a run's settings) and ``form`` (a page's or API caller's
 request -> a config), ``data`` (corpus -> packed blocks), ``masking``, ``model`` (the BERT and the
-objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, evaluation, optimizer, threads),
-``metrics``, ``checkpoints`` (step folders and the pointer to the latest), ``run_folders`` (runs on
-disk, their owners, expiry), ``uploads`` (uploaded corpora), ``budget`` (caps, memory / disk / time),
-``slot`` (the run threads and the one-at-a-time manager), ``service`` (every rule of a run), ``zerogpu``
-+ ``gpu_entry`` (GPU bursts).
+objective; ``fused_ce`` its loss kernel), ``trainer`` (the loop, optimizer, threads), ``evaluation``
+(held-out scores and probes), ``calibration`` (this machine's speed before any run), ``metrics``,
+``checkpoints`` (step folders and the pointer to the latest), ``run_folders`` (saved runs and what each
+was, the corpora they use), ``budget`` (caps, memory / disk / time), ``run`` (a run on its
+thread in the shared slot), ``service`` (pretraining's own rules), ``zerogpu`` + ``gpu_entry`` (GPU bursts).
 
 The names are loaded on first use (PEP 562), so importing a light submodule (``config``, ``budget``,
-``metrics``, ``checkpoints``, ``run_folders``, ``slot``, ``service``) does not load the training loop and
+``metrics``, ``checkpoints``, ``run_folders``, ``run``, ``service``) does not load the training loop and
 PyTorch.
 """
 
@@ -27,7 +28,7 @@ _HOME = {
     "CUSTOM": "config", "PRESETS": "config", "TrainConfig": "config", "bert_config": "config",
     "param_count": "config", "validate_probe_text": "config",
     "RunSnapshot": "metrics",
-    "RunManager": "slot", "RunService": "service", "TrainingRun": "slot",
+    "PretrainService": "service", "TrainingRun": "run",
 }
 
 __all__ = sorted(_HOME)
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
     from bertdemo.pretrain.checkpoints import list_checkpoints, resume_config
     from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig, bert_config, param_count, validate_probe_text
     from bertdemo.pretrain.metrics import RunSnapshot
-    from bertdemo.pretrain.service import RunService
-    from bertdemo.pretrain.slot import RunManager, TrainingRun
+    from bertdemo.pretrain.run import TrainingRun
+    from bertdemo.pretrain.service import PretrainService
 
 
 def __getattr__(name: str) -> Any:

@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 
-    from bertdemo.pretrain.trainer import RunControl, run_training
+    from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.runs.control import RunControl
 
     if dist.world_size > 1:
         cuda = cfg.system.device.startswith("cuda") or (cfg.system.device == "auto" and torch.cuda.is_available())

@@ -17,10 +17,10 @@ Time. A run's work is counted in floating-point operations per trained token (fo
   + 6 × hidden × 30,522 × masking rate                               the vocabulary logits, masked tokens only
 
 plus held-out evaluations (a forward pass: a third of that per token). The machine's speed in
-operations per second is kept by a :class:`SpeedBook` (one per server, owned by the run service):
-the last run's measured speed, or before any run a quick calibration through the run's own
-training code (:func:`bertdemo.pretrain.trainer.calibrate`). Torch-free (the page checks a form before torch
-loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
+operations per second is kept by a :class:`SpeedBook` (one per server, owned by the pretraining
+service): the last run's measured speed, or before any run a quick calibration through the run's own
+training code (:func:`bertdemo.pretrain.calibration.calibrate`, passed in by that service). Torch-free
+(the page checks a form before torch loads); the caps themselves (:class:`bertdemo.settings.Limits`) are server settings.
 
 A time budget counts training seconds only; a run's wall time adds its evaluations, its checkpoint
 writes and its start-up (the tokenizer, the corpus, the model). :func:`estimate_run` counts
@@ -227,13 +227,13 @@ class SpeedBook:
     beside training (:class:`RunOverheads`): measured by the runs, or calibrated once before the first.
     One per server (the run service owns it); thread-safe."""
 
-    def __init__(self, calibrator: Callable[[str], float] | None = None,
+    def __init__(self, calibrator: Callable[[str], float],
                  eval_calibrator: Callable[[str], float] | None = None) -> None:
-        """``calibrator``: device type -> training operations per second (default: the engine's own);
-        ``eval_calibrator``: the same for a held-out evaluation (default: the engine's own, or
-        ``calibrator`` when only that is given)."""
-        self._calibrate = calibrator or _calibrate
-        self._calibrate_eval = eval_calibrator or calibrator or _calibrate_evaluation
+        """``calibrator``: device type -> training operations per second (the server's: the engine's own,
+        :mod:`bertdemo.pretrain.calibration`); ``eval_calibrator``: the same for a held-out evaluation
+        (default: ``calibrator``)."""
+        self._calibrate = calibrator
+        self._calibrate_eval = eval_calibrator or calibrator
         self._lock = threading.Lock()
         self._rates: dict[str, float] = {}  # device type ("cpu", "cuda") -> operations per second
         self._eval_rates: dict[str, float] = {}  # device type -> evaluation operations per second, calibrated
@@ -290,24 +290,6 @@ class SpeedBook:
         """Wall time of the run (or of ``steps`` of it) on the device it will train on."""
         return estimate_seconds(cfg, self.rate(run_device(cfg)), steps)
 
-
-def _calibrate(device_type: str) -> float:
-    """The default calibration: the training engine's own (:func:`bertdemo.pretrain.trainer.calibrate`), whose
-    torch and transformers are imported by one thread at a time."""
-    from bertdemo.import_lock import LOGIC_IMPORT_LOCK
-
-    with LOGIC_IMPORT_LOCK:
-        from bertdemo.pretrain import trainer
-    return trainer.calibrate(device_type)
-
-
-def _calibrate_evaluation(device_type: str) -> float:
-    """The default evaluation calibration (:func:`bertdemo.pretrain.trainer.calibrate_evaluation`)."""
-    from bertdemo.import_lock import LOGIC_IMPORT_LOCK
-
-    with LOGIC_IMPORT_LOCK:
-        from bertdemo.pretrain import trainer
-    return trainer.calibrate_evaluation(device_type)
 
 
 def estimate_seconds(cfg: TrainConfig, rate: float, steps: int | None = None) -> float:

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from bertdemo import storage
 from bertdemo.models.embedded import wiki_summaries
+from bertdemo.runs.uploads import upload_key
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -38,14 +39,6 @@ class Corpus:
     label: str  # what to show a person
     n_docs: int | None  # number of documents when known up front (for progress)
     docs: Iterator[str]  # the documents, in order
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 UPLOAD_SUFFIXES = (".txt", ".jsonl")
@@ -154,7 +147,7 @@ def open_corpus(corpus: str) -> Corpus:
         raise ValueError(f"Unsupported corpus file {path.name!r}: upload a .txt or .jsonl file.")
     if not docs:
         raise ValueError(f"The corpus file {path.name!r} contains no text.")
-    return Corpus(f"file-{file_sha256(path)[:20]}", path.name, len(docs), iter(docs))
+    return Corpus(upload_key(path), path.name, len(docs), iter(docs))
 
 
 # --- blocks ------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
   top-1 and top-5 accuracy, and the median rank of the true token among all vocabulary entries.
 * :func:`probe_answers`: each probe sentence's top-5 at its first [MASK] and the rank of the word
   the probe expects there.
+* :func:`evaluate_heldout`: the training recipe's held-out loss / accuracy (+ NSP), with fixed masks.
+* :func:`predict_masks`: the learner's probe: top-k at each [MASK], as Fill-Mask would offer them.
 
 Rank 1 is the model's first guess; a rank counts the entries whose logit is strictly higher.
 Both run the model in eval mode (restored afterwards) under ``torch.inference_mode``.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +23,10 @@ import torch.nn.functional as F
 from bertdemo.pretrain.heldout import IGNORE_INDEX, HeldoutQuestions
 from bertdemo.pretrain.hardware import autocast
 from bertdemo.pretrain.masking import allowed_pieces, continuation_lookup, mask_contexts
+
+if TYPE_CHECKING:
+    from bertdemo.pretrain.config import TrainConfig
+    from bertdemo.pretrain.model import BatchMaker, BertPretrainModel, PretrainObjective
 
 TOKENS_PER_BATCH = 4_096  # held-out tokens per forward (32 blocks of 128)
 
@@ -116,3 +123,77 @@ def expected_token_id(tokenizer, word: str) -> int | None:
         return None
     pieces = tokenizer.tokenize(word)
     return tokenizer.convert_tokens_to_ids(pieces[0]) if len(pieces) == 1 else None
+
+
+@torch.inference_mode()
+def evaluate_heldout(objective: PretrainObjective, heldout: torch.Tensor, make_batch: BatchMaker, cfg: TrainConfig,
+                     device: torch.device, bf16: bool = False,
+                     should_stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
+    """Held-out MLM loss / accuracy (+ NSP) with the same masks at every evaluation (fixed seed).
+
+    ``should_stop`` is asked between batches: when it answers True the evaluation ends at once
+    and returns None (a Stop never waits for a long evaluation)."""
+    model = objective.model
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device=device)
+    generator.manual_seed(cfg.system.seed + 999_983)
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device)
+    count = torch.zeros((), device=device)
+    nsp_loss_sum, nsp_correct, nsp_count = torch.zeros((), device=device), torch.zeros((), device=device), 0
+    try:
+        for i in range(cfg.monitor.eval_batches):
+            if should_stop():
+                return None
+            start = (i * cfg.optim.batch_size) % len(heldout)
+            start = 0 if len(heldout) - start < 2 else start  # NSP pairs need two rows
+            blocks = heldout[start : start + cfg.optim.batch_size]
+            batch = make_batch(blocks, generator)
+            with autocast(device, bf16):
+                out = objective(**batch)
+            y = out["mlm_labels"]
+            valid = y != IGNORE_INDEX
+            loss_sum += F.cross_entropy(out["mlm_logits"], y, ignore_index=IGNORE_INDEX, reduction="sum")
+            correct += ((out["mlm_logits"].argmax(-1) == y) & valid).sum()
+            count += valid.sum()
+            if "nsp_logits" in out:
+                target = batch["next_sentence_label"]  # (B,)
+                nsp_loss_sum += out["nsp_loss"] * len(target)
+                nsp_correct += (out["nsp_logits"].argmax(-1) == target).sum()
+                nsp_count += len(target)
+    finally:
+        model.train(was_training)
+    n = max(1.0, count.item())
+    result = {"loss": loss_sum.item() / n, "acc": correct.item() / n}
+    if nsp_count:
+        result.update(nsp_loss=nsp_loss_sum.item() / nsp_count, nsp_acc=nsp_correct.item() / nsp_count)
+    return result
+
+
+@torch.inference_mode()
+def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.device, top_k: int = 5
+                  ) -> list[list[tuple[str, float]]]:
+    """Top-k (token, probability) at each [MASK] of `text`, in eval mode (restored afterwards)."""
+    enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings,
+                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
+    input_ids = enc["input_ids"].to(device)  # (1, T)
+    positions = (input_ids[0] == tokenizer.mask_token_id).nonzero().flatten()  # (M,)
+    if len(positions) == 0:
+        raise ValueError("The probe sentence must contain at least one [MASK].")
+    was_training = model.training
+    model.eval()
+    try:
+        hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
+        probs = model.cls.predictions(hidden[0, positions]).float().softmax(-1)  # (M, V)
+        # what Fill-Mask would offer at each mask: no ## piece at a word start, only ## pieces glued to letters
+        continuation = continuation_lookup(tokenizer).nonzero().flatten().to(device)
+        probs = torch.stack([allowed_pieces(p, context, continuation)
+                             for p, context in zip(probs, mask_contexts(tokenizer, enc, positions.tolist(), text))])
+        top = probs.topk(top_k, dim=-1)
+    finally:
+        model.train(was_training)
+    return [
+        [(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 5)) for p, i in zip(vals, idx)]
+        for vals, idx in zip(top.values.cpu(), top.indices.cpu())
+    ]

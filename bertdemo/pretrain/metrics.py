@@ -18,32 +18,15 @@ import csv
 import dataclasses
 import io
 import math
-import threading
 import unicodedata
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from bertdemo.explore.input_limits import PROBE_WINDOW
 from bertdemo.pretrain import timeline
 from bertdemo.pretrain.probes import answers_alike
+from bertdemo.runs.status import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema
 
 
-class Status(StrEnum):
-    """Where a run is; a StrEnum, so it compares equal to (and serialises as) its plain string."""
-
-    PREPARING = "preparing"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPING = "stopping"
-    GPU_BURST = "gpu burst"  # the run's thread has ended while a GPU worker trains it: still busy
-    FINISHED = "finished"
-    STOPPED = "stopped"
-    FAILED = "failed"
-
-
-STATUSES = tuple(Status)
-ACTIVE_STATUSES = (Status.PREPARING, Status.RUNNING, Status.PAUSED, Status.STOPPING, Status.GPU_BURST)
-SMOOTHING = 0.6  # TensorBoard's default weight of the debiased EMA, per log interval
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 PROBE_POINTS = 1_000  # probe evaluations kept; beyond, every other one is dropped (the whole run stays)
 HELDOUT_EVAL = "mask-only 15%"  # how eval_* were scored; histories without it scored with the training masks
@@ -122,36 +105,17 @@ class RunSnapshot:
         return debiased_ema(self.train_loss, SMOOTHING)
 
 
-class LockedSnapshot:
-    """A snapshot dataclass (``snapshot_type``) behind a lock: written by a run's thread through methods,
-    copied by the pages (:meth:`snapshot` never waits for a training step)."""
-
-    snapshot_type: type = object
-
-    def __init__(self, **initial) -> None:
-        self._lock = threading.Lock()
-        self._snap = self.snapshot_type(**initial)
-        self._names = tuple(f.name for f in dataclasses.fields(self.snapshot_type))
-
-    def snapshot(self):
-        """A copy no later write changes (lists and dicts copied one level: see :func:`_copied`)."""
-        with self._lock:
-            return self.snapshot_type(**{name: _copied(name, getattr(self._snap, name)) for name in self._names})
-
-    def update(self, **values) -> None:
-        with self._lock:
-            for name, value in values.items():
-                setattr(self._snap, name, value)
-
-    def get(self, name: str):
-        with self._lock:
-            return getattr(self._snap, name)
-
-
 class MetricsBuffer(LockedSnapshot):
     """Thread-safe holder of a RunSnapshot; all writers go through its methods."""
 
     snapshot_type = RunSnapshot
+
+    @staticmethod
+    def copied(name: str, value):
+        """As :meth:`LockedSnapshot.copied`; a probe track, whose ranks grow, is copied with its own list of ranks."""
+        if name == "probe_tracks":
+            return [{**track, "ranks": list(track["ranks"])} for track in value]
+        return LockedSnapshot.copied(name, value)
 
     def log_train(self, step: int, loss: float, lr: float, nsp_loss: float | None = None, tokens: int = 0,
                   wall_s: float = 0.0) -> None:
@@ -246,19 +210,6 @@ HISTORY_FIELDS = ("steps", "train_loss", "lr", "nsp_loss", "tokens", "wall_s", *
                   "probe_steps", "probe_tokens", "probe_wall_s", "probe_tracks", "timeline")
 
 
-def _copied(name: str, value):
-    """A copy of a snapshot field that no later write changes. Lists and dicts are copied one level:
-    their items are numbers, strings, or entries never changed once appended (probe answers, timeline
-    events); a probe track, whose ranks grow, is copied with its own list of ranks."""
-    if name == "probe_tracks":
-        return [{**track, "ranks": list(track["ranks"])} for track in value]
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return value
-
-
 def _thin_probes(s: RunSnapshot) -> None:
     """Keep every other probe evaluation (the first and the latest always): the run's whole span, half the points."""
     keep = sorted({*range(0, len(s.probe_steps), 2), len(s.probe_steps) - 1})
@@ -266,21 +217,6 @@ def _thin_probes(s: RunSnapshot) -> None:
         setattr(s, name, [getattr(s, name)[i] for i in keep])
     for track in s.probe_tracks:
         track["ranks"] = [track["ranks"][i] for i in keep]
-
-
-def debiased_ema(values: list[float], weight: float) -> list[float]:
-    """TensorBoard's smoothing: an EMA divided by its bias (so early points are not pulled to 0).
-
-    ``weight`` 0 returns the values; non-finite values pass through without poisoning the rest."""
-    out, last, norm = [], 0.0, 0.0
-    for value in values:
-        if not math.isfinite(value):
-            out.append(value)
-            continue
-        last = last * weight + (1 - weight) * value
-        norm = norm * weight + (1 - weight)
-        out.append(last / norm if norm else value)
-    return out
 
 
 def history_dict(snap: RunSnapshot) -> dict:

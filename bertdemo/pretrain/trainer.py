@@ -2,7 +2,8 @@
 
 Read it in one sitting: :func:`run_training` sets up a :class:`Trainer` (tokenizer, blocks,
 model, optimizer), then repeats ``train_step`` and, at their intervals, ``log``,
-``evaluate`` and ``save``, checking pause/stop between steps.
+``evaluate`` and ``save``, checking pause/stop between steps. What an evaluation computes is
+:mod:`bertdemo.pretrain.evaluation`; timing this machine before a run is :mod:`bertdemo.pretrain.calibration`.
 
 Data and masks never leave the device: blocks live there, an epoch permutation and fresh
 masks are drawn there with a seeded generator, and the host reads the loss only every
@@ -13,38 +14,36 @@ The metrics buffer is the only thing shared with other threads.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoTokenizer
 
 from bertdemo.models.device import resolve_device
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.pretrain import budget, checkpoints, timeline
-from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_model
+from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
-from bertdemo.pretrain.evaluation import TOKENS_PER_BATCH, answer_questions, probe_answers
+from bertdemo.pretrain.evaluation import answer_questions, evaluate_heldout, predict_masks, probe_answers
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
-from bertdemo.pretrain.masking import IGNORE_INDEX, allowed_pieces, continuation_lookup, mask_contexts
-from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot, Status, history_dict, metrics_csv, restore_history
+from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot, history_dict, metrics_csv, restore_history
 from bertdemo.pretrain.probes import tracked_probes
-from bertdemo.pretrain.model import (BatchMaker, BertPretrainModel, PretrainObjective, apply_freeze, build_model,
+from bertdemo.pretrain.model import (BatchMaker, PretrainObjective, apply_freeze, build_model,
                                      load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings,
                                      starts_on_neighbours)
+from bertdemo.runs.control import RunControl
+from bertdemo.runs.status import Status
 from bertdemo.settings import DiskRules
 from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
 
@@ -60,16 +59,6 @@ class DistInfo:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
-
-
-@dataclass
-class RunControl:
-    """Events the loop checks between steps (and evaluation between batches)."""
-
-    stop_event: threading.Event = field(default_factory=threading.Event)
-    pause_event: threading.Event = field(default_factory=threading.Event)  # set while paused
-    probe_event: threading.Event = field(default_factory=threading.Event)  # set: run the probe at the next step
-    paused_at: list[int] = field(default_factory=list)  # the step of each pause, when the loop reached it
 
 
 @dataclass
@@ -429,9 +418,7 @@ class Trainer:
         """Block while the pause event is set (the stop event ends the wait)."""
         self.elapsed += time.perf_counter() - self.t_last
         self.metrics.update(status=Status.PAUSED, message="Paused.")
-        self.control.paused_at.append(self.step)  # the step it holds at (the tests read it)
-        while self.control.pause_event.is_set() and not self.control.stop_event.is_set():
-            self.control.stop_event.wait(0.05)
+        self.control.wait_while_paused(self.step)  # records the step it holds at (the tests read it)
         if not self.control.stop_event.is_set():
             self.metrics.update(status=Status.RUNNING, message="Training.")
         self.t_last = time.perf_counter()
@@ -610,148 +597,3 @@ def failure_message(err: BaseException, cfg: TrainConfig, device: str = "cpu") -
                 f"Lower the batch size (e.g. to {smaller}), the block length or the model size, and start again; "
                 "the last checkpoint is kept.")
     return f"{shown_fault(err)} (the whole error is in the server's log)"
-
-
-# --- evaluation -----------------------------------------------------------------------------------
-# What a run reports about its model: held-out masked-LM loss / accuracy (+ NSP) and the probe's
-# top-k guesses at each [MASK].
-
-@torch.inference_mode()
-def evaluate_heldout(objective: PretrainObjective, heldout: torch.Tensor, make_batch: BatchMaker, cfg: TrainConfig,
-                     device: torch.device, bf16: bool = False,
-                     should_stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
-    """Held-out MLM loss / accuracy (+ NSP) with the same masks at every evaluation (fixed seed).
-
-    ``should_stop`` is asked between batches: when it answers True the evaluation ends at once
-    and returns None (a Stop never waits for a long evaluation)."""
-    model = objective.model
-    was_training = model.training
-    model.eval()
-    generator = torch.Generator(device=device)
-    generator.manual_seed(cfg.system.seed + 999_983)
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device)
-    count = torch.zeros((), device=device)
-    nsp_loss_sum, nsp_correct, nsp_count = torch.zeros((), device=device), torch.zeros((), device=device), 0
-    try:
-        for i in range(cfg.monitor.eval_batches):
-            if should_stop():
-                return None
-            start = (i * cfg.optim.batch_size) % len(heldout)
-            start = 0 if len(heldout) - start < 2 else start  # NSP pairs need two rows
-            blocks = heldout[start : start + cfg.optim.batch_size]
-            batch = make_batch(blocks, generator)
-            with autocast(device, bf16):
-                out = objective(**batch)
-            y = out["mlm_labels"]
-            valid = y != IGNORE_INDEX
-            loss_sum += F.cross_entropy(out["mlm_logits"], y, ignore_index=IGNORE_INDEX, reduction="sum")
-            correct += ((out["mlm_logits"].argmax(-1) == y) & valid).sum()
-            count += valid.sum()
-            if "nsp_logits" in out:
-                target = batch["next_sentence_label"]  # (B,)
-                nsp_loss_sum += out["nsp_loss"] * len(target)
-                nsp_correct += (out["nsp_logits"].argmax(-1) == target).sum()
-                nsp_count += len(target)
-    finally:
-        model.train(was_training)
-    n = max(1.0, count.item())
-    result = {"loss": loss_sum.item() / n, "acc": correct.item() / n}
-    if nsp_count:
-        result.update(nsp_loss=nsp_loss_sum.item() / nsp_count, nsp_acc=nsp_correct.item() / nsp_count)
-    return result
-
-
-@torch.inference_mode()
-def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.device, top_k: int = 5
-                  ) -> list[list[tuple[str, float]]]:
-    """Top-k (token, probability) at each [MASK] of `text`, in eval mode (restored afterwards)."""
-    enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=model.config.max_position_embeddings,
-                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
-    input_ids = enc["input_ids"].to(device)  # (1, T)
-    positions = (input_ids[0] == tokenizer.mask_token_id).nonzero().flatten()  # (M,)
-    if len(positions) == 0:
-        raise ValueError("The probe sentence must contain at least one [MASK].")
-    was_training = model.training
-    model.eval()
-    try:
-        hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
-        probs = model.cls.predictions(hidden[0, positions]).float().softmax(-1)  # (M, V)
-        # what Fill-Mask would offer at each mask: no ## piece at a word start, only ## pieces glued to letters
-        continuation = continuation_lookup(tokenizer).nonzero().flatten().to(device)
-        probs = torch.stack([allowed_pieces(p, context, continuation)
-                             for p, context in zip(probs, mask_contexts(tokenizer, enc, positions.tolist(), text))])
-        top = probs.topk(top_k, dim=-1)
-    finally:
-        model.train(was_training)
-    return [
-        [(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 5)) for p, i in zip(vals, idx)]
-        for vals, idx in zip(top.values.cpu(), top.indices.cpu())
-    ]
-
-
-CALIBRATION_SHAPE = dict(preset="custom", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
-                         intermediate_size=512, seq_len=128, batch_size=16)  # a small BERT: a second or two
-
-
-@contextlib.contextmanager
-def _calibration_model(
-        device_type: str) -> Iterator[tuple[TrainConfig, torch.device, PreTrainedTokenizerBase, nn.Module]]:
-    """The calibrations' small seeded BERT on ``device_type``, under the threads a run gets."""
-    cfg = TrainConfig.from_flat(**CALIBRATION_SHAPE, device=device_type)
-    device = torch.device(device_type)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
-    with thread_count(cfg.system.num_threads, 1, device), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        yield cfg, device, tokenizer, build_model(cfg, tokenizer)
-
-
-def calibrate(device_type: str = "cpu") -> float:
-    """Time a few steps of the run's own training code (objective, masking, optimizer, precision) on a
-    small BERT on ``device_type``, with the threads a run gets; returns operations per second."""
-    with _calibration_model(device_type) as (cfg, device, tokenizer, model):
-        objective = PretrainObjective(model).to(device).train()
-        optimizer = make_optimizer(model, cfg, device)
-        make_batch, bf16 = BatchMaker(cfg, tokenizer, device), use_bf16(device, cfg.system.precision)
-        generator = torch.Generator(device=device).manual_seed(0)
-        blocks = torch.randint(1000, VOCAB_SIZE, (cfg.optim.batch_size, cfg.data.seq_len), generator=generator,
-                               device=device)
-
-        def step() -> None:
-            with autocast(device, bf16):
-                out = objective(**make_batch(blocks, generator))
-            out["loss"].backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-
-        elapsed = _timed(step, device, budget.CALIBRATION_STEPS)
-    tokens = budget.CALIBRATION_STEPS * cfg.optim.batch_size * cfg.data.seq_len
-    return tokens * budget.flops_per_token(cfg) / max(elapsed, 1e-6)
-
-
-def calibrate_evaluation(device_type: str = "cpu") -> float:
-    """Time the run's own held-out evaluation (:func:`answer_questions`: every asked position scored over the
-    whole vocabulary, its rank counted) on the calibration model and one evaluation batch of random tokens;
-    returns operations per second as :func:`bertdemo.pretrain.budget.evaluation_flops` counts them. An
-    evaluation does less per operation than a training step (full-vocabulary ranks, small batches)."""
-    with _calibration_model(device_type) as (cfg, device, tokenizer, model):
-        model.to(device)
-        rng = np.random.default_rng(0)
-        blocks = rng.integers(1000, VOCAB_SIZE, (TOKENS_PER_BATCH // cfg.data.seq_len, cfg.data.seq_len))
-        q = heldout_questions(blocks, tokenizer.all_special_ids, tokenizer.mask_token_id)
-        questions = (torch.from_numpy(q.input_ids).to(device), torch.from_numpy(q.labels).to(device))
-        bf16 = use_bf16(device, cfg.system.precision)
-        elapsed = _timed(lambda: answer_questions(model, questions, device, bf16), device, 1)
-    return TOKENS_PER_BATCH * budget.flops_per_token(cfg) / 3.0 / max(elapsed, 1e-6)
-
-
-def _timed(work: Callable[[], object], device: torch.device, repeats: int) -> float:
-    """Seconds ``repeats`` calls of ``work`` take after one warm-up call (allocations, kernel choice)."""
-    work()
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    sync()
-    started = time.perf_counter()
-    for _ in range(repeats):
-        work()
-    sync()
-    return time.perf_counter() - started

@@ -32,9 +32,11 @@ from transformers import AutoTokenizer
 from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
-from bertdemo.pretrain.metrics import MetricsBuffer, Status, history_dict, metrics_csv
-from bertdemo.pretrain.slot import RunManager
+from bertdemo.pretrain.metrics import MetricsBuffer, history_dict, metrics_csv
+from bertdemo.pretrain.run import TrainingRun
 from bertdemo.pretrain.trainer import Trainer
+from bertdemo.runs.slot import RunManager
+from bertdemo.runs.status import Status
 from bertdemo.settings import DiskRules
 
 MAX_BURST_STEPS = 5000
@@ -209,11 +211,13 @@ def run_burst(manager: RunManager, steps: int, device: str = "cuda",
                                            f"{inp.state.get('step', 0)} checkpoint.")
         if result is None:
             return
-        saved = hand_back(run.run_folder, result, manager.disk)
+        saved = hand_back(run.run_folder, result, run.disk)
         yield result
         left = run.time_left()  # the burst's wall time is charged to the run's cap
         if result.step >= snap.total_steps or run.control.stop_event.is_set() or (left is not None and left <= 0):
             run.metrics.update(status=Status.STOPPED if result.step < snap.total_steps else Status.FINISHED,
                                step=result.step, message=f"GPU burst done at step {result.step:,}; checkpoint saved.")
             return
-        manager.start(checkpoints.resume_config(saved), owner_token=run.owner_token, max_seconds=left, hold=hold)
+        manager.start_run(TrainingRun(checkpoints.resume_config(saved), manager.runs_dir, owner_token=run.owner_token,
+                                      max_seconds=left, disk=run.disk, speeds=run.speeds, clock=manager.clock),
+                          hold=hold)

@@ -2,7 +2,8 @@
 sentence -> its topic) from the embedded pretrained model, a pretraining run of yours, or random weights of
 the same shape, live and overlaid; then classify sentences with the result, and probe which layer knows what.
 
-Layout and wiring only: runs go through the run service (``ctx.runs``: the slot, the owner token, the caps),
+Layout and wiring only: runs go through the fine-tuning service (``ctx.finetune_runs``) and the shared run
+service (``ctx.runs``: the slot, the owner token, the caps),
 the task, its landmarks, the probes and classification through ``ctx.finetune``, drawing through
 :mod:`bertdemo.viz.finetune`. The page polls the run with a ``gr.Timer`` and redraws what changed.
 """
@@ -55,47 +56,48 @@ def plot_data(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
-def _init_choices(runs) -> list[tuple[str, str]]:
+def _init_choices(pretraining) -> list[tuple[str, str]]:
     return ([("the embedded pretrained model (6 layers)", EMBEDDED), ("random weights, same shape (the control)", RANDOM)]
-            + [(f"my pretraining run: {label}", ref) for label, ref in runs.model_choices()])
+            + [(f"my pretraining run: {label}", ref) for label, ref in pretraining.model_choices()])
 
 
 def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
-    """Lay out the tab and wire it to ``ctx.runs`` and ``ctx.finetune``; ``owner``: this browser's owner token
-    (the Pretrain tab's hidden box, read from and kept in the browser's localStorage)."""
-    runs, lab, store, public = ctx.runs, ctx.finetune, ctx.models, ctx.settings.is_public
+    """Lay out the tab and wire it to ``ctx.finetune_runs``, ``ctx.runs`` and ``ctx.finetune``; ``owner``: this
+    browser's owner token (the Pretrain tab's hidden box, read from and kept in the browser's localStorage)."""
+    runs, slot, lab, store, public = ctx.finetune_runs, ctx.runs, ctx.finetune, ctx.models, ctx.settings.is_public
+    pretraining = ctx.pretrain_runs  # the checkpoints a fine-tune may start from, the runs the layer probe reads
     user_errors = functools.partial(common.user_errors, public=public)
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-finetune-"))
 
     def status_text() -> str:
-        busy = runs.current is not None and runs.current.active
-        return viz.status_markdown(runs.finetune_snapshot(), busy_with_pretraining=busy)
+        busy = slot.current is not None and slot.current.active
+        return viz.status_markdown(runs.snapshot(), busy_with_pretraining=busy)
 
     def compared(ids: list[str] | None) -> list[tuple[str, Any]]:
-        live = runs.finetune_snapshot()
+        live = runs.snapshot()
         out = [] if live is None else [(f"live: from {live.init}", live)]
         for run_id in ids or []:
             if live is None or run_id != live.run_id:
-                snap = runs.load_finetune(run_id)
+                snap = runs.load(run_id)
                 out.append((f"{run_id[-8:]} from {snap.init}", snap))
         return out
 
     def curves(ids):
         return plot_data(viz.curves_spec(compared(ids), lab.baselines()))
 
-    saved = runs.finetune_choices()  # read once for the page's three run lists (each reads every run's history)
+    saved = runs.choices()  # read once for the page's three run lists (each reads every run's history)
 
     with gr.Tab("Fine-tune", id="finetune") as tab:
         gr.Markdown(INTRO)
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                init = gr.Dropdown(_init_choices(runs), value=EMBEDDED, label="Start from", elem_id="ft-init")
+                init = gr.Dropdown(_init_choices(pretraining), value=EMBEDDED, label="Start from", elem_id="ft-init")
                 lr = gr.Dropdown([(f"{D.learning_rate:g} (measured best here)", D.learning_rate), ("1e-4", 1e-4),
                                   *((f"{v:g} (BERT paper)", v) for v in LEARNING_RATES)],
                                  value=D.learning_rate, label="Peak learning rate (AdamW, warm-up then linear decay)")
                 batch = gr.Radio([16, 32], value=D.batch_size, label="Batch size")
                 epochs = gr.Slider(1, 4, value=D.epochs, step=0.5, label="Epochs (the time budget may end it first)")
-                budget = gr.Number(D.time_budget_s, label="Time budget (seconds, evaluations included)", minimum=10,
+                budget = gr.Number(D.time_budget_s, label="Time budget (training seconds, evaluations included; paused time is not counted)", minimum=10,
                                    maximum=3600)
                 seed = gr.Number(D.seed, label="Seed (head, data order, dropout)", precision=0, minimum=0)
                 probe = gr.Textbox(D.probe_text, label="Probe sentence (its topic probabilities are tracked)",
@@ -112,16 +114,16 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                                               elem_id="ft-landmarks")
             with gr.Column(scale=2):
                 status = gr.Markdown(status_text, elem_id="ft-status")
-                new_md = gr.Markdown(lambda: viz.new_weights_markdown(runs.finetune_snapshot()), elem_id="ft-new")
+                new_md = gr.Markdown(lambda: viz.new_weights_markdown(runs.snapshot()), elem_id="ft-new")
                 compare = gr.Dropdown(saved, value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
                 # read at page load: a page opened during (or after) a run shows it at once
                 curve_plot = PlotlyFigure(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
-                probe_plot = PlotlyFigure(lambda: plot_data(viz.probe_spec(runs.finetune_snapshot())),
+                probe_plot = PlotlyFigure(lambda: plot_data(viz.probe_spec(runs.snapshot())),
                                      label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
-                pca_plot = PlotlyFigure(lambda: plot_data(viz.pca_spec(runs.finetune_snapshot())),
+                pca_plot = PlotlyFigure(lambda: plot_data(viz.pca_spec(runs.snapshot())),
                                    label="Validation sentences' [CLS] vectors (PCA), coloured by topic", elem_id="ft-pca")
-                confusion_plot = PlotlyFigure(lambda: plot_data(viz.confusion_spec(runs.finetune_snapshot())),
+                confusion_plot = PlotlyFigure(lambda: plot_data(viz.confusion_spec(runs.snapshot())),
                                          label="Where it errs (validation)", elem_id="ft-confusion")
                 with gr.Row():
                     run_pick = gr.Dropdown(saved, label="Fine-tuning run", scale=3,
@@ -147,7 +149,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             layer_plot = PlotlyFigure(label="Probe accuracy by layer", elem_id="ft-layer-plot")
             layer_md = gr.Markdown(elem_id="ft-layer-md")
             with gr.Row():
-                ckpt_run = gr.Dropdown(runs.run_choices(), label="A pretraining run: when did it learn word order?",
+                ckpt_run = gr.Dropdown(pretraining.run_choices(), label="A pretraining run: when did it learn word order?",
                                        scale=3, allow_custom_value=True, elem_id="ft-ckpt-run")
                 ckpt_btn = gr.Button("Probe its checkpoints", scale=1, elem_id="ft-ckpt-probe")
             ckpt_plot = PlotlyFigure(label="Bigram shift across the run's checkpoints", elem_id="ft-ckpt-plot")
@@ -164,7 +166,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     @user_errors
     def start_from_page(request: gr.Request, token: str, *values):
         token = token or secrets.token_urlsafe(24)
-        runs.start_finetune(dict(zip(names, values)), token, visitor=visitor_of(request))
+        runs.start(dict(zip(names, values)), token, visitor=visitor_of(request))
         return status_text(), token
 
     @user_errors
@@ -175,22 +177,22 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         an `owner_token` (any secret string): only that token pauses, resumes and stops it (/pause_run, …)."""
         if public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run.")
-        runs.start_finetune(settings, owner_token, visitor=visitor_of(request))
+        runs.start(settings, owner_token, visitor=visitor_of(request))
         return status_text()
 
     @user_errors
     def control(action: str, token: str = "") -> str:
-        runs.control(action, token)
+        slot.control(action, token)
         return status_text()
 
     def draw(seen_key, ids):
-        snap = runs.finetune_snapshot()
+        snap = runs.snapshot()
         key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message,
                                          bool(snap.pca_after), snap.checkpoint, tuple(ids or ()), tuple(lab.baselines()))
         if key == seen_key:
             return (*(gr.skip() for _ in range(8)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
-        choices = runs.finetune_choices() if ended else None
+        choices = runs.choices() if ended else None
         return (status_text(), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
                 plot_data(viz.pca_spec(snap)), plot_data(viz.confusion_spec(snap)),
                 gr.update(choices=choices) if choices is not None else gr.skip(),
@@ -227,7 +229,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if len(text) > MAX_CLASSIFY_CHARS:
             raise ValueError(f"The sentence has {len(text):,} characters; at most {MAX_CLASSIFY_CHARS:,}.")
         model = model if isinstance(model, str) and model.startswith("ft:") else f"ft:{model}"
-        labels, probs = lab.classify(runs.finetune_model(model), text)
+        labels, probs = lab.classify(runs.model(model), text)
         return viz.probabilities_markdown(labels, probs, model)
 
     @user_errors
@@ -235,7 +237,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         """Per-topic probabilities of `text` from the fine-tuned `model` (ft:<run id>)."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_CLASSIFY_CHARS:
             raise ValueError(f"text must be a sentence of 1 to {MAX_CLASSIFY_CHARS:,} characters.")
-        labels, probs = lab.classify(runs.finetune_model(model), text)
+        labels, probs = lab.classify(runs.model(model), text)
         return {"model": model, "probabilities": dict(zip(labels, probs))}
 
     @user_errors
@@ -272,7 +274,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def probe_checkpoints(run_id: str, progress=gr.Progress()):
         if not run_id:
             raise ValueError("Pick a pretraining run first.")
-        folders = runs.checkpoint_folders(run_id)
+        folders = pretraining.checkpoint_folders(run_id)
         note = viz.checkpoints_note(len(folders), ctx.settings.disk.keep_checkpoints)
         return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m)),
                                                    note=note))
@@ -282,13 +284,13 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if not run_id:
             return None
         path = export_dir / f"{run_id}-finetune.csv"
-        storage.write_text(path, runs.finetune_csv(run_id))
+        storage.write_text(path, runs.csv(run_id))
         return str(path)
 
     @user_errors
     def delete_run(run_id: str, token: str):
-        runs.delete_finetune(run_id, token)
-        choices = runs.finetune_choices()
+        runs.delete(run_id, token)
+        choices = runs.choices()
         return gr.update(choices=choices, value=None), gr.update(choices=choices, value=[]), status_text()
 
     def delete_finetune_api(run_id: str, owner_token: str = "") -> str:
@@ -332,9 +334,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     delete.click(delete_run, [run_pick, owner], [run_pick, compare, status], api_name="delete_finetune_from_page",
                  api_visibility="private")
     for pick in (run_pick, classify_model, compare):
-        pick.focus(lambda: gr.update(choices=runs.finetune_choices()), None, pick, api_visibility="private")
-    init.focus(lambda: gr.update(choices=_init_choices(runs)), None, init, api_visibility="private")
-    ckpt_run.focus(lambda: gr.update(choices=runs.run_choices()), None, ckpt_run, api_visibility="private")
+        pick.focus(lambda: gr.update(choices=runs.choices()), None, pick, api_visibility="private")
+    init.focus(lambda: gr.update(choices=_init_choices(pretraining)), None, init, api_visibility="private")
+    ckpt_run.focus(lambda: gr.update(choices=pretraining.run_choices()), None, ckpt_run, api_visibility="private")
     code_box.expand(show_code, form, code, api_visibility="private")
     with tab:
         gr.api(start_finetune, api_name="start_finetune")

@@ -2,7 +2,8 @@
 
 Layout and wiring only. Every rule of a run — the checks before a start, who may pause, resume, stop
 or delete it, uploads, the names of checkpoints — lives in the run service
-(:class:`bertdemo.pretrain.service.RunService`, ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
+(:class:`bertdemo.pretrain.service.PretrainService`, ``ctx.pretrain_runs``; the slot's live run of any
+kind: ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
 The page polls the run's snapshot with a ``gr.Timer`` and redraws when it moved on. Every open page
 watches the same run, and a reloaded page reattaches to it.
 """
@@ -26,7 +27,8 @@ from bertdemo.models.device import zero_gpu
 from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
 from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
-from bertdemo.pretrain.service import RunAction, RunService
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.explore import code_snippets
@@ -56,7 +58,7 @@ def plot_data(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
-def poll_view(runs: RunService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
+def poll_view(runs: PretrainService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
               x_axis: str) -> tuple[dict[str, Any], dict]:
     """What one poll of a page sends: {output name: new value} for the parts that changed since ``seen``
     (the status, the timeline, the curves, the probe ranks and table, ``refresh``: the model lists),
@@ -102,7 +104,8 @@ class TabContext(Protocol):
     """What the tab needs of the app context."""
 
     settings: ServerSettings
-    runs: RunService
+    runs: RunService  # the training slot and the rules every run kind shares
+    pretrain_runs: PretrainService
     models: Any  # the model store front: set_extra_choices(provider), choices(), get(name)
 
 
@@ -122,12 +125,13 @@ KEEP_OWNER_JS = f"(token) => {{ if (token) localStorage.setItem({OWNER_KEY!r}, t
 
 
 def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbox:
-    """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.runs``.
+    """Lay out the tab inside the current Blocks context (``demo``) and wire its events to ``ctx.pretrain_runs``
+    and ``ctx.runs``.
 
     On a public server only the browser that started a run (its owner token, kept in the browser's
     localStorage and read when the page opens) may pause, resume or stop it; the service applies that rule."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
-    runs, store = ctx.runs, ctx.models
+    runs, slot, store = ctx.pretrain_runs, ctx.runs, ctx.models
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
         import bertdemo.pretrain.gpu_entry  # noqa: F401
     store.set_extra_choices(runs.model_choices)  # run checkpoints among every tab's models, as "run:<id>/checkpoint"
@@ -325,11 +329,11 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     def run_status() -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
         Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder."""
-        return runs.status()
+        return slot.status()
 
     @user_errors
     def control(action: RunAction, token: str = "") -> str:
-        snap = runs.control(action, token)  # the slot's run: a pretraining or a fine-tuning run
+        snap = slot.control(action, token)  # the slot's run: a pretraining or a fine-tuning run
         return (finetune_viz.status_markdown(snap) if isinstance(snap, FinetuneSnapshot)
                 else run_curves.status_markdown(snap))
 
@@ -419,7 +423,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     view = [compare, smoothing, log_y, x_axis]
     outputs = [status, timeline, plot, ranks_plot, probe_table, model_box, resume, compare, run_pick, order_run, seen]
     preset.change(lambda p: gr.update(visible=p == CUSTOM), preset, custom_row, api_visibility="private")
-    corpus.change(lambda c: corpus_note(c, ctx.runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
+    corpus.change(lambda c: corpus_note(c, runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")

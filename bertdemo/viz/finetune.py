@@ -3,7 +3,7 @@ the confusion matrix with per-topic accuracy, the sentence vectors before / afte
 topic probabilities, the class balance, the layer probes; and the status line.
 
 Figures are plotly dicts of rounded numbers (the page redraws them every second while a run trains).
-Accuracy curves are drawn against training time (seconds from Start, evaluations included), the axis on
+Accuracy curves are drawn against training time (training seconds from Start, evaluations included, pauses not counted), the axis on
 which the starts are compared fairly: the same budget for each.
 """
 
@@ -115,9 +115,9 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                       "text": f"{LANDMARK_NAMES.get(name, name)} {value:.0%} (test)", "showarrow": False,
                       "font": {"size": 10, "color": "#475569"}})
     layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
-              "xaxis": {"domain": [0, 0.36], "title": {"text": "seconds from Start"}},
+              "xaxis": {"domain": [0, 0.36], "title": {"text": "training seconds (pauses not counted)"}},
               "yaxis": {"domain": [0, 1], "title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
-              "xaxis2": {"domain": [0.46, 1], "anchor": "y2", "title": {"text": "seconds from Start"}},
+              "xaxis2": {"domain": [0.46, 1], "anchor": "y2", "title": {"text": "training seconds (pauses not counted)"}},
               "yaxis2": {"domain": [0, 1], "anchor": "x2", "title": {"text": LANDMARK_AXIS},
                          "range": [0, 1],
                          "tickformat": ".0%"},
@@ -182,7 +182,7 @@ def probe_spec(snap: FinetuneSnapshot | None, top: int = 4) -> dict:
              "hovertemplate": "%{x:.0f} s · P = %{y:.1%}<extra>" + literal(snap.labels[c]) + "</extra>"}
             for c in ranked]
     layout = {**_LAYOUT, "height": 300, "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "P(topic)"}},
-              "xaxis": {"title": {"text": "seconds from Start"}}, "legend": {"orientation": "h", "y": -0.3}}
+              "xaxis": {"title": {"text": "training seconds (pauses not counted)"}}, "legend": {"orientation": "h", "y": -0.3}}
     return {"data": data, "layout": layout}
 
 

@@ -22,7 +22,8 @@ from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
 from bertdemo.pretrain.measured import (CORPUS_DOCUMENTS, CORPUS_WORDS, DEFAULT_RUN, FACT_PHRASE,
                                        FACT_PHRASE_COUNT, LONGER_RUN, MEASURED_ON, PROBE, WORD_COUNT, MeasuredRun)
-from bertdemo.pretrain.metrics import RunSnapshot, debiased_ema, has_values, latest
+from bertdemo.pretrain.metrics import RunSnapshot, has_values, latest
+from bertdemo.runs.status import debiased_ema
 from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
 from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
 from bertdemo.viz.text import html_code, literal, plotly_text
@@ -47,8 +48,10 @@ def status_markdown(snap: RunSnapshot | None) -> str:
     """What the run is doing, in one or two lines."""
     if snap is None:
         return "No pretraining run yet on this server. Choose a model size and a corpus, then **Start**."
-    head = (f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · {literal(snap.preset)} "
-            f"({snap.param_count:,} parameters) · {html_code(snap.corpus)} · {literal(snap.device)}")
+    size = f" ({snap.param_count:,} parameters)" if snap.param_count else ""  # counted once the model is built
+    where = f" · {literal(snap.device)}" if snap.device else ""
+    head = (f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · {literal(snap.preset)}{size} · "
+            f"{html_code(snap.corpus)}{where}")
     if snap.status == "preparing":
         return f"{head}  \n{literal(snap.message or 'Preparing…')} ({snap.prepare_fraction:.0%})"
     body = f"step **{snap.step:,} / {snap.total_steps:,}**"

@@ -1,0 +1,179 @@
+"""The fine-tuning kind of run: starting a fine-tuning run and the names the pages use for its runs.
+
+`FinetuneService` holds fine-tuning's own rules — the request checks (a ``run:`` start resolved to this
+server's checkpoint, the public time budget, the disk a saved model takes), the default topic task, the
+status as plain values, the saved runs and their ``ft:<id>`` models — and registers with the shared run
+service (:class:`bertdemo.runs.service.RunService`), which gives it the training slot, the owner token,
+the wall-time cap, the per-visitor quota, clean-up and shutdown. Torch-free at import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from bertdemo.finetune.config import FinetuneConfig, config_from_request
+from bertdemo.finetune.lab import read_baselines
+from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
+from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.models import run_refs
+from bertdemo.runs import folders
+from bertdemo.runs.service import RunService
+
+CHECKPOINT_BYTES = 100 * 2**20  # a fine-tuned model of the embedded shape (23M float32 parameters) and its tokenizer
+HISTORY_FILE = "finetune_history.json"  # the engine's HISTORY_FILE (the engine imports torch)
+
+
+def default_topic_task(cache_dir: str | Path):
+    """The topic task (train / validation / test) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
+    with LOGIC_IMPORT_LOCK:
+        from bertdemo.finetune.engine import task_from_splits
+        from bertdemo.finetune.topics import load_topic_splits
+
+    return task_from_splits(load_topic_splits(Path(cache_dir)))
+
+
+class FinetuneService:
+    """One server's fine-tuning runs and their own rules (see the module docstring). Thread-safe."""
+
+    name = KIND
+    label = FinetuneRun.label
+
+    def __init__(self, runs: RunService) -> None:
+        self.runs = runs  # the shared slot and rules; this kind registers with it
+        self.settings = runs.settings
+        self.runs_dir = runs.runs_dir
+        runs.register(self)
+
+    @property
+    def root(self) -> Path:
+        """Fine-tuning runs' folders live under ``runs_dir/.finetune``."""
+        return finetune_root(self.runs_dir)
+
+    def start(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
+              task_loader: Any = None) -> FinetuneRun:
+        """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
+        machine's one training slot, under the rules every run kind obeys: one at a time, the owner's token,
+        the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
+        :class:`~bertdemo.finetune.engine.TopicTask` (tests pass a small one); by default the topic task from
+        the embedded Wikipedia summaries, built once in this server's cache. ValueError naming what to change."""
+        self.runs.check_free(owner_token)
+        cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
+        public = self.settings.public_limits
+        if cfg.init.startswith("run:"):
+            folder = run_refs.resolve_run_reference(cfg.init, self.runs_dir)
+            if folder is None or not (Path(folder) / "config.json").is_file():
+                raise ValueError(f"{cfg.init} is not a checkpoint of this server's runs: pick one from the list.")
+            cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
+        cfg = cfg.replace(device=cfg.device if public is None else "cpu")
+        if public is not None and (cfg.time_budget_s == 0 or cfg.time_budget_s > public.max_seconds):
+            cfg = cfg.replace(time_budget_s=float(public.max_seconds))
+        self.runs.check_visitor_share(owner_token, visitor, resuming=False)
+        self.settings.disk.check(adding=CHECKPOINT_BYTES)
+        loader = task_loader or functools.partial(default_topic_task, self.settings.cache_dir)
+        run = FinetuneRun(cfg, self.runs_dir, loader, owner_token=self.runs.owner(owner_token),
+                          visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
+                          cache_dir=self.settings.cache_dir, clock=self.runs.manager.clock)
+        self.runs.launch(run, owner_token)
+        return run
+
+    @property
+    def current(self) -> FinetuneRun | None:
+        """The latest fine-tuning run, active or ended (None when the slot's latest run is none)."""
+        run = self.runs.current
+        return run if isinstance(run, FinetuneRun) else None
+
+    def snapshot(self) -> FinetuneSnapshot | None:
+        """The live (or latest) fine-tuning run's metrics; None when the slot's latest run is none."""
+        run = self.current
+        return None if run is None else run.snapshot()
+
+    def status(self, run: FinetuneRun | None = None) -> dict | None:
+        """A fine-tuning run's snapshot (``run``, else the latest) as plain values (``kind`` finetune,
+        ``task``, ``val_accuracy``, ``val_macro_f1``, ``baselines``, the checkpoint as ``ft:<id>``); None
+        before any."""
+        run = run or self.current
+        if run is None:
+            return None
+        snap = run.snapshot()
+        status = dataclasses.asdict(snap)
+        status["per_topic_accuracy"] = snap.per_topic_accuracy
+        status["checkpoint"] = f"ft:{snap.run_id}" if snap.checkpoint else ""
+        status["settings"] = {k: v for k, v in snap.settings.items() if k != "init_path"}  # no server path
+        del status["pca_texts"]  # the page's hover text (up to 100 KB): every poll of an API client stays small
+        status["baselines"] = self.baselines()
+        for name in NAN_FIELDS:
+            if status[name] != status[name]:  # NaN: not measured (yet, or a stopped run's whole splits)
+                status[name] = None
+        return status
+
+    def clean_leftovers(self) -> list[str]:
+        """A fine-tuning run saves its model once, at its end (atomically): a folder without one goes."""
+        deleted = []
+        for run_id in folders.run_ids(self.root):
+            if not (self.root / run_id / MODEL_DIRNAME / "config.json").is_file():
+                folders.delete_run_folder(self.root, run_id)
+                deleted.append(run_id)
+        return deleted
+
+    def saved_model(self, run: FinetuneRun) -> Path | None:
+        """The run's saved model folder (a stock ``BertForSequenceClassification``), None before its end."""
+        folder = run.run_folder / MODEL_DIRNAME
+        return folder if run.run_id and (folder / "config.json").is_file() else None
+
+    def baselines(self) -> dict[str, float]:
+        """The topic task's landmarks (validation accuracy) when computed on this server (else {})."""
+        return read_baselines(self.settings.cache_dir)
+
+    def ids(self) -> list[str]:
+        """Ids of the fine-tuning runs with a saved model, newest first."""
+        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
+        return sorted(saved, reverse=True)
+
+    def choices(self) -> list[tuple[str, str]]:
+        """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""
+        out = []
+        for run_id in self.ids():
+            snap = self.load(run_id)
+            acc = f"{snap.val_accuracy[-1]:.1%}" if snap.val_accuracy else "—"
+            out.append((f"{run_id} · from {snap.init} · val {acc}", run_id))
+        return out
+
+    def load(self, run_id: str) -> FinetuneSnapshot:
+        """A saved fine-tuning run's history (ValueError for a name that is none)."""
+        try:
+            folder = folders.run_folder(self.root, run_id)  # a plain name of a run folder
+        except ValueError:
+            raise ValueError("Pick a fine-tuning run from the list.") from None
+        live = self.snapshot()
+        if live is not None and live.run_id == run_id:
+            return live
+        path = folder / MODEL_DIRNAME / HISTORY_FILE
+        if not path.is_file():
+            raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
+        return snapshot_from_history(json.loads(path.read_text()))
+
+    def model(self, name: str) -> str:
+        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model)."""
+        if not isinstance(name, str) or not name.startswith("ft:"):
+            raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
+        run_id = name[3:]
+        if run_id not in self.ids():  # the listing is the check: no other name reaches a folder
+            raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
+        return str(self.root / run_id / MODEL_DIRNAME)
+
+    def csv(self, run_id: str) -> str:
+        return finetune_csv(self.load(run_id))
+
+    def delete(self, run_id: str, owner_token: str = "") -> None:
+        """Delete an ended fine-tuning run (its owner or the admin on a public server)."""
+        try:
+            folders.run_folder(self.root, run_id)
+        except ValueError:
+            raise ValueError("Pick a fine-tuning run first.") from None
+        self.runs.check_may_delete(self.root, run_id, owner_token)
+        folders.delete_run_folder(self.root, run_id)

@@ -1,0 +1,125 @@
+"""Run folders on disk, for every run kind: a new run's folder, who started it, which runs one visitor
+keeps, how long an ended run stays, deleting one.
+
+Torch-free. A kind keeps its runs as direct children of its own root (pretraining: ``runs_dir``;
+fine-tuning: ``runs_dir/.finetune``), named by run id; only names of existing direct children are ever
+touched. ``owner.sha256`` remembers who started a run (a digest of the token that controls it),
+``visitor.sha256`` from which address (what a visitor's run quota counts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from bertdemo import storage
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the token itself is never stored
+VISITOR_FILE = "visitor.sha256"  # a digest of the address that started the run (public servers), for the quota
+
+
+def claim_run_folder(root: Path, label: str) -> str:
+    """A new run id, ``<date>-<time>-<label>``, whose folder this call created under ``root`` (mkdir is the
+    check: two starts never share one)."""
+    base = f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
+    run_id, n = base, 1
+    while True:
+        try:
+            (Path(root) / run_id).mkdir(parents=True)
+            return run_id
+        except FileExistsError:
+            n += 1
+            run_id = f"{base}-{n}"
+
+
+def run_folder(root: str | Path, run_id: str) -> Path:
+    """The folder of run ``run_id``: a plain name of an existing folder under ``root`` (ValueError otherwise),
+    saved or not."""
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
+        raise ValueError("No such run.")
+    folder = Path(root) / run_id
+    if not folder.is_dir():
+        raise ValueError("No such run.")
+    return folder
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def record_visitor(folder: str | Path, visitor: str) -> None:
+    """Remember from which address the run in ``folder`` was started (nothing when ``visitor`` is empty)."""
+    if visitor:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        storage.write_text(Path(folder) / VISITOR_FILE, _digest(visitor))
+
+
+def _started_from(root: str | Path, run_id: str, visitor: str) -> bool:
+    path = run_folder(root, run_id) / VISITOR_FILE
+    return bool(visitor) and path.is_file() and hmac.compare_digest(path.read_text(encoding="utf-8").strip(),
+                                                                    _digest(visitor))
+
+
+def record_owner(folder: str | Path, token: str) -> None:
+    """Remember who started the run in ``folder`` (its first owner stays; nothing when ``token`` is empty)."""
+    path = Path(folder) / OWNER_FILE
+    if token and not path.exists():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        storage.write_text(path, _digest(token))
+
+
+def is_owner(root: str | Path, run_id: str, token: str) -> bool:
+    """Whether ``token`` is the one that started run ``run_id`` (False for a run with no recorded owner)."""
+    path = run_folder(root, run_id) / OWNER_FILE
+    if not token or not path.is_file():
+        return False
+    return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), _digest(token))
+
+
+def delete_run_folder(root: str | Path, run_id: str) -> None:
+    """Remove a run's folder (its checkpoints and metrics; or what a run that never saved left)."""
+    shutil.rmtree(run_folder(root, run_id))
+
+
+def run_ids(root: str | Path) -> list[str]:
+    """Every run folder under ``root``, saved or not (not the uploads, other kinds' roots or lock files)."""
+    root = Path(root)
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and RUN_ID.match(p.name)) if root.is_dir() else []
+
+
+def runs_owned_by(root: str | Path, token: str, visitor: str = "") -> list[str]:
+    """The runs (saved or not) that ``token`` started, or that were started from the address ``visitor``
+    (whatever token they carry: a visitor who invents a token per run is still one visitor)."""
+    return [run_id for run_id in run_ids(root)
+            if is_owner(root, run_id, token) or _started_from(root, run_id, visitor)]
+
+
+def last_touched(folder: Path) -> float:
+    """The newest modification time of anything in ``folder`` (seconds since the epoch)."""
+    times = [folder.stat().st_mtime]
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                times.append(os.lstat(os.path.join(dirpath, name)).st_mtime)
+            except OSError:  # removed meanwhile
+                pass
+    return max(times)
+
+
+def expire_runs(root: str | Path, older_than_s: float, keep: Iterable[str] = (),
+                now: float | None = None) -> list[str]:
+    """Delete the run folders (saved or not) untouched for ``older_than_s`` seconds, except ``keep``; their ids."""
+    now = time.time() if now is None else now
+    expired = [run_id for run_id in run_ids(root) if run_id not in set(keep)
+               and now - last_touched(Path(root) / run_id) > older_than_s]
+    for run_id in expired:
+        shutil.rmtree(Path(root) / run_id, ignore_errors=True)
+    return expired

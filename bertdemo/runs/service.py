@@ -1,0 +1,151 @@
+"""The rules every run kind obeys, in one place (:class:`RunService`): the machine's one training slot, who
+may pause, resume or stop the live run, the per-visitor run quota and expiry on a public server, who may
+delete a run, clean-up at start and the save on shutdown.
+
+A kind's service (:class:`bertdemo.pretrain.service.PretrainService`,
+:class:`bertdemo.finetune.service.FinetuneService`) registers itself here and keeps only its own start checks,
+estimates and names; it starts its run through :meth:`RunService.launch`. Torch-free.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from bertdemo.runs import folders
+from bertdemo.runs.kinds import KindRegistry, RunKind
+from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
+from bertdemo.settings import ServerSettings
+
+NOT_YOURS = "This run belongs to another visitor; you can watch it."
+NO_RUN = "There is no run to control; press Start first."
+ONLY_OWNER_DELETES = "Only the browser that started this run (or this server's administrator) may delete it."
+
+
+class RunAction(StrEnum):
+    """What a visitor may do to the live run."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+
+
+class RunService:
+    """One server's training slot and the rules every run kind shares (see the module docstring). Thread-safe."""
+
+    def __init__(self, settings: ServerSettings, clock: Clock = time.monotonic, wall_clock: Clock = time.time) -> None:
+        self.settings = settings
+        self.runs_dir = Path(settings.runs_dir)
+        self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
+        self.manager = RunManager(self.runs_dir, clock)
+        self.kinds = KindRegistry()
+
+    def register(self, kind: RunKind) -> None:
+        """Serve runs of ``kind`` (its service calls this once, when it is built)."""
+        self.kinds.register(kind)
+
+    # --- the live run ------------------------------------------------------------------------------
+    @property
+    def current(self) -> BackgroundRun | None:
+        """The slot's latest run, of any kind, active or ended (None before the first)."""
+        return self.manager.current
+
+    def status(self) -> dict | None:
+        """The latest run's snapshot as plain values, from its kind (``kind`` says which); None before any."""
+        run = self.manager.current
+        return None if run is None else self.kinds.of(run).status(run)
+
+    def control(self, action: RunAction, owner_token: str = "") -> Any:
+        """Pause, resume or stop the live run, of any kind; its snapshot after. On a public server only its
+        owner may (and, to stop it, the admin); ValueError otherwise."""
+        action = RunAction(action)
+        run = self.controlled(owner_token, admin_may=action is RunAction.STOP)
+        {RunAction.PAUSE: run.pause, RunAction.RESUME: run.resume, RunAction.STOP: run.stop}[action]()
+        return run.snapshot()
+
+    def controlled(self, token: str, admin_may: bool) -> BackgroundRun:
+        """The latest run, when ``token``'s holder may control it (ValueError otherwise)."""
+        run = self.manager.current
+        if run is None:
+            raise ValueError(NO_RUN)
+        admin = admin_may and self.settings.is_admin(token)
+        if self.settings.is_public and not run.may_control(token, admin=admin):
+            raise ValueError(NOT_YOURS)
+        return run
+
+    # --- starting a run ----------------------------------------------------------------------------
+    def check_free(self, owner_token: str = "") -> None:
+        """ValueError when the slot is busy, saying for how long (a refused start costs nothing more)."""
+        self.manager.check_free(owner_token if self.settings.is_public else "")
+
+    def owner(self, token: str) -> str:
+        """The token a new run records as its owner: the caller's on a public server, none locally."""
+        return token if self.settings.is_public else ""
+
+    def visitor(self, address: str) -> str:
+        """The address a new run records for the quota: the caller's on a public server, none locally."""
+        return address if self.settings.is_public else ""
+
+    def cap_seconds(self) -> float | None:
+        """The wall-time cap every run gets on a public server (None locally)."""
+        public = self.settings.public_limits
+        return None if public is None else public.max_seconds
+
+    def check_visitor_share(self, owner_token: str, visitor: str, resuming: bool) -> None:
+        """A public server: ended runs of every kind untouched for ``keep_hours`` go first; then one visitor —
+        the runs their token or their address started, of every kind — keeps at most ``max_runs_per_visitor``
+        runs (saved or not), so nobody holds the disk budget (the admin is not counted, nor a resumed run)."""
+        caps = self.settings.public_limits
+        if caps is None:
+            return
+        live = self.manager.current
+        keep = [live.run_id] if live is not None and live.active else []
+        for kind in self.kinds:
+            folders.expire_runs(kind.root, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
+        if resuming or self.settings.is_admin(owner_token):
+            return
+        mine = [run_id for kind in self.kinds for run_id in folders.runs_owned_by(kind.root, owner_token, visitor)]
+        if len(mine) >= caps.max_runs_per_visitor:
+            raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
+                             "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
+
+    def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
+        """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
+        how long the slot stays busy, when a run is under way."""
+        return self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
+
+    # --- deleting ----------------------------------------------------------------------------------
+    def check_may_delete(self, root: Path, run_id: str, owner_token: str) -> None:
+        """ValueError unless ``owner_token``'s holder may delete run ``run_id`` under ``root`` (anyone locally;
+        its owner or the admin on a public server), and the run has ended."""
+        if self.settings.is_public and not (self.settings.is_admin(owner_token)
+                                            or folders.is_owner(root, run_id, owner_token)):
+            raise ValueError(ONLY_OWNER_DELETES)
+        if self.manager.is_busy(run_id):
+            raise ValueError("That run is still active; stop it before deleting it.")
+
+    # --- the server's start and end ----------------------------------------------------------------
+    def clean_leftovers(self) -> list[str]:
+        """At server start, when no run trains on this machine: each kind removes what its interrupted runs
+        left. Returns the ids deleted; nothing when a run is under way (in this process or another)."""
+        if self.manager.current is not None and self.manager.current.active:
+            return []
+        try:
+            lock = self.manager.try_machine_lock()
+        except ValueError:  # another process trains into this runs folder: leave everything as it is
+            return []
+        try:
+            return [run_id for kind in self.kinds for run_id in kind.clean_leftovers()]
+        finally:
+            lock.release()
+
+    def shutdown(self, timeout: float = 30.0) -> bool:
+        """The server is going down: stop the live run (whatever it is doing: training, paused, evaluating,
+        saving) so it saves, waiting up to ``timeout`` seconds; True when nothing is left running."""
+        run = self.manager.current
+        if run is None or not run.active:
+            return True
+        run.stop()
+        return run.join(timeout)

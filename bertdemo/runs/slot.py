@@ -1,0 +1,288 @@
+"""The machine's one training slot: a run of any kind on its daemon thread (:class:`BackgroundRun`) and the
+manager that starts runs one at a time (:class:`RunManager`), in this process and — through a lock file in
+``runs_dir`` — on this machine.
+
+Every kind gets the same guarantees here, not in its own code: the owner and visitor recorded in its folder,
+the public wall-time cap (a timer started with the run, which stops it whatever it is doing — training,
+paused, evaluating — so it saves and frees the slot), the machine lock released when its thread ends, and a
+refused start that says how long the slot stays busy. A kind supplies its folder (:meth:`claim_folder`),
+its work (:meth:`work`) and how much of its own budget is left (:meth:`own_seconds_left`). Torch-free.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from bertdemo.runs import folders
+from bertdemo.runs.control import RunControl
+from bertdemo.runs.priority import lower_this_thread
+from bertdemo.runs.status import ACTIVE_STATUSES, LockedSnapshot, Status
+
+LOCK_FILE = ".active-run.lock"
+CAP_CHECK_S = 1.0  # the cap watcher looks at the run's clock at least this often (a test's clock moves by hand)
+Clock = Callable[[], float]  # seconds, monotonic (time.monotonic; a test passes its own)
+
+log = logging.getLogger(__name__)
+
+
+def about(seconds: float) -> str:
+    """A rough duration in words: "about 40 s", "about 3 min", "about 1.5 h"."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds)):.0f} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60):.0f} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+class BackgroundRun:
+    """One run of some kind on a daemon thread; every public method is safe to call from the UI thread.
+
+    Nothing is written until :meth:`start` (which the manager calls holding the machine lock). A kind sets
+    ``kind`` (its registry name) and ``label`` (how a sentence names it), and implements :meth:`claim_folder`
+    and :meth:`work`; it may add clean-up after the thread in :meth:`after`."""
+
+    kind = ""
+    label = "training"
+
+    def __init__(self, runs_dir: str | Path, metrics: LockedSnapshot, owner_token: str = "", visitor: str = "",
+                 max_seconds: float | None = None, clock: Clock = time.monotonic) -> None:
+        self.runs_dir = Path(runs_dir)
+        self.metrics = metrics
+        self.owner_token = owner_token  # the secret of the browser (or API caller) that started it; "" = anyone
+        self.visitor = visitor  # the address it was started from (public servers' run quota); "" = not recorded
+        self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
+        self._clock = clock
+        self._deadline: float | None = None  # clock() at which the cap is reached (set by start)
+        self._cap_watch: threading.Thread | None = None
+        self._ended = threading.Event()  # set when the run's thread has ended (the cap watcher leaves then)
+        self._limit_reason = ""
+        self._machine_lock: FileLock | None = None
+        self.run_id = ""
+        self.run_folder = Path()  # the run's folder under its kind's root
+        self.control = RunControl()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    # what a kind supplies -------------------------------------------------------------------
+    def claim_folder(self) -> None:
+        """Set ``run_id`` and ``run_folder`` (a new folder, or the folder of the run it continues)."""
+        raise NotImplementedError
+
+    def work(self) -> str:
+        """The run itself, on its thread: train, evaluate, save; returns the final status."""
+        raise NotImplementedError
+
+    def after(self) -> None:
+        """What the kind does once its thread has ended and the slot is free (its default: nothing)."""
+
+    def own_seconds_left(self) -> float | None:
+        """Seconds the run itself expects to go on (its steps or its time budget); None when unknown."""
+        return None
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self, machine_lock: FileLock | None = None) -> BackgroundRun:
+        """Create (or take up) the run's folder, record its owner and visitor, and start the thread and the
+        wall-time cap. ``machine_lock``: held by the caller; released when the run's thread ends."""
+        self._machine_lock = machine_lock
+        self.claim_folder()
+        self.metrics.update(run_id=self.run_id)
+        folders.record_owner(self.run_folder, self.owner_token)  # who may control and delete it
+        folders.record_visitor(self.run_folder, self.visitor)  # whose quota it counts in
+        self._thread.name = f"{self.kind or 'run'}-{self.run_id}"
+        if self.max_seconds is not None:
+            self._deadline = self._clock() + self.max_seconds
+        if self.max_seconds:  # a watcher, not the loop: a paused or evaluating run meets its cap too
+            self._cap_watch = threading.Thread(target=self._watch_cap, name=f"run-cap-{self.run_id}", daemon=True)
+            self._cap_watch.start()
+        self._thread.start()
+        return self
+
+    def _watch_cap(self) -> None:
+        """Stop the run when its wall-time cap is reached on the run's clock, whatever the run is doing."""
+        while not self._ended.wait(min(CAP_CHECK_S, self.time_left() or 0.0)):
+            if self.time_left() == 0:
+                self._time_up()
+                return
+
+    def _time_up(self) -> None:
+        if self.active and not self._limit_reason:
+            self._limit_reason = f"Stopped at the {self.max_seconds / 60:g}-minute limit of this public server."
+            self.stop()
+
+    def on_step(self, step: int) -> None:
+        """Called by the loop after each step: the cap, on the run's own clock (a test moves it)."""
+        if self._deadline is not None and self.time_left() == 0:
+            self._time_up()
+
+    def _main(self) -> None:
+        try:
+            lower_this_thread()  # when the page and the run both want a core, the page comes first
+            final = self.work()
+            if final == Status.STOPPED and self._limit_reason:
+                self.metrics.update(message=f"{self._limit_reason} {self.metrics.get('message')}")
+        except Exception as err:  # a kind's own failure handling missed it: the page says so, the server serves
+            self.metrics.update(status=Status.FAILED, message=f"The run failed: {type(err).__name__}: {err}"[:500])
+            log.exception("Run %s failed", self.run_id)
+        finally:
+            self._ended.set()  # the cap watcher leaves
+            if self._machine_lock is not None:
+                self._machine_lock.release()
+            self.after()
+
+    # what the pages call ---------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return self.metrics.get("status")
+
+    @property
+    def active(self) -> bool:
+        """True while the run trains, prepares, pauses or stops (a kind may count more states busy)."""
+        return self._thread.is_alive() or (not self._thread.ident and self.status in ACTIVE_STATUSES)
+
+    def snapshot(self) -> Any:
+        """A copy of the run's metrics (its kind's snapshot dataclass)."""
+        return self.metrics.snapshot()
+
+    def may_control(self, token: str, admin: bool = False) -> bool:
+        """Whether the holder of ``token`` may pause, resume or stop this run (admin: stop only, checked by the caller)."""
+        if admin or not self.owner_token:
+            return True
+        given = str(token or "").encode("utf-8", "surrogatepass")  # bytes: a non-ASCII token is simply not it
+        return secrets.compare_digest(given, self.owner_token.encode("utf-8", "surrogatepass"))
+
+    def pause(self) -> None:
+        if self.status == Status.RUNNING:
+            self.control.pause_event.set()
+
+    def resume(self) -> None:
+        self.control.pause_event.clear()
+
+    def stop(self) -> None:
+        if self.active:
+            self.metrics.update(status=Status.STOPPING, message="Stopping after this step…")
+        self.control.stop_event.set()
+        self.control.pause_event.clear()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True when it has ended."""
+        if self._thread.ident:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def time_left(self) -> float | None:
+        """Seconds left of the wall-time cap (None: no cap)."""
+        return None if self._deadline is None else max(0.0, self._deadline - self._clock())
+
+    def seconds_left(self) -> float | None:
+        """How long this run may still hold the slot: the nearer of its own end and its wall-time cap
+        (None when neither is known)."""
+        known = [s for s in (self.own_seconds_left(), self.time_left()) if s is not None]
+        return min(known) if known else None
+
+
+class RunManager:
+    """Starts runs one at a time (any kind) and remembers the latest one."""
+
+    def __init__(self, runs_dir: str | Path = "runs", clock: Clock = time.monotonic) -> None:
+        self.runs_dir = Path(runs_dir)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._current: BackgroundRun | None = None
+        self._hold: object | None = None  # set while something (a GPU burst) works on the current run
+
+    @contextmanager
+    def hold(self) -> Iterator[object]:
+        """Keep new runs from starting while the caller works on the current run; yields the key that
+        :meth:`start_run` accepts to continue that run. ValueError when a run is held already."""
+        key = object()
+        with self._lock:
+            if self._hold is not None:
+                raise ValueError("A GPU burst is already moving this run; wait for it to end.")
+            self._hold = key
+        try:
+            yield key
+        finally:
+            with self._lock:
+                if self._hold is key:
+                    self._hold = None
+
+    @property
+    def current(self) -> BackgroundRun | None:
+        """The latest run, active or ended (None before the first)."""
+        return self._current
+
+    def start_run(self, run: BackgroundRun, hold: object | None = None, owner_token: str = "") -> BackgroundRun:
+        """Start ``run`` in the slot: one at a time, under this machine's run lock (nothing is written before
+        it is held). ``hold``: the key of :meth:`hold`, for the holder that continues the current run;
+        ``owner_token``: who asks (the refusal's wording). ValueError when a run is under way."""
+        with self._lock:
+            self._check_free(hold, owner_token)
+            lock = self.try_machine_lock()
+            try:
+                run.start(lock)
+            except BaseException:
+                lock.release()
+                raise
+            self._current = run
+            return run
+
+    def try_machine_lock(self) -> FileLock:
+        """This machine's run lock, held (ValueError when another process holds it)."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.runs_dir / LOCK_FILE, thread_local=False)  # released by the run's thread
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise ValueError("Another process on this machine is already training in this runs folder; "
+                             "wait for it to finish or stop it first.") from None
+        return lock
+
+    def check_free(self, owner_token: str = "") -> None:
+        """ValueError when a run is under way (or on a GPU burst): a new one cannot start now. The message
+        says how long the slot stays busy, and tells ``owner_token``'s holder to stop the run only when it
+        is theirs."""
+        with self._lock:
+            self._check_free(None, owner_token)
+
+    def is_busy(self, run_id: str) -> bool:
+        """Whether run ``run_id`` is under way, on a GPU burst, or held (its folder must stay)."""
+        run = self._current
+        return run is not None and run.run_id == run_id and (run.active or self._hold is not None)
+
+    def forget(self, run_id: str) -> None:
+        """Forget the latest run when it is ``run_id`` and has ended (its folder was deleted): the pages
+        stop showing its status."""
+        with self._lock:
+            run = self._current
+            if run is not None and run.run_id == run_id and not run.active and self._hold is None:
+                self._current = None
+
+    def _check_free(self, hold: object | None, owner_token: str) -> None:
+        if self._hold is not None and hold is not self._hold:
+            raise ValueError("The current run is on a GPU burst; wait until it is back.")
+        run = self._current
+        if run is not None and run.active and not (hold is not None and hold is self._hold):
+            raise ValueError(busy_message(run, owner_token))
+
+
+def busy_message(run: BackgroundRun, owner_token: str = "") -> str:
+    """Why a start is refused while ``run`` holds the slot: which run, for how long, and what to do (stop it
+    only when it is the asker's own)."""
+    snap = run.snapshot()
+    left = run.seconds_left()
+    busy = f"the training slot stays busy for {about(left)} more" if left is not None else \
+        "the training slot stays busy until it ends"
+    text = f"A {run.label} run is already {snap.status} (run {snap.run_id}, step {snap.step}/{snap.total_steps}); {busy}."
+    if run.owner_token and run.may_control(owner_token):
+        return text + " It is yours: stop it to start another now."
+    if run.owner_token:
+        return text + " It belongs to another visitor: start yours when it has ended."
+    return text + " Stop it to start another now."
