@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertdemo.explore.batching import MicroBatcher, Slots
+from bertdemo.models.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.models.hub import HubProbe

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertdemo.explore import attention, code_snippets, fill_mask, inside, inside_layer, inside_output, masking_lab
+from bertdemo.explore import attention, fill_mask, inside, inside_layer, inside_output, masking_lab
+from bertdemo.snippets import views as code_snippets
 from bertdemo.explore import model_outputs, nsp, tokens
 from bertdemo.models import embedded
 from tests.helpers import explains_the_pooler_report
@@ -237,7 +238,7 @@ def test_snippets_loading_the_bare_encoder_explain_the_pooler_report():
 def test_the_word_in_context_snippets_explain_the_pooler_report():
     """Word in context's and Learn step 13's code loaded AutoModel and printed transformers' LOAD REPORT
     ("pooler.dense.weight | MISSING … Consider training on your downstream task") with no word about it."""
-    from bertdemo.explore import word_code
+    from bertdemo.snippets import words as word_code
 
     for source in (word_code.word_in_context_code("m", "bank", "the river bank\nthe bank raised its rates"),
                    word_code.neighbours_code("m", "The river bank.")):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _loaded_after(code: str) -> dict:
     probe = code + "\nimport json, sys\nprint(json.dumps({m: m in sys.modules for m in sys.argv[1:]}))"
     done = subprocess.run([sys.executable, "-c", probe, "torch", "bertdemo.explore.fill_mask",
-                           "bertdemo.explore.batching"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           "bertdemo.models.batching"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -31,7 +31,7 @@ def test_attention_and_inside_do_not_import_fill_mask():
 
 
 def test_messages_and_limits_are_torch_free():
-    loaded = _loaded_after("import bertdemo.explore.messages, bertdemo.explore.input_limits, bertdemo.explore.batching")
+    loaded = _loaded_after("import bertdemo.explore.messages, bertdemo.explore.input_limits, bertdemo.models.batching")
     assert not loaded["torch"] and not loaded["bertdemo.explore.fill_mask"]
 
 

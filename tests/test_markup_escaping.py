@@ -15,7 +15,8 @@ from html.parser import HTMLParser
 import pytest
 from markdown_it import MarkdownIt
 
-from bertdemo.explore import inside, inside_output, learn_path, nsp, order_probe
+from bertdemo.explore import inside, inside_output, nsp, order_probe
+from bertdemo.learn import path as learn_path
 from bertdemo.explore.fill_mask import predict
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.viz import bars, masking, run_curves

@@ -14,7 +14,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from bertdemo.explore import attribution, corpus_neighbours, sense_sets, word_code, word_in_context
+from bertdemo.assets import sense_sets
+from bertdemo.explore import attribution, corpus_neighbours, word_in_context
+from bertdemo.snippets import words as word_code
 from bertdemo.explore.word_vectors import ActivationStore, corpus_sentences
 from tests.test_code_snippets import run
 
@@ -331,7 +333,7 @@ def test_the_default_sense_lines_are_two_of_each_sense():
 
 
 def test_the_learn_steps_answer_with_the_views_numbers(tiny_loaded):
-    from bertdemo.explore import learn_path
+    from bertdemo.learn import path as learn_path
 
     static = learn_path.answer(tiny_loaded, "static-dynamic", "The cat sat on the mat.")
     view = word_in_context.similarities(tiny_loaded, "bank", sense_sets.default_lines("bank"))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.ui import common
@@ -266,7 +266,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # a model still loading shows its progress on the model box
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False)
     with tab:  # after the click's own event: the page asks for the sections first, for the code panel after
-        code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
+        code_panel(ctx, snippets.inside_code, [model_box, text, words, layer, head, query], elem_id="in-code",
                    refresh_on=[run])
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")

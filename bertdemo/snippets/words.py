@@ -1,19 +1,19 @@
 """"Show the code" for the Word in context views: the few lines of stock transformers / torch / captum that
 reproduce their numbers in a notebook (filled with the learner's inputs, as Python literals). Written as
-:mod:`bertdemo.explore.code_snippets` writes the other views'; tests run each on a tiny model and compare.
+:mod:`bertdemo.snippets.views` writes the other views'; tests run each on a tiny model and compare.
 Torch-free (plain strings).
 """
 
 from __future__ import annotations
 
-from bertdemo.explore.code_snippets import LOAD, POOLER_NOTE, _head
+from bertdemo.snippets.views import LOAD, POOLER_NOTE, preamble
 
 
 def word_in_context_code(model: str, word: str, sentences: str) -> str:
     """Section 1: the word's vector in each sentence at every layer, the cosine between every two."""
     rows = [line.partition("|")[2].strip() if "|" in line else line.strip()
             for line in str(sentences).splitlines() if line.strip()]
-    return _head(model, "AutoModel") + POOLER_NOTE + (
+    return preamble(model, "AutoModel") + POOLER_NOTE + (
         "import re\n"
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL).eval()\n"
@@ -37,7 +37,7 @@ def word_in_context_code(model: str, word: str, sentences: str) -> str:
 def neighbours_code(model: str, text: str, position: int = 1, layer: int = 4, k: int = 10,
                     corpus_sentences: int = 200) -> str:
     """Section 2: the k corpus tokens nearest to one token of the sentence (the first corpus sentences)."""
-    return _head(model, "AutoModel") + POOLER_NOTE + (
+    return preamble(model, "AutoModel") + POOLER_NOTE + (
         "import importlib.util, json, pathlib, re\n"
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL).eval()\n"
@@ -72,7 +72,7 @@ def neighbours_code(model: str, text: str, position: int = 1, layer: int = 4, k:
 
 def attribution_code(model: str, text: str, mask_number: int = 1, target: str = "", steps: int = 50) -> str:
     """Section 3: integrated gradients on the word embeddings (captum), and the completeness check."""
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         "from captum.attr import LayerIntegratedGradients\n"
         f"inputs = tokenizer({text!r}.replace('[MASK]', tokenizer.mask_token), return_tensors='pt')\n"
         "ids = inputs['input_ids']\n"
