@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bertdemo.viz.text import Code, html_code, md_code, md_table, plural
+from bertdemo.english import plural
+from bertdemo.viz.text import Code, html_code, md_code, md_table
 
 
 def test_md_table_escapes_every_cell_and_keeps_its_shape():
