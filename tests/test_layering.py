@@ -1,10 +1,13 @@
-"""Layering: Attention and Inside BERT do not load Fill-Mask; the messages and limits the page needs are torch-free.
+"""Layering: Attention and Inside BERT do not load Fill-Mask; the messages and limits the page needs are torch-free;
+the import graph of bertdemo/ (read from the source, every import at any depth) has no circle and no import
+running up a floor.
 
-Runs in a fresh interpreter: this test process has everything imported already.
+The import checks run in a fresh interpreter: this test process has everything imported already.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -67,3 +70,108 @@ def test_settings_import_nothing_from_pretrain():
                              "print(sorted(m for m in sys.modules if m.startswith('bertdemo.pretrain')))"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert loaded.stdout.strip() == "[]", loaded.stderr[-500:]
+
+
+PACKAGE = ROOT / "bertdemo"
+# a deliberate circle: the ZeroGPU trampoline imports its entry point, which calls back into it
+ALLOWED_CIRCLES = [{"bertdemo.pretrain.zerogpu", "bertdemo.pretrain.gpu_entry"},
+                   # the time calibration still lives in trainer.py and budget.py calls it; goes when it moves out
+                   {"bertdemo.pretrain.budget", "bertdemo.pretrain.trainer"}]
+LOGIC = ("explore", "models", "pretrain", "finetune", "learn", "snippets", "viz", "tools", "assets")
+GRADIO_TOUCHPOINTS = {"bertdemo.compat", "bertdemo.gradio_import"}  # the only modules below ui/ that touch gradio
+FLOORS = {  # package -> the packages it must never import (each one sits above it)
+    "models": {"explore", "finetune", "learn", "snippets", "viz", "ui", "context", "settings"},
+    "explore": {"viz", "learn", "snippets", "ui", "context"},
+    "snippets": {"learn", "ui", "context"},
+    "learn": {"ui", "context"},
+    "viz": {"learn", "snippets", "ui", "context"},
+    "settings": {"explore", "pretrain", "finetune", "learn", "snippets", "viz", "ui", "context"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """Every module ``path`` imports, at module level or inside a function: ``from a import b`` names
+    ``a.b`` when that is a module of the package, else ``a``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            found.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                         for a in node.names)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: _imports(path, set(paths)) for name, path in paths.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan), over the package's own modules."""
+    inner = {n: {m for m in deps if m in graph and m != n} for n, deps in graph.items()}
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(inner[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for name in sorted(inner):
+        if name not in index:
+            visit(name)
+    return groups
+
+
+def _room(module: str) -> str:
+    """``bertdemo.explore.tokens`` -> ``explore``; ``bertdemo.settings`` -> ``settings``."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "bertdemo" and len(parts) > 1 else parts[0]
+
+
+def test_the_import_graph_has_no_circle():
+    circles = _circles(_graph())
+    assert [sorted(c) for c in circles if c not in ALLOWED_CIRCLES] == []
+
+
+def test_a_circle_is_found():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [{"a", "b", "c"}]
+
+
+def test_ui_never_imports_torch_and_logic_never_imports_gradio():
+    graph = _graph()
+    ui_torch = sorted((n, m) for n, deps in graph.items() if _room(n) == "ui" for m in deps
+                      if m.split(".")[0] == "torch")
+    logic_gradio = sorted((n, m) for n, deps in graph.items() for m in deps
+                          if m.split(".")[0] == "gradio" and _room(n) != "ui" and n not in GRADIO_TOUCHPOINTS)
+    assert ui_torch == [] and logic_gradio == []
+    assert {_room(n) for n in graph} >= set(LOGIC) | {"ui"}  # every floor named above exists
+
+
+def test_no_import_runs_up_a_floor():
+    upward = sorted((n, m) for n, deps in _graph().items() for m in deps
+                    if m.startswith("bertdemo.") and _room(m) in FLOORS.get(_room(n), ()))
+    assert upward == []
