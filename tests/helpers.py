@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import io
 import json
 import socket
 import time
@@ -134,3 +136,12 @@ def explains_the_pooler_report(source: str) -> bool:
     reports the pooler as "newly initialized"."""
     load = source.index("AutoModel.from_pretrained(MODEL" if "AutoModel.from" in source else "BertModel.from_pretrained(")
     return "'newly initialized'" in source[:load]
+
+
+def run_snippet(source: str) -> tuple[list[str], dict]:
+    """Execute a "Show the code" snippet as a notebook cell would: (its printed lines, its variables)."""
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return out.getvalue().splitlines(), namespace

@@ -4,7 +4,6 @@ the numbers the view shows."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import io
 
 import numpy as np
@@ -12,22 +11,13 @@ import pytest
 import torch
 
 from bertdemo.explore import attention, fill_mask, inside, inside_layer, inside_output, masking_lab
-from bertdemo.snippets import views as code_snippets
 from bertdemo.explore import model_outputs, nsp, tokens
 from bertdemo.models import embedded
-from tests.helpers import explains_the_pooler_report
+from bertdemo.snippets import views as code_snippets
+from tests.helpers import explains_the_pooler_report, run_snippet as run
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the [MASK] because it was tired."
-
-
-def run(source: str) -> tuple[list[str], dict]:
-    """Execute a snippet as a notebook cell would: (its printed lines, its variables)."""
-    namespace: dict = {}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return out.getvalue().splitlines(), namespace
 
 
 def test_tokenizer_snippet(tiny_mlm_dir, tiny_loaded):
