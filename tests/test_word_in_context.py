@@ -88,7 +88,7 @@ def test_the_neighbour_table_shows_tokens_and_sentences_as_written():
     found = corpus_neighbours.Neighbours("m", 2, ["[CLS]", "bank", "[SEP]"], 1, [
         corpus_neighbours.Neighbour("banks", 0.91234, "The river's banks & bridges.", 3)], 300)
     table = words.neighbours_markdown(found)
-    assert "| 1 | <code>banks</code> | 0.9123 | The river&#x27;s banks &amp; bridges. |" in table
+    assert "| 1 | <code>banks</code> | 0.9123 | The river&#39;s banks &#38; bridges. |" in table
     assert "&amp;#" not in table and "`" not in table
 
 
@@ -381,7 +381,8 @@ def test_attribution_snippet_prints_the_views_scores_on_other_families(other_fam
     folder, loaded = other_family
     lines, namespace = run(word_code.attribution_code(str(folder), MASKED, 1, "mat", 20))
     result = attribution.attribute(loaded, MASKED, 1, "mat", ("integrated gradients",), 20)
-    assert loaded.tokenizer.convert_ids_to_tokens(result.target_id) == ("Ġmat" if loaded.model.config.model_type == "roberta" else "mat")
+    mid_sentence = "Ġmat" if loaded.model.config.model_type == "roberta" else "mat"
+    assert loaded.tokenizer.convert_ids_to_tokens(result.target_id) == mid_sentence
     _same_attribution(lines, namespace, result)
 
 

@@ -8,8 +8,9 @@ from typing import Sequence
 
 
 def md_cell(text: object) -> str:
-    """Any value safe inside a Markdown table cell: HTML escaped; pipes, backticks, asterisks neutralised."""
-    return html.escape(str(text)).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
+    """Any value safe inside a Markdown table cell: every character Markdown or HTML reads as markup (pipes,
+    backticks, emphasis, links, tags) written as an HTML entity (:func:`literal`)."""
+    return literal(text)
 
 
 class Code(str):
