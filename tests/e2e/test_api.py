@@ -242,7 +242,7 @@ def test_fill_mask_two_masks_and_targets(client, model):
     lines = targets_md.splitlines()
     assert lines[0] == "| mask | word | pieces | probability | rank |" and lines[1] == "|---|---|---|---|---|"
     assert len([line for line in lines if line.startswith("| #")]) == 6
-    assert "a&#124;&lt;b&gt;" in targets_md and "<b>" not in targets_md
+    assert "a&#124;&#60;b&#62;" in targets_md and "<b>" not in targets_md
     assert all(cell.strip().endswith("%") for line in lines[2:8] for cell in line.split("|")[4:5] if "—" not in cell)
     fig = plotly_figure(plot)
     assert len([t for t in fig["data"] if t["type"] == "bar"]) == 2
