@@ -261,6 +261,17 @@ def test_the_touchpoints_were_checked_on_the_pinned_versions():
     assert {t.checked_on for t in compat.TOUCHPOINTS} == {compat.GRADIO, compat.TRANSFORMERS, compat.TORCH}
 
 
+def test_what_a_space_installs_is_what_the_touchpoints_were_checked_on():
+    """requirements.txt (what a Space installs) pins each library whose internals are touched exactly, and
+    the README's front matter asks the Space for the same gradio."""
+    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert (pins["gradio"], pins["transformers"], pins["torch"]) == (compat.GRADIO, compat.TRANSFORMERS, compat.TORCH)
+    front_matter = (ROOT / "README.md").read_text(encoding="utf-8").split("---")[1]
+    assert f"sdk_version: {compat.GRADIO}\n" in front_matter
+
+
 def test_the_installed_versions_are_the_checked_ones():
     """Run on other versions, the canaries above say which touchpoint moved; this says that they differ."""
     installed = (importlib.metadata.version("gradio"), importlib.metadata.version("transformers"),
