@@ -22,8 +22,7 @@ ATOL = 1e-5
 
 @pytest.fixture(scope="module")
 def emb_loaded():
-    if not embedded.has_mlm_assets():
-        pytest.skip("embedded masked-LM assets missing")
+    assert embedded.has_mlm_assets(), "the embedded masked-LM's tracked assets are missing: a broken checkout"
     return ModelStore(default=embedded.EMBEDDED_MLM_NAME, device="cpu").get(embedded.EMBEDDED_MLM_NAME)
 
 

@@ -15,10 +15,8 @@ import time
 
 import numpy as np
 import pytest
-
-gradio_client = pytest.importorskip("gradio_client")
-from gradio_client import Client  # noqa: E402
-from gradio_client.exceptions import AppError  # noqa: E402
+from gradio_client import Client
+from gradio_client.exceptions import AppError
 
 EMBEDDED = "embedded/minilm-l6-uncased"
 EMBEDDED_MLM = "embedded/bert-explorer-mlm"

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("gradio_client")
-
 
 def test_fast_mode_answers_and_names_its_precision(client, model):
     args = ("The [MASK] sat on the mat.", "", model, 5, "", "", False)

@@ -13,10 +13,8 @@ import re
 
 import pytest
 
-pytest.importorskip("gradio_client")
-
-from .conftest import screenshot  # noqa: E402
-from .test_api import expect_error, plotly_figure  # noqa: E402
+from .conftest import screenshot
+from .test_api import expect_error, plotly_figure
 
 SENTENCE = "The cat sat on the [MASK]."
 ENDPOINTS = {"/inside_embeddings", "/inside_layer", "/logit_lens", "/mlm_loss", "/param_breakdown"}

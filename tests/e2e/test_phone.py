@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
-pytest.importorskip("playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
-from .conftest import screenshot  # noqa: E402
-from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle  # noqa: E402
+from .conftest import screenshot
+from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle
 
 WIDTH = 390
 
