@@ -8,7 +8,7 @@ import time
 import pytest
 from gradio_client.exceptions import AppError
 
-from .test_api import attend, chip_tokens, expect_error, fill, plotly_figure, tokenize
+from .api import attend, chip_tokens, expect_error, fill, plotly_figure, tokenize
 
 def test_empty_text_is_refused_clearly(client, model):
     expect_error(lambda: tokenize(client, "", "", model), "enter some text")

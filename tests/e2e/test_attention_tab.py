@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 from .conftest import screenshot
-from .test_api import as_array, expect_error, plotly_figure
+from .api import as_array, expect_error, plotly_figure
 
 
 def test_api_surface(client):

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import Page, expect
 
-from .test_browser import RUN_TIMEOUT_MS
+from .pages import RUN_TIMEOUT_MS
 
 SVG = '<svg><a href="javascript:alert(1)"><rect width="99" height="99"></rect></a></svg>'
 

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from .conftest import screenshot
-from .test_api import expect_error, plotly_figure
+from .api import expect_error, plotly_figure
 
 SENTENCE = "The cat sat on the [MASK]."
 ENDPOINTS = {"/inside_embeddings", "/inside_layer", "/logit_lens", "/mlm_loss", "/param_breakdown"}
@@ -75,7 +75,7 @@ def test_step_views_check_out_against_the_model(client, model):
 def test_inside_tab_in_the_browser(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from .test_browser import open_app, open_tab, slider, wait_idle
+    from .pages import open_app, open_tab, slider, wait_idle
 
     page = browser_page
     open_app(page, app_url)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, slider
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider
 
 SETTLE_MS = 800  # longer than the component's 100 ms wait before a resize, with room for a slow machine
 WATCH_JS = """() => {

@@ -190,7 +190,7 @@ def test_bad_uploads_get_their_own_message_and_a_good_one_is_not_served_back(pub
     from playwright.sync_api import expect
 
     from bertdemo.models.embedded import wiki_summaries
-    from tests.e2e.test_browser import RUN_TIMEOUT_MS, open_app, open_tab
+    from .pages import RUN_TIMEOUT_MS, open_app, open_tab
 
     cases = [("binary.txt", b"\x00\x01\x02 some bytes \x00", "looks like a binary file"),
              ("latin1.txt", "caf\xe9 cr\xe8me br\xfbl\xe9e ".encode("latin-1") * 20, "is not UTF-8 text"),

@@ -15,9 +15,9 @@ import uuid
 from playwright.sync_api import expect
 
 from bertdemo.ui.pretrain_tab import OWNER_KEY
-from tests.e2e.test_hostile import app_config
-from tests.e2e.test_public_visitor import RUN, wait_ended
 from tests.helpers import visitor_client
+
+from .api import RUN, app_config, wait_ended
 
 TIMEOUT_MS = 60_000
 

@@ -8,9 +8,8 @@ import urllib.parse
 from playwright.sync_api import expect
 
 from .conftest import screenshot
-from .test_api import expect_error
-from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle
-from .test_phone import assert_fits, open_tab_by_name, plot_ready
+from .api import expect_error
+from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
 
 LINES = "river | We sat on the bank of the river.\nmoney | The bank raised its rates.\nriver | The bank was muddy."
 
