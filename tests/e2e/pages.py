@@ -87,3 +87,10 @@ def plot_ready(page: Page, selector: str) -> None:
         f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length; }}",
         timeout=RUN_TIMEOUT_MS,
     )
+
+
+def resize(page: Page, width: int, height: int) -> None:
+    """Set the viewport, then wait until the page is laid out at that width and idle (e.g. before a screenshot)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_function(f"() => window.innerWidth === {int(width)}", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)

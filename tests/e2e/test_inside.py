@@ -75,7 +75,7 @@ def test_step_views_check_out_against_the_model(client, model):
 def test_inside_tab_in_the_browser(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from .pages import open_app, open_tab, slider, wait_idle
+    from .pages import open_app, open_tab, resize, slider, wait_idle
 
     page = browser_page
     open_app(page, app_url)
@@ -123,8 +123,7 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(slider(page, "Query token (position)")).to_have_attribute("max", "11")
     wait_idle(page)
     screenshot(page, "inside_bert")
-    page.set_viewport_size({"width": 390, "height": 900})
-    page.wait_for_timeout(500)
+    resize(page, 390, 900)
     screenshot(page, "inside_bert_phone")
     page.set_viewport_size({"width": 1280, "height": 900})
 
