@@ -87,7 +87,7 @@ def trusted_proxies(args: argparse.Namespace) -> int:
 def settings_from_args(args: argparse.Namespace):
     """The server's settings (:class:`bertdemo.settings.ServerSettings`) from the command line."""
     from bertdemo import compat
-    from bertdemo.explore.batching import DEFAULT_SHARED_BATCH
+    from bertdemo.models.batching import DEFAULT_SHARED_BATCH
     from bertdemo.models.catalog import DEFAULT_MODEL
     from bertdemo.settings import ADMIN_ENV, Limits, ServerSettings
 

@@ -72,7 +72,7 @@ def _timed(fn) -> float:
 def browser(clicks: int) -> None:
     from playwright.sync_api import sync_playwright
 
-    from bertdemo.explore import sense_sets
+    from bertdemo.assets import sense_sets
     from tests.e2e.conftest import launch_app, stop_app
 
     url, proc = launch_app(["--offline", "--model", "embedded/bert-explorer-mlm", "--runs-dir", "/tmp/bench-words-runs"])

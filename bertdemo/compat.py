@@ -1,8 +1,9 @@
 """Every private touchpoint of gradio, transformers and torch, in one place, with the version it was checked on.
 
-The app reaches past the public API of its three big dependencies in a few places: to refuse oversized
-input before gradio parses it, to show progress on text, to stop work whose client left, to skip gradio's
-stub rewriting at import, to run attention through its own function, to stamp weights, to pick bf16. Each
+The app reaches past the public API of its three big dependencies in a few places: to give each visitor a
+share of gradio's queue and session memory, to refuse oversized input before gradio parses it, to show
+progress on text, to stop work whose client left, to skip gradio's stub rewriting at import, to run
+attention through its own function, to draw a new head, to stamp weights, to pick bf16. Each
 such name is listed in :data:`TOUCHPOINTS` and, where the code can go through one, reached through a small
 wrapper below, so an upgrade has one file to read. ``tests/test_compat.py`` (quick tier) checks each one
 still exists and still behaves as used, so a bump fails loudly in the quick loop, not silently in the page.
@@ -33,10 +34,19 @@ class Touchpoint:
 
 
 TOUCHPOINTS: tuple[Touchpoint, ...] = (
+    Touchpoint("gradio", "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)",
+               "bertdemo/ui/visitor_shares.py share_per_visitor", GRADIO,
+               "the one door every event passes: one visitor's share of the queue"),
+    Touchpoint("gradio", "gradio.queueing.Event.request", "bertdemo/ui/visitor_shares.py share_per_visitor",
+               GRADIO, "whose event it is (the visitor header of the request that queued it)"),
+    Touchpoint("gradio", "Blocks.state_holder .lock / .session_data / .time_last_used",
+               "bertdemo/ui/visitor_shares.py share_per_visitor", GRADIO,
+               "drop a visitor's oldest session beyond their share of the session memory"),
     Touchpoint("gradio", "gradio.context.LocalContext.blocks / .event_id", "bertdemo/ui/common.py client_gone",
                GRADIO, "find the queued event the running handler serves"),
-    Touchpoint("gradio", "Blocks._queue.event_ids_to_events", "bertdemo/ui/common.py client_gone", GRADIO,
-               "a cancelled event leaves this table"),
+    Touchpoint("gradio", "Blocks._queue.event_ids_to_events", "bertdemo/ui/common.py client_gone, "
+               "bertdemo/ui/visitor_shares.py share_per_visitor", GRADIO,
+               "a cancelled event leaves this table; a visitor's events waiting or running"),
     Touchpoint("gradio", "gradio.queueing.Event.alive", "bertdemo/ui/common.py client_gone", GRADIO,
                "False once the event's stream disconnected"),
     Touchpoint("gradio", "Blocks.fns", "bertdemo/ui/common.py progress_on_text, bertdemo/ui/request_limits.py "
@@ -56,8 +66,6 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                GRADIO, "check sizes before gradio parses a value"),
     Touchpoint("gradio", "gradio.utils.get_type_hints", "bertdemo/ui/request_limits.py _parameter_names", GRADIO,
                "which handler parameters gradio fills itself"),
-    Touchpoint("gradio", "gradio.components.plot.PlotData", "bertdemo/ui/pretrain_tab.py plot_data", GRADIO,
-               "send a figure as JSON without building a plotly object"),
     Touchpoint("gradio", "gradio.utils.get_upload_folder", "app.py, bertdemo/ui/pretrain_tab.py, "
                "bertdemo/ui/attention_tab.py", GRADIO, "where the web server keeps uploads and served files"),
     Touchpoint("gradio", "gradio.component_meta.create_or_modify_pyi (also imported by gradio.blocks_events)",
@@ -74,6 +82,17 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "implementation_for", TRANSFORMERS, "whether a config's masked-LM class takes a custom attention"),
     Touchpoint("transformers", "PreTrainedModel._can_record_outputs", "bertdemo/models/attention_modes.py "
                "_attention_class", TRANSFORMERS, "which module class computes the attention weights"),
+    Touchpoint("transformers", "PretrainedConfig._attn_implementation", "bertdemo/models/attention_modes.py "
+               "supports_modes, bertdemo/models/partial_forward.py, bertdemo/pretrain/locality.py", TRANSFORMERS,
+               "which attention function a model runs now"),
+    Touchpoint("transformers", "PreTrainedModel._init_weights", "bertdemo/finetune/engine.py _draw_again",
+               TRANSFORMERS, "draw a new classifier head the way the model's own initialisation does"),
+    Touchpoint("transformers", "transformers.models.bert.modeling_bert.eager_attention_forward",
+               "bertdemo/models/partial_forward.py", TRANSFORMERS,
+               "the attention function of a model whose implementation has no registered function"),
+    Touchpoint("transformers", "transformers.masking_utils.create_bidirectional_mask",
+               "bertdemo/models/partial_forward.py encode_at", TRANSFORMERS,
+               "the padding mask in the form the model's attention function takes"),
     Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
                "answers cached per weights: changes on any in-place edit"),
     Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
@@ -85,6 +104,33 @@ FRONTEND_STRINGS = ("tab-wrapper", "tab-container", "visually-hidden", "image-fr
 
 
 # --- gradio ---------------------------------------------------------------------------------------------------
+def wrap_queue_push(blocks: Any, make: Callable[[Callable], Callable]) -> None:
+    """Replace the queue's ``push`` (``async push(body, request, username) -> (joined, message, code)``), the
+    one door every event passes, with ``make(original push)``."""
+    queue = blocks._queue
+    queue.push = make(queue.push)
+
+
+def queued_events(blocks: Any) -> list[Any]:
+    """The queue's events now waiting or running."""
+    return list(blocks._queue.event_ids_to_events.values())
+
+
+def event_request(event: Any) -> Any:
+    """The request that queued ``event`` (None where gradio keeps none)."""
+    return getattr(event, "request", None)
+
+
+def drop_session(blocks: Any, session_hash: str) -> None:
+    """Forget one session's page state in gradio's state holder (nothing where the app has none)."""
+    holder = getattr(blocks, "state_holder", None)
+    if holder is None:
+        return
+    with holder.lock:
+        holder.session_data.pop(session_hash, None)
+        holder.time_last_used.pop(session_hash, None)
+
+
 def current_event() -> tuple[dict | None, str | None]:
     """The queue's table of live events and the id of the event the running handler serves (None, None outside a
     queued event, or where gradio keeps them differently)."""
@@ -133,13 +179,6 @@ def type_hints(fn: Callable) -> dict[str, Any]:
     return gr.utils.get_type_hints(fn)
 
 
-def plotly_payload(figure_json: str) -> Any:
-    """A plotly figure's JSON as ``gr.Plot`` sends it to the page (no figure object built)."""
-    from gradio.components.plot import PlotData
-
-    return PlotData(type="plotly", plot=figure_json)
-
-
 def upload_folder() -> str:
     """The folder where gradio keeps uploads and the files it serves (GRADIO_TEMP_DIR)."""
     from gradio.utils import get_upload_folder
@@ -153,6 +192,30 @@ def masked_lm_class(config: Any) -> type:
     from transformers import AutoModelForMaskedLM
 
     return AutoModelForMaskedLM._model_mapping[type(config)]
+
+
+def attn_implementation(config: Any) -> str | None:
+    """The attention implementation a model config runs now ("eager", "sdpa", a registered name; None if unset)."""
+    return getattr(config, "_attn_implementation", None)
+
+
+def init_weights(model: Any, module: Any) -> None:
+    """Initialise ``module``'s parameters (and its children's) the way ``model``'s own initialisation does."""
+    module.apply(model._init_weights)
+
+
+def eager_attention() -> Callable:
+    """BERT's plain attention function ``(module, q, k, v, mask, dropout=, scaling=) -> (out, weights)``."""
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    return eager_attention_forward
+
+
+def bidirectional_mask(config: Any, inputs_embeds: Any, attention_mask: Any) -> Any:
+    """A (B, T) padding mask in the form ``config``'s attention function takes (None where it needs none)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    return create_bidirectional_mask(config=config, inputs_embeds=inputs_embeds, attention_mask=attention_mask)
 
 
 def recorded_outputs(model: Any) -> dict:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertdemo.explore.batching import MicroBatcher, Slots
+from bertdemo.models.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.service import FinetuneService

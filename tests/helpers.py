@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import io
 import json
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -14,6 +17,8 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from bertdemo.finetune.service import FinetuneService
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.finetune.engine import TopicTask
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain.budget import SpeedBook
 from bertdemo.pretrain.config import TrainConfig
@@ -65,13 +70,16 @@ def wiki_corpus_file(folder: Path, n_docs: int = 200) -> str:
     return str(path)
 
 
-def tiny_run_config(corpus: str, tmp_path: Path, **overrides) -> TrainConfig:
+def tiny_run_config(corpus: str, tmp_path: Path, *presets: dict, **overrides) -> TrainConfig:
     """A one-layer, hidden-32 pretraining run on CPU that trains in about a second (runs in tmp_path): the one
-    tiny run of the tests; each test passes what it needs different (steps, eval_every, cache_dir, runs_dir...)."""
+    tiny run of the tests. A module's common changes come as ``presets`` (dicts, applied in order), then what
+    the test itself needs different (steps, eval_every, cache_dir, runs_dir...)."""
     base = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                 corpus=corpus, seq_len=32, batch_size=8, steps=20, lr=3e-3, warmup_steps=2, log_every=5,
                 eval_every=10, eval_batches=2, checkpoint_every=0, cache_dir=str(tmp_path / "cache"),
                 runs_dir=str(tmp_path), device="cpu", num_threads=1)
+    for preset in presets:
+        base.update(preset)
     base.update(overrides)
     return TrainConfig.from_flat(**base)
 
@@ -82,6 +90,34 @@ def run_services(settings: ServerSettings, speeds: SpeedBook | None = None, cloc
     (``speeds``: the pretraining kind's speed book; ``clock``: the slot's clock)."""
     runs = RunService(settings, clock=clock)
     return runs, PretrainService(runs, speeds=speeds), FinetuneService(runs)
+
+
+def tiny_finetune_config(folder: str | Path, *presets: dict, **overrides) -> FinetuneConfig:
+    """A fine-tuning run of a few seconds on CPU from the model in ``folder`` (random weights of its shape unless
+    ``init`` says otherwise): the one tiny fine-tuning run of the tests; ``presets`` and ``overrides`` as in
+    :func:`tiny_run_config`."""
+    base = dict(init="random", init_path=str(folder), learning_rate=3e-3, batch_size=8, epochs=2, time_budget_s=0,
+                eval_every=5, eval_examples=50, num_threads=1)
+    for preset in presets:
+        base.update(preset)
+    base.update(overrides)
+    return FinetuneConfig(**base)
+
+
+WORDS = {"fruit": ["apple", "banana", "cherry", "grape"], "vehicle": ["car", "truck", "bus", "train"]}
+
+
+def word_task(n_per_class: int = 40, seed: int = 0) -> TopicTask:
+    """Two classes, each sentence naming two words of its class: learnable to 100 %."""
+    rng = random.Random(seed)
+    labels = list(WORDS)
+    rows = [(f"the {rng.choice(WORDS[c])} and the {rng.choice(WORDS[c])} are here .", i)
+            for i, c in enumerate(labels) for _ in range(n_per_class)]
+    rng.shuffle(rows)
+    n = len(rows)
+    split = lambda part: ([t for t, _ in part], [y for _, y in part])  # noqa: E731
+    return TopicTask(labels, *split(rows[: n * 6 // 10]), *split(rows[n * 6 // 10: n * 8 // 10]),
+                     *split(rows[n * 8 // 10:]))
 
 
 class FakeClock:
@@ -147,3 +183,12 @@ def explains_the_pooler_report(source: str) -> bool:
     reports the pooler as "newly initialized"."""
     load = source.index("AutoModel.from_pretrained(MODEL" if "AutoModel.from" in source else "BertModel.from_pretrained(")
     return "'newly initialized'" in source[:load]
+
+
+def run_snippet(source: str) -> tuple[list[str], dict]:
+    """Execute a "Show the code" snippet as a notebook cell would: (its printed lines, its variables)."""
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return out.getvalue().splitlines(), namespace

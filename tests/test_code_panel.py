@@ -9,7 +9,8 @@ import io
 
 import pytest
 
-from bertdemo.explore import code_snippets, fill_mask
+from bertdemo.explore import fill_mask
+from bertdemo.snippets import views as code_snippets
 from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
@@ -64,7 +65,7 @@ def test_code_that_loads_no_model_gets_no_note_about_the_model_below(tiny_loaded
     """Learn step 9's code (bert-base built from a config) and step 11's (arithmetic) began "The view's numbers
     came from the model below … ASKED_FOR itself would print other numbers" with no model below; the
     steps whose code loads MODEL keep the note."""
-    from bertdemo.explore import learn_path
+    from bertdemo.learn import path as learn_path
 
     ref, note = model_reference(_store(public=False), "", public=False)
     text = "The cat sat on the mat."

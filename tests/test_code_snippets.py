@@ -4,29 +4,20 @@ the numbers the view shows."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import io
 
 import numpy as np
 import pytest
 import torch
 
-from bertdemo.explore import attention, code_snippets, fill_mask, inside, inside_layer, inside_output, masking_lab
+from bertdemo.explore import attention, fill_mask, inside, inside_layer, inside_output, masking_lab
 from bertdemo.explore import model_outputs, nsp, tokens
 from bertdemo.models import embedded
-from tests.helpers import explains_the_pooler_report
+from bertdemo.snippets import views as code_snippets
+from tests.helpers import explains_the_pooler_report, run_snippet as run
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the [MASK] because it was tired."
-
-
-def run(source: str) -> tuple[list[str], dict]:
-    """Execute a snippet as a notebook cell would: (its printed lines, its variables)."""
-    namespace: dict = {}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return out.getvalue().splitlines(), namespace
 
 
 def test_tokenizer_snippet(tiny_mlm_dir, tiny_loaded):
@@ -237,7 +228,7 @@ def test_snippets_loading_the_bare_encoder_explain_the_pooler_report():
 def test_the_word_in_context_snippets_explain_the_pooler_report():
     """Word in context's and Learn step 13's code loaded AutoModel and printed transformers' LOAD REPORT
     ("pooler.dense.weight | MISSING … Consider training on your downstream task") with no word about it."""
-    from bertdemo.explore import word_code
+    from bertdemo.snippets import words as word_code
 
     for source in (word_code.word_in_context_code("m", "bank", "the river bank\nthe bank raised its rates"),
                    word_code.neighbours_code("m", "The river bank.")):

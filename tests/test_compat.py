@@ -5,6 +5,7 @@ in the quick loop, instead of silently in the page."""
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from pathlib import Path
 
 import gradio as gr
@@ -17,6 +18,46 @@ from bertdemo import compat
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _queued_app() -> gr.Blocks:
+    from gradio.state_holder import StateHolder
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        box.submit(lambda text: text, box, box)
+    demo.queue(max_size=8)
+    StateHolder().set_blocks(demo)  # what launch does
+    return demo
+
+
+def _canary_queue_push():
+    from gradio.queueing import Queue
+
+    demo = _queued_app()
+    assert inspect.iscoroutinefunction(Queue.push)
+    assert list(inspect.signature(Queue.push).parameters) == ["self", "body", "request", "username"]
+    seen = []
+    compat.wrap_queue_push(demo, lambda push: seen.append(push) or "wrapped")
+    assert demo._queue.push == "wrapped" and seen[0].__func__ is Queue.push  # the instance's push is replaced
+
+
+def _canary_event_request():
+    from gradio.queueing import Event
+
+    assert "request" in inspect.signature(Event.__init__).parameters  # kept on the event as .request
+    assert compat.event_request(object()) is None
+
+
+def _canary_state_holder():
+    demo = _queued_app()
+    holder = demo.state_holder
+    holder["s1"]  # a session's state, made on first use
+    assert "s1" in holder.session_data and "s1" in holder.time_last_used
+    with holder.lock:  # a lock gradio holds while it changes the holder
+        pass
+    compat.drop_session(demo, "s1")
+    assert "s1" not in holder.session_data and "s1" not in holder.time_last_used
+
+
 def _canary_local_context():
     from gradio.context import LocalContext
 
@@ -27,7 +68,7 @@ def _canary_local_context():
 def _canary_queue_table():
     with gr.Blocks() as demo:
         gr.Textbox()
-    assert demo._queue.event_ids_to_events == {}
+    assert demo._queue.event_ids_to_events == {} and compat.queued_events(demo) == []
 
 
 def _canary_event_alive():
@@ -102,12 +143,6 @@ def _canary_type_hints():
     assert compat.type_hints(handler)["request"] == gr.Request | None
 
 
-def _canary_plot_data():
-    payload = compat.plotly_payload('{"data":[]}')
-    assert (payload.type, payload.plot) == ("plotly", '{"data":[]}')
-    assert gr.Plot().postprocess(payload) is payload  # gr.Plot passes it through to the page as is
-
-
 def _canary_upload_folder():
     assert Path(compat.upload_folder()).is_absolute()
 
@@ -161,6 +196,39 @@ def _canary_can_record_outputs():
     assert getattr(target, "target_class", target) is BertSelfAttention
 
 
+def _canary_attn_implementation():
+    model = _tiny_bert()
+    model.set_attn_implementation("eager")
+    assert compat.attn_implementation(model.config) == "eager"
+    model.set_attn_implementation("sdpa")
+    assert compat.attn_implementation(model.config) == "sdpa"
+
+
+def _canary_init_weights():
+    model = _tiny_bert()
+    layer = model.bert.encoder.layer[0].output.dense
+    torch.nn.init.zeros_(layer.weight)
+    torch.nn.init.ones_(layer.bias)
+    compat.init_weights(model, layer)
+    assert float(layer.weight.detach().std()) == pytest.approx(model.config.initializer_range, rel=0.5)
+    assert float(layer.bias.detach().abs().max()) == 0.0
+
+
+def _canary_eager_attention():
+    model = _tiny_bert().eval()
+    attention = model.bert.encoder.layer[0].attention.self
+    q = k = v = torch.randn(1, 2, 3, 4)  # (B, heads, T, d)
+    out, weights = compat.eager_attention()(attention, q, k, v, None, dropout=0.0, scaling=0.5)
+    assert out.shape == (1, 3, 2, 4) and torch.allclose(weights.sum(-1), torch.ones(1, 2, 3))
+
+
+def _canary_bidirectional_mask():
+    model = _tiny_bert()
+    model.set_attn_implementation("eager")
+    mask = compat.bidirectional_mask(model.config, torch.zeros(1, 3, 8), torch.tensor([[1, 1, 0]]))
+    assert mask.shape[-1] == 3 and bool((mask[..., 2] < -1e30).all()) and bool((mask[..., :2] == 0).all())
+
+
 def _canary_tensor_version():
     t = torch.zeros(3)
     before = compat.tensor_version(t)
@@ -175,6 +243,9 @@ def _canary_cpu_bf16_checks():
 
 
 CANARIES = {
+    "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
+    "gradio.queueing.Event.request": _canary_event_request,
+    "Blocks.state_holder .lock / .session_data / .time_last_used": _canary_state_holder,
     "gradio.context.LocalContext.blocks / .event_id": _canary_local_context,
     "Blocks._queue.event_ids_to_events": _canary_queue_table,
     "gradio.queueing.Event.alive": _canary_event_alive,
@@ -185,7 +256,6 @@ CANARIES = {
     "Component.async_move_resource_to_block_cache (rebound on the instance)": _canary_file_fetch,
     "Component.preprocess (rebound on the instance)": _canary_preprocess_rebinding,
     "gradio.utils.get_type_hints": _canary_type_hints,
-    "gradio.components.plot.PlotData": _canary_plot_data,
     "gradio.utils.get_upload_folder": _canary_upload_folder,
     "gradio.component_meta.create_or_modify_pyi (also imported by gradio.blocks_events)":
         _canary_create_or_modify_pyi,
@@ -195,6 +265,10 @@ CANARIES = {
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,
+    "PretrainedConfig._attn_implementation": _canary_attn_implementation,
+    "PreTrainedModel._init_weights": _canary_init_weights,
+    "transformers.models.bert.modeling_bert.eager_attention_forward": _canary_eager_attention,
+    "transformers.masking_utils.create_bidirectional_mask": _canary_bidirectional_mask,
     "Tensor._version": _canary_tensor_version,
     "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported": _canary_cpu_bf16_checks,
 }
@@ -214,6 +288,17 @@ def test_the_touchpoints_were_checked_on_the_pinned_versions():
                 if "==" in line and not line.startswith("#"))
     assert (pins["gradio"], pins["transformers"], pins["torch"]) == (compat.GRADIO, compat.TRANSFORMERS, compat.TORCH)
     assert {t.checked_on for t in compat.TOUCHPOINTS} == {compat.GRADIO, compat.TRANSFORMERS, compat.TORCH}
+
+
+def test_what_a_space_installs_is_what_the_touchpoints_were_checked_on():
+    """requirements.txt (what a Space installs) pins each library whose internals are touched exactly, and
+    the README's front matter asks the Space for the same gradio."""
+    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert (pins["gradio"], pins["transformers"], pins["torch"]) == (compat.GRADIO, compat.TRANSFORMERS, compat.TORCH)
+    front_matter = (ROOT / "README.md").read_text(encoding="utf-8").split("---")[1]
+    assert f"sdk_version: {compat.GRADIO}\n" in front_matter
 
 
 def test_the_installed_versions_are_the_checked_ones():

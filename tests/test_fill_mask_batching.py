@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from bertdemo.explore import batching, fill_mask
+from bertdemo.explore import fill_mask
+from bertdemo.models import batching
 from tests.helpers import wait_until
 
 TEXTS = [

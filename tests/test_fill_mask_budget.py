@@ -8,7 +8,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from bertdemo.explore import fill_mask, pll
-from bertdemo.explore.batching import Slots
+from bertdemo.models.batching import Slots
 
 
 def test_the_cost_of_a_pass_is_the_models_own_linear_layers_plus_attention():

@@ -6,7 +6,7 @@ import contextlib
 import io
 from pathlib import Path
 
-from bertdemo.finetune.code import finetune_code
+from bertdemo.snippets.finetune import finetune_code
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.topics import load_topic_splits
 

@@ -4,42 +4,21 @@ its own model computes, its checkpoint is a stock sequence classifier, and the s
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import (TopicTask, build_model, encode, evaluate, lr_factor,
+from bertdemo.finetune.engine import (build_model, encode, evaluate, lr_factor,
                                       pca_2d, run_finetune, topic_probabilities)
 from bertdemo.finetune.metrics import FinetuneMetrics, finetune_csv
 from bertdemo.runs.status import Status
 from bertdemo.runs.control import RunControl
+from tests.helpers import tiny_finetune_config, word_task
 
-WORDS = {"fruit": ["apple", "banana", "cherry", "grape"], "vehicle": ["car", "truck", "bus", "train"]}
-
-
-def word_task(n_per_class: int = 40, seed: int = 0) -> TopicTask:
-    """Two classes, each sentence naming two words of its class: learnable to 100 %."""
-    rng = random.Random(seed)
-    labels = list(WORDS)
-    rows = [(f"the {rng.choice(WORDS[c])} and the {rng.choice(WORDS[c])} are here .", i)
-            for i, c in enumerate(labels) for _ in range(n_per_class)]
-    rng.shuffle(rows)
-    n = len(rows)
-    split = lambda part: ([t for t, _ in part], [y for _, y in part])  # noqa: E731
-    return TopicTask(labels, *split(rows[: n * 6 // 10]), *split(rows[n * 6 // 10: n * 8 // 10]),
-                     *split(rows[n * 8 // 10:]))
-
-
-def tiny_cfg(folder, **overrides) -> FinetuneConfig:
-    base = dict(init="run:tiny/checkpoint", init_path=str(folder), learning_rate=3e-3, batch_size=8, epochs=15,
-                time_budget_s=0, eval_every=5, eval_examples=50, seed=0, num_threads=1, warmup_fraction=0.1,
-                probe_text="the apple and the grape are here .")
-    base.update(overrides)
-    return FinetuneConfig(**base)
+FROM_RUN = dict(init="run:tiny/checkpoint", epochs=15, seed=0, warmup_fraction=0.1,
+                probe_text="the apple and the grape are here .")  # a run's checkpoint, long enough to learn
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +26,7 @@ def finished(tiny_mlm_dir, tmp_path_factory):
     task = word_task()
     metrics = FinetuneMetrics()
     folder = tmp_path_factory.mktemp("ft") / "model"
-    status = run_finetune(tiny_cfg(tiny_mlm_dir), task, metrics, RunControl(), folder)
+    status = run_finetune(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), task, metrics, RunControl(), folder)
     return task, metrics.snapshot(), folder, status
 
 
@@ -87,7 +66,7 @@ def test_the_checkpoint_is_a_stock_sequence_classifier_that_gives_the_runs_numbe
 
 def test_evaluation_equals_the_models_own_forward(tiny_mlm_dir):
     task = word_task(10)
-    built = build_model(tiny_cfg(tiny_mlm_dir), task.labels)
+    built = build_model(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), task.labels)
     model, tok = built.model.eval(), built.tokenizer
     ids = encode(tok, task.val_texts, 48)
     ev = evaluate(model, ids, task.val_labels, tok.pad_token_id, torch.device("cpu"), batch_size=4,
@@ -122,9 +101,9 @@ def test_every_start_gets_the_same_new_head_from_the_same_seed(tiny_mlm_dir, tmp
     torch.manual_seed(123)
     BertForMaskedLM.from_pretrained(tiny_mlm_dir).save_pretrained(other)  # same shape, consumed other draws
     AutoTokenizer.from_pretrained(tiny_mlm_dir).save_pretrained(other)
-    a = build_model(tiny_cfg(tiny_mlm_dir), ["x", "y"]).model
-    b = build_model(tiny_cfg(other), ["x", "y"]).model
-    c = build_model(tiny_cfg(tiny_mlm_dir, init="random"), ["x", "y"]).model
+    a = build_model(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), ["x", "y"]).model
+    b = build_model(tiny_finetune_config(other, FROM_RUN), ["x", "y"]).model
+    c = build_model(tiny_finetune_config(tiny_mlm_dir, FROM_RUN, init="random"), ["x", "y"]).model
     assert torch.equal(a.classifier.weight, b.classifier.weight)
     assert torch.equal(a.classifier.weight, c.classifier.weight)
     assert not torch.equal(a.bert.embeddings.word_embeddings.weight, c.bert.embeddings.word_embeddings.weight)
@@ -134,7 +113,8 @@ def test_a_stopped_run_still_saves_its_model(tiny_mlm_dir, tmp_path):
     control = RunControl()
     control.stop_event.set()
     metrics = FinetuneMetrics()
-    status = run_finetune(tiny_cfg(tiny_mlm_dir), word_task(10), metrics, control, tmp_path / "model")
+    status = run_finetune(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), word_task(10), metrics, control,
+                                               tmp_path / "model")
     assert status == Status.STOPPED
     assert (tmp_path / "model" / "model.safetensors").is_file()
     assert metrics.get("message").startswith("Stopped at step 0")
@@ -169,7 +149,7 @@ def test_paused_time_eats_neither_the_budget_nor_the_learning_rate(tiny_mlm_dir,
 
     clock, control, metrics = FakeClock(), RunControl(), FinetuneMetrics()
     control.pause_event.set()  # paused before the first step (after the starting evaluation)
-    cfg = tiny_cfg(tiny_mlm_dir, epochs=1, time_budget_s=60)
+    cfg = tiny_finetune_config(tiny_mlm_dir, epochs=1, time_budget_s=60)
     done = {}
     worker = threading.Thread(target=lambda: done.update(status=run_finetune(
         cfg, word_task(10), metrics, control, tmp_path / "model", clock=clock)), daemon=True)
@@ -191,7 +171,7 @@ def test_a_stopped_run_scores_only_the_fixed_sample_and_says_so(tiny_mlm_dir, tm
     whole validation and test splits are left unscored, and the status says so)."""
     control, metrics = RunControl(), FinetuneMetrics()
     control.stop_event.set()
-    status = run_finetune(tiny_cfg(tiny_mlm_dir, eval_examples=50), word_task(100), metrics, control,
+    status = run_finetune(tiny_finetune_config(tiny_mlm_dir, eval_examples=50), word_task(100), metrics, control,
                           tmp_path / "model")
     snap = metrics.snapshot()
     assert status == Status.STOPPED and snap.eval_steps == [0, 0] and snap.eval_examples == 40  # all 40 there are

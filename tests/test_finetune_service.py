@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.runs.service import NOT_YOURS, RunAction
 from bertdemo.settings import ServerSettings
-from tests.helpers import run_services, tiny_run_config, wait_until
-from tests.test_finetune_engine import word_task
+from tests.helpers import run_services, tiny_finetune_config, tiny_run_config, wait_until, word_task
 
 
 def _service(tmp_path, public: bool = False):
@@ -19,22 +17,15 @@ def _service(tmp_path, public: bool = False):
     return run_services(settings)
 
 
-def _cfg(folder, **kw) -> FinetuneConfig:
-    base = dict(init="random", init_path=str(folder), learning_rate=3e-3, batch_size=8, epochs=2, time_budget_s=0,
-                eval_every=5, eval_examples=50, num_threads=1)
-    base.update(kw)
-    return FinetuneConfig(**base)
-
-
 def test_a_finetuning_run_holds_the_slot_and_saves_a_model_the_pages_name(tiny_mlm_dir, corpus, tmp_path):
     runs, pretraining, service = _service(tmp_path)
-    run = service.start(_cfg(tiny_mlm_dir, epochs=20), task_loader=lambda: word_task(200))
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, epochs=20), task_loader=lambda: word_task(200))
     try:
         wait_until(lambda: run.snapshot().step >= 1 or not run.active, timeout=120, message=lambda: run.snapshot().message)
         with pytest.raises(ValueError, match="A fine-tuning run is already"):
             pretraining.start(tiny_run_config(corpus, tmp_path))  # pretraining waits for the slot
         with pytest.raises(ValueError, match="A fine-tuning run is already"):
-            service.start(_cfg(tiny_mlm_dir), task_loader=lambda: word_task(200))
+            service.start(tiny_finetune_config(tiny_mlm_dir), task_loader=lambda: word_task(200))
         status = runs.status()
         assert status["kind"] == "finetune" and status["task"] == "topic"
         assert pretraining.snapshot() is None  # the Pretrain tab shows no fine-tuning run as its own
@@ -60,7 +51,7 @@ def test_public_finetuning_obeys_the_owner_the_cap_and_the_quota(tiny_mlm_dir, t
         service.start({"init": "embedded", "init_path": "/etc"}, "secret-a")
     with pytest.raises(ValueError, match="There is no run 'nope/checkpoint' on this server"):
         service.start({"init": "run:nope/checkpoint"}, "secret-a")
-    run = service.start(_cfg(tiny_mlm_dir, epochs=20, time_budget_s=0), "secret-a", visitor="10.0.0.1",
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, epochs=20, time_budget_s=0), "secret-a", visitor="10.0.0.1",
                                  task_loader=lambda: word_task(200))
     try:
         assert run.cfg.time_budget_s == caps.max_seconds and run.cfg.device == "cpu"  # capped; never a GPU by request
@@ -76,18 +67,18 @@ def test_public_finetuning_obeys_the_owner_the_cap_and_the_quota(tiny_mlm_dir, t
         run.stop()
         run.join(60)
     for _ in range(caps.max_runs_per_visitor - 1):
-        extra = service.start(_cfg(tiny_mlm_dir, epochs=0.1), "secret-a", visitor="10.0.0.1",
+        extra = service.start(tiny_finetune_config(tiny_mlm_dir, epochs=0.1), "secret-a", visitor="10.0.0.1",
                                        task_loader=lambda: word_task(200))
         assert extra.join(120)
     with pytest.raises(ValueError, match="the most one visitor may"):  # fine-tuning runs count in the quota
-        service.start(_cfg(tiny_mlm_dir), "another-token", visitor="10.0.0.1", task_loader=lambda: word_task(200))
+        service.start(tiny_finetune_config(tiny_mlm_dir), "another-token", visitor="10.0.0.1", task_loader=lambda: word_task(200))
     service.delete(run.run_id, "secret-a")
     assert run.run_id not in service.ids()
 
 
 def test_a_fine_tuning_run_that_never_saved_is_cleaned_at_start_and_a_saved_one_kept(tiny_mlm_dir, tmp_path):
     runs, _, service = _service(tmp_path)
-    run = service.start(_cfg(tiny_mlm_dir, epochs=0.1), task_loader=lambda: word_task(20))
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, epochs=0.1), task_loader=lambda: word_task(20))
     assert run.join(120) and run.status == "finished"
     (service.runs_dir / ".finetune" / "20260101-000000-ft-embedded").mkdir()  # killed before its end: no model
     assert runs.clean_leftovers() == ["20260101-000000-ft-embedded"]
@@ -100,7 +91,7 @@ def test_a_run_that_fails_on_the_disk_names_no_server_folder_in_its_shared_statu
     def full_disk():
         raise OSError(28, "No space left on device", str(tmp_path / "secret" / "model.safetensors"))
 
-    run = service.start(_cfg(tiny_mlm_dir), "token-a", task_loader=full_disk)
+    run = service.start(tiny_finetune_config(tiny_mlm_dir), "token-a", task_loader=full_disk)
     assert run.join(60) and run.status == "failed"
     assert service.status()["message"] == (
         "Fine-tuning failed: OSError: [Errno 28] No space left on device: '<folder>'")

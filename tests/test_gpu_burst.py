@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.pretrain import zerogpu as gpu_burst
 from bertdemo.runs.status import Status
@@ -18,10 +17,6 @@ from tests.helpers import tiny_run_config, wait_until
 
 # quiet: no evaluation, a log every other step (the burst's progress items)
 QUIET = dict(lr=2e-3, log_every=2, eval_every=1000, eval_batches=1)
-
-
-def _cfg(corpus, tmp_path, steps: int) -> TrainConfig:
-    return tiny_run_config(corpus, tmp_path, steps=steps, runs_dir=str(tmp_path / "runs"), **QUIET)
 
 
 def reach(run, step: int) -> None:
@@ -36,7 +31,7 @@ def reach(run, step: int) -> None:
 
 def _started(corpus, tmp_path, steps: int, at_least: int = 4) -> RunManager:
     manager = RunManager(tmp_path / "runs")
-    run = manager.start_run(TrainingRun(_cfg(corpus, tmp_path, steps), manager.runs_dir, owner_token="owner-a",
+    run = manager.start_run(TrainingRun(tiny_run_config(corpus, tmp_path, QUIET, steps=steps, runs_dir=str(tmp_path / "runs")), manager.runs_dir, owner_token="owner-a",
                                         max_seconds=600, clock=manager.clock))
     reach(run, at_least)
     return manager
@@ -88,7 +83,7 @@ def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp
         next(gpu_burst.run_burst(manager, steps=5, device="cpu", train=gpu_burst.train_burst))
     with manager.hold():
         with pytest.raises(ValueError, match="GPU burst"):
-            manager.start_run(TrainingRun(_cfg(corpus, tmp_path, 10), manager.runs_dir))
+            manager.start_run(TrainingRun(tiny_run_config(corpus, tmp_path, QUIET, steps=10, runs_dir=str(tmp_path / "runs")), manager.runs_dir))
 
 
 def test_the_gpu_entry_point_is_there_from_startup_without_torch():
@@ -118,10 +113,10 @@ def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
         with pytest.raises(ValueError, match="still active"):
             service.delete(run.run_id)
         with pytest.raises(ValueError, match="GPU burst"):
-            service.start(_cfg(corpus, tmp_path, 10))
+            service.start(tiny_run_config(corpus, tmp_path, QUIET, steps=10, runs_dir=str(tmp_path / "runs")))
         yield from gpu_burst.train_burst(inp, device)
 
-    run = service.start(_cfg(corpus, tmp_path, 30))
+    run = service.start(tiny_run_config(corpus, tmp_path, QUIET, steps=30, runs_dir=str(tmp_path / "runs")))
     reach(run, 4)
     list(gpu_burst.run_burst(service.manager, steps=4, device="cpu", train=train))
     assert seen == {"status": Status.GPU_BURST, "active": True}
@@ -133,7 +128,7 @@ def test_the_bursts_time_is_charged_to_the_runs_cap(corpus, tmp_path):
 
     clock = FakeClock()
     manager = RunManager(tmp_path / "runs", clock=clock)
-    run = manager.start_run(TrainingRun(_cfg(corpus, tmp_path, 400), manager.runs_dir, owner_token="owner-a",
+    run = manager.start_run(TrainingRun(tiny_run_config(corpus, tmp_path, QUIET, steps=400, runs_dir=str(tmp_path / "runs")), manager.runs_dir, owner_token="owner-a",
                                         max_seconds=600, clock=manager.clock))
     reach(run, 4)
     asked = {}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, DistilBertConfig, DistilBertForMaskedLM
 
-from bertdemo.explore import inside, inside_anatomy, inside_layer, inside_output
+from bertdemo.explore import bert_math, inside, inside_anatomy, inside_layer, inside_output
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel, ModelStore
 from bertdemo.viz import inside as draw
@@ -22,8 +22,7 @@ ATOL = 1e-5
 
 @pytest.fixture(scope="module")
 def emb_loaded():
-    if not embedded.has_mlm_assets():
-        pytest.skip("embedded masked-LM assets missing")
+    assert embedded.has_mlm_assets(), "the embedded masked-LM's tracked assets are missing: a broken checkout"
     return ModelStore(default=embedded.EMBEDDED_MLM_NAME, device="cpu").get(embedded.EMBEDDED_MLM_NAME)
 
 
@@ -146,8 +145,8 @@ def test_layer_steps_honour_the_padding_mask(tiny_loaded):
     enc = tok(["a short one", "a much longer sentence than the first one"], padding=True, return_tensors="pt")
     with torch.inference_mode():
         out = model.bert(**enc, output_hidden_states=True)
-        mask = inside.additive_mask(enc["attention_mask"])
-        steps = inside_layer.layer_steps(model.bert.encoder.layer[0], out.hidden_states[0], mask)
+        mask = bert_math.additive_mask(enc["attention_mask"])
+        steps = bert_math.layer_steps(model.bert.encoder.layer[0], out.hidden_states[0], mask)
     torch.testing.assert_close(steps["output"], out.hidden_states[1], atol=1e-4, rtol=1e-4)
     pad = enc["attention_mask"][0] == 0
     assert pad.any() and float(steps["probs"][0, :, :, pad].max()) == 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertdemo.explore import learn_path, learn_steps
+from bertdemo.learn import path as learn_path, steps as learn_steps
 from bertdemo.explore.fill_mask import predict
 from tests.helpers import explains_the_pooler_report
 

@@ -15,7 +15,8 @@ from html.parser import HTMLParser
 import pytest
 from markdown_it import MarkdownIt
 
-from bertdemo.explore import inside, inside_output, learn_path, nsp, order_probe
+from bertdemo.explore import inside, inside_output, nsp, order_probe
+from bertdemo.learn import path as learn_path
 from bertdemo.explore.fill_mask import predict
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.viz import bars, masking, run_curves
@@ -172,3 +173,25 @@ def test_words_a_visitor_typed_label_the_charts_as_typed(tiny_loaded):
     result = predict(tiny_loaded, "The cat [MASK].", targets=word)
     labels = [y for trace in bars.fill_mask_figure(result.masks).data for y in (trace.y or [])]
     assert not [label for label in labels if "<b>" in str(label)], labels
+
+
+LINK = "[bank](https://evil.example)"  # one "word" Word in context accepts: a Markdown link
+
+
+def _rendered(md: str) -> _Tags:
+    page = parsed(MarkdownIt("commonmark", {"html": True}).enable("table").render(md))
+    assert {tag for tag, _ in page.tags} <= SAFE_TAGS, md  # no link
+    return page
+
+
+def test_word_in_context_shows_the_visitors_word_and_target_as_typed(tiny_loaded):
+    from bertdemo.explore import attribution, corpus_neighbours, word_in_context
+    from bertdemo.viz import words
+
+    similar = word_in_context.similarities(tiny_loaded, LINK, f"We sat on the {LINK} of the river.\n"
+                                                              f"The {LINK} raised its rates.")
+    assert f"'{LINK}' is" in "".join(_rendered(words.similarity_markdown(similar)).text)
+    near = corpus_neighbours.neighbours(tiny_loaded, f"See {LINK} now.", 2, 1, 3)  # token 2 is "["
+    assert "nearest to [ (position 2)" in "".join(_rendered(words.neighbours_markdown(near)).text)
+    why = attribution.attribute(tiny_loaded, "The cat sat on the [MASK] *", 1, "*", ("integrated gradients",), 4)
+    assert "Why '*'? P(*) at the [MASK]" in "".join(_rendered(words.attribution_markdown(why)).text)

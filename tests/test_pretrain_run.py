@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -34,11 +33,8 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("cache"))
 
 
-def tiny_cfg(corpus: str, cache_dir: str, runs_dir, **kw) -> TrainConfig:
-    """The tests' tiny run with two layers, a probe and a token cache shared by the module."""
-    return tiny_run_config(corpus, Path(runs_dir), **{
-        "num_hidden_layers": 2, "batch_size": 16, "steps": 40, "warmup_steps": 5, "eval_every": 20, "eval_batches": 4,
-        "cache_dir": cache_dir, "probe_text": "The capital of France is [MASK].", **kw})
+TWO_LAYERS = dict(num_hidden_layers=2, batch_size=16, steps=40, warmup_steps=5, eval_every=20, eval_batches=4,
+                  probe_text="The capital of France is [MASK].")  # with a probe; the token cache shared by the module
 
 
 def test_presets_and_param_count() -> None:
@@ -56,7 +52,7 @@ def test_presets_and_param_count() -> None:
 
 
 def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, cache_dir) -> None:
-    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, steps=150, eval_every=50)
+    cfg = tiny_run_config(wiki300, tmp_path, TWO_LAYERS, cache_dir=cache_dir, steps=150, eval_every=50)
     metrics = MetricsBuffer()
     assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "ck") == "finished"
     out = latest_checkpoint(tmp_path / "ck")
@@ -92,13 +88,13 @@ def test_reloaded_checkpoint_gives_identical_logits(tmp_path) -> None:
 
 def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cache_dir) -> None:
     manager = RunManager(tmp_path)
-    run = manager.start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path, steps=100_000, eval_every=10_000), tmp_path))
+    run = manager.start_run(TrainingRun(tiny_run_config(wiki300, tmp_path, TWO_LAYERS, cache_dir=cache_dir, steps=100_000, eval_every=10_000), tmp_path))
     try:
         assert manager.current is run
         with pytest.raises(ValueError, match="already"):
-            manager.start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path), tmp_path))
+            manager.start_run(TrainingRun(tiny_run_config(wiki300, tmp_path, TWO_LAYERS, cache_dir=cache_dir), tmp_path))
         with pytest.raises(ValueError, match="another process|already"):
-            RunManager(tmp_path).start_run(TrainingRun(tiny_cfg(wiki300, cache_dir, tmp_path), tmp_path))  # machine lock
+            RunManager(tmp_path).start_run(TrainingRun(tiny_run_config(wiki300, tmp_path, TWO_LAYERS, cache_dir=cache_dir), tmp_path))  # machine lock
         with pytest.raises(ValueError, match=r"\[MASK\]"):
             run.set_probe_text("no mask here")
         run.set_probe_text("Rome is the [MASK] of [MASK].")
@@ -134,7 +130,8 @@ def test_manager_pause_resume_stop_and_one_run_at_a_time(tmp_path, wiki300, cach
 
 
 def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, wiki300, cache_dir) -> None:
-    cfg = tiny_cfg(wiki300, cache_dir, tmp_path, nsp=True, steps=20, eval_every=10, eval_batches=2)
+    cfg = tiny_run_config(wiki300, tmp_path, TWO_LAYERS, cache_dir=cache_dir, nsp=True, steps=20, eval_every=10,
+                          eval_batches=2)
     metrics = MetricsBuffer()
     assert run_training(cfg, metrics=metrics, run_folder=tmp_path / "ck") == "finished"
     snap = metrics.snapshot()
@@ -151,7 +148,7 @@ def test_nsp_run_saves_a_masked_lm_loadable_model(tmp_path, wiki300, cache_dir) 
 
 def test_failed_run_reports_error(tmp_path, cache_dir) -> None:
     metrics = MetricsBuffer()
-    cfg = tiny_cfg(str(tmp_path / "nope.txt"), cache_dir, tmp_path)
+    cfg = tiny_run_config(str(tmp_path / "nope.txt"), tmp_path, TWO_LAYERS, cache_dir=cache_dir)
     status = []
     import threading
 

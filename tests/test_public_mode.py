@@ -125,10 +125,7 @@ def corpus_file(tmp_path_factory):
     return str(path)
 
 
-def _tiny(corpus, tmp_path, **kw) -> TrainConfig:
-    """The tests' tiny run, saving every 10 steps, in tmp_path/runs."""
-    return tiny_run_config(corpus, tmp_path, **{"eval_every": 100, "checkpoint_every": 10, "steps": 40,
-                                                 "runs_dir": str(tmp_path / "runs"), **kw})
+SAVING = dict(eval_every=100, checkpoint_every=10, steps=40)  # the tests' tiny run, saving every 10 steps
 
 
 @pytest.mark.parametrize("log_every, nan_after, failed_at, good_step", [(5, 12, 15, 10), (20, 7, 10, 0)])
@@ -144,7 +141,8 @@ def test_nan_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
     metrics = MetricsBuffer(run_id="nan", status="preparing")
     folder = tmp_path / "runs" / "nan"
     with pytest.raises(ValueError, match=f"NaN at step {failed_at}"):  # asked to raise, as the CLI asks
-        run_training(_tiny(corpus_file, tmp_path, log_every=log_every), metrics=metrics, run_folder=folder,
+        run_training(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"),
+                                     log_every=log_every), metrics=metrics, run_folder=folder,
                      raise_on_failure=True)
     assert metrics.get("status") == "failed"
     assert metrics.get("message").startswith(f"The loss became NaN at step {failed_at}: lower the learning rate")
@@ -171,7 +169,7 @@ def _start_in_slot(service: PretrainService, cfg, owner_token: str = "", max_sec
 def test_the_time_cap_stops_a_run_on_the_servers_clock(corpus_file, tmp_path):
     clock = FakeClock()
     service = _public_service(tmp_path, clock)
-    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0),
+    run = _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=100000, checkpoint_every=0),
                                 owner_token="secret-a", max_seconds=600.0)
     try:
         wait_until(lambda: run.snapshot().step >= 2 or not run.active, message=lambda: run.snapshot().message)
@@ -192,7 +190,7 @@ def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file
     service = _public_service(tmp_path)
     with pytest.raises(ValueError, match="no run to control"):
         service.runs.control(RunAction.STOP, "secret-a")
-    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=0), owner_token="secret-a")
+    run = _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=100000, checkpoint_every=0), owner_token="secret-a")
     try:
         wait_until(lambda: run.snapshot().step >= 1 or not run.active, message=lambda: run.snapshot().message)
         for action in RunAction:
@@ -216,7 +214,7 @@ def test_stop_from_another_visitor_is_refused_and_the_admin_may_stop(corpus_file
 
 def test_only_the_owner_or_the_admin_deletes_an_ended_run(corpus_file, tmp_path):
     service = _public_service(tmp_path)
-    run = _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=100000, checkpoint_every=1),
+    run = _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=100000, checkpoint_every=1),
                                 owner_token="secret-a")
     try:
         wait_until(lambda: run.snapshot().last_checkpoint or not run.active, message=lambda: run.snapshot().message)
@@ -243,7 +241,7 @@ def test_a_refused_start_writes_nothing(corpus_file, tmp_path):
     runs_dir.mkdir()
     with FileLock(runs_dir / ".active-run.lock").acquire(timeout=0):  # another process trains on this machine
         with pytest.raises(ValueError, match="Another process on this machine"):
-            _start_in_slot(service, _tiny(corpus_file, tmp_path, steps=4), owner_token="secret-a")
+            _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=4), owner_token="secret-a")
     assert sorted(p.name for p in runs_dir.iterdir()) == [".active-run.lock"]  # no empty run folder left
 
 
@@ -293,12 +291,14 @@ def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path)
         _leftover_run(runs_dir, f"20260101-00000{k}-bert-tiny", "tok-a")
     _leftover_run(runs_dir, "20250101-000000-bert-tiny", "tok-c", age_s=25 * 3600)  # ended a day ago
     with pytest.raises(ValueError, match="You keep 3 runs on this server, the most one visitor may"):
-        service.start(_tiny(corpus_file, tmp_path), owner_token="tok-a")
+        service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs")),
+                                      owner_token="tok-a")
     assert not (runs_dir / "20250101-000000-bert-tiny").exists()  # expired when a start was asked for
     service.delete("20260101-000000-bert-tiny", "tok-a")  # a run that never saved can be deleted by its owner
     with pytest.raises(ValueError, match="Only the browser that started this run"):
         service.delete("20260101-000001-bert-tiny", "tok-b")
-    run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-a")
+    run = service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=5000,
+                                        checkpoint_every=0), owner_token="tok-a")
     try:
         assert run.active and sorted(run_folders.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
     finally:
@@ -312,8 +312,10 @@ def test_a_visitor_who_makes_up_a_token_per_run_is_still_one_visitor(corpus_file
     for k in range(3):
         _leftover_run(runs_dir, f"20260101-00000{k}-bert-tiny", f"made-up-{k}", visitor="203.0.113.5")
     with pytest.raises(ValueError, match="You keep 3 runs on this server, the most one visitor may"):
-        service.start(_tiny(corpus_file, tmp_path), owner_token="made-up-3", visitor="203.0.113.5")
-    run = service.start(_tiny(corpus_file, tmp_path, steps=5000, checkpoint_every=0), owner_token="tok-other",
+        service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs")),
+                                      owner_token="made-up-3", visitor="203.0.113.5")
+    run = service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=5000,
+                                        checkpoint_every=0), owner_token="tok-other",
                         visitor="198.51.100.7")  # another address still starts a run
     try:
         assert (runs_dir / run.run_id / run_folders.VISITOR_FILE).is_file()

@@ -2,8 +2,8 @@
 
 import pytest
 
+from bertdemo.english import plural
 from bertdemo.explore import input_limits, tokens
-from bertdemo.viz.text import plural
 
 
 def test_table_matches_what_the_model_sees(tokenizer):

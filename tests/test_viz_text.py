@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from bertdemo.viz.text import Code, html_code, md_code, md_table, plural
+from bertdemo.english import plural
+from bertdemo.viz.text import Code, html_code, md_code, md_table
 
 
 def test_md_table_escapes_every_cell_and_keeps_its_shape():
-    table = md_table(["token", "note"], [[Code("|"), "**bold** <b>x</b>"], [Code("a`b"), 3]])
+    table = md_table(["token", "note"], [[Code("|"), "**bold** <b>x</b> [a](https://e.example)"], [Code("a`b"), 3]])
     lines = table.splitlines()
     assert lines[:2] == ["| token | note |", "|---|---|"]
     assert all(line.count(" | ") == 1 for line in lines[2:])  # a pipe in a cell is no column border
-    assert "<b>" not in table and "**" not in table and "`" not in table
+    assert "<b>" not in table and "**" not in table and "`" not in table and "](" not in table  # no link either
     assert lines[2].startswith("| <code>&#124;</code> |")
 
 

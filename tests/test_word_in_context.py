@@ -12,12 +12,18 @@ import random
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel, AutoTokenizer
+from transformers import (AutoModel, AutoTokenizer, DistilBertConfig, DistilBertForMaskedLM, DistilBertTokenizer,
+                          RobertaConfig, RobertaForMaskedLM, RobertaTokenizer)
 
-from bertdemo.explore import attribution, corpus_neighbours, sense_sets, word_code, word_in_context
+from bertdemo.assets import sense_sets
+from bertdemo.explore import attribution, corpus_neighbours, word_in_context
+from bertdemo.explore.input_limits import MAX_INDEX_TOKENS
 from bertdemo.explore.word_vectors import corpus_sentences
+from bertdemo.models import embedded
+from bertdemo.models.store import load_masked_lm
+from bertdemo.snippets import words as word_code
+from tests.helpers import run_snippet as run
 from bertdemo.memory import MemoryBudget
-from tests.test_code_snippets import run
 
 @pytest.fixture(scope="module")
 def embedded_loaded():
@@ -83,7 +89,7 @@ def test_the_neighbour_table_shows_tokens_and_sentences_as_written():
     found = corpus_neighbours.Neighbours("m", 2, ["[CLS]", "bank", "[SEP]"], 1, [
         corpus_neighbours.Neighbour("banks", 0.91234, "The river's banks & bridges.", 3)], 300)
     table = words.neighbours_markdown(found)
-    assert "| 1 | <code>banks</code> | 0.9123 | The river&#x27;s banks &amp; bridges. |" in table
+    assert "| 1 | <code>banks</code> | 0.9123 | The river&#39;s banks &#38; bridges. |" in table
     assert "&amp;#" not in table and "`" not in table
 
 
@@ -305,24 +311,86 @@ def test_word_in_context_snippet_prints_the_views_cosines(tiny_mlm_dir, tiny_loa
         np.testing.assert_allclose(values, result.cosines[:, i - 1, j - 1], atol=1e-4)
 
 
-def test_neighbours_snippet_prints_the_views_neighbours(tiny_mlm_dir, tiny_loaded):
-    text, n_sentences = "We sat on the bank of the river.", 20
-    size = sum(min(len(tiny_loaded.tokenizer.tokenize(s)), 62) for s in corpus_sentences(tiny_loaded)[:n_sentences])
-    lines, _ = run(word_code.neighbours_code(str(tiny_mlm_dir), text, 5, 1, 5, corpus_sentences=n_sentences))
-    result = corpus_neighbours.neighbours(tiny_loaded, text, 5, 1, 5, max_tokens=size)
+def _same_neighbours(lines: list[str], namespace: dict, result) -> None:
+    """The snippet searched the view's index (every token of it) and printed the view's neighbours."""
+    assert len(namespace["names"]) == result.index_size == MAX_INDEX_TOKENS
     assert [line.split(" ")[0] for line in lines] == [n.token for n in result.neighbours]
     assert [float(line.split(" ")[1]) for line in lines] == [round(n.cosine, 4) for n in result.neighbours]
 
 
-def test_attribution_snippet_prints_the_views_scores(tiny_mlm_dir, tiny_loaded):
-    lines, _ = run(word_code.attribution_code(str(tiny_mlm_dir), MASKED, 1, "mat", 20))
-    result = attribution.attribute(tiny_loaded, MASKED, 1, "mat", ("integrated gradients",), 20)
+def _same_attribution(lines: list[str], namespace: dict, result) -> None:
+    """The snippet explained the view's target id and printed the view's integrated gradients."""
+    assert namespace["target"] == result.target_id
     printed = ast.literal_eval(lines[0])
     assert [t for t, _ in printed] == result.tokens
     np.testing.assert_allclose([s for _, s in printed], result.scores["integrated gradients"], atol=1e-4)
     total, gap = lines[1].replace("sum of attributions:", "").split("f(input) - f(baseline):")
     assert float(gap) == round(result.prob - result.baseline_prob, 4)
     assert float(total) == pytest.approx(result.ig_sum, abs=1e-4)
+
+
+NEIGHBOUR_TEXT = "We sat on the bank of the river."
+
+
+def test_neighbours_snippet_prints_the_views_neighbours(tiny_mlm_dir, tiny_loaded):
+    """The pair the page produces: the code panel's snippet and the view, each with the tab's arguments only."""
+    lines, namespace = run(word_code.neighbours_code(str(tiny_mlm_dir), NEIGHBOUR_TEXT, 5, 1, 5))
+    _same_neighbours(lines, namespace, corpus_neighbours.neighbours(tiny_loaded, NEIGHBOUR_TEXT, 5, 1, 5))
+
+
+def test_attribution_snippet_prints_the_views_scores(tiny_mlm_dir, tiny_loaded):
+    lines, namespace = run(word_code.attribution_code(str(tiny_mlm_dir), MASKED, 1, "mat", 20))
+    _same_attribution(lines, namespace, attribution.attribute(tiny_loaded, MASKED, 1, "mat",
+                                                              ("integrated gradients",), 20))
+
+
+def _byte_level_tokenizer(folder) -> RobertaTokenizer:
+    """A RoBERTa-style byte-level BPE tokenizer trained on a few sentences: no segments, a space is 'Ġ'."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    text = [MASKED.replace("[MASK]", "mat"), NEIGHBOUR_TEXT]
+    bpe.train_from_iterator(text * 3, vocab_size=400, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return RobertaTokenizer(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+
+
+@pytest.fixture(scope="module", params=["roberta", "distilbert"])
+def other_family(request, tmp_path_factory):
+    """(folder, loaded): a tiny random masked LM of another family offered on the page, saved with its own
+    kind of tokenizer (RoBERTa: byte-level BPE; DistilBERT: WordPiece; neither returns segments)."""
+    folder = tmp_path_factory.mktemp(request.param)
+    torch.manual_seed(0)
+    if request.param == "roberta":
+        tok = _byte_level_tokenizer(folder)
+        model = RobertaForMaskedLM(RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                                                 num_attention_heads=2, intermediate_size=64,
+                                                 max_position_embeddings=66, pad_token_id=tok.pad_token_id))
+    else:
+        tok = DistilBertTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
+        model = DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(tok), dim=32, n_layers=2, n_heads=2,
+                                                       hidden_dim=64, max_position_embeddings=64,
+                                                       pad_token_id=tok.pad_token_id))
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    assert "token_type_ids" not in tok("a b")  # the shape that made the segment-reading snippet fail
+    return folder, load_masked_lm(str(folder), "cpu")
+
+
+def test_attribution_snippet_prints_the_views_scores_on_other_families(other_family):
+    folder, loaded = other_family
+    lines, namespace = run(word_code.attribution_code(str(folder), MASKED, 1, "mat", 20))
+    result = attribution.attribute(loaded, MASKED, 1, "mat", ("integrated gradients",), 20)
+    mid_sentence = "Ġmat" if loaded.model.config.model_type == "roberta" else "mat"
+    assert loaded.tokenizer.convert_ids_to_tokens(result.target_id) == mid_sentence
+    _same_attribution(lines, namespace, result)
+
+
+def test_neighbours_snippet_prints_the_views_neighbours_on_other_families(other_family):
+    folder, loaded = other_family
+    lines, namespace = run(word_code.neighbours_code(str(folder), NEIGHBOUR_TEXT, 5, 1, 5))
+    _same_neighbours(lines, namespace, corpus_neighbours.neighbours(loaded, NEIGHBOUR_TEXT, 5, 1, 5))
 
 
 def test_the_default_sense_lines_are_two_of_each_sense():
@@ -332,7 +400,7 @@ def test_the_default_sense_lines_are_two_of_each_sense():
 
 
 def test_the_learn_steps_answer_with_the_views_numbers(tiny_loaded):
-    from bertdemo.explore import learn_path
+    from bertdemo.learn import path as learn_path
 
     static = learn_path.answer(tiny_loaded, "static-dynamic", "The cat sat on the mat.")
     view = word_in_context.similarities(tiny_loaded, "bank", sense_sets.default_lines("bank"))

@@ -17,7 +17,7 @@ Words the tokenizer splits into several pieces ("tokenization" -> token ##izatio
 scored honestly by pseudo-log-likelihood, and whole-word candidates of 1-3 pieces are ranked by
 it when asked (:mod:`bertdemo.explore.pll`).
 
-Given the app's :class:`~bertdemo.explore.batching.MicroBatcher`, requests that arrive together on
+Given the app's :class:`~bertdemo.models.batching.MicroBatcher`, requests that arrive together on
 one model share one padded forward pass; each still gets exactly its own predictions. ``fast=True``
 runs the same steps on the model's dynamic-int8 copy (:mod:`bertdemo.models.int8`).
 """
@@ -31,7 +31,7 @@ from functools import lru_cache
 import torch
 
 from bertdemo.explore import pll
-from bertdemo.explore.batching import MicroBatcher
+from bertdemo.models.batching import MicroBatcher
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
 from bertdemo.explore.messages import no_head_message

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bertdemo.explore.bert_math import additive_mask, cosine, layer_norm, layer_steps
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS  # noqa: F401
@@ -118,32 +119,6 @@ def trace(loaded: LoadedModel, text: str) -> Trace:
     return loaded.remember(("inside_trace", text), forward)
 
 
-# --- the arithmetic, spelled out from the weights ----------------------------------------
-
-
-def linear(x: torch.Tensor, module) -> torch.Tensor:
-    """``x @ W^T + b`` with the weights of an ``nn.Linear``."""
-    y = x @ module.weight.T
-    return y + module.bias if module.bias is not None else y
-
-
-def layer_norm(x: torch.Tensor, module) -> torch.Tensor:
-    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, with an ``nn.LayerNorm``'s weights."""
-    mean = x.mean(-1, keepdim=True)
-    var = x.var(-1, keepdim=True, unbiased=False)
-    return (x - mean) / torch.sqrt(var + module.eps) * module.weight + module.bias
-
-
-def additive_mask(attention_mask: torch.Tensor) -> torch.Tensor:
-    """(B, S) of 1/0 -> (B, 1, 1, S): 0 where a token may be attended, the float32 minimum at padding."""
-    return (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
-
-
-def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity along the last axis."""
-    return torch.nn.functional.cosine_similarity(a, b, dim=-1)
-
-
 # --- 1. embeddings -----------------------------------------------------------------------
 
 
@@ -202,8 +177,6 @@ def embed_parts(bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, pos
 
 def run_encoder(bert, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Every encoder layer, recomputed from the weights: (B, S, D) -> (B, S, D)."""
-    from bertdemo.explore.inside_layer import layer_steps  # the layer arithmetic lives there
-
     mask = additive_mask(attention_mask)
     for layer in bert.encoder.layer:
         hidden = layer_steps(layer, hidden, mask)["output"]

@@ -18,41 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertdemo.explore.inside import Trace, additive_mask, bert_modules, layer_norm, linear, trace
+from bertdemo.explore.bert_math import additive_mask, layer_steps
+from bertdemo.explore.inside import Trace, bert_modules, trace
 from bertdemo.models.store import LoadedModel
-
-
-def layer_steps(layer, hidden: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-    """One ``BertLayer`` recomputed from its weights; every intermediate, by canonical name.
-
-    ``hidden``: (B, S, D); ``mask``: additive, broadcastable to (B, H, S, S).
-    """
-    att = layer.attention.self
-    b, s, _ = hidden.shape
-    h, dh = att.num_attention_heads, att.attention_head_size
-
-    def heads(x: torch.Tensor) -> torch.Tensor:  # (B, S, D) -> (B, H, S, d_h)
-        return x.view(b, s, h, dh).transpose(1, 2)
-
-    q, k, v = (heads(linear(hidden, m)) for m in (att.query, att.key, att.value))
-    scores = q @ k.transpose(-1, -2)  # (B, H, S, S) raw q·k
-    scaled = scores / math.sqrt(dh)
-    masked = scaled + mask
-    probs = masked.softmax(-1)  # (B, H, S, S), rows sum to 1
-    context = probs @ v  # (B, H, S, d_h)
-    concat = context.transpose(1, 2).reshape(b, s, h * dh)  # (B, S, D)
-    projected = linear(concat, layer.attention.output.dense)
-    attention_output = layer_norm(projected + hidden, layer.attention.output.LayerNorm)
-    up = linear(attention_output, layer.intermediate.dense)  # (B, S, I)
-    activated = layer.intermediate.intermediate_act_fn(up)
-    down = linear(activated, layer.output.dense)  # (B, S, D)
-    output = layer_norm(down + attention_output, layer.output.LayerNorm)
-    return {
-        "input": hidden, "query": q, "key": k, "value": v, "scores": scores, "scaled": scaled,
-        "masked": masked, "probs": probs, "context": context, "concat": concat, "projected": projected,
-        "attention_output": attention_output, "intermediate": up, "activated": activated,
-        "ffn_output": down, "output": output,
-    }
 
 
 def _recompute(bert, own: Trace, layer: int) -> tuple[dict[str, np.ndarray], float, float]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import torch
 
+from bertdemo.explore.bert_math import cosine, layer_norm, linear
 from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
-from bertdemo.explore.inside import Encoded, bert_modules, cosine, encode_for_inside, layer_norm, linear, trace
+from bertdemo.explore.inside import Encoded, bert_modules, encode_for_inside, trace
 from bertdemo.models.store import LoadedModel
 
 

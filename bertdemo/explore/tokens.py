@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bertdemo.english import plural
 from bertdemo.explore.input_limits import MAX_CHARS
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo import locks
-from bertdemo.viz.text import plural
 
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
 MAX_CHANGED_SHOWN = 12  # how many changed words the "reads it as" notice lists (the count says how many in all)

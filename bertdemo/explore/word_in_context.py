@@ -10,7 +10,7 @@ read against the layer's random-word baseline and beside the static vector; and 
   occurrences of different sentences of the embedded corpus (a fixed, seeded sample); a similarity
   is read as how far *above* that baseline it is.
 * Sense readout: each sense's centroid from its first sentences of the labelled sense set
-  (:mod:`bertdemo.explore.sense_sets`), the other sentences labelled by the nearest centroid (cosine),
+  (:mod:`bertdemo.assets.sense_sets`), the other sentences labelled by the nearest centroid (cosine),
   at every layer; against the most-frequent-sense guess. Ties (equal up to float rounding, as for the
   static vector, identical in every sentence) go to the most frequent sense of the centroid sentences.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bertdemo.explore import sense_sets
+from bertdemo.assets import sense_sets
 from bertdemo.explore.input_limits import MAX_WIC_SENTENCES, MAX_WIC_TOKENS, MAX_WIC_WORD_CHARS
 from bertdemo.explore.word_vectors import activation_store, corpus_sentences, num_layers, run_sentences, store_key
 from bertdemo.explore.word_vectors import word_position

@@ -23,7 +23,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from bertdemo import storage
+from bertdemo import compat, storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
@@ -131,7 +131,7 @@ def _draw_again(model: BertForSequenceClassification, parameter_names: Sequence[
     (pretrained or random) gets the same new pooler and classifier whatever it drew before."""
     torch.manual_seed(seed)
     for module_name in sorted({n.rsplit(".", 1)[0] for n in parameter_names}):
-        model.get_submodule(module_name).apply(model._init_weights)
+        compat.init_weights(model, model.get_submodule(module_name))
 
 
 def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_len: int) -> list[list[int]]:

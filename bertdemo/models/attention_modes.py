@@ -173,7 +173,7 @@ def implementation_for(config) -> str:
 
 def supports_modes(model) -> bool:
     """True when ``model`` runs its attention through :func:`bertdemo_attention`."""
-    return getattr(model.config, "_attn_implementation", None) == IMPLEMENTATION
+    return compat.attn_implementation(model.config) == IMPLEMENTATION
 
 
 def _attention_class(model) -> type | None:

@@ -20,10 +20,9 @@ Tested against the full forward in tests/test_partial_forward.py.
 from __future__ import annotations
 
 import torch
-from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.models.bert.modeling_bert import eager_attention_forward
 
+from bertdemo import compat
 from bertdemo.models import attention_modes
 
 _LAYERED_TYPES = ("bert", "roberta")  # embeddings -> bidirectional mask -> encoder.layer[...], nothing else
@@ -42,7 +41,7 @@ def encode_at(base_model, input_ids: torch.Tensor, positions: torch.Tensor,
     h = base_model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids, inputs_embeds=inputs_embeds)
     mask = None
     if attention_mask is not None:  # (B, 1, T or 1, T) as the model's attention function takes it
-        mask = create_bidirectional_mask(config=base_model.config, inputs_embeds=h, attention_mask=attention_mask)
+        mask = compat.bidirectional_mask(base_model.config, h, attention_mask)
     *lower, last = base_model.encoder.layer
     for layer in lower:
         h = _layer(layer, h, mask)  # (B, T, H)
@@ -141,7 +140,8 @@ def _layer(layer, h: torch.Tensor, mask: torch.Tensor | None, positions: torch.T
     q = q.view(B, -1, heads, d).transpose(1, 2)  # (B, heads, T or k, d)
     k = k.view(B, T, heads, d).transpose(1, 2)  # (B, heads, T, d)
     v = v.view(B, T, heads, d).transpose(1, 2)
-    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation, eager_attention_forward)
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(compat.attn_implementation(attention.config),
+                                                   compat.eager_attention())
     out, _ = attend(attention, q, k, v, mask, dropout=attention.dropout.p if attention.training else 0.0,
                     scaling=attention.scaling)  # (B, T or k, heads, d)
     residual = h if x is None else x

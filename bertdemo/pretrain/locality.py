@@ -30,6 +30,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from bertdemo import compat
+
 IMPLEMENTATION = "bertdemo_locality"
 STOCK_IMPLEMENTATION = "sdpa"
 _QUERY_POSITIONS: contextvars.ContextVar[torch.Tensor | None] = contextvars.ContextVar(
@@ -113,7 +115,7 @@ class LocalityBias:
         self.slopes = torch.tensor(alibi_slopes(heads)) * factor  # (heads,)
         self.strength = 0.0
         self.active = factor > 0
-        stock = model.config._attn_implementation
+        stock = compat.attn_implementation(model.config)
         self.stock = STOCK_IMPLEMENTATION if stock in (None, IMPLEMENTATION) else stock  # what it returns to
 
     def strength_at(self, progress: float) -> float:
@@ -127,7 +129,7 @@ class LocalityBias:
     def applied_strength(self) -> float:
         """The bias the model's attention adds now, as a share of the starting strength: read from the
         attention modules' slopes (0 when the model runs stock attention or has no slopes)."""
-        if not self.active or self.model.config._attn_implementation != IMPLEMENTATION:
+        if not self.active or compat.attn_implementation(self.model.config) != IMPLEMENTATION:
             return 0.0
         shares = [float((module.locality_slopes.cpu() / self.slopes).mean()) if hasattr(module, "locality_slopes")
                   else 0.0 for module in self.modules]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo import compat
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui import lanes
 
@@ -283,7 +283,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         button = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = gr.Markdown(elem_id="att-info")
         heatmap = PlotlyFigure(label="Attention heatmap", elem_id="att-heatmap")
-        code = code_panel(ctx, code_snippets.attention_code, [model_box, text, text_pair, layer, head],
+        code = code_panel(ctx, snippets.attention_code, [model_box, text, text_pair, layer, head],
                                   elem_id="att-code")
         gr.Markdown("**Every layer (rows) × head (columns)** — click or tap a head to enlarge it above.")
         overview = gr.Image(

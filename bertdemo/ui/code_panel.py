@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.explore.code_snippets import ENGINE_TOKENIZER
+from bertdemo.snippets.views import ENGINE_TOKENIZER
 from bertdemo.models import availability, embedded
 from bertdemo.ui import common, lanes
 

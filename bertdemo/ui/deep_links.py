@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import gradio as gr
 
-from bertdemo.explore import learn_steps
+from bertdemo.learn import steps as learn_steps
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
 from bertdemo.ui import common

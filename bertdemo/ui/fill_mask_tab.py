@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.ui import common
@@ -145,7 +145,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         target_table = gr.Markdown(elem_id="fm-targets-table")
         with gr.Accordion("Raw predictions (JSON)", open=False):
             raw = gr.JSON()
-        code = code_panel(ctx, code_snippets.fill_mask_code, [model_box, text, top_k, text_pair],
+        code = code_panel(ctx, snippets.fill_mask_code, [model_box, text, top_k, text_pair],
                                   elem_id="fm-code")
         gr.Button("Why this word? Which tokens made it predict that →", size="sm", elem_id="fm-why")  # ui.words_tab
         api_button = gr.Button(visible=False)  # /fill_mask: the view's inputs and outputs (no code panel)

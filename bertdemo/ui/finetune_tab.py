@@ -300,7 +300,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     @user_errors
     def show_code(model_init: str, *values) -> str:
-        from bertdemo.finetune.code import finetune_code
+        from bertdemo.snippets.finetune import finetune_code
         from bertdemo.ui.code_panel import model_reference
 
         settings = dict(zip(names, (model_init, *values)))  # the form's values, init first

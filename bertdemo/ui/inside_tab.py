@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui import lanes
 
@@ -268,7 +268,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
     # a model still loading shows its progress on the model box
     with tab:  # under the sections; refreshed, while open, in Look inside's own answer (one round trip)
-        code = code_panel(ctx, code_snippets.inside_code, [model_box, text, words, layer, head, query],
+        code = code_panel(ctx, snippets.inside_code, [model_box, text, words, layer, head, query],
                           elem_id="in-code")
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False, code=code)
     page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown

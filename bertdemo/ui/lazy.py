@@ -38,7 +38,7 @@ REST = (
     "bertdemo.explore.inside", "bertdemo.explore.inside_layer", "bertdemo.explore.inside_output",
     "bertdemo.explore.inside_anatomy", "bertdemo.viz.inside",
     "bertdemo.explore.masking_lab", "bertdemo.explore.nsp", "bertdemo.viz.masking",
-    "bertdemo.pretrain.trainer", "bertdemo.explore.order_probe", "bertdemo.explore.learn_path",
+    "bertdemo.pretrain.trainer", "bertdemo.explore.order_probe", "bertdemo.learn.path",
 )
 STARTING = "Starting up: loading PyTorch and transformers…"
 Progress = Callable[[float, str], None]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gradio as gr
 
-from bertdemo.explore import learn_steps
+from bertdemo.learn import steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
@@ -23,7 +23,7 @@ from bertdemo.ui.lazy import LazyModule
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
-learn_path = LazyModule("bertdemo.explore.learn_path")
+learn_path = LazyModule("bertdemo.learn.path")
 PREDICTING_STEPS = ("outputs", "loss", "no-positions")  # the steps whose answer is a predicted word
 
 INTRO = (

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import gradio as gr
 
 from bertdemo.ui import common
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 
 from bertdemo.explore import input_limits as limits
@@ -141,7 +141,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_button = gr.Button("Measure", elem_id="ml-stats")
         stats_plot = PlotlyFigure(elem_id="ml-stats-plot")
         stats_table = gr.Markdown(elem_id="ml-stats-table")
-        code = code_panel(ctx, lambda *v: code_snippets.masking_code(  # the engine's tokenizer, whatever the model box says
+        code = code_panel(ctx, lambda *v: snippets.masking_code(  # the engine's tokenizer, whatever the model box says
                        *v, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
                    [text, p, m, r, draws, seed, fixed_count, whole_word], elem_id="ml-code",
                    uses_model=False)

@@ -31,7 +31,7 @@ from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -434,7 +434,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
-        code_panel(ctx, lambda *shape: code_snippets.pretrain_code_for(  # the engine's tokenizer, offline too
+        code_panel(ctx, lambda *shape: snippets.pretrain_code_for(  # the engine's tokenizer, offline too
                        *shape, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
                    [preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code", uses_model=False)
         gr.api(run_status, api_name="run_status")

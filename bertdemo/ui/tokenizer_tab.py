@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.ui import common
-from bertdemo.explore import code_snippets
+from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui import lanes
 
@@ -119,7 +119,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         encoding = gr.Code(label="What a notebook prints: tokenizer(text, text_pair)", language="python",
                            interactive=False, elem_id="tok-encoding", max_lines=12)
         table = gr.Dataframe(headers=TABLE_HEADERS, label="Tokens", interactive=False, elem_id="tok-table")
-        code = code_panel(ctx, code_snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
+        code = code_panel(ctx, snippets.tokenizer_code, [model_box, text, text_pair], elem_id="tok-code")
 
         with gr.Accordion("Vocabulary lookup", open=False):
             with gr.Row():

@@ -5,7 +5,8 @@ ordinary visitors waiting seconds, and some were told "Queue is full". Gradio al
 page's state for every session that sends an event (about 0.6 MB each, measured in
 ``tests/test_visitor_shares.py``), and an API client can open a new session with every call.
 
-:func:`share_per_visitor` wraps the queue's ``push`` (the one door every event passes, page or API):
+:func:`share_per_visitor` wraps the queue's ``push`` (the one door every event passes, page or API; gradio
+internals reached through :mod:`bertdemo.compat`):
 
 - a visitor with ``queue_per_visitor`` events waiting or running is told to wait for them, while others
   keep being served;
@@ -21,10 +22,12 @@ for one app, bounded like the sessions themselves.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
+from bertdemo import compat
 from bertdemo.traffic import VISITOR_HEADER, TrafficRules
 
 
@@ -36,8 +39,6 @@ def busy_message(waiting: int, most: int) -> str:
 def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
     """Limit each visitor's events in ``demo``'s queue and sessions in its state (see the module).
     Call after ``demo.queue()``; a limit of 0 turns that limit off."""
-    queue = demo._queue
-    push = queue.push
     sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # visitor -> their session hashes, oldest first
 
     def remember(visitor: str, session_hash: str | None) -> None:
@@ -47,28 +48,30 @@ def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
         sessions.move_to_end(visitor)
         own[session_hash] = None
         own.move_to_end(session_hash)
-        holder = getattr(demo, "state_holder", None)
         while len(own) > rules.sessions_per_visitor:
             oldest, _ = own.popitem(last=False)
-            if holder is not None:
-                with holder.lock:
-                    holder.session_data.pop(oldest, None)
-                    holder.time_last_used.pop(oldest, None)
+            compat.drop_session(demo, oldest)
         while len(sessions) > max(rules.max_sessions, 1):  # visitors with no session left in gradio's holder
             sessions.popitem(last=False)
 
-    async def limited_push(body: Any, request: Any, username: str | None):
-        visitor = request.headers.get(VISITOR_HEADER) if request is not None else None
-        if visitor is None:  # not through the door (a test's own queue): gradio's rules only
-            return await push(body=body, request=request, username=username)
-        if rules.queue_per_visitor > 0:
-            waiting = sum(1 for event in list(queue.event_ids_to_events.values())
-                          if event.request is not None and event.request.headers.get(VISITOR_HEADER) == visitor)
-            if waiting >= rules.queue_per_visitor:
-                return False, busy_message(waiting, rules.queue_per_visitor), "queue_full"
-        answer = await push(body=body, request=request, username=username)
-        if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
-            remember(visitor, getattr(body, "session_hash", None))
-        return answer
+    def visitor_of(request: Any) -> str | None:
+        return request.headers.get(VISITOR_HEADER) if request is not None else None
 
-    queue.push = limited_push
+    def limited(push: Callable) -> Callable:
+        async def limited_push(body: Any, request: Any, username: str | None):
+            visitor = visitor_of(request)
+            if visitor is None:  # not through the door (a test's own queue): gradio's rules only
+                return await push(body=body, request=request, username=username)
+            if rules.queue_per_visitor > 0:
+                waiting = sum(1 for event in compat.queued_events(demo)
+                              if visitor_of(compat.event_request(event)) == visitor)
+                if waiting >= rules.queue_per_visitor:
+                    return False, busy_message(waiting, rules.queue_per_visitor), "queue_full"
+            answer = await push(body=body, request=request, username=username)
+            if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
+                remember(visitor, getattr(body, "session_hash", None))
+            return answer
+
+        return limited_push
+
+    compat.wrap_queue_push(demo, limited)

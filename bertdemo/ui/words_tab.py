@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.explore import sense_sets, word_code
+from bertdemo.assets import sense_sets
+from bertdemo.snippets import words as word_code
 from bertdemo.explore.input_limits import MAX_ATTR_TOKENS, MAX_IG_STEPS, MAX_INDEX_TOKENS, MAX_MASKS
 from bertdemo.explore.input_limits import MAX_NEIGHBOURS, MAX_WIC_SENTENCES, MAX_WIC_TOKENS
 from bertdemo.ui import common

@@ -11,7 +11,8 @@ from __future__ import annotations
 import html
 
 from bertdemo.explore.tokens import MAX_CHANGED_SHOWN, TokenTable
-from bertdemo.viz.text import md_code, noun_for
+from bertdemo.english import noun_for
+from bertdemo.viz.text import md_code
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.
 _PALETTE_A = ["#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa"]

@@ -1,5 +1,5 @@
 """Small text helpers every drawing module shares: Markdown tables with escaped cells, inline code
-in Markdown and in HTML, bold, and counts read as English."""
+in Markdown and in HTML, bold. Counts read as English live in :mod:`bertdemo.english`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Sequence
 
 
 def md_cell(text: object) -> str:
-    """Any value safe inside a Markdown table cell: HTML escaped; pipes, backticks, asterisks neutralised."""
-    return html.escape(str(text)).replace("|", "&#124;").replace("`", "&#96;").replace("*", "&#42;")
+    """Any value safe inside a Markdown table cell: every character Markdown or HTML reads as markup (pipes,
+    backticks, emphasis, links, tags) written as an HTML entity (:func:`literal`)."""
+    return literal(text)
 
 
 class Code(str):
@@ -59,13 +60,3 @@ def plotly_text(text: object) -> str:
 def md_bold(text: str) -> str:
     """``text`` in bold Markdown."""
     return f"**{text}**"
-
-
-def noun_for(n: int, noun: str, plural_noun: str | None = None) -> str:
-    """``noun`` for 1, its plural otherwise ("word", "words")."""
-    return noun if n == 1 else (plural_noun or noun + "s")
-
-
-def plural(n: int, noun: str, plural_noun: str | None = None) -> str:
-    """"1 word", "2 words", "20,002 tokens": counts as English, numbers formatted one way."""
-    return f"{n:,} {noun_for(n, noun, plural_noun)}"

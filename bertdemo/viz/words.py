@@ -13,7 +13,7 @@ from bertdemo.explore.attribution import Attribution
 from bertdemo.explore.corpus_neighbours import Atlas, Neighbours
 from bertdemo.explore.word_in_context import SenseReadout, WordInContext
 from bertdemo.viz.style import TEMPLATE
-from bertdemo.viz.text import Code, md_table
+from bertdemo.viz.text import Code, literal, md_table, plotly_text
 
 _SAME, _DIFF, _BASE, _STATIC = "#4f46e5", "#ef553b", "#6b7280", "#00a37a"
 _MARGIN = dict(l=50, r=10, t=40, b=40)
@@ -46,7 +46,7 @@ def similarity_figure(result: WordInContext) -> go.Figure:
     fig.add_trace(go.Scatter(x=layers, y=[round(result.static_cosine, 4)] * len(layers), name="static vector",
                              line=dict(width=2, dash="dot", color=_STATIC)))
     fig.update_layout(template=TEMPLATE, height=360, margin=_MARGIN, legend=_LEGEND,
-                      title=f"'{result.word}': cosine between sentences, layer by layer",
+                      title=f"'{plotly_text(result.word)}': cosine between sentences, layer by layer",
                       xaxis=_layer_axis(result.num_layers), yaxis=dict(title="cosine", range=[-0.05, 1.05]))
     return fig
 
@@ -54,8 +54,9 @@ def similarity_figure(result: WordInContext) -> go.Figure:
 def similarity_markdown(result: WordInContext) -> str:
     """What the figure says, in words: where the senses part, read above the baseline."""
     same, diff = result.pair_curves()
-    lines = [f"**{result.model_name}** · {result.piece_note} The static vector (the row of the input embedding "
-             f"table) is the same in every sentence: cosine {result.static_cosine:.2f}, whatever the sense.",
+    lines = [f"**{literal(result.model_name)}** · {literal(result.piece_note)} The static vector (the row of the "
+             f"input embedding table) is the same in every sentence: cosine {result.static_cosine:.2f}, whatever "
+             "the sense.",
              "Raw cosines mislead: even random words have a positive cosine that changes with depth (the dashed "
              "line, measured on the embedded corpus). Read a similarity as *how far above the baseline* it is."]
     if same is not None and diff is not None:
@@ -111,7 +112,7 @@ def atlas_figure(result: Atlas) -> go.Figure:
             marker=dict(size=13, symbol="star", color="black"),
             customdata=[_wrap(s) for s in result.own_sentences], hovertemplate="%{customdata}<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=420, margin=_MARGIN, legend=_LEGEND,
-                      title=f"'{result.word}' in {len(result.corpus_sentences)} corpus sentences, layer {result.layer} (PCA)",
+                      title=f"'{plotly_text(result.word)}' in {len(result.corpus_sentences)} corpus sentences, layer {result.layer} (PCA)",
                       xaxis=dict(title=f"PC 1 ({result.explained[0]:.0%} of the variance)"),
                       yaxis=dict(title=f"PC 2 ({result.explained[1]:.0%})"))
     return fig
@@ -121,23 +122,24 @@ def atlas_markdown(result: Atlas) -> str:
     own = ", ".join(f"{i + 1} → cluster {c + 1}" for i, c in enumerate(result.own_clusters.tolist()))
     note = (" At a low layer the picture mostly shows the word's position and its neighbours in the sentence, "
             "not yet its sense; move the layer up to see the uses group by meaning.") if result.layer <= 1 else ""
-    return (f"Each dot is one use of **{result.word}** in the embedded Wikipedia summaries (hover or tap for its "
-            f"sentence), coloured by the layer's clusters (k-means).{note}" + (f" Your sentences: {own}." if own else ""))
+    return (f"Each dot is one use of **{literal(result.word)}** in the embedded Wikipedia summaries (hover or tap "
+            f"for its sentence), coloured by the layer's clusters (k-means).{note}" + (f" Your sentences: {own}." if own else ""))
 
 
 def neighbours_markdown(result: Neighbours) -> str:
     token = result.tokens[result.position]
     rows = [[f"{i + 1}", Code(n.token), f"{n.cosine:.4f}", n.sentence]  # md_table escapes each cell once
             for i, n in enumerate(result.neighbours)]
-    return (f"The {len(result.neighbours)} corpus tokens nearest to **{token}** (position {result.position}) at "
-            f"layer {result.layer}, among {result.index_size:,} tokens of the embedded corpus · {result.model_name}\n\n"
+    return (f"The {len(result.neighbours)} corpus tokens nearest to **{literal(token)}** (position {result.position}) "
+            f"at layer {result.layer}, among {result.index_size:,} tokens of the embedded corpus · "
+            f"{literal(result.model_name)}\n\n"
             + md_table(["#", "token", "cosine", "sentence"], rows))
 
 
 def attribution_figure(result: Attribution) -> go.Figure:
     labels = [f"{i} {t}" for i, t in enumerate(result.tokens)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.72, 0.28], horizontal_spacing=0.03,
-                        subplot_titles=("contribution to P(" + result.target + ")", "last-layer attention"))
+                        subplot_titles=(f"contribution to P({plotly_text(result.target)})", "last-layer attention"))
     colours = {"integrated gradients": "#4f46e5", "gradient x input": "#f59e0b", "occlusion": "#00a37a"}
     for method, scores in result.scores.items():
         fig.add_trace(go.Bar(y=labels, x=scores.round(5), orientation="h", name=method,
@@ -152,8 +154,9 @@ def attribution_figure(result: Attribution) -> go.Figure:
 
 def attribution_markdown(result: Attribution) -> str:
     delta = result.prob - result.baseline_prob
-    lines = [f"**Why '{result.target}'?** P({result.target}) at the [MASK] (position {result.mask_position}) is "
-             f"{result.prob:.2%} · {result.model_name}.",
+    target = literal(result.target)  # the visitor's word, shown as typed
+    lines = [f"**Why '{target}'?** P({target}) at the [MASK] (position {result.mask_position}) is "
+             f"{result.prob:.2%} · {literal(result.model_name)}.",
              "Baseline: every token's word embedding replaced by [PAD]'s (positions and segments kept; [CLS], [SEP] "
              f"and this [MASK] kept): P = {result.baseline_prob:.2%}."]
     if "integrated gradients" in result.scores:

@@ -11,14 +11,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -62,20 +61,23 @@ def launch_app(
     os.close(log_fd)
     proc.log_path = log_path  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def answers() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"app.py exited with code {proc.returncode} before serving:\n{_read_log(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return url, proc
+                return resp.status == 200
         except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            stop_app(proc)
-            pytest.fail(f"app.py did not answer on {url} within {timeout_s:.0f} s:\n{_read_log(log_path)}")
-        time.sleep(0.5)
+            return False
+
+    try:
+        wait_until(answers, timeout=timeout_s, interval=0.5, what=f"app.py to answer on {url}",
+                   message=lambda: _read_log(log_path))
+    except AssertionError:
+        stop_app(proc)
+        raise
+    return url, proc
 
 
 def stop_app(proc: subprocess.Popen) -> None:

@@ -7,18 +7,14 @@ Bad input is in test_api_bad_input.py, which reuses the helpers below.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import re
 import time
 
 import numpy as np
-import pytest
+from gradio_client import Client
 
-gradio_client = pytest.importorskip("gradio_client")
-from gradio_client import Client  # noqa: E402
-from gradio_client.exceptions import AppError  # noqa: E402
+from .api import as_array, attend, chip_tokens, expect_error, fill, plotly_figure, tokenize
 
 EMBEDDED = "embedded/minilm-l6-uncased"
 EMBEDDED_MLM = "embedded/bert-explorer-mlm"
@@ -29,53 +25,8 @@ ENDPOINTS = {"/tokenize", "/lookup", "/compare_tokenizers", "/fill_mask", "/atte
 # --- helpers ---------------------------------------------------------------------------
 
 
-def chip_tokens(chips_html: str) -> list[tuple[int, str]]:
-    """(id, token) of every chip in the chips HTML."""
-    spans = re.findall(r'<span class="token-chip" data-id="(\d+)"[^>]*><span class="chip-text"[^>]*>(.*?)</span>',
-                       chips_html)
-    return [(int(i), html.unescape(t)) for i, t in spans]
-
-
 def table_records(table: dict) -> list[dict]:
     return [dict(zip(table["headers"], row)) for row in table["data"]]
-
-
-def plotly_figure(plot) -> dict:
-    """The plotly figure dict from a ``gr.Plot`` API value."""
-    assert isinstance(plot, dict) and plot.get("type") == "plotly", plot
-    return json.loads(plot["plot"])
-
-
-def as_array(value) -> np.ndarray:
-    """Decode a plotly array (a list, or the typed-array form ``{dtype, bdata, shape}``)."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        if "shape" in value:
-            arr = arr.reshape([int(s) for s in str(value["shape"]).split(",")])
-        return arr
-    return np.asarray(value, dtype=float)
-
-
-def expect_error(call, *fragments: str) -> str:
-    """Run ``call``; it must raise AppError whose message contains every fragment (case-insensitive)."""
-    with pytest.raises(AppError) as info:
-        call()
-    message = str(info.value)
-    for fragment in fragments:
-        assert fragment.lower() in message.lower(), f"{fragment!r} not in error message {message!r}"
-    return message
-
-
-def tokenize(client, text, pair="", model=""):
-    return client.predict(text, pair, model, api_name="/tokenize")
-
-
-def fill(client, text, model, pair="", top_k=5, targets="", second="", whole_words=False):
-    return client.predict(text, pair, model, top_k, targets, second, whole_words, api_name="/fill_mask")
-
-
-def attend(client, text, model, pair="", layer=0, head=0, mean=False, hide=False, renorm=True):
-    return client.predict(text, pair, model, layer, head, mean, hide, renorm, api_name="/attention")
 
 
 # --- the API surface ------------------------------------------------------------------
@@ -242,7 +193,7 @@ def test_fill_mask_two_masks_and_targets(client, model):
     lines = targets_md.splitlines()
     assert lines[0] == "| mask | word | pieces | probability | rank |" and lines[1] == "|---|---|---|---|---|"
     assert len([line for line in lines if line.startswith("| #")]) == 6
-    assert "a&#124;&lt;b&gt;" in targets_md and "<b>" not in targets_md
+    assert "a&#124;&#60;b&#62;" in targets_md and "<b>" not in targets_md
     assert all(cell.strip().endswith("%") for line in lines[2:8] for cell in line.split("|")[4:5] if "—" not in cell)
     fig = plotly_figure(plot)
     assert len([t for t in fig["data"] if t["type"] == "bar"]) == 2

@@ -6,11 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from gradio_client.exceptions import AppError
 
-pytest.importorskip("gradio_client")
-from gradio_client.exceptions import AppError  # noqa: E402
-
-from .test_api import attend, chip_tokens, expect_error, fill, plotly_figure, tokenize  # noqa: E402
+from .api import attend, chip_tokens, expect_error, fill, plotly_figure, tokenize
 
 def test_empty_text_is_refused_clearly(client, model):
     expect_error(lambda: tokenize(client, "", "", model), "enter some text")

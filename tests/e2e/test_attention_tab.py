@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 from .conftest import screenshot
-from .test_api import as_array, expect_error, plotly_figure
+from .api import as_array, expect_error, plotly_figure
 
 
 def test_api_surface(client):
@@ -69,7 +69,7 @@ def test_head_ablation(client, model):
 def test_browser_walk(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from . import test_browser as ui
+    from . import pages as ui
 
     page, RUN_TIMEOUT_MS = browser_page, ui.RUN_TIMEOUT_MS
     ui.open_app(page, app_url)
@@ -102,6 +102,5 @@ def test_browser_walk(browser_page, app_url):
     ui.wait_idle(page)
     page.locator("#att-info").scroll_into_view_if_needed()
     screenshot(page, "attention")
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.wait_for_timeout(500)
+    ui.resize(page, 390, 844)
     screenshot(page, "attention_phone")

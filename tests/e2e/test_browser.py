@@ -24,47 +24,15 @@ from playwright.sync_api import Page, expect
 from bertdemo.viz.heatmaps import OverviewGeometry
 
 from .conftest import screenshot
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider, wait_idle
 
-RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
 EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
-
-
-def open_app(page: Page, url: str) -> None:
-    """Load the page (it opens on the Learn tab), wait until the default model is reported in use, and
-    go to the Tokenizer tab, where the tests start."""
-    page.goto(url)
-    expect(page.locator("#learn-step")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
-    open_tab(page, "Tokenizer")
-    expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-
-
-def open_tab(page: Page, name: str) -> None:
-    # Gradio may hold a second copy of a tab button (its overflow menu): click the one shown.
-    page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
-
-
-# every plotly figure on screen has been laid out (plotly sets _fullLayout when it draws); hidden ones wait
-PLOTS_DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
-               ".every(g => g._fullLayout || g.offsetParent === null)")
-
-
-def wait_idle(page: Page) -> None:
-    """Wait until no component shows a pending/processing status and every figure on screen is drawn
-    (e.g. before a screenshot); each bounded by RUN_TIMEOUT_MS."""
-    busy = page.locator("[data-testid='status-tracker']:not(.hide)").filter(has_text="processing")
-    expect(busy).to_have_count(0, timeout=RUN_TIMEOUT_MS)
-    page.wait_for_function(PLOTS_DRAWN, timeout=RUN_TIMEOUT_MS)
 
 
 def plot_title(page: Page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .js-plotly-plot").evaluate(
         "p => (p.layout.title && (p.layout.title.text ?? p.layout.title)) || ''"
     )
-
-
-def slider(page: Page, label: str):
-    return page.get_by_label(f"range slider for {label}", exact=True)
 
 
 def test_tokenizer_tab(browser_page: Page, app_url: str):

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-import pytest
 
-pytest.importorskip("playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
-from .test_browser import RUN_TIMEOUT_MS  # noqa: E402
+from .pages import RUN_TIMEOUT_MS
 
 SVG = '<svg><a href="javascript:alert(1)"><rect width="99" height="99"></rect></a></svg>'
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("gradio_client")
-
 
 def test_fast_mode_answers_and_names_its_precision(client, model):
     args = ("The [MASK] sat on the mat.", "", model, 5, "", "", False)
@@ -20,7 +16,7 @@ def test_fast_mode_answers_and_names_its_precision(client, model):
 def test_fast_mode_checkbox_in_the_page(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab
+    from .pages import RUN_TIMEOUT_MS, open_app, open_tab
 
     page = browser_page
     open_app(page, app_url)

@@ -4,7 +4,6 @@ Fine-tune tab at desktop and phone width."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from gradio_client import Client
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from tests.e2e.conftest import screenshot
+from tests.helpers import wait_until
 
 PRETRAIN = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                 corpus="wiki", seq_len=32, batch_size=8, steps=30, lr=2e-3, warmup_steps=5, eval_every=15,
@@ -20,14 +20,17 @@ PRETRAIN = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attent
 
 
 def wait_status(client: Client, predicate, timeout_s: float = 300.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        snap = client.predict(api_name="/run_status") or {}
-        if predicate(snap):
-            return snap
-        if snap.get("status") == "failed" or time.monotonic() > deadline:
-            pytest.fail(f"run stuck: {snap.get('kind')} {snap.get('status')} {str(snap.get('message'))[:200]}")
-        time.sleep(0.5)
+    """The run's status once ``predicate`` holds for it (a failed run fails at once), at most ``timeout_s`` s."""
+    snaps = [{}]
+
+    def reached() -> bool:
+        snaps[0] = client.predict(api_name="/run_status") or {}
+        assert snaps[0].get("status") != "failed", str(snaps[0].get("message"))[:200]
+        return bool(predicate(snaps[0]))
+
+    wait_until(reached, timeout=timeout_s, interval=0.5, what="the run's status",
+               message=lambda: f"{snaps[0].get('kind')} {snaps[0].get('status')} {str(snaps[0].get('message'))[:200]}")
+    return snaps[0]
 
 
 @pytest.fixture(scope="module")

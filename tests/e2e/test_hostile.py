@@ -14,14 +14,14 @@ import re
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
 from tests.e2e.conftest import _read_log
 from tests.helpers import wait_until
 
+from .api import ANSWER_TIMEOUT_S, QueueCall, app_config, fn_index, post_json, upload, upload_request
 
-ANSWER_TIMEOUT_S = 60.0
+
 HOSTILE = {
     "oversized text": "word " * 60_000,  # 300,000 characters: past every text limit, under the door's body cap
     "huge number": 1e18,
@@ -35,23 +35,11 @@ ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_bu
 MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
 
 
-def _post(url: str, payload: bytes, visitor: str | None = None) -> tuple[int, str]:
-    headers = {"Content-Type": "application/json"}
-    if visitor:  # the address a proxy would append (the server trusts one proxy)
-        headers["X-Forwarded-For"] = visitor
-    request = urllib.request.Request(url, data=payload, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
 def call(base: str, api_name: str, data: list, visitor: str | None = None,
          timeout: float = ANSWER_TIMEOUT_S) -> tuple[str, str]:
     """(event, message) of one call through gradio's REST API: event is "complete", "error" or "http <code>"
     (``visitor``: the address a proxy would name)."""
-    status, body = _post(f"{base}gradio_api/call/{api_name}", json.dumps({"data": data}).encode(), visitor)
+    status, body = post_json(f"{base}gradio_api/call/{api_name}", json.dumps({"data": data}).encode(), visitor)
     if status != 200:
         return f"http {status}", body
     event_id = json.loads(body)["event_id"]
@@ -120,7 +108,7 @@ def test_every_parameter_of_every_endpoint_refuses_hostile_values(public_server)
 def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
     base = public_server.url
     started = time.monotonic()
-    status, body = _post(f"{base}gradio_api/call/fill_mask", b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}')
+    status, body = post_json(f"{base}gradio_api/call/fill_mask", b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}')
     assert status == 413 and "per request" in body
     assert time.monotonic() - started < ANSWER_TIMEOUT_S
     event, _ = call(base, "tokenize", ["Still serving.", "", ""])
@@ -128,85 +116,6 @@ def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
 
 
 # --- the raw queue protocol a page speaks: join, then read the session's event stream ---------------------
-
-
-def app_config(base: str) -> dict:
-    with urllib.request.urlopen(f"{base}config", timeout=30) as resp:
-        return json.loads(resp.read())
-
-
-def fn_index(config: dict, api_name: str) -> int:
-    """The queue's number for the handler named ``api_name`` (private page handlers included)."""
-    found = [d["id"] for d in config["dependencies"] if d.get("api_name") == api_name]
-    assert len(found) == 1, f"{api_name}: {found}"
-    return found[0]
-
-
-class QueueCall:
-    """One call as a page makes it: POST queue/join, then the session's event stream, read message by message."""
-
-    def __init__(self, base: str, index: int, data: list) -> None:
-        self.session = uuid.uuid4().hex
-        body = json.dumps({"data": data, "fn_index": index, "session_hash": self.session, "event_data": None,
-                           "trigger_id": None}).encode()
-        status, answer = _post(f"{base}gradio_api/queue/join", body)
-        assert status == 200, answer
-        self.base, self.index, self.event_id = base, index, json.loads(answer)["event_id"]
-        self.stream = urllib.request.urlopen(f"{base}gradio_api/queue/data?session_hash={self.session}",
-                                             timeout=ANSWER_TIMEOUT_S)
-
-    def next_message(self) -> dict:
-        while True:
-            line = self.stream.readline()
-            assert line, "the event stream ended"
-            if line.startswith(b"data: "):
-                return json.loads(line[len(b"data: "):])
-
-    def until_progress(self, words: str) -> dict:
-        """The first progress message that says ``words`` (the call must not have ended before it)."""
-        while not ((message := self.next_message())["msg"] == "progress" and words in json.dumps(message)):
-            assert message["msg"] != "process_completed", message
-        return message
-
-    def until_done(self) -> dict:
-        """The call's last message (process_completed: ``success``, ``output``)."""
-        while (message := self.next_message())["msg"] != "process_completed":
-            pass
-        return message
-
-    def cancel(self) -> None:
-        """Cancel the call as gradio_client's ``job.cancel()`` does, the stream still open."""
-        body = json.dumps({"session_hash": self.session, "fn_index": self.index, "event_id": self.event_id})
-        status, answer = _post(f"{self.base}gradio_api/cancel", body.encode())
-        assert status == 200, answer
-
-    def leave(self) -> None:
-        """Go away as a closed tab does: drop the connection, read nothing more."""
-        self.stream.close()
-
-
-def upload_request(base: str, files: list[tuple[str, bytes]], visitor: str | None = None) -> tuple[int, str]:
-    """POST files to gradio's upload route as a browser does (``visitor``: the address a proxy would name)."""
-    boundary = uuid.uuid4().hex
-    body = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{name}\"\r\n"
-                    f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n" for name, data in files)
-    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-    if visitor:
-        headers["X-Forwarded-For"] = visitor
-    request = urllib.request.Request(f"{base}gradio_api/upload", data=body + f"--{boundary}--\r\n".encode(),
-                                     headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT_S) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-def upload(base: str, files: list[tuple[str, bytes]]) -> list[str]:
-    """The server paths gradio stored ``files`` under (the value a page then sends as FileData)."""
-    status, answer = upload_request(base, files)
-    assert status == 200, answer
-    return json.loads(answer)
 
 
 def log_lines(proc, words: str) -> list[str]:

@@ -13,10 +13,8 @@ import re
 
 import pytest
 
-pytest.importorskip("gradio_client")
-
-from .conftest import screenshot  # noqa: E402
-from .test_api import expect_error, plotly_figure  # noqa: E402
+from .conftest import screenshot
+from .api import expect_error, plotly_figure
 
 SENTENCE = "The cat sat on the [MASK]."
 ENDPOINTS = {"/inside_embeddings", "/inside_layer", "/logit_lens", "/mlm_loss", "/param_breakdown"}
@@ -77,7 +75,7 @@ def test_step_views_check_out_against_the_model(client, model):
 def test_inside_tab_in_the_browser(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from .test_browser import open_app, open_tab, slider, wait_idle
+    from .pages import open_app, open_tab, resize, slider, wait_idle
 
     page = browser_page
     open_app(page, app_url)
@@ -125,8 +123,7 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(slider(page, "Query token (position)")).to_have_attribute("max", "11")
     wait_idle(page)
     screenshot(page, "inside_bert")
-    page.set_viewport_size({"width": 390, "height": 900})
-    page.wait_for_timeout(500)
+    resize(page, 390, 900)
     screenshot(page, "inside_bert_phone")
     page.set_viewport_size({"width": 1280, "height": 900})
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import screenshot
+from .pages import resize, wait_idle
 
 TEXT = "The children were playing football in the park until it started raining heavily."
 RUN_TIMEOUT_MS = 60_000
@@ -59,8 +60,7 @@ def test_masking_tab_in_browser(browser_page, app_url):
     expect(page.locator("#nsp-pairs .nsp-pair")).to_have_count(4, timeout=RUN_TIMEOUT_MS)
     page.click("#nsp-run")
     expect(page.locator("#nsp-result")).to_contain_text("NSP head", timeout=RUN_TIMEOUT_MS)
-    page.wait_for_timeout(400)
+    wait_idle(page)
     screenshot(page, "masking_lab")
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.wait_for_timeout(600)
+    resize(page, 390, 844)
     screenshot(page, "masking_lab_phone")

@@ -10,60 +10,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
+from playwright.sync_api import expect
 
-pytest.importorskip("playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
-
-from .conftest import screenshot  # noqa: E402
-from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle  # noqa: E402
-
-WIDTH = 390
-
-# What sticks out of the screen inside an element: every descendant drawn outside [0, WIDTH], unless
-# an ancestor between it and the element clips it (a box that scrolls sideways) and that box fits.
-OUTSIDE_JS = """(el, width) => {
-  const out = [];
-  const fits = r => r.left >= -1 && r.right <= width + 1;
-  for (const node of [el, ...el.querySelectorAll('*')]) {
-    const r = node.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0 || fits(r)) continue;
-    let clipped = false;
-    for (let a = node.parentElement; a && a !== el.parentElement; a = a.parentElement) {
-      const style = getComputedStyle(a);
-      if (style.overflowX !== 'visible' && fits(a.getBoundingClientRect())) { clipped = true; break; }
-    }
-    if (!clipped) out.push(`${node.tagName}.${node.getAttribute('class') || ''} ${Math.round(r.left)}..${Math.round(r.right)}`);
-  }
-  return out.slice(0, 5);
-}"""
-
-
-def assert_fits(page: Page, selector: str) -> None:
-    """The element is inside the viewport's width and nothing in it reaches beyond the screen."""
-    element = page.locator(selector).first
-    expect(element).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    box = element.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH, (selector, box)
-    assert element.evaluate(OUTSIDE_JS, WIDTH) == [], selector
-    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH  # the page never scrolls sideways
-
-
-def open_tab_by_name(page: Page, name: str) -> None:
-    """Tap the tab's own button, named and on screen (the tab bar wraps at phone width)."""
-    button = page.locator("[role=tablist] [role=tab]").filter(has_text=name)
-    expect(button).to_be_visible()
-    button.click()
-    expect(button).to_have_attribute("aria-selected", "true")
-
-
-def plot_ready(page: Page, selector: str) -> None:
-    """The figure ``selector`` drawn, scrolled to first (a long tab's figures are drawn near the screen)."""
-    page.locator(selector).scroll_into_view_if_needed()
-    page.wait_for_function(
-        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length; }}",
-        timeout=RUN_TIMEOUT_MS,
-    )
+from .conftest import screenshot
+from .pages import RUN_TIMEOUT_MS, WIDTH, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
 
 
 def test_every_tab_fits_a_phone(_browser, app_url: str):

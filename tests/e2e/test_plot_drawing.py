@@ -9,12 +9,9 @@ lays the figure out again).
 
 from __future__ import annotations
 
-import pytest
+from playwright.sync_api import Page, expect
 
-pytest.importorskip("playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
-
-from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, slider  # noqa: E402
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider
 
 SETTLE_MS = 800  # longer than the component's 100 ms wait before a resize, with room for a slow machine
 WATCH_JS = """() => {

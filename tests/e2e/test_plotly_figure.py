@@ -6,15 +6,13 @@ figure in a closed accordion drawn when the accordion opens.
 
 from __future__ import annotations
 
+import gradio as gr
+import plotly.graph_objects as go
 import pytest
+from plotly.subplots import make_subplots
+from playwright.sync_api import expect
 
-pytest.importorskip("playwright")
-import gradio as gr  # noqa: E402
-import plotly.graph_objects as go  # noqa: E402
-from plotly.subplots import make_subplots  # noqa: E402
-from playwright.sync_api import expect  # noqa: E402
-
-from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure  # noqa: E402
+from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure
 
 TIMEOUT_MS = 60_000
 GD = "document.querySelector('#grid .js-plotly-plot')"

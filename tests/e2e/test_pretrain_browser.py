@@ -12,7 +12,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from .conftest import screenshot
-from .test_browser import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
 
 
 def curve_points(page: Page, suffix: str) -> int:

@@ -6,7 +6,6 @@ their own message, uploads are not served back, /attention leaves no pile of PNG
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,19 +16,13 @@ from gradio_client.exceptions import AppError
 
 from bertdemo.models.policy import REFUSED
 from tests.e2e.conftest import REPO_ROOT
-from tests.helpers import visitor_client
+from tests.helpers import visitor_client, wait_until
+
+from .api import wait_ended
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
            checkpoint_every=0, seed=1)
-
-
-def _wait_ended(client: Client, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while (snap := client.predict(api_name="/run_status"))["status"] not in {"stopped", "finished", "failed"}:
-        assert time.monotonic() < deadline, snap
-        time.sleep(0.3)
-    return snap
 
 
 def test_page_says_public_mode(public_app):
@@ -66,14 +59,14 @@ def test_only_the_starter_controls_the_run_and_caps_hold(public_app):
         assert other.predict(api_name="/run_status")["status"] in {"preparing", "running"}  # watching is fine
     finally:
         starter.predict("tok-a", api_name="/stop_run")
-    snap = _wait_ended(starter)
+    snap = wait_ended(starter, timeout=60)
     assert snap["status"] == "stopped" and "/" not in snap["corpus"]
 
 
 def test_run_status_and_model_names_show_no_server_path(public_server):
     client = visitor_client(public_server.url, "198.51.100.13")
     client.predict({**RUN, "steps": 40, "eval_every": 20}, "tok-n", api_name="/start_run")
-    snap = _wait_ended(client, timeout=120)
+    snap = wait_ended(client, timeout=120)
     assert snap["status"] == "finished", snap
     assert str(public_server.runs) not in json.dumps(snap)
     assert snap["last_checkpoint"] == f"run:{snap['run_id']}/checkpoint"
@@ -137,17 +130,21 @@ def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server
     starter, other = visitor_client(public_server.url, "198.51.100.16"), visitor_client(public_server.url, "198.51.100.17")
     starter.predict({**RUN, "steps": 3000}, "tok-z", api_name="/start_run")
     try:
-        deadline = time.monotonic() + 60
-        while (snap := starter.predict(api_name="/run_status"))["status"] != "running":
-            assert time.monotonic() < deadline, snap
-            time.sleep(0.3)
+        snaps = [{}]
+
+        def running() -> bool:
+            snaps[0] = starter.predict(api_name="/run_status")
+            return snaps[0]["status"] == "running"
+
+        wait_until(running, timeout=60, interval=0.3, message=lambda: str(snaps[0]))
+        snap = snaps[0]
         assert snap["device"] == "cpu"  # torch.cuda.is_available() is not trusted on ZeroGPU
         with pytest.raises(AppError, match="belongs to another visitor"):
             other.predict(50, "tok-b", api_name="/gpu_burst")
         assert starter.predict(api_name="/run_status")["status"] == "running"  # the refused burst touched nothing
     finally:
         starter.predict("tok-z", api_name="/stop_run")
-    _wait_ended(starter)
+    wait_ended(starter, timeout=60)
 
 
 def test_a_run_longer_than_the_time_cap_is_refused_before_it_starts(public_app):
@@ -190,7 +187,7 @@ def test_bad_uploads_get_their_own_message_and_a_good_one_is_not_served_back(pub
     from playwright.sync_api import expect
 
     from bertdemo.models.embedded import wiki_summaries
-    from tests.e2e.test_browser import RUN_TIMEOUT_MS, open_app, open_tab
+    from .pages import RUN_TIMEOUT_MS, open_app, open_tab
 
     cases = [("binary.txt", b"\x00\x01\x02 some bytes \x00", "looks like a binary file"),
              ("latin1.txt", "caf\xe9 cr\xe8me br\xfbl\xe9e ".encode("latin-1") * 20, "is not UTF-8 text"),

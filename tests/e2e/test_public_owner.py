@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
 
-pytest.importorskip("playwright")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
-from bertdemo.ui.pretrain_tab import OWNER_KEY  # noqa: E402
-from tests.e2e.test_hostile import app_config  # noqa: E402
-from tests.e2e.test_public_visitor import RUN, wait_ended  # noqa: E402
-from tests.helpers import visitor_client  # noqa: E402
+from bertdemo.ui.pretrain_tab import OWNER_KEY
+from tests.helpers import visitor_client
+
+from .api import RUN, app_config, wait_ended
 
 TIMEOUT_MS = 60_000
 

@@ -14,29 +14,9 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
-from tests.e2e.test_hostile import QueueCall, app_config, fn_index, upload
-from tests.helpers import visitor_client, wait_until
+from tests.helpers import visitor_client
 
-RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-           corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
-           eval_batches=1, checkpoint_every=0, seed=1)
-ENDED = {"stopped", "finished", "failed"}
-
-
-def wait_ended(client: Client, timeout: float = 300) -> dict:
-    """The run's last status once it has ended: polled once a second (each poll costs the server a status of
-    up to 100 KB, which a busy machine feels), at most ``timeout`` s; a short message on failure."""
-    snaps = [{}]
-
-    def ended() -> bool:
-        snaps[0] = client.predict(api_name="/run_status") or {}
-        return snaps[0].get("status") in ENDED
-
-    wait_until(ended, timeout=timeout, interval=1.0, what="the run to end",
-               message=lambda: f"{snaps[0].get('status')} at step {snaps[0].get('step')} of "
-                               f"{snaps[0].get('total_steps')}: {str(snaps[0].get('message'))[:200]}")
-    return snaps[0]
-
+from .api import QueueCall, RUN, app_config, fn_index, upload, wait_ended
 
 def refusal(client: Client, *args, api_name: str) -> str:
     with pytest.raises(AppError) as err:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from gradio_client import Client
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 from tests.e2e.conftest import _read_log, launch_app, stop_app
+from tests.helpers import wait_until
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=100_000, lr=2e-3, warmup_steps=5, eval_every=100_000,
@@ -25,11 +25,15 @@ EVALUATING = {**FINETUNE, "eval_every": 5}  # a validation pass (500 examples) e
 
 
 def _status(client: Client, predicate, what: str, timeout_s: float = 180.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while not predicate(snap := client.predict(api_name="/run_status") or {}):
-        assert time.monotonic() < deadline and snap.get("status") not in {"failed", "stopped"}, (what, snap)
-        time.sleep(0.2)
-    return snap
+    snaps = [{}]
+
+    def reached() -> bool:
+        snaps[0] = client.predict(api_name="/run_status") or {}
+        assert snaps[0].get("status") not in {"failed", "stopped"}, (what, snaps[0])
+        return bool(predicate(snaps[0]))
+
+    wait_until(reached, timeout=timeout_s, interval=0.2, message=lambda: f"{what}: {snaps[0]}")
+    return snaps[0]
 
 
 def _pretrain(client: Client, settings: dict) -> dict:

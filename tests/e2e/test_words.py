@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import urllib.parse
 
-import pytest
+from playwright.sync_api import expect
 
-pytest.importorskip("gradio_client")
-pytest.importorskip("playwright")
-
-from playwright.sync_api import expect  # noqa: E402
-
-from .conftest import screenshot  # noqa: E402
-from .test_api import expect_error  # noqa: E402
-from .test_browser import RUN_TIMEOUT_MS, open_app, wait_idle  # noqa: E402
-from .test_phone import assert_fits, open_tab_by_name, plot_ready  # noqa: E402
+from .conftest import screenshot
+from .api import expect_error
+from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
 
 LINES = "river | We sat on the bank of the river.\nmoney | The bank raised its rates.\nriver | The bank was muddy."
 

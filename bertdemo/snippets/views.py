@@ -27,7 +27,7 @@ HEADER = "import torch\nfrom transformers import AutoTokenizer, {classes}\n\nMOD
 LOAD = "tokenizer = AutoTokenizer.from_pretrained(MODEL)\nmodel = {cls}.from_pretrained(MODEL).eval()\n"
 
 
-def _head(model: str, *classes: str) -> str:
+def preamble(model: str, *classes: str) -> str:
     return HEADER.format(classes=", ".join(classes), model=str(model))
 
 
@@ -55,7 +55,7 @@ def fill_mask_code(model: str, text: str, top_k: int = 5, text_pair: str = "") -
     previous mask may be any piece."""
     first, second = split_pair(str(text), str(text_pair or ""))
     texts = (first,) if second is None else (first, second)
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         "import re\n"
         f"TEXTS = {texts!r}  # a [SEP] typed in the text starts sentence B\n"
         "texts = [re.sub(r'(?i)\\[mask\\]', tokenizer.mask_token, t) for t in TEXTS]  # [MASK] in any case\n"
@@ -77,7 +77,7 @@ def fill_mask_code(model: str, text: str, top_k: int = 5, text_pair: str = "") -
 
 def attention_code(model: str, text: str, text_pair: str = "", layer: int = 0, head: int = 0) -> str:
     """Attention tab: one head's attention weights (layer, head), rows = queries, columns = keys."""
-    return _head(model, "AutoModel") + POOLER_NOTE + (
+    return preamble(model, "AutoModel") + POOLER_NOTE + (
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModel.from_pretrained(MODEL, attn_implementation='eager').eval()\n"
         f"inputs = tokenizer({_pair(text, text_pair)}, return_tensors='pt')  # a typed [SEP] starts sentence B\n"
@@ -91,7 +91,7 @@ def attention_code(model: str, text: str, text_pair: str = "", layer: int = 0, h
 
 def embeddings_code(model: str, text: str) -> str:
     """Inside BERT, embeddings: word + position + segment, LayerNorm = hidden_states[0]."""
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         f"inputs = tokenizer({_pair(text)}, return_tensors='pt')  # a typed [SEP] starts sentence B (segment 1)\n"
         "emb = model.bert.embeddings\n"
         "S = inputs['input_ids'].shape[1]\n"
@@ -108,7 +108,7 @@ def embeddings_code(model: str, text: str) -> str:
 
 def layer_step_code(model: str, text: str, layer: int = 0, head: int = 0, query: int = 0) -> str:
     """Inside BERT, one layer: q·k / √d_h, softmax, for one head and one query token."""
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         f"inputs = tokenizer({_pair(text)}, return_tensors='pt')  # a typed [SEP] starts sentence B\n"
         f"LAYER, HEAD, QUERY = {int(layer)}, {int(head)}, {int(query)}\n"
         "with torch.inference_mode():\n"
@@ -134,7 +134,7 @@ def mlm_loss_code(model: str, text: str, words: list[str]) -> str:
     split = ("a, _, b = text.partition('[SEP]')  # a typed [SEP] starts sentence B\n"
              "texts = [a.strip(), b.replace('[SEP]', ' ').strip()] if b.strip() else [a.strip()]\n"
              if "[SEP]" in str(text) else "texts = [text]\n")
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         f"text, WORDS = {str(text)!r}, {[str(w) for w in words]!r}\n" + hide + split +
         "inputs = tokenizer(*texts, return_tensors='pt')\n"
         "answers = tokenizer.convert_tokens_to_ids([w.lower() if getattr(tokenizer, 'do_lower_case', False) else w for w in WORDS])\n"
@@ -161,7 +161,7 @@ def inside_code(model: str, text: str, words: str = "", layer: int = 0, head: in
 
 def model_outputs_code(model: str, text: str) -> str:
     """Question 4: what BertForMaskedLM(**inputs) returns, with shapes, and what BertModel returns."""
-    return _head(model, "AutoModelForMaskedLM", "BertModel") + (
+    return preamble(model, "AutoModelForMaskedLM", "BertModel") + (
         "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
         "# 'eager' attention: the fast default (sdpa) does not return the attention weights\n"
         "model = AutoModelForMaskedLM.from_pretrained(MODEL, attn_implementation='eager').eval()\n"
@@ -258,7 +258,7 @@ def epochs_code(text: str, epochs: int = 40, static_copies: int = 10, seed: int 
 def order_code(model: str, text: str) -> str:
     """Learn, word order: the sentence shuffled (specials in place), final states compared token by token —
     with position embeddings, then with them zeroed (a bag of words: the same states)."""
-    return _head(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
         "import numpy as np\n"
         f"inputs = tokenizer({_pair(text)}, return_tensors='pt', return_special_tokens_mask=True)\n"
         "special = inputs.pop('special_tokens_mask')[0].bool().tolist()  # [CLS], [SEP] stay in place\n"
@@ -304,7 +304,7 @@ def schedule_code(schedule: list[tuple[int, int]], total_steps: int) -> str:
 
 def nsp_code(model: str, sentence_a: str, sentence_b: str) -> str:
     """Masking & NSP tab: P(IsNext) from a checkpoint trained with next-sentence prediction."""
-    return _head(model, "BertForNextSentencePrediction") + LOAD.format(cls="BertForNextSentencePrediction") + (
+    return preamble(model, "BertForNextSentencePrediction") + LOAD.format(cls="BertForNextSentencePrediction") + (
         f"inputs = tokenizer({sentence_a!r}, {sentence_b!r}, return_tensors='pt')  # [CLS] A [SEP] B [SEP]\n"
         "with torch.inference_mode():\n"
         "    logits = model(**inputs).logits  # (1, 2): IsNext, NotNext\n"

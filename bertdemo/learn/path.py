@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bertdemo.explore import code_snippets as code
+from bertdemo.snippets import views as code
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
 from bertdemo.explore.encoding import word_pieces
-from bertdemo.explore.learn_steps import LearnStep, step as find_step
+from bertdemo.learn.steps import LearnStep, step as find_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
@@ -289,7 +289,9 @@ def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = 
 
 
 def _static_dynamic(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.explore import sense_sets, word_code, word_in_context
+    from bertdemo.assets import sense_sets
+    from bertdemo.explore import word_in_context
+    from bertdemo.snippets import words as word_code
 
     lines = sense_sets.default_lines(sense_sets.DEFAULT_WORD)
     r = word_in_context.similarities(loaded, sense_sets.DEFAULT_WORD, lines)
@@ -308,7 +310,8 @@ def _static_dynamic(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str
 
 
 def _why_word(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.explore import attribution, word_code
+    from bertdemo.explore import attribution
+    from bertdemo.snippets import words as word_code
 
     masked, word = hide_word(loaded.tokenizer, text)
     r = attribution.attribute(loaded, masked, 1, word, ("integrated gradients",))
@@ -379,7 +382,7 @@ def _cls(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str
 
 
 def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.finetune.code import finetune_code
+    from bertdemo.snippets.finetune import finetune_code
     from bertdemo.finetune.config import BATCH_SIZES, LEARNING_RATES, FinetuneConfig
 
     d = FinetuneConfig()
@@ -402,7 +405,7 @@ def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict
 
 
 def _why_pretrain(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.finetune.code import finetune_code
+    from bertdemo.snippets.finetune import finetune_code
     from bertdemo.finetune.config import RANDOM, FinetuneConfig
 
     e, r = MEASURED["embedded"], MEASURED["random"]

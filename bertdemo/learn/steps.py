@@ -1,7 +1,7 @@
 """The learning path's eighteen steps, in the order the learners' notebooks go: tokens → embeddings →
 attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold and
 what pretraining buys (fine-tuning). Torch-free (the page lists them before
-PyTorch loads); :mod:`bertdemo.explore.learn_path` computes each step's answer.
+PyTorch loads); :mod:`bertdemo.learn.path` computes each step's answer.
 """
 
 from __future__ import annotations

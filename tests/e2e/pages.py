@@ -1,0 +1,96 @@
+"""Helpers the browser tests share: open the app and its tabs, wait until the page is idle, check that an
+element fits a phone's screen. Import as ``from .pages import ...`` (no test module imports another)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
+
+
+def open_app(page: Page, url: str) -> None:
+    """Load the page (it opens on the Learn tab), wait until the default model is reported in use, and
+    go to the Tokenizer tab, where the tests start."""
+    page.goto(url)
+    expect(page.locator("#learn-step")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
+    open_tab(page, "Tokenizer")
+    expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+
+
+def open_tab(page: Page, name: str) -> None:
+    # Gradio may hold a second copy of a tab button (its overflow menu): click the one shown.
+    page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
+
+
+# every plotly figure on screen has been laid out (plotly sets _fullLayout when it draws); hidden ones wait
+PLOTS_DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
+               ".every(g => g._fullLayout || g.offsetParent === null)")
+
+
+def wait_idle(page: Page) -> None:
+    """Wait until no component shows a pending/processing status and every figure on screen is drawn
+    (e.g. before a screenshot); each bounded by RUN_TIMEOUT_MS."""
+    busy = page.locator("[data-testid='status-tracker']:not(.hide)").filter(has_text="processing")
+    expect(busy).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(PLOTS_DRAWN, timeout=RUN_TIMEOUT_MS)
+
+
+def slider(page: Page, label: str):
+    return page.get_by_label(f"range slider for {label}", exact=True)
+
+
+WIDTH = 390  # a phone's width in CSS pixels
+
+
+# What sticks out of the screen inside an element: every descendant drawn outside [0, WIDTH], unless
+# an ancestor between it and the element clips it (a box that scrolls sideways) and that box fits.
+OUTSIDE_JS = """(el, width) => {
+  const out = [];
+  const fits = r => r.left >= -1 && r.right <= width + 1;
+  for (const node of [el, ...el.querySelectorAll('*')]) {
+    const r = node.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || fits(r)) continue;
+    let clipped = false;
+    for (let a = node.parentElement; a && a !== el.parentElement; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      if (style.overflowX !== 'visible' && fits(a.getBoundingClientRect())) { clipped = true; break; }
+    }
+    if (!clipped) out.push(`${node.tagName}.${node.getAttribute('class') || ''} ${Math.round(r.left)}..${Math.round(r.right)}`);
+  }
+  return out.slice(0, 5);
+}"""
+
+
+def assert_fits(page: Page, selector: str) -> None:
+    """The element is inside the viewport's width and nothing in it reaches beyond the screen."""
+    element = page.locator(selector).first
+    expect(element).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    box = element.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH, (selector, box)
+    assert element.evaluate(OUTSIDE_JS, WIDTH) == [], selector
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH  # the page never scrolls sideways
+
+
+def open_tab_by_name(page: Page, name: str) -> None:
+    """Tap the tab's own button, named and on screen (the tab bar wraps at phone width)."""
+    button = page.locator("[role=tablist] [role=tab]").filter(has_text=name)
+    expect(button).to_be_visible()
+    button.click()
+    expect(button).to_have_attribute("aria-selected", "true")
+
+
+def plot_ready(page: Page, selector: str) -> None:
+    """The figure ``selector`` drawn, scrolled to first (a long tab's figures are drawn near the screen)."""
+    page.locator(selector).scroll_into_view_if_needed()
+    page.wait_for_function(
+        f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length; }}",
+        timeout=RUN_TIMEOUT_MS,
+    )
+
+
+def resize(page: Page, width: int, height: int) -> None:
+    """Set the viewport, then wait until the page is laid out at that width and idle (e.g. before a screenshot)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_function(f"() => window.innerWidth === {int(width)}", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
