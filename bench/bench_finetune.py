@@ -35,7 +35,7 @@ def load_task(path: str | None, cache: Path) -> TopicTask:
     if path:
         return TopicTask(**json.loads(Path(path).read_text()))
     from bertdemo.finetune.engine import task_from_splits
-    from bertdemo.finetune.topics import load_topic_splits
+    from bertdemo.corpus.topics import load_topic_splits
 
     return task_from_splits(load_topic_splits(cache))
 

@@ -56,7 +56,7 @@ def main() -> None:
     print(f"{args.threads} threads, {args.repeats} run(s): wall {sorted(walls)} s, CPU {sorted(cpus)} s")
     if args.baselines:
         from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
-        from bertdemo.finetune.topics import load_topic_splits
+        from bertdemo.corpus.topics import load_topic_splits
 
         splits = load_topic_splits(Path(tempfile.mkdtemp()))
         for b in (majority_baseline(splits), bag_of_words_baseline(splits)):

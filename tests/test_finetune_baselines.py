@@ -10,7 +10,7 @@ from transformers import BertModel
 
 from bertdemo.finetune import baselines
 from bertdemo.finetune.features import ActivationCache
-from bertdemo.finetune.topics import load_topic_splits
+from bertdemo.corpus.topics import load_topic_splits
 from tests.helpers import tiny_bert_config
 
 

@@ -13,8 +13,8 @@ from transformers import BertForMaskedLM, BertModel
 from bertdemo.finetune import layer_probes as lp
 from bertdemo.finetune import probe_tasks as pt
 from bertdemo.finetune.features import ActivationCache
-from bertdemo.finetune.sentences import split_sentences
-from bertdemo.finetune.topics import TOPIC_NAMES, labelled_summaries
+from bertdemo.corpus.sentences import split_sentences
+from bertdemo.corpus.topics import TOPIC_NAMES, labelled_summaries
 from bertdemo.models.embedded import wiki_summaries
 from tests.helpers import tiny_bert_config
 

@@ -7,8 +7,8 @@ import collections
 
 import pytest
 
-from bertdemo.finetune import topics
-from bertdemo.finetune.sentences import first_sentence, split_sentences
+from bertdemo.corpus import topics
+from bertdemo.corpus.sentences import first_sentence, split_sentences
 
 EXPECTED_COUNTS = {
     "Arts": 668, "Biology and health sciences": 1358, "Everyday life": 424, "Geography": 1109, "History": 615,
@@ -84,7 +84,7 @@ def test_task_names_and_notes_load_without_torch():
     import sys
     from pathlib import Path
 
-    code = ("import sys, json, bertdemo.finetune.topics, bertdemo.finetune.probe_tasks\n"
+    code = ("import sys, json, bertdemo.corpus.topics, bertdemo.finetune.probe_tasks\n"
             "print(json.dumps(['torch' in sys.modules, 'datasets' in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True, timeout=120)

@@ -1,8 +1,7 @@
 """Fine-tuning's data and yardsticks (no gradio; the page wires these).
 
-* :mod:`~bertdemo.finetune.topics` (torch-free): the topic task — :func:`load_topic_splits`
-  ``(cache_dir, seed) -> DatasetDict``, :data:`TOPIC_NAMES`, :func:`class_balance`, and
-  :func:`held_out_titles`, the summaries a pretraining corpus leaves out.
+* the topic task itself lives below the run kinds, in :mod:`bertdemo.corpus.topics` (pretraining reads its
+  :func:`held_out_titles`, the summaries a pretraining corpus leaves out).
 * :mod:`~bertdemo.finetune.baselines`: landmarks from the same split — :func:`majority_baseline`,
   :func:`bag_of_words_baseline`, :func:`frozen_probe` (every layer of a frozen model).
 * :mod:`~bertdemo.finetune.features`: :class:`ActivationCache`, every layer's pooled features per

@@ -52,13 +52,13 @@ class FinetuneLab:
         """The topic task's DatasetDict (train / validation / test), built once in the cache folder."""
         if self._splits is None:
             with LOGIC_IMPORT_LOCK:
-                from bertdemo.finetune.topics import load_topic_splits
+                from bertdemo.corpus.topics import load_topic_splits
             self._splits = load_topic_splits(self.cache_dir)
         return self._splits
 
     def class_balance(self) -> dict[str, dict[str, int]]:
         with LOGIC_IMPORT_LOCK:
-            from bertdemo.finetune.topics import class_balance
+            from bertdemo.corpus.topics import class_balance
         return class_balance(self.splits())
 
     def features(self):

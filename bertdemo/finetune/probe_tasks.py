@@ -6,9 +6,9 @@
   other sentence has one pair swapped at a random place, both words lower-case letters only and
   different (so neither capitals nor punctuation give it away), the others are left as they were.
 * ``topic`` (meaning): the summary's first sentence and its Vital-Article topic (11 classes,
-  :mod:`bertdemo.finetune.topics`).
+  :mod:`bertdemo.corpus.topics`).
 
-Sentences are those of :func:`bertdemo.finetune.sentences.split_sentences` with
+Sentences are those of :func:`bertdemo.corpus.sentences.split_sentences` with
 :data:`MIN_WORDS`–:data:`MAX_WORDS` words, each used at most once per task; a seed fixes every choice.
 :data:`TASK_SIZES` examples per split (see :mod:`bertdemo.finetune.layer_probes` for what they cost).
 :data:`JAWAHAR_NOTE` says what the literature found, as something to look for. Torch-free (the page
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bertdemo.finetune.sentences import split_sentences
-from bertdemo.finetune.topics import TOPIC_NAMES, labelled_summaries
+from bertdemo.corpus.sentences import split_sentences
+from bertdemo.corpus.topics import TOPIC_NAMES, labelled_summaries
 from bertdemo.models.embedded import wiki_summaries
 
 TASKS = ("length", "bigram_shift", "topic")

@@ -32,7 +32,7 @@ def default_topic_task(cache_dir: str | Path):
     """The topic task (train / validation / test) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
     with LOGIC_IMPORT_LOCK:
         from bertdemo.finetune.engine import task_from_splits
-        from bertdemo.finetune.topics import load_topic_splits
+        from bertdemo.corpus.topics import load_topic_splits
 
     return task_from_splits(load_topic_splits(Path(cache_dir)))
 

