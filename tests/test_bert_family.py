@@ -7,7 +7,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
 from bertdemo.models import bert_family
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.pretrain.config import param_count_of_config
 
 

@@ -1,4 +1,4 @@
-"""Models built on one thread while another loads one stay correct (``bertdemo.models.init_lock``).
+"""Models built on one thread while another loads one stay correct (``bertdemo.locks``).
 
 transformers swaps process-wide state during ``from_pretrained`` (``tie_weights`` becomes a
 no-op); without the shared lock a masked-LM built meanwhile comes out with an untied decoder.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transformers import BertConfig, BertForMaskedLM
 
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.pretrain.config import TrainConfig, bert_config, param_count
 from bertdemo.pretrain.model import build_model
 

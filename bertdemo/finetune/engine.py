@@ -30,7 +30,7 @@ from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
 from bertdemo.locks import tokenize
 from bertdemo.models import embedded
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status

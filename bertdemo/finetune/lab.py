@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bertdemo import storage
-from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.memory import DEFAULT_BUDGET_GB, MemoryBudget
 
 BASELINES_FILE = "topic_baselines-v2.json"  # v2: every choice made on validation, the test accuracy drawn
@@ -162,7 +162,7 @@ class FinetuneLab:
             with LOGIC_IMPORT_LOCK:
                 from transformers import AutoTokenizer, BertForSequenceClassification
 
-                from bertdemo.models.init_lock import MODEL_INIT_LOCK
+                from bertdemo.locks import MODEL_INIT_LOCK
             with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
                 model = BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval()
             return model, AutoTokenizer.from_pretrained(folder)

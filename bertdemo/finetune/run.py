@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.metrics import FinetuneMetrics
-from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.status import Status

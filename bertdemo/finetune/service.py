@@ -19,7 +19,7 @@ from bertdemo.finetune.config import FinetuneConfig, config_from_request
 from bertdemo.finetune.lab import read_baselines
 from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
-from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.runs import folders
 from bertdemo.runs.service import RunService

@@ -21,7 +21,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from bertdemo import storage
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 
 EMBEDDED_ENCODER_NAME = "embedded/minilm-l6-uncased"
 EMBEDDED_MLM_NAME = "embedded/bert-explorer-mlm"

@@ -28,7 +28,7 @@ from bertdemo.models import attention_modes, embedded
 from bertdemo.models.availability import in_local_cache
 from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.models.device import resolve_device
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.models.policy import AccessPolicy
 
 ANSWER_CACHE_SIZE = 16  # answers a model remembers (a view's result for recent inputs), freed with it

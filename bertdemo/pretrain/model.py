@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.models.partial_forward import encode_at  # the last layer only at the masked positions
 from bertdemo.pretrain.config import TrainConfig, bert_config
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy

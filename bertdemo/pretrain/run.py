@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.metrics import MetricsBuffer

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bertdemo.import_lock import LOGIC_IMPORT_LOCK
+from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.models.hub import HubProbe
 from bertdemo.pretrain import budget, checkpoints, run_folders

@@ -41,7 +41,7 @@ from transformers import PretrainedConfig
 
 from bertdemo import storage
 from bertdemo.models import embedded
-from bertdemo.models.init_lock import MODEL_INIT_LOCK
+from bertdemo.locks import MODEL_INIT_LOCK
 
 EXPORT_DTYPE = torch.float16
 

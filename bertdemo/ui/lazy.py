@@ -7,7 +7,7 @@ default model, then imports :data:`REST`. A handler reaches those modules throug
 :class:`LazyModule`, a stateless stand-in that imports its module on first attribute access:
 Python's import lock makes it wait for an import the loader has under way, and a module that
 failed to load raises its own error in the handler. Imports of the logic run one thread at a time
-(:mod:`bertdemo.import_lock`). :class:`StoreFront` stands in for the model
+(:mod:`bertdemo.locks`). :class:`StoreFront` stands in for the model
 store until then: the page reads its default and its choices; ``get`` waits for the real store.
 """
 
@@ -18,7 +18,7 @@ import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from bertdemo.import_lock import import_logic
+from bertdemo.locks import import_logic
 from bertdemo.models import catalog
 
 if TYPE_CHECKING:
