@@ -19,6 +19,7 @@ from bertdemo.explore.encoding import word_pieces
 from bertdemo.learn.steps import LearnStep, step as find_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
+from bertdemo.request_budget import WorkBudget
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
 from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
 from bertdemo.viz.text import html_code as shown, literal
@@ -309,12 +310,12 @@ def _static_dynamic(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str
     return md, word_in_context.as_plain(r), word_code.word_in_context_code(model_ref, r.word, lines)
 
 
-def _why_word(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+def _why_word(loaded: LoadedModel, text: str, model_ref: str, budget: WorkBudget | None = None) -> tuple[str, dict, str]:
     from bertdemo.explore import attribution
     from bertdemo.snippets import words as word_code
 
     masked, word = hide_word(loaded.tokenizer, text)
-    r = attribution.attribute(loaded, masked, 1, word, ("integrated gradients",))
+    r = attribution.attribute(loaded, masked, 1, word, ("integrated gradients",), budget=budget)
     scores = r.scores["integrated gradients"]
     top = [i for i in scores.argsort()[::-1][:3] if not r.kept[i]]
     md = (
@@ -483,16 +484,18 @@ def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
 
 
 def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False,
-           tokenizer_ref: str = code.ENGINE_TOKENIZER) -> LearnAnswer:
+           tokenizer_ref: str = code.ENGINE_TOKENIZER, budget: WorkBudget | None = None) -> LearnAnswer:
     """Step ``key`` answered on ``loaded`` and ``text``; ``model_ref`` names the model in the code,
-    ``tokenizer_ref`` the pretraining engine's tokenizer (the masking steps)."""
+    ``tokenizer_ref`` the pretraining engine's tokenizer (the masking steps); ``budget``: the request's, charged
+    by the steps that do more than a forward (attribution)."""
     s = find_step(key)
     text = (text or "").strip()
     if not text:
         raise ValueError("Type a sentence first.")
     fn = ANSWERS[key]
     extra = ({"hub_reachable": hub_reachable, "tokenizer_ref": tokenizer_ref} if key == "tiny" else
-             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else {})
+             {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else
+             {"budget": budget} if key == "why-word" else {})
     try:
         md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
     except ValueError as exc:  # the inside views' limit, said for this tab

@@ -17,6 +17,7 @@ import gradio as gr
 from bertdemo.learn import steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.lazy import LazyModule
 
@@ -70,7 +71,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
         loaded = store.get(model or None)
         ref, note = model_reference(store, model, public)
         result = learn_path.answer(loaded, step, text, model_ref=ref, hub_reachable=store.hub.reachable(),
-                                   tokenizer_ref=engine_tokenizer_reference(store, public))
+                                   tokenizer_ref=engine_tokenizer_reference(store, public), budget=current_budget())
         out = result.to_json()
         out["code"] = with_model_note(note, out["code"])
         out["caveat"] = (availability.stand_in_caveat(availability.requested_name(store, model), loaded)
