@@ -119,3 +119,12 @@ def test_an_attention_click_shows_progress_on_the_heatmap_alone_and_its_lower_fi
     for elem_id in ("att-rollout", "att-token-plot"):
         assert by_elem[elem_id]["props"]["elem_classes"] == [LAZY_CLASS, f"{LAZY_CLASS}-50"]
     assert by_elem["att-heatmap"]["props"]["elem_classes"] == []
+
+
+def test_the_deep_link_load_shows_progress_on_the_model_box_alone(page_config):
+    """It writes a text box on every tab: each would stay in the page's loading-status pass of every later event."""
+    ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    on_load = [dep for dep in page_config["dependencies"]
+               if "load" in [event for _, event in dep["targets"]] and ids["att-text"] in dep["outputs"]]
+    assert len(on_load) == 1 and ids["tok-text"] in on_load[0]["outputs"]
+    assert on_load[0]["show_progress_on"] == [ids["model-box"]]
