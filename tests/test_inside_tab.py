@@ -98,3 +98,33 @@ def test_a_folded_event_answers_the_code_only_while_its_panel_is_open(tmp_path):
     as_dict, _, _ = panel.fold(lambda words: {shown: words}, [text], [shown])
     assert as_dict("hi", False, "hi") == {shown: "hi"}
     assert as_dict("hi", True, "hi") == {shown: "hi", panel.box: "print('hi')"}
+
+
+def test_an_attention_click_shows_progress_on_the_heatmap_alone_and_its_lower_figures_wait_for_a_scroll(page_config):
+    """The page refreshes the loading status of every component any event has shown progress on, at each status
+    message of every event (~120 ms of page CPU per Attention click with thirteen targets); the rollout and the
+    token figure, below the first screen, are drawn when the learner scrolls towards them (bench/bench_settle.py)."""
+    from bertdemo.ui.attention_tab import LAZY_SCREENS
+    from bertdemo.ui.plotly_figure import LAZY_CLASS
+
+    by_elem = {c["props"].get("elem_id"): c for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    on_click = [dep for dep in page_config["dependencies"]
+                if (by_elem["att-run"]["id"], "click") in [tuple(target) for target in dep["targets"]]]
+    assert len(on_click) == 1
+    assert on_click[0]["show_progress_on"] == [by_elem["att-info"]["id"], by_elem["att-heatmap"]["id"]]
+    # the lower figures are still written by the click (their picture follows the new sentence) ...
+    assert {by_elem["att-rollout"]["id"], by_elem["att-token-plot"]["id"]} <= set(on_click[0]["outputs"])
+    # ... and drawn within half a screen of the viewport; the heatmap at once
+    assert LAZY_SCREENS == 0.5
+    for elem_id in ("att-rollout", "att-token-plot"):
+        assert by_elem[elem_id]["props"]["elem_classes"] == [LAZY_CLASS, f"{LAZY_CLASS}-50"]
+    assert by_elem["att-heatmap"]["props"]["elem_classes"] == []
+
+
+def test_the_deep_link_load_shows_progress_on_the_model_box_alone(page_config):
+    """It writes a text box on every tab: each would stay in the page's loading-status pass of every later event."""
+    ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    on_load = [dep for dep in page_config["dependencies"]
+               if "load" in [event for _, event in dep["targets"]] and ids["att-text"] in dep["outputs"]]
+    assert len(on_load) == 1 and ids["tok-text"] in on_load[0]["outputs"]
+    assert on_load[0]["show_progress_on"] == [ids["model-box"]]

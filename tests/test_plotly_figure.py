@@ -87,3 +87,14 @@ def test_the_phone_width_is_one_number_in_the_component_its_script_and_the_page_
     fallback = re.search(r"var NARROW = Number\(props\.narrow\) \|\| (\d+);", static.read("plotly_figure.js"))
     breakpoint_ = re.search(r"@media \(max-width: (\d+)px\)", static.read("page.css"))
     assert (int(fallback.group(1)), int(breakpoint_.group(1))) == (NARROW_PX, NARROW_PX)
+
+
+def test_a_lazy_figure_names_how_near_the_viewport_it_is_drawn_in_hundredths_of_a_screen():
+    from bertdemo.ui.plotly_figure import lazy_classes
+
+    assert lazy_classes(False) == [] and lazy_classes(True) == [LAZY_CLASS] and lazy_classes(1) == [LAZY_CLASS]
+    assert lazy_classes(0.5) == [LAZY_CLASS, f"{LAZY_CLASS}-50"] and lazy_classes(0) == [LAZY_CLASS, f"{LAZY_CLASS}-0"]
+    assert PlotlyFigure(lazy=0.25, render=False).elem_classes == [LAZY_CLASS, f"{LAZY_CLASS}-25"]
+    assert f"/(?:^|\\s){LAZY_CLASS}-(\\d+)(?:\\s|$)/" in static.read("plotly_figure.js")  # where the page reads it
+    with pytest.raises(ValueError, match="number of screens"):
+        lazy_classes(-1)

@@ -46,6 +46,7 @@ EXPORT_NOTE = (
     "the rollout and the token view as CSV."
 )
 OVERVIEW_FOLDER = "bertdemo-attention-overview"
+LAZY_SCREENS = 0.5  # the rollout and token figures are drawn within half a screen's height of the viewport
 LOSS_NOTE = (
     "**Masked-LM loss** = mean over the [MASK]s of −log p(word), where the word at each mask is the one "
     "you give (comma-separated, in order), or — when you give none — the intact model's top choice. "
@@ -292,11 +293,14 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         )
         gr.Markdown(ROLLOUT_NOTE)
         with gr.Row():
-            rollout_plot = PlotlyFigure(label="Attention rollout", elem_id="att-rollout", min_width=320)
+            # below the first screen: drawn as the learner scrolls towards them, not on every click
+            rollout_plot = PlotlyFigure(label="Attention rollout", elem_id="att-rollout", min_width=320,
+                                        lazy=LAZY_SCREENS)
             with gr.Column(min_width=320):
                 token = gr.Dropdown(label="A token across layers", choices=[], value=None,
                                     info="Where it looks in every layer (mean over heads).", elem_id="att-token")
-                token_plot = PlotlyFigure(label="One token, every layer", elem_id="att-token-plot")
+                token_plot = PlotlyFigure(label="One token, every layer", elem_id="att-token-plot",
+                                          lazy=LAZY_SCREENS)
         gr.Markdown(EXPORT_NOTE)
         csv_button = gr.Button("Numbers as CSV", size="sm", elem_id="att-csv-run")
         csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",
@@ -336,9 +340,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
                      [heatmap, overview, info, state, overview_file], api_name="attention", **lanes.VIEWS)
-    gr.on([button.click, text.submit],  # one round trip: an open code panel is refreshed in the same answer
+    # One round trip (an open code panel is refreshed in the same answer); the progress shows on the view the
+    # learner watches: every component an event has shown progress on is refreshed by the page at each status
+    # message of every later event, so the sliders, the token list and the views below are left out.
+    gr.on([button.click, text.submit],
           *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file],
-                     [*page_outputs, state, layer, head, token]), api_visibility="private", **lanes.VIEWS)
+                     [*page_outputs, state, layer, head, token]), api_visibility="private",
+          show_progress_on=[info, heatmap], **lanes.VIEWS)
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,

@@ -167,7 +167,9 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
                        focus=answer.get("step"))
 
     click = _open_js(RUN_BUTTON)
-    opened = demo.load(open_link, model_box, outputs, api_visibility="private")
+    # progress on the model box alone: the page refreshes the loading status of every component an event has shown
+    # progress on at each status message of every later event, and this one writes a text box on every tab
+    opened = demo.load(open_link, model_box, outputs, api_visibility="private", show_progress_on=model_box)
     opened.then(None, hidden, None, js=click, api_visibility="private")
     learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
     learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(

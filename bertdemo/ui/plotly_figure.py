@@ -21,7 +21,10 @@ Use it where ``gr.Plot`` would be used::
 - **Hidden** (a closed accordion, another tab, ``visible=False``), a figure is drawn when it is shown.
 - **lazy=True**: a new figure more than a screen's height from the viewport is drawn when it comes
   that close (a long page's figures far below what the learner reads wait until they scroll towards
-  them); a figure already drawn is refitted wherever it is.
+  them); a figure already drawn is refitted wherever it is. ``lazy=0.5``: the same within half a
+  screen's height (any fraction of a screen, in hundredths), for figures just below the first screen that
+  a click would otherwise draw at once. Until it is drawn, a new figure's old picture is hidden (never
+  shown as the answer to the new input).
 - **select** event: a click on a point; the handler's ``evt: gr.SelectData`` has ``index`` (plotly's
   point index: ``[row, column]`` in a heatmap, an int in a bar or line trace) and ``value``
   (``{"x", "y", "z", "text", "curve"}``).
@@ -39,6 +42,18 @@ import gradio as gr
 from bertdemo.ui import static
 
 LAZY_CLASS = "pf-lazy"  # the block of a PlotlyFigure(lazy=True) (static/plotly_figure.js reads it)
+
+
+def lazy_classes(lazy: bool | float) -> list[str]:
+    """The block classes that tell the page script how near the viewport a new figure is drawn: none (at
+    once), ``pf-lazy`` (within a screen's height) or ``pf-lazy pf-lazy-50`` (within half of one)."""
+    if lazy is False or lazy is None:
+        return []
+    screens = 1.0 if lazy is True else float(lazy)
+    if not 0 <= screens <= 10:
+        raise ValueError(f"lazy is a number of screens' heights from 0 to 10, not {lazy!r}")
+    percent = round(screens * 100)
+    return [LAZY_CLASS] if percent == 100 else [LAZY_CLASS, f"{LAZY_CLASS}-{percent}"]
 NARROW_PX = 640  # below this width (CSS px) a figure is fitted to one column (also static/page.css's breakpoint)
 
 
@@ -98,16 +113,18 @@ class PlotlyFigure(gr.HTML):
 
     ``label`` is shown above the figure (``show_label=False`` hides it); ``elem_id``, ``visible``,
     ``scale``, ``min_width``, ``elem_classes`` are as on any gradio component; ``lazy``: drawn only near
-    the screen (see the module's docstring).
+    the screen, True within a screen's height, a number within that many screens (see the module's docstring).
     """
 
     def __init__(self, value: Any = None, *, label: str | None = None, show_label: bool = True,
                  elem_id: str | None = None, elem_classes: list[str] | str | None = None,
                  visible: bool = True, scale: int | None = None, min_width: int | None = None,
-                 render: bool = True, key: Any = None, lazy: bool = False) -> None:
+                 render: bool = True, key: Any = None, lazy: bool | float = False) -> None:
         label_html = "{{#if label}}<span class='pf-label'>{{label}}</span>{{/if}}" if show_label else ""
-        if lazy:  # the page script reads it from the block's classes (an update's props name only what it changes)
-            elem_classes = [*([elem_classes] if isinstance(elem_classes, str) else elem_classes or []), LAZY_CLASS]
+        # the page script reads the lazy flag from the block's classes (an update's props name only what it changes)
+        if lazy is not False:
+            elem_classes = [*([elem_classes] if isinstance(elem_classes, str) else elem_classes or []),
+                            *lazy_classes(lazy)]
         super().__init__(
             value, label=label, show_label=False, html_template=label_html, css_template=STYLE,
             js_on_load=SCRIPT, head=HEAD, apply_default_css=False,

@@ -77,8 +77,13 @@ def test_browser_walk(browser_page, app_url):
     page.locator("#att-pair textarea").fill("It was very tired.")
     page.click("#att-run")
     expect(page.locator("#att-heatmap .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    # the rollout and the token figure, below the first screen, are drawn as the learner scrolls to them
+    ui.wait_idle(page)
+    assert page.locator("#att-rollout").evaluate("e => e.getBoundingClientRect().top") > 1.5 * page.viewport_size["height"]
+    expect(page.locator("#att-rollout .js-plotly-plot")).to_have_count(0)
+    page.locator("#att-rollout").scroll_into_view_if_needed()
     expect(page.locator("#att-rollout .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     page.click("#att-csv-run")  # the CSVs are written when asked for
     expect(page.locator("#att-csv")).to_contain_text("token_across_layers", timeout=RUN_TIMEOUT_MS)
 

@@ -13,7 +13,9 @@
 // - A lazy figure (PlotlyFigure(lazy=True): its block has the class pf-lazy) more than a screen's
 //   height from the viewport is drawn when it comes within that distance (an IntersectionObserver):
 //   a long page's figures far below what the learner reads cost nothing until they scroll towards
-//   them. A figure already drawn is still refitted wherever it is.
+//   them. With a class pf-lazy-N as well (PlotlyFigure(lazy=0.5): pf-lazy-50) the distance is N
+//   hundredths of a screen. Until then its old picture is hidden, never shown as the new answer. A
+//   figure already drawn is still refitted wherever it is.
 // - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
 //   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit.
 // - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
@@ -140,11 +142,29 @@
   var scheduled = false, listening = false;
   // a lazy figure (its block has the class pf-lazy: the props an update mounts it with hold only that
   // update's keys) is drawn within a screen's height of the viewport; measured when a new figure comes
-  function lazy() { return Boolean(element.closest(".pf-lazy")); }
+  // how near, in screens' heights (null: not lazy)
+  function reach() {
+    var block = element.closest(".pf-lazy");
+    if (!block) return null;
+    var m = /(?:^|\s)pf-lazy-(\d+)(?:\s|$)/.exec(block.className);
+    return m ? Number(m[1]) / 100 : 1;
+  }
   function near() {
-    if (!lazy()) return true;
+    var k = reach();
+    if (k === null) return true;
     var r = element.getBoundingClientRect(), h = window.innerHeight;
-    return r.bottom > -h && r.top < 2 * h;
+    return r.bottom > -k * h && r.top < (1 + k) * h;
+  }
+  // the viewport grown by that reach above and below: near(), as the page scrolls (made at the first
+  // figure, when the block and its classes are there)
+  var observer = null;
+  function observe() {
+    var k = reach();
+    if (observer || k === null) return;
+    observer = new IntersectionObserver(function (entries) {
+      if (entries[entries.length - 1].isIntersecting && props.value !== drawnFor) schedule();
+    }, { rootMargin: Math.round(100 * k) + "% 0px" });
+    observer.observe(element);
   }
   // a figure left far away is looked at again once the page has settled (the figures above it drawn)
   function recheck() {
@@ -179,10 +199,15 @@
     if (!value) { figure = null; drawnFor = value; if (gd._fullLayout) window.Plotly.purge(gd); gd.classList.add("pf-empty"); return; }
     var w = width();
     if (!w) return;  // not on screen: drawn when it gets a width (the ResizeObserver below)
-    if (value !== drawnFor && !near()) { recheck(); return; }  // far away: drawn as it nears (the observer below)
+    observe();
+    if (value !== drawnFor && !near()) {  // far away: drawn as it nears (the observer above)
+      gd.classList.add("pf-stale");
+      recheck();
+      return;
+    }
     if (value !== drawnFor) figure = parse(value);
     drawnFor = value; drawnNarrow = w < NARROW;
-    gd.classList.remove("pf-empty");
+    gd.classList.remove("pf-empty", "pf-stale");
     Promise.resolve(window.Plotly.react(gd, figure.data, fit(figure.layout, w), CONFIG)).then(listen);
   }
   function schedule() {
@@ -202,10 +227,6 @@
       if (gd._fullLayout && Math.abs(gd._fullLayout.width - width()) > 1) window.Plotly.Plots.resize(gd);
     }, 100);
   }).observe(element);
-  // the viewport grown by a screen's height above and below: near(), as the page scrolls
-  new IntersectionObserver(function (entries) {
-    if (entries[entries.length - 1].isIntersecting && props.value !== drawnFor && lazy()) schedule();
-  }, { rootMargin: "100% 0px" }).observe(element);
   watch("value", schedule);
   schedule();
 })();
