@@ -14,6 +14,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from bertdemo import compat
+from tests.helpers import run_coroutine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +123,6 @@ def _canary_validate_inputs():
 
 
 def _canary_file_fetch():
-    import asyncio
     import inspect
 
     box = gr.File()
@@ -133,7 +133,7 @@ def _canary_file_fetch():
         return f"refused {url_or_file_path}"
 
     compat.replace_file_fetch(box, refuse)
-    assert asyncio.run(box.async_move_resource_to_block_cache("https://example.org/x")) == "refused https://example.org/x"
+    assert run_coroutine(box.async_move_resource_to_block_cache("https://example.org/x")) == "refused https://example.org/x"
 
 
 def _canary_type_hints():

@@ -100,7 +100,7 @@ def test_a_folded_event_answers_the_code_only_while_its_panel_is_open(tmp_path):
     assert as_dict("hi", True, "hi") == {shown: "hi", panel.box: "print('hi')"}
 
 
-def test_an_attention_click_shows_progress_on_the_heatmap_alone_and_its_lower_figures_wait_for_a_scroll(page_config):
+def test_an_attention_click_shows_progress_on_its_text_alone_and_its_lower_figures_wait_for_a_scroll(page_config):
     """The page refreshes the loading status of every component any event has shown progress on, at each status
     message of every event (~120 ms of page CPU per Attention click with thirteen targets); the rollout and the
     token figure, below the first screen, are drawn when the learner scrolls towards them (bench/bench_settle.py)."""
@@ -111,7 +111,7 @@ def test_an_attention_click_shows_progress_on_the_heatmap_alone_and_its_lower_fi
     on_click = [dep for dep in page_config["dependencies"]
                 if (by_elem["att-run"]["id"], "click") in [tuple(target) for target in dep["targets"]]]
     assert len(on_click) == 1
-    assert on_click[0]["show_progress_on"] == [by_elem["att-info"]["id"], by_elem["att-heatmap"]["id"]]
+    assert on_click[0]["show_progress_on"] == [by_elem["att-info"]["id"]]
     # the lower figures are still written by the click (their picture follows the new sentence) ...
     assert {by_elem["att-rollout"]["id"], by_elem["att-token-plot"]["id"]} <= set(on_click[0]["outputs"])
     # ... and drawn within half a screen of the viewport; the heatmap at once

@@ -340,13 +340,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     # events answer with every view at once and, on a control change, only with what changed.
     api_button.click(run_attention, [text, text_pair, model_box, *controls, overview_file],
                      [heatmap, overview, info, state, overview_file], api_name="attention", **lanes.VIEWS)
-    # One round trip (an open code panel is refreshed in the same answer); the progress shows on the view the
-    # learner watches: every component an event has shown progress on is refreshed by the page at each status
+    # One round trip (an open code panel is refreshed in the same answer); the progress shows on the text above the
+    # heatmap (text only, as every event of the page): every component an event has shown progress on is refreshed at each status
     # message of every later event, so the sliders, the token list and the views below are left out.
     gr.on([button.click, text.submit],
           *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file],
                      [*page_outputs, state, layer, head, token]), api_visibility="private",
-          show_progress_on=[info, heatmap], **lanes.VIEWS)
+          show_progress_on=[info], **lanes.VIEWS)
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
