@@ -31,6 +31,7 @@ from functools import lru_cache
 import torch
 
 from bertdemo.explore import pll
+from bertdemo.request_budget import WorkBudget, sequence_gflop
 from bertdemo.models.batching import MicroBatcher
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
@@ -187,7 +188,7 @@ def _shared_forward(loaded: LoadedModel, items: list[tuple[dict[str, list[int]],
 
 
 def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, context: str, k: int,
-                 budget: pll.WorkBudget) -> list[Candidate]:
+                 budget: WorkBudget) -> list[Candidate]:
     """Whole-word candidates of 1..MAX_WORD_PIECES pieces at ``pos``, ranked by PLL."""
     tokenizer = loaded.tokenizer
     continuation = _continuation_ids(tokenizer)
@@ -201,7 +202,7 @@ def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, cont
 
 
 def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, words: list[str],
-                   probs: torch.Tensor, budget: pll.WorkBudget) -> list[TargetScore]:
+                   probs: torch.Tensor, budget: WorkBudget) -> list[TargetScore]:
     """Each target at one mask: one piece by its probability and rank, several pieces by PLL."""
     tokenizer = loaded.tokenizer
     scores = [score_target(tokenizer, w, probs) for w in words]
@@ -215,7 +216,7 @@ def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, wo
 
 
 def _plan_extra_passes(loaded: LoadedModel, length: int, words: list[str], contexts: list[str],
-                       whole_words: bool, budget: pll.WorkBudget) -> None:
+                       whole_words: bool, budget: WorkBudget) -> None:
     """Count the passes PLL and the whole-word search will run, and refuse them up front when too costly."""
     pieces = [len(loaded.tokenizer.tokenize(w)) for w in words]
     per_mask = sum(n for n in pieces if n > 1)  # one pass per piece of each several-piece target
@@ -224,7 +225,7 @@ def _plan_extra_passes(loaded: LoadedModel, length: int, words: list[str], conte
         passes += pll.WHOLE_WORD_PASSES * sum(1 for c in contexts if c == WORD_START)
     if passes:
         longest = length + max([pll.MAX_WORD_PIECES] + pieces)  # a spliced word lengthens the sequence
-        budget.check_plan(passes, passes * pll.sequence_gflop(loaded.model.config, longest), loaded.name)
+        budget.check_plan(passes, passes * sequence_gflop(loaded.model.config, longest), loaded.name)
 
 
 def predict(
@@ -238,7 +239,7 @@ def predict(
     *,
     batcher: MicroBatcher | None = None,
     keep_tensors: bool = False,
-    budget: pll.WorkBudget | None = None,
+    budget: WorkBudget | None = None,
 ) -> FillMaskResult:
     """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1).
 
@@ -250,7 +251,7 @@ def predict(
     ``budget``: what the extra passes (PLL, whole words) may cost; planned before they run, with a
     deadline between batches (default: the server's per-request allowance, from now).
     """
-    budget = budget or pll.WorkBudget()
+    budget = budget or WorkBudget()
     _validate(loaded, text, top_k)
     if fast:
         loaded = int8.fast_variant(loaded)

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.request_budget import WorkBudget, WorkStopped, sequence_gflop  # noqa: F401 (pll.WorkBudget)
+from bertdemo.request_budget import WorkBudget
 from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import LoadedModel
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.request_budget import WorkStopped
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from bertdemo.models.store import ModelStore
 
 fill_mask = LazyModule("bertdemo.explore.fill_mask")
-pll = LazyModule("bertdemo.explore.pll")
 bars = LazyModule("bertdemo.viz.bars")
 
 EXAMPLES = [
@@ -83,7 +83,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
                     result = fill_mask.predict(loaded, text, text_pair, int(top_k), words,
                                                whole_words=bool(whole_words), fast=bool(fast), batcher=ctx.batcher,
                                                budget=budget)
-                except pll.WorkStopped:
+                except WorkStopped:
                     log.info("Fill-Mask (%s) stopped, its client went away: %d of its %d planned passes had run",
                              ", ".join(heavy), budget.passes, budget.planned_passes)
                     raise
