@@ -164,7 +164,7 @@ def test_nsp_pairs_from_the_embedded_corpus_are_whole_sentences() -> None:
 def test_nsp_is_next_b_is_the_sentences_after_a() -> None:
     text = " ".join(f"Sentence number {w} is here." for w in "one two three four five six seven eight".split())
     pairs = nsp.build_pairs(text, seq_len=32, n_pairs=4, seed=2)
-    sentences = nsp.split_sentences(text)
+    sentences = nsp.document_sentences(text)
     assert sentences[0] == "Sentence number one is here." and len(sentences) == 8
     for p in pairs.pairs:
         _assert_whole_sentences(p)

@@ -44,6 +44,7 @@ MAX_EXPECTED_CHARS = 50  # the word a probe expects at its first [MASK] (one voc
 MAX_WIC_WORD_CHARS = 40  # the word looked at
 MAX_WIC_SENTENCES = 12  # sentences compared at once (cosines: every pair, at every layer)
 MAX_WIC_TOKENS = 64  # tokens per sentence (and per corpus sentence read)
+MIN_CORPUS_SENTENCE_CHARS = 15  # corpus "sentences" this short or shorter (headings, list items) are left out
 MAX_NEIGHBOURS = 50  # k nearest corpus tokens
 MAX_OCCURRENCES = 120  # corpus sentences holding the word, placed in the picture
 MAX_INDEX_TOKENS = 8_000  # corpus tokens in one layer's neighbour index (8,000 x H float32: 12 MB at H = 384, 25 MB at 768)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass
 
 import torch
 from safetensors import safe_open
 from transformers.utils import cached_file
 
+from bertdemo.corpus.sentences import normalise_space, split_sentences
 from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.locks import tokenize
@@ -35,7 +35,6 @@ from bertdemo.models.store import LoadedModel
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
 _POOLER_BIAS = "bert.pooler.dense.bias"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN = "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"
 
 
@@ -72,9 +71,10 @@ class NspPairs:
                 "pairs": [p.to_json() for p in self.pairs]}
 
 
-def split_sentences(document: str) -> list[str]:
-    """A document's sentences: cut after . ! or ? followed by a space and a capital, digit or quote."""
-    return [s.strip() for s in _SENTENCE_END.split(document.strip()) if s.strip()]
+def document_sentences(document: str) -> list[str]:
+    """A document's sentences, cut by the corpus's splitter; a line break inside a document (wrapped
+    text) does not end a sentence, a blank line ends the document."""
+    return split_sentences(normalise_space(document))
 
 
 def _fill(sentences: list[tuple[str, list[int]]], start: int, budget: int) -> list[int]:
@@ -112,7 +112,7 @@ def build_pairs(text: str = "", seq_len: int = 64, n_pairs: int = 4, seed: int =
     source = "your text" if text else f"embedded Wikipedia summaries (first {len(docs)})"
     sentences = []  # per document: (sentence, its token ids)
     for doc in docs:
-        parts = split_sentences(doc)
+        parts = document_sentences(doc)
         sentences.append(list(zip(parts, tok(parts, add_special_tokens=False)["input_ids"])) if parts else [])
     budget = seq_len - 3  # [CLS] A [SEP] B [SEP]
     rng = random.Random(seed)

@@ -20,15 +20,15 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import check_chars
-from bertdemo.explore.input_limits import MAX_WIC_TOKENS
+from bertdemo.explore.input_limits import MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.locks import tokenize
+from bertdemo.corpus.sentences import split_sentences
 from bertdemo.memory import ByteLRU
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.models.loading import LoadedModel, weights_stamp
 
 MAX_STORE_BYTES = 160 * 2**20  # per model: the baseline, the word occurrences and the neighbour indexes
 BATCH = 32  # sentences per forward when the corpus is read
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 Progress = Callable[[float, str], None]
 
 
@@ -118,7 +118,7 @@ def corpus_sentences(loaded: LoadedModel) -> list[str]:
     def build() -> list[str]:
         out: list[str] = []
         for doc in wiki_summaries():
-            out += [s.strip() for s in _SENTENCE_END.split(doc.replace("\n", " ")) if len(s.strip()) > 15]
+            out += [s for s in split_sentences(doc) if len(s) > MIN_CORPUS_SENTENCE_CHARS]
         return out
 
     return activation_store(loaded).get_or_build(("corpus sentences",), build,

