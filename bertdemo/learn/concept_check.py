@@ -116,8 +116,8 @@ def report(concept: dict, when: str) -> str:
         lines.append("Take it again *after the path* to see your change.")
     for number, i in enumerate(items(), start=1):
         got = answers.get(i.id)
-        mark = "✅" if got == i.answer else "❌" if got is not None else "–"
-        lines.append(f"{mark} **{number}. {i.question}** Right answer: *{i.choices[i.answer]}*"
-                     + ("" if got is None or got == i.answer else f" (you: *{i.choices[got]}*)")
+        mark = "right" if got == i.answer else "wrong" if got is not None else "not answered"
+        lines.append(f"**{number}. {i.question}** ({mark}) Right answer: *{i.choices[i.answer]}*"
+                     + ("" if got is None or got == i.answer else f"; you: *{i.choices[got]}*")
                      + f"  \n{i.explanation}")
     return "\n\n".join(lines)

@@ -279,7 +279,7 @@ def verdict(record: dict, question: dict) -> str:
     guess = record["guess"] if isinstance(record["guess"], str) else f"{record['guess']:g}"
     within = f" (right within ±{question['tolerance']:g}{unit})" if question["kind"] == NUMBER and question[
         "tolerance"] else ""
-    mark = "✅ **Right**" if record["correct"] else "❌ **Not this time**"
+    mark = "**Right**" if record["correct"] else "**Not this time**"
     return f"{mark} — you guessed **{guess}**{unit}{within}.  \n{truth}"
 
 

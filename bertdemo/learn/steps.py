@@ -75,6 +75,11 @@ def stages() -> list[str]:
     return list(dict.fromkeys(s.stage for s in STEPS))
 
 
+def milestones() -> list[str]:
+    """The stages' milestones in order, each once ("tokens → embeddings" then "embeddings": tokens, embeddings)."""
+    return list(dict.fromkeys(part for stage in stages() for part in stage.split(" → ")))
+
+
 def path_summary() -> str:
     """What the path holds, counted from :data:`STEPS`: "19 questions in 9 stages"."""
     return f"{len(STEPS)} questions in {len(stages())} stages"
