@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from bertdemo.learn.steps import STEP_KEYS
+from bertdemo.viz.text import html_code, literal
 
 CHOICE, NUMBER = "choice", "number"
 YES, NO = "Yes", "No"
@@ -52,7 +53,7 @@ def _distinct(values) -> tuple[str, ...]:
 
 
 def _shown(token: str) -> str:
-    return "`" + str(token).replace("`", "'") + "`"
+    return html_code(token)  # the learner's own text: shown as typed, never as markup
 
 
 SPECIAL = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "<s>", "</s>", "<mask>", "<pad>")
@@ -93,8 +94,8 @@ def _outputs(n: dict) -> Prediction:
 def _loss(n: dict) -> Prediction:
     rank = int(n["rank"])
     return _yes_no("loss", "loss.word-ranked-first",
-                   f"Hide *{n['word']}* in your sentence: will the model rank it first at the `[MASK]`?", rank == 1,
-                   f"*{n['word']}* is rank {rank}, p = {float(n['prob']):.4f}, so the loss is "
+                   f"Hide *{literal(n['word'])}* in your sentence: will the model rank it first at the `[MASK]`?", rank == 1,
+                   f"*{literal(n['word'])}* is rank {rank}, p = {float(n['prob']):.4f}, so the loss is "
                    f"{float(n['neg_log_prob']):.4f}")
 
 
@@ -117,8 +118,8 @@ def _masks(n: dict) -> Prediction:
 
 def _nsp(n: dict) -> Prediction:
     return Prediction("nsp", "nsp.pair-label",
-                      f"Does sentence B follow sentence A in the text?  \n> **A:** {n['sentence_a']}  \n"
-                      f"> **B:** {n['sentence_b']}", CHOICE, str(n["label"]),
+                      f"Does sentence B follow sentence A in the text?  \n> **A:** {literal(n['sentence_a'])}  \n"
+                      f"> **B:** {literal(n['sentence_b'])}", CHOICE, str(n["label"]),
                       f"{n['label']}", ("IsNext", "NotNext"))
 
 
@@ -158,7 +159,7 @@ def _static_dynamic(n: dict) -> Prediction:
         p["cosine_by_layer"][-1] for p in n["pairs"])
     same = float(last) >= 0.9999
     return _yes_no("static-dynamic", "static-dynamic.same-vector",
-                   f"Will *{n['word']}* have the same vector in \"the river {n['word']}\" and \"the {n['word']} "
+                   f"Will *{literal(n['word'])}* have the same vector in \"the river {literal(n['word'])}\" and \"the {literal(n['word'])} "
                    "raised its rates\", after BERT's last layer?", same,
                    f"cosine {float(last):.2f} between the senses at the last layer "
                    f"(the input embedding's: {float(n['static_cosine']):.2f}) — "
@@ -170,7 +171,7 @@ def _why_word(n: dict) -> Prediction:
     words = [(i, t) for i, t in enumerate(n["tokens"]) if t not in SPECIAL and i != n["mask_position"]]
     best = max(words, key=lambda it: scores[it[0]])
     return Prediction("why-word", "why-word.top-attribution",
-                      f"Which word of your sentence will raise P(*{n['target']}*) at the `[MASK]` most?", CHOICE,
+                      f"Which word of your sentence will raise P(*{literal(n['target'])}*) at the `[MASK]` most?", CHOICE,
                       best[1], f"{_shown(best[1])}, integrated gradients {scores[best[0]]:+.4f}",
                       _distinct(t for _, t in words))
 
