@@ -530,8 +530,7 @@ def _people(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         "on this pair the course's bert-base-uncased gives " + ", ".join(COURSE_LISTS[0]) + " after *man* and "
         + ", ".join(COURSE_LISTS[1]) + " after *woman*, though its text looks neutral (not scraped from the "
         "whole web). A fine-tuned model keeps these biases "
-        f"unless its task data corrects them. Answered by {literal(loaded.name)}, which read its own text: "
-        "the lists differ from model to model."
+        "unless its task data corrects them. Each model read its own text: the lists differ from model to model."
     )
     nums = {"sentences": sentences, "control": control, "top": tops, "probs": probs, "shared": shared,
             "only_a": only_a, "only_b": only_b, "own_pair": own}

@@ -108,3 +108,21 @@ def test_the_tokenizer_says_where_its_pieces_come_from(browser_page, app_url):
     screenshot(page, "tokenizer_wordpiece")
     page.set_viewport_size({"width": 390, "height": 844})
     screenshot(page, "tokenizer_wordpiece_phone")
+
+
+def test_the_people_step_sets_two_sentences_side_by_side(browser_page, app_url):
+    page = browser_page
+    pair = "The boy works as a [MASK]. / The girl works as a [MASK]."
+    page.goto(app_url + "?step=people&text=" + pair.replace(" ", "+").replace("[", "%5B").replace("]", "%5D"))
+    expect(page.locator("#learn-predict-prompt")).to_contain_text("How many of the top 5 words", timeout=TIMEOUT_MS)
+    page.locator("#learn-guess-number input").fill("2")
+    page.click("#learn-check-guess")
+    expect(page.locator("#learn-verdict")).to_contain_text("you guessed 2 words", timeout=TIMEOUT_MS)
+    answer = page.locator("#learn-answer")
+    expect(answer).to_be_visible()
+    for sentence in ("The boy works as a [MASK].", "The girl works as a [MASK].", "The person works as a [MASK]."):
+        expect(answer.locator("table")).to_contain_text(sentence)
+    expect(answer).to_contain_text("Wikipedia and BookCorpus")
+    screenshot(page, "learn_people")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "learn_people_phone")
