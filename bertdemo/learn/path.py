@@ -527,10 +527,10 @@ def _people(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         + (f" The control, {shown(control)}, shows what the sentence alone asks for." if control else "")
         + "  \nNothing in the model is about people on purpose: it learned which words follow which from its "
         "pretraining text, and repeats that text's associations. BERT read English Wikipedia and BookCorpus; "
-        "on this pair the course's bert-base-uncased gives " + ", ".join(COURSE_LISTS[0]) + " after *man* and "
-        + ", ".join(COURSE_LISTS[1]) + " after *woman*, though its text looks neutral (not scraped from the "
-        "whole web). A fine-tuned model keeps these biases "
-        "unless its task data corrects them. Each model read its own text: the lists differ from model to model."
+        "on *This man / This woman works as a [MASK].* the course's bert-base-uncased gives "
+        + ", ".join(COURSE_LISTS[0]) + " after *man* and " + ", ".join(COURSE_LISTS[1]) + " after *woman*, though "
+        "its text looks neutral (not scraped from the whole web); fine-tuning on your own data does not make such a "
+        "bias disappear. Each model read its own text: the lists differ from model to model."
     )
     nums = {"sentences": sentences, "control": control, "top": tops, "probs": probs, "shared": shared,
             "only_a": only_a, "only_b": only_b, "own_pair": own}
