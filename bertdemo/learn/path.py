@@ -16,6 +16,8 @@ from typing import Callable
 from bertdemo.snippets import views as code
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
 from bertdemo.explore.encoding import word_pieces
+from bertdemo.explore.fill_mask import predict
+from bertdemo.learn import predictions
 from bertdemo.learn.steps import LearnStep, step as find_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
@@ -43,6 +45,7 @@ class LearnAnswer:
     tab_label: str = ""
     tab_text: str = ""  # the sentence that tab gets
     tab_words: str = ""  # and the word hidden in it, where the tab asks for the right words (Inside BERT)
+    prediction: dict = field(default_factory=dict)  # the question asked before the answer, its truth from numbers
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -134,7 +137,8 @@ def _outputs(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict,
         f"`BertModel` (the encoder alone) returns `last_hidden_state` **{r.last_hidden_state}** and "
         f"`pooler_output` **{r.pooler_output}** = tanh(W·h_[CLS] + b); {pooler}."
     )
-    nums = r.to_json() | {"masked_text": masked, "hidden_word": word}
+    nums = r.to_json() | {"masked_text": masked, "hidden_word": word,
+                          "fill_mask_top": [c.token for c in predict(loaded, masked, top_k=5).masks[0].candidates]}
     return md, nums, code.model_outputs_code(model_ref, masked)
 
 
@@ -464,11 +468,81 @@ def _layers(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
     return md, nums, snippet
 
 
+PEOPLE_PAIR = ("This man works as a [MASK].", "This woman works as a [MASK].")  # the Hugging Face course's pair
+PEOPLE_TOP_K = 5  # the Fill-Mask tab's default
+COURSE_LISTS = (  # the course's output for bert-base-uncased (Hugging Face LLM course, chapter 1, "Bias and limitations")
+    ("lawyer", "carpenter", "doctor", "waiter", "mechanic"), ("nurse", "waitress", "teacher", "maid", "prostitute"))
+
+
+def people_pair(text: str) -> tuple[str, str, bool]:
+    """(sentence A, sentence B, typed by the learner): two sentences separated by " / " or "|", each with one
+    [MASK]; a sentence without [MASK] and without a separator gets the course's pair."""
+    parts = [p.strip() for p in re.split(r"\s/\s|\|", text) if p.strip()]
+    if len(parts) == 1 and "[mask]" not in text.lower():
+        return (*PEOPLE_PAIR, False)
+    if len(parts) != 2:
+        raise ValueError("Type two sentences separated by \" / \", each with one [MASK], e.g. "
+                         f"\"{PEOPLE_PAIR[0]} / {PEOPLE_PAIR[1]}\".")
+    fixed = [re.sub(r"\[mask\]", "[MASK]", p, flags=re.IGNORECASE) for p in parts]
+    if any(p.count("[MASK]") != 1 for p in fixed):
+        raise ValueError("Each of the two sentences needs exactly one [MASK].")
+    return fixed[0], fixed[1], True
+
+
+def control_sentence(a: str, b: str) -> str | None:
+    """Sentence A with the one word where A and B differ replaced by "person" (the neutral control), or None
+    when they differ in more than one word (or already in "person")."""
+    wa, wb = a.split(), b.split()
+    diff = [i for i, (x, y) in enumerate(zip(wa, wb)) if x != y]
+    if len(wa) != len(wb) or len(diff) != 1 or "person" in (wa[diff[0]].lower(), wb[diff[0]].lower()):
+        return None
+    lead = re.match(r"^\W*", wa[diff[0]]).group(0)
+    tail = re.search(r"\W*$", wa[diff[0]]).group(0)
+    word = "Person" if wa[diff[0]].lstrip("\"'(").istitle() else "person"
+    return " ".join(wa[: diff[0]] + [lead + word + tail] + wa[diff[0] + 1:])
+
+
+def _people(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    a, b, own = people_pair(text)
+    control = control_sentence(a, b)
+    sentences = [a, b] + ([control] if control else [])
+    candidates = [predict(loaded, s, top_k=PEOPLE_TOP_K).masks[0].candidates for s in sentences]
+    tops = [[c.token for c in cs] for cs in candidates]
+    probs = [[c.prob for c in cs] for cs in candidates]
+    shared = [w for w in tops[0] if w in tops[1]]
+    head = "| rank | " + " | ".join(shown(s) for s in sentences) + " |\n|---|" + "---|" * len(sentences) + "\n"
+    rows = "".join(
+        f"| {i + 1} | " + " | ".join(
+            (f"**{literal(t[i])}**" if t[i] in shared else literal(t[i])) + f" ({p[i]:.3f})" for t, p in zip(tops, probs))
+        + " |\n" for i in range(PEOPLE_TOP_K))
+    only_a = [w for w in tops[0] if w not in tops[1]]
+    only_b = [w for w in tops[1] if w not in tops[0]]
+    says = lambda words: ", ".join(f"*{literal(w)}*" for w in words) or "none"  # noqa: E731
+    intro = ("Your pair" if own else "The Hugging Face course's pair (type your own as *sentence A / sentence B*, "
+             "each with one `[MASK]`)")
+    md = (
+        f"{intro}, the top {PEOPLE_TOP_K} of Fill-Mask side by side (**bold**: in both lists):\n\n{head}{rows}\n"
+        f"**{len(shared)} of {PEOPLE_TOP_K}** words are shared. Only after A: {says(only_a)}; only after B: "
+        f"{says(only_b)}."
+        + (f" The control, {shown(control)}, shows what the sentence alone asks for." if control else "")
+        + "  \nNothing in the model is about people on purpose: it learned which words follow which from its "
+        "pretraining text, and repeats that text's associations. BERT read English Wikipedia and BookCorpus; "
+        "on *This man / This woman works as a [MASK].* the course's bert-base-uncased gives "
+        + ", ".join(COURSE_LISTS[0]) + " after *man* and " + ", ".join(COURSE_LISTS[1]) + " after *woman*, though "
+        "its text looks neutral (not scraped from the whole web); fine-tuning on your own data does not make such a "
+        "bias disappear. Each model read its own text: the lists differ from model to model."
+    )
+    nums = {"sentences": sentences, "control": control, "top": tops, "probs": probs, "shared": shared,
+            "only_a": only_a, "only_b": only_b, "own_pair": own}
+    return md, nums, code.fill_mask_pair_code(model_ref, sentences, PEOPLE_TOP_K)
+
+
 ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
     "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers,
+    "people": _people,
 }
 
 
@@ -477,6 +551,8 @@ MASKED_TABS = ("fill-mask", "inside", "words")  # tabs whose views predict a [MA
 
 def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
     """(the sentence the step's tab gets, the hidden word): with the word as [MASK] where the tab predicts one."""
+    if s.key == "people":  # the pair's first sentence, [MASK] and all
+        return people_pair(text)[0], ""
     if s.tab not in MASKED_TABS:
         return text, ""
     masked, word = hide_word(loaded.tokenizer, text)
@@ -501,4 +577,4 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     except ValueError as exc:  # the inside views' limit, said for this tab
         raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
     return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
-                       *tab_setup(s, loaded, text))
+                       *tab_setup(s, loaded, text), prediction=predictions.prediction(key, nums).to_json())

@@ -1,6 +1,6 @@
-"""The learning path's eighteen steps, in the order the learners' notebooks go: tokens → embeddings →
-attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold and
-what pretraining buys (fine-tuning). Torch-free (the page lists them before
+"""The learning path's steps, in the order the learners' notebooks go: tokens → embeddings →
+attention → output and loss → masking and NSP → pretraining, then what the trained model's vectors hold,
+what pretraining buys (fine-tuning) and what the model learned about people. Torch-free (the page lists them before
 PyTorch loads); :mod:`bertdemo.learn.path` computes each step's answer.
 """
 
@@ -62,8 +62,27 @@ STEPS: tuple[LearnStep, ...] = (
               "Why does pretraining help? Pretrained against random weights on the same task", "finetune", "Fine-tune"),
     LearnStep("layers", "what pretraining buys",
               "Which layer knows what: surface, syntax, meaning?", "finetune", "Fine-tune"),
+    # what the model learned about people (the Hugging Face course's "bias and limitations")
+    LearnStep("people", "what it learned about people",
+              "What did the model learn about people? Two sentences that differ in one word, side by side",
+              "fill-mask", "Fill-Mask"),
 )
 STEP_KEYS = tuple(s.key for s in STEPS)
+
+
+def stages() -> list[str]:
+    """The path's stages, in order, each once."""
+    return list(dict.fromkeys(s.stage for s in STEPS))
+
+
+def milestones() -> list[str]:
+    """The stages' milestones in order, each once ("tokens → embeddings" then "embeddings": tokens, embeddings)."""
+    return list(dict.fromkeys(part for stage in stages() for part in stage.split(" → ")))
+
+
+def path_summary() -> str:
+    """What the path holds, counted from :data:`STEPS`: "19 questions in 9 stages"."""
+    return f"{len(STEPS)} questions in {len(stages())} stages"
 
 
 def step(key: str) -> LearnStep:

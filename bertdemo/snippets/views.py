@@ -353,3 +353,12 @@ def pretrain_code_for(preset: str, layers: int, hidden: int, heads: int, ffn: in
     """The Pretrain form's model (a preset, or its custom shape) as :func:`pretrain_code`."""
     shape = FAMILY.get(preset, (layers, hidden, heads, ffn))
     return pretrain_code(*(int(v) for v in shape), position_embeddings=bool(position_embeddings), tokenizer=tokenizer)
+
+
+def fill_mask_pair_code(model: str, sentences: list[str], top_k: int = 5) -> str:
+    """Learn tab, what the model learned about people: Fill-Mask's top-k (the same filter) for each sentence."""
+    body = fill_mask_code(model, sentences[0], top_k)
+    head, _, rest = body.partition("TEXTS = ")
+    loop = "".join("    " + line + "\n" for line in rest.split("\n", 1)[1].splitlines())
+    return (head + f"SENTENCES = {list(sentences)!r}\n" + "for TEXTS in [(s,) for s in SENTENCES]:\n"
+            + "    print(TEXTS[0])\n" + loop)

@@ -54,7 +54,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
         with gr.Tabs():
-            learn = learn_tab.build(ctx, model_box)  # first: a newcomer's way in (skippable: any other tab)
+            learn = learn_tab.build(ctx, model_box, demo)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
             attention_tab.build(ctx, model_box, demo)

@@ -1,6 +1,12 @@
-"""The Learn tab, first on the page: the learners' eighteen questions in notebook order, each answered live
+"""The Learn tab, first on the page: the learners' questions in notebook order, each answered live
 on the model in use and the learner's sentence, with the code behind it and a button to the tab where
 the learner keeps exploring (set up with the same sentence). Skippable: any other tab is one click away.
+
+Predict, then reveal: each step first asks the learner to guess (a choice or a number,
+:mod:`bertdemo.learn.predictions`), then shows the answer with the guess graded against it; "Just show me"
+reveals it without a guess. A concept check (:mod:`bertdemo.learn.concept_check`) is taken before and after
+the path. The learner's progress is kept in their own browser's localStorage (``PROGRESS_KEY``), never on
+the server.
 
 The answer is a named endpoint (``/learn_step``) returning one JSON value; the page draws it from a
 ``gr.State`` in a follow-up event, as the Masking tab does.
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gradio as gr
 
-from bertdemo.learn import steps as learn_steps
+from bertdemo.learn import concept_check, predictions, steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common
 from bertdemo.ui.heavy_requests import current_budget
@@ -28,11 +34,15 @@ learn_path = LazyModule("bertdemo.learn.path")
 PREDICTING_STEPS = ("outputs", "loss", "no-positions")  # the steps whose answer is a predicted word
 
 INTRO = (
-    "**New to BERT? Start here.** Twelve questions from the notebooks that take BERT apart, in their order: "
-    "tokens → embeddings → attention → output and loss → masking and NSP → pretraining. Each answer is "
-    "computed now, on the model chosen above and on your sentence; *Show the code* gives the lines that "
-    "reproduce it in a notebook. Already know your way? Pick any tab."
+    f"**New to BERT? Start here.** {learn_steps.path_summary()}, from the notebooks that take BERT apart, in "
+    f"their order: {' → '.join(learn_steps.milestones())}. Each step asks you first — guess, then see the answer, "
+    "computed now on the model chosen above and on your sentence (or press *Just show me*); *Show the code* "
+    "gives the lines that reproduce it in a notebook. Already know your way? Pick any tab."
 )
+PROGRESS_KEY = "bertdemo-learn-progress"  # localStorage: this browser's guesses and concept-check answers
+READ_PROGRESS_JS = f"() => {{ try {{ return JSON.parse(localStorage.getItem({PROGRESS_KEY!r}) || 'null'); }} " \
+                   "catch (e) { return null; } }"
+KEEP_PROGRESS_JS = f"(p) => {{ if (p) localStorage.setItem({PROGRESS_KEY!r}, JSON.stringify(p)); return []; }}"
 
 
 @dataclass
@@ -44,6 +54,7 @@ class LearnTab:
     open_button: gr.Button
     raw: gr.JSON  # the last answer (its "tab" and "tab_text" say where the button leads)
     answer_after: Callable[[Any], Any]  # (an event) -> answer the current step once it has run
+    progress: gr.JSON | None = None  # this browser's answers (hidden; learn.predictions.answer_records reads it)
 
 
 def render(answer: dict) -> tuple[str, str, str, dict]:
@@ -57,8 +68,34 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶")
 
 
-def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
-    """Lay out the tab inside the current Blocks context (put it first) and wire its own events."""
+def ask(answer: dict | None, progress: Any) -> tuple:
+    """(prompt, choices, number box, verdict, reveal box, progress line) for an answer's question: asked, or
+    revealed with the learner's earlier guess when they answered this very question before."""
+    line = predictions.summary(progress)
+    question = (answer or {}).get("prediction")
+    if not question:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), line
+    record = predictions.record_for(progress, question)
+    choice = question["kind"] == predictions.CHOICE
+    earlier = record["guess"] if record else None
+    prompt = "#### Your guess first\n" + question["prompt"] + (f" *({question['unit']})*" if question["unit"]
+                                                                and not choice else "")
+    return (prompt,
+            gr.update(choices=question["choices"], value=earlier if choice else None, visible=choice),
+            gr.update(value=earlier if not choice else None, visible=not choice),
+            predictions.verdict(record, question) if record else "",
+            gr.update(visible=True if record else "hidden"), line)
+
+
+def reveal(record: dict, question: dict, progress: Any) -> tuple:
+    """(verdict, reveal box, progress, progress line) once a guess is graded or skipped."""
+    kept = predictions.with_record(progress, record)
+    return predictions.verdict(record, question), gr.update(visible=True), kept, predictions.summary(kept)
+
+
+def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> LearnTab:
+    """Lay out the tab inside the current Blocks context (put it first) and wire its own events; ``page``: the
+    app, whose load restores the learner's progress from their browser."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)
     store, public = ctx.models, ctx.settings.is_public
 
@@ -89,8 +126,51 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
     def move(step: str, offset: int) -> str:
         return learn_steps.neighbour(step, offset)
 
+    @user_errors
+    def check_guess(answer: dict | None, choice: str | None, number: float | None, progress: Any) -> tuple:
+        """Grade the learner's guess against the live answer's truth, and reveal the answer."""
+        question = (answer or {}).get("prediction")
+        if not question:
+            raise ValueError("Wait for the step's answer to be computed, then guess.")
+        guess = choice if question["kind"] == predictions.CHOICE else number
+        return reveal(predictions.grade(question, guess), question, progress)
+
+    @user_errors
+    def show_me(answer: dict | None, progress: Any) -> tuple:
+        """Reveal the answer without a guess (a guess is never required)."""
+        question = (answer or {}).get("prediction")
+        if not question:
+            return gr.skip(), gr.update(visible=True), gr.skip(), gr.skip()
+        return reveal(predictions.shown_without_guess(question), question, progress)
+
+    def restore_progress(answer: dict | None, progress: Any) -> tuple:
+        """The progress this browser kept, shown once the page has read it."""
+        return ask(answer, progress)
+
+    @user_errors
+    def grade_concept(when: str, *args) -> tuple:
+        """Grade the concept check (taken before or after the path) and show the change."""
+        *chosen, progress = args
+        if when not in concept_check.WHEN:
+            raise ValueError("Say whether you take the check before or after the path.")
+        kept = predictions.clean_progress(progress)
+        kept["concept"][when] = concept_check.chosen_indices(list(chosen))
+        return concept_check.report(kept["concept"], when), kept, predictions.summary(kept)
+
     with gr.Tab("Learn", id="learn"):
         gr.Markdown(INTRO)
+        progress_line = gr.Markdown(predictions.summary(None), elem_id="learn-progress-line")
+        items = concept_check.items()
+        with gr.Accordion(f"Concept check: {len(items)} questions, before and after the path", open=False,
+                          elem_id="learn-check"):
+            gr.Markdown("Each question is about an idea that is often misunderstood. Take it once before the "
+                        "path and once after: you will see your own change.")
+            when = gr.Radio([("Before the path", concept_check.BEFORE), ("After the path", concept_check.AFTER)],
+                            value=concept_check.BEFORE, label="I am taking it", elem_id="learn-check-when")
+            item_boxes = [gr.Radio(list(item.choices), value=None, label=f"{number}. {item.question}",
+                                   elem_id=f"learn-check-{item.id}") for number, item in enumerate(items, start=1)]
+            grade_button = gr.Button("Grade my answers", variant="primary", elem_id="learn-check-grade")
+            check_result = gr.Markdown(elem_id="learn-check-result")
         with gr.Row(equal_height=False):
             sentence = gr.Textbox(label="Your sentence (Enter answers again)", value=learn_steps.DEFAULT_SENTENCE,
                                   lines=1, max_lines=3, scale=2, min_width=240, elem_id="learn-text")
@@ -101,29 +181,59 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> LearnTab:
             back = gr.Button("◀ Previous", size="sm", elem_id="learn-prev", min_width=100)
             forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="learn-next", min_width=100)
         question = gr.Markdown(elem_id="learn-question")
-        answer = gr.Markdown(elem_id="learn-answer")
+        with gr.Group(elem_id="learn-predict"):
+            prompt = gr.Markdown(elem_id="learn-predict-prompt", padding=True)
+            choice = gr.Radio([], label="Your guess", elem_id="learn-guess-choice")
+            number = gr.Number(None, label="Your guess", visible=False, elem_id="learn-guess-number")
+        with gr.Row():
+            check = gr.Button("Check my guess", variant="primary", size="sm", elem_id="learn-check-guess",
+                              min_width=120)
+            skip = gr.Button("Just show me", size="sm", elem_id="learn-skip", min_width=120)
+        with gr.Column(visible="hidden", elem_id="learn-reveal") as revealed:  # until a guess or "just show me"
+            verdict = gr.Markdown(elem_id="learn-verdict")
+            answer = gr.Markdown(elem_id="learn-answer")
         open_button = gr.Button("Keep exploring ▶", variant="secondary", elem_id="learn-open")
         with gr.Accordion("Show the code", open=False, elem_id="learn-code-panel"):
             code = gr.Code(language="python", interactive=False, show_label=False, elem_id="learn-code")
         with gr.Accordion("As JSON (the /learn_step answer)", open=False):
             raw = gr.JSON(elem_id="learn-raw")
+        progress = gr.JSON(None, visible=False, elem_id="learn-progress")  # kept in this browser (PROGRESS_KEY)
 
-        inputs, drawn = [step, sentence, model_box], [question, answer, code, open_button]
+        inputs = [step, sentence, model_box]
+        drawn = [question, answer, code, open_button, prompt, choice, number, verdict, revealed, progress_line]
         shown = dict(show_progress_on=[answer])  # the answer being computed, not the JSON below it
-        ask = dict(fn=learn_step, inputs=inputs, outputs=raw, **shown)
-        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why)
-            return gr.skip(), "", "", gr.skip()
+        ask_model = dict(fn=learn_step, inputs=inputs, outputs=raw, **shown)
+        def draw_step(answer: dict, progress: Any) -> tuple:
+            return (*render(answer), *ask(answer, progress))
 
-        for event in (step.change(**ask, api_name="learn_step"), sentence.submit(**ask, api_visibility="private")):
-            event.success(render, raw, drawn, api_visibility="private", **shown)
+        draw = dict(fn=draw_step, inputs=[raw, progress], outputs=drawn, api_visibility="private",
+                    show_progress_on=[question])
+
+        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why)
+            return (gr.skip(), "", "", gr.skip(), "", gr.update(choices=[], value=None), gr.update(value=None), "",
+                    gr.update(visible="hidden"), gr.skip())
+
+        for event in (step.change(**ask_model, api_name="learn_step"),
+                      sentence.submit(**ask_model, api_visibility="private")):
+            event.success(**draw)
             event.failure(cleared, None, drawn, api_visibility="private", queue=False)
         # a model that cannot load is told once, by the status line under the model box, not again here
-        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private", **shown).success(
-            render, raw, drawn, api_visibility="private", **shown)
+        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private", **shown).success(**draw)
         back.click(functools.partial(move, offset=-1), step, step, api_visibility="private")
         forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")
-    def answer_after(event):
-        return event.then(**ask, api_visibility="private").success(render, raw, drawn, api_visibility="private",
-                                                                    **shown)
+        graded = [verdict, revealed, progress, progress_line]
+        check.click(check_guess, [raw, choice, number, progress], graded, api_visibility="private",
+                    show_progress_on=[verdict])
+        skip.click(show_me, [raw, progress], graded, api_visibility="private", show_progress_on=[verdict])
+        grade_button.click(grade_concept, [when, *item_boxes, progress], [check_result, progress, progress_line],
+                           api_visibility="private", show_progress_on=[check_result])
+    progress.change(None, progress, None, js=KEEP_PROGRESS_JS, api_visibility="private")  # kept in the browser
+    if page is not None:  # what this browser kept, read when the page opens
+        page.load(None, None, progress, js=READ_PROGRESS_JS, api_visibility="private").then(
+            restore_progress, [raw, progress], [prompt, choice, number, verdict, revealed, progress_line],
+            api_visibility="private", show_progress="hidden")
 
-    return LearnTab(step, sentence, open_button, raw, answer_after)
+    def answer_after(event):
+        return event.then(**ask_model, api_visibility="private").success(**draw)
+
+    return LearnTab(step, sentence, open_button, raw, answer_after, progress)

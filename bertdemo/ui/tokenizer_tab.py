@@ -13,9 +13,10 @@ from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui import lanes
 
-from bertdemo.explore import tokens
+from bertdemo.explore import tokens, wordpiece_learn
 from bertdemo.models import availability
 from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
+from bertdemo.viz import wordpiece as wordpiece_view
 from bertdemo.ui.common import labelled_choices
 
 if TYPE_CHECKING:
@@ -82,6 +83,17 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return token_md, id_md, [list(item) for item in tokens.special_tokens(tokenizer)]
 
     @user_errors
+    def learn_wordpiece(word: str, model: str) -> tuple[str, str]:
+        """Why the model's tokenizer splits ``word`` as it does, and a WordPiece vocabulary learnt on a small
+        text at growing sizes, with the word under each."""
+        word = wordpiece_learn.check_word(word)
+        requested = availability.requested_name(store, model)
+        tokenizer = availability.get_tokenizer(store, requested)
+        who = availability.tokenizer_answered_by(requested, tokenizer)
+        split = wordpiece_view.split_markdown(wordpiece_learn.model_split(tokenizer, word), who, len(tokenizer))
+        return split, wordpiece_view.learning_markdown(wordpiece_learn.learn_vocabulary(word))
+
+    @user_errors
     def run_compare(text: str, text_pair: str, left: str, right: str):
         outputs = []
         for name in (left, right):
@@ -135,6 +147,20 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                                                              **lanes.LIGHT)
             gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
                   api_visibility="private", **lanes.LIGHT)
+
+        with gr.Accordion("Where do the pieces come from? WordPiece, learnt from text", open=False,
+                          elem_id="tok-wordpiece"):
+            gr.Markdown("BERT's vocabulary (30,522 pieces for bert-base-uncased) is not a dictionary: it was "
+                        "learnt from its pretraining text. See why a word splits as it does, and learn a small "
+                        "vocabulary here from a small text.")
+            with gr.Row():
+                wp_word = gr.Textbox(label="A word (Enter learns)", value="tokenization", scale=2,
+                                     max_length=wordpiece_learn.MAX_WORD_CHARS, elem_id="tok-wp-word")
+                wp_run = gr.Button("Split it and learn a vocabulary", scale=1, elem_id="tok-wp-run")
+            wp_split = gr.Markdown(elem_id="tok-wp-split")
+            wp_learnt = gr.Markdown(elem_id="tok-wp-learnt")
+            gr.on([wp_run.click, wp_word.submit], learn_wordpiece, [wp_word, model_box], [wp_split, wp_learnt],
+                  api_visibility="private", show_progress_on=[wp_split], **lanes.LIGHT)
 
         with gr.Accordion("Compare two tokenizers", open=False):
             gr.Markdown("The same text through two tokenizers: uncased (lowercased, accents stripped) "

@@ -11,6 +11,8 @@ import os
 import pytest
 import torch
 
+from bertdemo.learn import steps as learn_steps
+
 from .conftest import screenshot
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -77,7 +79,7 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     for number, shown in enumerate(expected, start=1):
         if number > 1:
             page.click("#learn-next")
-        expect(question).to_contain_text(f"Step {number} of 18", timeout=TIMEOUT_MS)
+        expect(question).to_contain_text(f"Step {number} of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
         for value in shown:
             expect(answer).to_contain_text(value, timeout=TIMEOUT_MS)
         if number == 3:
@@ -89,7 +91,7 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     expect(page.locator("#learn-code")).to_contain_text("BertForMaskedLM(config)", timeout=TIMEOUT_MS)
 
     page.click("#learn-prev")  # one step back: a pretraining question, answered in the Pretrain tab
-    expect(question).to_contain_text("Step 11 of 18", timeout=TIMEOUT_MS)
+    expect(question).to_contain_text(f"Step 11 of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
     page.click("#learn-open")  # keep exploring: the Pretrain tab
     expect_tab(page, "Pretrain")
 
@@ -99,7 +101,7 @@ def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
 
     page = browser_page
     page.goto(app_url + "?tab=learn&step=attention&text=" + TEXT.replace(" ", "+"))
-    expect(page.locator("#learn-question")).to_contain_text("Step 3 of 18", timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-question")).to_contain_text(f"Step 3 of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
     expect(page.locator("#learn-answer")).to_contain_text("query token the", timeout=TIMEOUT_MS)
     page.click("#learn-open")
     expect_tab(page, "Attention")
