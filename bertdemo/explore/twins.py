@@ -386,3 +386,27 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
                 else "the whole sentence, both sides of the blank")
         out.append(TwinGuesses(twin.name, twin.objective, list(zip(tokens, p.tolist())), read))
     return out
+
+
+# --- the page's comparison: the embedded corpus's held-out split ------------------------------------------------
+HELDOUT_CORPUS = "wiki"  # the embedded Wikipedia summaries: what the app's runs pretrain on by default
+HELDOUT_SEQ_LEN = 128  # the engine's block length
+
+
+def heldout_from_corpus(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks: int = DEFAULT_HELDOUT_BLOCKS,
+                        budget: WorkBudget | None = None, corpus: str = HELDOUT_CORPUS) -> HeldoutComparison:
+    """:func:`heldout_by_position` on ``corpus``'s held-out split (the blocks every run of that corpus holds
+    out, from the block cache in ``cache_dir``; tokenized once), with the landmarks counted over its training
+    blocks. The deadline of ``budget`` starts once the blocks are ready."""
+    from bertdemo.pretrain.data import prepare_blocks
+    from bertdemo.pretrain.landmarks import count_ngrams
+
+    check_pair(mlm, ltr)
+    budget = budget or unbounded()
+    if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
+        raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
+    tok = mlm.tokenizer
+    blocks = prepare_blocks(corpus, tok, HELDOUT_SEQ_LEN, cache_dir)
+    counts = count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+    budget.restart()
+    return heldout_by_position(mlm, ltr, blocks.heldout, counts, max_blocks, budget)
