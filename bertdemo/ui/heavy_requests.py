@@ -103,7 +103,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "twin_cloze": MODEL, "twin_side_by_side": MODEL, "head_roles": MODEL,
     "head_roles_over_checkpoints": Endpoint("model", max_gflop=2_000, seconds=120.0, heavy=True,
                                             what="heads over checkpoints"),
-    "run_cost": LIGHT,
+    "run_cost": LIGHT, "refresh_pairs": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...
