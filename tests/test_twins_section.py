@@ -79,3 +79,37 @@ def test_bert_base_cost_arithmetic():
     assert cost.share_of(run, base)["runs_to_match"] == pytest.approx(base.flops / run.flops)
     with pytest.raises(ValueError, match="parameters"):
         cost.run_cost("run r", 0, 10, 1)
+
+
+def test_a_public_server_refuses_unknown_runs_and_models_by_name(tmp_path):
+    import gradio as gr
+
+    demo = build_app(AppContext.for_tests(tmp_path, public=True))
+    h = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+    for name, args, message in (("head_roles_over_checkpoints", ["no-such-run"], "No such run."),
+                                ("run_cost", ["no-such-run"], "No such run."), ("run_cost", [""], "Pick a run first."),
+                                ("twin_cloze", ["", "no-such-ltr-run"], "Pick a masked LM.")):
+        with pytest.raises(gr.Error) as err:
+            h[name](*args)
+        assert err.value.message == message
+
+
+def test_a_runs_cost_and_its_heads_over_checkpoints(tmp_path, corpus):
+    from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import run_training
+    from tests.helpers import tiny_run_config
+
+    ctx = AppContext.for_tests(tmp_path)
+    cfg = tiny_run_config(corpus, ctx.settings.runs_dir, steps=20, eval_every=10, checkpoint_every=10,
+                          cache_dir=str(tmp_path / "cache"))
+    metrics = MetricsBuffer()
+    assert run_training(cfg, metrics=metrics, run_folder=ctx.settings.runs_dir / "run-a") == "finished"
+    snap = metrics.snapshot()
+    h = {f.api_name: f.fn for f in build_app(ctx).fns.values() if f.api_name}
+    text = h["run_cost"]("run-a")
+    tokens = snap.tokens[-1]
+    assert tokens == 20 * 8 * 32  # steps x batch x block length
+    assert f"6 × {snap.param_count:,} parameters × {tokens:,} tokens" in text
+    assert "42,598,400,000 tokens" in text and "BERT-base took about" in text
+    steps = h["head_roles_over_checkpoints"]("run-a")
+    assert "| 10 |" in steps and "| 20 |" in steps and "2 checkpoints" in steps
