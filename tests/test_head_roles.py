@@ -101,3 +101,16 @@ def test_checkpoints_over_steps(tokenizer):
     assert run.first_step_with("previous word") == 200
     assert hr.checkpoints_to_measure(list(range(0, 1000, 10)), 5) == [0, 250, 500, 740, 990]
     assert hr.checkpoints_to_measure([30, 10, 20]) == [10, 20, 30]
+
+
+def test_the_grid_and_its_text_twin_name_every_label(tokenizer):
+    from bertdemo.viz import twins as viz
+
+    roles = hr.head_roles(built_heads(tokenizer), tokenizer, "built <model>")
+    spec = viz.head_roles_spec(roles)
+    marks = list(viz.ROLE_MARKS)
+    assert [marks[i] for i in spec["data"][0]["z"][0]] == EXPECTED
+    assert "&lt;model&gt;" in spec["layout"]["title"]["text"]
+    text = viz.head_roles_markdown(roles)
+    assert "| L1 | ← prev " in text and "broad 100%" in text and "&#60;model&#62;" in text
+    assert "Heads by label: previous word: 1, next word: 1, same word: 1, [CLS]: 1, [SEP]: 1, broad: 1." in text

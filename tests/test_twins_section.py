@@ -66,8 +66,10 @@ def test_cloze_and_heads_through_the_store(handlers, folders):
     text = handlers["twin_cloze"](folders["mlm"], folders["ltr"])
     assert "mean reciprocal rank" in text and "The [MASK] barked" not in text  # escaped
     assert text.count("| ") > 50
-    heads = handlers["head_roles"](folders["ltr"])
-    assert "next-word share is 0" in heads and "layer 2" in heads
+    plot, heads = handlers["head_roles"](folders["ltr"])
+    assert "next-word share is 0" in heads and "| L2 |" in heads
+    grid = json.loads(plot)["data"][0]
+    assert len(grid["z"]) == 2 and len(grid["z"][0]) == 2  # the tiny model's 2 layers x 2 heads
 
 
 def test_bert_base_cost_arithmetic():

@@ -49,7 +49,7 @@ MAX_TWIN_TOP_K = 20
 MAX_TWIN_TOKENS = 64  # the learner's sentence
 SENTENCE_ENDS = (".", "!", "?")
 POSITION_BUCKETS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 8), (9, 12), (13, 20), (21, MAX_SENTENCE_TOKENS))
-LANDMARK_SERIES = {"unigram": "unigram (knows which words are common)",
+LANDMARK_SERIES = {"unigram": "unigram",
                    "left": "word before (bigram)",
                    "both": "both neighbours"}
 QUESTIONS_PER_BATCH = 64

@@ -57,6 +57,8 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
     mlm_choices, ltr_choices = choices()
     mlm_default = EMBEDDED_MLM_NAME if any(n == EMBEDDED_MLM_NAME for _l, n in mlm_choices) else (
         mlm_choices[0][1] if mlm_choices else None)
+    run_list = runs.run_choices()
+    newest = run_list[0][1] if run_list else None  # newest first
     with gr.Accordion("The B in BERT: masked LM beside left-to-right LM", open=False, elem_id="pt-twins"):
         gr.Markdown(TWINS_NOTE)
         with gr.Row():
@@ -85,15 +87,16 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
             heads_model = gr.Dropdown([c for pair in choices() for c in pair], value=mlm_default, label="Model",
                                       elem_id="pt-heads-model", allow_custom_value=True, scale=3)
             heads_button = gr.Button("Label its heads", elem_id="pt-heads-run", scale=1)
+        heads_plot = PlotlyFigure(label="What each head attends to", elem_id="pt-heads-plot")
         heads_text = gr.Markdown(elem_id="pt-heads-out")
         with gr.Row():
-            heads_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-heads-run-pick",
+            heads_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-heads-run-pick",
                                     allow_custom_value=True, scale=3)
             steps_button = gr.Button("Over its checkpoints", elem_id="pt-heads-steps-run", scale=1)
         steps_text = gr.Markdown(elem_id="pt-heads-steps")
     with gr.Accordion("What it cost: a run beside BERT-base", open=False, elem_id="pt-cost"):
         with gr.Row():
-            cost_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-cost-run", allow_custom_value=True,
+            cost_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-cost-run", allow_custom_value=True,
                                    scale=3)
             cost_button = gr.Button("Count its tokens and FLOPs", elem_id="pt-cost-go", scale=1)
         cost_text = gr.Markdown(drawing_free_bert_base(), elem_id="pt-cost-out")
@@ -127,13 +130,13 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
         return _plot(drawing.side_by_side_spec(guesses)), drawing.side_by_side_markdown(guesses)
 
     @user_errors
-    def head_roles(model: str) -> str:
+    def head_roles(model: str):
         if not model:
             raise ValueError("Pick a model.")
         loaded = store.get(model)
         current_budget().restart()
         roles = heads_engine.head_roles(loaded.model, loaded.tokenizer, loaded.name, budget=current_budget())
-        return drawing.head_roles_markdown(roles)
+        return _plot(drawing.head_roles_spec(roles)), drawing.head_roles_markdown(roles)
 
     @user_errors
     def head_roles_over_checkpoints(run_id: str) -> str:
@@ -173,7 +176,7 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
     cloze_button.click(twin_cloze, [mlm_pick, ltr_pick], cloze_text, api_name="twin_cloze")
     side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k], [side_plot, side_text],
                       api_name="twin_side_by_side")
-    heads_button.click(head_roles, heads_model, heads_text, api_name="head_roles")
+    heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles")
     steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints")
     cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost")
 

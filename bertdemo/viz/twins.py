@@ -23,6 +23,7 @@ MLM_COLOR, LTR_COLOR = "#4f46e5", "#dc2626"
 LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
 ROLE_MARKS = {"previous word": "← prev", "next word": "next →", "same word": "self", "[CLS]": "[CLS]",
               "[SEP]": "[SEP]", "broad": "broad", "mixed": "·"}
+ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb", "#ffffff")  # in ROLE_MARKS' order
 
 
 def _fmt(v: float) -> str:
@@ -54,8 +55,7 @@ def heldout_spec(result: HeldoutComparison) -> dict:
 def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
     """The chart's text twin: one row per position bucket, the overall row last, and what the numbers are."""
     names = result.series_order
-    headers = ["position", "words", *[f"{n} (masked LM)" if i == 0 else f"{n} (left-to-right)" if i == 1
-                                      else f"landmark: {n}" for i, n in enumerate(names)]]
+    headers = ["position", "words", "masked LM", "left-to-right", *names[2:]]
     rows = [[b, f"{c:,}", *[_fmt(result.loss[n][i]) for n in names]] for i, (b, c) in enumerate(zip(result.buckets, result.counts))]
     rows.append(["all", f"{result.questions:,}", *[_fmt(result.overall[n]) for n in names]])
     intro = (f"**{literal(result.mlm_name)}** (masked LM: the word alone hidden, both sides read) and "
@@ -71,7 +71,7 @@ def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
 def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
     """Summary per model (mean reciprocal rank, top-1, top-5, median rank), then the rank per sentence."""
     kind = {"mlm": "masked LM", "ltr": "left-to-right"}
-    summary = [[f"{n} ({kind[result.objectives[n]]})", f"{s['mrr']:.3f}", percent(s["top1"]), percent(s["top5"]),
+    summary = [[f"{n} ({kind[result.objectives[n]]})", f"{s['mrr']:.3f}", f"{s['top1']:.1%}", f"{s['top5']:.1%}",
                 f"{s['median_rank']:,.0f}"] for n in result.names for s in [result.summary(n)]]
     head = md_table(["model", "mean reciprocal rank", "top-1", "top-5", "median rank"], summary)
     rows = [[it.sentence, Code(it.answer), *[f"{result.ranks[n][k]:,} ({result.first_guess[n][k]})" for n in result.names]]
@@ -80,7 +80,8 @@ def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
                       *[f"{n}: rank (first guess)" for n in result.names]], rows)
     return (f"Right-context cloze: {plural(len(result.items), 'sentence')} whose words *after* the blank decide the "
             "answer. Rank 1 = the model's first guess; the left-to-right model guesses from the words before the "
-            "blank only.\n\n" + head + "\n\n" + table)
+            "blank only.\n\n" + head + "\n\n<details><summary>The rank of the right word, sentence by sentence"
+            "</summary>\n\n" + table + "\n\n</details>")
 
 
 # --- the learner's sentence --------------------------------------------------------------------------------
@@ -118,17 +119,34 @@ def side_by_side_markdown(guesses: list[TwinGuesses]) -> str:
 
 
 # --- heads -------------------------------------------------------------------------------------------------
+def _cell(role: str, share: float) -> str:
+    return ROLE_MARKS[role] if role == "mixed" else f"{ROLE_MARKS[role]} {share:.0%}"
+
+
+def head_roles_spec(roles: HeadRoles) -> dict:
+    """Layers × heads, each cell coloured by its label and showing the share that earns it."""
+    index = {role: i for i, role in enumerate(ROLE_MARKS)}
+    z = [[index[roles.role_of(l, h).role] for h in range(roles.heads)] for l in range(roles.layers)]
+    text = [[_cell(roles.role_of(l, h).role, roles.role_of(l, h).share).replace(" ", "<br>", 1)
+             for h in range(roles.heads)] for l in range(roles.layers)]
+    n = len(ROLE_COLORS)
+    scale = [x for i, c in enumerate(ROLE_COLORS) for x in ([i / n, c], [(i + 1) / n, c])]
+    return {"data": [{"type": "heatmap", "z": z, "zmin": -0.5, "zmax": n - 0.5, "colorscale": scale, "showscale": False,
+                      "x": [f"h{h + 1}" for h in range(roles.heads)], "y": [f"L{l + 1}" for l in range(roles.layers)],
+                      "text": text, "texttemplate": "%{text}", "textfont": {"size": 11}, "xgap": 2, "ygap": 2,
+                      "hovertemplate": "layer %{y}, head %{x}: %{text}<extra></extra>"}],
+            "layout": {"title": {"text": plotly_text(f"What each head of {roles.model_name} attends to")},
+                       "yaxis": {"autorange": "reversed", "title": {"text": "layer"}},
+                       "xaxis": {"title": {"text": "head"}, "side": "top"},
+                       "height": 140 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 90, "b": 10}}}
+
+
 def head_roles_markdown(roles: HeadRoles) -> str:
-    """One row per layer, one cell per head: its label and the share that earns it; the counts below."""
-    rows = []
-    for layer in range(roles.layers):
-        cells = []
-        for head in range(roles.heads):
-            r = roles.role_of(layer, head)
-            what = "entropy" if r.role in ("broad", "mixed") else "of its attention"
-            cells.append(f"{ROLE_MARKS[r.role]} {r.share:.0%}" + ("" if r.role != "mixed" else f" ({what})"))
-        rows.append([f"layer {layer + 1}", *cells])
-    table = md_table(["", *[f"head {h + 1}" for h in range(roles.heads)]], rows)
+    """The grid's text twin: one row per layer, one cell per head (its label and the share that earns it),
+    the counts below."""
+    rows = [[f"L{layer + 1}", *[_cell(roles.role_of(layer, h).role, roles.role_of(layer, h).share)
+                                for h in range(roles.heads)]] for layer in range(roles.layers)]
+    table = md_table(["", *[f"h{h + 1}" for h in range(roles.heads)]], rows)
     counts = ", ".join(f"{role}: {n}" for role, n in roles.counts().items() if n)
     causal = (" A left-to-right model cannot look at the next word: its next-word share is 0 by construction."
               if roles.causal else "")
@@ -136,7 +154,7 @@ def head_roles_markdown(roles: HeadRoles) -> str:
             f"{roles.words:,} words of {plural(roles.sentences, 'fixed sentence')} (Clark et al. 2019). A label needs "
             "at least half of the head's attention on that target (the share shown); *broad* = spread out "
             f"(entropy ≥ 75 % of its maximum, shown as that share); · = none of these.{causal}\n\n"
-            f"{table}\n\nHeads by label: {counts}.")
+            f"Heads by label: {counts}.\n\n{table}")
 
 
 def roles_over_steps_markdown(run: RolesOverSteps) -> str:
