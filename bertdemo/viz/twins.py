@@ -135,7 +135,7 @@ def head_roles_spec(roles: HeadRoles) -> dict:
                       "x": [f"h{h + 1}" for h in range(roles.heads)], "y": [f"L{l + 1}" for l in range(roles.layers)],
                       "text": text, "texttemplate": "%{text}", "textfont": {"size": 11}, "xgap": 2, "ygap": 2,
                       "hovertemplate": "layer %{y}, head %{x}: %{text}<extra></extra>"}],
-            "layout": {"title": {"text": plotly_text(f"What each head of {roles.model_name} attends to")},
+            "layout": {"title": {"text": "What each head attends to<br><sub>" + plotly_text(roles.model_name) + "</sub>"},
                        "yaxis": {"autorange": "reversed", "title": {"text": "layer"}},
                        "xaxis": {"title": {"text": "head"}, "side": "top"},
                        "height": 140 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 90, "b": 10}}}
@@ -154,7 +154,7 @@ def head_roles_markdown(roles: HeadRoles) -> str:
             f"{roles.words:,} words of {plural(roles.sentences, 'fixed sentence')} (Clark et al. 2019). A label needs "
             "at least half of the head's attention on that target (the share shown); *broad* = spread out "
             f"(entropy ≥ 75 % of its maximum, shown as that share); · = none of these.{causal}\n\n"
-            f"Heads by label: {counts}.\n\n{table}")
+            f"Heads by label: {counts}.\n\n<details><summary>The grid as a table</summary>\n\n{table}\n\n</details>")
 
 
 def roles_over_steps_markdown(run: RolesOverSteps) -> str:
@@ -178,8 +178,10 @@ def cost_markdown(run: TrainingCost, reference: TrainingCost, hardware: str = ""
              f"**{literal(reference.label)}**" + (f" ({literal(hardware)})" if hardware else ""),
              *[f"- {x}" for x in reference.tokens_lines], f"- {reference.flops_line}", ""]
     if share > 0:
-        lines.append(f"The run read {run.tokens / reference.tokens:.2g} of BERT-base's tokens and spent "
-                     f"{share:.2g} of its compute: BERT-base took about {1 / share:,.0f} times as much.")
+        tokens_share = run.tokens / reference.tokens
+        lines.append(f"The run read one token for every {1 / tokens_share:,.0f} that BERT-base read "
+                     f"({tokens_share:.2%} as many) and spent {share:.2%} of its compute: BERT-base took about "
+                     f"{1 / share:,.0f} times as much.")
     else:
         lines.append("The run has not read any tokens yet.")
     lines.append("\n*Training FLOPs ≈ 6 × parameters × tokens (a forward 2 per parameter per token, its backward 4); "
