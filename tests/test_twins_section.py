@@ -115,3 +115,4 @@ def test_a_runs_cost_and_its_heads_over_checkpoints(tmp_path, corpus):
     assert "42,598,400,000 tokens" in text and "BERT-base took about" in text
     steps = h["head_roles_over_checkpoints"]("run-a")
     assert "| 10 |" in steps and "| 20 |" in steps and "2 checkpoints" in steps
+    assert snap.attention_start == "neighbours" and "planted at initialisation" in steps  # the default start

@@ -16,6 +16,7 @@ import gradio as gr
 from bertdemo.explore.twin_choices import checkpoint_step, pair_choices
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
+from bertdemo.pretrain.config import TrainConfig
 from bertdemo.ui import common
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.lazy import LazyModule
@@ -24,6 +25,7 @@ from bertdemo.ui.plotly_figure import PlotlyFigure
 twins_engine = LazyModule("bertdemo.explore.twins")
 heads_engine = LazyModule("bertdemo.explore.head_roles")
 drawing = LazyModule("bertdemo.viz.twins")
+pretrain_model = LazyModule("bertdemo.pretrain.model")
 
 NO_LTR = ("**No left-to-right model is available on this server yet.** The comparison needs one: a run "
           "pretrained with the left-to-right objective (the same model with a causal mask) appears in the "
@@ -35,7 +37,9 @@ TWINS_NOTE = (
 HEADS_NOTE = (
     "Clark et al. (2019), *What does BERT look at?*: many heads do one simple thing, such as attending to the "
     "previous word, the next word, [SEP] or [CLS]. Each head of the model is labelled here by what it measurably "
-    "does on a fixed set of sentences, with the share of its attention that earns the label.")
+    "does on a fixed set of sentences, with the share of its attention that earns the label. A run on the default "
+    "start has previous- and next-word heads from step 0 (planted at initialisation); a run with the plain random "
+    "start shows whether they grow on their own.")
 CORPUS_NOTE = ("Held-out words: the embedded Wikipedia summaries' held-out split (the last blocks of the corpus, "
                "never trained on by this app's runs). The embedded model itself read every summary while it was "
                "built, so its numbers there are not held out.")
@@ -149,7 +153,9 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
             loaded = store.get(runs.run_reference(by_step[step]))
             measured.append((step, loaded.model, loaded.tokenizer))
         current_budget().restart()
-        return drawing.roles_over_steps_markdown(heads_engine.roles_over_checkpoints(run_id, measured, current_budget()))
+        planted = pretrain_model.starts_on_neighbours(TrainConfig.from_flat(**runs.load_run(run_id).settings))
+        return drawing.roles_over_steps_markdown(heads_engine.roles_over_checkpoints(run_id, measured, current_budget()),
+                                                 planted)
 
     @user_errors
     def run_cost(run_id: str) -> str:

@@ -157,8 +157,14 @@ def head_roles_markdown(roles: HeadRoles) -> str:
             f"Heads by label: {counts}.\n\n<details><summary>The grid as a table</summary>\n\n{table}\n\n</details>")
 
 
-def roles_over_steps_markdown(run: RolesOverSteps) -> str:
-    """How many heads carry each label at each measured checkpoint, and when the first previous-word head appeared."""
+PLANTED = ("This run started its heads on the neighbouring words (the default start): its previous- and next-word "
+           "heads were planted at initialisation, not grown. A run with the plain random start shows whether "
+           "such heads grow on their own.")
+
+
+def roles_over_steps_markdown(run: RolesOverSteps, planted: bool = False) -> str:
+    """How many heads carry each label at each measured checkpoint, and when the first previous-word head appeared;
+    ``planted``: the run started its heads on the neighbouring words (said first)."""
     roles = list(run.measured[0].counts())  # every label, in the same order
     rows = [[f"{step:,}", *[str(m.counts()[role]) for role in roles]] for step, m in zip(run.steps, run.measured)]
     first = run.first_step_with("previous word")
@@ -166,7 +172,8 @@ def roles_over_steps_markdown(run: RolesOverSteps) -> str:
             else "No head attends mostly to the previous word at any measured checkpoint.")
     nxt = run.first_step_with("next word")
     when += (f" The first next-word head appears by step {nxt:,}." if nxt is not None else "")
-    return (f"**{literal(run.run_name)}**, heads by label at each checkpoint ({plural(len(run.steps), 'checkpoint')} "
+    return ((PLANTED + "\n\n" if planted else "") +
+            f"**{literal(run.run_name)}**, heads by label at each checkpoint ({plural(len(run.steps), 'checkpoint')} "
             f"measured). {when}\n\n" + md_table(["step", *roles], rows))
 
 
