@@ -23,6 +23,8 @@ MLM_COLOR, LTR_COLOR = "#4f46e5", "#dc2626"
 LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
 ROLE_MARKS = {"previous word": "← prev", "next word": "next →", "same word": "self", "[CLS]": "[CLS]",
               "[SEP]": "[SEP]", "broad": "broad", "mixed": "·"}
+GRID_MARKS = {"previous word": "←", "next word": "→", "same word": "=", "[CLS]": "C", "[SEP]": "S", "broad": "≈",
+              "mixed": "·"}  # one character per cell: the grid fits a phone's width
 ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb", "#ffffff")  # in ROLE_MARKS' order
 
 
@@ -127,18 +129,21 @@ def head_roles_spec(roles: HeadRoles) -> dict:
     """Layers × heads, each cell coloured by its label and showing the share that earns it."""
     index = {role: i for i, role in enumerate(ROLE_MARKS)}
     z = [[index[roles.role_of(l, h).role] for h in range(roles.heads)] for l in range(roles.layers)]
-    text = [[_cell(roles.role_of(l, h).role, roles.role_of(l, h).share).replace(" ", "<br>", 1)
-             for h in range(roles.heads)] for l in range(roles.layers)]
+    text = [[GRID_MARKS[r.role] + ("" if r.role == "mixed" else f"<br>{100 * r.share:.0f}")
+             for r in (roles.role_of(l, h) for h in range(roles.heads))] for l in range(roles.layers)]
+    hover = [[_cell(roles.role_of(l, h).role, roles.role_of(l, h).share) for h in range(roles.heads)]
+             for l in range(roles.layers)]
     n = len(ROLE_COLORS)
     scale = [x for i, c in enumerate(ROLE_COLORS) for x in ([i / n, c], [(i + 1) / n, c])]
     return {"data": [{"type": "heatmap", "z": z, "zmin": -0.5, "zmax": n - 0.5, "colorscale": scale, "showscale": False,
                       "x": [f"h{h + 1}" for h in range(roles.heads)], "y": [f"L{l + 1}" for l in range(roles.layers)],
                       "text": text, "texttemplate": "%{text}", "textfont": {"size": 11}, "xgap": 2, "ygap": 2,
-                      "hovertemplate": "layer %{y}, head %{x}: %{text}<extra></extra>"}],
+                      "customdata": hover, "hovertemplate": "layer %{y}, head %{x}: %{customdata}<extra></extra>"}],
             "layout": {"title": {"text": "What each head attends to<br><sub>" + plotly_text(roles.model_name) + "</sub>"},
                        "yaxis": {"autorange": "reversed", "title": {"text": "layer"}},
-                       "xaxis": {"title": {"text": "head"}, "side": "top"},
-                       "height": 140 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 90, "b": 10}}}
+                       "xaxis": {"title": {"text": "head (← previous word, → next word, = same word, C [CLS], "
+                                                   "S [SEP], ≈ broad, · none; % of attention)"}},
+                       "height": 160 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 70, "b": 70}}}
 
 
 def head_roles_markdown(roles: HeadRoles) -> str:
