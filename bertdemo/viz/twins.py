@@ -141,9 +141,10 @@ def head_roles_spec(roles: HeadRoles) -> dict:
                       "customdata": hover, "hovertemplate": "layer %{y}, head %{x}: %{customdata}<extra></extra>"}],
             "layout": {"title": {"text": "What each head attends to<br><sub>" + plotly_text(roles.model_name) + "</sub>"},
                        "yaxis": {"autorange": "reversed", "title": {"text": "layer"}},
-                       "xaxis": {"title": {"text": "head (← previous word, → next word, = same word, C [CLS], "
-                                                   "S [SEP], ≈ broad, · none; % of attention)"}},
-                       "height": 160 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 70, "b": 70}}}
+                       "xaxis": {"title": {"text": "← previous word, → next word, = same word<br>C [CLS], S [SEP], "
+                                                   "≈ broad, · none<br>the number: % of the head's attention",
+                                           "font": {"size": 12}}},
+                       "height": 190 + 46 * roles.layers, "margin": {"l": 50, "r": 10, "t": 70, "b": 100}}}
 
 
 def head_roles_markdown(roles: HeadRoles) -> str:
