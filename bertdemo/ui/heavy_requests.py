@@ -101,6 +101,12 @@ ENDPOINTS: dict[str, Endpoint] = {
     "delete_finetune": LIGHT, "delete_finetune_from_page": LIGHT, "show_code": LIGHT, "status_text": LIGHT,
     "classify": MODEL, "classify_from_page": MODEL, "compute_landmarks": PROBES,
     "probe_layers": PROBES, "probe_layers_from_page": PROBES, "probe_checkpoints": PROBES,
+    # The B in BERT (Pretrain tab): masked LM beside left-to-right LM, what the heads became, what a run cost
+    "twin_heldout": Endpoint("model", max_gflop=2_000, seconds=120.0, heavy=True, what="the held-out comparison"),
+    "twin_cloze": MODEL, "twin_side_by_side": MODEL, "head_roles": MODEL,
+    "head_roles_over_checkpoints": Endpoint("model", max_gflop=2_000, seconds=120.0, heavy=True,
+                                            what="heads over checkpoints"),
+    "run_cost": LIGHT, "refresh_pairs": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import gradio as gr
 
-from bertdemo.ui import common
+from bertdemo.ui import common, twins_section
 
 from bertdemo import compat, storage
 from bertdemo.models.device import zero_gpu
@@ -279,6 +279,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                         order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
                         order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
                     order_out = gr.Markdown(elem_id="pt-order")
+                twins_section.build(ctx, runs, store)  # masked LM vs left-to-right, the heads, the cost
                 with gr.Accordion("Runs on this server: download, delete", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built

@@ -40,11 +40,13 @@ MAX_CHARS: dict[str, int] = {
     "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
     "step": STEP_CHARS,
     "expected": input_limits.MAX_EXPECTED_CHARS,  # the word a probe expects at its first [MASK]
+    "mlm_model": MAX_NAME_CHARS, "ltr_model": MAX_NAME_CHARS,  # the twin comparison's pair
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
     "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
     "set_probe_from_page": {"text": input_limits.MAX_PROBE_CHARS},
     "order_probe": {"text": input_limits.MAX_PROBE_CHARS},
+    "twin_side_by_side": {"text": input_limits.MAX_PROBE_CHARS},  # one sentence, both models
 }
 
 

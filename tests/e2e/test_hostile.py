@@ -244,6 +244,10 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "classify": [SENTENCE_64, "ft:no-such-run"],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
     "run_metrics_csv": ["no-such-run"],
+    # the twin comparison, the heads, a run's cost (no left-to-right model on this server: refused by name)
+    "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run"],
+    "twin_side_by_side": [EMBEDDED, "no-such-ltr-run", SENTENCE_64, 20], "head_roles": [EMBEDDED],
+    "head_roles_over_checkpoints": ["no-such-run"], "run_cost": ["no-such-run"],
 }
 VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
 HEAVY_ANSWER_TIMEOUT_S = 300.0  # a visitor's call may wait for the others' heavy work in the queue

@@ -1,0 +1,43 @@
+"""Which models the twin comparison may pair: masked LMs on one side, left-to-right LMs on the other.
+
+Torch-free (the page builds its pickers before PyTorch loads): a run checkpoint's objective is read from
+its ``config.json`` (``is_decoder``: a left-to-right ``BertLMHeadModel``), never by loading the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+
+def objective_of_folder(folder: str | Path) -> str:
+    """"ltr" when the model folder's config says ``is_decoder`` (a left-to-right LM), else "mlm"."""
+    path = Path(folder) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "mlm"
+    return "ltr" if bool(config.get("is_decoder", False)) else "mlm"
+
+
+def pair_choices(choices: list[tuple[str, str]], resolve: Callable[[str], str | None]
+                 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(masked-LM choices, left-to-right choices) from the model pickers' (label, name) list; ``resolve``
+    gives a local name's folder (a run's ``run:<id>/...``), None for a hub or embedded name (masked LMs)."""
+    mlm, ltr = [], []
+    for label, name in choices:
+        try:
+            folder = resolve(name)
+        except ValueError:  # a run deleted meanwhile
+            continue
+        (ltr if folder and objective_of_folder(folder) == "ltr" else mlm).append((label, name))
+    return mlm, ltr
+
+
+def checkpoint_step(folder: str | Path) -> int:
+    """The training step a run checkpoint was saved at (its ``trainer_state.json``); ValueError if it has none."""
+    try:
+        return int(json.loads((Path(folder) / "trainer_state.json").read_text(encoding="utf-8"))["step"])
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(f"{Path(folder).name} is not a training checkpoint.") from err

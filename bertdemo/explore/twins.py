@@ -1,0 +1,412 @@
+"""Masked LM beside left-to-right LM: the same held-out words, right-context blanks, a learner's sentence.
+
+BERT's paper (§5.1, Table 5) credits bidirectional pretraining: a masked LM reads the words on both
+sides of a gap, a left-to-right (LTR) model only those before it. This module measures what that buys
+on two models that share a tokenizer:
+
+* :func:`heldout_by_position`: each model's loss (nats) on the same held-out words — the masked LM with
+  only that word hidden, the LTR model from the words before it — overall and by the word's position in
+  its sentence, beside the n-gram landmarks counted from the training text
+  (:mod:`bertdemo.pretrain.landmarks`): unigram, the word before (the most an LTR guesser could use of
+  its neighbours) and both neighbours. The words are the run's own fixed held-out questions
+  (:mod:`bertdemo.pretrain.heldout`), in the complete sentences of the held-out blocks, each sentence
+  read alone (``[CLS] sentence [SEP]``), so every sentence starts the LTR model blind.
+* :func:`cloze_ranks`: each model's rank of the right word on a right-context cloze set (the words after
+  the blank decide it: ``data/right_context_cloze.tsv``), with mean reciprocal rank and top-1 / top-5.
+* :func:`side_by_side`: the top-k at a learner's blank from both models.
+
+A model is LTR when its config says ``is_decoder`` (a ``BertLMHeadModel``: the causal mask is the only
+difference); its distribution for the word at position ``i`` is read from its output at ``i - 1``. Rank 1
+is the model's first guess; a rank counts the entries whose logit is strictly higher.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bertdemo.explore.encoding import normalise_masks
+from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
+from bertdemo.pretrain.landmarks import NgramCounts
+from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from bertdemo.models.loading import LoadedModel
+
+RIGHT_CONTEXT_CLOZE = Path(__file__).resolve().parents[2] / "data" / "right_context_cloze.tsv"
+MAX_HELDOUT_BLOCKS = 64  # held-out blocks read per comparison (each ~19 questions, one forward each for the MLM)
+DEFAULT_HELDOUT_BLOCKS = 16
+MAX_SENTENCE_TOKENS = 62  # a held-out sentence longer than this is skipped (its own input stays short)
+MAX_TWIN_TOP_K = 20
+MAX_TWIN_TOKENS = 64  # the learner's sentence
+SENTENCE_ENDS = (".", "!", "?")
+POSITION_BUCKETS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 8), (9, 12), (13, 20), (21, MAX_SENTENCE_TOKENS))
+LANDMARK_SERIES = {"unigram": "unigram",
+                   "left": "word before (bigram)",
+                   "both": "both neighbours"}
+QUESTIONS_PER_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Twin:
+    """One model of the pair: the name the page shows, the model and its tokenizer."""
+
+    name: str
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+
+    @property
+    def objective(self) -> str:
+        """"ltr" for a left-to-right model (``config.is_decoder``), else "mlm"."""
+        return "ltr" if bool(getattr(self.model.config, "is_decoder", False)) else "mlm"
+
+    @property
+    def label(self) -> str:
+        kind = "left-to-right LM" if self.objective == "ltr" else "masked LM"
+        return f"{self.name} ({kind})"
+
+
+def twin_of(loaded: LoadedModel) -> Twin:
+    """A loaded model of the store as a :class:`Twin`."""
+    return Twin(loaded.name, loaded.model, loaded.tokenizer)
+
+
+def check_pair(mlm: Twin, ltr: Twin) -> None:
+    """ValueError unless ``mlm`` is a masked LM and ``ltr`` a left-to-right one over the same vocabulary."""
+    if mlm.objective != "mlm":
+        raise ValueError(f"{mlm.name} is a left-to-right model: pick a masked LM on the masked-LM side.")
+    if ltr.objective != "ltr":
+        raise ValueError(f"{ltr.name} is a masked LM, not a left-to-right one: pick a left-to-right model "
+                         "(a run trained with the left-to-right objective).")
+    if mlm.tokenizer.get_vocab() != ltr.tokenizer.get_vocab():
+        raise ValueError(f"{mlm.name} and {ltr.name} use different vocabularies: the same words cannot be compared.")
+
+
+def _head(model: Any):
+    """The prediction head of a BERT-family LM (``BertForMaskedLM`` / ``BertLMHeadModel``: ``cls``)."""
+    head = getattr(model, "cls", None)
+    if head is None:
+        raise ValueError(f"{type(model).__name__} has no BERT prediction head: compare BERT-family models.")
+    return head
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device
+
+
+@torch.inference_mode()
+def _logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+               rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """(M, V) float32 logits of ``model`` at (row, col) positions of a batch: the head on those outputs only."""
+    device = _device(model)
+    out = model.base_model(input_ids=input_ids.to(device),
+                           attention_mask=None if attention_mask is None else attention_mask.to(device))
+    hidden = out.last_hidden_state[rows.to(device), cols.to(device)]
+    return _head(model)(hidden).float().cpu()
+
+
+def _ranks(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(M,) rank of each target among its row of logits: 1 + the entries with a strictly higher logit."""
+    true = logits.gather(1, targets[:, None])
+    return (logits > true).sum(dim=1) + 1
+
+
+# --- held-out words by position ------------------------------------------------------------------------------
+@dataclass
+class HeldoutComparison:
+    """Both models and the landmarks on the same held-out words: nats per word, overall and per bucket."""
+
+    mlm_name: str
+    ltr_name: str
+    buckets: list[str]  # "1", "2", "4–5", ... (position of the word in its sentence, 1 = first word)
+    counts: list[int]  # words per bucket
+    loss: dict[str, list[float]]  # series -> mean nats per bucket (nan for an empty bucket)
+    overall: dict[str, float]  # series -> mean nats over every word
+    questions: int
+    sentences: int
+    blocks: int
+    series_order: list[str] = field(default_factory=list)  # the models first, then the landmarks
+
+    def winner_note(self) -> str:
+        """One sentence: how much lower the masked LM's loss is than the LTR model's, first words and the rest."""
+        m, l = self.overall[self.mlm_name], self.overall[self.ltr_name]
+        return (f"Over {self.questions:,} held-out words, {self.mlm_name} (masked LM) averages {m:.2f} nats and "
+                f"{self.ltr_name} (left-to-right) {l:.2f}: a difference of {l - m:+.2f} nats per word "
+                f"(perplexity {math.exp(m):,.1f} vs {math.exp(l):,.1f}).")
+
+
+def sentence_spans(block: np.ndarray, end_ids: set[int], boundary_ids: set[int]) -> list[tuple[int, int]]:
+    """(start, stop) of the complete sentences of one packed block: a span starts right after a sentence end
+    or a [SEP] (never at the block's start, which is cut from the middle of a text) and runs through its
+    sentence end (". ! ?"); a text that stops without one is no sentence. Spans longer than
+    :data:`MAX_SENTENCE_TOKENS` go."""
+    spans: list[tuple[int, int]] = []
+    start = None
+    for i, tok in enumerate(block.tolist()):
+        if tok in boundary_ids:  # [CLS] opens the block mid-text; after a [SEP] a new text starts
+            start = i + 1 if i > 0 else None
+        elif tok in end_ids:
+            if start is not None and i + 1 - start <= MAX_SENTENCE_TOKENS:
+                spans.append((start, i + 1))
+            start = i + 1
+    return [s for s in spans if s[1] > s[0]]
+
+
+def _bucket_of(position: int) -> int:
+    for b, (lo, hi) in enumerate(POSITION_BUCKETS):
+        if lo <= position <= hi:
+            return b
+    return len(POSITION_BUCKETS) - 1
+
+
+def bucket_labels() -> list[str]:
+    return [str(lo) if lo == hi else (f"{lo}+" if hi >= MAX_SENTENCE_TOKENS else f"{lo}–{hi}")
+            for lo, hi in POSITION_BUCKETS]
+
+
+def heldout_gflop(config: Any, questions: int, sentences: int, tokens: int = 32) -> float:
+    """The comparison's cost: one masked-LM forward per question, one LTR forward per sentence."""
+    return (questions + sentences) * sequence_gflop(config, tokens)
+
+
+def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts: NgramCounts,
+                        max_blocks: int = DEFAULT_HELDOUT_BLOCKS, budget: WorkBudget | None = None) -> HeldoutComparison:
+    """Each model's loss on the same held-out words, by position in the sentence, beside the landmarks.
+
+    ``heldout_blocks``: (N, T) packed held-out blocks (:func:`bertdemo.pretrain.data.prepare_blocks`), whose
+    fixed questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) inside complete sentences are the
+    words asked; ``counts``: the n-grams of the training blocks (:func:`~bertdemo.pretrain.landmarks.count_ngrams`).
+    The masked LM reads the sentence with that one word hidden; the LTR model the sentence (its output before
+    the word; the words after it cannot reach that output)."""
+    check_pair(mlm, ltr)
+    budget = budget or unbounded()
+    if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
+        raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
+    tok = mlm.tokenizer
+    specials = list(tok.all_special_ids)
+    blocks = np.asarray(heldout_blocks, dtype=np.int64)[: int(max_blocks)]
+    q = heldout_questions(blocks, specials, tok.mask_token_id, max_tokens=len(blocks) * blocks.shape[1])
+    vocab = tok.get_vocab()
+    end_ids = {vocab[e] for e in SENTENCE_ENDS if e in vocab}
+    boundary = {i for i in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if i is not None}
+    sentences: list[np.ndarray] = []  # [CLS] words [SEP]
+    asked: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
+    for b, block in enumerate(blocks):
+        for start, stop in sentence_spans(block, end_ids, boundary):
+            cols = [c for c in range(start, stop) if q.labels[b, c] != IGNORE_INDEX]
+            if not cols:
+                continue
+            s = len(sentences)
+            sentences.append(np.concatenate([[tok.cls_token_id], block[start:stop], [tok.sep_token_id]]))
+            asked += [(s, c - start + 1) for c in cols]
+    if not asked:
+        raise ValueError("The held-out blocks hold no complete sentence with a held-out question: read more blocks.")
+    mean_len = int(np.mean([len(s) for s in sentences]))
+    budget.charge(heldout_gflop(mlm.model.config, len(asked), len(sentences), mean_len),
+                  f"{len(asked):,} held-out words", "Read fewer held-out blocks.")
+    words = np.array([sentences[s][i] for s, i in asked])
+    positions = np.array([i for _s, i in asked])  # 1 = the sentence's first word
+    left = np.array([sentences[s][i - 1] for s, i in asked])
+    right = np.array([sentences[s][i + 1] for s, i in asked])
+    nll = {mlm.name: _mlm_nll(mlm, sentences, asked, budget), ltr.name: _ltr_nll(ltr, sentences, asked, budget)}
+    logp = counts.log_probs(words, left, right)
+    for key, label in LANDMARK_SERIES.items():
+        nll[label] = -logp[key]
+    bucket = np.array([_bucket_of(int(p)) for p in positions])
+    per_bucket = {name: [float(v[bucket == b].mean()) if (bucket == b).any() else float("nan")
+                         for b in range(len(POSITION_BUCKETS))] for name, v in nll.items()}
+    return HeldoutComparison(mlm.name, ltr.name, bucket_labels(), [int((bucket == b).sum()) for b in range(len(POSITION_BUCKETS))],
+                             per_bucket, {name: float(v.mean()) for name, v in nll.items()}, len(asked), len(sentences),
+                             len(blocks), list(nll))
+
+
+def _padded(rows: list[np.ndarray], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def _mlm_nll(twin: Twin, sentences: list[np.ndarray], asked: list[tuple[int, int]], budget: WorkBudget) -> np.ndarray:
+    """-ln P(word) with that word alone replaced by [MASK]: one input per question."""
+    tok, out = twin.tokenizer, []
+    for start in range(0, len(asked), QUESTIONS_PER_BATCH):
+        chunk = asked[start : start + QUESTIONS_PER_BATCH]
+        budget.check_time(len(chunk))
+        rows, targets = [], []
+        for s, i in chunk:
+            row = sentences[s].copy()
+            targets.append(int(row[i]))
+            row[i] = tok.mask_token_id
+            rows.append(row)
+        ids, mask = _padded(rows, tok.pad_token_id or 0)
+        logits = _logits_at(twin.model, ids, mask, torch.arange(len(chunk)), torch.tensor([i for _s, i in chunk]))
+        out.append(F.cross_entropy(logits, torch.tensor(targets), reduction="none").double().numpy())
+    return np.concatenate(out)
+
+
+def _ltr_nll(twin: Twin, sentences: list[np.ndarray], asked: list[tuple[int, int]], budget: WorkBudget) -> np.ndarray:
+    """-ln P(word | the words before it): each sentence read once, the output before each question's word."""
+    tok = twin.tokenizer
+    by_sentence: dict[int, list[int]] = {}
+    for k, (s, _i) in enumerate(asked):
+        by_sentence.setdefault(s, []).append(k)
+    out = np.zeros(len(asked))
+    order = sorted(by_sentence)
+    for start in range(0, len(order), QUESTIONS_PER_BATCH):
+        chunk = order[start : start + QUESTIONS_PER_BATCH]
+        budget.check_time(len(chunk))
+        ids, mask = _padded([sentences[s] for s in chunk], tok.pad_token_id or 0)
+        ks = [k for s in chunk for k in by_sentence[s]]
+        rows = torch.tensor([chunk.index(asked[k][0]) for k in ks])
+        cols = torch.tensor([asked[k][1] - 1 for k in ks])  # the output before the word
+        targets = torch.tensor([int(sentences[asked[k][0]][asked[k][1]]) for k in ks])
+        logits = _logits_at(twin.model, ids, mask, rows, cols)
+        out[ks] = F.cross_entropy(logits, targets, reduction="none").double().numpy()
+    return out
+
+
+# --- right-context cloze ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClozeItem:
+    sentence: str  # one [MASK]
+    answer: str  # one wordpiece of the vocabulary
+
+
+def read_right_context_cloze(path: str | Path = RIGHT_CONTEXT_CLOZE) -> list[ClozeItem]:
+    """The ``sentence<TAB>answer`` lines of a cloze file (``#`` lines are comments); ValueError naming the line."""
+    items = []
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        sentence, _, answer = line.partition("\t")
+        if not answer.strip() or normalise_masks(sentence, "[MASK]").count("[MASK]") != 1:
+            raise ValueError(f"{Path(path).name}:{number}: expected 'sentence with one [MASK]<TAB>answer'")
+        items.append(ClozeItem(sentence.strip(), answer.strip().lower()))
+    return items
+
+
+@dataclass
+class ClozeRanks:
+    """Each model's rank of the right word per sentence, and its summary."""
+
+    names: list[str]
+    objectives: dict[str, str]  # name -> "mlm" / "ltr"
+    items: list[ClozeItem]
+    ranks: dict[str, list[int]]  # name -> rank per item (1 = first guess)
+    first_guess: dict[str, list[str]]  # name -> its top-1 per item
+
+    def summary(self, name: str) -> dict[str, float]:
+        r = np.asarray(self.ranks[name], dtype=np.float64)
+        return {"mrr": float((1 / r).mean()), "top1": float((r <= 1).mean()), "top5": float((r <= 5).mean()),
+                "median_rank": float(np.median(r))}
+
+
+def _blank_inputs(tokenizer: Any, sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Padded ids, attention mask and the blank's index of each sentence (exactly one [MASK] each)."""
+    texts = [normalise_masks(s, tokenizer.mask_token) for s in sentences]
+    enc = tokenizer(texts, padding=True, return_tensors="pt")
+    where = enc["input_ids"] == tokenizer.mask_token_id
+    if not bool((where.sum(dim=1) == 1).all()):
+        raise ValueError("Each sentence needs exactly one [MASK].")
+    return enc["input_ids"], enc["attention_mask"], where.long().argmax(dim=1)
+
+
+def blank_logits(twin: Twin, sentences: list[str]) -> torch.Tensor:
+    """(S, V) logits for each sentence's blank: the masked LM's output at the [MASK]; the LTR model's output at
+    the position before it (its prediction of the next word, from the words before the blank only)."""
+    ids, mask, blank = _blank_inputs(twin.tokenizer, sentences)
+    cols = blank - 1 if twin.objective == "ltr" else blank
+    return _logits_at(twin.model, ids, mask, torch.arange(len(sentences)), cols)
+
+
+def cloze_ranks(twins: list[Twin], items: list[ClozeItem] | None = None,
+                budget: WorkBudget | None = None) -> ClozeRanks:
+    """Each model's rank of the right word on the right-context cloze set (the shipped one by default)."""
+    items = read_right_context_cloze() if items is None else items
+    budget = budget or unbounded()
+    ranks, first = {}, {}
+    for twin in twins:
+        budget.charge(len(items) * sequence_gflop(twin.model.config, 24), f"{len(items)} cloze sentences",
+                      "Use a smaller model.")
+        budget.check_time(len(items))
+        vocab = twin.tokenizer.get_vocab()
+        missing = [it.answer for it in items if it.answer not in vocab]
+        if missing:
+            raise ValueError(f"{twin.name}'s vocabulary lacks the answers {', '.join(missing[:5])}.")
+        logits = blank_logits(twin, [it.sentence for it in items])
+        targets = torch.tensor([vocab[it.answer] for it in items])
+        ranks[twin.name] = _ranks(logits, targets).tolist()
+        first[twin.name] = twin.tokenizer.convert_ids_to_tokens(logits.argmax(dim=1).tolist())
+    return ClozeRanks([t.name for t in twins], {t.name: t.objective for t in twins}, items, ranks, first)
+
+
+# --- the learner's sentence ------------------------------------------------------------------------------------
+@dataclass
+class TwinGuesses:
+    """One model's top-k at the learner's blank."""
+
+    name: str
+    objective: str
+    top: list[tuple[str, float]]  # (token, probability)
+    read: str  # the words the model used: the whole sentence, or those before the blank
+
+
+def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGuesses]:
+    """Top-k at the one [MASK] of ``text`` from each model; the LTR model answers from the words before it."""
+    text = (text or "").strip()
+    if not 1 <= int(top_k) <= MAX_TWIN_TOP_K:
+        raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
+    if not text:
+        raise ValueError("Type a sentence with one [MASK].")
+    if normalise_masks(text, "[MASK]").count("[MASK]") != 1:
+        raise ValueError("Put exactly one [MASK] in the sentence: both models fill that one blank.")
+    out = []
+    for twin in twins:
+        n = len(twin.tokenizer(normalise_masks(text, twin.tokenizer.mask_token))["input_ids"])
+        if n > MAX_TWIN_TOKENS:
+            raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
+        probs = blank_logits(twin, [text]).softmax(dim=-1)[0]
+        p, ids = probs.topk(int(top_k))
+        tokens = twin.tokenizer.convert_ids_to_tokens(ids.tolist())
+        before = normalise_masks(text, "[MASK]").split("[MASK]")[0].strip()
+        read = (f"only the words before the blank: “{before} …”" if twin.objective == "ltr"
+                else "the whole sentence, both sides of the blank")
+        out.append(TwinGuesses(twin.name, twin.objective, list(zip(tokens, p.tolist())), read))
+    return out
+
+
+# --- the page's comparison: the embedded corpus's held-out split ------------------------------------------------
+HELDOUT_CORPUS = "wiki"  # the embedded Wikipedia summaries: what the app's runs pretrain on by default
+HELDOUT_SEQ_LEN = 128  # the engine's block length
+
+
+def heldout_from_corpus(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks: int = DEFAULT_HELDOUT_BLOCKS,
+                        budget: WorkBudget | None = None, corpus: str = HELDOUT_CORPUS) -> HeldoutComparison:
+    """:func:`heldout_by_position` on ``corpus``'s held-out split (the blocks every run of that corpus holds
+    out, from the block cache in ``cache_dir``; tokenized once), with the landmarks counted over its training
+    blocks. The deadline of ``budget`` starts once the blocks are ready."""
+    from bertdemo.pretrain.data import prepare_blocks
+    from bertdemo.pretrain.landmarks import count_ngrams
+
+    check_pair(mlm, ltr)
+    budget = budget or unbounded()
+    if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
+        raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
+    tok = mlm.tokenizer
+    blocks = prepare_blocks(corpus, tok, HELDOUT_SEQ_LEN, cache_dir)
+    counts = count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+    budget.restart()
+    return heldout_by_position(mlm, ltr, blocks.heldout, counts, max_blocks, budget)

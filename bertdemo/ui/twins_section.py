@@ -1,0 +1,195 @@
+"""The Pretrain tab's sections on what pretraining made: masked LM beside left-to-right LM, what the heads
+became, and what a run cost next to BERT-base.
+
+Layout and wiring only; the logic lives in :mod:`bertdemo.explore.twins`, :mod:`bertdemo.explore.head_roles`
+and :mod:`bertdemo.pretrain.cost`, the drawing in :mod:`bertdemo.viz.twins` (all imported lazily: the
+page is built before PyTorch loads). Every view names the model that answered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from bertdemo.explore.twin_choices import checkpoint_step, pair_choices
+from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
+from bertdemo.pretrain import cost
+from bertdemo.pretrain.config import TrainConfig
+from bertdemo.ui import common
+from bertdemo.ui.heavy_requests import current_budget
+from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.plotly_figure import PlotlyFigure
+
+twins_engine = LazyModule("bertdemo.explore.twins")
+heads_engine = LazyModule("bertdemo.explore.head_roles")
+drawing = LazyModule("bertdemo.viz.twins")
+pretrain_model = LazyModule("bertdemo.pretrain.model")
+
+NO_LTR = ("**No left-to-right model is available on this server yet.** The comparison needs one: a run "
+          "pretrained with the left-to-right objective (the same model with a causal mask) appears in the "
+          "right-hand picker once it has a checkpoint.")
+TWINS_NOTE = (
+    "BERT's paper (§5.1, Table 5) credits *bidirectional* pretraining: a masked LM reads both sides of a gap, a "
+    "left-to-right LM (GPT-style) only the words before it. Pick one of each (same tokenizer) and measure "
+    "where the words after the gap pay.")
+HEADS_NOTE = (
+    "Clark et al. (2019), *What does BERT look at?*: many heads do one simple thing, such as attending to the "
+    "previous word, the next word, [SEP] or [CLS]. Each head of the model is labelled here by what it measurably "
+    "does on a fixed set of sentences, with the share of its attention that earns the label. A run on the default "
+    "start has previous- and next-word heads from step 0 (planted at initialisation); a run with the plain random "
+    "start shows whether they grow on their own.")
+CORPUS_NOTE = ("Held-out words: the embedded Wikipedia summaries' held-out split (the last blocks of the corpus, "
+               "never trained on by this app's runs). The embedded model itself read every summary while it was "
+               "built, so its numbers there are not held out.")
+
+
+def _plot(spec: dict) -> str:
+    return json.dumps(spec, separators=(",", ":"))
+
+
+def build(ctx: Any, runs: Any, store: Any) -> None:
+    """Lay out the three sections inside the current Blocks context (the Pretrain tab) and wire their events.
+    ``runs``: the pretraining service (run choices, checkpoints, run histories); ``store``: the model store."""
+    user_errors = common.user_errors(public=ctx.settings.is_public)
+
+    def choices() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        offered = [(label, name) for label, name in store.choices() if name != EMBEDDED_ENCODER_NAME]
+        return pair_choices(offered, runs.resolve_run_reference)
+
+    mlm_choices, ltr_choices = choices()
+    mlm_default = EMBEDDED_MLM_NAME if any(n == EMBEDDED_MLM_NAME for _l, n in mlm_choices) else (
+        mlm_choices[0][1] if mlm_choices else None)
+    run_list = runs.run_choices()
+    newest = run_list[0][1] if run_list else None  # newest first
+    with gr.Accordion("The B in BERT: masked LM beside left-to-right LM", open=False, elem_id="pt-twins"):
+        gr.Markdown(TWINS_NOTE)
+        with gr.Row():
+            mlm_pick = gr.Dropdown(mlm_choices, value=mlm_default, label="Masked LM (reads both sides)",
+                                   elem_id="pt-twins-mlm", allow_custom_value=True, scale=1)
+            ltr_pick = gr.Dropdown(ltr_choices, value=ltr_choices[0][1] if ltr_choices else None,
+                                   label="Left-to-right LM (reads the words before)", elem_id="pt-twins-ltr",
+                                   allow_custom_value=True, scale=1)
+        availability = gr.Markdown("" if ltr_choices else NO_LTR, elem_id="pt-twins-available")
+        with gr.Row():
+            blocks = gr.Slider(1, 64, value=16, step=1, label="Held-out blocks to read (128 tokens each)", scale=3)
+            heldout_button = gr.Button("Compare on held-out words", elem_id="pt-twins-heldout-run", scale=1)
+        heldout_plot = PlotlyFigure(label="Held-out loss by position in the sentence", elem_id="pt-twins-heldout-plot")
+        heldout_text = gr.Markdown(elem_id="pt-twins-heldout")
+        cloze_button = gr.Button("Rank the right word on the right-context cloze set", elem_id="pt-twins-cloze-run")
+        cloze_text = gr.Markdown(elem_id="pt-twins-cloze")
+        with gr.Row():
+            sentence = gr.Textbox("The [MASK] barked at the mailman.", label="Your sentence with one [MASK]", scale=4)
+            top_k = gr.Slider(1, 20, value=8, step=1, label="Guesses", scale=1)
+            side_button = gr.Button("Both models fill it", elem_id="pt-twins-side-run", scale=1)
+        side_plot = PlotlyFigure(label="Top guesses, side by side", elem_id="pt-twins-side-plot")
+        side_text = gr.Markdown(elem_id="pt-twins-side")
+    with gr.Accordion("What the heads became", open=False, elem_id="pt-heads"):
+        gr.Markdown(HEADS_NOTE)
+        with gr.Row():
+            heads_model = gr.Dropdown([c for pair in choices() for c in pair], value=mlm_default, label="Model",
+                                      elem_id="pt-heads-model", allow_custom_value=True, scale=3)
+            heads_button = gr.Button("Label its heads", elem_id="pt-heads-run", scale=1)
+        heads_plot = PlotlyFigure(label="What each head attends to", elem_id="pt-heads-plot")
+        heads_text = gr.Markdown(elem_id="pt-heads-out")
+        with gr.Row():
+            heads_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-heads-run-pick",
+                                    allow_custom_value=True, scale=3)
+            steps_button = gr.Button("Over its checkpoints", elem_id="pt-heads-steps-run", scale=1)
+        steps_text = gr.Markdown(elem_id="pt-heads-steps")
+    with gr.Accordion("What it cost: a run beside BERT-base", open=False, elem_id="pt-cost"):
+        with gr.Row():
+            cost_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-cost-run", allow_custom_value=True,
+                                   scale=3)
+            cost_button = gr.Button("Count its tokens and FLOPs", elem_id="pt-cost-go", scale=1)
+        cost_text = gr.Markdown(drawing_free_bert_base(), elem_id="pt-cost-out")
+
+    def pair(mlm_model: str, ltr_model: str):
+        if not ltr_model:
+            raise ValueError("Pick a left-to-right model: " + NO_LTR.replace("**", ""))
+        if not mlm_model:
+            raise ValueError("Pick a masked LM.")
+        mlm, ltr = store.get(mlm_model), store.get(ltr_model)
+        current_budget().restart()  # loading has its own rules
+        twins = twins_engine.twin_of(mlm), twins_engine.twin_of(ltr)
+        twins_engine.check_pair(*twins)
+        return twins
+
+    @user_errors
+    def twin_heldout(mlm_model: str, ltr_model: str, blocks: float):
+        mlm, ltr = pair(mlm_model, ltr_model)
+        result = twins_engine.heldout_from_corpus(mlm, ltr, ctx.settings.cache_dir, int(blocks), current_budget())
+        return _plot(drawing.heldout_spec(result)), drawing.heldout_markdown(result, CORPUS_NOTE)
+
+    @user_errors
+    def twin_cloze(mlm_model: str, ltr_model: str) -> str:
+        mlm, ltr = pair(mlm_model, ltr_model)
+        return drawing.cloze_markdown(twins_engine.cloze_ranks([mlm, ltr], budget=current_budget()))
+
+    @user_errors
+    def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float):
+        mlm, ltr = pair(mlm_model, ltr_model)
+        guesses = twins_engine.side_by_side([mlm, ltr], text, int(top_k))
+        return _plot(drawing.side_by_side_spec(guesses)), drawing.side_by_side_markdown(guesses)
+
+    @user_errors
+    def head_roles(model: str):
+        if not model:
+            raise ValueError("Pick a model.")
+        loaded = store.get(model)
+        current_budget().restart()
+        roles = heads_engine.head_roles(loaded.model, loaded.tokenizer, loaded.name, budget=current_budget())
+        return _plot(drawing.head_roles_spec(roles)), drawing.head_roles_markdown(roles)
+
+    @user_errors
+    def head_roles_over_checkpoints(run_id: str) -> str:
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        folders = runs.checkpoint_folders(run_id)
+        by_step = {checkpoint_step(folder): folder for folder in folders}
+        measured = []
+        for step in heads_engine.checkpoints_to_measure(list(by_step)):
+            loaded = store.get(runs.run_reference(by_step[step]))
+            measured.append((step, loaded.model, loaded.tokenizer))
+        current_budget().restart()
+        planted = pretrain_model.starts_on_neighbours(TrainConfig.from_flat(**runs.load_run(run_id).settings))
+        return drawing.roles_over_steps_markdown(heads_engine.roles_over_checkpoints(run_id, measured, current_budget()),
+                                                 planted)
+
+    @user_errors
+    def run_cost(run_id: str) -> str:
+        if not run_id:
+            raise ValueError("Pick a run first.")
+        snap = runs.snapshot()
+        if snap is None or snap.run_id != run_id:
+            snap = runs.load_run(run_id).snapshot
+        tokens = snap.tokens[-1] if snap.tokens else 0
+        steps = snap.steps[-1] if snap.steps else snap.step
+        spent = cost.run_cost(f"run {run_id}", snap.param_count, tokens, steps, snap.wall_s[-1] if snap.wall_s else 0.0)
+        return drawing.cost_markdown(spent, cost.bert_base_cost(), cost.BERT_BASE_HARDWARE)
+
+    def refresh_pairs():
+        mlm, ltr = choices()
+        return (gr.update(choices=mlm), gr.update(choices=ltr), "" if ltr else NO_LTR,
+                gr.update(choices=mlm + ltr))
+
+    for pick in (mlm_pick, ltr_pick, heads_model):  # checkpoints made after the page was built are offered
+        pick.focus(refresh_pairs, None, [mlm_pick, ltr_pick, availability, heads_model], api_visibility="private")
+    for pick in (heads_run, cost_run):
+        pick.focus(lambda: gr.update(choices=runs.run_choices()), None, pick, api_visibility="private")
+    heldout_button.click(twin_heldout, [mlm_pick, ltr_pick, blocks], [heldout_plot, heldout_text], api_name="twin_heldout")
+    cloze_button.click(twin_cloze, [mlm_pick, ltr_pick], cloze_text, api_name="twin_cloze")
+    side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k], [side_plot, side_text],
+                      api_name="twin_side_by_side")
+    heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles")
+    steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints")
+    cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost")
+
+
+def drawing_free_bert_base() -> str:
+    """BERT-base's pretraining cost as the section opens (before a run is picked): the arithmetic, torch-free."""
+    base = cost.bert_base_cost()
+    lines = "\n".join(f"- {x}" for x in base.tokens_lines)
+    return (f"**{base.label}** ({cost.BERT_BASE_HARDWARE})\n{lines}\n- {base.flops_line}\n\n"
+            "Pick a run to set its tokens and FLOPs beside these.")

@@ -1,0 +1,158 @@
+"""Masked LM beside left-to-right LM (bertdemo.explore.twins): every number is the models' own forward, the
+left-to-right model never reads past the blank, and the right-context cloze set is what it claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import BertForMaskedLM, BertLMHeadModel
+
+from bertdemo.explore import twins
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain.data import pack_stream
+from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
+from bertdemo.pretrain.landmarks import count_ngrams
+from tests.helpers import tiny_bert_config
+
+
+@pytest.fixture(scope="module")
+def pair(tokenizer):
+    torch.manual_seed(0)
+    mlm = BertForMaskedLM(tiny_bert_config()).eval()
+    torch.manual_seed(1)
+    ltr = BertLMHeadModel(tiny_bert_config(is_decoder=True)).eval()
+    return twins.Twin("tiny-mlm", mlm, tokenizer), twins.Twin("tiny-ltr", ltr, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def blocks(tokenizer):
+    """Packed blocks of 64 from embedded summaries: (train, held-out), as prepare_blocks makes them."""
+    texts = wiki_summaries()[:40]
+    ids = np.concatenate([np.asarray(t + [tokenizer.sep_token_id]) for t in
+                          tokenizer(texts, add_special_tokens=False)["input_ids"]])
+    packed = pack_stream(ids, 64, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
+    return packed[:-6], packed[-6:]
+
+
+def test_the_right_context_cloze_set(tokenizer):
+    items = twins.read_right_context_cloze()
+    assert len(items) >= 50
+    assert len({it.sentence for it in items}) == len(items)
+    for it in items:
+        assert it.sentence.count("[MASK]") == 1, it.sentence
+        assert len(tokenizer(it.answer, add_special_tokens=False)["input_ids"]) == 1, it.answer
+        assert it.answer in tokenizer.get_vocab(), it.answer
+        assert it.sentence.split("[MASK]")[1].strip(" .") != "", it.sentence  # words after the blank
+
+
+def test_objectives_and_the_pair_check(pair):
+    mlm, ltr = pair
+    assert (mlm.objective, ltr.objective) == ("mlm", "ltr")
+    assert mlm.label == "tiny-mlm (masked LM)" and ltr.label == "tiny-ltr (left-to-right LM)"
+    with pytest.raises(ValueError, match="masked LM, not a left-to-right"):
+        twins.check_pair(mlm, mlm)
+    with pytest.raises(ValueError, match="is a left-to-right model"):
+        twins.check_pair(ltr, ltr)
+
+
+def test_cloze_ranks_are_the_models_own(pair, tokenizer):
+    mlm, ltr = pair
+    items = twins.read_right_context_cloze()[:6]
+    result = twins.cloze_ranks([mlm, ltr], items)
+    for k, it in enumerate(items):
+        enc = tokenizer(it.sentence, return_tensors="pt")
+        blank = int((enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
+        target = tokenizer.convert_tokens_to_ids(it.answer)
+        with torch.no_grad():
+            m = mlm.model(**enc).logits[0, blank]
+            l = ltr.model(**enc).logits[0, blank - 1]  # the output before the blank predicts it
+        assert result.ranks["tiny-mlm"][k] == int((m > m[target]).sum()) + 1
+        assert result.ranks["tiny-ltr"][k] == int((l > l[target]).sum()) + 1
+        assert result.first_guess["tiny-ltr"][k] == tokenizer.convert_ids_to_tokens(int(l.argmax()))
+    r = np.asarray(result.ranks["tiny-mlm"], dtype=float)
+    assert result.summary("tiny-mlm") == pytest.approx({"mrr": (1 / r).mean(), "top1": (r == 1).mean(),
+                                                        "top5": (r <= 5).mean(), "median_rank": np.median(r)})
+
+
+def test_the_left_to_right_model_reads_only_the_words_before_the_blank(pair):
+    mlm, ltr = pair
+    a = twins.side_by_side([mlm, ltr], "The [MASK] barked at the mailman.", top_k=5)
+    b = twins.side_by_side([mlm, ltr], "The [MASK] meowed at the moon all night.", top_k=5)
+    assert [g.name for g in a] == ["tiny-mlm", "tiny-ltr"]
+    assert a[1].top == b[1].top  # bit-identical: nothing after the blank reaches it
+    assert a[0].top != b[0].top  # the masked LM reads the right side
+    assert "only the words before the blank" in a[1].read and "The" in a[1].read
+    assert "both sides" in a[0].read
+    assert sum(p for _t, p in a[0].top) < 1.0 and a[0].top[0][1] >= a[0].top[-1][1]
+
+
+@pytest.mark.parametrize("text, message", [("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"),
+                                           ("", "Type a sentence")])
+def test_side_by_side_refuses(pair, text, message):
+    with pytest.raises(ValueError, match=message):
+        twins.side_by_side(list(pair), text)
+
+
+def test_sentence_spans():
+    cls, sep, dot = 101, 102, 1012
+    block = np.array([cls, 5, 6, dot, 7, 8, 9, dot, 10, sep, 11, 12, dot, 13, sep])
+    # the block's first text is cut mid-sentence; "10" never ends; after [SEP] a new text starts
+    assert twins.sentence_spans(block, {dot}, {cls, sep}) == [(4, 8), (10, 13)]
+
+
+def test_heldout_by_position_is_the_models_own_loss(pair, blocks, tokenizer):
+    mlm, ltr = pair
+    train, heldout = blocks
+    counts = count_ngrams(train, len(tokenizer), tokenizer.all_special_ids)
+    result = twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=3)
+    assert result.blocks == 3 and sum(result.counts) == result.questions > 10
+    assert result.series_order == ["tiny-mlm", "tiny-ltr", *twins.LANDMARK_SERIES.values()]
+    # recompute every question by hand: the same fixed questions, in the same complete sentences
+    q = heldout_questions(heldout[:3], tokenizer.all_special_ids, tokenizer.mask_token_id, max_tokens=3 * 64)
+    vocab = tokenizer.get_vocab()
+    ends = {vocab[e] for e in twins.SENTENCE_ENDS}
+    m_nll, l_nll, both = [], [], []
+    first_words = []
+    for b, block in enumerate(heldout[:3]):
+        for start, stop in twins.sentence_spans(block, ends, {tokenizer.cls_token_id, tokenizer.sep_token_id}):
+            sent = torch.tensor([[tokenizer.cls_token_id, *block[start:stop], tokenizer.sep_token_id]])
+            with torch.no_grad():
+                ltr_logits = ltr.model(input_ids=sent).logits[0]
+            for c in range(start, stop):
+                if q.labels[b, c] == IGNORE_INDEX:
+                    continue
+                i, word = c - start + 1, int(block[c])
+                masked = sent.clone()
+                masked[0, i] = tokenizer.mask_token_id
+                with torch.no_grad():
+                    m = mlm.model(input_ids=masked).logits[0, i]
+                m_nll.append(float(F.cross_entropy(m[None], torch.tensor([word]))))
+                l_nll.append(float(F.cross_entropy(ltr_logits[i - 1][None], torch.tensor([word]))))
+                both.append(-counts.log_probs(np.array([word]), np.array([int(sent[0, i - 1])]),
+                                              np.array([int(sent[0, i + 1])]))["both"][0])
+                if i == 1:
+                    first_words.append(l_nll[-1])
+    assert len(m_nll) == result.questions
+    assert result.overall["tiny-mlm"] == pytest.approx(np.mean(m_nll), abs=1e-5)
+    assert result.overall["tiny-ltr"] == pytest.approx(np.mean(l_nll), abs=1e-5)
+    assert result.overall["both neighbours"] == pytest.approx(np.mean(both), abs=1e-9)
+    assert result.counts[0] == len(first_words)
+    assert first_words
+    assert result.loss["tiny-ltr"][0] == pytest.approx(np.mean(first_words), abs=1e-5)
+    weighted = sum(n * v for n, v in zip(result.counts, result.loss["tiny-mlm"]) if n)
+    assert weighted / result.questions == pytest.approx(result.overall["tiny-mlm"], abs=1e-5)
+    assert "nats" in result.winner_note()
+
+
+def test_heldout_refuses_bad_sizes_and_charges_its_budget(pair, blocks, tokenizer):
+    from bertdemo.request_budget import WorkBudget
+
+    mlm, ltr = pair
+    train, heldout = blocks
+    counts = count_ngrams(train, len(tokenizer), tokenizer.all_special_ids)
+    with pytest.raises(ValueError, match="between 1 and"):
+        twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=0)
+    with pytest.raises(ValueError, match="Read fewer held-out blocks"):
+        twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=3, budget=WorkBudget(max_gflop=1e-6))

@@ -1,0 +1,118 @@
+"""The Pretrain tab's twin, heads and cost sections through their handlers, on the app's own model store:
+a tiny masked LM and a tiny left-to-right LM saved as model folders, loaded as the page loads a model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import BertForMaskedLM, BertLMHeadModel
+
+from bertdemo.context import AppContext
+from bertdemo.explore.twin_choices import objective_of_folder, pair_choices
+from bertdemo.pretrain import cost
+from bertdemo.ui import build_app
+from tests.helpers import tiny_bert_config
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tokenizer):
+    out = {}
+    for name, cls, extra in (("mlm", BertForMaskedLM, {}), ("ltr", BertLMHeadModel, {"is_decoder": True})):
+        torch.manual_seed(0)
+        path = tmp_path_factory.mktemp(name)
+        cls(tiny_bert_config(**extra)).save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        out[name] = str(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def handlers(tmp_path_factory):
+    ctx = AppContext.for_tests(tmp_path_factory.mktemp("app"))
+    demo = build_app(ctx)
+    return {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+
+
+def test_objectives_are_read_from_the_config(folders):
+    assert objective_of_folder(folders["mlm"]) == "mlm" and objective_of_folder(folders["ltr"]) == "ltr"
+    mlm, ltr = pair_choices([("a", "hub-name"), ("b", "run:x"), ("c", "run:y")],
+                            {"hub-name": None, "run:x": folders["ltr"], "run:y": folders["mlm"]}.get)
+    assert mlm == [("a", "hub-name"), ("c", "run:y")] and ltr == [("b", "run:x")]
+
+
+def test_side_by_side_through_the_store(handlers, folders):
+    plot, text = handlers["twin_side_by_side"](folders["mlm"], folders["ltr"], "The [MASK] barked at the mailman.", 5)
+    spec = json.loads(plot)
+    assert len(spec["data"]) == 2 and all(len(trace["y"]) == 5 for trace in spec["data"])
+    assert "left-to-right" in spec["layout"]["annotations"][1]["text"]
+    _plot2, text2 = handlers["twin_side_by_side"](folders["mlm"], folders["ltr"], "The [MASK] sang in the opera.", 5)
+    ltr_column = [line.split("|")[3] for line in text.splitlines() if line.startswith("| 1")]
+    assert ltr_column == [line.split("|")[3] for line in text2.splitlines() if line.startswith("| 1")]
+    assert "only the words before the blank" in text
+
+
+def test_the_pair_is_checked(handlers, folders):
+    import gradio as gr
+
+    with pytest.raises(gr.Error, match="not a left-to-right"):
+        handlers["twin_cloze"](folders["mlm"], folders["mlm"])
+    with pytest.raises(gr.Error, match="No left-to-right model"):
+        handlers["twin_cloze"](folders["mlm"], "")
+
+
+def test_cloze_and_heads_through_the_store(handlers, folders):
+    text = handlers["twin_cloze"](folders["mlm"], folders["ltr"])
+    assert "mean reciprocal rank" in text and "The [MASK] barked" not in text  # escaped
+    assert text.count("| ") > 50
+    plot, heads = handlers["head_roles"](folders["ltr"])
+    assert "next-word share is 0" in heads and "| L2 |" in heads
+    grid = json.loads(plot)["data"][0]
+    assert len(grid["z"]) == 2 and len(grid["z"][0]) == 2  # the tiny model's 2 layers x 2 heads
+
+
+def test_bert_base_cost_arithmetic():
+    base = cost.bert_base_cost()
+    assert base.tokens == 900_000 * 256 * 128 + 100_000 * 256 * 512 == 42_598_400_000
+    assert base.flops == 6 * 110_000_000 * 42_598_400_000
+    run = cost.run_cost("run r", 4_000_000, 8_192_000, 1_000)
+    assert run.flops_line == "6 × 4,000,000 parameters × 8,192,000 tokens = 1.97e+14 FLOPs"
+    assert cost.share_of(run, base)["runs_to_match"] == pytest.approx(base.flops / run.flops)
+    with pytest.raises(ValueError, match="parameters"):
+        cost.run_cost("run r", 0, 10, 1)
+
+
+def test_a_public_server_refuses_unknown_runs_and_models_by_name(tmp_path):
+    import gradio as gr
+
+    demo = build_app(AppContext.for_tests(tmp_path, public=True))
+    h = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+    for name, args, message in (("head_roles_over_checkpoints", ["no-such-run"], "No such run."),
+                                ("run_cost", ["no-such-run"], "No such run."), ("run_cost", [""], "Pick a run first."),
+                                ("twin_cloze", ["", "no-such-ltr-run"], "Pick a masked LM.")):
+        with pytest.raises(gr.Error) as err:
+            h[name](*args)
+        assert err.value.message == message
+
+
+def test_a_runs_cost_and_its_heads_over_checkpoints(tmp_path, corpus):
+    from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import run_training
+    from tests.helpers import tiny_run_config
+
+    ctx = AppContext.for_tests(tmp_path)
+    cfg = tiny_run_config(corpus, ctx.settings.runs_dir, steps=20, eval_every=10, checkpoint_every=10,
+                          cache_dir=str(tmp_path / "cache"))
+    metrics = MetricsBuffer()
+    assert run_training(cfg, metrics=metrics, run_folder=ctx.settings.runs_dir / "run-a") == "finished"
+    snap = metrics.snapshot()
+    h = {f.api_name: f.fn for f in build_app(ctx).fns.values() if f.api_name}
+    text = h["run_cost"]("run-a")
+    tokens = snap.tokens[-1]
+    assert tokens == 20 * 8 * 32  # steps x batch x block length
+    assert f"6 × {snap.param_count:,} parameters × {tokens:,} tokens" in text
+    assert "42,598,400,000 tokens" in text and "BERT-base took about" in text
+    steps = h["head_roles_over_checkpoints"]("run-a")
+    assert "| 10 |" in steps and "| 20 |" in steps and "2 checkpoints" in steps
+    assert snap.attention_start == "neighbours" and "planted at initialisation" in steps  # the default start
