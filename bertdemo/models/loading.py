@@ -25,7 +25,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
 from bertdemo import compat
 from bertdemo.memory import DEFAULT_BUDGET_GB, ByteLRU, MemoryBudget
-from bertdemo.models import attention_modes, embedded
+from bertdemo.models import attention_modes, embedded, twins
 from bertdemo.models.availability import in_local_cache
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.catalog import DEFAULT_MODEL
@@ -167,6 +167,11 @@ def _resolve(name: str, policy: AccessPolicy) -> tuple[str, str, bool, str]:
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
                 "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
+    kind = twins.twin_kind(name)
+    if kind is not None:
+        if not twins.has_twin(kind):
+            raise ValueError(f"{name} is not in this install (bertdemo/assets/twins/{kind} is missing).")
+        return "embedded", str(twins.twin_dir(kind)), False, twins.TWIN_NOTES[kind]
     named = policy.server_folder(name)  # "run:<id>" (a checkpoint of this server's runs), "served:<name>"
     if named is not None:
         return "local", named, False, ""
