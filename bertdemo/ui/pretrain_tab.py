@@ -179,7 +179,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
             "on this server sees the same run. Every run starts near the loss of a uniform guess, "
             f"ln 30,522 = {run_curves.UNIFORM_LOSS:.2f}; the held-out loss is scored on the same fixed "
             "[MASK]s (15 % of the held-out tokens) for every run, and the lines on the loss chart show what "
-            "simple guessers built from the run's own corpus score there."
+            "simple guessers built from the run's own corpus score there. A left-to-right run is scored on the "
+            "same held-out words, each predicted from the words before it only (its input has no [MASK]): the "
+            "masked LM sees both sides of every blank, the left-to-right LM only the left."
         )
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
