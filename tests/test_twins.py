@@ -12,13 +12,14 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertForMask
 from bertdemo.explore import attention, fill_mask
 from bertdemo.models import twins
 from bertdemo.models.catalog import model_choices
+from bertdemo.models.loading import load_twin
 from bertdemo.models.store import ModelStore
 
 
 @pytest.fixture(scope="module")
 def pair():
     assert all(twins.has_twin(kind) for kind in twins.TWIN_KINDS), "the twins' tracked assets are missing"
-    return {kind: twins.load_twin(kind) for kind in twins.TWIN_KINDS}
+    return {kind: load_twin(kind) for kind in twins.TWIN_KINDS}
 
 
 def test_the_twins_are_one_shape_two_objectives_and_load_in_stock_transformers(pair) -> None:

@@ -514,9 +514,10 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
 
     from bertdemo.explore import fill_mask
     from bertdemo.models import twins
+    from bertdemo.models.loading import load_twin
 
     masked, word = hide_word(loaded.tokenizer, text)
-    results = {kind: fill_mask.predict(twins.load_twin(kind), masked, top_k=3, targets=[word])
+    results = {kind: fill_mask.predict(load_twin(kind), masked, top_k=3, targets=[word])
                for kind in twins.TWIN_KINDS}
     build = json.loads((twins.TWINS_DIR / "build.json").read_text(encoding="utf-8"))
     lines = []

@@ -289,3 +289,10 @@ def load_masked_lm(
         missing_head_keys=missing,
         safetensors_only=policy.public,
     )
+
+
+def load_twin(kind: str, device: torch.device | str = "cpu") -> LoadedModel:
+    """The shipped ``"mlm"`` or ``"ltr"`` twin (:mod:`bertdemo.models.twins`) loaded as every model is (float32,
+    eval mode): a ``BertForMaskedLM`` or a ``BertLMHeadModel``; ValueError for another kind or missing assets."""
+    twins.twin_dir(kind)  # ValueError for another kind
+    return load_masked_lm(twins.TWIN_NAMES[kind], device)

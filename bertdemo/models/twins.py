@@ -6,16 +6,13 @@ miniature: what bidirectional pretraining buys, with no training to wait for).
 (``is_decoder=True``); each is a plain model folder (config, fp16 weights, the uncased tokenizer) that stock
 transformers opens (``AutoModelForMaskedLM`` / ``AutoModelForCausalLM``). How they were built, and how to
 rebuild them: ``bertdemo/assets/twins/README.md`` and ``python -m bertdemo.tools.build_twins``.
-In the app they are the models :data:`TWIN_NAMES` in every model picker.
+In the app they are the models :data:`TWIN_NAMES` in every model picker; ``bertdemo.models.loading.load_twin(kind)``
+loads one. Torch-free: the pickers list the twins before torch loads.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the pickers list the twins before torch loads
-    from bertdemo.models.loading import LoadedModel
 
 TWINS_DIR = Path(__file__).resolve().parents[1] / "assets" / "twins"
 TWIN_KINDS = ("mlm", "ltr")
@@ -44,11 +41,3 @@ def twin_kind(name: str) -> str | None:
     """``"mlm"`` / ``"ltr"`` for a twin's model name, None for other names."""
     return next((kind for kind, twin in TWIN_NAMES.items() if twin == name), None)
 
-
-def load_twin(kind: str, device: str = "cpu") -> LoadedModel:
-    """The ``"mlm"`` or ``"ltr"`` twin loaded as the app loads every model (float32, eval mode): a
-    ``BertForMaskedLM`` or a ``BertLMHeadModel``; ValueError when it is not in this install."""
-    from bertdemo.models.loading import load_masked_lm
-
-    twin_dir(kind)  # ValueError for another kind
-    return load_masked_lm(TWIN_NAMES[kind], device)
