@@ -554,7 +554,9 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         "    p_mlm = mlm(**enc).logits[0, pos].softmax(-1)      # both sides of the blank\n"
         "    p_ltr = ltr(**enc).logits[0, pos - 1].softmax(-1)  # the position before: the words before it only\n"
         f"target = tok.convert_tokens_to_ids({word!r})\n"
+        "word_start = torch.tensor([not t.startswith(\"##\") for t in tok.convert_ids_to_tokens(range(len(tok)))])\n"
         "for name, p in ((\"mlm\", p_mlm), (\"ltr\", p_ltr)):\n"
+        "    p = p * word_start  # the blank starts a word: no ## piece can stand there (as Fill-Mask offers them)\n"
         "    print(name, tok.convert_ids_to_tokens(p.topk(3).indices.tolist()), int((p > p[target]).sum()) + 1)\n"
     )
     return md, nums, snippet

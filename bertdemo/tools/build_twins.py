@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind}: {built[kind]}", file=sys.stderr)
     record = {"command": "python -m bertdemo.tools.build_twins " + " ".join(argv if argv is not None else sys.argv[1:]),
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.num_threads} threads, no GPU",
+              "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, training threads: {args.num_threads}, "
+                         f"no GPU, load average {os.getloadavg()[0]:.1f} at the end",
               "python": platform.python_version(), "steps": args.steps, "seed": args.seed, "twins": built}
     storage.write_text(assets / "build.json", json.dumps(record, indent=2) + "\n")
     return 0
