@@ -53,3 +53,13 @@ def test_the_estimate_of_train_both_counts_both_twins(tmp_path) -> None:
     mlm = TrainConfig.from_flat(**SMALL)
     # a left-to-right step projects every position onto the vocabulary, a masked LM's only the masked 15 %
     assert flops_per_token(mlm.replace(objective="ltr")) > flops_per_token(mlm)
+
+
+def test_train_both_is_refused_with_a_resume_or_a_value_that_is_not_a_yes_or_no(tmp_path) -> None:
+    import pytest
+
+    service = _service(tmp_path)
+    with pytest.raises(ValueError, match="train_both must be true or false"):
+        service.start({**SMALL, "train_both": "yes please"})
+    with pytest.raises(ValueError, match="cannot resume"):
+        service.start({**SMALL, "train_both": True, "resume_from": "run:x/checkpoint"})

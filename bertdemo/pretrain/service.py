@@ -110,7 +110,9 @@ class PretrainService:
         public = self.settings.public_limits
         self.runs.check_free(owner_token)  # a refused start costs nothing: no config, memory, disk or time checks
         settings = dict(request) if isinstance(request, dict) else None
-        both = bool(settings.pop(TRAIN_BOTH, False)) if settings is not None else False
+        both = settings.pop(TRAIN_BOTH, False) if settings is not None else False
+        if not isinstance(both, bool):
+            raise ValueError(f"{TRAIN_BOTH} must be true or false, got {str(both)[:40]!r}.")
         if both and settings.get("resume_from"):
             raise ValueError("Train both starts two new runs (the twins); it cannot resume a checkpoint.")
         if both:  # the twins: steps end both (see TwinRun); the settings are checked as the masked-LM twin's
