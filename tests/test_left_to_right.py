@@ -205,3 +205,17 @@ def test_the_locality_bias_keeps_the_causal_mask(tokenizer) -> None:
     changed[0, 8:] = 3000
     with torch.inference_mode():
         assert torch.equal(model(ids).logits[0, :8], model(changed).logits[0, :8])
+
+
+def test_the_fill_mask_code_reproduces_an_ltr_models_answer(ltr, ltr_dir) -> None:
+    import contextlib
+    import io
+
+    from bertdemo.snippets import views as code
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.fill_mask_code(str(ltr_dir), SENTENCE, 3), "<snippet>", "exec"), {})  # noqa: S102
+    result = fill_mask.predict(ltr, SENTENCE, top_k=3)
+    want = [(c.token, round(c.prob, 4)) for c in result.masks[0].candidates]
+    assert out.getvalue().strip() == str(want)
