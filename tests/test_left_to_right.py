@@ -219,3 +219,19 @@ def test_the_fill_mask_code_reproduces_an_ltr_models_answer(ltr, ltr_dir) -> Non
     result = fill_mask.predict(ltr, SENTENCE, top_k=3)
     want = [(c.token, round(c.prob, 4)) for c in result.masks[0].candidates]
     assert out.getvalue().strip() == str(want)
+
+
+def test_a_left_to_right_model_starts_with_heads_on_the_words_before(tokenizer) -> None:
+    from bertdemo.pretrain.model import neighbour_offsets
+
+    assert neighbour_offsets(4) == [-1, 1, -2, 2] and neighbour_offsets(4, left_to_right=True) == [-1, -2, -3, -4]
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=64, num_attention_heads=2,
+                                intermediate_size=64, objective="ltr")
+    torch.manual_seed(0)
+    model = build_model(cfg, tokenizer).eval()
+    model.set_attn_implementation("eager")  # the weights themselves
+    ids = torch.randint(1000, 5000, (1, 12))
+    with torch.inference_mode():
+        att = model(ids, output_attentions=True).attentions[0][0]  # (heads, S, S)
+    rows = torch.arange(3, 12)
+    assert (att[0, rows].argmax(-1) == rows - 1).all() and (att[1, rows].argmax(-1) == rows - 2).all()
