@@ -22,7 +22,7 @@ from bertdemo.pretrain.locality import LocalityBias
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.model import BatchMaker, PretrainObjective, build_model, load_checkpoint_model
 from bertdemo.pretrain.trainer import run_training
-from tests.helpers import tiny_bert_config, tiny_run_config
+from tests.helpers import tiny_bert_config, tiny_model_dir, tiny_run_config
 
 SENTENCE = "The [MASK] barked at the mailman all night."
 LATER = "The [MASK] barked at a postman every single day."  # the same words before the mask, others after it
@@ -31,12 +31,7 @@ LATER = "The [MASK] barked at a postman every single day."  # the same words bef
 @pytest.fixture(scope="module")
 def ltr_dir(tmp_path_factory, tokenizer):
     """A tiny BertLMHeadModel (random weights: every attention weight it may give is non-zero) + tokenizer."""
-    torch.manual_seed(0)
-    model = BertLMHeadModel(tiny_bert_config(is_decoder=True))
-    path = tmp_path_factory.mktemp("tiny-ltr")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return tiny_model_dir(BertLMHeadModel, tmp_path_factory.mktemp("tiny-ltr"), tokenizer, is_decoder=True)
 
 
 @pytest.fixture(scope="module")
