@@ -16,11 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
 
-import torch  # noqa: E402 - after the environment above
 from transformers import AutoTokenizer, BertForMaskedLM  # noqa: E402
 
 from bertdemo.models import embedded  # noqa: E402
-from tests.helpers import tiny_bert_config  # noqa: E402
+from tests.helpers import tiny_model_dir  # noqa: E402
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -43,12 +42,7 @@ def tokenizer():
 @pytest.fixture(scope="session")
 def tiny_mlm_dir(tmp_path_factory, tokenizer):
     """A tiny BertForMaskedLM + tokenizer saved as a normal model folder (max 64 positions)."""
-    torch.manual_seed(0)
-    model = BertForMaskedLM(tiny_bert_config())
-    path = tmp_path_factory.mktemp("tiny-mlm")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return tiny_model_dir(BertForMaskedLM, tmp_path_factory.mktemp("tiny-mlm"), tokenizer)
 
 
 @pytest.fixture(scope="session")

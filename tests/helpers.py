@@ -62,6 +62,15 @@ def tiny_bert_config(**overrides) -> BertConfig:
     return BertConfig(**cfg)
 
 
+def tiny_model_dir(model_cls: type, folder: Path, tokenizer, **overrides) -> Path:
+    """``model_cls(tiny_bert_config(**overrides))`` with seed-0 weights, saved with ``tokenizer`` as a normal model
+    folder in ``folder``."""
+    torch.manual_seed(0)
+    model_cls(tiny_bert_config(**overrides)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def wiki_corpus_file(folder: Path, n_docs: int = 200) -> str:
     """``n_docs`` embedded Wikipedia summaries as a .jsonl corpus file in ``folder``."""
     path = Path(folder) / "wiki.jsonl"

@@ -69,6 +69,9 @@ def test_the_other_truths_are_the_models_own(tiny_loaded, asked):
     assert asked["masks"]["truth"] == 4 and asked["length"]["truth"] == 16
     assert asked["family"]["truth"] == 109.5 and asked["tiny"]["truth"] == 4.42
     assert asked["layers"]["truth"] == 3  # embeddings + 2 layers of the tiny model
+    twins = learn_path.answer(tiny_loaded, "why-b", TEXT).numbers  # the shipped twins' ranks of the hidden word
+    better = predictions.WHY_B_CHOICES[(twins["ltr_rank"] < twins["mlm_rank"]) + 2 * (twins["ltr_rank"] == twins["mlm_rank"])]
+    assert asked["why-b"]["truth"] == better and f"{twins['ltr_rank']:,}" in asked["why-b"]["reveal"]
 
 
 def test_the_people_step_compares_the_two_top_k_word_by_word(tiny_loaded):

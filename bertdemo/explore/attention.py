@@ -26,6 +26,7 @@ import torch
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.input_limits import MAX_ATTENTION_TOKENS
 from bertdemo.models import attention_modes
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.store import LoadedModel
 
 DIRECTIONS = ("all", "A->B", "B->A")  # which rows (from) and columns (to) a view keeps
@@ -41,6 +42,7 @@ class AttentionResult:
     attentions: np.ndarray  # (L, H, T, T) float32; row i = how token i attends to every token j
     model_name: str
     sentence_b_start: int | None = None  # first position of sentence B (bertviz's split); None: no B
+    causal: bool = False  # a left-to-right model: every weight above the diagonal (a later token) is exactly 0
 
     def __post_init__(self) -> None:
         if self.attentions.ndim != 4:
@@ -122,6 +124,7 @@ def _compute(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResul
         attentions=att,
         model_name=loaded.name,
         sentence_b_start=b_start,
+        causal=is_left_to_right(loaded.model),
     )
 
 

@@ -34,6 +34,7 @@ from bertdemo.explore.input_limits import MAX_ATTR_TOKENS, MAX_IG_STEPS
 from bertdemo.request_budget import WorkBudget, attribution_gflop, unbounded
 from bertdemo.models import attention_modes, partial_forward
 from bertdemo.models.store import LoadedModel
+from bertdemo.models.causal import refuse_left_to_right
 
 METHODS = ("integrated gradients", "gradient x input", "occlusion")
 DEFAULT_STEPS = 50
@@ -157,6 +158,9 @@ def attribute(loaded: LoadedModel, text: str, mask_number: int = 1, target: str 
     checked before every forward batch); none: unbounded."""
     from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients
 
+    refuse_left_to_right(loaded.model, loaded.name, "Attribution",
+                         "its answer for a [MASK] comes from the position before it and can owe nothing to the words "
+                         "after it, so there is no masked word's evidence from both sides to split. Pick a masked-LM model.")
     if not MIN_STEPS <= int(steps) <= MAX_IG_STEPS:
         raise ValueError(f"Steps are {MIN_STEPS} to {MAX_IG_STEPS}.")
     unknown = [m for m in methods if m not in METHODS]

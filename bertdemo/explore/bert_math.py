@@ -25,9 +25,15 @@ def layer_norm(x: torch.Tensor, module) -> torch.Tensor:
     return (x - mean) / torch.sqrt(var + module.eps) * module.weight + module.bias
 
 
-def additive_mask(attention_mask: torch.Tensor) -> torch.Tensor:
-    """(B, S) of 1/0 -> (B, 1, 1, S): 0 where a token may be attended, the float32 minimum at padding."""
-    return (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+def additive_mask(attention_mask: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """(B, S) of 1/0 -> (B, 1, 1, S): 0 where a token may be attended, the float32 minimum at padding. ``causal``
+    (a left-to-right model): (B, 1, S, S), the float32 minimum also at every key after its query (key j > query i)."""
+    mask = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+    if not causal:
+        return mask
+    s = attention_mask.shape[-1]
+    future = torch.ones(s, s, dtype=torch.bool, device=attention_mask.device).triu(1)  # (S, S) j > i
+    return mask.expand(-1, -1, s, -1).masked_fill(future, torch.finfo(torch.float32).min)
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

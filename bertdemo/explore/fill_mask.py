@@ -17,6 +17,11 @@ Words the tokenizer splits into several pieces ("tokenization" -> token ##izatio
 scored honestly by pseudo-log-likelihood, and whole-word candidates of 1-3 pieces are ranked by
 it when asked (:mod:`bertdemo.explore.pll`).
 
+A left-to-right model (a Pretrain run with objective "ltr", ``BertLMHeadModel``) answers each mask from the
+words before it only: its prediction for a mask is its output at the position before the mask (the next-word
+prediction there), which the causal mask keeps blind to the mask and every word after it. Scores that need a
+masked LM (pseudo-log-likelihood: whole words, targets of several pieces) are not offered for it.
+
 Given the app's :class:`~bertdemo.models.batching.MicroBatcher`, requests that arrive together on
 one model share one padded forward pass; each still gets exactly its own predictions. ``fast=True``
 runs the same steps on the model's dynamic-int8 copy (:mod:`bertdemo.models.int8`).
@@ -38,6 +43,7 @@ from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGE
 from bertdemo.explore.messages import no_head_message
 from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes, int8
+from bertdemo.models.causal import LEFT_TO_RIGHT_NOTE, is_left_to_right, predicting_positions
 from bertdemo.models.partial_forward import head_logits, hidden_at
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.masking import (  # noqa: F401 - the contexts are part of this module's answers
@@ -104,6 +110,7 @@ class FillMaskResult:
     # with keep_tensors: the full-vocabulary softmax (N, V) and the final hidden states (N, H) at the masks
     probs: torch.Tensor | None = field(default=None, repr=False)
     hidden: torch.Tensor | None = field(default=None, repr=False)
+    note: str = ""  # how this model reads the sentence, when it is not a masked LM (a left-to-right model)
 
 
 def mask_name(tokenizer) -> str:
@@ -206,6 +213,8 @@ def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, wo
     """Each target at one mask: one piece by its probability and rank, several pieces by PLL."""
     tokenizer = loaded.tokenizer
     scores = [score_target(tokenizer, w, probs) for w in words]
+    if is_left_to_right(loaded.model):  # pseudo-log-likelihood masks each piece in turn: a masked LM's score
+        return scores
     multi = [s for s in scores if len(s.pieces) > 1 and tokenizer.unk_token not in s.pieces]
     if multi:
         plls = pll.piece_plls(loaded, base, pos, [s.pieces for s in multi], f"The target {multi[0].word!r}", budget)
@@ -277,9 +286,15 @@ def predict(
         )
 
     contexts = _mask_contexts(tokenizer, enc, positions.tolist(), text, text_pair)
-    _plan_extra_passes(loaded, ids.numel(), words, contexts, whole_words, budget)
+    left_to_right = is_left_to_right(loaded.model)
+    if left_to_right and whole_words:
+        raise ValueError(f"Whole-word prediction ranks words by pseudo-log-likelihood, a masked LM's score; {loaded.name} "
+                         "is a left-to-right model: turn whole words off.")
+    if not left_to_right:
+        _plan_extra_passes(loaded, ids.numel(), words, contexts, whole_words, budget)
     base = {k: v[0].tolist() for k, v in enc.items() if k != "offset_mapping"}
-    item = (base, positions.tolist())
+    # the positions whose outputs predict the masks: the masks themselves, or the one before each (left-to-right)
+    item = (base, predicting_positions(loaded.model, positions.tolist()))
     if batcher is not None and attention_modes.is_default_mode():  # (N, V), with the requests that came meanwhile
         probs, hidden = batcher.submit(loaded.model, item, lambda items: _shared_forward(loaded, items))
     else:  # alone, or heads switched off / attention recorded (a context of this thread's own): never shared
@@ -304,4 +319,5 @@ def predict(
     if fast:
         method = f"{method}; {FAST_METHOD}"
     return FillMaskResult(text, masks, [m.candidates[0].text for m in masks], loaded.name, method, text_pair,
-                          tokenizer.mask_token, *((probs, hidden) if keep_tensors else (None, None)))
+                          tokenizer.mask_token, *((probs, hidden) if keep_tensors else (None, None)),
+                          note=LEFT_TO_RIGHT_NOTE if left_to_right else "")

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.bert_math import additive_mask, cosine, layer_norm, layer_steps
+from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS  # noqa: F401
@@ -89,7 +90,8 @@ class Trace:
     enc: Encoded
     hidden_states: tuple[torch.Tensor, ...]  # L + 1 of (1, S, D): the embeddings' output, then each layer's
     attentions: tuple[torch.Tensor, ...]  # L of (1, H, S, S)
-    mask_logits: dict[int, torch.Tensor]  # position of each [MASK] -> the model's logits there (V,)
+    mask_logits: dict[int, torch.Tensor]  # position of each [MASK] -> the model's logits for it (V,): read there,
+    # or for a left-to-right model at the position before it (:func:`bertdemo.models.causal.predicting_positions`)
 
 
 def trace(loaded: LoadedModel, text: str) -> Trace:
@@ -107,13 +109,14 @@ def trace(loaded: LoadedModel, text: str) -> Trace:
         enc = encode_for_inside(loaded, text)
         mask_id = loaded.tokenizer.mask_token_id
         rows = [i for i, t in enumerate(enc.input_ids) if t == mask_id]
+        read = predicting_positions(model, rows)  # a left-to-right model answers a [MASK] from the position before
         with torch.inference_mode():
             if head is None:  # another head: the model's own forward, every row
                 out = model(**enc.tensors, output_hidden_states=True, output_attentions=True)
-                logits = out.logits[0, rows]
+                logits = out.logits[0, read]
             else:
                 out = bert(**enc.tensors, output_hidden_states=True, output_attentions=True)
-                logits = head(out.last_hidden_state[0, rows])
+                logits = head(out.last_hidden_state[0, read])
         return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), dict(zip(rows, logits)))
 
     return loaded.remember(("inside_trace", text), forward)
@@ -138,6 +141,7 @@ class OrderTest:
     max_diff_with_positions: float  # max |h_original[perm] - h_shuffled| over all tokens and dims
     max_diff_without_positions: float
     input_bag_diff_without_positions: float  # the input vectors, as sorted bags (0: the same bag)
+    causal: bool = False  # a left-to-right model: its causal mask sees order even without positions
 
 
 @dataclass
@@ -176,8 +180,9 @@ def embed_parts(bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, pos
 
 
 def run_encoder(bert, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Every encoder layer, recomputed from the weights: (B, S, D) -> (B, S, D)."""
-    mask = additive_mask(attention_mask)
+    """Every encoder layer, recomputed from the weights: (B, S, D) -> (B, S, D) (a left-to-right model's with its
+    causal mask)."""
+    mask = additive_mask(attention_mask, causal=is_left_to_right(bert))
     for layer in bert.encoder.layer:
         hidden = layer_steps(layer, hidden, mask)["output"]
     return hidden
@@ -226,6 +231,7 @@ def _order_test(loaded: LoadedModel, bert, enc: Encoded, original_state: torch.T
         max_diff_with_positions=float((with_pos[0][index] - with_pos[1]).abs().max()),
         max_diff_without_positions=float((without[0][index] - without[1]).abs().max()),
         input_bag_diff_without_positions=float((sorted_bag[0] - sorted_bag[1]).abs().max()),
+        causal=is_left_to_right(bert),
     )
 
 

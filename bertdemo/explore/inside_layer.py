@@ -20,13 +20,14 @@ import torch
 
 from bertdemo.explore.bert_math import additive_mask, layer_steps
 from bertdemo.explore.inside import Trace, bert_modules, trace
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.store import LoadedModel
 
 
 def _recompute(bert, own: Trace, layer: int) -> tuple[dict[str, np.ndarray], float, float]:
     """Layer ``layer`` from its weights on the model's own input to it: every step (B dropped), and the
     max |difference| of the softmax and of the output against the model's own forward."""
-    mask = additive_mask(own.enc.tensors["attention_mask"])
+    mask = additive_mask(own.enc.tensors["attention_mask"], causal=is_left_to_right(bert))  # the causal mask too
     with torch.inference_mode():
         steps = layer_steps(bert.encoder.layer[layer], own.hidden_states[layer], mask)
         diff_att = float((steps["probs"] - own.attentions[layer]).abs().max())
@@ -72,6 +73,7 @@ class LayerStepResult:
     context: np.ndarray  # (d_h,) sum_j p_j v_j
     max_diff_attention: float  # probs (H, S, S) vs the model's output_attentions[layer]
     max_diff_output: float  # output vs the model's hidden_states[layer + 1]
+    causal: bool = False  # a left-to-right model: the mask also hides every key after the query (−3.4e38)
 
 
 def _check_index(value: int, count: int, what: str) -> int:
@@ -96,6 +98,7 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
     dh = x["query"].shape[-1]
     hh = cfg.num_attention_heads
     act = str(getattr(cfg, "hidden_act", "gelu"))
+    causal = is_left_to_right(cfg)
     inter = x["intermediate"].shape[-1]
     per_head = [
         ("Q = X·W_Q + b_Q", "query", f"queries of head {head}"),
@@ -103,7 +106,8 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
         ("V = X·W_V + b_V", "value", f"values of head {head}"),
         ("Q·Kᵀ", "scores", "raw scores q·k"),
         ("÷ √d_h", "scaled", f"divided by √{dh} = {math.sqrt(dh):.3f}"),
-        ("+ attention mask", "masked", "0 where a token may be attended; −3.4e38 at padding"),
+        ("+ attention mask", "masked", "0 where a token may be attended; −3.4e38 at padding"
+         + (" and at every later token (the causal mask of a left-to-right model)" if causal else "")),
         ("softmax", "probs", "attention weights: each row sums to 1"),
         ("P·V", "context", "the weighted sum of the values"),
     ]
@@ -126,5 +130,5 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
         q=q, keys=keys, products=keys * q[None, :], scores=x["scores"][head, query],
         scaled=x["scaled"][head, query], mask=(x["masked"] - x["scaled"])[head, query],
         probs=x["probs"][head, query], value_norms=v_norms, context=x["context"][head, query],
-        max_diff_attention=diff_att, max_diff_output=diff_out,
+        max_diff_attention=diff_att, max_diff_output=diff_out, causal=causal,
     )

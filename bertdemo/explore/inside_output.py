@@ -22,6 +22,7 @@ from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
 from bertdemo.explore.inside import Encoded, bert_modules, encode_for_inside, trace
+from bertdemo.models.causal import predicting_positions
 from bertdemo.models.store import LoadedModel
 
 
@@ -94,8 +95,9 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
         raise ValueError(f"Mask #{int(mask_number)} does not exist: the text has {len(positions)} mask(s).")
     pos = positions[int(mask_number) - 1]
     tok, model = loaded.tokenizer, loaded.model
+    read = predicting_positions(model, [pos])[0]  # a left-to-right model: the position before the mask
     with torch.inference_mode():
-        states = torch.stack([h[0, pos] for h in own.hidden_states])  # (L + 1, D)
+        states = torch.stack([h[0, read] for h in own.hidden_states])  # (L + 1, D)
         logits = head_steps(model.cls, states)["logits"]  # (L + 1, V)
         diff = float((logits[-1] - own.mask_logits[pos]).abs().max())
         probs = logits.float().softmax(-1)
@@ -217,15 +219,17 @@ def _mlm_loss(loaded: LoadedModel, text: str, answers: list[str]) -> MlmLossResu
     labels = torch.full_like(enc.tensors["input_ids"], -100)
     labels[0, positions] = torch.tensor(ids, device=labels.device)
     from_weights = getattr(model.config, "model_type", "") == "bert" and hasattr(model, "cls")
+    # a left-to-right model predicts each mask from the position before it (its own loss shifts the labels so)
+    read = predicting_positions(model, positions)
     with torch.inference_mode():
         out = model(**enc.tensors, labels=labels, output_hidden_states=True)
-        hidden = out.hidden_states[-1][0, positions]  # (N, D)
+        hidden = out.hidden_states[-1][0, read]  # (N, D)
         if from_weights:
             steps = head_steps(model.cls, hidden)
             logits, transformed = steps["logits"], steps["transformed"]
         else:  # other architectures: the model's own logits at the masks
-            logits, transformed = out.logits[0, positions], hidden
-        diff = float((logits - out.logits[0, positions]).abs().max())
+            logits, transformed = out.logits[0, read], hidden
+        diff = float((logits - out.logits[0, read]).abs().max())
         log_probs = logits.float().log_softmax(-1)  # (N, V)
         target = torch.tensor(ids, device=log_probs.device)
         picked = log_probs[torch.arange(len(ids)), target]  # (N,)

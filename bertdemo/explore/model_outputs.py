@@ -16,6 +16,7 @@ import torch
 from bertdemo.explore.inside import encode_for_inside
 from bertdemo.explore.nsp import read_tensors
 from bertdemo.models.store import LoadedModel
+from bertdemo.models.causal import predicting_positions
 
 POOLER_KEYS = ("bert.pooler.dense.weight", "bert.pooler.dense.bias")
 
@@ -49,7 +50,8 @@ def model_outputs(loaded: LoadedModel, text: str) -> ModelOutputs:
     positions = [i for i, t in enumerate(enc.input_ids) if t == tok.mask_token_id]
     top_token = top_prob = None
     if positions:
-        probs = out.logits[0, positions[0]].float().softmax(-1)
+        read = predicting_positions(loaded.model, positions[:1])[0]  # left-to-right: the position before the mask
+        probs = out.logits[0, read].float().softmax(-1)
         top_prob, top_id = (float(v) for v in probs.max(-1))
         top_token = tok.convert_ids_to_tokens(int(top_id))
     hidden = int(out.hidden_states[-1].shape[-1])

@@ -31,6 +31,7 @@ from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.locks import tokenize
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel
+from bertdemo.models.causal import is_left_to_right
 
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
@@ -241,6 +242,10 @@ def predict_is_next(loaded: LoadedModel, sentence_a: str, sentence_b: str) -> Ns
     sentence_a, sentence_b = (sentence_a or "").strip(), (sentence_b or "").strip()
     if not sentence_a or not sentence_b:
         raise ValueError("Enter both sentence A and sentence B.")
+    if is_left_to_right(loaded.model):
+        return NspPrediction(loaded.name, False, (
+            f"{loaded.name} is a left-to-right LM: next-sentence prediction is a task of BERT's (masked-LM) "
+            "pretraining, and a left-to-right run trains none, so it has no NSP head. Pick a masked-LM model."))
     if getattr(loaded.model.config, "model_type", "") != "bert":
         return NspPrediction(loaded.name, False, (
             f"{loaded.name} is a {loaded.model.config.model_type} model: it was trained without "

@@ -210,6 +210,18 @@ def _layers(n: dict) -> Prediction:
                       NUMBER, count, f"{count}: the embeddings, then {count - 1} layers", unit="hidden states")
 
 
+WHY_B_CHOICES = ("The masked LM (both sides)", "The left-to-right LM (words before only)", "Both the same")
+
+
+def _why_b(n: dict) -> Prediction:
+    mlm, ltr = int(n["mlm_rank"]), int(n["ltr_rank"])
+    truth = WHY_B_CHOICES[0] if mlm < ltr else WHY_B_CHOICES[1] if ltr < mlm else WHY_B_CHOICES[2]
+    return Prediction("why-b", "why-b.better-rank",
+                      f"On {_shown(n['masked_text'])}: which twin will rank the hidden word *{literal(n['hidden_word'])}* "
+                      "higher?", CHOICE, truth, f"the masked LM ranks it {mlm:,}, the left-to-right LM {ltr:,}",
+                      WHY_B_CHOICES)
+
+
 def _people(n: dict) -> Prediction:
     shared = len(n["shared"])
     a, b = n["sentences"][:2]
@@ -223,7 +235,8 @@ QUESTIONS: dict[str, Callable[[dict], Prediction]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
-    "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers, "people": _people,
+    "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers, "why-b": _why_b,
+    "people": _people,
 }
 
 

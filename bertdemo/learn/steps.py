@@ -62,6 +62,9 @@ STEPS: tuple[LearnStep, ...] = (
               "Why does pretraining help? Pretrained against random weights on the same task", "finetune", "Fine-tune"),
     LearnStep("layers", "what pretraining buys",
               "Which layer knows what: surface, syntax, meaning?", "finetune", "Fine-tune"),
+    LearnStep("why-b", "what pretraining buys",
+              "Why the B in BERT? A masked LM and a left-to-right twin of the same size, one word hidden",
+              "fill-mask", "Fill-Mask"),
     # what the model learned about people (the Hugging Face course's "bias and limitations")
     LearnStep("people", "what it learned about people",
               "What did the model learn about people? Two sentences that differ in one word, side by side",

@@ -16,12 +16,13 @@ from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import path_exists
 from bertdemo.models.run_refs import RUN_PREFIX
+from bertdemo.models.twins import TWIN_NAMES
 
 CASED_TOKENIZER_NAME = "embedded/wordpiece-cased-wiki"
 CASED_TOKENIZER_DIR = Path(__file__).resolve().parents[1] / "assets" / "wordpiece_cased_wiki"
 UNAVAILABLE = "unavailable: hub unreachable, not in the local cache"
 STAND_IN = "hub unreachable: the embedded model stands in"
-_EMBEDDED = {embedded.EMBEDDED_MLM_NAME, embedded.EMBEDDED_ENCODER_NAME, CASED_TOKENIZER_NAME}
+_EMBEDDED = {embedded.EMBEDDED_MLM_NAME, embedded.EMBEDDED_ENCODER_NAME, CASED_TOKENIZER_NAME, *TWIN_NAMES.values()}
 
 
 def in_local_cache(repo_id: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bertdemo.models import embedded
+from bertdemo.models import embedded, twins
 
 DEFAULT_MODEL = "bert-base-uncased"
 CURATED_MODELS = [
@@ -31,6 +31,8 @@ def model_choices(default: str, extra: ExtraChoices | None = None) -> list[tuple
     if embedded.has_mlm_assets():
         items.append((f"{embedded.EMBEDDED_MLM_NAME} (offline masked-LM)", embedded.EMBEDDED_MLM_NAME))
     items.append((f"{embedded.EMBEDDED_ENCODER_NAME} (offline, no MLM head)", embedded.EMBEDDED_ENCODER_NAME))
+    items += [(f"{twins.TWIN_NAMES[kind]} ({label})", twins.TWIN_NAMES[kind])
+              for kind, label in (("mlm", "twin: masked LM"), ("ltr", "twin: left-to-right LM")) if twins.has_twin(kind)]
     if extra is not None:
         items.extend(extra())
     return items

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import torch
-from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel,
+                          PreTrainedTokenizerBase)
 
 from bertdemo import compat
 from bertdemo.memory import DEFAULT_BUDGET_GB, ByteLRU, MemoryBudget
-from bertdemo.models import attention_modes, embedded
+from bertdemo.models import attention_modes, embedded, twins
 from bertdemo.models.availability import in_local_cache
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.models.device import resolve_device
 from bertdemo.locks import MODEL_INIT_LOCK
@@ -43,7 +45,8 @@ T = TypeVar("T")
 
 @dataclass
 class LoadedModel:
-    """A tokenizer and masked-LM ready for inference (eval mode, on ``device``)."""
+    """A tokenizer and masked-LM ready for inference (eval mode, on ``device``); or a left-to-right LM of BERT's
+    shape (``BertLMHeadModel``, :func:`bertdemo.models.causal.is_left_to_right`), which the views read accordingly."""
 
     name: str  # the model that answers (the embedded one when it stands in for the name asked for)
     source: str  # "hub" | "hub cache" | "local" | "embedded"
@@ -164,6 +167,11 @@ def _resolve(name: str, policy: AccessPolicy) -> tuple[str, str, bool, str]:
         note = ("6-layer BERT (all-MiniLM-L6-v2 encoder) with a masked-LM head, trained further by this "
                 "project on Wikipedia summaries and everyday English, installed with the app")
         return "embedded", str(path), False, note
+    kind = twins.twin_kind(name)
+    if kind is not None:
+        if not twins.has_twin(kind):
+            raise ValueError(f"{name} is not in this install (bertdemo/assets/twins/{kind} is missing).")
+        return "embedded", str(twins.twin_dir(kind)), False, twins.TWIN_NOTES[kind]
     named = policy.server_folder(name)  # "run:<id>" (a checkpoint of this server's runs), "served:<name>"
     if named is not None:
         return "local", named, False, ""
@@ -239,8 +247,13 @@ def load_masked_lm(
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=local_only)
         _report(progress, 0.3, f"Loading weights for {name}…")
         config = AutoConfig.from_pretrained(folder, local_files_only=local_only)
+        # a left-to-right checkpoint (is_decoder: a Pretrain run with objective "ltr") loads as the class it was
+        # trained as (BertLMHeadModel): the same encoder and head, with the causal mask
+        auto = AutoModelForCausalLM if is_left_to_right(config) else AutoModelForMaskedLM
+        if is_left_to_right(config):
+            config.use_cache = False  # one forward per request: no key/value cache to keep
         with MODEL_INIT_LOCK:
-            model, info = AutoModelForMaskedLM.from_pretrained(
+            model, info = auto.from_pretrained(
                 folder,
                 config=config,
                 local_files_only=local_only,
@@ -276,3 +289,10 @@ def load_masked_lm(
         missing_head_keys=missing,
         safetensors_only=policy.public,
     )
+
+
+def load_twin(kind: str, device: torch.device | str = "cpu") -> LoadedModel:
+    """The shipped ``"mlm"`` or ``"ltr"`` twin (:mod:`bertdemo.models.twins`) loaded as every model is (float32,
+    eval mode): a ``BertForMaskedLM`` or a ``BertLMHeadModel``; ValueError for another kind or missing assets."""
+    twins.twin_dir(kind)  # ValueError for another kind
+    return load_masked_lm(twins.TWIN_NAMES[kind], device)

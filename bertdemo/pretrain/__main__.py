@@ -1,8 +1,8 @@
 """Headless pretraining: ``python -m bertdemo.pretrain --preset bert-tiny --corpus wiki --steps 2000 --out DIR``.
 
 Runs the same loop as the app with a progress bar and saves its checkpoints as the app's runs do:
-``DIR/steps/step-<n>/`` (each loadable with ``AutoModelForMaskedLM.from_pretrained``, with its
-``metrics.csv``), ``DIR/LATEST`` naming the latest; the last line printed gives its folder. Under
+``DIR/steps/step-<n>/`` (each loadable with ``AutoModelForMaskedLM.from_pretrained`` — with
+``AutoModelForCausalLM.from_pretrained`` for ``--objective ltr`` — with its ``metrics.csv``), ``DIR/LATEST`` naming the latest; the last line printed gives its folder. Under
 ``torchrun --nproc_per_node=N`` it trains data-parallel (DDP; gloo on CPU, nccl on CUDA):
 each rank trains on its own shard with its own generator seed, rank 0 logs and saves.
 Ctrl-C stops after the current step and still writes the checkpoint. ``--auto-resume`` continues

@@ -43,6 +43,10 @@ MAX_SEQ_LEN = 512
 MAX_LOCALITY_BIAS = 64.0  # x ALiBi's slopes: beyond this every head sees only its own token
 
 
+MLM, LTR = "mlm", "ltr"
+OBJECTIVES = {MLM: "masked LM (BERT): predicts each hidden word from the words on both sides",
+              LTR: "left-to-right LM (GPT-style): predicts every word from the words before it only"}
+
 LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters (CR, LF, tab, NUL…), line and paragraph separators
 
 
@@ -96,6 +100,7 @@ class DataConfig:
 class ObjectiveConfig:
     """What the model learns to predict (DataCollatorForLanguageModeling semantics)."""
 
+    objective: str = "mlm"  # "mlm": masked LM, BERT (each hidden word from both sides); "ltr": left-to-right LM, GPT-style (every next word from the words before it: BertLMHeadModel, is_decoder=True, the causal mask its only difference); the masking settings below apply to "mlm" only
     mlm_probability: float = 0.15  # fraction of (non-special) tokens predicted
     mask_replace_prob: float = 0.8  # of those, replaced by [MASK]
     random_replace_prob: float = 0.1  # of those, replaced by a random token (rest kept)
@@ -274,6 +279,11 @@ class TrainConfig:
             raise ValueError(f"batch_size must be at least 2, got {opt.batch_size}.")
         if opt.steps < 1:
             raise ValueError(f"steps must be at least 1, got {opt.steps}.")
+        if o.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {o.objective!r}.")
+        if o.objective == LTR and o.nsp:
+            raise ValueError("Next-sentence prediction goes with the masked LM (BERT); a left-to-right run has none: "
+                             "turn NSP off or choose the masked-LM objective.")
         if not 0.0 < o.mlm_probability < 1.0:
             raise ValueError(f"mlm_probability must be between 0 and 1, got {o.mlm_probability}.")
         if min(o.mask_replace_prob, o.random_replace_prob) < 0 or (
@@ -382,12 +392,14 @@ def bert_config(cfg: TrainConfig, vocab_size: int = VOCAB_SIZE) -> BertConfig:
     """The BertConfig of a run: preset/custom shape, 512 positions (whatever the block length), its dropout."""
     from transformers import BertConfig
 
+    # a left-to-right run: the same BERT with the causal mask (BertLMHeadModel reads is_decoder)
     return BertConfig(**bert_shape(cfg, vocab_size), hidden_dropout_prob=cfg.model.dropout,
-                      attention_probs_dropout_prob=cfg.model.dropout)
+                      attention_probs_dropout_prob=cfg.model.dropout, is_decoder=cfg.objective.objective == LTR)
 
 
 def param_count_of_run(cfg: TrainConfig) -> int:
-    """Parameters of the masked-LM a run trains (with the NSP head when it asks for NSP), by formula:
+    """Parameters of the masked-LM a run trains (with the NSP head when it asks for NSP), by formula (a
+    left-to-right run's BertLMHeadModel has the same ones):
     no model is built and transformers is not loaded (the page checks the public cap before torch)."""
     shape = SimpleNamespace(tie_word_embeddings=True, **bert_shape(cfg))  # BertConfig's fields, embeddings tied
     return _bert_param_count(shape, cfg.objective.nsp)

@@ -7,6 +7,12 @@
 * :func:`evaluate_heldout`: the training recipe's held-out loss / accuracy (+ NSP), with fixed masks.
 * :func:`predict_masks`: the learner's probe: top-k at each [MASK], as Fill-Mask would offer them.
 
+A left-to-right run's model answers the same questions from the words before each one only: the block
+with its true words (no [MASK]), each asked word predicted from the output at the position before it
+(:func:`asked_logits`). So both objectives are scored on the same held-out words — the masked LM with
+15 % of the words hidden at once and both sides of each visible, the left-to-right LM from every word
+before it and none after — and their losses stand on one scale (nats per asked word).
+
 Rank 1 is the model's first guess; a rank counts the entries whose logit is strictly higher.
 Both run the model in eval mode (restored afterwards) under ``torch.inference_mode``.
 """
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
+from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.pretrain.heldout import IGNORE_INDEX, HeldoutQuestions
 from bertdemo.pretrain.hardware import autocast
 from bertdemo.pretrain.masking import allowed_pieces, continuation_lookup, mask_contexts
@@ -45,10 +52,29 @@ def ranks_of(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (logits > true).sum(dim=1) + 1
 
 
+def asked_logits(model, ids: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(m, V) logits and (m,) true ids at the asked positions of (b, T) questions ``ids`` / ``y``.
+
+    A masked LM reads the questions as they are ([MASK] at the asked positions). A left-to-right LM reads the
+    blocks with their true words and predicts each asked word from its output one position before it: the
+    causal mask hides the word itself and everything after it, so nothing is masked."""
+    asked = y != IGNORE_INDEX  # (b, T)
+    if not is_left_to_right(model):
+        hidden = model.bert(input_ids=ids).last_hidden_state  # (b, T, H)
+        return model.cls.predictions(hidden[asked]), y[asked]
+    if asked[:, 0].any():
+        raise ValueError("A left-to-right model cannot be asked the first token of a block.")
+    words = torch.where(asked, y, ids)  # (b, T) the true blocks
+    hidden = model.bert(input_ids=words, use_cache=False).last_hidden_state  # (b, T, H)
+    before = asked[:, 1:]  # (b, T-1): True at t - 1 where t is asked
+    return model.cls.predictions(hidden[:, :-1][before]), y[:, 1:][before]
+
+
 @torch.inference_mode()
 def answer_questions(model, questions: HeldoutQuestions | tuple[torch.Tensor, torch.Tensor], device: torch.device,
                      bf16: bool = False, should_stop: Callable[[], bool] = lambda: False) -> dict[str, float] | None:
-    """Loss (nats), top-1 and top-5 accuracy and median rank of the true token over the held-out questions.
+    """Loss (nats), top-1 and top-5 accuracy and median rank of the true token over the held-out questions
+    (a left-to-right model: each asked word from the words before it, :func:`asked_logits`).
 
     ``questions``: a :class:`HeldoutQuestions` or its (input_ids, labels) already on ``device``.
     ``should_stop`` is asked between batches: True ends the evaluation at once, returning None."""
@@ -67,11 +93,9 @@ def answer_questions(model, questions: HeldoutQuestions | tuple[torch.Tensor, to
             if should_stop():
                 return None
             ids, y = input_ids[start : start + rows], labels[start : start + rows]  # (b, T)
-            asked = y != IGNORE_INDEX
             with autocast(device, bf16):
-                hidden = model.bert(input_ids=ids).last_hidden_state  # (b, T, H)
-                logits = model.cls.predictions(hidden[asked])  # (m, V)
-            logits, target = logits.float(), y[asked]
+                logits, target = asked_logits(model, ids, y)  # (m, V), (m,)
+            logits = logits.float()
             loss_sum += F.cross_entropy(logits, target, reduction="sum").double()
             ranks.append(ranks_of(logits, target))
     finally:
@@ -98,8 +122,10 @@ def probe_answers(model, tokenizer, probes: list[tuple[str, str]], device: torch
             where = (ids[0] == tokenizer.mask_token_id).nonzero().flatten()
             if len(where) == 0:
                 raise ValueError(f"The probe {text!r} has no [MASK].")
-            hidden = model.bert(input_ids=ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
-            logits = model.cls.predictions(hidden[0, where[:1]]).float()  # (1, V)
+            hidden = model.bert(input_ids=ids, attention_mask=enc["attention_mask"].to(device),
+                                use_cache=False).last_hidden_state
+            # a left-to-right model's answer for the [MASK] is its output at the position before it
+            logits = model.cls.predictions(hidden[0, predicting_positions(model, where[:1])]).float()  # (1, V)
             # what Fill-Mask would offer there: no ## piece at a word start (the rank counts those words only)
             context = mask_contexts(tokenizer, enc, where[:1].tolist(), text)[0]
             probs = allowed_pieces(logits.softmax(-1)[0], context, continuation)  # (V,) as Fill-Mask shows them
@@ -184,8 +210,10 @@ def predict_masks(model: BertPretrainModel, tokenizer, text: str, device: torch.
     was_training = model.training
     model.eval()
     try:
-        hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device)).last_hidden_state
-        probs = model.cls.predictions(hidden[0, positions]).float().softmax(-1)  # (M, V)
+        hidden = model.bert(input_ids=input_ids, attention_mask=enc["attention_mask"].to(device),
+                            use_cache=False).last_hidden_state
+        at = predicting_positions(model, positions)  # a left-to-right model: the position before each [MASK]
+        probs = model.cls.predictions(hidden[0, at]).float().softmax(-1)  # (M, V)
         # what Fill-Mask would offer at each mask: no ## piece at a word start, only ## pieces glued to letters
         continuation = continuation_lookup(tokenizer).nonzero().flatten().to(device)
         probs = torch.stack([allowed_pieces(p, context, continuation)

@@ -90,7 +90,11 @@ def locality_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.
     slopes = getattr(module, "locality_slopes", None)
     if slopes is not None:
         bias = distance_bias(slopes.to(query.device), query.shape[2], key.shape[2], query.dtype)
-        if attention_mask is None:
+        if attention_mask is None and getattr(module, "is_causal", False) and query.shape[2] == key.shape[2] > 1:
+            # a left-to-right model's SDPA would apply the causal mask itself only without a mask: keep it here
+            future = torch.ones(query.shape[2], key.shape[2], dtype=torch.bool, device=query.device).triu(1)
+            attention_mask = bias.masked_fill(future, torch.finfo(query.dtype).min)
+        elif attention_mask is None:
             attention_mask = bias
         elif attention_mask.dtype == torch.bool:
             attention_mask = bias.masked_fill(~attention_mask, torch.finfo(query.dtype).min)

@@ -5,7 +5,9 @@
   embeddings).
 * The objective (:class:`PretrainObjective`): masked-LM (+ NSP) loss computed only at the masked
   positions, the last encoder layer run only there (:func:`bertdemo.models.partial_forward.encode_at`), and the vocabulary
-  projection fused with the cross-entropy (:mod:`bertdemo.pretrain.fused_ce`).
+  projection fused with the cross-entropy (:mod:`bertdemo.pretrain.fused_ce`); or, for a left-to-right run
+  (``objective = "ltr"``), the next-word loss of a ``BertLMHeadModel`` (``is_decoder=True``: the same BERT with the
+  causal mask) at every position of the block, nothing masked.
 """
 
 from __future__ import annotations
@@ -13,29 +15,40 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
+from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertLMHeadModel
 
 from bertdemo.locks import MODEL_INIT_LOCK
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.partial_forward import encode_at  # the last layer only at the masked positions
-from bertdemo.pretrain.config import TrainConfig, bert_config
+from bertdemo.pretrain.config import LTR, TrainConfig, bert_config
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.locality import query_positions
 from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
 
 
-BertPretrainModel = BertForMaskedLM | BertForPreTraining
+BertPretrainModel = BertForMaskedLM | BertForPreTraining | BertLMHeadModel
+
+
+def model_class(nsp: bool, left_to_right: bool = False) -> type[BertPretrainModel]:
+    """The transformers class a run trains: BertLMHeadModel (left-to-right), BertForPreTraining (NSP) or
+    BertForMaskedLM."""
+    if left_to_right:
+        return BertLMHeadModel
+    return BertForPreTraining if nsp else BertForMaskedLM
 
 
 def build_model(cfg: TrainConfig, tokenizer) -> BertPretrainModel:
-    """A freshly initialised BertForMaskedLM (or BertForPreTraining with NSP) for the run's shape,
-    or, with `cfg.model.init_from`, the pretrained encoder of that folder plus a new head."""
+    """A freshly initialised BertForMaskedLM (BertForPreTraining with NSP, BertLMHeadModel with is_decoder=True for
+    a left-to-right run) for the run's shape, or, with `cfg.model.init_from`, the pretrained encoder of that folder
+    plus a new head."""
+    ltr = cfg.objective.objective == LTR
     if cfg.model.init_from:
-        model = warm_start_model(cfg.model.init_from, cfg.objective.nsp)
+        model = warm_start_model(cfg.model.init_from, cfg.objective.nsp, ltr)
     else:
         config = bert_config(cfg, vocab_size=len(tokenizer))
         config.pad_token_id = tokenizer.pad_token_id
         with MODEL_INIT_LOCK:
-            model = (BertForPreTraining if cfg.objective.nsp else BertForMaskedLM)(config)
+            model = model_class(cfg.objective.nsp, ltr)(config)
     if model.config.vocab_size != len(tokenizer):
         raise ValueError(f"The model's vocabulary has {model.config.vocab_size} entries, the tokenizer "
                          f"{len(tokenizer)}: warm-start from a model with the uncased BERT vocabulary.")
@@ -60,8 +73,11 @@ def neighbour_frequencies(k: int) -> torch.Tensor:
     return torch.pi * (torch.arange(1, k + 1, dtype=torch.float64) / k).sqrt()
 
 
-def neighbour_offsets(heads: int) -> list[int]:
-    """The key each head looks at, relative to its query: the word before, the word after, then 2 before…"""
+def neighbour_offsets(heads: int, left_to_right: bool = False) -> list[int]:
+    """The key each head looks at, relative to its query: the word before, the word after, then 2 before…; for a
+    left-to-right model, which sees no word after, the word before, 2 before, 3 before…"""
+    if left_to_right:
+        return [-(h + 1) for h in range(heads)]
     return [-(h // 2 + 1) if h % 2 == 0 else h // 2 + 1 for h in range(heads)]
 
 
@@ -82,7 +98,7 @@ def neighbour_init(model: BertPretrainModel, share: float = NEIGHBOUR_SHARE, pea
     hidden dims that words and segments leave empty (zero there), sized so that after the embedding
     LayerNorm it holds ``share`` of each vector's squared norm. In every layer each head's W_q copies that
     subspace into the first 2K of its dims and W_k copies it rotated by ``o·ω_n`` in each frequency's plane
-    (o = the head's offset, :func:`neighbour_offsets`), so the head's score of query i for key j is
+    (o = the head's offset, :func:`neighbour_offsets`: only words before for a left-to-right model), so the head's score of query i for key j is
     ``peak · Σ cos(ω_n (i - j + o)) / K``: largest at j = i + o. Added to the random weights already there
     (heads still learn content). Positions stay learned embeddings and keep training."""
     emb = model.bert.embeddings
@@ -107,7 +123,7 @@ def neighbour_init(model: BertPretrainModel, share: float = NEIGHBOUR_SHARE, pea
     eye = torch.eye(2 * k, dtype=torch.float64)
     for layer in model.bert.encoder.layer:
         att = layer.attention.self
-        for head, offset in enumerate(neighbour_offsets(att.num_attention_heads)):
+        for head, offset in enumerate(neighbour_offsets(att.num_attention_heads, is_left_to_right(model))):
             theta = -offset * omega  # key j rotated by θ matches query i = j + θ/ω
             cos, sin = theta.cos(), theta.sin()
             rotation = torch.zeros(2 * k, 2 * k, dtype=torch.float64)
@@ -127,11 +143,13 @@ def remove_position_embeddings(model: BertPretrainModel) -> None:
     weight.requires_grad_(False)
 
 
-def warm_start_model(path: str, nsp: bool = False) -> BertPretrainModel:
+def warm_start_model(path: str, nsp: bool = False, left_to_right: bool = False) -> BertPretrainModel:
     """The encoder weights of the model folder `path` (e.g. a bare ``BertModel``) with an MLM (+NSP)
-    head: kept when the folder has one, else new, its decoder tied to the word embeddings."""
-    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    head — or, ``left_to_right``, as a BertLMHeadModel with the causal mask — the head kept when the folder has
+    one, else new, its decoder tied to the word embeddings."""
+    model_cls = model_class(nsp, left_to_right)
     config = BertConfig.from_pretrained(path)
+    config.is_decoder = left_to_right
     config.architectures = [model_cls.__name__]
     config.tie_word_embeddings = True  # decoder weight = word embeddings (original BERT)
     with MODEL_INIT_LOCK:
@@ -162,9 +180,9 @@ def trainable_names(model: nn.Module) -> list[str]:
 
 def model_from_config(config: dict, nsp: bool) -> BertPretrainModel:
     """A model of a checkpoint's architecture (its config.json content), for weights already in memory."""
-    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    bert = BertConfig.from_dict(config)
     with MODEL_INIT_LOCK:
-        return model_cls(BertConfig.from_dict(config))
+        return model_class(nsp, is_left_to_right(bert))(bert)
 
 
 def load_weights(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
@@ -179,8 +197,9 @@ def load_weights(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 
 
 def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
-    """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`."""
-    model_cls = BertForPreTraining if nsp else BertForMaskedLM
+    """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`; a left-to-right
+    checkpoint (``is_decoder`` in its config) as the BertLMHeadModel it is."""
+    model_cls = model_class(nsp, is_left_to_right(BertConfig.from_pretrained(path)))
     with MODEL_INIT_LOCK:
         return model_cls.from_pretrained(path)
 
@@ -195,7 +214,9 @@ def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
 # positions (`sparse_encoder`). The objective is an ``nn.Module`` so DDP and ``torch.compile`` see one forward.
 
 class PretrainObjective(nn.Module):
-    """Masked-LM (+ NSP) losses of a BERT with the vocabulary projection only at masked positions."""
+    """Masked-LM (+ NSP) losses of a BERT with the vocabulary projection only at masked positions; for a
+    left-to-right model (``is_decoder``) the next-word loss at every position. Either loss is returned as
+    ``loss`` and ``mlm_loss`` (the run's language-modelling loss, whichever objective it is)."""
 
     def __init__(self, model: BertPretrainModel, fused_ce: bool = True, sparse_encoder: bool = True) -> None:
         super().__init__()
@@ -214,7 +235,10 @@ class PretrainObjective(nn.Module):
     ) -> dict[str, torch.Tensor]:
         # packed blocks hold no padding: every position attends everywhere, no attention_mask needed
         out = None
-        if positions is not None and next_sentence_label is None and self.sparse_encoder:
+        if is_left_to_right(self.model):  # the output at t predicts the token at t + 1, at every position
+            hidden = self.model.bert(input_ids=input_ids, use_cache=False).last_hidden_state  # (B, T, H), causal
+            hidden, labels, positions = hidden[:, :-1], labels[:, 1:], None  # (B, T-1, H), (B, T-1): all predicted
+        elif positions is not None and next_sentence_label is None and self.sparse_encoder:
             with query_positions(positions):  # for a locality bias on the last layer's queries
                 h = encode_at(self.model.bert, input_ids, positions, token_type_ids)  # (B, k, H)
         else:
@@ -250,7 +274,10 @@ class PretrainObjective(nn.Module):
 
 
 class BatchMaker:
-    """Turns (B, T) packed blocks into the objective's inputs: NSP pairs (optional), then masks."""
+    """Turns (B, T) packed blocks into the objective's inputs: NSP pairs (optional), then masks. For a
+    left-to-right run the blocks as they are (every next word predicted); the masks an MLM run would draw are
+    still drawn from the generator and dropped, so a masked-LM run and a left-to-right run of one seed see the
+    same batches in the same order (the twins)."""
 
     def __init__(self, cfg: TrainConfig, tokenizer, device: torch.device) -> None:
         self.cfg = cfg
@@ -266,6 +293,11 @@ class BatchMaker:
         given, block i's masks in epoch e are copy ``e mod N`` of its N fixed masks, as the original
         BERT data pipeline made them (each sequence duplicated N times); otherwise masks are new."""
         token_type_ids = nsp_labels = None
+        if self.cfg.objective.objective == LTR:  # every next word is predicted: nothing masked
+            if not (self.cfg.objective.static_masks and block_ids is not None):
+                self._mask(blocks, generator)  # drawn and dropped: the generator (so the data order) stays its twin's
+            return {"input_ids": blocks, "labels": blocks, "positions": None, "token_type_ids": None,
+                    "next_sentence_label": None}
         if self.cfg.objective.nsp:
             blocks, token_type_ids, nsp_labels = make_nsp_pairs(
                 blocks, cls_id=self.cls_id, sep_id=self.sep_id, generator=generator

@@ -15,6 +15,7 @@ from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.probes import validate_expected
+from bertdemo.runs import folders
 from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.slot import BackgroundRun, Clock
 from bertdemo.runs.status import ACTIVE_STATUSES, Status
@@ -95,3 +96,44 @@ class TrainingRun(BackgroundRun):
         the next step (not only at the next evaluation)."""
         self.metrics.update(probe_text=validate_probe_text(text), probe_expected=validate_expected(expected))
         self.control.probe_event.set()
+
+
+class TwinRun(TrainingRun):
+    """"Train both": the masked-LM twin, then the left-to-right twin, in one turn of the training slot — two runs
+    (two folders, two checkpoints) with one recipe and one seed, so the same batches in the same order (the
+    left-to-right batch maker draws the masks it does not use: :class:`bertdemo.pretrain.model.BatchMaker`) for
+    the same number of steps: the time budget is off (a clock would give the slower twin fewer steps), ``steps``
+    ends both. The page follows the twin that trains now; once the second starts, the first is its twin
+    (:attr:`twin_id`) and the curves overlay both. A Stop (or a failure) of the first ends the pair."""
+
+    label = "twin pretraining"
+
+    def __init__(self, cfg: TrainConfig, runs_dir: str | Path, **kwargs: Any) -> None:
+        first = cfg.replace(objective="mlm", time_budget_s=0.0)
+        super().__init__(first, runs_dir, **kwargs)
+        self.second_cfg = first.replace(objective="ltr")
+        self.twin_id = ""  # the masked-LM twin's run id, once the left-to-right twin trains
+
+    def work(self) -> str:
+        final = super().work()
+        if final != Status.FINISHED or self.control.stop_event.is_set():
+            return final
+        self.twin_id = self.run_id
+        self.cfg = self.second_cfg
+        self.metrics = MetricsBuffer(status=Status.PREPARING, total_steps=self.cfg.optim.steps,
+                                     message=f"Starting the left-to-right twin of run {self.twin_id} (same batches)…",
+                                     preset=self.cfg.model.preset,
+                                     corpus=checkpoints.corpus_display_name(self.cfg.data.corpus),
+                                     probe_text=self.cfg.monitor.probe_text,
+                                     probe_expected=self.cfg.monitor.probe_expected)
+        self.run_id = ""
+        self.claim_folder()
+        self.metrics.update(run_id=self.run_id)
+        folders.record_owner(self.run_folder, self.owner_token)
+        folders.record_visitor(self.run_folder, self.visitor)
+        return super().work()
+
+    def own_seconds_left(self) -> float | None:
+        """The twin now training's ETA, and while the first trains, the second's steps too (about as long)."""
+        left = super().own_seconds_left()
+        return None if left is None else (left if self.twin_id else left * 2)

@@ -23,11 +23,12 @@ from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS
 from bertdemo.pretrain.metrics import HELDOUT_EVAL, RunSnapshot, metrics_csv
-from bertdemo.pretrain.run import KIND, TrainingRun
+from bertdemo.pretrain.run import KIND, TrainingRun, TwinRun
 from bertdemo.runs import folders, uploads
 from bertdemo.runs.service import NOT_YOURS, RunService
 from bertdemo.settings import Limits
 
+TRAIN_BOTH = "train_both"  # a start setting (not a TrainConfig's): the twins, masked LM then left-to-right (TwinRun)
 TINYSTORIES_OFFLINE = ("TinyStories comes from the dataset hub, which this server cannot reach, so no run was started. "
                        "Choose the embedded Wikipedia summaries (offline), or upload a .txt / .jsonl corpus.")
 
@@ -108,7 +109,14 @@ class PretrainService:
         the token. ValueError naming what to change."""
         public = self.settings.public_limits
         self.runs.check_free(owner_token)  # a refused start costs nothing: no config, memory, disk or time checks
-        settings = request if isinstance(request, dict) else None
+        settings = dict(request) if isinstance(request, dict) else None
+        both = settings.pop(TRAIN_BOTH, False) if settings is not None else False
+        if not isinstance(both, bool):
+            raise ValueError(f"{TRAIN_BOTH} must be true or false, got {str(both)[:40]!r}.")
+        if both and settings.get("resume_from"):
+            raise ValueError("Train both starts two new runs (the twins); it cannot resume a checkpoint.")
+        if both:  # the twins: steps end both (see TwinRun); the settings are checked as the masked-LM twin's
+            settings = {**settings, "objective": "mlm", "time_budget_s": 0.0}
         if settings is not None and settings.get("resume_from"):
             settings = {**settings, "resume_from": self._resume_folder(settings["resume_from"], public is not None)}
         if settings is not None:
@@ -132,12 +140,14 @@ class PretrainService:
         budget.check_disk(cfg, self.runs_dir, self.settings.disk)
         if public is not None:
             self.speeds.check_time(cfg, public.max_seconds)
+            if both:  # the pair shares the slot's one wall-time cap: the left-to-right twin's steps count too
+                self.speeds.check_time(cfg.replace(steps=2 * cfg.optim.steps), public.max_seconds)
         received = None
         if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
             cfg = cfg.replace(corpus=str(uploads.adopt_upload(received, self.runs_dir)))
         try:
-            run = TrainingRun(cfg, self.runs_dir, owner_token=self.runs.owner(owner_token),
+            run = (TwinRun if both else TrainingRun)(cfg, self.runs_dir, owner_token=self.runs.owner(owner_token),
                               visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
                               disk=self.settings.disk, speeds=self.speeds, clock=self.manager.clock)
             self.runs.launch(run, owner_token)
@@ -221,6 +231,8 @@ class PretrainService:
         snapshot when the caller holds one already) and of the earlier runs ``run_ids``; labels name the
         settings in which the runs differ."""
         run = self.current
+        if isinstance(run, TwinRun) and run.twin_id and run.twin_id not in (run_ids or []):
+            run_ids = [run.twin_id, *(run_ids or [])]  # the pair's curves overlaid: its masked-LM twin beside it
         live = [] if run is None else [run_folders.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
         records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
         labels = run_folders.differing_labels(records)
@@ -285,13 +297,34 @@ class PretrainService:
         """How long the form's run would take on this machine, from Start to its last checkpoint: training,
         evaluations, checkpoints and start-up, each counted (and whether a public server allows it); ""
         when the settings are not a valid run yet."""
+        settings = dict(settings)
+        both = bool(settings.pop(TRAIN_BOTH, False))
+        if both:
+            settings.update(objective="mlm", time_budget_s=0.0)
         try:
             cfg = config_from_settings({k: v for k, v in settings.items()
                                         if k not in ("upload", "corpus", "resume_from", "probe_text", "probe_expected")}, self.runs_dir)
             est = self.speeds.estimate(cfg)
+            twin = cfg.replace(objective="ltr")
+            twin_est = self.speeds.estimate(twin) if both else None
         except ValueError:
             return ""
+        if twin_est is not None:
+            return twin_estimate_text(est, twin_est, cfg.optim.steps, self.settings.public_limits)
         return estimate_text(est, cfg, self.speeds.estimate_seconds(cfg, cfg.optim.steps), self.settings.public_limits)
+
+
+def twin_estimate_text(mlm: budget.TimeEstimate, ltr: budget.TimeEstimate, steps: int, public: Limits | None) -> str:
+    """How long "Train both" takes: the two twins one after the other, each ``steps`` steps (no time budget)."""
+    duration = budget.duration_text
+    text = (f"**Train both** on this machine: about **{duration(mlm.total_s + ltr.total_s)}** — the masked-LM twin "
+            f"{duration(mlm.total_s)}, then the left-to-right twin {duration(ltr.total_s)} (it predicts every position, "
+            f"so each of its steps costs more), each {steps:,} steps on the same batches; the time budget is off.")
+    if public is not None and mlm.total_s + ltr.total_s > public.max_seconds:
+        text += f" More than this server's {public.max_minutes:g}-minute limit: lower Steps."
+    elif mlm.total_s + ltr.total_s > TrainConfig().optim.time_budget_s * 2:
+        text += " Longer than two default runs: lower Steps for a quicker pair."
+    return text
 
 
 def estimate_text(est: budget.TimeEstimate, cfg: TrainConfig, all_steps_s: float, public: Limits | None) -> str:

@@ -388,7 +388,7 @@ class Trainer:
         self.run_info["elapsed_s"] = self.elapsed
         snap = self.metrics.snapshot()
         state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
-                 "nsp": self.cfg.objective.nsp, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
+                 "nsp": self.cfg.objective.nsp, "objective": self.cfg.objective.objective, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
                  "history": history_dict(snap)}
         strength = self.locality.strength
         if strength > 0:  # the saved model is a stock BERT: it predicts without the bias the run still trains with

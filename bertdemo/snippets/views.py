@@ -52,10 +52,14 @@ def tokenizer_code(model: str, text: str, text_pair: str = "") -> str:
 def fill_mask_code(model: str, text: str, top_k: int = 5, text_pair: str = "") -> str:
     """Fill-Mask tab: the top-k words and probabilities at every [MASK], as the view filters them: a mask at
     a word start is never a ``##`` piece, a mask glued to letters is only ``##`` pieces, a mask glued to a
-    previous mask may be any piece."""
+    previous mask may be any piece. A left-to-right checkpoint loads as ``AutoModelForCausalLM`` and answers a
+    mask from the position before it."""
     first, second = split_pair(str(text), str(text_pair or ""))
     texts = (first,) if second is None else (first, second)
-    return preamble(model, "AutoModelForMaskedLM") + LOAD.format(cls="AutoModelForMaskedLM") + (
+    return preamble(model, "AutoModelForMaskedLM", "AutoModelForCausalLM", "AutoConfig") + (
+        "tokenizer = AutoTokenizer.from_pretrained(MODEL)\n"
+        "left_to_right = AutoConfig.from_pretrained(MODEL).is_decoder  # a left-to-right run: BertLMHeadModel\n"
+        "model = (AutoModelForCausalLM if left_to_right else AutoModelForMaskedLM).from_pretrained(MODEL).eval()\n"
         "import re\n"
         f"TEXTS = {texts!r}  # a [SEP] typed in the text starts sentence B\n"
         "texts = [re.sub(r'(?i)\\[mask\\]', tokenizer.mask_token, t) for t in TEXTS]  # [MASK] in any case\n"
@@ -65,7 +69,8 @@ def fill_mask_code(model: str, text: str, top_k: int = 5, text_pair: str = "") -
         "    logits = model(**inputs).logits  # (1, S, V)\n"
         "pieces = torch.tensor([t.startswith('##') for t in tokenizer.convert_ids_to_tokens(range(logits.shape[-1]))])\n"
         "for pos in (inputs['input_ids'][0] == tokenizer.mask_token_id).nonzero().flatten().tolist():\n"
-        "    probs = logits[0, pos].softmax(-1)  # over the whole vocabulary\n"
+        "    at = pos - 1 if left_to_right else pos  # left-to-right: the output before the blank predicts it\n"
+        "    probs = logits[0, at].softmax(-1)  # over the whole vocabulary\n"
         "    before = texts[inputs.sequence_ids(0)[pos]][:offsets[pos][0]]  # the text before this mask\n"
         "    if pieces.any() and not before.endswith(tokenizer.mask_token):  # after another mask: any piece\n"
         "        glued = before[-1:].isalnum()  # glued to letters: only ## pieces; at a word start: none\n"

@@ -93,6 +93,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         caveats = dict.fromkeys(c for c in (availability.stand_in_caveat(r, m) for r, m, _ in results) if c)
         filled = "\n\n".join(
             f"**Filled with the top choices:** {bars.filled_markdown(result)}  \n{answered_line(requested, loaded)}"
+            + (f"  \n*This model is a {result.note}.*" if result.note else "")
             for requested, loaded, result in results
         ) + "".join(f"  \n*{c}*" for c in caveats) + f"\n\n*Method:* {results[0][2].method}."
         table = bars.targets_markdown([(label, r) for label, (_, _, r) in zip(labels, results)])

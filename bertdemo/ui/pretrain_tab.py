@@ -25,7 +25,7 @@ from bertdemo.ui import common, twins_section
 from bertdemo import compat, storage
 from bertdemo.models.device import zero_gpu
 from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
-from bertdemo.pretrain.config import CUSTOM, PRESETS, TrainConfig
+from bertdemo.pretrain.config import CUSTOM, OBJECTIVES, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunAction, RunService
@@ -51,6 +51,9 @@ CORPORA = [
 ]
 LIVE = "live run"
 NO_CHANGE = None  # an output the poll leaves as it is (the page receives nothing for it)
+
+
+OBJECTIVE_CHOICES = list(OBJECTIVES.items())  # (value, label): "masked LM (BERT): predicts each hidden word…"
 
 
 def plot_data(spec: dict) -> str:
@@ -176,7 +179,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
             "on this server sees the same run. Every run starts near the loss of a uniform guess, "
             f"ln 30,522 = {run_curves.UNIFORM_LOSS:.2f}; the held-out loss is scored on the same fixed "
             "[MASK]s (15 % of the held-out tokens) for every run, and the lines on the loss chart show what "
-            "simple guessers built from the run's own corpus score there."
+            "simple guessers built from the run's own corpus score there. A left-to-right run is scored on the "
+            "same held-out words, each predicted from the words before it only (its input has no [MASK]): the "
+            "masked LM sees both sides of every blank, the left-to-right LM only the left."
         )
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
@@ -188,6 +193,14 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                     ffn = gr.Number(d.model.intermediate_size, label="FFN", precision=0, minimum=8, maximum=4096)
                 params = gr.Markdown(run_curves.shape_markdown(d.model.preset, d.model.num_hidden_layers, d.model.hidden_size,
                                                  d.model.num_attention_heads, d.model.intermediate_size))
+                objective = gr.Radio([(label, value) for value, label in OBJECTIVE_CHOICES],
+                                     value=d.objective.objective, label="Objective", elem_id="pt-objective",
+                                     info="The same model size, data, seed and budget; only what it learns to predict "
+                                          "differs (BERT's Table 5: is bidirectional pretraining worth it?).")
+                train_both = gr.Checkbox(False, label="Train both (the twins)", elem_id="pt-train-both",
+                                         info="The masked LM, then the left-to-right LM, on the same batches in the "
+                                              "same order for the same Steps (the time budget is off so both take "
+                                              "every step); their curves are overlaid, each named.")
                 estimate_box = gr.Markdown(elem_id="pt-estimate")  # filled when the tab opens and the form changes
                 corpus = gr.Radio(CORPORA, value="wiki", label="Corpus")
                 corpus_note_box = gr.Markdown(elem_id="pt-corpus-note")  # TinyStories offline: said before Start
@@ -205,6 +218,13 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                                              precision=0, minimum=0, maximum=100,
                                              info="Original BERT: each sequence duplicated 10× with 10 fixed masks.")
                     nsp = gr.Checkbox(d.objective.nsp, label="Next-sentence prediction (NSP) too")
+                    neighbour_init = gr.Radio(
+                        [("planted neighbour heads (default)", True), ("plain random start", False)],
+                        value=d.model.neighbour_init, label="Attention heads at the start", elem_id="pt-neighbour-init",
+                        info="Planted: the position embeddings and every head's query and key weights start so that each "
+                             "head looks at the word before or the word after (a left-to-right model: 1, 2… words "
+                             "before) — a stock BERT whose first minutes are faster. Plain random: BERT's own start; "
+                             "watch whether such heads grow on their own.")
                     locality = gr.Dropdown([("fades out", d.model.locality_fade), ("permanent (experiment)", 0.0)],
                                            value=d.model.locality_fade, label="Locality bias on attention",
                                            info="Attention looks at neighbours first. Fading out, the model ends a "
@@ -300,6 +320,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                 intermediate_size=ffn, corpus=corpus, upload=upload, position_embeddings=position_embeddings,
                 whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, locality_fade=locality,
+                objective=objective, train_both=train_both, neighbour_init=neighbour_init,
                 mlm_probability=mlm_prob,
                 mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
                 seq_len=seq_len, batch_size=batch_size, steps=steps, time_budget_s=time_budget, lr=lr,
@@ -430,7 +451,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     demo.load(None, None, owner, js=READ_OWNER_JS, api_visibility="private")  # the token this browser kept
     owner.change(None, owner, None, js=KEEP_OWNER_JS, api_visibility="private")  # a new one is kept
-    timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob)
+    timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob,
+             objective, train_both)
     gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)

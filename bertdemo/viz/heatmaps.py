@@ -151,6 +151,9 @@ def attention_info(result: AttentionResult, view: AttentionView, hide: bool) -> 
         f"Each row shows where one token looks; rows sum to 1"
         + (" over the tokens shown (renormalised after hiding [CLS]/[SEP])." if view.renormalised else ".")
     )
+    if result.causal:
+        text += ("  \nA **left-to-right** model: the causal mask lets each token look only at itself and the tokens "
+                 "before it, so every weight above the diagonal is exactly 0 (lower-triangular).")
     if hide and not view.renormalised:
         text += " With [CLS]/[SEP] hidden and renormalising off, rows sum to less than 1."
     if view.removed:

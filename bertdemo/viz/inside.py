@@ -151,10 +151,14 @@ def order_markdown(order: OrderTest, model_name: str) -> str:
         f"**Order test — model {literal(model_name)}.** Original: {html_code(' '.join(order.tokens))}  \n"
         f"Shuffled: {html_code(' '.join(order.shuffled_tokens))}",
         "",
-        f"- **Without position embeddings** the encoder gets the same bag of input vectors "
-        f"(sorted, max |difference| = {order.input_bag_diff_without_positions:.1e}), so every token ends "
-        f"with the same final hidden state wherever it stands: max |difference| = "
-        f"{order.max_diff_without_positions:.1e}, cosine 1.000. Self-attention alone does not see order.",
+        (f"- **Without position embeddings** the encoder gets the same bag of input vectors "
+         f"(sorted, max |difference| = {order.input_bag_diff_without_positions:.1e}), yet this left-to-right "
+         f"model's causal mask lets each token see only the tokens before it, so the states still differ: max "
+         f"|difference| = {order.max_diff_without_positions:.3f}. A causal mask alone sees order." if order.causal else
+         f"- **Without position embeddings** the encoder gets the same bag of input vectors "
+         f"(sorted, max |difference| = {order.input_bag_diff_without_positions:.1e}), so every token ends "
+         f"with the same final hidden state wherever it stands: max |difference| = "
+         f"{order.max_diff_without_positions:.1e}, cosine 1.000. Self-attention alone does not see order."),
         f"- **With position embeddings** (the real model) the states differ: max |difference| = "
         f"{order.max_diff_with_positions:.3f}.",
         "",
@@ -245,6 +249,10 @@ def layer_markdown(result: LayerStepResult) -> str:
         f"max |difference| = {result.max_diff_output:.1e}.",
         "",
     ]
+    if result.causal:
+        lines += [f"**Left-to-right model: the causal mask.** Before the softmax it adds −3.4e38 to the score of "
+                  f"every key after the query (keys {result.query + 1}–{s - 1} here), so their weights are exactly 0: "
+                  "this token reads only itself and the tokens before it.", ""]
     rows = [[Code(f"{j}: {token}"), f"{result.scores[j]:.3f}", f"{result.scaled[j]:.3f}",
              "0" if result.mask[j] == 0 else f"{result.mask[j]:.1e}", f"{result.probs[j]:.3f}",
              f"{result.value_norms[j]:.2f}"] for j, token in enumerate(result.tokens)]

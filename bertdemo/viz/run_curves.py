@@ -156,7 +156,7 @@ TOP_ROOM = 64  # px above the plot area: the page's label badge and plotly's too
 EMPTY_LR_TOP = 1e-3  # the learning-rate axis before a run: 0 … the default peak
 # panel -> (x axis, y axis, x domain, y domain, title)
 _PANELS = {
-    "loss": ("x", "y", (0.0, 1.0), (0.66, 1.0), "Masked-LM loss"),
+    "loss": ("x", "y", (0.0, 1.0), (0.66, 1.0), "Masked-LM loss (a left-to-right run: next-word loss)"),
     "ppl": ("x2", "y2", (0.0, 0.44), (0.36, 0.54), "Held-out perplexity"),
     "acc": ("x3", "y3", (0.56, 1.0), (0.36, 0.54), "Top-1, top-5 (dashed)"),
     "rank": ("x4", "y4", (0.0, 0.44), (0.05, 0.23), "Median rank (up = better)"),
