@@ -216,3 +216,27 @@ def entity_scores(true: Sequence[Sequence[str | None]], predicted: Sequence[Sequ
     recall = tp / n_true if n_true else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1, "true_entities": n_true, "predicted_entities": n_pred}
+
+
+CACHE_VERSION = 1
+
+
+def load_name_splits(cache_dir, seed: int = SPLIT_SEED) -> NameSplits:
+    """:func:`build_name_splits` for ``seed``, saved once as JSON in ``cache_dir`` (atomically, named by the
+    version of the rule) and read from there afterwards (building takes about 10 s: the topic split decides
+    the held-out summaries)."""
+    from pathlib import Path
+
+    from bertdemo import storage
+
+    path = Path(cache_dir) / f"names-v{CACHE_VERSION}-seed{int(seed)}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return NameSplits(*([TaggedSentence(t, tuple(w), tuple(g)) for t, w, g in data[name]]
+                            for name in ("train", "validation", "test")))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    splits = build_name_splits(seed)
+    storage.write_text(path, json.dumps({name: [[s.title, s.words, s.tags] for s in splits.split(name)]
+                                         for name in ("train", "validation", "test")}))
+    return splits

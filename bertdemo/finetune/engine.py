@@ -93,8 +93,10 @@ def init_folder(cfg: FinetuneConfig, cache_dir: str | Path | None = None) -> Pat
     raise ValueError(f"{cfg.init} was not resolved to a checkpoint folder.")
 
 
-def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | None = None) -> Built:
-    """The model to fine-tune: the starting weights with a new classifier head of ``len(labels)`` outputs.
+def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | None = None,
+                model_class: type = BertForSequenceClassification) -> Built:
+    """The model to fine-tune: the starting weights with a new classifier head of ``len(labels)`` outputs
+    (``model_class``: a sentence classifier, or ``BertForTokenClassification`` for a label per word).
 
     The head (and any part the checkpoint lacks, such as the pooler of a masked-LM) is initialised from
     ``cfg.seed``, so two runs with different starts but the same seed begin with the same head."""
@@ -105,24 +107,25 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
     torch.manual_seed(cfg.seed)
     if cfg.init == RANDOM:
         config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
-                                            architectures=["BertForSequenceClassification"])
+                                            architectures=[model_class.__name__])
         with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
-            model = BertForSequenceClassification(config)
-        _draw_again(model, ["bert.pooler.dense.weight", "classifier.weight"], cfg.seed)  # the head every start gets
+            model = model_class(config)
+        head = [n for n in ("bert.pooler.dense.weight", "classifier.weight") if n in dict(model.named_parameters())]
+        _draw_again(model, head, cfg.seed)  # the head every start gets
         return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
                      "random weights (the embedded model's shape)")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" report is shown on the page, explained
     try:
         with MODEL_INIT_LOCK:
-            model, info = BertForSequenceClassification.from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
     new = list(info.get("missing_keys", []))
     _draw_again(model, new, cfg.seed)
     label = "the embedded pretrained model" if cfg.init == EMBEDDED else f"pretraining run {cfg.init}"
-    model.config.architectures = ["BertForSequenceClassification"]
+    model.config.architectures = [model_class.__name__]
     return Built(model, tokenizer, sorted(_groups(new)), label)
 
 
