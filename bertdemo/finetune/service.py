@@ -144,11 +144,14 @@ class FinetuneService:
         saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
         return sorted(saved, reverse=True)
 
-    def choices(self) -> list[tuple[str, str]]:
-        """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""
+    def choices(self, task: str | None = None) -> list[tuple[str, str]]:
+        """(label, id) of the saved fine-tuning runs (of ``task`` only, when given): what they started from, their
+        validation accuracy (a names run: its F1 of NAME)."""
         out = []
         for run_id in self.ids():
             snap = self.load(run_id)
+            if task is not None and snap.task != task:
+                continue
             acc = f"{snap.val_accuracy[-1]:.1%}" if snap.val_accuracy else "—"
             if snap.task == "names":  # a label per word: the F1 of NAME
                 acc = f"names F1 {snap.val_macro_f1[-1]:.1%}" if snap.val_macro_f1 else "names"

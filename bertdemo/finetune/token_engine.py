@@ -37,6 +37,7 @@ from bertdemo.runs.status import Status
 log = logging.getLogger(__name__)
 
 IGNORE = -100  # transformers' ignore index: no loss, no score
+MIN_PIECES = 64  # a names sentence (5-30 words) fits in 64 pieces but for 1 in 2,000; a shorter max_seq_len is raised
 ERRORS_KEPT = 40  # missed names and false names listed from the test split, each
 
 
@@ -206,8 +207,9 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
               "sentences": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)}}
     metrics.update(init_label=built.label, new_weights=built.new_weights, names=report,
                    param_count=sum(p.numel() for p in model.parameters()), message="Tokenizing…")
-    train = align(tokenizer, [s.words for s in task.train], [s.label_ids for s in task.train], cfg.max_seq_len)
-    val = align(tokenizer, [s.words for s in task.validation], [s.label_ids for s in task.validation], cfg.max_seq_len)
+    max_len = max(cfg.max_seq_len, MIN_PIECES)
+    train = align(tokenizer, [s.words for s in task.train], [s.label_ids for s in task.train], max_len)
+    val = align(tokenizer, [s.words for s in task.validation], [s.label_ids for s in task.validation], max_len)
     batches_per_epoch = len(train) // cfg.batch_size
     if batches_per_epoch == 0:
         raise ValueError(f"The training split has {len(train)} sentences, fewer than one batch of {cfg.batch_size}.")
@@ -284,7 +286,7 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         val_pred = tags_of(val_probs)
         confusion = [[sum(t == a and p == b for ts, ps in zip(val_true, val_pred) for t, p in zip(ts, ps))
                       for b in LABELS] for a in LABELS]
-        test = align(tokenizer, [s.words for s in task.test], None, cfg.max_seq_len)
+        test = align(tokenizer, [s.words for s in task.test], None, max_len)
         test_probs = predict_words(model, test, pad_id, device).probs
         test_words, test_entities, test_pred = _scores(task.test, test_probs)
         report = {**report, "validation": val_words, "test": test_words, "test_entity": test_entities,
