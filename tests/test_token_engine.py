@@ -3,7 +3,6 @@ piece, the scores and the tagger are the model's own forward, the checkpoint is 
 
 from __future__ import annotations
 
-import random
 
 import numpy as np
 import pytest
@@ -17,22 +16,9 @@ from bertdemo.finetune.token_engine import (IGNORE, WordTask, align, errors, lan
                                             run_token_finetune, tag_sentence, tags_of)
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
-from tests.helpers import tiny_finetune_config
+from tests.helpers import name_task, tiny_finetune_config
 
-PEOPLE, PLACES, THINGS = ["Alice", "Bob", "Carol"], ["Paris", "Rome", "Oslo"], ["dog", "car", "tree", "house"]
 FROM_RUN = dict(init="run:tiny/checkpoint", task="names", epochs=12, warmup_fraction=0.1, eval_every=10)
-
-
-def name_task(n: int = 40, seed: int = 0) -> WordTask:
-    """Sentences whose names are always the same few words: learnable to F1 1.0."""
-    rng = random.Random(seed)
-    rows = []
-    for k in range(n):
-        text = (f"Then the {rng.choice(THINGS)} of {rng.choice(PEOPLE)} went to {rng.choice(PLACES)} "
-                f"with a {rng.choice(THINGS)} .")
-        ws = names.words(text)
-        rows.append(names.TaggedSentence(f"s{k}", tuple(ws), tuple(names.tag_words(ws))))
-    return WordTask(list(names.LABELS), rows[: n * 6 // 10], rows[n * 6 // 10: n * 8 // 10], rows[n * 8 // 10:])
 
 
 def test_each_words_label_sits_on_its_first_piece_and_the_rest_are_ignored(tokenizer):
