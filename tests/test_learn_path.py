@@ -25,13 +25,13 @@ def forward(tiny_loaded):
     return enc, out
 
 
-def test_eighteen_steps_in_notebook_order():
-    assert len(learn_steps.STEPS) == 18 == len(learn_path.ANSWERS)
+def test_nineteen_steps_in_notebook_order():
+    assert len(learn_steps.STEPS) == 19 == len(learn_path.ANSWERS)
     stages = [s.stage for s in learn_steps.STEPS]
     order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining",
              "what the vectors hold", "what pretraining buys"]
     assert sorted(set(stages), key=stages.index) == order
-    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("layers", 1) == "layers"
+    assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("names", 1) == "names"
     assert learn_steps.neighbour("order", 1) == "attention"
 
 
@@ -149,7 +149,7 @@ def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
 
     codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
                                     tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
-    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 18  # no two steps share their code
+    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 19  # no two steps share their code
     for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
         assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
     order = codes["order"]

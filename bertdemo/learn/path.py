@@ -17,6 +17,7 @@ from bertdemo.snippets import views as code
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
 from bertdemo.explore.encoding import word_pieces
 from bertdemo.learn.steps import LearnStep, step as find_step
+from bertdemo.learn.names_step import names_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
 from bertdemo.request_budget import WorkBudget
@@ -469,6 +470,7 @@ ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
     "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers,
+    "names": names_step,  # token-level fine-tuning (bertdemo.learn.names_step)
 }
 
 

@@ -62,6 +62,9 @@ STEPS: tuple[LearnStep, ...] = (
               "Why does pretraining help? Pretrained against random weights on the same task", "finetune", "Fine-tune"),
     LearnStep("layers", "what pretraining buys",
               "Which layer knows what: surface, syntax, meaning?", "finetune", "Fine-tune"),
+    LearnStep("names", "what pretraining buys",
+              "One vector per word, one label per word: how does BERT tag every word (find the names)?",
+              "finetune", "Fine-tune"),
 )
 STEP_KEYS = tuple(s.key for s in STEPS)
 
