@@ -51,18 +51,25 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
     def names_runs() -> list[tuple[str, str]]:
         return runs.choices(task="names")
 
-    def latest_names():
+    def latest_names(saved: bool = False):
+        """The live (or latest) names run; with ``saved``, else the newest saved names run (read at page load)."""
         snap = runs.snapshot()
-        return snap if snap is not None and snap.task == "names" else None
+        if snap is not None and snap.task == "names":
+            return snap
+        for run_id in runs.ids() if saved else ():
+            earlier = runs.load(run_id)
+            if earlier.task == "names":
+                return earlier
+        return None
 
-    def curve_now() -> str:
-        snap = latest_names()
+    def curve_now(saved: bool = True) -> str:
+        snap = latest_names(saved)
         return plot_data(viz.curve_spec(snap)) if snap is not None and snap.eval_steps else plot_data(
             {"data": [], "layout": {"height": 60, "xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "annotations": [{"text": "No names run yet", "showarrow": False}]}})
 
-    def report_now() -> str:
-        snap = latest_names()
+    def report_now(saved: bool = True) -> str:
+        snap = latest_names(saved)
         return viz.report_markdown(snap, RANDOM_REFERENCE) if snap is not None else ""
 
     with gr.Accordion("Find the names: a label for every word", open=False, elem_id="ft-names-box"):
@@ -135,7 +142,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
             return gr.skip(), gr.skip(), gr.skip(), seen_key
         ended = snap is not None and not snap.active and snap.checkpoint
         pick = gr.update(choices=names_runs(), value=f"{snap.run_id}") if ended else gr.skip()
-        return curve_now(), report_now(), pick, key
+        return curve_now(saved=False), report_now(saved=False), pick, key
 
     start.click(start_names, [owner, *form], [status, owner], api_visibility="private")
     timer.tick(draw, seen, [curve, report, model, seen], api_visibility="private", show_progress="hidden",

@@ -85,7 +85,7 @@ def report_markdown(snap, random_reference: str = "") -> str:
     if "test" in report:
         test, entity = report["test"], report["test_entity"]
         memory = marks["word_memory"]["test"]["f1"]
-        verdict = "above" if test["f1"] > memory else "not above"
+        verdict = "above" if test["f1"] > memory else "level with" if test["f1"] == memory else "below"
         lines.append(
             f"**Test split** ({report['sentences']['test']:,} sentences, {test['words']:,} labelled words, "
             f"{test['true_names']:,} names): word-level F1 of NAME **{test['f1']:.1%}** (precision {test['precision']:.1%}, "
