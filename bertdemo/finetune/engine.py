@@ -26,6 +26,7 @@ from transformers.utils import logging as hf_logging
 from bertdemo import compat, storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
+from bertdemo.finetune.loop import between_steps, optimiser_step
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
 from bertdemo.locks import tokenize
@@ -316,15 +317,11 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     metrics.update(message="")
     step, losses, status, order, position = 0, [], Status.FINISHED, torch.randperm(len(train_ids), generator=gen), 0
     while step < total:
-        if control.stop_event.is_set():
+        stop, held = between_steps(control, metrics, step, clock)
+        paused += held
+        if stop:
             status = Status.STOPPED
             break
-        if control.pause_event.is_set():
-            metrics.update(status=Status.PAUSED)
-            paused += control.wait_while_paused(step, clock)
-            if not control.stop_event.is_set():
-                metrics.update(status=Status.RUNNING)
-            continue
         progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         if progress >= 1.0:
             break
@@ -333,13 +330,8 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
         idx = order[position:position + cfg.batch_size].tolist()
         position += cfg.batch_size
         lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
         out = model(**batch_of([train_ids[i] for i in idx], pad_id, device), labels=labels_t[idx].to(device))
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimiser_step(model, out.loss, optimizer, lr)
         step += 1
         losses.append(float(out.loss.detach()))
         if step % 5 == 0:

@@ -28,6 +28,7 @@ from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentenc
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import _device, _final_message, build_model, lr_factor, save_checkpoint
+from bertdemo.finetune.loop import between_steps, optimiser_step
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.locks import tokenize
 from bertdemo.models.load_errors import shown_fault
@@ -239,15 +240,11 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     step, losses, status, position = 0, [], Status.FINISHED, 0
     order = torch.randperm(len(train), generator=gen)
     while step < total:
-        if control.stop_event.is_set():
+        stop, held = between_steps(control, metrics, step, clock)
+        paused += held
+        if stop:
             status = Status.STOPPED
             break
-        if control.pause_event.is_set():
-            metrics.update(status=Status.PAUSED)
-            paused += control.wait_while_paused(step, clock)
-            if not control.stop_event.is_set():
-                metrics.update(status=Status.RUNNING)
-            continue
         progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         if progress >= 1.0:
             break
@@ -256,13 +253,8 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         part = [train[i] for i in order[position:position + cfg.batch_size].tolist()]
         position += cfg.batch_size
         lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
         out = model(**_batch(part, pad_id, device), labels=_piece_labels(part, device))
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimiser_step(model, out.loss, optimizer, lr)
         step += 1
         losses.append(float(out.loss.detach()))
         if step % 5 == 0:

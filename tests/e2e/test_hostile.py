@@ -243,6 +243,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "order_probe": ["no-such-run", SENTENCE_64],
     "classify": [SENTENCE_64, "ft:no-such-run"],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
+    "tag": [("Ada " * 250)[:1000], "ft:no-such-run"],  # 1,000 characters (its limit), 250 words
     "run_metrics_csv": ["no-such-run"],
 }
 VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
