@@ -87,3 +87,15 @@ def test_the_names_probe_scores_every_layer_chooses_on_validation_and_charges_it
     with pytest.raises(ValueError, match="names probe"):
         probe_names("tiny", tiny_loaded.model, tiny_loaded.tokenizer, _splits(task),
                     budget=WorkBudget(max_gflop=1e-9, seconds=600))
+
+
+def test_a_names_model_is_refused_where_a_sentence_classifier_is_asked_for(tiny_mlm_dir, tmp_path):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    folder = tmp_path / "names-model"
+    BertForTokenClassification.from_pretrained(tiny_mlm_dir, num_labels=2).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_mlm_dir).save_pretrained(folder)
+    lab = FinetuneLab(tmp_path / "cache")
+    with pytest.raises(ValueError, match="is a BertForTokenClassification: tag words with it"):
+        lab.classify(str(folder), "A sentence.")
+    assert [w for w, _, _ in lab.tag(str(folder), "A sentence.")] == ["A", "sentence", "."]

@@ -165,6 +165,11 @@ class FinetuneLab:
 
                 from bertdemo.locks import MODEL_INIT_LOCK
             model_class = BertForTokenClassification if kind == "token" else BertForSequenceClassification
+            saved = json.loads((Path(folder) / "config.json").read_text()).get("architectures") or []
+            if saved and model_class.__name__ not in saved:  # a names run's head reads words, not sentences
+                raise ValueError(f"That fine-tuned model is a {saved[0]}: "
+                                 + ("tag words with it (Find the names)." if kind == "sequence"
+                                    else "classify sentences with it."))
             with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
                 model = model_class.from_pretrained(folder, use_safetensors=True).eval()
             return model, AutoTokenizer.from_pretrained(folder)

@@ -161,13 +161,13 @@ def landmarks(task: WordTask) -> dict[str, dict[str, dict]]:
 def errors(split: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]], probs: Sequence[np.ndarray],
            kept: int = ERRORS_KEPT) -> dict[str, list[dict]]:
     """The split's errors in order: names the model missed and words it wrongly called names, each with its
-    sentence, word index and P(NAME) (the first ``kept`` of each)."""
+    sentence's words, the word's index and P(NAME) (the first ``kept`` of each)."""
     missed, false = [], []
     for s, row, p in zip(split, predicted, probs, strict=True):
         for i, (t, guess) in enumerate(zip(s.tags, row, strict=True)):
             if t is None or t == guess:
                 continue
-            entry = {"sentence": " ".join(s.words), "words": list(s.words), "index": i, "word": s.words[i],
+            entry = {"words": list(s.words), "index": i, "word": s.words[i],
                      "p_name": float(p[i, LABELS.index(NAME)])}
             (missed if t == NAME else false).append(entry)
     return {"missed": missed[:kept], "false": false[:kept], "missed_total": len(missed), "false_total": len(false)}
