@@ -201,3 +201,22 @@ def run_snippet(source: str) -> tuple[list[str], dict]:
     with contextlib.redirect_stdout(out):
         exec(compile(source, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
     return out.getvalue().splitlines(), namespace
+
+
+PEOPLE, PLACES, THINGS = ["Alice", "Bob", "Carol"], ["Paris", "Rome", "Oslo"], ["dog", "car", "tree", "house"]
+
+
+def name_task(n: int = 40, seed: int = 0):
+    """A "Find the names" task (a label per word, tagged by the rule) whose names are always the same few words:
+    learnable to F1 1.0. Sentences s0, s1, … each its own summary."""
+    from bertdemo.corpus import names
+    from bertdemo.finetune.token_engine import WordTask
+
+    rng = random.Random(seed)
+    rows = []
+    for k in range(n):
+        text = (f"Then the {rng.choice(THINGS)} of {rng.choice(PEOPLE)} went to {rng.choice(PLACES)} "
+                f"with a {rng.choice(THINGS)} .")
+        ws = names.words(text)
+        rows.append(names.TaggedSentence(f"s{k}", tuple(ws), tuple(names.tag_words(ws))))
+    return WordTask(list(names.LABELS), rows[: n * 6 // 10], rows[n * 6 // 10: n * 8 // 10], rows[n * 8 // 10:])

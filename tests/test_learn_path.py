@@ -26,13 +26,13 @@ def forward(tiny_loaded):
 
 
 def test_the_steps_in_notebook_order():
-    assert len(learn_steps.STEPS) == 20 == len(learn_path.ANSWERS)
+    assert len(learn_steps.STEPS) == 21 == len(learn_path.ANSWERS)
     stages = [s.stage for s in learn_steps.STEPS]
     order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining",
              "what the vectors hold", "what pretraining buys", "what it learned about people"]
     assert sorted(set(stages), key=stages.index) == order
     assert learn_steps.neighbour("embeddings", -1) == "embeddings" and learn_steps.neighbour("people", 1) == "people"
-    assert learn_steps.neighbour("why-b", 1) == "people"
+    assert learn_steps.neighbour("names", 1) == "why-b" and learn_steps.neighbour("why-b", 1) == "people"
     assert learn_steps.neighbour("order", 1) == "attention"
 
 
@@ -150,7 +150,7 @@ def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
 
     codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
                                     tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
-    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 20  # no two steps share their code
+    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 21  # no two steps share their code
     for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
         assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
     order = codes["order"]

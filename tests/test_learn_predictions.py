@@ -69,6 +69,8 @@ def test_the_other_truths_are_the_models_own(tiny_loaded, asked):
     assert asked["masks"]["truth"] == 4 and asked["length"]["truth"] == 16
     assert asked["family"]["truth"] == 109.5 and asked["tiny"]["truth"] == 4.42
     assert asked["layers"]["truth"] == 3  # embeddings + 2 layers of the tiny model
+    # names: the first word ("The") and the full stop carry no label; the 9 words between are O, one piece each
+    assert asked["names"]["truth"] == 9 and asked["names"]["tolerance"] == 0
     twins = learn_path.answer(tiny_loaded, "why-b", TEXT).numbers  # the shipped twins' ranks of the hidden word
     better = predictions.WHY_B_CHOICES[(twins["ltr_rank"] < twins["mlm_rank"]) + 2 * (twins["ltr_rank"] == twins["mlm_rank"])]
     assert asked["why-b"]["truth"] == better and f"{twins['ltr_rank']:,}" in asked["why-b"]["reveal"]

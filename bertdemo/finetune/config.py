@@ -17,6 +17,7 @@ RANDOM = "random"
 LEARNING_RATES = (5e-5, 3e-5, 2e-5)  # the BERT paper's fine-tuning grid (Devlin et al. 2019, appendix A.3)
 BATCH_SIZES = (16, 32)  # ... and its batch sizes; 2-4 epochs
 MAX_SEQ_LEN = 64  # pieces per example (the summaries' first sentences: median 27 pieces, 95th percentile 58)
+TASKS = ("topic", "names")  # a summary's first sentence -> its topic; every word of a sentence -> NAME or O
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class FinetuneConfig:
     """One fine-tuning run (every field a plain value, so the form, the API and the CLI share it)."""
 
     init: str = EMBEDDED  # embedded | random | run:<id>/checkpoint
+    task: str = "topic"  # one of TASKS: "names" fine-tunes a BertForTokenClassification (bertdemo.finetune.token_engine)
     init_path: str = ""  # the checkpoint folder of a run:<id> init (set by the run service, never by a visitor)
     learning_rate: float = 2e-4  # peak, after warm-up; measured best within the default budget (docs/performance.md)
     batch_size: int = 32
@@ -44,6 +46,8 @@ class FinetuneConfig:
         """ValueError naming the value refused; returns self for chaining."""
         if not (self.init in (EMBEDDED, RANDOM) or self.init.startswith("run:")):
             raise ValueError(f"init {self.init!r} is not one of 'embedded', 'random' or 'run:<id>/checkpoint'.")
+        if self.task not in TASKS:
+            raise ValueError(f"task {self.task[:40]!r} is not one of {', '.join(map(repr, TASKS))}.")
         if not 1e-6 <= self.learning_rate <= 1e-2:
             raise ValueError(f"learning_rate {self.learning_rate:g} is outside 1e-6 … 1e-2.")
         if not 1 <= self.batch_size <= 128:
@@ -80,7 +84,7 @@ class FinetuneConfig:
         return dataclasses.asdict(self)
 
 
-FORM_FIELDS = ("init", "learning_rate", "batch_size", "epochs", "time_budget_s", "seed", "probe_text")
+FORM_FIELDS = ("init", "task", "learning_rate", "batch_size", "epochs", "time_budget_s", "seed", "probe_text")
 SERVER_ONLY = ("init_path", "device", "num_threads")  # a visitor never sets these
 
 

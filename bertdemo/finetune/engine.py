@@ -26,6 +26,7 @@ from transformers.utils import logging as hf_logging
 from bertdemo import compat, storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
+from bertdemo.finetune.loop import between_steps, optimiser_step
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
 from bertdemo.locks import tokenize
@@ -93,8 +94,10 @@ def init_folder(cfg: FinetuneConfig, cache_dir: str | Path | None = None) -> Pat
     raise ValueError(f"{cfg.init} was not resolved to a checkpoint folder.")
 
 
-def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | None = None) -> Built:
-    """The model to fine-tune: the starting weights with a new classifier head of ``len(labels)`` outputs.
+def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | None = None,
+                model_class: type = BertForSequenceClassification) -> Built:
+    """The model to fine-tune: the starting weights with a new classifier head of ``len(labels)`` outputs
+    (``model_class``: a sentence classifier, or ``BertForTokenClassification`` for a label per word).
 
     The head (and any part the checkpoint lacks, such as the pooler of a masked-LM) is initialised from
     ``cfg.seed``, so two runs with different starts but the same seed begin with the same head."""
@@ -105,24 +108,25 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
     torch.manual_seed(cfg.seed)
     if cfg.init == RANDOM:
         config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
-                                            architectures=["BertForSequenceClassification"])
+                                            architectures=[model_class.__name__])
         with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
-            model = BertForSequenceClassification(config)
-        _draw_again(model, ["bert.pooler.dense.weight", "classifier.weight"], cfg.seed)  # the head every start gets
+            model = model_class(config)
+        head = [n for n in ("bert.pooler.dense.weight", "classifier.weight") if n in dict(model.named_parameters())]
+        _draw_again(model, head, cfg.seed)  # the head every start gets
         return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
                      "random weights (the embedded model's shape)")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" report is shown on the page, explained
     try:
         with MODEL_INIT_LOCK:
-            model, info = BertForSequenceClassification.from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, num_labels=len(labels), id2label=id2label, label2id=label2id, output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
     new = list(info.get("missing_keys", []))
     _draw_again(model, new, cfg.seed)
     label = "the embedded pretrained model" if cfg.init == EMBEDDED else f"pretraining run {cfg.init}"
-    model.config.architectures = ["BertForSequenceClassification"]
+    model.config.architectures = [model_class.__name__]
     return Built(model, tokenizer, sorted(_groups(new)), label)
 
 
@@ -313,15 +317,11 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     metrics.update(message="")
     step, losses, status, order, position = 0, [], Status.FINISHED, torch.randperm(len(train_ids), generator=gen), 0
     while step < total:
-        if control.stop_event.is_set():
+        stop, held = between_steps(control, metrics, step, clock)
+        paused += held
+        if stop:
             status = Status.STOPPED
             break
-        if control.pause_event.is_set():
-            metrics.update(status=Status.PAUSED)
-            paused += control.wait_while_paused(step, clock)
-            if not control.stop_event.is_set():
-                metrics.update(status=Status.RUNNING)
-            continue
         progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         if progress >= 1.0:
             break
@@ -330,13 +330,8 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
         idx = order[position:position + cfg.batch_size].tolist()
         position += cfg.batch_size
         lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
         out = model(**batch_of([train_ids[i] for i in idx], pad_id, device), labels=labels_t[idx].to(device))
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimiser_step(model, out.loss, optimizer, lr)
         step += 1
         losses.append(float(out.loss.detach()))
         if step % 5 == 0:

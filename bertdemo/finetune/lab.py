@@ -46,6 +46,7 @@ class FinetuneLab:
         self._probes = self.budget.cache("layer probes", max_entries=PROBES_KEPT)  # (weights key, task)
         self._baselines: dict[str, float] | None = None  # read from the cache folder once (every page polls it)
         self._classifiers = self.budget.cache("fine-tuned classifiers", max_entries=CLASSIFIERS_KEPT)
+        self._name_splits = None
 
     # --- the task ---------------------------------------------------------------------------------
     def splits(self):
@@ -155,16 +156,64 @@ class FinetuneLab:
             probs = topic_probabilities(model, tokenizer, text, 512, torch.device("cpu"))
         return [model.config.id2label[i] for i in range(len(probs))], probs
 
-    def _classifier(self, folder: str):
-        stamp = f"{folder}:{(Path(folder) / 'model.safetensors').stat().st_mtime_ns}"
+    def _classifier(self, folder: str, kind: str = "sequence"):
+        stamp = f"{folder}:{(Path(folder) / 'model.safetensors').stat().st_mtime_ns}:{kind}"
 
         def load():
             with LOGIC_IMPORT_LOCK:
-                from transformers import AutoTokenizer, BertForSequenceClassification
+                from transformers import AutoTokenizer, BertForSequenceClassification, BertForTokenClassification
 
                 from bertdemo.locks import MODEL_INIT_LOCK
+            model_class = BertForTokenClassification if kind == "token" else BertForSequenceClassification
+            saved = json.loads((Path(folder) / "config.json").read_text()).get("architectures") or []
+            if saved and model_class.__name__ not in saved:  # a names run's head reads words, not sentences
+                raise ValueError(f"That fine-tuned model is a {saved[0]}: "
+                                 + ("tag words with it (Find the names)." if kind == "sequence"
+                                    else "classify sentences with it."))
             with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
-                model = BertForSequenceClassification.from_pretrained(folder, use_safetensors=True).eval()
+                model = model_class.from_pretrained(folder, use_safetensors=True).eval()
             return model, AutoTokenizer.from_pretrained(folder)
 
         return self._classifiers.get_or_build(stamp, load)
+
+    # --- Find the names: a label per word ------------------------------------------------------------------
+    def name_splits(self):
+        """The names task's split by summary (:mod:`bertdemo.corpus.names`), built once in the cache folder."""
+        if self._name_splits is None:
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.corpus.names import load_name_splits
+            self._name_splits = load_name_splits(self.cache_dir)
+        return self._name_splits
+
+    def word_probes(self, loaded, progress: Progress | None = None, budget=None):
+        """Every layer of ``loaded`` probed per word for names, with its random-weight control; cached by its
+        weights beside the sentence-level probes."""
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.models.store import weights_key
+        weights = weights_key(loaded)
+
+        def compute():
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.word_probes import probe_names
+            splits = self.name_splits()
+            with self._lock:
+                return probe_names(loaded.name, loaded.model, loaded.tokenizer, splits, progress=progress,
+                                   budget=budget)
+
+        return self._probes.get_or_build((weights, "names"), compute)
+
+    def cached_layer_probes(self, loaded) -> dict:
+        """The probes of ``loaded`` already computed on this server, by task (nothing is computed here)."""
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.models.store import weights_key
+        weights = weights_key(loaded)
+        return {key[1]: value for key in self._probes.keys() if key[0] == weights
+                and (value := self._probes.get(key)) is not None}
+
+    def tag(self, folder: str, text: str) -> list[tuple[str, str, float]]:
+        """Each word of ``text`` with its label and that label's probability from the token classifier saved in
+        ``folder`` (its own forward, eval mode)."""
+        with LOGIC_IMPORT_LOCK:
+            from bertdemo.finetune.token_engine import tag_sentence
+        model, tokenizer = self._classifier(folder, kind="token")
+        return tag_sentence(model, tokenizer, text)

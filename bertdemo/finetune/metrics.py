@@ -59,6 +59,10 @@ class FinetuneSnapshot:
     pca_labels: list[int] = field(default_factory=list)
     pca_texts: list[str] = field(default_factory=list)
     checkpoint: str = ""  # the saved model's folder (the service shows it as ft:<id>)
+    # the "names" task (task == "names"): val_accuracy / test_accuracy are word accuracy and val_macro_f1 /
+    # test_macro_f1 the word-level F1 of NAME, over the words that carry a label; here the rest (the rule, the
+    # landmarks, entity-level scores, the test split's errors): bertdemo.finetune.token_engine.names_report
+    names: dict = field(default_factory=dict)
 
     @property
     def active(self) -> bool:

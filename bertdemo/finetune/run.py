@@ -47,7 +47,7 @@ class FinetuneRun(BackgroundRun):
         self.cfg = cfg.validate()
         self.task_loader = task_loader
         self.cache_dir = cache_dir
-        metrics = FinetuneMetrics(status=Status.PREPARING, message="Starting…", init=cfg.init,
+        metrics = FinetuneMetrics(status=Status.PREPARING, message="Starting…", init=cfg.init, task=cfg.task,
                                   settings=cfg.flat(), probe_text=cfg.probe_text)
         super().__init__(runs_dir, metrics, owner_token=owner_token, visitor=visitor, max_seconds=max_seconds,
                          clock=clock)
@@ -61,9 +61,12 @@ class FinetuneRun(BackgroundRun):
     def work(self) -> str:
         with LOGIC_IMPORT_LOCK:
             from bertdemo.finetune.engine import run_finetune
+            from bertdemo.finetune.token_engine import run_token_finetune
 
+        if self.cfg.task == "names":  # a label per word: a token classifier
+            run_finetune = run_token_finetune
         try:
-            self.metrics.update(message="Loading the topic task…")
+            self.metrics.update(message=f"Loading the {self.cfg.task} task…")
             task = self.task_loader()
         except Exception as err:  # loading the task failed: the page says so, the server keeps serving
             self.metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {shown_fault(err)}")

@@ -37,6 +37,15 @@ def default_topic_task(cache_dir: str | Path):
     return task_from_splits(load_topic_splits(Path(cache_dir)))
 
 
+def default_names_task(cache_dir: str | Path):
+    """The "Find the names" task (a label per word) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
+    with LOGIC_IMPORT_LOCK:
+        from bertdemo.corpus.names import load_name_splits
+        from bertdemo.finetune.token_engine import task_from_name_splits
+
+    return task_from_name_splits(load_name_splits(Path(cache_dir)))
+
+
 class FinetuneService:
     """One server's fine-tuning runs and their own rules (see the module docstring). Thread-safe."""
 
@@ -74,7 +83,8 @@ class FinetuneService:
             cfg = cfg.replace(time_budget_s=float(public.max_seconds))
         self.runs.check_visitor_share(owner_token, visitor, resuming=False)
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
-        loader = task_loader or functools.partial(default_topic_task, self.settings.cache_dir)
+        default = default_names_task if cfg.task == "names" else default_topic_task
+        loader = task_loader or functools.partial(default, self.settings.cache_dir)
         run = FinetuneRun(cfg, self.runs_dir, loader, owner_token=self.runs.owner(owner_token),
                           visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
                           cache_dir=self.settings.cache_dir, clock=self.runs.manager.clock)
@@ -134,12 +144,17 @@ class FinetuneService:
         saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
         return sorted(saved, reverse=True)
 
-    def choices(self) -> list[tuple[str, str]]:
-        """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""
+    def choices(self, task: str | None = None) -> list[tuple[str, str]]:
+        """(label, id) of the saved fine-tuning runs (of ``task`` only, when given): what they started from, their
+        validation accuracy (a names run: its F1 of NAME)."""
         out = []
         for run_id in self.ids():
             snap = self.load(run_id)
+            if task is not None and snap.task != task:
+                continue
             acc = f"{snap.val_accuracy[-1]:.1%}" if snap.val_accuracy else "—"
+            if snap.task == "names":  # a label per word: the F1 of NAME
+                acc = f"names F1 {snap.val_macro_f1[-1]:.1%}" if snap.val_macro_f1 else "names"
             out.append((f"{run_id} · from {snap.init} · val {acc}", run_id))
         return out
 

@@ -19,6 +19,7 @@ from bertdemo.explore.encoding import word_pieces
 from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import predictions
 from bertdemo.learn.steps import LearnStep, step as find_step
+from bertdemo.learn.names_step import names_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
 from bertdemo.request_budget import WorkBudget
@@ -543,6 +544,7 @@ ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
     "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers,
     "people": _people,
+    "names": names_step,  # token-level fine-tuning (bertdemo.learn.names_step)
 }
 
 

@@ -210,6 +210,15 @@ def _layers(n: dict) -> Prediction:
                       NUMBER, count, f"{count}: the embeddings, then {count - 1} layers", unit="hidden states")
 
 
+def _names(n: dict) -> Prediction:
+    labelled = int(n["labelled_pieces"])
+    return Prediction("names", "names.labelled-pieces",
+                      f"Your sentence has {n['words']} words in {n['pieces']} pieces (`[CLS]` and `[SEP]` included). "
+                      "How many pieces will carry a label the loss reads (the others get -100)?", NUMBER, labelled,
+                      f"{labelled}: each labelled word's first piece; `[CLS]`, `[SEP]`, later pieces and unlabelled "
+                      "words get -100", unit="pieces")
+
+
 WHY_B_CHOICES = ("The masked LM (both sides)", "The left-to-right LM (words before only)", "Both the same")
 
 
@@ -235,7 +244,7 @@ QUESTIONS: dict[str, Callable[[dict], Prediction]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
-    "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers, "why-b": _why_b,
+    "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers, "names": _names, "why-b": _why_b,
     "people": _people,
 }
 

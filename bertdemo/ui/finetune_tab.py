@@ -338,6 +338,10 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     init.focus(lambda: gr.update(choices=_init_choices(pretraining)), None, init, api_visibility="private")
     ckpt_run.focus(lambda: gr.update(choices=pretraining.run_choices()), None, ckpt_run, api_visibility="private")
     code_box.expand(show_code, form, code, api_visibility="private")
+    with tab:  # Find the names: a label for every word (its own panel, with the settings above)
+        from bertdemo.ui import names_panel
+
+        names_panel.build(ctx, model_box, owner, form, names, status, status_text, user_errors)
     with tab:
         gr.api(start_finetune, api_name="start_finetune")
         gr.api(classify_api, api_name="classify")

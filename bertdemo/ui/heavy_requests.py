@@ -107,6 +107,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "head_roles_over_checkpoints": Endpoint("model", max_gflop=2_000, seconds=120.0, heavy=True,
                                             what="heads over checkpoints"),
     "run_cost": LIGHT, "refresh_pairs": LIGHT,
+    # Fine-tuning, Find the names: one forward of one sentence to tag it; the per-word layer probes
+    "start_names": LIGHT, "curve_now": LIGHT, "report_now": LIGHT, "tag": MODEL, "tag_from_page": MODEL, "probe_words_from_page": PROBES,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -243,6 +243,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "order_probe": ["no-such-run", SENTENCE_64],
     "classify": [SENTENCE_64, "ft:no-such-run"],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
+    "tag": [("Ada " * 250)[:1000], "ft:no-such-run"],  # 1,000 characters (its limit), 250 words
     "run_metrics_csv": ["no-such-run"],
     # the twin comparison, the heads, a run's cost (no left-to-right model on this server: refused by name)
     "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run"],

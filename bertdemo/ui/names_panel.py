@@ -1,0 +1,154 @@
+"""The Fine-tune tab's "Find the names" panel: a label for every word. Start a names run with the tab's settings,
+follow its F1 against the landmarks, read the test split's errors, tag a sentence word by word with a finished
+run (``/tag``), and probe which layer knows names beside the sentence-level probes.
+
+Wiring only: runs through ``ctx.finetune_runs`` (task "names"), tagging and probes through ``ctx.finetune``,
+drawing through :mod:`bertdemo.viz.names`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import gradio as gr
+
+from bertdemo.corpus.names import RULE, RULE_PRECISION
+from bertdemo.ui.common import visitor_of
+from bertdemo.ui.heavy_requests import current_budget
+from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.viz import names as viz
+
+MAX_TAG_CHARS = 1000
+POLL_SECONDS = 2.0
+EXAMPLE = "Yesterday marie curie flew from warsaw to Paris with her sister Bronisława."
+RANDOM_REFERENCE = ""  # the bench's measured random-weight control, quoted beside a run's test scores (docs/benchmarks.md)
+INTRO = (
+    "**One vector per word, one label per word.** A sentence-level task reads the [CLS] vector; here every word's "
+    "own vector (its first WordPiece) goes through a new Linear layer that says NAME or O "
+    "(`BertForTokenClassification`; the other pieces of a word get the label -100 and are left out of the loss). "
+    "The labels come free from the cased Wikipedia summaries: " + RULE + " Checked by hand on "
+    f"{RULE_PRECISION[1]} words the rule calls names, **{RULE_PRECISION[0] / RULE_PRECISION[1]:.0%}** are names "
+    f"({RULE_PRECISION[0]} of {RULE_PRECISION[1]}; the misses are symbols such as °C, titles such as President, a "
+    "compass direction, a sentence start the splitter missed). The model is uncased: it never sees the capital, so "
+    "it has to tell a name from its context. Validation and test sentences come from summaries no pretraining "
+    "corpus here reads; the landmarks are every word O (F1 0) and per-word memory (the tag each word had most "
+    "often in training, unseen words O). Start a run with the settings above (the same starts, seed and budget)."
+)
+
+
+def plot_data(spec: dict) -> str:
+    return json.dumps(spec, separators=(",", ":"))
+
+
+def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_names: list[str],
+          status: gr.Markdown, status_text: Any, user_errors: Any) -> None:
+    """Lay out the panel inside the Fine-tune tab and wire it (``form``/``form_names``: the tab's settings and
+    their names; ``status``/``status_text``: the tab's status line; ``user_errors``: the tab's error wrapper)."""
+    runs, lab, store = ctx.finetune_runs, ctx.finetune, ctx.models
+
+    def names_runs() -> list[tuple[str, str]]:
+        return runs.choices(task="names")
+
+    def latest_names(saved: bool = False):
+        """The live (or latest) names run; with ``saved``, else the newest saved names run (read at page load)."""
+        snap = runs.snapshot()
+        if snap is not None and snap.task == "names":
+            return snap
+        for run_id in runs.ids() if saved else ():
+            earlier = runs.load(run_id)
+            if earlier.task == "names":
+                return earlier
+        return None
+
+    def curve_now(saved: bool = True) -> str:
+        snap = latest_names(saved)
+        return plot_data(viz.curve_spec(snap)) if snap is not None and snap.eval_steps else plot_data(
+            {"data": [], "layout": {"height": 60, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                    "annotations": [{"text": "No names run yet", "showarrow": False}]}})
+
+    def report_now(saved: bool = True) -> str:
+        snap = latest_names(saved)
+        return viz.report_markdown(snap, RANDOM_REFERENCE) if snap is not None else ""
+
+    with gr.Accordion("Find the names: a label for every word", open=False, elem_id="ft-names-box"):
+        gr.Markdown(INTRO)
+        start = gr.Button("Fine-tune on Find the names", variant="primary", elem_id="ft-names-start")
+        curve = PlotlyFigure(curve_now, label="Find the names: F1 as the run goes", elem_id="ft-names-curve")
+        report = gr.Markdown(report_now, elem_id="ft-names-report")
+        with gr.Row():
+            text = gr.Textbox(EXAMPLE, label="Sentence (no capitals needed: the model never sees them)", scale=4,
+                              max_length=MAX_TAG_CHARS, elem_id="ft-tag-text")
+            model = gr.Dropdown(names_runs(), label="Fine-tuned names model", scale=2, allow_custom_value=True,
+                                elem_id="ft-tag-model")
+            tag_btn = gr.Button("Tag the words", scale=1, elem_id="ft-tag")
+        tagged = gr.HTML(elem_id="ft-tag-out")
+        gr.Markdown("**Which layer knows names?** A linear probe reads each frozen layer's vector of every word (its "
+                    "first piece) and says NAME or O; drawn beside the sentence-level probes of the same model (the "
+                    "model box at the top) and the random-weight control of its shape.")
+        probe_btn = gr.Button("Probe every layer per word", elem_id="ft-names-probe")
+        layers = PlotlyFigure(label="Which layer knows what", elem_id="ft-names-layers")
+        layers_md = gr.Markdown(elem_id="ft-names-layers-md")
+        seen = gr.State(None)
+        timer = gr.Timer(POLL_SECONDS)
+
+    @user_errors
+    def start_names(request: gr.Request, token: str, *values):
+        token = token or secrets.token_urlsafe(24)
+        runs.start({**dict(zip(form_names, values)), "task": "names"}, token, visitor=visitor_of(request))
+        return status_text(), token
+
+    def check_model(name: str) -> tuple[str, str]:
+        if not isinstance(name, str) or not name:
+            raise ValueError("Pick a fine-tuned names model (ft:<run id>) from the list.")
+        name = name if name.startswith("ft:") else f"ft:{name}"
+        folder = runs.model(name)
+        if runs.load(name[3:]).task != "names":
+            raise ValueError(f"{name[:60]} was fine-tuned on sentence topics, not names: pick a names run.")
+        return name, folder
+
+    def tag_words(text: str, name: str) -> tuple[str, list]:
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TAG_CHARS:
+            raise ValueError(f"The sentence must have 1 to {MAX_TAG_CHARS:,} characters.")
+        name, folder = check_model(name)
+        return name, lab.tag(folder, text)
+
+    @user_errors
+    def tag_from_page(text: str, name: str) -> str:
+        name, words = tag_words(text, name)
+        return viz.tagged_html(words, name)
+
+    @user_errors
+    def tag(text: str, model: str) -> dict:
+        """Each word of `text` with the label a fine-tuned names run gives it (NAME or O) and that label's
+        probability (`model`: ft:<run id> of a run with task "names")."""
+        name, words = tag_words(text, model)
+        return {"model": name, "words": [{"word": w, "label": label, "probability": p} for w, label, p in words]}
+
+    @user_errors
+    def probe_page(model_name: str, progress=gr.Progress()):
+        loaded = store.get(model_name)
+        probe = lab.word_probes(loaded, progress=lambda f, m: progress(f, desc=m), budget=current_budget())
+        others = lab.cached_layer_probes(loaded)
+        return (plot_data(viz.layers_spec(probe, others)),
+                viz.layers_markdown(probe, loaded.name, [t for t in others if t != "names"]))
+
+    def draw(seen_key):
+        snap = latest_names()
+        key = None if snap is None else (snap.run_id, snap.status, len(snap.eval_steps), bool(snap.names.get("test")),
+                                         snap.checkpoint)
+        if key == seen_key:
+            return gr.skip(), gr.skip(), gr.skip(), seen_key
+        ended = snap is not None and not snap.active and snap.checkpoint
+        pick = gr.update(choices=names_runs(), value=f"{snap.run_id}") if ended else gr.skip()
+        return curve_now(saved=False), report_now(saved=False), pick, key
+
+    start.click(start_names, [owner, *form], [status, owner], api_visibility="private")
+    timer.tick(draw, seen, [curve, report, model, seen], api_visibility="private", show_progress="hidden",
+               show_progress_on=[])
+    tag_btn.click(tag_from_page, [text, model], tagged, api_name="tag_from_page", api_visibility="private")
+    model.focus(lambda: gr.update(choices=names_runs()), None, model, api_visibility="private")
+    probe_btn.click(probe_page, model_box, [layers, layers_md], api_name="probe_words_from_page",
+                    api_visibility="private", concurrency_limit=1, concurrency_id="ft-heavy")
+    gr.api(tag, api_name="tag")

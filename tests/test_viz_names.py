@@ -1,0 +1,48 @@
+"""Drawing Find the names: the tagged sentence (escaped, each word's label and probability), a run's report in
+words against its landmarks, and the one chart of which layer knows what."""
+
+from __future__ import annotations
+
+import math
+
+from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.finetune.word_probes import WordLayerScores, WordProbe
+from bertdemo.viz import names as viz
+
+
+def test_the_tagged_sentence_names_the_model_and_escapes_each_word():
+    html = viz.tagged_html([("<b>Ada</b>", "NAME", 0.91), ("wrote", "O", 0.99)], "ft:run-1")
+    assert "<b>Ada</b>" not in html and "&lt;b&gt;Ada&lt;/b&gt;" in html
+    assert "ft:run-1" in html and "1 of 2 words called names" in html
+    assert "NAME 91%" in html and "O 99%" in html and "P(NAME) = 0.010" in html
+
+
+def _snap(test_f1: float) -> FinetuneSnapshot:
+    scores = {"f1": test_f1, "precision": 0.5, "recall": 0.5, "words": 20, "true_names": 4}
+    errors = {"missed": [{"words": ["So", "Ada", "came"], "index": 1, "word": "Ada", "p_name": 0.2}], "false": [],
+              "missed_total": 3, "false_total": 0}
+    return FinetuneSnapshot(task="names", init="embedded", test_macro_f1=test_f1, names={
+        "landmarks": {"word_memory": {"test": {"f1": 0.5}, "validation": {"f1": 0.4}},
+                      "all_o": {"test": {"f1": 0.0}, "validation": {"f1": 0.0}}},
+        "sentences": {"test": 2}, "test": scores, "test_entity": {"f1": 0.25}, "errors": errors})
+
+
+def test_the_report_says_where_the_run_ended_against_per_word_memory_and_lists_its_errors():
+    assert "**above** per-word memory (50.0%" in viz.report_markdown(_snap(0.6))
+    assert "**below** per-word memory" in viz.report_markdown(_snap(0.4))
+    report = viz.report_markdown(_snap(0.5))
+    assert "**level with**" in report and "entity-level F1 25.0%" in report
+    assert "**Names it missed** (3; the first 1):" in report and "So **Ada** came — P(NAME) 0.20" in report
+    assert "**Words it wrongly called names:** none." in report
+
+
+def test_which_layer_knows_what_draws_names_beside_the_sentence_probes_with_their_controls():
+    scores = WordLayerScores((0.1, 0.8, 0.7), (0.2, 0.9, 0.6), (0.9, 0.95, 0.94), (1.0, 0.1, 0.1))
+    probe = WordProbe("names", 100, 40, 0.9, scores, scores)
+    assert scores.best == (1, 0.8)
+    spec = viz.layers_spec(probe, {})
+    assert [t["name"] for t in spec["data"]] == ["names (per word): F1 of NAME", "names, random weights"]
+    assert spec["data"][0]["y"] == [0.1, 0.8, 0.7]
+    text = viz.layers_markdown(probe, "embedded", [])
+    assert "**1**" in text and "**80.0%** test F1" in text and "not yet length, bigram shift, topic" in text
+    assert math.isclose(probe.majority_accuracy, 0.9)
