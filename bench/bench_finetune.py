@@ -85,11 +85,12 @@ def write_reference(path: Path, results: dict, args) -> None:
             "settings": {k: v for k, v in cfg.flat().items() if k in ("learning_rate", "batch_size", "epochs",
                                                                        "time_budget_s", "eval_every", "eval_examples",
                                                                        "max_seq_len", "warmup_fraction")},
+            "source": "this command's output",
             "runs": [{"init": init, "seed": seed, "steps": snap.step, "total_steps": snap.total_steps,
                       "elapsed_s": round(snap.elapsed_s, 1), "eval_steps": snap.eval_steps,
                       "eval_wall_s": [round(t, 1) for t in snap.eval_wall_s],
                       "val_accuracy": [round(a, 4) for a in snap.val_accuracy],
-                      "val_accuracy_all": round(snap.val_accuracy_all, 4), "test_accuracy": round(snap.test_accuracy, 4)}
+                      "val_accuracy_end": round(snap.val_accuracy[-1], 4), "test_accuracy": round(snap.test_accuracy, 4)}
                      for (init, seed), snap in sorted(results.items())]}
     path.write_text(json.dumps(data, indent=1) + "\n")
     print(f"reference written: {path}")

@@ -13,7 +13,7 @@ from bertdemo.corpus.topics import load_topic_splits
 
 def test_the_snippet_builds_the_apps_split_and_fine_tunes(tiny_mlm_dir, tmp_path):
     hostile = 'x")\nimport os; os.system("echo owned")  # \r'
-    code = finetune_code(str(tiny_mlm_dir), FinetuneConfig(epochs=0.05, probe_text=hostile))
+    code = finetune_code(str(tiny_mlm_dir), FinetuneConfig(epochs=0.05, probe_text=hostile, time_budget_s=0))
     assert compile(code, "snippet", "exec")
     namespace: dict = {}
     out = io.StringIO()

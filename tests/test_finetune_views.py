@@ -28,7 +28,7 @@ def ended(**changes) -> FinetuneSnapshot:
 
 
 def reference(*tests: float) -> Reference:
-    runs = tuple(ReferenceRun("random", seed, 300, 591, (5.0, 180.0), (0.1, t), t, t) for seed, t in enumerate(tests))
+    runs = tuple(ReferenceRun("random", seed, 591, (5.0, 180.0), (0.1, t), t) for seed, t in enumerate(tests))
     return Reference("2026-11-27", "a test machine", "python bench/bench_finetune.py", "abc", {"learning_rate": 2e-4,
                      "batch_size": 32, "time_budget_s": 180.0}, runs)
 
@@ -86,7 +86,8 @@ def test_the_reference_is_drawn_beside_the_run_labelled_as_a_stored_measurement(
 
 def test_the_stored_reference_says_when_where_and_which_seeds():
     ref = load_reference()
-    assert ref.measured and ref.machine and ref.command.startswith("python bench/bench_finetune.py")
+    assert ref.measured and ref.machine and ref.commit and ref.command.startswith("python bench/bench_finetune.py")
+    assert ref.measured in ref.label() and ref.machine in ref.provenance() and ref.source
     assert len(ref.seeds) == len(set(ref.seeds)) >= 3
     assert all(r.init == "random" and len(r.eval_wall_s) == len(r.val_accuracy) >= 2 for r in ref.runs)
     assert all(0 <= r.test_accuracy <= 1 for r in ref.runs)

@@ -21,15 +21,13 @@ REFERENCE_FILE = Path(__file__).with_name("reference_runs.json")
 @dataclass(frozen=True)
 class ReferenceRun:
     """One stored run: its seed, its curve (validation accuracy on the fixed sample against training seconds)
-    and its final scores."""
+    and its test accuracy at the end."""
 
     init: str
     seed: int
-    steps: int
     total_steps: int
     eval_wall_s: tuple[float, ...]
     val_accuracy: tuple[float, ...]
-    val_accuracy_all: float  # the whole validation split at the end
     test_accuracy: float
 
 
@@ -43,6 +41,7 @@ class Reference:
     commit: str
     settings: dict
     runs: tuple[ReferenceRun, ...]
+    source: str = ""  # where the measurement is written up
 
     @property
     def seeds(self) -> list[int]:
@@ -58,21 +57,22 @@ class Reference:
         seeds = ", ".join(str(s) for s in self.seeds)
         return f"random weights, same shape: stored reference ({self.measured}, seeds {seeds})"
 
-    def source(self) -> str:
+    def provenance(self) -> str:
         """One line for the page: what was measured, where, how to measure it again."""
-        return (f"measured {self.measured} on {self.machine}, seeds {', '.join(map(str, self.seeds))}, the default "
-                f"settings (lr {self.settings.get('learning_rate', 0):g}, batch {self.settings.get('batch_size', 0)}, "
-                f"{self.settings.get('time_budget_s', 0):.0f} s); again with `{self.command}`")
+        return (f"measured {self.measured} (commit {self.commit}) on {self.machine}, seeds "
+                f"{', '.join(map(str, self.seeds))}, the default settings (lr {self.settings.get('learning_rate', 0):g}, "
+                f"batch {self.settings.get('batch_size', 0)}, {self.settings.get('time_budget_s', 0):.0f} s); again "
+                f"with `{self.command} --inits random --reference …`")
 
 
 def parse_reference(data: dict) -> Reference:
     """A :class:`Reference` from the stored JSON (ValueError for a file of another shape)."""
     try:
-        runs = tuple(ReferenceRun(str(r["init"]), int(r["seed"]), int(r["steps"]), int(r["total_steps"]),
+        runs = tuple(ReferenceRun(str(r["init"]), int(r["seed"]), int(r["total_steps"]),
                                   tuple(float(t) for t in r["eval_wall_s"]), tuple(float(a) for a in r["val_accuracy"]),
-                                  float(r["val_accuracy_all"]), float(r["test_accuracy"])) for r in data["runs"])
+                                  float(r["test_accuracy"])) for r in data["runs"])
         return Reference(str(data["measured"]), str(data["machine"]), str(data["command"]), str(data.get("commit", "")),
-                         dict(data["settings"]), runs)
+                         dict(data["settings"]), runs, str(data.get("source", "")))
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"The reference runs file is not in the expected shape: {err}") from None
 

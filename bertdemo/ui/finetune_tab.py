@@ -128,6 +128,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                                       label="Overlay earlier fine-tuning runs")
                 # read at page load: a page opened during (or after) a run shows it at once
                 curve_plot = PlotlyFigure(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
+                gr.Markdown(f"Dashed grey: random weights of the same shape, the stored reference — "
+                            f"{reference.provenance()}.", elem_id="ft-reference")
                 probe_plot = PlotlyFigure(lambda: plot_data(viz.probe_spec(runs.snapshot())),
                                      label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
                 pca_plot = PlotlyFigure(lambda: plot_data(viz.pca_spec(runs.snapshot())),
