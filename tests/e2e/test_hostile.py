@@ -244,6 +244,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "classify": [SENTENCE_64, "ft:no-such-run"],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
     "run_metrics_csv": ["no-such-run"],
+    "layer_change": ["ft:no-such-run"],  # a fine-tuning run of the server's: none in this barrage
 }
 VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
 HEAVY_ANSWER_TIMEOUT_S = 300.0  # a visitor's call may wait for the others' heavy work in the queue
