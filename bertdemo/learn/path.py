@@ -408,7 +408,6 @@ def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict
 def _why_pretrain(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
     from bertdemo.snippets.finetune import finetune_code
     from bertdemo.finetune.config import RANDOM, FinetuneConfig
-
     from bertdemo.finetune.reference import load_reference, random_range_text
 
     e, reference = MEASURED["embedded"], load_reference()
@@ -416,7 +415,8 @@ def _why_pretrain(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, 
         "Give the same model, the same data, the same seed and the same 3 minutes to two starts: the embedded "
         f"pretrained weights reach **{min(e):.0%}–{max(e):.0%}** validation accuracy on the topic task (3 seeds, 2 "
         f"CPU cores), random weights of the same shape **{random_range_text(reference)}** test accuracy (the stored "
-        f"reference the Fine-tune tab draws: {reference.provenance()}). The controls: always "
+        f"reference the Fine-tune tab draws: {len(reference.runs)} seeds, measured {reference.measured}). The "
+        "controls: always "
         f"answering the commonest topic scores {MEASURED['majority']:.0%}, a bag-of-words logistic regression "
         f"{MEASURED['bag_of_words']:.0%} — random weights do not even reach the bag of words in that time: they "
         "must first learn what words are. Pretraining on unlabelled text is what let 6,323 labelled sentences "
