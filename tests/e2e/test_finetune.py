@@ -131,7 +131,7 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
         status = page.inner_text("#ft-status")
         assert "Where it ended" in status  # against the landmarks computed here, and the stored random reference
         assert "nan" not in status.lower()
-        legend = page.locator("#ft-curves .legendtext").all_inner_texts()
+        legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
         assert any("stored reference" in t for t in legend), legend  # the random-weight reference, by default
         # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
         assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
