@@ -64,3 +64,16 @@ def test_fine_tuned_runs_are_among_every_tabs_models_and_an_unknown_one_is_one_s
     assert str(err.value) == "There is no fine-tuning run 'nope' on this server (deleted?): pick one from the list."
     with pytest.raises(ValueError, match="no fine-tuning run"):
         app.models.get("ft:../../etc")
+
+
+def test_an_ordinary_folder_without_a_head_keeps_its_own_note(tmp_path, tokenizer):
+    """Only a fine-tuning run's folder borrows a head: another folder's missing head is reported as before."""
+    from transformers import BertModel
+
+    from bertdemo.models.loading import load_masked_lm
+    from tests.helpers import tiny_bert_config
+
+    BertModel(tiny_bert_config()).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    loaded = load_masked_lm(str(tmp_path))
+    assert not loaded.has_mlm_head and loaded.note == ""

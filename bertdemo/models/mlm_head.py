@@ -61,8 +61,8 @@ def borrow_start_head(model: torch.nn.Module, folder: str | Path, missing: list[
     head parameters in ``missing``. Returns (what is still missing, a note naming where the head came from or
     why none was borrowed). Only head parameters are ever copied; the encoder stays the fine-tuned one."""
     head_missing = [k for k in missing if k.startswith(HEAD_PREFIX)]
-    if not head_missing:
-        return missing, ""
+    if not head_missing or not (Path(folder) / FINETUNE_CONFIG_FILE).is_file():
+        return missing, ""  # not a fine-tuning run's model: its note stays as it was
     start, name = start_folder(folder, cache_dir)
     if start is None:
         return missing, f"fine-tuned encoder without a masked-LM head: {name}"
