@@ -64,6 +64,38 @@ def at(snap, seconds: float) -> float:
     return seen[-1] if seen else float("nan")
 
 
+def write_reference(path: Path, results: dict, args) -> None:
+    """The runs as reference curves the Fine-tune tab draws beside a live run (bertdemo.finetune.reference):
+    when, where, which seeds and settings, and each run's curve and final scores."""
+    import datetime
+    import platform
+    import subprocess
+
+    import torch
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    threads = args.threads or torch.get_num_threads()
+    machine = args.machine or f"{platform.processor() or platform.machine()}, {threads} CPU threads"
+    cfg = FinetuneConfig(learning_rate=args.lr, batch_size=args.batch, epochs=args.epochs,
+                         time_budget_s=args.budget, eval_every=args.eval_every)
+    data = {"measured": datetime.date.today().isoformat(), "commit": commit, "machine": machine,
+            "device": args.device, "clock": "CPU seconds / threads" if args.cpu_clock else "wall seconds",
+            "command": "python bench/bench_finetune.py " + " ".join(sys.argv[1:]),
+            "settings": {k: v for k, v in cfg.flat().items() if k in ("learning_rate", "batch_size", "epochs",
+                                                                       "time_budget_s", "eval_every", "eval_examples",
+                                                                       "max_seq_len", "warmup_fraction")},
+            "source": "this command's output",
+            "runs": [{"init": init, "seed": seed, "steps": snap.step, "total_steps": snap.total_steps,
+                      "elapsed_s": round(snap.elapsed_s, 1), "eval_steps": snap.eval_steps,
+                      "eval_wall_s": [round(t, 1) for t in snap.eval_wall_s],
+                      "val_accuracy": [round(a, 4) for a in snap.val_accuracy],
+                      "val_accuracy_end": round(snap.val_accuracy[-1], 4), "test_accuracy": round(snap.test_accuracy, 4)}
+                     for (init, seed), snap in sorted(results.items())]}
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"reference written: {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inits", default="embedded,random")
@@ -81,6 +113,12 @@ def main() -> None:
     ap.add_argument("--assemble", default="", help="a tokenizer folder: build --model-dir from the repo's assets")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "bert-explorer"))
     ap.add_argument("--out")
+    ap.add_argument("--reference", default="", help="write the runs as the tab's reference curves (a JSON file, "
+                                                      "e.g. bertdemo/finetune/reference_runs.json)")
+    ap.add_argument("--machine", default="", help="how the reference names the machine it was measured on")
+    ap.add_argument("--cpu-clock", action="store_true",
+                    help="count the budget in this process's CPU seconds / --threads (how a quiet machine with that "
+                         "many cores counts it), not wall seconds: a measurement a busy machine does not distort")
     args = ap.parse_args()
     task = load_task(args.task, Path(args.cache))
     if args.export_task:
@@ -98,7 +136,8 @@ def main() -> None:
                                  device=args.device, num_threads=args.threads)
             metrics = FinetuneMetrics()
             start = time.perf_counter()
-            status = run_finetune(cfg, task, metrics, RunControl(), checkpoint_dir=None)
+            clock = (lambda: time.process_time() / max(1, args.threads)) if args.cpu_clock else time.monotonic
+            status = run_finetune(cfg, task, metrics, RunControl(), checkpoint_dir=None, clock=clock)
             snap = metrics.snapshot()
             results[(init, seed)] = snap
             marks = " ".join(f"{m}s {at(snap, m):.3f}" for m in MARKS)
@@ -111,6 +150,8 @@ def main() -> None:
                                          "device": args.device, "eval_wall_s": snap.eval_wall_s,
                                          "val_accuracy": snap.val_accuracy, "test_accuracy": snap.test_accuracy,
                                          "steps": snap.step}) + "\n")
+    if args.reference:
+        write_reference(Path(args.reference), results, args)
     inits = args.inits.split(",")
     if "embedded" in inits and "random" in inits:
         gaps = [results[("embedded", s)].val_accuracy[-1] - results[("random", s)].val_accuracy[-1]

@@ -178,3 +178,25 @@ def test_a_stopped_run_scores_only_the_fixed_sample_and_says_so(tiny_mlm_dir, tm
     assert math.isnan(snap.val_accuracy_all) and math.isnan(snap.test_accuracy)
     assert "not scored on the whole validation and test splits" in snap.message
     assert (tmp_path / "model" / "model.safetensors").is_file()
+
+
+def test_the_time_budget_keeps_room_for_the_final_evaluation():
+    """A 180 s budget "evaluations included" ran 222 s: the final whole-split evaluation came on top. The
+    budget now counts it, foreseen (a quarter longer) from the evaluations before, so training stops where it
+    still fits."""
+    from bertdemo.finetune.engine import FINAL_MARGIN, budget_progress
+
+    assert budget_progress(100.0, 0.0, 180.0) == pytest.approx(100 / 180)
+    assert budget_progress(100.0, 40.0, 180.0) == pytest.approx((100 + FINAL_MARGIN * 40) / 180)
+    assert budget_progress(130.0, 40.0, 180.0) >= 1.0  # 130 s + 50 s of final evaluation: no more training
+    assert budget_progress(1e6, 1e6, 0.0) == 0.0  # no budget: the planned steps end the run
+
+
+def test_a_run_over_its_budget_says_by_how_much_and_why():
+    from bertdemo.finetune.engine import _final_message
+
+    cfg = tiny_finetune_config("unused", time_budget_s=180)
+    assert _final_message(104, 591, 179.6, "time budget", cfg) == \
+        "The 3-minute time budget ended the run at step 104 of 591 (180 s)."
+    over = _final_message(104, 591, 222.0, "time budget", cfg)
+    assert "42 s over the budget" in over and "the machine got busier" in over

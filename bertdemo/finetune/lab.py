@@ -47,6 +47,7 @@ class FinetuneLab:
         self._baselines: dict[str, float] | None = None  # read from the cache folder once (every page polls it)
         self._classifiers = self.budget.cache("fine-tuned classifiers", max_entries=CLASSIFIERS_KEPT)
         self._name_splits = None
+        self._changes = self.budget.cache("layer changes", max_entries=PROBES_KEPT)  # (folder, weights' stamp)
 
     # --- the task ---------------------------------------------------------------------------------
     def splits(self):
@@ -143,6 +144,23 @@ class FinetuneLab:
             with LOGIC_IMPORT_LOCK:
                 from bertdemo.finetune.layer_probes import probe_checkpoints
             return probe_checkpoints(folders, self.features(), progress=progress)
+
+    # --- what fine-tuning changed -------------------------------------------------------------------
+    def layer_change(self, name: str, folder: str, progress: Progress | None = None, budget=None, texts=None):
+        """What fine-tuning changed in the run saved in ``folder`` (``name``: ft:<run id>), per layer, on the
+        validation sentences (``texts`` instead, for a task of another server's making); computed once per saved
+        model (:func:`bertdemo.finetune.layer_change.measure_layer_change`)."""
+        stamp = (folder, (Path(folder) / "model.safetensors").stat().st_mtime_ns)
+
+        def compute():
+            with LOGIC_IMPORT_LOCK:
+                from bertdemo.finetune.layer_change import measure_layer_change
+            sentences = texts if texts is not None else list(self.splits()["validation"]["text"])
+            with self._lock:
+                return measure_layer_change(name, folder, sentences, cache_dir=self.cache_dir, budget=budget,
+                                            progress=progress)
+
+        return self._changes.get_or_build(stamp, compute)
 
     # --- a fine-tuned model answers -------------------------------------------------------------------
     def classify(self, folder: str, text: str) -> tuple[list[str], list[float]]:

@@ -78,6 +78,23 @@ class FinetuneSnapshot:
         return [row[i] / sum(row) if sum(row) else math.nan for i, row in enumerate(self.confusion)]
 
 
+def accuracy_label(snap: FinetuneSnapshot) -> str:
+    """A run's one validation figure for a list, named with what it scores: the whole split once measured,
+    else the fixed sample's latest. A names run is named by its F1 of NAME: its word accuracy flatters (nearly
+    every word is O, so tagging nothing scores high)."""
+    if snap.task == "names":
+        if math.isfinite(snap.val_macro_f1_all):
+            return f"names F1 {snap.val_macro_f1_all:.1%} (whole split)"
+        if snap.val_macro_f1:
+            return f"names F1 {snap.val_macro_f1[-1]:.1%} (sample of {snap.eval_examples:,})"
+        return "names F1 —"
+    if math.isfinite(snap.val_accuracy_all):
+        return f"val {snap.val_accuracy_all:.1%} (whole split)"
+    if snap.val_accuracy:
+        return f"val {snap.val_accuracy[-1]:.1%} (sample of {snap.eval_examples:,})"
+    return "val —"
+
+
 _FIELDS = tuple(f.name for f in dataclasses.fields(FinetuneSnapshot))
 NAN_FIELDS = ("val_accuracy_all", "val_macro_f1_all", "test_accuracy", "test_macro_f1")  # NaN until the run ends
 

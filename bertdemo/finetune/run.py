@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.locks import LOGIC_IMPORT_LOCK
+from bertdemo.models import run_refs
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.status import Status
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from bertdemo.finetune.engine import TopicTask
 
 KIND = "finetune"
-FINETUNE_DIRNAME = ".finetune"  # under runs_dir: not a pretraining run folder (those start with a letter or digit)
-MODEL_DIRNAME = "model"
+# under runs_dir: not a pretraining run folder (those start with a letter or digit); ft:<id> names its model
+FINETUNE_DIRNAME, MODEL_DIRNAME = run_refs.FINETUNE_DIRNAME, run_refs.FINETUNE_MODEL_DIRNAME
 
 
 def finetune_root(runs_dir: str | Path) -> Path:

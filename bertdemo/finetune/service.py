@@ -17,7 +17,7 @@ from typing import Any
 
 from bertdemo.finetune.config import FinetuneConfig, config_from_request
 from bertdemo.finetune.lab import read_baselines
-from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.metrics import NAN_FIELDS, accuracy_label, FinetuneSnapshot, finetune_csv, snapshot_from_history
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
@@ -152,10 +152,16 @@ class FinetuneService:
             snap = self.load(run_id)
             if task is not None and snap.task != task:
                 continue
-            acc = f"{snap.val_accuracy[-1]:.1%}" if snap.val_accuracy else "—"
-            if snap.task == "names":  # a label per word: the F1 of NAME
-                acc = f"names F1 {snap.val_macro_f1[-1]:.1%}" if snap.val_macro_f1 else "names"
-            out.append((f"{run_id} · from {snap.init} · val {acc}", run_id))
+            out.append((f"{run_id} · from {snap.init} · {accuracy_label(snap)}", run_id))
+        return out
+
+    def model_choices(self) -> list[tuple[str, str]]:
+        """The saved fine-tuning runs among every tab's models, as ``ft:<id>``: loaded as a masked LM, the
+        fine-tuned encoder with its start's masked-LM head (:mod:`bertdemo.models.mlm_head`)."""
+        out = []
+        for run_id in self.ids():
+            snap = self.load(run_id)
+            out.append((f"fine-tuned {run_id} · from {snap.init} · {accuracy_label(snap)}", f"ft:{run_id}"))
         return out
 
     def load(self, run_id: str) -> FinetuneSnapshot:

@@ -25,7 +25,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
 from bertdemo import compat
 from bertdemo.memory import DEFAULT_BUDGET_GB, ByteLRU, MemoryBudget
-from bertdemo.models import attention_modes, embedded, twins
+from bertdemo.models import attention_modes, embedded, mlm_head, twins
 from bertdemo.models.availability import in_local_cache
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.catalog import DEFAULT_MODEL
@@ -275,6 +275,9 @@ def load_masked_lm(
     missing = [
         k for k in info.get("missing_keys", []) if not k.endswith(("position_ids", "decoder.bias"))
     ]
+    if missing and source == "local":  # a fine-tuning run's encoder: its start's masked-LM head (models/mlm_head.py)
+        missing, borrowed = mlm_head.borrow_start_head(model, folder, missing)
+        note = borrowed or note
     model.to(device).eval()  # inference only: dropout off
     _report(progress, 1.0, f"Loaded {name}")
     return LoadedModel(

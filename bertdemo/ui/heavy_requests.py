@@ -62,6 +62,7 @@ MODEL = Endpoint("model")  # one forward or a few, bounded by the view's input l
 ATTRIBUTION = Endpoint("model", heavy=True, what="attribution")
 INDEX = Endpoint("model", max_gflop=2_000, seconds=60.0)  # a corpus index is built once per model and layer
 PROBES = Endpoint("model", max_gflop=6_000, seconds=240.0, heavy=True, what="layer probes")
+LAYER_CHANGE = Endpoint("model", max_gflop=6_000, seconds=240.0, heavy=True, what="the layer change")
 
 ENDPOINTS: dict[str, Endpoint] = {
     # Learn
@@ -109,6 +110,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "run_cost": LIGHT, "refresh_pairs": LIGHT,
     # Fine-tuning, Find the names: one forward of one sentence to tag it; the per-word layer probes
     "start_names": LIGHT, "curve_now": LIGHT, "report_now": LIGHT, "tag": MODEL, "tag_from_page": MODEL, "probe_words_from_page": PROBES,
+    # Fine-tune: what fine-tuning changed (two encoders and two masked LMs over the validation sentences)
+    "layer_change": LAYER_CHANGE, "layer_change_from_page": LAYER_CHANGE,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -137,7 +137,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     runs, slot, store = ctx.pretrain_runs, ctx.runs, ctx.models
     if zero_gpu():  # a ZeroGPU Space needs its @spaces.GPU function from startup (a torch-free module)
         import bertdemo.pretrain.gpu_entry  # noqa: F401
-    store.set_extra_choices(runs.model_choices)  # run checkpoints among every tab's models, as "run:<id>/checkpoint"
+    # run checkpoints among every tab's models, as "run:<id>/checkpoint", and fine-tuned encoders as "ft:<id>"
+    store.set_extra_choices(lambda: runs.model_choices() + ctx.finetune_runs.model_choices())
     d = FORM_DEFAULTS
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.finetune.reference import Reference, percent_range
 from bertdemo.viz.style import TEMPLATE, labels_px
 from bertdemo.viz.text import html_code, literal
 
@@ -32,8 +33,12 @@ def _r(values: Sequence[float], digits: int = 4) -> list:
     return [None if v is None or not math.isfinite(v) else round(float(v), digits) for v in values]
 
 
-def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool = False) -> str:
-    """What the fine-tuning run is doing, in a few lines (what it started from, what is new in the model)."""
+def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool = False,
+                    baselines: dict[str, float] | None = None, reference: Reference | None = None) -> str:
+    """What the fine-tuning run is doing, in a few lines (what it started from, what is new in the model); once
+    it ends, where its test accuracy stands against each landmark (``baselines``: their test accuracy) and the
+    stored random-weight ``reference`` (:func:`landmark_verdict`). Every figure names what it scores: the fixed
+    validation sample while the run goes, the whole splits at the end (never a figure before it is measured)."""
     if snap is None:
         if busy_with_pretraining:
             return "A pretraining run holds this machine's training slot; fine-tuning can start when it ends."
@@ -44,17 +49,72 @@ def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool =
     lines = [head]
     if snap.step or snap.total_steps:
         body = f"step **{snap.step:,} / {snap.total_steps:,}** · epoch {snap.epoch:.2f} · {snap.elapsed_s:.0f} s"
-        if snap.val_accuracy:
+        whole = math.isfinite(snap.val_accuracy_all)
+        if snap.val_accuracy and not whole:  # at the end the whole split's figure replaces the sample's
             body += (f" · validation accuracy **{snap.val_accuracy[-1]:.1%}**, macro-F1 {snap.val_macro_f1[-1]:.3f}"
                      f" (step {snap.eval_steps[-1]:,}, on a fixed sample of {snap.eval_examples:,} validation examples)")
         lines.append(body)
     if math.isfinite(snap.val_accuracy_all):
-        lines.append(f"At the end, the whole validation split: accuracy **{snap.val_accuracy_all:.1%}**, macro-F1 "
-                     f"{snap.val_macro_f1_all:.3f}; the test split (looked at once): accuracy "
-                     f"**{snap.test_accuracy:.1%}**, macro-F1 {snap.test_macro_f1:.3f}.")
+        end = (f"At the end, the whole validation split: accuracy **{snap.val_accuracy_all:.1%}**, macro-F1 "
+               f"{snap.val_macro_f1_all:.3f}")
+        if math.isfinite(snap.test_accuracy):
+            end += (f"; the test split (looked at once): accuracy **{snap.test_accuracy:.1%}**, macro-F1 "
+                    f"{snap.test_macro_f1:.3f}.")
+        else:
+            end += "; the test split is being scored…"
+        lines.append(end)
     if snap.message:
         lines.append(literal(snap.message))
+    verdict = landmark_verdict(snap, baselines or {}, reference)
+    if verdict:
+        lines.append(verdict)
     return "  \n".join(lines)
+
+
+def run_label(run_id: str, init: str, live: bool = False) -> str:
+    """A run's name in a legend: when it started (its id begins ``YYYYmmdd-HHMMSS``) and what from."""
+    when = f"{run_id[9:11]}:{run_id[11:13]}:{run_id[13:15]}" if len(run_id) >= 15 and run_id[8:9] == "-" else run_id
+    return f"{'live run' if live else 'run ' + when} (from {init})"
+
+
+def _points(diff: float) -> str:
+    return f"{abs(diff) * 100:.1f} point{'s' if round(abs(diff) * 100, 1) != 1 else ''}"
+
+
+def landmark_verdict(snap: FinetuneSnapshot | None, baselines: dict[str, float],
+                     reference: Reference | None = None) -> str:
+    """Where an ended run's test accuracy stands against each landmark (majority class, bag of words, the frozen
+    probe: their test accuracy) and the stored random-weight reference, in words; why, when it ends below the
+    frozen probe. "" before the run has a test accuracy."""
+    if snap is None or not math.isfinite(snap.test_accuracy):
+        return ""
+    acc = snap.test_accuracy
+    parts = []
+    for key in ("majority", "bag_of_words", "frozen_probe"):
+        if key in baselines:
+            value = baselines[key]
+            side = "above" if acc > value else ("level with" if acc == value else "**below**")
+            gap = "" if acc == value else f" by {_points(acc - value)}"
+            parts.append(f"{side} the {LANDMARK_NAMES[key]} ({value:.1%}){gap}")
+    if reference is not None and reference.runs:
+        low, high = reference.test_range()
+        if acc > high:
+            where = f"above random weights of the same shape ({percent_range(low, high)}, the stored reference) by {_points(acc - high)}"
+        elif acc < low:
+            where = f"**below** random weights of the same shape ({percent_range(low, high)}, the stored reference)"
+        else:
+            where = f"within the range of random weights of the same shape ({percent_range(low, high)}, the stored reference)"
+        parts.append(where)
+    if not parts:
+        return ""
+    text = f"**Where it ended** (test accuracy {acc:.1%}): " + "; ".join(parts) + "."
+    probe = baselines.get("frozen_probe")
+    if probe is not None and acc < probe:
+        text += (f" It ended below the frozen probe: the probe trains one linear layer on fixed vectors, fine-tuning "
+                 f"moves every weight and needs more steps — this run made {snap.step:,} of its {snap.total_steps:,} "
+                 "planned steps in its budget (a busy machine makes fewer steps in the same time). A longer time "
+                 "budget lets it pass the probe.")
+    return text
 
 
 def new_weights_markdown(snap: FinetuneSnapshot | None) -> str:
@@ -75,11 +135,34 @@ def new_weights_markdown(snap: FinetuneSnapshot | None) -> str:
     return text + ". Everything else starts from the pretrained weights; fine-tuning updates all of them."
 
 
-def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[str, float]) -> dict:
+REFERENCE_COLOUR = "#94a3b8"
+
+
+def reference_traces(reference: Reference) -> list[dict]:
+    """The stored random-weight runs on the accuracy panel: one thin grey line per seed (one legend entry, named
+    as a stored measurement with its date and seeds), each run's test accuracy as an open diamond."""
+    data = []
+    for i, run in enumerate(reference.runs):
+        data.append({"type": "scatter", "mode": "lines", "x": _r(run.eval_wall_s, 1), "y": _r(run.val_accuracy),
+                     "name": reference.label(), "legendgroup": "reference", "showlegend": i == 0,
+                     "line": {"color": REFERENCE_COLOUR, "width": 1.5, "dash": "dash"}, "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": f"%{{x:.0f}} s · accuracy %{{y:.1%}}<extra>reference, seed {run.seed}</extra>"})
+        if math.isfinite(run.test_accuracy) and run.eval_wall_s:
+            data.append({"type": "scatter", "mode": "markers", "x": _r(run.eval_wall_s[-1:], 1),
+                         "y": _r([run.test_accuracy]), "name": f"reference seed {run.seed}: test",
+                         "legendgroup": "reference", "showlegend": False, "xaxis": "x2", "yaxis": "y2",
+                         "marker": {"color": REFERENCE_COLOUR, "size": 8, "symbol": "diamond-open"},
+                         "hovertemplate": f"test split · accuracy %{{y:.1%}}<extra>reference, seed {run.seed}</extra>"})
+    return data
+
+
+def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[str, float],
+                reference: Reference | None = None) -> dict:
     """Train loss (smoothed) and validation accuracy / macro-F1 against training time, one colour per run, each
     ended run's test accuracy as a diamond at its last point; the task's landmarks (their test accuracy, each
-    chosen on validation) as labelled horizontal lines on the accuracy panel, to compare with the diamonds."""
-    data: list[dict] = []
+    chosen on validation) as labelled horizontal lines on the accuracy panel, to compare with the diamonds; the
+    stored random-weight ``reference`` runs (:func:`reference_traces`) beside them."""
+    data: list[dict] = [] if reference is None else reference_traces(reference)
     for i, (label, s) in enumerate(runs):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         data.append({"type": "scatter", "mode": "lines", "x": _r(s.wall_s, 1), "y": _r(s.train_loss_smooth),
@@ -105,7 +188,7 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
     if not runs:  # before any run: an empty trace on each panel, so both draw their axes (plotly leaves a panel
         # without a trace blank: half the chart was white, a screen of it on a phone)
         data += [{"type": "scatter", "x": [], "y": [], "xaxis": x, "yaxis": y, "showlegend": False, "hoverinfo": "skip"}
-                 for x, y in (("x", "y"), ("x2", "y2"))]
+                 for x, y in (("x", "y"), ("x2", "y2"))[:1 if reference is not None else 2]]
     shapes, notes = [], []
     for i, (name, value) in enumerate(sorted(baselines.items(), key=lambda kv: kv[1])):
         shapes.append({"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": value, "y1": value,
@@ -271,3 +354,53 @@ def probabilities_markdown(labels: Sequence[str], probs: Sequence[float], model:
     ranked = sorted(zip(probs, labels), reverse=True)[:top]
     rows = "\n".join(f"| {literal(name)} | {p:.1%} |" for p, name in ranked)
     return f"Answered by {html_code(model)}:\n\n| topic | probability |\n|---|---|\n{rows}"
+
+
+def layer_change_spec(change) -> dict:
+    """What fine-tuning changed per layer (a layer_change.LayerChange): the relative weight change as bars (top)
+    and the linear CKA of the validation sentences' vectors before vs after as a line (bottom: 1 = unchanged)."""
+    if change is None:
+        return _empty("Pick a fine-tuning run, then press the button.")
+    layers = list(change.layers)
+    data = [{"type": "bar", "x": layers, "y": _r(change.weight_change), "name": "relative weight change",
+             "marker": {"color": "#4f46e5"}, "xaxis": "x", "yaxis": "y",
+             "hovertemplate": "%{x} · ‖ΔW‖/‖W‖ = %{y:.2%}<extra></extra>"},
+            {"type": "scatter", "mode": "lines+markers", "x": layers, "y": _r(change.cka),
+             "name": "CKA before vs after", "line": {"color": "#f59e0b"}, "xaxis": "x2", "yaxis": "y2",
+             "hovertemplate": "%{x} · linear CKA %{y:.3f}<extra></extra>"}]
+    layout = {**_LAYOUT, "height": 440, "showlegend": False,
+              "title": {"text": f"What fine-tuning changed in {literal(change.model)}", "font": {"size": 13}},
+              "xaxis": {"domain": [0, 1], "anchor": "y", "showticklabels": False},
+              "yaxis": {"domain": [0.56, 1], "title": {"text": "‖ΔW‖ / ‖W‖"}, "tickformat": ".1%",
+                        "rangemode": "tozero"},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2"},
+              "yaxis2": {"domain": [0, 0.44], "title": {"text": "CKA (1 = same)"}, "range": [0, 1.02]}}
+    return {"data": data, "layout": layout}
+
+
+def layer_change_markdown(change) -> str:
+    """The text twin of :func:`layer_change_spec`: every number of the chart in a table, what it means, and the
+    forgetting measured (the masked-LM loss with the original head, before and after)."""
+    if change is None:
+        return ""
+    rows = "\n".join(f"| {name} | {w:.2%} | {c:.3f} |" for name, w, c in zip(change.layers, change.weight_change, change.cka))
+    most_w = change.layers[max(range(len(change.weight_change)), key=lambda i: change.weight_change[i])]
+    text = (f"Answered for {html_code(change.model)} against its start, {literal(change.start)} (rebuilt from the "
+            f"run's saved settings), on {change.sentences:,} validation sentences (never trained on). The weights "
+            f"moved most in **{most_w}**; the sentence vectors (mean over each sentence's pieces) changed most at "
+            f"**{change.layers[change.most_changed]}** (lowest CKA). Linear CKA is 1 when the vectors after are the "
+            "vectors before turned and scaled; the lower, the more the task reshaped that layer.\n\n"
+            "| layer | relative weight change ‖W_after − W_before‖ / ‖W_before‖ | linear CKA before vs after |\n"
+            f"|---|---|---|\n{rows}\n\n")
+    if change.mlm_loss_before is not None and change.mlm_loss_after is not None:
+        ratio = math.exp(change.mlm_loss_after - change.mlm_loss_before)
+        text += (f"**Forgetting, measured:** the masked-LM loss with the original head on {change.masked_pieces:,} "
+                 f"masked pieces (15 %, seeded, the same for both) of the same sentences was "
+                 f"**{change.mlm_loss_before:.3f}** before fine-tuning and **{change.mlm_loss_after:.3f}** after "
+                 f"(perplexity × {ratio:.2f}): "
+                 + ("the encoder now serves the task, and its old head reads its vectors less well."
+                    if change.mlm_loss_after > change.mlm_loss_before else
+                    "fine-tuning cost no masked-LM skill on these sentences."))
+    else:
+        text += f"*{literal(change.note)}*"
+    return text

@@ -38,7 +38,9 @@ def finetuned(app_url):
     client = Client(app_url, verbose=False)
     client.predict(PRETRAIN, api_name="/start_run")
     pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished")
-    client.predict({"init": f"run:{pre['run_id']}/checkpoint", "epochs": 1, "time_budget_s": 30, "seed": 3},
+    # a few planned steps and no time budget: the run trains whatever the machine's load (a busy machine's 30 s
+    # budget could end it before its first step, once the final evaluation's time is kept inside the budget)
+    client.predict({"init": f"run:{pre['run_id']}/checkpoint", "epochs": 0.1, "time_budget_s": 0, "seed": 3},
                    api_name="/start_finetune")
     snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("status") == "finished" and s["checkpoint"])
     return client, snap
@@ -77,6 +79,43 @@ def test_layer_probes_of_the_served_model_with_their_controls(finetuned, model):
     assert result["majority_accuracy"] == pytest.approx(0.5, abs=0.05)  # swapped or not: balanced by construction
 
 
+def test_a_fine_tuned_run_fills_masks_and_is_probed_like_any_model(finetuned, runs_dir):
+    """A link or a pick with a fine-tuned run's id stacked "not in the local cache" four times: ft:<id> is the
+    fine-tuned encoder with its start's masked-LM head, in Fill-Mask and the layer probes."""
+    from tests.e2e.api import fill
+
+    client, snap = finetuned
+    name = snap["checkpoint"]
+    _, _, _, raw = fill(client, "The cello is a [MASK] instrument.", name, top_k=5)
+    folder = Path(runs_dir) / ".finetune" / snap["run_id"] / "model"
+    from bertdemo.models.loading import load_masked_lm
+    from bertdemo.models.policy import AccessPolicy
+
+    loaded = load_masked_lm(name, policy=AccessPolicy(runs_dir=runs_dir))  # the same composition, in-process
+    assert loaded.has_mlm_head and Path(loaded.path) == folder
+    enc = loaded.tokenizer("The cello is a [MASK] instrument.", return_tensors="pt")
+    with torch.inference_mode():
+        probs = loaded.model(**enc).logits[0, enc["input_ids"][0].tolist().index(loaded.tokenizer.mask_token_id)].softmax(-1)
+    answered = raw[0]["predictions"]
+    assert len(answered) == 5
+    ids = loaded.tokenizer.convert_tokens_to_ids([p["token"] for p in answered])
+    assert [p["prob"] for p in answered] == pytest.approx([float(probs[i]) for i in ids], abs=1e-5)
+    probed = client.predict(name, "bigram_shift", api_name="/probe_layers")
+    assert probed["model"] == name and len(probed["mean"]) == 3
+
+
+def test_the_layer_change_of_the_run(finetuned):
+    client, snap = finetuned
+    change = client.predict(snap["checkpoint"], api_name="/layer_change")
+    assert change["layers"] == ["embeddings", "layer 1", "layer 2"] and change["sentences"] == 256
+    assert snap["step"] == 20  # 0.1 of an epoch: 0.1 x (6,323 // 32) steps
+    assert all(w > 0 for w in change["weight_change"]), change
+    assert all(0 < c <= 1 + 1e-9 for c in change["cka"]), change
+    assert change["mlm_loss_before"] > 0 and change["mlm_loss_after"] > 0 and change["masked_pieces"] > 256
+    with pytest.raises(Exception, match="no fine-tuned model"):
+        client.predict("ft:nope", api_name="/layer_change")
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
     _, snap = finetuned
@@ -89,6 +128,20 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
         assert snap["run_id"] in page.inner_text("#ft-status")
         assert "Newly initialized" in page.inner_text("#ft-new")
         page.wait_for_selector("#ft-curves .js-plotly-plot", timeout=60_000)
+        status = page.inner_text("#ft-status")
+        assert "Where it ended" in status  # against the landmarks computed here, and the stored random reference
+        assert "nan" not in status.lower()
+        legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
+        assert any("stored reference" in t for t in legend), legend  # the random-weight reference, by default
+        # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
+        assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
+        page.locator("#ft-change-box button.label-wrap").click()
+        page.locator("#ft-change-run input").click()
+        page.get_by_role("option").first.click()
+        page.click("#ft-change")
+        page.wait_for_function("() => (document.querySelector('#ft-change-md')?.innerText || '').includes('CKA')",
+                               timeout=240_000)
+        assert "Forgetting, measured" in page.inner_text("#ft-change-md")
         screenshot(page, f"finetune_{width}")
     finally:
         page.close()

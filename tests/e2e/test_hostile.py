@@ -249,6 +249,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run"],
     "twin_side_by_side": [EMBEDDED, "no-such-ltr-run", SENTENCE_64, 20], "head_roles": [EMBEDDED],
     "head_roles_over_checkpoints": ["no-such-run"], "run_cost": ["no-such-run"],
+    "layer_change": ["ft:no-such-run"],  # a fine-tuning run of the server's: none in this barrage
 }
 VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
 HEAVY_ANSWER_TIMEOUT_S = 300.0  # a visitor's call may wait for the others' heavy work in the queue
