@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default 3 GB; the process needs about 1 GB more of its own)")
     parser.add_argument("--disk-budget-gb", type=float, default=None,
                         help="most disk for runs, uploads and token caches (default: 10 in public mode, no cap locally)")
+    parser.add_argument("--class-db", default=os.environ.get("BERTDEMO_CLASS_DB", ""), metavar="URL",
+                        help="where classes are kept: a postgresql:// URL for several replicas "
+                             "(default: SQLite in the runs folder)")
     public = parser.add_argument_group("public mode (on with --share, --public or on a Hugging Face Space)")
     public.add_argument("--public", action="store_true",
                         help="restrict models, uploads and training for visitors (also implied by --share and SPACE_ID)")
@@ -101,6 +104,7 @@ def settings_from_args(args: argparse.Namespace):
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
+        class_db=args.class_db,
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
         **({} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}),
         shares={"max_sessions": args.max_sessions} | (
