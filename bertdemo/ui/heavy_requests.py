@@ -98,6 +98,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "delete_finetune": LIGHT, "delete_finetune_from_page": LIGHT, "show_code": LIGHT, "status_text": LIGHT,
     "classify": MODEL, "classify_from_page": MODEL, "compute_landmarks": PROBES,
     "probe_layers": PROBES, "probe_layers_from_page": PROBES, "probe_checkpoints": PROBES,
+    # the run queue and classes
+    "queue_place": LIGHT, "cancel_queued_run": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...
