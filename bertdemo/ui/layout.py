@@ -53,6 +53,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
+                share = deep_links.share_controls()  # the link of the view on screen
         with gr.Tabs():
             learn = learn_tab.build(ctx, model_box)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
@@ -64,7 +65,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)
         # ?tab=…&text=…&model=… and the Learn tab's "keep exploring"; the page's one load handler of the model box
-        opened = deep_links.connect(demo, model_box, learn, store)
+        opened = deep_links.connect(demo, model_box, learn, store, share)
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])
