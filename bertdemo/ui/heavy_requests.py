@@ -99,7 +99,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "classify": MODEL, "classify_from_page": MODEL, "compute_landmarks": PROBES,
     "probe_layers": PROBES, "probe_layers_from_page": PROBES, "probe_checkpoints": PROBES,
     # the run queue and classes
-    "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT,
+    "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT, "create_class": LIGHT, "join_class": LIGHT,
+    "teacher_report": LIGHT, "class_csv": LIGHT, "read_link": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

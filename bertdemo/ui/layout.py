@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.settings import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
+from bertdemo.ui import attention_tab, class_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.heavy_requests import apply_budgets
@@ -64,6 +64,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             masking_tab.build(ctx, model_box)
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)
+            class_tab.build(ctx, demo)  # a class: join with a code and a nickname; the teacher's view
         # ?tab=…&text=…&model=… and the Learn tab's "keep exploring"; the page's one load handler of the model box
         opened = deep_links.connect(demo, model_box, learn, store, share)
 
