@@ -102,7 +102,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> None:
 
     def teacher_report(key: str):
         if not key:
-            return gr.update(visible=False), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS))
         text = report_markdown(report, ctx.runs.queue.waiting())
         curves = []
@@ -124,16 +124,17 @@ def build(ctx: AppContext, demo: gr.Blocks) -> None:
         return str(path)
 
     def read_link(request: gr.Request):
+        """The link's class code into the Join box, and with a teacher key the teacher's view: one event per open."""
         params = dict(request.query_params) if request is not None else {}
-        return params.get("class", "")[:12], params.get("teacher", "")[:100]
+        code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
+        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key))
 
     create.click(user_errors(create_class), name, links, api_visibility="private").then(
         None, links, links, js=LINKS_JS, api_visibility="private")
     join.click(user_errors(join_class), [code, nickname], [member, joined], api_visibility="private").then(
         None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
     demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
-    opened = demo.load(read_link, None, [code, teacher], api_visibility="private")
     shown = [teacher_view, report_md, gallery, csv_button]
-    opened.then(user_errors(teacher_report), teacher, shown, api_visibility="private")
+    demo.load(user_errors(read_link), None, [code, teacher, *shown], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
