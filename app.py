@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default 3 GB; the process needs about 1 GB more of its own)")
     parser.add_argument("--disk-budget-gb", type=float, default=None,
                         help="most disk for runs, uploads and token caches (default: 10 in public mode, no cap locally)")
+    parser.add_argument("--class-db", default=os.environ.get("BERTDEMO_CLASS_DB", ""), metavar="URL",
+                        help="where classes are kept: a postgresql:// URL for several replicas "
+                             "(default: SQLite in the runs folder)")
     public = parser.add_argument_group("public mode (on with --share, --public or on a Hugging Face Space)")
     public.add_argument("--public", action="store_true",
                         help="restrict models, uploads and training for visitors (also implied by --share and SPACE_ID)")
@@ -101,6 +104,7 @@ def settings_from_args(args: argparse.Namespace):
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
+        class_db=args.class_db,
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
         **({} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}),
         shares={"max_sessions": args.max_sessions} | (
@@ -126,6 +130,9 @@ def configure_environment(args: argparse.Namespace) -> None:
         os.environ.update(OFFLINE_ENV)
         os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # gradio rebuilds a pandas table of its last 10,000 events after every event, for a monitoring dashboard this
+    # app does not enable: a page open's dozen events paid for it each time. Rebuilt every 1,000 events instead.
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
     skip_stub_rewrites()
 
 
@@ -150,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from starlette.middleware import Middleware
 
+    from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
     from bertdemo.ui.visitor_shares import share_per_visitor
 
@@ -160,12 +168,13 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio
+    page = Middleware(PageCache, enabled=auth is None)  # the page's bytes made once a minute, not at every open
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        app_kwargs={"middleware": [page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
     )
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertdemo.classroom.service import Classroom
 from bertdemo.models.batching import MicroBatcher, Slots
 from bertdemo.explore.input_limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
@@ -41,6 +42,7 @@ class AppContext:
     finetune: FinetuneLab  # the topic task, its landmarks, layer probes, fine-tuned models answering
     memory: MemoryBudget  # what every cache together may hold (models, answers, activations, features)
     trimmer: MemoryTrimmer  # hands freed memory back to the system (started by app.py)
+    classes: Classroom  # classes, members and their answers (the database opens on first use)
 
     @classmethod
     def from_settings(cls, settings: ServerSettings, clock: Callable[[], float] = time.monotonic) -> AppContext:
@@ -59,7 +61,7 @@ class AppContext:
                    runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs),
                    batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir, memory), memory=memory,
-                   trimmer=MemoryTrimmer())
+                   trimmer=MemoryTrimmer(), classes=Classroom(settings.class_db, settings.runs_dir))
 
     @classmethod
     def for_tests(cls, tmp_path: str | Path, public: bool = False, clock: Callable[[], float] = time.monotonic,

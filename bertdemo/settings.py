@@ -105,6 +105,8 @@ class ServerSettings:
     fill_mask_batch: int = DEFAULT_SHARED_BATCH
     # what every in-memory cache together may hold (models, answers, activations, features): app.py --memory-budget-gb
     memory_budget_gb: float = DEFAULT_BUDGET_GB
+    # where classes are kept: "" = SQLite in runs_dir, or a postgresql:// URL shared by replicas (app.py --class-db)
+    class_db: str = ""
 
     @property
     def is_public(self) -> bool:

@@ -75,7 +75,7 @@ def test_settings_import_nothing_from_pretrain():
 PACKAGE = ROOT / "bertdemo"
 # a deliberate circle: the ZeroGPU trampoline imports its entry point, which calls back into it
 ALLOWED_CIRCLES = [{"bertdemo.pretrain.zerogpu", "bertdemo.pretrain.gpu_entry"}]
-LOGIC = ("explore", "models", "corpus", "pretrain", "finetune", "learn", "snippets", "viz", "tools", "assets")
+LOGIC = ("explore", "models", "corpus", "pretrain", "finetune", "learn", "snippets", "viz", "tools", "assets", "classroom")
 GRADIO_TOUCHPOINTS = {"bertdemo.compat", "bertdemo.gradio_import"}  # the only modules below ui/ that touch gradio
 FLOORS = {  # package -> the packages it must never import (each one sits above it)
     "models": {"explore", "finetune", "learn", "snippets", "viz", "ui", "context", "settings"},
@@ -90,6 +90,8 @@ FLOORS = {  # package -> the packages it must never import (each one sits above 
     "runs": {"pretrain", "finetune", "explore", "learn", "snippets", "viz", "ui", "context"},
     "pretrain": {"finetune", "learn", "snippets", "ui", "context"},
     "finetune": {"pretrain", "learn", "snippets", "ui", "context"},
+    # classes and their database: standard library (and psycopg) only, below everything that records into it
+    "classroom": {"explore", "models", "pretrain", "finetune", "runs", "learn", "snippets", "viz", "ui", "context"},
 }
 
 

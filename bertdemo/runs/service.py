@@ -10,12 +10,14 @@ estimates and names; it starts its run through :meth:`RunService.launch`. Torch-
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bertdemo.runs import folders
 from bertdemo.runs.kinds import KindRegistry, RunKind
+from bertdemo.runs.queue import Place, RunQueue
 from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
 from bertdemo.settings import ServerSettings
 
@@ -41,6 +43,7 @@ class RunService:
         self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
         self.manager = RunManager(self.runs_dir, clock)
         self.kinds = KindRegistry()
+        self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock)
 
     def register(self, kind: RunKind) -> None:
         """Serve runs of ``kind`` (its service calls this once, when it is built)."""
@@ -111,6 +114,35 @@ class RunService:
             raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
                              "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
 
+    def slot_free(self) -> bool:
+        """Whether a run may start in the slot now (no live run, no GPU burst)."""
+        run = self.manager.current
+        return self.manager.held is None and (run is None or not run.active)
+
+    def busy_seconds(self) -> float | None:
+        """How long the live run still holds the slot: 0 when none does, None when unknown."""
+        run = self.manager.current
+        return 0.0 if run is None or not run.active else run.seconds_left()
+
+    def queue_key(self, owner_token: str, visitor: str) -> str:
+        """Whose turn a queued start is: the visitor (address or class member) on a public server, else the
+        browser's token."""
+        return (visitor if self.settings.is_public and visitor else owner_token) or "local"
+
+    def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
+                       estimate_s: float | None = None) -> BackgroundRun | Place:
+        """Start a run now (``start``: the kind's start with the visitor's settings) when the slot is free and
+        nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`."""
+        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s)
+
+    def queued(self, owner_token: str, visitor: str) -> Place | None:
+        """Where this visitor's queued run stands (None when they have none)."""
+        return self.queue.place(self.queue_key(owner_token, visitor))
+
+    def cancel_queued(self, owner_token: str, visitor: str) -> bool:
+        """Take this visitor's waiting run out of the queue; True when there was one."""
+        return self.queue.cancel(self.queue_key(owner_token, visitor))
+
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
         how long the slot stays busy, when a run is under way."""
@@ -144,6 +176,7 @@ class RunService:
     def shutdown(self, timeout: float = 30.0) -> bool:
         """The server is going down: stop the live run (whatever it is doing: training, paused, evaluating,
         saving) so it saves, waiting up to ``timeout`` seconds; True when nothing is left running."""
+        self.queue.close()  # waiting runs stay unstarted
         run = self.manager.current
         if run is None or not run.active:
             return True

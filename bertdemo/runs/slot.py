@@ -219,6 +219,11 @@ class RunManager:
         """The latest run, active or ended (None before the first)."""
         return self._current
 
+    @property
+    def held(self) -> object | None:
+        """The key of :meth:`hold` while something works on the current run (None otherwise)."""
+        return self._hold
+
     def start_run(self, run: BackgroundRun, hold: object | None = None, owner_token: str = "") -> BackgroundRun:
         """Start ``run`` in the slot: one at a time, under this machine's run lock (nothing is written before
         it is held). ``hold``: the key of :meth:`hold`, for the holder that continues the current run;

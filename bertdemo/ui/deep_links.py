@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlencode
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -100,6 +101,77 @@ def parse_link(params: Mapping[str, str]) -> DeepLink:
     return DeepLink(tab, text.strip() if text else None, model, step, problems)
 
 
+def checked_model(store: ModelSource, name: str | None, offered: set[str]) -> tuple[str | None, list[str]]:
+    """The link's model when it is one of the box's choices or loads here (loading it now: the box's own load
+    then finds it in the store), else None and what is wrong, in words — so an unknown model or run is named
+    once, by the link's warning, and the model box keeps a model that answers."""
+    if name is None or name in offered:
+        return name, []
+    try:
+        store.get(name)
+    except ValueError as exc:
+        return None, [f"the model {name[:80]!r} cannot be used here ({str(exc).rstrip('.')}); "
+                      "the page uses the model in the Model box instead"]
+    return name, []
+
+
+def link_query(tab: str | None, text: str | None, model: str | None, step: str | None = None) -> str:
+    """The query of a link to a view (what :func:`parse_link` reads back): its tab, its sentence, its model
+    (a run's checkpoint by ``run=<id>``) and, on Learn, its step."""
+    params: dict[str, str] = {}
+    if tab in TABS:
+        params["tab"] = tab
+    if tab == "learn" and step in learn_steps.STEP_KEYS:
+        params["step"] = step
+    if text and text.strip():
+        params["text"] = text.strip()[:MAX_LINK_TEXT]
+    if model:
+        run = model[len(RUN_PREFIX):].removesuffix("/checkpoint") if model.startswith(RUN_PREFIX) else ""
+        if run and model.endswith("/checkpoint") and _RUN_ID.fullmatch(run):
+            params["run"] = run
+        else:
+            params["model"] = model
+    return "?" + urlencode(params)
+
+
+def share_controls() -> tuple[gr.Button, gr.Textbox]:
+    """The Share button and the box its link appears in (shown once pressed); build them where they show,
+    then pass them to :func:`connect`."""
+    button = gr.Button("Share this view", size="sm", elem_id="share-view", min_width=140)
+    link = gr.Textbox(label="Link to this view (copied to the clipboard)", visible=False, interactive=False,
+                      buttons=["copy"], elem_id="share-link")
+    return button, link
+
+
+def _share_js(text_boxes: dict[str, str]) -> str:
+    """JS for the Share click: the tab on screen and its sentence (read from the page) before the model and step."""
+    return ("(tab, text, ...rest) => { const boxes = " + json.dumps(text_boxes) + ";"
+            " const b = [...document.querySelectorAll('button[role=tab]')].find("
+            "b => b.getAttribute('aria-selected') === 'true' && b.offsetParent !== null);"
+            " const id = b ? b.dataset.tabId : ''; const box = boxes[id] && document.getElementById(boxes[id]);"
+            " const field = box && box.querySelector('textarea, input');"
+            " return [id, field ? field.value : '', ...rest]; }")
+
+
+# the share handler's query -> the full URL (this page's address), copied to the clipboard where the browser lets it
+SHARE_URL_JS = ("(q) => { if (!q || !q.startsWith('?')) return q; const url = location.origin + location.pathname + q;"
+                " if (navigator.clipboard) navigator.clipboard.writeText(url).catch(() => {}); return url; }")
+
+
+def _wire_share(share: tuple[gr.Button, gr.Textbox], model_box: gr.Dropdown, step: gr.components.Component,
+                boxes: dict[str, gr.components.Component]) -> None:
+    button, link = share
+    tab_now, text_now = gr.Textbox(visible=False), gr.Textbox(visible=False)  # filled by the click's JS
+
+    def share_link(tab: str, text: str, model: str | None, step_key: str | None):
+        """The link of the view on screen: its tab, that tab's sentence, the model box's model."""
+        return gr.update(value=link_query(tab or None, text, model, step_key), visible=True)
+
+    js = _share_js({t: box for t, box in TEXT_BOX.items() if box in boxes})
+    button.click(share_link, [tab_now, text_now, model_box, step], link, js=js, api_visibility="private",
+                 show_progress="hidden").then(None, link, link, js=SHARE_URL_JS, api_visibility="private")
+
+
 def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
 
@@ -128,10 +200,14 @@ def _open_js(ids: dict[str, str]) -> str:
             " }, 100); return []; }")
 
 
-def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: ModelSource) -> Any:
-    """Wire the URL's deep link (on page load) and the Learn tab's "keep exploring" button to the tabs;
-    returns the page-load event (the model box is set by then: chain the model's loading to it)."""
+def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: ModelSource,
+            share: tuple[gr.Button, gr.Textbox] | None = None) -> Any:
+    """Wire the URL's deep link (on page load), the Learn tab's "keep exploring" button and ``share`` (the
+    controls of :func:`share_controls`) to the tabs; returns the page-load event (the model box is set by
+    then: chain the model's loading to it)."""
     boxes = _boxes(demo)
+    if share is not None:
+        _wire_share(share, model_box, learn.step, boxes)
     text_tabs = [t for t in TEXT_BOX if TEXT_BOX[t] in boxes]
     targets = [boxes[TEXT_BOX[t]] for t in text_tabs]
     words = boxes.get(WORDS_BOX)
@@ -155,9 +231,13 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         """The page's one load handler for the model box: its choices refreshed (new checkpoints) and its
         value — the link's model, else what the box holds — set together, so nothing overwrites the link's."""
         link = parse_link(dict(request.query_params) if request is not None else {})
-        if link.problems:
-            gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(link.problems) + "."))
-        model = gr.update(choices=common.labelled_choices(store), value=link.model or current)
+        choices = common.labelled_choices(store)
+        named, problems = checked_model(store, link.model, {value for _, value in choices})
+        problems = link.problems + problems
+        if problems:  # said once, here: the model box and the view then use the model it holds
+            gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(problems) + "."),
+                       duration=None)  # stays until closed: read once the view has drawn
+        model = gr.update(choices=choices, value=named or current)
         return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None)
 
     def keep_exploring(answer: dict | None):

@@ -28,6 +28,7 @@ from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.ui.run_queue_panel import QueuePanel
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.text import literal
 
@@ -116,6 +117,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                     pause = gr.Button("Pause", elem_id="ft-pause")
                     resume = gr.Button("Resume", elem_id="ft-resume")
                     stop = gr.Button("Stop", variant="stop", elem_id="ft-stop")
+                queue_panel = QueuePanel(ctx, "ft")  # a start while the slot is busy waits here
                 with gr.Accordion("The task and its landmarks", open=False, elem_id="ft-task"):
                     task_md = gr.Markdown(elem_id="ft-task-md")
                     balance_plot = PlotlyFigure(label="Examples per topic", elem_id="ft-balance")
@@ -188,8 +190,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     @user_errors
     def start_from_page(request: gr.Request, token: str, *values):
-        token = token or secrets.token_urlsafe(24)
-        runs.start(dict(zip(names, values)), token, visitor=visitor_of(request))
+        token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
+        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
+                                lambda: runs.start(dict(zip(names, values)), token, visitor=visitor))
         return status_text(), token
 
     @user_errors
@@ -359,8 +362,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                              probe_text=str(settings["probe_text"])).validate()
         return note + finetune_code(path, cfg)
 
-    start.click(start_from_page, [owner, *form], [status, owner], api_name="start_finetune_from_page",
-                api_visibility="private")
+    queue_panel.wire(start.click(start_from_page, [owner, *form], [status, owner],
+                                 api_name="start_finetune_from_page", api_visibility="private"), owner)
     pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
     resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
     stop.click(lambda t: control("stop", t), owner, status, api_visibility="private")

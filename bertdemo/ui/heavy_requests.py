@@ -112,6 +112,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     "start_names": LIGHT, "curve_now": LIGHT, "report_now": LIGHT, "tag": MODEL, "tag_from_page": MODEL, "probe_words_from_page": PROBES,
     # Fine-tune: what fine-tuning changed (two encoders and two masked LMs over the validation sentences)
     "layer_change": LAYER_CHANGE, "layer_change_from_page": LAYER_CHANGE,
+    # the run queue and classes
+    "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT, "create_class": LIGHT, "join_class": LIGHT,
+    "teacher_report": LIGHT, "class_csv": LIGHT, "read_link": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

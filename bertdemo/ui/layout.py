@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.settings import Limits
-from bertdemo.ui import attention_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
+from bertdemo.ui import attention_tab, class_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.heavy_requests import apply_budgets
@@ -53,6 +53,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             model_box = model_dropdown(store, scale=2, elem_id="model-box")
             with gr.Column(scale=1, min_width=280):  # at phone width it wraps under the model box
                 status = gr.Markdown("Loading the model…", elem_id="model-status")
+                share = deep_links.share_controls()  # the link of the view on screen
         with gr.Tabs():
             learn = learn_tab.build(ctx, model_box, demo)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
@@ -63,8 +64,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             masking_tab.build(ctx, model_box)
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)
+            class_tab.build(ctx, demo)  # a class: join with a code and a nickname; the teacher's view
         # ?tab=…&text=…&model=… and the Learn tab's "keep exploring"; the page's one load handler of the model box
-        opened = deep_links.connect(demo, model_box, learn, store)
+        opened = deep_links.connect(demo, model_box, learn, store, share)
 
         last_loaded = gr.State(None)
         picked = ([model_box, last_loaded], [status, notice, last_loaded, model_box])

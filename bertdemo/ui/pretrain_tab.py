@@ -35,6 +35,7 @@ from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.ui.run_queue_panel import QueuePanel
 from bertdemo.finetune.metrics import FinetuneSnapshot
 from bertdemo.viz import finetune as finetune_viz
 from bertdemo.viz import run_curves
@@ -260,6 +261,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                     pause = gr.Button("Pause", elem_id="pt-pause")
                     resume_btn = gr.Button("Resume", elem_id="pt-resume")
                     stop = gr.Button("Stop", variant="stop", elem_id="pt-stop")
+                queue_panel = QueuePanel(ctx, "pt")  # a start while the slot is busy waits here
                 with gr.Row(visible=zero_gpu()):  # ZeroGPU Spaces: the run trains on the CPU, bursts on a GPU
                     burst_steps = gr.Number(200, label="GPU burst: steps", precision=0, minimum=1, scale=1,
                                             info="Trains the run on a GPU (your ZeroGPU quota), then back on the CPU.")
@@ -333,9 +335,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     @user_errors
     def start_from_page(request: gr.Request, token: str, *values):
         """The page's Start: the form, as settings, becomes a run owned by this browser."""
-        token = token or secrets.token_urlsafe(24)
-        runs.start(dict(zip(form_names, values)), token, upload_root=compat.upload_folder(),
-                   visitor=visitor_of(request))
+        token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
+        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(
+            dict(zip(form_names, values)), token, upload_root=compat.upload_folder(), visitor=visitor))
         return status_text(), token
 
     @user_errors
@@ -449,7 +451,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     corpus.change(lambda c: corpus_note(c, runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
-    start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
+    queue_panel.wire(start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private"),
+                     owner)
     demo.load(None, None, owner, js=READ_OWNER_JS, api_visibility="private")  # the token this browser kept
     owner.change(None, owner, None, js=KEEP_OWNER_JS, api_visibility="private")  # a new one is kept
     timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob,

@@ -1,0 +1,251 @@
+"""Classes, their members and what the members did, in the class database (:class:`ClassStore`).
+
+A teacher creates a class (:meth:`ClassStore.create_class`) and gets its join code and a secret teacher key
+(only its hash is stored). A student joins with the code and a nickname (:meth:`ClassStore.join`) and gets a
+member token signed with the server's key (:mod:`bertdemo.classroom.tokens`), which every later call carries:
+:meth:`record_answer` (a Learn question: the guess, the truth, right or not), :meth:`record_check` (a concept
+check item, before or after the path), :meth:`record_progress` (a Learn step reached) and :meth:`record_run`.
+A member reads only their own answers (:meth:`own_answers`); the class as a whole is read with the teacher key
+alone (:meth:`class_of_teacher`, then :mod:`bertdemo.classroom.report`). Every size is bounded (:class:`ClassLimits`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bertdemo.classroom import tokens
+from bertdemo.classroom.db import Database, migrate
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or typed on a phone
+CODE_LENGTH = 6
+PHASES = ("pre", "post")
+ACTIVE_S = 300.0  # a member seen within this long is "active"
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+CLASSES_LOCK = 4142
+
+
+@dataclass(frozen=True)
+class ClassLimits:
+    """Sizes a server keeps at most."""
+
+    classes: int = 500  # classes on this server (or database)
+    students: int = 200  # members per class
+    answers: int = 400  # answers per member (questions, checks, steps reached and runs together)
+    nickname_chars: int = 40
+    name_chars: int = 80
+    value_chars: int = 200  # a guess or a truth, as text
+
+
+@dataclass(frozen=True)
+class NewClass:
+    class_id: str
+    name: str
+    join_code: str
+    teacher_key: str  # secret: shown to the teacher once, stored only as its hash
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    class_id: str
+    class_name: str
+    nickname: str
+    token: str  # what the member's browser keeps: the signed member id
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check_id(value: object, what: str) -> str:
+    text = str(value or "")
+    if not _ID.fullmatch(text):
+        raise ValueError(f"The {what} must be 1 to 64 letters, digits, '.', '_', ':' or '-' (got {text[:40]!r}).")
+    return text
+
+
+def _clean_text(value: object, what: str, most: int) -> str:
+    text = " ".join(str(value if value is not None else "").split())
+    if not text:
+        raise ValueError(f"Type a {what}.")
+    if len(text) > most or any(ord(c) < 32 for c in text):
+        raise ValueError(f"The {what} must be at most {most} characters on one line.")
+    return text
+
+
+def normalise_code(code: object) -> str:
+    """A join code as typed (any case, spaces or dashes) -> its canonical form; ValueError when it cannot be one."""
+    text = re.sub(r"[\s-]", "", str(code or "")).upper()
+    if len(text) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in text):
+        raise ValueError(f"A join code is {CODE_LENGTH} letters and digits, e.g. ABC234.")
+    return text
+
+
+class ClassStore:
+    """The classes of one server (or of every replica sharing the database). Thread-safe."""
+
+    def __init__(self, db: Database, limits: ClassLimits | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.limits = limits or ClassLimits()
+        self.clock = clock
+        migrate(db)
+        self.key = self._server_key()
+
+    @classmethod
+    def open(cls, url: str, limits: ClassLimits | None = None) -> ClassStore:
+        """The store at a database URL (``postgresql://…``) or SQLite file path."""
+        return cls(Database(url), limits)
+
+    def _server_key(self) -> bytes:
+        """The key member tokens are signed with: made once, kept in the database (every replica shares it)."""
+        with self.db.transaction() as tx:
+            tx.execute("INSERT INTO server_keys (name, value) VALUES ('member-token', ?) ON CONFLICT (name) DO NOTHING",
+                       (secrets.token_hex(32),))
+            row = tx.one("SELECT value FROM server_keys WHERE name = 'member-token'")
+        return bytes.fromhex(row[0])
+
+    # --- the teacher -----------------------------------------------------------------------------------
+    def create_class(self, name: str) -> NewClass:
+        """A new class; ValueError when this server holds its most classes."""
+        name = _clean_text(name, "class name", self.limits.name_chars)
+        class_id, teacher_key = secrets.token_hex(8), secrets.token_urlsafe(24)
+        with self.db.transaction() as tx:
+            self.db.lock_all(tx, CLASSES_LOCK)
+            (count,) = tx.one("SELECT COUNT(*) FROM classes")
+            if count >= self.limits.classes:
+                raise ValueError(f"This server holds {count} classes, the most it keeps; ask its operator.")
+            for _ in range(20):  # a code not in use
+                code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+                if not tx.one("SELECT 1 FROM classes WHERE join_code = ?", (code,)):
+                    break
+            tx.execute("INSERT INTO classes (id, name, join_code, teacher_hash, created) VALUES (?, ?, ?, ?, ?)",
+                       (class_id, name, code, _hash(teacher_key), self.clock()))
+        return NewClass(class_id, name, code, teacher_key)
+
+    def class_of_teacher(self, teacher_key: object) -> tuple[str, str, str]:
+        """(class id, name, join code) of the class whose teacher key this is; ValueError otherwise."""
+        key = str(teacher_key or "")
+        row = None
+        if 0 < len(key) <= 100:
+            with self.db.transaction() as tx:
+                row = tx.one("SELECT id, name, join_code FROM classes WHERE teacher_hash = ?", (_hash(key),))
+        if row is None:
+            raise ValueError("This teacher link is not valid on this server.")
+        return row[0], row[1], row[2]
+
+    # --- the students ----------------------------------------------------------------------------------
+    def class_of_code(self, code: object) -> tuple[str, str]:
+        """(class id, name) for a join code; ValueError when no class has it."""
+        code = normalise_code(code)
+        with self.db.transaction() as tx:
+            row = tx.one("SELECT id, name FROM classes WHERE join_code = ?", (code,))
+        if row is None:
+            raise ValueError("No class has this join code; check it with your teacher.")
+        return row[0], row[1]
+
+    def join(self, code: object, nickname: object) -> Member:
+        """Join the class of ``code`` as ``nickname`` (unique in the class); ValueError when the code is
+        unknown, the nickname taken or the class full."""
+        class_id, class_name = self.class_of_code(code)
+        nickname = _clean_text(nickname, "nickname", self.limits.nickname_chars)
+        member_id = secrets.token_hex(8)
+        now = self.clock()
+        with self.db.transaction() as tx:
+            self.db.lock_row(tx, "classes", class_id)
+            (count,) = tx.one("SELECT COUNT(*) FROM members WHERE class_id = ?", (class_id,))
+            if count >= self.limits.students:
+                raise ValueError(f"This class is full ({count} students); ask your teacher.")
+            if tx.one("SELECT 1 FROM members WHERE class_id = ? AND nickname = ?", (class_id, nickname)):
+                raise ValueError(f"Someone in this class is already called {nickname!r}; choose another nickname.")
+            tx.execute("INSERT INTO members (id, class_id, nickname, joined, seen) VALUES (?, ?, ?, ?, ?)",
+                       (member_id, class_id, nickname, now, now))
+        return Member(member_id, class_id, class_name, nickname, tokens.sign(self.key, member_id))
+
+    def member(self, token: object) -> Member:
+        """The member a token names (signed by this server, member still in the class); ValueError otherwise."""
+        member_id = tokens.verify(self.key, token)
+        with self.db.transaction() as tx:
+            row = tx.one("SELECT m.class_id, c.name, m.nickname FROM members m JOIN classes c ON c.id = m.class_id"
+                         " WHERE m.id = ?", (member_id,))
+        if row is None:
+            raise ValueError("This class membership has ended; join again with the class code.")
+        return Member(member_id, row[0], row[1], row[2], str(token))
+
+    def _write(self, token: object, sql: str, params: tuple) -> bool:
+        """One bounded write for the member of ``token``; True when it was new (a repeat keeps the first)."""
+        member_id = tokens.verify(self.key, token)
+        with self.db.transaction() as tx:
+            self.db.lock_row(tx, "members", member_id)
+            if tx.execute("UPDATE members SET seen = ? WHERE id = ?", (self.clock(), member_id)) != 1:
+                raise ValueError("This class membership has ended; join again with the class code.")
+            used = sum(tx.one(f"SELECT COUNT(*) FROM {table} WHERE member_id = ?", (member_id,))[0]
+                       for table in ("answers", "checks", "progress", "member_runs"))
+            if used >= self.limits.answers:
+                raise ValueError(f"You have recorded {used} answers, the most this class keeps per student.")
+            return tx.execute(sql + " ON CONFLICT DO NOTHING", (member_id, *params)) == 1
+
+    def record_answer(self, token: object, step_id: str, question_id: str, guess: object, truth: object,
+                      correct: bool) -> bool:
+        """A Learn question answered: the member's guess, the model's answer (``truth``) and whether the guess
+        was right. The first answer to a question is kept; True when this one was recorded."""
+        step_id, question_id = _check_id(step_id, "step id"), _check_id(question_id, "question id")
+        most = self.limits.value_chars
+        return self._write(token, "INSERT INTO answers (member_id, step_id, question_id, guess, truth, correct, at)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (step_id, question_id, str(guess)[:most], str(truth)[:most], int(bool(correct)), self.clock()))
+
+    def record_check(self, token: object, phase: str, item_id: str, correct: bool) -> bool:
+        """A concept-check item graded, taken ``pre`` (before the path) or ``post`` (after); first kept."""
+        if phase not in PHASES:
+            raise ValueError(f"The phase is 'pre' or 'post', not {str(phase)[:20]!r}.")
+        return self._write(token, "INSERT INTO checks (member_id, phase, item_id, correct, at) VALUES (?, ?, ?, ?, ?)",
+                           (phase, _check_id(item_id, "item id"), int(bool(correct)), self.clock()))
+
+    def record_progress(self, token: object, step_id: str) -> bool:
+        """The member reached a Learn step (the teacher's funnel)."""
+        return self._write(token, "INSERT INTO progress (member_id, step_id, at) VALUES (?, ?, ?)",
+                           (_check_id(step_id, "step id"), self.clock()))
+
+    def record_run(self, token: object, run_id: str, kind: str = "pretrain") -> bool:
+        """The member started run ``run_id`` (the teacher's gallery of curves)."""
+        return self._write(token, "INSERT INTO member_runs (member_id, run_id, kind, at) VALUES (?, ?, ?, ?)",
+                           (_check_id(run_id, "run id"), _check_id(kind, "run kind"), self.clock()))
+
+    def touch(self, token: object) -> None:
+        """The member is here (the teacher's "who is active")."""
+        member_id = tokens.verify(self.key, token)
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE members SET seen = ? WHERE id = ?", (self.clock(), member_id))
+
+    def own_answers(self, token: object) -> list[tuple]:
+        """The member's own answers: (step id, question id, guess, truth, correct, at); nobody else's."""
+        member_id = tokens.verify(self.key, token)
+        with self.db.transaction() as tx:
+            return tx.all("SELECT step_id, question_id, guess, truth, correct, at FROM answers WHERE member_id = ?"
+                          " ORDER BY at, step_id, question_id", (member_id,))
+
+    def rows(self, class_id: str, table: str) -> list[tuple]:
+        """Every row of ``table`` for the class's members, with the nickname first (the report's input;
+        reached through the teacher key)."""
+        columns = {"members": "m.nickname, m.id, m.joined, m.seen",
+                   "answers": "m.nickname, t.step_id, t.question_id, t.guess, t.truth, t.correct, t.at",
+                   "checks": "m.nickname, t.phase, t.item_id, t.correct, t.at",
+                   "progress": "m.nickname, t.step_id, t.at",
+                   "member_runs": "m.nickname, t.run_id, t.kind, t.at"}[table]
+        join = "" if table == "members" else f" JOIN {table} t ON t.member_id = m.id"
+        with self.db.transaction() as tx:
+            return tx.all(f"SELECT {columns} FROM members m{join} WHERE m.class_id = ? ORDER BY 1, 2",
+                          (class_id,))
+
+    def is_member(self, token: object) -> str:
+        """The member id of a valid token (signed here), without reading the database; "" otherwise."""
+        try:
+            return tokens.verify(self.key, token)
+        except ValueError:
+            return ""

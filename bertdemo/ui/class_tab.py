@@ -1,0 +1,140 @@
+"""The Class tab: a teacher creates a class and gets its join link and secret teacher link; a student who opens
+the join link (``?class=CODE``) types a nickname and is in; the teacher link (``?teacher=KEY``) opens the
+teacher's view — who joined and who is active, the funnel of Learn steps, each question's answers, the concept
+check's gain per item (Hake's ⟨g⟩), the training queue, the members' runs as overlaid curves, and a CSV.
+
+Wiring only: the class logic is :mod:`bertdemo.classroom`. The member token is kept in the browser's
+localStorage (like a run's owner token) and never shown; the teacher key only in the teacher's link."""
+
+from __future__ import annotations
+
+import html
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import gradio as gr
+
+from bertdemo import storage
+from bertdemo.classroom.report import ClassReport, class_report, csv_text
+from bertdemo.learn import steps as learn_steps
+from bertdemo.ui.common import user_errors
+from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.viz import run_curves
+
+if TYPE_CHECKING:
+    from bertdemo.context import AppContext
+
+MEMBER_KEY = "bertdemo-class-member"  # localStorage: this browser's signed class membership
+READ_MEMBER_JS = f"() => localStorage.getItem({MEMBER_KEY!r}) || ''"
+KEEP_MEMBER_JS = f"(token) => {{ if (token) localStorage.setItem({MEMBER_KEY!r}, token); return []; }}"
+LINKS_JS = ("(q) => { if (!q) return q; const base = location.origin + location.pathname;"
+            " return q.split('\\n').map(line => line.replace(/\\?(class|teacher)=/, m => base + m)).join('\\n'); }")
+MAX_GALLERY = 12  # runs drawn together
+
+
+def _cell(text: object) -> str:
+    return html.escape(str(text)).replace("|", "&#124;")
+
+
+def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float | None]]) -> str:
+    """The teacher's view as text (tables a screen reader reads): participants, funnel, answers, gain, queue."""
+    active = sum(p.active for p in report.participants)
+    out = [f"### {_cell(report.name)} · join code **{report.join_code}**",
+           f"{len(report.participants)} joined, {active} active in the last 5 minutes.", "",
+           "| Nickname | Active | Steps reached | Answers | Right |", "|---|---|---|---|---|"]
+    out += [f"| {_cell(p.nickname)} | {'yes' if p.active else 'no'} | {p.steps} | {p.answered} | {p.right} |"
+            for p in report.participants]
+    out += ["", "#### Learn steps reached (funnel)", "| Step | Students |", "|---|---|"]
+    out += [f"| {_cell(step)} | {n} |" for step, n in report.funnel] or ["| – | 0 |"]
+    out += ["", "#### Answers per question", "| Step · question | Right | Wrong | Model's answer | Guesses |",
+            "|---|---|---|---|---|"]
+    out += [f"| {_cell(q.step_id)} · {_cell(q.question_id)} | {q.right} | {q.wrong} | {_cell(q.truth)} | "
+            + ", ".join(f"{_cell(g)} × {n}" for g, n in q.guesses[:8]) + " |" for q in report.questions] or \
+        ["| – | | | | |"]
+    out += ["", "#### Concept check: gain per item (Hake's ⟨g⟩ = (post − pre) / (100 − pre), students who took both)",
+            "| Item | Students | Before | After | ⟨g⟩ |", "|---|---|---|---|---|"]
+    out += [f"| {_cell(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
+            f"{'–' if g.gain is None else f'{g.gain:.2f}'} |" for g in report.gains] or ["| – | | | | |"]
+    out += ["", "#### Waiting for the training slot", ]
+    out += [f"{pos}. a {_cell(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
+            for pos, _key, label, s in queue] or ["Nobody is waiting."]
+    return "\n".join(out)
+
+
+def build(ctx: AppContext, demo: gr.Blocks) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events."""
+    classes = ctx.classes
+    with gr.Tab("Class", id="class", elem_id="class-tab"):
+        gr.Markdown("Learning with a class? Join with the code your teacher gave you — a nickname is all it asks. "
+                    "Teaching? Create a class and share its join link.")
+        with gr.Group():
+            gr.Markdown("#### Join a class")
+            with gr.Row():
+                code = gr.Textbox(label="Class code", max_length=12, elem_id="class-code", scale=1)
+                nickname = gr.Textbox(label="Your nickname", max_length=40, elem_id="class-nickname", scale=2)
+                join = gr.Button("Join", variant="primary", elem_id="class-join", scale=0, min_width=100)
+            joined = gr.Markdown(elem_id="class-joined")
+        with gr.Accordion("Teach a class", open=False, elem_id="class-teach"):
+            with gr.Row():
+                name = gr.Textbox(label="Class name", max_length=80, elem_id="class-name", scale=3)
+                create = gr.Button("Create a class", elem_id="class-create", scale=1)
+            links = gr.Textbox(label="Links (keep the teacher link to yourself: it opens everyone's answers)",
+                               lines=2, interactive=False, buttons=["copy"], elem_id="class-links")
+        with gr.Group(visible=False, elem_id="class-teacher") as teacher_view:
+            report_md = gr.Markdown(elem_id="class-report")
+            gallery = PlotlyFigure(label="Students' pretraining runs", elem_id="class-runs", visible=False)
+            with gr.Row():
+                refresh = gr.Button("Refresh", elem_id="class-refresh")
+                csv_button = gr.DownloadButton("Answers as CSV", elem_id="class-csv")
+        member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
+        teacher = gr.Textbox(visible=False, elem_id="class-teacher-key")  # from ?teacher=
+
+    def create_class(class_name: str) -> str:
+        new = classes.store.create_class(class_name)
+        return f"Join link (for students): ?class={new.join_code}\nTeacher link (yours alone): ?teacher={new.teacher_key}"
+
+    def join_class(class_code: str, nick: str):
+        joined_member = classes.store.join(class_code, nick)
+        return (joined_member.token,
+                f"You are in **{_cell(joined_member.class_name)}** as **{_cell(joined_member.nickname)}**.")
+
+    def teacher_report(key: str):
+        if not key:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS))
+        text = report_markdown(report, ctx.runs.queue.waiting())
+        curves = []
+        for nick, run_id, kind in report.runs[-MAX_GALLERY:]:
+            if kind != "pretrain":
+                continue
+            try:
+                curves.append(run_curves.CurveRun(f"{nick}: {run_id}", ctx.pretrain_runs.load_run(run_id).snapshot))
+            except ValueError:  # deleted since
+                continue
+        spec = run_curves.training_curves_spec(curves) if curves else None
+        figure = gr.update(value=json.dumps(spec, separators=(",", ":")), visible=True) if spec else gr.update(visible=False)
+        return gr.update(visible=True), text, figure, gr.skip()
+
+    def class_csv(key: str):
+        folder = Path(tempfile.mkdtemp(prefix="bertdemo-class-"))
+        path = folder / "class-answers.csv"
+        storage.write_text(path, csv_text(classes.store, key))
+        return str(path)
+
+    def read_link(request: gr.Request):
+        """The link's class code into the Join box, and with a teacher key the teacher's view: one event per open."""
+        params = dict(request.query_params) if request is not None else {}
+        code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
+        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key))
+
+    create.click(user_errors(create_class), name, links, api_visibility="private").then(
+        None, links, links, js=LINKS_JS, api_visibility="private")
+    join.click(user_errors(join_class), [code, nickname], [member, joined], api_visibility="private").then(
+        None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
+    demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
+    shown = [teacher_view, report_md, gallery, csv_button]
+    demo.load(user_errors(read_link), None, [code, teacher, *shown], api_visibility="private")
+    refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
+    csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
