@@ -200,3 +200,30 @@ def test_nothing_acknowledged_is_lost_on_kill_9(tmp_path):
         assert tx.one("PRAGMA integrity_check") == ("ok",)
     (question_count,) = {len(class_report(store, teacher).questions)}
     assert question_count >= acknowledged[-1] + 1  # every acknowledged answer is there (one more may be)
+
+
+def test_a_members_learn_answers_reach_the_teachers_view(store):
+    """What the Learn tab keeps in the browser (guesses, a step read without one, the concept check) is what the
+    teacher's view counts, once, however often the page sends it."""
+    from bertdemo.learn import concept_check, predictions
+    from bertdemo.learn.steps import STEP_KEYS
+    from bertdemo.ui.class_tab import send_answers
+
+    new = store.create_class("c")
+    ada = store.join(new.join_code, "Ada")
+    question = {"step": "embeddings", "id": "embeddings.token-count", "kind": predictions.NUMBER, "truth": 13.0,
+                "tolerance": 0.0, "choices": []}
+    progress = predictions.with_record(None, predictions.grade(question, 12))
+    skipped = {"step": "order", "id": "order.shuffle-without-positions", "kind": predictions.CHOICE, "truth": "No",
+               "choices": ["Yes", "No"], "tolerance": 0.0}
+    progress = predictions.with_record(progress, predictions.shown_without_guess(skipped))
+    first = concept_check.items()[0]
+    wrong = (first.answer + 1) % len(first.choices)
+    progress["concept"] = {concept_check.BEFORE: {first.id: wrong}, concept_check.AFTER: {first.id: first.answer}}
+    assert send_answers(store, progress, ada.token) == 5  # two steps reached, one guess, one item before and after
+    assert send_answers(store, progress, ada.token) == 0  # sent again: nothing counted twice
+    assert [r[:5] for r in store.own_answers(ada.token)] == [("embeddings", "embeddings.token-count", "12.0", "13.0", 0)]
+    report = class_report(store, new.teacher_key, step_order=list(STEP_KEYS))
+    assert dict(report.funnel)["embeddings"] == 1 and dict(report.funnel)["order"] == 1
+    (gain,) = report.gains
+    assert (gain.item_id, gain.students, gain.pre, gain.post, gain.gain) == (first.id, 1, 0.0, 100.0, 1.0)

@@ -22,7 +22,7 @@ def test_every_child_of_the_tabs_is_a_tab(tmp_path):
             yield from under_tabs(child)
 
     children = list(under_tabs(cfg["layout"]))
-    assert children == ["tabitem"] * 9, children  # Learn first, then the eight views
+    assert children == ["tabitem"] * 10, children  # Learn first, then the eight views, then Class
 
 
 def test_a_page_opened_during_a_run_shows_the_run_at_once(tmp_path):

@@ -18,7 +18,8 @@ import gradio as gr
 
 from bertdemo import storage
 from bertdemo.classroom.report import ClassReport, class_report, csv_text
-from bertdemo.learn import steps as learn_steps
+from bertdemo.classroom.store import ClassStore
+from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
 from bertdemo.ui.common import user_errors
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
@@ -63,7 +64,7 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
     return "\n".join(out)
 
 
-def build(ctx: AppContext, demo: gr.Blocks) -> None:
+def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     """Lay out the tab inside the current Blocks context and wire its events."""
     classes = ctx.classes
     with gr.Tab("Class", id="class", elem_id="class-tab"):
@@ -138,3 +139,36 @@ def build(ctx: AppContext, demo: gr.Blocks) -> None:
     demo.load(user_errors(read_link), None, [code, teacher, *shown], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
+    return member
+
+
+def send_answers(store: ClassStore, progress: object, token: str) -> int:
+    """Record a member's Learn progress (what their browser keeps) in their class: each step reached, each guess
+    with the model's answer, each concept-check item; how many rows were new (a repeat keeps the first)."""
+    new = 0
+    for row in learn_predictions.answer_records(progress):
+        step = row["step"]
+        if step.startswith("concept-check:"):
+            if row["guess"] is None:  # an item left unanswered is no answer, right or wrong
+                continue
+            phase = "pre" if step == f"concept-check:{learn_concept_check.BEFORE}" else "post"
+            new += store.record_check(token, phase, row["question"], bool(row["correct"]))
+            continue
+        new += store.record_progress(token, step)
+        if row["guess"] is not None:
+            new += store.record_answer(token, step, row["question"], row["guess"], row["truth"], bool(row["correct"]))
+    return new
+
+
+def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> None:
+    """A class member's Learn answers go to their class as they give them (the teacher's funnel, each question's
+    answers, the concept check's gain); a learner in no class keeps them in their browser alone."""
+    def send_learning_answers(kept: object, token: str | None) -> None:
+        if not token:
+            return
+        try:
+            send_answers(ctx.classes.store, kept, token)
+        except ValueError as exc:  # a membership ended or forged, a full answer sheet: said, the page keeps working
+            gr.Warning(f"Your answers were not sent to your class: {exc}")
+
+    progress.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")

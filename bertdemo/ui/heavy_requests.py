@@ -114,7 +114,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "layer_change": LAYER_CHANGE, "layer_change_from_page": LAYER_CHANGE,
     # the run queue and classes
     "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT, "create_class": LIGHT, "join_class": LIGHT,
-    "teacher_report": LIGHT, "class_csv": LIGHT, "read_link": LIGHT,
+    "teacher_report": LIGHT, "class_csv": LIGHT, "read_link": LIGHT, "send_learning_answers": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...
