@@ -17,7 +17,9 @@ from typing import Any
 
 from bertdemo.finetune.config import FinetuneConfig, config_from_request
 from bertdemo.finetune.lab import read_baselines
-from bertdemo.finetune.metrics import NAN_FIELDS, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.metrics import NAN_FIELDS, TASK, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.own_run import TASK as OWN_TASK
+from bertdemo.finetune.own_run import OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
@@ -43,8 +45,9 @@ class FinetuneService:
     name = KIND
     label = FinetuneRun.label
 
-    def __init__(self, runs: RunService) -> None:
+    def __init__(self, runs: RunService, hub: Any = None) -> None:
         self.runs = runs  # the shared slot and rules; this kind registers with it
+        self.hub = hub  # the server's HubProbe (a hub dataset is refused at once when it does not answer)
         self.settings = runs.settings
         self.runs_dir = runs.runs_dir
         runs.register(self)
@@ -55,13 +58,26 @@ class FinetuneService:
         return finetune_root(self.runs_dir)
 
     def start(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
-              task_loader: Any = None) -> FinetuneRun:
+              task_loader: Any = None, upload: str | Path | None = None) -> FinetuneRun:
         """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
         machine's one training slot, under the rules every run kind obeys: one at a time, the owner's token,
         the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
         :class:`~bertdemo.finetune.engine.TopicTask` (tests pass a small one); by default the topic task from
-        the embedded Wikipedia summaries, built once in this server's cache. ValueError naming what to change."""
+        the embedded Wikipedia summaries, built once in this server's cache. ``task`` in the settings: "topic"
+        (the default) or "own" (the learner's labelled sentences: ``lines``, ``upload`` (a CSV / TSV file's
+        path) or ``hub_dataset``; :mod:`bertdemo.finetune.own_run`). ValueError naming what to change."""
         self.runs.check_free(owner_token)
+        own = None
+        if isinstance(request, dict):
+            request = dict(request)
+            task = request.pop("task", TASK) or TASK
+            if task not in (TASK, OWN_TASK):
+                raise ValueError(f"task must be {TASK!r} or {OWN_TASK!r}; got {str(task)[:40]!r}.")
+            if task == OWN_TASK:  # the data read and bounded before anything else is done
+                reachable = self.hub.reachable if self.hub is not None else (lambda: False)
+                own, request = own_request(request, upload, self.settings.cache_dir, reachable)
+            elif upload:
+                raise ValueError("A file is read only for task 'own' (your labelled sentences).")
         cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
         public = self.settings.public_limits
         if cfg.init.startswith("run:"):
@@ -75,9 +91,11 @@ class FinetuneService:
         self.runs.check_visitor_share(owner_token, visitor, resuming=False)
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
         loader = task_loader or functools.partial(default_topic_task, self.settings.cache_dir)
-        run = FinetuneRun(cfg, self.runs_dir, loader, owner_token=self.runs.owner(owner_token),
-                          visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
-                          cache_dir=self.settings.cache_dir, clock=self.runs.manager.clock)
+        common = dict(owner_token=self.runs.owner(owner_token), visitor=self.runs.visitor(visitor),
+                      max_seconds=self.runs.cap_seconds(), cache_dir=self.settings.cache_dir,
+                      clock=self.runs.manager.clock)
+        run = (FinetuneRun(cfg, self.runs_dir, loader, **common) if own is None
+               else OwnRun(cfg, own, self.runs_dir, **common))
         self.runs.launch(run, owner_token)
         return run
 
@@ -130,9 +148,25 @@ class FinetuneService:
         return read_baselines(self.settings.cache_dir)
 
     def ids(self) -> list[str]:
-        """Ids of the fine-tuning runs with a saved model, newest first."""
-        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
+        """Ids of the fine-tuning runs with a saved model, newest first (on a public server not the runs on a
+        visitor's own data: those are listed to their owner alone, :meth:`own_ids`)."""
+        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file()
+                 and not (self.settings.is_public and is_own(r)))
         return sorted(saved, reverse=True)
+
+    def own_ids(self, owner_token: str = "") -> list[str]:
+        """Ids of the saved runs on a learner's own data that ``owner_token``'s holder may see (all of them on
+        a local server; its own on a public one), newest first."""
+        saved = [r for r in folders.run_ids(self.root) if is_own(r)
+                 and (self.root / r / MODEL_DIRNAME / "config.json").is_file()
+                 and (not self.settings.is_public or folders.is_owner(self.root, r, owner_token))]
+        return sorted(saved, reverse=True)
+
+    def own_folder(self, run_id: str, owner_token: str = "") -> Path:
+        """The folder of a saved own-data run ``owner_token``'s holder may see (ValueError for any other name)."""
+        if not isinstance(run_id, str) or run_id not in self.own_ids(owner_token):
+            raise ValueError("Pick one of your runs on your own data from the list.")
+        return self.root / run_id
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, id) of the saved fine-tuning runs: what they started from, their validation accuracy."""
