@@ -58,16 +58,16 @@ class FinetuneService:
         return finetune_root(self.runs_dir)
 
     def start(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
-              task_loader: Any = None, upload: str | Path | None = None) -> FinetuneRun:
+              task_loader: Any = None, upload: str | Path | None = None, own: Any = None) -> FinetuneRun:
         """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
         machine's one training slot, under the rules every run kind obeys: one at a time, the owner's token,
         the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
         :class:`~bertdemo.finetune.engine.TopicTask` (tests pass a small one); by default the topic task from
         the embedded Wikipedia summaries, built once in this server's cache. ``task`` in the settings: "topic"
         (the default) or "own" (the learner's labelled sentences: ``lines``, ``upload`` (a CSV / TSV file's
-        path) or ``hub_dataset``; :mod:`bertdemo.finetune.own_run`). ValueError naming what to change."""
+        path) or ``hub_dataset``; :mod:`bertdemo.finetune.own_run`); code may pass ``own`` (an ``OwnData``)
+        with a config instead. ValueError naming what to change."""
         self.runs.check_free(owner_token)
-        own = None
         if isinstance(request, dict):
             request = dict(request)
             task = request.pop("task", TASK) or TASK
