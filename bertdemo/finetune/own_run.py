@@ -108,6 +108,9 @@ class OwnRun(FinetuneRun):
                 snap = private.snapshot()
                 self.metrics.update(step=snap.step, total_steps=snap.total_steps, elapsed_s=snap.elapsed_s,
                                     checkpoint=snap.checkpoint, message=own_message(result))
+            result["init"] = self.cfg.init
+            if result.get("out_of_fold"):  # the data again, each example with the label its held-out fold got
+                storage.write_text(self.run_folder / DATA_FILE, data_csv(self.data, result["out_of_fold"]))
             self.result = result
             storage.write_text(self.run_folder / RESULT_FILE, json.dumps(result, indent=1))
             self.metrics.update(status=status)

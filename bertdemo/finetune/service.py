@@ -191,12 +191,13 @@ class FinetuneService:
             raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
         return snapshot_from_history(json.loads(path.read_text()))
 
-    def model(self, name: str) -> str:
-        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model)."""
+    def model(self, name: str, owner_token: str = "") -> str:
+        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; on a
+        public server a run on a visitor's own data for its ``owner_token`` alone)."""
         if not isinstance(name, str) or not name.startswith("ft:"):
             raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
         run_id = name[3:]
-        if run_id not in self.ids():  # the listing is the check: no other name reaches a folder
+        if run_id not in self.ids() and run_id not in self.own_ids(owner_token):  # the listings are the check
             raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
         return str(self.root / run_id / MODEL_DIRNAME)
 

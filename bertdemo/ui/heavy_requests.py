@@ -98,6 +98,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     "delete_finetune": LIGHT, "delete_finetune_from_page": LIGHT, "show_code": LIGHT, "status_text": LIGHT,
     "classify": MODEL, "classify_from_page": MODEL, "compute_landmarks": PROBES,
     "probe_layers": PROBES, "probe_layers_from_page": PROBES, "probe_checkpoints": PROBES,
+    # Fine-tuning on the learner's own sentences (the run has its own caps; classifying is one forward)
+    "own_example": LIGHT, "own_start": LIGHT, "own_poll": LIGHT, "own_show": LIGHT, "own_refresh": LIGHT,
+    "own_classify": MODEL, "own_download": LIGHT, "own_data_csv": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...
