@@ -41,7 +41,7 @@ def test_the_sentiment_example_loads_with_two_balanced_labels():
     ("pos\tok\nno tab here\n", "line 2: no tab"),
     ("pos\tok\n\tno label\n", "line 2: the label is empty"),
     ("pos\tok\nneg\t   \n", "line 2: the text is empty"),
-    ("pos\t" + "x" * (MAX_TEXT_CHARS + 1), f"line 1: the text has 1,001 characters; a text has at most 1,000"),
+    ("pos\t" + "x" * (MAX_TEXT_CHARS + 1), "line 1: the text has 1,001 characters; a text has at most 1,000"),
     ("x" * 51 + "\tok", "line 1: the label has 51 characters"),
     (lines([("only", f"t{i}") for i in range(6)]), "Only one label ('only')"),
     (lines(two_labels(4) + [("rare", "a"), ("rare", "b"), ("rare", "c")]),

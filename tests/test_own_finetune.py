@@ -18,7 +18,7 @@ from bertdemo.finetune.own_eval import (FOLDS, compare, majority_predict, strati
 from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, is_own, own_request
 from bertdemo.finetune.own_export import model_zip
 from bertdemo.settings import ServerSettings
-from tests.helpers import WORDS, run_services, tiny_finetune_config, wait_until
+from tests.helpers import WORDS, run_services, tiny_finetune_config
 
 
 def word_data(n_per_class: int, seed: int = 0) -> OwnData:

@@ -19,10 +19,9 @@ from typing import Any
 from bertdemo import storage
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.own_data import OwnData, data_csv, parse_lines, read_hub_dataset, read_table
-from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun, finetune_root
+from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
-from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.status import Status
 
 log = logging.getLogger(__name__)
@@ -70,17 +69,13 @@ def own_request(request: dict[str, Any], upload: str | Path | None, cache_dir: s
 class OwnRun(FinetuneRun):
     """A fine-tuning run on an :class:`OwnData`: cross-validated under 200 examples, split from 200."""
 
+    id_label = "ft-own"  # OWN_MARK in its id
+
     def __init__(self, cfg: FinetuneConfig, data: OwnData, runs_dir: str | Path, **kwargs: Any) -> None:
         super().__init__(cfg, runs_dir, task_loader=lambda: data, **kwargs)
         self.data = data
         self.metrics.update(task=TASK, message=f"Starting: {len(data):,} examples, {len(data.names)} labels…")
         self.result: dict | None = None
-
-    def claim_folder(self) -> None:
-        root = finetune_root(self.runs_dir)
-        start = self.cfg.init if self.cfg.init in ("embedded", "random") else "run"
-        self.run_id = claim_run_folder(root, f"ft-own-{start}")
-        self.run_folder = root / self.run_id
 
     def work(self) -> str:
         with LOGIC_IMPORT_LOCK:

@@ -195,7 +195,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         ended = snap is not None and not snap.active and snap.checkpoint
         choices = runs.choices() if ended else None
         # a run that has just ended (or the latest, on a page's first draw) is selected wherever a model is picked
-        fresh = ended and (seen_key is None or seen_key[6] != snap.checkpoint) and snap.run_id in {run_id for _, run_id in choices}
+        fresh = (ended and (seen_key is None or seen_key[6] != snap.checkpoint)
+                 and snap.run_id in {run_id for _, run_id in choices})
         picked = {"value": snap.run_id} if fresh else {}
         return (status_text(), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
                 plot_data(viz.pca_spec(snap)), plot_data(viz.confusion_spec(snap)),
