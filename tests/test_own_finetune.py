@@ -101,7 +101,9 @@ def test_cross_validation_scores_the_model_and_the_landmarks_on_the_same_folds_t
     assert model.config.id2label == {0: "fruit", 1: "vehicle"} and model.config.label2id == {"fruit": 0, "vehicle": 1}
     labels, probs = FinetuneLab(tmp_path / "cache").classify(folder, "the apple and the cherry are here .")
     assert labels == ["fruit", "vehicle"] and sum(probs) == pytest.approx(1.0)
-    assert (run.run_folder / DATA_FILE).read_text().splitlines()[0] == "label,text"
+    rows = (run.run_folder / DATA_FILE).read_text().splitlines()
+    assert rows[0] == "label,text,prediction" and len(rows) == 21  # each example with its held-out prediction
+    assert [row.rsplit(",", 1)[1] for row in rows[1:]] == result["out_of_fold"]
 
 
 def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, tmp_path):

@@ -30,8 +30,8 @@ TASK = "own"
 OWN_MARK = "-ft-own-"  # in every own-data run's id
 RESULT_FILE = "own_result.json"
 DATA_FILE = "own_data.csv"
-# what a run on a few dozen sentences needs: small batches, more passes; measured in docs/benchmarks.md
-OWN_DEFAULTS = {"batch_size": 8, "epochs": 10.0, "learning_rate": 1e-4, "time_budget_s": 120.0, "eval_every": 1000,
+# a run on a few dozen sentences: a batch holds most of them, more passes (docs/benchmarks.md: its time and scores)
+OWN_DEFAULTS = {"batch_size": 16, "epochs": 8.0, "learning_rate": 2e-4, "time_budget_s": 120.0, "eval_every": 1000,
                 "probe_text": ""}
 DATA_FIELDS = ("lines", "hub_dataset", "text_column", "label_column")
 
