@@ -141,3 +141,19 @@ def test_the_csv_export_defuses_every_formula_cell():
     rows = list(csv.reader(io.StringIO(data_csv(data, predictions=["-pos", "pos"]))))
     assert rows == [["label", "text", "prediction"], ["'@neg", "'=HYPERLINK(\"http://x\")", "'-pos"],
                     ["pos", "fine", "pos"]]
+
+
+def test_the_result_says_when_a_lead_is_within_the_spread_and_escapes_label_names():
+    from bertdemo.finetune.own_eval import compare
+    from bertdemo.viz.own_data import result_markdown
+
+    acc = {"finetuned": [0.75, 0.5, 1.0, 0.5, 0.75], "majority": [0.5] * 5, "bag_of_words": [0.0, 0.25, 0.0, 0.25, 0.0]}
+    summary = {k: {"mean": sum(v) / 5, "std": 0.1} for k, v in acc.items()}
+    result = {"mode": "cross-validation", "folds": 5, "folds_done": 5, "examples": 20, "init": "random",
+              "counts": {"<b>neg</b>": 10, "pos": 10}, "source": "20 pasted lines", "accuracy": acc,
+              "summary": summary, "comparisons": {k: compare(acc["finetuned"], acc[k]) for k in ("majority", "bag_of_words")}}
+    text = result_markdown(result, "r1")
+    assert "+20 points against the majority class: **within the spread**" in text
+    assert "+60 points against the bag of words: beyond the spread" in text
+    assert "random weights of the same shape" in text and "<b>" not in text
+    assert "| fine-tuned | **70%** | ±10% | 75% · 50% · 100% · 50% · 75% |" in text

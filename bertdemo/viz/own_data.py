@@ -34,13 +34,14 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     done, folds = result["folds_done"], result["folds"]
     if done < folds:
         return f"{head}\n\nStopped after {done} of {folds} folds; no model was kept."
-    rows = "\n".join(
-        f"| {NAMES[k]} | **{s['mean']:.0%}** | ±{s['std']:.0%} | {' · '.join(f'{a:.0%}' for a in result['accuracy'][k])} |"
+    short = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)"}
+    rows = "\n".join(  # short names: the table fits a phone
+        f"| {short[k]} | **{s['mean']:.0%}** | ±{s['std']:.0%} | {' · '.join(f'{a:.0%}' for a in result['accuracy'][k])} |"
         for k, s in result["summary"].items())
     lines = [head, f"**{folds}-fold cross-validation** (under 200 examples, one split would be too small to trust): "
              f"each fold fine-tunes a fresh model on the other {folds - 1} folds and scores the held-out one; the "
              "landmarks are scored on the same folds.",
-             f"| | mean accuracy | spread (sd over folds) | each fold |\n|---|---|---|---|\n{rows}"]
+             f"| | accuracy | spread (sd) | each fold |\n|---|---|---|---|\n{rows}"]
     for name, c in result["comparisons"].items():
         lead = f"{c['mean_diff'] * 100:+.0f} points against the {NAMES[name].split(' +')[0]}"
         if c["within_spread"]:
