@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import pytest
 from gradio_client import Client
+from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
+
 from tests.e2e.conftest import screenshot
+from tests.e2e.pages import open_tab
 from tests.e2e.test_finetune import PRETRAIN, wait_status
 
 BUSY_MACHINE_S = 1200.0  # two short runs; on a shared two-core machine each can wait minutes for a core
@@ -43,10 +46,9 @@ def test_the_section_shows_the_result_with_the_run_just_ended_picked(own_run, _b
     _, snap = own_run
     page = _browser.new_page(viewport={"width": width, "height": 1000})
     try:
-        page.goto(app_url + "?tab=finetune")
-        page.get_by_role("tab", name="Fine-tune").click()
-        page.wait_for_function("() => (document.querySelector('#own-result')?.innerText || '')"
-                               ".includes('5-fold cross-validation')", timeout=120_000)
+        page.goto(app_url)
+        open_tab(page, "Fine-tune")
+        expect(page.locator("#own-result")).to_contain_text("5-fold cross-validation", timeout=120_000)
         result = page.inner_text("#own-result")
         assert "majority class" in result and "bag of words" in result and snap["run_id"] in result
         page.wait_for_function(f"() => document.querySelector('#ft-run-pick input')?.value.includes('{snap['run_id']}')",
