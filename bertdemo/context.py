@@ -58,7 +58,7 @@ class AppContext:
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader,
                                      budget=memory),
-                   runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs),
+                   runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs, hub=hub),
                    batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir, memory), memory=memory,
                    trimmer=MemoryTrimmer(), classes=Classroom(settings.class_db, settings.runs_dir))

@@ -41,6 +41,7 @@ class FinetuneRun(BackgroundRun):
 
     kind = KIND
     label = "fine-tuning"
+    id_label = "ft"  # a run id reads <date>-<time>-<id_label>-<start>
 
     def __init__(self, cfg: FinetuneConfig, runs_dir: str | Path, task_loader: Callable[[], TopicTask],
                  owner_token: str = "", visitor: str = "", max_seconds: float | None = None,
@@ -56,7 +57,7 @@ class FinetuneRun(BackgroundRun):
     def claim_folder(self) -> None:
         root = finetune_root(self.runs_dir)
         start = self.cfg.init if self.cfg.init in ("embedded", "random") else "run"
-        self.run_id = claim_run_folder(root, f"ft-{start}")
+        self.run_id = claim_run_folder(root, f"{self.id_label}-{start}")
         self.run_folder = root / self.run_id
 
     def work(self) -> str:

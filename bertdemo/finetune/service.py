@@ -15,9 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bertdemo.finetune.config import FinetuneConfig, config_from_request
+from bertdemo.finetune.config import TASKS, FinetuneConfig, config_from_request
 from bertdemo.finetune.lab import read_baselines
-from bertdemo.finetune.metrics import NAN_FIELDS, accuracy_label, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.metrics import NAN_FIELDS, TASK, accuracy_label, FinetuneSnapshot, finetune_csv, snapshot_from_history
+from bertdemo.finetune.own_run import TASK as OWN_TASK
+from bertdemo.finetune.own_run import OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
@@ -52,8 +54,9 @@ class FinetuneService:
     name = KIND
     label = FinetuneRun.label
 
-    def __init__(self, runs: RunService) -> None:
+    def __init__(self, runs: RunService, hub: Any = None) -> None:
         self.runs = runs  # the shared slot and rules; this kind registers with it
+        self.hub = hub  # the server's HubProbe (a hub dataset is refused at once when it does not answer)
         self.settings = runs.settings
         self.runs_dir = runs.runs_dir
         runs.register(self)
@@ -64,13 +67,29 @@ class FinetuneService:
         return finetune_root(self.runs_dir)
 
     def start(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
-              task_loader: Any = None) -> FinetuneRun:
+              task_loader: Any = None, upload: str | Path | None = None, own: Any = None) -> FinetuneRun:
         """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
         machine's one training slot, under the rules every run kind obeys: one at a time, the owner's token,
         the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
         :class:`~bertdemo.finetune.engine.TopicTask` (tests pass a small one); by default the topic task from
-        the embedded Wikipedia summaries, built once in this server's cache. ValueError naming what to change."""
+        the embedded Wikipedia summaries, built once in this server's cache. ``task`` in the settings: "topic"
+        (the default) or "own" (the learner's labelled sentences: ``lines``, ``upload`` (a CSV / TSV file's
+        path) or ``hub_dataset``; :mod:`bertdemo.finetune.own_run`); code may pass ``own`` (an ``OwnData``)
+        with a config instead. ValueError naming what to change."""
         self.runs.check_free(owner_token)
+        if isinstance(request, dict):
+            request = dict(request)
+            task = request.pop("task", TASK) or TASK
+            if task not in (*TASKS, OWN_TASK):
+                raise ValueError(f"task must be one of {', '.join(map(repr, (*TASKS, OWN_TASK)))}; "
+                                 f"got {str(task)[:40]!r}.")
+            if task == OWN_TASK:  # the data read and bounded before anything else is done
+                reachable = self.hub.reachable if self.hub is not None else (lambda: False)
+                own, request = own_request(request, upload, self.settings.cache_dir, reachable)
+            elif upload:
+                raise ValueError("A file is read only for task 'own' (your labelled sentences).")
+            else:
+                request["task"] = task  # "topic" or "names": a setting of the run's config
         cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
         public = self.settings.public_limits
         if cfg.init.startswith("run:"):
@@ -85,9 +104,11 @@ class FinetuneService:
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
         default = default_names_task if cfg.task == "names" else default_topic_task
         loader = task_loader or functools.partial(default, self.settings.cache_dir)
-        run = FinetuneRun(cfg, self.runs_dir, loader, owner_token=self.runs.owner(owner_token),
-                          visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
-                          cache_dir=self.settings.cache_dir, clock=self.runs.manager.clock)
+        common = dict(owner_token=self.runs.owner(owner_token), visitor=self.runs.visitor(visitor),
+                      max_seconds=self.runs.cap_seconds(), cache_dir=self.settings.cache_dir,
+                      clock=self.runs.manager.clock)
+        run = (FinetuneRun(cfg, self.runs_dir, loader, **common) if own is None
+               else OwnRun(cfg, own, self.runs_dir, **common))
         self.runs.launch(run, owner_token)
         return run
 
@@ -140,9 +161,25 @@ class FinetuneService:
         return read_baselines(self.settings.cache_dir)
 
     def ids(self) -> list[str]:
-        """Ids of the fine-tuning runs with a saved model, newest first."""
-        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file())
+        """Ids of the fine-tuning runs with a saved model, newest first (on a public server not the runs on a
+        visitor's own data: those are listed to their owner alone, :meth:`own_ids`)."""
+        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file()
+                 and not (self.settings.is_public and is_own(r)))
         return sorted(saved, reverse=True)
+
+    def own_ids(self, owner_token: str = "") -> list[str]:
+        """Ids of the saved runs on a learner's own data that ``owner_token``'s holder may see (all of them on
+        a local server; its own on a public one), newest first."""
+        saved = [r for r in folders.run_ids(self.root) if is_own(r)
+                 and (self.root / r / MODEL_DIRNAME / "config.json").is_file()
+                 and (not self.settings.is_public or folders.is_owner(self.root, r, owner_token))]
+        return sorted(saved, reverse=True)
+
+    def own_folder(self, run_id: str, owner_token: str = "") -> Path:
+        """The folder of a saved own-data run ``owner_token``'s holder may see (ValueError for any other name)."""
+        if not isinstance(run_id, str) or run_id not in self.own_ids(owner_token):
+            raise ValueError("Pick one of your runs on your own data from the list.")
+        return self.root / run_id
 
     def choices(self, task: str | None = None) -> list[tuple[str, str]]:
         """(label, id) of the saved fine-tuning runs (of ``task`` only, when given): what they started from, their
@@ -178,12 +215,13 @@ class FinetuneService:
             raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
         return snapshot_from_history(json.loads(path.read_text()))
 
-    def model(self, name: str) -> str:
-        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model)."""
+    def model(self, name: str, owner_token: str = "") -> str:
+        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; on a
+        public server a run on a visitor's own data for its ``owner_token`` alone)."""
         if not isinstance(name, str) or not name.startswith("ft:"):
             raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
         run_id = name[3:]
-        if run_id not in self.ids():  # the listing is the check: no other name reaches a folder
+        if run_id not in self.ids() and run_id not in self.own_ids(owner_token):  # the listings are the check
             raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
         return str(self.root / run_id / MODEL_DIRNAME)
 

@@ -24,7 +24,7 @@ from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneC
 from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.finetune.reference import load_reference, random_range_text
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-from bertdemo.ui import common
+from bertdemo.ui import common, own_data_section
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -151,6 +151,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                                              allow_custom_value=True, elem_id="ft-classify-model")
                 classify_btn = gr.Button("Classify", scale=1, elem_id="ft-classify")
             classify_out = gr.Markdown(elem_id="ft-classify-out")
+        own_data_section.build(ctx, owner, export_dir)  # the learner's own labelled sentences (task "own")
         with gr.Accordion("Which layer knows what? Frozen probes", open=False, elem_id="ft-probes-box"):
             gr.Markdown("A linear classifier reads each layer's frozen vectors (mean-pooled, and [CLS]) for three "
                         "tasks whose labels are exact; the random-weight model of the same shape and the majority "
@@ -216,13 +217,17 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message,
                                          bool(snap.pca_after), snap.checkpoint, tuple(ids or ()), tuple(lab.baselines()))
         if key == seen_key:
-            return (*(gr.skip() for _ in range(8)), seen_key)
+            return (*(gr.skip() for _ in range(9)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
         choices = runs.choices() if ended else None
+        # a run that has just ended (or the latest, on a page's first draw) is selected wherever a model is picked
+        fresh = (ended and (seen_key is None or seen_key[6] != snap.checkpoint)
+                 and snap.run_id in {run_id for _, run_id in choices})
+        picked = {"value": snap.run_id} if fresh else {}
         return (status_text(), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
                 plot_data(viz.pca_spec(snap)), plot_data(viz.confusion_spec(snap)),
                 gr.update(choices=choices) if choices is not None else gr.skip(),
-                gr.update(choices=choices) if choices is not None else gr.skip(), key)
+                *(gr.update(choices=choices, **picked) if choices is not None else gr.skip() for _ in range(2)), key)
 
     def task_view():
         balance = lab.class_balance()
@@ -259,11 +264,12 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return viz.probabilities_markdown(labels, probs, model)
 
     @user_errors
-    def classify_api(text: str, model: str) -> dict:
-        """Per-topic probabilities of `text` from the fine-tuned `model` (ft:<run id>)."""
+    def classify_api(text: str, model: str, owner_token: str = "") -> dict:
+        """Per-label probabilities of `text` from the fine-tuned `model` (ft:<run id>: a topic run, or a run on
+        your own data: on a public server pass the `owner_token` that started it)."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_CLASSIFY_CHARS:
             raise ValueError(f"text must be a sentence of 1 to {MAX_CLASSIFY_CHARS:,} characters.")
-        labels, probs = lab.classify(runs.model(model), text)
+        labels, probs = lab.classify(runs.model(model, owner_token or ""), text)
         return {"model": model, "probabilities": dict(zip(labels, probs))}
 
     @user_errors
@@ -367,7 +373,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
     resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
     stop.click(lambda t: control("stop", t), owner, status, api_visibility="private")
-    outputs = [status, new_md, curve_plot, probe_plot, pca_plot, confusion_plot, compare, run_pick, seen]
+    outputs = [status, new_md, curve_plot, probe_plot, pca_plot, confusion_plot, compare, run_pick, classify_model, seen]
     timer.tick(draw, [seen, compare], outputs, api_visibility="private", show_progress="hidden", show_progress_on=[])
     compare.change(user_errors(curves), compare, curve_plot, api_visibility="private")
     tab.select(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")

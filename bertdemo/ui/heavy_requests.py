@@ -115,6 +115,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     # the run queue and classes
     "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT, "create_class": LIGHT, "join_class": LIGHT,
     "teacher_report": LIGHT, "class_csv": LIGHT, "read_link": LIGHT, "send_learning_answers": LIGHT,
+    # Fine-tuning on the learner's own sentences (the run has its own caps; classifying is one forward)
+    "own_example": LIGHT, "own_start": LIGHT, "own_poll": LIGHT, "own_show": LIGHT, "own_refresh": LIGHT,
+    "own_classify": MODEL, "own_download": LIGHT, "own_data_csv": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -22,6 +22,7 @@ from gradio_client.utils import is_http_url_like
 
 from bertdemo import compat
 from bertdemo.explore import input_limits
+from bertdemo.finetune import own_data
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 
 TEXT_CHARS = input_limits.MAX_TEXT_CHARS  # a sentence (pair) to look at: far beyond what a model reads
@@ -41,6 +42,7 @@ MAX_CHARS: dict[str, int] = {
     "step": STEP_CHARS,
     "expected": input_limits.MAX_EXPECTED_CHARS,  # the word a probe expects at its first [MASK]
     "mlm_model": MAX_NAME_CHARS, "ltr_model": MAX_NAME_CHARS,  # the twin comparison's pair
+    "pasted": own_data.MAX_PASTE_CHARS, "hub_name": 200, "text_column": 100, "label_column": 100,  # own data
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
     "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page

@@ -241,7 +241,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "nsp_pairs": [LONG_TEXT[:20_000], 128, 16, 1],
     "nsp_predict": [SENTENCE_64, SENTENCE_64, EMBEDDED],
     "order_probe": ["no-such-run", SENTENCE_64],
-    "classify": [SENTENCE_64, "ft:no-such-run"],
+    "classify": [SENTENCE_64, "ft:no-such-run", "t" * 256],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
     "tag": [("Ada " * 250)[:1000], "ft:no-such-run"],  # 1,000 characters (its limit), 250 words
     "run_metrics_csv": ["no-such-run"],
@@ -301,3 +301,34 @@ def test_every_endpoint_at_its_heaviest_legal_request_from_several_visitors_answ
     assert answered >= {"tokenize", "word_in_context", "corpus_neighbours", "attention", "probe_layers"}, refused
     event, message = call(base, "tokenize", ["Still serving after the heaviest requests.", "", ""])
     assert event == "complete" and "serving" in message
+
+
+# the learner's own sentences through /start_finetune (task "own"): the most its settings carry (20,000
+# characters of JSON), each with one thing wrong, so the whole text is read and bounded and nothing starts
+OWN_LABELS = [f"label{i:02d}" for i in range(20)]
+OWN_TEXT = "w" * 200  # 81 lines of it: about 18,000 characters of JSON with the escapes
+OWN_HEAVIEST_REFUSED = {
+    "a 21st label on the last line": ({"task": "own", "lines": "\n".join(
+        [f"{label}\t{OWN_TEXT}" for label in OWN_LABELS for _ in range(4)] + [f"label20\t{OWN_TEXT}"])},
+        "line 81: label 'label20' is a 21st label; at most 20 labels"),
+    "a legal set with an illegal setting": ({"task": "own", "learning_rate": 1.0, "lines": "\n".join(
+        f"{label}\t{OWN_TEXT}" for label in OWN_LABELS for _ in range(4))}, "learning_rate 1 is outside"),
+    "a text over 1,000 characters": ({"task": "own", "lines": "a\t" + "w" * 1_001}, "line 1: the text has 1,001"),
+    "three examples of a label": ({"task": "own", "lines": "a\tx\na\ty\na\tz\na\tw\nb\tx\nb\ty\nb\tz"},
+                                  "line 5: label 'b' has 3 examples"),
+    "two sources at once": ({"task": "own", "lines": "a\tx", "hub_dataset": "x/y"}, "one way"),
+    "a hub dataset offline": ({"task": "own", "hub_dataset": "stanfordnlp/sst2"}, "hub is not reachable"),
+    "an unknown task": ({"task": "nonsense"}, "task must be 'topic' or 'own'"),
+    "pasted lines for the topic task": ({"task": "topic", "lines": "a\tx"}, "Unknown fine-tuning setting"),
+}
+
+
+def test_own_data_starts_refuse_their_heaviest_illegal_values_with_the_line_and_the_rule(public_server):
+    base = public_server.url
+    for what, (settings, refusal) in OWN_HEAVIEST_REFUSED.items():
+        assert len(json.dumps(settings)) < 20_000, what
+        event, message = call(base, "start_finetune", [settings, "owner-of-the-hostile-test"])
+        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
+        assert OWN_TEXT not in message and len(message) < 2_000, what  # the refusal never echoes the data
+    event, message = call(base, "run_status", [])
+    assert event == "complete" and '"task": "own"' not in message  # nothing started

@@ -1,0 +1,309 @@
+"""A learner's own labelled data, read and bounded before any work: sentence labels pasted as
+``label<TAB>text`` lines or uploaded as a CSV / TSV file (read through ``datasets``), a hub dataset's name
+(refused at once when the hub is unreachable), and word labels pasted CoNLL-style (``word<TAB>tag``, a blank
+line between sentences).
+
+Torch-free. Every refusal is a ``ValueError`` that names the line (or row) and the rule it breaks:
+at most :data:`MAX_EXAMPLES` examples, :data:`MAX_TEXT_CHARS` characters a text, :data:`MIN_LABELS`–
+:data:`MAX_LABELS` labels, at least :data:`MIN_PER_LABEL` examples of each. :func:`data_csv` writes the
+data back as CSV with every formula-like cell defused (a spreadsheet shows it as text).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_EXAMPLES = 5_000
+MAX_TEXT_CHARS = 1_000
+MIN_LABELS, MAX_LABELS = 2, 20
+MIN_PER_LABEL = 4
+MAX_LABEL_CHARS = 50
+MAX_PASTE_CHARS = 1_000_000  # pasted lines (the HTTP door takes 2 MB a request); more comes as a file
+MAX_FILE_BYTES = 8 * 2**20  # an uploaded CSV / TSV: 5,000 rows of 1,000 characters, with room for other columns
+TEXT_COLUMNS = ("text", "sentence", "review", "content", "document", "utterance", "tweet")
+LABEL_COLUMNS = ("label", "labels", "category", "class", "sentiment", "topic", "intent", "target")
+MAX_CONLL_SENTENCES = 5_000
+MAX_CONLL_WORDS = 200  # words a sentence (the model reads 64 pieces at most anyway)
+MAX_WORD_CHARS = 100
+MAX_TAGS = 20
+HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$")
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+HUB_UNREACHABLE = ("The Hugging Face hub is not reachable from this server, so a hub dataset cannot be read "
+                   "here: paste label<TAB>text lines or upload a CSV / TSV file instead.")
+
+
+@dataclass(frozen=True)
+class OwnData:
+    """Labelled sentences, checked: ``labels[i]`` indexes ``names`` (sorted label names)."""
+
+    texts: list[str]
+    labels: list[int]
+    names: list[str]
+    source: str  # in words: "20 pasted lines", "file reviews.csv, columns 'review' (text) and 'stars' (label)"
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def counts(self) -> dict[str, int]:
+        """Examples per label, in label order."""
+        counts = Counter(self.labels)
+        return {name: counts[i] for i, name in enumerate(self.names)}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
+    """:class:`OwnData` from (where, label, text) rows (``where``: "line 3", "row 12"), every bound checked
+    in the order a reader fixes them; ValueError naming the row and the rule."""
+    texts, raw = [], []
+    first_of: dict[str, str] = {}
+    for where, label, text in rows:
+        label, text = label.strip(), " ".join(text.split())
+        if len(texts) == MAX_EXAMPLES:
+            raise ValueError(f"{where}: more than {MAX_EXAMPLES:,} examples; a run takes at most {MAX_EXAMPLES:,}.")
+        if not label:
+            raise ValueError(f"{where}: the label is empty; each example needs a label and a text.")
+        if not text:
+            raise ValueError(f"{where}: the text is empty; each example needs a label and a text.")
+        if len(label) > MAX_LABEL_CHARS:
+            raise ValueError(f"{where}: the label has {len(label):,} characters; a label has at most "
+                             f"{MAX_LABEL_CHARS}.")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ValueError(f"{where}: the text has {len(text):,} characters; a text has at most "
+                             f"{MAX_TEXT_CHARS:,}.")
+        if label not in first_of:
+            if len(first_of) == MAX_LABELS:
+                raise ValueError(f"{where}: label {label!r} is a {MAX_LABELS + 1}st label; at most "
+                                 f"{MAX_LABELS} labels.")
+            first_of[label] = where
+        texts.append(text)
+        raw.append(label)
+    if not texts:
+        raise ValueError(f"No examples: give at least {MIN_LABELS} labels with {MIN_PER_LABEL} examples each.")
+    if len(first_of) < MIN_LABELS:
+        raise ValueError(f"Only one label ({raw[0]!r}); a classifier needs {MIN_LABELS} to {MAX_LABELS} labels.")
+    counts = Counter(raw)
+    few = [label for label in first_of if counts[label] < MIN_PER_LABEL]
+    if few:
+        label = few[0]
+        raise ValueError(f"{first_of[label]}: label {label!r} has {_plural(counts[label], 'example')}; each label "
+                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} labels have fewer)." if len(few) > 1 else "."))
+    names = sorted(first_of)
+    index = {name: i for i, name in enumerate(names)}
+    return OwnData(texts, [index[label] for label in raw], names, source)
+
+
+def parse_lines(text: str) -> OwnData:
+    """Pasted ``label<TAB>text`` lines (blank lines skipped; a first line ``label<TAB>text`` is a header)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("Paste label<TAB>text lines, one example a line, e.g. \"positive\\tA lovely film.\"")
+    if len(text) > MAX_PASTE_CHARS:
+        raise ValueError(f"The pasted text has {len(text):,} characters; paste at most {MAX_PASTE_CHARS:,} "
+                         "(upload a CSV / TSV file for more).")
+
+    def rows():
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            if "\t" not in line:
+                raise ValueError(f"line {number:,}: no tab; write the label, a tab, then the text.")
+            label, body = line.split("\t", 1)
+            if number == 1 and label.strip().lower() == "label" and body.strip().lower() == "text":
+                continue
+            yield f"line {number:,}", label, body
+
+    data = checked(rows(), "")
+    return OwnData(data.texts, data.labels, data.names, f"{_plural(len(data), 'pasted line')}")
+
+
+def _pick(columns: list[str], wanted: tuple[str, ...], chosen: str, what: str) -> str:
+    if chosen:
+        if chosen not in columns:
+            raise ValueError(f"The file has no column {chosen[:60]!r}; its columns: {', '.join(columns)[:300]}.")
+        return chosen
+    lower = {c.strip().lower(): c for c in columns}
+    for name in wanted:
+        if name in lower:
+            return lower[name]
+    raise ValueError(f"No {what} column: name one of {', '.join(wanted)} (the file's columns: "
+                     f"{', '.join(columns)[:300]}).")
+
+
+def read_table(path: str | Path, text_column: str = "", label_column: str = "",
+               cache_dir: str | Path | None = None) -> OwnData:
+    """A CSV (comma) or TSV (``.tsv`` / ``.tab``: tab) file with a header row, read through ``datasets``; the
+    text and label columns are the ones named, else the first of :data:`TEXT_COLUMNS` / :data:`LABEL_COLUMNS`
+    the header has (any case). The source names the columns used."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("Upload a CSV or TSV file first.")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ValueError(f"The file has {size / 2**20:.1f} MB; at most {MAX_FILE_BYTES // 2**20} MB.")
+    if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt"):
+        raise ValueError(f"{path.suffix[:10] or 'A file without an extension'}: upload a .csv or .tsv file.")
+    with path.open("rb") as fh:
+        newlines = fh.read().count(b"\n")
+    if newlines > MAX_EXAMPLES * 4 + 10:  # rows before reading them: a multi-line cell may span a few lines
+        raise ValueError(f"The file has {newlines:,} lines; a run takes at most {MAX_EXAMPLES:,} examples.")
+    tab = path.suffix.lower() in (".tsv", ".tab")
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        header = next(csv.reader(fh, delimiter="\t" if tab else ","), [])
+    if len(header) < 2 or len(header) > 100 or len(set(header)) < len(header):
+        raise ValueError("The file's first line is its header: at least a text and a label column, each named once.")
+    import tempfile
+
+    from datasets import Dataset, Features, Value
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        try:  # every column read as text (a label 1 stays "1"), an empty cell as ""
+            table = Dataset.from_csv(str(path), sep="\t" if tab else ",", keep_in_memory=True, cache_dir=tmp,
+                                     features=Features({name: Value("string") for name in header}),
+                                     keep_default_na=False, nrows=MAX_EXAMPLES + 1)
+        except Exception as err:  # pandas' parser errors: a sentence, never a traceback
+            raise ValueError(f"The file could not be read as {'TSV' if tab else 'CSV'}: "
+                             f"{str(err).splitlines()[0][:200] if str(err) else type(err).__name__}.") from None
+    columns = list(table.column_names)
+    text_col = _pick(columns, TEXT_COLUMNS, text_column, "text")
+    label_col = _pick(columns, LABEL_COLUMNS, label_column, "label")
+    if text_col == label_col:
+        raise ValueError(f"The text and the label column are both {text_col!r}: name two different columns.")
+    rows = ((f"row {i + 1:,} (after the header)", str(label), str(text or ""))
+            for i, (label, text) in enumerate(zip(table[label_col], table[text_col])))
+    data = checked(rows, "")
+    source = (f"file {path.name[:80]}, {_plural(len(data), 'row')}: column {text_col!r} (text) and "
+              f"{label_col!r} (label)")
+    return OwnData(data.texts, data.labels, data.names, source)
+
+
+def read_hub_dataset(name: str, reachable: Callable[[], bool], split: str = "train") -> OwnData:
+    """A hub dataset's ``split`` with a text and a label column; refused at once (no download attempt) when
+    ``reachable()`` says the hub does not answer."""
+    if not isinstance(name, str) or not HUB_NAME.match(name.strip()):
+        raise ValueError("Name a hub dataset as owner/name, e.g. \"stanfordnlp/sst2\".")
+    if not reachable():
+        raise ValueError(HUB_UNREACHABLE)
+    from datasets import ClassLabel, load_dataset
+
+    try:
+        table = load_dataset(name.strip(), split=f"{split}[:{MAX_EXAMPLES + 1}]")
+    except Exception as err:
+        raise ValueError(f"The hub dataset {name[:100]!r} could not be read: {str(err).splitlines()[0][:200]}") from None
+    columns = list(table.column_names)
+    text_col = _pick(columns, TEXT_COLUMNS, "", "text")
+    label_col = _pick(columns, LABEL_COLUMNS, "", "label")
+    feature = table.features[label_col]
+    names = feature.names if isinstance(feature, ClassLabel) else None
+    rows = ((f"row {i + 1:,}", names[label] if names else str(label), str(text))
+            for i, (label, text) in enumerate(zip(table[label_col], table[text_col])))
+    data = checked(rows, "")
+    return OwnData(data.texts, data.labels, data.names,
+                   f"hub dataset {name.strip()} ({split}): column {text_col!r} (text) and {label_col!r} (label)")
+
+
+def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
+    """CoNLL-style word labels: ``word<TAB>tag`` a line (a line of space-separated columns takes its first as
+    the word and its last as the tag), a blank line between sentences, ``-DOCSTART-`` lines skipped. Bounded:
+    :data:`MAX_CONLL_SENTENCES` sentences, :data:`MAX_CONLL_WORDS` words a sentence, :data:`MAX_WORD_CHARS`
+    characters a word, 2–:data:`MAX_TAGS` tags; ValueError naming the line and the rule."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("Paste word<TAB>tag lines, a blank line between sentences, e.g. \"Paris\\tB-LOC\".")
+    if len(text) > MAX_PASTE_CHARS:
+        raise ValueError(f"The pasted text has {len(text):,} characters; paste at most {MAX_PASTE_CHARS:,}.")
+    sentences: list[tuple[list[str], list[str]]] = []
+    words: list[str] = []
+    tags: list[str] = []
+    seen_tags: set[str] = set()
+
+    def close(number: int) -> None:
+        if words:
+            if len(sentences) == MAX_CONLL_SENTENCES:
+                raise ValueError(f"line {number:,}: more than {MAX_CONLL_SENTENCES:,} sentences; at most "
+                                 f"{MAX_CONLL_SENTENCES:,}.")
+            sentences.append((list(words), list(tags)))
+            words.clear()
+            tags.clear()
+
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            close(number)
+            continue
+        if line.startswith("-DOCSTART-"):
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        if len(parts) < 2 or not parts[0].strip() or not parts[-1].strip():
+            raise ValueError(f"line {number:,}: write the word, a tab, then its tag.")
+        word, tag = parts[0].strip(), parts[-1].strip()
+        if len(word) > MAX_WORD_CHARS or any(ch.isspace() for ch in word):
+            raise ValueError(f"line {number:,}: the word has {len(word):,} characters or a space; one word a line, "
+                             f"at most {MAX_WORD_CHARS} characters.")
+        if len(tag) > MAX_LABEL_CHARS:
+            raise ValueError(f"line {number:,}: the tag has {len(tag):,} characters; at most {MAX_LABEL_CHARS}.")
+        if tag not in seen_tags:
+            if len(seen_tags) == MAX_TAGS:
+                raise ValueError(f"line {number:,}: tag {tag!r} is a {MAX_TAGS + 1}st tag; at most {MAX_TAGS} tags.")
+            seen_tags.add(tag)
+        if len(words) == MAX_CONLL_WORDS:
+            raise ValueError(f"line {number:,}: the sentence has more than {MAX_CONLL_WORDS} words; put a blank "
+                             "line between sentences.")
+        words.append(word)
+        tags.append(tag)
+    close(len(lines) + 1)
+    if not sentences:
+        raise ValueError("No sentences: paste word<TAB>tag lines.")
+    if len(seen_tags) < 2:
+        raise ValueError(f"Only one tag ({next(iter(seen_tags))!r}); word labels need 2 to {MAX_TAGS} tags.")
+    return sentences
+
+
+def defuse(cell: object) -> str:
+    """A cell a spreadsheet shows as text: line breaks folded, a leading =, +, -, @, tab or CR quoted."""
+    text = str(cell)
+    flat = text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    return "'" + flat if text.startswith(FORMULA_PREFIXES) else flat
+
+
+def data_csv(data: OwnData, predictions: list[str] | None = None) -> str:
+    """The data as CSV (``label``, ``text``, and ``prediction`` when given), every cell defused."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["label", "text"] + (["prediction"] if predictions is not None else []))
+    for i, (text, label) in enumerate(zip(data.texts, data.labels)):
+        row = [data.names[label], text] + ([predictions[i]] if predictions is not None else [])
+        writer.writerow([defuse(cell) for cell in row])
+    return out.getvalue()
+
+
+SENTIMENT_EXAMPLE = "\n".join(f"{label}\t{text}" for label, text in (
+    ("positive", "A warm, funny film that I would happily watch again."),
+    ("negative", "The plot made no sense and the acting was wooden."),
+    ("positive", "The soup was delicious and the staff were lovely."),
+    ("negative", "Cold food, rude waiter, and we waited an hour."),
+    ("positive", "This book kept me up all night; a wonderful read."),
+    ("negative", "I gave up on this book after fifty dull pages."),
+    ("positive", "The new phone is fast and the battery lasts for days."),
+    ("negative", "The screen cracked in a week and support never replied."),
+    ("positive", "A beautiful hotel with a great view and a comfortable bed."),
+    ("negative", "The room was dirty and the shower did not work."),
+    ("positive", "The concert was brilliant from the first song to the last."),
+    ("negative", "The sound was awful and the band played for twenty minutes."),
+    ("positive", "Our guide was friendly and the tour was fascinating."),
+    ("negative", "A boring tour with a guide who could not be heard."),
+    ("positive", "I love these shoes: comfortable, light and well made."),
+    ("negative", "The shoes fell apart after two walks; a waste of money."),
+    ("positive", "The game is clever, fun and looks gorgeous."),
+    ("negative", "The game crashes constantly and the controls are clumsy."),
+    ("positive", "Fresh bread, kind people, a perfect little bakery."),
+    ("negative", "Stale bread and high prices; I will not go back."),
+))

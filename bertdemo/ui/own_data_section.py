@@ -1,0 +1,159 @@
+"""The Fine-tune tab's section for the learner's own labelled sentences: paste ``label<TAB>text`` lines (or
+load the 20-sentence sentiment example), upload a CSV / TSV, or name a hub dataset; fine-tune from the
+embedded model or from random weights of the same shape (the control); read the honest small-data score;
+classify new sentences with the result; download it as a folder stock transformers loads.
+
+Wiring only: the run is a fine-tuning run (``ctx.finetune_runs.start`` with ``task`` "own"), so it takes the
+training slot, the caps, the quota, pause and stop like any other; its result is read from the run's own
+folder for its owner alone (:meth:`FinetuneService.own_ids`). The live run's progress is the tab's status.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from bertdemo.finetune.config import EMBEDDED, RANDOM
+from bertdemo.finetune.own_data import (MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS, MIN_LABELS,
+                                        MIN_PER_LABEL, SENTIMENT_EXAMPLE)
+from bertdemo.finetune.own_export import model_zip
+from bertdemo.finetune.own_run import DATA_FILE, read_result
+from bertdemo.runs.uploads import forget_original_upload
+from bertdemo.ui import common
+from bertdemo.ui.common import visitor_of
+from bertdemo.viz import finetune as viz
+from bertdemo.viz.own_data import result_markdown
+
+POLL_SECONDS = 2.0
+INTRO = (
+    "Bring **your own labelled sentences**: one example a line, its label, a tab, then the text — or a CSV / TSV "
+    "file with a text and a label column, or a hub dataset's name (when this server reaches the hub). "
+    f"At most {MAX_EXAMPLES:,} examples and {MAX_TEXT_CHARS:,} characters a text; {MIN_LABELS}–{MAX_LABELS} "
+    f"labels with at least {MIN_PER_LABEL} examples each. Under 200 examples one split would be too small to "
+    "trust, so the score is a **5-fold cross-validation** (mean and spread), beside the majority class and a "
+    "bag of words on the same folds; from 200, a seeded train / validation / test split. Start from random "
+    "weights of the same shape to see what pretraining brings to so few examples."
+)
+
+
+def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
+    """Lay out the section (inside the Fine-tune tab) and wire it; ``owner``: the browser's owner token box."""
+    runs, slot, lab, public = ctx.finetune_runs, ctx.runs, ctx.finetune, ctx.settings.is_public
+    user_errors = functools.partial(common.user_errors, public=public)
+
+    with gr.Accordion("Fine-tune on your own labelled sentences", open=True, elem_id="own-box"):
+        gr.Markdown(INTRO)
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                lines = gr.Textbox(label="label<TAB>text, one example a line", lines=8, max_lines=16,
+                                   max_length=MAX_PASTE_CHARS, placeholder="positive\tA lovely film.",
+                                   elem_id="own-lines")
+                example = gr.Button("Load a 20-sentence sentiment example", size="sm", elem_id="own-example")
+                with gr.Accordion("…or a CSV / TSV file, or a hub dataset", open=False, elem_id="own-more"):
+                    upload = gr.File(label="A .csv or .tsv file with a header row", file_types=[".csv", ".tsv"],
+                                     type="filepath", elem_id="own-file")
+                    with gr.Row():
+                        text_col = gr.Textbox(label="Text column (if not 'text')", max_length=100, min_width=120)
+                        label_col = gr.Textbox(label="Label column (if not 'label')", max_length=100, min_width=120)
+                    hub = gr.Textbox(label="A hub dataset (owner/name), instead", max_length=200, elem_id="own-hub")
+                init = gr.Radio([("the embedded pretrained model", EMBEDDED),
+                                 ("random weights, same shape (the control)", RANDOM)], value=EMBEDDED,
+                                label="Start from", elem_id="own-init")
+                start = gr.Button("Fine-tune on these examples", variant="primary", elem_id="own-start")
+            with gr.Column(scale=2, min_width=300):
+                result = gr.Markdown(elem_id="own-result")
+                pick = gr.Dropdown([], label="Your runs on your own data", allow_custom_value=True,
+                                   elem_id="own-pick")
+                with gr.Row():
+                    sentence = gr.Textbox("What a wonderful day out with friends.", label="A new sentence",
+                                          max_length=MAX_TEXT_CHARS, scale=3, min_width=200)
+                    classify = gr.Button("Classify", scale=1, min_width=90, elem_id="own-classify")
+                answer = gr.Markdown(elem_id="own-answer")
+                with gr.Row():
+                    download = gr.DownloadButton("Download the model (.zip)", elem_id="own-zip", min_width=160)
+                    data_csv = gr.DownloadButton("Your data + held-out predictions (CSV)", elem_id="own-csv",
+                                                 min_width=160)
+        seen = gr.State(None)
+        timer = gr.Timer(POLL_SECONDS)
+
+    def mine(token: str) -> list[str]:
+        return runs.own_ids(token or "")
+
+    @user_errors
+    def own_start(request: gr.Request, token: str, pasted: str, file: str | None, text_column: str,
+                  label_column: str, hub_name: str, start_from: str):
+        token = token or secrets.token_urlsafe(24)
+        settings = {"task": "own", "init": start_from or EMBEDDED, "lines": pasted or "", "hub_dataset": hub_name or "",
+                    "text_column": text_column or "", "label_column": label_column or ""}
+        try:
+            run = runs.start(settings, token, visitor=visitor_of(request), upload=file or None)
+        finally:
+            if file and public:  # read (or refused): the web server's copy goes at once
+                forget_original_upload(file)
+        return (f"Started run `{run.run_id}` on {len(run.data):,} examples ({run.data.source}); its progress shows "
+                "above, its result here when it ends.", token)
+
+    def own_poll(token: str, seen_key):
+        """The result of this browser's run once it ends: the picker lists it, selected."""
+        if seen_key is None:  # the page's first poll: this browser's runs listed, the newest selected
+            ids = mine(token)
+            return gr.update(choices=ids, value=ids[0] if ids else None), gr.skip(), ("listed",)
+        run = slot.current
+        if run is None or getattr(run, "data", None) is None or run.active or not run.may_control(token or ""):
+            return gr.skip(), gr.skip(), seen_key
+        key = (run.run_id, run.status)
+        if key == seen_key:
+            return gr.skip(), gr.skip(), seen_key
+        ids = mine(token)
+        value = run.run_id if run.run_id in ids else None
+        return (gr.update(choices=ids, value=value),
+                result_markdown(read_result(run.run_folder), run.run_id) if value else run.snapshot().message, key)
+
+    @user_errors
+    def own_show(run_id: str, token: str) -> str:
+        if not run_id:
+            return ""
+        return result_markdown(read_result(runs.own_folder(run_id, token or "")), run_id)
+
+    @user_errors
+    def own_classify(text: str, run_id: str, token: str) -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("Type a sentence to classify.")
+        if not run_id:
+            raise ValueError("Pick one of your runs first (or start one).")
+        name = f"ft:{run_id}"
+        labels, probs = lab.classify(runs.model(name, token or ""), text)
+        return viz.probabilities_markdown(labels, probs, name).replace("| topic |", "| label |")
+
+    @user_errors
+    def own_download(run_id: str, token: str):
+        if not run_id:
+            raise ValueError("Pick one of your runs first.")
+        return str(model_zip(runs.own_folder(run_id, token or ""), export_dir, run_id))
+
+    @user_errors
+    def own_data_csv(run_id: str, token: str):
+        if not run_id:
+            raise ValueError("Pick one of your runs first.")
+        target = export_dir / f"{run_id}-data.csv"
+        shutil.copyfile(runs.own_folder(run_id, token or "") / DATA_FILE, target)
+        return str(target)
+
+    def refresh(token: str):
+        return gr.update(choices=mine(token))
+
+    example.click(lambda: SENTIMENT_EXAMPLE, None, lines, api_name="own_example", api_visibility="private")
+    start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init], [result, owner],
+                api_name="own_start", api_visibility="private")
+    timer.tick(own_poll, [owner, seen], [pick, result, seen], api_visibility="private", show_progress="hidden",
+               show_progress_on=[])
+    pick.change(own_show, [pick, owner], result, api_name="own_show", api_visibility="private")
+    pick.focus(refresh, owner, pick, api_name="own_refresh", api_visibility="private")
+    classify.click(own_classify, [sentence, pick, owner], answer, api_name="own_classify", api_visibility="private")
+    download.click(own_download, [pick, owner], download, api_name="own_download", api_visibility="private")
+    data_csv.click(own_data_csv, [pick, owner], data_csv, api_name="own_data_csv", api_visibility="private")

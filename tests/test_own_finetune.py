@@ -1,0 +1,159 @@
+"""Fine-tuning on a learner's own sentences: the folds, the comparisons, cross-validation against the landmarks
+on the same folds, the split from 200 examples, the run kind (slot, quota, owner), the saved model that stock
+transformers loads with its label names, and a public server keeping each visitor's data and runs to them."""
+
+from __future__ import annotations
+
+import json
+import random
+import zipfile
+
+import numpy as np
+import pytest
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from bertdemo.finetune.lab import FinetuneLab
+from bertdemo.finetune.own_data import OwnData, parse_lines
+from bertdemo.finetune.own_eval import (FOLDS, compare, majority_predict, stratified_folds, split_three)
+from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, is_own, own_request
+from bertdemo.finetune.own_export import model_zip
+from bertdemo.settings import ServerSettings
+from tests.helpers import WORDS, run_services, tiny_finetune_config
+
+
+def word_data(n_per_class: int, seed: int = 0) -> OwnData:
+    """Two labels, each sentence naming two words of its class (the tests' learnable task)."""
+    rng = random.Random(seed)
+    rows = [(name, f"the {rng.choice(WORDS[name])} and the {rng.choice(WORDS[name])} are here .")
+            for name in WORDS for _ in range(n_per_class)]
+    rng.shuffle(rows)
+    return parse_lines("\n".join(f"{label}\t{text}" for label, text in rows))
+
+
+def _service(tmp_path, public: bool = False):
+    settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", public=public,
+                                    admin_token="admin-secret", offline=True, device="cpu")
+    return run_services(settings)
+
+
+def test_stratified_folds_deal_each_label_evenly_and_follow_the_seed():
+    labels = [0] * 10 + [1] * 10 + [2] * 7
+    folds = stratified_folds(labels, 5, seed=3)
+    for k in range(5):
+        held = [labels[i] for i, f in enumerate(folds) if f == k]
+        assert held.count(0) == 2 and held.count(1) == 2 and held.count(2) in (1, 2)
+    assert sorted(folds.count(k) for k in range(5)) == [5, 5, 5, 6, 6]
+    assert folds == stratified_folds(labels, 5, seed=3) and folds != stratified_folds(labels, 5, seed=4)
+
+
+def test_a_difference_within_the_spread_of_the_fold_differences_is_said_so():
+    close = compare([0.75, 0.5, 1.0, 0.5, 0.75], [0.5, 0.75, 0.75, 0.5, 0.5])
+    assert close["mean_diff"] == pytest.approx(0.1) and close["std_diff"] == pytest.approx(np.std([.25, -.25, .25, 0, .25], ddof=1))
+    assert close["within_spread"] is True
+    clear = compare([1.0, 1.0, 0.75, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5, 0.5])
+    assert clear["mean_diff"] == pytest.approx(0.45) and clear["within_spread"] is False
+
+
+def test_the_split_from_200_examples_is_stratified_seeded_and_disjoint():
+    labels = [0] * 120 + [1] * 80
+    train, val, test = split_three(labels, seed=0)
+    assert (len(train), len(val), len(test)) == (140, 30, 30)
+    assert not set(train) & set(val) and not set(val) & set(test) and not set(train) & set(test)
+    assert sum(labels[i] for i in test) == 12  # 40 % of the test split, as in the whole
+    assert (train, val, test) == split_three(labels, seed=0)
+
+
+def test_own_settings_read_one_source_and_take_this_tasks_defaults(tmp_path):
+    data, settings = own_request({"lines": "a\tx1\na\tx2\na\tx3\na\tx4\nb\ty1\nb\ty2\nb\ty3\nb\ty4", "seed": 3},
+                                 None, tmp_path)
+    assert data.names == ["a", "b"] and settings == {**OWN_DEFAULTS, "seed": 3}
+    with pytest.raises(ValueError, match="one way.*got lines and hub_dataset"):
+        own_request({"lines": "a\tb", "hub_dataset": "x/y"}, None, tmp_path)
+    with pytest.raises(ValueError, match="hub is not reachable"):
+        own_request({"hub_dataset": "stanfordnlp/sst2"}, None, tmp_path, lambda: False)
+
+
+def test_cross_validation_scores_the_model_and_the_landmarks_on_the_same_folds_then_keeps_a_model(
+        tiny_mlm_dir, tmp_path):
+    runs, _, service = _service(tmp_path)
+    data = word_data(10)
+    cfg = tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=6)
+    run = service.start(cfg, own=data)
+    assert run.join(300), run.snapshot().message
+    assert run.status == "finished", run.snapshot().message
+    result = json.loads((run.run_folder / RESULT_FILE).read_text())
+    assert result["mode"] == "cross-validation" and result["folds_done"] == FOLDS and result["examples"] == 20
+    folds = stratified_folds(data.labels, FOLDS, cfg.seed)
+    y = np.asarray(data.labels)
+    expected_majority = [float(np.mean(majority_predict(y[np.asarray(folds) != k], int(np.sum(np.asarray(folds) == k)))
+                                       == y[np.asarray(folds) == k])) for k in range(FOLDS)]
+    assert result["accuracy"]["majority"] == pytest.approx(expected_majority)  # the landmarks' folds are the model's
+    for name in ("finetuned", "majority", "bag_of_words"):
+        values = result["accuracy"][name]
+        assert len(values) == FOLDS
+        assert result["summary"][name]["mean"] == pytest.approx(np.mean(values))
+        assert result["summary"][name]["std"] == pytest.approx(np.std(values, ddof=1))
+    assert set(result["out_of_fold"]) <= set(data.names) and len(result["out_of_fold"]) == 20
+    assert is_own(run.run_id) and service.ids() == [run.run_id]  # a local server lists it with the others
+    # the kept model: stock transformers loads it with the label names; the app classifies with it
+    folder = service.model(f"ft:{run.run_id}")
+    model = AutoModelForSequenceClassification.from_pretrained(folder)
+    assert model.config.id2label == {0: "fruit", 1: "vehicle"} and model.config.label2id == {"fruit": 0, "vehicle": 1}
+    labels, probs = FinetuneLab(tmp_path / "cache").classify(folder, "the apple and the cherry are here .")
+    assert labels == ["fruit", "vehicle"] and sum(probs) == pytest.approx(1.0)
+    rows = (run.run_folder / DATA_FILE).read_text().splitlines()
+    assert rows[0] == "label,text,prediction" and len(rows) == 21  # each example with its held-out prediction
+    assert [row.rsplit(",", 1)[1] for row in rows[1:]] == result["out_of_fold"]
+
+
+def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, tmp_path):
+    runs, _, service = _service(tmp_path)
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=1), own=word_data(4))
+    assert run.join(300) and run.status == "finished", run.snapshot().message
+    path = model_zip(service.own_folder(run.run_id), tmp_path / "out", run.run_id)
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "unzipped")
+    assert f"{run.run_id}/config.json" in names and f"{run.run_id}/model.safetensors" in names
+    assert not any(n.endswith(("finetune_config.json", "finetune_history.json")) for n in names)  # the app's own
+    folder = tmp_path / "unzipped" / run.run_id
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert model.config.id2label[1] == "vehicle"
+    ours = FinetuneLab(tmp_path / "cache").classify(service.model(f"ft:{run.run_id}"), "the car is here .")[1]
+    theirs = model(**tokenizer("the car is here .", return_tensors="pt")).logits.softmax(-1)[0].tolist()
+    assert theirs == pytest.approx(ours, abs=1e-5)
+
+
+def test_from_200_examples_a_seeded_split_reports_on_test(tiny_mlm_dir, tmp_path):
+    runs, _, service = _service(tmp_path)
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=1, eval_every=1000), own=word_data(100))
+    assert run.join(300) and run.status == "finished", run.snapshot().message
+    result = json.loads((run.run_folder / RESULT_FILE).read_text())
+    assert result["mode"] == "split" and result["sizes"] == {"train": 140, "validation": 30, "test": 30}
+    assert 0 <= result["finetuned"]["test"] <= 1 and result["bag_of_words"]["C"] in (0.1, 1.0, 10.0)
+    assert result["majority"]["test"] == 0.5
+    shared = repr(run.snapshot())
+    assert "apple" not in shared and "fruit" not in shared  # the live status every page reads carries no data
+
+
+def test_a_public_server_keeps_a_visitors_data_and_runs_to_them(tiny_mlm_dir, tmp_path):
+    runs, _, service = _service(tmp_path, public=True)
+    data = word_data(4)
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=1), "secret-a", visitor="10.0.0.1",
+                        own=data)
+    assert run.join(300) and run.status == "finished", run.snapshot().message
+    status = runs.status()
+    assert status["task"] == "own" and status["labels"] == []
+    assert not any(text in repr(status) for text in data.texts) and "vehicle" not in repr(status)
+    assert service.ids() == [] and service.choices() == []  # never listed to others
+    with pytest.raises(ValueError, match="no fine-tuned model"):
+        service.model(f"ft:{run.run_id}")
+    assert service.own_ids("secret-a") == [run.run_id] and service.own_ids("secret-b") == []
+    with pytest.raises(ValueError, match="Pick one of your runs"):
+        service.own_folder(run.run_id, "secret-b")
+    assert service.own_folder(run.run_id, "secret-a") == run.run_folder
+    with pytest.raises(ValueError, match="Only the browser that started"):
+        service.delete(run.run_id, "secret-b")
+    service.delete(run.run_id, "secret-a")
+    assert not run.run_folder.exists()  # the data went with it
