@@ -24,6 +24,8 @@ THEME = gr.themes.Soft(primary_hue="indigo").set(
     button_primary_background_fill="*primary_600",
     button_primary_background_fill_hover="*primary_700",
     checkbox_label_background_fill_selected="*primary_600",
+    # the accent: the open tab's name and underline, on white: indigo-600 (6.3)
+    color_accent="*primary_600",
 )
 
 # gradio's Code component draws its syntax in CodeMirror's Nord light colours (numbers #88c0d0 on white: 2.0,
