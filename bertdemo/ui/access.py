@@ -31,7 +31,7 @@ ANSWERS: dict[str, str] = {
     "learn-prev": "#learn-question",
     "tok-run": "#tok-chips",
     "fm-run": "#fm-plot",
-    "att-run": "#att-info",
+    "att-run": "#att-heatmap",
     "in-run": "#in-emb-info",
     "wic-run": "#wic-sim-info",
     "ml-run": "#ml-chips",

@@ -45,10 +45,12 @@
   }
 
   // --- names and focus stops gradio's markup lacks -----------------------------------------------------
-  function names() {
+  function listboxes() {  // at once, in the observer's callback: a list opens on focus, a Tab may follow at once
     document.querySelectorAll("[role=listbox]").forEach(function (list) {
       if (list.getAttribute("tabindex") !== "-1") list.setAttribute("tabindex", "-1");
     });
+  }
+  function names() {
     document.querySelectorAll(".empty[aria-label]:not([role])").forEach(function (el) { el.setAttribute("role", "img"); });
     Object.keys(SETTINGS.names || {}).forEach(function (selector) {
       document.querySelectorAll(selector).forEach(function (el) {
@@ -241,7 +243,7 @@
     setTimeout(function () { requestAnimationFrame(tidy); }, 150);
   }
   function start() {
-    new MutationObserver(later).observe(document.body, { childList: true, subtree: true, attributes: true,
+    new MutationObserver(function () { listboxes(); later(); }).observe(document.body, { childList: true, subtree: true, attributes: true,
                                                         attributeFilter: ["aria-selected", "class", "style"] });
     window.addEventListener("resize", later);
     later();
