@@ -19,6 +19,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address to serve on (0.0.0.0 to reach it from other machines)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--share", action="store_true", help="also serve through a public Gradio link")
+    parser.add_argument("--mcp", action="store_true", default=os.environ.get("BERTDEMO_MCP", "") == "1",
+                        help="also serve the read-only exact views as MCP tools at /gradio_api/mcp/ "
+                             "(bertdemo/ui/mcp_tools.py; BERTDEMO_MCP=1 does the same)")
     parser.add_argument("--model", default=None,
                         help="default model: hub id or local folder (default: bert-base-uncased)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
@@ -175,7 +178,16 @@ def main(argv: list[str] | None = None) -> None:
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
         app_kwargs={"middleware": [page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
     )
+    if args.mcp:  # the read-only views alone, under their endpoint's name
+        from bertdemo.ui.mcp_tools import offer_read_only_views
+
+        try:
+            offer_read_only_views(demo)
+        except RuntimeError:
+            demo.close()  # never serve every endpoint as a tool
+            raise
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.
     ctx.loader.start(warm_up=lambda: _preload(ctx))

@@ -93,6 +93,10 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("transformers", "transformers.masking_utils.create_bidirectional_mask",
                "bertdemo/models/partial_forward.py encode_at", TRANSFORMERS,
                "the padding mask in the form the model's attention function takes"),
+    Touchpoint("gradio", "Blocks.mcp_server_obj.tool_to_endpoint", "bertdemo/ui/mcp_tools.py offer_read_only_views",
+               GRADIO, "the MCP server offers the read-only views alone, under their endpoint's name"),
+    Touchpoint("gradio", "BlockFunction.api_description", "bertdemo/ui/mcp_tools.py offer_read_only_views",
+               GRADIO, "each MCP tool says what it answers"),
     Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
                "answers cached per weights: changes on any in-place edit"),
     Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
@@ -171,6 +175,18 @@ def replace_file_fetch(component: Any, fetch: Callable) -> None:
     """Make ``fetch`` (a coroutine taking the path or address) the component's file copy (see :func:`file_fetch`)."""
     component.async_move_resource_to_block_cache = fetch
 
+
+
+def mcp_tool_table(blocks: Any) -> dict[str, str] | None:
+    """The launched app's MCP tool table (tool name -> API endpoint, e.g. ``"/fill_mask"``), changed in place to
+    change what the MCP server lists and calls; None when the app runs no MCP server."""
+    server = getattr(blocks, "mcp_server_obj", None)
+    return None if server is None else server.tool_to_endpoint
+
+
+def describe_endpoint(handler: Any, text: str) -> None:
+    """Set an event handler's API description (what its API page and its MCP tool say about it)."""
+    handler.api_description = text
 
 def type_hints(fn: Callable) -> dict[str, Any]:
     """A handler's type hints, resolved the way gradio resolves them when it fills parameters."""

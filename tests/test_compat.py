@@ -242,6 +242,31 @@ def _canary_cpu_bf16_checks():
     assert compat.cpu_native_bf16() == (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
 
 
+
+def _canary_mcp_tool_table():
+    from gradio.mcp import GradioMCPServer  # what launch(mcp_server=True) builds and keeps on the app
+
+    demo, _, _ = _built()
+    demo.mcp_server_obj = GradioMCPServer(demo)
+    table = compat.mcp_tool_table(demo)
+    assert table == {"_lambda_": "/echo"}  # tool name (the function's, made a valid name) -> endpoint
+    table.clear()
+    table["echo"] = "/echo"
+    assert demo.mcp_server_obj.get_input_schema("echo")[0]["type"] == "object"  # the server reads this table
+    assert compat.mcp_tool_table(_built()[0]) is None
+
+
+def _canary_api_description():
+    from gradio.mcp import GradioMCPServer
+
+    demo, _, _ = _built()
+    [handler] = list(compat.event_handlers(demo))
+    compat.describe_endpoint(handler, "Echoes the text.")
+    server = GradioMCPServer(demo)
+    [tool] = list(server.tool_to_endpoint)
+    assert server.get_fn_description(handler, tool)[0] == "Echoes the text."
+
+
 CANARIES = {
     "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
     "gradio.queueing.Event.request": _canary_event_request,
@@ -250,6 +275,8 @@ CANARIES = {
     "Blocks._queue.event_ids_to_events": _canary_queue_table,
     "gradio.queueing.Event.alive": _canary_event_alive,
     "Blocks.fns": _canary_blocks_fns,
+    "Blocks.mcp_server_obj.tool_to_endpoint": _canary_mcp_tool_table,
+    "BlockFunction.api_description": _canary_api_description,
     "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name": _canary_block_function_fields,
     "Component._id": _canary_component_id,
     "Blocks.validate_inputs (rebound on the instance)": _canary_validate_inputs,

@@ -306,7 +306,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         csv_files = gr.File(label="CSV: attention shown · rollout · token across layers", file_count="multiple",
                             interactive=False, elem_id="att-csv")
 
-        gr.Markdown("### Switch heads off\nSee what the model predicts at the [MASK]s without some heads. "
+        gr.Markdown("## Switch heads off\nSee what the model predicts at the [MASK]s without some heads. "
                     + LOSS_NOTE)
         with gr.Row():
             abl_text = gr.Textbox(label="Sentence with [MASK]", value=ABLATION_EXAMPLE, lines=2, elem_id="abl-text")

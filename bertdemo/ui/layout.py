@@ -8,6 +8,7 @@ import gradio as gr
 
 from bertdemo.settings import Limits
 from bertdemo.ui import attention_tab, class_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
+from bertdemo.ui import access, theme
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.heavy_requests import apply_budgets
@@ -17,9 +18,11 @@ if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
 TITLE = "BERT Explorer"
-CSS = static.read("page.css")  # for launch(css=...): the page's own rules, and its reflow on a phone
-HEAD = f"<script>{static.read('phone.js')}</script>"  # for launch(head=...): a tap shows what a hover shows
-THEME = gr.themes.Soft(primary_hue="indigo")
+# for launch(css=...): the page's own rules, and its reflow on a phone; the colours the theme cannot set
+CSS = static.read("page.css") + theme.CSS + access.CSS
+# for launch(head=...): a tap shows what a hover shows; the keyboard, screen-reader and phone rules (ui/access.py)
+HEAD = f"<script>{static.read('phone.js')}</script>" + access.head()
+THEME = theme.THEME  # the page's colours: bertdemo/ui/theme.py
 
 
 def mode_line(limits: Limits | None) -> str:

@@ -61,7 +61,7 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     """(question, answer, code, button) of one answer."""
     s = learn_steps.step(answer["step"])
     number = learn_steps.STEPS.index(s) + 1
-    question = f"#### Step {number} of {len(learn_steps.STEPS)} · {s.stage}\n### {s.question}"
+    question = f"**Step {number} of {len(learn_steps.STEPS)} · {s.stage}**\n## {s.question}"  # headings in order: h1, h2
     body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**"
     if answer.get("caveat"):
         body += f"  \n*{answer['caveat']}*"

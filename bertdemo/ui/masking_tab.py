@@ -120,7 +120,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             sample_raw = gr.JSON()
 
         gr.Markdown(
-            "### Next epoch: dynamic vs static masking\n"
+            "## Next epoch: dynamic vs static masking\n"
             "The original BERT wrote each sequence **N times with N fixed masks** (static masking), so over "
             "many epochs the model saw the same N masks again and again. This engine draws a **fresh mask "
             "every time** a sequence comes round (dynamic masking, as RoBERTa does)."
@@ -135,7 +135,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Accordion("As JSON (the /mask_epochs answer)", open=False):
             epochs_raw = gr.JSON()
 
-        gr.Markdown("### Rates over many draws\nThe engine's masking of your sentence, drawn many times at once.")
+        gr.Markdown("## Rates over many draws\nThe engine's masking of your sentence, drawn many times at once.")
         with gr.Row():
             draws = gr.Slider(10, limits.MAX_DRAWS, value=2000, step=10, label="Draws")
             stats_button = gr.Button("Measure", elem_id="ml-stats")
@@ -149,7 +149,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             stats_raw = gr.JSON()
 
         gr.Markdown(
-            "### Next-sentence prediction (NSP)\n"
+            "## Next-sentence prediction (NSP)\n"
             "Pairs built as BERT built them: the text is cut into **whole sentences**; A is one or more sentences "
             "of a document, B the sentences that follow it (IsNext) or, half the time, sentences of another "
             "document (NotNext) — `[CLS] A [SEP] B [SEP]`, never cut inside a sentence or a word. Leave the text "

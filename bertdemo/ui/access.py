@@ -1,0 +1,56 @@
+"""What the page does for a keyboard, a screen reader and a phone, beyond gradio's own markup: the head
+script (``static/access.js``) and its CSS (``static/access.css``), and :data:`ANSWERS`, where each tab's main
+button sends a phone's screen when it is pressed.
+
+The script, for every gradio component of the page (it watches the page as gradio redraws it):
+
+- the tab list follows the ARIA tabs pattern: ←/→ (and Home/End) move to the previous/next tab and open it;
+  only the open tab is a Tab stop, so one Tab press goes on into the open tab;
+- a dropdown's option list is no Tab stop of its own (Chromium makes a scrolling box one, and the list
+  closes under the focus, which then fell to the page's body);
+- a box that scrolls (a wide table on a phone) takes the focus, so a keyboard can scroll it;
+- an empty file or image box's "Empty value" is read as a picture's name (gradio puts it on a bare div), a
+  control drawn without a name gets one (:data:`NAMES`), and an upload area is named by its own words;
+- every chart drawn by :class:`~bertdemo.ui.plotly_figure.PlotlyFigure` gets its text twin: a table per trace of
+  the numbers it shows (a heatmap's every cell, a bar's every bar; a long curve summarised), read by a screen
+  reader, not shown;
+- on a screen narrower than :data:`~bertdemo.ui.plotly_figure.NARROW_PX`, pressing a main button scrolls its
+  answer (:data:`ANSWERS`) to the top of the screen.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bertdemo.ui import static
+from bertdemo.ui.plotly_figure import NARROW_PX
+
+# main button's elem_id -> the element its answer starts with (scrolled to on a phone when it is pressed)
+ANSWERS: dict[str, str] = {
+    "learn-next": "#learn-question",
+    "learn-prev": "#learn-question",
+    "tok-run": "#tok-chips",
+    "fm-run": "#fm-plot",
+    "att-run": "#att-heatmap",
+    "in-run": "#in-emb-info",
+    "wic-run": "#wic-sim-info",
+    "ml-run": "#ml-chips",
+    "pt-start": "#pt-status",
+    "ft-start": "#ft-status",
+}
+
+# a control gradio draws without a name -> its name for a screen reader
+NAMES: dict[str, str] = {
+    "#att-overview .image-container > button": "Every layer × head's attention: pick a head to enlarge it above "
+                                               "(or set Layer and Head; the heatmap's numbers are read out with it)",
+}
+
+
+def head() -> str:
+    """The ``<script>`` for ``launch(head=...)``: the settings above, then ``access.js``."""
+    settings = json.dumps({"answers": ANSWERS, "names": NAMES, "narrow": NARROW_PX})
+    return (f"<script>window.BERTDEMO_ACCESS = {settings};</script>"
+            f"<script>{static.read('access.js')}</script>")
+
+
+CSS = static.read("access.css")  # for launch(css=...)

@@ -1,0 +1,252 @@
+// The page for a keyboard, a screen reader and a phone (bertdemo/ui/access.py puts this file in the page's
+// head, after window.BERTDEMO_ACCESS = {answers: {button id: answer selector}, names: {selector: name}, narrow: px}). What it does,
+// and why, is listed in access.py's docstring. It reaches gradio's own markup (role=tablist/tab/listbox,
+// .empty, .image-container, button.upload-container, [data-testid=block-label]: checked on gradio 6.31;
+// tests/e2e/test_accessibility.py fails when one stops applying).
+(function () {
+  "use strict";
+  var SETTINGS = window.BERTDEMO_ACCESS || { answers: {}, names: {}, narrow: 640 };
+  var MAX_CELLS = 4000;  // a twin's table holds at most this many numbers; a bigger trace is summarised
+
+  function shown(el) { return !!el && el.offsetParent !== null; }
+  function tabsOf(list) {
+    return Array.prototype.filter.call(list.querySelectorAll("[role=tab]"), function (t) {
+      return !t.disabled && shown(t) && t.closest("[role=tablist]") === list;
+    });
+  }
+
+  // --- the tab list: the ARIA tabs pattern -------------------------------------------------------------
+  document.addEventListener("keydown", function (ev) {
+    var tab = ev.target && ev.target.closest ? ev.target.closest("[role=tab]") : null;
+    if (!tab || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    var list = tab.closest("[role=tablist]");
+    if (!list) return;
+    var tabs = tabsOf(list), i = tabs.indexOf(tab), next = null;
+    if (i < 0) return;
+    if (ev.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
+    else if (ev.key === "ArrowLeft") next = tabs[(i - 1 + tabs.length) % tabs.length];
+    else if (ev.key === "Home") next = tabs[0];
+    else if (ev.key === "End") next = tabs[tabs.length - 1];
+    if (!next) return;
+    ev.preventDefault();
+    next.focus();
+    if (next.getAttribute("aria-selected") !== "true") next.click();  // automatic activation
+  });
+
+  function rovingTabs() {  // only the open tab is a Tab stop
+    document.querySelectorAll("[role=tablist]").forEach(function (list) {
+      var tabs = tabsOf(list);
+      var open = tabs.filter(function (t) { return t.getAttribute("aria-selected") === "true"; })[0] || tabs[0];
+      tabs.forEach(function (t) {
+        var want = t === open ? "0" : "-1";
+        if (t.getAttribute("tabindex") !== want) t.setAttribute("tabindex", want);
+      });
+    });
+  }
+
+  // --- names and focus stops gradio's markup lacks -----------------------------------------------------
+  function listboxes() {  // at once, in the observer's callback: a list opens on focus, a Tab may follow at once
+    document.querySelectorAll("[role=listbox]").forEach(function (list) {
+      if (list.getAttribute("tabindex") !== "-1") list.setAttribute("tabindex", "-1");
+    });
+  }
+  function names() {
+    document.querySelectorAll(".empty[aria-label]:not([role])").forEach(function (el) { el.setAttribute("role", "img"); });
+    Object.keys(SETTINGS.names || {}).forEach(function (selector) {
+      document.querySelectorAll(selector).forEach(function (el) {
+        if (el.getAttribute("aria-label") !== SETTINGS.names[selector]) el.setAttribute("aria-label", SETTINGS.names[selector]);
+      });
+    });
+    document.querySelectorAll("button.upload-container").forEach(function (button) {
+      var words = button.innerText.replace(/\s+/g, " ").trim();
+      if (words && button.getAttribute("aria-label") !== words) button.setAttribute("aria-label", words);
+    });
+  }
+
+  // a box that scrolls takes the focus (when nothing inside it can), so the keyboard can scroll it
+  var SCROLLERS = "table, div, pre, ul";
+  function scrollers() {
+    var boxes = document.querySelectorAll(".gradio-container " + SCROLLERS.split(", ").join(", .gradio-container "));
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      if (box.hasAttribute("data-bd-scroll") || box.closest("svg, .js-plotly-plot, [role=listbox]")) continue;
+      var wide = box.scrollWidth > box.clientWidth + 1, tall = box.scrollHeight > box.clientHeight + 1;
+      if (!wide && !tall) continue;
+      var style = getComputedStyle(box);
+      var scrolls = (wide && /auto|scroll/.test(style.overflowX)) || (tall && /auto|scroll/.test(style.overflowY));
+      if (!scrolls || box.querySelector("a[href], button, input, select, textarea, [tabindex]")) continue;
+      if (box.getAttribute("tabindex") === "0") continue;  // a code view's scroller comes with -1
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("data-bd-scroll", "");
+    }
+  }
+
+  // --- every PlotlyFigure's text twin: the numbers it shows, as tables a screen reader reads ------------
+  function plain(t) {
+    var s = t == null ? "" : (typeof t === "string" ? t : (t.text || ""));
+    return s.replace(/<br\s*\/?>/g, " ").replace(/<[^>]+>/g, "").trim();
+  }
+  function num(v) {
+    if (typeof v !== "number") return v == null ? "" : String(v);
+    if (!isFinite(v)) return String(v);
+    return String(Number(v.toPrecision(4)));
+  }
+  function list(v) {
+    if (v == null) return [];
+    if (Array.isArray(v)) return v;
+    if (ArrayBuffer.isView(v)) return Array.prototype.slice.call(v);
+    return [];
+  }
+  function table(caption, head, rows) {
+    var t = document.createElement("table"), c = document.createElement("caption");
+    c.textContent = caption;
+    t.appendChild(c);
+    var tr = document.createElement("tr");
+    head.forEach(function (h) { var th = document.createElement("th"); th.scope = "col"; th.textContent = h; tr.appendChild(th); });
+    t.appendChild(tr);
+    rows.forEach(function (r) {
+      var row = document.createElement("tr");
+      r.forEach(function (cell, j) {
+        var td = document.createElement(j === 0 ? "th" : "td");
+        if (j === 0) td.scope = "row";
+        td.textContent = cell;
+        row.appendChild(td);
+      });
+      t.appendChild(row);
+    });
+    return t;
+  }
+  function traceTable(trace, name, layout) {
+    var xs = list(trace.x), ys = list(trace.y), texts = list(trace.text);
+    var xTitle = plain(((layout[trace.xaxis ? "xaxis" + trace.xaxis.slice(1) : "xaxis"] || {}).title)) || "x";
+    var yTitle = plain(((layout[trace.yaxis ? "yaxis" + trace.yaxis.slice(1) : "yaxis"] || {}).title)) || "y";
+    if (trace.type === "heatmap") {
+      var z = list(trace.z).map(list);
+      var cols = z.length ? z[0].length : 0;
+      var colNames = cols ? z[0].map(function (_, j) { return xs.length ? String(xs[j]) : String(j); }) : [];
+      var rowName = function (r) { return ys.length ? String(ys[r]) : String(r); };
+      if (z.length * cols <= MAX_CELLS) {
+        return table(name + ": rows " + yTitle + ", columns " + xTitle, [yTitle].concat(colNames),
+                     z.map(function (row, r) { return [rowName(r)].concat(row.map(num)); }));
+      }
+      return table(name + ": the largest value of each row (" + z.length + " × " + cols + " values)",
+                   [yTitle, "largest at " + xTitle, "value"],
+                   z.map(function (row, r) {
+                     var best = 0;
+                     row.forEach(function (v, j) { if (v > row[best]) best = j; });
+                     return [rowName(r), colNames[best], num(row[best])];
+                   }));
+    }
+    if (!xs.length && !ys.length) return null;
+    var horizontal = trace.orientation === "h";
+    var keys = horizontal ? ys : xs, values = horizontal ? xs : ys;
+    if (!keys.length) keys = values.map(function (_, j) { return j; });
+    var head = [horizontal ? yTitle : xTitle, horizontal ? xTitle : yTitle];
+    var withText = texts.length === values.length && texts.some(function (t) { return t !== "" && t != null; });
+    if (withText) head.push("label");
+    if (values.length * head.length <= MAX_CELLS && values.length <= 400) {
+      return table(name, head, values.map(function (v, j) {
+        var row = [String(keys[j]), num(v)];
+        if (withText) row.push(plain(String(texts[j])));
+        return row;
+      }));
+    }
+    var lo = 0, hi = 0;
+    values.forEach(function (v, j) { if (v < values[lo]) lo = j; if (v > values[hi]) hi = j; });
+    var last = values.length - 1;
+    return table(name + " (" + values.length + " points)", ["point"].concat(head.slice(0, 2)), [
+      ["first", String(keys[0]), num(values[0])], ["last", String(keys[last]), num(values[last])],
+      ["smallest", String(keys[lo]), num(values[lo])], ["largest", String(keys[hi]), num(values[hi])],
+    ]);
+  }
+  function twin(gd) {
+    var data = gd._fullData && gd._fullData.length ? gd._fullData : (gd.data || []);
+    var layout = gd.layout || {};
+    var box = document.createElement("div");
+    box.className = "pf-twin bd-sr-only";
+    var title = plain(layout.title);
+    box.setAttribute("aria-label", "The numbers of the chart" + (title ? " " + title : ""));
+    box.setAttribute("role", "group");
+    var given = gd.data || [];
+    data.forEach(function (trace, i) {
+      if (trace.visible === false || trace.visible === "legendonly") return;
+      var own = plain((given[trace.index != null ? trace.index : i] || {}).name);
+      var name = [title, own || (data.length > 1 ? "series " + (i + 1) : "")].filter(Boolean).join(" — ") || "The chart";
+      var t = traceTable(trace, name, layout);
+      if (t) box.appendChild(t);
+    });
+    if (!box.childNodes.length) {
+      var p = document.createElement("p");
+      p.textContent = "The chart" + (title ? " " + title : "") + " shows no numbers yet.";
+      box.appendChild(p);
+    }
+    var old = gd.parentNode && gd.parentNode.querySelector(":scope > .pf-twin");
+    if (old) old.replaceWith(box); else gd.insertAdjacentElement("afterend", box);
+    gd.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+  }
+  function figures() {
+    document.querySelectorAll(".js-plotly-plot").forEach(function (gd) {
+      if (gd.__bdTwin || typeof gd.on !== "function") return;
+      gd.__bdTwin = true;
+      gd.on("plotly_afterplot", function () { twin(gd); });
+      if (gd._fullLayout) twin(gd);
+    });
+  }
+
+  // --- on a phone, a main button's answer comes into view when it is pressed --------------------------
+  // at once (its progress shows there), and again when the answer has come (what it draws above may move it),
+  // unless the learner scrolled in between
+  function busy() {
+    return Array.prototype.some.call(document.querySelectorAll(".pending, [data-testid=status-tracker]:not(.hide)"),
+                                     function (e) { return e.offsetParent !== null && /pending|processing|\d/.test(e.className + e.textContent); });
+  }
+  function bringIntoView(target) {
+    var moved = false, started = Date.now(), seenBusy = false;
+    function mark() { moved = true; }
+    var kinds = ["wheel", "touchmove", "keydown"];
+    kinds.forEach(function (k) { window.addEventListener(k, mark, { passive: true }); });
+    function show() {
+      var answer = document.querySelector(target);
+      if (answer && !moved) answer.scrollIntoView({ block: "start" });
+    }
+    requestAnimationFrame(show);
+    var timer = setInterval(function () {
+      var now = busy();
+      seenBusy = seenBusy || now;
+      var waited = Date.now() - started;
+      if ((!now && (seenBusy || waited > 1500)) || waited > 60000 || moved) {
+        clearInterval(timer);
+        kinds.forEach(function (k) { window.removeEventListener(k, mark); });
+        requestAnimationFrame(show);
+      }
+    }, 200);
+  }
+  document.addEventListener("click", function (ev) {
+    if (window.innerWidth >= SETTINGS.narrow) return;
+    var button = ev.target && ev.target.closest ? ev.target.closest("button[id]") : null;
+    var target = button && SETTINGS.answers[button.id];
+    if (target) bringIntoView(target);
+  });
+
+  // --- keep it so as gradio redraws the page -----------------------------------------------------------
+  var pending = false;
+  function tidy() {
+    pending = false;
+    rovingTabs();
+    names();
+    figures();
+    scrollers();
+  }
+  function later() {
+    if (pending) return;
+    pending = true;
+    setTimeout(function () { requestAnimationFrame(tidy); }, 150);
+  }
+  function start() {
+    new MutationObserver(function () { listboxes(); later(); }).observe(document.body, { childList: true, subtree: true, attributes: true,
+                                                        attributeFilter: ["aria-selected", "class", "style"] });
+    window.addEventListener("resize", later);
+    later();
+  }
+  if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
+})();

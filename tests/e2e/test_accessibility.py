@@ -1,0 +1,207 @@
+"""Everyone can use it: axe-core finds no critical or serious violation (and headings in order) on any tab, at
+1280 and 390 px, after each tab's main action; every chart on screen has its text twin; on a phone the answer
+comes into view when the main button is pressed; the keyboard alone reaches and works every tab and its main
+control, the focus always visible, the tab list following the ARIA tabs pattern.
+
+axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
+Pretrain and Fine-tune are checked as drawn: their main action starts minutes of training (test_phone.py and
+test_finetune.py run it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from bertdemo.ui.access import ANSWERS
+
+from .conftest import screenshot
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab_by_name, plot_ready, wait_idle
+
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+BLOCKING = ("critical", "serious")
+ORDER_RULES = ("heading-order", "page-has-heading-one")  # headings in order (axe calls these moderate)
+
+# tab -> (its main button, what shows its answer)
+MAIN = {
+    "Learn": ("learn-next", "#learn-question"),
+    "Tokenizer": ("tok-run", "#tok-chips .token-chip"),
+    "Fill-Mask": ("fm-run", "#fm-plot .js-plotly-plot"),
+    "Attention": ("att-run", "#att-overview img"),
+    "Inside BERT": ("in-run", "#in-emb-plot .js-plotly-plot"),
+    "Word in context": ("wic-run", "#wic-sim-plot .js-plotly-plot"),
+    "Masking & NSP": ("ml-run", "#ml-chips span"),
+    "Pretrain": ("pt-start", None),
+    "Fine-tune": ("ft-start", None),
+}
+
+VIOLATIONS_JS = """async (rules) => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations
+    .filter(v => ['critical', 'serious'].includes(v.impact) || rules.includes(v.id))
+    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+}"""
+
+# every figure drawn on screen has its text twin beside it, with at least one number or its "no numbers" line
+MISSING_TWINS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(g => g.offsetParent !== null && g._fullLayout)
+  .filter(g => { const t = g.parentNode.querySelector(':scope > .pf-twin');
+                 return !t || !(t.querySelector('td') || t.querySelector('p')); })
+  .map(g => (g.closest('[id]') || {}).id)"""
+
+
+# nothing on screen is still fading in or out (gradio dims an output while its event runs: .pending, then a 0.15 s
+# transition back), so colours are measured as they settle
+SETTLED_JS = """() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)
+  && !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"""
+
+
+def axe_violations(page: Page) -> list[str]:
+    page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate(VIOLATIONS_JS, list(ORDER_RULES))
+
+
+def run_main_action(page: Page, tab: str) -> None:
+    button, answer = MAIN[tab]
+    if answer is None:
+        return
+    if tab == "Learn":
+        before = page.locator("#learn-question").inner_text()
+        page.click(f"#{button}")
+        expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
+    else:
+        page.click(f"#{button}")
+        expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url: str):
+    found, twins, unseen = {}, {}, {}
+    for width, height in ((1280, 1000), (390, 844)):
+        context = _browser.new_context(viewport={"width": width, "height": height}, has_touch=width < 640)
+        page = context.new_page()
+        try:
+            open_app(page, app_url)
+            for tab in MAIN:
+                open_tab_by_name(page, tab)
+                run_main_action(page, tab)
+                button, answer = MAIN[tab]
+                if width < 640 and answer is not None:  # the answer came into view when the button was pressed
+                    box = page.locator(ANSWERS[button]).evaluate("e => e.getBoundingClientRect().toJSON()")
+                    if not (box["top"] < height / 2 and box["bottom"] > 0):  # on screen, in its upper half
+                        unseen[f"{tab} @{width}"] = (round(box["top"]), round(box["bottom"]))
+                found[f"{tab} @{width}"] = axe_violations(page)
+                twins[f"{tab} @{width}"] = page.evaluate(MISSING_TWINS_JS)
+                if tab == "Attention":
+                    screenshot(page, f"accessibility_attention_{width}")
+        finally:
+            context.close()
+    assert {k: v for k, v in found.items() if v} == {}
+    assert {k: v for k, v in twins.items() if v} == {}
+    assert unseen == {}
+
+
+def test_a_phone_sees_the_attention_heatmap_when_it_presses_the_button(_browser, app_url: str):
+    context = _browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
+    page = context.new_page()
+    try:
+        open_app(page, app_url)
+        open_tab_by_name(page, "Attention")
+        assert page.locator("#att-heatmap").evaluate("e => e.getBoundingClientRect().top") > 844  # below the fold
+        page.click("#att-run")
+        plot_ready(page, "#att-heatmap")
+        wait_idle(page)
+        box = page.locator("#att-heatmap .js-plotly-plot").evaluate("e => e.getBoundingClientRect().toJSON()")
+        assert 0 <= box["top"] < 844 / 2, box  # its top in the screen's upper half: the heatmap is what they see
+        screenshot(page, "accessibility_attention_answer_phone")
+    finally:
+        context.close()
+
+
+def test_the_fill_mask_chart_reads_out_its_own_bars(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab_by_name(page, "Fill-Mask")
+    page.click("#fm-run")
+    plot_ready(page, "#fm-plot")
+    wait_idle(page)
+    drawn = page.locator("#fm-plot .js-plotly-plot").evaluate(
+        "g => { const b = g.data.find(t => t.type === 'bar'); return {y: Array.from(b.y), x: Array.from(b.x)}; }")
+    rows = page.locator("#fm-plot .pf-twin table").first.evaluate(
+        "t => [...t.querySelectorAll('tr')].slice(1).map(r => [...r.children].map(c => c.textContent))")
+    assert [r[0] for r in rows] == [str(y) for y in drawn["y"]] and len(rows) >= 2
+    for (_, shown, *_), prob in zip(rows, drawn["x"]):
+        assert abs(float(shown) - prob) <= 5e-4 * max(abs(prob), 1e-12) + 1e-12, (shown, prob)
+    assert page.locator("#fm-plot .pf-twin").evaluate("t => getComputedStyle(t).position") == "absolute"  # not shown
+
+
+ACTIVE = "() => { const a = document.activeElement; return a ? (a.id || a.closest('[id]')?.id || a.tagName) : null; }"
+FOCUS_RING = """() => { const s = getComputedStyle(document.activeElement);
+  return s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2; }"""
+
+
+def tab_until(page: Page, element_id: str, most: int = 60) -> None:
+    """Press Tab until ``#element_id`` has the focus; the focus never falls to the page's body on the way."""
+    path = []
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        path.append(page.evaluate(ACTIVE))
+        assert path[-1] not in ("BODY", None), path
+        if page.evaluate(f"() => document.activeElement.id === '{element_id}'"):
+            return
+    raise AssertionError(f"#{element_id} not reached in {most} Tab presses: {path}")
+
+
+def selected_tab(page: Page) -> str:
+    return page.locator("[role=tablist] [role=tab][aria-selected=true]").inner_text().strip()
+
+
+def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab_by_name(page, "Learn")
+    page.wait_for_function("() => document.querySelector('[role=tab][aria-selected=true]').tabIndex === 0",
+                           timeout=RUN_TIMEOUT_MS)  # the open tab is the tab list's one Tab stop
+    page.locator("#model-box input").focus()
+    page.keyboard.press("Escape")
+    for _ in range(10):  # the tab list is reachable with Tab
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.getAttribute('role')") == "tab":
+            break
+    assert selected_tab(page) == "Learn" and page.evaluate("() => document.activeElement.textContent.trim()") == "Learn"
+    assert page.evaluate(FOCUS_RING)
+
+    # the ARIA tabs pattern: arrows move and open, Home/End go to the ends; only the open tab is a Tab stop
+    page.keyboard.press("ArrowRight")
+    assert selected_tab(page) == "Tokenizer" and page.evaluate("() => document.activeElement.textContent.trim()") == "Tokenizer"
+    page.keyboard.press("End")
+    assert selected_tab(page) == "Fine-tune"
+    page.keyboard.press("ArrowRight")
+    assert selected_tab(page) == "Learn"  # wraps around
+    page.keyboard.press("ArrowLeft")
+    assert selected_tab(page) == "Fine-tune"
+    page.keyboard.press("Home")
+    assert selected_tab(page) == "Learn"
+    assert page.locator("[role=tablist] [role=tab][tabindex='0']").count() == 1
+
+    # Learn: from the tab into the page, through the step list, to Next, and Enter answers
+    tab_until(page, "learn-next")
+    assert page.evaluate(FOCUS_RING)
+    before = page.locator("#learn-question").inner_text()
+    page.keyboard.press("Enter")
+    expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
+
+    # every other tab: arrows to it, Tab to its main button (never via the body), Enter runs it
+    for tab, (button, answer) in list(MAIN.items())[1:]:
+        page.locator("[role=tablist] [role=tab][aria-selected=true]").focus()
+        while selected_tab(page) != tab:
+            page.keyboard.press("ArrowRight")
+        tab_until(page, button)
+        assert page.evaluate(FOCUS_RING), tab
+        if answer is not None:
+            page.keyboard.press("Enter")
+            expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+            wait_idle(page)

@@ -1,0 +1,86 @@
+"""The app as an MCP server (``app.py --mcp``), through the ``mcp`` package's own client over streamable HTTP:
+it lists exactly the read-only views as tools, a tool answers with the numbers the page's API gives for the
+same input, the API's bounds hold for a tool call, and an endpoint that changes something is no tool."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from bertdemo.ui.mcp_tools import READ_ONLY_VIEWS
+from tests.helpers import run_coroutine
+
+from .conftest import launch_app, stop_app
+
+mcp = pytest.importorskip("mcp")
+
+
+@pytest.fixture(scope="module")
+def mcp_app(app_model_dir, tmp_path_factory):
+    url, proc = launch_app(["--offline", "--model", app_model_dir, "--mcp",
+                            "--runs-dir", str(tmp_path_factory.mktemp("mcp-runs"))])
+    try:
+        yield url
+    finally:
+        stop_app(proc)
+
+
+def session_calls(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
+    """List the tools, then make each (tool, arguments) call, in one MCP session: (tools, results)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def go():
+        async with streamablehttp_client(url + "gradio_api/mcp/") as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                return tools, [await session.call_tool(name, args) for name, args in calls]
+
+    return run_coroutine(go(), timeout=180)
+
+
+def texts(result) -> list[str]:
+    return [part.text for part in result.content if getattr(part, "text", None) is not None]
+
+
+def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, app_model_dir):
+    from gradio_client import Client
+    from transformers import AutoTokenizer
+
+    calls = [
+        ("encode", {"text": "Tokenization is fun", "text_pair": "", "model": app_model_dir}),
+        ("fill_mask", {"text": "Nice to [MASK] you.", "text_pair": "", "model": app_model_dir, "top_k": 5,
+                       "targets": ""}),
+        ("fill_mask", {"text": "Nice to [MASK] you.", "text_pair": "", "model": app_model_dir, "top_k": 5,
+                       "targets": "x" * 51}),  # the page's bound: a target word of at most 50 characters
+        ("start_run", {"settings": {"preset": "bert-tiny"}}),
+        ("delete_run", {"run_id": "x"}),
+    ]
+    tools, (encoded, filled, too_long, start, delete) = session_calls(mcp_app, calls)
+
+    assert sorted(t.name for t in tools) == sorted(READ_ONLY_VIEWS)
+    assert all(t.description for t in tools)
+    assert {"text", "model"} <= set(next(t for t in tools if t.name == "fill_mask").inputSchema["properties"])
+
+    # encode: the tokenizer's own answer, exactly
+    answer = ast.literal_eval(texts(encoded)[0])
+    own = AutoTokenizer.from_pretrained(app_model_dir)("Tokenization is fun")
+    assert not encoded.isError
+    assert answer["input_ids"] == own["input_ids"] and answer["attention_mask"] == own["attention_mask"]
+    assert answer["tokens"] == own.tokens() and answer["tokenizer"] == app_model_dir
+
+    # fill_mask: the same top-5 words and probabilities as the page's API endpoint for the same input
+    api = Client(mcp_app, verbose=False).predict("Nice to [MASK] you.", "", app_model_dir, 5, "", "", False, False,
+                                                 api_name="/fill_mask")
+    assert not filled.isError
+    [figure, _, _, raw] = ast.literal_eval(texts(filled)[0])  # the endpoint's four outputs, as the API gives them
+    assert [(p["token"], p["prob"]) for p in raw[0]["predictions"]] == \
+        [(p["token"], p["prob"]) for p in api[3][0]["predictions"]]
+    assert len(raw[0]["predictions"]) == 5 and json.loads(figure["plot"])["data"][0]["type"] == "bar"
+
+    assert too_long.isError and "at most 50 characters" in " ".join(texts(too_long))
+    for refused, name in ((start, "start_run"), (delete, "delete_run")):
+        assert refused.isError and f"Unknown tool for this Gradio app: {name}" in " ".join(texts(refused))
