@@ -14,6 +14,8 @@ SHUTDOWN_SAVE_S = 30.0  # how long a shutdown waits for the live run to save
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from bertdemo.traffic import TrafficRules  # standard library only
+
     parser = argparse.ArgumentParser(description="BERT Explorer: see BERT work in your browser.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to serve on (0.0.0.0 to reach it from other machines)")
@@ -54,8 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--queue-per-visitor", type=int, default=None,
                          help="requests one visitor may have waiting or running at once (0: no limit; default 16 "
                               "in public mode, else 0); visitors behind one address (a classroom's NAT) share it")
-    traffic.add_argument("--max-sessions", type=int, default=500,
-                         help="page sessions whose state is kept (about 0.6 MB each; the oldest is dropped)")
+    traffic.add_argument("--max-sessions", type=int, default=TrafficRules.max_sessions,
+                         help="page sessions whose state is kept (about 1.25 MB each; the oldest is dropped)")
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
                          help="require this login (repeatable)")
     traffic.add_argument("--trusted-proxies", type=int, default=None, metavar="N",

@@ -51,7 +51,7 @@ class TrafficRules:
     # shares of one visitor (bertdemo/ui/visitor_shares.py); 0 = no limit
     queue_per_visitor: int = 16  # events waiting or running at once
     sessions_per_visitor: int = 32  # page sessions kept (each ~0.6 MB of gradio state)
-    max_sessions: int = 500  # page sessions kept in all (gradio's state_session_capacity): ~300 MB at most
+    max_sessions: int = 320  # page sessions kept in all (gradio's state_session_capacity): ~400 MB at most
 
     @classmethod
     def for_server(cls, public: bool, max_upload_bytes: int, trusted_proxies: int = 0, **shares: int) -> TrafficRules:

@@ -16,7 +16,7 @@ from bertdemo.traffic import VISITOR_HEADER, TrafficRules
 from bertdemo.ui.visitor_shares import share_per_visitor
 from tests.helpers import run_coroutine
 
-SESSION_MB = 1.0  # the most one page session of the app may take (measured about 0.64 MB)
+SESSION_MB = 1.5  # the most one page session of the app may take (measured about 1.23 MB)
 
 
 def _request(visitor: str) -> Request:

@@ -14,7 +14,7 @@ internals reached through :mod:`bertdemo.compat`):
   so a client making a session per call uses its own share and does not push out other visitors' pages.
 
 The total stays within gradio's ``state_session_capacity`` (``launch`` gets ``max_sessions``), so the
-memory for sessions is at most about ``max_sessions`` × 0.6 MB. Who the visitor is comes from the HTTP
+memory for sessions is at most about ``max_sessions`` × 1.25 MB. Who the visitor is comes from the HTTP
 door (:data:`bertdemo.traffic.VISITOR_HEADER`). The per-visitor bookkeeping lives in the closure made
 for one app, bounded like the sessions themselves.
 """

@@ -5,7 +5,7 @@ control, the focus always visible, the tab list following the ARIA tabs pattern.
 
 axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
 Pretrain and Fine-tune are checked as drawn: their main action starts minutes of training (test_phone.py and
-test_finetune.py run it).
+test_finetune.py run it); Class as drawn too (joining needs a class: test_class.py joins one).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ MAIN = {
     "Masking & NSP": ("ml-run", "#ml-chips span"),
     "Pretrain": ("pt-start", None),
     "Fine-tune": ("ft-start", None),
+    "Class": ("class-join", None),
 }
 
 VIOLATIONS_JS = """async (rules) => {
