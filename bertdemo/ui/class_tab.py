@@ -71,7 +71,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         gr.Markdown("Learning with a class? Join with the code your teacher gave you — a nickname is all it asks. "
                     "Teaching? Create a class and share its join link.")
         with gr.Group():
-            gr.Markdown("#### Join a class")
+            gr.Markdown("## Join a class")
             with gr.Row():
                 code = gr.Textbox(label="Class code", max_length=12, elem_id="class-code", scale=1)
                 nickname = gr.Textbox(label="Your nickname", max_length=40, elem_id="class-nickname", scale=2)

@@ -78,7 +78,7 @@ def ask(answer: dict | None, progress: Any) -> tuple:
     record = predictions.record_for(progress, question)
     choice = question["kind"] == predictions.CHOICE
     earlier = record["guess"] if record else None
-    prompt = "#### Your guess first\n" + question["prompt"] + (f" *({question['unit']})*" if question["unit"]
+    prompt = "### Your guess first\n" + question["prompt"] + (f" *({question['unit']})*" if question["unit"]
                                                                 and not choice else "")
     return (prompt,
             gr.update(choices=question["choices"], value=earlier if choice else None, visible=choice),

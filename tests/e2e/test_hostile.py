@@ -318,7 +318,7 @@ OWN_HEAVIEST_REFUSED = {
                                   "line 5: label 'b' has 3 examples"),
     "two sources at once": ({"task": "own", "lines": "a\tx", "hub_dataset": "x/y"}, "one way"),
     "a hub dataset offline": ({"task": "own", "hub_dataset": "stanfordnlp/sst2"}, "hub is not reachable"),
-    "an unknown task": ({"task": "nonsense"}, "task must be 'topic' or 'own'"),
+    "an unknown task": ({"task": "nonsense"}, "task must be one of 'topic', 'names', 'own'"),
     "pasted lines for the topic task": ({"task": "topic", "lines": "a\tx"}, "Unknown fine-tuning setting"),
 }
 
