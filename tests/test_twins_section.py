@@ -116,3 +116,19 @@ def test_a_runs_cost_and_its_heads_over_checkpoints(tmp_path, corpus):
     steps = h["head_roles_over_checkpoints"]("run-a")
     assert "| 10 |" in steps and "| 20 |" in steps and "2 checkpoints" in steps
     assert snap.attention_start == "neighbours" and "planted at initialisation" in steps  # the default start
+
+
+def test_the_shipped_twins_open_the_comparison(tmp_path):
+    """The instant path: before any training the page compares the shipped twins (one recipe, only the objective
+    differs), each on its own side of the pair."""
+    from bertdemo.explore.twin_choices import default_pair
+    from bertdemo.models.twins import TWIN_NAMES
+
+    offered = [("e", "embedded"), ("m", TWIN_NAMES["mlm"]), ("l", TWIN_NAMES["ltr"])]
+    mlm, ltr = pair_choices(offered, lambda name: None)
+    assert mlm == [("e", "embedded"), ("m", TWIN_NAMES["mlm"])] and ltr == [("l", TWIN_NAMES["ltr"])]
+    assert default_pair(mlm, ltr, "embedded") == (TWIN_NAMES["mlm"], TWIN_NAMES["ltr"])
+    assert default_pair(mlm[:1], [], "embedded") == ("embedded", None)
+    demo = build_app(AppContext.for_tests(tmp_path))
+    picks = {b.elem_id: b.value for b in demo.blocks.values() if getattr(b, "elem_id", None) in ("pt-twins-mlm", "pt-twins-ltr")}
+    assert picks == {"pt-twins-mlm": TWIN_NAMES["mlm"], "pt-twins-ltr": TWIN_NAMES["ltr"]}

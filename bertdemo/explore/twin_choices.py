@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from bertdemo.models import twins
+
 
 def objective_of_folder(folder: str | Path) -> str:
     """"ltr" when the model folder's config says ``is_decoder`` (a left-to-right LM), else "mlm"."""
@@ -24,15 +26,28 @@ def objective_of_folder(folder: str | Path) -> str:
 def pair_choices(choices: list[tuple[str, str]], resolve: Callable[[str], str | None]
                  ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(masked-LM choices, left-to-right choices) from the model pickers' (label, name) list; ``resolve``
-    gives a local name's folder (a run's ``run:<id>/...``), None for a hub or embedded name (masked LMs)."""
+    gives a local name's folder (a run's ``run:<id>/...``), None for a hub or embedded name (masked LMs); the
+    shipped twins (:data:`bertdemo.models.twins.TWIN_NAMES`) go to their own sides."""
     mlm, ltr = [], []
     for label, name in choices:
+        kind = twins.twin_kind(name)
         try:
-            folder = resolve(name)
+            folder = str(twins.twin_dir(kind)) if kind else resolve(name)
         except ValueError:  # a run deleted meanwhile
             continue
         (ltr if folder and objective_of_folder(folder) == "ltr" else mlm).append((label, name))
     return mlm, ltr
+
+
+def default_pair(mlm: list[tuple[str, str]], ltr: list[tuple[str, str]], fallback_mlm: str
+                 ) -> tuple[str | None, str | None]:
+    """The pair a page opens with: the shipped twins (one recipe, only the objective differs) when both are
+    offered; else ``fallback_mlm`` (or the first masked LM) beside the first left-to-right LM."""
+    names_mlm, names_ltr = [n for _l, n in mlm], [n for _l, n in ltr]
+    if twins.TWIN_NAMES["mlm"] in names_mlm and twins.TWIN_NAMES["ltr"] in names_ltr:
+        return twins.TWIN_NAMES["mlm"], twins.TWIN_NAMES["ltr"]
+    first_mlm = fallback_mlm if fallback_mlm in names_mlm else (names_mlm[0] if names_mlm else None)
+    return first_mlm, (names_ltr[0] if names_ltr else None)
 
 
 def checkpoint_step(folder: str | Path) -> int:

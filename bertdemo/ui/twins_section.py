@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from bertdemo.explore.twin_choices import checkpoint_step, pair_choices
+from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
 from bertdemo.pretrain.config import TrainConfig
@@ -59,8 +59,7 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
         return pair_choices(offered, runs.resolve_run_reference)
 
     mlm_choices, ltr_choices = choices()
-    mlm_default = EMBEDDED_MLM_NAME if any(n == EMBEDDED_MLM_NAME for _l, n in mlm_choices) else (
-        mlm_choices[0][1] if mlm_choices else None)
+    mlm_default, ltr_default = default_pair(mlm_choices, ltr_choices, EMBEDDED_MLM_NAME)
     run_list = runs.run_choices()
     newest = run_list[0][1] if run_list else None  # newest first
     with gr.Accordion("The B in BERT: masked LM beside left-to-right LM", open=False, elem_id="pt-twins"):
@@ -68,7 +67,7 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
         with gr.Row():
             mlm_pick = gr.Dropdown(mlm_choices, value=mlm_default, label="Masked LM (reads both sides)",
                                    elem_id="pt-twins-mlm", allow_custom_value=True, scale=1)
-            ltr_pick = gr.Dropdown(ltr_choices, value=ltr_choices[0][1] if ltr_choices else None,
+            ltr_pick = gr.Dropdown(ltr_choices, value=ltr_default,
                                    label="Left-to-right LM (reads the words before)", elem_id="pt-twins-ltr",
                                    allow_custom_value=True, scale=1)
         availability = gr.Markdown("" if ltr_choices else NO_LTR, elem_id="pt-twins-available")
