@@ -132,3 +132,13 @@ def test_the_shipped_twins_open_the_comparison(tmp_path):
     demo = build_app(AppContext.for_tests(tmp_path))
     picks = {b.elem_id: b.value for b in demo.blocks.values() if getattr(b, "elem_id", None) in ("pt-twins-mlm", "pt-twins-ltr")}
     assert picks == {"pt-twins-mlm": TWIN_NAMES["mlm"], "pt-twins-ltr": TWIN_NAMES["ltr"]}
+
+
+def test_head_ablation_names_the_loss_a_left_to_right_model_is_scored_by(tmp_path, folders):
+    """Switching heads off in a left-to-right model scores each blank from the words before it: the summary
+    says so, where a masked LM's says masked-LM loss."""
+    demo = build_app(AppContext.for_tests(tmp_path))
+    ablate = next(f.fn for f in demo.fns.values() if f.name == "run_ablation")
+    said = {kind: ablate("The cat sat on the [MASK] today.", "", folders[kind], "0:0", 5, "")[0] for kind in folders}
+    assert "Next-word loss (from the words before each blank)" in said["ltr"] and "Masked-LM loss" not in said["ltr"]
+    assert "Masked-LM loss" in said["mlm"]

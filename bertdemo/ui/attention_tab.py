@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo import compat
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui import lanes
@@ -149,7 +150,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         summary = (
             f"Switched off {len(result.heads)} head(s): "
             + ", ".join(f"{layer}:{head}" for layer, head in result.heads)
-            + f".  \nMasked-LM loss of {whose} ({', '.join(result.targets)}): "
+            + f".  \n{'Next-word loss (from the words before each blank)' if is_left_to_right(loaded.model) else 'Masked-LM loss'}"
+            f" of {whose} ({', '.join(result.targets)}): "
             f"**{result.loss_before:.3f} → {result.loss_after:.3f}** ({round(result.loss_change, 3) + 0.0:+.3f} nats)."
         )
         return summary, result.table()
