@@ -37,6 +37,16 @@ def test_the_curves_draw_each_landmark_at_its_value():
     assert not any(t["name"] == "live: test" for t in viz.curves_spec([("live", running)], {})["data"])
 
 
+def test_only_topic_runs_are_drawn_against_the_topic_landmarks():
+    """A names run's word accuracy (nearly every word is O) or an own-data run's labels measured against the
+    topic task's lines would mislead: each has its own chart."""
+    names, own = snap(), snap()
+    names.task, own.task = "names", "own"
+    spec = viz.curves_spec([("topic", snap()), ("names", names), ("own", own)], {"majority": 0.2})
+    assert {t["legendgroup"] for t in spec["data"] if "legendgroup" in t} == {"r0"}
+    assert {t["name"].split(":")[0] for t in spec["data"] if t.get("legendgroup") == "r0"} == {"topic"}
+
+
 def test_the_checkpoint_probe_draws_the_layer_chosen_on_validation_at_its_test_accuracy():
     from bertdemo.finetune.layer_probes import CheckpointProbe
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.finetune.metrics import TASK as TOPIC_TASK, FinetuneSnapshot
 from bertdemo.finetune.reference import Reference, percent_range
 from bertdemo.viz.style import TEMPLATE, labels_px
 from bertdemo.viz.text import html_code, literal
@@ -161,8 +161,11 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
     """Train loss (smoothed) and validation accuracy / macro-F1 against training time, one colour per run, each
     ended run's test accuracy as a diamond at its last point; the task's landmarks (their test accuracy, each
     chosen on validation) as labelled horizontal lines on the accuracy panel, to compare with the diamonds; the
-    stored random-weight ``reference`` runs (:func:`reference_traces`) beside them."""
+    stored random-weight ``reference`` runs (:func:`reference_traces`) beside them. Only topic runs are drawn: a
+    names or own-data run's word accuracy or labels against the topic task's lines would mislead (each has its
+    own chart)."""
     data: list[dict] = [] if reference is None else reference_traces(reference)
+    runs = [(label, s) for label, s in runs if s.task == TOPIC_TASK]
     for i, (label, s) in enumerate(runs):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         data.append({"type": "scatter", "mode": "lines", "x": _r(s.wall_s, 1), "y": _r(s.train_loss_smooth),
