@@ -129,6 +129,10 @@ def test_sizes_are_bounded(store):
         store.record_answer(members[0].token, "s", f"q{i}", "x", "y", False)
     with pytest.raises(ValueError, match="8 answers, the most"):
         store.record_check(members[0].token, "pre", "m1", True)
+    assert not store.record_answer(members[0].token, "s", "q0", "x", "y", False)  # a repeat: no new row, no refusal
+    with pytest.raises(ValueError, match="8 answers, the most"):
+        store.record_answer(members[0].token, "s", "q8", "x", "y", False)
+    assert len(store.own_answers(members[0].token)) == 8  # the refused row was rolled back
     with pytest.raises(ValueError, match="at most 40 characters"):
         store.join(classes[1].join_code, "n" * 41)
     with pytest.raises(ValueError, match="phase is 'pre' or 'post'"):

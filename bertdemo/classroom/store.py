@@ -186,9 +186,10 @@ class ClassStore:
                 raise ValueError("This class membership has ended; join again with the class code.")
             used = sum(tx.one(f"SELECT COUNT(*) FROM {table} WHERE member_id = ?", (member_id,))[0]
                        for table in ("answers", "checks", "progress", "member_runs"))
-            if used >= self.limits.answers:
+            new = tx.execute(sql + " ON CONFLICT DO NOTHING", (member_id, *params)) == 1
+            if new and used >= self.limits.answers:  # raised inside the transaction: the row is rolled back
                 raise ValueError(f"You have recorded {used} answers, the most this class keeps per student.")
-            return tx.execute(sql + " ON CONFLICT DO NOTHING", (member_id, *params)) == 1
+            return new  # a repeat of a kept answer is no new row, so a full sheet refuses only new ones
 
     def record_answer(self, token: object, step_id: str, question_id: str, guess: object, truth: object,
                       correct: bool) -> bool:
