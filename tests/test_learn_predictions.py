@@ -148,7 +148,9 @@ def test_progress_is_bounded_and_read_back_as_plain_rows():
     assert len(concept_rows) == len(concept_check.items()) and concept_rows[0] == {
         "step": "concept-check:before", "question": "mask-both-sides", "guess": "the words on both sides of it",
         "truth": "the words on both sides of it", "correct": True}
-    assert sum(r["correct"] for r in concept_rows) == 1  # one right, one wrong, the rest unanswered
+    assert [r["correct"] for r in concept_rows].count(True) == 1  # one right, one wrong, the rest unanswered
+    assert [r["correct"] for r in concept_rows].count(False) == 1
+    assert [r["correct"] for r in concept_rows].count(None) == len(concept_rows) - 2  # unanswered: neither
     assert predictions.record_for(kept, q)["guess"] == 4.0
     assert predictions.record_for(kept, q | {"id": "masks.another-question"}) is None
     assert f"2 of {len(learn_steps.STEPS)}" in predictions.summary(kept) and "1 of 1" in predictions.summary(kept)

@@ -94,7 +94,7 @@ def records(concept: dict) -> list[dict]:
             guess = answers.get(i.id)
             rows.append({"step": f"concept-check:{when}", "question": i.id,
                          "guess": None if guess is None else i.choices[guess], "truth": i.choices[i.answer],
-                         "correct": guess == i.answer})
+                         "correct": None if guess is None else guess == i.answer})
     return rows
 
 
