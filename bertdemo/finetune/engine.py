@@ -26,7 +26,7 @@ from transformers.utils import logging as hf_logging
 from bertdemo import compat, storage
 from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.finetune.loop import between_steps, optimiser_step
+from bertdemo.finetune.loop import lr_factor, train_steps  # lr_factor: the schedule, imported from here too
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
 from bertdemo.locks import tokenize
@@ -218,13 +218,6 @@ def topic_probabilities(model: BertForSequenceClassification, tokenizer: PreTrai
     return probs
 
 
-def lr_factor(progress: float, warmup: float) -> float:
-    """Linear warm-up to 1 over the first ``warmup`` of the run, then linear decay to 0 at its end."""
-    if progress < warmup:
-        return progress / warmup
-    return max(0.0, (1 - progress) / (1 - warmup)) if warmup < 1 else 0.0
-
-
 def save_checkpoint(folder: Path, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerBase,
                     cfg: FinetuneConfig, metrics: FinetuneMetrics) -> None:
     """The model, its tokenizer, its settings and its history, written to a temp folder then renamed into place."""
@@ -298,10 +291,10 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     keep = min(PCA_POINTS, len(val_ids))
     labels_t = torch.tensor(task.train_labels, dtype=torch.long)
 
-    paused = 0.0  # seconds spent paused: not training time (neither the budget nor the schedule counts them)
+    paused = [0.0]  # seconds spent paused: not training time (neither the budget nor the schedule counts them)
 
     def elapsed() -> float:
-        return clock() - start - paused
+        return clock() - start - paused[0]
 
     sample = min(cfg.eval_examples, len(val_ids))  # the validation examples the evaluations during the run score
     metrics.update(eval_examples=sample)
@@ -332,35 +325,14 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     metrics.update(status=Status.RUNNING, message="Evaluating the starting model…")
     run_eval(0)
     metrics.update(message="")
-    step, losses, status, order, position = 0, [], Status.FINISHED, torch.randperm(len(train_ids), generator=gen), 0
-    while step < total:
-        stop, held = between_steps(control, metrics, step, clock)
-        paused += held
-        if stop:
-            status = Status.STOPPED
-            break
-        progress = max(step / total, budget_progress(elapsed(), eval_rate[0] * final_examples, cfg.time_budget_s))
-        if progress >= 1.0:
-            break
-        if position + cfg.batch_size > len(order):
-            order, position = torch.randperm(len(train_ids), generator=gen), 0
-        idx = order[position:position + cfg.batch_size].tolist()
-        position += cfg.batch_size
-        lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        out = model(**batch_of([train_ids[i] for i in idx], pad_id, device), labels=labels_t[idx].to(device))
-        optimiser_step(model, out.loss, optimizer, lr)
-        step += 1
-        losses.append(float(out.loss.detach()))
-        if step % 5 == 0:
-            metrics.log_train(step, float(np.mean(losses)), lr, elapsed())
-            losses = []
-        metrics.update(step=step, epoch=round(step / batches_per_epoch, 3), elapsed_s=elapsed())
-        if step % cfg.eval_every == 0 and step < total:
-            run_eval(step)
-        if on_step is not None:
-            on_step(step)
-    if losses:
-        metrics.log_train(step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
+    step, status = train_steps(
+        cfg, model, optimizer, metrics, control, clock, n_train=len(train_ids), total=total,
+        batches_per_epoch=batches_per_epoch, generator=gen,
+        loss_of=lambda idx: model(**batch_of([train_ids[i] for i in idx], pad_id, device), labels=labels_t[idx].to(device)).loss,
+        progress_of=lambda step, spent: max(step / total, budget_progress(spent, eval_rate[0] * final_examples,
+                                                                          cfg.time_budget_s)),
+        elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held), evaluate_at=run_eval,
+        on_step=on_step)
     stopped = status == Status.STOPPED
     if stopped:  # a Stop (or the server's wall-time cap) frees the slot within seconds: the fixed sample only
         metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")

@@ -27,8 +27,8 @@ from bertdemo.corpus import names as names_corpus
 from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentence
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import _device, _final_message, build_model, lr_factor, save_checkpoint
-from bertdemo.finetune.loop import between_steps, optimiser_step
+from bertdemo.finetune.engine import _device, _final_message, build_model, save_checkpoint
+from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.locks import tokenize
 from bertdemo.models.load_errors import shown_fault
@@ -219,10 +219,10 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     metrics.update(total_steps=total, eval_examples=sample)
     gen = torch.Generator().manual_seed(cfg.seed)  # the data order: the same for every start
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    paused = 0.0
+    paused = [0.0]  # seconds spent paused: not training time
 
     def elapsed() -> float:
-        return clock() - start - paused
+        return clock() - start - paused[0]
 
     def run_eval(step: int, n: int) -> tuple[dict, list]:
         """Score the first ``n`` validation sentences; the curve's point is always the fixed sample's."""
@@ -237,36 +237,14 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     metrics.update(status=Status.RUNNING, message="Evaluating the starting model…")
     run_eval(0, sample)
     metrics.update(message="")
-    step, losses, status, position = 0, [], Status.FINISHED, 0
-    order = torch.randperm(len(train), generator=gen)
-    while step < total:
-        stop, held = between_steps(control, metrics, step, clock)
-        paused += held
-        if stop:
-            status = Status.STOPPED
-            break
-        progress = max(step / total, elapsed() / cfg.time_budget_s if cfg.time_budget_s else 0.0)
-        if progress >= 1.0:
-            break
-        if position + cfg.batch_size > len(order):
-            order, position = torch.randperm(len(train), generator=gen), 0
-        part = [train[i] for i in order[position:position + cfg.batch_size].tolist()]
-        position += cfg.batch_size
-        lr = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        out = model(**_batch(part, pad_id, device), labels=_piece_labels(part, device))
-        optimiser_step(model, out.loss, optimizer, lr)
-        step += 1
-        losses.append(float(out.loss.detach()))
-        if step % 5 == 0:
-            metrics.log_train(step, float(np.mean(losses)), lr, elapsed())
-            losses = []
-        metrics.update(step=step, epoch=round(step / batches_per_epoch, 3), elapsed_s=elapsed())
-        if step % cfg.eval_every == 0 and step < total:
-            run_eval(step, sample)
-        if on_step is not None:
-            on_step(step)
-    if losses:
-        metrics.log_train(step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
+    step, status = train_steps(
+        cfg, model, optimizer, metrics, control, clock, n_train=len(train), total=total,
+        batches_per_epoch=batches_per_epoch, generator=gen,
+        loss_of=lambda idx: model(**_batch([train[i] for i in idx], pad_id, device),
+                                  labels=_piece_labels([train[i] for i in idx], device)).loss,
+        progress_of=lambda step, spent: max(step / total, spent / cfg.time_budget_s if cfg.time_budget_s else 0.0),
+        elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held),
+        evaluate_at=lambda step: run_eval(step, sample), on_step=on_step)
     stopped = status == Status.STOPPED
     if stopped:  # a Stop frees the slot within seconds: the fixed sample only
         metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
