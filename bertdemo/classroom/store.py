@@ -177,46 +177,72 @@ class ClassStore:
             raise ValueError("This class membership has ended; join again with the class code.")
         return Member(member_id, row[0], row[1], row[2], str(token))
 
-    def _write(self, token: object, sql: str, params: tuple) -> bool:
-        """One bounded write for the member of ``token``; True when it was new (a repeat keeps the first)."""
+    def record_rows(self, token: object, rows: list[tuple[str, tuple]]) -> int:
+        """Bounded writes for the member of ``token`` (rows from :meth:`answer_row`, :meth:`check_row`,
+        :meth:`progress_row`, :meth:`run_row`) in one transaction; how many were new (a repeat keeps the first).
+        The new rows up to the answer limit are kept; past it, ValueError."""
         member_id = tokens.verify(self.key, token)
+        new, full = 0, False
         with self.db.transaction() as tx:
             self.db.lock_row(tx, "members", member_id)
             if tx.execute("UPDATE members SET seen = ? WHERE id = ?", (self.clock(), member_id)) != 1:
                 raise ValueError("This class membership has ended; join again with the class code.")
             used = sum(tx.one(f"SELECT COUNT(*) FROM {table} WHERE member_id = ?", (member_id,))[0]
                        for table in ("answers", "checks", "progress", "member_runs"))
-            new = tx.execute(sql + " ON CONFLICT DO NOTHING", (member_id, *params)) == 1
-            if new and used >= self.limits.answers:  # raised inside the transaction: the row is rolled back
-                raise ValueError(f"You have recorded {used} answers, the most this class keeps per student.")
-            return new  # a repeat of a kept answer is no new row, so a full sheet refuses only new ones
+            for sql, params in rows:
+                tx.execute("SAVEPOINT row_write")
+                inserted = tx.execute(sql + " ON CONFLICT DO NOTHING", (member_id, *params)) == 1
+                if inserted and used + new >= self.limits.answers:  # a repeat is no new row: only new ones refused
+                    tx.execute("ROLLBACK TO SAVEPOINT row_write")
+                    full = True
+                    break
+                tx.execute("RELEASE SAVEPOINT row_write")
+                new += inserted
+        if full:
+            raise ValueError(f"You have recorded {used + new} answers, the most this class keeps per student.")
+        return new
+
+    def answer_row(self, step_id: str, question_id: str, guess: object, truth: object, correct: bool) -> tuple[str, tuple]:
+        """A Learn question answered: the member's guess, the model's answer (``truth``), whether it was right."""
+        step_id, question_id = _check_id(step_id, "step id"), _check_id(question_id, "question id")
+        most = self.limits.value_chars
+        return ("INSERT INTO answers (member_id, step_id, question_id, guess, truth, correct, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (step_id, question_id, str(guess)[:most], str(truth)[:most], int(bool(correct)), self.clock()))
+
+    def check_row(self, phase: str, item_id: str, correct: bool) -> tuple[str, tuple]:
+        """A concept-check item graded, taken ``pre`` (before the path) or ``post`` (after)."""
+        if phase not in PHASES:
+            raise ValueError(f"The phase is 'pre' or 'post', not {str(phase)[:20]!r}.")
+        return ("INSERT INTO checks (member_id, phase, item_id, correct, at) VALUES (?, ?, ?, ?, ?)",
+                (phase, _check_id(item_id, "item id"), int(bool(correct)), self.clock()))
+
+    def progress_row(self, step_id: str) -> tuple[str, tuple]:
+        """The member reached a Learn step (the teacher's funnel)."""
+        return ("INSERT INTO progress (member_id, step_id, at) VALUES (?, ?, ?)",
+                (_check_id(step_id, "step id"), self.clock()))
+
+    def run_row(self, run_id: str, kind: str = "pretrain") -> tuple[str, tuple]:
+        """The member started run ``run_id`` (the teacher's gallery of curves)."""
+        return ("INSERT INTO member_runs (member_id, run_id, kind, at) VALUES (?, ?, ?, ?)",
+                (_check_id(run_id, "run id"), _check_id(kind, "run kind"), self.clock()))
 
     def record_answer(self, token: object, step_id: str, question_id: str, guess: object, truth: object,
                       correct: bool) -> bool:
-        """A Learn question answered: the member's guess, the model's answer (``truth``) and whether the guess
-        was right. The first answer to a question is kept; True when this one was recorded."""
-        step_id, question_id = _check_id(step_id, "step id"), _check_id(question_id, "question id")
-        most = self.limits.value_chars
-        return self._write(token, "INSERT INTO answers (member_id, step_id, question_id, guess, truth, correct, at)"
-                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (step_id, question_id, str(guess)[:most], str(truth)[:most], int(bool(correct)), self.clock()))
+        """One Learn answer (:meth:`answer_row`); True when it was new (the first answer to a question is kept)."""
+        return self.record_rows(token, [self.answer_row(step_id, question_id, guess, truth, correct)]) == 1
 
     def record_check(self, token: object, phase: str, item_id: str, correct: bool) -> bool:
-        """A concept-check item graded, taken ``pre`` (before the path) or ``post`` (after); first kept."""
-        if phase not in PHASES:
-            raise ValueError(f"The phase is 'pre' or 'post', not {str(phase)[:20]!r}.")
-        return self._write(token, "INSERT INTO checks (member_id, phase, item_id, correct, at) VALUES (?, ?, ?, ?, ?)",
-                           (phase, _check_id(item_id, "item id"), int(bool(correct)), self.clock()))
+        """One concept-check item (:meth:`check_row`); the first kept."""
+        return self.record_rows(token, [self.check_row(phase, item_id, correct)]) == 1
 
     def record_progress(self, token: object, step_id: str) -> bool:
-        """The member reached a Learn step (the teacher's funnel)."""
-        return self._write(token, "INSERT INTO progress (member_id, step_id, at) VALUES (?, ?, ?)",
-                           (_check_id(step_id, "step id"), self.clock()))
+        """One Learn step reached (:meth:`progress_row`)."""
+        return self.record_rows(token, [self.progress_row(step_id)]) == 1
 
     def record_run(self, token: object, run_id: str, kind: str = "pretrain") -> bool:
-        """The member started run ``run_id`` (the teacher's gallery of curves)."""
-        return self._write(token, "INSERT INTO member_runs (member_id, run_id, kind, at) VALUES (?, ?, ?, ?)",
-                           (_check_id(run_id, "run id"), _check_id(kind, "run kind"), self.clock()))
+        """One run started (:meth:`run_row`)."""
+        return self.record_rows(token, [self.run_row(run_id, kind)]) == 1
 
     def touch(self, token: object) -> None:
         """The member is here (the teacher's "who is active")."""

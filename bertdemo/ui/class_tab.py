@@ -143,21 +143,22 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
 
 
 def send_answers(store: ClassStore, progress: object, token: str) -> int:
-    """Record a member's Learn progress (what their browser keeps) in their class: each step reached, each guess
-    with the model's answer, each concept-check item; how many rows were new (a repeat keeps the first)."""
-    new = 0
+    """Record a member's Learn progress (what their browser keeps) in their class, in one transaction: each step
+    reached, each guess with the model's answer, each concept-check item; how many rows were new (a repeat keeps
+    the first)."""
+    rows = []
     for row in learn_predictions.answer_records(progress):
         step = row["step"]
         if step.startswith("concept-check:"):
             if row["guess"] is None:  # an item left unanswered is no answer, right or wrong
                 continue
             phase = "pre" if step == f"concept-check:{learn_concept_check.BEFORE}" else "post"
-            new += store.record_check(token, phase, row["question"], bool(row["correct"]))
+            rows.append(store.check_row(phase, row["question"], bool(row["correct"])))
             continue
-        new += store.record_progress(token, step)
+        rows.append(store.progress_row(step))
         if row["guess"] is not None:
-            new += store.record_answer(token, step, row["question"], row["guess"], row["truth"], bool(row["correct"]))
-    return new
+            rows.append(store.answer_row(step, row["question"], row["guess"], row["truth"], bool(row["correct"])))
+    return store.record_rows(token, rows)
 
 
 def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> None:
