@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs-dir", default=os.environ.get("BERTDEMO_RUNS_DIR", "runs"),
                         help="where pretraining runs write their checkpoints (default: ./runs)")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="checkpoints kept per run (the latest first)")
+    parser.add_argument("--keep-milestones", type=int, default=4,
+                        help="and log-spaced early checkpoints kept per run (first save, 2x, 4x, 8x its step)")
     parser.add_argument("--memory-budget-gb", type=float, default=None,
                         help="memory every cache together may hold: models, answers, activations, features "
                              "(default 3 GB; the process needs about 1 GB more of its own)")
@@ -67,6 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.keep_checkpoints < 1:
         parser.error("--keep-checkpoints must be at least 1")
+    if args.keep_milestones < 0:
+        parser.error("--keep-milestones must be 0 or more")
     if args.memory_budget_gb is not None and not args.memory_budget_gb > 0:
         parser.error("--memory-budget-gb must be positive")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
@@ -103,7 +107,7 @@ def settings_from_args(args: argparse.Namespace):
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
                     max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
     return ServerSettings.build(
-        runs_dir=args.runs_dir, public=public, keep_checkpoints=args.keep_checkpoints,
+        runs_dir=args.runs_dir, public=public, keep_checkpoints=args.keep_checkpoints, keep_milestones=args.keep_milestones,
         disk_budget_gb=args.disk_budget_gb, max_model_gb=args.max_model_gb, limits=limits,
         allowed=(args.model,),  # the operator's --model loads as on localhost
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,

@@ -70,10 +70,18 @@ class DiskRules:
     keep_checkpoints: int = 2  # the latest and keep-1 earlier ones
     budget_bytes: int | None = None  # runs + uploads + token cache together; None: no cap
     roots: tuple[Path, ...] = ()  # the folders the budget covers
+    keep_milestones: int = 4  # and log-spaced early saves: the first at or after 1x, 2x, 4x, 8x the first step
 
     def __post_init__(self) -> None:
         if int(self.keep_checkpoints) < 1:
             raise ValueError(f"keep at least 1 checkpoint per run, got {self.keep_checkpoints}.")
+        if int(self.keep_milestones) < 0:
+            raise ValueError(f"keep 0 or more log-spaced checkpoints per run, got {self.keep_milestones}.")
+
+    @property
+    def kept_per_run(self) -> int:
+        """The most checkpoints one run keeps on disk: the latest ones and the log-spaced milestones."""
+        return max(1, self.keep_checkpoints) + max(0, self.keep_milestones)
 
     def check(self, adding: int = 0, freeing: int = 0) -> None:
         """ValueError when the budgeted folders plus ``adding`` minus ``freeing`` bytes exceed the cap."""
@@ -127,7 +135,7 @@ class ServerSettings:
 
     @classmethod
     def build(cls, *, runs_dir: str | Path = "runs", public: bool = False, keep_checkpoints: int = 2,
-              disk_budget_gb: float | None = None, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
+              keep_milestones: int = 4, disk_budget_gb: float | None = None, max_model_gb: float = DEFAULT_MAX_MODEL_GB,
               limits: Limits | None = None, allowed: tuple[str, ...] = (), cache_dir: str | Path | None = None,
               admin_token: str | None = None, upload_dir: str | Path | None = None, trusted_proxies: int = 0,
               shares: dict[str, int] | None = None, **rest) -> ServerSettings:
@@ -139,7 +147,7 @@ class ServerSettings:
         runs = Path(runs_dir)
         cache = Path(cache_dir) if cache_dir is not None else storage.cache_root() / "blocks"
         budget_gb = disk_budget_gb if disk_budget_gb is not None else (DEFAULT_PUBLIC_DISK_GB if public else None)
-        disk = DiskRules(keep_checkpoints=int(keep_checkpoints),
+        disk = DiskRules(keep_checkpoints=int(keep_checkpoints), keep_milestones=int(keep_milestones),
                          budget_bytes=None if budget_gb is None else int(budget_gb * 1e9),
                          roots=(runs, cache) + ((Path(upload_dir),) if upload_dir is not None else ()))
         served = tuple((served_name(a), a) for a in allowed if a and _is_folder(a)) if public else ()

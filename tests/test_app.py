@@ -38,8 +38,10 @@ def test_a_visitor_is_read_behind_the_proxy_a_space_or_the_share_tunnel_puts_in_
 def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     monkeypatch.delenv("SPACE_ID", raising=False)
     monkeypatch.setenv("BERTDEMO_ADMIN_TOKEN", "s3cret")
-    local = app.settings_from_args(app.parse_args(["--runs-dir", str(tmp_path), "--keep-checkpoints", "3"]))
+    local = app.settings_from_args(app.parse_args(["--runs-dir", str(tmp_path), "--keep-checkpoints", "3",
+                                                        "--keep-milestones", "5"]))
     assert local.public is None and local.disk.budget_bytes is None and local.disk.keep_checkpoints == 3
+    assert local.disk.keep_milestones == 5 and local.disk.kept_per_run == 8
     assert local.runs_dir == tmp_path and local.disk.roots[0] == tmp_path and local.admin_token == "s3cret"
     public = app.settings_from_args(app.parse_args(["--public", "--model", "my/bert", "--max-steps", "100",
                                                     "--max-model-gb", "0.5"]))
@@ -52,6 +54,8 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     assert app.settings_from_args(app.parse_args(["--disk-budget-gb", "0.5"])).disk.budget_bytes == 5 * 10**8
     with pytest.raises(SystemExit):
         app.parse_args(["--keep-checkpoints", "0"])
+    with pytest.raises(SystemExit):
+        app.parse_args(["--keep-milestones", "-1"])
 
 
 def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):

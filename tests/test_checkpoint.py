@@ -99,13 +99,13 @@ def test_a_step_folder_the_pointer_never_reached_is_an_earlier_checkpoint(tmp_pa
     assert [(label.split(" · ")[2:], path.name) for label, path in listed] == [
         (["step 1", "2026-01-02 03:04"], "step-1"), (["step 2", "2026-01-02 03:04, earlier"], "step-2")]
     assert resolve_run_reference("run:run-a/checkpoint", tmp_path) == str(first)
-    third = _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2))  # the next save tidies up
+    third = _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2, keep_milestones=0))  # the next save tidies up
     assert _steps(run) == ["step-3", "step-2"] and ckpt.latest_checkpoint(run) == third
 
 
 def test_a_pointer_naming_a_missing_folder_falls_back_to_the_highest_step(tmp_path, tokenizer):
     run = tmp_path / "run-a"
-    three = DiskRules(keep_checkpoints=3)
+    three = DiskRules(keep_checkpoints=3, keep_milestones=0)
     for step in (10, 20, 30):
         _write(run, tokenizer, step=step, disk=three)
     shutil.rmtree(run / "steps" / "step-30")
@@ -119,7 +119,7 @@ def test_a_pointer_naming_a_missing_folder_falls_back_to_the_highest_step(tmp_pa
 
 
 def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
-    three = DiskRules(keep_checkpoints=3)
+    three = DiskRules(keep_checkpoints=3, keep_milestones=0)
     run = tmp_path / "run-a"
     for step in (10, 20, 30, 40):
         _write(run, tokenizer, step=step, disk=three)
@@ -130,8 +130,26 @@ def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
         ["step 40", "2026-01-02 03:04"], ["step 30", "2026-01-02 03:04, earlier"], ["step 20", "2026-01-02 03:04, earlier"]]
     assert [path for _, path in ckpt.list_checkpoints(tmp_path)] == [run / "steps" / "step-40"]  # other tabs: latest
     assert ckpt.run_folder_of(listed[1][1]) == run  # resuming an earlier one saves into the same run
-    _write(run, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1))
+    _write(run, tokenizer, step=50, disk=DiskRules(keep_checkpoints=1, keep_milestones=0))
     assert _names(run / "steps") == ["step-50"]
+
+
+def test_a_run_keeps_log_spaced_early_checkpoints_for_the_when_probe(tmp_path, tokenizer):
+    """With 2 latest and 4 milestones, a run saved every 100 steps up to 1,200 keeps the first save and the
+    first at or after 2x, 4x, 8x it (100, 200, 400, 800) beside its latest two; none of them is ever deleted
+    and then needed, and the disk estimate counts all six."""
+    rules = DiskRules(keep_checkpoints=2, keep_milestones=4)
+    run = tmp_path / "run-m"
+    seen_after = {}
+    for step in range(100, 1300, 100):
+        _write(run, tokenizer, step=step, disk=rules)
+        seen_after[step] = _names(run / "steps")
+    assert _steps(run) == ["step-1200", "step-1100", "step-800", "step-400", "step-200", "step-100"]
+    assert seen_after[500] == ["step-100", "step-200", "step-400", "step-500"]  # 300 went when it fell out
+    assert rules.kept_per_run == 6
+    milestones = ckpt.milestone_folders([run / "steps" / f"step-{s}" for s in (100, 200, 300, 400, 900)], 3)
+    assert [p.name for p in milestones] == ["step-100", "step-200", "step-400"]
+    assert ckpt.milestone_folders([run / "steps" / "step-50"], 0) == []
 
 
 def test_a_deletion_cut_off_half_way_is_never_listed_and_the_next_save_finishes_it(tmp_path, tokenizer):
@@ -155,17 +173,17 @@ def test_the_same_step_saved_again_replaces_it_under_a_new_name(tmp_path, tokeni
 
 
 def test_a_write_past_the_disk_budget_is_refused_and_loses_nothing(tmp_path, tokenizer):
-    one = DiskRules(keep_checkpoints=1)  # one checkpoint per run: a rewrite needs no more room
+    one = DiskRules(keep_checkpoints=1, keep_milestones=0)  # one checkpoint per run: a rewrite needs no more room
     run = tmp_path / "runs" / "run-a"
     _write(run, tokenizer, step=1, disk=one)
     used = storage.folder_bytes(tmp_path / "runs")
-    capped = DiskRules(keep_checkpoints=1, budget_bytes=int(used * 1.5), roots=(tmp_path / "runs",))
+    capped = DiskRules(keep_checkpoints=1, keep_milestones=0, budget_bytes=int(used * 1.5), roots=(tmp_path / "runs",))
     second = _write(run, tokenizer, step=2, disk=capped)  # the save frees the previous one: it fits
     with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
         _write(tmp_path / "runs" / "run-b", tokenizer, step=1, disk=capped)
     assert ckpt.latest_checkpoint(run) == second and _names(run / "steps") == ["step-2"]
     with pytest.raises(ValueError, match="keeps at most .* Delete earlier runs"):
-        _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2, budget_bytes=int(used * 1.5),
+        _write(run, tokenizer, step=3, disk=DiskRules(keep_checkpoints=2, keep_milestones=0, budget_bytes=int(used * 1.5),
                                                       roots=(tmp_path / "runs",)))  # keeping two does not fit
     assert ckpt.latest_checkpoint(run) == second and _names(run / "steps") == ["step-2"]
     assert _names(tmp_path / "runs" / "run-b") == []  # no temp folder, no empty steps/ left behind
@@ -191,7 +209,7 @@ def _earlier_layout(run: Path, tokenizer, steps: tuple[int, ...] = (10, 20)) -> 
     """A run as the earlier layout kept it: the latest in checkpoint/, the others in previous/step-<n>/."""
     built = run.parent / f".{run.name}-build"
     for step in steps:
-        _write(built, tokenizer, step=step, disk=DiskRules(keep_checkpoints=len(steps)))
+        _write(built, tokenizer, step=step, disk=DiskRules(keep_checkpoints=len(steps), keep_milestones=0))
     (run / "previous").mkdir(parents=True)
     for step in steps[:-1]:
         (built / "steps" / f"step-{step}").rename(run / "previous" / f"step-{step}")
@@ -215,7 +233,7 @@ def test_an_earlier_layout_run_is_listed_loads_and_keeps_its_names(tmp_path, tok
 def test_the_first_save_into_an_earlier_layout_run_moves_it_to_step_folders(tmp_path, tokenizer):
     run = tmp_path / "run-old"
     _earlier_layout(run, tokenizer)
-    saved = _write(run, tokenizer, step=30, disk=DiskRules(keep_checkpoints=3))
+    saved = _write(run, tokenizer, step=30, disk=DiskRules(keep_checkpoints=3, keep_milestones=0))
     assert _names(run) == ["LATEST", "steps"] and _steps(run) == ["step-30", "step-20", "step-10"]
     assert ckpt.latest_checkpoint(run) == saved and ckpt.read_state(run / "steps" / "step-20")["step"] == 20
     # links shared before the move still open the same checkpoints

@@ -47,14 +47,19 @@ def test_a_page_start_adopts_the_upload_and_only_its_owner_resumes_it_by_name(tm
 
 
 def test_the_status_names_the_saves_still_kept_the_latest_as_the_runs_checkpoint(tmp_path):
-    _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2,
+    _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs", keep_checkpoints=2, keep_milestones=2,
                                                       cache_dir=tmp_path / "cache"))
-    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=6, checkpoint_every=2))
+    run = service.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=10, checkpoint_every=2))
     assert run.join(60) and run.status == "finished", run.snapshot().message
     status = service.status()
-    assert status["checkpoints"] == [f"run:{run.run_id}/steps/step-4", f"run:{run.run_id}/checkpoint"]  # step-2 went
-    assert status["last_checkpoint"] == f"run:{run.run_id}/checkpoint"
-    assert [label.split(" · ")[-2:-1] for label, _ in service.checkpoint_choices()[1:]] == [["step 6"], ["step 4"]]
+    ref = f"run:{run.run_id}"
+    # the latest two (10, 8) and the two log-spaced milestones (2, 4); step-6 went
+    assert status["checkpoints"] == [f"{ref}/steps/step-2", f"{ref}/steps/step-4", f"{ref}/steps/step-8",
+                                     f"{ref}/checkpoint"]
+    assert status["last_checkpoint"] == f"{ref}/checkpoint"
+    assert [label.split(" · ")[-2:-1] for label, _ in service.checkpoint_choices()[1:]] == [
+        ["step 10"], ["step 8"], ["step 4"], ["step 2"]]
+    assert [Path(p).name for p in service.checkpoint_folders(run.run_id)] == ["step-2", "step-4", "step-8", "step-10"]
 
 
 def test_a_start_while_a_run_is_under_way_is_refused_before_anything_else(tmp_path):

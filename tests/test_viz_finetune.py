@@ -101,6 +101,6 @@ def test_the_checkpoint_probe_says_how_many_points_it_has():
     two = [CheckpointProbe("a", 100, (0.5, 0.6), 0.5, (0.5, 0.6)),
            CheckpointProbe("b", 200, (0.5, 0.7), 0.5, (0.5, 0.6))]
     note = viz.checkpoints_note(len(two), kept=2)
-    assert note.startswith("2 checkpoints on disk: 2 points, too few to say when.") and "latest 2" in note
+    assert note.startswith("2 checkpoints on disk: 2 points, too few to say when.") and "at most 2" in note
     assert viz.checkpoint_probe_spec(two, note=note)["layout"]["title"]["text"] == note
     assert viz.checkpoints_note(5, kept=8) == "5 checkpoints on disk: 5 points"

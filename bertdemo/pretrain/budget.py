@@ -99,9 +99,10 @@ def checkpoint_bytes(cfg: TrainConfig) -> int:
 
 
 def check_disk(cfg: TrainConfig, runs_dir: str | Path, disk: DiskRules) -> int:
-    """Disk the run's kept checkpoints (``disk.keep_checkpoints``) need; ValueError when the server's disk
-    budget (``disk``) or the free space of ``runs_dir``'s disk cannot hold them (in every mode)."""
-    need = checkpoint_bytes(cfg) * max(1, disk.keep_checkpoints)
+    """Disk the run's kept checkpoints (the latest ``disk.keep_checkpoints`` and the log-spaced
+    ``disk.keep_milestones``) need; ValueError when the server's disk budget (``disk``) or the free space of
+    ``runs_dir``'s disk cannot hold them (in every mode)."""
+    need = checkpoint_bytes(cfg) * disk.kept_per_run
     disk.check(adding=need)
     folder = Path(runs_dir)
     while not folder.exists() and folder != folder.parent:

@@ -14,8 +14,10 @@ Layout (as Hugging Face's Trainer keeps ``checkpoint-<step>/``)::
 
 A save writes ``steps/step-<n>`` into a temp folder beside it and renames it into place
 (:func:`bertdemo.storage.atomic_folder`), then replaces ``LATEST`` atomically (temp file, fsync,
-``os.replace``), and only then deletes the step folders beyond ``disk.keep_checkpoints``
-(:class:`bertdemo.settings.DiskRules`; each renamed to a hidden name first, so a deletion cut off
+``os.replace``), and only then deletes the step folders beyond ``disk.keep_checkpoints``, except the
+log-spaced milestones (``disk.keep_milestones``: the first save at or after each power-of-two multiple of the
+run's first saved step, so "when did the run learn word order?" has points early in the run, where
+things change fastest; :func:`milestone_folders`) (:class:`bertdemo.settings.DiskRules`; each renamed to a hidden name first, so a deletion cut off
 half-way leaves nothing that looks like a checkpoint). A crash at any point leaves the old latest or
 the new one readable: a step folder the pointer never reached is listed as an earlier checkpoint, and
 a pointer naming a folder that is gone falls back to the step folder of the highest step. Readers only
@@ -151,7 +153,7 @@ def write_checkpoint(
         taken = {p.name for p in (run / STEPS_DIRNAME).iterdir()} if (run / STEPS_DIRNAME).is_dir() else set()
         name = _free_name(taken, step)
         folder = run / STEPS_DIRNAME / name
-        pruned = _pruned_after(run, folder, disk.keep_checkpoints)
+        pruned = _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones)
         freed = sum(storage.unshared_bytes(p) for p in pruned)
         try:
             with storage.atomic_folder(folder) as tmp:
@@ -168,7 +170,7 @@ def write_checkpoint(
             if _pointed(run) != folder:  # the pointer did not move: the new folder goes, the latest stays
                 _discard(folder)
             raise
-        for old in _pruned_after(run, folder, disk.keep_checkpoints):
+        for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones):
             _discard(old)
     return folder
 
@@ -184,13 +186,35 @@ def _discard(folder: Path) -> None:
     shutil.rmtree(hidden, ignore_errors=True)
 
 
-def _pruned_after(run: Path, latest: Path, keep: int) -> list[Path]:
+def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0) -> list[Path]:
     """What goes once ``latest`` is the run's latest: other saves of its step, and all but the ``keep`` - 1
-    highest earlier ones."""
+    highest earlier ones and the first ``milestones`` log-spaced ones (:func:`milestone_folders`)."""
     others = [p for p in [*_step_folders(run), *_step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
-    return superseded + rest[max(keep - 1, 0):]
+    kept = set(milestone_folders(rest, milestones))
+    return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
+
+
+def milestone_folders(folders: list[Path], most: int) -> list[Path]:
+    """The log-spaced saves among ``folders`` (step folders of one run): with s the lowest step saved, the
+    first save at or after s, 2s, 4s, 8s, …, at most ``most`` of them, lowest first. The rule only ever adds:
+    a save that is a milestone stays one as the run goes on, so a kept folder is never deleted later for it."""
+    ordered = sorted(folders, key=step_of)
+    if most <= 0 or not ordered:
+        return []
+    first = max(step_of(ordered[0])[0], 1)
+    chosen: list[Path] = []
+    mark = first
+    for folder in ordered:
+        if len(chosen) == most:
+            break
+        step = step_of(folder)[0]
+        if step >= mark and (not chosen or step_of(chosen[-1])[0] != step):
+            chosen.append(folder)
+            while mark <= step:
+                mark *= 2
+    return chosen
 
 
 def _fill(tmp: Path, previous: Path | None, model: PreTrainedModel | dict, tokenizer: PreTrainedTokenizerBase,

@@ -307,7 +307,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if not run_id:
             raise ValueError("Pick a pretraining run first.")
         folders = pretraining.checkpoint_folders(run_id)
-        note = viz.checkpoints_note(len(folders), ctx.settings.disk.keep_checkpoints)
+        note = viz.checkpoints_note(len(folders), ctx.settings.disk.kept_per_run)
         return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m)),
                                                    note=note))
 

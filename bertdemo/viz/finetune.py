@@ -327,8 +327,8 @@ def checkpoints_note(n: int, kept: int) -> str:
     text = f"{n} checkpoint{'s' if n != 1 else ''} on disk: {n} point{'s' if n != 1 else ''}"
     if n >= ENOUGH_CHECKPOINTS:
         return text
-    return (f"{text}, too few to say when.<br>This server keeps a run's latest {kept} (--keep-checkpoints), "
-            "the older ones are deleted as it trains.")
+    return (f"{text}, too few to say when.<br>This server keeps a run's latest checkpoints and a few log-spaced "
+            f"early ones, at most {kept} (--keep-checkpoints, --keep-milestones); a short run has fewer.")
 
 
 def checkpoint_probe_spec(results, steps_label: str = "pretraining step", note: str = "") -> dict:
