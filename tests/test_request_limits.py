@@ -33,6 +33,16 @@ def test_a_value_over_its_limit_is_refused_with_sizes_only(value, words):
     assert words in str(err.value) and "word word" not in str(err.value) and "xxx" not in str(err.value)
 
 
+def test_a_fine_tuning_start_may_carry_the_learners_own_lines_and_nothing_else_may():
+    pasted = "\n".join(f"{'pos' if i % 2 else 'neg'}\tsentence number {i} of the learner's own data" for i in range(1_000))
+    settings = {"task": "own", "lines": pasted}  # about 50,000 characters: past the 20,000 of other settings
+    check_value("start_finetune", "settings", settings)
+    with pytest.raises(ValueError, match="characters of JSON; this takes at most 20,000"):
+        check_value("start_run", "settings", settings)
+    with pytest.raises(ValueError, match="characters of JSON; this takes at most 2,000,000"):
+        check_value("start_finetune", "settings", {"task": "own", "lines": "x" * 2_100_000})
+
+
 def test_guard_keeps_each_kind_of_handler_and_checks_first():
     calls = []
 

@@ -5,7 +5,8 @@ One table (:data:`MAX_CHARS`, by parameter name, with per-endpoint overrides in
 :data:`ENDPOINT_MAX_CHARS`) says how long each text may be; a text parameter the table does not name
 gets :data:`DEFAULT_MAX_CHARS`, so a new endpoint cannot forget its limit. Numbers must be finite and
 within :data:`MAX_ABS_NUMBER`; dicts and lists (the run settings) within :data:`MAX_STRUCT_CHARS` of
-JSON and :data:`MAX_DEPTH` deep. :func:`guard_events` wraps every handler of a built app; a refusal
+JSON (per-endpoint overrides in :data:`ENDPOINT_MAX_STRUCT_CHARS`: a fine-tuning start carries the
+learner's own lines) and :data:`MAX_DEPTH` deep. :func:`guard_events` wraps every handler of a built app; a refusal
 names the parameter, its size and the limit — never the value.
 """
 
@@ -31,6 +32,11 @@ TOKEN_CHARS = 256  # owner and admin tokens, run ids
 DEFAULT_MAX_CHARS = 2_000  # any text parameter not named below
 STEP_CHARS = 40  # a learning-path step's key, e.g. "no-positions"
 MAX_STRUCT_CHARS = 20_000  # a dict / list parameter, as JSON
+# a fine-tuning start may carry the learner's own labelled lines (own_data bounds them before any work)
+OWN_DATA_STRUCT_CHARS = 2 * own_data.MAX_PASTE_CHARS  # JSON escapes each tab and line break: up to twice as long
+ENDPOINT_MAX_STRUCT_CHARS: dict[str, dict[str, int]] = {
+    "start_finetune": {"settings": OWN_DATA_STRUCT_CHARS},
+}
 MAX_DEPTH = 8  # nesting of a dict / list parameter
 MAX_ABS_NUMBER = 1e9
 
@@ -55,6 +61,11 @@ ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
 def limit_for(endpoint: str | None, parameter: str) -> int:
     """Most characters the text ``parameter`` of ``endpoint`` may have."""
     return ENDPOINT_MAX_CHARS.get(endpoint or "", {}).get(parameter, MAX_CHARS.get(parameter, DEFAULT_MAX_CHARS))
+
+
+def struct_limit_for(endpoint: str | None, parameter: str) -> int:
+    """Most characters of JSON the dict / list ``parameter`` of ``endpoint`` may have."""
+    return ENDPOINT_MAX_STRUCT_CHARS.get(endpoint or "", {}).get(parameter, MAX_STRUCT_CHARS)
 
 
 def _depth(value: Any, level: int = 1) -> int:
@@ -88,8 +99,9 @@ def check_value(endpoint: str | None, parameter: str, value: Any, limit: int | N
             size = len(json.dumps(value, default=str))
         except (TypeError, ValueError, RecursionError):
             raise ValueError(f"{parameter} is not plain JSON.") from None
-        if size > MAX_STRUCT_CHARS:
-            raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {MAX_STRUCT_CHARS:,}.")
+        most = struct_limit_for(endpoint, parameter)
+        if size > most:
+            raise ValueError(f"{parameter} is {size:,} characters of JSON; this takes at most {most:,}.")
 
 
 TEXT_HINTS = (str, str | None)
