@@ -79,8 +79,8 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
         cloze_button = gr.Button("Rank the right word on the right-context cloze set", elem_id="pt-twins-cloze-run")
         cloze_text = gr.Markdown(elem_id="pt-twins-cloze")
         with gr.Row():
-            sentence = gr.Textbox("The [MASK] barked at the mailman.", label="Your sentence with one [MASK]", scale=4)
-            top_k = gr.Slider(1, 20, value=8, step=1, label="Guesses", scale=1)
+            sentence = gr.Textbox("The [MASK] barked at the mailman.", label="Your sentence with one [MASK]", scale=3)
+            top_k = gr.Slider(1, 20, value=8, step=1, label="Guesses", scale=2, min_width=180)
             side_button = gr.Button("Both models fill it", elem_id="pt-twins-side-run", scale=1)
         side_plot = PlotlyFigure(label="Top guesses, side by side", elem_id="pt-twins-side-plot")
         side_text = gr.Markdown(elem_id="pt-twins-side")
