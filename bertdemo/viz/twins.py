@@ -91,7 +91,7 @@ def side_by_side_spec(guesses: list[TwinGuesses]) -> dict:
     """Top-k bars of each model, side by side, each panel titled with the model that answered."""
     n = len(guesses)
     data, layout = [], {"height": 120 + 26 * max(len(g.top) for g in guesses), "showlegend": False,
-                        "margin": {"l": 10, "r": 30, "t": 60, "b": 30}, "annotations": []}
+                        "margin": {"l": 10, "r": 30, "t": 78, "b": 30}, "annotations": []}
     gap = 0.12
     width = (1 - gap * (n - 1)) / n
     for i, g in enumerate(guesses):
@@ -104,7 +104,8 @@ def side_by_side_spec(guesses: list[TwinGuesses]) -> dict:
                      "y": [plotly_text(t) for t, _p in g.top], "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
                      "marker": {"color": color}, "text": [percent(p) for _t, p in g.top], "textposition": "outside",
                      "cliponaxis": False, "hovertemplate": "%{y}: %{text}<extra></extra>"})
-        kind = "left-to-right: words before the blank" if g.objective == "ltr" else "masked LM: both sides"
+        # two short lines each: side by side at phone width the panels are ~170 px wide
+        kind = "left-to-right:<br>words before only" if g.objective == "ltr" else "masked LM:<br>both sides"
         layout["annotations"].append({"text": f"<b>{plotly_text(g.name)}</b><br>{kind}", "x": x0 + width / 2, "y": 1.0,
                                       "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
                                       "showarrow": False})
