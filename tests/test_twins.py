@@ -146,6 +146,20 @@ def test_heldout_by_position_is_the_models_own_loss(pair, blocks, tokenizer):
     assert "nats" in result.winner_note()
 
 
+def test_a_pair_that_has_not_learned_context_says_it_cannot_show_the_difference_yet():
+    from bertdemo.explore.twins import LANDMARK_SERIES, HeldoutComparison
+
+    def compared(mlm: float, ltr: float) -> HeldoutComparison:
+        overall = {"m": mlm, "l": ltr, LANDMARK_SERIES["unigram"]: 7.1, LANDMARK_SERIES["left"]: 5.66,
+                   LANDMARK_SERIES["both"]: 5.11}
+        return HeldoutComparison("m", "l", ["1"], [10], {k: [v] for k, v in overall.items()}, overall, 10, 2, 1)
+
+    early = compared(6.90, 6.51)  # the numbers of a 300-step pair: both above the word-before line
+    assert "Neither model beats the word-before guesser yet (5.66 nats)" in early.winner_note()
+    assert compared(5.2, 5.9).training_note() == ""  # the masked LM reads context: nothing to add
+    assert compared(5.9, 5.5).training_note() == ""
+
+
 def test_heldout_refuses_bad_sizes_and_charges_its_budget(pair, blocks, tokenizer):
     from bertdemo.request_budget import WorkBudget
 

@@ -138,9 +138,22 @@ class HeldoutComparison:
     def winner_note(self) -> str:
         """One sentence: how much lower the masked LM's loss is than the LTR model's, first words and the rest."""
         m, l = self.overall[self.mlm_name], self.overall[self.ltr_name]
-        return (f"Over {self.questions:,} held-out words, {self.mlm_name} (masked LM) averages {m:.2f} nats and "
+        note = (f"Over {self.questions:,} held-out words, {self.mlm_name} (masked LM) averages {m:.2f} nats and "
                 f"{self.ltr_name} (left-to-right) {l:.2f}: a difference of {l - m:+.2f} nats per word "
                 f"(perplexity {math.exp(m):,.1f} vs {math.exp(l):,.1f}).")
+        return note + self.training_note()
+
+    def training_note(self) -> str:
+        """What the pair can show yet, read off the landmarks: "" when a model already beats the word-before
+        guesser; else a sentence saying that neither has learned much of context, so the pair cannot yet
+        show what reading both sides buys (the comparison would mislead without it)."""
+        left = self.overall.get(LANDMARK_SERIES["left"])
+        m, l = self.overall[self.mlm_name], self.overall[self.ltr_name]
+        if left is None or min(m, l) < left:
+            return ""
+        return (f" Neither model beats the word-before guesser yet ({left:.2f} nats): both have learned which words "
+                "are common and little of their context, so this pair cannot show yet what reading both sides "
+                "buys. Train the twins longer (Pretrain → Train both) and compare them here.")
 
 
 def sentence_spans(block: np.ndarray, end_ids: set[int], boundary_ids: set[int]) -> list[tuple[int, int]]:

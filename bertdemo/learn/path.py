@@ -586,6 +586,18 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
                        *tab_setup(s, loaded, text), prediction=predictions.prediction(key, nums).to_json())
 
 
+def _twins_stage(build: dict) -> str:
+    """How far the shipped twins got, against the word-before guesser on the same held-out words: a pair
+    above it has learned little of context, and its losses must not be read as "which objective wins"."""
+    left = build.get("landmarks", {}).get("word_before")
+    losses = [build["twins"][kind]["heldout_loss"] for kind in ("mlm", "ltr")]
+    if left is None or min(losses) < left:
+        return ""
+    return (f"After {build['twins']['mlm']['step']:,} steps neither twin beats the word-before guesser "
+            f"({left:.2f} nats on those words): an early point of training, so these two losses do not yet say "
+            "which objective wins (each left-to-right step also trains on every word, the masked LM's on 15 %). ")
+
+
 # --- Why the B in BERT: the shipped twins, one recipe, two objectives -------------------------------------------
 
 def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
@@ -618,7 +630,8 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
         "the blank and every word after it, so changing those words cannot change its answer (bit for bit). "
         "Held-out loss: the same held-out words, the masked LM with 15 % of the words hidden at once, the "
-        "left-to-right LM from the true words before each. Train your own pair: Pretrain tab, *Train both*."
+        "left-to-right LM from the true words before each. " + _twins_stage(build) +
+        "Train your own pair: Pretrain tab, *Train both*."
     )
     nums = {"masked_text": masked, "hidden_word": word, "steps": build["twins"]["mlm"]["step"],
             **{f"{kind}_top": [c.token for c in results[kind].masks[0].candidates] for kind in twins.TWIN_KINDS},
