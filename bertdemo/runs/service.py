@@ -4,11 +4,13 @@ delete a run, clean-up at start and the save on shutdown.
 
 A kind's service (:class:`bertdemo.pretrain.service.PretrainService`,
 :class:`bertdemo.finetune.service.FinetuneService`) registers itself here and keeps only its own start checks,
-estimates and names; it starts its run through :meth:`RunService.launch`. Torch-free.
+estimates and names; it starts its run through :meth:`RunService.launch`, where whatever listens for started
+runs (:attr:`RunService.on_start`: a class records its members' runs) hears of it. Torch-free.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -20,6 +22,8 @@ from bertdemo.runs.kinds import KindRegistry, RunKind
 from bertdemo.runs.queue import Place, RunQueue
 from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
 from bertdemo.settings import ServerSettings
+from bertdemo.traffic import MEMBER_PREFIX
+log = logging.getLogger(__name__)
 
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
 NO_RUN = "There is no run to control; press Start first."
@@ -44,6 +48,8 @@ class RunService:
         self.manager = RunManager(self.runs_dir, clock)
         self.kinds = KindRegistry()
         self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock)
+        # called with (visitor, run id, kind) once a run of any kind has started, queued or not (AppContext wires them)
+        self.on_start: list[Callable[[str, str, str], Any]] = []
 
     def register(self, kind: RunKind) -> None:
         """Serve runs of ``kind`` (its service calls this once, when it is built)."""
@@ -88,8 +94,9 @@ class RunService:
         return token if self.settings.is_public else ""
 
     def visitor(self, address: str) -> str:
-        """The address a new run records for the quota: the caller's on a public server, none locally."""
-        return address if self.settings.is_public else ""
+        """Who a new run records as its visitor: the caller (address or class member) on a public server, for
+        the quota; locally a class member alone (their class lists the run), else none."""
+        return address if self.settings.is_public or address.startswith(MEMBER_PREFIX) else ""
 
     def cap_seconds(self) -> float | None:
         """The wall-time cap every run gets on a public server (None locally)."""
@@ -145,8 +152,14 @@ class RunService:
 
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
-        how long the slot stays busy, when a run is under way."""
-        return self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
+        how long the slot stays busy, when a run is under way. Then every :attr:`on_start` listener hears of it."""
+        started = self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
+        for listener in self.on_start:
+            try:
+                listener(started.visitor, started.run_id, started.kind)
+            except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of
+                log.exception("A run-start listener failed for run %s", started.run_id)
+        return started
 
     # --- deleting ----------------------------------------------------------------------------------
     def check_may_delete(self, root: Path, run_id: str, owner_token: str) -> None:
