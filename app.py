@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> None:
     left = ctx.runs.clean_leftovers()  # runs that never saved, interrupted checkpoint writes
     if left:
         logging.getLogger("bertdemo").info("Removed %d run folder(s) that never saved a checkpoint", len(left))
+    waiting = ctx.runs.restore_queue()  # the runs that waited for the slot when the server stopped
+    if waiting:
+        logging.getLogger("bertdemo").info("%d run(s) wait for the training slot again, as before the restart", waiting)
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic,  # body caps, upload budgets, who the visitor is

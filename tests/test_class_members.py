@@ -205,6 +205,11 @@ def test_a_members_runs_reach_the_teachers_gallery_and_nobody_elses(public_class
     text = report_markdown(report, [])
     assert f"| Ada | {finished.run_id} | pretraining |" in text
     assert "Bob" not in json.dumps(spec)  # Bob started nothing
+    # a student sees their own runs alone; a visitor who is no member, nothing
+    assert ctx.classes.own_runs(ada) == ("Year 12", "Ada", sorted([(live.run_id, "pretrain"),
+                                                                    (finished.run_id, "pretrain")]))
+    assert ctx.classes.own_runs(ctx.classes.visitor_key(members["Bob"].token)) == ("Year 12", "Bob", [])
+    assert ctx.classes.own_runs(SCHOOL) is None and ctx.classes.own_runs(f"member:{'0' * 16}") is None
     # a run started without a membership (a visitor who joined no class) is recorded in no class
     other = _start(ctx, corpus, folder, "walk-in", "198.51.100.5", steps=12)
     assert other.join(180)

@@ -71,6 +71,21 @@ class Classroom:
             log.info("Run %s not recorded in its class: %s", run_id, exc)
             return False
 
+    def own_runs(self, visitor: str) -> tuple[str, str, list[tuple[str, str]]] | None:
+        """For the member ``visitor`` names (a key made by :meth:`visitor_key`): their class's name, their
+        nickname and the runs they started in it, (run id, kind) oldest first — nobody else's; None for a
+        visitor who is no member (or whose membership has ended)."""
+        if not visitor.startswith(MEMBER_PREFIX):
+            return None
+        store = self.store
+        try:
+            member = store.member(tokens.sign(store.key, visitor[len(MEMBER_PREFIX):]))
+        except ValueError:
+            return None
+        runs = sorted((run_id, kind) for nick, run_id, kind, _at in store.rows(member.class_id, "member_runs")
+                      if nick == member.nickname)
+        return member.class_name, member.nickname, runs
+
     def close(self) -> None:
         with self._lock:
             if self._store is not None:

@@ -10,6 +10,7 @@ runs (:attr:`RunService.on_start`: a class records its members' runs) hears of i
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from bertdemo.runs.queue import Place, RunQueue
 from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
 from bertdemo.settings import ServerSettings
 from bertdemo.traffic import MEMBER_PREFIX
+
+QUEUE_FILE = ".run-queue.json"  # in the runs folder: the runs waiting for the slot, kept across a restart
 log = logging.getLogger(__name__)
 
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
@@ -47,7 +50,8 @@ class RunService:
         self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
         self.manager = RunManager(self.runs_dir, clock)
         self.kinds = KindRegistry()
-        self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock)
+        self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock,
+                              path=self.runs_dir / QUEUE_FILE)
         # called with (visitor, run id, kind) once a run of any kind has started, queued or not (AppContext wires them)
         self.on_start: list[Callable[[str, str, str], Any]] = []
 
@@ -137,10 +141,33 @@ class RunService:
         return (visitor if self.settings.is_public and visitor else owner_token) or "local"
 
     def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
-                       estimate_s: float | None = None) -> BackgroundRun | Place:
+                       estimate_s: float | None = None, recipe: dict | None = None) -> BackgroundRun | Place:
         """Start a run now (``start``: the kind's start with the visitor's settings) when the slot is free and
-        nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`."""
-        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s)
+        nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`. ``recipe``:
+        ``{"kind": name, "settings": {...}, "options": {...}}`` (plain JSON values) — the same start as
+        ``kind.start(settings, owner_token, visitor=visitor, **options)``, so a restarted server queues it again
+        (:meth:`restore_queue`); without one (or with values JSON cannot hold) a restart forgets it."""
+        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor}
+        try:
+            json.dumps(kept)
+        except (TypeError, ValueError):
+            kept = None
+        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept)
+
+    def restore_queue(self) -> int:
+        """At server start (every kind registered): queue again, in order, the runs that waited for the slot
+        when the server stopped; each starts by itself when its turn comes. How many wait now."""
+        kinds = {kind.name: kind for kind in self.kinds}
+
+        def make_start(recipe: dict) -> Callable[[], BackgroundRun]:
+            kind = kinds.get(str(recipe.get("kind")))
+            if kind is None:
+                raise ValueError(f"no run kind {str(recipe.get('kind'))[:40]!r} on this server")
+            settings, options = dict(recipe["settings"]), dict(recipe.get("options") or {})
+            token, visitor = str(recipe.get("owner_token") or ""), str(recipe.get("visitor") or "")
+            return lambda: kind.start(settings, token, visitor=visitor, **options)
+
+        return self.queue.restore(make_start)
 
     def queued(self, owner_token: str, visitor: str) -> Place | None:
         """Where this visitor's queued run stands (None when they have none)."""

@@ -24,7 +24,7 @@ from bertdemo.classroom.report import ClassReport, class_report, csv_text
 from bertdemo.classroom.store import ClassStore
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
 from bertdemo.traffic import MEMBER_COOKIE
-from bertdemo.ui.common import user_errors
+from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
 
@@ -132,10 +132,13 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         return str(path)
 
     def read_link(request: gr.Request):
-        """The link's class code into the Join box, and with a teacher key the teacher's view: one event per open."""
+        """The link's class code into the Join box, with a teacher key the teacher's view, and for a member (the
+        door knows them by their cookie) their class and own runs: one event per open."""
         params = dict(request.query_params) if request is not None else {}
         code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
-        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key))
+        mine = classes.own_runs(visitor_of(request))
+        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key),
+                membership_markdown(*mine) if mine else gr.skip())
 
     create.click(user_errors(create_class), name, links, api_visibility="private").then(
         None, links, links, js=LINKS_JS, api_visibility="private")
@@ -143,10 +146,19 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
     demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
     shown = [teacher_view, report_md, gallery, csv_button]
-    demo.load(user_errors(read_link), None, [code, teacher, *shown], api_visibility="private")
+    demo.load(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
     return member
+
+
+def membership_markdown(class_name: str, nickname: str, runs: list[tuple[str, str]]) -> str:
+    """A member's own line: their class, their nickname, the runs they started in it (theirs alone)."""
+    line = f"You are in **{_cell(class_name)}** as **{_cell(nickname)}**."
+    if not runs:
+        return line + " The runs you start (Pretrain, Fine-tune) are shown to your teacher."
+    return line + " Your runs in this class (your teacher sees their curves): " + ", ".join(
+        f"{_cell(run_id)} ({RUN_KINDS.get(kind, _cell(kind))})" for run_id, kind in runs) + "."
 
 
 def gallery_spec(ctx: AppContext, report: ClassReport) -> dict | None:

@@ -71,7 +71,14 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
     finally:
         student.click("#pt-stop")
         expect(status).to_contain_text(re.compile("STOPPED|FINISHED"), timeout=RUN_TIMEOUT_MS)
-        student.context.close()
+    student.reload()  # the student, back on the page: their own runs, known by the membership cookie
+    open_tab(student, "Class")
+    expect(student.locator("#class-joined")).to_contain_text(f"Your runs in this class (your teacher sees their "
+                                                             f"curves): {run_id} (pretraining).", timeout=RUN_TIMEOUT_MS)
+    screenshot(student, "class-member-runs-390")
+    student.set_viewport_size({"width": 1280, "height": 800})
+    screenshot(student, "class-member-runs-1280")
+    student.context.close()
 
 
 def test_members_behind_one_address_start_runs_recorded_as_themselves(public_server):
