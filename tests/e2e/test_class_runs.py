@@ -20,6 +20,7 @@ from .conftest import screenshot
 from .pages import RUN_TIMEOUT_MS, open_tab, resize
 
 SCHOOL = "203.0.113.8"
+PREPARE_TIMEOUT_MS = 300_000  # the run's first preparation tokenizes the corpus (a busy machine: minutes)
 
 
 def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page: Page, app_url: str):
@@ -32,6 +33,10 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
     links = page.locator("#class-links textarea").first
     expect(links).to_have_value(re.compile(r"\?teacher=\S+"), timeout=RUN_TIMEOUT_MS)
     join_link, teacher_link = [line.split(": ", 1)[1] for line in links.input_value().splitlines()]
+    page.goto(teacher_link)  # the teacher's view, open while the class works
+    open_tab(page, "Class")
+    report = page.locator("#class-report")
+    expect(report).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
 
     student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
     student.goto(join_link)
@@ -47,16 +52,14 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
     open_tab(student, "Pretrain")
     student.click("#pt-start")
     status = student.locator("#pt-status")
-    expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
+    expect(status).to_contain_text("RUNNING", timeout=PREPARE_TIMEOUT_MS)
     run_id = re.search(r"\d{8}-\d{6}-[\w.-]+", status.inner_text()).group(0)
     student.wait_for_function(
         "() => { const p = document.querySelector('#pt-curves .js-plotly-plot');"
         " return p && p.data && p.data.some(d => d.name.endsWith(': train') && d.x.length >= 2); }",
         timeout=120_000)
     try:
-        page.goto(teacher_link)
-        open_tab(page, "Class")
-        report = page.locator("#class-report")
+        page.locator("#class-refresh").click()
         expect(report).to_contain_text(run_id, timeout=RUN_TIMEOUT_MS)  # the students' runs, as a table
         expect(report.locator("tr", has_text=run_id)).to_contain_text(re.compile(r"Grace\s+\S+\s+pretraining"))
         gallery = page.locator("#class-runs .js-plotly-plot")
