@@ -57,7 +57,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     traffic.add_argument("--max-queue", type=int, default=64, help="requests waiting at most; later ones are turned away")
     traffic.add_argument("--queue-per-visitor", type=int, default=None,
                          help="requests one visitor may have waiting or running at once (0: no limit; default 16 "
-                              "in public mode, else 0); visitors behind one address (a classroom's NAT) share it")
+                              "in public mode, else 0); visitors behind one address (a classroom's NAT) share it, "
+                              "but a class member who joined counts as themselves")
+    traffic.add_argument("--queue-per-address", type=int, default=None,
+                         help="requests every visitor behind one address (class members each counted) may have "
+                              "waiting or running together (0: no limit; default 48 in public mode, else 0)")
     traffic.add_argument("--max-sessions", type=int, default=TrafficRules.max_sessions,
                          help="page sessions whose state is kept (about 1.25 MB each; the oldest is dropped)")
     traffic.add_argument("--auth", action="append", default=[], metavar="USER:PASS",
@@ -75,8 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--memory-budget-gb must be positive")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
         parser.error("--trusted-proxies must be between 0 and 8")
-    if (args.queue_per_visitor or 0) < 0 or args.max_sessions < 1:
-        parser.error("--queue-per-visitor must be 0 or more and --max-sessions at least 1")
+    if (args.queue_per_visitor or 0) < 0 or (args.queue_per_address or 0) < 0 or args.max_sessions < 1:
+        parser.error("--queue-per-visitor and --queue-per-address must be 0 or more and --max-sessions at least 1")
     for pair in args.auth:
         if ":" not in pair or not pair.split(":", 1)[0]:
             parser.error(f"--auth takes user:password, got {pair.split(':', 1)[0]!r}…")
@@ -117,7 +121,8 @@ def settings_from_args(args: argparse.Namespace):
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
         **({} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}),
         shares={"max_sessions": args.max_sessions} | (
-            {} if args.queue_per_visitor is None else {"queue_per_visitor": args.queue_per_visitor}),
+            {} if args.queue_per_visitor is None else {"queue_per_visitor": args.queue_per_visitor}) | (
+            {} if args.queue_per_address is None else {"queue_per_address": args.queue_per_address}),
     )
 
 
@@ -174,9 +179,13 @@ def main(argv: list[str] | None = None) -> None:
     left = ctx.runs.clean_leftovers()  # runs that never saved, interrupted checkpoint writes
     if left:
         logging.getLogger("bertdemo").info("Removed %d run folder(s) that never saved a checkpoint", len(left))
+    waiting = ctx.runs.restore_queue()  # the runs that waited for the slot when the server stopped
+    if waiting:
+        logging.getLogger("bertdemo").info("%d run(s) wait for the training slot again, as before the restart", waiting)
     demo = build_app(ctx)
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
-    door = Middleware(RequestLimits, rules=ctx.settings.traffic)  # body caps and upload budgets, before gradio
+    door = Middleware(RequestLimits, rules=ctx.settings.traffic,  # body caps, upload budgets, who the visitor is
+                      members=ctx.classes.visitor_key)  # a class member is counted as themselves
     page = Middleware(PageCache, enabled=auth is None)  # the page's bytes made once a minute, not at every open
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory

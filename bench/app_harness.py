@@ -79,6 +79,11 @@ class App:
                 raise SystemExit(f"app.py did not serve within {timeout_s:.0f} s:\n{self.log()}")
             time.sleep(0.5)
 
+    @property
+    def runs_dir(self) -> Path:
+        """The server's runs folder (its class database lives there too)."""
+        return Path(self._runs.name)
+
     def log(self, limit: int = 4000) -> str:
         return Path(self._log.name).read_text(errors="replace")[-limit:]
 

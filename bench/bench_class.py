@@ -3,6 +3,8 @@
     python bench/bench_class.py                                  # 30 visitors, 120 s, a pretraining run beside
     python bench/bench_class.py --visitors 15 --seconds 60       # a smaller class (a loaded machine)
     python bench/bench_class.py --compare /tmp/base --label-b base   # two checkouts, one after the other, twice
+    python bench/bench_class.py --one-address --seconds 60         # the class behind one school address, twice
+                                                                 # each: as one visitor, and as class members
 
 Launches ``python app.py --offline --public --trusted-proxies 1`` (embedded masked-LM), starts a CPU bert-tiny
 pretraining run through ``/start_run`` (the run of another visitor), then ``--visitors`` threads, each one
@@ -13,6 +15,12 @@ p50 / p95 / max seconds, and, from Gradio's own per-event timings (``GRADIO_PROF
 the time each waited in the queue and of its run (pre- and postprocessing included): a tail in the first is the
 queue's scheduling, a tail in the second the work itself (or the threads it competes with). With ``--compare`` the two
 checkouts run alternately (A B B A), each on a fresh server, so the machine's load falls on both alike.
+
+With ``--one-address`` every visitor comes from one address (a school's NAT, as a Space sees a classroom), in two
+settings run alternately (A B B A): no membership (the address is one visitor: one queue share for the class), and
+each visitor a member of one class made in the server's class database, sending its member token
+(``X-Bertdemo-Class-Member``) with every call — each counted as themselves. Refused calls ("Queue is full") are
+counted per setting.
 """
 
 from __future__ import annotations
@@ -43,13 +51,20 @@ RUN = {"preset": "bert-tiny", "corpus": "wiki", "steps": 5000}  # within the pub
 HTTP = {"timeout": 120}  # a loaded machine answers /config slowly
 
 
-def client_for(app: App, address: str):
-    """A gradio_client of one visitor (its address in X-Forwarded-For), retried while the server is busy."""
+SCHOOL = "203.0.113.50"  # --one-address: the class's one address
+
+
+def client_for(app: App, address: str, member_token: str = ""):
+    """A gradio_client of one visitor (its address in X-Forwarded-For; a class member's token when given),
+    retried while the server is busy."""
     from gradio_client import Client
 
+    from bertdemo.traffic import MEMBER_HEADER
+
+    headers = {"X-Forwarded-For": address} | ({MEMBER_HEADER: member_token} if member_token else {})
     for attempt in range(5):
         try:
-            return Client(app.url, verbose=False, headers={"X-Forwarded-For": address}, httpx_kwargs=HTTP)
+            return Client(app.url, verbose=False, headers=headers, httpx_kwargs=HTTP)
         except Exception:  # noqa: BLE001 - a busy server: try again
             if attempt == 4:
                 raise
@@ -92,13 +107,29 @@ def stop_run(app: App) -> int:
     return step
 
 
-def run_class(app: App, visitors: int, seconds: float, seed: int) -> tuple[dict, list[str], dict]:
-    """Every visitor's calls: ({endpoint: [seconds]}, errors, {visitor: answers})."""
+def member_tokens(app: App, visitors: int) -> list[str]:
+    """One class in the server's class database (its runs folder) and ``visitors`` members of it: their tokens."""
+    from bertdemo.classroom.db import Database
+    from bertdemo.classroom.store import ClassStore
+
+    store = ClassStore(Database.in_folder(app.runs_dir))
+    try:
+        code = store.create_class("Bench class").join_code
+        return [store.join(code, f"student-{k}").token for k in range(visitors)]
+    finally:
+        store.db.close()
+
+
+def run_class(app: App, visitors: int, seconds: float, seed: int, one_address: bool = False,
+              members: bool = False) -> tuple[dict, list[str], dict]:
+    """Every visitor's calls: ({endpoint: [seconds]}, errors, {visitor: answers}). ``one_address``: all behind
+    one address; ``members``: each a member of one class, sending its token."""
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     answers: dict[int, int] = defaultdict(int)
     lock = threading.Lock()
-    clients = [client_for(app, visitor_address(k)) for k in range(visitors)]
+    tokens = member_tokens(app, visitors) if members else [""] * visitors
+    clients = [client_for(app, SCHOOL if one_address else visitor_address(k), tokens[k]) for k in range(visitors)]
     start_gate = threading.Barrier(visitors)
     end = [0.0]
 
@@ -156,7 +187,7 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def one_class(label: str, app_dir: Path, args) -> None:
+def one_class(label: str, app_dir: Path, args, members: bool = False) -> None:
     env = {"GRADIO_PROFILING": "1"}
     loads = [os.getloadavg()[0]]
     with App("--public", "--trusted-proxies", "1", env=env, app_dir=app_dir) as app:
@@ -171,7 +202,7 @@ def one_class(label: str, app_dir: Path, args) -> None:
 
         threading.Thread(target=sample_load, daemon=True).start()
         t0 = time.monotonic()
-        latencies, errors, answers = run_class(app, args.visitors, args.seconds, args.seed)
+        latencies, errors, answers = run_class(app, args.visitors, args.seconds, args.seed, args.one_address, members)
         wall = time.monotonic() - t0
         sampler_stop.set()
         step = stop_run(app) if not args.no_training else 0
@@ -191,7 +222,9 @@ def one_class(label: str, app_dir: Path, args) -> None:
               f"{max(xs):6.2f}   | {percentile(q, 50):6.0f} / {percentile(q, 95):6.0f} | "
               f"{percentile(f, 50):6.0f} / {percentile(f, 95):6.0f}", flush=True)
     per_visitor = [answers.get(k, 0) for k in range(args.visitors)]
-    print(f"  answers per visitor {min(per_visitor)}–{max(per_visitor)}; errors {len(errors)}", flush=True)
+    refused = sum(1 for e in errors if "queue is full" in e.lower())
+    print(f"  answers per visitor {min(per_visitor)}–{max(per_visitor)}; calls {sum(per_visitor) + len(errors)}, "
+          f"errors {len(errors)}, of them refused \"Queue is full\" {refused}", flush=True)
     for line in errors[:10]:
         print("  error:", line, flush=True)
 
@@ -206,8 +239,15 @@ def main() -> None:
     parser.add_argument("--compare", default="", help="a second checkout, run alternately (A B B A)")
     parser.add_argument("--label-a", default="this checkout")
     parser.add_argument("--label-b", default="compare")
+    parser.add_argument("--one-address", action="store_true",
+                        help="every visitor behind one address: as one visitor, then as class members (A B B A)")
     args = parser.parse_args()
     print(f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
+    if args.one_address:
+        for members in (False, True, True, False):
+            label = "one address, class members with their token" if members else "one address, no membership"
+            one_class(label, Path(args.app_dir), args, members=members)
+        return
     order = [(args.label_a, Path(args.app_dir))]
     if args.compare:
         b = (args.label_b, Path(args.compare))

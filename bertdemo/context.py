@@ -55,13 +55,15 @@ class AppContext:
         loader = LogicLoader()
         memory = MemoryBudget.gigabytes(settings.memory_budget_gb)
         runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
+        classes = Classroom(settings.class_db, settings.runs_dir)
+        runs.on_start.append(classes.record_started_run)  # a class member's run goes to their class's gallery
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader,
                                      budget=memory),
                    runs=runs, pretrain_runs=PretrainService(runs, hub=hub), finetune_runs=FinetuneService(runs, hub=hub),
                    batcher=MicroBatcher(settings.fill_mask_batch), loader=loader,
                    heavy=Slots(HEAVY_SLOTS), finetune=FinetuneLab(settings.cache_dir, memory), memory=memory,
-                   trimmer=MemoryTrimmer(), classes=Classroom(settings.class_db, settings.runs_dir))
+                   trimmer=MemoryTrimmer(), classes=classes)
 
     @classmethod
     def for_tests(cls, tmp_path: str | Path, public: bool = False, clock: Callable[[], float] = time.monotonic,

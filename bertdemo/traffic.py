@@ -15,6 +15,13 @@ from to ``X-Forwarded-For`` (a Space's proxy, the ``--share`` tunnel) — the en
 proxy appended, counted from the right: entries to its left are whatever the client sent. The door
 writes the result into :data:`VISITOR_HEADER` on every request (dropping any copy the client sent), so
 handlers read one value computed in one place.
+
+A class member is counted as themselves, not as their school's one address: a request carrying a member token
+(the :data:`MEMBER_COOKIE` cookie the page sets once its browser joined a class, or the :data:`MEMBER_HEADER`
+header an API client sends) that the server verifies (``members``: the class service's check of its signature,
+:meth:`bertdemo.classroom.service.Classroom.visitor_key`) is the visitor that key names. A token nobody signed —
+invented, altered, another server's — changes nothing: the visitor is the address. The address itself goes on
+in :data:`ADDRESS_HEADER` (what several members behind one address share at most, and the upload budget).
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ Send = Callable[[dict], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 UPLOAD_SUFFIX = "/upload"
 VISITOR_HEADER = "x-bertdemo-visitor"  # set by the door on every request; handlers read who the visitor is here
+ADDRESS_HEADER = "x-bertdemo-address"  # set by the door on every request: the address, member or not
+MEMBER_COOKIE = "bertdemo-class-member"  # the page's class membership (a signed member token)
+MEMBER_HEADER = "x-bertdemo-class-member"  # the same, as an API client sends it
+MEMBER_PREFIX = "member:"  # a visitor key naming a class member (never an address: no address holds "m:")
 DRAIN_BYTES = 256 * 2**20  # an oversized body is read and dropped up to this much, so its sender gets the 413
 
 
@@ -50,6 +61,7 @@ class TrafficRules:
     trusted_proxies: int = 0  # reverse proxies in front of this server that append to X-Forwarded-For
     # shares of one visitor (bertdemo/ui/visitor_shares.py); 0 = no limit
     queue_per_visitor: int = 16  # events waiting or running at once
+    queue_per_address: int = 48  # events of every visitor behind one address (class members each counted) together
     sessions_per_visitor: int = 32  # page sessions kept (each ~0.6 MB of gradio state)
     max_sessions: int = 320  # page sessions kept in all (gradio's state_session_capacity): ~400 MB at most
 
@@ -63,7 +75,7 @@ class TrafficRules:
             return cls(max_upload_request_bytes=per_request, trusted_proxies=trusted_proxies, **shares)
         return cls(max_upload_request_bytes=per_request, upload_bytes_per_client_hour=NO_CAP,
                    upload_bytes_per_hour=NO_CAP, trusted_proxies=trusted_proxies,
-                   **({"queue_per_visitor": 0} | shares))
+                   **({"queue_per_visitor": 0, "queue_per_address": 0} | shares))
 
 
 class UploadBudget:
@@ -122,27 +134,55 @@ def visitor_address(scope: Scope, trusted_proxies: int = 0) -> str:
     return hops[-trusted_proxies] if len(hops) >= trusted_proxies else hops[0]
 
 
-def with_visitor(scope: Scope, visitor: str) -> Scope:
-    """``scope`` whose headers carry :data:`VISITOR_HEADER` = ``visitor``, any copy the client sent dropped."""
-    key = VISITOR_HEADER.encode()
-    headers = [(name, value) for name, value in scope.get("headers") or [] if name.lower() != key]
-    return {**scope, "headers": headers + [(key, visitor.encode("latin-1", "replace"))]}
+def member_token(scope: Scope) -> str:
+    """The class member token a request carries (:data:`MEMBER_HEADER`, else the :data:`MEMBER_COOKIE`
+    cookie); "" when none. Unverified: only what the door's ``members`` check accepts counts."""
+    cookie = ""
+    for name, value in scope.get("headers") or []:
+        if name == MEMBER_HEADER.encode():
+            return value.decode("latin-1").strip()
+        if name == b"cookie":
+            for part in value.decode("latin-1").split(";"):
+                key, _, text = part.strip().partition("=")
+                if key == MEMBER_COOKIE:
+                    cookie = text.strip()
+    return cookie
+
+
+def visitor_key(scope: Scope, address: str, members: Callable[[str], str] | None) -> str:
+    """Who the visitor is: the class member a verified token names (``members`` maps a token to its key, ""
+    when it verifies not), else ``address``."""
+    token = member_token(scope) if members is not None else ""
+    return (members(token) if token else "") or address
+
+
+def with_visitor(scope: Scope, visitor: str, address: str | None = None) -> Scope:
+    """``scope`` whose headers carry :data:`VISITOR_HEADER` = ``visitor`` and :data:`ADDRESS_HEADER` =
+    ``address`` (``visitor`` when not given), any copy the client sent dropped."""
+    keys = {VISITOR_HEADER.encode(), ADDRESS_HEADER.encode()}
+    headers = [(name, value) for name, value in scope.get("headers") or [] if name.lower() not in keys]
+    ours = [(VISITOR_HEADER.encode(), visitor.encode("latin-1", "replace")),
+            (ADDRESS_HEADER.encode(), (address or visitor).encode("latin-1", "replace"))]
+    return {**scope, "headers": headers + ours}
 
 
 class RequestLimits:
-    """ASGI middleware: 413 for a body over its cap, 429 for an upload past the budget (see the module)."""
+    """ASGI middleware: 413 for a body over its cap, 429 for an upload past the budget, who the visitor is
+    (see the module; ``members``: a member token -> the visitor key it verifies as, "" when it does not)."""
 
-    def __init__(self, app: ASGIApp, rules: TrafficRules | None = None, budget: UploadBudget | None = None) -> None:
+    def __init__(self, app: ASGIApp, rules: TrafficRules | None = None, budget: UploadBudget | None = None,
+                 members: Callable[[str], str] | None = None) -> None:
         self.app = app
         self.rules = rules or TrafficRules()
         self.budget = budget or UploadBudget(self.rules)
+        self.members = members
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in {"http", "websocket"}:
             await self.app(scope, receive, send)
             return
-        visitor = visitor_address(scope, self.rules.trusted_proxies)
-        scope = with_visitor(scope, visitor)
+        address = visitor_address(scope, self.rules.trusted_proxies)
+        scope = with_visitor(scope, visitor_key(scope, address, self.members), address)
         if scope["type"] != "http" or scope.get("method") not in {"POST", "PUT", "PATCH"}:
             await self.app(scope, receive, send)
             return
@@ -155,7 +195,7 @@ class RequestLimits:
                                      f"{_size(cap)} per request.")
             return
         if upload:
-            why = self.budget.refusal(visitor, declared or cap)
+            why = self.budget.refusal(address, declared or cap)
             if why is not None:
                 await _drain(receive, cap)  # read and dropped: a sender cut off mid-body never hears the answer
                 await _answer(send, 429, why)

@@ -1,13 +1,22 @@
 """The server's classes (:class:`Classroom`): the store opened on first use — SQLite in the runs folder, or
-the database URL the server was given (``app.py --class-db``) — so a server nobody teaches on creates nothing."""
+the database URL the server was given (``app.py --class-db``) — so a server nobody teaches on creates nothing.
+
+It also says who a class member is to the rest of the server: :meth:`Classroom.visitor_key` turns a member
+token the server signed into the visitor key ``member:<id>`` (the HTTP door's visitor, so the member has their
+own queue share, run quota and queued run), and :meth:`Classroom.record_started_run` records a run such a
+visitor started in their class (the teacher's gallery)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
-from bertdemo.classroom.db import Database
+from bertdemo.classroom import tokens
+from bertdemo.classroom.db import DB_FILE, Database
 from bertdemo.classroom.store import ClassLimits, ClassStore
+from bertdemo.traffic import MEMBER_PREFIX
+log = logging.getLogger(__name__)
 
 
 class Classroom:
@@ -33,6 +42,49 @@ class Classroom:
         if not token:
             return ""
         return self.store.is_member(token)
+
+    def visitor_key(self, token: str) -> str:
+        """``member:<id>`` for a member token this server signed; "" for anything else — no token, an invented
+        or altered one, or any token while no class was ever made here (nothing is created to check it)."""
+        if not token or len(token) > tokens.MAX_TOKEN_CHARS:
+            return ""
+        if self._store is None and not self.url and not (self.runs_dir / DB_FILE).is_file():
+            return ""
+        try:
+            member_id = self.member_id(token)
+        except Exception:  # noqa: BLE001 - the database unreachable: the visitor is their address meanwhile
+            log.exception("Could not check a class member token")
+            return ""
+        return MEMBER_PREFIX + member_id if member_id else ""
+
+    def record_started_run(self, visitor: str, run_id: str, kind: str) -> bool:
+        """Record run ``run_id`` (of ``kind``) in the class of the member ``visitor`` names (a key made by
+        :meth:`visitor_key`, which only the HTTP door writes); False for a visitor who is no member, or when
+        the class keeps no more (said in the log: the run itself goes on)."""
+        if not visitor.startswith(MEMBER_PREFIX) or not run_id:
+            return False
+        member_id = visitor[len(MEMBER_PREFIX):]
+        store = self.store
+        try:
+            return store.record_run(tokens.sign(store.key, member_id), run_id, kind)
+        except ValueError as exc:  # a membership ended, a full answer sheet
+            log.info("Run %s not recorded in its class: %s", run_id, exc)
+            return False
+
+    def own_runs(self, visitor: str) -> tuple[str, str, list[tuple[str, str]]] | None:
+        """For the member ``visitor`` names (a key made by :meth:`visitor_key`): their class's name, their
+        nickname and the runs they started in it, (run id, kind) oldest first — nobody else's; None for a
+        visitor who is no member (or whose membership has ended)."""
+        if not visitor.startswith(MEMBER_PREFIX):
+            return None
+        store = self.store
+        try:
+            member = store.member(tokens.sign(store.key, visitor[len(MEMBER_PREFIX):]))
+        except ValueError:
+            return None
+        runs = sorted((run_id, kind) for nick, run_id, kind, _at in store.rows(member.class_id, "member_runs")
+                      if nick == member.nickname)
+        return member.class_name, member.nickname, runs
 
     def close(self) -> None:
         with self._lock:

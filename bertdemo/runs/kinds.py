@@ -31,6 +31,9 @@ class RunKind(Protocol):
     def saved_model(self, run: BackgroundRun) -> Path | None:
         """The folder of the run's latest saved model (a stock transformers folder), None before it saved."""
 
+    def start(self, request: dict[str, Any], owner_token: str = "", *, visitor: str = "", **options: Any) -> BackgroundRun:
+        """Start a run from plain settings in the slot (a queued start made again after a restart calls it)."""
+
 
 class KindRegistry:
     """The run kinds one server runs, by name (registered once each, when the context builds them)."""

@@ -4,18 +4,28 @@ start shown, and cancellable. A dispatcher thread starts the head of the queue a
 
 The queue holds what a start needs as a callable (the kind's own ``start``, with the visitor's settings):
 called when the turn comes, its checks run then, and a refusal is kept as that visitor's message. Torch-free.
+
+A server restart keeps the waiting runs: a start queued with its ``recipe`` (plain JSON values: the kind, the
+settings, the owner token, the visitor — what :meth:`bertdemo.runs.service.RunService.restore_queue` needs to
+make the start again) is written, in queue order, to one file in the runs folder (``path``), replaced atomically
+at every change; :meth:`RunQueue.restore` reads it back when the server starts. The file holds the owner tokens
+of runs not yet started (the runs folder is the server's alone: the class database keeps its signing key there
+too); each leaves it when its run starts or is cancelled.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from bertdemo import storage
 from bertdemo.runs.slot import about
 
 MAX_WAITING = 40  # runs waiting at once on one server
@@ -36,6 +46,7 @@ class Ticket:
     run_id: str = ""  # set once started
     error: str = ""  # why the start was refused when its turn came
     done: threading.Event = field(default_factory=threading.Event)
+    recipe: dict | None = None  # how to make ``start`` again after a restart (plain JSON); None: not kept
 
 
 @dataclass(frozen=True)
@@ -64,12 +75,13 @@ class RunQueue:
 
     def __init__(self, is_free: Callable[[], bool], busy_s: Callable[[], float | None],
                  default_s: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 max_waiting: int = MAX_WAITING) -> None:
+                 max_waiting: int = MAX_WAITING, path: str | Path | None = None) -> None:
         self.is_free = is_free
         self.busy_s = busy_s
         self.default_s = default_s
         self.clock = clock
         self.max_waiting = max_waiting
+        self.path = Path(path) if path is not None else None  # where the waiting runs' recipes are kept
         self._lock = threading.Condition()
         self._waiting: list[Ticket] = []
         self._last: dict[str, Ticket] = {}  # each key's latest ticket (its outcome, once started or refused)
@@ -78,9 +90,11 @@ class RunQueue:
         self._closed = False
 
     # --- a visitor ---------------------------------------------------------------------------------
-    def start_or_wait(self, key: str, label: str, start: Callable[[], Any], estimate_s: float | None = None) -> Any:
+    def start_or_wait(self, key: str, label: str, start: Callable[[], Any], estimate_s: float | None = None,
+                      recipe: dict | None = None) -> Any:
         """Start now when the slot is free and nobody waits (the run, as ``start`` returns it); else queue it
-        and return its :class:`Place`. ValueError when ``key`` has a run waiting already or the queue is full."""
+        and return its :class:`Place`. ValueError when ``key`` has a run waiting already or the queue is full.
+        ``recipe``: plain JSON values from which the start can be made again after a restart (kept on disk)."""
         with self._lock:
             if not self._waiting and self.is_free():
                 self._last.pop(key, None)
@@ -91,9 +105,10 @@ class RunQueue:
             if len(self._waiting) >= self.max_waiting:
                 raise ValueError(f"{len(self._waiting)} runs are waiting for the training slot, the most this server "
                                  "queues; try again later.")
-            ticket = Ticket(key, label, start, estimate_s, next(self._numbers), self.clock())
+            ticket = Ticket(key, label, start, estimate_s, next(self._numbers), self.clock(), recipe=recipe)
             self._waiting.append(ticket)
             self._last[key] = ticket
+            self._save()
             self._ensure_dispatcher()
             return self.place(key)
 
@@ -105,6 +120,7 @@ class RunQueue:
             self._waiting = kept
             if cancelled:
                 self._last.pop(key, None)
+                self._save()
             return cancelled
 
     def place(self, key: str) -> Place | None:
@@ -141,6 +157,7 @@ class RunQueue:
             if not self._waiting or not self.is_free():
                 return None
             ticket = self._waiting.pop(0)
+            self._save()  # out of the file before it starts: a crash while starting never starts it twice
             try:
                 run = ticket.start()
                 ticket.run_id = str(getattr(run, "run_id", "") or "")
@@ -160,6 +177,50 @@ class RunQueue:
                     return
                 self._lock.wait(DISPATCH_S)
             self.dispatch_once()
+
+    # --- kept across a restart ---------------------------------------------------------------------
+    def _save(self) -> None:
+        """Write the waiting runs' recipes, in queue order, to :attr:`path` (atomically; called under the lock)."""
+        if self.path is None:
+            return
+        kept = [{"key": t.key, "label": t.label, "estimate_s": t.estimate_s, "recipe": t.recipe}
+                for t in self._waiting if t.recipe is not None]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            storage.write_text(self.path, json.dumps(kept))
+        except OSError:  # a full or read-only disk: the queue in memory goes on
+            log.exception("Could not keep the run queue in %s", self.path)
+
+    def restore(self, make_start: Callable[[dict], Callable[[], Any]]) -> int:
+        """Queue again, in their order, the runs the file at :attr:`path` keeps (a server that restarted);
+        ``make_start``: a recipe -> its start (ValueError for one it cannot make: that entry is dropped).
+        How many were queued; a missing or unreadable file is an empty queue."""
+        if self.path is None or not self.path.is_file():
+            return 0
+        try:
+            entries = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            log.warning("The kept run queue %s is unreadable; starting with an empty queue", self.path)
+            entries = []
+        with self._lock:
+            for entry in entries if isinstance(entries, list) else []:
+                try:
+                    key, label, recipe = str(entry["key"]), str(entry["label"]), dict(entry["recipe"])
+                    estimate = entry.get("estimate_s")
+                    start = make_start(recipe)
+                except (KeyError, TypeError, ValueError) as err:
+                    log.warning("A kept queued run was dropped: %s", err)
+                    continue
+                if len(self._waiting) >= self.max_waiting or any(t.key == key for t in self._waiting):
+                    continue
+                ticket = Ticket(key, label, start, float(estimate) if isinstance(estimate, (int, float)) else None,
+                                next(self._numbers), self.clock(), recipe=recipe)
+                self._waiting.append(ticket)
+                self._last[key] = ticket
+            self._save()
+            if self._waiting:
+                self._ensure_dispatcher()
+            return len(self._waiting)
 
     def close(self) -> None:
         """Stop dispatching (server shutdown): waiting runs stay unstarted."""

@@ -4,11 +4,14 @@ delete a run, clean-up at start and the save on shutdown.
 
 A kind's service (:class:`bertdemo.pretrain.service.PretrainService`,
 :class:`bertdemo.finetune.service.FinetuneService`) registers itself here and keeps only its own start checks,
-estimates and names; it starts its run through :meth:`RunService.launch`. Torch-free.
+estimates and names; it starts its run through :meth:`RunService.launch`, where whatever listens for started
+runs (:attr:`RunService.on_start`: a class records its members' runs) hears of it. Torch-free.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -20,6 +23,10 @@ from bertdemo.runs.kinds import KindRegistry, RunKind
 from bertdemo.runs.queue import Place, RunQueue
 from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
 from bertdemo.settings import ServerSettings
+from bertdemo.traffic import MEMBER_PREFIX
+
+QUEUE_FILE = ".run-queue.json"  # in the runs folder: the runs waiting for the slot, kept across a restart
+log = logging.getLogger(__name__)
 
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
 NO_RUN = "There is no run to control; press Start first."
@@ -43,7 +50,10 @@ class RunService:
         self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
         self.manager = RunManager(self.runs_dir, clock)
         self.kinds = KindRegistry()
-        self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock)
+        self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock,
+                              path=self.runs_dir / QUEUE_FILE)
+        # called with (visitor, run id, kind) once a run of any kind has started, queued or not (AppContext wires them)
+        self.on_start: list[Callable[[str, str, str], Any]] = []
 
     def register(self, kind: RunKind) -> None:
         """Serve runs of ``kind`` (its service calls this once, when it is built)."""
@@ -88,8 +98,9 @@ class RunService:
         return token if self.settings.is_public else ""
 
     def visitor(self, address: str) -> str:
-        """The address a new run records for the quota: the caller's on a public server, none locally."""
-        return address if self.settings.is_public else ""
+        """Who a new run records as its visitor: the caller (address or class member) on a public server, for
+        the quota; locally a class member alone (their class lists the run), else none."""
+        return address if self.settings.is_public or address.startswith(MEMBER_PREFIX) else ""
 
     def cap_seconds(self) -> float | None:
         """The wall-time cap every run gets on a public server (None locally)."""
@@ -130,10 +141,33 @@ class RunService:
         return (visitor if self.settings.is_public and visitor else owner_token) or "local"
 
     def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
-                       estimate_s: float | None = None) -> BackgroundRun | Place:
+                       estimate_s: float | None = None, recipe: dict | None = None) -> BackgroundRun | Place:
         """Start a run now (``start``: the kind's start with the visitor's settings) when the slot is free and
-        nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`."""
-        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s)
+        nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`. ``recipe``:
+        ``{"kind": name, "settings": {...}, "options": {...}}`` (plain JSON values) — the same start as
+        ``kind.start(settings, owner_token, visitor=visitor, **options)``, so a restarted server queues it again
+        (:meth:`restore_queue`); without one (or with values JSON cannot hold) a restart forgets it."""
+        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor}
+        try:
+            json.dumps(kept)
+        except (TypeError, ValueError):
+            kept = None
+        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept)
+
+    def restore_queue(self) -> int:
+        """At server start (every kind registered): queue again, in order, the runs that waited for the slot
+        when the server stopped; each starts by itself when its turn comes. How many wait now."""
+        kinds = {kind.name: kind for kind in self.kinds}
+
+        def make_start(recipe: dict) -> Callable[[], BackgroundRun]:
+            kind = kinds.get(str(recipe.get("kind")))
+            if kind is None:
+                raise ValueError(f"no run kind {str(recipe.get('kind'))[:40]!r} on this server")
+            settings, options = dict(recipe["settings"]), dict(recipe.get("options") or {})
+            token, visitor = str(recipe.get("owner_token") or ""), str(recipe.get("visitor") or "")
+            return lambda: kind.start(settings, token, visitor=visitor, **options)
+
+        return self.queue.restore(make_start)
 
     def queued(self, owner_token: str, visitor: str) -> Place | None:
         """Where this visitor's queued run stands (None when they have none)."""
@@ -145,8 +179,14 @@ class RunService:
 
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
-        how long the slot stays busy, when a run is under way."""
-        return self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
+        how long the slot stays busy, when a run is under way. Then every :attr:`on_start` listener hears of it."""
+        started = self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
+        for listener in self.on_start:
+            try:
+                listener(started.visitor, started.run_id, started.kind)
+            except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of
+                log.exception("A run-start listener failed for run %s", started.run_id)
+        return started
 
     # --- deleting ----------------------------------------------------------------------------------
     def check_may_delete(self, root: Path, run_id: str, owner_token: str) -> None:

@@ -4,7 +4,10 @@ teacher's view — who joined and who is active, the funnel of Learn steps, each
 check's gain per item (Hake's ⟨g⟩), the training queue, the members' runs as overlaid curves, and a CSV.
 
 Wiring only: the class logic is :mod:`bertdemo.classroom`. The member token is kept in the browser's
-localStorage (like a run's owner token) and never shown; the teacher key only in the teacher's link."""
+localStorage (like a run's owner token) and never shown; the teacher key only in the teacher's link. The token
+also goes into a cookie (:data:`HEAD`, set before the page's first request, and at the join), so every request
+of the page carries it and the HTTP door counts the member as themselves (:mod:`bertdemo.traffic`): their own
+queue share, run quota and queued run, and the runs they start listed in their class."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from bertdemo import storage
 from bertdemo.classroom.report import ClassReport, class_report, csv_text
 from bertdemo.classroom.store import ClassStore
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
-from bertdemo.ui.common import user_errors
+from bertdemo.traffic import MEMBER_COOKIE
+from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
 
@@ -28,11 +32,19 @@ if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
 MEMBER_KEY = "bertdemo-class-member"  # localStorage: this browser's signed class membership
+# the membership as a cookie, so every request of the page carries it (a year; sent to this site alone)
+_SET_COOKIE = (f"document.cookie = {MEMBER_COOKIE + '='!r} + encodeURIComponent(token) + '; Path=/; Max-Age=31536000;"
+               " SameSite=Lax' + (location.protocol === 'https:' ? '; Secure' : '');")
 READ_MEMBER_JS = f"() => localStorage.getItem({MEMBER_KEY!r}) || ''"
-KEEP_MEMBER_JS = f"(token) => {{ if (token) localStorage.setItem({MEMBER_KEY!r}, token); return []; }}"
+KEEP_MEMBER_JS = (f"(token) => {{ if (token) {{ localStorage.setItem({MEMBER_KEY!r}, token); {_SET_COOKIE} }}"
+                  " return []; }")
+# for launch(head=...): before the page's first request, a membership kept in this browser becomes the cookie
+HEAD = (f"<script>try {{ const token = localStorage.getItem({MEMBER_KEY!r}); if (token) {{ {_SET_COOKIE} }} }}"
+        " catch (e) {}</script>")
 LINKS_JS = ("(q) => { if (!q) return q; const base = location.origin + location.pathname;"
             " return q.split('\\n').map(line => line.replace(/\\?(class|teacher)=/, m => base + m)).join('\\n'); }")
 MAX_GALLERY = 12  # runs drawn together
+RUN_KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning"}
 
 
 def _cell(text: object) -> str:
@@ -58,6 +70,9 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
             "| Item | Students | Before | After | ⟨g⟩ |", "|---|---|---|---|---|"]
     out += [f"| {_cell(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
             f"{'–' if g.gain is None else f'{g.gain:.2f}'} |" for g in report.gains] or ["| – | | | | |"]
+    out += ["", "#### Students' runs", "| Nickname | Run | Kind |", "|---|---|---|"]
+    out += [f"| {_cell(nick)} | {_cell(run_id)} | {RUN_KINDS.get(kind, _cell(kind))} |"
+            for nick, run_id, kind in sorted(report.runs, key=lambda r: r[1])] or ["| – | | |"]
     out += ["", "#### Waiting for the training slot", ]
     out += [f"{pos}. a {_cell(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
             for pos, _key, label, s in queue] or ["Nobody is waiting."]
@@ -106,15 +121,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS))
         text = report_markdown(report, ctx.runs.queue.waiting())
-        curves = []
-        for nick, run_id, kind in report.runs[-MAX_GALLERY:]:
-            if kind != "pretrain":
-                continue
-            try:
-                curves.append(run_curves.CurveRun(f"{nick}: {run_id}", ctx.pretrain_runs.load_run(run_id).snapshot))
-            except ValueError:  # deleted since
-                continue
-        spec = run_curves.training_curves_spec(curves) if curves else None
+        spec = gallery_spec(ctx, report)
         figure = gr.update(value=json.dumps(spec, separators=(",", ":")), visible=True) if spec else gr.update(visible=False)
         return gr.update(visible=True), text, figure, gr.skip()
 
@@ -125,10 +132,13 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         return str(path)
 
     def read_link(request: gr.Request):
-        """The link's class code into the Join box, and with a teacher key the teacher's view: one event per open."""
+        """The link's class code into the Join box, with a teacher key the teacher's view, and for a member (the
+        door knows them by their cookie) their class and own runs: one event per open."""
         params = dict(request.query_params) if request is not None else {}
         code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
-        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key))
+        mine = classes.own_runs(visitor_of(request))
+        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key),
+                membership_markdown(*mine) if mine else gr.skip())
 
     create.click(user_errors(create_class), name, links, api_visibility="private").then(
         None, links, links, js=LINKS_JS, api_visibility="private")
@@ -136,10 +146,36 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
     demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
     shown = [teacher_view, report_md, gallery, csv_button]
-    demo.load(user_errors(read_link), None, [code, teacher, *shown], api_visibility="private")
+    demo.load(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
     return member
+
+
+def membership_markdown(class_name: str, nickname: str, runs: list[tuple[str, str]]) -> str:
+    """A member's own line: their class, their nickname, the runs they started in it (theirs alone)."""
+    line = f"You are in **{_cell(class_name)}** as **{_cell(nickname)}**."
+    if not runs:
+        return line + " The runs you start (Pretrain, Fine-tune) are shown to your teacher."
+    return line + " Your runs in this class (your teacher sees their curves): " + ", ".join(
+        f"{_cell(run_id)} ({RUN_KINDS.get(kind, _cell(kind))})" for run_id, kind in runs) + "."
+
+
+def gallery_spec(ctx: AppContext, report: ClassReport) -> dict | None:
+    """The members' latest pretraining runs (:data:`MAX_GALLERY`) as overlaid training curves, each named by its
+    student: the live run's curves as they are now, an ended run's from its checkpoint; None when there is none."""
+    live = ctx.pretrain_runs.current
+    curves = []
+    pretraining = sorted((r for r in report.runs if r[2] == "pretrain"), key=lambda r: r[1])[-MAX_GALLERY:]
+    for nick, run_id, _kind in pretraining:
+        if live is not None and live.run_id == run_id:
+            curves.append(run_curves.CurveRun(f"{nick}: {run_id}", live.snapshot()))
+            continue
+        try:
+            curves.append(run_curves.CurveRun(f"{nick}: {run_id}", ctx.pretrain_runs.load_run(run_id).snapshot))
+        except ValueError:  # deleted since, or never saved a checkpoint
+            continue
+    return run_curves.training_curves_spec(curves) if curves else None
 
 
 def send_answers(store: ClassStore, progress: object, token: str) -> int:

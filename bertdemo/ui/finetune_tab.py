@@ -192,8 +192,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     @user_errors
     def start_from_page(request: gr.Request, token: str, *values):
         token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
-        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
-                                lambda: runs.start(dict(zip(names, values)), token, visitor=visitor))
+        settings = dict(zip(names, values))
+        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(settings, token, visitor=visitor),
+                                recipe={"kind": runs.name, "settings": settings})
         return status_text(), token
 
     @user_errors

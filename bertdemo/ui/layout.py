@@ -21,7 +21,7 @@ TITLE = "BERT Explorer"
 # for launch(css=...): the page's own rules, and its reflow on a phone; the colours the theme cannot set
 CSS = static.read("page.css") + theme.CSS + access.CSS
 # for launch(head=...): a tap shows what a hover shows; the keyboard, screen-reader and phone rules (ui/access.py)
-HEAD = f"<script>{static.read('phone.js')}</script>" + access.head()
+HEAD = f"<script>{static.read('phone.js')}</script>" + access.head() + class_tab.HEAD  # + a class membership's cookie
 THEME = theme.THEME  # the page's colours: bertdemo/ui/theme.py
 
 

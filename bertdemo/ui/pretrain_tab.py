@@ -336,8 +336,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     def start_from_page(request: gr.Request, token: str, *values):
         """The page's Start: the form, as settings, becomes a run owned by this browser."""
         token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
-        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(
-            dict(zip(form_names, values)), token, upload_root=compat.upload_folder(), visitor=visitor))
+        settings, options = dict(zip(form_names, values)), {"upload_root": compat.upload_folder()}
+        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
+                                lambda: runs.start(settings, token, visitor=visitor, **options),
+                                recipe={"kind": runs.name, "settings": settings, "options": options})
         return status_text(), token
 
     @user_errors

@@ -9,7 +9,9 @@ page's state for every session that sends an event (about 0.6 MB each, measured 
 internals reached through :mod:`bertdemo.compat`):
 
 - a visitor with ``queue_per_visitor`` events waiting or running is told to wait for them, while others
-  keep being served;
+  keep being served; a class member who joined is a visitor of their own (the door says so), and every
+  visitor behind one address together — a class behind its school's one address — has at most
+  ``queue_per_address`` (so tokens a stranger mints by joining classes do not buy a larger share);
 - a visitor's sessions beyond ``sessions_per_visitor`` drop their oldest one from gradio's state holder,
   so a client making a session per call uses its own share and does not push out other visitors' pages.
 
@@ -28,12 +30,17 @@ from typing import Any
 import gradio as gr
 
 from bertdemo import compat
-from bertdemo.traffic import VISITOR_HEADER, TrafficRules
+from bertdemo.traffic import ADDRESS_HEADER, VISITOR_HEADER, TrafficRules
 
 
 def busy_message(waiting: int, most: int) -> str:
     return (f"You have {waiting} requests waiting or running; this server computes at most {most} at once for "
             "one visitor, so others are served too. Wait for those to finish, then try again.")
+
+
+def address_busy_message(waiting: int, most: int) -> str:
+    return (f"Your network's address has {waiting} requests waiting or running; this server computes at most {most} "
+            "at once for one address, so others are served too. Try again in a moment.")
 
 
 def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
@@ -57,16 +64,23 @@ def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
     def visitor_of(request: Any) -> str | None:
         return request.headers.get(VISITOR_HEADER) if request is not None else None
 
+    def address_of(request: Any) -> str | None:
+        return request.headers.get(ADDRESS_HEADER) or visitor_of(request) if request is not None else None
+
     def limited(push: Callable) -> Callable:
         async def limited_push(body: Any, request: Any, username: str | None):
             visitor = visitor_of(request)
             if visitor is None:  # not through the door (a test's own queue): gradio's rules only
                 return await push(body=body, request=request, username=username)
-            if rules.queue_per_visitor > 0:
-                waiting = sum(1 for event in compat.queued_events(demo)
-                              if visitor_of(compat.event_request(event)) == visitor)
-                if waiting >= rules.queue_per_visitor:
+            if rules.queue_per_visitor > 0 or rules.queue_per_address > 0:
+                address = address_of(request)
+                queued = [compat.event_request(event) for event in compat.queued_events(demo)]
+                waiting = sum(1 for other in queued if visitor_of(other) == visitor)
+                if 0 < rules.queue_per_visitor <= waiting:
                     return False, busy_message(waiting, rules.queue_per_visitor), "queue_full"
+                behind = sum(1 for other in queued if address_of(other) == address)
+                if 0 < rules.queue_per_address <= behind:
+                    return False, address_busy_message(behind, rules.queue_per_address), "queue_full"
             answer = await push(body=body, request=request, username=username)
             if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
                 remember(visitor, getattr(body, "session_hash", None))
