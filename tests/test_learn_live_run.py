@@ -123,3 +123,23 @@ def test_the_steps_code_grades_the_runs_metrics_csv_as_the_page_does(public_run,
         lines, _ = run_snippet(below_line_code(limit_s))
         said = lines[0].split(":")[0]
         assert said == {True: "yes", False: "no", None: "not decided yet"}[check.crossed], (limit_s, lines)
+
+
+def test_the_learn_tab_grades_the_guess_on_the_browsers_own_run(corpus, tmp_path):
+    """The page's "Check my guess" reads the browser's owner token: the owner is told about their own run (not yet
+    at 2:00, so the reference grades it), a stranger that they have none; both graded against the reference."""
+    from bertdemo.context import AppContext
+    from bertdemo.ui.layout import build_app
+
+    ctx = AppContext.for_tests(tmp_path, public=True)
+    run = ctx.pretrain_runs.start(tiny_run_config(corpus, ctx.settings.runs_dir, steps=10, eval_every=5,
+                                                  checkpoint_every=10), owner_token="mine")
+    assert run.join(300), run.snapshot().message
+    check_guess = next(f.fn for f in build_app(ctx).fns.values() if f.name == "check_guess")
+    asked = {"prediction": predictions.prediction("live-run", live_run.numbers(live_run.reference_check())).to_json()}
+    verdicts = {token: check_guess(asked, predictions.YES, None, None, token) for token in ("mine", "stranger")}
+    for verdict, _box, progress, _line in verdicts.values():
+        assert progress["answers"]["live-run"]["correct"] is True  # the reference went below at 1.7 minutes
+        assert verdict.startswith("**Right**") and "Graded against **the reference measurement**" in verdict
+    assert f"Your run {run.run_id} has trained" in verdicts["mine"][0]
+    assert "no pretraining run of your own" in verdicts["stranger"][0] and run.run_id not in verdicts["stranger"][0]

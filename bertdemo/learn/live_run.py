@@ -71,7 +71,8 @@ def reference_check(run: measured.MeasuredRun = measured.DEFAULT_RUN, limit_s: f
     below = run.below_left_min
     crossed_s = None if below is None else 60.0 * below
     return LineCheck(REFERENCE, f"the reference run (the default recipe, {run.budget_min:g} minutes on "
-                     f"{measured.MEASURED_ON})", crossed_s is not None and crossed_s <= limit_s, crossed_s,
+                     f"{measured.MEASURED_ON}; its clock the training thread's CPU time)",
+                     crossed_s is not None and crossed_s <= limit_s, crossed_s,
                      trained_s=60.0 * run.minutes)
 
 

@@ -11,7 +11,6 @@ their own test, at both widths, once each action has run.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -19,7 +18,8 @@ from playwright.sync_api import Page, expect
 from bertdemo.ui.access import ANSWERS
 
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, open_tab_by_name, plot_ready, resize, wait_idle
+from .pages import (RUN_TIMEOUT_MS, create_class, open_app, open_tab, open_tab_by_name, plot_ready, resize,
+                    wait_idle)
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 BLOCKING = ("critical", "serious")
@@ -211,6 +211,10 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
 
 
 TRAINING_TIMEOUT_MS = 300_000  # a run tokenizes its corpus and makes its first evaluation on 2 busy cores
+# tab -> (the name of its check, (start, stop, its curves, its own trace's name, the status once it ended))
+TRAINING = {"Pretrain": ("pretrain_running", ("#pt-start", "#pt-stop", "#pt-curves", ": train", "#pt-status")),
+            "Fine-tune": ("finetune_running", ("#ft-start", "#ft-stop", "#ft-curves", "", "#ft-status"))}
+ENDED_JS = "(sel) => /STOPPED|FINISHED/.test(document.querySelector(sel)?.innerText || '')"
 # the run's own curve has points (the fine-tuning chart's stored random-weight reference is drawn from the start)
 OWN_CURVE_JS = """([sel, name]) => { const p = document.querySelector(sel + ' .js-plotly-plot');
   return !!p && (p.data || []).some(d => (d.name || '').includes(name) && !(d.name || '').includes('reference')
@@ -234,32 +238,19 @@ def test_axe_finds_nothing_serious_after_the_training_and_class_tabs_main_action
     page = context.new_page()
     try:
         open_app(page, app_url)
-        open_tab_by_name(page, "Pretrain")
-        page.click("#pt-start")
-        page.wait_for_function(OWN_CURVE_JS, arg=["#pt-curves", ": train"], timeout=TRAINING_TIMEOUT_MS)
-        wait_idle(page)
-        axe_at_both_widths(page, "pretrain_running", found)
-        page.click("#pt-stop")
-        expect(page.locator("#pt-status")).to_contain_text("STOPPED", timeout=TRAINING_TIMEOUT_MS)
-
-        open_tab_by_name(page, "Fine-tune")
-        page.click("#ft-start")
-        page.wait_for_function(OWN_CURVE_JS, arg=["#ft-curves", ""], timeout=TRAINING_TIMEOUT_MS)
-        wait_idle(page)
-        axe_at_both_widths(page, "finetune_running", found)
-        page.click("#ft-stop")
-        page.wait_for_function("() => /STOPPED|FINISHED/.test(document.querySelector('#ft-status')?.innerText || '')",
-                               timeout=TRAINING_TIMEOUT_MS)
+        for tab, (name, (start, stop, curves, trace, ended)) in TRAINING.items():
+            open_tab_by_name(page, tab)
+            page.click(start)
+            page.wait_for_function(OWN_CURVE_JS, arg=[curves, trace], timeout=TRAINING_TIMEOUT_MS)
+            wait_idle(page)
+            axe_at_both_widths(page, name, found)
+            page.click(stop)
+            page.wait_for_function(ENDED_JS, arg=ended, timeout=TRAINING_TIMEOUT_MS)  # the slot free for the next
 
         open_tab_by_name(page, "Class")
-        page.locator("#class-teach .label-wrap").click()
-        page.locator("#class-name textarea, #class-name input").first.fill("Year 12 · BERT")
-        page.locator("#class-create").click()
-        links = page.locator("#class-links textarea").first
-        expect(links).to_have_value(re.compile(r"\?teacher=\S+"), timeout=RUN_TIMEOUT_MS)
+        join_link, teacher_link = create_class(page, "Year 12 · BERT")
         wait_idle(page)
         axe_at_both_widths(page, "class_created", found)
-        join_link, teacher_link = [line.split(": ", 1)[1] for line in links.input_value().splitlines()]
         student = context.new_page()  # one student in the class, so the teacher's tables have a row
         student.goto(join_link)
         open_tab(student, "Class")
