@@ -203,9 +203,10 @@ def names_model(page, side: "Side") -> None:
 def own_run(page, side: "Side") -> None:
     """Fine-tune the 20-sentence example from the page, as a learner does, and wait until its run is picked."""
     open_section("Fine-tune on your own labelled sentences")(page, side)
-    page.click("#own-example")
-    page.wait_for_timeout(500)
-    page.click("#own-start")
+    page.evaluate("() => document.querySelector('#own-example').click()")  # a busy page: no actionability wait
+    page.wait_for_function("() => (document.querySelector('#own-lines textarea')?.value || '').includes('\\t')",
+                           timeout=TIMEOUT_MS)
+    page.evaluate("() => document.querySelector('#own-start').click()")
     page.wait_for_function("() => !!document.querySelector('#own-pick input')?.value", timeout=RUN_WAIT_S * 1000)
 
 
