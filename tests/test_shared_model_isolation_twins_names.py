@@ -31,7 +31,7 @@ from bertdemo.finetune.token_engine import run_token_finetune, tag_sentence
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain.landmarks import count_ngrams
 from bertdemo.runs.control import RunControl
-from tests.helpers import name_task, tiny_finetune_config, tiny_model_dir, word_task
+from tests.helpers import name_task, summary_blocks, tiny_finetune_config, tiny_model_dir, word_task
 
 TIMEOUT_S = 300.0
 ROUNDS = 3  # each pair of calls runs together this many times
@@ -93,15 +93,9 @@ def pair_of(loaded) -> tuple[twins.Twin, twins.Twin]:
 
 @pytest.fixture(scope="module")
 def heldout(tokenizer):
-    """Packed blocks of 64 from embedded summaries (train, held-out) and the training blocks' n-grams."""
-    from bertdemo.models.embedded import wiki_summaries
-    from bertdemo.pretrain.data import pack_stream
-
-    texts = wiki_summaries()[:40]
-    ids = np.concatenate([np.asarray(t + [tokenizer.sep_token_id]) for t in
-                          tokenizer(texts, add_special_tokens=False)["input_ids"]])
-    packed = pack_stream(ids, 64, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
-    return packed[-6:], count_ngrams(packed[:-6], len(tokenizer), tokenizer.all_special_ids)
+    """Held-out blocks of 64 from embedded summaries and the training blocks' n-grams."""
+    train, held_out = summary_blocks(tokenizer)
+    return held_out, count_ngrams(train, len(tokenizer), tokenizer.all_special_ids)
 
 
 def as_plain(result) -> dict:
