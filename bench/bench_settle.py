@@ -3,6 +3,14 @@
     python bench/bench_settle.py                                    # the embedded model, 12 clicks per tab
     python bench/bench_settle.py --compare /tmp/base --label-b base # two checkouts, alternated click by click
     python bench/bench_settle.py --tabs "Attention,Inside BERT" --repeat 20
+    python bench/bench_settle.py --tabs "Twins: side by side,Head roles,Names tagging,Own-data classify"
+
+The views inside the Pretrain and Fine-tune tabs are measured the same way, each opened first as a learner
+opens it: the twin comparison (held-out words by position, a new number of blocks each click; the learner's
+sentence side by side), what the heads became (the two shipped twins in turn), names tagging (a names run
+fine-tuned through ``/start_finetune`` before the clicks) and classifying with a run on the learner's own data
+(the 20-sentence example fine-tuned from the page before the clicks). Those two tabs poll their runs every 1–2 s:
+a poll sent after the click is a queue event like any other, and the click settles once it is answered too.
 
 A click is *settled* when, measured in the page from the click:
 
@@ -28,8 +36,10 @@ import argparse
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -37,7 +47,7 @@ from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
 from bench.bench_views import CHROMIUM, EMBEDDED, PLACES, SUBJECTS, open_tab  # noqa: E402
 
 QUIET_MS = 300
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = 180_000  # a busy machine
 
 WATCHER = r"""
 (() => {
@@ -123,6 +133,14 @@ class Click:
     button: str
     watched: str
     sentence: str  # a format string with {s} (a subject) and {p} (a place)
+    label: str = ""  # what the report calls it (default: the tab); a view inside a tab has its own
+    value: Callable[[int], str] | None = None  # what the i-th click types instead of ``sentence``
+    commit: bool = False  # press Enter after typing (a dropdown that takes a typed name)
+    prepare: Callable[[Any, "Side"], None] | None = None  # once, on the open tab, before the first click
+
+    @property
+    def key(self) -> str:
+        return self.label or self.tab
 
 
 PLAIN = "The {s} did not cross the {p} because it was too tired."
@@ -138,6 +156,80 @@ CLICKS = [
 ]
 
 
+# --- the views inside the Pretrain and Fine-tune tabs ----------------------------------------------------------
+NAMES_RUN = {"task": "names", "epochs": 0.05, "time_budget_s": 0, "seed": 1}  # a names run of a few steps
+RUN_WAIT_S = 900  # a run on a busy 2-core machine
+
+
+def open_section(label: str) -> Callable[[Any, "Side"], None]:
+    """Open the accordion whose header reads ``label`` (when it is closed) and bring it into view."""
+    def prepare(page, side) -> None:
+        page.evaluate("""(label) => {
+            const b = [...document.querySelectorAll('button.label-wrap')].find(x => x.textContent.includes(label));
+            if (!b.classList.contains('open')) b.click();
+            b.scrollIntoView({block: 'start'});
+        }""", label)
+        page.wait_for_timeout(500)
+    return prepare
+
+
+def wait_run(client, kind: str, since: set[str]) -> dict:
+    """The status of the first run of ``kind`` not in ``since`` once it has ended (SystemExit when it failed)."""
+    deadline = time.monotonic() + RUN_WAIT_S
+    while time.monotonic() < deadline:
+        status = client.predict(api_name="/run_status") or {}
+        if status.get("kind") == kind and status.get("run_id") not in since and status.get("status") in (
+                "finished", "stopped", "failed"):
+            if status["status"] == "failed":
+                raise SystemExit(f"the {kind} run failed: {str(status.get('message'))[:300]}")
+            return status
+        time.sleep(2)
+    raise SystemExit(f"no {kind} run ended within {RUN_WAIT_S} s")
+
+
+def names_model(page, side: "Side") -> None:
+    """Fine-tune a names run through the API (a few steps), then pick it in the tagging view."""
+    open_section("Find the names")(page, side)
+    client = side.app.client()
+    before = {(client.predict(api_name="/run_status") or {}).get("run_id")}
+    client.predict(NAMES_RUN, api_name="/start_finetune")
+    status = wait_run(client, "finetune", before)
+    box = page.locator("#ft-tag-model input")
+    box.fill(status["checkpoint"])
+    box.press("Enter")
+    page.wait_for_timeout(500)
+
+
+def own_run(page, side: "Side") -> None:
+    """Fine-tune the 20-sentence example from the page, as a learner does, and wait until its run is picked."""
+    open_section("Fine-tune on your own labelled sentences")(page, side)
+    page.evaluate("() => document.querySelector('#own-example').click()")  # a busy page: no actionability wait
+    page.wait_for_function("() => (document.querySelector('#own-lines textarea')?.value || '').includes('\\t')",
+                           timeout=TIMEOUT_MS)
+    page.evaluate("() => document.querySelector('#own-start').click()")
+    page.wait_for_function("() => !!document.querySelector('#own-pick input')?.value", timeout=RUN_WAIT_S * 1000)
+
+
+def twins_blocks(i: int) -> str:
+    return str(2 + i % 15)  # 2 … 16 held-out blocks: each click a new answer
+
+
+TWINS = ("embedded/twin-mlm", "embedded/twin-ltr")
+VIEWS = [
+    Click("Pretrain", "#pt-twins input[type=number]", "#pt-twins-heldout-run", "#pt-twins-heldout", "",
+          label="Twins: held-out by position", value=twins_blocks, prepare=open_section("The B in BERT")),
+    Click("Pretrain", "#pt-twins textarea", "#pt-twins-side-run", "#pt-twins-side", MASKED,
+          label="Twins: side by side", prepare=open_section("The B in BERT")),
+    Click("Pretrain", "#pt-heads-model input", "#pt-heads-run", "#pt-heads-out", "", label="Head roles",
+          value=lambda i: TWINS[i % 2], commit=True, prepare=open_section("What the heads became")),
+    Click("Fine-tune", "#ft-tag-text textarea", "#ft-tag", "#ft-tag-out", "The {s} met Anna in {p} last May.",
+          label="Names tagging", prepare=names_model),
+    Click("Fine-tune", "#own-sentence textarea", "#own-classify", "#own-answer", PLAIN,
+          label="Own-data classify", prepare=own_run),
+]
+CLICKS += VIEWS
+
+
 @dataclass
 class Side:
     label: str
@@ -148,6 +240,8 @@ class Side:
 
 
 def sentence_for(click: Click, i: int) -> str:
+    if click.value is not None:
+        return click.value(i)
     return click.sentence.format(s=SUBJECTS[i % len(SUBJECTS)], p=PLACES[(i * 5 + 3) % len(PLACES)])
 
 
@@ -165,16 +259,20 @@ def click_once(side: Side, click: Click, i: int) -> dict:
     """One click, from typing a new sentence to settled (and quiet): the page's own measurements, and the
     CPU the page and the server spent from the click until the page was quiet."""
     page = side.page
-    page.locator(click.field).fill(sentence_for(click, i))
+    box = page.locator(click.field).first
+    box.fill(sentence_for(click, i))
+    if click.commit:
+        box.press("Enter")
     page.wait_for_timeout(150)  # the box's own change events answered before the clock starts
     page.wait_for_function("() => __settle.pending === 0 && __settle.indicators() === 0", timeout=TIMEOUT_MS)
     page.evaluate("(w) => __settle.arm(w)", click.watched)
     before = cpu_ms(side)
     page.evaluate("(b) => __settle.click(b)", click.button)
-    page.wait_for_function("() => __settle.result().quiet", timeout=TIMEOUT_MS, polling=50)
+    # the result read in the same frame that finds it quiet (a tab's own poll may start a new event right after)
+    result = page.wait_for_function("() => { const r = __settle.result(); return r.quiet ? r : null; }",
+                                    timeout=TIMEOUT_MS, polling=50).json_value()
     after = cpu_ms(side)
-    return {**page.evaluate("() => __settle.result()"), "page_cpu": after[0] - before[0],
-            "server_cpu": after[1] - before[1]}
+    return {**result, "page_cpu": after[0] - before[0], "server_cpu": after[1] - before[1]}
 
 
 def report(tab: str, sides: list[Side]) -> None:
@@ -202,7 +300,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=EMBEDDED)
     parser.add_argument("--repeat", type=int, default=12, help="timed clicks per tab and side (after 2 untimed)")
-    parser.add_argument("--tabs", default=",".join(c.tab for c in CLICKS), help="comma-separated tab names")
+    parser.add_argument("--tabs", default=",".join(c.key for c in CLICKS),
+                        help="comma-separated tab names (or a view's label, e.g. 'Head roles')")
     parser.add_argument("--app-dir", default=str(REPO_ROOT), help="the checkout whose app.py runs (default: this one)")
     parser.add_argument("--compare", default="", help="a second checkout to alternate with")
     parser.add_argument("--label-a", default="this checkout")
@@ -230,15 +329,17 @@ def main() -> None:
                 side.page.wait_for_timeout(3000)
                 side.cdp = context.new_cdp_session(side.page)
                 side.cdp.send("Performance.enable", {"timeDomain": "threadTicks"})  # task durations in CPU time
-            for click in (c for c in CLICKS if c.tab in tabs):
+            for click in (c for c in CLICKS if c.key in tabs):
                 for side in sides:
                     open_tab(side.page, click.tab)
+                    if click.prepare is not None:
+                        click.prepare(side.page, side)
                     for i in range(2):  # untimed: first forward, first draw
                         click_once(side, click, 1000 + i)
                 for rep in range(args.repeat):
                     for side in (sides if rep % 2 == 0 else sides[::-1]):
-                        side.samples.setdefault(click.tab, []).append(click_once(side, click, rep))
-                report(click.tab, sides)
+                        side.samples.setdefault(click.key, []).append(click_once(side, click, rep))
+                report(click.key, sides)
             browser.close()
     finally:
         for side in sides:

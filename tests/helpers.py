@@ -220,3 +220,17 @@ def name_task(n: int = 40, seed: int = 0):
         ws = names.words(text)
         rows.append(names.TaggedSentence(f"s{k}", tuple(ws), tuple(names.tag_words(ws))))
     return WordTask(list(names.LABELS), rows[: n * 6 // 10], rows[n * 6 // 10: n * 8 // 10], rows[n * 8 // 10:])
+
+
+def summary_blocks(tokenizer, texts: int = 40, length: int = 64, heldout: int = 6):
+    """The first ``texts`` embedded summaries packed into blocks of ``length`` as prepare_blocks packs them:
+    (train blocks, the last ``heldout`` blocks)."""
+    import numpy as np
+
+    from bertdemo.models.embedded import wiki_summaries
+    from bertdemo.pretrain.data import pack_stream
+
+    ids = np.concatenate([np.asarray(t + [tokenizer.sep_token_id]) for t in
+                          tokenizer(wiki_summaries()[:texts], add_special_tokens=False)["input_ids"]])
+    packed = pack_stream(ids, length, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
+    return packed[:-heldout], packed[-heldout:]

@@ -26,7 +26,7 @@ def forward(tiny_loaded):
 
 
 def test_the_steps_in_notebook_order():
-    assert len(learn_steps.STEPS) == 21 == len(learn_path.ANSWERS)
+    assert len(learn_steps.STEPS) == 22 == len(learn_path.ANSWERS)
     stages = [s.stage for s in learn_steps.STEPS]
     order = ["tokens → embeddings", "embeddings", "attention", "output and loss", "masking and NSP", "pretraining",
              "what the vectors hold", "what pretraining buys", "what it learned about people"]
@@ -150,7 +150,7 @@ def test_each_step_shows_its_own_code(tiny_loaded, tiny_mlm_dir):
 
     codes = {key: learn_path.answer(tiny_loaded, key, TEXT, model_ref=str(tiny_mlm_dir),
                                     tokenizer_ref=str(embedded.tokenizer_dir())) for key in learn_steps.STEP_KEYS}
-    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 21  # no two steps share their code
+    assert len({a.code for a in codes.values()}) == len(learn_steps.STEP_KEYS) == 22  # no two steps share their code
     for key in ("rates", "masks", "no-positions", "tiny"):  # the engine's tokenizer loads offline
         assert repr(str(embedded.tokenizer_dir())) in codes[key].code and "'bert-base-uncased'" not in codes[key].code
     order = codes["order"]

@@ -10,11 +10,9 @@ import torch.nn.functional as F
 from transformers import BertForMaskedLM, BertLMHeadModel
 
 from bertdemo.explore import twins
-from bertdemo.models.embedded import wiki_summaries
-from bertdemo.pretrain.data import pack_stream
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams
-from tests.helpers import tiny_bert_config
+from tests.helpers import summary_blocks, tiny_bert_config
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +27,7 @@ def pair(tokenizer):
 @pytest.fixture(scope="module")
 def blocks(tokenizer):
     """Packed blocks of 64 from embedded summaries: (train, held-out), as prepare_blocks makes them."""
-    texts = wiki_summaries()[:40]
-    ids = np.concatenate([np.asarray(t + [tokenizer.sep_token_id]) for t in
-                          tokenizer(texts, add_special_tokens=False)["input_ids"]])
-    packed = pack_stream(ids, 64, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
-    return packed[:-6], packed[-6:]
+    return summary_blocks(tokenizer)
 
 
 def test_the_right_context_cloze_set(tokenizer):

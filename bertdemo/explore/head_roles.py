@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
 
@@ -109,7 +110,7 @@ def head_roles(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name:
                   "Use a smaller model.")
     budget.check_time(len(sentences))
     device = next(model.parameters()).device
-    enc = tokenizer(list(sentences), padding=True, return_tensors="pt")
+    enc = tokenize(tokenizer, list(sentences), padding=True, return_tensors="pt")
     with attention_modes.attention_mode(weights=True):
         out = model.base_model(input_ids=enc["input_ids"].to(device),
                                attention_mask=enc["attention_mask"].to(device), output_attentions=True)

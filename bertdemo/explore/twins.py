@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from bertdemo.explore.encoding import normalise_masks
+from bertdemo.locks import tokenize
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import NgramCounts
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
@@ -330,7 +331,7 @@ class ClozeRanks:
 def _blank_inputs(tokenizer: Any, sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Padded ids, attention mask and the blank's index of each sentence (exactly one [MASK] each)."""
     texts = [normalise_masks(s, tokenizer.mask_token) for s in sentences]
-    enc = tokenizer(texts, padding=True, return_tensors="pt")
+    enc = tokenize(tokenizer, texts, padding=True, return_tensors="pt")
     where = enc["input_ids"] == tokenizer.mask_token_id
     if not bool((where.sum(dim=1) == 1).all()):
         raise ValueError("Each sentence needs exactly one [MASK].")
@@ -388,7 +389,7 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
         raise ValueError("Put exactly one [MASK] in the sentence: both models fill that one blank.")
     out = []
     for twin in twins:
-        n = len(twin.tokenizer(normalise_masks(text, twin.tokenizer.mask_token))["input_ids"])
+        n = len(tokenize(twin.tokenizer, normalise_masks(text, twin.tokenizer.mask_token))["input_ids"])
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
         probs = blank_logits(twin, [text]).softmax(dim=-1)[0]

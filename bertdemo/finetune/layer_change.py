@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bertdemo.locks import tokenize
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
 
 MAX_SENTENCES = 256  # validation sentences read (the bound of the request: four passes over them)
@@ -88,7 +89,7 @@ def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
 
 def _batches(tokenizer, texts: Sequence[str], max_len: int):
     for start in range(0, len(texts), BATCH):
-        yield tokenizer(list(texts[start:start + BATCH]), truncation=True, max_length=max_len, padding=True,
+        yield tokenize(tokenizer, list(texts[start:start + BATCH]), truncation=True, max_length=max_len, padding=True,
                         return_tensors="pt")
 
 

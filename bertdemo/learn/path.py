@@ -294,6 +294,30 @@ def _tiny(loaded: LoadedModel, text: str, model_ref: str, hub_reachable: bool = 
     return md, nums, code.pretrain_code(layers, hidden, heads, ffn, tokenizer=tokenizer_ref)
 
 
+def _live_run(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
+    """The live-run question's step: what the word-before line is, and the reference measurement it is graded
+    against until the learner's own run decides it (:mod:`bertdemo.learn.live_run`)."""
+    from bertdemo.learn import live_run
+    from bertdemo.pretrain import measured
+
+    ref, longer = measured.DEFAULT_RUN, measured.LONGER_RUN
+    check = live_run.reference_check()
+    md = (
+        "The Pretrain tab draws each run's **held-out loss** beside dashed **landmark** lines: the loss of guessers "
+        "that only count words in the training text — word frequencies alone (unigram), the word before the gap "
+        "(*uses the word before*, a bigram) and both neighbours. A run below the word-before line predicts a hidden "
+        "word better than any guesser that reads only the word before it: it has started to use more context.  \n"
+        f"Measured with the default recipe (bert-tiny, {measured.MEASURED_ON}): the held-out loss went below the "
+        f"word-before line after **{ref.below_left_min:g} minutes** of training, ended its {ref.budget_min:g} "
+        f"minutes at {ref.final_loss:.2f}; a {longer.budget_min:g}-minute run went below *both neighbours* after "
+        f"{longer.below_both_min:g} minutes and ended at {longer.final_loss:.2f}.  \n"
+        "Your guess is graded against **your own run** when it has decided the question (gone below the line "
+        f"within {live_run.clock(live_run.LIMIT_S)} of training, or trained that long without), else against this "
+        "reference measurement; the verdict says which. A slower or busier machine makes fewer steps a minute."
+    )
+    return md, live_run.numbers(check), code.below_line_code(live_run.LIMIT_S, live_run.LINE)
+
+
 def _static_dynamic(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
     from bertdemo.assets import sense_sets
     from bertdemo.explore import word_in_context
@@ -549,6 +573,7 @@ ANSWERS: dict[str, Callable[..., tuple[str, dict, str]]] = {
     "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers,
     "people": _people,
     "names": names_step,  # token-level fine-tuning (bertdemo.learn.names_step)
+    "live-run": _live_run,  # graded against the learner's own run (bertdemo.learn.live_run)
 }
 
 

@@ -240,12 +240,24 @@ def _people(n: dict) -> Prediction:
                       unit="words")
 
 
+def _live_run(n: dict) -> Prediction:
+    """Asked before the learner's run has answered it: the truth is set again when the guess is graded
+    (:mod:`bertdemo.learn.live_run`, the learner's own run or the reference measurement, said in ``reveal``)."""
+    from bertdemo.learn import live_run
+
+    return _yes_no("live-run", live_run.QUESTION_ID,
+                   "Start a pretraining run with the default settings on the Pretrain tab. Will its **held-out loss "
+                   f"go below the word-before line** (the landmark “{live_run.LINE_LABEL}”) within "
+                   f"**{live_run.clock(n['limit_s'])}** of training?", bool(n["check"]["crossed"]), n["reveal"])
+
+
 QUESTIONS: dict[str, Callable[[dict], Prediction]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,
     "length": _length, "tiny": _tiny, "static-dynamic": _static_dynamic, "why-word": _why_word,
     "cls": _cls, "finetune": _finetune, "why-pretrain": _why_pretrain, "layers": _layers, "names": _names, "why-b": _why_b,
     "people": _people,
+    "live-run": _live_run,  # graded against the learner's own run (bertdemo.learn.live_run)
 }
 
 

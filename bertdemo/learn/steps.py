@@ -49,6 +49,8 @@ STEPS: tuple[LearnStep, ...] = (
               "How does the 128 → 512 sequence-length extension work, and why?", "pretrain", "Pretrain"),
     LearnStep("tiny", "pretraining",
               "How do I train BERT-tiny from scratch (on TinyStories)?", "pretrain", "Pretrain"),
+    LearnStep("live-run", "pretraining",
+              "Will my run's held-out loss go below the word-before line within 2 minutes?", "pretrain", "Pretrain"),
     LearnStep("static-dynamic", "what the vectors hold",
               "Static vs dynamic embeddings: is a word the same vector in every sentence?", "words", "Word in context"),
     LearnStep("why-word", "what the vectors hold",

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bertdemo import storage
+from bertdemo.locks import tokenize
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.runs.uploads import upload_key
 
@@ -242,7 +243,7 @@ def prepare_blocks(
 
     def flush() -> None:
         nonlocal n_tokens, n_docs
-        for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+        for ids in tokenize(tokenizer, batch, add_special_tokens=False)["input_ids"]:  # a shared tokenizer: locked
             chunks.append(np.asarray(ids + [sep_id], dtype=dtype))
             n_tokens += len(ids) + 1
         n_docs += len(batch)

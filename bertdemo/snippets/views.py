@@ -367,3 +367,21 @@ def fill_mask_pair_code(model: str, sentences: list[str], top_k: int = 5) -> str
     loop = "".join("    " + line + "\n" for line in rest.split("\n", 1)[1].splitlines())
     return (head + f"SENTENCES = {list(sentences)!r}\n" + "for TEXTS in [(s,) for s in SENTENCES]:\n"
             + "    print(TEXTS[0])\n" + loop)
+
+
+def below_line_code(limit_s: float = 120.0, line: str = "left") -> str:
+    """Learn tab, the live-run question: a run's metrics CSV (the Pretrain tab's download) graded as the page does."""
+    return (
+        "import csv\n\n"
+        f"LIMIT_S = {float(limit_s):g}  # seconds of training\n"
+        "rows = list(csv.DictReader(open('metrics.csv')))  # Pretrain tab: Runs on this server → download\n"
+        f"evals = [(float(r['wall_s']), float(r['eval_loss']), float(r['landmark_{line}'])) for r in rows if r['eval_loss']]\n"
+        "below = [s for s, loss, line in evals if s <= LIMIT_S and loss < line]\n"
+        "trained = max(float(r['wall_s']) for r in rows if r['wall_s'])\n"
+        "if below:\n"
+        "    print(f'yes: below the word-before line at {below[0]:.0f} s')\n"
+        "elif trained >= LIMIT_S:\n"
+        "    print('no: not below the word-before line within', LIMIT_S, 's')\n"
+        "else:\n"
+        "    print(f'not decided yet: {trained:.0f} s of training so far')\n"
+    )

@@ -57,6 +57,7 @@ FOCUS: dict[str, dict] = {
     "finetune": {"scroll": "ft-start"},
     "why-pretrain": {"scroll": "ft-curves"},
     "layers": {"open": "ft-probes-box"},
+    "live-run": {"scroll": "pt-curves"},  # the run's curve and its landmark lines
 }
 MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

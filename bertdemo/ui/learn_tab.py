@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gradio as gr
 
-from bertdemo.learn import concept_check, predictions, steps as learn_steps
+from bertdemo.learn import concept_check, live_run, predictions, steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.lazy import LazyModule
+from bertdemo.ui.pretrain_tab import OWNER_KEY
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -43,6 +44,8 @@ PROGRESS_KEY = "bertdemo-learn-progress"  # localStorage: this browser's guesses
 READ_PROGRESS_JS = f"() => {{ try {{ return JSON.parse(localStorage.getItem({PROGRESS_KEY!r}) || 'null'); }} " \
                    "catch (e) { return null; } }"
 KEEP_PROGRESS_JS = f"(p) => {{ if (p) localStorage.setItem({PROGRESS_KEY!r}, JSON.stringify(p)); return []; }}"
+# the live-run question is graded on this browser's own run: its owner token (the Pretrain tab's OWNER_KEY) goes last
+WITH_OWNER_JS = f"(...args) => [...args.slice(0, -1), localStorage.getItem({OWNER_KEY!r}) || '']"
 
 
 @dataclass
@@ -126,19 +129,28 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     def move(step: str, offset: int) -> str:
         return learn_steps.neighbour(step, offset)
 
+    def graded_on_own_run(question: dict | None, token: str) -> dict | None:
+        """The live-run question with its truth read from this learner's own run now (or the reference
+        measurement when none decides it); any other question as it is."""
+        if not question or question.get("id") != live_run.QUESTION_ID:
+            return question
+        check, note = live_run.deciding(live_run.own_run_checks(ctx.pretrain_runs, str(token or ""), public))
+        return predictions.prediction("live-run", live_run.numbers(check, note)).to_json()
+
     @user_errors
-    def check_guess(answer: dict | None, choice: str | None, number: float | None, progress: Any) -> tuple:
+    def check_guess(answer: dict | None, choice: str | None, number: float | None, progress: Any,
+                    token: str = "") -> tuple:
         """Grade the learner's guess against the live answer's truth, and reveal the answer."""
-        question = (answer or {}).get("prediction")
+        question = graded_on_own_run((answer or {}).get("prediction"), token)
         if not question:
             raise ValueError("Wait for the step's answer to be computed, then guess.")
         guess = choice if question["kind"] == predictions.CHOICE else number
         return reveal(predictions.grade(question, guess), question, progress)
 
     @user_errors
-    def show_me(answer: dict | None, progress: Any) -> tuple:
+    def show_me(answer: dict | None, progress: Any, token: str = "") -> tuple:
         """Reveal the answer without a guess (a guess is never required)."""
-        question = (answer or {}).get("prediction")
+        question = graded_on_own_run((answer or {}).get("prediction"), token)
         if not question:
             return gr.skip(), gr.update(visible=True), gr.skip(), gr.skip()
         return reveal(predictions.shown_without_guess(question), question, progress)
@@ -198,6 +210,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         with gr.Accordion("As JSON (the /learn_step answer)", open=False):
             raw = gr.JSON(elem_id="learn-raw")
         progress = gr.JSON(None, visible=False, elem_id="learn-progress")  # kept in this browser (PROGRESS_KEY)
+        owner = gr.Textbox("", visible=False, elem_id="learn-owner")  # filled from localStorage by WITH_OWNER_JS
 
         inputs = [step, sentence, model_box]
         drawn = [question, answer, code, open_button, prompt, choice, number, verdict, revealed, progress_line]
@@ -222,9 +235,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         back.click(functools.partial(move, offset=-1), step, step, api_visibility="private")
         forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")
         graded = [verdict, revealed, progress, progress_line]
-        check.click(check_guess, [raw, choice, number, progress], graded, api_visibility="private",
-                    show_progress_on=[verdict])
-        skip.click(show_me, [raw, progress], graded, api_visibility="private", show_progress_on=[verdict])
+        check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
+                    show_progress_on=[verdict], js=WITH_OWNER_JS)
+        skip.click(show_me, [raw, progress, owner], graded, api_visibility="private", show_progress_on=[verdict],
+                   js=WITH_OWNER_JS)
         grade_button.click(grade_concept, [when, *item_boxes, progress], [check_result, progress, progress_line],
                            api_visibility="private", show_progress_on=[check_result])
     progress.change(None, progress, None, js=KEEP_PROGRESS_JS, api_visibility="private")  # kept in the browser

@@ -71,7 +71,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
                                    elem_id="own-pick")
                 with gr.Row():
                     sentence = gr.Textbox("What a wonderful day out with friends.", label="A new sentence",
-                                          max_length=MAX_TEXT_CHARS, scale=3, min_width=200)
+                                          max_length=MAX_TEXT_CHARS, scale=3, min_width=200, elem_id="own-sentence")
                     classify = gr.Button("Classify", scale=1, min_width=90, elem_id="own-classify")
                 answer = gr.Markdown(elem_id="own-answer")
                 with gr.Row():

@@ -3,6 +3,8 @@ element fits a phone's screen. Import as ``from .pages import ...`` (no test mod
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
@@ -94,3 +96,14 @@ def resize(page: Page, width: int, height: int) -> None:
     page.set_viewport_size({"width": width, "height": height})
     page.wait_for_function(f"() => window.innerWidth === {int(width)}", timeout=RUN_TIMEOUT_MS)
     wait_idle(page)
+
+
+def create_class(page: Page, name: str) -> tuple[str, str]:
+    """On the open Class tab, create a class named ``name``: its (join link, teacher link)."""
+    page.locator("#class-teach .label-wrap").click()
+    page.locator("#class-name textarea, #class-name input").first.fill(name)
+    page.locator("#class-create").click()
+    links = page.locator("#class-links textarea").first
+    expect(links).to_have_value(re.compile(r"http\S+\?class=[A-Z2-9]{6}\n.*http\S+\?teacher=\S+"), timeout=RUN_TIMEOUT_MS)
+    join_link, teacher_link = [line.split(": ", 1)[1] for line in links.input_value().splitlines()]
+    return join_link, teacher_link

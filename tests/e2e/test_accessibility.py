@@ -4,8 +4,9 @@ comes into view when the main button is pressed; the keyboard alone reaches and 
 control, the focus always visible, the tab list following the ARIA tabs pattern.
 
 axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
-Pretrain and Fine-tune are checked as drawn: their main action starts minutes of training (test_phone.py and
-test_finetune.py run it); Class as drawn too (joining needs a class: test_class.py joins one).
+The all-tabs pass checks Pretrain, Fine-tune and Class as drawn; their main actions (a pretraining run with its
+curve drawn, a fine-tuning run with its curve drawn, a class created and its teacher view open) are checked by
+their own test, at both widths, once each action has run.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from playwright.sync_api import Page, expect
 from bertdemo.ui.access import ANSWERS
 
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab_by_name, plot_ready, wait_idle
+from .pages import (RUN_TIMEOUT_MS, create_class, open_app, open_tab, open_tab_by_name, plot_ready, resize,
+                    wait_idle)
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 BLOCKING = ("critical", "serious")
@@ -206,3 +208,61 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
             page.keyboard.press("Enter")
             expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
             wait_idle(page)
+
+
+TRAINING_TIMEOUT_MS = 300_000  # a run tokenizes its corpus and makes its first evaluation on 2 busy cores
+# tab -> (the name of its check, (start, stop, its curves, its own trace's name, the status once it ended))
+TRAINING = {"Pretrain": ("pretrain_running", ("#pt-start", "#pt-stop", "#pt-curves", ": train", "#pt-status")),
+            "Fine-tune": ("finetune_running", ("#ft-start", "#ft-stop", "#ft-curves", "", "#ft-status"))}
+ENDED_JS = "(sel) => /STOPPED|FINISHED/.test(document.querySelector(sel)?.innerText || '')"
+# the run's own curve has points (the fine-tuning chart's stored random-weight reference is drawn from the start)
+OWN_CURVE_JS = """([sel, name]) => { const p = document.querySelector(sel + ' .js-plotly-plot');
+  return !!p && (p.data || []).some(d => (d.name || '').includes(name) && !(d.name || '').includes('reference')
+                                        && (d.x || []).length >= 2); }"""
+
+
+def axe_at_both_widths(page: Page, name: str, found: dict) -> None:
+    """axe's blocking violations on the page as it is, at 1280 px and at 390 px (a screenshot of each)."""
+    for width, height in ((1280, 1000), (390, 844)):
+        resize(page, width, height)
+        found[f"{name} @{width}"] = axe_violations(page)
+        screenshot(page, f"accessibility_{name}_{width}")
+    resize(page, 1280, 1000)
+
+
+def test_axe_finds_nothing_serious_after_the_training_and_class_tabs_main_actions(_browser, app_url: str):
+    """Pretrain: a run started and its curve drawn; Fine-tune: a run started and its curve drawn; Class: a class
+    created and its teacher view opened. Each run is stopped once checked (the slot is free for the next)."""
+    found: dict[str, list[str]] = {}
+    context = _browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        open_app(page, app_url)
+        for tab, (name, (start, stop, curves, trace, ended)) in TRAINING.items():
+            open_tab_by_name(page, tab)
+            page.click(start)
+            page.wait_for_function(OWN_CURVE_JS, arg=[curves, trace], timeout=TRAINING_TIMEOUT_MS)
+            wait_idle(page)
+            axe_at_both_widths(page, name, found)
+            page.click(stop)
+            page.wait_for_function(ENDED_JS, arg=ended, timeout=TRAINING_TIMEOUT_MS)  # the slot free for the next
+
+        open_tab_by_name(page, "Class")
+        join_link, teacher_link = create_class(page, "Year 12 · BERT")
+        wait_idle(page)
+        axe_at_both_widths(page, "class_created", found)
+        student = context.new_page()  # one student in the class, so the teacher's tables have a row
+        student.goto(join_link)
+        open_tab(student, "Class")
+        student.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
+        student.locator("#class-join").click()
+        expect(student.locator("#class-joined")).to_contain_text("as Ada", timeout=RUN_TIMEOUT_MS)
+        student.close()
+        page.goto(teacher_link)
+        open_tab(page, "Class")
+        expect(page.locator("#class-report")).to_contain_text("1 joined", timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+        axe_at_both_widths(page, "class_teacher", found)
+    finally:
+        context.close()
+    assert {k: v for k, v in found.items() if v} == {}

@@ -4,24 +4,17 @@ of the class's answers."""
 
 from __future__ import annotations
 
-import re
-
 from playwright.sync_api import Page, expect
 
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_tab, resize
+from .pages import RUN_TIMEOUT_MS, create_class, open_tab, resize
 
 
 def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str):
     page = browser_page
     page.goto(app_url)  # the class needs no model: nothing waits for one
     open_tab(page, "Class")
-    page.locator("#class-teach .label-wrap").click()
-    page.locator("#class-name textarea, #class-name input").first.fill("Year 12 · BERT")
-    page.locator("#class-create").click()
-    links = page.locator("#class-links textarea").first
-    expect(links).to_have_value(re.compile(r"http\S+\?class=[A-Z2-9]{6}\n.*http\S+\?teacher=\S+"), timeout=RUN_TIMEOUT_MS)
-    join_link, teacher_link = [line.split(": ", 1)[1] for line in links.input_value().splitlines()]
+    join_link, teacher_link = create_class(page, "Year 12 · BERT")
     assert join_link.startswith(app_url) and teacher_link.startswith(app_url)
 
     student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
