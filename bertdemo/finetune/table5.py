@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bertdemo.models.twins import TWIN_KINDS, TWINS_DIR
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.models.twins import TWIN_KINDS, TWINS_DIR, twin_dir
 
 TASKS = ("topic", "names")
 TASK_LABELS = {"topic": "Topic of a sentence (sentence-level)", "names": "Find the names (token-level)"}
@@ -80,6 +81,23 @@ def check_cell(twin: str, task: str, seed: Any) -> tuple[str, str, int]:
     if not math.isfinite(number) or not number.is_integer() or not 0 <= number <= MAX_SEED:
         raise ValueError(f"The seed is a whole number from 0 to {MAX_SEED}.")
     return twin, task, int(number)
+
+
+def twin_config(twin: str, seed: int, settings: CellSettings, task: str) -> FinetuneConfig:
+    """The fine-tuning config of a cell (its start named ``twin:<kind>``, its folder the shipped twin's; no clock:
+    the steps end it)."""
+    return FinetuneConfig(init=f"twin:{twin}", init_path=str(twin_dir(twin)), task=task, seed=seed,
+                          learning_rate=settings.learning_rate, batch_size=settings.batch_size,
+                          warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
+                          max_seq_len=settings.max_seq_len, eval_every=settings.eval_every, time_budget_s=0.0,
+                          probe_text="", device="cpu")
+
+
+def shipped_settings(path: str | Path = SHIPPED_TABLE) -> CellSettings:
+    """The settings the shipped table was measured with (a live cell uses them, so it is comparable), else the
+    defaults."""
+    shipped = read_shipped(path)
+    return CellSettings(**shipped["settings"]).validate() if shipped else CellSettings()
 
 
 def summarise(scores: Sequence[float]) -> dict[str, float]:

@@ -36,10 +36,9 @@ from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import TopicTask, batch_of, build_model, encode
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
-from bertdemo.finetune.table5 import CellSettings
+from bertdemo.finetune.table5 import CellSettings, twin_config
 from bertdemo.finetune.token_engine import WordTask
 from bertdemo.models.causal import is_left_to_right
-from bertdemo.models.twins import twin_dir
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
 
@@ -73,15 +72,6 @@ def sentence_logits(model: BertForSequenceClassification, batch: dict[str, torch
         read = hidden[:, 0]
     pooler = model.bert.pooler
     return model.classifier(model.dropout(pooler.activation(pooler.dense(read))))
-
-
-def twin_config(twin: str, seed: int, settings: CellSettings, task: str) -> FinetuneConfig:
-    """The fine-tuning config of a cell (the start named ``twin:<kind>``, its folder the shipped twin's)."""
-    return FinetuneConfig(init=f"twin:{twin}", init_path=str(twin_dir(twin)), task=task, seed=seed,
-                          learning_rate=settings.learning_rate, batch_size=settings.batch_size,
-                          warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
-                          max_seq_len=settings.max_seq_len, eval_every=settings.eval_every, time_budget_s=0.0,
-                          probe_text="", device="cpu")
 
 
 def build_twin(cfg: FinetuneConfig, labels: list[str], task: str, folder: str | Path | None = None):
