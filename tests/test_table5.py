@@ -212,3 +212,45 @@ def test_a_live_cell_runs_in_the_training_slot(tmp_path, tiny_twins):
     assert status["test_accuracy"] == expected
     assert status["message"].startswith("The left-to-right twin, seed 2: test accuracy")
     assert status["eval_steps"] == [0, 5, 10]
+
+
+# --- the page ---------------------------------------------------------------------------------------------------
+def test_the_page_shows_the_measured_table_beside_the_papers_rows_and_checks_a_cell(tmp_path):
+    import gradio as gr
+
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    demo = build_app(AppContext.for_tests(tmp_path))
+    table = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pt-table5-table").value
+    for name, level, mlm, ltr in table5.PAPER_ROWS:
+        assert f"| {name} ({level}) | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |" in table
+    shipped = table5.read_shipped()
+    assert shipped["comparisons"]["names"]["sentence"] in table and f"Measured {shipped['date'][:10]} on" in table
+    handlers = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+    with pytest.raises(gr.Error, match="Pick a twin"):
+        handlers["start_table5_cell"]("gpt", "topic", 0)
+    with pytest.raises(gr.Error, match="whole number from 0 to 99"):
+        handlers["start_table5_cell"]("ltr", "topic", 1e6)
+
+
+def test_a_live_cells_lines_beside_the_benchs_seeds():
+    shipped = {"seeds": [0, 1, 2], "cells": {"names": {"ltr": {"scores": [0.40, 0.45, 0.41], "mean": 0.42,
+                                                                   "sd": 0.0265}}}}
+    status = {"settings": {"init": "twin:ltr", "seed": 1}, "task": "names", "status": "finished", "step": 120,
+              "total_steps": 120, "val_accuracy": [0.1, 0.44], "test_macro_f1": 0.452,
+              "message": "The left-to-right twin, seed 1: test word-level F1 of NAME 45.2% …"}
+    text = viz_table5().cell_markdown(status, shipped)
+    assert text.startswith("**Live cell**: the left-to-right twin on Find the names (token-level), seed 1 — finished, "
+                           "step 120 of 120. Validation word-level F1 of NAME at the last evaluation: 44.0%.")
+    assert "The bench's seeds for this cell: 40.0 · 45.0 · 41.0 (mean 42.0 ± 2.6); this run: 45.2." in text
+    assert "The bench measured seed 1 at 45.0: +0.2 points from it" in text
+    running = {**status, "status": "running", "step": 30, "test_macro_f1": None, "message": ""}
+    assert "bench's seeds" not in viz_table5().cell_markdown(running, shipped)
+    assert viz_table5().cell_markdown({"settings": {"init": "embedded"}, "task": "topic"}, shipped) == ""
+
+
+def viz_table5():
+    from bertdemo.viz import table5 as drawing
+
+    return drawing
