@@ -324,18 +324,24 @@ OWN_HEAVIEST_REFUSED = {
 }
 
 
+def each_refused(base: str, api_name: str, cases: dict, echoes: tuple[str, ...]) -> None:
+    """Each ``(settings, refusal)`` of ``cases`` sent to ``api_name`` with an owner token is refused, the message
+    naming ``refusal``, short, and holding none of ``echoes`` (a refusal never echoes the data)."""
+    for what, (settings, refusal) in cases.items():
+        assert len(json.dumps(settings)) < 20_000, what
+        event, message = call(base, api_name, [settings, "owner-of-the-hostile-test"])
+        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
+        assert not any(text in message for text in echoes) and len(message) < 2_000, what
+
+
 def test_own_data_starts_refuse_their_heaviest_illegal_values_with_the_line_and_the_rule(public_server):
     base = public_server.url
-    for what, (settings, refusal) in OWN_HEAVIEST_REFUSED.items():
-        assert len(json.dumps(settings)) < 20_000, what
-        event, message = call(base, "start_finetune", [settings, "owner-of-the-hostile-test"])
-        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
-        assert OWN_TEXT not in message and len(message) < 2_000, what  # the refusal never echoes the data
+    each_refused(base, "start_finetune", OWN_HEAVIEST_REFUSED, (OWN_TEXT,))
     event, message = call(base, "run_status", [])
     assert event == "complete" and '"task": "own"' not in message  # nothing started
 
 
-# the objective and "Train both" through /start_run and /time_estimate: the most the settings carry, each with one
+# the objective and "Train both" through /start_run: the most the settings carry, each with one
 # thing wrong, so nothing starts; the refusal names the setting and never echoes the value
 TWIN_SETTINGS_REFUSED = {
     "an unknown objective": ({"objective": "gpt"}, "objective must be one of ['mlm', 'ltr']"),
@@ -354,13 +360,7 @@ TWIN_SETTINGS_REFUSED = {
 
 def test_objective_and_train_both_refuse_hostile_settings_and_nothing_starts(public_server):
     base = public_server.url
-    for what, (settings, refusal) in TWIN_SETTINGS_REFUSED.items():
-        assert len(json.dumps(settings)) < 20_000, what
-        event, message = call(base, "start_run", [settings, "owner-of-the-hostile-test"])
-        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
-        assert "x" * 50 not in message and "2999" not in message and len(message) < 2_000, what  # never echoed
-        event, message = call(base, "time_estimate", [settings])  # the form's estimate: answered or refused briefly
-        assert event in ("complete", "error") and len(message) < 2_000 and "Traceback" not in message, what
+    each_refused(base, "start_run", TWIN_SETTINGS_REFUSED, ("x" * 50, "2999"))
     event, message = call(base, "run_status", [])
     assert event == "complete" and "twin pretraining" not in message  # nothing started
 
