@@ -224,7 +224,7 @@ def test_the_page_shows_the_measured_table_beside_the_papers_rows_and_checks_a_c
     demo = build_app(AppContext.for_tests(tmp_path))
     table = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pt-table5-table").value
     for name, level, mlm, ltr in table5.PAPER_ROWS:
-        assert f"| {name} ({level}) | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |" in table
+        assert f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |" in table
     shipped = table5.read_shipped()
     assert shipped["comparisons"]["names"]["sentence"] in table and f"Measured {shipped['date'][:10]} on" in table
     handlers = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}

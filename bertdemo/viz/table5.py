@@ -10,6 +10,7 @@ from typing import Any
 from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS
 
 SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
+ROW_TASK = {"topic": "Topic · sentence", "names": "Names · token"}  # the table's rows: short, it fits a phone
 
 
 def _pct(value: float) -> str:
@@ -18,16 +19,18 @@ def _pct(value: float) -> str:
 
 def table_markdown(shipped: dict[str, Any] | None) -> str:
     """The paper's rows and the measured rows in one table, then the sentences and the measurement's record."""
-    paper = "\n".join(f"| {name} ({level}) | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |"
+    paper = "\n".join(f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |"
                       for name, level, mlm, ltr in PAPER_ROWS)
-    head = ("| task | masked LM | left-to-right | left-to-right − masked LM |\n|---|---|---|---|\n"
-            f"| **BERT paper** (BERT-base, dev sets) | | | |\n{paper}\n")
+    head = ("MLM: the masked LM (BERT), LTR: the left-to-right LM; **paper**: BERT-base on the dev sets (sentence, "
+            "sentence pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds.\n\n"
+            "| task | MLM | LTR | LTR − MLM |\n|---|---|---|---|\n"
+            f"| **paper** | | | |\n{paper}\n")
     if shipped is None:
         return (head + "\n**No measured table ships with this install**: run `python bench/bench_table5.py --out "
                 "bertdemo/assets/twins/table5.json`, or re-run a cell below.")
     cells, seeds = shipped["cells"], shipped["seeds"]
     ours = "\n".join(
-        f"| {SHORT_TASK[task]} | {_pct(c['mlm']['mean'])} ± {_pct(c['mlm']['sd'])} | "
+        f"| {ROW_TASK[task]} | {_pct(c['mlm']['mean'])} ± {_pct(c['mlm']['sd'])} | "
         f"{_pct(c['ltr']['mean'])} ± {_pct(c['ltr']['sd'])} | "
         f"{-shipped['comparisons'][task]['mean_diff'] * 100:+.1f} ± {_pct(shipped['comparisons'][task]['sd_diff'])} |"
         for task, c in cells.items())
@@ -35,7 +38,7 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
                      for task, c in cells.items() for twin in ("mlm", "ltr"))
     s = shipped["settings"]
     sentences = "\n".join(f"- {shipped['comparisons'][task]['sentence']}" for task in cells)
-    return (f"{head}| **Here: the shipped twins** (mean ± sd over {len(seeds)} seeds) | | | |\n{ours}\n\n"
+    return (f"{head}| **here** ({len(seeds)} seeds) | | | |\n{ours}\n\n"
             f"{sentences}\n\nEach seed ({', '.join(map(str, seeds))}), test scores in %:\n{each}\n\n"
             f"Measured {shipped['date'][:10]} on {shipped['machine']} by `{shipped['command']}` "
             f"({shipped['wall_s'] / 60:.0f} minutes in all). Every cell: {s['steps']} steps of {s['batch_size']} "
