@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                    "landmarks": {name: held.overall[name] for name in twins.LANDMARK_SERIES.values()},
                    "cloze": {k: ranks.summary(t.name) for k, t in zip(("mlm", "ltr"), pair)}}
             records.append(rec)
+            if args.out:  # written at every evaluation: a run cut short keeps what it measured
+                Path(args.out).write_text(json.dumps({"args": vars(args), "machine": machine, "records": records}, indent=1))
             print(f"seed {seed} step {step:>6}: loss mlm {rec['loss']['mlm']:.3f} ltr {rec['loss']['ltr']:.3f} | "
                   f"first word mlm {rec['by_position']['mlm'][0]:.2f} ltr {rec['by_position']['ltr'][0]:.2f} | "
                   f"cloze MRR mlm {rec['cloze']['mlm']['mrr']:.3f} ltr {rec['cloze']['ltr']['mrr']:.3f} | "

@@ -120,3 +120,27 @@ def test_a_wrong_kind_of_value_gets_a_sentence_not_an_internal_error(tmp_path):
             checked.add((block_fn.api_name, name))
     assert {("start_run", "owner_token"), ("fill_mask", "model"), ("stop_run", "owner_token")} <= checked
     assert len(checked) >= 40
+
+
+def test_a_forms_choice_refusal_never_quotes_a_long_payload():
+    """A Radio fed through a handler's ``*values`` (a form) is guarded like a named input: gradio's own "Value: …
+    is not in the list of choices" quoted the whole payload (15,000 characters of a list) back to the client."""
+    import gradio as gr
+
+    from bertdemo.ui.request_limits import MAX_ECHO_CHARS, guard_events
+
+    with gr.Blocks() as demo:
+        token = gr.Textbox()
+        choice = gr.Radio(["mlm", "ltr"], value="mlm")
+        out = gr.Textbox()
+
+        def start(token: str, *values) -> str:
+            return "started"
+
+        gr.Button().click(start, [token, choice], out, api_name="start_form")
+    guard_events(demo)
+    for payload in ("x" * 3_000, list(range(3_000))):
+        with pytest.raises(gr.Error) as refused:
+            choice.preprocess(payload)
+        assert len(str(getattr(refused.value, "message", refused.value))) <= MAX_ECHO_CHARS + 20
+    assert choice.preprocess("ltr") == "ltr"

@@ -63,3 +63,24 @@ def test_train_both_is_refused_with_a_resume_or_a_value_that_is_not_a_yes_or_no(
         service.start({**SMALL, "train_both": "yes please"})
     with pytest.raises(ValueError, match="cannot resume"):
         service.start({**SMALL, "train_both": True, "resume_from": "run:x/checkpoint"})
+
+
+def test_train_both_is_refused_with_next_sentence_prediction_and_nothing_starts(tmp_path) -> None:
+    """The twins differ in the objective alone (the paper's "No NSP" rows): NSP would give the masked-LM twin a
+    second objective the left-to-right one cannot have."""
+    import pytest
+
+    service = _service(tmp_path)
+    with pytest.raises(ValueError, match="Train both compares the objectives alone.*turn NSP off"):
+        service.start({**SMALL, "train_both": True, "nsp": True})
+    assert service.runs.current is None
+
+
+def test_a_wrong_objective_is_refused_without_echoing_it(tmp_path) -> None:
+    import pytest
+
+    service = _service(tmp_path)
+    for value in ("x" * 5_000, list(range(3_000))):
+        with pytest.raises(ValueError, match="objective") as refused:
+            service.start({**SMALL, "objective": value})
+        assert len(str(refused.value)) < 200

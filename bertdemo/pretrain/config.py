@@ -190,7 +190,7 @@ def _checked(name: str, expected: type, value: Any) -> Any:
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ValueError(f"Setting {name!r} must be {expected.__name__}, got {value!r}.")
+        raise ValueError(f"Setting {name!r} must be {expected.__name__}, got {repr(value)[:60]}.")  # never echoes a huge value
     return value
 
 
@@ -280,7 +280,7 @@ class TrainConfig:
         if opt.steps < 1:
             raise ValueError(f"steps must be at least 1, got {opt.steps}.")
         if o.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {o.objective!r}.")
+            raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {str(o.objective)[:40]!r}.")
         if o.objective == LTR and o.nsp:
             raise ValueError("Next-sentence prediction goes with the masked LM (BERT); a left-to-right run has none: "
                              "turn NSP off or choose the masked-LM objective.")

@@ -126,6 +126,9 @@ class PretrainService:
             cfg.validate()
             if public is not None:
                 budget.check_public(cfg, public)
+        if both and cfg.objective.nsp:  # the twins differ in the objective alone (the paper's "No NSP" rows)
+            raise ValueError("Train both compares the objectives alone, as BERT's Table 5 did (both without "
+                             "next-sentence prediction): turn NSP off.")
         if cfg.data.corpus == "tinystories" and not self.hub.reachable():  # a resumed run streams it too
             raise ValueError(TINYSTORIES_OFFLINE)  # said before a run exists: no FAILED run with 0 parameters
         if not cfg.data.cache_dir:  # this server's block cache (the folder its disk budget counts)

@@ -118,6 +118,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     # Fine-tuning on the learner's own sentences (the run has its own caps; classifying is one forward)
     "own_example": LIGHT, "own_start": LIGHT, "own_poll": LIGHT, "own_show": LIGHT, "own_refresh": LIGHT,
     "own_classify": MODEL, "own_download": LIGHT, "own_data_csv": LIGHT,
+    # Table 5 in miniature (Pretrain tab): a live cell is a fine-tuning run with the run caps; the page polls it
+    "start_table5_cell": LIGHT, "table5_cell_from_page": LIGHT, "table5_stop_from_page": LIGHT, "table5_poll": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -39,6 +39,7 @@ ENDPOINT_MAX_STRUCT_CHARS: dict[str, dict[str, int]] = {
 }
 MAX_DEPTH = 8  # nesting of a dict / list parameter
 MAX_ABS_NUMBER = 1e9
+MAX_ECHO_CHARS = 200  # the most of gradio's own preprocessing error a client gets back (it may quote the payload)
 
 MAX_CHARS: dict[str, int] = {
     "text": TEXT_CHARS, "text_pair": TEXT_CHARS, "sentence_a": TEXT_CHARS, "sentence_b": TEXT_CHARS,
@@ -181,7 +182,13 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
             check_value(None, parameter, payload, limit)
         except ValueError as exc:
             raise gr.Error(str(exc), duration=None, print_exception=False) from None
-        return preprocess(payload, *args, **kwargs)
+        try:
+            return preprocess(payload, *args, **kwargs)
+        except gr.Error as exc:  # e.g. a Radio's "Value: <the whole payload> is not in the list of choices"
+            text = str(getattr(exc, "message", exc))
+            if len(text) <= MAX_ECHO_CHARS:
+                raise
+            raise gr.Error(f"{parameter}: {text[:MAX_ECHO_CHARS]}…", duration=None, print_exception=False) from None
 
     return guarded
 
@@ -230,8 +237,13 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     for block_fn in compat.event_handlers(demo):
         if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
             continue
-        names = list(zip(block_fn.inputs, _parameter_names(block_fn.fn)))
-        server_side = frozenset(name for component, name in names if isinstance(component, gr.State))
+        named = _parameter_names(block_fn.fn)
+        spread = [p.name for p in inspect.signature(block_fn.fn).parameters.values() if p.kind is p.VAR_POSITIONAL]
+        if spread:  # the inputs a ``*values`` takes (a form) get its name, so their preprocessing is guarded too
+            named += [spread[0]] * (len(block_fn.inputs) - len(named))
+        names = list(zip(block_fn.inputs, named))
+        server_side = frozenset(name for component, name in names if isinstance(component, gr.State)
+                                and name not in spread)  # a State among ``*values`` leaves the rest checked
         for component, name in names:
             if isinstance(component, gr.State):
                 continue

@@ -17,7 +17,7 @@ from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_ch
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.ui import common
+from bertdemo.ui import common, table5_section
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -84,6 +84,7 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
             side_button = gr.Button("Both models fill it", elem_id="pt-twins-side-run", scale=1)
         side_plot = PlotlyFigure(label="Top guesses, side by side", elem_id="pt-twins-side-plot")
         side_text = gr.Markdown(elem_id="pt-twins-side")
+    table5_section.build(ctx)  # Table 5 in miniature: both twins fine-tuned, over seeds, beside the paper's rows
     with gr.Accordion("What the heads became", open=False, elem_id="pt-heads"):
         gr.Markdown(HEADS_NOTE)
         with gr.Row():

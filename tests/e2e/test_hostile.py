@@ -32,6 +32,7 @@ REFUSED_WHATEVER_THE_TYPE = ("oversized text", "long list")  # past every limit
 # endpoints that act on the server's run: only values that must be refused are sent (nothing may start)
 ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_burst", "delete_run", "start_finetune",
         "delete_finetune"}
+ACTS |= {"start_table5_cell"}  # Table 5 in miniature: a live cell starts a fine-tuning run
 MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
 
 
@@ -323,12 +324,75 @@ OWN_HEAVIEST_REFUSED = {
 }
 
 
+def each_refused(base: str, api_name: str, cases: dict, echoes: tuple[str, ...]) -> None:
+    """Each ``(settings, refusal)`` of ``cases`` sent to ``api_name`` with an owner token is refused, the message
+    naming ``refusal``, short, and holding none of ``echoes`` (a refusal never echoes the data)."""
+    for what, (settings, refusal) in cases.items():
+        assert len(json.dumps(settings)) < 20_000, what
+        event, message = call(base, api_name, [settings, "owner-of-the-hostile-test"])
+        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
+        assert not any(text in message for text in echoes) and len(message) < 2_000, what
+
+
 def test_own_data_starts_refuse_their_heaviest_illegal_values_with_the_line_and_the_rule(public_server):
     base = public_server.url
-    for what, (settings, refusal) in OWN_HEAVIEST_REFUSED.items():
-        assert len(json.dumps(settings)) < 20_000, what
-        event, message = call(base, "start_finetune", [settings, "owner-of-the-hostile-test"])
-        assert event == "error" and refusal in message, f"{what}: {event} {message[:300]}"
-        assert OWN_TEXT not in message and len(message) < 2_000, what  # the refusal never echoes the data
+    each_refused(base, "start_finetune", OWN_HEAVIEST_REFUSED, (OWN_TEXT,))
     event, message = call(base, "run_status", [])
     assert event == "complete" and '"task": "own"' not in message  # nothing started
+
+
+# the objective and "Train both" through /start_run: the most the settings carry, each with one
+# thing wrong, so nothing starts; the refusal names the setting and never echoes the value
+TWIN_SETTINGS_REFUSED = {
+    "an unknown objective": ({"objective": "gpt"}, "objective must be one of ['mlm', 'ltr']"),
+    "an objective of 19,000 characters": ({"objective": "x" * 19_000}, "objective must be one of ['mlm', 'ltr']"),
+    "an objective that is a list": ({"objective": list(range(3_000))}, "Setting 'objective' must be str"),
+    "a left-to-right run with NSP": ({"objective": "ltr", "nsp": True}, "a left-to-right run has none"),
+    "train_both not a yes or no": ({"train_both": "yes please"}, "train_both must be true or false"),
+    "train_both a long list": ({"train_both": list(range(3_000))}, "train_both must be true or false"),
+    "train_both resuming a run": ({"train_both": True, "resume_from": "run:no-such-run/checkpoint"}, "cannot resume"),
+    "train_both with NSP": ({"train_both": True, "nsp": True}, "turn NSP off"),
+    "train_both past the step cap": ({"train_both": True, "objective": "ltr", "steps": 10**6}, "more than this public server allows"),
+    "train_both with a plain start not a yes or no": ({"train_both": True, "neighbour_init": "maybe"},
+                                                      "Setting 'neighbour_init' must be bool"),
+}
+
+
+def test_objective_and_train_both_refuse_hostile_settings_and_nothing_starts(public_server):
+    base = public_server.url
+    each_refused(base, "start_run", TWIN_SETTINGS_REFUSED, ("x" * 50, "2999"))
+    event, message = call(base, "run_status", [])
+    assert event == "complete" and "twin pretraining" not in message  # nothing started
+
+
+def test_the_pages_objective_and_train_both_inputs_refuse_hostile_values_and_nothing_starts(public_server):
+    """The Pretrain form's Objective radio, "Train both" checkbox and NSP checkbox as the page sends them (the raw
+    queue protocol, the rest of the form at its defaults, which would start a run): each hostile value is refused
+    with a short message that never echoes it, and Train both with NSP is refused by name."""
+    base = public_server.url
+    config = app_config(base)
+    index = fn_index(config, "start_from_page")
+    components = {c["id"]: c for c in config["components"]}
+    inputs = [components[i] for dep in config["dependencies"] if dep["id"] == index for i in dep["inputs"]]
+    names = [c["props"].get("elem_id") or c["props"].get("label") for c in inputs]
+    defaults = [c["props"].get("value") for c in inputs]
+    objective, both = names.index("pt-objective"), names.index("pt-train-both")
+    nsp = names.index("Next-sentence prediction (NSP) too")
+
+    def send(changes: dict[int, object]) -> str:
+        data = list(defaults)
+        for position, value in changes.items():
+            data[position] = value
+        done = QueueCall(base, index, data).until_done()
+        message = json.dumps(done.get("output", {}))
+        assert done["success"] is False, f"{changes}: accepted"
+        assert len(message) < 2_000 and "x" * 50 not in message and "2999" not in message, message[:300]
+        return message
+
+    for value in ("gpt", "x" * 19_000, list(range(3_000)), {"nested": ["x"] * 50}):
+        send({objective: value})
+    for value in ("yes please", list(range(3_000)), {"nested": ["x"] * 50}, 1e18):
+        send({both: value})
+    assert "turn NSP off" in send({both: True, nsp: True})
+    event, message = call(base, "run_status", [])
+    assert event == "complete" and "twin pretraining" not in message  # nothing started

@@ -1,0 +1,97 @@
+"""The Pretrain tab's "Table 5 in miniature" section: the shipped twins fine-tuned on a sentence-level and a
+token-level task, measured by ``bench/bench_table5.py`` (shown with its date and machine) beside the paper's rows,
+and one cell re-run live as a fine-tuning run in the machine's training slot.
+
+Wiring only: the table from :mod:`bertdemo.finetune.table5`, the live cell through
+:func:`bertdemo.finetune.table5_run.start_cell` (the run rules every fine-tuning start obeys), the drawing in
+:mod:`bertdemo.viz.table5`. Torch-free.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import gradio as gr
+
+from bertdemo.finetune import table5
+from bertdemo.finetune.table5_run import start_cell
+from bertdemo.runs.status import ACTIVE_STATUSES
+from bertdemo.ui.common import user_errors as wrap_errors
+from bertdemo.ui.common import visitor_of
+from bertdemo.viz import table5 as viz
+
+POLL_SECONDS = 2.0
+INTRO = (
+    "BERT's paper tested its claim with one controlled experiment (§5.1, Table 5): the same data, fine-tuning "
+    "recipe and hyperparameters, only the pretraining objective changed — a masked LM against a left-to-right LM "
+    "that keeps its left-only view at fine-tuning. The sentence-level tasks barely moved; the span task (SQuAD) "
+    "fell most. Here the shipped twins are fine-tuned the same way on a sentence-level task (a summary's topic) "
+    "and a token-level one (Find the names), three seeds each. The left-to-right twin keeps its causal mask: its "
+    "sentence head reads the last piece (its [CLS] sees only itself), and each word's label comes from the word's "
+    "first piece, which has seen only the words before it. The twins are tiny (2 layers, hidden 128) and only 300 "
+    "steps into pretraining: read the measured rows as what this miniature shows, not as the paper's numbers.")
+
+
+def build(ctx: Any) -> None:
+    """Lay out the section inside the current Blocks context and wire its events."""
+    service = ctx.finetune_runs
+    shipped = table5.read_shipped()
+    errors = wrap_errors(public=ctx.settings.is_public)
+    with gr.Accordion("Table 5 in miniature: fine-tune both twins", open=False, elem_id="pt-table5"):
+        gr.Markdown(INTRO)
+        gr.Markdown(viz.table_markdown(shipped), elem_id="pt-table5-table")
+        gr.Markdown("**Re-run one cell live** (the settings above; it takes the training slot like any run):")
+        with gr.Row():
+            twin = gr.Dropdown([("masked LM", "mlm"), ("left-to-right", "ltr")], value="ltr", label="Twin",
+                               elem_id="pt-table5-twin", scale=1)
+            task = gr.Dropdown([("topic (sentence)", "topic"), ("find the names (token)", "names")], value="topic",
+                               label="Task", elem_id="pt-table5-task", scale=1)
+            seed = gr.Number(0, minimum=0, maximum=table5.MAX_SEED, step=1, precision=0, label="Seed",
+                             elem_id="pt-table5-seed", scale=1)
+        with gr.Row():
+            go = gr.Button("Re-run this cell", variant="primary", elem_id="pt-table5-run", scale=2)
+            stop = gr.Button("Stop", elem_id="pt-table5-stop", scale=1)
+        cell = gr.Markdown(elem_id="pt-table5-cell")
+        token = gr.State("")
+        timer = gr.Timer(POLL_SECONDS, active=False)
+
+    def cell_now() -> tuple[str, bool]:
+        status = service.status()
+        return viz.cell_markdown(status, shipped), bool(status and status["status"] in ACTIVE_STATUSES)
+
+    @errors
+    def table5_cell_from_page(request: gr.Request, twin_kind: str, task_name: str, seed_value: float, owner: str):
+        owner = owner or secrets.token_urlsafe(24)
+        start_cell(service, twin_kind, task_name, seed_value, owner, visitor=visitor_of(request))
+        text, _ = cell_now()
+        return text or "Starting…", owner, gr.Timer(active=True)
+
+    @errors
+    def table5_stop_from_page(owner: str) -> str:
+        status = service.status()
+        if not status or not str(status.get("settings", {}).get("init", "")).startswith("twin:"):
+            raise ValueError("No cell of Table 5 is running.")
+        ctx.runs.control("stop", owner)
+        return cell_now()[0]
+
+    def table5_poll():
+        text, active = cell_now()
+        return text, gr.Timer(active=active)
+
+    @errors
+    def start_table5_cell(twin: str, task: str, seed: float, owner_token: str = "", request: gr.Request = None) -> str:
+        """Re-run one cell of Table 5 in miniature as a fine-tuning run: `twin` "mlm" or "ltr", `task` "topic" or
+        "names", `seed` 0–99, with the shipped table's settings. On a public server pass an `owner_token`. Follow it
+        with /run_status: its test score is `test_accuracy` (topic) or `test_macro_f1` (names: word-level F1)."""
+        if ctx.settings.is_public and not owner_token:
+            raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run.")
+        start_cell(service, twin, task, seed, owner_token, visitor=visitor_of(request))
+        return cell_now()[0]
+
+    go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
+             api_visibility="private")
+    stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
+    timer.tick(table5_poll, None, [cell, timer], api_name="table5_poll", api_visibility="private",
+               show_progress="hidden", show_progress_on=[])
+    gr.api(start_table5_cell, api_name="start_table5_cell")

@@ -1,0 +1,76 @@
+"""Table 5 in miniature drawn as Markdown: the paper's rows, the shipped twins' measured rows beside them (mean ± sd
+over seeds, each seed, whether each gap is within seed noise, where and when it was measured), and a live cell's
+progress and score set beside the bench's seeds for that cell. Torch-free (:mod:`bertdemo.finetune.table5`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS
+
+SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
+ROW_TASK = {"topic": "Topic · sentence", "names": "Names · token"}  # the table's rows: short, it fits a phone
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}"
+
+
+def table_markdown(shipped: dict[str, Any] | None) -> str:
+    """The paper's rows and the measured rows in one table, then the sentences and the measurement's record."""
+    paper = "\n".join(f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |"
+                      for name, level, mlm, ltr in PAPER_ROWS)
+    head = ("MLM: the masked LM (BERT), LTR: the left-to-right LM; **paper**: BERT-base on the dev sets (sentence, "
+            "sentence pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds.\n\n"
+            "| task | MLM | LTR | LTR − MLM |\n|---|---|---|---|\n"
+            f"| **paper** | | | |\n{paper}\n")
+    if shipped is None:
+        return (head + "\n**No measured table ships with this install**: run `python bench/bench_table5.py --out "
+                "bertdemo/assets/twins/table5.json`, or re-run a cell below.")
+    cells, seeds = shipped["cells"], shipped["seeds"]
+    ours = "\n".join(
+        f"| {ROW_TASK[task]} | {_pct(c['mlm']['mean'])} ± {_pct(c['mlm']['sd'])} | "
+        f"{_pct(c['ltr']['mean'])} ± {_pct(c['ltr']['sd'])} | "
+        f"{-shipped['comparisons'][task]['mean_diff'] * 100:+.1f} ± {_pct(shipped['comparisons'][task]['sd_diff'])} |"
+        for task, c in cells.items())
+    each = "\n".join(f"- {SHORT_TASK[task]}, {TWIN_LABELS[twin]}: {' · '.join(_pct(s) for s in c[twin]['scores'])}"
+                     for task, c in cells.items() for twin in ("mlm", "ltr"))
+    s = shipped["settings"]
+    sentences = "\n".join(f"- {shipped['comparisons'][task]['sentence']}" for task in cells)
+    return (f"{head}| **here** ({len(seeds)} seeds) | | | |\n{ours}\n\n"
+            f"{sentences}\n\nEach seed ({', '.join(map(str, seeds))}), test scores in %:\n{each}\n\n"
+            f"Measured {shipped['date'][:10]} on {shipped['machine']} by `{shipped['command']}` "
+            f"({shipped['wall_s'] / 60:.0f} minutes in all). Every cell: {s['steps']} steps of {s['batch_size']} "
+            f"examples, learning rate {s['learning_rate']:g} (warm-up, then linear decay), the validation split "
+            f"scored every {s['eval_every']} steps and at the end, the best weights scored once on test. Topic: "
+            "accuracy over 11 topics; names: word-level F1 of NAME. A seed fixes the new head, the data order and "
+            "dropout, the same for both twins, so the gap is read seed by seed.")
+
+
+def cell_markdown(status: dict[str, Any] | None, shipped: dict[str, Any] | None) -> str:
+    """A live cell's progress, then its test score beside the bench's seeds for the same cell ("" before any)."""
+    if not status or not str(status.get("settings", {}).get("init", "")).startswith("twin:"):
+        return ""
+    twin = status["settings"]["init"].split(":", 1)[1]
+    task, seed = status["task"], status["settings"].get("seed", 0)
+    who = f"**Live cell**: the {TWIN_LABELS.get(twin, twin)} twin on {TASK_LABELS.get(task, task)}, seed {seed}"
+    curve = status.get("val_accuracy") or []
+    line = f"{who} — {status['status']}, step {status['step']:,} of {status['total_steps']:,}."
+    if curve:
+        line += f" Validation {METRICS[task].replace('test ', '')} at the last evaluation: {curve[-1]:.1%}."
+    score = status.get("test_accuracy") if task == "topic" else status.get("test_macro_f1")
+    if score is None or (isinstance(score, float) and math.isnan(score)):
+        return f"{line}\n\n{status.get('message', '')}".strip()
+    line = f"{line}\n\n{status.get('message', '')}"
+    if shipped and task in shipped["cells"] and twin in shipped["cells"][task]:
+        cell = shipped["cells"][task][twin]
+        seeds = " · ".join(_pct(s) for s in cell["scores"])
+        line += (f"\n\nThe bench's seeds for this cell: {seeds} (mean {_pct(cell['mean'])} ± {_pct(cell['sd'])}); "
+                 f"this run: {_pct(score)}.")
+        if int(seed) in shipped["seeds"]:
+            bench = cell["scores"][shipped["seeds"].index(int(seed))]
+            same = "the same" if abs(bench - score) < 5e-4 else f"{(score - bench) * 100:+.1f} points from it"
+            line += (f" The bench measured seed {seed} at {_pct(bench)}: {same} (the same seed and settings; a "
+                     "difference is the machine's arithmetic, e.g. another number of threads).")
+    return line
