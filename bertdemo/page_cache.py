@@ -1,8 +1,8 @@
 """The page itself, served from memory (:class:`PageCache`, ASGI): every open of the app's address — a class
 of phones opening a shared link at once — used to make the web framework copy and walk the whole page's
 configuration, render it into HTML and compress it again (about 0.4 CPU-seconds of a 1.6 s page open); the
-bytes are the same for every visitor of one address, so they are made once and sent again for
-``CACHE_S`` seconds.
+bytes are the same for every visitor of one address (the framework fixes the configuration at launch), so they
+are made once and sent again for ``CACHE_S`` seconds.
 
 Only a plain ``GET`` of the page (``/``) is kept, keyed by what the framework builds it from: the address the
 visitor used (``Host`` and the forwarding headers), the framework's own query values (``deep_link``,
@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
 
-CACHE_S = 60.0  # a page is made again at least this often
+CACHE_S = 600.0  # a page is made again at least this often (making it costs about 1 CPU-s: the config walked)
 MAX_PAGES = 16  # addresses kept at once (each about a megabyte)
 FRAMEWORK_QUERY = ("deep_link", "page", "view", "__theme")
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix", b"x-forwarded-port")
