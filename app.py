@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
     from bertdemo.ui.plotly_figure import plotly_js
+    from bertdemo.ui.queue_polling import poll_less
     from bertdemo.ui.session_configs import make_session_configs_lazy
     from bertdemo.ui.visitor_shares import share_per_visitor
 
@@ -181,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     assets = Middleware(AssetCache, enabled=auth is None, files=[str(plotly_js())])
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
+    poll_less(demo)  # the queue looks for work every 5 ms when it has none, not every 1 ms
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,

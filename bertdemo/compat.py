@@ -102,6 +102,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "SessionState.config_values / BlocksConfig.config_for_block",
                "bertdemo/ui/session_configs.py make_session_configs_lazy", GRADIO,
                "a new page session's copy of every component's configuration made when read, not at its first event"),
+    Touchpoint("gradio", "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)",
+               "bertdemo/ui/queue_polling.py poll_less", GRADIO,
+               "the queue looks for work every 5 ms, not every 1 ms, while it has none"),
     Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
                "answers cached per weights: changes on any in-place edit"),
     Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
@@ -217,6 +220,14 @@ def lazy_session_configs(blocks: Any, configs_class: Callable[[Any, list[int]], 
             return super().__getitem__(session_id)
 
     holder.__class__ = LazyHolder
+
+
+def set_queue_polling(blocks: Any, free_s: float, progress_s: float) -> None:
+    """How long the queued app's queue waits before it looks for work again when it has none (``free_s``) and
+    for progress to send (``progress_s``)."""
+    queue = blocks._queue
+    queue.sleep_when_free = free_s
+    queue.progress_update_sleep_when_free = progress_s
 
 def type_hints(fn: Callable) -> dict[str, Any]:
     """A handler's type hints, resolved the way gradio resolves them when it fills parameters."""
