@@ -224,10 +224,10 @@ def lazy_session_configs(blocks: Any, configs_class: Callable[[Any, list[int]], 
 
 def set_queue_polling(blocks: Any, free_s: float, progress_s: float) -> None:
     """How long the queued app's queue waits before it looks for work again when it has none (``free_s``) and
-    for progress to send (``progress_s``)."""
+    for progress to send (``progress_s``); never shorter than gradio's own waits."""
     queue = blocks._queue
-    queue.sleep_when_free = free_s
-    queue.progress_update_sleep_when_free = progress_s
+    queue.sleep_when_free = max(queue.sleep_when_free, free_s)
+    queue.progress_update_sleep_when_free = max(queue.progress_update_sleep_when_free, progress_s)
 
 def type_hints(fn: Callable) -> dict[str, Any]:
     """A handler's type hints, resolved the way gradio resolves them when it fills parameters."""

@@ -285,6 +285,17 @@ def _canary_lazy_session_configs():
     assert demo.state_holder["s1"] is lazy and "s1" in demo.state_holder.time_last_used
 
 
+def _canary_queue_polling():
+    from gradio.queueing import Queue
+
+    demo = _queued_app()
+    assert demo._queue.sleep_when_free == 0.001 and demo._queue.progress_update_sleep_when_free == 0.01  # gradio's
+    assert "self.sleep_when_free" in inspect.getsource(Queue.start_processing)  # read at every wait, not copied
+    assert "self.progress_update_sleep_when_free" in inspect.getsource(Queue.start_progress_updates)
+    compat.set_queue_polling(demo, 0.005, 0.05)
+    assert (demo._queue.sleep_when_free, demo._queue.progress_update_sleep_when_free) == (0.005, 0.05)
+
+
 CANARIES = {
     "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
     "gradio.queueing.Event.request": _canary_event_request,
@@ -319,6 +330,7 @@ CANARIES = {
     "Blocks.state_holder (its class, subclassed on the instance) / gradio.state_holder.SessionState(blocks) "
     "reading blocks.default_config and blocks.blocks / SessionState.config_values / BlocksConfig.config_for_block":
         _canary_lazy_session_configs,
+    "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)": _canary_queue_polling,
 }
 
 
