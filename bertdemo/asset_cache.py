@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any, Awaitable, Callable
 
+from bertdemo.page_cache import run_capturing
+
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
 
@@ -96,31 +98,10 @@ class AssetCache:
             making.set()
 
     async def _make(self, key: tuple, scope: Scope, receive: Callable, send: Callable) -> None:
-        start: dict = {}
-        chunks: list[bytes] = []
-        passed, size = False, 0
+        async def keep(start: dict, body: bytes) -> None:
+            await _send(send, *self._keep(key, start, body))
 
-        async def capture(message: dict) -> None:
-            nonlocal passed, size
-            if passed:
-                await send(message)
-            elif message["type"] == "http.response.start":
-                start.update(message)
-                names = {name.lower() for name, _ in message.get("headers", [])}
-                if message.get("status") != 200 or b"set-cookie" in names or b"content-encoding" in names:
-                    passed = True  # not one to keep: sent as it is
-                    await send(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                size += len(chunks[-1])
-                if size > MAX_ENTRY_BYTES:  # too large to keep: sent as it comes
-                    passed = True
-                    await send(start)
-                    await send({**message, "body": b"".join(chunks)})
-                elif not message.get("more_body"):
-                    await _send(send, *self._keep(key, start, b"".join(chunks)))
-
-        await self.app(scope, receive, capture)
+        await run_capturing(self.app, scope, receive, send, keep, max_bytes=MAX_ENTRY_BYTES)
 
     def _keep(self, key: tuple, start: dict, body: bytes) -> tuple[int, list, bytes]:
         """The answer as it is kept and sent (compressed when the browser takes brotli), kept."""

@@ -14,6 +14,7 @@ compression runs once too). A server with a login (``--auth``) varies the page p
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -71,26 +72,7 @@ class PageCache:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        start: dict = {}
-        chunks: list[bytes] = []
-        passed = False
-
-        async def capture(message: dict) -> None:
-            nonlocal passed
-            if passed:
-                await send(message)
-            elif message["type"] == "http.response.start":
-                start.update(message)
-                names = {name.lower() for name, _ in message.get("headers", [])}
-                if message.get("status") != 200 or b"set-cookie" in names or b"content-encoding" in names:
-                    passed = True  # not one to keep: sent as it is
-                    await send(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    await self._keep_and_send(key, start, b"".join(chunks), send)
-
-        await self.app(scope, receive, capture)
+        await run_capturing(self.app, scope, receive, send, lambda start, body: self._keep_and_send(key, start, body, send))
 
     async def _keep_and_send(self, key: tuple, start: dict, body: bytes, send: Callable) -> None:
         headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"vary")]
@@ -108,3 +90,34 @@ class PageCache:
             self.made += 1
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def run_capturing(app: ASGIApp, scope: Scope, receive: Callable, send: Callable,
+                        keep: Callable[[dict, bytes], Awaitable[None]], max_bytes: float = math.inf) -> None:
+    """Run ``app``: a 200 answer without cookies or an encoding, of at most ``max_bytes``, is collected whole and
+    handed to ``keep(its start message, its body)``, which sends it; any other answer is sent as it comes."""
+    start: dict = {}
+    chunks: list[bytes] = []
+    passed, size = False, 0
+
+    async def capture(message: dict) -> None:
+        nonlocal passed, size
+        if passed:
+            await send(message)
+        elif message["type"] == "http.response.start":
+            start.update(message)
+            names = {name.lower() for name, _ in message.get("headers", [])}
+            if message.get("status") != 200 or b"set-cookie" in names or b"content-encoding" in names:
+                passed = True  # not one to keep: sent as it is
+                await send(message)
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > max_bytes:  # too large to keep: sent as it comes
+                passed = True
+                await send(start)
+                await send({**message, "body": b"".join(chunks)})
+            elif not message.get("more_body"):
+                await keep(start, b"".join(chunks))
+
+    await app(scope, receive, capture)

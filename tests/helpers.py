@@ -220,3 +220,19 @@ def name_task(n: int = 40, seed: int = 0):
         ws = names.words(text)
         rows.append(names.TaggedSentence(f"s{k}", tuple(ws), tuple(names.tag_words(ws))))
     return WordTask(list(names.LABELS), rows[: n * 6 // 10], rows[n * 6 // 10: n * 8 // 10], rows[n * 8 // 10:])
+
+
+def asgi_get(app: Callable, scope: dict) -> tuple[int, dict, bytes]:
+    """Send one HTTP request ``scope`` through the ASGI ``app``: (status, headers, body), the body decompressed
+    when it came brotli-encoded."""
+    import brotli
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    run_coroutine(app(scope, None, send))
+    headers = dict(sent[0]["headers"])
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return sent[0]["status"], headers, brotli.decompress(body) if headers.get(b"content-encoding") == b"br" else body

@@ -7,7 +7,7 @@ from __future__ import annotations
 import brotli
 
 from bertdemo.asset_cache import CHUNK, FILE_ROUTE, AssetCache
-from tests.helpers import run_coroutine
+from tests.helpers import asgi_get, run_coroutine
 
 SCRIPT = b"export const answer = 42;\n" * 8_000  # about 200 kB: sent in several pieces
 
@@ -33,15 +33,7 @@ def _get(cache, path: str = "/assets/index-abc.js", br: bool = True, extra: list
     scope = {"type": "http", "method": "GET", "path": path, "query_string": b"", "scheme": "http",
              "headers": [(b"host", b"school.example")] + ([(b"accept-encoding", b"gzip, br")] if br else [])
              + (extra or [])}
-    sent: list[dict] = []
-
-    async def send(message):
-        sent.append(message)
-
-    run_coroutine(cache(scope, None, send))
-    headers = dict(sent[0]["headers"])
-    body = b"".join(m.get("body", b"") for m in sent[1:])
-    return sent[0]["status"], headers, brotli.decompress(body) if headers.get(b"content-encoding") == b"br" else body
+    return asgi_get(cache, scope)
 
 
 def test_thirty_opens_make_each_file_once_with_the_framework_s_bytes():
