@@ -3,7 +3,6 @@ Host and per the framework's own query values; never kept with a cookie, a login
 
 from __future__ import annotations
 
-
 from bertdemo.page_cache import CACHE_S, PageCache
 from tests.helpers import FakeClock, asgi_get
 
