@@ -101,3 +101,30 @@ def test_the_kept_files_stay_within_their_byte_bound():
     _get(cache, path="/assets/c.js")  # kept: the newest
     _get(cache, path="/assets/a.js")  # the oldest went first: made again
     assert app.made == 4
+
+
+def test_phones_asking_at_once_wait_for_the_one_file_being_made():
+    import asyncio
+
+    class Slow(Framework):
+        async def __call__(self, scope, receive, send):
+            await asyncio.sleep(0.01)  # the file is read while the other phones ask for it
+            await super().__call__(scope, receive, send)
+
+    app = Slow()
+    cache = AssetCache(app)
+    scope = {"type": "http", "method": "GET", "path": "/assets/index-abc.js", "query_string": b"",
+             "headers": [(b"accept-encoding", b"br")]}
+    bodies: list[list[bytes]] = [[] for _ in range(30)]
+
+    async def phone(i: int) -> None:
+        async def send(message):
+            bodies[i].append(message.get("body", b""))
+        await cache(scope, None, send)
+
+    async def class_of_30() -> None:
+        await asyncio.gather(*(phone(i) for i in range(30)))
+
+    run_coroutine(class_of_30())
+    assert app.made == 1
+    assert all(brotli.decompress(b"".join(b)) == SCRIPT for b in bodies)
