@@ -171,8 +171,12 @@ def main(argv: list[str] | None = None) -> None:
 
     from starlette.middleware import Middleware
 
+    from bertdemo.asset_cache import AssetCache
     from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
+    from bertdemo.ui.plotly_figure import plotly_js
+    from bertdemo.ui.queue_polling import poll_less
+    from bertdemo.ui.session_configs import make_session_configs_lazy
     from bertdemo.ui.visitor_shares import share_per_visitor
 
     ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
@@ -186,15 +190,19 @@ def main(argv: list[str] | None = None) -> None:
     auth = [tuple(pair.split(":", 1)) for pair in args.auth] or None
     door = Middleware(RequestLimits, rules=ctx.settings.traffic,  # body caps, upload budgets, who the visitor is
                       members=ctx.classes.visitor_key)  # a class member is counted as themselves
-    page = Middleware(PageCache, enabled=auth is None)  # the page's bytes made once a minute, not at every open
+    page = Middleware(PageCache, enabled=auth is None)  # the page's bytes made once in ten minutes, not at every open
+    # the page's script, style and font files (and plotly.js) read and compressed once, not at every open
+    assets = Middleware(AssetCache, enabled=auth is None, files=[str(plotly_js())])
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
+    poll_less(demo)  # the queue looks for work every 5 ms when it has none, not every 1 ms
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        app_kwargs={"middleware": [assets, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
         mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
     )
+    make_session_configs_lazy(demo)  # a page session copies the page's configuration only when it is read
     if args.mcp:  # the read-only views alone, under their endpoint's name
         from bertdemo.ui.mcp_tools import offer_read_only_views
 

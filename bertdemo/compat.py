@@ -97,6 +97,14 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                GRADIO, "the MCP server offers the read-only views alone, under their endpoint's name"),
     Touchpoint("gradio", "BlockFunction.api_description", "bertdemo/ui/mcp_tools.py offer_read_only_views",
                GRADIO, "each MCP tool says what it answers"),
+    Touchpoint("gradio", "Blocks.state_holder (its class, subclassed on the instance) / "
+               "gradio.state_holder.SessionState(blocks) reading blocks.default_config and blocks.blocks / "
+               "SessionState.config_values / BlocksConfig.config_for_block",
+               "bertdemo/ui/session_configs.py make_session_configs_lazy", GRADIO,
+               "a new page session's copy of every component's configuration made when read, not at its first event"),
+    Touchpoint("gradio", "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)",
+               "bertdemo/ui/queue_polling.py poll_less", GRADIO,
+               "the queue looks for work every 5 ms, not every 1 ms, while it has none"),
     Touchpoint("torch", "Tensor._version", "bertdemo/models/loading.py weights_stamp", TORCH,
                "answers cached per weights: changes on any in-place edit"),
     Touchpoint("torch", "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported",
@@ -187,6 +195,39 @@ def mcp_tool_table(blocks: Any) -> dict[str, str] | None:
 def describe_endpoint(handler: Any, text: str) -> None:
     """Set an event handler's API description (what its API page and its MCP tool say about it)."""
     handler.api_description = text
+
+
+def lazy_session_configs(blocks: Any, configs_class: Callable[[Any, list[int]], dict]) -> None:
+    """The launched app's new sessions (``SessionState``) get ``configs_class(session's BlocksConfig, component
+    ids)`` as their ``config_values`` instead of the copy gradio makes of every component at once; every other
+    field is gradio's own (its ``__init__`` runs, given no components to copy)."""
+    from types import SimpleNamespace
+
+    from gradio.state_holder import SessionState
+
+    class LazySessionState(SessionState):
+        def __init__(self, app: Any) -> None:
+            super().__init__(SimpleNamespace(default_config=app.default_config, blocks={}))
+            self.config_values = configs_class(self.blocks_config,
+                                               [k for k in self.blocks_config.blocks if k in app.blocks])
+
+    holder = blocks.state_holder
+
+    class LazyHolder(type(holder)):  # type: ignore[misc]
+        def __getitem__(self, session_id: str) -> Any:
+            if session_id not in self.session_data:
+                self.session_data[session_id] = LazySessionState(self.blocks)
+            return super().__getitem__(session_id)
+
+    holder.__class__ = LazyHolder
+
+
+def set_queue_polling(blocks: Any, free_s: float, progress_s: float) -> None:
+    """How long the queued app's queue waits before it looks for work again when it has none (``free_s``) and
+    for progress to send (``progress_s``); never shorter than gradio's own waits."""
+    queue = blocks._queue
+    queue.sleep_when_free = max(queue.sleep_when_free, free_s)
+    queue.progress_update_sleep_when_free = max(queue.progress_update_sleep_when_free, progress_s)
 
 def type_hints(fn: Callable) -> dict[str, Any]:
     """A handler's type hints, resolved the way gradio resolves them when it fills parameters."""

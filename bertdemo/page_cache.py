@@ -1,8 +1,8 @@
 """The page itself, served from memory (:class:`PageCache`, ASGI): every open of the app's address — a class
 of phones opening a shared link at once — used to make the web framework copy and walk the whole page's
 configuration, render it into HTML and compress it again (about 0.4 CPU-seconds of a 1.6 s page open); the
-bytes are the same for every visitor of one address, so they are made once and sent again for
-``CACHE_S`` seconds.
+bytes are the same for every visitor of one address (the framework fixes the configuration at launch), so they
+are made once and sent again for ``CACHE_S`` seconds.
 
 Only a plain ``GET`` of the page (``/``) is kept, keyed by what the framework builds it from: the address the
 visitor used (``Host`` and the forwarding headers), the framework's own query values (``deep_link``,
@@ -14,6 +14,7 @@ compression runs once too). A server with a login (``--auth``) varies the page p
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -23,7 +24,7 @@ from urllib.parse import parse_qsl
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
 
-CACHE_S = 60.0  # a page is made again at least this often
+CACHE_S = 600.0  # a page is made again at least this often (making it costs about 1 CPU-s: the config walked)
 MAX_PAGES = 16  # addresses kept at once (each about a megabyte)
 FRAMEWORK_QUERY = ("deep_link", "page", "view", "__theme")
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix", b"x-forwarded-port")
@@ -71,26 +72,7 @@ class PageCache:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        start: dict = {}
-        chunks: list[bytes] = []
-        passed = False
-
-        async def capture(message: dict) -> None:
-            nonlocal passed
-            if passed:
-                await send(message)
-            elif message["type"] == "http.response.start":
-                start.update(message)
-                names = {name.lower() for name, _ in message.get("headers", [])}
-                if message.get("status") != 200 or b"set-cookie" in names or b"content-encoding" in names:
-                    passed = True  # not one to keep: sent as it is
-                    await send(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    await self._keep_and_send(key, start, b"".join(chunks), send)
-
-        await self.app(scope, receive, capture)
+        await run_capturing(self.app, scope, receive, send, lambda start, body: self._keep_and_send(key, start, body, send))
 
     async def _keep_and_send(self, key: tuple, start: dict, body: bytes, send: Callable) -> None:
         headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"vary")]
@@ -108,3 +90,34 @@ class PageCache:
             self.made += 1
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def run_capturing(app: ASGIApp, scope: Scope, receive: Callable, send: Callable,
+                        keep: Callable[[dict, bytes], Awaitable[None]], max_bytes: float = math.inf) -> None:
+    """Run ``app``: a 200 answer without cookies or an encoding, of at most ``max_bytes``, is collected whole and
+    handed to ``keep(its start message, its body)``, which sends it; any other answer is sent as it comes."""
+    start: dict = {}
+    chunks: list[bytes] = []
+    passed, size = False, 0
+
+    async def capture(message: dict) -> None:
+        nonlocal passed, size
+        if passed:
+            await send(message)
+        elif message["type"] == "http.response.start":
+            start.update(message)
+            names = {name.lower() for name, _ in message.get("headers", [])}
+            if message.get("status") != 200 or b"set-cookie" in names or b"content-encoding" in names:
+                passed = True  # not one to keep: sent as it is
+                await send(message)
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > max_bytes:  # too large to keep: sent as it comes
+                passed = True
+                await send(start)
+                await send({**message, "body": b"".join(chunks)})
+            elif not message.get("more_body"):
+                await keep(start, b"".join(chunks))
+
+    await app(scope, receive, capture)

@@ -234,3 +234,17 @@ def summary_blocks(tokenizer, texts: int = 40, length: int = 64, heldout: int = 
                           tokenizer(wiki_summaries()[:texts], add_special_tokens=False)["input_ids"]])
     packed = pack_stream(ids, length, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
     return packed[:-heldout], packed[-heldout:]
+def asgi_get(app: Callable, scope: dict) -> tuple[int, dict, bytes]:
+    """Send one HTTP request ``scope`` through the ASGI ``app``: (status, headers, body), the body decompressed
+    when it came brotli-encoded."""
+    import brotli
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    run_coroutine(app(scope, None, send))
+    headers = dict(sent[0]["headers"])
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return sent[0]["status"], headers, brotli.decompress(body) if headers.get(b"content-encoding") == b"br" else body

@@ -267,6 +267,35 @@ def _canary_api_description():
     assert server.get_fn_description(handler, tool)[0] == "Echoes the text."
 
 
+def _canary_lazy_session_configs():
+    from gradio.blocks import BlocksConfig
+    from gradio.state_holder import SessionState
+
+    from bertdemo.ui.session_configs import LazyConfigs
+
+    demo = _queued_app()
+    assert set(inspect.signature(SessionState.__init__).parameters) == {"self", "blocks"}
+    assert isinstance(inspect.getattr_static(BlocksConfig, "config_for_block"), staticmethod)
+    eager = SessionState(demo)
+    compat.lazy_session_configs(demo, LazyConfigs)
+    lazy = demo.state_holder["s1"]
+    assert isinstance(lazy, SessionState) and isinstance(lazy.config_values, LazyConfigs)
+    assert set(vars(lazy)) == set(vars(eager))  # every other field is gradio's own
+    assert list(lazy.components) == list(eager.components)  # what gradio's deep-link route reads
+    assert demo.state_holder["s1"] is lazy and "s1" in demo.state_holder.time_last_used
+
+
+def _canary_queue_polling():
+    from gradio.queueing import Queue
+
+    demo = _queued_app()
+    assert demo._queue.sleep_when_free == 0.001 and demo._queue.progress_update_sleep_when_free == 0.01  # gradio's
+    assert "self.sleep_when_free" in inspect.getsource(Queue.start_processing)  # read at every wait, not copied
+    assert "self.progress_update_sleep_when_free" in inspect.getsource(Queue.start_progress_updates)
+    compat.set_queue_polling(demo, 0.005, 0.05)
+    assert (demo._queue.sleep_when_free, demo._queue.progress_update_sleep_when_free) == (0.005, 0.05)
+
+
 CANARIES = {
     "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
     "gradio.queueing.Event.request": _canary_event_request,
@@ -298,6 +327,10 @@ CANARIES = {
     "transformers.masking_utils.create_bidirectional_mask": _canary_bidirectional_mask,
     "Tensor._version": _canary_tensor_version,
     "torch.cpu._is_avx512_bf16_supported / _is_amx_tile_supported": _canary_cpu_bf16_checks,
+    "Blocks.state_holder (its class, subclassed on the instance) / gradio.state_holder.SessionState(blocks) "
+    "reading blocks.default_config and blocks.blocks / SessionState.config_values / BlocksConfig.config_for_block":
+        _canary_lazy_session_configs,
+    "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)": _canary_queue_polling,
 }
 
 

@@ -78,7 +78,9 @@ ALLOWED_CIRCLES = [{"bertdemo.pretrain.zerogpu", "bertdemo.pretrain.gpu_entry"}]
 LOGIC = ("explore", "models", "corpus", "pretrain", "finetune", "learn", "snippets", "viz", "tools", "assets", "classroom")
 GRADIO_TOUCHPOINTS = {"bertdemo.compat", "bertdemo.gradio_import"}  # the only modules below ui/ that touch gradio
 FLOORS = {  # package -> the packages it must never import (each one sits above it)
-    "models": {"explore", "finetune", "learn", "snippets", "viz", "ui", "context", "settings"},
+    # the bottom floor: a run's checkpoint is named from models/checkpoint_layout.py, never from pretrain/
+    "models": {"explore", "pretrain", "finetune", "runs", "corpus", "classroom", "learn", "snippets", "viz", "ui",
+               "context", "settings"},
     "explore": {"viz", "learn", "snippets", "ui", "context"},
     "snippets": {"learn", "ui", "context"},
     "learn": {"ui", "context"},

@@ -3,10 +3,8 @@ Host and per the framework's own query values; never kept with a cookie, a login
 
 from __future__ import annotations
 
-import brotli
-
 from bertdemo.page_cache import CACHE_S, PageCache
-from tests.helpers import FakeClock, run_coroutine
+from tests.helpers import FakeClock, asgi_get
 
 PAGE = b"<html>" + b"the page " * 200 + b"</html>"
 
@@ -29,15 +27,7 @@ class Framework:
 def _get(cache, query: bytes = b"tab=attention&text=hi", host: bytes = b"school.example", br: bool = True):
     scope = {"type": "http", "method": "GET", "path": "/", "query_string": query, "scheme": "http",
              "headers": [(b"host", host)] + ([(b"accept-encoding", b"gzip, br")] if br else [])}
-    sent: list[dict] = []
-
-    async def send(message):
-        sent.append(message)
-
-    run_coroutine(cache(scope, None, send))
-    headers = dict(sent[0]["headers"])
-    body = b"".join(m.get("body", b"") for m in sent[1:])
-    return sent[0]["status"], headers, brotli.decompress(body) if headers.get(b"content-encoding") == b"br" else body
+    return asgi_get(cache, scope)
 
 
 def test_every_open_of_one_address_gets_the_same_page_made_once():

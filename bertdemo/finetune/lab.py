@@ -16,6 +16,7 @@ from pathlib import Path
 from bertdemo import storage
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.memory import DEFAULT_BUDGET_GB, MemoryBudget
+from bertdemo.request_budget import WorkBudget, checking, unbounded
 
 BASELINES_FILE = "topic_baselines-v2.json"  # v2: every choice made on validation, the test accuracy drawn
 CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
@@ -78,23 +79,26 @@ class FinetuneLab:
             self._baselines = read_baselines(self.cache_dir)
         return self._baselines
 
-    def compute_baselines(self, embedded_model, progress: Progress | None = None) -> dict[str, float]:
+    def compute_baselines(self, embedded_model, progress: Progress | None = None,
+                          budget: WorkBudget | None = None) -> dict[str, float]:
         """Majority class, bag of words + logistic regression, and the best layer's linear probe on the frozen
         embedded model (mean-pooled), on the same split, each chosen on validation; saved (atomically) and returned
-        as test accuracy."""
+        as test accuracy. ``budget``: the request's, checked before the work and after each batch of features."""
         done = self.baselines()
         if done:
             return done
+        budget = budget or unbounded()
+        progress = checking(progress, budget)
         with self._lock:
             done = self.baselines()
             if done:
                 return done
+            budget.check()  # the wait for the lock counts too
             with LOGIC_IMPORT_LOCK:
                 from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
                 from bertdemo.models.store import weights_key
             splits = self.splits()
-            if progress:
-                progress(0.02, "Majority class and bag of words…")
+            progress(0.02, "Majority class and bag of words…")
             majority, bow = majority_baseline(splits), bag_of_words_baseline(splits)
             probes = frozen_probe(embedded_model.name, embedded_model.model, embedded_model.tokenizer, splits,
                                   self.features(), progress=progress, weights_key=weights_key(embedded_model))
@@ -138,12 +142,13 @@ class FinetuneLab:
 
         return self._probes.get_or_build((weights, task), compute)
 
-    def checkpoint_probes(self, folders: list[str], progress: Progress | None = None):
-        """The bigram-shift probe of each checkpoint folder (a pretraining run's): when did it learn word order?"""
+    def checkpoint_probes(self, folders: list[str], progress: Progress | None = None, budget: WorkBudget | None = None):
+        """The bigram-shift probe of each checkpoint folder (a pretraining run's): when did it learn word order?
+        (``budget``: the request's, checked before each checkpoint and after each batch of features.)"""
         with self._lock:
             with LOGIC_IMPORT_LOCK:
                 from bertdemo.finetune.layer_probes import probe_checkpoints
-            return probe_checkpoints(folders, self.features(), progress=progress)
+            return probe_checkpoints(folders, self.features(), progress=progress, budget=budget)
 
     # --- what fine-tuning changed -------------------------------------------------------------------
     def layer_change(self, name: str, folder: str, progress: Progress | None = None, budget=None, texts=None):
@@ -163,13 +168,17 @@ class FinetuneLab:
         return self._changes.get_or_build(stamp, compute)
 
     # --- a fine-tuned model answers -------------------------------------------------------------------
-    def classify(self, folder: str, text: str) -> tuple[list[str], list[float]]:
-        """(topic names, P(topic | text)) from the fine-tuned model in ``folder`` (its own forward, eval mode)."""
+    def classify(self, folder: str, text: str, budget: WorkBudget | None = None) -> tuple[list[str], list[float]]:
+        """(topic names, P(topic | text)) from the fine-tuned model in ``folder`` (its own forward, eval mode);
+        ``budget``: the request's, checked before the model is loaded and again before its forward."""
+        budget = budget or unbounded()
+        budget.check()
         with LOGIC_IMPORT_LOCK:
             import torch
 
             from bertdemo.finetune.engine import topic_probabilities
         model, tokenizer = self._classifier(folder)
+        budget.check()  # loading a fine-tuned model may have taken the time
         with torch.inference_mode():
             probs = topic_probabilities(model, tokenizer, text, 512, torch.device("cpu"))
         return [model.config.id2label[i] for i in range(len(probs))], probs

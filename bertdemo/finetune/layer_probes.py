@@ -196,18 +196,22 @@ def _checkpoint_step(folder: Path) -> int | None:
 
 def probe_checkpoints(paths: Sequence[str | Path], cache: ActivationCache, task: str = "bigram_shift",
                       seed: int = 0, sizes: dict[str, int] | None = None,
-                      progress: Progress | None = None) -> list[CheckpointProbe]:
+                      progress: Progress | None = None, budget: WorkBudget | None = None) -> list[CheckpointProbe]:
     """Probe every layer (mean-pooled) of each checkpoint folder in ``paths`` (``save_pretrained``
     folders with their tokenizer, e.g. a pretraining run's) on ``task``: with bigram shift, the step at
     which the probe rises above the majority class is when the run learned word order. Results in the
     order of ``paths``, each with its training step when the folder records it and ``path`` as given
-    (progress messages name only the folder's last part, never the server path)."""
+    (progress messages name only the folder's last part, never the server path). ``budget``: the request's,
+    checked before each checkpoint is loaded and after each batch of its features."""
     from transformers import AutoModel, AutoTokenizer
 
+    budget = budget or unbounded()
+    progress = checking(progress, budget)
     probe = build_task(task, seed, sizes)
     majority = _majority(probe)
     results = []
     for k, path in enumerate(paths):
+        budget.check()
         folder = Path(path)
         if not (folder / "config.json").is_file():
             raise ValueError(f"{folder.name} is not a model folder (no config.json).")

@@ -4,7 +4,7 @@ Pages, statuses and API answers show ``run:`` names; only the server turns them 
 (under its own runs folder, passed in). ``run:<id>/checkpoint`` always means the run's latest
 checkpoint (whichever step folder it is now); ``run:<id>/steps/step-<n>`` an earlier one. Names from
 before the step folders keep opening: ``run:<id>/previous/step-<n>`` is ``steps/step-<n>`` once the run
-has moved to them (:mod:`bertdemo.pretrain.checkpoints`). A fine-tuning run's model is ``ft:<run id>``: its
+has moved to them (:mod:`bertdemo.models.checkpoint_layout`). A fine-tuning run's model is ``ft:<run id>``: its
 folder ``<runs folder>/.finetune/<run id>/model`` (:func:`resolve_finetune_reference`). Torch-free.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertdemo.pretrain.checkpoints import (
+from bertdemo.models.checkpoint_layout import (
     LEGACY_EARLIER_DIRNAME,
     STEPS_DIRNAME,
     is_checkpoint,

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 import threading
 from datetime import datetime
@@ -46,6 +45,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertdemo import storage
+from bertdemo.models.checkpoint_layout import (  # the read side, on the models floor (run names read it)
+    LATEST_FILE,
+    LEGACY_EARLIER_DIRNAME,
+    LEGACY_LATEST_DIRNAME,
+    STATE_FILE,
+    STEP_NAME,
+    STEPS_DIRNAME,
+    is_checkpoint,
+    latest_checkpoint,
+    pointed_step,
+    run_checkpoints,
+    run_folder_of,
+    step_folders,
+    step_of,
+)
 from bertdemo.pretrain.config import CUSTOM, TrainConfig
 from bertdemo.settings import DiskRules
 
@@ -53,77 +67,13 @@ if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listi
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-STATE_FILE = "trainer_state.json"
 CONFIG_FILE = "train_config.json"
 METRICS_FILE = "metrics.csv"
 OPTIMIZER_FILE = "optimizer.pt"
-STEPS_DIRNAME = "steps"
-LATEST_FILE = "LATEST"
-LEGACY_LATEST_DIRNAME = "checkpoint"  # the earlier layout's latest checkpoint
-LEGACY_EARLIER_DIRNAME = "previous"  # the earlier layout's earlier checkpoints
-_STEP_NAME = re.compile(r"^step-(\d{1,12})(?:\.(\d{1,4}))?$")
+_STEP_NAME = STEP_NAME
+_step_folders = step_folders
+_pointed = pointed_step
 _write_lock = threading.Lock()  # one checkpoint write (or writer-side cleanup) at a time in this process
-
-
-def step_of(folder: Path) -> tuple[int, int]:
-    """(step, repeat) a step folder's name says: ``step-400`` -> (400, 0), ``step-400.1`` -> (400, 1)."""
-    match = _STEP_NAME.match(folder.name)
-    return (int(match[1]), int(match[2] or 0)) if match else (-1, 0)
-
-
-def is_checkpoint(folder: Path) -> bool:
-    """Whether ``folder`` is a complete checkpoint (its state is written last)."""
-    return (folder / STATE_FILE).is_file() and (folder / "config.json").is_file()
-
-
-def _step_folders(run: Path, dirname: str = STEPS_DIRNAME) -> list[Path]:
-    folder = run / dirname
-    found = [p for p in folder.iterdir() if _STEP_NAME.match(p.name) and is_checkpoint(p)] if folder.is_dir() else []
-    return sorted(found, key=step_of, reverse=True)
-
-
-def _pointed(run: Path) -> Path | None:
-    try:
-        name = (run / LATEST_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return run / STEPS_DIRNAME / name if _STEP_NAME.match(name) else None
-
-
-def latest_checkpoint(run: str | Path) -> Path | None:
-    """The folder of run ``run``'s latest complete checkpoint (None when it has none): the one ``LATEST``
-    names; when that folder is missing, the earlier layout's ``checkpoint/``, else the highest step."""
-    run = Path(run)
-    for _ in range(2):  # a writer moving an earlier-layout run may rename a folder between two looks
-        pointed = _pointed(run)
-        if pointed is not None and is_checkpoint(pointed):
-            return pointed
-        legacy = run / LEGACY_LATEST_DIRNAME
-        if is_checkpoint(legacy):
-            return legacy
-    found = _step_folders(run) or _step_folders(run, LEGACY_EARLIER_DIRNAME)
-    return found[0] if found else None
-
-
-def run_checkpoints(run: str | Path) -> list[Path]:
-    """A run's complete checkpoints: the latest first, then the earlier ones, highest step first."""
-    run = Path(run)
-    latest = latest_checkpoint(run)
-    if latest is None:
-        return []
-    found = [*_step_folders(run), *_step_folders(run, LEGACY_EARLIER_DIRNAME)]
-    return [latest, *sorted((p for p in found if p != latest), key=step_of, reverse=True)]
-
-
-def run_folder_of(checkpoint: str | Path) -> Path:
-    """The run folder a checkpoint folder belongs to (where a run resumed from it saves)."""
-    path = Path(checkpoint)
-    return path.parent.parent if path.parent.name in (STEPS_DIRNAME, LEGACY_EARLIER_DIRNAME) else path.parent
-
-
-def is_latest(checkpoint: str | Path) -> bool:
-    """Whether ``checkpoint`` is its run's latest checkpoint."""
-    return latest_checkpoint(run_folder_of(checkpoint)) == Path(checkpoint)
 
 
 # --- writing ------------------------------------------------------------------------------------

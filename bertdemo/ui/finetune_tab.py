@@ -249,7 +249,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     @user_errors
     def compute_landmarks(progress=gr.Progress()):
-        lab.compute_baselines(store.get(EMBEDDED_MLM_NAME), progress=lambda f, m: progress(f, desc=m))
+        lab.compute_baselines(store.get(EMBEDDED_MLM_NAME), progress=lambda f, m: progress(f, desc=m),
+                              budget=current_budget())
         return (*task_view(), curves([]))
 
     @user_errors
@@ -261,7 +262,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         if len(text) > MAX_CLASSIFY_CHARS:
             raise ValueError(f"The sentence has {len(text):,} characters; at most {MAX_CLASSIFY_CHARS:,}.")
         model = model if isinstance(model, str) and model.startswith("ft:") else f"ft:{model}"
-        labels, probs = lab.classify(runs.model(model), text)
+        labels, probs = lab.classify(runs.model(model), text, budget=current_budget())
         return viz.probabilities_markdown(labels, probs, model)
 
     @user_errors
@@ -270,7 +271,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         your own data: on a public server pass the `owner_token` that started it)."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_CLASSIFY_CHARS:
             raise ValueError(f"text must be a sentence of 1 to {MAX_CLASSIFY_CHARS:,} characters.")
-        labels, probs = lab.classify(runs.model(model, owner_token or ""), text)
+        labels, probs = lab.classify(runs.model(model, owner_token or ""), text, budget=current_budget())
         return {"model": model, "probabilities": dict(zip(labels, probs))}
 
     @user_errors
@@ -309,7 +310,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
             raise ValueError("Pick a pretraining run first.")
         folders = pretraining.checkpoint_folders(run_id)
         note = viz.checkpoints_note(len(folders), ctx.settings.disk.kept_per_run)
-        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m)),
+        return plot_data(viz.checkpoint_probe_spec(lab.checkpoint_probes(folders, lambda f, m: progress(f, desc=m),
+                                                                         budget=current_budget()),
                                                    note=note))
 
     def measured_change(run_id: str, progress=None):

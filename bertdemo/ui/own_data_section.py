@@ -26,6 +26,7 @@ from bertdemo.finetune.own_run import DATA_FILE, read_result
 from bertdemo.runs.uploads import forget_original_upload
 from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.own_data import result_markdown
 
@@ -127,7 +128,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
         if not run_id:
             raise ValueError("Pick one of your runs first (or start one).")
         name = f"ft:{run_id}"
-        labels, probs = lab.classify(runs.model(name, token or ""), text)
+        labels, probs = lab.classify(runs.model(name, token or ""), text, budget=current_budget())
         return viz.probabilities_markdown(labels, probs, name).replace("| topic |", "| label |")
 
     @user_errors
