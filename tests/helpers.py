@@ -234,6 +234,8 @@ def summary_blocks(tokenizer, texts: int = 40, length: int = 64, heldout: int = 
                           tokenizer(wiki_summaries()[:texts], add_special_tokens=False)["input_ids"]])
     packed = pack_stream(ids, length, tokenizer.cls_token_id, tokenizer.sep_token_id, np.int64)
     return packed[:-heldout], packed[-heldout:]
+
+
 def asgi_get(app: Callable, scope: dict) -> tuple[int, dict, bytes]:
     """Send one HTTP request ``scope`` through the ASGI ``app``: (status, headers, body), the body decompressed
     when it came brotli-encoded."""

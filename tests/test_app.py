@@ -68,6 +68,8 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
 
     class FakeQueue:
         event_ids_to_events: dict = {}
+        sleep_when_free = 0.001  # gradio's own idle waits
+        progress_update_sleep_when_free = 0.01
 
         async def push(self, body, request, username):
             return True, "event", "success"
@@ -79,6 +81,9 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
             return self
 
         def launch(self, **kw):
+            from gradio.state_holder import StateHolder
+
+            self.state_holder = StateHolder()  # what gradio's launch makes
             calls["launch"] = kw
             calls["loader started before launch"] = "loader" in calls
 
@@ -103,6 +108,8 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     assert app.settings_from_args(app.parse_args(["--public"])).traffic.queue_per_visitor == 16
     assert app.settings_from_args(app.parse_args([])).traffic.queue_per_visitor == 0  # a local benchmark's clients
     assert calls["demo"]._queue.push.__name__ == "limited_push"  # each visitor's share of the queue
+    assert type(calls["demo"].state_holder).__name__ == "LazyHolder"  # page sessions copy no configuration at open
+    assert (calls["demo"]._queue.sleep_when_free, calls["demo"]._queue.progress_update_sleep_when_free) == (0.005, 0.05)
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
     assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…
     assert not calls["loader started before launch"] and callable(calls["loader"])  # …the logic loads after
