@@ -79,30 +79,13 @@ class OwnRun(FinetuneRun):
 
     def work(self) -> str:
         with LOGIC_IMPORT_LOCK:
-            from bertdemo.finetune.metrics import FinetuneMetrics
-            from bertdemo.finetune.own_eval import CV_BELOW, cross_validate, own_message, split_and_finetune
+            from bertdemo.finetune.own_eval import CV_BELOW, cross_validate, split_and_finetune
 
         try:
             storage.write_text(self.run_folder / DATA_FILE, data_csv(self.data))
-            if len(self.data) < CV_BELOW:
-                status, result = cross_validate(self.cfg, self.data, self.metrics, self.control,
-                                                 self.run_folder / MODEL_DIRNAME, cache_dir=self.cache_dir,
-                                                 clock=self._clock, on_step=self.on_step)
-            else:  # the engine's run writes what it sees (texts, label names) into metrics of its own
-                private = FinetuneMetrics(status=Status.PREPARING, init=self.cfg.init, settings=self.cfg.flat())
-
-                def mirrored(step: int) -> None:
-                    snap = private.snapshot()
-                    self.metrics.update(step=snap.step, total_steps=snap.total_steps, elapsed_s=snap.elapsed_s,
-                                        status=snap.status)
-                    self.on_step(step)
-
-                status, result = split_and_finetune(self.cfg, self.data, private, self.control,
-                                                    self.run_folder / MODEL_DIRNAME, cache_dir=self.cache_dir,
-                                                    clock=self._clock, on_step=mirrored)
-                snap = private.snapshot()
-                self.metrics.update(step=snap.step, total_steps=snap.total_steps, elapsed_s=snap.elapsed_s,
-                                    checkpoint=snap.checkpoint, message=own_message(result))
+            run = cross_validate if len(self.data) < CV_BELOW else split_and_finetune
+            status, result = run(self.cfg, self.data, self.metrics, self.control, self.run_folder / MODEL_DIRNAME,
+                                 cache_dir=self.cache_dir, clock=self._clock, on_step=self.on_step)
             result["init"] = self.cfg.init
             if result.get("out_of_fold"):  # the data again, each example with the label its held-out fold got
                 storage.write_text(self.run_folder / DATA_FILE, data_csv(self.data, result["out_of_fold"]))
