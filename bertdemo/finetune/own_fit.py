@@ -52,15 +52,16 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
         control: RunControl, metrics: FinetuneMetrics, step0: int = 0, budget_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic, on_step: Callable[[int], None] | None = None,
         score_validation: Callable[[], float] | None = None) -> tuple[int, Chosen | None]:
-    """Fine-tune ``model`` in place on ``n_train`` examples (``loss_of(indices)``: a batch's loss):
-    ``ceil(epochs × examples / batch)`` steps, a batch of ``min(batch_size, examples)``; ``budget_s`` (0: none)
+    """Fine-tune ``model`` in place on ``n_train`` examples (``loss_of(indices)``: a batch's loss): a batch of
+    ``min(batch_size, examples)``, an epoch of ``examples // batch`` steps (one seeded permutation, as the loop
+    draws them), ``ceil(epochs × steps an epoch)`` steps; ``budget_s`` (0: none)
     may end it first (validation scoring included, the last one foreseen), the schedule following whichever end
     is nearer. With ``score_validation`` (higher is better) the model is scored at each epoch's end and at the
     last step, and left with the best epoch's weights. Returns (steps taken, the choice or None); raises
     :class:`Stopped` on a stop. The model is left in eval mode."""
     batch = min(cfg.batch_size, n_train)
     per_epoch = max(1, n_train // batch)
-    total = max(1, math.ceil(cfg.epochs * n_train / batch))
+    total = max(1, math.ceil(cfg.epochs * per_epoch))
     run_cfg = cfg.replace(batch_size=batch, eval_every=per_epoch if score_validation else 10**9)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)  # the data order: the same for every start
