@@ -82,8 +82,8 @@ def cross_validated(tiny_mlm_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("own-words")
     runs, _, service = _service(tmp)
     data = parse_words(conll(20))
-    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=12), own=data)
-    assert run.join(300), run.snapshot().message
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=15), own=data)
+    assert run.join(900), run.snapshot().message  # 90 steps of a tiny model: minutes on a crowded machine
     return service, run, data, tmp
 
 

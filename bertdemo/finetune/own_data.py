@@ -90,15 +90,19 @@ def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
         raise ValueError(f"No examples: give at least {MIN_LABELS} labels with {MIN_PER_LABEL} examples each.")
     if len(first_of) < MIN_LABELS:
         raise ValueError(f"Only one label ({raw[0]!r}); a classifier needs {MIN_LABELS} to {MAX_LABELS} labels.")
-    counts = Counter(raw)
+    index = _enough_of_each(Counter(raw), first_of, "label", "has", "example")
+    return OwnData(texts, [index[label] for label in raw], sorted(first_of), source)
+
+
+def _enough_of_each(counts: Counter, first_of: dict[str, str], what: str, verb: str, unit: str) -> dict[str, int]:
+    """Refuse a label seen fewer than :data:`MIN_PER_LABEL` times (naming where it first occurs: ``first_of``);
+    each label's index in the sorted names."""
     few = [label for label in first_of if counts[label] < MIN_PER_LABEL]
     if few:
         label = few[0]
-        raise ValueError(f"{first_of[label]}: label {label!r} has {_plural(counts[label], 'example')}; each label "
-                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} labels have fewer)." if len(few) > 1 else "."))
-    names = sorted(first_of)
-    index = {name: i for i, name in enumerate(names)}
-    return OwnData(texts, [index[label] for label in raw], names, source)
+        raise ValueError(f"{first_of[label]}: {what} {label!r} {verb} {_plural(counts[label], unit)}; each {what} "
+                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} {what}s have fewer)." if len(few) > 1 else "."))
+    return {name: i for i, name in enumerate(sorted(first_of))}
 
 
 def parse_lines(text: str) -> OwnData:
@@ -295,14 +299,9 @@ def parse_words(text: str) -> OwnWords:
     """Pasted CoNLL-style word labels (:func:`parse_conll`'s format and bounds) with every tag on at least
     :data:`MIN_PER_LABEL` words; ValueError naming the line and the rule."""
     sentences, first_line = _read_conll(text)
-    counts = Counter(tag for _, tags in sentences for tag in tags)
-    few = [tag for tag in first_line if counts[tag] < MIN_PER_LABEL]
-    if few:
-        tag = few[0]
-        raise ValueError(f"line {first_line[tag]:,}: tag {tag!r} is on {_plural(counts[tag], 'word')}; each tag "
-                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} tags have fewer)." if len(few) > 1 else "."))
+    index = _enough_of_each(Counter(tag for _, tags in sentences for tag in tags),
+                            {tag: f"line {number:,}" for tag, number in first_line.items()}, "tag", "is on", "word")
     names = sorted(first_line)
-    index = {name: i for i, name in enumerate(names)}
     n_words = sum(len(words) for words, _ in sentences)
     return OwnWords([list(words) for words, _ in sentences], [[index[t] for t in tags] for _, tags in sentences],
                     names, f"{_plural(len(sentences), 'pasted sentence')} ({_plural(n_words, 'word')})")
