@@ -118,6 +118,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     # Fine-tuning on the learner's own sentences (the run has its own caps; classifying is one forward)
     "own_example": LIGHT, "own_start": LIGHT, "own_poll": LIGHT, "own_show": LIGHT, "own_refresh": LIGHT,
     "own_classify": MODEL, "own_download": LIGHT, "own_data_csv": LIGHT,
+    # the learner's own word labels: the example pasted (tagging is own_classify's one forward)
+    "own_words_example": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...
