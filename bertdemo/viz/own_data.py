@@ -11,7 +11,7 @@ NAMES = {"finetuned": "fine-tuned", "majority": "majority class",
          "bag_of_words": "bag of words + logistic regression (C = 1)",
          "word_memory": "per-word memory (the tag each word had most often in training; an unseen word the majority tag)"}
 SHORT = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)",
-         "word_memory": "per-word memory"}  # the table's row names: it fits a phone
+         "word_memory": "word memory"}  # the table's row names: it fits a phone
 STARTS = {"embedded": "the embedded pretrained model", "random": "random weights of the same shape (the control)"}
 
 
@@ -41,7 +41,7 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     kinds = ("finetuned", "majority", "word_memory" if words else "bag_of_words")
     if result["mode"] == "split":
         sizes = result["sizes"]
-        names = dict(NAMES)
+        names = {**NAMES, "majority": "majority tag"} if words else dict(NAMES)
         if not words:
             names["bag_of_words"] = (f"bag of words + logistic regression (C {result['bag_of_words']['C']:g}, "
                                      "chosen on validation)")
@@ -61,13 +61,15 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     lines = [head, f"**{folds}-fold cross-validation** (under 200 examples, one split would be too small to trust): "
              f"each fold fine-tunes a fresh model on the other {folds - 1} folds and scores the held-out one; the "
              "landmarks are scored on the same folds.",
-             f"| {'word accuracy' if words else ''} | accuracy | spread (sd) | each fold |\n|---|---|---|---|\n{rows}"]
+             ("Scored over words: the share of the held-out sentences' words given their tag.\n\n" if words else "")
+             + f"| | accuracy | spread (sd) | each fold |\n|---|---|---|---|\n{rows}"]
     if words and result.get("macro_f1_summary"):
         lines.append("Macro-F1 over the tags (a rare tag counts as much as a common one), mean ± sd over folds: "
                      + "; ".join(f"{SHORT[k]} {s['mean']:.0%} ± {s['std']:.0%}"
                                  for k, s in result["macro_f1_summary"].items()) + ".")
     for name, c in result["comparisons"].items():
-        lead = f"{c['mean_diff'] * 100:+.0f} points against the {NAMES[name].split(' +')[0].split(' (')[0]}"
+        landmark = "majority tag" if words and name == "majority" else NAMES[name].split(" +")[0].split(" (")[0]
+        lead = f"{c['mean_diff'] * 100:+.0f} points against the {landmark}"
         if c["within_spread"]:
             lines.append(f"- {lead}: **within the spread** of the per-fold differences (±{c['std_diff'] * 100:.0f}); "
                          "these folds do not tell the two apart.")
