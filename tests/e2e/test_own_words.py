@@ -6,30 +6,19 @@ a sentence word by word, at desktop and phone width."""
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import WORDS_EXAMPLE, parse_words
 
 from tests.e2e.conftest import screenshot
 from tests.e2e.pages import open_tab
-from tests.e2e.test_finetune import PRETRAIN, wait_status
-
-BUSY_MACHINE_S = 1200.0  # two short runs; on a shared two-core machine each can wait minutes for a core
+from tests.e2e.test_own_data import finished_own_run
 
 
 @pytest.fixture(scope="module")
 def words_run(app_url):
-    client = Client(app_url, verbose=False)
-    client.predict(PRETRAIN, api_name="/start_run")
-    pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished", BUSY_MACHINE_S)
-    with pytest.raises(Exception, match="line 6: tag 'Y' is on 1 word; each tag needs at least 4"):
-        client.predict({"task": "own", "lines": "a\tX\nb\tX\nc\tX\nd\tX\n\ne\tY"}, api_name="/start_finetune")
-    client.predict({"task": "own", "lines": WORDS_EXAMPLE, "init": f"run:{pre['run_id']}/checkpoint",
-                    "epochs": 2, "batch_size": 16, "seed": 1}, api_name="/start_finetune")
-    snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own"
-                       and s.get("status") == "finished" and s["checkpoint"], BUSY_MACHINE_S)
-    return client, snap
+    return finished_own_run(app_url, WORDS_EXAMPLE, "a\tX\nb\tX\nc\tX\nd\tX\n\ne\tY",
+                            "line 6: tag 'Y' is on 1 word; each tag needs at least 4")
 
 
 def test_own_word_labels_are_cross_validated_and_tag_a_sentence_with_their_tags(words_run):
