@@ -2,7 +2,7 @@
 tab's own-data section runs it (embedded model, or random weights of the same shape with ``--init random``):
 wall time, the process's CPU time, the machine's load, and the scores beside the landmarks.
 
-    python bench/bench_own_data.py --threads 2 [--init random] [--seed 0] [--device cpu|cuda]
+    python bench/bench_own_data.py --threads 2 [--init random] [--seed 0] [--device cpu|cuda] [--budget 0] [--words]
 
 The target: within 60 s on 2 cores. On a shared machine the wall time carries the other processes' load;
 the CPU time (user + system, all threads) is the work itself: on 2 free cores the wall time is about half of it.
@@ -28,6 +28,9 @@ def main() -> None:
     parser.add_argument("--init", default="embedded", choices=("embedded", "random"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--budget", type=float, default=None,
+                        help="the time budget in seconds (0: none, every planned step; default: the task's)")
+    parser.add_argument("--words", action="store_true", help="the 20-sentence word-tag example instead")
     args = parser.parse_args()
 
     import torch
@@ -40,8 +43,14 @@ def main() -> None:
     from bertdemo.runs.control import RunControl
 
     torch.set_num_threads(args.threads)
-    cfg = config_from_request({**OWN_DEFAULTS, "init": args.init, "seed": args.seed}).replace(device=args.device)
-    data = parse_lines(SENTIMENT_EXAMPLE)
+    budget = {} if args.budget is None else {"time_budget_s": args.budget}
+    cfg = config_from_request({**OWN_DEFAULTS, "init": args.init, "seed": args.seed, **budget}).replace(device=args.device)
+    if args.words:
+        from bertdemo.finetune.own_data import WORDS_EXAMPLE, parse_words
+
+        data = parse_words(WORDS_EXAMPLE)
+    else:
+        data = parse_lines(SENTIMENT_EXAMPLE)
     load_before = os.getloadavg()
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     began = time.monotonic()
@@ -50,7 +59,7 @@ def main() -> None:
     wall = time.monotonic() - began
     cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
-    print(json.dumps({"status": status, "init": args.init, "seed": args.seed, "threads": args.threads,
+    print(json.dumps({"status": status, "data": data.source, "init": args.init, "seed": args.seed, "threads": args.threads,
                       "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "steps": result["steps"],
                       "load_before": load_before, "load_after": os.getloadavg(),
                       "summary": result["summary"], "comparisons": result["comparisons"],

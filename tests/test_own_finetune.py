@@ -127,10 +127,19 @@ def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, t
 
 def test_from_200_examples_a_seeded_split_reports_on_test(tiny_mlm_dir, tmp_path):
     runs, _, service = _service(tmp_path)
-    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=1, eval_every=1000), own=word_data(100))
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=2, eval_every=1000), own=word_data(100))
     assert run.join(300) and run.status == "finished", run.snapshot().message
     result = json.loads((run.run_folder / RESULT_FILE).read_text())
     assert result["mode"] == "split" and result["sizes"] == {"train": 140, "validation": 30, "test": 30}
+    chosen = result["chosen"]  # the epochs chosen on validation (each epoch's end scored), the kept weights its
+    assert chosen["on"] == "validation accuracy" and [e for e, _ in chosen["curve"]] == [1, 2]
+    assert chosen["score"] == max(s for _, s in chosen["curve"]) == result["finetuned"]["validation"]
+    assert f"epoch {chosen['epoch']:g} chosen on the validation split" in run.snapshot().message
+    folder = service.model(f"ft:{run.run_id}")  # the saved model is the chosen epoch's: its validation accuracy
+    data, lab = word_data(100), FinetuneLab(tmp_path / "cache")
+    _, val, _ = split_three(data.labels, 0)
+    right = [int(np.argmax(lab.classify(folder, data.texts[i])[1])) == data.labels[i] for i in val]
+    assert np.mean(right) == pytest.approx(chosen["score"])
     assert 0 <= result["finetuned"]["test"] <= 1 and result["bag_of_words"]["C"] in (0.1, 1.0, 10.0)
     assert result["majority"]["test"] == 0.5
     shared = repr(run.snapshot())

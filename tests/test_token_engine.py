@@ -115,3 +115,29 @@ def test_landmarks_and_errors_on_a_handmade_split():
     found = errors(test, tags_of(probs), probs)
     assert [e["word"] for e in found["missed"]] == ["Oslo"] and [e["word"] for e in found["false"]] == ["and"]
     assert found["false"][0]["p_name"] == 0.7 and found["missed"][0]["index"] == 3
+
+
+def test_the_names_time_budget_includes_the_final_evaluation(tiny_mlm_dir, tmp_path):
+    """A 180 s budget "evaluations included" ran 222 s: the final evaluation came on top. A fake clock moves
+    10 s for every forward of the model in eval mode (scoring) and 1 s for every training forward: the run stops
+    training where the foreseen final evaluation still fits, and ends within its budget."""
+    from tests.helpers import FakeClock
+
+    clock = FakeClock()
+
+    def tick(module, args, output):
+        if isinstance(module, BertForTokenClassification):
+            clock.now += 1.0 if module.training else 10.0
+
+    hook = torch.nn.modules.module.register_module_forward_hook(tick)
+    try:
+        metrics = FinetuneMetrics()
+        cfg = tiny_finetune_config(tiny_mlm_dir, FROM_RUN, epochs=40, eval_every=1000, time_budget_s=60)
+        status = run_token_finetune(cfg, name_task(), metrics, RunControl(), None, clock=clock)
+    finally:
+        hook.remove()
+    snap = metrics.snapshot()
+    assert status == Status.FINISHED and snap.message.startswith("The 1-minute time budget ended the run"), snap.message
+    # 10 s scoring the start, 1 s a step, 20 s for the final evaluation (validation, then test): all within 60 s
+    assert snap.step < snap.total_steps and snap.elapsed_s == 10 + snap.step + 20 <= 60
+    assert "over the budget" not in snap.message

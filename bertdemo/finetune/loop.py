@@ -50,13 +50,15 @@ def train_steps(cfg, model: torch.nn.Module, optimizer: torch.optim.Optimizer, m
                 generator: torch.Generator, loss_of: Callable[[list[int]], torch.Tensor],
                 progress_of: Callable[[int, float], float], elapsed: Callable[[], float],
                 add_paused: Callable[[float], None], evaluate_at: Callable[[int], None],
-                on_step: Callable[[int], None] | None) -> tuple[int, str]:
+                on_step: Callable[[int], None] | None, step0: int = 0) -> tuple[int, str]:
     """Train until ``total`` steps, a stop, or ``progress_of(step, elapsed)`` reaching 1 (the time budget); the
-    batches are seeded permutations of ``n_train`` examples, ``loss_of(indices)`` the batch's loss. (steps, status)."""
+    batches are seeded permutations of ``n_train`` examples, ``loss_of(indices)`` the batch's loss. (steps, status).
+    ``step0``: where this fine-tune's steps start in the run's count (several fine-tunes in one run: the
+    cross-validation folds), for what is logged and shown."""
     step, losses, status, position = 0, [], Status.FINISHED, 0
     order = torch.randperm(n_train, generator=generator)
     while step < total:
-        stop, held = between_steps(control, metrics, step, clock)
+        stop, held = between_steps(control, metrics, step0 + step, clock)
         add_paused(held)
         if stop:
             status = Status.STOPPED
@@ -74,13 +76,13 @@ def train_steps(cfg, model: torch.nn.Module, optimizer: torch.optim.Optimizer, m
         step += 1
         losses.append(float(loss.detach()))
         if step % 5 == 0:
-            metrics.log_train(step, float(np.mean(losses)), lr, elapsed())
+            metrics.log_train(step0 + step, float(np.mean(losses)), lr, elapsed())
             losses = []
-        metrics.update(step=step, epoch=round(step / batches_per_epoch, 3), elapsed_s=elapsed())
+        metrics.update(step=step0 + step, epoch=round(step / batches_per_epoch, 3), elapsed_s=elapsed())
         if step % cfg.eval_every == 0 and step < total:
             evaluate_at(step)
         if on_step is not None:
-            on_step(step)
+            on_step(step0 + step)
     if losses:
-        metrics.log_train(step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
+        metrics.log_train(step0 + step, float(np.mean(losses)), cfg.learning_rate * lr_factor(1.0, cfg.warmup_fraction), elapsed())
     return step, status

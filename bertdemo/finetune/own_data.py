@@ -90,15 +90,19 @@ def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
         raise ValueError(f"No examples: give at least {MIN_LABELS} labels with {MIN_PER_LABEL} examples each.")
     if len(first_of) < MIN_LABELS:
         raise ValueError(f"Only one label ({raw[0]!r}); a classifier needs {MIN_LABELS} to {MAX_LABELS} labels.")
-    counts = Counter(raw)
+    index = _enough_of_each(Counter(raw), first_of, "label", "has", "example")
+    return OwnData(texts, [index[label] for label in raw], sorted(first_of), source)
+
+
+def _enough_of_each(counts: Counter, first_of: dict[str, str], what: str, verb: str, unit: str) -> dict[str, int]:
+    """Refuse a label seen fewer than :data:`MIN_PER_LABEL` times (naming where it first occurs: ``first_of``);
+    each label's index in the sorted names."""
     few = [label for label in first_of if counts[label] < MIN_PER_LABEL]
     if few:
         label = few[0]
-        raise ValueError(f"{first_of[label]}: label {label!r} has {_plural(counts[label], 'example')}; each label "
-                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} labels have fewer)." if len(few) > 1 else "."))
-    names = sorted(first_of)
-    index = {name: i for i, name in enumerate(names)}
-    return OwnData(texts, [index[label] for label in raw], names, source)
+        raise ValueError(f"{first_of[label]}: {what} {label!r} {verb} {_plural(counts[label], unit)}; each {what} "
+                         f"needs at least {MIN_PER_LABEL}" + (f" ({len(few)} {what}s have fewer)." if len(few) > 1 else "."))
+    return {name: i for i, name in enumerate(sorted(first_of))}
 
 
 def parse_lines(text: str) -> OwnData:
@@ -216,6 +220,11 @@ def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
     the word and its last as the tag), a blank line between sentences, ``-DOCSTART-`` lines skipped. Bounded:
     :data:`MAX_CONLL_SENTENCES` sentences, :data:`MAX_CONLL_WORDS` words a sentence, :data:`MAX_WORD_CHARS`
     characters a word, 2–:data:`MAX_TAGS` tags; ValueError naming the line and the rule."""
+    return _read_conll(text)[0]
+
+
+def _read_conll(text: str) -> tuple[list[tuple[list[str], list[str]]], dict[str, int]]:
+    """:func:`parse_conll`'s sentences and the line where each tag first occurs."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("Paste word<TAB>tag lines, a blank line between sentences, e.g. \"Paris\\tB-LOC\".")
     if len(text) > MAX_PASTE_CHARS:
@@ -223,7 +232,7 @@ def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
     sentences: list[tuple[list[str], list[str]]] = []
     words: list[str] = []
     tags: list[str] = []
-    seen_tags: set[str] = set()
+    seen_tags: dict[str, int] = {}  # tag -> the line it first occurs on
 
     def close(number: int) -> None:
         if words:
@@ -253,7 +262,7 @@ def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
         if tag not in seen_tags:
             if len(seen_tags) == MAX_TAGS:
                 raise ValueError(f"line {number:,}: tag {tag!r} is a {MAX_TAGS + 1}st tag; at most {MAX_TAGS} tags.")
-            seen_tags.add(tag)
+            seen_tags[tag] = number
         if len(words) == MAX_CONLL_WORDS:
             raise ValueError(f"line {number:,}: the sentence has more than {MAX_CONLL_WORDS} words; put a blank "
                              "line between sentences.")
@@ -264,7 +273,67 @@ def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
         raise ValueError("No sentences: paste word<TAB>tag lines.")
     if len(seen_tags) < 2:
         raise ValueError(f"Only one tag ({next(iter(seen_tags))!r}); word labels need 2 to {MAX_TAGS} tags.")
-    return sentences
+    return sentences, seen_tags
+
+
+@dataclass(frozen=True)
+class OwnWords:
+    """Word-labelled sentences, checked: ``tags[s][w]`` (the tag of word ``w`` of sentence ``s``) indexes
+    ``names`` (sorted tag names). An example is a sentence."""
+
+    words: list[list[str]]
+    tags: list[list[int]]
+    names: list[str]
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def counts(self) -> dict[str, int]:
+        """Words per tag, in tag order."""
+        counts = Counter(t for row in self.tags for t in row)
+        return {name: counts[i] for i, name in enumerate(self.names)}
+
+
+def parse_words(text: str) -> OwnWords:
+    """Pasted CoNLL-style word labels (:func:`parse_conll`'s format and bounds) with every tag on at least
+    :data:`MIN_PER_LABEL` words; ValueError naming the line and the rule."""
+    sentences, first_line = _read_conll(text)
+    index = _enough_of_each(Counter(tag for _, tags in sentences for tag in tags),
+                            {tag: f"line {number:,}" for tag, number in first_line.items()}, "tag", "is on", "word")
+    names = sorted(first_line)
+    n_words = sum(len(words) for words, _ in sentences)
+    return OwnWords([list(words) for words, _ in sentences], [[index[t] for t in tags] for _, tags in sentences],
+                    names, f"{_plural(len(sentences), 'pasted sentence')} ({_plural(n_words, 'word')})")
+
+
+_WORD_LINE = re.compile(r"^\S+(\t|[ ]+)\S+$")
+
+
+def looks_like_words(text: str) -> bool:
+    """Whether pasted lines read as word labels (``word<TAB>tag``, one word and one tag a line, a blank line
+    between sentences) rather than ``label<TAB>text`` lines: every line two single words and a blank line
+    between two of them. A choice the caller can always make explicit (``label_per``)."""
+    if not isinstance(text, str):
+        return False
+    lines = [line.strip() for line in text.strip().splitlines() if not line.startswith("-DOCSTART-")]
+    filled = [line for line in lines if line]
+    return bool(filled) and len(filled) < len(lines) and all(_WORD_LINE.match(line) for line in filled)
+
+
+def words_csv(data: OwnWords, predictions: list[list[str]] | None = None) -> str:
+    """The word labels as CSV (``sentence`` number from 1, ``word``, ``tag``, and ``prediction`` when given),
+    every cell defused."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["sentence", "word", "tag"] + (["prediction"] if predictions is not None else []))
+    for s, (words, tags) in enumerate(zip(data.words, data.tags)):
+        for w, (word, tag) in enumerate(zip(words, tags)):
+            guess = predictions[s] if predictions is not None else []  # "" or []: a fold not done
+            row = [s + 1, word, data.names[tag]] + ([guess[w] if w < len(guess) else ""]
+                                                    if predictions is not None else [])
+            writer.writerow([defuse(cell) for cell in row])
+    return out.getvalue()
 
 
 def defuse(cell: object) -> str:
@@ -284,6 +353,30 @@ def data_csv(data: OwnData, predictions: list[str] | None = None) -> str:
         writer.writerow([defuse(cell) for cell in row])
     return out.getvalue()
 
+
+WORDS_EXAMPLE = "\n\n".join("\n".join(f"{word}\t{tag}" for word, tag in zip(words.split(), tags.split()))
+                              for words, tags in (  # each ambiguous word once a verb, once a noun: context decides
+    ("I book a table .", "PRON VERB DET NOUN PUNCT"),
+    ("The book is long .", "DET NOUN VERB ADJ PUNCT"),
+    ("We watch the game .", "PRON VERB DET NOUN PUNCT"),
+    ("My watch is slow .", "PRON NOUN VERB ADJ PUNCT"),
+    ("They play in the park .", "PRON VERB ADP DET NOUN PUNCT"),
+    ("The play was funny .", "DET NOUN VERB ADJ PUNCT"),
+    ("She will light the fire .", "PRON VERB VERB DET NOUN PUNCT"),
+    ("The light is bright .", "DET NOUN VERB ADJ PUNCT"),
+    ("Dogs run in the rain .", "NOUN VERB ADP DET NOUN PUNCT"),
+    ("A long run is good .", "DET ADJ NOUN VERB ADJ PUNCT"),
+    ("I drink cold water .", "PRON VERB ADJ NOUN PUNCT"),
+    ("The drink was sweet .", "DET NOUN VERB ADJ PUNCT"),
+    ("We walk to the shop .", "PRON VERB ADP DET NOUN PUNCT"),
+    ("The walk took an hour .", "DET NOUN VERB DET NOUN PUNCT"),
+    ("You cook a fine meal .", "PRON VERB DET ADJ NOUN PUNCT"),
+    ("The cook is busy .", "DET NOUN VERB ADJ PUNCT"),
+    ("Birds fly over the sea .", "NOUN VERB ADP DET NOUN PUNCT"),
+    ("A fly sat on the cake .", "DET NOUN VERB ADP DET NOUN PUNCT"),
+    ("They plant a tree .", "PRON VERB DET NOUN PUNCT"),
+    ("The plant needs water .", "DET NOUN VERB NOUN PUNCT"),
+))
 
 SENTIMENT_EXAMPLE = "\n".join(f"{label}\t{text}" for label, text in (
     ("positive", "A warm, funny film that I would happily watch again."),

@@ -6,9 +6,11 @@
   and the spread (standard deviation over folds) of each, and whether the fine-tuned model's lead over a
   landmark is within the spread of the per-fold differences. The model kept (to classify and download) is
   then fine-tuned the same way on every example.
-* From :data:`CV_BELOW` examples: a seeded stratified train / validation / test split (70 / 15 / 15); the
-  fine-tuning engine's run (:func:`bertdemo.finetune.engine.run_finetune`) and the landmarks (the bag of
-  words' C chosen on validation) report their test accuracy.
+* From :data:`CV_BELOW` examples: a seeded stratified train / validation / test split (70 / 15 / 15). The
+  validation split chooses (the epoch count: the model is scored at each epoch's end and the best epoch's
+  weights kept, :func:`bertdemo.finetune.own_fit.fit`; the bag of words' C), the test split reports.
+
+The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and word labels alike.
 """
 
 from __future__ import annotations
@@ -20,18 +22,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from transformers import BertForSequenceClassification
 
 from bertdemo.finetune.baselines import BOW_C_GRID, BOW_TOKEN_PATTERN
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import (TopicTask, batch_of, build_model, encode, evaluate, lr_factor, run_finetune,
-                                      save_checkpoint)
+from bertdemo.finetune.engine import batch_of, build_model, encode, evaluate, save_checkpoint
+from bertdemo.finetune.own_fit import Stopped, fit, fresh
 from bertdemo.finetune.metrics import FinetuneMetrics
-from bertdemo.finetune.own_data import OwnData
+from bertdemo.finetune.own_data import OwnData, OwnWords
 from bertdemo.finetune.scores import scores
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
 
 CV_BELOW = 200
+CPU = torch.device("cpu")
 FOLDS = 5
 SPLIT = (0.70, 0.15, 0.15)  # train / validation / test from CV_BELOW examples
 BOW_C = 1.0  # the bag of words' penalty in cross-validation (no validation split to choose it on)
@@ -96,155 +100,173 @@ def compare(finetuned: Sequence[float], landmark: Sequence[float]) -> dict:
     return {"mean_diff": diff["mean"], "std_diff": diff["std"], "within_spread": abs(diff["mean"]) <= diff["std"]}
 
 
-class Stopped(Exception):
-    """The learner pressed Stop (or the server's cap did)."""
+class Sentences:
+    """Sentence labels as the cross-validation and the split read them (one example: one text, one label);
+    the landmarks: the majority class and a bag of words."""
+
+    unit = "sentence"  # what one label is on
+    model_class = BertForSequenceClassification
+    landmark_names = ("majority", "bag_of_words")
+    chosen_on = "validation accuracy"
+
+    def __init__(self, data: OwnData) -> None:
+        self.data, self.y = data, np.asarray(data.labels)
+        self.strata: list[int] = list(data.labels)
+        self.ids: list[list[int]] = []
+
+    def prepare(self, tokenizer, max_len: int, positions: int) -> None:
+        """Tokenize every text once (cut at ``max_len`` pieces; ``positions``: the model's)."""
+        self.ids = encode(tokenizer, self.data.texts, max_len)
+
+    def loss_of(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> Callable[[list[int]], torch.Tensor]:
+        """``loss_of(indices into rows)`` for :func:`bertdemo.finetune.own_fit.fit`: the batch's cross-entropy."""
+        ids, y = [self.ids[i] for i in rows], torch.tensor(self.y[list(rows)], dtype=torch.long)
+        return lambda idx: model(**batch_of([ids[i] for i in idx], pad_id, CPU), labels=y[idx]).loss
+
+    def predict(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> list:
+        """Each example's predicted label id from the model's own forward (eval mode, length-sorted batches)."""
+        return list(evaluate(model, [self.ids[i] for i in rows], [0] * len(rows), pad_id, CPU).predictions)
+
+    def score(self, rows: Sequence[int], predicted: Sequence) -> tuple[float, float]:
+        """(accuracy, macro-F1) of ``predicted`` against the rows' labels."""
+        return scores(self.y[list(rows)], np.asarray(predicted))
+
+    def shown(self, predicted) -> str:
+        return self.data.names[int(predicted)]
+
+    def landmarks(self, train: Sequence[int], rows: Sequence[int], c: float = BOW_C) -> dict[str, list]:
+        """Each landmark's predictions of ``rows``, trained on ``train``."""
+        texts = lambda part: [self.data.texts[i] for i in part]  # noqa: E731
+        y_train = self.y[list(train)]
+        return {"majority": list(majority_predict(y_train, len(rows))),
+                "bag_of_words": list(bow_predict(texts(train), y_train, texts(rows), c))}
+
+    def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int]) -> dict[str, dict]:
+        """The landmarks' validation and test accuracy (the bag of words' C chosen on validation)."""
+        best = max(BOW_C_GRID, key=lambda c: self.score(val, self.landmarks(train, val, c)["bag_of_words"])[0])
+        out = {name: {"validation": self.score(val, self.landmarks(train, val, best)[name])[0],
+                      "test": self.score(test, self.landmarks(train, test, best)[name])[0]}
+               for name in self.landmark_names}
+        out["bag_of_words"]["C"] = best
+        return out
 
 
-def fit(cfg: FinetuneConfig, texts: Sequence[str], labels: Sequence[int], names: list[str], control: RunControl,
-        metrics: FinetuneMetrics, step0: int, cache_dir: str | Path | None, budget_s: float,
-        clock: Callable[[], float] = time.monotonic, on_step: Callable[[int], None] | None = None):
-    """A fresh model (``cfg.init``, the same seeded head for every start) fine-tuned on these examples:
-    ``ceil(epochs × examples / batch)`` steps of AdamW (warm-up then linear decay), a batch of
-    ``min(batch_size, examples)``; ``budget_s`` (0: none) may end it first, its schedule following whichever
-    end is nearer. Logs the training loss into ``metrics`` at steps counted from ``step0``.
-    Returns (built, steps taken); raises :class:`Stopped` on a stop."""
-    built = build_model(cfg, names, cache_dir)
-    model, tokenizer = built.model, built.tokenizer
-    pad_id = tokenizer.pad_token_id or 0
-    ids = encode(tokenizer, texts, cfg.max_seq_len)
-    batch = min(cfg.batch_size, len(ids))
-    total = max(1, math.ceil(cfg.epochs * len(ids) / batch))
-    gen = torch.Generator().manual_seed(cfg.seed)
-    y = torch.tensor(list(labels), dtype=torch.long)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    torch.manual_seed(cfg.seed)
-    model.train()
-    start, paused, step = clock(), 0.0, 0
-    order, position = torch.randperm(len(ids), generator=gen), 0
-    while step < total:
-        if control.stop_event.is_set():
-            raise Stopped
-        if control.pause_event.is_set():
-            metrics.update(status=Status.PAUSED)
-            paused += control.wait_while_paused(step0 + step, clock)
-            metrics.update(status=Status.RUNNING)
-            continue
-        elapsed = clock() - start - paused
-        progress = max(step / total, elapsed / budget_s if budget_s else 0.0)
-        if progress >= 1.0:
-            break
-        if position + batch > len(order):
-            order, position = torch.randperm(len(ids), generator=gen), 0
-        idx = order[position:position + batch].tolist()
-        position += batch
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.learning_rate * lr_factor(progress, cfg.warmup_fraction)
-        out = model(**batch_of([ids[i] for i in idx], pad_id, torch.device("cpu")), labels=y[idx])
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        metrics.log_train(step0 + step, float(out.loss.detach()), optimizer.param_groups[0]["lr"], elapsed)
-        metrics.update(step=step0 + step)
-        if on_step is not None:
-            on_step(step0 + step)
-    model.eval()
-    return built, step
+def examples_of(data) -> Sentences:
+    """The reader of ``data``: :class:`Sentences` for sentence labels, :class:`~bertdemo.finetune.own_words.Words`
+    for word labels."""
+    if isinstance(data, OwnWords):
+        from bertdemo.finetune.own_words import Words
+
+        return Words(data)
+    return Sentences(data)
 
 
-def predict(built, texts: Sequence[str], max_len: int) -> np.ndarray:
-    """Each text's predicted label from the model's own forward (eval mode)."""
-    ids = encode(built.tokenizer, texts, max_len)
-    return evaluate(built.model, ids, [0] * len(ids), built.tokenizer.pad_token_id or 0, torch.device("cpu")).predictions
+def _start(cfg: FinetuneConfig, examples, metrics: FinetuneMetrics, cache_dir):
+    metrics.update(status=Status.RUNNING, total_steps=0, message="Loading the starting model…")
+    built = build_model(cfg, examples.data.names, cache_dir, model_class=examples.model_class)
+    examples.prepare(built.tokenizer, cfg.max_seq_len, built.model.config.max_position_embeddings)
+    return built, built.tokenizer.pad_token_id or 0
 
 
-def cross_validate(cfg: FinetuneConfig, data: OwnData, metrics: FinetuneMetrics, control: RunControl,
+def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: FinetuneMetrics, control: RunControl,
                    checkpoint_dir: Path | None, cache_dir: str | Path | None = None,
                    clock: Callable[[], float] = time.monotonic,
                    on_step: Callable[[int], None] | None = None) -> tuple[str, dict]:
     """:data:`FOLDS`-fold cross-validation of fine-tuning and of the landmarks on the same folds, then the
-    model kept, fine-tuned on every example and saved to ``checkpoint_dir``. Returns (status, result): the
-    per-fold accuracies, their mean and spread, the comparisons (:func:`compare`) and each example's
-    out-of-fold prediction. A stop ends it without a model; the folds done are reported."""
+    model kept, fine-tuned on every example and saved to ``checkpoint_dir``. The starting model is built once
+    (each fold fine-tunes a fresh copy of it) and the data tokenized once. Returns (status, result): the
+    per-fold accuracies (and macro-F1s), their mean and spread, the comparisons (:func:`compare`) and each
+    example's out-of-fold prediction. A stop ends it without a model; the folds done are reported."""
     began = clock()
-    folds = stratified_folds(data.labels, FOLDS, cfg.seed)
-    y = np.asarray(data.labels)
+    examples = examples_of(data)
+    folds = stratified_folds(examples.strata, FOLDS, cfg.seed)
     per_fit = cfg.time_budget_s / (FOLDS + 1) if cfg.time_budget_s else 0.0
-    acc: dict[str, list[float]] = {"finetuned": [], "majority": [], "bag_of_words": []}
-    oof = np.full(len(y), -1)
-    step = 0
-    n_eval = 0
+    kinds = ("finetuned", *examples.landmark_names)
+    acc: dict[str, list[float]] = {name: [] for name in kinds}
+    f1: dict[str, list[float]] = {name: [] for name in kinds}
+    oof: list = [None] * len(data)
+    step = n_eval = 0
     status = Status.FINISHED
-    metrics.update(status=Status.RUNNING, total_steps=0)
+    built, pad_id = _start(cfg, examples, metrics, cache_dir)
     try:
         for k in range(FOLDS):
             held = [i for i, f in enumerate(folds) if f == k]
             train = [i for i, f in enumerate(folds) if f != k]
-            train_texts = [data.texts[i] for i in train]
-            held_texts = [data.texts[i] for i in held]
             metrics.update(message=f"Cross-validation: fold {k + 1} of {FOLDS} ({len(train)} to train on, "
                                    f"{len(held)} held out)…")
-            built, steps = fit(cfg, train_texts, y[train].tolist(), data.names, control, metrics, step, cache_dir,
-                               per_fit, clock, on_step)
+            model = fresh(built.model)
+            steps, _ = fit(cfg, model, len(train), examples.loss_of(model, train, pad_id), control, metrics, step,
+                           per_fit, clock, on_step)
             step += steps
-            pred = predict(built, held_texts, cfg.max_seq_len)
-            oof[held] = pred
-            acc["finetuned"].append(scores(y[held], pred)[0])
-            acc["majority"].append(scores(y[held], majority_predict(y[train], len(held)))[0])
-            acc["bag_of_words"].append(scores(y[held], bow_predict(train_texts, y[train], held_texts))[0])
+            predicted = {"finetuned": examples.predict(model, held, pad_id), **examples.landmarks(train, held)}
+            for i, p in zip(held, predicted["finetuned"]):
+                oof[i] = examples.shown(p)
+            for name in kinds:
+                a, f = examples.score(held, predicted[name])
+                acc[name].append(a)
+                f1[name].append(f)
             n_eval += 1  # not logged as a validation point: the tab's curves compare those with the topic task's
-        metrics.update(message=f"Fine-tuning the model to keep on all {len(y)} examples…")
-        built, steps = fit(cfg, data.texts, data.labels, data.names, control, metrics, step, cache_dir, per_fit,
-                           clock, on_step)
+        metrics.update(message=f"Fine-tuning the model to keep on all {len(data)} examples…")
+        model = built.model  # the last fine-tune: the built model itself
+        steps, _ = fit(cfg, model, len(data), examples.loss_of(model, range(len(data)), pad_id), control, metrics,
+                       step, per_fit, clock, on_step)
         step += steps
     except Stopped:
-        status, built = Status.STOPPED, None
-    result = {"mode": "cross-validation", "folds": FOLDS, "folds_done": n_eval, "examples": len(y),
+        status, model = Status.STOPPED, None
+    result = {"mode": "cross-validation", "labels_per": examples.unit, "folds": FOLDS, "folds_done": n_eval, "examples": len(data),
               "names": list(data.names), "counts": data.counts(), "source": data.source,
               "accuracy": acc, "summary": {name: _mean_std(v) for name, v in acc.items() if v},
-              "comparisons": {name: compare(acc["finetuned"], acc[name]) for name in ("majority", "bag_of_words")}
+              "macro_f1": f1, "macro_f1_summary": {name: _mean_std(v) for name, v in f1.items() if v},
+              "comparisons": {name: compare(acc["finetuned"], acc[name]) for name in examples.landmark_names}
               if n_eval > 1 else {},
-              "out_of_fold": [data.names[int(p)] if p >= 0 else "" for p in oof],
-              "seconds": clock() - began, "steps": step}
-    metrics.update(elapsed_s=clock() - began, step=step, total_steps=step)
-    if built is not None and checkpoint_dir is not None:
-        metrics.update(status=status, message=own_message(result))
-        save_checkpoint(Path(checkpoint_dir), built.model, built.tokenizer, cfg, metrics)
+              "out_of_fold": [p if p is not None else "" for p in oof], "seconds": clock() - began, "steps": step}
+    return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
+
+
+def _end(status: str, result: dict, model: torch.nn.Module | None, tokenizer, cfg: FinetuneConfig,
+         metrics: FinetuneMetrics, checkpoint_dir: Path | None, seconds: float) -> tuple[str, dict]:
+    """The run's end: its status and sentence in ``metrics``, and the model kept (if any) saved."""
+    metrics.update(elapsed_s=seconds, step=result["steps"], total_steps=result["steps"])
+    metrics.update(status=status, message=own_message(result))
+    if model is not None and checkpoint_dir is not None:
+        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
         metrics.update(checkpoint=str(checkpoint_dir))
-    else:
-        metrics.update(status=status, message=own_message(result))
     return status, result
 
 
-def split_and_finetune(cfg: FinetuneConfig, data: OwnData, metrics: FinetuneMetrics, control: RunControl,
-                       checkpoint_dir: Path | None, cache_dir: str | Path | None = None,
+def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: FinetuneMetrics,
+                       control: RunControl, checkpoint_dir: Path | None, cache_dir: str | Path | None = None,
                        clock: Callable[[], float] = time.monotonic,
                        on_step: Callable[[int], None] | None = None) -> tuple[str, dict]:
-    """A seeded stratified split (:func:`split_three`), the engine's fine-tuning run on it, and the landmarks
-    on the same split (the bag of words' C chosen on validation); every figure reported on test."""
+    """A seeded split (:func:`split_three`, stratified by label for sentence labels); fine-tuning on the
+    training part with the epoch count chosen on validation (the model scored at each epoch's end, the best
+    epoch's weights kept); the landmarks on the same split; every figure reported on test. A stop ends it
+    without a model."""
     began = clock()
-    train, val, test = split_three(data.labels, cfg.seed)
-    pick = lambda rows: ([data.texts[i] for i in rows], [data.labels[i] for i in rows])  # noqa: E731
-    task = TopicTask(list(data.names), *pick(train), *pick(val), *pick(test))
-    status = run_finetune(cfg.replace(probe_text=""), task, metrics, control, checkpoint_dir, cache_dir=cache_dir,
-                          clock=clock, on_step=on_step)
-    snap = metrics.snapshot()
-    y_train, y_val, y_test = (np.asarray(task.train_labels), np.asarray(task.val_labels), np.asarray(task.test_labels))
-    best = max(BOW_C_GRID, key=lambda c: scores(y_val, bow_predict(task.train_texts, y_train, task.val_texts, c))[0])
-    bow = {"validation": scores(y_val, bow_predict(task.train_texts, y_train, task.val_texts, best))[0],
-           "test": scores(y_test, bow_predict(task.train_texts, y_train, task.test_texts, best))[0], "C": best}
-    maj = {"validation": scores(y_val, majority_predict(y_train, len(y_val)))[0],
-           "test": scores(y_test, majority_predict(y_train, len(y_test)))[0]}
-    result = {"mode": "split", "examples": len(data), "names": list(data.names), "counts": data.counts(),
+    examples = examples_of(data)
+    train, val, test = split_three(examples.strata, cfg.seed)
+    built, pad_id = _start(cfg, examples, metrics, cache_dir)
+    model = built.model
+    metrics.update(message=f"Fine-tuning on {len(train)} examples; each epoch scored on the {len(val)} of the "
+                           "validation split…")
+    status, steps, chosen = Status.FINISHED, 0, None
+    pick = 0 if examples.chosen_on == "validation accuracy" else 1
+    try:
+        steps, chosen = fit(cfg, model, len(train), examples.loss_of(model, train, pad_id), control, metrics, 0,
+                            cfg.time_budget_s, clock, on_step,
+                            score_validation=lambda: examples.score(val, examples.predict(model, val, pad_id))[pick])
+    except Stopped:
+        status, model = Status.STOPPED, None
+    tuned: dict = {"validation": None, "test": None}
+    if model is not None:
+        tuned = {"validation": examples.score(val, examples.predict(model, val, pad_id))[pick],
+                 "test": examples.score(test, examples.predict(model, test, pad_id))[pick]}
+    result = {"mode": "split", "labels_per": examples.unit, "metric": examples.chosen_on.split()[-1],
+              "examples": len(data), "names": list(data.names), "counts": data.counts(),
               "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
-              "finetuned": {"validation": _finite(snap.val_accuracy_all), "test": _finite(snap.test_accuracy)},
-              "majority": maj, "bag_of_words": bow, "seconds": clock() - began, "steps": snap.step}
-    return status, result
-
-
-def _finite(value: float) -> float | None:
-    return value if value == value else None
+              "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
+              **examples.split_landmarks(train, val, test), "seconds": clock() - began, "steps": steps}
+    return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
 
 def own_message(result: dict) -> str:
@@ -255,4 +277,8 @@ def own_message(result: dict) -> str:
             return f"Stopped after {done} of {result['folds']} folds; no model was kept."
         return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept a model "
                 f"fine-tuned on all of them, in {result['seconds']:.0f} s.")
-    return f"Fine-tuned on a {result['sizes']['train']}-example training split; scored on the test split."
+    if result.get("chosen") is None:
+        return "Stopped before the end of the run; no model was kept."
+    chosen = result["chosen"]
+    return (f"Fine-tuned on a {result['sizes']['train']}-example training split; epoch {chosen['epoch']:g} chosen "
+            f"on the validation split ({chosen['on']}); scored on the test split.")

@@ -18,7 +18,8 @@ from typing import Any
 
 from bertdemo import storage
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.own_data import OwnData, data_csv, parse_lines, read_hub_dataset, read_table
+from bertdemo.finetune.own_data import (OwnData, OwnWords, data_csv, looks_like_words, parse_lines, parse_words,
+                                        read_hub_dataset, read_table, words_csv)
 from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
@@ -34,6 +35,7 @@ DATA_FILE = "own_data.csv"
 OWN_DEFAULTS = {"batch_size": 16, "epochs": 8.0, "learning_rate": 2e-4, "time_budget_s": 120.0, "eval_every": 1000,
                 "probe_text": ""}
 DATA_FIELDS = ("lines", "hub_dataset", "text_column", "label_column")
+LABEL_PER = ("auto", "sentence", "word")  # what pasted lines label: read from their shape (auto), or said
 
 
 def is_own(run_id: str) -> bool:
@@ -42,13 +44,18 @@ def is_own(run_id: str) -> bool:
 
 
 def own_request(request: dict[str, Any], upload: str | Path | None, cache_dir: str | Path,
-                hub_reachable: Any = lambda: False) -> tuple[OwnData, dict[str, Any]]:
-    """The data an own-data start names (``lines``: pasted ``label<TAB>text``; an uploaded CSV / TSV, with
-    ``text_column`` / ``label_column`` if the header's names are not the usual ones; or ``hub_dataset``), read
-    and bounded, and the remaining settings with this task's defaults under them. ValueError naming the line
-    and the rule."""
+                hub_reachable: Any = lambda: False) -> tuple[OwnData | OwnWords, dict[str, Any]]:
+    """The data an own-data start names (``lines``: pasted ``label<TAB>text``, or ``word<TAB>tag`` word labels
+    with a blank line between sentences; an uploaded CSV / TSV, with ``text_column`` / ``label_column`` if the
+    header's names are not the usual ones; or ``hub_dataset``), read and bounded, and the remaining settings
+    with this task's defaults under them. ``label_per``: what pasted lines label, "sentence", "word" or "auto"
+    (the default: word labels when every line is one word and one tag and a blank line parts two of them).
+    ValueError naming the line and the rule."""
     settings = dict(request)
     lines, hub, text_col, label_col = (settings.pop(name, "") or "" for name in DATA_FIELDS)
+    label_per = settings.pop("label_per", "auto") or "auto"
+    if label_per not in LABEL_PER:
+        raise ValueError(f"label_per must be one of {', '.join(map(repr, LABEL_PER))}; got {str(label_per)[:40]!r}.")
     for name, value in (("lines", lines), ("hub_dataset", hub), ("text_column", text_col), ("label_column", label_col)):
         if not isinstance(value, str):
             raise ValueError(f"{name} must be text.")
@@ -57,8 +64,11 @@ def own_request(request: dict[str, Any], upload: str | Path | None, cache_dir: s
     if len(given) != 1:
         raise ValueError("Give your examples one way: pasted lines (label<TAB>text), an uploaded CSV / TSV file, "
                          "or a hub dataset's name" + (f" (got {' and '.join(given)})." if given else "."))
+    if label_per == "word" and not lines.strip():
+        raise ValueError("Word labels are pasted: word<TAB>tag lines, a blank line between sentences.")
     if lines.strip():
-        data = parse_lines(lines)
+        words = label_per == "word" or (label_per == "auto" and looks_like_words(lines))
+        data = parse_words(lines) if words else parse_lines(lines)
     elif upload:
         data = read_table(upload, text_col[:100], label_col[:100], cache_dir=cache_dir)
     else:
@@ -67,45 +77,35 @@ def own_request(request: dict[str, Any], upload: str | Path | None, cache_dir: s
 
 
 class OwnRun(FinetuneRun):
-    """A fine-tuning run on an :class:`OwnData`: cross-validated under 200 examples, split from 200."""
+    """A fine-tuning run on an :class:`OwnData` (a label per sentence) or an :class:`OwnWords` (a label per
+    word): cross-validated under 200 examples, split from 200."""
 
     id_label = "ft-own"  # OWN_MARK in its id
 
-    def __init__(self, cfg: FinetuneConfig, data: OwnData, runs_dir: str | Path, **kwargs: Any) -> None:
+    def __init__(self, cfg: FinetuneConfig, data: OwnData | OwnWords, runs_dir: str | Path, **kwargs: Any) -> None:
         super().__init__(cfg, runs_dir, task_loader=lambda: data, **kwargs)
         self.data = data
-        self.metrics.update(task=TASK, message=f"Starting: {len(data):,} examples, {len(data.names)} labels…")
+        what = ("sentences", "tags") if isinstance(data, OwnWords) else ("examples", "labels")
+        self.metrics.update(task=TASK, message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}…")
+
+    def data_csv(self, predictions: list | None = None) -> str:
+        """The data as CSV (formula cells defused), each example with its held-out prediction when given."""
+        write = words_csv if isinstance(self.data, OwnWords) else data_csv
+        return write(self.data, predictions)
         self.result: dict | None = None
 
     def work(self) -> str:
         with LOGIC_IMPORT_LOCK:
-            from bertdemo.finetune.metrics import FinetuneMetrics
-            from bertdemo.finetune.own_eval import CV_BELOW, cross_validate, own_message, split_and_finetune
+            from bertdemo.finetune.own_eval import CV_BELOW, cross_validate, split_and_finetune
 
         try:
-            storage.write_text(self.run_folder / DATA_FILE, data_csv(self.data))
-            if len(self.data) < CV_BELOW:
-                status, result = cross_validate(self.cfg, self.data, self.metrics, self.control,
-                                                 self.run_folder / MODEL_DIRNAME, cache_dir=self.cache_dir,
-                                                 clock=self._clock, on_step=self.on_step)
-            else:  # the engine's run writes what it sees (texts, label names) into metrics of its own
-                private = FinetuneMetrics(status=Status.PREPARING, init=self.cfg.init, settings=self.cfg.flat())
-
-                def mirrored(step: int) -> None:
-                    snap = private.snapshot()
-                    self.metrics.update(step=snap.step, total_steps=snap.total_steps, elapsed_s=snap.elapsed_s,
-                                        status=snap.status)
-                    self.on_step(step)
-
-                status, result = split_and_finetune(self.cfg, self.data, private, self.control,
-                                                    self.run_folder / MODEL_DIRNAME, cache_dir=self.cache_dir,
-                                                    clock=self._clock, on_step=mirrored)
-                snap = private.snapshot()
-                self.metrics.update(step=snap.step, total_steps=snap.total_steps, elapsed_s=snap.elapsed_s,
-                                    checkpoint=snap.checkpoint, message=own_message(result))
+            storage.write_text(self.run_folder / DATA_FILE, self.data_csv())
+            run = cross_validate if len(self.data) < CV_BELOW else split_and_finetune
+            status, result = run(self.cfg, self.data, self.metrics, self.control, self.run_folder / MODEL_DIRNAME,
+                                 cache_dir=self.cache_dir, clock=self._clock, on_step=self.on_step)
             result["init"] = self.cfg.init
             if result.get("out_of_fold"):  # the data again, each example with the label its held-out fold got
-                storage.write_text(self.run_folder / DATA_FILE, data_csv(self.data, result["out_of_fold"]))
+                storage.write_text(self.run_folder / DATA_FILE, self.data_csv(result["out_of_fold"]))
             self.result = result
             storage.write_text(self.run_folder / RESULT_FILE, json.dumps(result, indent=1))
             self.metrics.update(status=status)

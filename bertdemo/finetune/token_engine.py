@@ -27,7 +27,7 @@ from bertdemo.corpus import names as names_corpus
 from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentence
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import _device, _final_message, build_model, save_checkpoint
+from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, save_checkpoint
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.locks import tokenize
@@ -224,9 +224,14 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     def elapsed() -> float:
         return clock() - start - paused[0]
 
+    final_sentences = len(val) + len(task.test)  # what the final evaluation scores
+    eval_rate = [0.0]  # seconds per evaluated sentence, as last measured (the final evaluation's time is foreseen)
+
     def run_eval(step: int, n: int) -> tuple[dict, list]:
         """Score the first ``n`` validation sentences; the curve's point is always the fixed sample's."""
+        began = clock()
         pred = predict_words(model, val[:n], pad_id, device)
+        eval_rate[0] = max(0.0, clock() - began) / max(1, n)
         words = _scores(task.validation[:n], pred.probs)[0]
         head = words if n == sample else _scores(task.validation[:sample], pred.probs[:sample])[0]
         metrics.log_eval(step, elapsed(), pred.loss(sample), head["accuracy"], head["f1"], [])
@@ -242,7 +247,8 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         batches_per_epoch=batches_per_epoch, generator=gen,
         loss_of=lambda idx: model(**_batch([train[i] for i in idx], pad_id, device),
                                   labels=_piece_labels([train[i] for i in idx], device)).loss,
-        progress_of=lambda step, spent: max(step / total, spent / cfg.time_budget_s if cfg.time_budget_s else 0.0),
+        progress_of=lambda step, spent: max(step / total, budget_progress(spent, eval_rate[0] * final_sentences,
+                                                                          cfg.time_budget_s)),
         elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held),
         evaluate_at=lambda step: run_eval(step, sample), on_step=on_step)
     stopped = status == Status.STOPPED

@@ -120,6 +120,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "own_classify": MODEL, "own_download": LIGHT, "own_data_csv": LIGHT,
     # Table 5 in miniature (Pretrain tab): a live cell is a fine-tuning run with the run caps; the page polls it
     "start_table5_cell": LIGHT, "table5_cell_from_page": LIGHT, "table5_stop_from_page": LIGHT, "table5_poll": LIGHT,
+    # the learner's own word labels: the example pasted (tagging is own_classify's one forward)
+    "own_words_example": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

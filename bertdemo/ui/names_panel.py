@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 from bertdemo.corpus.names import RULE, RULE_PRECISION
+from bertdemo.finetune.own_run import is_own
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -99,19 +100,21 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         runs.start({**dict(zip(form_names, values)), "task": "names"}, token, visitor=visitor_of(request))
         return status_text(), token
 
-    def check_model(name: str) -> tuple[str, str]:
+    def check_model(name: str, owner_token: str = "") -> tuple[str, str]:
         if not isinstance(name, str) or not name:
             raise ValueError("Pick a fine-tuned names model (ft:<run id>) from the list.")
         name = name if name.startswith("ft:") else f"ft:{name}"
-        folder = runs.model(name)
+        folder = runs.model(name, owner_token or "")
+        if is_own(name[3:]):  # a run on the learner's own word labels (a sentence-label run is refused by lab.tag)
+            return name, folder
         if runs.load(name[3:]).task != "names":
             raise ValueError(f"{name[:60]} was fine-tuned on sentence topics, not names: pick a names run.")
         return name, folder
 
-    def tag_words(text: str, name: str) -> tuple[str, list]:
+    def tag_words(text: str, name: str, owner_token: str = "") -> tuple[str, list]:
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_TAG_CHARS:
             raise ValueError(f"The sentence must have 1 to {MAX_TAG_CHARS:,} characters.")
-        name, folder = check_model(name)
+        name, folder = check_model(name, owner_token)
         return name, lab.tag(folder, text)
 
     @user_errors
@@ -120,10 +123,11 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         return viz.tagged_html(words, name)
 
     @user_errors
-    def tag(text: str, model: str) -> dict:
-        """Each word of `text` with the label a fine-tuned names run gives it (NAME or O) and that label's
-        probability (`model`: ft:<run id> of a run with task "names")."""
-        name, words = tag_words(text, model)
+    def tag(text: str, model: str, owner_token: str = "") -> dict:
+        """Each word of `text` with the label a fine-tuned word tagger gives it and that label's probability
+        (`model`: ft:<run id> of a run with task "names" (NAME or O), or of a run with task "own" on word labels
+        (its own tags); `owner_token`: the token that started an own-data run, on a public server)."""
+        name, words = tag_words(text, model, owner_token)
         return {"model": name, "words": [{"word": w, "label": label, "probability": p} for w, label, p in words]}
 
     @user_errors

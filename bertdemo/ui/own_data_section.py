@@ -1,7 +1,8 @@
 """The Fine-tune tab's section for the learner's own labelled sentences: paste ``label<TAB>text`` lines (or
-load the 20-sentence sentiment example), upload a CSV / TSV, or name a hub dataset; fine-tune from the
-embedded model or from random weights of the same shape (the control); read the honest small-data score;
-classify new sentences with the result; download it as a folder stock transformers loads.
+load the 20-sentence sentiment example), word labels ``word<TAB>tag`` (or the 20-sentence word-tag example),
+upload a CSV / TSV, or name a hub dataset; fine-tune from the embedded model or from random weights of the same
+shape (the control); read the honest small-data score; classify (or tag) new sentences with the result;
+download it as a folder stock transformers loads.
 
 Wiring only: the run is a fine-tuning run (``ctx.finetune_runs.start`` with ``task`` "own"), so it takes the
 training slot, the caps, the quota, pause and stop like any other; its result is read from the run's own
@@ -20,7 +21,7 @@ import gradio as gr
 
 from bertdemo.finetune.config import EMBEDDED, RANDOM
 from bertdemo.finetune.own_data import (MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS, MIN_LABELS,
-                                        MIN_PER_LABEL, SENTIMENT_EXAMPLE)
+                                        MIN_PER_LABEL, SENTIMENT_EXAMPLE, WORDS_EXAMPLE)
 from bertdemo.finetune.own_export import model_zip
 from bertdemo.finetune.own_run import DATA_FILE, read_result
 from bertdemo.runs.uploads import forget_original_upload
@@ -28,7 +29,7 @@ from bertdemo.ui import common
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.viz import finetune as viz
-from bertdemo.viz.own_data import result_markdown
+from bertdemo.viz.own_data import result_markdown, tagged_markdown
 
 POLL_SECONDS = 2.0
 INTRO = (
@@ -37,8 +38,12 @@ INTRO = (
     f"At most {MAX_EXAMPLES:,} examples and {MAX_TEXT_CHARS:,} characters a text; {MIN_LABELS}–{MAX_LABELS} "
     f"labels with at least {MIN_PER_LABEL} examples each. Under 200 examples one split would be too small to "
     "trust, so the score is a **5-fold cross-validation** (mean and spread), beside the majority class and a "
-    "bag of words on the same folds; from 200, a seeded train / validation / test split. Start from random "
-    "weights of the same shape to see what pretraining brings to so few examples."
+    "bag of words on the same folds; from 200, a seeded train / validation / test split: the validation split "
+    "chooses the number of epochs, the test split reports. Start from random "
+    "weights of the same shape to see what pretraining brings to so few examples.\n\n"
+    "**A label per word** instead: one word, a tab, its tag a line, a blank line between sentences (CoNLL style). "
+    "A token classifier learns it (each word's tag on its first WordPiece), scored over words beside the majority "
+    "tag and per-word memory (the tag each word had most often in training) on the same folds."
 )
 
 
@@ -51,10 +56,17 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
         gr.Markdown(INTRO)
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                lines = gr.Textbox(label="label<TAB>text, one example a line", lines=8, max_lines=16,
-                                   max_length=MAX_PASTE_CHARS, placeholder="positive\tA lovely film.",
+                lines = gr.Textbox(label="label<TAB>text, one example a line (or word<TAB>tag)", lines=8,
+                                   max_lines=16, max_length=MAX_PASTE_CHARS, placeholder="positive\tA lovely film.",
                                    elem_id="own-lines")
-                example = gr.Button("Load a 20-sentence sentiment example", size="sm", elem_id="own-example")
+                label_per = gr.Radio([("read it from the lines", "auto"), ("a sentence: label<TAB>text", "sentence"),
+                                      ("a word: word<TAB>tag, a blank line between sentences", "word")],
+                                     value="auto", label="Each line labels", elem_id="own-label-per")
+                with gr.Row():
+                    example = gr.Button("Load a 20-sentence sentiment example", size="sm", elem_id="own-example",
+                                        min_width=140)
+                    words_example = gr.Button("Load a 20-sentence word-tag example", size="sm",
+                                              elem_id="own-words-example", min_width=140)
                 with gr.Accordion("…or a CSV / TSV file, or a hub dataset", open=False, elem_id="own-more"):
                     upload = gr.File(label="A .csv or .tsv file with a header row", file_types=[".csv", ".tsv"],
                                      type="filepath", elem_id="own-file")
@@ -73,7 +85,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
                 with gr.Row():
                     sentence = gr.Textbox("What a wonderful day out with friends.", label="A new sentence",
                                           max_length=MAX_TEXT_CHARS, scale=3, min_width=200, elem_id="own-sentence")
-                    classify = gr.Button("Classify", scale=1, min_width=90, elem_id="own-classify")
+                    classify = gr.Button("Classify / tag", scale=1, min_width=90, elem_id="own-classify")
                 answer = gr.Markdown(elem_id="own-answer")
                 with gr.Row():
                     download = gr.DownloadButton("Download the model (.zip)", elem_id="own-zip", min_width=160)
@@ -87,10 +99,10 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
 
     @user_errors
     def own_start(request: gr.Request, token: str, pasted: str, file: str | None, text_column: str,
-                  label_column: str, hub_name: str, start_from: str):
+                  label_column: str, hub_name: str, start_from: str, per: str):
         token = token or secrets.token_urlsafe(24)
         settings = {"task": "own", "init": start_from or EMBEDDED, "lines": pasted or "", "hub_dataset": hub_name or "",
-                    "text_column": text_column or "", "label_column": label_column or ""}
+                    "text_column": text_column or "", "label_column": label_column or "", "label_per": per or "auto"}
         try:
             run = runs.start(settings, token, visitor=visitor_of(request), upload=file or None)
         finally:
@@ -128,7 +140,10 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
         if not run_id:
             raise ValueError("Pick one of your runs first (or start one).")
         name = f"ft:{run_id}"
-        labels, probs = lab.classify(runs.model(name, token or ""), text, budget=current_budget())
+        folder = runs.model(name, token or "")
+        if (read_result(runs.own_folder(run_id, token or "")) or {}).get("labels_per") == "word":
+            return tagged_markdown(lab.tag(folder, text), name)  # a tag for each word
+        labels, probs = lab.classify(folder, text, budget=current_budget())
         return viz.probabilities_markdown(labels, probs, name).replace("| topic |", "| label |")
 
     @user_errors
@@ -148,8 +163,11 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
     def refresh(token: str):
         return gr.update(choices=mine(token))
 
-    example.click(lambda: SENTIMENT_EXAMPLE, None, lines, api_name="own_example", api_visibility="private")
-    start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init], [result, owner],
+    example.click(lambda: (SENTIMENT_EXAMPLE, "sentence"), None, [lines, label_per], api_name="own_example",
+                  api_visibility="private")
+    words_example.click(lambda: (WORDS_EXAMPLE, "word"), None, [lines, label_per], api_name="own_words_example",
+                        api_visibility="private")
+    start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init, label_per], [result, owner],
                 api_name="own_start", api_visibility="private")
     timer.tick(own_poll, [owner, seen], [pick, result, seen], api_visibility="private", show_progress="hidden",
                show_progress_on=[])

@@ -1,5 +1,6 @@
 """The learner's own-data run in words: the cross-validated scores beside the landmarks on the same folds
-(mean, spread, each fold), whether each lead is within the spread, or the split's validation and test figures.
+(mean, spread, each fold), whether each lead is within the spread, or the split's validation and test figures
+with the epoch chosen on validation; a sentence tagged word by word. Sentence labels or word labels alike.
 Label names are the learner's: escaped as typed."""
 
 from __future__ import annotations
@@ -7,12 +8,25 @@ from __future__ import annotations
 from bertdemo.viz.text import literal
 
 NAMES = {"finetuned": "fine-tuned", "majority": "majority class",
-         "bag_of_words": "bag of words + logistic regression (C = 1)"}
+         "bag_of_words": "bag of words + logistic regression (C = 1)",
+         "word_memory": "per-word memory (the tag each word had most often in training; an unseen word the majority tag)"}
+SHORT = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)",
+         "word_memory": "word memory"}  # the table's row names: it fits a phone
 STARTS = {"embedded": "the embedded pretrained model", "random": "random weights of the same shape (the control)"}
 
 
 def _counts(result: dict) -> str:
-    return ", ".join(f"{n} {literal(name)}" for name, n in result["counts"].items())
+    words = " words" if result.get("labels_per") == "word" else ""
+    return ", ".join(f"{n}{words} {literal(name)}" for name, n in result["counts"].items())
+
+
+def _chosen(result: dict) -> str:
+    chosen = result.get("chosen")
+    if not chosen:
+        return ""
+    curve = " · ".join(f"{e:g}: {v:.1%}" for e, v in chosen["curve"])
+    return (f"\n\n**Epoch {chosen['epoch']:g} chosen on the validation split** ({chosen['on']} at each epoch's end: "
+            f"{curve}); the model kept has that epoch's weights.")
 
 
 def result_markdown(result: dict | None, run_id: str = "") -> str:
@@ -20,39 +34,59 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     if not result:
         return "No result yet: start a run on your sentences (the result shows here when it ends)."
     start = STARTS.get(result.get("init", ""), "a pretraining run")
-    head = (f"**Run `{literal(run_id)}`** — {result['examples']} examples ({_counts(result)}), from "
+    words = result.get("labels_per") == "word"
+    unit = "sentences (a tag per word)" if words else "examples"
+    head = (f"**Run `{literal(run_id)}`** — {result['examples']} {unit} ({_counts(result)}), from "
             f"{literal(result.get('source', ''))}; fine-tuned from {start}.")
+    kinds = ("finetuned", "majority", "word_memory" if words else "bag_of_words")
     if result["mode"] == "split":
         sizes = result["sizes"]
-        names = {**NAMES, "bag_of_words": f"bag of words + logistic regression (C {result['bag_of_words']['C']:g}, "
-                                          "chosen on validation)"}
+        names = {**NAMES, "majority": "majority tag"} if words else dict(NAMES)
+        if not words:
+            names["bag_of_words"] = (f"bag of words + logistic regression (C {result['bag_of_words']['C']:g}, "
+                                     "chosen on validation)")
+        metric = result.get("metric", "accuracy")
         rows = "\n".join(f"| {names[k]} | {_pct(result[k]['validation'])} | {_pct(result[k]['test'])} |"
-                         for k in ("finetuned", "majority", "bag_of_words"))
-        return (f"{head}\n\nA seeded, stratified split: {sizes['train']} to train on, {sizes['validation']} to "
-                f"choose on, {sizes['test']} to report on.\n\n| | validation | test |\n|---|---|---|\n{rows}\n\n"
+                         for k in kinds)
+        return (f"{head}\n\nA seeded{'' if words else ', stratified'} split: {sizes['train']} to train on, "
+                f"{sizes['validation']} to choose on, {sizes['test']} to report on.{_chosen(result)}\n\n"
+                f"| {metric}{' over words' if words else ''} | validation | test |\n|---|---|---|\n{rows}\n\n"
                 "Read the **test** column: nothing was chosen on it.")
     done, folds = result["folds_done"], result["folds"]
     if done < folds:
         return f"{head}\n\nStopped after {done} of {folds} folds; no model was kept."
-    short = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)"}
     rows = "\n".join(  # short names: the table fits a phone
-        f"| {short[k]} | **{s['mean']:.0%}** | ±{s['std']:.0%} | {' · '.join(f'{a:.0%}' for a in result['accuracy'][k])} |"
+        f"| {SHORT[k]} | **{s['mean']:.0%}** | ±{s['std']:.0%} | {' · '.join(f'{a:.0%}' for a in result['accuracy'][k])} |"
         for k, s in result["summary"].items())
     lines = [head, f"**{folds}-fold cross-validation** (under 200 examples, one split would be too small to trust): "
              f"each fold fine-tunes a fresh model on the other {folds - 1} folds and scores the held-out one; the "
              "landmarks are scored on the same folds.",
-             f"| | accuracy | spread (sd) | each fold |\n|---|---|---|---|\n{rows}"]
+             ("Scored over words: the share of the held-out sentences' words given their tag.\n\n" if words else "")
+             + f"| | accuracy | spread (sd) | each fold |\n|---|---|---|---|\n{rows}"]
+    if words and result.get("macro_f1_summary"):
+        lines.append("Macro-F1 over the tags (a rare tag counts as much as a common one), mean ± sd over folds: "
+                     + "; ".join(f"{SHORT[k]} {s['mean']:.0%} ± {s['std']:.0%}"
+                                 for k, s in result["macro_f1_summary"].items()) + ".")
     for name, c in result["comparisons"].items():
-        lead = f"{c['mean_diff'] * 100:+.0f} points against the {NAMES[name].split(' +')[0]}"
+        landmark = "majority tag" if words and name == "majority" else NAMES[name].split(" +")[0].split(" (")[0]
+        lead = f"{c['mean_diff'] * 100:+.0f} points against the {landmark}"
         if c["within_spread"]:
             lines.append(f"- {lead}: **within the spread** of the per-fold differences (±{c['std_diff'] * 100:.0f}); "
                          "these folds do not tell the two apart.")
         else:
             lines.append(f"- {lead}: beyond the spread of the per-fold differences (±{c['std_diff'] * 100:.0f}).")
-    lines.append(f"The model kept (to classify and download) was fine-tuned the same way on all {result['examples']} "
-                 "examples: expect about the cross-validated accuracy from it, not a measured one.")
+    lines.append(f"The model kept (to {'tag' if words else 'classify'} and download) was fine-tuned the same way on "
+                 f"all {result['examples']} {'sentences' if words else 'examples'}: expect about the cross-validated "
+                 "accuracy from it, not a measured one.")
     return "\n\n".join(lines)
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
+
+
+def tagged_markdown(tagged: list[tuple[str, str, float]], model: str) -> str:
+    """A sentence tagged word by word (each word, its tag and that tag's probability); the model named first."""
+    rows = "\n".join(f"| {literal(word)} | **{literal(tag)}** | {prob:.0%} |" for word, tag, prob in tagged)
+    return (f"Answered by `{literal(model)}` (each word's tag read at its first piece):\n\n"
+            f"| word | tag | probability |\n|---|---|---|\n{rows}")

@@ -323,6 +323,17 @@ OWN_HEAVIEST_REFUSED = {
     "pasted lines for the topic task": ({"task": "topic", "lines": "a\tx"}, "Unknown fine-tuning setting"),
 }
 
+OWN_HEAVIEST_REFUSED.update({  # word labels (word<TAB>tag, a blank line between sentences)
+    "a 21st tag on the last line": ({"task": "own", "label_per": "word", "lines": "\n\n".join(
+        "\n".join(f"{OWN_TEXT[:100]}\t{label}" for _ in range(4)) for label in OWN_LABELS) + "\n\nw\ttag20"},
+        "line 101: tag 'tag20' is a 21st tag; at most 20 tags"),
+    "a tag on three words": ({"task": "own", "lines": "a\tX\nb\tX\nc\tX\nd\tX\n\ne\tY\nf\tY\ng\tY"},
+                             "line 6: tag 'Y' is on 3 words; each tag needs at least 4"),
+    "a word over 100 characters": ({"task": "own", "label_per": "word", "lines": "w" * 101 + "\tX"},
+                                   "line 1: the word has 101 characters"),
+    "an unknown label_per": ({"task": "own", "label_per": "phrase", "lines": "a\tX"}, "label_per must be one of"),
+})
+
 
 def each_refused(base: str, api_name: str, cases: dict, echoes: tuple[str, ...]) -> None:
     """Each ``(settings, refusal)`` of ``cases`` sent to ``api_name`` with an owner token is refused, the message

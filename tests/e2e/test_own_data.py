@@ -18,18 +18,24 @@ from tests.e2e.test_finetune import PRETRAIN, wait_status
 BUSY_MACHINE_S = 1200.0  # two short runs; on a shared two-core machine each can wait minutes for a core
 
 
-@pytest.fixture(scope="module")
-def own_run(app_url):
+def finished_own_run(app_url: str, lines: str, refused: str, refusal: str) -> tuple[Client, dict]:
+    """A tiny pretraining run, a start on ``refused`` lines refused with ``refusal``, then an own-data run on
+    ``lines`` from the pretraining run's checkpoint: (client, its status once finished)."""
     client = Client(app_url, verbose=False)
     client.predict(PRETRAIN, api_name="/start_run")
     pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished", BUSY_MACHINE_S)
-    with pytest.raises(Exception, match="line 2: no tab"):
-        client.predict({"task": "own", "lines": "positive\tfine\nno tab"}, api_name="/start_finetune")
-    client.predict({"task": "own", "lines": SENTIMENT_EXAMPLE, "init": f"run:{pre['run_id']}/checkpoint",
+    with pytest.raises(Exception, match=refusal):
+        client.predict({"task": "own", "lines": refused}, api_name="/start_finetune")
+    client.predict({"task": "own", "lines": lines, "init": f"run:{pre['run_id']}/checkpoint",
                     "epochs": 2, "batch_size": 16, "seed": 1}, api_name="/start_finetune")
     snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own"
                        and s.get("status") == "finished" and s["checkpoint"], BUSY_MACHINE_S)
     return client, snap
+
+
+@pytest.fixture(scope="module")
+def own_run(app_url):
+    return finished_own_run(app_url, SENTIMENT_EXAMPLE, "positive\tfine\nno tab", "line 2: no tab")
 
 
 def test_own_sentences_are_cross_validated_and_classified_with_their_label_names(own_run):
