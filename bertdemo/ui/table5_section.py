@@ -90,7 +90,7 @@ def build(ctx: Any) -> None:
         return cell_now()[0]
 
     go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
-             api_visibility="private")
+             api_visibility="private", show_progress_on=[cell])  # progress on the text, never the timer
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
     timer.tick(table5_poll, None, [cell, timer], api_name="table5_poll", api_visibility="private",
                show_progress="hidden", show_progress_on=[])
