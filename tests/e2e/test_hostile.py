@@ -244,7 +244,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "order_probe": ["no-such-run", SENTENCE_64],
     "classify": [SENTENCE_64, "ft:no-such-run", "t" * 256],
     "probe_layers": ["", "topic"],  # the served model: the embedded one's probes take minutes on two cores
-    "tag": [("Ada " * 250)[:1000], "ft:no-such-run"],  # 1,000 characters (its limit), 250 words
+    "tag": [("Ada " * 250)[:1000], "ft:no-such-run", "x" * 256],  # 1,000 characters (its limit), 250 words; a token at its limit
     "run_metrics_csv": ["no-such-run"],
     # the twin comparison, the heads, a run's cost (no left-to-right model on this server: refused by name)
     "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run"],

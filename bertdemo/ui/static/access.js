@@ -214,10 +214,14 @@
       var now = busy();
       seenBusy = seenBusy || now;
       var waited = Date.now() - started;
-      if ((!now && (seenBusy || waited > 1500)) || waited > 60000 || moved) {
+      // never seen busy: a queued request may show its progress late, so wait longer before the last look
+      if ((!now && (seenBusy || waited > 5000)) || waited > 60000 || moved) {
         clearInterval(timer);
-        kinds.forEach(function (k) { window.removeEventListener(k, mark); });
         requestAnimationFrame(show);
+        setTimeout(function () {  // once more after the answer's own drawing has moved what is above it
+          show();
+          kinds.forEach(function (k) { window.removeEventListener(k, mark); });
+        }, 500);
       }
     }, 200);
   }
