@@ -92,12 +92,14 @@ def side_by_side_spec(guesses: list[TwinGuesses]) -> dict:
     n = len(guesses)
     data, layout = [], {"height": 120 + 26 * max(len(g.top) for g in guesses), "showlegend": False,
                         "margin": {"l": 10, "r": 30, "t": 78, "b": 30}, "annotations": []}
-    gap = 0.12
+    gap = 0.16  # room for the next panel's word labels
     width = (1 - gap * (n - 1)) / n
     for i, g in enumerate(guesses):
         suffix = "" if i == 0 else str(i + 1)
         x0 = i * (width + gap)
-        layout[f"xaxis{suffix}"] = {"domain": [x0 + 0.06, x0 + width], "showticklabels": False}
+        top = max([p for _t, p in g.top], default=0.0) or 1.0
+        # the longest bar ends at 70 % of its panel, so its percentage stays inside the panel at phone width
+        layout[f"xaxis{suffix}"] = {"domain": [x0 + 0.06, x0 + width], "showticklabels": False, "range": [0, top / 0.7]}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "automargin": True}
         color = LTR_COLOR if g.objective == "ltr" else MLM_COLOR
         data.append({"type": "bar", "orientation": "h", "x": [p for _t, p in g.top],
