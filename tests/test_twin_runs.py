@@ -22,13 +22,18 @@ def _service(tmp_path):
 
 
 def test_train_both_trains_the_twins_on_one_data_order_and_overlays_them(tmp_path) -> None:
-    service = _service(tmp_path)
+    runs, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache"),
+                                    speeds=SpeedBook(lambda device: 1e9))
+    heard = []
+    runs.on_start.append(lambda visitor, run_id, kind: heard.append((visitor, run_id, kind)))
     corpus = wiki_corpus_file(tmp_path / "corpus")
-    run = service.start({**SMALL, "corpus": corpus, "train_both": True, "time_budget_s": 300.0})
+    run = service.start({**SMALL, "corpus": corpus, "train_both": True, "time_budget_s": 300.0}, visitor="member:ada")
     assert isinstance(run, TwinRun)
     assert run.join(120) and run.status == "finished", run.snapshot().message
     ltr_id, mlm_id = run.run_id, run.twin_id
     assert mlm_id and ltr_id != mlm_id
+    # each twin is a run its starter made (a class records both in its member's gallery)
+    assert heard == [("member:ada", mlm_id, run.kind), ("member:ada", ltr_id, run.kind)]
     saved = {}
     for run_id in (mlm_id, ltr_id):
         folder = latest_checkpoint(tmp_path / "runs" / run_id)

@@ -131,6 +131,7 @@ class TwinRun(TrainingRun):
         self.metrics.update(run_id=self.run_id)
         folders.record_owner(self.run_folder, self.owner_token)
         folders.record_visitor(self.run_folder, self.visitor)
+        self.announce_start()  # e.g. a class records the second twin as its member's run too
         return super().work()
 
     def own_seconds_left(self) -> float | None:

@@ -180,12 +180,16 @@ class RunService:
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
         how long the slot stays busy, when a run is under way. Then every :attr:`on_start` listener hears of it."""
+        def tell(started: BackgroundRun) -> None:
+            for listener in self.on_start:
+                try:
+                    listener(started.visitor, started.run_id, started.kind)
+                except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of, nor the others
+                    log.exception("A run-start listener failed for run %s", started.run_id)
+
+        run.start_listeners.append(tell)  # a later run of the same turn (Train both's second twin) is heard too
         started = self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
-        for listener in self.on_start:
-            try:
-                listener(started.visitor, started.run_id, started.kind)
-            except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of
-                log.exception("A run-start listener failed for run %s", started.run_id)
+        started.announce_start()
         return started
 
     # --- deleting ----------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class BackgroundRun:
         self._machine_lock: FileLock | None = None
         self.run_id = ""
         self.run_folder = Path()  # the run's folder under its kind's root
+        # told of each run this one starts (its first, and any later one of the same turn: Train both's second twin)
+        self.start_listeners: list[Callable[[BackgroundRun], Any]] = []
         self.control = RunControl()
         self._thread = threading.Thread(target=self._main, daemon=True)
 
@@ -88,6 +90,15 @@ class BackgroundRun:
         return None
 
     # lifecycle -------------------------------------------------------------------------------
+    def announce_start(self) -> None:
+        """Tell every :attr:`start_listeners` that this run (``run_id``) has started; a listener's fault is
+        logged and never stops the run."""
+        for listener in list(self.start_listeners):
+            try:
+                listener(self)
+            except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of
+                log.exception("A run-start listener failed for run %s", self.run_id)
+
     def start(self, machine_lock: FileLock | None = None) -> BackgroundRun:
         """Create (or take up) the run's folder, record its owner and visitor, and start the thread and the
         wall-time cap. ``machine_lock``: held by the caller; released when the run's thread ends."""
