@@ -50,7 +50,6 @@ from bertdemo.models.checkpoint_layout import (  # the read side, on the models 
     LEGACY_EARLIER_DIRNAME,
     LEGACY_LATEST_DIRNAME,
     STATE_FILE,
-    STEP_NAME,
     STEPS_DIRNAME,
     is_checkpoint,
     latest_checkpoint,
@@ -70,9 +69,6 @@ if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listi
 CONFIG_FILE = "train_config.json"
 METRICS_FILE = "metrics.csv"
 OPTIMIZER_FILE = "optimizer.pt"
-_STEP_NAME = STEP_NAME
-_step_folders = step_folders
-_pointed = pointed_step
 _write_lock = threading.Lock()  # one checkpoint write (or writer-side cleanup) at a time in this process
 
 
@@ -117,7 +113,7 @@ def write_checkpoint(
         try:
             storage.write_text(run / LATEST_FILE, name + "\n")
         except BaseException:
-            if _pointed(run) != folder:  # the pointer did not move: the new folder goes, the latest stays
+            if pointed_step(run) != folder:  # the pointer did not move: the new folder goes, the latest stays
                 _discard(folder)
             raise
         for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones):
@@ -139,7 +135,7 @@ def _discard(folder: Path) -> None:
 def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0) -> list[Path]:
     """What goes once ``latest`` is the run's latest: other saves of its step, and all but the ``keep`` - 1
     highest earlier ones and the first ``milestones`` log-spaced ones (:func:`milestone_folders`)."""
-    others = [p for p in [*_step_folders(run), *_step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
+    others = [p for p in [*step_folders(run), *step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
     kept = set(milestone_folders(rest, milestones))
@@ -220,7 +216,7 @@ def _move_earlier_layout(run: Path) -> None:
     first, the latest moves last (until then readers fall back to ``checkpoint/``)."""
     legacy = run / LEGACY_LATEST_DIRNAME
     _put_back_swapped_out(legacy)
-    earlier = _step_folders(run, LEGACY_EARLIER_DIRNAME)
+    earlier = step_folders(run, LEGACY_EARLIER_DIRNAME)
     latest = [legacy] if is_checkpoint(legacy) else []
     if not latest and not earlier:
         return
