@@ -53,6 +53,11 @@ def _echo_door(classes: Classroom) -> TestClient:
     return TestClient(app)
 
 
+def _last_digit_changed(token: str) -> str:
+    """The token with its last hex digit replaced by a different one: a tampered signature."""
+    return token[:-1] + ("1" if token[-1] == "0" else "0")
+
+
 def test_the_door_counts_a_verified_member_as_themselves_and_anything_else_as_the_address(tmp_path):
     classes, _key, members = _class(tmp_path / "runs")
     ada, bob = members["Ada"], members["Bob"]
@@ -67,7 +72,7 @@ def test_the_door_counts_a_verified_member_as_themselves_and_anything_else_as_th
     assert seen({}, {MEMBER_COOKIE: ada.token}) == {"visitor": [f"member:{ada.member_id}"], "address": [SCHOOL]}
     assert seen({MEMBER_HEADER: bob.token}) == {"visitor": [f"member:{bob.member_id}"], "address": [SCHOOL]}
     other_key = Classroom("", tmp_path / "other").store.key  # another server's class database
-    for invented in (_forged(ada), tokens.sign(other_key, ada.member_id), ada.token[:-1] + "0", "x" * 300, "Ada"):
+    for invented in (_forged(ada), tokens.sign(other_key, ada.member_id), _last_digit_changed(ada.token), "x" * 300, "Ada"):
         assert seen({MEMBER_HEADER: invented}) == {"visitor": [SCHOOL], "address": [SCHOOL]}, invented
         assert seen({}, {MEMBER_COOKIE: invented}) == {"visitor": [SCHOOL], "address": [SCHOOL]}, invented
     # what a client writes into the door's own headers is dropped

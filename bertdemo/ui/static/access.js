@@ -218,10 +218,18 @@
       if ((!now && (seenBusy || waited > 5000)) || waited > 60000 || moved) {
         clearInterval(timer);
         requestAnimationFrame(show);
-        setTimeout(function () {  // once more after the answer's own drawing has moved what is above it
+        // again each time the page's height changes in the next 3 s: the answer's own drawing (a chart laid out
+        // late on a busy phone, its text twin) moves what is above it
+        var resized = null, observer = window.ResizeObserver ? new ResizeObserver(function () {
+          if (resized === null) resized = requestAnimationFrame(function () { resized = null; show(); });
+        }) : null;
+        if (observer) observer.observe(document.body);
+        setTimeout(show, 500);
+        setTimeout(function () {
           show();
+          if (observer) observer.disconnect();
           kinds.forEach(function (k) { window.removeEventListener(k, mark); });
-        }, 500);
+        }, 3000);
       }
     }, 200);
   }
