@@ -99,13 +99,22 @@ def class_load(app: App, clients: int, seconds: float, finetune: bool) -> tuple[
 
     def watch_finetune() -> None:
         while finetune and time.monotonic() < stop_at and not fine_tuned:
-            status = control.predict(api_name="/run_status") or {}
+            try:
+                status = control.predict(api_name="/run_status") or {}
+            except Exception:  # noqa: BLE001 - a busy server: ask again
+                status = {}
             if status.get("kind") == "finetune" and str(status.get("checkpoint") or "").startswith("ft:"):
                 fine_tuned.append(status["checkpoint"])
             time.sleep(5)
 
     def visitor(k: int) -> None:
-        client = app.client()
+        client = None
+        while client is None and time.monotonic() < stop_at:  # a page open can time out on a busy server
+            try:
+                client = app.client()
+            except Exception as exc:  # noqa: BLE001 - counted, then tried again
+                with lock:
+                    errors.append(f"connect: {str(exc)[:120]}")
         j = k
         while time.monotonic() < stop_at:
             requests = CLASS + ([("/classify", {"text": "The cello is a bowed string instrument.",
