@@ -26,6 +26,7 @@ from bertdemo.settings import ServerSettings
 from bertdemo.traffic import MEMBER_PREFIX
 
 QUEUE_FILE = ".run-queue.json"  # in the runs folder: the runs waiting for the slot, kept across a restart
+MAX_KEPT_CHARS = 100_000  # a larger start (own data's pasted lines) waits in memory alone: a restart forgets it
 log = logging.getLogger(__name__)
 
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
@@ -146,13 +147,17 @@ class RunService:
         nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`. ``recipe``:
         ``{"kind": name, "settings": {...}, "options": {...}}`` (plain JSON values) — the same start as
         ``kind.start(settings, owner_token, visitor=visitor, **options)``, so a restarted server queues it again
-        (:meth:`restore_queue`); without one (or with values JSON cannot hold) a restart forgets it."""
-        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor}
+        (:meth:`restore_queue`); without one (or with values JSON cannot hold, or over :data:`MAX_KEPT_CHARS`)
+        a restart forgets it. Only ``owner_token`` (on a public server) reads its place and cancels it."""
+        owner = self.owner(owner_token)  # on a public server only this token reads its place and cancels it
+        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor, "owner": owner}
         try:
-            json.dumps(kept)
+            if len(json.dumps(kept)) > MAX_KEPT_CHARS:
+                kept = None
         except (TypeError, ValueError):
             kept = None
-        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept)
+        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept,
+                                        owner=owner)
 
     def restore_queue(self) -> int:
         """At server start (every kind registered): queue again, in order, the runs that waited for the slot
@@ -170,12 +175,14 @@ class RunService:
         return self.queue.restore(make_start)
 
     def queued(self, owner_token: str, visitor: str) -> Place | None:
-        """Where this visitor's queued run stands (None when they have none)."""
-        return self.queue.place(self.queue_key(owner_token, visitor))
+        """Where this visitor's queued run stands (None when they have none; on a public server also when
+        ``owner_token`` is not the token that queued it: a stranger behind the same address sees nothing)."""
+        return self.queue.place(self.queue_key(owner_token, visitor), owner=self.owner(owner_token))
 
     def cancel_queued(self, owner_token: str, visitor: str) -> bool:
-        """Take this visitor's waiting run out of the queue; True when there was one."""
-        return self.queue.cancel(self.queue_key(owner_token, visitor))
+        """Take this visitor's waiting run out of the queue; True when there was one (on a public server only
+        with the token that queued it)."""
+        return self.queue.cancel(self.queue_key(owner_token, visitor), owner=self.owner(owner_token))
 
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
