@@ -268,8 +268,7 @@ class PretrainService:
         run_folders.release_corpora(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:
-        run = self.current
-        return [run.cfg.data.corpus] if run is not None and run.active else []
+        return [run.cfg.data.corpus for run in self.manager.active_runs() if isinstance(run, TrainingRun)]
 
     # --- names the pages use -----------------------------------------------------------------------
     def run_reference(self, path: str | Path) -> str:

@@ -359,10 +359,11 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                                           recipe={"kind": runs.name, "settings": settings})
         return run_starts.answer(outcome, status_text, api=True)
 
-    def run_status() -> dict | None:
+    def run_status(owner_token: str = "") -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
-        Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder."""
-        return slot.status()
+        Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder.
+        Where several runs train at once (--parallel-runs), your `owner_token` picks your own run."""
+        return slot.status(str(owner_token or ""))
 
     @user_errors
     def control(action: RunAction, token: str = "") -> str:
