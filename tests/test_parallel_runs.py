@@ -68,6 +68,7 @@ def test_two_slots_train_two_visitors_runs_at_once_and_queue_a_third(tmp_path, c
             pretrain.start(tiny_run_config(corpus, folder, steps=20), "tok-a2", visitor=visitors["a"])  # second of theirs
         ctx.runs.control(RunAction.STOP, "tok-a")
         assert runs["a"].join(120) and runs["b"].join(120)
+        assert ctx.runs.status("tok-b")["run_id"] == runs["b"].run_id  # an owner's ended run, not the latest
     finally:
         for run in runs.values():
             run.stop()

@@ -74,8 +74,8 @@ class RunService:
 
     def status(self, owner_token: str = "") -> dict | None:
         """The latest run's snapshot as plain values, from its kind (``kind`` says which); None before any.
-        With several slots, ``owner_token``'s own active run when it has one."""
-        run = self.manager.run_of(owner_token) or self.manager.current
+        ``owner_token``: that holder's own run when they have one (active, else their latest)."""
+        run = self.manager.run_of(owner_token, ended=True) or self.manager.current
         return None if run is None else self.kinds.of(run).status(run)
 
     def control(self, action: RunAction, owner_token: str = "") -> Any:

@@ -15,6 +15,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from bertdemo.runs.priority import lower_this_thread
 from bertdemo.runs.status import ACTIVE_STATUSES, LockedSnapshot, Status
 
 LOCK_FILE = ".active-run.lock"
+RECENT_RUNS = 16  # the latest runs a manager remembers, so an owner's /run_status finds theirs once it has ended
 CAP_CHECK_S = 1.0  # the cap watcher looks at the run's clock at least this often (a test's clock moves by hand)
 Clock = Callable[[], float]  # seconds, monotonic (time.monotonic; a test passes its own)
 
@@ -210,6 +212,7 @@ class RunManager:
         self._lock = threading.Lock()
         self._current: BackgroundRun | None = None
         self._others: list[BackgroundRun] = []  # with several slots: the earlier runs that may still be active
+        self._recent: deque[BackgroundRun] = deque(maxlen=RECENT_RUNS)  # the latest runs started, active or ended
         self._hold: object | None = None  # set while something (a GPU burst) works on the current run
 
     @contextmanager
@@ -238,11 +241,13 @@ class RunManager:
         runs = [*self._others, *([self._current] if self._current is not None else [])]
         return [run for run in runs if run.active]
 
-    def run_of(self, token: str) -> BackgroundRun | None:
-        """The active run ``token``'s holder owns (None when they own none, or for an empty token)."""
+    def run_of(self, token: str, ended: bool = False) -> BackgroundRun | None:
+        """The active run ``token``'s holder owns (None when they own none, or for an empty token); ``ended``:
+        else their latest run among the manager's recent ones, ended too."""
         if not token:
             return None
-        return next((run for run in reversed(self.active_runs()) if run.owner_token and run.may_control(token)), None)
+        runs = [*self.active_runs()[::-1], *(reversed(self._recent) if ended else ())]
+        return next((run for run in runs if run.owner_token and run.may_control(token)), None)
 
     @property
     def full(self) -> bool:
@@ -271,6 +276,7 @@ class RunManager:
                 self._others.append(self._current)  # another slot's run, still under way
             self._others = [other for other in self._others if other.active]
             self._current = run
+            self._recent.append(run)
             return run
 
     def try_machine_lock(self) -> FileLock:

@@ -362,7 +362,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     def run_status(owner_token: str = "") -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
         Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder.
-        Where several runs train at once (--parallel-runs), your `owner_token` picks your own run."""
+        With your `owner_token`: your own run (the one training, else your latest), where several runs train at once
+        (--parallel-runs) or another visitor's run started after yours."""
         return slot.status(str(owner_token or ""))
 
     @user_errors
