@@ -436,5 +436,5 @@ def gallery_spec(runs: Sequence[tuple[str, FinetuneSnapshot]]) -> dict:
               "yaxis": {"domain": [0, 1], "title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
               "xaxis2": {"domain": [0.52, 1], "anchor": "y2", "title": {"text": "training seconds"}},
               "yaxis2": {"domain": [0, 1], "anchor": "x2", "range": [0, 1], "tickformat": ".0%",
-                         "title": {"text": "validation (names: F1 of NAME)"}}}
+                         "title": {"text": "validation accuracy (names: F1)"}}}
     return {"data": data, "layout": layout}
