@@ -98,3 +98,14 @@ def test_a_start_that_finds_the_slot_busy_is_queued_for_its_visitor_not_refused(
     finally:  # one start's failure leaves nothing queued for the next
         for _, key, _, _ in ctx.runs.queue.waiting():
             ctx.runs.queue.cancel(key)
+
+
+@pytest.mark.parametrize("name, settings, refusal", [
+    ("start_run", {"objective": "gpt"}, "objective must be one of"),
+    ("start_finetune", {"learning_rate": 5}, "learning_rate 5 is outside"),
+])
+def test_a_start_that_could_never_run_is_refused_at_once_not_queued(app, name, settings, refusal):
+    ctx, handlers, _ = app
+    with ctx.runs.manager.hold(), pytest.raises(gr.Error, match=refusal):  # the slot is busy
+        handlers[name].fn(settings, f"tok-bad-{name}")
+    assert ctx.runs.queue.waiting() == []

@@ -151,13 +151,18 @@ class RunService:
         return (visitor if self.settings.is_public and visitor else owner_token) or "local"
 
     def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
-                       estimate_s: float | None = None, recipe: dict | None = None) -> BackgroundRun | Place:
+                       estimate_s: float | None = None, recipe: dict | None = None,
+                       check: Callable[[], Any] | None = None) -> BackgroundRun | Place:
         """Start a run now (``start``: the kind's start with the visitor's settings) when the slot is free and
         nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`. ``recipe``:
         ``{"kind": name, "settings": {...}, "options": {...}}`` (plain JSON values) — the same start as
         ``kind.start(settings, owner_token, visitor=visitor, **options)``, so a restarted server queues it again
         (:meth:`restore_queue`); without one (or with values JSON cannot hold, or over :data:`MAX_KEPT_CHARS`)
-        a restart forgets it. Only ``owner_token`` (on a public server) reads its place and cancels it."""
+        a restart forgets it. Only ``owner_token`` (on a public server) reads its place and cancels it.
+        ``check``: the kind's checks of these settings but the slot's (ValueError), run first when the start
+        would wait, so a start that could never run is refused now, not queued."""
+        if check is not None and not self.slot_free():
+            check()
         owner = self.owner(owner_token)  # on a public server only this token reads its place and cancels it
         kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor, "owner": owner}
         try:

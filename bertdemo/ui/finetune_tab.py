@@ -194,7 +194,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
         settings = dict(zip(names, values))
         ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(settings, token, visitor=visitor),
-                                recipe={"kind": runs.name, "settings": settings})
+                                recipe={"kind": runs.name, "settings": settings},
+                                check=lambda: runs.start(settings, token, visitor=visitor, check_only=True))
         return status_text(), token
 
     @user_errors
@@ -209,7 +210,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         settings, visitor = run_starts.settings_of(settings), visitor_of(request)
         outcome = ctx.runs.start_or_queue(owner_token, visitor, f"{runs.label} run",
                                           lambda: runs.start(settings, owner_token, visitor=visitor),
-                                          recipe={"kind": runs.name, "settings": settings})
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, owner_token, visitor=visitor,
+                                                                   check_only=True))
         return run_starts.answer(outcome, status_text, api=True)
 
     @user_errors

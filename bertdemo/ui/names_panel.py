@@ -101,7 +101,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         settings = {**dict(zip(form_names, values)), "task": "names"}
         outcome = ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
                                           lambda: runs.start(settings, token, visitor=visitor),
-                                          recipe={"kind": runs.name, "settings": settings})
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, token, visitor=visitor, check_only=True))
         return run_starts.answer(outcome, status_text), token
 
     def check_model(name: str, owner_token: str = "") -> tuple[str, str]:

@@ -112,7 +112,8 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
                 forget_original_upload(file)
         cfg = config_from_request(rest)
         outcome = slot.start_or_queue(token, visitor, f"{runs.label} run on your data",
-                                      lambda: runs.start(cfg, token, visitor=visitor, own=own))
+                                      lambda: runs.start(cfg, token, visitor=visitor, own=own),
+                                      check=lambda: runs.start(cfg, token, visitor=visitor, own=own, check_only=True))
         return (run_starts.answer(outcome, lambda: f"Started run `{outcome.run_id}` on {len(own):,} examples "
                                   f"({own.source}); its progress shows above, its result here when it ends."), token)
 

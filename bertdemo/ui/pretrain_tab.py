@@ -340,7 +340,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         settings, options = dict(zip(form_names, values)), {"upload_root": compat.upload_folder()}
         ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
                                 lambda: runs.start(settings, token, visitor=visitor, **options),
-                                recipe={"kind": runs.name, "settings": settings, "options": options})
+                                recipe={"kind": runs.name, "settings": settings, "options": options},
+                                check=lambda: runs.start(settings, token, visitor=visitor, check_only=True, **options))
         return status_text(), token
 
     @user_errors
@@ -356,7 +357,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         settings, visitor = run_starts.settings_of(settings), visitor_of(request)
         outcome = ctx.runs.start_or_queue(owner_token, visitor, f"{runs.label} run",  # API callers cannot upload
                                           lambda: runs.start(settings, owner_token, visitor=visitor),
-                                          recipe={"kind": runs.name, "settings": settings})
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, owner_token, visitor=visitor,
+                                                                   check_only=True))
         return run_starts.answer(outcome, status_text, api=True)
 
     def run_status(owner_token: str = "") -> dict | None:
