@@ -82,7 +82,10 @@ def build(ctx: Any) -> None:
         ctx.runs.control("stop", owner)
         return cell_now()[0]
 
-    def table5_poll():
+    def table5_poll(owner: str, request: gr.Request):
+        place = ctx.runs.queued(owner or "", visitor_of(request))  # this browser's cell, while it waits its turn
+        if place is not None and not place.run_id:  # waiting (the timer goes on), or refused at its turn
+            return place.sentence(), gr.Timer(active=not place.error)
         text, active = cell_now()
         return text, gr.Timer(active=active)
 
@@ -99,6 +102,6 @@ def build(ctx: Any) -> None:
     go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
              api_visibility="private", show_progress_on=[cell])  # progress on the text, never the timer
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
-    timer.tick(table5_poll, None, [cell, timer], api_name="table5_poll", api_visibility="private",
+    timer.tick(table5_poll, token, [cell, timer], api_name="table5_poll", api_visibility="private",
                show_progress="hidden", show_progress_on=[])
     gr.api(start_table5_cell, api_name="start_table5_cell")
