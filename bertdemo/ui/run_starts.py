@@ -1,8 +1,8 @@
-"""One door for every start of a run, from the page or the API (:meth:`bertdemo.runs.service.RunService.start_or_queue`):
-a start that finds the
-training slot busy joins the fair queue (:mod:`bertdemo.runs.queue`: one waiting run per visitor, its place
-and estimated start, cancellable by the token that queued it) instead of being refused, and nobody is told to
-stop a run that is not theirs. :data:`RUN_STARTS` names every endpoint that starts a run;
+"""One door for every start of a run, from the page or the API
+(:meth:`bertdemo.runs.service.RunService.start_or_queue`): a start that finds the training slot busy joins the
+fair queue (:mod:`bertdemo.runs.queue`: one waiting run per visitor, its place and estimated start, cancellable
+by the token that queued it) instead of being refused, and nobody is told to stop a run that is not theirs; a
+start that could never run (its settings, the visitor's quota) is refused at once, not queued. :data:`RUN_STARTS` names every endpoint that starts a run;
 ``tests/test_run_starts.py`` enumerates the built app's endpoints against it and, with the slot busy, calls
 each one and fails for one that refuses instead of queueing. The API's own queue endpoints
 (``/queue_status``, ``/cancel_queued``) are added by :func:`add_queue_api`. Wiring only.
