@@ -39,6 +39,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default 3 GB; the process needs about 1 GB more of its own)")
     parser.add_argument("--disk-budget-gb", type=float, default=None,
                         help="most disk for runs, uploads and token caches (default: 10 in public mode, no cap locally)")
+    parser.add_argument("--parallel-runs", type=int, default=None, metavar="N",
+                        help="runs that train at once, one per visitor (default: 1 on a CPU; on a GPU one per 4 GiB "
+                             "of free GPU memory, at most 4); a start beyond them waits in the fair queue")
     parser.add_argument("--class-db", default=os.environ.get("BERTDEMO_CLASS_DB", ""), metavar="URL",
                         help="where classes are kept: a postgresql:// URL for several replicas "
                              "(default: SQLite in the runs folder)")
@@ -117,7 +120,7 @@ def settings_from_args(args: argparse.Namespace):
         default_model=args.model or DEFAULT_MODEL, device=args.device, offline=args.offline,
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), upload_dir=compat.upload_folder(),
         trusted_proxies=trusted_proxies(args), admin_token=os.environ.get(ADMIN_ENV, ""),
-        class_db=args.class_db,
+        class_db=args.class_db, parallel_runs=max(1, args.parallel_runs or 1),  # auto: set once torch is in (_preload)
         fill_mask_batch=max(1, int(os.environ.get("BERTDEMO_FILL_MASK_BATCH", DEFAULT_SHARED_BATCH))),
         **({} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}),
         shares={"max_sessions": args.max_sessions} | (
@@ -213,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
     # The page is served: now torch, transformers and the logic, then the default model, so the
     # first request is quick; a request that comes sooner waits, the status line saying so.
-    ctx.loader.start(warm_up=lambda: _preload(ctx))
+    ctx.loader.start(warm_up=lambda: _preload(ctx, auto_parallel_runs=args.parallel_runs is None))
     ctx.trimmer.start()  # memory freed after heavy requests goes back to the system, not kept at the high-water
     _save_runs_on_shutdown(ctx)
     demo.block_thread()
@@ -240,7 +243,14 @@ def _save_runs_on_shutdown(ctx) -> None:
         signal.signal(sig, stop_and_exit)
 
 
-def _preload(ctx) -> None:
+def _preload(ctx, auto_parallel_runs: bool = False) -> None:
+    if auto_parallel_runs:  # how many runs this machine trains at once: known once torch can see its GPU
+        from bertdemo.models.device import default_parallel_runs
+
+        try:
+            ctx.runs.set_parallel_runs(default_parallel_runs(ctx.settings.device))
+        except Exception:  # noqa: BLE001 - a GPU that cannot be asked leaves one run at a time
+            logging.getLogger("bertdemo").exception("Could not size the run slot; one run at a time")
     try:
         ctx.warm_up()
     except ValueError as exc:

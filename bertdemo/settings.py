@@ -115,6 +115,8 @@ class ServerSettings:
     memory_budget_gb: float = DEFAULT_BUDGET_GB
     # where classes are kept: "" = SQLite in runs_dir, or a postgresql:// URL shared by replicas (app.py --class-db)
     class_db: str = ""
+    # runs that train at once in the run slot, one per visitor (app.py --parallel-runs; 1: one at a time)
+    parallel_runs: int = 1
 
     @property
     def is_public(self) -> bool:

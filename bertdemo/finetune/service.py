@@ -67,7 +67,8 @@ class FinetuneService:
         return finetune_root(self.runs_dir)
 
     def start(self, request: dict[str, Any] | FinetuneConfig, owner_token: str = "", visitor: str = "",
-              task_loader: Any = None, upload: str | Path | None = None, own: Any = None) -> FinetuneRun:
+              task_loader: Any = None, upload: str | Path | None = None, own: Any = None,
+              check_only: bool = False) -> FinetuneRun | None:
         """Start a fine-tuning run (the form's or an API caller's settings, or a config made by code) in the
         machine's one training slot, under the rules every run kind obeys: one at a time, the owner's token,
         the public caps (time, runs per visitor), the disk budget. ``task_loader``: returns the
@@ -75,8 +76,10 @@ class FinetuneService:
         the embedded Wikipedia summaries, built once in this server's cache. ``task`` in the settings: "topic"
         (the default) or "own" (the learner's labelled sentences: ``lines``, ``upload`` (a CSV / TSV file's
         path) or ``hub_dataset``; :mod:`bertdemo.finetune.own_run`); code may pass ``own`` (an ``OwnData``)
-        with a config instead. ValueError naming what to change."""
-        self.runs.check_free(owner_token)
+        with a config instead. ValueError naming what to change. ``check_only``: every check but the slot's,
+        nothing started (a start the busy slot queues is refused at once for what it would be refused for)."""
+        if not check_only:
+            self.runs.check_free(owner_token)
         if isinstance(request, dict):
             request = dict(request)
             task = request.pop("task", TASK) or TASK
@@ -102,6 +105,8 @@ class FinetuneService:
             cfg = cfg.replace(time_budget_s=float(public.max_seconds))
         self.runs.check_visitor_share(owner_token, visitor, resuming=False)
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
+        if check_only:
+            return None
         default = default_names_task if cfg.task == "names" else default_topic_task
         loader = task_loader or functools.partial(default, self.settings.cache_dir)
         common = dict(owner_token=self.runs.owner(owner_token), visitor=self.runs.visitor(visitor),

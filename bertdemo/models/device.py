@@ -42,3 +42,23 @@ def resolve_device(device: str = "auto") -> torch.device:
     if resolved.type == "mps" and not mps_ok:
         raise ValueError(f"--device {device} was asked for, but Apple MPS is not available.")
     return resolved
+
+
+RUN_GPU_BYTES = 4 * 2**30  # the GPU memory one small run is given when runs share a GPU (a public run, ~12 M parameters, uses far less)
+MAX_PARALLEL_RUNS = 4  # runs at once, whatever the GPU's size: each still loads the CPU (its data, its thread)
+
+
+def default_parallel_runs(device: str = "auto") -> int:
+    """How many runs may train at once on this machine when the operator did not say (app.py --parallel-runs):
+    1 on a CPU, Apple MPS or a ZeroGPU Space; on CUDA one per :data:`RUN_GPU_BYTES` of the GPU's free memory
+    now, from 1 to :data:`MAX_PARALLEL_RUNS`."""
+    try:
+        resolved = resolve_device(device)
+    except ValueError:
+        return 1
+    if resolved.type != "cuda":
+        return 1
+    import torch
+
+    free, _total = torch.cuda.mem_get_info(resolved)
+    return max(1, min(MAX_PARALLEL_RUNS, int(free // RUN_GPU_BYTES)))

@@ -101,14 +101,16 @@ class PretrainService:
         return status
 
     def start(self, request: dict[str, Any] | TrainConfig, owner_token: str = "",
-              upload_root: str | None = None, visitor: str = "") -> TrainingRun:
+              upload_root: str | None = None, visitor: str = "", check_only: bool = False) -> TrainingRun | None:
         """Start a run from the form's or an API caller's settings (TrainConfig's leaf names, plus
         ``upload``), or from a TrainConfig made by code. ``upload_root``: the web server's upload folder, where a page's
         upload must lie (API callers cannot upload: None); ``visitor``: the address the request came from
         (:func:`bertdemo.traffic.visitor_address`), which a public server's run quota counts together with
-        the token. ValueError naming what to change."""
+        the token. ValueError naming what to change. ``check_only``: every check but the slot's, nothing started
+        (a start the busy slot queues is refused at once for what it would be refused for at its turn)."""
         public = self.settings.public_limits
-        self.runs.check_free(owner_token)  # a refused start costs nothing: no config, memory, disk or time checks
+        if not check_only:
+            self.runs.check_free(owner_token)  # a refused start costs nothing: no config, memory, disk or time checks
         settings = dict(request) if isinstance(request, dict) else None
         both = settings.pop(TRAIN_BOTH, False) if settings is not None else False
         if not isinstance(both, bool):
@@ -145,6 +147,8 @@ class PretrainService:
             self.speeds.check_time(cfg, public.max_seconds)
             if both:  # the pair shares the slot's one wall-time cap: the left-to-right twin's steps count too
                 self.speeds.check_time(cfg.replace(steps=2 * cfg.optim.steps), public.max_seconds)
+        if check_only:
+            return None
         received = None
         if settings is not None and upload_root and settings.get("corpus") == UPLOAD and not cfg.system.resume_from:
             received = cfg.data.corpus  # in the web server's upload folder, which serves files back by URL
@@ -268,8 +272,7 @@ class PretrainService:
         run_folders.release_corpora(self.runs_dir, active=self._active_corpora())
 
     def _active_corpora(self) -> list[str]:
-        run = self.current
-        return [run.cfg.data.corpus] if run is not None and run.active else []
+        return [run.cfg.data.corpus for run in self.manager.active_runs() if isinstance(run, TrainingRun)]
 
     # --- names the pages use -----------------------------------------------------------------------
     def run_reference(self, path: str | Path) -> str:

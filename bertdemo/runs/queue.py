@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +48,14 @@ class Ticket:
     error: str = ""  # why the start was refused when its turn came
     done: threading.Event = field(default_factory=threading.Event)
     recipe: dict | None = None  # how to make ``start`` again after a restart (plain JSON); None: not kept
+    owner: str = ""  # the token that queued it: only its holder reads its place or cancels it ("" = anyone)
+
+    def owned_by(self, token: str | None) -> bool:
+        """Whether ``token``'s holder may read this ticket's place and cancel it (None: the caller is trusted)."""
+        if token is None or not self.owner:
+            return True
+        given = str(token).encode("utf-8", "surrogatepass")
+        return secrets.compare_digest(given, self.owner.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)
@@ -91,31 +100,39 @@ class RunQueue:
 
     # --- a visitor ---------------------------------------------------------------------------------
     def start_or_wait(self, key: str, label: str, start: Callable[[], Any], estimate_s: float | None = None,
-                      recipe: dict | None = None) -> Any:
+                      recipe: dict | None = None, owner: str = "") -> Any:
         """Start now when the slot is free and nobody waits (the run, as ``start`` returns it); else queue it
         and return its :class:`Place`. ValueError when ``key`` has a run waiting already or the queue is full.
-        ``recipe``: plain JSON values from which the start can be made again after a restart (kept on disk)."""
+        ``recipe``: plain JSON values from which the start can be made again after a restart (kept on disk);
+        ``owner``: the token whose holder alone reads its place and cancels it ("" = anyone with ``key``)."""
         with self._lock:
             if not self._waiting and self.is_free():
                 self._last.pop(key, None)
                 return start()  # under the lock: a waiting run cannot slip in between the check and the start
-            if any(t.key == key for t in self._waiting):
+            waiting = next((t for t in self._waiting if t.key == key), None)
+            if waiting is not None and waiting.owned_by(owner):
                 raise ValueError(f"You already have a run waiting (number {self.place(key).position} in the queue);"
                                  " cancel it to queue another.")
+            if waiting is not None:  # another browser or API caller behind the same address: theirs to cancel
+                raise ValueError("A run from your address is already waiting for the training slot, and one visitor "
+                                 "queues one run at a time: start yours once that one has started (a class member, "
+                                 "who joined with the class's link, is counted as themselves).")
             if len(self._waiting) >= self.max_waiting:
                 raise ValueError(f"{len(self._waiting)} runs are waiting for the training slot, the most this server "
                                  "queues; try again later.")
-            ticket = Ticket(key, label, start, estimate_s, next(self._numbers), self.clock(), recipe=recipe)
+            ticket = Ticket(key, label, start, estimate_s, next(self._numbers), self.clock(), recipe=recipe,
+                            owner=owner)
             self._waiting.append(ticket)
             self._last[key] = ticket
             self._save()
             self._ensure_dispatcher()
             return self.place(key)
 
-    def cancel(self, key: str) -> bool:
-        """Take ``key``'s waiting run out of the queue; True when there was one."""
+    def cancel(self, key: str, owner: str | None = None) -> bool:
+        """Take ``key``'s waiting run out of the queue; True when there was one. ``owner``: the caller's token,
+        which must be the one that queued it (None: the caller is trusted, e.g. the server itself)."""
         with self._lock:
-            kept = [t for t in self._waiting if t.key != key]
+            kept = [t for t in self._waiting if t.key != key or not t.owned_by(owner)]
             cancelled = len(kept) != len(self._waiting)
             self._waiting = kept
             if cancelled:
@@ -123,11 +140,12 @@ class RunQueue:
                 self._save()
             return cancelled
 
-    def place(self, key: str) -> Place | None:
-        """Where ``key``'s latest queued run stands (None when it has none)."""
+    def place(self, key: str, owner: str | None = None) -> Place | None:
+        """Where ``key``'s latest queued run stands (None when it has none, or when ``owner``, the caller's
+        token, is not the one that queued it; None as ``owner``: the caller is trusted)."""
         with self._lock:
             ticket = self._last.get(key)
-            if ticket is None:
+            if ticket is None or not ticket.owned_by(owner):
                 return None
             if ticket.run_id or ticket.error:
                 return Place(0, None, ticket.label, ticket.run_id, ticket.error)
@@ -214,7 +232,8 @@ class RunQueue:
                 if len(self._waiting) >= self.max_waiting or any(t.key == key for t in self._waiting):
                     continue
                 ticket = Ticket(key, label, start, float(estimate) if isinstance(estimate, (int, float)) else None,
-                                next(self._numbers), self.clock(), recipe=recipe)
+                                next(self._numbers), self.clock(), recipe=recipe,
+                                owner=str(recipe.get("owner") or ""))
                 self._waiting.append(ticket)
                 self._last[key] = ticket
             self._save()

@@ -26,6 +26,7 @@ from bertdemo.settings import ServerSettings
 from bertdemo.traffic import MEMBER_PREFIX
 
 QUEUE_FILE = ".run-queue.json"  # in the runs folder: the runs waiting for the slot, kept across a restart
+MAX_KEPT_CHARS = 100_000  # a larger start (own data's pasted lines) waits in memory alone: a restart forgets it
 log = logging.getLogger(__name__)
 
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
@@ -48,12 +49,18 @@ class RunService:
         self.settings = settings
         self.runs_dir = Path(settings.runs_dir)
         self.wall_clock = wall_clock  # file times are wall-clock times: an ended run's age is measured on it
-        self.manager = RunManager(self.runs_dir, clock)
+        self.manager = RunManager(self.runs_dir, clock, slots=settings.parallel_runs)
         self.kinds = KindRegistry()
         self.queue = RunQueue(self.slot_free, self.busy_seconds, default_s=self.cap_seconds(), clock=clock,
                               path=self.runs_dir / QUEUE_FILE)
         # called with (visitor, run id, kind) once a run of any kind has started, queued or not (AppContext wires them)
         self.on_start: list[Callable[[str, str, str], Any]] = []
+
+    def set_parallel_runs(self, count: int) -> None:
+        """Let up to ``count`` runs train at once (each visitor still one): app.py sets the machine's default
+        once torch is loaded, when the operator did not give --parallel-runs."""
+        self.manager.slots = max(1, int(count))
+        log.info("Up to %d run(s) train at once", self.manager.slots)
 
     def register(self, kind: RunKind) -> None:
         """Serve runs of ``kind`` (its service calls this once, when it is built)."""
@@ -65,9 +72,10 @@ class RunService:
         """The slot's latest run, of any kind, active or ended (None before the first)."""
         return self.manager.current
 
-    def status(self) -> dict | None:
-        """The latest run's snapshot as plain values, from its kind (``kind`` says which); None before any."""
-        run = self.manager.current
+    def status(self, owner_token: str = "") -> dict | None:
+        """The latest run's snapshot as plain values, from its kind (``kind`` says which); None before any.
+        ``owner_token``: that holder's own run when they have one (active, else their latest)."""
+        run = self.manager.run_of(owner_token, ended=True) or self.manager.current
         return None if run is None else self.kinds.of(run).status(run)
 
     def control(self, action: RunAction, owner_token: str = "") -> Any:
@@ -79,8 +87,9 @@ class RunService:
         return run.snapshot()
 
     def controlled(self, token: str, admin_may: bool) -> BackgroundRun:
-        """The latest run, when ``token``'s holder may control it (ValueError otherwise)."""
-        run = self.manager.current
+        """The run ``token``'s holder controls: their own active run (with several slots), else the latest run,
+        when they may control it (ValueError otherwise)."""
+        run = self.manager.run_of(token) or self.manager.current
         if run is None:
             raise ValueError(NO_RUN)
         admin = admin_may and self.settings.is_admin(token)
@@ -114,8 +123,7 @@ class RunService:
         caps = self.settings.public_limits
         if caps is None:
             return
-        live = self.manager.current
-        keep = [live.run_id] if live is not None and live.active else []
+        keep = [run.run_id for run in self.manager.active_runs()]
         for kind in self.kinds:
             folders.expire_runs(kind.root, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
         if resuming or self.settings.is_admin(owner_token):
@@ -126,14 +134,16 @@ class RunService:
                              "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
 
     def slot_free(self) -> bool:
-        """Whether a run may start in the slot now (no live run, no GPU burst)."""
-        run = self.manager.current
-        return self.manager.held is None and (run is None or not run.active)
+        """Whether a run may start in the slot now (a slot without a live run, no GPU burst)."""
+        return not self.manager.full
 
     def busy_seconds(self) -> float | None:
-        """How long the live run still holds the slot: 0 when none does, None when unknown."""
-        run = self.manager.current
-        return 0.0 if run is None or not run.active else run.seconds_left()
+        """How long until a slot frees: 0 when one is free, the soonest known end of the live runs, None when
+        none is known."""
+        if not self.manager.full or not self.manager.active_runs():
+            return 0.0
+        known = [s for s in (run.seconds_left() for run in self.manager.active_runs()) if s is not None]
+        return min(known) if known else None
 
     def queue_key(self, owner_token: str, visitor: str) -> str:
         """Whose turn a queued start is: the visitor (address or class member) on a public server, else the
@@ -141,18 +151,27 @@ class RunService:
         return (visitor if self.settings.is_public and visitor else owner_token) or "local"
 
     def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
-                       estimate_s: float | None = None, recipe: dict | None = None) -> BackgroundRun | Place:
+                       estimate_s: float | None = None, recipe: dict | None = None,
+                       check: Callable[[], Any] | None = None) -> BackgroundRun | Place:
         """Start a run now (``start``: the kind's start with the visitor's settings) when the slot is free and
         nobody waits, else queue it (one waiting run per visitor) and return its :class:`Place`. ``recipe``:
         ``{"kind": name, "settings": {...}, "options": {...}}`` (plain JSON values) — the same start as
         ``kind.start(settings, owner_token, visitor=visitor, **options)``, so a restarted server queues it again
-        (:meth:`restore_queue`); without one (or with values JSON cannot hold) a restart forgets it."""
-        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor}
+        (:meth:`restore_queue`); without one (or with values JSON cannot hold, or over :data:`MAX_KEPT_CHARS`)
+        a restart forgets it. Only ``owner_token`` (on a public server) reads its place and cancels it.
+        ``check``: the kind's checks of these settings but the slot's (ValueError), run first when the start
+        would wait, so a start that could never run is refused now, not queued."""
+        if check is not None and not self.slot_free():
+            check()
+        owner = self.owner(owner_token)  # on a public server only this token reads its place and cancels it
+        kept = None if recipe is None else {**recipe, "owner_token": owner_token, "visitor": visitor, "owner": owner}
         try:
-            json.dumps(kept)
+            if len(json.dumps(kept)) > MAX_KEPT_CHARS:
+                kept = None
         except (TypeError, ValueError):
             kept = None
-        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept)
+        return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept,
+                                        owner=owner)
 
     def restore_queue(self) -> int:
         """At server start (every kind registered): queue again, in order, the runs that waited for the slot
@@ -170,12 +189,14 @@ class RunService:
         return self.queue.restore(make_start)
 
     def queued(self, owner_token: str, visitor: str) -> Place | None:
-        """Where this visitor's queued run stands (None when they have none)."""
-        return self.queue.place(self.queue_key(owner_token, visitor))
+        """Where this visitor's queued run stands (None when they have none; on a public server also when
+        ``owner_token`` is not the token that queued it: a stranger behind the same address sees nothing)."""
+        return self.queue.place(self.queue_key(owner_token, visitor), owner=self.owner(owner_token))
 
     def cancel_queued(self, owner_token: str, visitor: str) -> bool:
-        """Take this visitor's waiting run out of the queue; True when there was one."""
-        return self.queue.cancel(self.queue_key(owner_token, visitor))
+        """Take this visitor's waiting run out of the queue; True when there was one (on a public server only
+        with the token that queued it)."""
+        return self.queue.cancel(self.queue_key(owner_token, visitor), owner=self.owner(owner_token))
 
     def launch(self, run: BackgroundRun, owner_token: str = "", hold: object | None = None) -> BackgroundRun:
         """Start ``run`` in the slot (one at a time, this machine's lock, its cap timer); ValueError, saying
@@ -206,7 +227,7 @@ class RunService:
     def clean_leftovers(self) -> list[str]:
         """At server start, when no run trains on this machine: each kind removes what its interrupted runs
         left. Returns the ids deleted; nothing when a run is under way (in this process or another)."""
-        if self.manager.current is not None and self.manager.current.active:
+        if self.manager.active_runs():
             return []
         try:
             lock = self.manager.try_machine_lock()
@@ -221,8 +242,8 @@ class RunService:
         """The server is going down: stop the live run (whatever it is doing: training, paused, evaluating,
         saving) so it saves, waiting up to ``timeout`` seconds; True when nothing is left running."""
         self.queue.close()  # waiting runs stay unstarted
-        run = self.manager.current
-        if run is None or not run.active:
-            return True
-        run.stop()
-        return run.join(timeout)
+        live = self.manager.active_runs()
+        for run in live:
+            run.stop()
+        deadline = time.monotonic() + timeout
+        return all([run.join(max(0.0, deadline - time.monotonic())) for run in live])

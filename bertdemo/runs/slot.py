@@ -15,6 +15,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from bertdemo.runs.priority import lower_this_thread
 from bertdemo.runs.status import ACTIVE_STATUSES, LockedSnapshot, Status
 
 LOCK_FILE = ".active-run.lock"
+RECENT_RUNS = 16  # the latest runs a manager remembers, so an owner's /run_status finds theirs once it has ended
 CAP_CHECK_S = 1.0  # the cap watcher looks at the run's clock at least this often (a test's clock moves by hand)
 Clock = Callable[[], float]  # seconds, monotonic (time.monotonic; a test passes its own)
 
@@ -200,13 +202,17 @@ class BackgroundRun:
 
 
 class RunManager:
-    """Starts runs one at a time (any kind) and remembers the latest one."""
+    """Starts runs (any kind), up to ``slots`` at once (1 by default: one at a time), at most one per visitor,
+    and remembers the latest one."""
 
-    def __init__(self, runs_dir: str | Path = "runs", clock: Clock = time.monotonic) -> None:
+    def __init__(self, runs_dir: str | Path = "runs", clock: Clock = time.monotonic, slots: int = 1) -> None:
         self.runs_dir = Path(runs_dir)
         self.clock = clock
+        self.slots = max(1, int(slots))  # runs that may train at once (app.py --parallel-runs)
         self._lock = threading.Lock()
         self._current: BackgroundRun | None = None
+        self._others: list[BackgroundRun] = []  # with several slots: the earlier runs that may still be active
+        self._recent: deque[BackgroundRun] = deque(maxlen=RECENT_RUNS)  # the latest runs started, active or ended
         self._hold: object | None = None  # set while something (a GPU burst) works on the current run
 
     @contextmanager
@@ -230,6 +236,24 @@ class RunManager:
         """The latest run, active or ended (None before the first)."""
         return self._current
 
+    def active_runs(self) -> list[BackgroundRun]:
+        """The runs under way now, the latest last (one at most with one slot)."""
+        runs = [*self._others, *([self._current] if self._current is not None else [])]
+        return [run for run in runs if run.active]
+
+    def run_of(self, token: str, ended: bool = False) -> BackgroundRun | None:
+        """The active run ``token``'s holder owns (None when they own none, or for an empty token); ``ended``:
+        else their latest run among the manager's recent ones, ended too."""
+        if not token:
+            return None
+        runs = [*self.active_runs()[::-1], *(reversed(self._recent) if ended else ())]
+        return next((run for run in runs if run.owner_token and run.may_control(token)), None)
+
+    @property
+    def full(self) -> bool:
+        """Whether every slot holds an active run (or a GPU burst holds the slot): no run may start now."""
+        return self._hold is not None or len(self.active_runs()) >= self.slots
+
     @property
     def held(self) -> object | None:
         """The key of :meth:`hold` while something works on the current run (None otherwise)."""
@@ -241,25 +265,34 @@ class RunManager:
         ``owner_token``: who asks (the refusal's wording). ValueError when a run is under way."""
         with self._lock:
             self._check_free(hold, owner_token)
+            self._check_one_per_visitor(run, hold)
             lock = self.try_machine_lock()
             try:
                 run.start(lock)
             except BaseException:
                 lock.release()
                 raise
+            if self._current is not None and self._current.active and hold is None:
+                self._others.append(self._current)  # another slot's run, still under way
+            self._others = [other for other in self._others if other.active]
             self._current = run
+            self._recent.append(run)
             return run
 
     def try_machine_lock(self) -> FileLock:
-        """This machine's run lock, held (ValueError when another process holds it)."""
+        """One of this machine's run locks (one per slot), held (ValueError when other processes, or this
+        one's runs, hold them all)."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(self.runs_dir / LOCK_FILE, thread_local=False)  # released by the run's thread
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise ValueError("Another process on this machine is already training in this runs folder; "
-                             "wait for it to finish or stop it first.") from None
-        return lock
+        for slot in range(self.slots):
+            name = LOCK_FILE if slot == 0 else f"{LOCK_FILE.removesuffix('.lock')}-{slot + 1}.lock"
+            lock = FileLock(self.runs_dir / name, thread_local=False)  # released by the run's thread
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue
+            return lock
+        raise ValueError("Another process on this machine is already training in this runs folder; "
+                         "wait for it to finish or stop it first.")
 
     def check_free(self, owner_token: str = "") -> None:
         """ValueError when a run is under way (or on a GPU burst): a new one cannot start now. The message
@@ -270,8 +303,10 @@ class RunManager:
 
     def is_busy(self, run_id: str) -> bool:
         """Whether run ``run_id`` is under way, on a GPU burst, or held (its folder must stay)."""
+        if any(run.run_id == run_id for run in self.active_runs()):
+            return True
         run = self._current
-        return run is not None and run.run_id == run_id and (run.active or self._hold is not None)
+        return run is not None and run.run_id == run_id and self._hold is not None
 
     def forget(self, run_id: str) -> None:
         """Forget the latest run when it is ``run_id`` and has ended (its folder was deleted): the pages
@@ -284,9 +319,22 @@ class RunManager:
     def _check_free(self, hold: object | None, owner_token: str) -> None:
         if self._hold is not None and hold is not self._hold:
             raise ValueError("The current run is on a GPU burst; wait until it is back.")
-        run = self._current
-        if run is not None and run.active and not (hold is not None and hold is self._hold):
-            raise ValueError(busy_message(run, owner_token))
+        if hold is not None and hold is self._hold:
+            return  # the holder continues the current run (a GPU burst's end)
+        live = self.active_runs()
+        if len(live) >= self.slots:  # the asker's own run, else the one that frees a slot first, is named
+            mine = self.run_of(owner_token)
+            soonest = min(live, key=lambda r: (r.seconds_left() is None, r.seconds_left() or 0.0))
+            raise ValueError(busy_message(mine or soonest, owner_token))
+
+    def _check_one_per_visitor(self, run: BackgroundRun, hold: object | None) -> None:
+        """With several slots, one visitor (their token or their address) trains one run at a time."""
+        if hold is not None or self.slots == 1:
+            return
+        for other in self.active_runs():
+            if (run.owner_token and other.owner_token == run.owner_token) or (run.visitor and other.visitor == run.visitor):
+                raise ValueError(f"You have a run under way already (run {other.run_id}): one run at a time per "
+                                 "visitor. Stop it, or start this one when it has ended.")
 
 
 def busy_message(run: BackgroundRun, owner_token: str = "") -> str:

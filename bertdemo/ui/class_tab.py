@@ -24,6 +24,7 @@ from bertdemo.classroom.report import ClassReport, class_report, csv_text
 from bertdemo.classroom.store import ClassStore
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
 from bertdemo.traffic import MEMBER_COOKIE
+from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import run_curves
@@ -101,6 +102,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         with gr.Group(visible=False, elem_id="class-teacher") as teacher_view:
             report_md = gr.Markdown(elem_id="class-report")
             gallery = PlotlyFigure(label="Students' pretraining runs", elem_id="class-runs", visible=False)
+            ft_gallery = PlotlyFigure(label="Students' fine-tuning runs", elem_id="class-ft-runs", visible=False)
             with gr.Row():
                 refresh = gr.Button("Refresh", elem_id="class-refresh")
                 csv_button = gr.DownloadButton("Answers as CSV", elem_id="class-csv")
@@ -118,12 +120,15 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
 
     def teacher_report(key: str):
         if not key:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS))
         text = report_markdown(report, ctx.runs.queue.waiting())
         spec = gallery_spec(ctx, report)
         figure = gr.update(value=json.dumps(spec, separators=(",", ":")), visible=True) if spec else gr.update(visible=False)
-        return gr.update(visible=True), text, figure, gr.skip()
+        ft_spec = finetune_gallery_spec(ctx, report)  # the fine-tuning runs' curves, beside the pretraining runs'
+        ft_figure = (gr.update(value=json.dumps(ft_spec, separators=(",", ":")), visible=True) if ft_spec
+                     else gr.update(visible=False))
+        return gr.update(visible=True), text, figure, gr.skip(), ft_figure
 
     def class_csv(key: str):
         folder = Path(tempfile.mkdtemp(prefix="bertdemo-class-"))
@@ -145,7 +150,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     join.click(user_errors(join_class), [code, nickname], [member, joined], api_visibility="private").then(
         None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
     demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
-    shown = [teacher_view, report_md, gallery, csv_button]
+    shown = [teacher_view, report_md, gallery, csv_button, ft_gallery]
     demo.load(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
@@ -164,12 +169,15 @@ def membership_markdown(class_name: str, nickname: str, runs: list[tuple[str, st
 def gallery_spec(ctx: AppContext, report: ClassReport) -> dict | None:
     """The members' latest pretraining runs (:data:`MAX_GALLERY`) as overlaid training curves, each named by its
     student: the live run's curves as they are now, an ended run's from its checkpoint; None when there is none."""
-    live = ctx.pretrain_runs.current
+    live = {run.run_id: run for run in ctx.runs.manager.active_runs()}  # several with --parallel-runs
+    latest = ctx.pretrain_runs.current
+    if latest is not None:
+        live.setdefault(latest.run_id, latest)
     curves = []
     pretraining = sorted((r for r in report.runs if r[2] == "pretrain"), key=lambda r: r[1])[-MAX_GALLERY:]
     for nick, run_id, _kind in pretraining:
-        if live is not None and live.run_id == run_id:
-            curves.append(run_curves.CurveRun(f"{nick}: {run_id}", live.snapshot()))
+        if run_id in live:
+            curves.append(run_curves.CurveRun(f"{nick}: {run_id}", live[run_id].snapshot()))
             continue
         try:
             curves.append(run_curves.CurveRun(f"{nick}: {run_id}", ctx.pretrain_runs.load_run(run_id).snapshot))

@@ -24,7 +24,7 @@ from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneC
 from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.finetune.reference import load_reference, random_range_text
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-from bertdemo.ui import common, own_data_section
+from bertdemo.ui import common, own_data_section, run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -194,7 +194,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
         settings = dict(zip(names, values))
         ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(settings, token, visitor=visitor),
-                                recipe={"kind": runs.name, "settings": settings})
+                                recipe={"kind": runs.name, "settings": settings},
+                                check=lambda: runs.start(settings, token, visitor=visitor, check_only=True))
         return status_text(), token
 
     @user_errors
@@ -202,11 +203,17 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         """Start a fine-tuning run on the topic task. `settings`: init ("embedded", "random" or
         "run:<id>/checkpoint"), learning_rate, batch_size, epochs, time_budget_s, seed, probe_text; anything left
         out keeps its default. It shares the machine's training slot with pretraining. On a public server pass
-        an `owner_token` (any secret string): only that token pauses, resumes and stops it (/pause_run, …)."""
+        an `owner_token` (any secret string): only that token pauses, resumes and stops it (/pause_run, …). When
+        the slot is busy the run joins the queue, as /start_run's does (/queue_status, /cancel_queued)."""
         if public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run.")
-        runs.start(settings, owner_token, visitor=visitor_of(request))
-        return status_text()
+        settings, visitor = run_starts.settings_of(settings), visitor_of(request)
+        outcome = ctx.runs.start_or_queue(owner_token, visitor, f"{runs.label} run",
+                                          lambda: runs.start(settings, owner_token, visitor=visitor),
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, owner_token, visitor=visitor,
+                                                                   check_only=True))
+        return run_starts.answer(outcome, status_text, api=True)
 
     @user_errors
     def control(action: str, token: str = "") -> str:

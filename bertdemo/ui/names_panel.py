@@ -16,6 +16,7 @@ import gradio as gr
 
 from bertdemo.corpus.names import RULE, RULE_PRECISION
 from bertdemo.finetune.own_run import is_own
+from bertdemo.ui import run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -96,9 +97,13 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
 
     @user_errors
     def start_names(request: gr.Request, token: str, *values):
-        token = token or secrets.token_urlsafe(24)
-        runs.start({**dict(zip(form_names, values)), "task": "names"}, token, visitor=visitor_of(request))
-        return status_text(), token
+        token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
+        settings = {**dict(zip(form_names, values)), "task": "names"}
+        outcome = ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
+                                          lambda: runs.start(settings, token, visitor=visitor),
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, token, visitor=visitor, check_only=True))
+        return run_starts.answer(outcome, status_text), token
 
     def check_model(name: str, owner_token: str = "") -> tuple[str, str]:
         if not isinstance(name, str) or not name:

@@ -19,13 +19,13 @@ from typing import Any
 
 import gradio as gr
 
-from bertdemo.finetune.config import EMBEDDED, RANDOM
+from bertdemo.finetune.config import EMBEDDED, RANDOM, config_from_request
 from bertdemo.finetune.own_data import (MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS, MIN_LABELS,
                                         MIN_PER_LABEL, SENTIMENT_EXAMPLE, WORDS_EXAMPLE)
 from bertdemo.finetune.own_export import model_zip
-from bertdemo.finetune.own_run import DATA_FILE, read_result
+from bertdemo.finetune.own_run import DATA_FILE, own_request, read_result
 from bertdemo.runs.uploads import forget_original_upload
-from bertdemo.ui import common
+from bertdemo.ui import common, run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.viz import finetune as viz
@@ -101,15 +101,21 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
     def own_start(request: gr.Request, token: str, pasted: str, file: str | None, text_column: str,
                   label_column: str, hub_name: str, start_from: str, per: str):
         token = token or secrets.token_urlsafe(24)
-        settings = {"task": "own", "init": start_from or EMBEDDED, "lines": pasted or "", "hub_dataset": hub_name or "",
+        settings = {"init": start_from or EMBEDDED, "lines": pasted or "", "hub_dataset": hub_name or "",
                     "text_column": text_column or "", "label_column": label_column or "", "label_per": per or "auto"}
-        try:
-            run = runs.start(settings, token, visitor=visitor_of(request), upload=file or None)
+        visitor = visitor_of(request)
+        try:  # the examples read and bounded now, so a start the busy slot queues holds them, not the upload
+            own, rest = own_request(settings, file or None, ctx.settings.cache_dir,
+                                    runs.hub.reachable if runs.hub is not None else (lambda: False))
         finally:
             if file and public:  # read (or refused): the web server's copy goes at once
                 forget_original_upload(file)
-        return (f"Started run `{run.run_id}` on {len(run.data):,} examples ({run.data.source}); its progress shows "
-                "above, its result here when it ends.", token)
+        cfg = config_from_request(rest)
+        outcome = slot.start_or_queue(token, visitor, f"{runs.label} run on your data",
+                                      lambda: runs.start(cfg, token, visitor=visitor, own=own),
+                                      check=lambda: runs.start(cfg, token, visitor=visitor, own=own, check_only=True))
+        return (run_starts.answer(outcome, lambda: f"Started run `{outcome.run_id}` on {len(own):,} examples "
+                                  f"({own.source}); its progress shows above, its result here when it ends."), token)
 
     def own_poll(token: str, seen_key):
         """The result of this browser's run once it ends: the picker lists it, selected."""

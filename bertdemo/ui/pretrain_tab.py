@@ -35,6 +35,7 @@ from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.ui import run_starts
 from bertdemo.ui.run_queue_panel import QueuePanel
 from bertdemo.finetune.metrics import FinetuneSnapshot
 from bertdemo.viz import finetune as finetune_viz
@@ -339,24 +340,34 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         settings, options = dict(zip(form_names, values)), {"upload_root": compat.upload_folder()}
         ctx.runs.start_or_queue(token, visitor, f"{runs.label} run",
                                 lambda: runs.start(settings, token, visitor=visitor, **options),
-                                recipe={"kind": runs.name, "settings": settings, "options": options})
+                                recipe={"kind": runs.name, "settings": settings, "options": options},
+                                check=lambda: runs.start(settings, token, visitor=visitor, check_only=True, **options))
         return status_text(), token
 
     @user_errors
     def start_run(settings: dict, owner_token: str = "", request: gr.Request = None) -> str:
         """Start a pretraining run. `settings` uses TrainConfig's setting names (e.g. {"preset": "bert-tiny",
         "steps": 500, "lr": 0.001}); anything left out keeps its default. On a public server pass an
-        `owner_token` (any secret string): only that token pauses, resumes and stops the run."""
+        `owner_token` (any secret string): only that token pauses, resumes and stops the run. When the training
+        slot is busy the run joins the queue (one waiting run per visitor): the answer says its place and
+        estimated start; /queue_status follows it, /cancel_queued cancels it (the same owner_token)."""
         if ctx.settings.is_public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run; "
                              "the same token pauses, resumes and stops it.")
-        runs.start(settings, owner_token, visitor=visitor_of(request))  # API callers cannot upload: no upload folder
-        return status_text()
+        settings, visitor = run_starts.settings_of(settings), visitor_of(request)
+        outcome = ctx.runs.start_or_queue(owner_token, visitor, f"{runs.label} run",  # API callers cannot upload
+                                          lambda: runs.start(settings, owner_token, visitor=visitor),
+                                          recipe={"kind": runs.name, "settings": settings},
+                                          check=lambda: runs.start(settings, owner_token, visitor=visitor,
+                                                                   check_only=True))
+        return run_starts.answer(outcome, status_text, api=True)
 
-    def run_status() -> dict | None:
+    def run_status(owner_token: str = "") -> dict | None:
         """The live run's snapshot: status, step, losses, accuracy, probe predictions (None before any run).
-        Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder."""
-        return slot.status()
+        Checkpoints are named as the model box names them ("run:<id>/checkpoint"), never by their server folder.
+        With your `owner_token`: your own run (the one training, else your latest), where several runs train at once
+        (--parallel-runs) or another visitor's run started after yours."""
+        return slot.status(str(owner_token or ""))
 
     @user_errors
     def control(action: RunAction, token: str = "") -> str:
@@ -467,6 +478,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                        *shape, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
                    [preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code", uses_model=False)
         gr.api(run_status, api_name="run_status")
+        run_starts.add_queue_api(ctx)  # /queue_status, /cancel_queued: a start the busy slot queued
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
     pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
     resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")

@@ -18,6 +18,7 @@ from bertdemo.finetune import table5
 from bertdemo.finetune.table5_run import start_cell
 from bertdemo.runs.status import ACTIVE_STATUSES
 from bertdemo.ui.common import user_errors as wrap_errors
+from bertdemo.ui import run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.viz import table5 as viz
 
@@ -56,6 +57,13 @@ def build(ctx: Any) -> None:
         token = gr.State("")
         timer = gr.Timer(POLL_SECONDS, active=False)
 
+    def queue_cell(twin_kind: Any, task_name: Any, seed_value: Any, owner: str, visitor: str) -> Any:
+        """The cell checked at once, then started, or queued while the slot is busy (the run or its place)."""
+        twin_kind, task_name, seed_value = table5.check_cell(twin_kind, task_name, seed_value)
+        return ctx.runs.start_or_queue(owner, visitor, "Table 5 cell (a fine-tuning run)",
+                                       lambda: start_cell(service, twin_kind, task_name, seed_value, owner,
+                                                          visitor=visitor))
+
     def cell_now() -> tuple[str, bool]:
         status = service.status()
         return viz.cell_markdown(status, shipped), bool(status and status["status"] in ACTIVE_STATUSES)
@@ -63,9 +71,8 @@ def build(ctx: Any) -> None:
     @errors
     def table5_cell_from_page(request: gr.Request, twin_kind: str, task_name: str, seed_value: float, owner: str):
         owner = owner or secrets.token_urlsafe(24)
-        start_cell(service, twin_kind, task_name, seed_value, owner, visitor=visitor_of(request))
-        text, _ = cell_now()
-        return text or "Starting…", owner, gr.Timer(active=True)
+        outcome = queue_cell(twin_kind, task_name, seed_value, owner, visitor_of(request))
+        return run_starts.answer(outcome, lambda: cell_now()[0] or "Starting…"), owner, gr.Timer(active=True)
 
     @errors
     def table5_stop_from_page(owner: str) -> str:
@@ -75,7 +82,10 @@ def build(ctx: Any) -> None:
         ctx.runs.control("stop", owner)
         return cell_now()[0]
 
-    def table5_poll():
+    def table5_poll(owner: str, request: gr.Request):
+        place = ctx.runs.queued(owner or "", visitor_of(request))  # this browser's cell, while it waits its turn
+        if place is not None and not place.run_id:  # waiting (the timer goes on), or refused at its turn
+            return place.sentence(), gr.Timer(active=not place.error)
         text, active = cell_now()
         return text, gr.Timer(active=active)
 
@@ -86,12 +96,12 @@ def build(ctx: Any) -> None:
         with /run_status: its test score is `test_accuracy` (topic) or `test_macro_f1` (names: word-level F1)."""
         if ctx.settings.is_public and not owner_token:
             raise ValueError("This is a public server: pass an owner_token (any secret string) to start a run.")
-        start_cell(service, twin, task, seed, owner_token, visitor=visitor_of(request))
-        return cell_now()[0]
+        outcome = queue_cell(twin, task, seed, owner_token, visitor_of(request))
+        return run_starts.answer(outcome, lambda: cell_now()[0], api=True)
 
     go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
              api_visibility="private", show_progress_on=[cell])  # progress on the text, never the timer
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
-    timer.tick(table5_poll, None, [cell, timer], api_name="table5_poll", api_visibility="private",
+    timer.tick(table5_poll, token, [cell, timer], api_name="table5_poll", api_visibility="private",
                show_progress="hidden", show_progress_on=[])
     gr.api(start_table5_cell, api_name="start_table5_cell")

@@ -407,3 +407,34 @@ def layer_change_markdown(change) -> str:
     else:
         text += f"*{literal(change.note)}*"
     return text
+
+
+def gallery_spec(runs: Sequence[tuple[str, FinetuneSnapshot]]) -> dict:
+    """Several fine-tuning runs overlaid, one colour each (a teacher's gallery of the class's runs): the train
+    loss (smoothed) and each run's validation score against training seconds, every value the run's own
+    recorded history. Any task: the score is the validation accuracy, a names run's the F1 of NAME (its word
+    accuracy flatters: nearly every word is O), and the hover says which."""
+    data: list[dict] = []
+    for i, (label, s) in enumerate(runs):
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+        names = s.task == "names"
+        score, what = (s.val_macro_f1, "F1 of NAME") if names else (s.val_accuracy, "accuracy")
+        data.append({"type": "scatter", "mode": "lines", "x": _r(s.wall_s, 1), "y": _r(s.train_loss_smooth),
+                     "name": f"{label}: train loss", "line": {"color": colour, "width": 2}, "legendgroup": f"r{i}",
+                     "xaxis": "x", "yaxis": "y", "showlegend": False,
+                     "hovertemplate": "%{x:.0f} s · train loss %{y:.3f}<extra>" + literal(label) + "</extra>"})
+        data.append({"type": "scatter", "mode": "lines+markers", "x": _r(s.eval_wall_s, 1), "y": _r(score),
+                     "name": label, "line": {"color": colour, "width": 2}, "marker": {"size": 5},
+                     "legendgroup": f"r{i}", "xaxis": "x2", "yaxis": "y2", "customdata": s.eval_steps,
+                     "hovertemplate": f"%{{x:.0f}} s (step %{{customdata}}) · {what} %{{y:.1%}}<extra>"
+                                      + literal(label) + "</extra>"})
+    if not runs:  # an empty trace on each panel, so both draw their axes
+        data += [{"type": "scatter", "x": [], "y": [], "xaxis": x, "yaxis": y, "showlegend": False, "hoverinfo": "skip"}
+                 for x, y in (("x", "y"), ("x2", "y2"))]
+    layout = {**_LAYOUT, "height": 420, "legend": {"orientation": "h", "y": -0.18},
+              "xaxis": {"domain": [0, 0.4], "title": {"text": "training seconds"}},
+              "yaxis": {"domain": [0, 1], "title": {"text": "train loss (smoothed)"}, "rangemode": "tozero"},
+              "xaxis2": {"domain": [0.52, 1], "anchor": "y2", "title": {"text": "training seconds"}},
+              "yaxis2": {"domain": [0, 1], "anchor": "x2", "range": [0, 1], "tickformat": ".0%",
+                         "title": {"text": "validation accuracy (names: F1)"}}}
+    return {"data": data, "layout": layout}

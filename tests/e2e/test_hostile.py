@@ -33,6 +33,7 @@ REFUSED_WHATEVER_THE_TYPE = ("oversized text", "long list")  # past every limit
 ACTS = {"start_run", "pause_run", "resume_run", "stop_run", "set_probe", "gpu_burst", "delete_run", "start_finetune",
         "delete_finetune"}
 ACTS |= {"start_table5_cell"}  # Table 5 in miniature: a live cell starts a fine-tuning run
+ACTS |= {"cancel_queued"}  # takes the caller's queued run out of the run queue
 MEMORY_BOUND_MB = 1_500  # the server's growth over the whole barrage (resident memory)
 
 
@@ -252,6 +253,8 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "head_roles_over_checkpoints": ["no-such-run"], "run_cost": ["no-such-run"],
     "layer_change": ["ft:no-such-run"],  # a fine-tuning run of the server's: none in this barrage
 }
+# a start the busy slot queued: its place is read with an owner token of the most characters allowed
+HEAVIEST |= {"queue_status": ["t" * 256]}
 VISITORS = ("198.51.100.11", "198.51.100.12", "198.51.100.13")
 HEAVY_ANSWER_TIMEOUT_S = 300.0  # a visitor's call may wait for the others' heavy work in the queue
 

@@ -45,8 +45,11 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
     message = client.predict(RUN, api_name="/start_run")
     assert "run" in message.lower()
     try:
-        with pytest.raises(AppError, match="already"):
-            client.predict(RUN, api_name="/start_run")
+        queued = client.predict(RUN, api_name="/start_run")  # the slot is busy: a second start waits its turn
+        assert "is number 1 in the queue for the training slot" in queued
+        assert client.predict(api_name="/queue_status")["position"] == 1
+        assert client.predict(api_name="/cancel_queued") == "Your queued run is cancelled."
+        assert client.predict(api_name="/queue_status") is None
 
         snap = wait_for(client, lambda s: s.get("status") == "running" and len(s.get("eval_loss", [])) >= 2)
         assert snap["train_loss"] and snap["tokens_per_s"] > 0 and snap["device"]
