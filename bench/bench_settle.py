@@ -51,13 +51,17 @@ TIMEOUT_MS = 180_000  # a busy machine
 
 WATCHER = r"""
 (() => {
-  const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: ''};
+  const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: '',
+                                events: []};
+  const fnOf = new Map();  // event_id -> the event's fn_index (which handler answered)
   const TRACKER_TEXT = '.progress-text, .eta-bar, .sr-only, .progress-level, .meta-text, .meta-text-center';
   const live = new Set(), early = new Set();
   function onLine(line) {
     if (!line.startsWith('data:')) return;
     let msg; try { msg = JSON.parse(line.slice(5)); } catch (e) { return; }
     if (msg.msg !== 'process_completed') return;
+    if (S.t0) S.events.push({id: msg.event_id, bytes: line.length,
+                             ms: 1000 * ((msg.output || {}).duration || 0)});
     if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
     else early.add(msg.event_id);  // answered before its join's reply was read
   }
@@ -74,9 +78,11 @@ WATCHER = r"""
     const url = typeof input === 'string' ? input : (input.url || String(input));
     if (url.includes('/queue/join')) {
       S.pending += 1; S.joins += 1;
+      let fn = null; try { fn = JSON.parse(init.body).fn_index; } catch (e) {}
       const resp = await origFetch(input, init);
       try {
         const j = await resp.clone().json();
+        fnOf.set(j.event_id, fn);
         if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; check(); } else live.add(j.event_id);
       } catch (e) { S.pending -= 1; }
       return resp;
@@ -114,11 +120,12 @@ WATCHER = r"""
   if (document.documentElement) observe(); else document.addEventListener('DOMContentLoaded', observe);
   S.arm = (watched) => {
     S.watched = watched; S.before = text(document.querySelector(watched));
-    S.answered = null; S.settled = null; S.joins = 0;
+    S.answered = null; S.settled = null; S.joins = 0; S.events = [];
   };
   S.click = (button) => { S.t0 = performance.now(); document.querySelector(button).click(); };
   S.result = () => ({answered: S.answered - S.t0, settled: S.settled === null ? null : S.settled - S.t0,
-                     joins: S.joins, quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
+                     joins: S.joins,
+                     events: S.events.map(e => ({fn: fnOf.get(e.id), bytes: e.bytes, ms: e.ms})), quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
                        && S.pending === 0 && S.indicators() === 0});
 })();
 """.replace("%QUIET%", str(QUIET_MS))
