@@ -25,7 +25,9 @@ The page checks these at every animation frame and at every DOM change, and reco
 three hold; the bench waits a further quiet 300 ms to make sure nothing else follows (if something does, the
 click settles later). Printed per tab: p50 / p95 / min–max of *settled*, of *answered* (the watched output
 changed), the p50 CPU time the page's main thread and the server process spent per click (from the click until
-quiet: a loaded machine stretches wall time, not CPU time) and the number of queue round trips per click. ``--compare DIR`` starts a second server from another
+quiet: a loaded machine stretches wall time, not CPU time), the number of queue round trips per click and,
+per event a click ran, its handler's name, the characters its answer carried and the server's duration of it
+(gradio's own, from the answer). ``--compare DIR`` starts a second server from another
 checkout (``git worktree add /tmp/base <commit>``) and alternates the two click by click (A B, then B A), so
 a shared machine's load falls on both alike; the ratio of medians is printed per tab.
 """
@@ -244,6 +246,7 @@ class Side:
     page: object = None
     cdp: object = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # the page's events: fn_index -> api_name
 
 
 def sentence_for(click: Click, i: int) -> str:
@@ -295,6 +298,13 @@ def report(tab: str, sides: list[Side]) -> None:
               f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
               f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
               f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
+        answers: dict[str, list[tuple[int, float]]] = {}
+        for x in xs:
+            for e in x.get("events", []):
+                answers.setdefault(side.names.get(e["fn"], str(e["fn"])), []).append((e["bytes"], e["ms"]))
+        print("  " + " " * 14 + " events per click: " + ", ".join(
+            f"{name} x{len(v) / len(xs):.1f} ({percentile([b for b, _ in v], 50) / 1000:.1f} kB, server "
+            f"{percentile([m for _, m in v], 50):.0f} ms)" for name, v in answers.items()), flush=True)
     if len(sides) == 2 and all(s.samples.get(tab) for s in sides):
         a, b = ([x["settled"] for x in s.samples[tab]] for s in sides)
         ca, cb = ([x["page_cpu"] + x["server_cpu"] for x in s.samples[tab]] for s in sides)
@@ -323,8 +333,12 @@ def main() -> None:
     if args.compare:
         sides.append(Side(args.label_b, App("--model", args.model, app_dir=Path(args.compare))))
     try:
+        import httpx
+
         for side in sides:
             side.app.wait_for_model()
+            side.names = {d["id"]: d.get("api_name") or "" for d in
+                          httpx.get(side.app.url + "config", timeout=60).json()["dependencies"]}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
             for side in sides:
