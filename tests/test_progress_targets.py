@@ -121,3 +121,13 @@ def test_track_less_keeps_what_a_learner_sees():
     fns = list(demo.fns.values())
     assert fns[0].show_progress_on == [top, first] and fns[1].show_progress_on == [top]
     assert fns[2].show_progress_on is None and fns[3].show_progress_on == []
+
+
+def test_opening_inside_bert_shows_its_status_on_the_open_sections_alone(page_config):
+    # it computes the sections open at start; a closed section's text would be tracked at every later click for nothing
+    ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    tab = next(c["id"] for c in page_config["components"]
+               if c["type"] == "tabitem" and c.get("props", {}).get("label") == "Inside BERT")
+    [opening] = [dep for dep in page_config["dependencies"] if [tab, "select"] in [list(t) for t in dep["targets"]]]
+    assert opening["show_progress_on"] == [ids["in-emb-info"], ids["in-layer-info"]]
+    assert ids["in-lens-info"] in opening["outputs"]  # it still answers the lens when open
