@@ -25,7 +25,9 @@ The page checks these at every animation frame and at every DOM change, and reco
 three hold; the bench waits a further quiet 300 ms to make sure nothing else follows (if something does, the
 click settles later). Printed per tab: p50 / p95 / min–max of *settled*, of *answered* (the watched output
 changed), the p50 CPU time the page's main thread and the server process spent per click (from the click until
-quiet: a loaded machine stretches wall time, not CPU time) and the number of queue round trips per click. ``--compare DIR`` starts a second server from another
+quiet: a loaded machine stretches wall time, not CPU time), the number of queue round trips per click and,
+per event a click ran, its handler's name, the characters its answer carried and the server's duration of it
+(gradio's own, from the answer). ``--compare DIR`` starts a second server from another
 checkout (``git worktree add /tmp/base <commit>``) and alternates the two click by click (A B, then B A), so
 a shared machine's load falls on both alike; the ratio of medians is printed per tab.
 """
@@ -51,13 +53,17 @@ TIMEOUT_MS = 180_000  # a busy machine
 
 WATCHER = r"""
 (() => {
-  const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: ''};
+  const S = window.__settle = {pending: 0, joins: 0, t0: 0, answered: null, settled: null, watched: null, before: '',
+                                events: []};
+  const fnOf = new Map();  // event_id -> the event's fn_index (which handler answered)
   const TRACKER_TEXT = '.progress-text, .eta-bar, .sr-only, .progress-level, .meta-text, .meta-text-center';
   const live = new Set(), early = new Set();
   function onLine(line) {
     if (!line.startsWith('data:')) return;
     let msg; try { msg = JSON.parse(line.slice(5)); } catch (e) { return; }
     if (msg.msg !== 'process_completed') return;
+    if (S.t0) S.events.push({id: msg.event_id, bytes: line.length,
+                             ms: 1000 * ((msg.output || {}).duration || 0)});
     if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
     else early.add(msg.event_id);  // answered before its join's reply was read
   }
@@ -74,9 +80,11 @@ WATCHER = r"""
     const url = typeof input === 'string' ? input : (input.url || String(input));
     if (url.includes('/queue/join')) {
       S.pending += 1; S.joins += 1;
+      let fn = null; try { fn = JSON.parse(init.body).fn_index; } catch (e) {}
       const resp = await origFetch(input, init);
       try {
         const j = await resp.clone().json();
+        fnOf.set(j.event_id, fn);
         if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; check(); } else live.add(j.event_id);
       } catch (e) { S.pending -= 1; }
       return resp;
@@ -114,11 +122,12 @@ WATCHER = r"""
   if (document.documentElement) observe(); else document.addEventListener('DOMContentLoaded', observe);
   S.arm = (watched) => {
     S.watched = watched; S.before = text(document.querySelector(watched));
-    S.answered = null; S.settled = null; S.joins = 0;
+    S.answered = null; S.settled = null; S.joins = 0; S.events = [];
   };
   S.click = (button) => { S.t0 = performance.now(); document.querySelector(button).click(); };
   S.result = () => ({answered: S.answered - S.t0, settled: S.settled === null ? null : S.settled - S.t0,
-                     joins: S.joins, quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
+                     joins: S.joins,
+                     events: S.events.map(e => ({fn: fnOf.get(e.id), bytes: e.bytes, ms: e.ms})), quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
                        && S.pending === 0 && S.indicators() === 0});
 })();
 """.replace("%QUIET%", str(QUIET_MS))
@@ -237,6 +246,7 @@ class Side:
     page: object = None
     cdp: object = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # the page's events: fn_index -> api_name
 
 
 def sentence_for(click: Click, i: int) -> str:
@@ -288,6 +298,13 @@ def report(tab: str, sides: list[Side]) -> None:
               f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
               f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
               f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
+        answers: dict[str, list[tuple[int, float]]] = {}
+        for x in xs:
+            for e in x.get("events", []):
+                answers.setdefault(side.names.get(e["fn"], str(e["fn"])), []).append((e["bytes"], e["ms"]))
+        print("  " + " " * 14 + " events per click: " + ", ".join(
+            f"{name} x{len(v) / len(xs):.1f} ({percentile([b for b, _ in v], 50) / 1000:.1f} kB, server "
+            f"{percentile([m for _, m in v], 50):.0f} ms)" for name, v in answers.items()), flush=True)
     if len(sides) == 2 and all(s.samples.get(tab) for s in sides):
         a, b = ([x["settled"] for x in s.samples[tab]] for s in sides)
         ca, cb = ([x["page_cpu"] + x["server_cpu"] for x in s.samples[tab]] for s in sides)
@@ -316,8 +333,12 @@ def main() -> None:
     if args.compare:
         sides.append(Side(args.label_b, App("--model", args.model, app_dir=Path(args.compare))))
     try:
+        import httpx
+
         for side in sides:
             side.app.wait_for_model()
+            side.names = {d["id"]: d.get("api_name") or "" for d in
+                          httpx.get(side.app.url + "config", timeout=60).json()["dependencies"]}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
             for side in sides:

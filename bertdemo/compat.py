@@ -55,6 +55,8 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio", "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name",
                "bertdemo/ui/common.py, bertdemo/ui/request_limits.py", GRADIO,
                "wrap handlers with size checks; progress on text"),
+    Touchpoint("gradio", "BlockFunction.targets / .show_progress", "bertdemo/ui/status_targets.py track_less", GRADIO,
+               "drop the progress targets that show nothing (hidden progress; a closed tab's at page load)"),
     Touchpoint("gradio", "Component._id", "bertdemo/ui/request_limits.py guard_events", GRADIO,
                "one size limit per input box"),
     Touchpoint("gradio", "Blocks.validate_inputs (rebound on the instance)", "bertdemo/ui/request_limits.py "

@@ -99,6 +99,14 @@ def _canary_block_function_fields():
     assert handler.get_config()["show_progress_on"] == [out._id]
 
 
+def _canary_block_function_targets():
+    with gr.Blocks() as demo:
+        box = gr.Markdown()
+        demo.load(lambda: "hi", None, box, show_progress="hidden")
+    [handler] = list(compat.event_handlers(demo))
+    assert handler.targets == [(demo._id, "load")] and handler.show_progress == "hidden"
+
+
 def _canary_component_id():
     demo, box, _ = _built()
     assert isinstance(compat.component_id(box), int) and demo.blocks[compat.component_id(box)] is box
@@ -307,6 +315,7 @@ CANARIES = {
     "Blocks.mcp_server_obj.tool_to_endpoint": _canary_mcp_tool_table,
     "BlockFunction.api_description": _canary_api_description,
     "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name": _canary_block_function_fields,
+    "BlockFunction.targets / .show_progress": _canary_block_function_targets,
     "Component._id": _canary_component_id,
     "Blocks.validate_inputs (rebound on the instance)": _canary_validate_inputs,
     "Component.async_move_resource_to_block_cache (rebound on the instance)": _canary_file_fetch,

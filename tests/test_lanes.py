@@ -49,3 +49,22 @@ def test_the_pages_own_events_follow_their_endpoints_lanes(demo):
               and any(getattr(demo.blocks.get(o._id), "elem_id", "") in ("att-code", "in-code", "tok-code", "fm-code")
                       for o in fn.outputs)]
     assert len(panels) == 4 and all((fn.concurrency_id, fn.concurrency_limit) == ("light", None) for fn in panels)
+
+
+@pytest.mark.parametrize("stem", ["draw_step", "check_guess", "show_me", "grade_concept", "restore_progress",
+                                  "mask_sample", "mask_epochs", "next_epoch", "nsp_pairs"])
+def test_the_learn_paths_answers_and_the_masking_labs_draws_run_in_the_light_lane(demo, stem):
+    """They run no model (bertdemo/ui/heavy_requests.py declares them light): under a class they wait behind no
+    forward pass, nor four at a time in a lane of their own."""
+    from bertdemo import compat
+    from bertdemo.ui.heavy_requests import LIGHT, declaration
+
+    fns = [fn for fn in compat.event_handlers(demo) if (fn.api_name or "").rstrip("_0123456789") == stem]
+    assert all(declaration(fn.api_name) is LIGHT for fn in fns)
+    assert fns and all((fn.concurrency_id, fn.concurrency_limit) == ("light", None) for fn in fns)
+
+
+def test_the_masking_labs_click_is_light_and_next_sentence_prediction_is_not(demo):
+    by_name = _by_api_name(demo)
+    assert (by_name["nsp_predict"].concurrency_id, by_name["nsp_predict"].concurrency_limit) != ("light", None)
+    assert (by_name["mask_sample"].concurrency_id, by_name["mask_sample"].concurrency_limit) == ("light", None)

@@ -64,3 +64,70 @@ def test_look_inside_shows_no_loading_status_and_its_sliders_do(page_config):
     assert by_trigger[(ids["in-text"], "submit")] is look
     layer = by_trigger[(ids["in-layer"], "release")]
     assert layer["show_progress"] == "full" and layer["show_progress_on"] == [ids["in-layer-info"]]
+
+
+def _tab_of(page_config) -> dict[int, str]:
+    """Each component's top-level tab (its label); "" above the tabs."""
+    types = {c["id"]: c["type"] for c in page_config["components"]}
+    labels = {c["id"]: c.get("props", {}).get("label") for c in page_config["components"]}
+    tab_of = {}
+
+    def walk(node, tab):
+        if types.get(node["id"]) == "tabitem" and not tab:
+            tab = labels[node["id"]]
+        tab_of[node["id"]] = tab
+        for child in node.get("children", []):
+            walk(child, tab)
+
+    walk(page_config["layout"], "")
+    return tab_of
+
+
+def test_an_event_that_shows_no_progress_and_a_page_load_track_no_status_out_of_sight(page_config):
+    # the page keeps, for its life, the status of every target of every event that ran, and at each status message
+    # of any event finds each in the tree: a target that shows nothing is pure cost on every later click
+    tab_of = _tab_of(page_config)
+    assert tab_of[next(c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id") == "pt-status")] \
+        == "Pretrain"
+    hidden, loads = [], []
+    for dep in page_config["dependencies"]:
+        targets = dep["show_progress_on"] if dep["show_progress_on"] is not None else dep["outputs"]
+        if dep["show_progress"] == "hidden":
+            hidden += [(dep["api_name"], t) for t in targets]
+        if any(event == "load" for _, event in dep["targets"]):
+            loads += [(dep["api_name"], tab_of[t]) for t in targets if tab_of[t] not in ("", "Learn")]
+    assert hidden == [] and loads == []
+
+
+def test_track_less_keeps_what_a_learner_sees():
+    import gradio as gr
+
+    from bertdemo.ui.status_targets import track_less
+
+    with gr.Blocks() as demo:
+        top = gr.Markdown()
+        with gr.Tabs():
+            with gr.Tab("First"):
+                first = gr.Markdown()
+            with gr.Tab("Second"):
+                with gr.Row():
+                    second = gr.Markdown()
+        button = gr.Button()
+        demo.load(lambda: ("a", "b", "c"), None, [top, first, second])
+        demo.load(lambda: "a", None, second, show_progress_on=[top, second])
+        button.click(lambda: "b", None, second)  # a learner's click keeps its status, in any tab
+        button.click(lambda: "c", None, [first, second], show_progress="hidden")
+    assert track_less(demo) == 3
+    fns = list(demo.fns.values())
+    assert fns[0].show_progress_on == [top, first] and fns[1].show_progress_on == [top]
+    assert fns[2].show_progress_on is None and fns[3].show_progress_on == []
+
+
+def test_opening_inside_bert_shows_its_status_on_the_open_sections_alone(page_config):
+    # it computes the sections open at start; a closed section's text would be tracked at every later click for nothing
+    ids = {c["props"].get("elem_id"): c["id"] for c in page_config["components"] if c.get("props", {}).get("elem_id")}
+    tab = next(c["id"] for c in page_config["components"]
+               if c["type"] == "tabitem" and c.get("props", {}).get("label") == "Inside BERT")
+    [opening] = [dep for dep in page_config["dependencies"] if [tab, "select"] in [list(t) for t in dep["targets"]]]
+    assert opening["show_progress_on"] == [ids["in-emb-info"], ids["in-layer-info"]]
+    assert ids["in-lens-info"] in opening["outputs"]  # it still answers the lens when open

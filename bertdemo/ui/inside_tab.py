@@ -247,19 +247,21 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     for button, fn, inputs, outputs, api_name in apis:
         button.click(user_errors(fn), inputs, outputs, api_name=api_name, **lanes.VIEWS)
 
-    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, code=None, **kwargs) -> None:
+    def page_event(triggers, sections: tuple[str, ...], force: bool, status: bool = True, code=None,
+                   status_on: tuple[str, ...] | None = None, **kwargs) -> None:
         """``sections`` answered on ``triggers``; the event's outputs are theirs alone (every output of an
         event is tracked and copied by the page while it runs, so a slider's event lists only its section).
-        ``status``: the page shows the event's loading status on the sections' text (not on the states);
-        ``code``: a code panel refreshed in the same answer while it is open."""
+        ``status``: the page shows the event's loading status on the sections' text (not on the states), on
+        ``status_on``'s alone when given; ``code``: a code panel refreshed in the same answer while it is open."""
         def handler(*args, progress=gr.Progress()):
             return answer(sections, force, *args, progress)
 
         outputs = [c for name in sections for c in section_outputs[name]]
         if "layer" in sections:
             outputs += [layer, head, query]
-        shown = dict(show_progress_on=common.text_outputs(outputs)) if status else dict(show_progress="hidden",
-                                                                                       show_progress_on=[])
+        on = outputs if status_on is None else [c for name in status_on for c in section_outputs[name]]
+        shown = dict(show_progress_on=common.text_outputs(on)) if status else dict(show_progress="hidden",
+                                                                                  show_progress_on=[])
         wiring = (user_errors(handler), look_inputs, outputs + [shown_state, opened_state])
         gr.on(triggers, *(code.fold(*wiring) if code is not None else wiring), api_visibility="private", **shown,
               **lanes.VIEWS, **kwargs)
@@ -271,7 +273,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         code = code_panel(ctx, snippets.inside_code, [model_box, text, words, layer, head, query],
                           elem_id="in-code")
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False, code=code)
-    page_event([tab.select], SECTIONS, False)  # the example, the first time the tab is shown
+    # the example, the first time the tab is shown: it computes the open sections, and shows its status on theirs
+    # (the page tracks a target's status for its life, at every later click: docs/benchmarks.md, "Click to settled")
+    page_event([tab.select], SECTIONS, False, status_on=OPEN_AT_START)
     page_event([c.release for c in (layer, head, query)], ("layer", "steps"), False, trigger_mode="always_last")
     page_event([c.release for c in (mask_number, top_k)], ("lens",), False, trigger_mode="always_last")
     accordions = (emb_section, order_section, pos_section, layer_section, steps_section, lens_section, loss_section,

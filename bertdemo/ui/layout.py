@@ -11,6 +11,7 @@ from bertdemo.ui import attention_tab, class_tab, deep_links, fill_mask_tab, fin
 from bertdemo.ui import access, theme
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
+from bertdemo.ui import status_targets
 from bertdemo.ui.heavy_requests import apply_budgets
 from bertdemo.ui.request_limits import guard_events
 
@@ -81,6 +82,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     apply_budgets(demo, ctx)  # every model handler: its heavy slot, GFLOP allowance, deadline and client-gone stop
     guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
+    status_targets.track_less(demo)  # nor tracks a status it never shows (hidden progress, a closed tab at page load)
     hide_page_loads(demo)  # a function-valued component's page-load event is the page's, not an API endpoint
     return demo
 

@@ -22,7 +22,7 @@ import gradio as gr
 
 from bertdemo.learn import concept_check, live_run, predictions, steps as learn_steps
 from bertdemo.models import availability
-from bertdemo.ui import common
+from bertdemo.ui import common, lanes
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.lazy import LazyModule
@@ -220,7 +220,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             return (*render(answer), *ask(answer, progress))
 
         draw = dict(fn=draw_step, inputs=[raw, progress], outputs=drawn, api_visibility="private",
-                    show_progress_on=[question])
+                    show_progress_on=[question], **lanes.LIGHT)  # formatting: behind no forward of another visitor
 
         def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why)
             return (gr.skip(), "", "", gr.skip(), "", gr.update(choices=[], value=None), gr.update(value=None), "",
@@ -236,16 +236,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")
         graded = [verdict, revealed, progress, progress_line]
         check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
-                    show_progress_on=[verdict], js=WITH_OWNER_JS)
+                    show_progress_on=[verdict], js=WITH_OWNER_JS, **lanes.LIGHT)
         skip.click(show_me, [raw, progress, owner], graded, api_visibility="private", show_progress_on=[verdict],
-                   js=WITH_OWNER_JS)
+                   js=WITH_OWNER_JS, **lanes.LIGHT)
         grade_button.click(grade_concept, [when, *item_boxes, progress], [check_result, progress, progress_line],
-                           api_visibility="private", show_progress_on=[check_result])
+                           api_visibility="private", show_progress_on=[check_result], **lanes.LIGHT)
     progress.change(None, progress, None, js=KEEP_PROGRESS_JS, api_visibility="private")  # kept in the browser
     if page is not None:  # what this browser kept, read when the page opens
         page.load(None, None, progress, js=READ_PROGRESS_JS, api_visibility="private").then(
             restore_progress, [raw, progress], [prompt, choice, number, verdict, revealed, progress_line],
-            api_visibility="private", show_progress="hidden")
+            api_visibility="private", show_progress="hidden", **lanes.LIGHT)
 
     def answer_after(event):
         return event.then(**ask_model, api_visibility="private").success(**draw)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 import gradio as gr
 
-from bertdemo.ui import common
+from bertdemo.ui import common, lanes
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 
@@ -38,9 +38,10 @@ def _settings(p, m, r, seed, whole_word, fixed_count) -> masking_lab.MaskSetting
 
 
 def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api_name: str,
-          user_errors=common.user_errors) -> Callable[..., tuple]:
+          user_errors=common.user_errors, lane: dict | None = None) -> Callable[..., tuple]:
     """button -> compute -> (its JSON, *render(result)) into ``[raw, *outputs]``, in one event; the named
-    endpoint ``api_name`` (a hidden button) returns the JSON alone.
+    endpoint ``api_name`` (a hidden button) returns the JSON alone. ``lane``: the queue lane of both
+    (:mod:`bertdemo.ui.lanes`; gradio's own lane per event when None).
 
     Returns the page's handler, for a further control that shows the same (with its own inputs' values).
     """
@@ -57,8 +58,8 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
         drawn = render(result)
         return (result.to_json(), *(drawn if isinstance(drawn, tuple) else (drawn,)))
 
-    gr.Button(visible=False).click(api, inputs, raw, api_name=api_name)
-    button.click(page, inputs, [raw, *outputs], api_visibility="private")
+    gr.Button(visible=False).click(api, inputs, raw, api_name=api_name, **(lane or {}))
+    button.click(page, inputs, [raw, *outputs], api_visibility="private", **(lane or {}))
     return page
 
 
@@ -182,10 +183,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # list only the tabs), and the Pretrain tab registered itself a second time when first opened.
     with tab:
         _wire(run_button, mask_sample, settings, sample_raw,
-              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample",
+              lambda s: (draw.render_sample(s), draw.render_tensors(s)), [chips, tensors], "mask_sample", lane=lanes.LIGHT,
               user_errors=user_errors)
         show_epochs = _wire(compare_button, mask_epochs, [*settings, epochs, copies], epochs_raw,
-                            lambda s: draw.render_epochs(s), epochs_view, "mask_epochs", user_errors=user_errors)
+                            lambda s: draw.render_epochs(s), epochs_view, "mask_epochs", user_errors=user_errors,
+                            lane=lanes.LIGHT)
 
         def next_epoch(*values) -> tuple:
             """One more epoch, shown in the same event: the dynamic scheme draws a fresh mask, the static
@@ -195,12 +197,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return (*show_epochs(*chosen, more, static_copies), more)
 
         next_button.click(next_epoch, [*settings, epochs, copies], [epochs_raw, epochs_view, epochs],
-                          api_visibility="private")
+                          api_visibility="private", **lanes.LIGHT)
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
               lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats",
               user_errors=user_errors)
         code.refresh_on([stats_button.click])  # /mask_stats is an API endpoint: the open panel's refresh beside it
         _wire(pairs_button, build_pairs, [nsp_text, seq_len, n_pairs, nsp_seed], pairs_raw,
-              lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs", user_errors=user_errors)
+              lambda s: draw.render_pairs(s), pairs_view, "nsp_pairs", user_errors=user_errors, lane=lanes.LIGHT)
         _wire(predict_button, nsp_predict, [sentence_a, sentence_b, model_box], nsp_raw,
               lambda s: draw.nsp_markdown(s), nsp_result, "nsp_predict", user_errors=user_errors)
