@@ -122,6 +122,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "start_table5_cell": LIGHT, "table5_cell_from_page": LIGHT, "table5_stop_from_page": LIGHT, "table5_poll": LIGHT,
     # the learner's own word labels: the example pasted (tagging is own_classify's one forward)
     "own_words_example": LIGHT,
+    # a run tab's one poll (ui/tab_poll.py): drawn when the tab is shown, then at each tick while a run is live
+    "tab_shown": LIGHT, "tab_tick": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

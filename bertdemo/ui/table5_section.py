@@ -1,6 +1,6 @@
 """The Pretrain tab's "Table 5 in miniature" section: the shipped twins fine-tuned on a sentence-level and a
 token-level task, measured by ``bench/bench_table5.py`` (shown with its date and machine) beside the paper's rows,
-and one cell re-run live as a fine-tuning run in the machine's training slot.
+and one cell re-run live as a fine-tuning run in the machine's training slot, followed by the tab's poll.
 
 Wiring only: the table from :mod:`bertdemo.finetune.table5`, the live cell through
 :func:`bertdemo.finetune.table5_run.start_cell` (the run rules every fine-tuning start obeys), the drawing in
@@ -19,9 +19,9 @@ from bertdemo.finetune.table5_run import start_cell
 from bertdemo.runs.status import ACTIVE_STATUSES
 from bertdemo.ui.common import user_errors as wrap_errors
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import table5 as viz
 
-POLL_SECONDS = 2.0
 INTRO = (
     "BERT's paper tested its claim with one controlled experiment (§5.1, Table 5): the same data, fine-tuning "
     "recipe and hyperparameters, only the pretraining objective changed — a masked LM against a left-to-right LM "
@@ -33,8 +33,9 @@ INTRO = (
     "steps into pretraining: read the measured rows as what this miniature shows, not as the paper's numbers.")
 
 
-def build(ctx: Any) -> None:
-    """Lay out the section inside the current Blocks context and wire its events."""
+def build(ctx: Any, poll: TabPoll) -> None:
+    """Lay out the section inside the current Blocks context and wire its events; ``poll``: the tab's
+    :class:`~bertdemo.ui.tab_poll.TabPoll`, which follows a cell this page started."""
     service = ctx.finetune_runs
     shipped = table5.read_shipped()
     errors = wrap_errors(public=ctx.settings.is_public)
@@ -54,7 +55,6 @@ def build(ctx: Any) -> None:
             stop = gr.Button("Stop", elem_id="pt-table5-stop", scale=1)
         cell = gr.Markdown(elem_id="pt-table5-cell")
         token = gr.State("")
-        timer = gr.Timer(POLL_SECONDS, active=False)
 
     def cell_now() -> tuple[str, bool]:
         status = service.status()
@@ -65,7 +65,7 @@ def build(ctx: Any) -> None:
         owner = owner or secrets.token_urlsafe(24)
         start_cell(service, twin_kind, task_name, seed_value, owner, visitor=visitor_of(request))
         text, _ = cell_now()
-        return text or "Starting…", owner, gr.Timer(active=True)
+        return text or "Starting…", owner
 
     @errors
     def table5_stop_from_page(owner: str) -> str:
@@ -74,10 +74,6 @@ def build(ctx: Any) -> None:
             raise ValueError("No cell of Table 5 is running.")
         ctx.runs.control("stop", owner)
         return cell_now()[0]
-
-    def table5_poll():
-        text, active = cell_now()
-        return text, gr.Timer(active=active)
 
     @errors
     def start_table5_cell(twin: str, task: str, seed: float, owner_token: str = "", request: gr.Request = None) -> str:
@@ -89,9 +85,16 @@ def build(ctx: Any) -> None:
         start_cell(service, twin, task, seed, owner_token, visitor=visitor_of(request))
         return cell_now()[0]
 
-    go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
-             api_visibility="private", show_progress_on=[cell])  # progress on the text, never the timer
+    def cell_part(request: gr.Request, owner: str):
+        """The cell this page started (nothing before one): live while it trains."""
+        if not owner:
+            return (gr.skip(),), False
+        text, active = cell_now()
+        return (text,), active
+
+    go_click = go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token],
+                        api_name="table5_cell_from_page", api_visibility="private", show_progress_on=[cell])
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
-    timer.tick(table5_poll, None, [cell, timer], api_name="table5_poll", api_visibility="private",
-               show_progress="hidden", show_progress_on=[])
+    poll.add(cell_part, [token], [cell])  # the tab's one timer follows the cell (ui/tab_poll.py)
+    poll.after(go_click)
     gr.api(start_table5_cell, api_name="start_table5_cell")
