@@ -385,12 +385,11 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     outputs = [status, new_md, curve_plot, probe_plot, pca_plot, confusion_plot, compare, run_pick, classify_model, seen]
 
     def run_part(request: gr.Request, seen_key, ids):
-        """The tab's run (the slot's latest fine-tuning run): live while it trains, prepares or is paused, or,
-        before any, while another run holds the slot (the status says so)."""
+        """The tab's run (the slot's latest fine-tuning run): live while it trains, prepares or is paused. (A
+        pretraining run is the Pretrain tab's to follow: this tab's status says it holds the slot when shown.)"""
         *drawn, key = draw(seen_key, ids)
         snap = runs.snapshot()
-        live = snap.active if snap is not None else (slot.current is not None and slot.current.active)
-        return (*drawn, key), bool(live)
+        return (*drawn, key), bool(snap is not None and snap.active)
 
     poll.add(run_part, [seen, compare], outputs)
     queue_panel.wire(poll, owner)
