@@ -32,7 +32,7 @@ def _shown(demo, tab_id: str):
     tab = next(b for b in demo.blocks.values() if isinstance(b, gr.Tab) and b.id == tab_id)
     fn = next(f for f in demo.fns.values() if any(t[0] in (tab, tab._id) and t[1] == "select" for t in f.targets))
     values = [getattr(c, "value", None) for c in fn.inputs[1:]]
-    return fn.outputs, lambda: list(zip(fn.outputs, fn.fn(None, {}, *values)))
+    return fn.outputs, lambda: list(zip(fn.outputs, fn.fn({}, None, *values)))
 
 
 def test_a_page_opened_during_a_run_shows_the_run_when_the_tab_is_shown(tmp_path):

@@ -89,7 +89,7 @@ class TabPoll:
         outputs = [c for p in parts for c in p.outputs]
         ids = [c._id for c in outputs]
 
-        def tab_poll(request: gr.Request, sent: dict, *values: Any):
+        def tab_poll(sent: dict, request: gr.Request, *values: Any):
             out: list[Any] = []
             live, at = False, 0
             for part in parts:
