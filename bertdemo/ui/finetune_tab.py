@@ -388,8 +388,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         """The tab's run (the slot's latest fine-tuning run): live while it trains, prepares or is paused. (A
         pretraining run is the Pretrain tab's to follow: this tab's status says it holds the slot when shown.)"""
         *drawn, key = draw(seen_key, ids)
-        snap = runs.snapshot()
-        return (*drawn, key), bool(snap is not None and snap.active)
+        run = runs.current  # live while its thread works (the final evaluation and saving included)
+        return (*drawn, key), bool(run is not None and run.active)
 
     poll.add(run_part, [seen, compare], outputs)
     queue_panel.wire(poll, owner)

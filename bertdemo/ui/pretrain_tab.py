@@ -480,6 +480,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
+
     def run_part(request: gr.Request, seen_now: dict | None, *values):
         """The tab's run: what moved on since this page's last poll (all of it when the tab is first shown, the
         live run's probe in the probe boxes too); live while the run trains, prepares or is paused."""
@@ -490,7 +491,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
             drawn[0] = status_text()
         probe_now = (gr.update(value=snap.probe_text or d.monitor.probe_text), gr.update(value=snap.probe_expected)) \
             if first and snap is not None else (gr.skip(), gr.skip())
-        return (*drawn, seen_now, *probe_now), bool(snap is not None and snap.active)
+        run = runs.current  # live while its thread works: between the twins of "Train both" too
+        return (*drawn, seen_now, *probe_now), bool(run is not None and run.active)
 
     def estimate_part(request: gr.Request, *values):
         return (time_estimate(*values),), False
