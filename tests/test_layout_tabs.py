@@ -83,3 +83,37 @@ def test_the_attention_sliders_fit_the_model_before_the_first_answer(tmp_path, t
     assert {"load", "change"} <= triggers  # on page load and on each model change
     layer, head = fitted[0].fn(str(tiny_mlm_dir), 20, 7)
     assert (layer["maximum"], layer["value"], head["maximum"], head["value"]) == (1, 1, 1, 1)
+
+
+def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_path):
+    """The Fine-tune tab, shown while this browser's fine-tune waits behind a pretraining run: the queue line
+    names its place and the tab's timer starts (no fine-tuning run is live; the waiting one is)."""
+    import gradio as gr
+
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+    from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
+
+    ctx = AppContext.for_tests(tmp_path)
+    demo = build_app(ctx)
+    owner = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "pt-owner")
+    line = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "ft-queue")
+    run = ctx.pretrain_runs.start(tiny_run_config(wiki_corpus_file(tmp_path), tmp_path / "runs", steps=100_000))
+    try:
+        wait_until(lambda: run.snapshot().steps or not run.active, message=lambda: run.snapshot().message)
+        _, show = _shown(demo, "finetune")
+        shown = dict(show())
+        timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
+        assert timer["active"] is False and shown[line] == ""  # nothing of this tab is live
+        place = ctx.runs.start_or_queue("browser-token", "", "fine-tuning run", lambda: ctx.finetune_runs.start(
+            {"epochs": 0.01}, "browser-token"))
+        assert place.position == 1
+        owner.value = "browser-token"  # the page's owner token, as its localStorage gave it
+        _, show = _shown(demo, "finetune")
+        shown = dict(show())
+        timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
+        assert "number 1 in the queue" in shown[line] and timer["active"] is True
+        assert ctx.runs.cancel_queued("browser-token", "")
+    finally:
+        run.stop()
+        run.join(30)
