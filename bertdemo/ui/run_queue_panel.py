@@ -5,7 +5,7 @@ button to cancel it. Wiring only."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gradio as gr
 

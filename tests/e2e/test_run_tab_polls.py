@@ -16,21 +16,12 @@ from playwright.sync_api import expect
 
 from tests.helpers import wait_until
 
-from .pages import RUN_TIMEOUT_MS
+from .pages import JOINS, RUN_TIMEOUT_MS
 
 # the same tiny run as test_pretrain_api.py: one layer on short blocks, quick on 2 cores
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=5000, lr=2e-3, warmup_steps=5, eval_every=10,
            checkpoint_every=0, seed=1)
-JOINS = """(() => {
-  window.__joins = [];
-  const orig = window.fetch.bind(window);
-  window.fetch = (input, init) => {
-    const url = typeof input === 'string' ? input : (input.url || String(input));
-    if (url.includes('/queue/join')) { try { window.__joins.push(JSON.parse(init.body).fn_index); } catch (e) {} }
-    return orig(input, init);
-  };
-})();"""
 ENDED = ("stopped", "finished", "failed")
 DRAWN = re.compile(r"No (pretraining|fine-tuning) run yet|holds this machine.s training slot|FINISHED|STOPPED|RUNNING|PAUSED|FAILED")
 
