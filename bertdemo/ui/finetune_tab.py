@@ -5,7 +5,9 @@ the same shape, live and overlaid; then classify sentences with the result, and 
 Layout and wiring only: runs go through the fine-tuning service (``ctx.finetune_runs``) and the shared run
 service (``ctx.runs``: the slot, the owner token, the caps),
 the task, its landmarks, the probes and classification through ``ctx.finetune``, drawing through
-:mod:`bertdemo.viz.finetune`. The page polls the run with a ``gr.Timer`` and redraws what changed.
+:mod:`bertdemo.viz.finetune`. The tab reads the run when it is shown (not when the page opens), then polls it
+with the tab's one timer while a run is live (:class:`~bertdemo.ui.tab_poll.TabPoll`: the tab's run, the names
+panel, the own-data section and the queue line in one request) and redraws what changed.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.run_queue_panel import QueuePanel
+from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.text import literal
 
 POLL_SECONDS = 1.0
+READING = "*Reading this server's fine-tuning runs…*"  # until the tab's first poll answers
 D = FinetuneConfig()
 MAX_CLASSIFY_CHARS = 1000
 PROBE_TASKS = [("sentence length (surface)", "length"), ("bigram shift: two words swapped? (syntax)", "bigram_shift"),
@@ -118,26 +122,24 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                     resume = gr.Button("Resume", elem_id="ft-resume")
                     stop = gr.Button("Stop", variant="stop", elem_id="ft-stop")
                 queue_panel = QueuePanel(ctx, "ft")  # a start while the slot is busy waits here
-                with gr.Accordion("The task and its landmarks", open=False, elem_id="ft-task"):
+                with gr.Accordion("The task and its landmarks", open=False, elem_id="ft-task") as task_box:
                     task_md = gr.Markdown(elem_id="ft-task-md")
                     balance_plot = PlotlyFigure(label="Examples per topic", elem_id="ft-balance")
                     landmarks_btn = gr.Button("Compute the landmarks (once per server, about a minute)",
                                               elem_id="ft-landmarks")
             with gr.Column(scale=2):
-                status = gr.Markdown(status_text, elem_id="ft-status")
-                new_md = gr.Markdown(lambda: viz.new_weights_markdown(runs.snapshot()), elem_id="ft-new")
+                # read when the tab is shown (its poll): a page opened during a run shows it at once
+                status = gr.Markdown(READING, elem_id="ft-status")
+                new_md = gr.Markdown(elem_id="ft-new")
                 compare = gr.Dropdown(saved, value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
-                # read at page load: a page opened during (or after) a run shows it at once
-                curve_plot = PlotlyFigure(lambda: curves([]), label="Train loss and validation accuracy", elem_id="ft-curves")
+                curve_plot = PlotlyFigure(label="Train loss and validation accuracy", elem_id="ft-curves")
                 gr.Markdown(f"Dashed grey: random weights of the same shape, the stored reference — "
                             f"{reference.provenance()}.", elem_id="ft-reference")
-                probe_plot = PlotlyFigure(lambda: plot_data(viz.probe_spec(runs.snapshot())),
-                                     label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
-                pca_plot = PlotlyFigure(lambda: plot_data(viz.pca_spec(runs.snapshot())),
-                                   label="Validation sentences' [CLS] vectors (PCA), coloured by topic", elem_id="ft-pca")
-                confusion_plot = PlotlyFigure(lambda: plot_data(viz.confusion_spec(runs.snapshot())),
-                                         label="Where it errs (validation)", elem_id="ft-confusion")
+                probe_plot = PlotlyFigure(label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
+                pca_plot = PlotlyFigure(label="Validation sentences' [CLS] vectors (PCA), coloured by topic",
+                                        elem_id="ft-pca")
+                confusion_plot = PlotlyFigure(label="Where it errs (validation)", elem_id="ft-confusion")
                 with gr.Row():
                     run_pick = gr.Dropdown(saved, label="Fine-tuning run", scale=3,
                                            allow_custom_value=True, elem_id="ft-run-pick")
@@ -151,7 +153,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                                              allow_custom_value=True, elem_id="ft-classify-model")
                 classify_btn = gr.Button("Classify", scale=1, elem_id="ft-classify")
             classify_out = gr.Markdown(elem_id="ft-classify-out")
-        own_data_section.build(ctx, owner, export_dir)  # the learner's own labelled sentences (task "own")
+        poll = TabPoll(POLL_SECONDS, "ft-status")  # the tab's one timer: on while a run it shows is live
+        own_data_section.build(ctx, owner, export_dir, poll)  # the learner's own labelled sentences (task "own")
         with gr.Accordion("Which layer knows what? Frozen probes", open=False, elem_id="ft-probes-box"):
             gr.Markdown("A linear classifier reads each layer's frozen vectors (mean-pooled, and [CLS]) for three "
                         "tasks whose labels are exact; the random-weight model of the same shape and the majority "
@@ -184,7 +187,6 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                         "and classify a sentence (a plain loop; `Trainer` does the same with `TrainingArguments`).")
             code = gr.Code(language="python", interactive=False, show_label=False, elem_id="ft-code")
         seen = gr.State(None)
-        timer = gr.Timer(POLL_SECONDS)
 
     form = [init, lr, batch, epochs, budget, seed, probe]
     names = ["init", "learning_rate", "batch_size", "epochs", "time_budget_s", "seed", "probe_text"]
@@ -221,15 +223,19 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return status_text()
 
     def draw(seen_key, ids):
+        """Everything, the first time (``seen_key`` None: the tab just shown); then only when the run moved on."""
         snap = runs.snapshot()
-        key = None if snap is None else (snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message,
-                                         bool(snap.pca_after), snap.checkpoint, tuple(ids or ()), tuple(lab.baselines()))
+        busy = slot.current is not None and slot.current.active  # the status says when another run holds the slot
+        key = (("no run", busy) if snap is None else
+               ("run", snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message, bool(snap.pca_after),
+                snap.checkpoint)) + (tuple(ids or ()), tuple(lab.baselines()))
         if key == seen_key:
             return (*(gr.skip() for _ in range(9)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
         choices = runs.choices() if ended else None
         # a run that has just ended (or the latest, on a page's first draw) is selected wherever a model is picked
-        fresh = (ended and (seen_key is None or seen_key[6] != snap.checkpoint)
+        drawn_checkpoint = seen_key[7] if seen_key is not None and seen_key[0] == "run" else None
+        fresh = (ended and drawn_checkpoint != snap.checkpoint
                  and snap.run_id in {run_id for _, run_id in choices})
         picked = {"value": snap.run_id} if fresh else {}
         return (status_text(), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
@@ -378,15 +384,25 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                              probe_text=str(settings["probe_text"])).validate()
         return note + finetune_code(path, cfg)
 
-    queue_panel.wire(start.click(start_from_page, [owner, *form], [status, owner],
-                                 api_name="start_finetune_from_page", api_visibility="private"), owner)
+    started = start.click(start_from_page, [owner, *form], [status, owner], api_name="start_finetune_from_page",
+                          api_visibility="private")
     pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
     resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
     stop.click(lambda t: control("stop", t), owner, status, api_visibility="private")
     outputs = [status, new_md, curve_plot, probe_plot, pca_plot, confusion_plot, compare, run_pick, classify_model, seen]
-    timer.tick(draw, [seen, compare], outputs, api_visibility="private", show_progress="hidden", show_progress_on=[])
+
+    def run_part(request: gr.Request, seen_key, ids):
+        """The tab's run (the slot's latest fine-tuning run): live while it trains, prepares or is paused. (A
+        pretraining run is the Pretrain tab's to follow: this tab's status says it holds the slot when shown.)"""
+        *drawn, key = draw(seen_key, ids)
+        run = runs.current  # live while its thread works (the final evaluation and saving included)
+        return (*drawn, key), bool(run is not None and run.active)
+
+    poll.add(run_part, [seen, compare], outputs)
+    queue_panel.wire(poll, owner)
+    poll.after(started)  # a start draws at once and starts the timer
     compare.change(user_errors(curves), compare, curve_plot, api_visibility="private")
-    tab.select(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")
+    task_box.expand(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")
     landmarks_btn.click(compute_landmarks, None, [task_md, balance_plot, curve_plot], api_visibility="private",
                         concurrency_limit=1, concurrency_id="ft-heavy")
     classify_btn.click(classify, [classify_text, classify_model], classify_out, api_name="classify_from_page",
@@ -409,7 +425,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     with tab:  # Find the names: a label for every word (its own panel, with the settings above)
         from bertdemo.ui import names_panel
 
-        names_panel.build(ctx, model_box, owner, form, names, status, status_text, user_errors)
+        names_panel.build(ctx, model_box, owner, form, names, status, status_text, user_errors, poll)
+    poll.wire(tab)  # the tab's select draws it all; its one timer follows what is live
     with tab:
         gr.api(start_finetune, api_name="start_finetune")
         gr.api(classify_api, api_name="classify")

@@ -124,6 +124,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "own_words_example": LIGHT,
     # the API's view of a start the busy slot queued (bertdemo.ui.run_starts)
     "queue_status": LIGHT, "cancel_queued": LIGHT,
+    # a run tab's one poll (ui/tab_poll.py): drawn when the tab is shown, then at each tick while a run is live
+    "tab_shown": LIGHT, "tab_tick": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

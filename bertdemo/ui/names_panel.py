@@ -23,7 +23,6 @@ from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import names as viz
 
 MAX_TAG_CHARS = 1000
-POLL_SECONDS = 2.0
 EXAMPLE = "Yesterday marie curie flew from warsaw to Paris with her sister Bronisława."
 RANDOM_REFERENCE = ""  # the bench's measured random-weight control, quoted beside a run's test scores (docs/benchmarks.md)
 INTRO = (
@@ -45,9 +44,10 @@ def plot_data(spec: dict) -> str:
 
 
 def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_names: list[str],
-          status: gr.Markdown, status_text: Any, user_errors: Any) -> None:
+          status: gr.Markdown, status_text: Any, user_errors: Any, poll: Any) -> None:
     """Lay out the panel inside the Fine-tune tab and wire it (``form``/``form_names``: the tab's settings and
-    their names; ``status``/``status_text``: the tab's status line; ``user_errors``: the tab's error wrapper)."""
+    their names; ``status``/``status_text``: the tab's status line; ``user_errors``: the tab's error wrapper;
+    ``poll``: the tab's :class:`~bertdemo.ui.tab_poll.TabPoll`, which draws the names run's curve and report)."""
     runs, lab, store = ctx.finetune_runs, ctx.finetune, ctx.models
 
     def names_runs() -> list[tuple[str, str]]:
@@ -64,21 +64,20 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
                 return earlier
         return None
 
-    def curve_now(saved: bool = True) -> str:
-        snap = latest_names(saved)
+    def curve_of(snap) -> str:
         return plot_data(viz.curve_spec(snap)) if snap is not None and snap.eval_steps else plot_data(
             {"data": [], "layout": {"height": 60, "xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "annotations": [{"text": "No names run yet", "showarrow": False}]}})
 
-    def report_now(saved: bool = True) -> str:
-        snap = latest_names(saved)
+    def report_of(snap) -> str:
         return viz.report_markdown(snap, RANDOM_REFERENCE) if snap is not None else ""
 
     with gr.Accordion("Find the names: a label for every word", open=False, elem_id="ft-names-box"):
         gr.Markdown(INTRO)
         start = gr.Button("Fine-tune on Find the names", variant="primary", elem_id="ft-names-start")
-        curve = PlotlyFigure(curve_now, label="Find the names: F1 as the run goes", elem_id="ft-names-curve")
-        report = gr.Markdown(report_now, elem_id="ft-names-report")
+        # drawn when the tab is shown (the newest names run, live or saved), then as a live names run goes
+        curve = PlotlyFigure(label="Find the names: F1 as the run goes", elem_id="ft-names-curve")
+        report = gr.Markdown(elem_id="ft-names-report")
         with gr.Row():
             text = gr.Textbox(EXAMPLE, label="Sentence (no capitals needed: the model never sees them)", scale=4,
                               max_length=MAX_TAG_CHARS, elem_id="ft-tag-text")
@@ -93,7 +92,6 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         layers = PlotlyFigure(label="Which layer knows what", elem_id="ft-names-layers")
         layers_md = gr.Markdown(elem_id="ft-names-layers-md")
         seen = gr.State(None)
-        timer = gr.Timer(POLL_SECONDS)
 
     @user_errors
     def start_names(request: gr.Request, token: str, *values):
@@ -143,19 +141,21 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         return (plot_data(viz.layers_spec(probe, others)),
                 viz.layers_markdown(probe, loaded.name, [t for t in others if t != "names"]))
 
-    def draw(seen_key):
-        snap = latest_names()
-        key = None if snap is None else (snap.run_id, snap.status, len(snap.eval_steps), bool(snap.names.get("test")),
-                                         snap.checkpoint)
-        if key == seen_key:
-            return gr.skip(), gr.skip(), gr.skip(), seen_key
-        ended = snap is not None and not snap.active and snap.checkpoint
-        pick = gr.update(choices=names_runs(), value=f"{snap.run_id}") if ended else gr.skip()
-        return curve_now(saved=False), report_now(saved=False), pick, key
+    def names_part(request: gr.Request, seen_key):
+        """The newest names run when the tab is first shown (``seen_key`` None), live or saved; then the live
+        names run as it goes (its liveness is the tab's run's: a names run is the tab's fine-tuning run)."""
+        live = latest_names()
+        snap = live if live is not None or seen_key is not None else latest_names(saved=True)
+        key = ("none",) if snap is None else (snap.run_id, snap.status, len(snap.eval_steps),
+                                              bool(snap.names.get("test")), snap.checkpoint)
+        if key == seen_key or (live is None and seen_key is not None):  # nothing new, or no live names run
+            return (gr.skip(), gr.skip(), gr.skip(), seen_key), False
+        ended = live is not None and not live.active and live.checkpoint
+        pick = gr.update(choices=names_runs(), value=f"{live.run_id}") if ended else gr.skip()
+        return (curve_of(snap), report_of(snap), pick, key), False
 
-    start.click(start_names, [owner, *form], [status, owner], api_visibility="private")
-    timer.tick(draw, seen, [curve, report, model, seen], api_visibility="private", show_progress="hidden",
-               show_progress_on=[])
+    poll.after(start.click(start_names, [owner, *form], [status, owner], api_visibility="private"))
+    poll.add(names_part, [seen], [curve, report, model, seen])
     tag_btn.click(tag_from_page, [text, model], tagged, api_name="tag_from_page", api_visibility="private")
     model.focus(lambda: gr.update(choices=names_runs()), None, model, api_visibility="private")
     probe_btn.click(probe_page, model_box, [layers, layers_md], api_name="probe_words_from_page",

@@ -6,7 +6,8 @@ download it as a folder stock transformers loads.
 
 Wiring only: the run is a fine-tuning run (``ctx.finetune_runs.start`` with ``task`` "own"), so it takes the
 training slot, the caps, the quota, pause and stop like any other; its result is read from the run's own
-folder for its owner alone (:meth:`FinetuneService.own_ids`). The live run's progress is the tab's status.
+folder for its owner alone (:meth:`FinetuneService.own_ids`). The live run's progress is the tab's status; the
+section's result is a part of the tab's poll (:class:`~bertdemo.ui.tab_poll.TabPoll`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.viz import finetune as viz
 from bertdemo.viz.own_data import result_markdown, tagged_markdown
 
-POLL_SECONDS = 2.0
 INTRO = (
     "Bring **your own labelled sentences**: one example a line, its label, a tab, then the text — or a CSV / TSV "
     "file with a text and a label column, or a hub dataset's name (when this server reaches the hub). "
@@ -47,8 +47,9 @@ INTRO = (
 )
 
 
-def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
-    """Lay out the section (inside the Fine-tune tab) and wire it; ``owner``: the browser's owner token box."""
+def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> None:
+    """Lay out the section (inside the Fine-tune tab) and wire it; ``owner``: the browser's owner token box;
+    ``poll``: the tab's :class:`~bertdemo.ui.tab_poll.TabPoll`."""
     runs, slot, lab, public = ctx.finetune_runs, ctx.runs, ctx.finetune, ctx.settings.is_public
     user_errors = functools.partial(common.user_errors, public=public)
 
@@ -92,7 +93,6 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
                     data_csv = gr.DownloadButton("Your data + held-out predictions (CSV)", elem_id="own-csv",
                                                  min_width=160)
         seen = gr.State(None)
-        timer = gr.Timer(POLL_SECONDS)
 
     def mine(token: str) -> list[str]:
         return runs.own_ids(token or "")
@@ -119,9 +119,9 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
 
     def own_poll(token: str, seen_key):
         """The result of this browser's run once it ends: the picker lists it, selected."""
-        if seen_key is None:  # the page's first poll: this browser's runs listed, the newest selected
+        if seen_key is None:  # the tab's first poll: this browser's runs listed, the newest selected (none: as built)
             ids = mine(token)
-            return gr.update(choices=ids, value=ids[0] if ids else None), gr.skip(), ("listed",)
+            return gr.update(choices=ids, value=ids[0]) if ids else gr.skip(), gr.skip(), ("listed",)
         run = slot.current
         if run is None or getattr(run, "data", None) is None or run.active or not run.may_control(token or ""):
             return gr.skip(), gr.skip(), seen_key
@@ -173,10 +173,12 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path) -> None:
                   api_visibility="private")
     words_example.click(lambda: (WORDS_EXAMPLE, "word"), None, [lines, label_per], api_name="own_words_example",
                         api_visibility="private")
-    start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init, label_per], [result, owner],
-                api_name="own_start", api_visibility="private")
-    timer.tick(own_poll, [owner, seen], [pick, result, seen], api_visibility="private", show_progress="hidden",
-               show_progress_on=[])
+    def own_part(request: gr.Request, token: str, seen_key):
+        return own_poll(token, seen_key), False  # the run is the tab's fine-tuning run: its liveness is the tab's
+
+    poll.after(start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init, label_per],
+                           [result, owner], api_name="own_start", api_visibility="private"))
+    poll.add(own_part, [owner, seen], [pick, result, seen])
     pick.change(own_show, [pick, owner], result, api_name="own_show", api_visibility="private")
     pick.focus(refresh, owner, pick, api_name="own_refresh", api_visibility="private")
     classify.click(own_classify, [sentence, pick, owner], answer, api_name="own_classify", api_visibility="private")

@@ -4,7 +4,8 @@ Layout and wiring only. Every rule of a run — the checks before a start, who m
 or delete it, uploads, the names of checkpoints — lives in the run service
 (:class:`bertdemo.pretrain.service.PretrainService`, ``ctx.pretrain_runs``; the slot's live run of any
 kind: ``ctx.runs``); drawing lives in :mod:`bertdemo.viz.run_curves`.
-The page polls the run's snapshot with a ``gr.Timer`` and redraws when it moved on. Every open page
+The tab reads the run when it is shown (not when the page opens), then polls its snapshot with the tab's one
+timer while a run is live (:class:`~bertdemo.ui.tab_poll.TabPoll`) and redraws what moved on. Every page
 watches the same run, and a reloaded page reattaches to it.
 """
 
@@ -37,6 +38,7 @@ from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui import run_starts
 from bertdemo.ui.run_queue_panel import QueuePanel
+from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.finetune.metrics import FinetuneSnapshot
 from bertdemo.viz import finetune as finetune_viz
 from bertdemo.viz import run_curves
@@ -52,6 +54,7 @@ CORPORA = [
     ("My file (.txt or .jsonl, upload below)", UPLOAD),
 ]
 LIVE = "live run"
+READING = "*Reading this server's pretraining runs…*"  # until the tab's first poll answers (a page opened mid-run)
 NO_CHANGE = None  # an output the poll leaves as it is (the page receives nothing for it)
 
 
@@ -268,9 +271,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                                             info="Trains the run on a GPU (your ZeroGPU quota), then back on the CPU.")
                     burst = gr.Button("GPU burst", elem_id="pt-burst", scale=1)
             with gr.Column(scale=2):
-                # read at every page load: a page opened during a run shows that run at once, not "no run yet"
-                status = gr.Markdown(lambda: run_curves.status_markdown(runs.snapshot()), elem_id="pt-status")
-                timeline = gr.Markdown(lambda: run_curves.timeline_markdown(runs.snapshot()), elem_id="pt-timeline")
+                # read when the tab is shown (its poll): a page opened during a run shows that run, never "no run yet"
+                status = gr.Markdown(READING, elem_id="pt-status")
+                timeline = gr.Markdown(run_curves.timeline_markdown(None), elem_id="pt-timeline")
                 with gr.Row():
                     compare = gr.Dropdown(runs.run_choices(), value=[], multiselect=True, label="Compare with earlier runs",
                                           elem_id="pt-compare", scale=3)
@@ -283,10 +286,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                 ranks_plot = PlotlyFigure(probe_ranks("step"), label=run_curves.PROBE_RANKS_TITLE,
                                      elem_id="pt-probe-ranks")
                 with gr.Row():
-                    # read at page load: the live run's probe when there is one, else the default
-                    probe = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_text", "") or d.monitor.probe_text,
-                                       label="Your probe sentence (one or more [MASK])", scale=4)
-                    expected = gr.Textbox(lambda: getattr(runs.snapshot(), "probe_expected", d.monitor.probe_expected),
+                    # the default; when the tab is first shown, the live run's probe when there is one
+                    probe = gr.Textbox(d.monitor.probe_text, label="Your probe sentence (one or more [MASK])", scale=4)
+                    expected = gr.Textbox(d.monitor.probe_expected,
                                           label="Expected word at the first [MASK]", scale=2,
                                           max_length=MAX_EXPECTED_CHARS)
                     set_probe = gr.Button("Use this probe", scale=1)
@@ -303,7 +305,8 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                         order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
                         order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
                     order_out = gr.Markdown(elem_id="pt-order")
-                twins_section.build(ctx, runs, store)  # masked LM vs left-to-right, the heads, the cost
+                poll = TabPoll(POLL_SECONDS, "pt-status")  # the tab's one timer: on while a run it shows is live
+                twins_section.build(ctx, runs, store, poll)  # masked LM vs left-to-right, the heads, the cost
                 with gr.Accordion("Runs on this server: download, delete", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
@@ -319,7 +322,6 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         # this browser's secret for its runs, kept in its localStorage (OWNER_KEY) by the page itself: no key
         # in the page's config, and the same token after a server restart (a BrowserState's key was neither)
         owner = gr.Textbox("", visible=False, elem_id="pt-owner")
-        timer = gr.Timer(POLL_SECONDS)
 
     form = dict(preset=preset, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                 intermediate_size=ffn, corpus=corpus, upload=upload, position_embeddings=position_embeddings,
@@ -464,13 +466,12 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     corpus.change(lambda c: corpus_note(c, runs.hub.reachable()), corpus, corpus_note_box, api_visibility="private")
     gr.on([c.change for c in (preset, layers, hidden, heads, ffn, nsp)], run_curves.shape_markdown,
           [preset, layers, hidden, heads, ffn, nsp], params, api_visibility="private")
-    queue_panel.wire(start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private"),
-                     owner)
+    started = start.click(start_from_page, [owner, *form.values()], [status, owner], api_visibility="private")
     demo.load(None, None, owner, js=READ_OWNER_JS, api_visibility="private")  # the token this browser kept
     owner.change(None, owner, None, js=KEEP_OWNER_JS, api_visibility="private")  # a new one is kept
     timed = (preset, layers, hidden, heads, ffn, steps, time_budget, batch_size, seq_len, schedule, eval_every, mlm_prob,
              objective, train_both)
-    gr.on([tab.select, *(c.change for c in timed)], time_estimate, list(form.values()), estimate_box,
+    gr.on([c.change for c in timed], time_estimate, list(form.values()), estimate_box,  # and when the tab is shown
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
         gr.api(start_run, api_name="start_run")
@@ -491,8 +492,28 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         gr.api(stop_run, api_name="stop_run")
         gr.api(set_probe_api, api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
-    timer.tick(draw, [seen, *view, run_pick, order_run], outputs, api_visibility="private", show_progress="hidden",
-               show_progress_on=[])  # the poll shows no progress, not even on its status text
+
+    def run_part(request: gr.Request, seen_now: dict | None, *values):
+        """The tab's run: what moved on since this page's last poll (all of it when the tab is first shown, the
+        live run's probe in the probe boxes too); live while the run trains, prepares or is paused."""
+        first = seen_now is None
+        snap = runs.snapshot()
+        *drawn, seen_now = draw(seen_now, *values)
+        if first and snap is None:  # no run: the page's placeholder gives way to the words saying so
+            drawn[0] = status_text()
+        probe_now = (gr.update(value=snap.probe_text or d.monitor.probe_text), gr.update(value=snap.probe_expected)) \
+            if first and snap is not None else (gr.skip(), gr.skip())
+        run = runs.current  # live while its thread works: between the twins of "Train both" too
+        return (*drawn, seen_now, *probe_now), bool(run is not None and run.active)
+
+    def estimate_part(request: gr.Request, *values):
+        return (time_estimate(*values),), False
+
+    poll.add(run_part, [seen, *view, run_pick, order_run], [*outputs, probe, expected])
+    queue_panel.wire(poll, owner)
+    poll.add(estimate_part, list(form.values()), [estimate_box], on_show_only=True)  # the form's changes redraw it
+    poll.wire(tab)  # the poll shows no progress, not even on its status text
+    poll.after(started)  # a start draws at once and starts the timer
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,

@@ -1,10 +1,11 @@
 """The queue line under a run tab's Start button (:class:`QueuePanel`): when the training slot was busy, the
 visitor's run waits in the fair queue (:mod:`bertdemo.runs.queue`); the line says its place and estimated
-start, refreshed every few seconds while it waits, with a button to cancel it. Wiring only."""
+start, refreshed by the tab's poll while it waits (:class:`~bertdemo.ui.tab_poll.TabPoll`: the tab's one timer), with a
+button to cancel it. Wiring only."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -12,8 +13,7 @@ from bertdemo.ui.common import user_errors, visitor_of
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
-
-QUEUE_POLL_S = 3.0
+    from bertdemo.ui.tab_poll import TabPoll
 
 
 class QueuePanel:
@@ -25,26 +25,27 @@ class QueuePanel:
             self.line = gr.Markdown(elem_id=f"{prefix}-queue")
             self.cancel = gr.Button("Cancel my queued run", size="sm", scale=0, min_width=180,
                                     elem_id=f"{prefix}-queue-cancel")
-        self.timer = gr.Timer(QUEUE_POLL_S, active=False)
 
-    def wire(self, started: Any, owner: gr.Textbox) -> None:
-        """After ``started`` (the Start click's event) and on its timer: the visitor's place, or nothing."""
+    def wire(self, poll: TabPoll, owner: gr.Textbox) -> None:
+        """The visitor's place, or nothing: a part of the tab's ``poll`` (live while the run waits; the tab's Start
+        is chained to the poll with :meth:`TabPoll.after`), and after a cancel."""
         runs = self.ctx.runs
-        outputs = [self.row, self.line, self.cancel, self.timer]
+        outputs = [self.row, self.line, self.cancel]
 
-        def queue_place(token: str, request: gr.Request):
+        def place_now(token: str, request: gr.Request):
             place = runs.queued(token or "", visitor_of(request))
             waiting = place is not None and not place.run_id and not place.error
             return (gr.update(visible=place is not None), place.sentence() if place else "",
-                    gr.update(visible=waiting), gr.Timer(active=waiting))
+                    gr.update(visible=waiting)), waiting
+
+        def queue_place(request: gr.Request, token: str):
+            return place_now(token, request)
 
         @user_errors
         def cancel_queued_run(token: str, request: gr.Request):
             if runs.cancel_queued(token or "", visitor_of(request)):
                 gr.Info("Your queued run is cancelled.")
-            return queue_place(token, request)
+            return place_now(token, request)[0]
 
-        started.then(queue_place, owner, outputs, api_visibility="private", show_progress="hidden")
-        self.timer.tick(queue_place, owner, outputs, api_visibility="private", show_progress="hidden",
-                        show_progress_on=[])
+        poll.add(queue_place, [owner], outputs)
         self.cancel.click(cancel_queued_run, owner, outputs, api_visibility="private")

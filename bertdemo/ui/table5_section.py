@@ -1,6 +1,6 @@
 """The Pretrain tab's "Table 5 in miniature" section: the shipped twins fine-tuned on a sentence-level and a
 token-level task, measured by ``bench/bench_table5.py`` (shown with its date and machine) beside the paper's rows,
-and one cell re-run live as a fine-tuning run in the machine's training slot.
+and one cell re-run live as a fine-tuning run in the machine's training slot, followed by the tab's poll.
 
 Wiring only: the table from :mod:`bertdemo.finetune.table5`, the live cell through
 :func:`bertdemo.finetune.table5_run.start_cell` (the run rules every fine-tuning start obeys), the drawing in
@@ -20,9 +20,9 @@ from bertdemo.runs.status import ACTIVE_STATUSES
 from bertdemo.ui.common import user_errors as wrap_errors
 from bertdemo.ui import run_starts
 from bertdemo.ui.common import visitor_of
+from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import table5 as viz
 
-POLL_SECONDS = 2.0
 INTRO = (
     "BERT's paper tested its claim with one controlled experiment (§5.1, Table 5): the same data, fine-tuning "
     "recipe and hyperparameters, only the pretraining objective changed — a masked LM against a left-to-right LM "
@@ -34,8 +34,9 @@ INTRO = (
     "steps into pretraining: read the measured rows as what this miniature shows, not as the paper's numbers.")
 
 
-def build(ctx: Any) -> None:
-    """Lay out the section inside the current Blocks context and wire its events."""
+def build(ctx: Any, poll: TabPoll) -> None:
+    """Lay out the section inside the current Blocks context and wire its events; ``poll``: the tab's
+    :class:`~bertdemo.ui.tab_poll.TabPoll`, which follows a cell this page started."""
     service = ctx.finetune_runs
     shipped = table5.read_shipped()
     errors = wrap_errors(public=ctx.settings.is_public)
@@ -55,7 +56,6 @@ def build(ctx: Any) -> None:
             stop = gr.Button("Stop", elem_id="pt-table5-stop", scale=1)
         cell = gr.Markdown(elem_id="pt-table5-cell")
         token = gr.State("")
-        timer = gr.Timer(POLL_SECONDS, active=False)
 
     def queue_cell(twin_kind: Any, task_name: Any, seed_value: Any, owner: str, visitor: str) -> Any:
         """The cell checked at once, then started, or queued while the slot is busy (the run or its place)."""
@@ -72,7 +72,7 @@ def build(ctx: Any) -> None:
     def table5_cell_from_page(request: gr.Request, twin_kind: str, task_name: str, seed_value: float, owner: str):
         owner = owner or secrets.token_urlsafe(24)
         outcome = queue_cell(twin_kind, task_name, seed_value, owner, visitor_of(request))
-        return run_starts.answer(outcome, lambda: cell_now()[0] or "Starting…"), owner, gr.Timer(active=True)
+        return run_starts.answer(outcome, lambda: cell_now()[0] or "Starting…"), owner
 
     @errors
     def table5_stop_from_page(owner: str) -> str:
@@ -81,13 +81,6 @@ def build(ctx: Any) -> None:
             raise ValueError("No cell of Table 5 is running.")
         ctx.runs.control("stop", owner)
         return cell_now()[0]
-
-    def table5_poll(owner: str, request: gr.Request):
-        place = ctx.runs.queued(owner or "", visitor_of(request))  # this browser's cell, while it waits its turn
-        if place is not None and not place.run_id:  # waiting (the timer goes on), or refused at its turn
-            return place.sentence(), gr.Timer(active=not place.error)
-        text, active = cell_now()
-        return text, gr.Timer(active=active)
 
     @errors
     def start_table5_cell(twin: str, task: str, seed: float, owner_token: str = "", request: gr.Request = None) -> str:
@@ -99,9 +92,19 @@ def build(ctx: Any) -> None:
         outcome = queue_cell(twin, task, seed, owner_token, visitor_of(request))
         return run_starts.answer(outcome, lambda: cell_now()[0], api=True)
 
-    go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token, timer], api_name="table5_cell_from_page",
-             api_visibility="private", show_progress_on=[cell])  # progress on the text, never the timer
+    def cell_part(request: gr.Request, owner: str):
+        """The cell this page started (nothing before one): live while it trains."""
+        if not owner:
+            return (gr.skip(),), False
+        place = ctx.runs.queued(owner, visitor_of(request))  # this browser's cell, while it waits its turn
+        if place is not None and not place.run_id:  # waiting (live), or refused at its turn (no longer)
+            return (place.sentence(),), not place.error
+        text, active = cell_now()
+        return (text,), active
+
+    go_click = go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token],
+                        api_name="table5_cell_from_page", api_visibility="private", show_progress_on=[cell])
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
-    timer.tick(table5_poll, token, [cell, timer], api_name="table5_poll", api_visibility="private",
-               show_progress="hidden", show_progress_on=[])
+    poll.add(cell_part, [token], [cell])  # the tab's one timer follows the cell (ui/tab_poll.py)
+    poll.after(go_click)
     gr.api(start_table5_cell, api_name="start_table5_cell")

@@ -51,7 +51,7 @@ def _table(store: ModelStore, model: str, text: str, text_pair: str):
 
 def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> None:
     """Lay out the tab inside the current Blocks context and wire its events (``page``: a first result
-    on page load)."""
+    when the tab is shown)."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
@@ -190,5 +190,5 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
     gr.on([button.click, text.submit, text_pair.submit], *code.fold(run_page, inputs, [*outputs, encoding]),
           api_visibility="private", **lanes.LIGHT)  # one round trip: an open code panel refreshed in the same answer
-    if page is not None:  # a first result on page load: the example, not empty panels
-        page.load(run_page, inputs, [*outputs, encoding], api_visibility="private", **lanes.LIGHT)
+    if page is not None:  # a first result when the tab is shown (the example, not empty panels), not on page open
+        tab.select(run_page, inputs, [*outputs, encoding], api_visibility="private", **lanes.LIGHT)

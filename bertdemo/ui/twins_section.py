@@ -49,9 +49,10 @@ def _plot(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
-def build(ctx: Any, runs: Any, store: Any) -> None:
+def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     """Lay out the three sections inside the current Blocks context (the Pretrain tab) and wire their events.
-    ``runs``: the pretraining service (run choices, checkpoints, run histories); ``store``: the model store."""
+    ``runs``: the pretraining service (run choices, checkpoints, run histories); ``store``: the model store;
+    ``poll``: the tab's :class:`~bertdemo.ui.tab_poll.TabPoll` (a live Table 5 cell is one of its parts)."""
     user_errors = common.user_errors(public=ctx.settings.is_public)
 
     def choices() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -84,7 +85,7 @@ def build(ctx: Any, runs: Any, store: Any) -> None:
             side_button = gr.Button("Both models fill it", elem_id="pt-twins-side-run", scale=1)
         side_plot = PlotlyFigure(label="Top guesses, side by side", elem_id="pt-twins-side-plot")
         side_text = gr.Markdown(elem_id="pt-twins-side")
-    table5_section.build(ctx)  # Table 5 in miniature: both twins fine-tuned, over seeds, beside the paper's rows
+    table5_section.build(ctx, poll)  # Table 5 in miniature: both twins fine-tuned, over seeds, beside the paper's rows
     with gr.Accordion("What the heads became", open=False, elem_id="pt-heads"):
         gr.Markdown(HEADS_NOTE)
         with gr.Row():

@@ -8,6 +8,16 @@ import re
 from playwright.sync_api import Page, expect
 
 RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
+# an init script (page.add_init_script): window.__joins lists the event id (fn_index) of every queue/join sent
+JOINS = """(() => {
+  window.__joins = [];
+  const orig = window.fetch.bind(window);
+  window.fetch = (input, init) => {
+    const url = typeof input === 'string' ? input : (input.url || String(input));
+    if (url.includes('/queue/join')) { try { window.__joins.push(JSON.parse(init.body).fn_index); } catch (e) {} }
+    return orig(input, init);
+  };
+})();"""
 
 
 def open_app(page: Page, url: str) -> None:

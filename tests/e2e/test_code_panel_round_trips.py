@@ -9,17 +9,9 @@ from __future__ import annotations
 
 import httpx
 
-TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
+from .pages import JOINS
 
-JOINS = """(() => {
-  window.__joins = [];
-  const orig = window.fetch.bind(window);
-  window.fetch = (input, init) => {
-    const url = typeof input === 'string' ? input : (input.url || String(input));
-    if (url.includes('/queue/join')) { try { window.__joins.push(JSON.parse(init.body).fn_index); } catch (e) {} }
-    return orig(input, init);
-  };
-})();"""
+TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
 
 
 def _events(app_url: str) -> tuple[dict[str, int], dict[int, dict]]:

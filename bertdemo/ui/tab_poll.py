@@ -1,0 +1,137 @@
+"""One poll per run tab (:class:`TabPoll`): the tab's parts are read when the tab is shown, then by one timer
+that ticks only while the tab is shown and something it shows is live.
+
+A run tab (Pretrain, Fine-tune) shows things that change while a run goes: its run's status and curves, the
+visitor's queued run, a section's live cell. Each part adds a function to the tab's poll (:meth:`TabPoll.add`);
+one request answers them all:
+
+- the tab's ``select`` (the learner opens it, a deep link or a Learn step opens it) draws every part, so a
+  page open reads none of them: a tab not shown costs the server nothing;
+- the timer (inactive at first) is started by that draw when a part says it is live (a run training,
+  preparing, paused or queued that the tab shows), and stopped by the tick that finds nothing live; leaving
+  the tab stops it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start from the page
+  (:meth:`TabPoll.after`) draws at once and starts it;
+- an output whose value is the one this page was last sent is left out (the page receives nothing for it):
+  a poll that brings nothing new redraws nothing.
+
+Parts only read: the run services answer from memory (snapshots), and every part keys its drawing on what
+changed, so a tick that finds a run standing still costs a few dictionary looks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import gradio as gr
+
+PartFn = Callable[..., tuple[Sequence[Any], bool]]  # (request, *inputs) -> (one value per output, live)
+
+# the Tabs' change, in the page alone: once the new tab is laid out, the timer stops unless its tab is shown
+STOP_WHEN_HIDDEN_JS = ("async () => { await new Promise(r => setTimeout(r, 50));"
+                       " const el = document.getElementById(%r);"
+                       " return el && el.offsetParent !== null ? undefined : {__type__: 'update', active: false}; }")
+
+
+@dataclass(frozen=True)
+class _Part:
+    fn: PartFn
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    on_show_only: bool
+
+
+def _is_skip(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update" and len(value) == 1
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(repr(value).encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+def unsent(values: Sequence[Any], ids: Sequence[int], sent: dict | None) -> tuple[list[Any], dict]:
+    """``values`` with each one this page was last sent (``sent``: output id -> digest) replaced by a skip; the
+    new ``sent``. Pure: what a poll sends, given what the page already has."""
+    now = dict(sent or {})
+    out = []
+    for value, key in zip(values, ids):
+        if _is_skip(value):
+            out.append(value)
+            continue
+        digest = _digest(value)
+        out.append(gr.skip() if now.get(str(key)) == digest else value)
+        now[str(key)] = digest
+    return out, now
+
+
+class TabPoll:
+    """Build inside the tab (it makes the tab's one timer); ``shown_id``: the elem_id of an element always
+    visible in the tab (the page reads it to tell whether the tab is shown). Then :meth:`add` parts and
+    :meth:`wire` once."""
+
+    def __init__(self, seconds: float, shown_id: str) -> None:
+        self.timer = gr.Timer(seconds, active=False)
+        self.sent = gr.State({})  # output id -> digest of the value this page was last sent
+        self.shown_id = shown_id
+        self._parts: list[_Part] = []
+        self._after: list[Any] = []
+        self._wired = False
+
+    def add(self, fn: PartFn, inputs: Sequence[Any], outputs: Sequence[Any], *, on_show_only: bool = False) -> None:
+        """A part: ``fn(request, *inputs)`` returns one value per output (``gr.skip()`` for none) and whether
+        what it shows is live; ``on_show_only``: drawn when the tab is shown, not at each tick (e.g. an estimate
+        the form's own changes redraw)."""
+        self._parts.append(_Part(fn, tuple(inputs), tuple(outputs), on_show_only))
+
+    def _handler(self, parts: list[_Part], ticking: bool) -> tuple[Callable, list, list]:
+        inputs = [c for p in parts for c in p.inputs]
+        outputs = [c for p in parts for c in p.outputs]
+        ids = [c._id for c in outputs]
+
+        def tab_poll(sent: dict, request: gr.Request, *values: Any):
+            out: list[Any] = []
+            live, at = False, 0
+            for part in parts:
+                drawn, part_live = part.fn(request, *values[at:at + len(part.inputs)])
+                at += len(part.inputs)
+                out.extend(drawn)
+                live = live or part_live
+            out, sent = unsent(out, ids, sent)
+            if ticking:  # a tick runs only while the timer is on: it need only stop it
+                timer = gr.skip() if live else gr.update(active=False)
+            else:
+                timer = gr.update(active=live)
+            return (*out, sent, timer)
+
+        tab_poll.__name__ = "tab_tick" if ticking else "tab_shown"  # the api names ui/heavy_requests.py declares
+        return tab_poll, [self.sent, *inputs], [*outputs, self.sent, self.timer]
+
+    def wire(self, tab: gr.Tab) -> None:
+        """The tab's select draws every part and starts (or stops) the timer; the timer's tick draws the parts
+        that poll; the page's Tabs stop the timer when another tab is shown."""
+        if self._wired:
+            raise RuntimeError("a tab's poll is wired once")
+        self._wired = True
+        shown, shown_inputs, shown_outputs = self._handler(self._parts, ticking=False)
+        self._on_show, self._show_inputs, self._show_outputs = shown, shown_inputs, shown_outputs
+        tick, tick_inputs, tick_outputs = self._handler([p for p in self._parts if not p.on_show_only], ticking=True)
+        quiet = dict(api_visibility="private", show_progress="hidden", show_progress_on=[])
+        tab.select(shown, shown_inputs, shown_outputs, **quiet)
+        self.timer.tick(tick, tick_inputs, tick_outputs, **quiet)
+        tabs = getattr(tab, "parent", None)
+        if isinstance(tabs, gr.Tabs):
+            tabs.change(None, None, self.timer, js=STOP_WHEN_HIDDEN_JS % self.shown_id, api_visibility="private")
+        for event in self._after:
+            self._chain(event)
+
+    def after(self, event: Any) -> None:
+        """Draw every part once ``event`` (a start from the page) has run, and start the timer if live (chained
+        when the poll is wired: a section may name its start before the tab has all its parts)."""
+        self._after.append(event)
+        if self._wired:
+            self._chain(event)
+
+    def _chain(self, event: Any) -> None:
+        event.then(self._on_show, self._show_inputs, self._show_outputs, api_visibility="private",
+                   show_progress="hidden", show_progress_on=[])

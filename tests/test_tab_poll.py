@@ -1,0 +1,59 @@
+"""A run tab's one poll (bertdemo/ui/tab_poll.py): the select draws every part and sets the timer to what is
+live, a tick stops the timer once nothing is live, and a value the page already has is not sent again."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from bertdemo.ui.tab_poll import TabPoll, unsent
+
+SKIP = gr.skip()
+
+
+def _poll(state: dict):
+    """A tab with two parts: a status line (live while ``state["live"]``) and an estimate drawn on show only."""
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            with gr.Tab("Run", id="run") as tab:
+                status, estimate, box = gr.Markdown(elem_id="status"), gr.Markdown(), gr.Textbox("form")
+                poll = TabPoll(1.0, "status")
+                poll.add(lambda request: ((state["text"],), state["live"]), [], [status])
+                poll.add(lambda request, form: ((f"estimate for {form}",), False), [box], [estimate],
+                         on_show_only=True)
+                poll.wire(tab)
+    fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
+    return demo, poll, fns["tab_shown"].fn, fns["tab_tick"].fn
+
+
+def test_the_select_draws_every_part_and_starts_the_timer_only_when_live():
+    state = {"text": "RUNNING step 1", "live": True}
+    demo, poll, shown, tick = _poll(state)
+    assert poll.timer.active is False  # a page open starts no timer
+    status, estimate, sent, timer = shown({}, None, "form")
+    assert (status, estimate, timer) == ("RUNNING step 1", "estimate for form", {"__type__": "update", "active": True})
+    state["live"] = False
+    *_, timer = shown({}, None, "form")
+    assert timer == {"__type__": "update", "active": False}
+
+
+def test_a_tick_redraws_nothing_new_and_stops_the_timer_once_nothing_is_live():
+    state = {"text": "RUNNING step 1", "live": True}
+    _, _, shown, tick = _poll(state)
+    *_, sent, _ = shown({}, None, "form")
+    status, sent, timer = tick(sent, None)
+    assert (status, timer) == (SKIP, SKIP)  # the run stood still: nothing sent, the timer left running
+    state["text"] = "RUNNING step 2"
+    status, sent, timer = tick(sent, None)
+    assert (status, timer) == ("RUNNING step 2", SKIP)
+    state.update(text="FINISHED", live=False)
+    status, sent, timer = tick(sent, None)
+    assert (status, timer) == ("FINISHED", {"__type__": "update", "active": False})  # drawn, then stopped
+
+
+def test_unsent_leaves_out_what_the_page_has_and_keeps_skips():
+    values, sent = unsent(["a", SKIP, {"__type__": "update", "choices": [1]}], [1, 2, 3], {})
+    assert values == ["a", SKIP, {"__type__": "update", "choices": [1]}] and set(sent) == {"1", "3"}
+    again, same = unsent(["a", "b", {"__type__": "update", "choices": [1]}], [1, 2, 3], sent)
+    assert again == [SKIP, "b", SKIP] and same["1"] == sent["1"]
+    changed, _ = unsent(["a2", "b", {"__type__": "update", "choices": [1, 2]}], [1, 2, 3], same)
+    assert changed == ["a2", SKIP, {"__type__": "update", "choices": [1, 2]}]
