@@ -121,7 +121,8 @@ class TabPoll:
         self.timer.tick(tick, tick_inputs, tick_outputs, **quiet)
         tabs = getattr(tab, "parent", None)
         if isinstance(tabs, gr.Tabs):
-            tabs.change(None, None, self.timer, js=STOP_WHEN_HIDDEN_JS % self.shown_id, api_visibility="private")
+            tabs.change(None, None, self.timer, js=STOP_WHEN_HIDDEN_JS % self.shown_id, api_visibility="private",
+                        show_progress="hidden")
         for event in self._after:
             self._chain(event)
 
