@@ -39,6 +39,12 @@ def test_two_slots_train_two_visitors_runs_at_once_and_queue_a_third(tmp_path, c
         wait_until(lambda: all(r.snapshot().step >= 1 or not r.active for r in runs.values()), timeout=300,
                    what="both runs to train")
         assert [r.active for r in runs.values()] == [True, True]
+        # a page follows its own run (the tab's poll reads inside viewing(its owner token)); a page without a
+        # run of its own, or any code outside a poll, sees the latest run
+        for token, want in (("tok-a", runs["a"]), ("tok-b", runs["b"]), ("tok-stranger", runs["b"]), ("", runs["b"])):
+            with ctx.runs.manager.viewing(token):
+                assert pretrain.current is want and pretrain.status()["run_id"] == want.run_id, token
+        assert pretrain.current is runs["b"]
         place = start("c")  # both slots busy: the third visitor waits
         assert (place.position, place.run_id) == (1, "")
         assert ctx.runs.queued("tok-c", visitors["c"]).position == 1

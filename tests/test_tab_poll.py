@@ -57,3 +57,26 @@ def test_unsent_leaves_out_what_the_page_has_and_keeps_skips():
     assert again == [SKIP, "b", SKIP] and same["1"] == sent["1"]
     changed, _ = unsent(["a2", "b", {"__type__": "update", "choices": [1, 2]}], [1, 2, 3], same)
     assert changed == ["a2", SKIP, {"__type__": "update", "choices": [1, 2]}]
+
+
+def test_a_poll_that_follows_its_page_owner_reads_every_part_as_that_owner():
+    """With several runs at once the run services answer inside the manager's viewing(token): the poll enters
+    it with the value of the page's owner box, around every part, and leaves it after."""
+    from bertdemo.runs.slot import RunManager
+
+    manager = RunManager(slots=2)
+    seen: list[str] = []
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            with gr.Tab("Run", id="run") as tab:
+                status, owner = gr.Markdown(elem_id="status"), gr.Textbox("", visible=False)
+                poll = TabPoll(1.0, "status")
+                poll.add(lambda request: ((manager._viewer.get(),), False), [], [status])
+                poll.follow(owner, manager.viewing)
+                poll.wire(tab)
+    fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
+    drawn, *_ = fns["tab_shown"].fn({}, None, "tok-ada")
+    seen.append(drawn)
+    drawn, *_ = fns["tab_tick"].fn({}, None, "tok-bob")
+    seen.append(drawn)
+    assert seen == ["tok-ada", "tok-bob"] and manager._viewer.get() == ""

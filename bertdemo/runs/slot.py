@@ -11,6 +11,7 @@ its work (:meth:`work`) and how much of its own budget is left (:meth:`own_secon
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import secrets
 import threading
@@ -214,6 +215,8 @@ class RunManager:
         self._others: list[BackgroundRun] = []  # with several slots: the earlier runs that may still be active
         self._recent: deque[BackgroundRun] = deque(maxlen=RECENT_RUNS)  # the latest runs started, active or ended
         self._hold: object | None = None  # set while something (a GPU burst) works on the current run
+        # the owner token a page's poll reads for (:meth:`viewing`): request-scoped, never shared between threads
+        self._viewer: contextvars.ContextVar[str] = contextvars.ContextVar(f"run-viewer-{id(self)}", default="")
 
     @contextmanager
     def hold(self) -> Iterator[object]:
@@ -231,9 +234,26 @@ class RunManager:
                 if self._hold is key:
                     self._hold = None
 
+    @contextmanager
+    def viewing(self, token: str) -> Iterator[None]:
+        """Within it (one request's thread), :attr:`current` is the run a page holding ``token`` follows: with
+        several slots, that visitor's own run (active, else their latest ended one) when they have one; else,
+        and always with one slot, the latest run (everyone watches the one run)."""
+        reset = self._viewer.set(str(token or ""))
+        try:
+            yield
+        finally:
+            self._viewer.reset(reset)
+
     @property
     def current(self) -> BackgroundRun | None:
-        """The latest run, active or ended (None before the first)."""
+        """The latest run, active or ended (None before the first); inside :meth:`viewing` with several slots,
+        the viewer's own run when they have one."""
+        token = self._viewer.get()
+        if token and self.slots > 1:
+            own = self.run_of(token, ended=True)
+            if own is not None:
+                return own
         return self._current
 
     def active_runs(self) -> list[BackgroundRun]:

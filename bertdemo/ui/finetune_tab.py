@@ -426,6 +426,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         from bertdemo.ui import names_panel
 
         names_panel.build(ctx, model_box, owner, form, names, status, status_text, user_errors, poll)
+    poll.follow(owner, ctx.runs.manager.viewing)  # with several runs at once: this page's own run
     poll.wire(tab)  # the tab's select draws it all; its one timer follows what is live
     with tab:
         gr.api(start_finetune, api_name="start_finetune")

@@ -512,6 +512,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     poll.add(run_part, [seen, *view, run_pick, order_run], [*outputs, probe, expected])
     queue_panel.wire(poll, owner)
     poll.add(estimate_part, list(form.values()), [estimate_box], on_show_only=True)  # the form's changes redraw it
+    poll.follow(owner, ctx.runs.manager.viewing)  # with several runs at once: this page's own run
     poll.wire(tab)  # the poll shows no progress, not even on its status text
     poll.after(started)  # a start draws at once and starts the timer
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")

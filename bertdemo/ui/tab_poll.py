@@ -20,9 +20,10 @@ changed, so a tick that finds a run standing still costs a few dictionary looks.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import gradio as gr
 
@@ -77,6 +78,13 @@ class TabPoll:
         self._parts: list[_Part] = []
         self._after: list[Any] = []
         self._wired = False
+        self._viewer: Any = None
+        self._viewing: Callable[[str], ContextManager] | None = None
+
+    def follow(self, viewer: Any, viewing: Callable[[str], ContextManager]) -> None:
+        """Read every part inside ``viewing(token)``, ``token`` the value of the page's ``viewer`` component (its
+        owner token): with several runs at once, the run services then answer with this page's own run."""
+        self._viewer, self._viewing = viewer, viewing
 
     def add(self, fn: PartFn, inputs: Sequence[Any], outputs: Sequence[Any], *, on_show_only: bool = False) -> None:
         """A part: ``fn(request, *inputs)`` returns one value per output (``gr.skip()`` for none) and whether
@@ -89,14 +97,18 @@ class TabPoll:
         outputs = [c for p in parts for c in p.outputs]
         ids = [c._id for c in outputs]
 
+        viewing, follows = self._viewing, self._viewer is not None
+
         def tab_poll(sent: dict, request: gr.Request, *values: Any):
             out: list[Any] = []
             live, at = False, 0
-            for part in parts:
-                drawn, part_live = part.fn(request, *values[at:at + len(part.inputs)])
-                at += len(part.inputs)
-                out.extend(drawn)
-                live = live or part_live
+            token, values = (str(values[0] or ""), values[1:]) if follows else ("", values)
+            with viewing(token) if viewing is not None else contextlib.nullcontext():
+                for part in parts:
+                    drawn, part_live = part.fn(request, *values[at:at + len(part.inputs)])
+                    at += len(part.inputs)
+                    out.extend(drawn)
+                    live = live or part_live
             out, sent = unsent(out, ids, sent)
             if ticking:  # a tick runs only while the timer is on: it need only stop it
                 timer = gr.skip() if live else gr.update(active=False)
@@ -105,7 +117,8 @@ class TabPoll:
             return (*out, sent, timer)
 
         tab_poll.__name__ = "tab_tick" if ticking else "tab_shown"  # the api names ui/heavy_requests.py declares
-        return tab_poll, [self.sent, *inputs], [*outputs, self.sent, self.timer]
+        viewer = [self._viewer] if follows else []
+        return tab_poll, [self.sent, *viewer, *inputs], [*outputs, self.sent, self.timer]
 
     def wire(self, tab: gr.Tab) -> None:
         """The tab's select draws every part and starts (or stops) the timer; the timer's tick draws the parts
