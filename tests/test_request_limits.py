@@ -144,3 +144,27 @@ def test_a_forms_choice_refusal_never_quotes_a_long_payload():
             choice.preprocess(payload)
         assert len(str(getattr(refused.value, "message", refused.value))) <= MAX_ECHO_CHARS + 20
     assert choice.preprocess("ltr") == "ltr"
+
+
+def test_optional_parameters_left_out_take_their_defaults_and_a_required_one_is_refused():
+    """A raw REST call may leave out an endpoint's optional last parameters (gradio_client fills them from
+    the defaults): adding an optional parameter to an endpoint, as /run_status's owner_token, breaks no caller."""
+    def status(owner_token: str = "", request: gr.Request = None) -> str:
+        return owner_token
+
+    def tokenize(text: str, pair: str = "") -> str:
+        return text + pair
+
+    with gr.Blocks() as demo:
+        gr.api(status, api_name="status")
+        gr.api(tokenize, api_name="tokenize")
+    guard_events(demo)
+    fns = {f.api_name: f for f in demo.fns.values()}
+    inputs: list = []
+    request_limits.input_count_check(fns["status"], inputs)
+    assert inputs == [""]
+    inputs = ["a"]
+    request_limits.input_count_check(fns["tokenize"], inputs)
+    assert inputs == ["a", ""]
+    with pytest.raises(ValueError, match=r"\(tokenize\) got 0 of its 2 inputs"):
+        request_limits.input_count_check(fns["tokenize"], [])

@@ -219,12 +219,37 @@ def _uploads_only(move: Callable) -> Callable:
     return guarded
 
 
+def _trailing_defaults(fn: Any, count: int) -> list[Any]:
+    """The default values of ``fn``'s last parameters that take inputs (a ``gr.Request`` takes none), as
+    long as they have defaults, in order; [] when its parameters do not map one to one onto ``count`` inputs."""
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.annotation is not gr.Request and str(p.annotation) not in ("gr.Request", "Request")]
+    except (TypeError, ValueError):
+        return []
+    if len(params) != count or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return []
+    defaults: list[Any] = []
+    for p in reversed(params):
+        if p.default is p.empty:
+            break
+        defaults.insert(0, p.default)
+    return defaults
+
+
 def input_count_check(block_fn: Any, inputs: list) -> None:
     """Gradio's check that an event got all its inputs (``Blocks.validate_inputs``), saying how many:
     gradio's own message lists every received value in full and is printed to the server log, so a
-    client sending megabytes with one input missing wrote them all to the log."""
-    if len(inputs) < len(block_fn.inputs):
+    client sending megabytes with one input missing wrote them all to the log. Optional parameters left
+    out at the end (a raw REST call of ``/run_status`` with ``[]``) take their defaults, as gradio_client
+    fills them: adding an optional parameter to an endpoint breaks no caller."""
+    missing = len(block_fn.inputs) - len(inputs)
+    if missing <= 0:
+        return
+    defaults = _trailing_defaults(getattr(block_fn, "fn", None), len(block_fn.inputs)) if block_fn.fn else []
+    if len(defaults) < missing:
         raise ValueError(f"An event handler ({block_fn.name}) got {len(inputs)} of its {len(block_fn.inputs)} inputs.")
+    inputs.extend(defaults[len(defaults) - missing:])  # gradio preprocesses the list it checked
 
 
 def guard_events(demo: gr.Blocks, public: bool = False) -> int:
