@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from bertdemo.ui.access import ANSWERS
 
@@ -60,6 +61,11 @@ SETTLED_JS = """() => ![...document.querySelectorAll('.pending')].some(e => e.of
   && !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"""
 
 
+IN_VIEW_TIMEOUT_MS = 10_000
+IN_UPPER_HALF_JS = """(selector) => { const b = document.querySelector(selector).getBoundingClientRect();
+  return b.top < window.innerHeight / 2 && b.bottom > 0; }"""
+
+
 def axe_violations(page: Page) -> list[str]:
     page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
     if not page.evaluate("() => typeof axe !== 'undefined'"):
@@ -92,9 +98,11 @@ def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url:
                 open_tab_by_name(page, tab)
                 run_main_action(page, tab)
                 button, answer = MAIN[tab]
-                if width < 640 and answer is not None:  # the answer came into view when the button was pressed
-                    box = page.locator(ANSWERS[button]).evaluate("e => e.getBoundingClientRect().toJSON()")
-                    if not (box["top"] < height / 2 and box["bottom"] > 0):  # on screen, in its upper half
+                if width < 640 and answer is not None:  # the answer comes into view when the button is pressed
+                    try:  # on screen, in its upper half (the page scrolls at its next frame, then as it settles)
+                        page.wait_for_function(IN_UPPER_HALF_JS, arg=ANSWERS[button], timeout=IN_VIEW_TIMEOUT_MS)
+                    except PlaywrightTimeout:
+                        box = page.locator(ANSWERS[button]).evaluate("e => e.getBoundingClientRect().toJSON()")
                         unseen[f"{tab} @{width}"] = (round(box["top"]), round(box["bottom"]))
                 found[f"{tab} @{width}"] = axe_violations(page)
                 twins[f"{tab} @{width}"] = page.evaluate(MISSING_TWINS_JS)
