@@ -115,6 +115,7 @@ def class_load(app: App, clients: int, seconds: float, finetune: bool) -> tuple[
             except Exception as exc:  # noqa: BLE001 - counted, then tried again
                 with lock:
                     errors.append(f"connect: {str(exc)[:120]}")
+                time.sleep(1)  # a refused connection fails at once: do not spin
         j = k
         while time.monotonic() < stop_at:
             requests = CLASS + ([("/classify", {"text": "The cello is a bowed string instrument.",

@@ -246,7 +246,7 @@ def input_count_check(block_fn: Any, inputs: list) -> None:
     missing = len(block_fn.inputs) - len(inputs)
     if missing <= 0:
         return
-    defaults = _trailing_defaults(getattr(block_fn, "fn", None), len(block_fn.inputs)) if block_fn.fn else []
+    defaults = _trailing_defaults(block_fn.fn, len(block_fn.inputs)) if block_fn.fn else []
     if len(defaults) < missing:
         raise ValueError(f"An event handler ({block_fn.name}) got {len(inputs)} of its {len(block_fn.inputs)} inputs.")
     inputs.extend(defaults[len(defaults) - missing:])  # gradio preprocesses the list it checked
