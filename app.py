@@ -174,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
 
     from starlette.middleware import Middleware
 
+    from bertdemo import compat
     from bertdemo.asset_cache import AssetCache
+    from bertdemo.frontend_patch import FrontendPatch, patched_scripts
     from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
     from bertdemo.ui.plotly_figure import plotly_js
@@ -196,13 +198,14 @@ def main(argv: list[str] | None = None) -> None:
     page = Middleware(PageCache, enabled=auth is None)  # the page's bytes made once in ten minutes, not at every open
     # the page's script, style and font files (and plotly.js) read and compressed once, not at every open
     assets = Middleware(AssetCache, enabled=auth is None, files=[str(plotly_js())])
+    fixes = Middleware(FrontendPatch, scripts=patched_scripts(compat.frontend_assets()))  # the page's status pass
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
     poll_less(demo)  # the queue looks for work every 5 ms when it has none, not every 1 ms
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [assets, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        app_kwargs={"middleware": [assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
         mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
     )
     make_session_configs_lazy(demo)  # a page session copies the page's configuration only when it is read

@@ -5,6 +5,7 @@
     python bench/bench_class.py --compare /tmp/base --label-b base   # two checkouts, one after the other, twice
     python bench/bench_class.py --one-address --seconds 60         # the class behind one school address, twice
                                                                  # each: as one visitor, and as class members
+    python bench/bench_class.py --client-nice 19                 # the bench's 30 clients below the server
 
 Launches ``python app.py --offline --public --trusted-proxies 1`` (embedded masked-LM), starts a CPU bert-tiny
 pretraining run through ``/start_run`` (the run of another visitor), then ``--visitors`` threads, each one
@@ -26,6 +27,7 @@ counted per setting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
@@ -187,6 +189,26 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+@contextlib.contextmanager
+def client_priority(nice: int):
+    """The bench's own visitor threads (and the threads their clients start) at nice ``nice`` while the class
+    runs, so on a small machine the server — started before, at the usual priority — is not measured against
+    the 30 clients it shares the cores with (phones have their own). Linux; setting it back needs root."""
+    tid = threading.get_native_id()
+    before = os.getpriority(os.PRIO_PROCESS, tid)
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, tid, nice)
+    try:
+        yield
+    finally:
+        if nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, before)
+            except PermissionError:
+                raise SystemExit("--client-nice: the next server would start at the clients' priority "
+                                 "(setting it back needs root)") from None
+
+
 def one_class(label: str, app_dir: Path, args, members: bool = False) -> None:
     env = {"GRADIO_PROFILING": "1"}
     loads = [os.getloadavg()[0]]
@@ -202,7 +224,9 @@ def one_class(label: str, app_dir: Path, args, members: bool = False) -> None:
 
         threading.Thread(target=sample_load, daemon=True).start()
         t0 = time.monotonic()
-        latencies, errors, answers = run_class(app, args.visitors, args.seconds, args.seed, args.one_address, members)
+        with client_priority(args.client_nice):
+            latencies, errors, answers = run_class(app, args.visitors, args.seconds, args.seed, args.one_address,
+                                                   members)
         wall = time.monotonic() - t0
         sampler_stop.set()
         step = stop_run(app) if not args.no_training else 0
@@ -239,6 +263,8 @@ def main() -> None:
     parser.add_argument("--compare", default="", help="a second checkout, run alternately (A B B A)")
     parser.add_argument("--label-a", default="this checkout")
     parser.add_argument("--label-b", default="compare")
+    parser.add_argument("--client-nice", type=int, default=0,
+                        help="the bench's visitor threads at this nice value (e.g. 19: the server first)")
     parser.add_argument("--one-address", action="store_true",
                         help="every visitor behind one address: as one visitor, then as class members (A B B A)")
     args = parser.parse_args()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # The versions every touchpoint below was checked on (constraints.txt pins the same).
@@ -76,6 +77,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "fill listener docstrings without Jinja (cold start)"),
     Touchpoint("gradio frontend", "CSS .tabs .tab-wrapper, .tab-container[role=tablist], .visually-hidden",
                "bertdemo/ui/layout.py CSS", GRADIO, "the tab bar wraps on a phone instead of hiding tabs"),
+    Touchpoint("gradio frontend", "Blocks-*.js: update_loading_stati_state, the update_state_cb assignments, reload",
+               "bertdemo/frontend_patch.py STATUS_PASS", GRADIO,
+               "the page pushes a loading status into its component tree only when it changed"),
     Touchpoint("gradio frontend", "CSS .image-frame", "bertdemo/ui/phone.py CSS", GRADIO,
                "the attention overview scrolls sideways on a phone"),
     Touchpoint("gradio frontend", "[data-testid='status-tracker']", "tests/e2e/test_browser.py wait_idle", GRADIO,
@@ -236,6 +240,13 @@ def type_hints(fn: Callable) -> dict[str, Any]:
     import gradio as gr
 
     return gr.utils.get_type_hints(fn)
+
+
+def frontend_assets() -> Path:
+    """The folder of gradio's built page files (its script chunks, styles and fonts)."""
+    import gradio
+
+    return Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
 
 
 def upload_folder() -> str:

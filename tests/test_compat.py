@@ -188,6 +188,12 @@ def _canary_status_tracker():
     assert "status-tracker" in _frontend_text(".js")
 
 
+def _canary_status_pass():
+    from bertdemo.frontend_patch import STATUS_PASS, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (STATUS_PASS,))) == 1  # every edit found once
+
+
 def _canary_model_mapping():
     assert compat.masked_lm_class(BertConfig()) is BertForMaskedLM
 
@@ -327,6 +333,7 @@ CANARIES = {
     "gradio.events.EventListener.set_doc": _canary_set_doc,
     "CSS .tabs .tab-wrapper, .tab-container[role=tablist], .visually-hidden": _canary_tab_css,
     "CSS .image-frame": _canary_image_frame,
+    "Blocks-*.js: update_loading_stati_state, the update_state_cb assignments, reload": _canary_status_pass,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,

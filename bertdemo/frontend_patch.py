@@ -1,0 +1,130 @@
+"""Fixes to the web framework's page scripts, applied as they are served (:class:`FrontendPatch`, ASGI).
+
+One fix today, :data:`STATUS_PASS`. At every status message of every event (about ten a click) the framework's
+page pushes the loading status of *every* component that any event of the page has shown progress on into its
+component tree again, each push a search of the whole tree from its root plus a walk of the component's own
+subtree — although only the statuses of the event that sent the message changed. The work grows with every
+tab a learner has used: 13,500 tree nodes visited per Tokenizer click on a fresh page, 63,000 once the six
+Explore tabs have run (``docs/benchmarks.md``). The fix pushes a status only when it differs from the one this
+page last pushed for that component (compared by value); any other write of a component's loading status
+(a validation message, a cleared status) forgets what was pushed for it, so the next pass pushes again, and a
+re-built page forgets everything.
+
+Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
+(``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
+a text is missing (another framework version), :func:`patched_scripts` leaves that file alone and says so: the
+page is then slower, never broken. Standard library only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from bertdemo.page_cache import run_capturing
+
+Scope = dict[str, Any]
+ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
+
+ASSETS_ROUTE = "/assets/"  # where the framework serves its built files
+PASS_HEADERS = (b"accept-encoding", b"range", b"if-none-match", b"if-modified-since")  # the answer is always whole
+DROP_HEADERS = (b"content-length", b"etag", b"last-modified")  # of the file as it lies on disk
+
+log = logging.getLogger("bertdemo")
+
+
+@dataclass(frozen=True)
+class ScriptPatch:
+    """Edits of one of the framework's script files: ``(exact text, replacement)``, each text found once."""
+
+    name: str
+    file_glob: str
+    edits: tuple[tuple[str, str], ...]
+
+
+STATUS_PASS = ScriptPatch(
+    name="push a loading status only when it changed",
+    file_glob="Blocks-*.js",
+    edits=(
+        ("async update_loading_stati_state(){await Promise.all(Object.entries(this.loading_stati.current)"
+         ".map(([e,t])=>this.update_state_cb(Number(e),{loading_status:t},!1)))}",
+         "async update_loading_stati_state(){const s=this.__pushed||(this.__pushed=new Map),w=[];"
+         "for(const[e,t]of Object.entries(this.loading_stati.current)){const k=JSON.stringify(t);"
+         "if(s.get(e)===k)continue;w.push(this.update_state_cb(Number(e),{loading_status:t},!1));s.set(e,k)}"
+         "await Promise.all(w)}"
+         "__forget_pushed(a){const p=a[1];p&&typeof p==`object`&&`loading_status`in p&&this.__pushed"
+         "&&this.__pushed.delete(String(a[0]))}"),
+        # every other write of a loading status (both places the page's update function is set) forgets the push
+        ("this.update_state_cb=n,this.get_state_cb=r",
+         "this.update_state_cb=(...a)=>(this.__forget_pushed(a),n(...a)),this.get_state_cb=r"),
+        ("this.update_state_cb=t,this.get_state_cb=n",
+         "this.update_state_cb=(...a)=>(this.__forget_pushed(a),t(...a)),this.get_state_cb=n"),
+        ("reload(e,t,n,r,i){", "reload(e,t,n,r,i){this.__pushed=new Map;"),  # a re-built page: push everything
+    ),
+)
+PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS,)
+
+
+class PatchMissing(LookupError):
+    """The text an edit replaces is not in the framework's file (another version)."""
+
+
+def apply_patch(text: str, patch: ScriptPatch) -> str:
+    """``text`` with ``patch``'s edits made; :class:`PatchMissing` when a text is absent or found twice."""
+    for old, new in patch.edits:
+        found = text.count(old)
+        if found != 1:
+            raise PatchMissing(f"{patch.name}: {old[:60]!r}… found {found} times, expected once")
+        text = text.replace(old, new)
+    return text
+
+
+def patched_scripts(assets_dir: Path, patches: tuple[ScriptPatch, ...] = PATCHES) -> dict[str, bytes]:
+    """File name → patched bytes, for each patch whose file is found and whose edits all apply; a patch that
+    does not apply is logged and left out (the file is then served as it is)."""
+    out: dict[str, bytes] = {}
+    for patch in patches:
+        files = sorted(Path(assets_dir).glob(patch.file_glob))
+        try:
+            if len(files) != 1:
+                raise PatchMissing(f"{patch.name}: {len(files)} files match {patch.file_glob}, expected one")
+            text = out.get(files[0].name, files[0].read_bytes()).decode("utf-8")
+            out[files[0].name] = apply_patch(text, patch).encode("utf-8")
+        except PatchMissing as err:
+            log.warning("The page runs without the fix %s", err)
+    return out
+
+
+class FrontendPatch:
+    """ASGI middleware: a ``GET`` of a patched script (``scripts``: file name → bytes) is answered with the
+    framework's own answer (its status and headers) carrying the patched bytes, whole and uncompressed (an outer
+    :class:`~bertdemo.asset_cache.AssetCache` compresses and keeps it); everything else passes through."""
+
+    def __init__(self, app: ASGIApp, scripts: dict[str, bytes]) -> None:
+        self.app = app
+        self.paths = {ASSETS_ROUTE + name: body for name, body in scripts.items()}
+
+    async def __call__(self, scope: Scope, receive: Callable, send: Callable) -> None:
+        body = self._patched(scope)
+        if body is None:
+            await self.app(scope, receive, send)
+            return
+        plain = {**scope, "headers": [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in PASS_HEADERS]}
+
+        async def swap(start: dict, _disk: bytes) -> None:
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in DROP_HEADERS]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+        await run_capturing(self.app, plain, receive, send, swap)
+
+    def _patched(self, scope: Scope) -> bytes | None:
+        if scope.get("type") != "http" or scope.get("method") != "GET":
+            return None
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+        return self.paths.get(path)
