@@ -69,8 +69,7 @@
     var boxes = document.querySelectorAll(".gradio-container " + SCROLLERS.split(", ").join(", .gradio-container "));
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
-      // a chart's text twin is never on screen (and asking its size would lay out its thousands of cells)
-      if (box.hasAttribute("data-bd-scroll") || box.closest("svg, .js-plotly-plot, [role=listbox], .pf-twin")) continue;
+      if (box.hasAttribute("data-bd-scroll") || box.closest("svg, .js-plotly-plot, [role=listbox]")) continue;
       var wide = box.scrollWidth > box.clientWidth + 1, tall = box.scrollHeight > box.clientHeight + 1;
       if (!wide && !tall) continue;
       var style = getComputedStyle(box);
