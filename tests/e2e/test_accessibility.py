@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -147,6 +148,37 @@ def test_the_fill_mask_chart_reads_out_its_own_bars(browser_page: Page, app_url:
     for (_, shown, *_), prob in zip(rows, drawn["x"]):
         assert abs(float(shown) - prob) <= 5e-4 * max(abs(prob), 1e-12) + 1e-12, (shown, prob)
     assert page.locator("#fm-plot .pf-twin").evaluate("t => getComputedStyle(t).position") == "absolute"  # not shown
+
+
+HEATMAPS_JS = """g => g._fullData.filter(t => t.type === 'heatmap' && t.visible !== false)
+  .map(t => Array.from(t.z, row => Array.from(row)))"""
+TWIN_TABLES_JS = """t => [...t.querySelectorAll('table')].map(tb => ({caption: tb.caption.textContent,
+  rows: [...tb.querySelectorAll('tr')].slice(1).map(r => [...r.children].map(c => c.textContent))}))"""
+
+
+def test_a_large_figure_reads_out_each_row_s_largest_and_a_small_one_every_number(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab_by_name(page, "Inside BERT")
+    page.click("#in-run")
+    plot_ready(page, "#in-emb-plot")
+    wait_idle(page)
+    strips = page.locator("#in-emb-plot .js-plotly-plot").evaluate(HEATMAPS_JS)
+    assert sum(len(z) * len(z[0]) for z in strips) > 1000 and len(strips) >= 2  # too many numbers to read out
+    tables = page.locator("#in-emb-plot .pf-twin").evaluate(TWIN_TABLES_JS)
+    assert len(tables) == len(strips)
+    for table, z in zip(tables, strips):
+        assert "the largest value of each row" in table["caption"]
+        assert [float(r[2]) for r in table["rows"]] == [pytest.approx(max(row), rel=5e-4, abs=1e-9) for row in z]
+    open_tab_by_name(page, "Attention")
+    page.click("#att-run")
+    plot_ready(page, "#att-heatmap")
+    wait_idle(page)
+    (weights,) = page.locator("#att-heatmap .js-plotly-plot").evaluate(HEATMAPS_JS)
+    (table,) = page.locator("#att-heatmap .pf-twin").evaluate(TWIN_TABLES_JS)
+    assert len(table["rows"]) == len(weights) and "largest" not in table["caption"]  # every weight, row by row
+    for shown, row in zip(table["rows"], weights):
+        assert [float(v) for v in shown[1:]] == [pytest.approx(w, rel=5e-4, abs=1e-9) for w in row]
 
 
 ACTIVE = "() => { const a = document.activeElement; return a ? (a.id || a.closest('[id]')?.id || a.tagName) : null; }"

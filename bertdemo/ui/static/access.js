@@ -6,7 +6,11 @@
 (function () {
   "use strict";
   var SETTINGS = window.BERTDEMO_ACCESS || { answers: {}, names: {}, narrow: 640 };
-  var MAX_CELLS = 4000;  // a twin's table holds at most this many numbers; a bigger trace is summarised
+  // a figure's twin lists at most this many heatmap numbers, all its heatmaps together; beyond, each heatmap is
+  // summarised by the largest value of each row. The twin is laid out like any table, at every draw: Inside BERT's
+  // five embedding strips (about 5,100 cells) cost the page 140-180 ms a click in forced layout.
+  var MAX_CELLS = 1000;
+  var MAX_SERIES_CELLS = 4000;  // a bar or line series' table; a longer one is summarised (first, last, extremes)
 
   function shown(el) { return !!el && el.offsetParent !== null; }
   function tabsOf(list) {
@@ -116,7 +120,14 @@
     });
     return t;
   }
-  function traceTable(trace, name, layout) {
+  function heatmapCells(data) {
+    return data.reduce(function (n, trace) {
+      if (trace.type !== "heatmap" || trace.visible === false || trace.visible === "legendonly") return n;
+      var z = list(trace.z);
+      return n + z.length * (z.length ? list(z[0]).length : 0);
+    }, 0);
+  }
+  function traceTable(trace, name, layout, summarise) {
     var xs = list(trace.x), ys = list(trace.y), texts = list(trace.text);
     var xTitle = plain(((layout[trace.xaxis ? "xaxis" + trace.xaxis.slice(1) : "xaxis"] || {}).title)) || "x";
     var yTitle = plain(((layout[trace.yaxis ? "yaxis" + trace.yaxis.slice(1) : "yaxis"] || {}).title)) || "y";
@@ -125,7 +136,7 @@
       var cols = z.length ? z[0].length : 0;
       var colNames = cols ? z[0].map(function (_, j) { return xs.length ? String(xs[j]) : String(j); }) : [];
       var rowName = function (r) { return ys.length ? String(ys[r]) : String(r); };
-      if (z.length * cols <= MAX_CELLS) {
+      if (!summarise) {
         return table(name + ": rows " + yTitle + ", columns " + xTitle, [yTitle].concat(colNames),
                      z.map(function (row, r) { return [rowName(r)].concat(row.map(num)); }));
       }
@@ -144,7 +155,7 @@
     var head = [horizontal ? yTitle : xTitle, horizontal ? xTitle : yTitle];
     var withText = texts.length === values.length && texts.some(function (t) { return t !== "" && t != null; });
     if (withText) head.push("label");
-    if (values.length * head.length <= MAX_CELLS && values.length <= 400) {
+    if (values.length * head.length <= MAX_SERIES_CELLS && values.length <= 400) {
       return table(name, head, values.map(function (v, j) {
         var row = [String(keys[j]), num(v)];
         if (withText) row.push(plain(String(texts[j])));
@@ -167,12 +178,12 @@
     var title = plain(layout.title);
     box.setAttribute("aria-label", "The numbers of the chart" + (title ? " " + title : ""));
     box.setAttribute("role", "group");
-    var given = gd.data || [];
+    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS;
     data.forEach(function (trace, i) {
       if (trace.visible === false || trace.visible === "legendonly") return;
       var own = plain((given[trace.index != null ? trace.index : i] || {}).name);
       var name = [title, own || (data.length > 1 ? "series " + (i + 1) : "")].filter(Boolean).join(" — ") || "The chart";
-      var t = traceTable(trace, name, layout);
+      var t = traceTable(trace, name, layout, summarise);
       if (t) box.appendChild(t);
     });
     if (!box.childNodes.length) {
