@@ -164,3 +164,51 @@ def test_heldout_refuses_bad_sizes_and_charges_its_budget(pair, blocks, tokenize
         twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=0)
     with pytest.raises(ValueError, match="Read fewer held-out blocks"):
         twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=3, budget=WorkBudget(max_gflop=1e-6))
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory, tokenizer):
+    """A tiny masked LM and its left-to-right twin loaded as the app's model store loads them."""
+    from bertdemo.models.store import load_masked_lm
+    from tests.helpers import tiny_model_dir
+
+    root = tmp_path_factory.mktemp("stored-twins")
+    return (twins.twin_of(load_masked_lm(str(tiny_model_dir(BertForMaskedLM, root / "mlm", tokenizer)), "cpu")),
+            twins.twin_of(load_masked_lm(str(tiny_model_dir(BertLMHeadModel, root / "ltr", tokenizer,
+                                                            is_decoder=True)), "cpu")))
+
+
+def test_the_held_out_corpus_is_read_and_counted_once_per_stored_model(stored, corpus, tmp_path):
+    """The blocks and the n-gram counts are kept with the masked LM's store entry: a second comparison answers
+    with the block cache gone from disk, and every number equals a comparison that reads the corpus afresh."""
+    from dataclasses import asdict
+
+    mlm, ltr = stored
+    cache = tmp_path / "cache"
+    first = twins.heldout_from_corpus(mlm, ltr, cache, max_blocks=2, corpus=corpus)
+    assert any(str(k).startswith("held-out corpus") for k in mlm.loaded.cache("derived").keys())
+    for path in cache.iterdir():  # the block cache on disk goes: a second read would tokenize the corpus again
+        path.unlink()
+    second = twins.heldout_from_corpus(mlm, ltr, cache, max_blocks=4, corpus=corpus)
+    assert not any(cache.iterdir())
+    fresh = twins.heldout_from_corpus(twins.Twin(mlm.name, mlm.model, mlm.tokenizer),
+                                      twins.Twin(ltr.name, ltr.model, ltr.tokenizer), tmp_path / "fresh",
+                                      max_blocks=4, corpus=corpus)
+    as_plain = lambda r: {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(r).items()}
+    np.testing.assert_equal(as_plain(second), as_plain(fresh))
+    assert (first.blocks, second.blocks) == (2, 4) and second.questions > first.questions
+
+
+def test_the_vocabulary_check_reads_a_digest_kept_with_the_stored_model(stored, tokenizer, tmp_path):
+    from transformers import BertTokenizerFast
+
+    mlm, ltr = stored
+    assert mlm.vocabulary() == ltr.vocabulary() == twins.vocabulary_digest(tokenizer)
+    assert "vocabulary digest" in mlm.loaded.cache("derived").keys()
+    twins.check_pair(mlm, ltr)
+    vocab = [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
+    vocab[2000], vocab[2001] = vocab[2001], vocab[2000]  # two words swap ids: the same pieces, other ids
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    swapped = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
+    with pytest.raises(ValueError, match="different vocabularies"):
+        twins.check_pair(mlm, twins.Twin("other-ltr", ltr.model, swapped))

@@ -24,6 +24,7 @@ import torch
 
 from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes
+from bertdemo.models.threads import small_forward
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
 
 if TYPE_CHECKING:
@@ -111,39 +112,40 @@ def head_roles(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name:
     budget.check_time(len(sentences))
     device = next(model.parameters()).device
     enc = tokenize(tokenizer, list(sentences), padding=True, return_tensors="pt")
-    with attention_modes.attention_mode(weights=True):
-        out = model.base_model(input_ids=enc["input_ids"].to(device),
-                               attention_mask=enc["attention_mask"].to(device), output_attentions=True)
-    if not out.attentions:
-        raise ValueError(f"{name} returned no attention weights.")
-    att = torch.stack([a.float().cpu() for a in out.attentions])  # (L, B, H, S, S)
-    L, _B, H, _S, _ = att.shape
-    causal = bool(getattr(model.config, "is_decoder", False))
-    sums = {t: torch.zeros(L, H, dtype=torch.float64) for t in TARGETS}
-    entropy = torch.zeros(L, H, dtype=torch.float64)
-    words = 0
-    for b, n in enumerate(enc["attention_mask"].sum(dim=1).tolist()):
-        if n < 3:
-            continue
-        q = torch.arange(1, n - 1)  # the words
-        a = att[:, b][:, :, q, :n].double()  # (L, H, W, n): from each word to every real position
-        for t, cols in (("previous word", q - 1), ("next word", q + 1), ("same word", q),
-                        ("[CLS]", torch.zeros_like(q)), ("[SEP]", torch.full_like(q, n - 1))):
-            sums[t] += a.gather(3, cols.view(1, 1, -1, 1).expand(L, H, -1, 1)).squeeze(3).sum(dim=2)
-        visible = (q + 1 if causal else torch.full_like(q, n)).double()  # positions each word can see
-        h = -(a * a.clamp_min(1e-12).log()).sum(dim=3)  # (L, H, W)
-        entropy += (h / visible.log().clamp_min(1e-12)).sum(dim=2)
-        words += len(q)
-    if words == 0:
-        raise ValueError("No sentence had a word to measure.")
-    roles = []
-    for layer in range(L):
-        for head in range(H):
-            shares = {t: float(sums[t][layer, head] / words) for t in TARGETS}
-            ent = float(entropy[layer, head] / words)
-            role, share = _label(shares, ent)
-            roles.append(HeadRole(layer, head, role, share, shares, ent))
-    return HeadRoles(name, L, H, roles, len(sentences), words, causal)
+    with small_forward(enc["input_ids"].numel()):  # a small batch and its small sums: one thread
+        with attention_modes.attention_mode(weights=True):
+            out = model.base_model(input_ids=enc["input_ids"].to(device),
+                                   attention_mask=enc["attention_mask"].to(device), output_attentions=True)
+        if not out.attentions:
+            raise ValueError(f"{name} returned no attention weights.")
+        att = torch.stack([a.float().cpu() for a in out.attentions])  # (L, B, H, S, S)
+        L, _B, H, _S, _ = att.shape
+        causal = bool(getattr(model.config, "is_decoder", False))
+        sums = {t: torch.zeros(L, H, dtype=torch.float64) for t in TARGETS}
+        entropy = torch.zeros(L, H, dtype=torch.float64)
+        words = 0
+        for b, n in enumerate(enc["attention_mask"].sum(dim=1).tolist()):
+            if n < 3:
+                continue
+            q = torch.arange(1, n - 1)  # the words
+            a = att[:, b][:, :, q, :n].double()  # (L, H, W, n): from each word to every real position
+            for t, cols in (("previous word", q - 1), ("next word", q + 1), ("same word", q),
+                            ("[CLS]", torch.zeros_like(q)), ("[SEP]", torch.full_like(q, n - 1))):
+                sums[t] += a.gather(3, cols.view(1, 1, -1, 1).expand(L, H, -1, 1)).squeeze(3).sum(dim=2)
+            visible = (q + 1 if causal else torch.full_like(q, n)).double()  # positions each word can see
+            h = -(a * a.clamp_min(1e-12).log()).sum(dim=3)  # (L, H, W)
+            entropy += (h / visible.log().clamp_min(1e-12)).sum(dim=2)
+            words += len(q)
+        if words == 0:
+            raise ValueError("No sentence had a word to measure.")
+        roles = []
+        for layer in range(L):
+            for head in range(H):
+                shares = {t: float(sums[t][layer, head] / words) for t in TARGETS}
+                ent = float(entropy[layer, head] / words)
+                role, share = _label(shares, ent)
+                roles.append(HeadRole(layer, head, role, share, shares, ent))
+        return HeadRoles(name, L, H, roles, len(sentences), words, causal)
 
 
 def checkpoints_to_measure(steps: list[int], limit: int = MAX_CHECKPOINTS) -> list[int]:

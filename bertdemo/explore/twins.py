@@ -22,10 +22,13 @@ is the model's first guess; a rank counts the entries whose logit is strictly hi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
@@ -33,6 +36,7 @@ import torch.nn.functional as F
 
 from bertdemo.explore.encoding import normalise_masks
 from bertdemo.locks import tokenize
+from bertdemo.models.threads import small_forward
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import NgramCounts
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
@@ -54,15 +58,27 @@ LANDMARK_SERIES = {"unigram": "unigram",
                    "left": "word before (bigram)",
                    "both": "both neighbours"}
 QUESTIONS_PER_BATCH = 64
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Twin:
-    """One model of the pair: the name the page shows, the model and its tokenizer."""
+    """One model of the pair: the name the page shows, the model and its tokenizer; ``loaded``: the model store's
+    entry it came from, which keeps what is worked out once per model (its vocabulary's digest, the held-out
+    corpus read with its tokenizer) for the next request."""
 
     name: str
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
+    loaded: LoadedModel | None = field(default=None, compare=False, repr=False)
+
+    def kept(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, kept with the store's model when the twin has one (:meth:`LoadedModel.derived`)."""
+        return build() if self.loaded is None else self.loaded.derived(key, build)
+
+    def vocabulary(self) -> str:
+        """A digest of the tokenizer's vocabulary (token -> id): equal digests, the same ids for the same pieces."""
+        return self.kept("vocabulary digest", lambda: vocabulary_digest(self.tokenizer))
 
     @property
     def objective(self) -> str:
@@ -77,7 +93,13 @@ class Twin:
 
 def twin_of(loaded: LoadedModel) -> Twin:
     """A loaded model of the store as a :class:`Twin`."""
-    return Twin(loaded.name, loaded.model, loaded.tokenizer)
+    return Twin(loaded.name, loaded.model, loaded.tokenizer, loaded)
+
+
+def vocabulary_digest(tokenizer: PreTrainedTokenizerBase) -> str:
+    """SHA-1 of the vocabulary's (token, id) pairs in id order."""
+    pairs = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    return hashlib.sha1(json.dumps(pairs).encode("utf-8")).hexdigest()
 
 
 def check_pair(mlm: Twin, ltr: Twin) -> None:
@@ -87,7 +109,7 @@ def check_pair(mlm: Twin, ltr: Twin) -> None:
     if ltr.objective != "ltr":
         raise ValueError(f"{ltr.name} is a masked LM, not a left-to-right one: pick a left-to-right model "
                          "(a run trained with the left-to-right objective).")
-    if mlm.tokenizer.get_vocab() != ltr.tokenizer.get_vocab():
+    if mlm.tokenizer is not ltr.tokenizer and mlm.vocabulary() != ltr.vocabulary():
         raise ValueError(f"{mlm.name} and {ltr.name} use different vocabularies: the same words cannot be compared.")
 
 
@@ -106,12 +128,14 @@ def _device(model: Any) -> torch.device:
 @torch.inference_mode()
 def _logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
                rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """(M, V) float32 logits of ``model`` at (row, col) positions of a batch: the head on those outputs only."""
+    """(M, V) float32 logits of ``model`` at (row, col) positions of a batch: the head on those outputs only (a
+    small batch on one thread: :func:`~bertdemo.models.threads.small_forward`)."""
     device = _device(model)
-    out = model.base_model(input_ids=input_ids.to(device),
-                           attention_mask=None if attention_mask is None else attention_mask.to(device))
-    hidden = out.last_hidden_state[rows.to(device), cols.to(device)]
-    return _head(model)(hidden).float().cpu()
+    with small_forward(input_ids.numel()):
+        out = model.base_model(input_ids=input_ids.to(device),
+                               attention_mask=None if attention_mask is None else attention_mask.to(device))
+        hidden = out.last_hidden_state[rows.to(device), cols.to(device)]
+        return _head(model)(hidden).float().cpu()
 
 
 def _ranks(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -208,8 +232,7 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     specials = list(tok.all_special_ids)
     blocks = np.asarray(heldout_blocks, dtype=np.int64)[: int(max_blocks)]
     q = heldout_questions(blocks, specials, tok.mask_token_id, max_tokens=len(blocks) * blocks.shape[1])
-    vocab = tok.get_vocab()
-    end_ids = {vocab[e] for e in SENTENCE_ENDS if e in vocab}
+    end_ids = {i for i in tok.convert_tokens_to_ids(list(SENTENCE_ENDS)) if i is not None and i != tok.unk_token_id}
     boundary = {i for i in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if i is not None}
     sentences: list[np.ndarray] = []  # [CLS] words [SEP]
     asked: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
@@ -411,7 +434,7 @@ def heldout_from_corpus(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks:
                         budget: WorkBudget | None = None, corpus: str = HELDOUT_CORPUS) -> HeldoutComparison:
     """:func:`heldout_by_position` on ``corpus``'s held-out split (the blocks every run of that corpus holds
     out, from the block cache in ``cache_dir``; tokenized once), with the landmarks counted over its training
-    blocks. The deadline of ``budget`` starts once the blocks are ready."""
+    blocks (both kept with the masked LM's store entry: read and counted once per model). The deadline of ``budget`` starts once the blocks are ready."""
     from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.landmarks import count_ngrams
 
@@ -420,7 +443,12 @@ def heldout_from_corpus(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks:
     if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
         raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
     tok = mlm.tokenizer
-    blocks = prepare_blocks(corpus, tok, HELDOUT_SEQ_LEN, cache_dir)
-    counts = count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+
+    def read() -> tuple[np.ndarray, NgramCounts]:
+        blocks = prepare_blocks(corpus, tok, HELDOUT_SEQ_LEN, cache_dir)
+        return blocks.heldout, count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+
+    # read and counted once per model of the store (the same blocks and counts every time: its tokenizer's)
+    heldout, counts = mlm.kept(f"held-out corpus {corpus} T{HELDOUT_SEQ_LEN} in {Path(cache_dir)}", read)
     budget.restart()
-    return heldout_by_position(mlm, ltr, blocks.heldout, counts, max_blocks, budget)
+    return heldout_by_position(mlm, ltr, heldout, counts, max_blocks, budget)

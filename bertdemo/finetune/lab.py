@@ -20,6 +20,7 @@ from bertdemo.request_budget import WorkBudget, checking, unbounded
 
 BASELINES_FILE = "topic_baselines-v2.json"  # v2: every choice made on validation, the test accuracy drawn
 CLASSIFIERS_KEPT = 2  # fine-tuned models kept loaded for /classify (each about 90 MB)
+ONE_SENTENCE_TOKENS = 512  # a sentence classified or tagged: at most this many pieces (one small forward)
 PROBES_KEPT = 32  # layer-probe results kept (model, task): a few floats each, computed in about 20 s
 Progress = Callable[[float, str], None]
 
@@ -169,18 +170,20 @@ class FinetuneLab:
 
     # --- a fine-tuned model answers -------------------------------------------------------------------
     def classify(self, folder: str, text: str, budget: WorkBudget | None = None) -> tuple[list[str], list[float]]:
-        """(topic names, P(topic | text)) from the fine-tuned model in ``folder`` (its own forward, eval mode);
-        ``budget``: the request's, checked before the model is loaded and again before its forward."""
+        """(topic names, P(topic | text)) from the fine-tuned model in ``folder`` (its own forward, eval mode, on one
+        thread: :func:`bertdemo.models.threads.small_forward`); ``budget``: the request's, checked before the model
+        is loaded and again before its forward."""
         budget = budget or unbounded()
         budget.check()
         with LOGIC_IMPORT_LOCK:
             import torch
 
             from bertdemo.finetune.engine import topic_probabilities
+            from bertdemo.models.threads import small_forward
         model, tokenizer = self._classifier(folder)
         budget.check()  # loading a fine-tuned model may have taken the time
-        with torch.inference_mode():
-            probs = topic_probabilities(model, tokenizer, text, 512, torch.device("cpu"))
+        with torch.inference_mode(), small_forward(ONE_SENTENCE_TOKENS):
+            probs = topic_probabilities(model, tokenizer, text, ONE_SENTENCE_TOKENS, torch.device("cpu"))
         return [model.config.id2label[i] for i in range(len(probs))], probs
 
     def _classifier(self, folder: str, kind: str = "sequence"):
@@ -239,8 +242,10 @@ class FinetuneLab:
 
     def tag(self, folder: str, text: str) -> list[tuple[str, str, float]]:
         """Each word of ``text`` with its label and that label's probability from the token classifier saved in
-        ``folder`` (its own forward, eval mode)."""
+        ``folder`` (its own forward, eval mode, on one thread)."""
         with LOGIC_IMPORT_LOCK:
             from bertdemo.finetune.token_engine import tag_sentence
+            from bertdemo.models.threads import small_forward
         model, tokenizer = self._classifier(folder, kind="token")
-        return tag_sentence(model, tokenizer, text)
+        with small_forward(ONE_SENTENCE_TOKENS):
+            return tag_sentence(model, tokenizer, text, ONE_SENTENCE_TOKENS)

@@ -11,12 +11,11 @@ import ctypes
 import ctypes.util
 import os
 import sys
-import threading
-from collections.abc import Iterator
 
 import torch
 
 from bertdemo import compat
+from bertdemo.models.threads import threads_here
 
 # --- hardware: threads, bf16, the allocator -------------------------------------------------------
 # What the machine gives a run: CPU threads (leaving the UI a core), bf16 autocast where it pays,
@@ -73,31 +72,9 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(_M_TRIM_THRESHOLD, RETAIN_BYTES) and mallopt(_M_MMAP_THRESHOLD, RETAIN_BYTES))
 
 
-@contextlib.contextmanager
-def thread_count(requested: int, world_size: int, device: torch.device) -> Iterator[int]:
-    """Run the body with :func:`cpu_threads` intra-op threads in *this* thread only (CPU runs).
-
-    torch keeps one count per thread, but a thread takes its first count from a process-wide
-    default that ``torch.set_num_threads`` also overwrites: set naively, a run's single thread
-    would become the count of every thread created later (the web server's workers among them).
-    So the calling thread takes its own count, and a short helper thread puts the process-wide
-    default back at once; the calling thread's count is restored on exit.
-    """
+def thread_count(requested: int, world_size: int, device: torch.device) -> contextlib.AbstractContextManager[int]:
+    """Run the body with :func:`cpu_threads` intra-op threads in *this* thread only (CPU runs): the thread's own
+    count, the process-wide default left as it was (:func:`bertdemo.models.threads.threads_here`)."""
     if device.type != "cpu":
-        yield torch.get_num_threads()
-        return
-    previous = torch.get_num_threads()  # also fixes this thread's own count before we change it
-    count = cpu_threads(requested, world_size)
-    torch.set_num_threads(count)
-    _set_process_default(previous)
-    try:
-        yield count
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _set_process_default(count: int) -> None:
-    """Set the thread count new threads start with, leaving the caller's own count alone."""
-    helper = threading.Thread(target=torch.set_num_threads, args=(count,), name="torch-threads-default")
-    helper.start()
-    helper.join()
+        return contextlib.nullcontext(torch.get_num_threads())
+    return threads_here(cpu_threads(requested, world_size))
