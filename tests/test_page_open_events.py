@@ -122,11 +122,14 @@ def test_a_tabs_page_open_work_hangs_on_one_box_the_page_writes_only_when_needed
     inside = _tab_inside(config, tab)
     events = _page_open_events(config, set())  # every page-open event and what it sets off, none left out
     sent = [d for d in events if d.get("backend_fn")]
-    assert [d["targets"] for d in sent if d.get("api_name") == work] == [[[box, "change"]]]
-    # no other server event of the page open draws the tab (the deep link sets its sentence and step boxes only)
+    assert [[list(t) for t in d["targets"]] for d in sent if d.get("api_name") == work] == [[[box, "change"]]]
+    # the box left alone, a page open sends nothing that draws the tab (the deep link sets its sentence and step
+    # boxes only): neither the work nor what its drawing sets off (the sliders' redraw)
     types = {c["id"]: c["type"] for c in config["components"]}
-    drawing = [d.get("api_name") for d in sent if d.get("api_name") not in (work, "open_link")
-               and any(o in inside and types[o] not in ("state",) for o in d["outputs"])]
+    unshown = [d for d in _page_open_events(config, {box}) if d.get("backend_fn")]
+    assert len(unshown) >= 2 and work not in {d.get("api_name") for d in unshown}
+    drawing = [d.get("api_name") for d in unshown if d.get("api_name") != "open_link"
+               and any(o in inside and types[o] != "state" for o in d["outputs"])]
     assert drawing == []
     writers = [d for d in events if box in d["outputs"]]
     assert [d.get("api_name") for d in writers if d.get("backend_fn")] == (["open_link"] if tab == "learn" else [])

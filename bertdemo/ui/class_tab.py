@@ -211,9 +211,15 @@ def send_answers(store: ClassStore, progress: object, token: str) -> int:
     return store.record_rows(token, rows)
 
 
+# the Learn progress changed: a browser with a class membership counts one more change to send (a request), any
+# other leaves the count as it is (no request: a learner in no class sends nothing, not even when the page opens)
+COUNT_FOR_MEMBER_JS = f"(count) => localStorage.getItem({MEMBER_KEY!r}) ? String((Number(count) || 0) + 1) : count"
+
+
 def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> None:
     """A class member's Learn answers go to their class as they give them (the teacher's funnel, each question's
-    answers, the concept check's gain); a learner in no class keeps them in their browser alone."""
+    answers, the concept check's gain); a learner in no class keeps them in their browser alone, and their page
+    sends no request for it."""
     def send_learning_answers(kept: object, token: str | None) -> None:
         if not token:
             return
@@ -222,4 +228,7 @@ def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> N
         except ValueError as exc:  # a membership ended or forged, a full answer sheet: said, the page keeps working
             gr.Warning(f"Your answers were not sent to your class: {exc}")
 
-    progress.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")
+    with member.parent:  # the Class tab (a gr.Tabs holds only tabs)
+        changes = gr.Textbox("0", visible=False, elem_id="class-answers-to-send")  # counted in the page (members only)
+    progress.change(None, changes, changes, js=COUNT_FOR_MEMBER_JS, api_visibility="private", show_progress="hidden")
+    changes.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")

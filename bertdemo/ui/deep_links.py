@@ -187,8 +187,8 @@ def _open_js(ids: dict[str, str]) -> str:
     """JS that opens the tab named in ``value.tab`` (a click on its tab button), when ``value.run`` clicks
     that tab's run button (after the sentence is in its box), then follows ``value.focus`` (see FOCUS): opens
     an accordion, clicks a button, and scrolls the part that answers into view."""
-    return ("(value) => { const ids = " + json.dumps(ids) + "; const tab = value && value.tab;"
-            " if (!tab) return [];"
+    return ("(value) => { " + first_show.link_followed_js() + " const ids = " + json.dumps(ids) + ";"
+            " const tab = value && value.tab; if (!tab) return [];"
             " const button = [...document.querySelectorAll('button[role=tab]')].find("
             "b => b.dataset.tabId === tab && b.offsetParent !== null);"
             " if (button && button.getAttribute('aria-selected') !== 'true') button.click();"

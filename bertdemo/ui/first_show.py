@@ -7,8 +7,12 @@ its ``change`` (the server work) fires only when that value changes. It is writt
 tab's ``select`` (a click, or a deep link opening the tab) and by a change of the Model box while the tab is on
 screen; writing the value it already holds sends nothing. So the work runs the first time the tab is shown and
 again when it is shown with another model — never for a tab the visitor has not opened, never again when they
-come back to it. A page that opens on the tab itself (the first tab, a link to it) writes the box from its own
-load event (:mod:`bertdemo.ui.deep_links`).
+come back to it.
+
+While the page opens, the page's first tab is on screen (and gradio sends it a ``select``) even when the link
+opens another tab a moment later: until the deep link has been followed (:data:`LINK_FOLLOWED`, set by
+:mod:`bertdemo.ui.deep_links` before it opens the link's tab) the box is left alone, and the deep link's own load
+event writes the box of the tab the page opens on (the Learn tab: its first answer, in the same request count).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import gradio as gr
 
 SHOWN = "shown:"  # the box's value: this, then the model's name (never empty, so a first show always changes it)
+LINK_FOLLOWED = "bertdemoLinkFollowed"  # window flag: the page's deep link has been followed (its tab is shown)
 
 
 def shown_value(model: object) -> str:
@@ -25,18 +30,27 @@ def shown_value(model: object) -> str:
     return f"{SHOWN}{model or ''}"
 
 
-def _on_screen_js(tab_id: str) -> str:
-    """JS ``(model, held) -> held value``: the model when the tab ``tab_id`` is the one shown, else what it held."""
-    return ("(model, held) => { const b = [...document.querySelectorAll('button[role=tab]')].find("
-            f"b => b.dataset.tabId === {json.dumps(tab_id)} && b.offsetParent !== null);"
-            f" return b && b.getAttribute('aria-selected') === 'true' ? {json.dumps(SHOWN)} + (model || '') : held; }}")
+def _on_screen_js(tab_id: str | None) -> str:
+    """JS ``(model, held) -> held value``: once the deep link has been followed, the model when the tab ``tab_id``
+    is the one shown (``None``: the tab was just selected), else what the box held."""
+    shown = "true" if tab_id is None else (
+        "(() => { const b = [...document.querySelectorAll('button[role=tab]')].find("
+        f"b => b.dataset.tabId === {json.dumps(tab_id)} && b.offsetParent !== null);"
+        " return !!b && b.getAttribute('aria-selected') === 'true'; })()")
+    return (f"(model, held) => window[{json.dumps(LINK_FOLLOWED)}] && {shown}"
+            f" ? {json.dumps(SHOWN)} + (model || '') : held")
+
+
+def link_followed_js() -> str:
+    """A JS statement for the deep link's follow-up: the link is followed (tab selects count from now on)."""
+    return f"window[{json.dumps(LINK_FOLLOWED)}] = true;"
 
 
 def model_shown(tab: gr.Tab, tab_id: str, model_box: gr.Dropdown, elem_id: str) -> gr.Textbox:
     """A hidden box (build it inside the Blocks context) holding the Model box's value once the tab ``tab_id``
     is shown; wire the tab's first answer to its ``change``. Its value is the model the tab is shown with."""
     held = gr.Textbox("", visible=False, elem_id=elem_id)
-    tab.select(None, model_box, held, js=f"(model) => {json.dumps(SHOWN)} + (model || '')", api_visibility="private",
+    tab.select(None, [model_box, held], held, js=_on_screen_js(None), api_visibility="private",
                show_progress="hidden")
     model_box.change(None, [model_box, held], held, js=_on_screen_js(tab_id), api_visibility="private",
                      show_progress="hidden")
