@@ -23,18 +23,22 @@ from bertdemo.learn import steps as learn_steps
 from .conftest import screenshot
 from .pages import JOINS, RUN_TIMEOUT_MS, open_tab, resize, slider
 
-NAMES = ("open_link", "answer_shown", "learn_step", "draw_step", "shape_sliders", "read_link", "run_fill_mask")
+NAMES = ("open_link", "answer_shown", "learn_step", "draw_step", "shape_sliders", "read_link")
 
 
 def _events(app_url: str) -> dict[str, set[int]]:
-    """Each event's ids by its handler's name (gradio numbers a repeated name: learn_step, learn_step_1, ...)."""
+    """Each event's ids by its handler's name (gradio numbers a repeated name: learn_step, learn_step_1, ...), and
+    the Fill-Mask answer's ("run_fill_mask": the event of the tab's button)."""
     config = httpx.get(app_url + "config", timeout=30).json()
+    button = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "fm-run")
     ids: dict[str, set[int]] = {}
     for dep in config["dependencies"]:
         name = re.sub(r"_\d+$", "", dep.get("api_name") or "")
         if name in NAMES:
             ids.setdefault(name, set()).add(dep["id"])
-    assert set(ids) == set(NAMES)
+        if [button, "click"] in [list(t) for t in dep["targets"]]:
+            ids.setdefault("run_fill_mask", set()).add(dep["id"])
+    assert set(ids) == {*NAMES, "run_fill_mask"} and len(ids["run_fill_mask"]) == 1
     return ids
 
 
