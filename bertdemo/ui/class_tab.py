@@ -228,7 +228,10 @@ def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> N
         except ValueError as exc:  # a membership ended or forged, a full answer sheet: said, the page keeps working
             gr.Warning(f"Your answers were not sent to your class: {exc}")
 
-    with member.parent:  # the Class tab (a gr.Tabs holds only tabs)
+    tab = member.parent
+    while not isinstance(tab, gr.Tab):  # the Class tab (a gr.Tabs holds only tabs); member sits in a form in it
+        tab = tab.parent
+    with tab:
         changes = gr.Textbox("0", visible=False, elem_id="class-answers-to-send")  # counted in the page (members only)
     progress.change(None, changes, changes, js=COUNT_FOR_MEMBER_JS, api_visibility="private", show_progress="hidden")
     changes.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")

@@ -225,12 +225,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             return (gr.skip(), "", "", gr.skip(), "", gr.update(choices=[], value=None), gr.update(value=None), "",
                     gr.update(visible="hidden"), gr.skip())
 
+        # a pick in the list (.input: the page's own writes of the step — a link, Previous / Next — answer
+        # through their own events, so a link to a step costs one request, not two); named first: /learn_step
+        picked = step.input(**ask_model, api_name="learn_step")
         moved = [button.click(functools.partial(move, offset=offset), step, step, api_visibility="private").then(
             **ask_model, api_visibility="private") for button, offset in ((back, -1), (forward, 1))]
-        # a pick in the list (.input: the page's own writes of the step — a link, Previous / Next — answer
-        # through their own events, so a link to a step costs one request, not two)
-        for event in (step.input(**ask_model, api_name="learn_step"),
-                      sentence.submit(**ask_model, api_visibility="private"), *moved):
+        for event in (picked, sentence.submit(**ask_model, api_visibility="private"), *moved):
             event.success(**draw)
             event.failure(cleared, None, drawn, api_visibility="private", queue=False)
 
