@@ -51,7 +51,7 @@ def test_the_pages_own_events_follow_their_endpoints_lanes(demo):
     assert len(panels) == 4 and all((fn.concurrency_id, fn.concurrency_limit) == ("light", None) for fn in panels)
 
 
-@pytest.mark.parametrize("stem", ["draw_step", "check_guess", "show_me", "grade_concept", "restore_progress",
+@pytest.mark.parametrize("stem", ["draw_step", "check_guess", "show_me", "grade_concept",
                                   "mask_sample", "mask_epochs", "next_epoch", "nsp_pairs"])
 def test_the_learn_paths_answers_and_the_masking_labs_draws_run_in_the_light_lane(demo, stem):
     """They run no model (bertdemo/ui/heavy_requests.py declares them light): under a class they wait behind no

@@ -77,3 +77,27 @@ def test_a_poll_that_follows_its_page_owner_reads_every_part_as_that_owner():
     shown, *_ = fns["tab_shown"].fn({}, None, "tok-ada")
     ticked, *_ = fns["tab_tick"].fn({}, None, "tok-bob")
     assert (shown, ticked) == ("tok-ada", "tok-bob") and manager._viewer.get() == ""
+
+
+def test_a_first_part_answers_alone_before_the_others_and_the_next_draw_does_not_send_it_again():
+    """The Pretrain tab's status line (``first``): the select's own request draws it alone and sets no timer; the
+    request chained after it draws the other parts and sets the timer, leaving out the line the page already has."""
+    state = {"text": "RUNNING step 1", "live": True}
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            with gr.Tab("Run", id="run") as tab:
+                line, curves = gr.Markdown(elem_id="line"), gr.Markdown()
+                poll = TabPoll(1.0, "line")
+                poll.add(lambda request: ((state["text"],), False), [], [line], first=True)
+                poll.add(lambda request: ((state["text"], "curves"), state["live"]), [], [line, curves])
+                poll.wire(tab)
+    fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
+    selected = [f for f in demo.fns.values() if any(t[1] == "select" for t in f.targets)]
+    assert [f.api_name for f in selected] == ["tab_first"] and selected[0].outputs == [line, poll.sent]
+    assert fns["tab_shown"].trigger_after == selected[0]._id
+    drawn, sent = fns["tab_first"].fn({}, None)
+    assert drawn == "RUNNING step 1"
+    again, drawn_curves, sent, timer = fns["tab_shown"].fn(sent, None)
+    assert (again, drawn_curves, timer) == (SKIP, "curves", {"__type__": "update", "active": True})
+    ticked = fns["tab_tick"].fn(sent, None)
+    assert len(ticked) == 4 and ticked[0] == SKIP  # a tick draws the others (the line with them), never the first part

@@ -16,7 +16,7 @@ from bertdemo import compat
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel
-from bertdemo.ui import lanes
+from bertdemo.ui import first_show, lanes
 
 from bertdemo.ui import common
 
@@ -117,9 +117,9 @@ def _write_csvs(folder: str, views: dict[str, attention.AttentionView]) -> list[
     return paths
 
 
-def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> None:
-    """Lay out the tab inside the current Blocks context and wire its events (``page``: the slider
-    ranges fitted to the model as soon as a page opens)."""
+def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
+    """Lay out the tab inside the current Blocks context and wire its events (the slider ranges are fitted to the
+    model when the tab is first shown, and when the model changes while it is on screen: ui/first_show.py)."""
     user_errors = functools.partial(common.user_errors, public=ctx.settings.is_public)  # no server path shown
     store = ctx.models
 
@@ -157,7 +157,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         return summary, result.table()
 
     def shape_sliders(model: str, layer: float, head: float):
-        """The Layer and Head ranges of the model in the picker, before any answer (browser only)."""
+        """The Layer and Head ranges of the model in the picker, before any answer (the tab shown with it)."""
         try:
             layers, heads, _ = store.get(model).shape
             last_layer, last_head = int(layers) - 1, int(heads) - 1
@@ -261,7 +261,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         items = [s.strip() for s in (spec or "").split(",") if s.strip()]
         return ", ".join(items + ([item] if item not in items else []))
 
-    with gr.Tab("Attention", id="attention"):
+    with gr.Tab("Attention", id="attention") as tab:
         gr.Markdown(
             "Self-attention decides, for every token, how much of every other token it mixes in. "
             "Each layer has several heads, each with its own pattern."
@@ -334,6 +334,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         drawn_state = gr.State(None)  # what the page shows: the keys of each view, the overview's pixels
         folder_state = gr.State(None, delete_callback=_remove_dir)
         overview_file = gr.State(None, delete_callback=_remove_overview)  # this page's one overview PNG
+        shown_with = first_show.model_shown(tab, "attention", model_box, "att-shown")  # the model the tab shows
 
     layer_box, head_box, token_box = layer, head, token  # the names draw() and show() update
     controls = [layer, head, mean, hide, renorm, direction]
@@ -361,9 +362,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     )
     csv_button.click(make_csvs, [state, *controls, token, folder_state, drawn_state],
                      [csv_files, folder_state, drawn_state], api_visibility="private", show_progress_on=[csv_files])
-    for event in [model_box.change] + ([page.load] if page is not None else []):
-        event(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
-              show_progress="hidden")
+    shown_with.change(shape_sliders, [model_box, layer, head], [layer, head], api_visibility="private",
+                      show_progress="hidden")
     overview.select(pick, state, [layer, head, mean], api_visibility="private")
 
     rollout_button.click(

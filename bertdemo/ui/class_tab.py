@@ -36,7 +36,11 @@ MEMBER_KEY = "bertdemo-class-member"  # localStorage: this browser's signed clas
 # the membership as a cookie, so every request of the page carries it (a year; sent to this site alone)
 _SET_COOKIE = (f"document.cookie = {MEMBER_COOKIE + '='!r} + encodeURIComponent(token) + '; Path=/; Max-Age=31536000;"
                " SameSite=Lax' + (location.protocol === 'https:' ? '; Secure' : '');")
-READ_MEMBER_JS = f"() => localStorage.getItem({MEMBER_KEY!r}) || ''"
+# at page open: the membership kept in this browser, and whether the page has a class to read (a membership, or a
+# ?class= / ?teacher= link): only then does the page ask the server (read_link), else a page open sends nothing here
+READ_CLASS_JS = (f"() => {{ const token = localStorage.getItem({MEMBER_KEY!r}) || '';"
+                 " const q = new URLSearchParams(location.search);"
+                 " return [token, token || q.get('class') || q.get('teacher') ? 'read' : '']; }")
 KEEP_MEMBER_JS = (f"(token) => {{ if (token) {{ localStorage.setItem({MEMBER_KEY!r}, token); {_SET_COOKIE} }}"
                   " return []; }")
 # for launch(head=...): before the page's first request, a membership kept in this browser becomes the cookie
@@ -108,6 +112,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
                 csv_button = gr.DownloadButton("Answers as CSV", elem_id="class-csv")
         member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
         teacher = gr.Textbox(visible=False, elem_id="class-teacher-key")  # from ?teacher=
+        to_read = gr.Textbox("", visible=False, elem_id="class-to-read")  # "read": the page open has a class to read
 
     def create_class(class_name: str) -> str:
         new = classes.store.create_class(class_name)
@@ -138,7 +143,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
 
     def read_link(request: gr.Request):
         """The link's class code into the Join box, with a teacher key the teacher's view, and for a member (the
-        door knows them by their cookie) their class and own runs: one event per open."""
+        door knows them by their cookie) their class and own runs: one event, sent only by a page open that has a
+        class to read (READ_CLASS_JS)."""
         params = dict(request.query_params) if request is not None else {}
         code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
         mine = classes.own_runs(visitor_of(request))
@@ -149,9 +155,9 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         None, links, links, js=LINKS_JS, api_visibility="private")
     join.click(user_errors(join_class), [code, nickname], [member, joined], api_visibility="private").then(
         None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
-    demo.load(None, None, member, js=READ_MEMBER_JS, api_visibility="private")
+    demo.load(None, None, [member, to_read], js=READ_CLASS_JS, api_visibility="private")
     shown = [teacher_view, report_md, gallery, csv_button, ft_gallery]
-    demo.load(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
+    to_read.change(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
     refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
     csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
     return member
@@ -205,9 +211,15 @@ def send_answers(store: ClassStore, progress: object, token: str) -> int:
     return store.record_rows(token, rows)
 
 
+# the Learn progress changed: a browser with a class membership counts one more change to send (a request), any
+# other leaves the count as it is (no request: a learner in no class sends nothing, not even when the page opens)
+COUNT_FOR_MEMBER_JS = f"(count) => localStorage.getItem({MEMBER_KEY!r}) ? String((Number(count) || 0) + 1) : count"
+
+
 def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> None:
     """A class member's Learn answers go to their class as they give them (the teacher's funnel, each question's
-    answers, the concept check's gain); a learner in no class keeps them in their browser alone."""
+    answers, the concept check's gain); a learner in no class keeps them in their browser alone, and their page
+    sends no request for it."""
     def send_learning_answers(kept: object, token: str | None) -> None:
         if not token:
             return
@@ -216,4 +228,10 @@ def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> N
         except ValueError as exc:  # a membership ended or forged, a full answer sheet: said, the page keeps working
             gr.Warning(f"Your answers were not sent to your class: {exc}")
 
-    progress.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")
+    tab = member.parent
+    while not isinstance(tab, gr.Tab):  # the Class tab (a gr.Tabs holds only tabs); member sits in a form in it
+        tab = tab.parent
+    with tab:
+        changes = gr.Textbox("0", visible=False, elem_id="class-answers-to-send")  # counted in the page (members only)
+    progress.change(None, changes, changes, js=COUNT_FOR_MEMBER_JS, api_visibility="private", show_progress="hidden")
+    changes.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")

@@ -25,7 +25,7 @@ import gradio as gr
 from bertdemo.learn import steps as learn_steps
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
-from bertdemo.ui import common
+from bertdemo.ui import common, first_show
 from bertdemo.ui.common import toast_text
 
 if TYPE_CHECKING:
@@ -100,6 +100,12 @@ def parse_link(params: Mapping[str, str]) -> DeepLink:
         problems.append(f"the model name must be at most {MAX_NAME_CHARS} characters on one line")
         model = None
     return DeepLink(tab, text.strip() if text else None, model, step, problems)
+
+
+def opens_on_learn(link: DeepLink) -> bool:
+    """Whether the page opens on the Learn tab (the first tab: no tab named, or Learn): only then does a page
+    open ask for the path's first answer (ui/first_show.py; another tab's link leaves it until Learn is shown)."""
+    return link.tab in (None, "learn")
 
 
 def checked_model(store: ModelSource, name: str | None, offered: set[str]) -> tuple[str | None, list[str]]:
@@ -181,8 +187,8 @@ def _open_js(ids: dict[str, str]) -> str:
     """JS that opens the tab named in ``value.tab`` (a click on its tab button), when ``value.run`` clicks
     that tab's run button (after the sentence is in its box), then follows ``value.focus`` (see FOCUS): opens
     an accordion, clicks a button, and scrolls the part that answers into view."""
-    return ("(value) => { const ids = " + json.dumps(ids) + "; const tab = value && value.tab;"
-            " if (!tab) return [];"
+    return ("(value) => { " + first_show.link_followed_js() + " const ids = " + json.dumps(ids) + ";"
+            " const tab = value && value.tab; if (!tab) return [];"
             " const button = [...document.querySelectorAll('button[role=tab]')].find("
             "b => b.dataset.tabId === tab && b.offsetParent !== null);"
             " if (button && button.getAttribute('aria-selected') !== 'true') button.click();"
@@ -216,9 +222,11 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
     hidden = gr.JSON(visible=False)  # {"tab", "run", "focus"}: the tab the follow-up opens, runs and shows
     outputs = [*targets, *([words] if words is not None else []), model_box, learn.step,
                *(boxes[b] for b in settable), hidden]
+    if learn.shown is not None:  # the Learn tab's first answer, sent only when the page opens on that tab
+        outputs.append(learn.shown)
 
     def updates(tab: str | None, text: str | None, word: str | None = None, model: Any = None,
-                step: str | None = None, run: bool = False, focus: str | None = None) -> list:
+                step: str | None = None, run: bool = False, focus: str | None = None, learn_shown: Any = None) -> list:
         out = [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
                 for t in text_tabs]
         if words is not None:  # a new sentence for Inside BERT: its own hidden word, or none (never the default's)
@@ -226,7 +234,8 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         out += [model if model is not None else gr.skip(), gr.update(value=step) if step else gr.skip()]
         sets = FOCUS.get(focus or "", {}).get("set", {})
         out += [gr.update(value=sets[b]) if b in sets else gr.skip() for b in settable]
-        return out + [{"tab": tab, "run": run, "focus": FOCUS.get(focus or "", {})}]
+        out.append({"tab": tab, "run": run, "focus": FOCUS.get(focus or "", {})})
+        return out + ([gr.skip() if learn_shown is None else learn_shown] if learn.shown is not None else [])
 
     def open_link(current: str | None, request: gr.Request):
         """The page's one load handler for the model box: its choices refreshed (new checkpoints) and its
@@ -239,7 +248,8 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
             gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(problems) + "."),
                        duration=None)  # stays until closed: read once the view has drawn
         model = gr.update(choices=choices, value=named or current)
-        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None)
+        shown = first_show.shown_value(named or current) if opens_on_learn(link) else None
+        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None, learn_shown=shown)
 
     def keep_exploring(answer: dict | None):
         if not answer:
@@ -252,7 +262,6 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
     # progress on at each status message of every later event, and this one writes a text box on every tab
     opened = demo.load(open_link, model_box, outputs, api_visibility="private", show_progress_on=model_box)
     opened.then(None, hidden, None, js=click, api_visibility="private")
-    learn.answer_after(opened)  # the path's first answer, for the step and sentence the link set
     learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
         None, hidden, None, js=click, api_visibility="private")
     return opened

@@ -126,6 +126,10 @@ ENDPOINTS: dict[str, Endpoint] = {
     "queue_status": LIGHT, "cancel_queued": LIGHT,
     # a run tab's one poll (ui/tab_poll.py): drawn when the tab is shown, then at each tick while a run is live
     "tab_shown": LIGHT, "tab_tick": LIGHT,
+    # a tab's first answer, sent when the tab is shown (ui/first_show.py): the Learn step answered and drawn
+    "answer_shown": MODEL,
+    # a run tab's first request when shown (ui/tab_poll.py): its status line, before the curves and run lists
+    "tab_first": LIGHT,
 }
 
 _NUMBERED = re.compile(r"_\d+$")  # gradio numbers a repeated name: fill, fill_1, fill_2, ...

@@ -62,7 +62,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             learn = learn_tab.build(ctx, model_box, demo)  # first: a newcomer's way in (skippable: any other tab)
             tokenizer_tab.build(ctx, model_box, demo)
             notice = fill_mask_tab.build(ctx, model_box)
-            attention_tab.build(ctx, model_box, demo)
+            attention_tab.build(ctx, model_box)
             inside_tab.build(ctx, model_box)
             words_tab.build(ctx, model_box, demo)  # after Fill-Mask: its "Why this word?" opens here
             masking_tab.build(ctx, model_box)

@@ -22,7 +22,7 @@ import gradio as gr
 
 from bertdemo.learn import concept_check, live_run, predictions, steps as learn_steps
 from bertdemo.models import availability
-from bertdemo.ui import common, lanes
+from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.lazy import LazyModule
@@ -56,8 +56,10 @@ class LearnTab:
     sentence: gr.Textbox
     open_button: gr.Button
     raw: gr.JSON  # the last answer (its "tab" and "tab_text" say where the button leads)
-    answer_after: Callable[[Any], Any]  # (an event) -> answer the current step once it has run
     progress: gr.JSON | None = None  # this browser's answers (hidden; learn.predictions.answer_records reads it)
+    # the model the tab was shown with (ui/first_show.py): a new value answers the current step and draws it, in
+    # one request; the page open writes it (first_show.shown_value) when the page opens on this tab
+    shown: gr.Textbox | None = None
 
 
 def render(answer: dict) -> tuple[str, str, str, dict]:
@@ -155,10 +157,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             return gr.skip(), gr.update(visible=True), gr.skip(), gr.skip()
         return reveal(predictions.shown_without_guess(question), question, progress)
 
-    def restore_progress(answer: dict | None, progress: Any) -> tuple:
-        """The progress this browser kept, shown once the page has read it."""
-        return ask(answer, progress)
-
     @user_errors
     def grade_concept(when: str, *args) -> tuple:
         """Grade the concept check (taken before or after the path) and show the change."""
@@ -169,7 +167,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         kept["concept"][when] = concept_check.chosen_indices(list(chosen))
         return concept_check.report(kept["concept"], when), kept, predictions.summary(kept)
 
-    with gr.Tab("Learn", id="learn"):
+    with gr.Tab("Learn", id="learn") as tab:
         gr.Markdown(INTRO)
         progress_line = gr.Markdown(predictions.summary(None), elem_id="learn-progress-line")
         items = concept_check.items()
@@ -211,6 +209,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             raw = gr.JSON(elem_id="learn-raw")
         progress = gr.JSON(None, visible=False, elem_id="learn-progress")  # kept in this browser (PROGRESS_KEY)
         owner = gr.Textbox("", visible=False, elem_id="learn-owner")  # filled from localStorage by WITH_OWNER_JS
+        shown_with = first_show.model_shown(tab, "learn", model_box, "learn-shown")
 
         inputs = [step, sentence, model_box]
         drawn = [question, answer, code, open_button, prompt, choice, number, verdict, revealed, progress_line]
@@ -226,14 +225,24 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             return (gr.skip(), "", "", gr.skip(), "", gr.update(choices=[], value=None), gr.update(value=None), "",
                     gr.update(visible="hidden"), gr.skip())
 
-        for event in (step.change(**ask_model, api_name="learn_step"),
-                      sentence.submit(**ask_model, api_visibility="private")):
+        # a pick in the list (.input: the page's own writes of the step — a link, Previous / Next — answer
+        # through their own events, so a link to a step costs one request, not two); named first: /learn_step
+        picked = step.input(**ask_model, api_name="learn_step")
+        moved = [button.click(functools.partial(move, offset=offset), step, step, api_visibility="private").then(
+            **ask_model, api_visibility="private") for button, offset in ((back, -1), (forward, 1))]
+        for event in (picked, sentence.submit(**ask_model, api_visibility="private"), *moved):
             event.success(**draw)
             event.failure(cleared, None, drawn, api_visibility="private", queue=False)
-        # a model that cannot load is told once, by the status line under the model box, not again here
-        model_box.change(quietly(learn_step), inputs, raw, api_visibility="private", **shown).success(**draw)
-        back.click(functools.partial(move, offset=-1), step, step, api_visibility="private")
-        forward.click(functools.partial(move, offset=1), step, step, api_visibility="private")
+
+        def answer_shown(step_key: str, text: str, model: str, kept: Any) -> tuple:
+            """The tab is on screen (first shown, or shown with another model): the step answered and drawn in one
+            request. A model that cannot load is told once, by the status line under the model box, not here."""
+            answer = quietly(learn_step)(step_key, text, model)
+            if not isinstance(answer, dict):
+                return (gr.skip(),) * (1 + len(drawn))
+            return (answer, *draw_step(answer, kept))
+
+        shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn], api_visibility="private", **shown)
         graded = [verdict, revealed, progress, progress_line]
         check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
                     show_progress_on=[verdict], js=WITH_OWNER_JS, **lanes.LIGHT)
@@ -242,12 +251,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         grade_button.click(grade_concept, [when, *item_boxes, progress], [check_result, progress, progress_line],
                            api_visibility="private", show_progress_on=[check_result], **lanes.LIGHT)
     progress.change(None, progress, None, js=KEEP_PROGRESS_JS, api_visibility="private")  # kept in the browser
-    if page is not None:  # what this browser kept, read when the page opens
-        page.load(None, None, progress, js=READ_PROGRESS_JS, api_visibility="private").then(
-            restore_progress, [raw, progress], [prompt, choice, number, verdict, revealed, progress_line],
-            api_visibility="private", show_progress="hidden", **lanes.LIGHT)
+    if page is not None:  # what this browser kept, read in the page when it opens (drawn with the first answer)
+        page.load(None, None, progress, js=READ_PROGRESS_JS, api_visibility="private")
 
-    def answer_after(event):
-        return event.then(**ask_model, api_visibility="private").success(**draw)
-
-    return LearnTab(step, sentence, open_button, raw, answer_after, progress)
+    return LearnTab(step, sentence, open_button, raw, progress, shown_with)

@@ -509,6 +509,12 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     def estimate_part(request: gr.Request, *values):
         return (time_estimate(*values),), False
 
+    def status_part(request: gr.Request):
+        """The status line alone, answered first when the tab is shown (a snapshot from memory): the placeholder
+        gives way at once; the curves and the run lists (read from disk) follow in the tab's next request."""
+        return (status_text(),), False
+
+    poll.add(status_part, [], [status], first=True)
     poll.add(run_part, [seen, *view, run_pick, order_run], [*outputs, probe, expected])
     queue_panel.wire(poll, owner)
     poll.add(estimate_part, list(form.values()), [estimate_box], on_show_only=True)  # the form's changes redraw it

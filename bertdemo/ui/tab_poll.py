@@ -6,7 +6,9 @@ visitor's queued run, a section's live cell. Each part adds a function to the ta
 one request answers them all:
 
 - the tab's ``select`` (the learner opens it, a deep link or a Learn step opens it) draws every part, so a
-  page open reads none of them: a tab not shown costs the server nothing;
+  page open reads none of them: a tab not shown costs the server nothing; parts added ``first`` (a status line)
+  are drawn by a request of their own just before the others, so the tab reads at once and its slow parts
+  (curves, run lists) follow;
 - the timer (inactive at first) is started by that draw when a part says it is live (a run training,
   preparing, paused or queued that the tab shows), and stopped by the tick that finds nothing live; leaving
   the tab stops it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start from the page
@@ -41,6 +43,7 @@ class _Part:
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     on_show_only: bool
+    first: bool = False
 
 
 def _is_skip(value: Any) -> bool:
@@ -86,13 +89,15 @@ class TabPoll:
         owner token): with several runs at once, the run services then answer with this page's own run."""
         self._viewer, self._viewing = viewer, viewing
 
-    def add(self, fn: PartFn, inputs: Sequence[Any], outputs: Sequence[Any], *, on_show_only: bool = False) -> None:
+    def add(self, fn: PartFn, inputs: Sequence[Any], outputs: Sequence[Any], *, on_show_only: bool = False,
+            first: bool = False) -> None:
         """A part: ``fn(request, *inputs)`` returns one value per output (``gr.skip()`` for none) and whether
         what it shows is live; ``on_show_only``: drawn when the tab is shown, not at each tick (e.g. an estimate
-        the form's own changes redraw)."""
-        self._parts.append(_Part(fn, tuple(inputs), tuple(outputs), on_show_only))
+        the form's own changes redraw); ``first``: drawn when the tab is shown by a request of its own, before
+        the other parts (a cheap line the learner reads first; never at a tick, and it starts no timer)."""
+        self._parts.append(_Part(fn, tuple(inputs), tuple(outputs), on_show_only or first, first))
 
-    def _handler(self, parts: list[_Part], ticking: bool) -> tuple[Callable, list, list]:
+    def _handler(self, parts: list[_Part], ticking: bool, timed: bool = True) -> tuple[Callable, list, list]:
         inputs = [c for p in parts for c in p.inputs]
         outputs = [c for p in parts for c in p.outputs]
         ids = [c._id for c in outputs]
@@ -110,15 +115,18 @@ class TabPoll:
                     out.extend(drawn)
                     live = live or part_live
             out, sent = unsent(out, ids, sent)
+            if not timed:  # the first parts' own request: the timer is the rest's to set
+                return (*out, sent)
             if ticking:  # a tick runs only while the timer is on: it need only stop it
                 timer = gr.skip() if live else gr.update(active=False)
             else:
                 timer = gr.update(active=live)
             return (*out, sent, timer)
 
-        tab_poll.__name__ = "tab_tick" if ticking else "tab_shown"  # the api names ui/heavy_requests.py declares
+        # the api names ui/heavy_requests.py declares
+        tab_poll.__name__ = "tab_tick" if ticking else "tab_shown" if timed else "tab_first"
         viewer = [self._viewer] if follows else []
-        return tab_poll, [self.sent, *viewer, *inputs], [*outputs, self.sent, self.timer]
+        return tab_poll, [self.sent, *viewer, *inputs], [*outputs, self.sent, *([self.timer] if timed else [])]
 
     def wire(self, tab: gr.Tab) -> None:
         """The tab's select draws every part and starts (or stops) the timer; the timer's tick draws the parts
@@ -126,11 +134,16 @@ class TabPoll:
         if self._wired:
             raise RuntimeError("a tab's poll is wired once")
         self._wired = True
-        shown, shown_inputs, shown_outputs = self._handler(self._parts, ticking=False)
+        first = [p for p in self._parts if p.first]
+        shown, shown_inputs, shown_outputs = self._handler([p for p in self._parts if not p.first], ticking=False)
         self._on_show, self._show_inputs, self._show_outputs = shown, shown_inputs, shown_outputs
         tick, tick_inputs, tick_outputs = self._handler([p for p in self._parts if not p.on_show_only], ticking=True)
         quiet = dict(api_visibility="private", show_progress="hidden", show_progress_on=[])
-        tab.select(shown, shown_inputs, shown_outputs, **quiet)
+        if first:  # the cheap parts answer first, the rest right after
+            tab.select(*self._handler(first, ticking=False, timed=False), **quiet).then(
+                shown, shown_inputs, shown_outputs, **quiet)
+        else:
+            tab.select(shown, shown_inputs, shown_outputs, **quiet)
         self.timer.tick(tick, tick_inputs, tick_outputs, **quiet)
         tabs = getattr(tab, "parent", None)
         if isinstance(tabs, gr.Tabs):
