@@ -68,7 +68,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     # Learn
     "learn_step": MODEL, "answer_or_skip": MODEL, "render": LIGHT, "keep_exploring": LIGHT, "open_link": LIGHT,
     # Learn: predict, then reveal; the concept check; the learner's progress (kept in their browser)
-    "draw_step": LIGHT, "check_guess": LIGHT, "show_me": LIGHT, "restore_progress": LIGHT, "grade_concept": LIGHT,
+    "draw_step": LIGHT, "check_guess": LIGHT, "show_me": LIGHT, "grade_concept": LIGHT,
     "learn_wordpiece": LIGHT,
     # the code panels, examples, the model picker (loading has its own rules: bertdemo.models.policy)
     "fill": LIGHT, "refresh": LIGHT, "load_example": LIGHT, "on_change": LIGHT, "cleared": LIGHT, "partial": LIGHT, "lambda": LIGHT,
