@@ -25,8 +25,6 @@ Use it where ``gr.Plot`` would be used::
   screen's height (any fraction of a screen, in hundredths), for figures just below the first screen that
   a click would otherwise draw at once. Until it is drawn, a new figure's old picture is hidden (never
   shown as the answer to the new input).
-- **Off screen**: a new figure near the screen but not on it is drawn once the page is idle (at most
-  500 ms later), so a click's answer on screen is shown first; until then its old picture is hidden.
 - **select** event: a click on a point; the handler's ``evt: gr.SelectData`` has ``index`` (plotly's
   point index: ``[row, column]`` in a heatmap, an int in a bar or line trace) and ``value``
   (``{"x", "y", "z", "text", "curve"}``).

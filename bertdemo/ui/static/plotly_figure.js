@@ -16,9 +16,6 @@
 //   them. With a class pf-lazy-N as well (PlotlyFigure(lazy=0.5): pf-lazy-50) the distance is N
 //   hundredths of a screen. Until then its old picture is hidden, never shown as the new answer. A
 //   figure already drawn is still refitted wherever it is.
-// - A new figure near the screen but off it (below the fold) is drawn once the page is idle
-//   (requestIdleCallback, at most 500 ms later): what the click shows on screen comes first. Until then
-//   its old picture is hidden.
 // - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
 //   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit.
 // - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
@@ -28,7 +25,6 @@
   var NARROW = Number(props.narrow) || 640;  // props.narrow is absent once a gr.update mounted the figure: the same NARROW_PX (tests/test_plotly_figure.py)
   var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
   var CONFIG = { displaylogo: false, responsive: false };
-  var IDLE_WAIT_MS = 500;  // a figure off screen waits at most this long for the page to be idle
 
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
@@ -195,17 +191,7 @@
                                    text: p.text === undefined ? null : p.text, curve: p.curveNumber } });
     });
   }
-  // a new figure near the screen but not on it is drawn once the page is idle: the answer on screen is shown
-  // first (a click's text, the figure in view), this one before the learner can scroll to it
-  var idleWait = false;
-  function inView() {
-    var r = element.getBoundingClientRect();
-    return r.bottom > 0 && r.top < window.innerHeight;
-  }
-  function whenIdle(fn) {
-    if (window.requestIdleCallback) window.requestIdleCallback(fn, { timeout: IDLE_WAIT_MS }); else setTimeout(fn, 0);
-  }
-  function draw(idle) {
+  function draw() {
     scheduled = false;
     attach();
     var value = props.value;
@@ -217,11 +203,6 @@
     if (value !== drawnFor && !near()) {  // far away: drawn as it nears (the observer above)
       gd.classList.add("pf-stale");
       recheck();
-      return;
-    }
-    if (value !== drawnFor && idle !== true && !inView()) {  // near, off screen: drawn when the page is idle
-      gd.classList.add("pf-stale");
-      if (!idleWait) { idleWait = true; whenIdle(function () { idleWait = false; draw(true); }); }
       return;
     }
     if (value !== drawnFor) figure = parse(value);
