@@ -90,7 +90,7 @@ def patched_scripts(assets_dir: Path, patches: tuple[ScriptPatch, ...] = PATCHES
         try:
             if len(files) != 1:
                 raise PatchMissing(f"{patch.name}: {len(files)} files match {patch.file_glob}, expected one")
-            text = out.get(files[0].name, files[0].read_bytes()).decode("utf-8")
+            text = (out.get(files[0].name) or files[0].read_bytes()).decode("utf-8")  # an earlier patch's text
             out[files[0].name] = apply_patch(text, patch).encode("utf-8")
         except PatchMissing as err:
             log.warning("The page runs without the fix %s", err)

@@ -137,13 +137,18 @@ def test_a_phone_sees_the_attention_heatmap_when_it_presses_the_button(_browser,
         context.close()
 
 
+def click_and_draw(page: Page, tab: str, button: str, plot: str) -> None:
+    """Open ``tab``, press its ``button`` and wait until the figure ``plot`` is drawn and the page is idle."""
+    open_tab_by_name(page, tab)
+    page.click(button)
+    plot_ready(page, plot)
+    wait_idle(page)
+
+
 def test_the_fill_mask_chart_reads_out_its_own_bars(browser_page: Page, app_url: str):
     page = browser_page
     open_app(page, app_url)
-    open_tab_by_name(page, "Fill-Mask")
-    page.click("#fm-run")
-    plot_ready(page, "#fm-plot")
-    wait_idle(page)
+    click_and_draw(page, "Fill-Mask", "#fm-run", "#fm-plot")
     drawn = page.locator("#fm-plot .js-plotly-plot").evaluate(
         "g => { const b = g.data.find(t => t.type === 'bar'); return {y: Array.from(b.y), x: Array.from(b.x)}; }")
     rows = page.locator("#fm-plot .pf-twin table").first.evaluate(
@@ -163,10 +168,7 @@ TWIN_TABLES_JS = """t => [...t.querySelectorAll('table')].map(tb => ({caption: t
 def test_a_large_figure_reads_out_each_row_s_largest_and_a_small_one_every_number(browser_page: Page, app_url: str):
     page = browser_page
     open_app(page, app_url)
-    open_tab_by_name(page, "Inside BERT")
-    page.click("#in-run")
-    plot_ready(page, "#in-emb-plot")
-    wait_idle(page)
+    click_and_draw(page, "Inside BERT", "#in-run", "#in-emb-plot")
     strips = page.locator("#in-emb-plot .js-plotly-plot").evaluate(HEATMAPS_JS)
     assert sum(len(z) * len(z[0]) for z in strips) > 1000 and len(strips) >= 2  # too many numbers to read out
     tables = page.locator("#in-emb-plot .pf-twin").evaluate(TWIN_TABLES_JS)
@@ -174,10 +176,7 @@ def test_a_large_figure_reads_out_each_row_s_largest_and_a_small_one_every_numbe
     for table, z in zip(tables, strips):
         assert "the largest value of each row" in table["caption"]
         assert [float(r[2]) for r in table["rows"]] == [pytest.approx(max(row), rel=5e-4, abs=1e-9) for row in z]
-    open_tab_by_name(page, "Attention")
-    page.click("#att-run")
-    plot_ready(page, "#att-heatmap")
-    wait_idle(page)
+    click_and_draw(page, "Attention", "#att-run", "#att-heatmap")
     (weights,) = page.locator("#att-heatmap .js-plotly-plot").evaluate(HEATMAPS_JS)
     (table,) = page.locator("#att-heatmap .pf-twin").evaluate(TWIN_TABLES_JS)
     assert len(table["rows"]) == len(weights) and "largest" not in table["caption"]  # every weight, row by row
