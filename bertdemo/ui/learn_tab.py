@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
@@ -120,13 +120,15 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                          if step in PREDICTING_STEPS else "")
         return out
 
-    def quietly(answer: Callable[..., dict]) -> Callable[..., dict]:
-        def answer_or_skip(*args):
-            try:
-                return answer(*args)
-            except gr.Error:
-                return gr.skip()
-        return answer_or_skip
+    def model_answers(model: str) -> bool:
+        """Whether ``model`` loads and may be named here; when it cannot, the status line under the model box
+        says why (once), so the tab's first answer stays quiet about it."""
+        try:
+            store.get(model or None)
+            model_reference(store, model, public)
+        except Exception:  # noqa: BLE001 - told by the model box's status line, not by this tab
+            return False
+        return True
 
     def move(step: str, offset: int) -> str:
         return learn_steps.neighbour(step, offset)
@@ -236,13 +238,15 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
         def answer_shown(step_key: str, text: str, model: str, kept: Any) -> tuple:
             """The tab is on screen (first shown, or shown with another model): the step answered and drawn in one
-            request. A model that cannot load is told once, by the status line under the model box, not here."""
-            answer = quietly(learn_step)(step_key, text, model)
-            if not isinstance(answer, dict):
+            request. A model that cannot load is told once, by the status line under the model box, not here; a
+            refused sentence (a link's text too long, say) is told here, as when the learner presses Enter."""
+            if not model_answers(model):
                 return (gr.skip(),) * (1 + len(drawn))
+            answer = learn_step(step_key, text, model)
             return (answer, *draw_step(answer, kept))
 
-        shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn], api_visibility="private", **shown)
+        shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn], api_visibility="private",
+                          **shown).failure(cleared, None, drawn, api_visibility="private", queue=False)
         graded = [verdict, revealed, progress, progress_line]
         check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
                     show_progress_on=[verdict], js=WITH_OWNER_JS, **lanes.LIGHT)

@@ -121,3 +121,12 @@ def test_a_link_to_a_learn_step_answers_it_in_one_request(browser_page, app_url)
     sent = _sent(page)
     assert _count(sent, ids["answer_shown"]) == 1
     assert _count(sent, ids["learn_step"] | ids["draw_step"]) == 0  # the step box's write answers nothing more
+
+
+def test_a_link_to_a_learn_step_with_a_refused_sentence_says_why(browser_page, app_url):
+    page = browser_page
+    page.goto(app_url + "?step=loss&text=The+%5BMASK%5D+sat+on+the+mat.")  # the steps hide a word themselves
+    toast = page.locator(".toast-body").filter(has_text="without [MASK]")
+    expect(toast).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#learn-text textarea")).to_have_value("The [MASK] sat on the mat.")
+    expect(page.locator("#learn-question")).not_to_contain_text("Step")  # no answer of another sentence drawn
