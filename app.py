@@ -207,6 +207,10 @@ def main(argv: list[str] | None = None) -> None:
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
         app_kwargs={"middleware": [assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
         mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
+        # no "run history" in the browser: gradio's page would parse and rewrite up to 100 past answers in
+        # localStorage at every message of every public event (about 45 ms of page CPU a click, growing as a
+        # learner's visit goes on; docs/benchmarks.md); a learner's progress is kept by the Learn tab itself
+        run_history=False,
     )
     make_session_configs_lazy(demo)  # a page session copies the page's configuration only when it is read
     if args.mcp:  # the read-only views alone, under their endpoint's name

@@ -49,6 +49,7 @@ from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
 from bench.bench_views import CHROMIUM, EMBEDDED, PLACES, SUBJECTS, open_tab  # noqa: E402
 
 QUIET_MS = 300
+PAGE_PARTS = ("ScriptDuration", "RecalcStyleDuration", "LayoutDuration")  # the page's CPU by kind (ms per click)
 TIMEOUT_MS = 180_000  # a busy machine
 
 WATCHER = r"""
@@ -246,6 +247,7 @@ class Side:
     page: object = None
     cdp: object = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
+    parts: dict[str, float] = field(default_factory=dict)  # PAGE_PARTS so far
     names: dict[int, str] = field(default_factory=dict)  # the page's events: fn_index -> api_name
 
 
@@ -258,8 +260,9 @@ def sentence_for(click: Click, i: int) -> str:
 def cpu_ms(side: Side) -> tuple[float, float]:
     """(the page's main-thread CPU time, the server process's CPU time) so far, in ms: what a click costs in
     work, which a loaded machine stretches in wall time but not in CPU time."""
-    metrics = side.cdp.send("Performance.getMetrics")["metrics"]
-    page = 1000.0 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+    metrics = {m["name"]: m["value"] for m in side.cdp.send("Performance.getMetrics")["metrics"]}
+    page = 1000.0 * metrics["TaskDuration"]
+    side.parts = {k: 1000.0 * metrics[k] for k in PAGE_PARTS}
     fields = Path(f"/proc/{side.app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
     server = (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
     return page, server
@@ -281,8 +284,34 @@ def click_once(side: Side, click: Click, i: int) -> dict:
     # the result read in the same frame that finds it quiet (a tab's own poll may start a new event right after)
     result = page.wait_for_function("() => { const r = __settle.result(); return r.quiet ? r : null; }",
                                     timeout=TIMEOUT_MS, polling=50).json_value()
+    parts = dict(side.parts)
     after = cpu_ms(side)
-    return {**result, "page_cpu": after[0] - before[0], "server_cpu": after[1] - before[1]}
+    return {**result, "page_cpu": after[0] - before[0], "server_cpu": after[1] - before[1],
+            "page_parts": {k: side.parts[k] - parts[k] for k in PAGE_PARTS}}
+
+
+def print_profile(profile: dict, clicks: int, label: str, top: int = 14) -> None:
+    """The functions the page spent most CPU in (self time, idle and the profiler left out), per click."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    times = dict.fromkeys(nodes, 0.0)
+    t, previous = profile["startTime"], None
+    for node_id, delta in zip(profile.get("samples", []), profile.get("timeDeltas", [])):
+        t += delta
+        if previous is not None:
+            times[previous] += delta / 1000.0
+        previous = node_id
+    by_function: dict[str, float] = {}
+    for node_id, ms in times.items():
+        frame = nodes[node_id]["callFrame"]
+        if frame["functionName"] in ("(idle)", "(program)", "(garbage collector)") or not frame["url"]:
+            key = frame["functionName"] or "(anonymous)"
+        else:
+            key = f"{frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber']}"
+        by_function[key] = by_function.get(key, 0.0) + ms
+    by_function.pop("(idle)", None)
+    print(f"  {label}: page CPU profile, self ms per click:", flush=True)
+    for key, ms in sorted(by_function.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"    {ms / clicks:7.1f}  {key[:140]}", flush=True)
 
 
 def report(tab: str, sides: list[Side]) -> None:
@@ -298,6 +327,9 @@ def report(tab: str, sides: list[Side]) -> None:
               f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
               f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
               f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
+        print("  " + " " * 14 + " page CPU p50 by kind: " + ", ".join(
+            f"{k.removesuffix('Duration').lower()} {percentile([x['page_parts'][k] for x in xs], 50):.0f}"
+            for k in PAGE_PARTS), flush=True)
         answers: dict[str, list[tuple[int, float]]] = {}
         for x in xs:
             for e in x.get("events", []):
@@ -324,6 +356,8 @@ def main() -> None:
     parser.add_argument("--label-a", default="this checkout")
     parser.add_argument("--label-b", default="compare")
     parser.add_argument("--json", default="", help="write every sample here")
+    parser.add_argument("--profile", default="", help="a folder: the page's CPU profile over each view's timed clicks "
+                        "(Chrome's sampling profiler) saved there as <view>.cpuprofile, its heaviest functions printed")
     args = parser.parse_args()
     tabs = [t.strip() for t in args.tabs.split(",") if t.strip()]
     from playwright.sync_api import sync_playwright
@@ -357,10 +391,23 @@ def main() -> None:
                         click.prepare(side.page, side)
                     for i in range(2):  # untimed: first forward, first draw
                         click_once(side, click, 1000 + i)
+                if args.profile:
+                    for side in sides:
+                        side.cdp.send("Profiler.enable")
+                        side.cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                        side.cdp.send("Profiler.start")
                 for rep in range(args.repeat):
                     for side in (sides if rep % 2 == 0 else sides[::-1]):
                         side.samples.setdefault(click.key, []).append(click_once(side, click, rep))
                 report(click.key, sides)
+                if args.profile:
+                    for side in sides:
+                        profile = side.cdp.send("Profiler.stop")["profile"]
+                        name = f"{click.key}-{side.label}".replace(" ", "_").replace(":", "").replace("/", "_")
+                        folder = Path(args.profile)
+                        folder.mkdir(parents=True, exist_ok=True)
+                        (folder / f"{name}.cpuprofile").write_text(json.dumps(profile), encoding="utf-8")
+                        print_profile(profile, args.repeat, side.label)
             browser.close()
     finally:
         for side in sides:

@@ -4,6 +4,9 @@ Counted in the browser: V8's call counts of the framework's ``update_state`` (th
 through) during one click, after the learner has used several tabs — each used tab leaves components the
 framework keeps a loading status for. Unpatched, every status message of the click pushes all of them again;
 patched, a click pushes what it changed. The counts do not depend on the machine's speed.
+
+The page keeps no run history either (``launch(run_history=False)`` in app.py): gradio's page would otherwise
+parse and rewrite up to 100 past answers in the browser's localStorage at every message of every public event.
 """
 
 from __future__ import annotations
@@ -54,3 +57,17 @@ def test_a_click_pushes_only_the_statuses_it_changed(browser_page, app_url):
     expect(page.locator(".progress-text, .eta-bar")).to_have_count(0)
     # served unpatched, the same three clicks made 872, 550 and 550 calls; patched 122, 79, 57
     assert max(counts) < 250, counts
+
+
+def test_the_page_keeps_no_run_history_in_the_browser(browser_page, app_url):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Tokenizer")
+    page.locator("button.label-wrap").filter(has_text="Vocabulary lookup").click()
+    page.click("#tok-lookup")  # /lookup: a public event, which the page would record
+    expect(page.locator("#tok-lookup-token-out")).to_contain_text("id", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    keys = page.evaluate("() => Object.keys(localStorage)")
+    assert [k for k in keys if k.startswith("gradio:run-history")] == [], keys

@@ -49,10 +49,21 @@
   }
 
   // --- names and focus stops gradio's markup lacks -----------------------------------------------------
-  function listboxes() {  // at once, in the observer's callback: a list opens on focus, a Tab may follow at once
-    document.querySelectorAll("[role=listbox]").forEach(function (list) {
-      if (list.getAttribute("tabindex") !== "-1") list.setAttribute("tabindex", "-1");
-    });
+  function unfocusable(list) {
+    if (list.getAttribute("tabindex") !== "-1") list.setAttribute("tabindex", "-1");
+  }
+  // at once, in the observer's callback (a list opens on focus, a Tab may follow at once), and only in what was
+  // added: the callback runs at every change of the page, many times a click
+  function listboxes(records) {
+    for (var i = 0; i < records.length; i++) {
+      var added = records[i].addedNodes;
+      for (var j = 0; j < added.length; j++) {
+        var node = added[j];
+        if (node.nodeType !== 1) continue;
+        if (node.getAttribute("role") === "listbox") unfocusable(node);
+        if (node.firstElementChild) node.querySelectorAll("[role=listbox]").forEach(unfocusable);
+      }
+    }
   }
   function names() {
     document.querySelectorAll(".empty[aria-label]:not([role])").forEach(function (el) { el.setAttribute("role", "img"); });
@@ -266,7 +277,8 @@
     setTimeout(function () { requestAnimationFrame(tidy); }, 150);
   }
   function start() {
-    new MutationObserver(function () { listboxes(); later(); }).observe(document.body, { childList: true, subtree: true, attributes: true,
+    document.querySelectorAll("[role=listbox]").forEach(unfocusable);
+    new MutationObserver(function (records) { listboxes(records); later(); }).observe(document.body, { childList: true, subtree: true, attributes: true,
                                                         attributeFilter: ["aria-selected", "class", "style"] });
     window.addEventListener("resize", later);
     later();
