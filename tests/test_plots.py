@@ -44,7 +44,9 @@ def test_each_overview_cell_draws_its_heads_weights(tiny_loaded):
     result = attention.compute(tiny_loaded, "the cat sat on the mat")
     weights = result.attentions  # (L, H, S, S)
     n_layers, n_heads, s, _ = weights.shape
-    pixels = heatmaps.overview_pixels(weights)
+    indices = heatmaps.overview_pixels(weights)
+    pixels = heatmaps.OVERVIEW_PALETTE[indices]  # (height, width, 3) RGB
+    assert np.array_equal(np.asarray(heatmaps.with_selection(indices, None).convert("RGB")), pixels)
     geo = heatmaps.OverviewGeometry(n_layers, n_heads)
     for layer in range(n_layers):
         for head in range(n_heads):

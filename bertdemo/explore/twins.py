@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 RIGHT_CONTEXT_CLOZE = Path(__file__).resolve().parents[2] / "data" / "right_context_cloze.tsv"
 MAX_HELDOUT_BLOCKS = 64  # held-out blocks read per comparison (each ~19 questions, one forward each for the MLM)
 DEFAULT_HELDOUT_BLOCKS = 16
+HELDOUT_LOSS_CACHE_BYTES = 4 << 20  # a model's kept held-out losses (per block: ~19 floats; far under this)
 MAX_SENTENCE_TOKENS = 62  # a held-out sentence longer than this is skipped (its own input stays short)
 MAX_TWIN_TOP_K = 20
 MAX_TWIN_TOKENS = 64  # the learner's sentence
@@ -75,6 +76,46 @@ class Twin:
     def kept(self, key: str, build: Callable[[], T]) -> T:
         """``build()``, kept with the store's model when the twin has one (:meth:`LoadedModel.derived`)."""
         return build() if self.loaded is None else self.loaded.derived(key, build)
+
+    def missing_losses(self, block_keys: list[str]) -> list[int]:
+        """The indices of the held-out blocks whose losses this model has not kept (all, without a store entry)."""
+        if self.loaded is None:
+            return list(range(len(block_keys)))
+        cache, stamp = self._losses()
+        return [b for b, key in enumerate(block_keys) if (stamp, key) not in cache]
+
+    def losses_by_block(self, blocks: list[BlockQuestions], missing: list[int],
+                        losses: Callable[[Twin, list[np.ndarray], list[tuple[int, int]], WorkBudget], np.ndarray],
+                        budget: WorkBudget) -> np.ndarray:
+        """``losses`` of every question of ``blocks``, in order: the ``missing`` blocks read now in one pass (and
+        kept with the store's model, keyed by its weights and the block), the others as kept."""
+        read: dict[int, np.ndarray] = {}
+
+        def read_now(which: list[int]) -> None:
+            sentences, asked = _joined([blocks[b] for b in which])
+            values, start = (losses(self, sentences, asked, budget) if asked else np.zeros(0)), 0
+            values.setflags(write=False)  # kept and shared: read-only
+            for b in which:
+                read[b], start = values[start : start + len(blocks[b].asked)], start + len(blocks[b].asked)
+
+        if missing:
+            read_now(missing)
+        if self.loaded is not None:
+            cache, stamp = self._losses()
+            for b in missing:
+                cache.put((stamp, blocks[b].key), read[b])
+            for b in range(len(blocks)):
+                if b not in read:
+                    read[b] = cache.get((stamp, blocks[b].key))
+            gone = [b for b in range(len(blocks)) if read[b] is None]
+            if gone:  # evicted since it was checked (the server's memory budget): read again
+                read_now(gone)
+        return np.concatenate([read[b] for b in range(len(blocks))])
+
+    def _losses(self) -> tuple[Any, int]:
+        from bertdemo.models.loading import weights_stamp
+
+        return self.loaded.cache("held-out losses", HELDOUT_LOSS_CACHE_BYTES), weights_stamp(self.model)
 
     def vocabulary(self) -> str:
         """A digest of the tokenizer's vocabulary (token -> id): equal digests, the same ids for the same pieces."""
@@ -234,26 +275,33 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     q = heldout_questions(blocks, specials, tok.mask_token_id, max_tokens=len(blocks) * blocks.shape[1])
     end_ids = {i for i in tok.convert_tokens_to_ids(list(SENTENCE_ENDS)) if i is not None and i != tok.unk_token_id}
     boundary = {i for i in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if i is not None}
-    sentences: list[np.ndarray] = []  # [CLS] words [SEP]
-    asked: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
+    questions: list[BlockQuestions] = []  # each block's sentences and the questions asked in them
     for b, block in enumerate(blocks):
+        sentences_b: list[np.ndarray] = []  # [CLS] words [SEP]
+        asked_b: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
         for start, stop in sentence_spans(block, end_ids, boundary):
             cols = [c for c in range(start, stop) if q.labels[b, c] != IGNORE_INDEX]
             if not cols:
                 continue
-            s = len(sentences)
-            sentences.append(np.concatenate([[tok.cls_token_id], block[start:stop], [tok.sep_token_id]]))
-            asked += [(s, c - start + 1) for c in cols]
+            asked_b += [(len(sentences_b), c - start + 1) for c in cols]
+            sentences_b.append(np.concatenate([[tok.cls_token_id], block[start:stop], [tok.sep_token_id]]))
+        questions.append(BlockQuestions(_block_key(block), sentences_b, asked_b))
+    sentences, asked = _joined(questions)
     if not asked:
         raise ValueError("The held-out blocks hold no complete sentence with a held-out question: read more blocks.")
-    mean_len = int(np.mean([len(s) for s in sentences]))
-    budget.charge(heldout_gflop(mlm.model.config, len(asked), len(sentences), mean_len),
-                  f"{len(asked):,} held-out words", "Read fewer held-out blocks.")
     words = np.array([sentences[s][i] for s, i in asked])
     positions = np.array([i for _s, i in asked])  # 1 = the sentence's first word
     left = np.array([sentences[s][i - 1] for s, i in asked])
     right = np.array([sentences[s][i + 1] for s, i in asked])
-    nll = {mlm.name: _mlm_nll(mlm, sentences, asked, budget), ltr.name: _ltr_nll(ltr, sentences, asked, budget)}
+    missing = {twin.name: twin.missing_losses([b.key for b in questions]) for twin in (mlm, ltr)}
+    to_read = [questions[b] for b in sorted(set().union(*missing.values()))]
+    if to_read:  # what the models still have to read: a block read before is kept with each model
+        sentences_new, asked_new = _joined(to_read)
+        budget.charge(heldout_gflop(mlm.model.config, len(asked_new), len(sentences_new),
+                                    int(np.mean([len(s) for s in sentences_new]))),
+                      f"{len(asked_new):,} held-out words", "Read fewer held-out blocks.")
+    nll = {mlm.name: mlm.losses_by_block(questions, missing[mlm.name], _mlm_nll, budget),
+           ltr.name: ltr.losses_by_block(questions, missing[ltr.name], _ltr_nll, budget)}
     logp = counts.log_probs(words, left, right)
     for key, label in LANDMARK_SERIES.items():
         nll[label] = -logp[key]
@@ -263,6 +311,30 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     return HeldoutComparison(mlm.name, ltr.name, bucket_labels(), [int((bucket == b).sum()) for b in range(len(POSITION_BUCKETS))],
                              per_bucket, {name: float(v.mean()) for name, v in nll.items()}, len(asked), len(sentences),
                              len(blocks), list(nll))
+
+
+@dataclass(frozen=True)
+class BlockQuestions:
+    """One held-out block's complete sentences (``[CLS] words [SEP]``) and its questions in them, as
+    (sentence, index in its input); ``key``: the block's digest (its questions follow from its tokens)."""
+
+    key: str
+    sentences: list[np.ndarray]
+    asked: list[tuple[int, int]]
+
+
+def _block_key(block: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(block, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
+
+
+def _joined(blocks: list[BlockQuestions]) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+    """The blocks' sentences in one list, and their questions numbered in it."""
+    sentences: list[np.ndarray] = []
+    asked: list[tuple[int, int]] = []
+    for block in blocks:
+        asked += [(len(sentences) + s, i) for s, i in block.asked]
+        sentences += block.sentences
+    return sentences, asked
 
 
 def _padded(rows: list[np.ndarray], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
