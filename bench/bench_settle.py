@@ -26,8 +26,8 @@ three hold; the bench waits a further quiet 300 ms to make sure nothing else fol
 click settles later). Printed per tab: p50 / p95 / min–max of *settled*, of *answered* (the watched output
 changed), the p50 CPU time the page's main thread and the server process spent per click (from the click until
 quiet: a loaded machine stretches wall time, not CPU time), the number of queue round trips per click and,
-per event a click ran, its handler's name, the characters its answer carried and the server's duration of it
-(gradio's own, from the answer). ``--compare DIR`` starts a second server from another
+per event a click ran, its handler's name, the characters its answer carried, the server's duration of it
+(gradio's own, from the answer) and when its answer reached the page (from the click). ``--compare DIR`` starts a second server from another
 checkout (``git worktree add /tmp/base <commit>``) and alternates the two click by click (A B, then B A), so
 a shared machine's load falls on both alike; the ratio of medians is printed per tab.
 """
@@ -63,7 +63,7 @@ WATCHER = r"""
     if (!line.startsWith('data:')) return;
     let msg; try { msg = JSON.parse(line.slice(5)); } catch (e) { return; }
     if (msg.msg !== 'process_completed') return;
-    if (S.t0) S.events.push({id: msg.event_id, bytes: line.length,
+    if (S.t0) S.events.push({id: msg.event_id, bytes: line.length, at: performance.now() - S.t0,
                              ms: 1000 * ((msg.output || {}).duration || 0)});
     if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
     else early.add(msg.event_id);  // answered before its join's reply was read
@@ -128,7 +128,7 @@ WATCHER = r"""
   S.click = (button) => { S.t0 = performance.now(); document.querySelector(button).click(); };
   S.result = () => ({answered: S.answered - S.t0, settled: S.settled === null ? null : S.settled - S.t0,
                      joins: S.joins,
-                     events: S.events.map(e => ({fn: fnOf.get(e.id), bytes: e.bytes, ms: e.ms})), quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
+                     events: S.events.map(e => ({fn: fnOf.get(e.id), bytes: e.bytes, ms: e.ms, at: e.at})), quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
                        && S.pending === 0 && S.indicators() === 0});
 })();
 """.replace("%QUIET%", str(QUIET_MS))
@@ -330,13 +330,14 @@ def report(tab: str, sides: list[Side]) -> None:
         print("  " + " " * 14 + " page CPU p50 by kind: " + ", ".join(
             f"{k.removesuffix('Duration').lower()} {percentile([x['page_parts'][k] for x in xs], 50):.0f}"
             for k in PAGE_PARTS), flush=True)
-        answers: dict[str, list[tuple[int, float]]] = {}
+        answers: dict[str, list[tuple[int, float, float]]] = {}
         for x in xs:
             for e in x.get("events", []):
-                answers.setdefault(side.names.get(e["fn"], str(e["fn"])), []).append((e["bytes"], e["ms"]))
+                answers.setdefault(side.names.get(e["fn"], str(e["fn"])), []).append((e["bytes"], e["ms"], e["at"]))
         print("  " + " " * 14 + " events per click: " + ", ".join(
-            f"{name} x{len(v) / len(xs):.1f} ({percentile([b for b, _ in v], 50) / 1000:.1f} kB, server "
-            f"{percentile([m for _, m in v], 50):.0f} ms)" for name, v in answers.items()), flush=True)
+            f"{name} x{len(v) / len(xs):.1f} ({percentile([b for b, _, _ in v], 50) / 1000:.1f} kB, server "
+            f"{percentile([m for _, m, _ in v], 50):.0f} ms, its answer in the page at "
+            f"{percentile([a for _, _, a in v], 50):.0f} ms)" for name, v in answers.items()), flush=True)
     if len(sides) == 2 and all(s.samples.get(tab) for s in sides):
         a, b = ([x["settled"] for x in s.samples[tab]] for s in sides)
         ca, cb = ([x["page_cpu"] + x["server_cpu"] for x in s.samples[tab]] for s in sides)

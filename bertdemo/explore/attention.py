@@ -27,6 +27,7 @@ from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.input_limits import MAX_ATTENTION_TOKENS
 from bertdemo.models import attention_modes
 from bertdemo.models.causal import is_left_to_right
+from bertdemo.models.threads import small_forward
 from bertdemo.models.store import LoadedModel
 
 DIRECTIONS = ("all", "A->B", "B->A")  # which rows (from) and columns (to) a view keeps
@@ -110,7 +111,7 @@ def _compute(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResul
     segments = enc["token_type_ids"][0].tolist() if "token_type_ids" in enc else [0] * n
     b_start = _sentence_b_start(enc, special) if pair else None
     inputs = {k: v.to(loaded.device) for k, v in enc.items()}
-    with torch.inference_mode(), attention_modes.attention_mode(weights=True):
+    with torch.inference_mode(), attention_modes.attention_mode(weights=True), small_forward(n):
         out = loaded.model.base_model(**inputs, output_attentions=True)
     if not out.attentions or out.attentions[0] is None:
         raise ValueError(f"{loaded.name} did not return attention weights.")

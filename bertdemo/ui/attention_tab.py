@@ -216,22 +216,25 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return _write_csvs(folder, views), folder, {**(drawn or {}), "csv": True}
 
     @user_errors
-    def show(text, text_pair, model, layer, head, mean, hide, renorm, direction, token, previous,
+    def show(text, text_pair, model, layer, head, mean, hide, renorm, direction, token, previous, drawn=None,
              progress=gr.Progress()):
-        """The page's answer to a new sentence: every view, the slider ranges and the token picker, one event."""
+        """The page's answer to a new sentence: every view, the slider ranges and the token picker, one event
+        (the sliders and the CSV box only when they change: each component sent costs the page a pass)."""
         loaded = store.get(model, progress=progress_callback(progress))
         result = attention.compute(loaded, text, text_pair)
         first_token = _default_token(result, None if token is None or token >= len(result.tokens) else token)
+        before = drawn or {}
         out = draw(result, layer, head, mean, hide, renorm, direction, first_token, previous, None)
-        out[csv_files] = None  # the numbers of another sentence
-        out[drawn_state] = {**out[drawn_state], "mean": bool(mean)}
+        if before.get("csv", True):
+            out[csv_files] = None  # the numbers of another sentence
+        shape = (result.num_layers, result.num_heads)
+        out[drawn_state] = {**out[drawn_state], "mean": bool(mean), "shape": shape}
         clamped_layer, clamped_head = _clamp(result, layer, head)
-        out.update({
-            state: result,
-            layer_box: gr.update(maximum=result.num_layers - 1, value=clamped_layer),
-            head_box: gr.update(maximum=result.num_heads - 1, value=clamped_head, interactive=not mean),
-            token_box: gr.update(choices=_token_choices(result), value=first_token),
-        })
+        if before.get("shape") != shape or (int(layer), int(head)) != (clamped_layer, clamped_head) \
+                or before.get("mean") != bool(mean):
+            out[layer_box] = gr.update(maximum=result.num_layers - 1, value=clamped_layer)
+            out[head_box] = gr.update(maximum=result.num_heads - 1, value=clamped_head, interactive=not mean)
+        out.update({state: result, token_box: gr.update(choices=_token_choices(result), value=first_token)})
         return out
 
     @user_errors
@@ -347,7 +350,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # heatmap (text only, as every event of the page): every component an event has shown progress on is refreshed at each status
     # message of every later event, so the sliders, the token list and the views below are left out.
     gr.on([button.click, text.submit],
-          *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file],
+          *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file, drawn_state],
                      [*page_outputs, state, layer, head, token]), api_visibility="private",
           show_progress_on=[info], **lanes.VIEWS)
     gr.on(
