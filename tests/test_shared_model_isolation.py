@@ -177,3 +177,31 @@ def test_sixteen_threads_on_one_tokenizer_with_and_without_truncation_get_their_
     for job, answer in results:
         assert answer == want[job]
     assert len(want[truncated][0]) == 64 and len(want[whole][0][0]) > 64
+
+
+def test_two_visitors_attention_views_and_fill_mask_at_once_give_their_serial_answers(shared, serial):
+    """Attention's forward runs on one intra-op thread of its own (models/threads.py), beside other requests'
+    forwards on the server's count: each answer is its serial one."""
+    from bertdemo.explore import attention
+
+    texts = [("The animal didn't cross the street because it was too tired.", None),
+             ("The bank raised its rates.", "We sat on the bank of the river."),
+             ("A third sentence, longer than the others, with more tokens to attend to in every layer.", None)]
+    calls = [lambda m, t=t, p=p: attention.compute(m, t, p) for t, p in texts]
+    calls += [lambda m, s=s: fill_mask.predict(m, s, top_k=5) for s in SENTENCES]
+    wanted = [call(serial) for call in calls]
+    start = threading.Barrier(len(calls), timeout=TIMEOUT_S)
+
+    def together(call):
+        start.wait()
+        return call(shared)
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        got = [f.result(timeout=TIMEOUT_S) for f in [pool.submit(together, call) for call in calls]]
+    for g, w in zip(got[:3], wanted[:3]):
+        assert g.tokens == w.tokens
+        np.testing.assert_allclose(g.attentions, w.attentions, rtol=1e-5, atol=1e-6)
+    for g, w in zip(got[3:], wanted[3:]):
+        assert [c.token for c in g.masks[0].candidates] == [c.token for c in w.masks[0].candidates]
+        np.testing.assert_allclose([c.prob for c in g.masks[0].candidates], [c.prob for c in w.masks[0].candidates],
+                                   rtol=1e-5)

@@ -107,6 +107,19 @@ def assert_same(got, want) -> None:
     np.testing.assert_equal(as_plain(got), as_plain(want))
 
 
+def assert_close(got, want, rtol: float = 1e-6) -> None:
+    """Equal, the floats to ``rtol`` (a number summed in another batch may differ in its last bits)."""
+    a, b = as_plain(got), as_plain(want)
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(b[key], dict):
+            assert a[key].keys() == b[key].keys(), key
+            for name in b[key]:
+                np.testing.assert_allclose(a[key][name], b[key][name], rtol=rtol, err_msg=f"{key} {name}")
+        else:
+            assert a[key] == b[key], key
+
+
 def test_two_visitors_twin_comparisons_at_once_give_their_serial_answers(shared, serial, heldout, tokenizer):
     blocks, counts = heldout
     items = twins.read_right_context_cloze()[:12]
@@ -125,7 +138,9 @@ def test_two_visitors_twin_comparisons_at_once_give_their_serial_answers(shared,
     want = [call() for call in calls(serial)]
     for answers in together(calls(shared)):
         for got, alone in zip(answers, want):
-            if isinstance(alone, (twins.HeldoutComparison, twins.ClozeRanks)):
+            if isinstance(alone, twins.HeldoutComparison):  # blocks kept from another call's batch: the last bits
+                assert_close(got, alone)
+            elif isinstance(alone, twins.ClozeRanks):
                 assert_same(got, alone)
             else:  # guesses side by side (TwinGuesses are plain dataclasses) and token ids
                 assert got == alone
