@@ -7,19 +7,16 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 from PIL import Image, ImageDraw
 
 from bertdemo.explore.attention import AttentionResult, AttentionView
-from bertdemo.viz.style import TEMPLATE, labels_px, unchecked_figure
+from bertdemo.viz.style import TEMPLATE, colorscale, labels_px, unchecked_figure
 
 _AXIS_TITLE_PX = 24  # an axis title beside or below the tick labels, with plotly's standoff
 _SIN_60 = 0.87  # the column labels are turned 60 degrees: their height is this share of their length
 _COLORBAR_PX = 88  # the thin colorbar at the plot's edge and its numbers (0-1: up to 5 characters)
 
-# plotly's Viridis as its list of stops (the canonical form plotly's validation gives "Viridis")
-_VIRIDIS_STOPS = [list(stop) for stop in plotly.colors.get_colorscale("Viridis")]
 # Viridis anchors, for the overview image (plotly draws the big heatmap itself).
 _VIRIDIS = np.array(
     [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], dtype=np.float32
@@ -42,7 +39,7 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
         notes.append(f"{view.direction}: rows from one sentence, columns of the other")
     title = view.title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else "")
     heatmap = dict(
-        type="heatmap", z=view.matrix, x=cols, y=rows, colorscale=_VIRIDIS_STOPS, zmin=0,
+        type="heatmap", z=view.matrix, x=cols, y=rows, colorscale=colorscale("Viridis"), zmin=0,
         hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
         colorbar=dict(title=dict(text="weight"), thickness=12, x=1, xanchor="left", xpad=8),  # at the plot's edge
     )

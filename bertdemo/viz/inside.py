@@ -2,8 +2,9 @@
 
 Wide matrices (S x D, S x I) are drawn over their first ``DIMS_SHOWN`` dimensions; every title
 gives the full shape, so the picture stays small and the numbers stay honest. Figures of several
-panels are made in one ``go.Figure`` call from a :func:`~bertdemo.viz.grid.grid` layout (not
-``make_subplots`` and ``update_*`` calls, which cost more than the forward they draw).
+panels are made in one call from a :func:`~bertdemo.viz.grid.grid` layout (not ``make_subplots`` and
+``update_*`` calls, which cost more than the forward they draw), every figure without plotly's per-property
+validation (:func:`~bertdemo.viz.style.unchecked_figure`; the tests validate each again).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from bertdemo.explore.inside_anatomy import ParamBreakdown
 from bertdemo.explore.inside_layer import LayerStepResult
 from bertdemo.explore.inside_output import LogitLensResult, MlmLossResult
 from bertdemo.viz.grid import Grid, grid
-from bertdemo.viz.style import COLORBAR_PX, TEMPLATE, labels_px
+from bertdemo.viz.style import COLORBAR_PX, TEMPLATE, colorscale, labels_px, unchecked_figure
 from bertdemo.viz.text import Code, html_code, literal, md_table, plotly_text
 
 DIMS_SHOWN = 64  # columns drawn of a (S, D) or (S, I) matrix
@@ -49,7 +50,8 @@ def _heatmap(matrix: np.ndarray, y: list[str] | None, x: list[str] | None = None
              name: str = "value", showscale: bool = False, **where: str) -> dict:
     """A heatmap trace (``where``: its ``xaxis`` / ``yaxis``, from :meth:`Grid.on`)."""
     m = np.round(np.asarray(matrix, dtype=np.float32), 4)
-    style = dict(colorscale="RdBu", zmid=0, reversescale=True) if diverging else dict(colorscale="Viridis", zmin=0)
+    style = dict(colorscale=colorscale("RdBu"), zmid=0, reversescale=True) if diverging else \
+        dict(colorscale=colorscale("Viridis"), zmin=0)
     return dict(
         type="heatmap", z=m, y=y, x=x, showscale=showscale, **style, **where,
         **(dict(colorbar=dict(x=1, xanchor="left", xpad=8)) if showscale else {}),  # at the plot's edge, any width
@@ -72,8 +74,8 @@ def _figure(panels: Grid, data: list[dict], height: int, title: str = "", row_la
             axis["automargin"] = False
     for axis in panels.yaxes():
         axis.update(autorange="reversed", type="category")
-    return go.Figure(data=data, layout={**panels.layout, **layout, "title": title or None, "height": height,
-                                        "margin": margin, "template": TEMPLATE, "autosize": True})
+    return unchecked_figure(data, {**panels.layout, **layout, **({"title": {"text": title}} if title else {}),
+                                   "height": height, "margin": margin, "template": TEMPLATE, "autosize": True})
 
 
 def _label_px(labels: list[str]) -> int:
@@ -131,17 +133,15 @@ def position_cosine_figure(result: EmbeddingsResult) -> go.Figure:
     """The learned position embeddings as a position x position cosine-similarity map."""
     m = result.position_cosine
     p = m.shape[0]
-    fig = go.Figure(go.Heatmap(
-        z=np.round(m, 3), colorscale="RdBu", reversescale=True, zmid=0, zmin=-1, zmax=1,
+    return unchecked_figure([dict(
+        type="heatmap", z=np.round(m, 3), colorscale=colorscale("RdBu"), reversescale=True, zmid=0, zmin=-1, zmax=1,
         hovertemplate="position %{y} · position %{x}<br>cosine %{z:.3f}<extra></extra>",
-        colorbar=dict(title="cos"),
-    ))
-    fig.update_layout(
-        title=f"Cosine between learned position vectors 0–{p - 1} (of {result.max_positions})",
-        xaxis=dict(title="position"), yaxis=dict(title="position", autorange="reversed"),
+        colorbar=dict(title=dict(text="cos")),
+    )], dict(
+        title=dict(text=f"Cosine between learned position vectors 0–{p - 1} (of {result.max_positions})"),
+        xaxis=dict(title=dict(text="position")), yaxis=dict(title=dict(text="position"), autorange="reversed"),
         height=520, margin=dict(l=10, r=10, t=50, b=10), template=TEMPLATE,
-    )
-    return fig
+    ))
 
 
 def order_markdown(order: OrderTest, model_name: str) -> str:
@@ -278,7 +278,7 @@ def lens_figure(result: LogitLensResult) -> go.Figure:
                   column_widths=[0.62, 0.38], horizontal_spacing=0.08, title_size=12)
     data = [
         dict(type="heatmap", z=np.round(probs, 4), x=[f"#{i + 1}" for i in range(k)], y=rows, text=words,
-             texttemplate="%{text}", colorscale="Blues", zmin=0, showscale=False,
+             texttemplate="%{text}", colorscale=colorscale("Blues"), zmin=0, showscale=False,
              hovertemplate="%{y} · %{x}: %{text}<br>p = %{z:.4f}<extra></extra>", **panels.on(1, 1)),
         dict(type="scatter", x=[l.cosine_to_final for l in result.layers], y=rows, mode="lines+markers",
              name="cosine to the last layer", marker=dict(color=_BLUE), **panels.on(1, 2)),
@@ -323,9 +323,9 @@ def loss_figure(result: MlmLossResult) -> go.Figure:
                     "dot", "#64748b", True)
     bars = dict(type="bar", x=labels, y=values, marker=dict(color=_BLUE), text=[f"p={m.prob:.3g}" for m in result.masks],
                 textposition="outside", hovertemplate="%{x}<br>−log p = %{y:.3f}<extra></extra>", name="−log p")
-    return go.Figure(data=[bars], layout=dict(
-        title=f"−log p of the right word at each mask — model {result.model_name}",
-        yaxis=dict(title="−log p (nats)", range=[0, max(values + [result.uniform_loss]) * 1.2]),
+    return unchecked_figure([bars], dict(
+        title=dict(text=f"−log p of the right word at each mask — model {result.model_name}"),
+        yaxis=dict(title=dict(text="−log p (nats)"), range=[0, max(values + [result.uniform_loss]) * 1.2]),
         shapes=[mean[0], uniform[0]], annotations=[mean[1], uniform[1]],
         height=380, margin=dict(l=10, r=10, t=50, b=10), template=TEMPLATE,
     ))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import plotly.colors
 import plotly.graph_objects as go
 
 CHAR_PX = 7.5  # the widest average character of plotly's 12 px tick font, with room for wide letters
@@ -48,4 +49,9 @@ def unchecked_figure(data: list[dict], layout: dict) -> go.Figure:
     at every figure: ~0.4 ms instead of ~4.5 for an attention heatmap, three of them a click. Every figure built
     this way is checked in the tests: validated again, it must come out the same (``tests/test_plots.py``)."""
     return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def colorscale(name: str) -> list[list]:
+    """Plotly's named colorscale as its list of stops, the form its validation gives a name."""
+    return [list(stop) for stop in plotly.colors.get_colorscale(name)]
 
