@@ -250,3 +250,11 @@ def asgi_get(app: Callable, scope: dict) -> tuple[int, dict, bytes]:
     headers = dict(sent[0]["headers"])
     body = b"".join(m.get("body", b"") for m in sent[1:])
     return sent[0]["status"], headers, brotli.decompress(body) if headers.get(b"content-encoding") == b"br" else body
+
+
+def assert_as_validated(fig) -> None:
+    """A figure built without plotly's validation (viz/style.py unchecked_figure) is what validating it gives:
+    every property one plotly knows, in the form its validation writes."""
+    import plotly.graph_objects as go
+
+    assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json()), fig.layout.title.text

@@ -306,9 +306,7 @@ def test_no_trained_head_is_refused(tiny_loaded):
 def test_every_figure_is_what_plotly_s_validation_makes_of_it(emb_loaded):
     """The figures are built without plotly's validation (viz/style.py unchecked_figure): validated again, each
     comes out the same, so every property is one plotly knows, in the form its validation gives it."""
-    import json
-
-    import plotly.graph_objects as go
+    from tests.helpers import assert_as_validated
 
     e = inside.embeddings(emb_loaded, SENTENCE)
     layer = inside_layer.layer_step(emb_loaded, SENTENCE, 2, 3, 6)
@@ -316,7 +314,7 @@ def test_every_figure_is_what_plotly_s_validation_makes_of_it(emb_loaded):
     loss = inside_output.mlm_loss(emb_loaded, SENTENCE, "mat")
     for fig in (draw.embeddings_figure(e), draw.layer_figure(layer), draw.neuron_figure(layer),
                 draw.lens_figure(lens), draw.loss_figure(loss), draw.position_cosine_figure(e)):
-        assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json()), fig.layout.title.text
+        assert_as_validated(fig)
 
 
 def test_figures_and_tables_name_the_model(emb_loaded):

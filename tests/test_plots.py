@@ -42,17 +42,14 @@ def test_heatmap_and_overview(tiny_loaded):
 def test_an_unchecked_figure_is_what_plotly_s_validation_makes_of_it(tiny_loaded, which):
     """A heatmap built without plotly's validation (style.unchecked_figure): validated again, it comes out the
     same, so every property is one plotly knows, in the form its validation would give it."""
-    import json
-
-    import plotly.graph_objects as go
+    from tests.helpers import assert_as_validated
 
     result = attention.compute(tiny_loaded, "the cat sat", "on the mat")
     view = {"head": lambda: attention.select_view(result, 0, 1),
             "rollout": lambda: attention.rollout_view(result, 1, False, True, "all"),
             "token": lambda: attention.token_across_layers(result, 2, False, True),
             "hidden": lambda: attention.select_view(result, 1, None, True, True, "A->B")}[which]()
-    fig = heatmaps.attention_heatmap(view)
-    assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json())
+    assert_as_validated(heatmaps.attention_heatmap(view))
 
 
 def test_each_overview_cell_draws_its_heads_weights(tiny_loaded):

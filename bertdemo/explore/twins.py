@@ -77,39 +77,31 @@ class Twin:
         """``build()``, kept with the store's model when the twin has one (:meth:`LoadedModel.derived`)."""
         return build() if self.loaded is None else self.loaded.derived(key, build)
 
-    def missing_losses(self, block_keys: list[str]) -> list[int]:
-        """The indices of the held-out blocks whose losses this model has not kept (all, without a store entry)."""
+    def kept_losses(self, block_keys: list[str]) -> dict[int, np.ndarray]:
+        """The held-out losses this model kept, by block index (keyed by its weights and the block; none without a
+        store entry)."""
         if self.loaded is None:
-            return list(range(len(block_keys)))
+            return {}
         cache, stamp = self._losses()
-        return [b for b, key in enumerate(block_keys) if (stamp, key) not in cache]
+        kept = {b: cache.get((stamp, key)) for b, key in enumerate(block_keys)}
+        return {b: values for b, values in kept.items() if values is not None}
 
-    def losses_by_block(self, blocks: list[BlockQuestions], missing: list[int],
+    def losses_by_block(self, blocks: list[BlockQuestions], kept: dict[int, np.ndarray],
                         losses: Callable[[Twin, list[np.ndarray], list[tuple[int, int]], WorkBudget], np.ndarray],
                         budget: WorkBudget) -> np.ndarray:
-        """``losses`` of every question of ``blocks``, in order: the ``missing`` blocks read now in one pass (and
-        kept with the store's model, keyed by its weights and the block), the others as kept."""
-        read: dict[int, np.ndarray] = {}
-
-        def read_now(which: list[int]) -> None:
-            sentences, asked = _joined([blocks[b] for b in which])
-            values, start = (losses(self, sentences, asked, budget) if asked else np.zeros(0)), 0
-            values.setflags(write=False)  # kept and shared: read-only
-            for b in which:
-                read[b], start = values[start : start + len(blocks[b].asked)], start + len(blocks[b].asked)
-
-        if missing:
-            read_now(missing)
-        if self.loaded is not None:
+        """``losses`` of every question of ``blocks``, in order: the blocks not ``kept`` (:meth:`kept_losses`)
+        read now in one pass, and kept with the store's model."""
+        missing = [b for b in range(len(blocks)) if b not in kept]
+        sentences, asked = _joined([blocks[b] for b in missing])
+        values = losses(self, sentences, asked, budget) if asked else np.zeros(0)
+        values.setflags(write=False)  # kept and shared: read-only
+        read, start = dict(kept), 0
+        for b in missing:
+            read[b], start = values[start : start + len(blocks[b].asked)], start + len(blocks[b].asked)
+        if self.loaded is not None and missing:
             cache, stamp = self._losses()
             for b in missing:
                 cache.put((stamp, blocks[b].key), read[b])
-            for b in range(len(blocks)):
-                if b not in read:
-                    read[b] = cache.get((stamp, blocks[b].key))
-            gone = [b for b in range(len(blocks)) if read[b] is None]
-            if gone:  # evicted since it was checked (the server's memory budget): read again
-                read_now(gone)
         return np.concatenate([read[b] for b in range(len(blocks))])
 
     def _losses(self) -> tuple[Any, int]:
@@ -293,15 +285,15 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     positions = np.array([i for _s, i in asked])  # 1 = the sentence's first word
     left = np.array([sentences[s][i - 1] for s, i in asked])
     right = np.array([sentences[s][i + 1] for s, i in asked])
-    missing = {twin.name: twin.missing_losses([b.key for b in questions]) for twin in (mlm, ltr)}
-    to_read = [questions[b] for b in sorted(set().union(*missing.values()))]
+    kept = {twin.name: twin.kept_losses([b.key for b in questions]) for twin in (mlm, ltr)}
+    to_read = [block for b, block in enumerate(questions) if any(b not in k for k in kept.values())]
     if to_read:  # what the models still have to read: a block read before is kept with each model
         sentences_new, asked_new = _joined(to_read)
         budget.charge(heldout_gflop(mlm.model.config, len(asked_new), len(sentences_new),
                                     int(np.mean([len(s) for s in sentences_new]))),
                       f"{len(asked_new):,} held-out words", "Read fewer held-out blocks.")
-    nll = {mlm.name: mlm.losses_by_block(questions, missing[mlm.name], _mlm_nll, budget),
-           ltr.name: ltr.losses_by_block(questions, missing[ltr.name], _ltr_nll, budget)}
+    nll = {mlm.name: mlm.losses_by_block(questions, kept[mlm.name], _mlm_nll, budget),
+           ltr.name: ltr.losses_by_block(questions, kept[ltr.name], _ltr_nll, budget)}
     logp = counts.log_probs(words, left, right)
     for key, label in LANDMARK_SERIES.items():
         nll[label] = -logp[key]
