@@ -12,7 +12,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer, BertFor
 from bertdemo.corpus import names
 from bertdemo.finetune.engine import build_model
 from bertdemo.finetune.metrics import FinetuneMetrics
-from bertdemo.finetune.token_engine import (IGNORE, WordTask, align, errors, landmarks, predict_words,
+from bertdemo.finetune.token_engine import (IGNORE, BestStep, WordTask, align, errors, landmarks, predict_words,
                                             run_token_finetune, tag_sentence, tags_of)
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
@@ -141,3 +141,54 @@ def test_the_names_time_budget_includes_the_final_evaluation(tiny_mlm_dir, tmp_p
     # 10 s scoring the start, 1 s a step, 20 s for the final evaluation (validation, then test): all within 60 s
     assert snap.step < snap.total_steps and snap.elapsed_s == 10 + snap.step + 20 <= 60
     assert "over the budget" not in snap.message
+
+
+def test_the_run_keeps_the_step_chosen_on_validation_not_its_last(tiny_mlm_dir, tmp_path):
+    """After step 20 the head is pushed to call every word O (F1 0 on validation from then on): the run keeps an
+    earlier step's weights, the one with the best validation-sample F1, and scores and saves those."""
+    seen: dict = {}
+
+    def grab(module, args, output):
+        if isinstance(module, BertForTokenClassification):
+            seen["model"] = module
+
+    def spoil(step: int) -> None:
+        if step >= 20:
+            with torch.no_grad():
+                seen["model"].classifier.bias.copy_(torch.tensor([50.0, -50.0]))
+
+    hook = torch.nn.modules.module.register_module_forward_hook(grab)
+    try:
+        metrics, folder = FinetuneMetrics(), tmp_path / "model"
+        task = name_task()
+        status = run_token_finetune(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), task, metrics, RunControl(),
+                                    folder, on_step=spoil)
+    finally:
+        hook.remove()
+    snap = metrics.snapshot()
+    assert status == Status.FINISHED, snap.message
+    curve = dict(zip(snap.eval_steps, snap.val_macro_f1))
+    assert snap.eval_steps == [0, 10, 20, 30, 36] and curve[30] == curve[36] == 0.0  # spoilt from step 20 on
+    chosen = snap.names["chosen"]
+    assert chosen["step"] in (10, 20) and chosen["f1"] == max(curve.values()) > 0.5 and chosen["last_step"] == 36
+    assert chosen["epoch"] == round(chosen["step"] / 3, 3) and chosen["on"] == "validation sample of 8"
+    assert f"Kept the weights of step {chosen['step']}" in snap.message
+    assert snap.test_macro_f1 > 0.5 and snap.val_macro_f1_all == chosen["f1"]  # the sample is the whole split
+    model = AutoModelForTokenClassification.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert model.classifier.bias.abs().max() < 10  # not the spoilt head
+    probs = predict_words(model, align(tokenizer, [s.words for s in task.test], None, 48), tokenizer.pad_token_id,
+                          torch.device("cpu")).probs
+    assert names.word_scores([s.tags for s in task.test], tags_of(probs)) == snap.names["test"]
+
+
+def test_a_tie_on_f1_keeps_the_lower_loss_then_the_earlier_step():
+    model = torch.nn.Linear(2, 2)
+    best = BestStep()
+    for step, f1, loss in ((0, 0.0, 0.9), (10, 0.0, 0.5), (20, 0.8, 0.4), (30, 0.8, 0.4), (40, 0.7, 0.1)):
+        with torch.no_grad():
+            model.bias.fill_(step)
+        best.consider(step, float(step), f1, loss, model, None)
+    assert best.step == 20 and best.f1 == 0.8
+    best.restore(model)
+    assert model.bias.tolist() == [20.0, 20.0]

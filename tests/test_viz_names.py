@@ -46,3 +46,19 @@ def test_which_layer_knows_what_draws_names_beside_the_sentence_probes_with_thei
     text = viz.layers_markdown(probe, "embedded", [])
     assert "**1**" in text and "**80.0%** test F1" in text and "not yet length, bigram shift, topic" in text
     assert math.isclose(probe.majority_accuracy, 0.9)
+
+
+def test_the_curve_and_the_report_show_which_steps_weights_the_run_kept():
+    snap = _snap(0.7)
+    snap.names["chosen"] = {"step": 40, "epoch": 1.5, "wall_s": 12.5, "f1": 0.8, "loss": 0.2, "last_step": 80,
+                            "on": "validation sample of 391"}
+    snap.eval_wall_s.extend([0.0, 12.5, 25.0])
+    snap.eval_steps.extend([0, 40, 80])
+    snap.val_macro_f1.extend([0.0, 0.8, 0.6])
+    traces = {t["name"]: t for t in viz.curve_spec(snap)["data"]}
+    assert traces["kept: step 40, the best on validation"]["x"] == [12.5]
+    assert traces["kept: step 40, the best on validation"]["y"] == [0.8]
+    assert traces["test, of the kept weights"]["x"] == [12.5] and traces["test, of the kept weights"]["y"] == [0.7]
+    text = viz.report_markdown(snap)
+    assert "**Which weights:** step 40 of 80 (epoch 1.5), chosen on the validation sample of 391 sentences" in text
+    assert "(80.0%)" in text

@@ -5,9 +5,11 @@ each word's label goes on its first wordpiece and -100 (ignored by the loss) on 
 and on words that carry no label. :func:`predict_words` reads each word's probabilities from its first
 piece, the same piece the loss trained. :func:`run_token_finetune` is the run: the same starts, seed,
 schedule, pause / stop and time budget as the topic task (:mod:`bertdemo.finetune.engine`), evaluated
-every ``eval_every`` steps on a fixed validation sample; at its end the whole validation and test splits,
-against the landmarks (every word O; the tag each word had most often in training), with the test split's
-errors listed. The checkpoint is a stock ``BertForTokenClassification`` folder (``id2label`` O / NAME).
+every ``eval_every`` steps on a fixed validation sample. The validation sample chooses the step whose weights
+the run keeps (:class:`BestStep`: the highest F1 of NAME, then the lowest loss; transformers' Trainer does the
+same with ``load_best_model_at_end``); those weights are scored at the end on the whole validation and test splits,
+against the landmarks (every word O; the tag each word had most often in training), with the test split's errors
+listed, and saved. The checkpoint is a stock ``BertForTokenClassification`` folder (``id2label`` O / NAME).
 """
 
 from __future__ import annotations
@@ -50,6 +52,38 @@ class WordTask:
     train: list[TaggedSentence]
     validation: list[TaggedSentence]
     test: list[TaggedSentence]
+
+
+@dataclass
+class BestStep:
+    """The step chosen on the validation sample: the highest F1 of NAME, then the lowest loss (an early F1 of 0
+    does not keep the untrained head), the earliest on a full tie. Keeps that step's weights (a copy on the CPU)
+    and, when the sample is the whole validation split, that evaluation's words and probabilities."""
+
+    step: int = -1
+    wall_s: float = 0.0
+    f1: float = -math.inf
+    loss: float = math.inf
+    weights: dict[str, torch.Tensor] | None = None
+    whole_split: tuple[dict, list] | None = None
+
+    def consider(self, step: int, wall_s: float, f1: float, loss: float, model: torch.nn.Module,
+                 whole_split: tuple[dict, list] | None) -> bool:
+        """Keep ``model``'s weights if this evaluation beats the kept one; True when it did."""
+        if (f1, -loss) <= (self.f1, -self.loss):
+            return False
+        self.step, self.wall_s, self.f1, self.loss, self.whole_split = step, wall_s, f1, loss, whole_split
+        self.weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+        return True
+
+    def restore(self, model: torch.nn.Module) -> None:
+        """Put the chosen step's weights back into ``model`` (its device kept)."""
+        model.load_state_dict(self.weights)
+
+    def as_dict(self, last_step: int, batches_per_epoch: int, sample: int) -> dict:
+        """What the page and the API read: the chosen step, its epoch, its sample F1 and loss, and the last step."""
+        return {"step": self.step, "epoch": round(self.step / batches_per_epoch, 3), "wall_s": round(self.wall_s, 1),
+                "f1": self.f1, "loss": self.loss, "last_step": last_step, "on": f"validation sample of {sample:,}"}
 
 
 def task_from_name_splits(splits: NameSplits) -> WordTask:
@@ -224,18 +258,38 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     def elapsed() -> float:
         return clock() - start - paused[0]
 
-    final_sentences = len(val) + len(task.test)  # what the final evaluation scores
+    # what the final evaluation scores: the whole validation split (again, for the chosen weights, when the
+    # sample is only part of it) and the test split
+    final_sentences = len(val) * (1 if sample == len(val) else 2) + len(task.test)
     eval_rate = [0.0]  # seconds per evaluated sentence, as last measured (the final evaluation's time is foreseen)
+    best = BestStep()
 
-    def run_eval(step: int, n: int) -> tuple[dict, list]:
-        """Score the first ``n`` validation sentences; the curve's point is always the fixed sample's."""
+    def validate(n: int) -> tuple[dict, list, float, dict]:
+        """The first ``n`` validation sentences scored: (their word scores, probabilities, the sample's loss and
+        word scores)."""
         began = clock()
         pred = predict_words(model, val[:n], pad_id, device)
         eval_rate[0] = max(0.0, clock() - began) / max(1, n)
         words = _scores(task.validation[:n], pred.probs)[0]
         head = words if n == sample else _scores(task.validation[:sample], pred.probs[:sample])[0]
-        metrics.log_eval(step, elapsed(), pred.loss(sample), head["accuracy"], head["f1"], [])
-        return words, pred.probs
+        return words, pred.probs, pred.loss(sample), head
+
+    def run_eval(step: int, n: int) -> tuple[dict, list]:
+        """Score the first ``n`` validation sentences; the curve's point is always the fixed sample's, and the
+        sample chooses which step's weights the run keeps."""
+        words, probs, loss, head = validate(n)
+        wall = elapsed()
+        metrics.log_eval(step, wall, loss, head["accuracy"], head["f1"], [])
+        best.consider(step, wall, head["f1"], loss, model, (words, probs) if n == len(val) else None)
+        return words, probs
+
+    def keep_chosen(step: int) -> dict:
+        """Leave the model with the chosen step's weights; the report with which step that is."""
+        if best.step != step:
+            best.restore(model)
+        chosen = {**report, "chosen": best.as_dict(step, batches_per_epoch, sample)}
+        metrics.update(names=chosen)
+        return chosen
 
     torch.manual_seed(cfg.seed)  # dropout: the same stream for every start
     model.train()
@@ -255,9 +309,13 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     if stopped:  # a Stop frees the slot within seconds: the fixed sample only
         metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
         run_eval(step, sample)
+        report = keep_chosen(step)
     else:
         metrics.update(status=Status.RUNNING, message="Final evaluation on the validation and test splits…")
         val_words, val_probs = run_eval(step, len(val))
+        report = keep_chosen(step)
+        if best.step != step:  # the chosen weights' own scores on the whole validation split
+            val_words, val_probs = best.whole_split or validate(len(val))[:2]
         val_true = [s.tags for s in task.validation]
         val_pred = tags_of(val_probs)
         confusion = [[sum(t == a and p == b for ts, ps in zip(val_true, val_pred) for t, p in zip(ts, ps))
@@ -272,7 +330,7 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
                        names=report)
     metrics.update(elapsed_s=elapsed())
     ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if stopped else "")
-    message = _final_message(step, total, elapsed(), ended, cfg)
+    message = f"{_final_message(step, total, elapsed(), ended, cfg)} {chosen_sentence(best.step, step, sample, not stopped)}"
     if not stopped:
         memory = marks["word_memory"]["test"]["f1"]
         message += (f" Test word-level F1 for names {report['test']['f1']:.1%} against {memory:.1%} for per-word "
@@ -283,6 +341,13 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
         metrics.update(checkpoint=str(checkpoint_dir))
     return status
+
+
+def chosen_sentence(chosen: int, last: int, sample: int, tested: bool) -> str:
+    """Which step's weights a names run kept, in words."""
+    which = "its last step" if chosen == last else f"step {chosen:,} (not the last, {last:,})"
+    return (f"Kept the weights of {which}: the best F1 of NAME on the validation sample ({sample:,} sentences) "
+            f"among the run's evaluations. Those weights are the ones {'scored on test and ' if tested else ''}saved.")
 
 
 @torch.inference_mode()

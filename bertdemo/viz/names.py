@@ -45,9 +45,16 @@ def curve_spec(snap) -> dict:
              "y": [round(f, 4) for f in snap.val_macro_f1], "name": f"from {literal(snap.init)}: validation",
              "line": {"color": "#4f46e5"}, "customdata": snap.eval_steps,
              "hovertemplate": "%{x:.0f} s (step %{customdata}) · F1 %{y:.1%}<extra></extra>"}]
+    chosen = snap.names.get("chosen")
+    if chosen:  # the step whose weights the run kept, chosen on this curve
+        data.append({"type": "scatter", "mode": "markers", "x": [chosen["wall_s"]], "y": [round(chosen["f1"], 4)],
+                     "name": f"kept: step {chosen['step']:,}, the best on validation",
+                     "marker": {"color": "#4f46e5", "size": 14, "symbol": "circle-open", "line": {"width": 2}},
+                     "hovertemplate": "kept: step " + f"{chosen['step']:,}" + " · F1 %{y:.1%}<extra></extra>"})
     if math.isfinite(snap.test_macro_f1) and snap.eval_wall_s:
-        data.append({"type": "scatter", "mode": "markers", "x": [round(snap.eval_wall_s[-1], 1)],
-                     "y": [round(snap.test_macro_f1, 4)], "name": "test, at the end",
+        at = chosen["wall_s"] if chosen else round(snap.eval_wall_s[-1], 1)
+        data.append({"type": "scatter", "mode": "markers", "x": [at],
+                     "y": [round(snap.test_macro_f1, 4)], "name": "test, of the kept weights",
                      "marker": {"color": "#4f46e5", "size": 11, "symbol": "diamond"},
                      "hovertemplate": "test · F1 %{y:.1%}<extra></extra>"})
     marks = snap.names.get("landmarks", {})
@@ -92,6 +99,13 @@ def report_markdown(snap, random_reference: str = "") -> str:
             f"recall {test['recall']:.1%}); entity-level F1 {entity['f1']:.1%} (a name counts when its whole run of "
             f"words is found). That is **{verdict}** per-word memory ({memory:.1%}: each word's most frequent tag in "
             f"training, unseen words O) and every word O (0 %)." + (f" {random_reference}" if random_reference else ""))
+        chosen = report.get("chosen")
+        if chosen:
+            which = ("its last step" if chosen["step"] == chosen["last_step"]
+                     else f"step {chosen['step']:,} of {chosen['last_step']:,} (epoch {chosen['epoch']:g})")
+            lines.append(f"**Which weights:** {which}, chosen on the {chosen['on']} sentences: the best F1 of NAME "
+                         f"({chosen['f1']:.1%}) among the run's evaluations, as transformers' Trainer keeps with "
+                         "`load_best_model_at_end=True`. The test split only scores that choice.")
         errors = report.get("errors", {})
         for key, title in (("missed", "Names it missed"), ("false", "Words it wrongly called names")):
             items = errors.get(key, [])
