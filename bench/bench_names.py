@@ -102,7 +102,8 @@ def main() -> None:
                 memory = snap.names["landmarks"]["word_memory"]["test"]["f1"]
                 marks = " ".join(f"{m}s {at(snap, m):.3f}" for m in MARKS)
                 print(f"{init:9s} seed {seed} epochs {epochs:g} lr {args.lr:g} batch {args.batch} {args.device}: "
-                      f"{status}, step {snap.step}, {time.perf_counter() - start:.0f} s wall; val F1 at {marks}; final "
+                      f"{status}, step {snap.step} (kept: step {snap.names['chosen']['step']}), "
+                      f"{time.perf_counter() - start:.0f} s wall; val F1 at {marks}; final "
                       f"val F1 {snap.val_macro_f1_all:.3f}, test F1 {snap.test_macro_f1:.3f} (entity "
                       f"{snap.names['test_entity']['f1']:.3f}); per-word memory test F1 {memory:.3f}", flush=True)
                 best = chosen.get((init, seed))
@@ -112,6 +113,7 @@ def main() -> None:
                     with open(args.out, "a") as fh:
                         fh.write(json.dumps({"init": init, "seed": seed, "epochs": epochs, "lr": args.lr,
                                              "batch": args.batch, "device": args.device, "steps": snap.step,
+                                             "kept_step": snap.names["chosen"]["step"],
                                              "eval_wall_s": snap.eval_wall_s, "val_f1": snap.val_macro_f1,
                                              "val_f1_all": snap.val_macro_f1_all, "test_f1": snap.test_macro_f1,
                                              "test_entity_f1": snap.names["test_entity"]["f1"],

@@ -60,9 +60,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
     For writers that want a path (``safetensors.save_file``, ``torch.save``). On an error the
     temp file is removed and ``target`` is untouched. The file gets the usual permissions
-    (``0o666`` less the umask), unlike ``tempfile.mkstemp``'s private ``0o600``.
+    (``0o666`` less the umask), unlike ``tempfile.mkstemp``'s private ``0o600``. A missing folder is made (a
+    fresh machine's cache folder).
     """
     target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(target)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:

@@ -82,3 +82,10 @@ def test_atomic_folder_failure_leaves_nothing(tmp_path):
     assert _siblings(tmp_path) == []
 
 
+
+
+def test_a_file_in_a_folder_not_yet_made_is_written(tmp_path):
+    """A fresh machine has no cache folder yet: the first names split saved into it made the bench fail."""
+    target = tmp_path / "cache" / "bert-explorer" / "names.json"
+    storage.write_text(target, "{}")
+    assert target.read_text() == "{}" and [p.name for p in target.parent.iterdir()] == ["names.json"]
