@@ -82,7 +82,7 @@ def test_the_attention_sliders_fit_the_model_before_the_first_answer(tmp_path, t
     demo = build_app(AppContext.for_tests(tmp_path, default_model=str(tiny_mlm_dir)))
     fitted = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "shape_sliders"]
     config = demo.get_config_file()
-    box = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "att-shown")
+    box = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "attention-shown")
     triggers = [list(t) for d in config["dependencies"] if d["id"] in {f._id for f in fitted} for t in d["targets"]]
     assert triggers == [[box, "change"]]  # the tab shown, or the model changed while it is on screen
     layer, head = fitted[0].fn(str(tiny_mlm_dir), 20, 7)

@@ -107,7 +107,7 @@ def _tab_inside(config: dict, tab_id: str) -> set[int]:
 
 
 # per tab: the hidden box whose change sends the tab's first work, and that work (ui/first_show.py, class_tab.py)
-DEFERRED = {"learn": ("learn-shown", "answer_shown"), "attention": ("att-shown", "shape_sliders"),
+DEFERRED = {"learn": ("learn-shown", "answer_shown"), "attention": ("attention-shown", "shape_sliders"),
             "class": ("class-to-read", "read_link")}
 
 

@@ -337,7 +337,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         drawn_state = gr.State(None)  # what the page shows: the keys of each view, the overview's pixels
         folder_state = gr.State(None, delete_callback=_remove_dir)
         overview_file = gr.State(None, delete_callback=_remove_overview)  # this page's one overview PNG
-        shown_with = first_show.model_shown(tab, "attention", model_box, "att-shown")  # the model the tab shows
+        shown_with = first_show.model_shown(tab, "attention", model_box)  # the model the tab shows
 
     layer_box, head_box, token_box = layer, head, token  # the names draw() and show() update
     controls = [layer, head, mean, hide, renorm, direction]

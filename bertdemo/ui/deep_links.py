@@ -183,12 +183,15 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
 
 
-def _open_js(ids: dict[str, str]) -> str:
-    """JS that opens the tab named in ``value.tab`` (a click on its tab button), when ``value.run`` clicks
-    that tab's run button (after the sentence is in its box), then follows ``value.focus`` (see FOCUS): opens
-    an accordion, clicks a button, and scrolls the part that answers into view."""
-    return ("(value) => { " + first_show.link_followed_js() + " const ids = " + json.dumps(ids) + ";"
-            " const tab = value && value.tab; if (!tab) return [];"
+def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
+    """JS ``(value, model, ...held)`` that opens the tab named in ``value.tab`` (a click on its tab button), when
+    ``value.run`` clicks that tab's run button (after the sentence is in its box), then follows ``value.focus``
+    (see FOCUS): opens an accordion, clicks a button, and scrolls the part that answers into view. Returns the
+    first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened before the link was followed
+    is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
+    returned = "shown.length === 1 ? shown[0] : shown"
+    return ("(value, model, ...held) => { " + first_show.follow_up_js(tab_ids) + " const ids = " + json.dumps(ids)
+            + ";" f" const tab = value && value.tab; if (!tab) return {returned};"
             " const button = [...document.querySelectorAll('button[role=tab]')].find("
             "b => b.dataset.tabId === tab && b.offsetParent !== null);"
             " if (button && button.getAttribute('aria-selected') !== 'true') button.click();"
@@ -204,7 +207,7 @@ def _open_js(ids: dict[str, str]) -> str:
             "  when(focus.click, b => b.click());"
             "  when(focus.scroll || focus.open, el => { const show = () => el.scrollIntoView({block: 'start'});"
             "   setTimeout(show, 300); setTimeout(show, 1200); });"  # again once the answers have drawn
-            " }, 100); return []; }")
+            " }, 100); return " + returned + "; }")
 
 
 def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: ModelSource,
@@ -257,11 +260,13 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True,
                        focus=answer.get("step"))
 
-    click = _open_js(RUN_BUTTON)
+    shown = first_show.shown_boxes(boxes)  # each deferred tab's box: the follow-up writes the one on screen
+    click = _open_js(RUN_BUTTON, list(shown))
+    follow = dict(inputs=[hidden, model_box, *shown.values()], outputs=list(shown.values()), js=click,
+                  api_visibility="private", show_progress="hidden")
     # progress on the model box alone: the page refreshes the loading status of every component an event has shown
     # progress on at each status message of every later event, and this one writes a text box on every tab
     opened = demo.load(open_link, model_box, outputs, api_visibility="private", show_progress_on=model_box)
-    opened.then(None, hidden, None, js=click, api_visibility="private")
-    learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(
-        None, hidden, None, js=click, api_visibility="private")
+    opened.then(None, **follow)
+    learn.open_button.click(keep_exploring, learn.raw, outputs, api_visibility="private").then(None, **follow)
     return opened

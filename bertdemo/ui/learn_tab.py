@@ -211,7 +211,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             raw = gr.JSON(elem_id="learn-raw")
         progress = gr.JSON(None, visible=False, elem_id="learn-progress")  # kept in this browser (PROGRESS_KEY)
         owner = gr.Textbox("", visible=False, elem_id="learn-owner")  # filled from localStorage by WITH_OWNER_JS
-        shown_with = first_show.model_shown(tab, "learn", model_box, "learn-shown")
+        shown_with = first_show.model_shown(tab, "learn", model_box)
 
         inputs = [step, sentence, model_box]
         drawn = [question, answer, code, open_button, prompt, choice, number, verdict, revealed, progress_line]

@@ -130,3 +130,36 @@ def test_a_link_to_a_learn_step_with_a_refused_sentence_says_why(browser_page, a
     expect(toast).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#learn-text textarea")).to_have_value("The [MASK] sat on the mat.")
     expect(page.locator("#learn-question")).not_to_contain_text("Step")  # no answer of another sentence drawn
+
+
+# every queue request held in the page until the test releases them: the deep link is followed only then
+HOLD_JOINS = """(() => {
+  const orig = window.fetch.bind(window);
+  let release;
+  const released = new Promise(r => { release = r; });
+  window.__releaseJoins = () => release();
+  window.fetch = async (input, init) => {
+    const url = typeof input === 'string' ? input : (input.url || String(input));
+    if (url.includes('/queue/join')) await released;
+    return orig(input, init);
+  };
+})();"""
+
+
+def test_attention_opened_before_the_link_is_followed_fits_its_sliders_once_it_is(browser_page, app_url,
+                                                                                    app_model_dir):
+    """A visitor who opens Attention within a second of opening the page, before the page's deep link has been
+    followed: its sliders are fitted to the model once the link is followed (before, they never were)."""
+    page = browser_page
+    page.add_init_script(JOINS)
+    page.add_init_script(HOLD_JOINS)
+    page.goto(app_url)
+    attention = page.get_by_role("tab", name="Attention", exact=True).locator("visible=true").first
+    expect(attention).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    attention.click()
+    expect(attention).to_have_attribute("aria-selected", "true")
+    assert _sent(page) == []  # the deep link not yet followed: its request is held
+    page.evaluate("() => window.__releaseJoins()")
+    last_layer = str(_layers(app_model_dir) - 1)
+    expect(slider(page, "Layer")).to_have_attribute("max", last_layer, timeout=RUN_TIMEOUT_MS)
+    expect(attention).to_have_attribute("aria-selected", "true")  # the page stayed where the visitor went
