@@ -143,9 +143,9 @@ def test_the_names_time_budget_includes_the_final_evaluation(tiny_mlm_dir, tmp_p
     assert "over the budget" not in snap.message
 
 
-def test_the_run_keeps_the_step_chosen_on_validation_not_its_last(tiny_mlm_dir, tmp_path):
-    """After step 20 the head is pushed to call every word O (F1 0 on validation from then on): the run keeps an
-    earlier step's weights, the one with the best validation-sample F1, and scores and saves those."""
+def _spoilt_run(tiny_mlm_dir, folder, spoil_from: int):
+    """A names run whose head is pushed, from step ``spoil_from`` on, to call every word O (F1 0 and a huge loss on
+    validation from then on)."""
     seen: dict = {}
 
     def grab(module, args, output):
@@ -153,19 +153,25 @@ def test_the_run_keeps_the_step_chosen_on_validation_not_its_last(tiny_mlm_dir, 
             seen["model"] = module
 
     def spoil(step: int) -> None:
-        if step >= 20:
+        if step >= spoil_from:
             with torch.no_grad():
                 seen["model"].classifier.bias.copy_(torch.tensor([50.0, -50.0]))
 
     hook = torch.nn.modules.module.register_module_forward_hook(grab)
     try:
-        metrics, folder = FinetuneMetrics(), tmp_path / "model"
-        task = name_task()
+        metrics, task = FinetuneMetrics(), name_task()
         status = run_token_finetune(tiny_finetune_config(tiny_mlm_dir, FROM_RUN), task, metrics, RunControl(),
                                     folder, on_step=spoil)
     finally:
         hook.remove()
-    snap = metrics.snapshot()
+    return task, metrics.snapshot(), status
+
+
+def test_the_run_keeps_the_step_chosen_on_validation_not_its_last(tiny_mlm_dir, tmp_path):
+    """After step 20 the head is pushed to call every word O: the run keeps an earlier step's weights, the one with
+    the best validation-sample F1, and scores and saves those."""
+    folder = tmp_path / "model"
+    task, snap, status = _spoilt_run(tiny_mlm_dir, folder, 20)
     assert status == Status.FINISHED, snap.message
     curve = dict(zip(snap.eval_steps, snap.val_macro_f1))
     assert snap.eval_steps == [0, 10, 20, 30, 36] and curve[30] == curve[36] == 0.0  # spoilt from step 20 on
@@ -180,6 +186,15 @@ def test_the_run_keeps_the_step_chosen_on_validation_not_its_last(tiny_mlm_dir, 
     probs = predict_words(model, align(tokenizer, [s.words for s in task.test], None, 48), tokenizer.pad_token_id,
                           torch.device("cpu")).probs
     assert names.word_scores([s.tags for s in task.test], tags_of(probs)) == snap.names["test"]
+
+
+def test_the_start_is_never_kept_over_a_fine_tuned_step(tiny_mlm_dir, tmp_path):
+    """Spoilt from the first step on, every fine-tuned step scores worse on validation than the start (a lower
+    loss at the same or a better F1): the run still keeps a fine-tuned step, as the Trainer's best model is one
+    of its evaluations during training; its untrained head is no choice."""
+    _, snap, status = _spoilt_run(tiny_mlm_dir, tmp_path / "model", 1)
+    assert status == Status.FINISHED and snap.names["chosen"]["step"] > 0
+    assert snap.val_loss[0] < min(snap.val_loss[1:])  # the start would have won
 
 
 def test_a_tie_on_f1_keeps_the_lower_loss_then_the_earlier_step():

@@ -56,8 +56,8 @@ class WordTask:
 
 @dataclass
 class BestStep:
-    """The step chosen on the validation sample: the highest F1 of NAME, then the lowest loss (an early F1 of 0
-    does not keep the untrained head), the earliest on a full tie. Keeps that step's weights (a copy on the CPU)
+    """The step chosen on the validation sample: the highest F1 of NAME, then the lowest loss (among steps whose
+    F1 is 0 alike, the one that learned most), the earliest on a full tie. Keeps that step's weights (a copy on the CPU)
     and, when the sample is the whole validation split, that evaluation's words and probabilities."""
 
     step: int = -1
@@ -274,13 +274,15 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         head = words if n == sample else _scores(task.validation[:sample], pred.probs[:sample])[0]
         return words, pred.probs, pred.loss(sample), head
 
-    def run_eval(step: int, n: int) -> tuple[dict, list]:
+    def run_eval(step: int, n: int, last: bool = False) -> tuple[dict, list]:
         """Score the first ``n`` validation sentences; the curve's point is always the fixed sample's, and the
-        sample chooses which step's weights the run keeps."""
+        sample chooses which step's weights the run keeps among the fine-tuned ones (the start, step 0, only
+        when the run took no step: its head is untrained)."""
         words, probs, loss, head = validate(n)
         wall = elapsed()
         metrics.log_eval(step, wall, loss, head["accuracy"], head["f1"], [])
-        best.consider(step, wall, head["f1"], loss, model, (words, probs) if n == len(val) else None)
+        if step > 0 or last:
+            best.consider(step, wall, head["f1"], loss, model, (words, probs) if n == len(val) else None)
         return words, probs
 
     def keep_chosen(step: int) -> dict:
@@ -308,11 +310,11 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
     stopped = status == Status.STOPPED
     if stopped:  # a Stop frees the slot within seconds: the fixed sample only
         metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
-        run_eval(step, sample)
+        run_eval(step, sample, last=True)
         report = keep_chosen(step)
     else:
         metrics.update(status=Status.RUNNING, message="Final evaluation on the validation and test splits…")
-        val_words, val_probs = run_eval(step, len(val))
+        val_words, val_probs = run_eval(step, len(val), last=True)
         report = keep_chosen(step)
         if best.step != step:  # the chosen weights' own scores on the whole validation split
             val_words, val_probs = best.whole_split or validate(len(val))[:2]
