@@ -264,3 +264,17 @@ def test_attention_deeper_model_after_smaller_one_same_session(app_url, model):
     plot, _, info = attend(client, "Hello world.", EMBEDDED, layer=4, head=3)  # 6 x 12
     assert "Layer 4, head 3" in json.dumps(plotly_figure(plot)["layout"]["title"])
     assert "6 layers × 12 heads" in info
+
+
+def test_the_started_server_leaves_its_long_lived_objects_out_of_full_collections(app_server):
+    """Once the default model is in, the server freezes what it holds for life (bertdemo/gc_pauses.py): a full
+    garbage collection then walks only what came later, not half a second of startup objects."""
+    from pathlib import Path
+
+    from tests.helpers import wait_until
+
+    log = Path(app_server[1].log_path)
+    line = re.compile(r"(\d+) long-lived objects left out of full garbage collections")
+    wait_until(lambda: line.search(log.read_text(errors="replace")), timeout=120, interval=0.2,
+               what="the default model's warm-up")
+    assert int(line.search(log.read_text(errors="replace")).group(1)) > 100_000  # torch, transformers, gradio
