@@ -93,7 +93,7 @@ def test_each_run_tab_polls_through_one_timer_started_by_its_select(config):
         assert len(setting) == 1  # one request draws the tab's parts and sets the timer
         assert len(chain) == (2 if name == "pretrain" else 1)  # the Pretrain tab's status line first (test below)
         ticks = [d for d in deps if [timers[0], "tick"] in [list(t) for t in d["targets"]]]
-        assert len(ticks) == 1 and timers[0] in ticks[0]["outputs"]  # the tick stops it when nothing is live
+        assert len(ticks) == 1 and timers[0] in ticks[0]["outputs"]  # the tick sets its pace to what is live
 
 
 def _by_elem_id(config: dict) -> dict[str, int]:

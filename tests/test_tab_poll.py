@@ -1,11 +1,12 @@
-"""A run tab's one poll (bertdemo/ui/tab_poll.py): the select draws every part and sets the timer to what is
-live, a tick stops the timer once nothing is live, and a value the page already has is not sent again."""
+"""A run tab's one poll (bertdemo/ui/tab_poll.py): the select draws every part and sets the timer's pace to what
+is live (every second while a run it shows is live, every IDLE_SECONDS while none is), a tick changes the pace only
+when that changes, and a value the page already has is not sent again."""
 
 from __future__ import annotations
 
 import gradio as gr
 
-from bertdemo.ui.tab_poll import TabPoll, unsent
+from bertdemo.ui.tab_poll import IDLE_SECONDS, TabPoll, unsent
 
 SKIP = gr.skip()
 
@@ -25,29 +26,38 @@ def _poll(state: dict):
     return demo, poll, fns["tab_shown"].fn, fns["tab_tick"].fn
 
 
-def test_the_select_draws_every_part_and_starts_the_timer_only_when_live():
+def _every(seconds: float) -> dict:
+    return {"__type__": "update", "value": seconds, "active": True}
+
+
+def test_the_select_draws_every_part_and_sets_the_timers_pace_to_what_is_live():
     state = {"text": "RUNNING step 1", "live": True}
     demo, poll, shown, tick = _poll(state)
     assert poll.timer.active is False  # a page open starts no timer
     status, estimate, sent, timer = shown({}, None, "form")
-    assert (status, estimate, timer) == ("RUNNING step 1", "estimate for form", {"__type__": "update", "active": True})
+    assert (status, estimate, timer) == ("RUNNING step 1", "estimate for form", _every(1.0))
     state["live"] = False
     *_, timer = shown({}, None, "form")
-    assert timer == {"__type__": "update", "active": False}
+    assert timer == _every(IDLE_SECONDS) and IDLE_SECONDS == 10.0  # still looking: a run another visitor starts
 
 
-def test_a_tick_redraws_nothing_new_and_stops_the_timer_once_nothing_is_live():
+def test_a_tick_redraws_nothing_new_and_slows_the_timer_once_nothing_is_live():
     state = {"text": "RUNNING step 1", "live": True}
     _, _, shown, tick = _poll(state)
     *_, sent, _ = shown({}, None, "form")
     status, sent, timer = tick(sent, None)
-    assert (status, timer) == (SKIP, SKIP)  # the run stood still: nothing sent, the timer left running
+    assert (status, timer) == (SKIP, SKIP)  # the run stood still: nothing sent, the timer left at its pace
     state["text"] = "RUNNING step 2"
     status, sent, timer = tick(sent, None)
     assert (status, timer) == ("RUNNING step 2", SKIP)
     state.update(text="FINISHED", live=False)
     status, sent, timer = tick(sent, None)
-    assert (status, timer) == ("FINISHED", {"__type__": "update", "active": False})  # drawn, then stopped
+    assert (status, timer) == ("FINISHED", _every(IDLE_SECONDS))  # drawn, then looked at every 10 s
+    status, sent, timer = tick(sent, None)
+    assert (status, timer) == (SKIP, SKIP)  # an idle tick that finds nothing new sends nothing
+    state.update(text="RUNNING step 1 (another visitor's run)", live=True)
+    status, sent, timer = tick(sent, None)
+    assert (status, timer) == ("RUNNING step 1 (another visitor's run)", _every(1.0))  # seen, and followed
 
 
 def test_unsent_leaves_out_what_the_page_has_and_keeps_skips():
@@ -98,6 +108,6 @@ def test_a_first_part_answers_alone_before_the_others_and_the_next_draw_does_not
     drawn, sent = fns["tab_first"].fn({}, None)
     assert drawn == "RUNNING step 1"
     again, drawn_curves, sent, timer = fns["tab_shown"].fn(sent, None)
-    assert (again, drawn_curves, timer) == (SKIP, "curves", {"__type__": "update", "active": True})
+    assert (again, drawn_curves, timer) == (SKIP, "curves", _every(1.0))
     ticked = fns["tab_tick"].fn(sent, None)
     assert len(ticked) == 4 and ticked[0] == SKIP  # a tick draws the others (the line with them), never the first part

@@ -9,10 +9,12 @@ one request answers them all:
   page open reads none of them: a tab not shown costs the server nothing; parts added ``first`` (a status line)
   are drawn by a request of their own just before the others, so the tab reads at once and its slow parts
   (curves, run lists) follow;
-- the timer (inactive at first) is started by that draw when a part says it is live (a run training,
-  preparing, paused or queued that the tab shows), and stopped by the tick that finds nothing live; leaving
-  the tab stops it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start from the page
-  (:meth:`TabPoll.after`) draws at once and starts it;
+- the timer (inactive at first) is started by that draw: every ``seconds`` while a part says it is live (a run
+  training, preparing, paused or queued that the tab shows), else every :data:`IDLE_SECONDS`, so a tab left
+  on screen with nothing live still sees a run another visitor starts (a tick that finds nothing new sends
+  nothing back but the skips); a tick switches between the two when liveness changes; leaving the tab stops
+  it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start from the page
+  (:meth:`TabPoll.after`) draws at once and sets it;
 - an output whose value is the one this page was last sent is left out (the page receives nothing for it):
   a poll that brings nothing new redraws nothing.
 
@@ -30,6 +32,8 @@ from typing import Any, Callable, ContextManager, Sequence
 import gradio as gr
 
 PartFn = Callable[..., tuple[Sequence[Any], bool]]  # (request, *inputs) -> (one value per output, live)
+IDLE_SECONDS = 10.0  # a shown tab with nothing live looks again this often (a run another visitor starts)
+_EVERY = "every"  # the key in a page's ``sent`` that holds the timer's interval as last sent (seconds)
 
 # the Tabs' change, in the page alone: once the new tab is laid out, the timer stops unless its tab is shown
 STOP_WHEN_HIDDEN_JS = ("async () => { await new Promise(r => setTimeout(r, 50));"
@@ -74,8 +78,9 @@ class TabPoll:
     visible in the tab (the page reads it to tell whether the tab is shown). Then :meth:`add` parts and
     :meth:`wire` once."""
 
-    def __init__(self, seconds: float, shown_id: str) -> None:
+    def __init__(self, seconds: float, shown_id: str, idle_seconds: float = IDLE_SECONDS) -> None:
         self.timer = gr.Timer(seconds, active=False)
+        self.seconds, self.idle_seconds = seconds, idle_seconds
         self.sent = gr.State({})  # output id -> digest of the value this page was last sent
         self.shown_id = shown_id
         self._parts: list[_Part] = []
@@ -117,11 +122,12 @@ class TabPoll:
             out, sent = unsent(out, ids, sent)
             if not timed:  # the first parts' own request: the timer is the rest's to set
                 return (*out, sent)
-            if ticking:  # a tick runs only while the timer is on: it need only stop it
-                timer = gr.skip() if live else gr.update(active=False)
+            every = self.seconds if live else self.idle_seconds
+            if ticking and sent.get(_EVERY) == every:  # a tick runs only while the timer is on, at that pace
+                timer = gr.skip()
             else:
-                timer = gr.update(active=live)
-            return (*out, sent, timer)
+                timer = gr.update(value=every, active=True)
+            return (*out, {**sent, _EVERY: every}, timer)
 
         # the api names ui/heavy_requests.py declares
         tab_poll.__name__ = "tab_tick" if ticking else "tab_shown" if timed else "tab_first"
