@@ -45,6 +45,8 @@ def test_a_page_opened_during_a_run_shows_the_run_when_the_tab_is_shown(tmp_path
     from bertdemo.context import AppContext
     from bertdemo.ui import build_app
     from bertdemo.ui.pretrain_tab import READING
+    from bertdemo.ui.finetune_tab import POLL_SECONDS
+    from bertdemo.ui.tab_poll import IDLE_SECONDS
     from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
     ctx = AppContext.for_tests(tmp_path)
@@ -96,6 +98,8 @@ def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_pa
 
     from bertdemo.context import AppContext
     from bertdemo.ui import build_app
+    from bertdemo.ui.finetune_tab import POLL_SECONDS
+    from bertdemo.ui.tab_poll import IDLE_SECONDS
     from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
     ctx = AppContext.for_tests(tmp_path)
@@ -108,7 +112,8 @@ def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_pa
         _, show = _shown(demo, "finetune")
         shown = dict(show())
         timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
-        assert timer["active"] is False and shown[line] == ""  # nothing of this tab is live
+        assert timer == {"__type__": "update", "value": IDLE_SECONDS, "active": True} and shown[line] == ""  # nothing
+        # of this tab is live: it looks again at the idle pace
         place = ctx.runs.start_or_queue("browser-token", "", "fine-tuning run", lambda: ctx.finetune_runs.start(
             {"epochs": 0.01}, "browser-token"))
         assert place.position == 1
@@ -116,7 +121,8 @@ def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_pa
         _, show = _shown(demo, "finetune")
         shown = dict(show())
         timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
-        assert "number 1 in the queue" in shown[line] and timer["active"] is True
+        assert "number 1 in the queue" in shown[line] and timer == {"__type__": "update", "value": POLL_SECONDS,
+                                                                       "active": True}
         assert ctx.runs.cancel_queued("browser-token", "")
     finally:
         run.stop()

@@ -75,7 +75,9 @@ def test_attribution_equals_captums_layer_methods_on_a_private_copy(shared):
     for method, reference in (("integrated gradients", ig), ("gradient x input", gxi)):
         want = attribution._per_token(reference)
         want[np.array(kept)] = 0.0
-        np.testing.assert_allclose(result.scores[method], want, rtol=1e-5, atol=1e-7 * np.abs(want).max())
+        # float32 sums in another order: each score within 1e-5 of the largest one (a small score is a difference
+        # of large terms; relative to itself it may move by 2e-5, as one run of the whole suite found)
+        np.testing.assert_allclose(result.scores[method], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     assert not layer._forward_hooks and not shared.model.get_input_embeddings()._forward_hooks
 
 
