@@ -61,4 +61,5 @@ def test_the_curve_and_the_report_show_which_steps_weights_the_run_kept():
     assert traces["test, of the kept weights"]["x"] == [12.5] and traces["test, of the kept weights"]["y"] == [0.7]
     text = viz.report_markdown(snap)
     assert "**Which weights:** step 40 of 80 (epoch 1.5), chosen on the validation sample of 391 sentences" in text
-    assert "(80.0%)" in text
+    assert "(80.0%), then the lowest loss, among the evaluations after training began (the start, step 0, is no " \
+        "choice" in text

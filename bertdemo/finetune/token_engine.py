@@ -348,8 +348,9 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
 def chosen_sentence(chosen: int, last: int, sample: int, tested: bool) -> str:
     """Which step's weights a names run kept, in words."""
     which = "its last step" if chosen == last else f"step {chosen:,} (not the last, {last:,})"
-    return (f"Kept the weights of {which}: the best F1 of NAME on the validation sample ({sample:,} sentences) "
-            f"among the run's evaluations. Those weights are the ones {'scored on test and ' if tested else ''}saved.")
+    return (f"Kept the weights of {which}: the best F1 of NAME on the validation sample ({sample:,} sentences), then "
+            "the lowest loss, among the evaluations after training began. Those weights are the ones "
+            f"{'scored on test and ' if tested else ''}saved.")
 
 
 @torch.inference_mode()

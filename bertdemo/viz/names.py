@@ -104,7 +104,8 @@ def report_markdown(snap, random_reference: str = "") -> str:
             which = ("its last step" if chosen["step"] == chosen["last_step"]
                      else f"step {chosen['step']:,} of {chosen['last_step']:,} (epoch {chosen['epoch']:g})")
             lines.append(f"**Which weights:** {which}, chosen on the {chosen['on']} sentences: the best F1 of NAME "
-                         f"({chosen['f1']:.1%}) among the run's evaluations, as transformers' Trainer keeps with "
+                         f"({chosen['f1']:.1%}), then the lowest loss, among the evaluations after training began (the "
+                         "start, step 0, is no choice: its head is untrained), as transformers' Trainer keeps with "
                          "`load_best_model_at_end=True`. The test split only scores that choice.")
         errors = report.get("errors", {})
         for key, title in (("missed", "Names it missed"), ("false", "Words it wrongly called names")):
