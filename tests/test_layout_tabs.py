@@ -112,8 +112,8 @@ def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_pa
         _, show = _shown(demo, "finetune")
         shown = dict(show())
         timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
-        assert timer == {"__type__": "update", "value": IDLE_SECONDS, "active": True} and shown[line] == ""  # nothing
-        # of this tab is live: it looks again at the idle pace
+        # nothing of this tab is live: it looks again at the idle pace
+        assert timer == {"__type__": "update", "value": IDLE_SECONDS, "active": True} and shown[line] == ""
         place = ctx.runs.start_or_queue("browser-token", "", "fine-tuning run", lambda: ctx.finetune_runs.start(
             {"epochs": 0.01}, "browser-token"))
         assert place.position == 1
@@ -121,8 +121,8 @@ def test_a_queued_run_is_shown_when_the_tab_opens_and_keeps_its_poll_live(tmp_pa
         _, show = _shown(demo, "finetune")
         shown = dict(show())
         timer = next(value for output, value in shown.items() if isinstance(output, gr.Timer))
-        assert "number 1 in the queue" in shown[line] and timer == {"__type__": "update", "value": POLL_SECONDS,
-                                                                       "active": True}
+        assert "number 1 in the queue" in shown[line]
+        assert timer == {"__type__": "update", "value": POLL_SECONDS, "active": True}
         assert ctx.runs.cancel_queued("browser-token", "")
     finally:
         run.stop()

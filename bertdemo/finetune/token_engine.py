@@ -68,13 +68,12 @@ class BestStep:
     whole_split: tuple[dict, list] | None = None
 
     def consider(self, step: int, wall_s: float, f1: float, loss: float, model: torch.nn.Module,
-                 whole_split: tuple[dict, list] | None) -> bool:
-        """Keep ``model``'s weights if this evaluation beats the kept one; True when it did."""
+                 whole_split: tuple[dict, list] | None) -> None:
+        """Keep ``model``'s weights if this evaluation beats the kept one."""
         if (f1, -loss) <= (self.f1, -self.loss):
-            return False
+            return
         self.step, self.wall_s, self.f1, self.loss, self.whole_split = step, wall_s, f1, loss, whole_split
         self.weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        return True
 
     def restore(self, model: torch.nn.Module) -> None:
         """Put the chosen step's weights back into ``model`` (its device kept)."""
@@ -289,9 +288,9 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         """Leave the model with the chosen step's weights; the report with which step that is."""
         if best.step != step:
             best.restore(model)
-        chosen = {**report, "chosen": best.as_dict(step, batches_per_epoch, sample)}
-        metrics.update(names=chosen)
-        return chosen
+        with_choice = {**report, "chosen": best.as_dict(step, batches_per_epoch, sample)}
+        metrics.update(names=with_choice)
+        return with_choice
 
     torch.manual_seed(cfg.seed)  # dropout: the same stream for every start
     model.train()
@@ -332,7 +331,8 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
                        names=report)
     metrics.update(elapsed_s=elapsed())
     ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if stopped else "")
-    message = f"{_final_message(step, total, elapsed(), ended, cfg)} {chosen_sentence(best.step, step, sample, not stopped)}"
+    kept = chosen_sentence(best.step, step, sample, tested=not stopped)
+    message = f"{_final_message(step, total, elapsed(), ended, cfg)} {kept}"
     if not stopped:
         memory = marks["word_memory"]["test"]["f1"]
         message += (f" Test word-level F1 for names {report['test']['f1']:.1%} against {memory:.1%} for per-word "
