@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo.ui.plotly_figure import plotly_js
     from bertdemo.ui.queue_polling import poll_less
     from bertdemo.ui.session_configs import make_session_configs_lazy
+    from bertdemo.ui.skipped_outputs import pass_skipped_outputs
     from bertdemo.ui.visitor_shares import share_per_visitor
 
     ctx = AppContext.from_settings(settings_from_args(args))  # no torch yet
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
     poll_less(demo)  # the queue looks for work every 5 ms when it has none, not every 1 ms
+    pass_skipped_outputs(demo)  # an output an answer leaves as it is costs the server nothing
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,

@@ -108,6 +108,11 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "SessionState.config_values / BlocksConfig.config_for_block",
                "bertdemo/ui/session_configs.py make_session_configs_lazy", GRADIO,
                "a new page session's copy of every component's configuration made when read, not at its first event"),
+    Touchpoint("gradio", "Blocks.postprocess_data(block_fn, predictions, state) (rebound on the instance) / "
+               "BlockFunction.outputs / .batch / .is_validator_function / "
+               "gradio.blocks.convert_component_dict_to_list / Block.stateful",
+               "bertdemo/ui/skipped_outputs.py pass_skipped_outputs", GRADIO,
+               "an output an answer leaves as it is (gr.skip()) is not rebuilt and configured again for nothing"),
     Touchpoint("gradio", "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)",
                "bertdemo/ui/queue_polling.py poll_less", GRADIO,
                "the queue looks for work every 5 ms, not every 1 ms, while it has none"),
@@ -178,6 +183,50 @@ def replace_input_count_check(blocks: Any, check: Callable[[Any, list], None]) -
     """Make ``check(block_fn, inputs)`` the app's check that an event got all its inputs (gradio calls
     ``blocks.validate_inputs`` before preprocessing)."""
     blocks.validate_inputs = check
+
+
+def wrap_postprocess(blocks: Any, make: Callable[[Callable], Callable]) -> None:
+    """Replace the app's step that turns an event's answer into what the page gets (``blocks.postprocess_data(
+    block_fn, predictions, state)``, a coroutine gradio calls on the instance) with ``make(the original)``."""
+    blocks.postprocess_data = make(blocks.postprocess_data)
+
+
+def event_outputs(block_fn: Any) -> list:
+    """An event handler's output components, in order."""
+    return list(block_fn.outputs)
+
+
+def output_values(block_fn: Any, predictions: Any) -> list | None:
+    """An event's answer as one value per output, as gradio reads it (a ``{component: value}`` dict with the
+    outputs it leaves out skipped; one ``gr.skip()`` for all of them); None where gradio reads it otherwise or
+    refuses it: one output, a batch, a validator, answers that do not fit the outputs."""
+    from gradio.blocks import convert_component_dict_to_list
+    from gradio.helpers import skip
+
+    outputs = block_fn.outputs
+    if len(outputs) < 2 or block_fn.batch or block_fn.is_validator_function:
+        return None
+    if isinstance(predictions, dict) and predictions == skip():
+        return [skip() for _ in outputs]
+    if isinstance(predictions, dict) and predictions:
+        predictions = convert_component_dict_to_list(list(outputs), predictions)
+    if not isinstance(predictions, (list, tuple)) or len(predictions) != len(outputs):
+        return None
+    return list(predictions)
+
+
+def holds_state(component: Any) -> bool:
+    """Whether the component is per-session state (gradio answers its output None, not an update)."""
+    return bool(component.stateful)
+
+
+def with_outputs(block_fn: Any, outputs: list) -> Any:
+    """A copy of the event handler that lists only ``outputs`` (the original is left as it is)."""
+    import copy
+
+    part = copy.copy(block_fn)
+    part.outputs = list(outputs)
+    return part
 
 
 def file_fetch(component: Any) -> Callable:

@@ -299,6 +299,30 @@ def _canary_lazy_session_configs():
     assert demo.state_holder["s1"] is lazy and "s1" in demo.state_holder.time_last_used
 
 
+def _canary_postprocess_data():
+    from gradio.blocks import Blocks, convert_component_dict_to_list
+
+    from bertdemo.ui.skipped_outputs import SKIP
+
+    assert list(inspect.signature(Blocks.postprocess_data).parameters) == ["self", "block_fn", "predictions", "state"]
+    assert "await self.postprocess_data(" in inspect.getsource(Blocks.process_api)  # looked up on the instance
+    assert gr.skip() == SKIP
+    with gr.Blocks() as demo:
+        box, out, memory = gr.Textbox(), gr.Markdown(), gr.State()
+        box.submit(lambda text: text, box, [out, memory])
+    [handler] = list(compat.event_handlers(demo))
+    assert (handler.batch, handler.is_validator_function) == (False, False)
+    assert compat.event_outputs(handler) == [out, memory] and compat.holds_state(memory) and not compat.holds_state(out)
+    assert convert_component_dict_to_list([out, memory], {out: "hi"}) == ["hi", SKIP]
+    assert compat.output_values(handler, gr.skip()) == [SKIP, SKIP]
+    part = compat.with_outputs(handler, [out])
+    assert part.outputs == [out] and handler.outputs == [out, memory] and part.fn is handler.fn
+    seen = []
+    compat.wrap_postprocess(demo, lambda original: lambda *args: seen.append(original) or original(*args))
+    demo.postprocess_data(handler, ["hi", None], None).close()  # a coroutine: made, not run
+    assert seen and seen[0].__func__ is Blocks.postprocess_data
+
+
 def _canary_queue_polling():
     from gradio.queueing import Queue
 
@@ -347,6 +371,9 @@ CANARIES = {
     "reading blocks.default_config and blocks.blocks / SessionState.config_values / BlocksConfig.config_for_block":
         _canary_lazy_session_configs,
     "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)": _canary_queue_polling,
+    "Blocks.postprocess_data(block_fn, predictions, state) (rebound on the instance) / BlockFunction.outputs / "
+    ".batch / .is_validator_function / gradio.blocks.convert_component_dict_to_list / Block.stateful":
+        _canary_postprocess_data,
 }
 
 

@@ -45,14 +45,16 @@ def test_the_shared_trace_is_the_models_own_forward(loaded):
     own = inside.trace(loaded, text)
     enc, out = own_forward(loaded, text)
     masks = [i for i, t in enumerate(enc.input_ids) if t == loaded.tokenizer.mask_token_id]
-    assert sorted(own.mask_logits) == masks == [2, 6]
+    logits = inside.mask_logits(loaded, text)
+    assert sorted(logits) == masks == [2, 6]
     for pos in masks:
-        assert own.mask_logits[pos].shape == (loaded.model.config.vocab_size,)
-        np.testing.assert_allclose(own.mask_logits[pos].numpy(), out.logits[0, pos].numpy(), atol=ATOL)
+        assert logits[pos].shape == (loaded.model.config.vocab_size,)
+        np.testing.assert_allclose(logits[pos].numpy(), out.logits[0, pos].numpy(), atol=ATOL)
     assert len(own.hidden_states) == len(out.hidden_states) and len(own.attentions) == len(out.attentions)
     for mine, theirs in zip(own.hidden_states + own.attentions, out.hidden_states + out.attentions):
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), atol=1e-6)
     assert inside.trace(loaded, text) is own  # remembered: the views of one sentence share it
+    assert inside.mask_logits(loaded, text) is logits
 
 
 # --- 1. embeddings -------------------------------------------------------------------------

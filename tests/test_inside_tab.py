@@ -128,3 +128,56 @@ def test_the_deep_link_load_shows_progress_on_the_model_box_alone(page_config):
                if "load" in [event for _, event in dep["targets"]] and ids["att-text"] in dep["outputs"]]
     assert len(on_load) == 1 and ids["tok-text"] in on_load[0]["outputs"]
     assert on_load[0]["show_progress_on"] == [ids["model-box"]]
+
+
+@pytest.fixture(scope="module")
+def look_inside(tmp_path_factory):
+    """Look inside's handler as the page calls it: ``click(text, shown)`` -> ``{elem_id or kind: value}`` and the
+    page's shown state after it (the sentence's other inputs as the page starts with them)."""
+    from bertdemo import compat
+    from bertdemo.context import AppContext
+    from bertdemo.ui import build_app
+
+    demo = build_app(AppContext.for_tests(tmp_path_factory.mktemp("look")))
+    run = next(c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "in-run")
+    [handler] = [f for f in compat.event_handlers(demo) if (run._id, "click") in [tuple(t) for t in f.targets]]
+    start = [getattr(c, "value", None) for c in handler.inputs]
+    shown_box = [c for c in handler.inputs if type(c).__name__ == "State"][1]  # opened, shown, the code panel's
+    text_at = [i for i, c in enumerate(handler.inputs) if getattr(c, "elem_id", None) == "in-text"]
+
+    def click(text: str, shown: dict) -> tuple[dict, dict]:
+        args = list(start)
+        for i in text_at:
+            args[i] = text
+        args[handler.inputs.index(shown_box)] = shown
+        answer = handler.fn(*args)
+        return {getattr(c, "elem_id", None): v for c, v in answer.items()}, answer[shown_box]
+
+    return click
+
+
+def is_update(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update"
+
+
+def test_a_figure_on_screen_gets_its_value_alone_and_a_slider_only_a_change(look_inside):
+    """Each property update makes the server build the component and its page configuration again (a figure's
+    cost ~5 ms): the first answer shows the figures and sets the sliders' ranges, the next sends what changed."""
+    first, shown = look_inside("The capital of France is [MASK].", {})
+    assert is_update(first["in-emb-plot"]) and first["in-emb-plot"]["visible"] is True
+    assert is_update(first["in-neuron-plot"]) and first["in-neuron-plot"]["visible"] is True
+    assert {"in-layer", "in-head", "in-query"} <= set(first)
+    tokens = first["in-query"]["maximum"] + 1
+
+    same_length, shown = look_inside("The capital of Spain is [MASK].", shown)  # as many tokens: the same ranges
+    assert not is_update(same_length["in-emb-plot"]) and not is_update(same_length["in-neuron-plot"])
+    assert same_length["in-emb-plot"].data and same_length["in-neuron-plot"].data  # the figures themselves
+    assert not {"in-layer", "in-head", "in-query"} & set(same_length)
+
+    longer, shown = look_inside("The capital of the old kingdom of Spain is [MASK].", shown)
+    assert longer["in-query"]["maximum"] == tokens + 4 - 1 and not {"in-layer", "in-head"} & set(longer)
+
+    failed, shown = look_inside(" ".join(["word"] * 80), shown)  # too long: each section says why, its figure hidden
+    assert failed["in-emb-plot"] == {"__type__": "update", "visible": False}
+    again, _ = look_inside("The capital of France is [MASK].", shown)  # shown again
+    assert is_update(again["in-emb-plot"]) and again["in-emb-plot"]["visible"] is True

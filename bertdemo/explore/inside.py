@@ -90,36 +90,65 @@ class Trace:
     enc: Encoded
     hidden_states: tuple[torch.Tensor, ...]  # L + 1 of (1, S, D): the embeddings' output, then each layer's
     attentions: tuple[torch.Tensor, ...]  # L of (1, H, S, S)
-    mask_logits: dict[int, torch.Tensor]  # position of each [MASK] -> the model's logits for it (V,): read there,
-    # or for a left-to-right model at the position before it (:func:`bertdemo.models.causal.predicting_positions`)
+    mask_logits: dict[int, torch.Tensor] | None  # position of each [MASK] -> the model's logits for it (V,), read
+    # there, or for a left-to-right model at the position before it (:func:`bertdemo.models.causal
+    # .predicting_positions`); None for a masked-LM: its head is run when a view asks (:func:`mask_logits`)
 
 
 def trace(loaded: LoadedModel, text: str) -> Trace:
     """``model(**enc, output_hidden_states=True, output_attentions=True)`` for ``text``, remembered with the
     model (its weights' stamp and the text are the key): the views of one sentence share one forward.
 
-    A masked-LM's forward is ``cls(bert(...)[0])``, its head applied row by row; the head is run at the
-    ``[MASK]`` rows alone, the only logits a view reads (over every row its (S, V) product costs more than
-    the whole encoder of a small model). ``tests/test_inside.py`` holds these to ``model(...).logits``."""
+    A masked-LM's forward is ``cls(bert(...)[0])``, its head applied row by row: the trace runs the encoder,
+    and :func:`mask_logits` the head at the ``[MASK]`` rows alone, the only logits a view reads, when a view
+    reads them (the embeddings and one layer, what a click shows first, need none: the head's (D, V) weights
+    cost a small model's click more than a layer). ``tests/test_inside.py`` holds both to ``model(...)``."""
     bert = bert_modules(loaded)
     model = loaded.model
-    head = getattr(getattr(model, "cls", None), "predictions", None)  # BertLMPredictionHead: (N, D) -> (N, V)
+    head = _mlm_head(model)
 
     def forward() -> Trace:
         enc = encode_for_inside(loaded, text)
-        mask_id = loaded.tokenizer.mask_token_id
-        rows = [i for i, t in enumerate(enc.input_ids) if t == mask_id]
-        read = predicting_positions(model, rows)  # a left-to-right model answers a [MASK] from the position before
         with torch.inference_mode():
             if head is None:  # another head: the model's own forward, every row
                 out = model(**enc.tensors, output_hidden_states=True, output_attentions=True)
-                logits = out.logits[0, read]
+                logits = dict(zip(_mask_rows(loaded, enc), out.logits[0, _read_rows(loaded, enc)]))
             else:
                 out = bert(**enc.tensors, output_hidden_states=True, output_attentions=True)
-                logits = head(out.last_hidden_state[0, read])
-        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), dict(zip(rows, logits)))
+                logits = None
+        return Trace(enc, tuple(out.hidden_states), tuple(out.attentions), logits)
 
     return loaded.remember(("inside_trace", text), forward)
+
+
+def mask_logits(loaded: LoadedModel, text: str) -> dict[int, torch.Tensor]:
+    """The model's logits (V,) at each ``[MASK]`` of ``text`` (by its position), as ``model(...).logits`` holds
+    them: the head run on :func:`trace`'s last hidden states at those rows alone, remembered with the model."""
+    own = trace(loaded, text)
+    if own.mask_logits is not None:
+        return own.mask_logits
+    head = _mlm_head(loaded.model)
+
+    def read() -> dict[int, torch.Tensor]:
+        with torch.inference_mode():
+            logits = head(own.hidden_states[-1][0, _read_rows(loaded, own.enc)])
+        return dict(zip(_mask_rows(loaded, own.enc), logits))
+
+    return loaded.remember(("inside_mask_logits", text), read)
+
+
+def _mlm_head(model: torch.nn.Module) -> torch.nn.Module | None:
+    """A masked-LM's head (``BertLMPredictionHead``: (N, D) -> (N, V)), or None for another head."""
+    return getattr(getattr(model, "cls", None), "predictions", None)
+
+
+def _mask_rows(loaded: LoadedModel, enc: Encoded) -> list[int]:
+    return [i for i, t in enumerate(enc.input_ids) if t == loaded.tokenizer.mask_token_id]
+
+
+def _read_rows(loaded: LoadedModel, enc: Encoded) -> list[int]:
+    """Where each [MASK]'s logits are read: there, or the position before it for a left-to-right model."""
+    return predicting_positions(loaded.model, _mask_rows(loaded, enc))
 
 
 # --- 1. embeddings -----------------------------------------------------------------------

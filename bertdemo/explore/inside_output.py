@@ -21,7 +21,7 @@ from bertdemo.explore.bert_math import cosine, layer_norm, linear
 from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
-from bertdemo.explore.inside import Encoded, bert_modules, encode_for_inside, trace
+from bertdemo.explore.inside import Encoded, bert_modules, encode_for_inside, mask_logits, trace
 from bertdemo.models.causal import predicting_positions
 from bertdemo.models.store import LoadedModel
 
@@ -99,7 +99,7 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
     with torch.inference_mode():
         states = torch.stack([h[0, read] for h in own.hidden_states])  # (L + 1, D)
         logits = head_steps(model.cls, states)["logits"]  # (L + 1, V)
-        diff = float((logits[-1] - own.mask_logits[pos]).abs().max())
+        diff = float((logits[-1] - mask_logits(loaded, text)[pos]).abs().max())
         probs = logits.float().softmax(-1)
         final_id = int(probs[-1].argmax())
         cos = cosine(states, states[-1:]).float().cpu().tolist()

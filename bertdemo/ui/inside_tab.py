@@ -85,33 +85,41 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return draw.anatomy_markdown(result), result.architecture, inside_anatomy.as_plain(result)
 
     def section_answer(name: str, loaded, text, words, layer, head, query, mask_number, top_k,
-                       ranges_shown: bool = False) -> dict:
-        """One section's outputs as {component: value}; ``ranges_shown``: the sliders already span this
-        model and sentence (they are sent again only when a value had to be brought into range)."""
+                       page: dict) -> dict:
+        """One section's outputs as {component: value}. ``page``: what the page shows now (:func:`_on_page`):
+        a figure already on screen gets its new value alone, and a slider is sent again only when its range or
+        its value must change (each property update rebuilds the component and its config on the server: most of
+        what answering a click cost there, beside the model)."""
+        def figure(fig):
+            return fig if name in page["figures"] else gr.update(value=fig, visible=True)
+
         if name == "embeddings":
             result = inside.embeddings(loaded, text, with_order_test=False)
-            return {emb_md: draw.embeddings_markdown(result), emb_fig: _shown(draw.embeddings_figure(result))}
+            return {emb_md: draw.embeddings_markdown(result), emb_fig: figure(draw.embeddings_figure(result))}
         if name == "order":  # three more passes through the model: run when its accordion opens
             return {order_md: draw.order_markdown(inside.order_test(loaded, text), loaded.name)}
         if name == "positions":  # the same for every sentence: drawn when its accordion opens
-            return {pos_fig: _shown(draw.position_cosine_figure(inside.embeddings(loaded, text, False)))}
+            return {pos_fig: figure(draw.position_cosine_figure(inside.embeddings(loaded, text, False)))}
         if name in ("layer", "steps"):
             result = layer_fitted(loaded, text, layer, head, query)
             if name == "steps":  # all 15 steps of the layer, drawn when their accordion opens
-                return {steps_fig: _shown(draw.layer_figure(result))}
-            out = {layer_md: draw.layer_markdown(result), neuron_fig: _shown(draw.neuron_figure(result))}
-            if ranges_shown and (result.layer, result.head, result.query) == (int(layer), int(head), int(query)):
-                return out  # a slider moved within its range: the sliders stay as they are
-            return {**out, layer_box: gr.update(maximum=result.num_layers - 1, value=result.layer),
-                    head_box: gr.update(maximum=result.num_heads - 1, value=result.head),
-                    query_box: gr.update(maximum=len(result.tokens) - 1, value=result.query)}
+                return {steps_fig: figure(draw.layer_figure(result))}
+            out = {layer_md: draw.layer_markdown(result), neuron_fig: figure(draw.neuron_figure(result))}
+            ranges = [result.num_layers - 1, result.num_heads - 1, len(result.tokens) - 1]
+            page["ranges"] = ranges
+            for box, shown_max, top, asked, value in zip((layer_box, head_box, query_box), page["shown_ranges"],
+                                                         ranges, (layer, head, query),
+                                                         (result.layer, result.head, result.query)):
+                if shown_max != top or int(asked) != value:  # a new range, or a value brought into it
+                    out[box] = gr.update(maximum=top, value=value)
+            return out
         if name == "lens":
             result = inside_output.logit_lens(loaded, text, int(mask_number), int(top_k))
-            return {lens_md: draw.lens_markdown(result), lens_fig: _shown(draw.lens_figure(result)),
+            return {lens_md: draw.lens_markdown(result), lens_fig: figure(draw.lens_figure(result)),
                     lens_json: inside_output.lens_as_plain(result)}
         if name == "loss":
             result = inside_output.mlm_loss(loaded, text, words)
-            return {loss_md: draw.loss_markdown(result), loss_fig: _shown(draw.loss_figure(result)),
+            return {loss_md: draw.loss_markdown(result), loss_fig: figure(draw.loss_figure(result)),
                     loss_json: inside_output.as_plain(result)}
         result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
         return {anatomy_md: draw.anatomy_markdown(result), architecture: result.architecture,
@@ -137,6 +145,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                   "steps": (text, layer, head), "lens": (text, mask_number, top_k), "loss": (text, words),
                   "anatomy": ()}
         out: dict = {}
+        page = _on_page(shown)
         for name in sections:
             if name not in opened or NESTED_IN.get(name, name) not in opened:
                 continue
@@ -144,13 +153,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             if not force and shown.get(name) == key:
                 continue
             try:
-                ranges_shown = (shown.get(name) or ())[:2] == key[:2]  # the same model and sentence as last time
-                out.update(section_answer(name, loaded, text, words, layer, head, query, mask_number, top_k,
-                                          ranges_shown))
+                out.update(section_answer(name, loaded, text, words, layer, head, query, mask_number, top_k, page))
+                if any(c in plots for c in section_outputs[name]):
+                    page["figures"].add(name)
             except ValueError as exc:  # this section cannot answer: say why in it, the others go on
                 out.update({c: (f"> ⚠️ {exc}" if i == 0 else gr.update(visible=False) if c in plots else None)
                             for i, c in enumerate(section_outputs[name])})
+                page["figures"].discard(name)
             shown[name] = key
+        shown[_FIGURES] = sorted(page["figures"])
+        shown[_RANGES] = page["ranges"]
         out[shown_state] = shown
         out[opened_state] = opened
         return out
@@ -286,8 +298,16 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                            queue=False)
 
 
-def _shown(figure) -> dict:
-    return gr.update(value=figure, visible=True)
+_FIGURES = "_figures on screen"  # keys of the page's shown state beside the sections': the sections whose
+_RANGES = "_slider ranges"  # figure is on screen, and the maxima the layer / head / query sliders were last sent
+
+
+def _on_page(shown: dict) -> dict:
+    """What the page shows, from its shown state: the sections whose figure is on screen, the maxima the three
+    layer-view sliders were last sent (``shown_ranges``, None before the first; ``ranges``: what this answer
+    leaves on the page)."""
+    ranges = shown.get(_RANGES) or [None, None, None]
+    return {"figures": set(shown.get(_FIGURES) or ()), "shown_ranges": list(ranges), "ranges": list(ranges)}
 
 
 def _closing(name: str, opened: list[str] | None) -> list[str]:

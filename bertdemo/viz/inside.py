@@ -86,31 +86,38 @@ def _label_px(labels: list[str]) -> int:
 # --- 1. embeddings ---------------------------------------------------------------------------
 
 
-_EMBED_PARTS = [
-    ("word", "token embeddings  E_word[input_ids]"),
-    ("position", "+ position embeddings  E_pos[0…S−1]"),
-    ("segment", "+ segment embeddings  E_seg[token_type_ids]"),
-    ("total", "= sum"),
-    ("normed", "LayerNorm(sum) = hidden_states[0]"),
+_EMBED_PARTS = [  # (the result's field, the panel's title, the hover's name of a value)
+    ("word", "word<br>E_word[input_ids]", "word"),
+    ("position", "+ position<br>E_pos[0…S−1]", "position"),
+    ("segment", "+ segment<br>E_seg[token_type_ids]", "segment"),
+    ("total", "= sum<br> ", "sum"),
+    ("normed", "LayerNorm(sum)<br>= hidden_states[0]", "after LayerNorm"),
 ]
+_EMBED_TOP = 110  # the figure's two-line title, then the panels' two-line titles
+# no colour bar: it would give one panel's scale for all five (after LayerNorm the values are several times the sum's), and
+# drawing it was a third of the figure's drawing time in the page
+_OWN_SCALES = "colour: each panel on its own scale, red above 0, blue below; point at a cell for its value"
 
 
 def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
-    """Five heat strips, one row per token: word, position, segment, their sum, after LayerNorm."""
+    """Five heat strips side by side, one row per token, the rows named once at the left: word, position,
+    segment, their sum, after LayerNorm (a row reads across: the three parts, their sum, the sum normed),
+    each coloured on its own scale. A narrow screen stacks them, each naming its rows again
+    (static/plotly_figure.js)."""
     s, d = result.shape
     labels = _labels(result.tokens)
-    titles = []
-    for key, title in _EMBED_PARTS:
-        _, note = _cut(getattr(result, key))
-        titles.append(f"{title}  ({_shape((s, d))}{note})")
-    panels = grid(len(_EMBED_PARTS), 1, titles, vertical_spacing=0.06, title_size=12)
-    data = [_heatmap(_cut(getattr(result, key))[0], labels, showscale=row == 1, **panels.on(row, 1))
-            for row, (key, _) in enumerate(_EMBED_PARTS, start=1)]
-    for axis in panels.xaxes()[:-1]:  # every panel spans the same dims: numbered once, under the last
+    _, note = _cut(result.word)
+    panels = grid(1, len(_EMBED_PARTS), [title for _, title, _ in _EMBED_PARTS], horizontal_spacing=0.02,
+                  title_size=12)
+    data = [_heatmap(_cut(getattr(result, key))[0], labels, name=name, **panels.on(1, col))
+            for col, (key, _, name) in enumerate(_EMBED_PARTS, start=1)]
+    for axis in panels.yaxes()[1:]:  # the rows are the same tokens in every panel: named once, at the left
         axis["showticklabels"] = False
-    per = max(110, _ROW_PX * s)
-    return _figure(panels, data, len(_EMBED_PARTS) * (per + 45) + 40,
-                   f"Embeddings of your sentence — model {result.model_name}", row_labels=labels)
+    for i, axis in enumerate(panels.xaxes()):  # every panel spans the same dims: numbered once, under the first
+        axis.update(dtick=16, tick0=0, showticklabels=i == 0)
+    return _figure(panels, data, max(110, _ROW_PX * s) + _EMBED_TOP + _TICK_PX,
+                   f"Embeddings of your sentence — model {result.model_name}: each part {_shape((s, d))}{note}"
+                   f"<br><sup>{_OWN_SCALES}</sup>", row_labels=labels, top=_EMBED_TOP)
 
 
 def embeddings_markdown(result: EmbeddingsResult) -> str:
@@ -122,9 +129,9 @@ def embeddings_markdown(result: EmbeddingsResult) -> str:
         f"max |difference| = {result.max_abs_diff:.1e}.",
         "",
     ]
-    norms = {k: np.linalg.norm(getattr(result, k), axis=-1) for k, _ in _EMBED_PARTS}
+    norms = {k: np.linalg.norm(getattr(result, k), axis=-1) for k, _, _ in _EMBED_PARTS}
     rows = [[i, Code(token), result.input_ids[i], result.token_type_ids[i],
-             *(f"{norms[k][i]:.2f}" for k, _ in _EMBED_PARTS)] for i, token in enumerate(result.tokens)]
+             *(f"{norms[k][i]:.2f}" for k, _, _ in _EMBED_PARTS)] for i, token in enumerate(result.tokens)]
     headers = ["pos", "token", "id", "segment", "‖word‖", "‖position‖", "‖segment‖", "‖sum‖", "‖after LayerNorm‖"]
     return "\n".join(lines) + "\n" + md_table(headers, rows)
 
