@@ -79,25 +79,31 @@ def test_a_code_panel_is_refreshed_only_by_events_that_read_whether_it_is_open(p
 
 def test_a_folded_event_answers_the_code_only_while_its_panel_is_open(tmp_path):
     """``CodePanel.fold`` on a real panel: closed, the view's answer alone (nothing for the panel); open, the
-    view's answer and the panel's code for the same inputs."""
+    view's answer and the panel's code for the same inputs. An input the view already reads is listed once (the
+    page gathers, and the server processes, each listed input at every click); one it does not is added."""
     import gradio as gr
 
     from bertdemo.context import AppContext
     from bertdemo.ui.code_panel import code_panel
 
     with gr.Blocks():
-        text = gr.Textbox()
+        text, model = gr.Textbox(), gr.Textbox()
         shown = gr.Markdown()
         panel = code_panel(AppContext.for_tests(tmp_path), lambda words: f"print({words!r})", [text],
                            uses_model=False)
+        both = code_panel(AppContext.for_tests(tmp_path), lambda name, words: f"print({name!r}, {words!r})",
+                          [model, text], uses_model=False)
     handler, inputs, outputs = panel.fold(lambda words: words.upper(), [text], [shown])
-    assert inputs == [text, panel.opened, text] and outputs == [shown, panel.box]
-    closed = handler("hello", False, "hello")
+    assert inputs == [text, panel.opened] and outputs == [shown, panel.box]
+    closed = handler("hello", False)
     assert closed[0] == "HELLO" and closed[1] == gr.skip()
-    assert handler("hello", True, "hello") == ("HELLO", "print('hello')")
+    assert handler("hello", True) == ("HELLO", "print('hello')")
     as_dict, _, _ = panel.fold(lambda words: {shown: words}, [text], [shown])
-    assert as_dict("hi", False, "hi") == {shown: "hi"}
-    assert as_dict("hi", True, "hi") == {shown: "hi", panel.box: "print('hi')"}
+    assert as_dict("hi", False) == {shown: "hi"}
+    assert as_dict("hi", True) == {shown: "hi", panel.box: "print('hi')"}
+    mixed, inputs, _ = both.fold(lambda words: words.upper(), [text], [shown])
+    assert inputs == [text, both.opened, model]  # the view's text is read once, the panel's model added
+    assert mixed("hi", True, "bert") == ("HI", "print('bert', 'hi')")
 
 
 def test_an_attention_click_shows_progress_on_its_text_alone_and_its_lower_figures_wait_for_a_scroll(page_config):

@@ -73,6 +73,19 @@ def test_each_overview_cell_draws_its_heads_weights(tiny_loaded):
             assert at(*low).sum() == cell.sum(axis=-1).min()
 
 
+def test_overviews_of_two_sentences_share_only_their_labels(tiny_loaded):
+    """The labelled frame is drawn once per model shape: each overview is its own array (a caller marking one
+    changes no other), and the second sentence's cells are its own."""
+    first = heatmaps.overview_pixels(attention.compute(tiny_loaded, "the cat sat on the mat").attentions)
+    first[:, :] = 0  # a caller's changes stay in its copy
+    weights = attention.compute(tiny_loaded, "a dog ran").attentions
+    second = heatmaps.overview_pixels(weights)
+    geo = heatmaps.OverviewGeometry(*weights.shape[:2])
+    assert second.shape == geo.size[::-1] and second.flags.writeable
+    assert (second[:geo.top] != 0).all()  # the labels' band is white and black, not the caller's zeros
+    assert set(np.unique(second[:geo.top])) == {heatmaps._WHITE, heatmaps._BLACK}  # noqa: SLF001 (the labels)
+
+
 def test_targets_inside_the_top_k_are_highlighted(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "a [MASK] b", top_k=5)
     second = result.masks[0].candidates[1]

@@ -66,13 +66,23 @@ class CodePanel:
     def fold(self, fn: Callable, inputs: list, outputs: list) -> tuple[Callable, list, list]:
         """``(handler, inputs, outputs)`` for an event of the view that also refreshes the panel when it is open:
         the handler calls ``fn`` with the view's own ``inputs`` and adds the code (nothing at all for the panel
-        when it is closed) to ``fn``'s answer, a tuple, a single value or a ``{component: value}`` dict."""
+        when it is closed) to ``fn``'s answer, a tuple, a single value or a ``{component: value}`` dict. The
+        panel's inputs that the view already reads are not listed again: each listed input is gathered by the
+        page and processed by the server on its own (a thread hop each), at every click."""
         n = len(inputs)
         takes_progress = "progress" in inspect.signature(fn).parameters
+        listed = [*inputs, self.opened]
+        at: list[int] = []  # where each of the panel's inputs is in the event's inputs
+        for component in self.inputs:
+            same = [i for i, c in enumerate(listed) if c is component]
+            if not same:
+                listed.append(component)
+            at.append(same[0] if same else len(listed) - 1)
 
-        def combine(answer, opened, values):
+        def combine(answer, args):
+            opened = args[n]
             try:
-                code = self.fill(*values) if opened else gr.skip()
+                code = self.fill(*(args[i] for i in at)) if opened else gr.skip()
             except gr.Error:  # the view answered: its panel keeps the code it shows
                 code = gr.skip()
             if isinstance(answer, dict):
@@ -81,11 +91,11 @@ class CodePanel:
 
         if takes_progress:
             def handler(*args, progress=gr.Progress()):
-                return combine(fn(*args[:n], progress=progress), args[n], args[n + 1:])
+                return combine(fn(*args[:n], progress=progress), args)
         else:
             def handler(*args):
-                return combine(fn(*args[:n]), args[n], args[n + 1:])
-        return handler, [*inputs, self.opened, *self.inputs], [*outputs, self.box]
+                return combine(fn(*args[:n]), args)
+        return handler, listed, [*outputs, self.box]
 
     def refresh_on(self, triggers: list) -> None:
         """A refresh of the open panel on each of ``triggers`` (event listeners such as ``button.click``), in an
