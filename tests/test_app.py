@@ -90,6 +90,9 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
         def block_thread(self):
             calls["blocked"] = True
 
+        async def postprocess_data(self, block_fn, predictions, state):
+            return predictions
+
     def fake_build_app(ctx):
         calls["ctx"] = ctx
         calls["demo"] = FakeDemo()
@@ -109,6 +112,7 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     assert app.settings_from_args(app.parse_args([])).traffic.queue_per_visitor == 0  # a local benchmark's clients
     assert calls["demo"]._queue.push.__name__ == "limited_push"  # each visitor's share of the queue
     assert type(calls["demo"].state_holder).__name__ == "LazyHolder"  # page sessions copy no configuration at open
+    assert calls["demo"].postprocess_data.__qualname__.startswith("_passing")  # skipped outputs cost nothing
     assert (calls["demo"]._queue.sleep_when_free, calls["demo"]._queue.progress_update_sleep_when_free) == (0.005, 0.05)
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
     assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…

@@ -94,8 +94,8 @@ _EMBED_PARTS = [  # (the result's field, the panel's title, the hover's name of 
     ("normed", "LayerNorm(sum)<br>= hidden_states[0]", "after LayerNorm"),
 ]
 _EMBED_TOP = 110  # the figure's two-line title, then the panels' two-line titles
-# no colour bar: it would give one panel's scale for all five (after LayerNorm the values are several times the sum's), and
-# drawing it was a third of the figure's drawing time in the page
+# no colour bar: it would give one panel's scale for all five (after LayerNorm the values are several times
+# the sum's), and drawing it was a third of the figure's drawing time in the page
 _OWN_SCALES = "colour: each panel on its own scale, red above 0, blue below; point at a cell for its value"
 
 
