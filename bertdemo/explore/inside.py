@@ -112,7 +112,8 @@ def trace(loaded: LoadedModel, text: str) -> Trace:
         with torch.inference_mode():
             if head is None:  # another head: the model's own forward, every row
                 out = model(**enc.tensors, output_hidden_states=True, output_attentions=True)
-                logits = dict(zip(_mask_rows(loaded, enc), out.logits[0, _read_rows(loaded, enc)]))
+                rows = _mask_rows(loaded, enc)
+                logits = dict(zip(rows, out.logits[0, predicting_positions(model, rows)]))
             else:
                 out = bert(**enc.tensors, output_hidden_states=True, output_attentions=True)
                 logits = None
@@ -130,9 +131,10 @@ def mask_logits(loaded: LoadedModel, text: str) -> dict[int, torch.Tensor]:
     head = _mlm_head(loaded.model)
 
     def read() -> dict[int, torch.Tensor]:
+        rows = _mask_rows(loaded, own.enc)  # a left-to-right model answers a [MASK] from the position before
         with torch.inference_mode():
-            logits = head(own.hidden_states[-1][0, _read_rows(loaded, own.enc)])
-        return dict(zip(_mask_rows(loaded, own.enc), logits))
+            logits = head(own.hidden_states[-1][0, predicting_positions(loaded.model, rows)])
+        return dict(zip(rows, logits))
 
     return loaded.remember(("inside_mask_logits", text), read)
 
@@ -144,11 +146,6 @@ def _mlm_head(model: torch.nn.Module) -> torch.nn.Module | None:
 
 def _mask_rows(loaded: LoadedModel, enc: Encoded) -> list[int]:
     return [i for i, t in enumerate(enc.input_ids) if t == loaded.tokenizer.mask_token_id]
-
-
-def _read_rows(loaded: LoadedModel, enc: Encoded) -> list[int]:
-    """Where each [MASK]'s logits are read: there, or the position before it for a left-to-right model."""
-    return predicting_positions(loaded.model, _mask_rows(loaded, enc))
 
 
 # --- 1. embeddings -----------------------------------------------------------------------

@@ -106,12 +106,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                 return {steps_fig: figure(draw.layer_figure(result))}
             out = {layer_md: draw.layer_markdown(result), neuron_fig: figure(draw.neuron_figure(result))}
             ranges = [result.num_layers - 1, result.num_heads - 1, len(result.tokens) - 1]
-            page["ranges"] = ranges
-            for box, shown_max, top, asked, value in zip((layer_box, head_box, query_box), page["shown_ranges"],
-                                                         ranges, (layer, head, query),
+            for box, shown_max, top, asked, value in zip((layer_box, head_box, query_box), page["ranges"], ranges,
+                                                         (layer, head, query),
                                                          (result.layer, result.head, result.query)):
                 if shown_max != top or int(asked) != value:  # a new range, or a value brought into it
                     out[box] = gr.update(maximum=top, value=value)
+            page["ranges"] = ranges  # what the sliders span once this answer is on the page
             return out
         if name == "lens":
             result = inside_output.logit_lens(loaded, text, int(mask_number), int(top_k))
@@ -303,11 +303,9 @@ _RANGES = "_slider ranges"  # figure is on screen, and the maxima the layer / he
 
 
 def _on_page(shown: dict) -> dict:
-    """What the page shows, from its shown state: the sections whose figure is on screen, the maxima the three
-    layer-view sliders were last sent (``shown_ranges``, None before the first; ``ranges``: what this answer
-    leaves on the page)."""
-    ranges = shown.get(_RANGES) or [None, None, None]
-    return {"figures": set(shown.get(_FIGURES) or ()), "shown_ranges": list(ranges), "ranges": list(ranges)}
+    """What the page shows, from its shown state: the sections whose figure is on screen, and the maxima the
+    three layer-view sliders were last sent (None before the first); an answer updates both as it goes."""
+    return {"figures": set(shown.get(_FIGURES) or ()), "ranges": list(shown.get(_RANGES) or [None, None, None])}
 
 
 def _closing(name: str, opened: list[str] | None) -> list[str]:

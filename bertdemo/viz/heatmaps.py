@@ -4,7 +4,6 @@ and the line of text under the heatmap."""
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass
 

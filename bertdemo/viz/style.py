@@ -8,7 +8,6 @@ these 2-D heatmaps, bars and lines use, so they look the same at a fraction of t
 from __future__ import annotations
 
 import functools
-
 import math
 
 import plotly.colors
