@@ -22,7 +22,8 @@ def test_what_is_alive_is_frozen_and_later_garbage_is_still_collected():
     assert any(o is model for o in gc.get_objects())  # walked by every full collection
     try:
         frozen = freeze_long_lived()
-        assert frozen == gc.get_freeze_count() > 0
+        # another thread (a test's server, a run) may drop a frozen object in between: it is then freed, not added
+        assert 0 < gc.get_freeze_count() <= frozen
         assert not any(o is model for o in gc.get_objects())  # left out of them
         cycle = weakref.ref(_Cycle())  # garbage made after the freeze: only the collector frees a cycle
         assert cycle() is not None
