@@ -38,6 +38,14 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio", "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)",
                "bertdemo/ui/visitor_shares.py share_per_visitor", GRADIO,
                "the one door every event passes: one visitor's share of the queue"),
+    Touchpoint("gradio", "gradio.queueing.Queue.process_events(events, batch, begin_time, fn) (replaced on the "
+               "instance)", "bertdemo/ui/queue_polling.py poll_less", GRADIO,
+               "an event finished and its worker is free: the queue looks for the next at once"),
+    Touchpoint("gradio", "Blocks._queue.active_jobs (None: a free worker)", "bertdemo/ui/queue_polling.py poll_less",
+               GRADIO, "look for progress to send only while an event runs"),
+    Touchpoint("gradio", "gradio.queueing.asyncio (the module global its loops call asyncio.sleep through)",
+               "bertdemo/ui/queue_polling.py poll_less", GRADIO,
+               "the queue's wait for work ends when work arrives, not at its next look"),
     Touchpoint("gradio", "gradio.queueing.Event.request", "bertdemo/ui/visitor_shares.py share_per_visitor",
                GRADIO, "whose event it is (the visitor header of the request that queued it)"),
     Touchpoint("gradio", "Blocks.state_holder .lock / .session_data / .time_last_used",
@@ -132,6 +140,36 @@ def wrap_queue_push(blocks: Any, make: Callable[[Callable], Callable]) -> None:
     one door every event passes, with ``make(original push)``."""
     queue = blocks._queue
     queue.push = make(queue.push)
+
+
+def wrap_queue_process_events(blocks: Any, make: Callable[[Callable], Callable]) -> None:
+    """Replace the queue's ``process_events`` (``async process_events(events, batch, begin_time, fn)``, which
+    runs an event and frees its worker when it returns) with ``make(original process_events)``."""
+    queue = blocks._queue
+    queue.process_events = make(queue.process_events)
+
+
+def route_queue_sleeps(sleep: Callable[..., Any]) -> None:
+    """Every ``asyncio.sleep(delay)`` gradio's queue module awaits goes through ``sleep(delay)`` (its loops'
+    waits for work and for progress); the rest of ``asyncio`` it reaches is asyncio itself. Idempotent."""
+    import asyncio
+
+    from gradio import queueing
+
+    class QueueAsyncio:
+        """``asyncio`` as gradio.queueing sees it: the module, but for ``sleep``."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(asyncio, name)
+
+    view = QueueAsyncio()
+    view.sleep = sleep
+    queueing.asyncio = view
+
+
+def queue_running(blocks: Any) -> bool:
+    """True while the queue runs an event (one of its workers holds one)."""
+    return any(job is not None for job in blocks._queue.active_jobs)
 
 
 def queued_events(blocks: Any) -> list[Any]:

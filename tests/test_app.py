@@ -61,6 +61,7 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
 def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     import bertdemo.ui
     from bertdemo.ui.lazy import LogicLoader
+    from bertdemo.ui.queue_polling import WorkSignal
 
     for var in OFFLINE_ENV:  # --offline sets them: put back after the test
         monkeypatch.setenv(var, "1")
@@ -68,11 +69,15 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
 
     class FakeQueue:
         event_ids_to_events: dict = {}
+        active_jobs: list = [None]
         sleep_when_free = 0.001  # gradio's own idle waits
         progress_update_sleep_when_free = 0.01
 
         async def push(self, body, request, username):
             return True, "event", "success"
+
+        async def process_events(self, events, batch, begin_time, fn):
+            return None
 
     class FakeDemo:
         def queue(self, **kw):
@@ -113,7 +118,9 @@ def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     assert calls["demo"]._queue.push.__name__ == "limited_push"  # each visitor's share of the queue
     assert type(calls["demo"].state_holder).__name__ == "LazyHolder"  # page sessions copy no configuration at open
     assert calls["demo"].postprocess_data.__qualname__.startswith("_passing")  # skipped outputs cost nothing
-    assert (calls["demo"]._queue.sleep_when_free, calls["demo"]._queue.progress_update_sleep_when_free) == (0.005, 0.05)
+    queue = calls["demo"]._queue  # woken by work: an event that joins or ends
+    assert isinstance(queue.sleep_when_free, WorkSignal) and queue.progress_update_sleep_when_free.poll_s == 0.05
+    assert queue.process_events.__wrapped__.__func__ is FakeQueue.process_events
     assert calls["launch"]["auth"] == [("ann", "pw")] and calls["launch"]["max_file_size"] == 5 * 1024 * 1024
     assert calls["launch"]["prevent_thread_lock"] and calls["blocked"]  # served first…
     assert not calls["loader started before launch"] and callable(calls["loader"])  # …the logic loads after

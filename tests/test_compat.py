@@ -334,8 +334,55 @@ def _canary_queue_polling():
     assert (demo._queue.sleep_when_free, demo._queue.progress_update_sleep_when_free) == (0.005, 0.05)
 
 
+def _canary_queue_process_events():
+    from gradio.queueing import Queue
+
+    loop = inspect.getsource(Queue.start_processing)
+    assert "self.process_events" in loop and "self.active_jobs.index(None)" in loop  # run on a free worker
+    assert "self.active_jobs[self.active_jobs.index(events)] = None" in inspect.getsource(Queue.process_events)
+    assert list(inspect.signature(Queue.process_events).parameters) == ["self", "events", "batch", "begin_time",
+                                                                          "fn"]
+    demo = _queued_app()
+    seen = []
+    compat.wrap_queue_process_events(demo, lambda run: seen.append(run) or "wrapped")
+    assert demo._queue.process_events == "wrapped" and seen[0].__func__ is Queue.process_events
+
+
+def _canary_queue_active_jobs():
+    from gradio.queueing import Queue
+
+    demo = _queued_app()
+    assert "self.active_jobs = [None] * self.max_thread_count" in inspect.getsource(Queue.start)  # free workers
+    assert "events = [evt for job in self.active_jobs if job is not None for evt in job]" in \
+        inspect.getsource(Queue.start_progress_updates)  # progress is sent for the active jobs' events only
+    demo._queue.active_jobs = [None, None]
+    assert not compat.queue_running(demo)
+    demo._queue.active_jobs[1] = ["an event"]
+    assert compat.queue_running(demo)
+
+
+def _canary_queue_asyncio():
+    import asyncio
+
+    from gradio import queueing
+
+    loop = inspect.getsource(queueing.Queue.start_processing)
+    assert loop.count("await asyncio.sleep(self.sleep_when_free)") == 3  # idle, every worker busy, nothing to start
+    assert queueing.asyncio is asyncio or type(queueing.asyncio).__name__ == "QueueAsyncio"
+    before = queueing.asyncio
+    try:
+        compat.route_queue_sleeps(print)
+        assert queueing.asyncio.sleep is print and queueing.asyncio.Event is asyncio.Event
+    finally:
+        queueing.asyncio = before
+
+
 CANARIES = {
     "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
+    "gradio.queueing.Queue.process_events(events, batch, begin_time, fn) (replaced on the instance)":
+        _canary_queue_process_events,
+    "Blocks._queue.active_jobs (None: a free worker)": _canary_queue_active_jobs,
+    "gradio.queueing.asyncio (the module global its loops call asyncio.sleep through)": _canary_queue_asyncio,
     "gradio.queueing.Event.request": _canary_event_request,
     "Blocks.state_holder .lock / .session_data / .time_last_used": _canary_state_holder,
     "gradio.context.LocalContext.blocks / .event_id": _canary_local_context,

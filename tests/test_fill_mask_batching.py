@@ -22,7 +22,7 @@ def _hold_forwards(monkeypatch):
     real = fill_mask._shared_forward
     sizes = []
 
-    def held(loaded, items):
+    def held(loaded, items):  # (every request below passes remember=False: each one's forward runs)
         sizes.append(len(items))
         gate.wait(10)
         return real(loaded, items)
@@ -46,13 +46,13 @@ def _queue_behind_the_first(threads, started, batcher, key, gate) -> None:
 
 
 def test_concurrent_requests_are_batched_and_equal_alone(tiny_loaded, monkeypatch):
-    alone = {t: fill_mask.predict(tiny_loaded, t, top_k=6) for t in TEXTS}
+    alone = {t: fill_mask.predict(tiny_loaded, t, top_k=6, remember=False) for t in TEXTS}
     gate, seen = _hold_forwards(monkeypatch)  # the first batch waits until the others have queued behind it
     batcher = batching.MicroBatcher(16)
     results = {}
 
     def ask(text):
-        results[text] = fill_mask.predict(tiny_loaded, text, top_k=6, batcher=batcher)
+        results[text] = fill_mask.predict(tiny_loaded, text, top_k=6, batcher=batcher, remember=False)
 
     first = threading.Thread(target=ask, args=("a [MASK] b",))
     others = [threading.Thread(target=ask, args=(t,)) for t in TEXTS for _ in range(3)]
@@ -117,7 +117,7 @@ def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypa
 
     index_layers(tiny_loaded.model)
     text = "the [MASK] sat on the mat ."
-    plain = fill_mask.predict(tiny_loaded, text, top_k=5)
+    plain = fill_mask.predict(tiny_loaded, text, top_k=5, remember=False)
     with attention_mode(ablate={(0, 0), (1, 1)}):
         ablated_alone = fill_mask.predict(tiny_loaded, text, top_k=5)
     assert [c.prob for c in ablated_alone.masks[0].candidates] != [c.prob for c in plain.masks[0].candidates]
@@ -127,7 +127,7 @@ def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypa
     results = {}
 
     def ask_plain():
-        results["plain"] = fill_mask.predict(tiny_loaded, text, top_k=5, batcher=batcher)
+        results["plain"] = fill_mask.predict(tiny_loaded, text, top_k=5, batcher=batcher, remember=False)
 
     def ask_ablated():
         with attention_mode(ablate={(0, 0), (1, 1)}):
@@ -145,3 +145,50 @@ def test_a_request_with_heads_switched_off_is_never_shared(tiny_loaded, monkeypa
     assert running == [1, 1]
     assert [c.prob for c in results["ablated"].masks[0].candidates] == [c.prob for c in ablated_alone.masks[0].candidates]
     assert [c.prob for c in results["plain"].masks[0].candidates] == [c.prob for c in plain.masks[0].candidates]
+
+
+def test_a_question_asked_again_is_answered_from_the_model_until_its_weights_change(tiny_mlm_dir, monkeypatch):
+    import torch
+
+    from bertdemo.models.attention_modes import attention_mode, index_layers
+    from bertdemo.models.store import load_masked_lm
+
+    loaded = load_masked_lm(str(tiny_mlm_dir), "cpu")  # a model of this test's own: nothing remembered yet
+    index_layers(loaded.model)
+    text = "the [MASK] sat on the mat ."
+    gate, forwards = _hold_forwards(monkeypatch)
+    batcher = batching.MicroBatcher(16)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(fill_mask.predict(loaded, text, top_k=5,
+                                                                                batcher=batcher)))
+               for _ in range(5)]  # a class opening the same link
+    for t in threads:
+        t.start()
+    wait_until(lambda: forwards, timeout=30)
+    gate.set()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert forwards == [1] and len(results) == 5 and all(r is results[0] for r in results)  # one forward for all
+    alone = fill_mask.predict(loaded, text, top_k=5, remember=False)
+    assert forwards == [1, 1]
+    assert [c.prob for c in results[0].masks[0].candidates] == [c.prob for c in alone.masks[0].candidates]
+
+    assert fill_mask.predict(loaded, text, top_k=4).masks[0].candidates == alone.masks[0].candidates[:4]
+    assert forwards == [1, 1, 1]  # another question: its own forward
+
+    with torch.no_grad():
+        bias = loaded.model.get_output_embeddings().bias  # the weights change in place (as a training step does)
+        bias.add_(torch.randn(bias.shape, generator=torch.Generator().manual_seed(0)))
+    changed = fill_mask.predict(loaded, text, top_k=5)
+    assert forwards == [1, 1, 1, 1]
+    assert [c.prob for c in changed.masks[0].candidates] == \
+        [c.prob for c in fill_mask.predict(loaded, text, top_k=5, remember=False).masks[0].candidates]
+    assert [c.prob for c in changed.masks[0].candidates] != [c.prob for c in alone.masks[0].candidates]
+
+    with attention_mode(ablate={(0, 0)}):  # heads off: this thread's own answer, never the remembered one
+        fill_mask.predict(loaded, text, top_k=5)
+        fill_mask.predict(loaded, text, top_k=5)
+    assert len(forwards) == 7
+    fill_mask.predict(loaded, text, top_k=5, keep_tensors=True)
+    assert len(forwards) == 8

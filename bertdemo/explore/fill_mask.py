@@ -249,6 +249,7 @@ def predict(
     batcher: MicroBatcher | None = None,
     keep_tensors: bool = False,
     budget: WorkBudget | None = None,
+    remember: bool = True,
 ) -> FillMaskResult:
     """Top-k predictions at every mask of ``text`` (sentence B in ``text_pair`` is segment 1).
 
@@ -259,7 +260,23 @@ def predict(
     before the context filter) in ``result.probs`` and final hidden states (N, H) in ``result.hidden``.
     ``budget``: what the extra passes (PLL, whole words) may cost; planned before they run, with a
     deadline between batches (default: the server's per-request allowance, from now).
+
+    ``remember``: keep the answer with the model (its bounded answers cache, keyed by its weights and every
+    input above), and answer from there when asked again — no forward, and a question asked by several requests
+    at once is computed once. Never with ``keep_tensors`` or inside an attention mode (heads off, recorded).
     """
+    if not remember or keep_tensors or not attention_modes.is_default_mode():
+        return _predict(loaded, text, text_pair, top_k, targets, whole_words, fast, batcher, keep_tensors, budget)
+    # the same link opened by a class: one forward, then each phone gets the model's remembered answer
+    question = ("fill_mask", text, text_pair or "", int(top_k), tuple(parse_targets(targets)), bool(whole_words),
+                bool(fast))
+    return loaded.remember(question, lambda: _predict(loaded, text, text_pair, top_k, targets, whole_words, fast,
+                                                      batcher, False, budget))
+
+
+def _predict(loaded: LoadedModel, text: str, text_pair: str | None, top_k: int, targets: str | list[str] | None,
+             whole_words: bool, fast: bool, batcher: MicroBatcher | None, keep_tensors: bool,
+             budget: WorkBudget | None) -> FillMaskResult:
     budget = budget or WorkBudget()
     _validate(loaded, text, top_k)
     if fast:
