@@ -46,7 +46,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
-from bench.bench_views import CHROMIUM, EMBEDDED, PLACES, SUBJECTS, open_tab  # noqa: E402
+from bench.bench_views import CHROMIUM, EMBEDDED, open_tab, subject_place  # noqa: E402
 
 QUIET_MS = 300
 PAGE_PARTS = ("ScriptDuration", "RecalcStyleDuration", "LayoutDuration")  # the page's CPU by kind (ms per click)
@@ -254,7 +254,8 @@ class Side:
 def sentence_for(click: Click, i: int) -> str:
     if click.value is not None:
         return click.value(i)
-    return click.sentence.format(s=SUBJECTS[i % len(SUBJECTS)], p=PLACES[(i * 5 + 3) % len(PLACES)])
+    s, p = subject_place(i)
+    return click.sentence.format(s=s, p=p)
 
 
 def cpu_ms(side: Side) -> tuple[float, float]:

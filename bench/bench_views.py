@@ -143,9 +143,16 @@ PLACES = ["street", "bridge", "market", "station", "forest", "harbour", "museum"
           "island", "kitchen"]
 
 
+def subject_place(i: int) -> tuple[str, str]:
+    """The i-th (subject, place) pair: a different pair for each of the first 144 (no answer a model remembers
+    from an earlier click of the same run: a repeated sentence would be timed from the model's answer cache)."""
+    n = len(SUBJECTS)
+    return SUBJECTS[i % n], PLACES[(i + i // n) % len(PLACES)]
+
+
 def sentence(i: int, mask: bool = False, long: bool = False) -> str:
     """Sentence i (9–12 words; ``long``: about 30 tokens), a [MASK] in place of its last adjective when ``mask``."""
-    s, p = SUBJECTS[i % len(SUBJECTS)], PLACES[(i * 5 + 3) % len(PLACES)]
+    s, p = subject_place(i)
     end = "[MASK]" if mask else "tired"
     text = f"The {s} did not cross the {p} because it was too {end}."
     if long:
