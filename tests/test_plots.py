@@ -28,6 +28,10 @@ def test_heatmap_and_overview(tiny_loaded):
     view = attention.select_view(result, 0, 0)
     fig = heatmaps.attention_heatmap(view)
     assert fig.data[0].type == "heatmap" and len(fig.data[0].y) == len(result.tokens)
+    top = float(view.matrix.max())  # the colours run from 0 to the largest weight, and the bar says so
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, pytest.approx(top))
+    assert list(fig.data[0].colorbar.tickvals) == pytest.approx([0.0, top / 2, top])
+    assert list(fig.data[0].colorbar.ticktext) == ["0.00", f"{top / 2:.2f}", f"{top:.2f}"]
     img = heatmaps.attention_overview(result.attentions, selected=(1, 0))
     geo = heatmaps.OverviewGeometry(2, 2)
     assert img.size == geo.size

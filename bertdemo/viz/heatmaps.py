@@ -39,10 +39,14 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
     if view.direction != "all":
         notes.append(f"{view.direction}: rows from one sentence, columns of the other")
     title = view.title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else "")
+    weights = np.asarray(view.matrix, dtype=float)
+    top = float(np.nanmax(weights)) if np.isfinite(weights).any() else 0.0
     heatmap = dict(
-        type="heatmap", z=view.matrix, x=cols, y=rows, colorscale=colorscale("Viridis"), zmin=0,
+        # colours from 0 to the largest weight (with zmin alone plotly starts the scale at the smallest one)
+        type="heatmap", z=view.matrix, x=cols, y=rows, colorscale=colorscale("Viridis"), zmin=0, zmax=top or None,
         hovertemplate=frm + "<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
-        colorbar=dict(title=dict(text="weight"), thickness=12, x=1, xanchor="left", xpad=8),  # at the plot's edge
+        colorbar=dict(title=dict(text="weight"), thickness=12, x=1, xanchor="left", xpad=8,  # at the plot's edge
+                      **_scale_ticks(top)),
     )
     return unchecked_figure(data=[heatmap], layout=dict(  # canonical form: checked in tests/test_plots.py
         title=dict(text=title, x=0, xref="paper", xanchor="left", font=dict(size=15)),
@@ -58,6 +62,13 @@ def attention_heatmap(view: AttentionView) -> go.Figure:
                     b=math.ceil(_SIN_60 * labels_px(cols)) + _AXIS_TITLE_PX + 12),
         template=TEMPLATE,
     ))
+
+
+def _scale_ticks(top: float) -> dict:
+    """The colour bar's ticks: 0, half the largest weight ``top`` and ``top`` (a weight reads off the bar at a
+    glance; plotly measures each tick label at every draw, so three cost less than its default six or so)."""
+    values = [0.0, top / 2, top] if top > 0 else [0.0]
+    return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.2f}" for v in values])
 
 
 @dataclass

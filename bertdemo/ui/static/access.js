@@ -263,9 +263,13 @@
   });
 
   // --- keep it so as gradio redraws the page -----------------------------------------------------------
-  var pending = false;
+  // not while an answer is on its way (a progress tracker shows): the page changes again when it comes, and a
+  // pass here (it measures every scrolling box) would hold up drawing it; at most ~3 s of waiting
+  var pending = false, waited = 0;
   function tidy() {
     pending = false;
+    if (busy() && waited < 20) { waited++; later(); return; }
+    waited = 0;
     rovingTabs();
     names();
     figures();
