@@ -192,3 +192,6 @@ def test_a_question_asked_again_is_answered_from_the_model_until_its_weights_cha
     assert len(forwards) == 7
     fill_mask.predict(loaded, text, top_k=5, keep_tensors=True)
     assert len(forwards) == 8
+    for _ in range(2):  # extra passes to run (targets scored): each request computes its own, within its budget
+        fill_mask.predict(loaded, text, top_k=5, targets="cat")
+    assert len(forwards) == 10

@@ -261,15 +261,17 @@ def predict(
     ``budget``: what the extra passes (PLL, whole words) may cost; planned before they run, with a
     deadline between batches (default: the server's per-request allowance, from now).
 
-    ``remember``: keep the answer with the model (its bounded answers cache, keyed by its weights and every
-    input above), and answer from there when asked again — no forward, and a question asked by several requests
-    at once is computed once. Never with ``keep_tensors`` or inside an attention mode (heads off, recorded).
+    ``remember``: a plain top-k question (no target words, no whole words: one forward, no extra passes) keeps
+    its answer with the model (its bounded answers cache, keyed by its weights and every input above) and is
+    answered from there when asked again — no forward, and asked by several requests at once, computed once.
+    Never with ``keep_tensors`` or inside an attention mode (heads off, recorded). A question with extra passes
+    is always computed by its own request, within its own budget, deadline and client-gone stop.
     """
-    if not remember or keep_tensors or not attention_modes.is_default_mode():
+    if not remember or keep_tensors or not attention_modes.is_default_mode() or whole_words \
+            or parse_targets(targets):
         return _predict(loaded, text, text_pair, top_k, targets, whole_words, fast, batcher, keep_tensors, budget)
     # the same link opened by a class: one forward, then each phone gets the model's remembered answer
-    question = ("fill_mask", text, text_pair or "", int(top_k), tuple(parse_targets(targets)), bool(whole_words),
-                bool(fast))
+    question = ("fill_mask", text, text_pair or "", int(top_k), bool(fast))
     return loaded.remember(question, lambda: _predict(loaded, text, text_pair, top_k, targets, whole_words, fast,
                                                       batcher, False, budget))
 
