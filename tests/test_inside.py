@@ -32,8 +32,10 @@ def loaded(request, tiny_loaded, emb_loaded):
 
 
 def own_forward(loaded: LoadedModel, text: str):
+    """``model(...)`` on ``text`` as the views run a forward (one intra-op thread: two threads sum in another
+    order, a few units in the last place apart)."""
     enc = inside.encode_for_inside(loaded, text)
-    with torch.inference_mode():
+    with inside.computing():
         out = loaded.model(**enc.tensors, output_hidden_states=True, output_attentions=True)
     return enc, out
 

@@ -12,7 +12,9 @@ Type ``[SEP]`` inside the text to give the model a sentence pair (segment 1 afte
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,8 +24,9 @@ from bertdemo.explore.bert_math import additive_mask, cosine, layer_norm, layer_
 from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.typed_pair import split_pair
-from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS  # noqa: F401
+from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS
 from bertdemo.models.store import LoadedModel
+from bertdemo.models.threads import small_forward
 
 POSITIONS_SHOWN = 128  # the position x position cosine map covers the first this many positions
 ORDER_SEED = 0  # the shuffled copy of the order test is the same on every run
@@ -58,6 +61,16 @@ def bert_modules(loaded: LoadedModel):
             "loss work for every masked-LM."
         )
     return bert
+
+
+@contextlib.contextmanager
+def computing(tokens: int = MAX_INSIDE_TOKENS) -> Iterator[None]:
+    """Where every Inside BERT number is computed: no autograd, and one intra-op thread, as for any request's
+    forward this small (at most :data:`MAX_INSIDE_TOKENS` tokens, a few sentences' worth in the order test:
+    :func:`bertdemo.models.threads.small_forward`; on two threads its matrix products waited on the core the
+    browser or another request held)."""
+    with torch.inference_mode(), small_forward(tokens):
+        yield
 
 
 def encode_for_inside(loaded: LoadedModel, text: str, limit: int = MAX_INSIDE_TOKENS) -> Encoded:
@@ -109,7 +122,7 @@ def trace(loaded: LoadedModel, text: str) -> Trace:
 
     def forward() -> Trace:
         enc = encode_for_inside(loaded, text)
-        with torch.inference_mode():
+        with computing():
             if head is None:  # another head: the model's own forward, every row
                 out = model(**enc.tensors, output_hidden_states=True, output_attentions=True)
                 rows = _mask_rows(loaded, enc)
@@ -132,7 +145,7 @@ def mask_logits(loaded: LoadedModel, text: str) -> dict[int, torch.Tensor]:
 
     def read() -> dict[int, torch.Tensor]:
         rows = _mask_rows(loaded, own.enc)  # a left-to-right model answers a [MASK] from the position before
-        with torch.inference_mode():
+        with computing():
             logits = head(own.hidden_states[-1][0, predicting_positions(loaded.model, rows)])
         return dict(zip(rows, logits))
 
@@ -279,7 +292,7 @@ def order_test(loaded: LoadedModel, text: str) -> OrderTest:
     """The sentence and a shuffled copy through the encoder, with and without positions (remembered)."""
     def run() -> OrderTest:
         own = trace(loaded, text)
-        with torch.inference_mode():
+        with computing():
             return _order_test(loaded, bert_modules(loaded), own.enc, own.hidden_states[-1][0])
 
     return loaded.remember(("inside_order_test", text), run)
@@ -290,7 +303,7 @@ def _embeddings(loaded: LoadedModel, text: str) -> EmbeddingsResult:
     own = trace(loaded, text)
     enc = own.enc
     t = enc.tensors
-    with torch.inference_mode():
+    with computing():
         parts = embed_parts(bert, t["input_ids"], t["token_type_ids"])
         diff = float((parts["normed"] - own.hidden_states[0]).abs().max())  # vs the embedding layer's output
         cos = loaded.remember(("position_cosine",), lambda: position_cosine(bert))

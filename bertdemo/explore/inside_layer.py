@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.bert_math import additive_mask, layer_steps
-from bertdemo.explore.inside import Trace, bert_modules, trace
+from bertdemo.explore.inside import Trace, bert_modules, computing, trace
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.store import LoadedModel
 
@@ -28,7 +28,7 @@ def _recompute(bert, own: Trace, layer: int) -> tuple[dict[str, np.ndarray], flo
     """Layer ``layer`` from its weights on the model's own input to it: every step (B dropped), and the
     max |difference| of the softmax and of the output against the model's own forward."""
     mask = additive_mask(own.enc.tensors["attention_mask"], causal=is_left_to_right(bert))  # the causal mask too
-    with torch.inference_mode():
+    with computing():
         steps = layer_steps(bert.encoder.layer[layer], own.hidden_states[layer], mask)
         diff_att = float((steps["probs"] - own.attentions[layer]).abs().max())
         diff_out = float((steps["output"] - own.hidden_states[layer + 1]).abs().max())

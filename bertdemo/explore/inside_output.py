@@ -21,7 +21,7 @@ from bertdemo.explore.bert_math import cosine, layer_norm, linear
 from bertdemo.explore.encoding import parse_word_list, word_pieces
 from bertdemo.explore.input_limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.explore.messages import no_head_message
-from bertdemo.explore.inside import Encoded, bert_modules, encode_for_inside, mask_logits, trace
+from bertdemo.explore.inside import Encoded, bert_modules, computing, encode_for_inside, mask_logits, trace
 from bertdemo.models.causal import predicting_positions
 from bertdemo.models.store import LoadedModel
 
@@ -96,7 +96,7 @@ def logit_lens(loaded: LoadedModel, text: str, mask_number: int = 1, top_k: int 
     pos = positions[int(mask_number) - 1]
     tok, model = loaded.tokenizer, loaded.model
     read = predicting_positions(model, [pos])[0]  # a left-to-right model: the position before the mask
-    with torch.inference_mode():
+    with computing():
         states = torch.stack([h[0, read] for h in own.hidden_states])  # (L + 1, D)
         logits = head_steps(model.cls, states)["logits"]  # (L + 1, V)
         diff = float((logits[-1] - mask_logits(loaded, text)[pos]).abs().max())
@@ -221,7 +221,7 @@ def _mlm_loss(loaded: LoadedModel, text: str, answers: list[str]) -> MlmLossResu
     from_weights = getattr(model.config, "model_type", "") == "bert" and hasattr(model, "cls")
     # a left-to-right model predicts each mask from the position before it (its own loss shifts the labels so)
     read = predicting_positions(model, positions)
-    with torch.inference_mode():
+    with computing():
         out = model(**enc.tensors, labels=labels, output_hidden_states=True)
         hidden = out.hidden_states[-1][0, read]  # (N, D)
         if from_weights:
