@@ -24,7 +24,9 @@
   "use strict";
   var NARROW = Number(props.narrow) || 640;  // props.narrow is absent once a gr.update mounted the figure: the same NARROW_PX (tests/test_plotly_figure.py)
   var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
-  var CONFIG = { displaylogo: false, responsive: false };
+  // no drag handles on the axes' ends and edges (zoom and pan stay: drag in the plot, or the toolbar): plotly
+  // builds seven of them for every subplot at every draw, a sixth of a five-panel figure's drawing time
+  var CONFIG = { displaylogo: false, responsive: false, showAxisDragHandles: false };
 
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
@@ -95,7 +97,8 @@
     cs.forEach(function (c) {
       layout[c.xk].domain = [0, 1];
       layout[c.yk].domain = [c.newBottom, c.newTop];
-      layout[c.yk].showticklabels = true;  // each panel names its rows again
+      layout[c.yk].showticklabels = true;  // each panel names its rows again (an axis the wide layout left
+      layout[c.yk].visible = true;         // undrawn, its rows named by the panel beside it, too)
     });
     layout.height = Math.round(newPlot + top + bottom);
     return true;
