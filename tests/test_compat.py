@@ -194,6 +194,12 @@ def _canary_status_pass():
     assert len(patched_scripts(compat.frontend_assets(), (STATUS_PASS,))) == 1  # every edit found once
 
 
+def _canary_node_lookup():
+    from bertdemo.frontend_patch import NODE_LOOKUP, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (NODE_LOOKUP,))) == 1  # the lookup's text found once
+
+
 def _canary_model_mapping():
     assert compat.masked_lm_class(BertConfig()) is BertForMaskedLM
 
@@ -405,6 +411,7 @@ CANARIES = {
     "CSS .tabs .tab-wrapper, .tab-container[role=tablist], .visually-hidden": _canary_tab_css,
     "CSS .image-frame": _canary_image_frame,
     "Blocks-*.js: update_loading_stati_state, the update_state_cb assignments, reload": _canary_status_pass,
+    "core-*.js: the component lookup by id (function Z)": _canary_node_lookup,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,

@@ -11,6 +11,7 @@ import pytest
 from bertdemo import compat
 from bertdemo.asset_cache import AssetCache
 from bertdemo.frontend_patch import (
+    NODE_LOOKUP,
     PATCHES,
     STATUS_PASS,
     FrontendPatch,
@@ -44,16 +45,21 @@ def _get(app, path: str, extra: list | None = None):
     return asgi_get(app, scope)
 
 
-def test_every_edit_applies_once_to_the_installed_framework_file():
-    scripts = patched_scripts(compat.frontend_assets())
+@pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-")])
+def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
+    scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
     (name, body), = scripts.items()
     text = body.decode()
-    assert name.startswith("Blocks-") and name.endswith(".js")
-    for old, new in STATUS_PASS.edits:
+    assert name.startswith(prefix) and name.endswith(".js")
+    for old, new in patch.edits:
         assert old not in text.replace(new, "") and text.count(new) == 1
     disk = (compat.frontend_assets() / name).read_text(encoding="utf-8")
-    assert len(text) - len(disk) == sum(len(new) - len(old) for old, new in STATUS_PASS.edits)
+    assert len(text) - len(disk) == sum(len(new) - len(old) for old, new in patch.edits)
+
+
+def test_both_fixes_are_served_each_in_its_own_file():
+    assert sorted(name.split("-")[0] for name in patched_scripts(compat.frontend_assets())) == ["Blocks", "core"]
 
 
 def test_a_page_gets_the_patched_script_whole_and_every_other_file_as_it_is():
@@ -93,4 +99,4 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS,)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP)
