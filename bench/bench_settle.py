@@ -15,7 +15,10 @@ a poll sent after the click is a queue event like any other, and the click settl
 A click is *settled* when, measured in the page from the click:
 
 - the watched output shows the new answer (its text, progress text left out, differs from before the click;
-  each click types a new sentence first, so every answer differs), and
+  each click types a new sentence first), or every event since the click has answered and the text is still
+  the one before 100 ms later: the answer was the same as before (the own-data classifier's rounded
+  probabilities can be, for two sentences; such clicks are counted, "answers as before"; a text that changes
+  after all is timed when it does), and
 - no progress indicator is left anywhere on the page: no status tracker of any block, closed accordions and
   hidden panels included, is pending (gradio's tracker is ``div.wrap`` without ``hide``), and
 - no queue event sent since the click is still waiting for its answer (a wrapped ``fetch`` counts
@@ -65,7 +68,7 @@ WATCHER = r"""
     if (msg.msg !== 'process_completed') return;
     if (S.t0) S.events.push({id: msg.event_id, bytes: line.length, at: performance.now() - S.t0,
                              ms: 1000 * ((msg.output || {}).duration || 0)});
-    if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; check(); }
+    if (live.has(msg.event_id)) { live.delete(msg.event_id); S.pending -= 1; done(); check(); }
     else early.add(msg.event_id);  // answered before its join's reply was read
   }
   async function read(stream) {
@@ -86,7 +89,7 @@ WATCHER = r"""
       try {
         const j = await resp.clone().json();
         fnOf.set(j.event_id, fn);
-        if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; check(); } else live.add(j.event_id);
+        if (early.has(j.event_id)) { early.delete(j.event_id); S.pending -= 1; done(); check(); } else live.add(j.event_id);
       } catch (e) { S.pending -= 1; }
       return resp;
     }
@@ -107,10 +110,21 @@ WATCHER = r"""
   S.indicators = () => [...document.querySelectorAll('div.wrap')].filter(w =>
     (w.classList.contains('default') || w.classList.contains('center')) && !w.classList.contains('hide')
     && (w.classList.contains('full') || w.classList.contains('minimal'))).length;
+  // every event since the click answered: when the watched text is still the one before 100 ms later, the answer
+  // was the same as the one before (a view whose output need not differ for a new sentence), shown when it came
+  function done() { if (S.t0 && S.joins > 0 && S.pending === 0 && S.doneAt === null) S.doneAt = performance.now(); }
   function check() {
-    if (!S.t0 || S.settled !== null) return;
+    if (!S.t0) return;
     const now = performance.now();
-    if (S.answered === null) { const t = text(document.querySelector(S.watched)); if (t !== S.before) { S.answered = now; S.after = t; } }
+    if (S.same && text(document.querySelector(S.watched)) !== S.before) {  // it was on its way after all
+      S.same = false; S.answered = now; S.settled = null;
+    }
+    if (S.settled !== null) return;
+    if (S.answered === null) {
+      const t = text(document.querySelector(S.watched));
+      if (t !== S.before) { S.answered = now; S.after = t; }
+      else if (S.doneAt !== null && now - S.doneAt >= 100) { S.answered = now; S.same = true; }
+    }
     if (S.answered !== null && S.pending === 0 && S.indicators() === 0) S.settled = now;
   }
   S.unsettle = () => { if (S.settled !== null && (S.pending > 0 || S.indicators() > 0)) S.settled = null; };
@@ -123,11 +137,11 @@ WATCHER = r"""
   if (document.documentElement) observe(); else document.addEventListener('DOMContentLoaded', observe);
   S.arm = (watched) => {
     S.watched = watched; S.before = text(document.querySelector(watched));
-    S.answered = null; S.settled = null; S.joins = 0; S.events = [];
+    S.answered = null; S.settled = null; S.joins = 0; S.events = []; S.doneAt = null; S.same = false;
   };
   S.click = (button) => { S.t0 = performance.now(); document.querySelector(button).click(); };
   S.result = () => ({answered: S.answered - S.t0, settled: S.settled === null ? null : S.settled - S.t0,
-                     joins: S.joins,
+                     joins: S.joins, same: S.same,
                      events: S.events.map(e => ({fn: fnOf.get(e.id), bytes: e.bytes, ms: e.ms, at: e.at})), quiet: S.settled !== null && performance.now() - S.settled > %QUIET%
                        && S.pending === 0 && S.indicators() === 0});
 })();
@@ -283,8 +297,14 @@ def click_once(side: Side, click: Click, i: int) -> dict:
     before = cpu_ms(side)
     page.evaluate("(b) => __settle.click(b)", click.button)
     # the result read in the same frame that finds it quiet (a tab's own poll may start a new event right after)
-    result = page.wait_for_function("() => { const r = __settle.result(); return r.quiet ? r : null; }",
-                                    timeout=TIMEOUT_MS, polling=50).json_value()
+    try:
+        result = page.wait_for_function("() => { const r = __settle.result(); return r.quiet ? r : null; }",
+                                        timeout=TIMEOUT_MS, polling=50).json_value()
+    except Exception:  # say which condition never held before giving up
+        state = page.evaluate("() => ({answered: __settle.answered !== null, pending: __settle.pending, "
+                              "indicators: __settle.indicators(), joins: __settle.joins, events: __settle.events})")
+        print(f"  {click.key}: click {i} never settled: {json.dumps(state)}", flush=True)
+        raise
     parts = dict(side.parts)
     after = cpu_ms(side)
     return {**result, "page_cpu": after[0] - before[0], "server_cpu": after[1] - before[1],
@@ -327,7 +347,9 @@ def report(tab: str, sides: list[Side]) -> None:
               f"({min(settled):.0f}–{max(settled):.0f})   answered {percentile(answered, 50):6.0f} / "
               f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
               f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
-              f"{sorted({x['joins'] for x in xs})}  n={len(xs)}", flush=True)
+              f"{sorted({x['joins'] for x in xs})}  n={len(xs)}"
+              + (f", {sum(bool(x.get('same')) for x in xs)} answers as before" if any(x.get("same") for x in xs) else ""),
+              flush=True)
         print("  " + " " * 14 + " page CPU p50 by kind: " + ", ".join(
             f"{k.removesuffix('Duration').lower()} {percentile([x['page_parts'][k] for x in xs], 50):.0f}"
             for k in PAGE_PARTS), flush=True)
