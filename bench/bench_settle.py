@@ -342,13 +342,14 @@ def report(tab: str, sides: list[Side]) -> None:
         if not xs:
             continue
         settled = [x["settled"] for x in xs]
+        same = sum(bool(x.get("same")) for x in xs)  # answers the same as the one before (timed with the 100 ms wait)
         answered = [x["answered"] for x in xs]
         print(f"  {side.label:14s} settled {percentile(settled, 50):6.0f} / {percentile(settled, 95):6.0f} "
               f"({min(settled):.0f}–{max(settled):.0f})   answered {percentile(answered, 50):6.0f} / "
               f"{percentile(answered, 95):6.0f}   CPU ms page {percentile([x['page_cpu'] for x in xs], 50):5.0f} "
               f"server {percentile([x['server_cpu'] for x in xs], 50):5.0f}   round trips "
               f"{sorted({x['joins'] for x in xs})}  n={len(xs)}"
-              + (f", {sum(bool(x.get('same')) for x in xs)} answers as before" if any(x.get("same") for x in xs) else ""),
+              + (f", {same} answers as before" if same else ""),
               flush=True)
         print("  " + " " * 14 + " page CPU p50 by kind: " + ", ".join(
             f"{k.removesuffix('Duration').lower()} {percentile([x['page_parts'][k] for x in xs], 50):.0f}"

@@ -64,12 +64,12 @@ def bert_modules(loaded: LoadedModel):
 
 
 @contextlib.contextmanager
-def computing(tokens: int = MAX_INSIDE_TOKENS) -> Iterator[None]:
+def computing() -> Iterator[None]:
     """Where every Inside BERT number is computed: no autograd, and one intra-op thread, as for any request's
     forward this small (at most :data:`MAX_INSIDE_TOKENS` tokens, a few sentences' worth in the order test:
     :func:`bertdemo.models.threads.small_forward`; on two threads its matrix products waited on the core the
     browser or another request held)."""
-    with torch.inference_mode(), small_forward(tokens):
+    with torch.inference_mode(), small_forward(MAX_INSIDE_TOKENS):
         yield
 
 

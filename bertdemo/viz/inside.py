@@ -114,10 +114,10 @@ def embeddings_figure(result: EmbeddingsResult) -> go.Figure:
     # the rows are the same tokens in every panel, named once at the left; every panel spans the same dims,
     # numbered once under the first: the other panels' axes are not drawn at all (plotly lays out and draws
     # each axis it shows, labelled or not: eight of ten axes were a fifth of the figure's drawing in the page)
-    for axis in panels.yaxes()[1:]:
+    xaxes = panels.xaxes()
+    xaxes[0].update(dtick=16, tick0=0)
+    for axis in xaxes[1:] + panels.yaxes()[1:]:
         axis["visible"] = False
-    for i, axis in enumerate(panels.xaxes()):
-        axis.update(dtick=16, tick0=0) if i == 0 else axis.update(visible=False)
     return _figure(panels, data, max(110, _ROW_PX * s) + _EMBED_TOP + _TICK_PX,
                    f"Embeddings of your sentence — model {result.model_name}: each part {_shape((s, d))}{note}"
                    f"<br><sup>{_OWN_SCALES}</sup>", row_labels=labels, top=_EMBED_TOP)
