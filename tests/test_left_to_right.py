@@ -230,3 +230,57 @@ def test_a_left_to_right_model_starts_with_heads_on_the_words_before(tokenizer) 
         att = model(ids, output_attentions=True).attentions[0][0]  # (heads, S, S)
     rows = torch.arange(3, 12)
     assert (att[0, rows].argmax(-1) == rows - 1).all() and (att[1, rows].argmax(-1) == rows - 2).all()
+
+
+def test_a_controlled_ltr_run_predicts_exactly_the_words_its_masked_twin_masks(tokenizer) -> None:
+    """``ltr_targets="masked"``: the left-to-right model reads the true words (nothing replaced by [MASK]) and is
+    scored only at the positions a masked-LM run of the same seed masks on that batch, each from the output one
+    position before it: the stock next-word loss restricted to those positions."""
+    blocks = torch.randint(1000, 5000, (3, 24))
+    blocks[:, 0] = tokenizer.cls_token_id
+    masked = BatchMaker(TrainConfig.from_flat(objective="mlm"), tokenizer, torch.device("cpu"))(
+        blocks, torch.Generator().manual_seed(3))
+    cfg = TrainConfig.from_flat(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2,
+                                intermediate_size=64, objective="ltr", ltr_targets="masked", neighbour_init=False)
+    batch = BatchMaker(cfg, tokenizer, torch.device("cpu"))(blocks, torch.Generator().manual_seed(3))
+    assert torch.equal(batch["input_ids"], blocks)  # the true words: the causal mask hides what comes after
+    assert torch.equal(batch["positions"], masked["positions"]) and torch.equal(batch["labels"], masked["labels"])
+    torch.manual_seed(0)
+    model = build_model(cfg, tokenizer).eval()
+    with torch.inference_mode():
+        ours = PretrainObjective(model)(**batch)["loss"]
+        logits = model(input_ids=blocks).logits  # (B, T, V): position t predicts the token at t + 1
+    rows = torch.arange(3).unsqueeze(1).expand_as(batch["positions"])
+    want = F.cross_entropy(logits[rows, batch["positions"] - 1].reshape(-1, logits.shape[-1]),
+                           blocks[rows, batch["positions"]].reshape(-1))
+    assert torch.allclose(ours, want, atol=1e-5)
+    with pytest.raises(ValueError, match="ltr_targets must be one of"):
+        TrainConfig.from_flat(objective="ltr", ltr_targets="half").validate()
+    with pytest.raises(ValueError, match="no static masks"):
+        TrainConfig.from_flat(objective="ltr", ltr_targets="masked", static_masks=2).validate()
+
+
+def test_a_run_trains_with_the_tokenizer_it_is_given_and_a_visitor_cannot_set_it(corpus, tmp_path) -> None:
+    """``data.tokenizer``: the run's vocabulary (the twins' own 8,192-piece WordPiece); the model has its size and
+    the checkpoint carries it. A public server refuses the setting (a server path)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import AutoTokenizer, BertTokenizerFast
+
+    from bertdemo.pretrain.form import config_from_settings
+    from bertdemo.settings import Limits
+
+    texts = [line for line in open(corpus, encoding="utf-8")][:100]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=600, special_tokens=[
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    BertTokenizerFast(tokenizer_object=tok).save_pretrained(str(tmp_path / "tok"))
+    cfg = tiny_run_config(corpus, tmp_path, tokenizer=str(tmp_path / "tok"), steps=4, eval_every=2)
+    assert run_training(cfg, metrics=MetricsBuffer(), run_folder=tmp_path / "run") == "finished"
+    checkpoint = latest_checkpoint(tmp_path / "run")
+    size = len(AutoTokenizer.from_pretrained(str(tmp_path / "tok")))
+    assert load_checkpoint_model(str(checkpoint), nsp=False).config.vocab_size == size
+    assert len(AutoTokenizer.from_pretrained(str(checkpoint))) == size
+    with pytest.raises(ValueError, match="tokenizer cannot be set on this public server"):
+        config_from_settings({"tokenizer": str(tmp_path / "tok")}, runs_dir=str(tmp_path), public_limits=Limits())

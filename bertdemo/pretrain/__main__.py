@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs = {"choices": [*PRESETS, CUSTOM]} if f.name == "preset" else {}
             sections[group].add_argument(flag, type=types[f.name], default=f.default, help=meaning, **kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--keep-milestones", type=int, default=None,
+                        help="log-spaced checkpoints kept besides the latest two (the first save at or after 1x, 2x, "
+                             "4x… the first saved step); default: the app's rule")
     parser.add_argument("--auto-resume", action="store_true",
                         help="continue from the checkpoint in --out when there is one (restarts under torchrun)")
     return parser
@@ -109,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
     from bertdemo.runs.control import RunControl
+    from bertdemo.settings import DiskRules
 
     if dist.world_size > 1:
         cuda = cfg.system.device.startswith("cuda") or (cfg.system.device == "auto" and torch.cuda.is_available())
@@ -116,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.auto_resume:
             _check_ranks_agree(resuming, f"cuda:{dist.local_rank}" if cuda else "cpu")
     metrics = MetricsBuffer(run_id=out.name, total_steps=cfg.optim.steps, preset=cfg.model.preset, corpus=cfg.data.corpus,
+                            objective=cfg.objective.objective,
                             probe_text=cfg.monitor.probe_text,
                             probe_expected=cfg.monitor.probe_expected)
     bar = None
@@ -145,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
 
     previous_handler = signal.signal(signal.SIGINT, on_sigint)
     try:
-        status = run_training(cfg, metrics=metrics, run_folder=out, dist=dist, on_step=on_step,
+        disk = None if args.keep_milestones is None else DiskRules(keep_milestones=args.keep_milestones)
+        status = run_training(cfg, metrics=metrics, run_folder=out, dist=dist, on_step=on_step, disk=disk,
                               control=control, run_info={"run_id": out.name}, raise_on_failure=True)
     finally:
         signal.signal(signal.SIGINT, previous_handler)

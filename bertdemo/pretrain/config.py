@@ -47,6 +47,9 @@ MLM, LTR = "mlm", "ltr"
 OBJECTIVES = {MLM: "masked LM (BERT): predicts each hidden word from the words on both sides",
               LTR: "left-to-right LM (GPT-style): predicts every word from the words before it only"}
 
+LTR_TARGETS = {"all": "every next word (GPT)",
+               "masked": "only the words a masked-LM run of the same seed would mask (the controlled twin)"}
+
 LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters (CR, LF, tab, NUL…), line and paragraph separators
 
 
@@ -89,6 +92,7 @@ class DataConfig:
     """The corpus and how it is cut into blocks."""
 
     corpus: str = "wiki"  # "wiki" (embedded, offline) | "tinystories" (hub) | path to .txt/.jsonl
+    tokenizer: str = ""  # folder of the WordPiece tokenizer the run trains with ("" = the embedded uncased one, 30,522 pieces); a run's model has its vocabulary's size
     seq_len: int = 128  # tokens per packed block (T), 16..512
     seq_len_schedule: str = ""  # e.g. "128:0.9,512:0.1": block length by fraction of the steps ("" = seq_len)
     max_corpus_tokens: int = 20_000_000  # stop tokenizing a (large) corpus after this many tokens
@@ -108,6 +112,7 @@ class ObjectiveConfig:
     whole_word_masking: bool = False  # choose all pieces of a word together
     static_masks: int = 0  # 0 = dynamic (new masks every time); N = N fixed masks per block (original BERT)
     nsp: bool = False  # add next-sentence prediction ([CLS] A [SEP] B [SEP], 50% NotNext)
+    ltr_targets: str = "all"  # left-to-right runs only: "all" predicts every next word (GPT); "masked" predicts only the positions a masked-LM run of the same seed would mask (the same words, the same count per step: only what each prediction may read differs)
 
 
 @dataclass
@@ -281,6 +286,11 @@ class TrainConfig:
             raise ValueError(f"steps must be at least 1, got {opt.steps}.")
         if o.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {str(o.objective)[:40]!r}.")
+        if o.ltr_targets not in LTR_TARGETS:
+            raise ValueError(f"ltr_targets must be one of {list(LTR_TARGETS)}, got {str(o.ltr_targets)[:40]!r}.")
+        if o.objective == LTR and o.ltr_targets == "masked" and o.static_masks:
+            raise ValueError("ltr_targets 'masked' predicts the words a masked-LM run would mask afresh each time; "
+                             "it has no static masks: set static_masks to 0.")
         if o.objective == LTR and o.nsp:
             raise ValueError("Next-sentence prediction goes with the masked LM (BERT); a left-to-right run has none: "
                              "turn NSP off or choose the masked-LM objective.")

@@ -21,7 +21,7 @@ from bertdemo.pretrain.data import UPLOAD_SUFFIXES, check_upload
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
 PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)
 # settings that reach the server's file system, devices or threads: fixed on a public server
-SERVER_SETTINGS = ("cache_dir", "init_from", "runs_dir", "device", "num_threads", "compile", "precision")
+SERVER_SETTINGS = ("cache_dir", "init_from", "tokenizer", "runs_dir", "device", "num_threads", "compile", "precision")
 NOT_YOURS_RESUME = "Only checkpoints of this server's runs can be resumed here."
 
 

@@ -235,7 +235,11 @@ class PretrainObjective(nn.Module):
     ) -> dict[str, torch.Tensor]:
         # packed blocks hold no padding: every position attends everywhere, no attention_mask needed
         out = None
-        if is_left_to_right(self.model):  # the output at t predicts the token at t + 1, at every position
+        if is_left_to_right(self.model) and positions is not None:  # only the masked LM's positions p: each
+            # from the output at p - 1, which has read the true words before p (a block starts with [CLS]: p >= 1)
+            hidden = self.model.bert(input_ids=input_ids, use_cache=False).last_hidden_state  # (B, T, H), causal
+            h = hidden.gather(1, (positions - 1).unsqueeze(-1).expand(-1, -1, hidden.size(-1)))  # (B, k, H)
+        elif is_left_to_right(self.model):  # the output at t predicts the token at t + 1, at every position
             hidden = self.model.bert(input_ids=input_ids, use_cache=False).last_hidden_state  # (B, T, H), causal
             hidden, labels, positions = hidden[:, :-1], labels[:, 1:], None  # (B, T-1, H), (B, T-1): all predicted
         elif positions is not None and next_sentence_label is None and self.sparse_encoder:
@@ -293,9 +297,13 @@ class BatchMaker:
         given, block i's masks in epoch e are copy ``e mod N`` of its N fixed masks, as the original
         BERT data pipeline made them (each sequence duplicated N times); otherwise masks are new."""
         token_type_ids = nsp_labels = None
-        if self.cfg.objective.objective == LTR:  # every next word is predicted: nothing masked
+        if self.cfg.objective.objective == LTR:  # the true words as input: nothing is replaced by [MASK]
+            drawn = None
             if not (self.cfg.objective.static_masks and block_ids is not None):
-                self._mask(blocks, generator)  # drawn and dropped: the generator (so the data order) stays its twin's
+                drawn = self._mask(blocks, generator)  # drawn always: the generator (so the data order) stays its twin's
+            if self.cfg.objective.ltr_targets == "masked" and drawn is not None:  # only the twin's masked words
+                return {"input_ids": blocks, "labels": drawn.labels, "positions": drawn.positions,
+                        "token_type_ids": None, "next_sentence_label": None}
             return {"input_ids": blocks, "labels": blocks, "positions": None, "token_type_ids": None,
                     "next_sentence_label": None}
         if self.cfg.objective.nsp:

@@ -97,7 +97,7 @@ class Trainer:
         self.run_folder = None if run_folder is None else Path(run_folder)  # its checkpoints; None: save() refuses
         self.run_info, self.device, self.control, self.disk = run_info, device, control, disk
         metrics.update(status=Status.PREPARING, device=str(device), message="Loading the tokenizer…")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
+        self.tokenizer = AutoTokenizer.from_pretrained(cfg.data.tokenizer or str(tokenizer_dir()))
         phase_blocks = self._setup_data()
         state = self._setup_model(initial)
         self._setup_optimizer(initial)
