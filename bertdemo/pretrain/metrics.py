@@ -43,6 +43,7 @@ class RunSnapshot:
     param_count: int = 0
     preset: str = ""
     corpus: str = ""
+    objective: str = "mlm"  # "mlm" or "ltr": what its train loss measures (two objectives' train losses differ)
     prepare_fraction: float = 0.0  # tokenizing progress 0..1
     steps: list[int] = field(default_factory=list)  # train-loss log steps
     train_loss: list[float] = field(default_factory=list)  # mean over each log interval

@@ -41,7 +41,7 @@ class TrainingRun(BackgroundRun):
         self.speeds = speeds
         self._run_info: dict[str, Any] = {}
         metrics = MetricsBuffer(status=Status.PREPARING, message="Starting…",
-                                total_steps=cfg.optim.steps, preset=cfg.model.preset,
+                                total_steps=cfg.optim.steps, preset=cfg.model.preset, objective=cfg.objective.objective,
                                 corpus=checkpoints.corpus_display_name(cfg.data.corpus),
                                 probe_text=cfg.monitor.probe_text, probe_expected=cfg.monitor.probe_expected)
         super().__init__(runs_dir, metrics, owner_token=owner_token, visitor=visitor, max_seconds=max_seconds,
@@ -122,7 +122,7 @@ class TwinRun(TrainingRun):
         self.cfg = self.second_cfg
         self.metrics = MetricsBuffer(status=Status.PREPARING, total_steps=self.cfg.optim.steps,
                                      message=f"Starting the left-to-right twin of run {self.twin_id} (same batches)…",
-                                     preset=self.cfg.model.preset,
+                                     preset=self.cfg.model.preset, objective=self.cfg.objective.objective,
                                      corpus=checkpoints.corpus_display_name(self.cfg.data.corpus),
                                      probe_text=self.cfg.monitor.probe_text,
                                      probe_expected=self.cfg.monitor.probe_expected)

@@ -78,6 +78,7 @@ def _read_run(checkpoint_dir: str, run_id: str, saved_ns: int) -> RunRecord:
     snapshot = snapshot_from_history(state.get("history", {}), run_id=run_id, status="finished",
                                      step=int(state.get("step", 0)), total_steps=cfg.optim.steps,
                                      preset=cfg.model.preset, corpus=corpus_display_name(cfg.data.corpus),
+                                     objective=cfg.objective.objective,
                                      param_count=int(state.get("param_count", 0)))
     return RunRecord(run_id, checkpoint, cfg.flat(), snapshot)
 

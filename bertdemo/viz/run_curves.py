@@ -178,6 +178,7 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
     shapes: list[dict] = []
     notes: list[dict] = []
     at = {name: {"xaxis": xa, "yaxis": ya} for name, (xa, ya, *_rest) in _PANELS.items()}
+    mixed = len({run.snap.objective for run in runs}) > 1  # two objectives: their train losses measure two things
     for i, run in enumerate(runs):
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         s, group = run.snap, f"run{i}"
@@ -187,12 +188,14 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
             x_train, x_eval = s.steps, s.eval_steps
         quiet = dict(legendgroup=group, showlegend=False, mode="lines")
         dots = dict(legendgroup=group, showlegend=False, mode="lines+markers", marker={"size": 4})  # evaluations
-        if i == 0:  # the raw train loss of the first run only, faint behind its smoothed line
+        if i == 0 and not mixed:  # the raw train loss of the first run only, faint behind its smoothed line
             data.append(_line(x_train, s.train_loss, max_points, name=f"{run.label}: train (raw)", opacity=0.25,
                               line={"color": colour, "width": 1}, **quiet, **at["loss"]))
-        data.append(_line(x_train, debiased_ema(s.train_loss, smoothing), max_points, name=f"{run.label}: train",
-                          line={"color": colour, "width": 2}, legendgroup=group, mode="lines", **at["loss"]))
-        data.append(_line(x_eval, s.eval_loss, max_points, name=f"{run.label}: held-out ([MASK]-only, 15 %)",
+        if not mixed:  # a masked LM's train loss (15 % of the words) and a next-word loss share no scale
+            data.append(_line(x_train, debiased_ema(s.train_loss, smoothing), max_points, name=f"{run.label}: train",
+                              line={"color": colour, "width": 2}, legendgroup=group, mode="lines", **at["loss"]))
+        held_out = "held-out, the same words" if mixed else "held-out ([MASK]-only, 15 %)"
+        data.append(_line(x_eval, s.eval_loss, max_points, name=f"{run.label}: {held_out}",
                           line={"color": colour, "width": 2, "dash": "dot"}, legendgroup=group, mode="lines+markers",
                           marker={"size": 4}, **at["loss"]))
         data.append(_line(x_eval, s.eval_ppl, max_points, name=f"{run.label}: perplexity",
@@ -241,6 +244,11 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
         notes.append({"text": f"<b>{title}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
                       "x": (x_dom[0] + x_dom[1]) / 2, "xanchor": "center", "y": y_dom[1] + 0.005,
                       "yanchor": "bottom", "font": {"size": 13}})
+    lead = objectives_lead(runs) if mixed else ""
+    if lead:
+        notes.append({"text": plotly_text(lead), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0,
+                      "xanchor": "left", "y": 1, "yanchor": "bottom", "yshift": 24, "font": {"size": 12},
+                      "align": "left"})
     layout: dict = {
         "height": 960, "margin": {"l": 10, "r": 10, "t": TOP_ROOM, "b": 10},
         "paper_bgcolor": "white", "plot_bgcolor": "white", "hovermode": "closest",
@@ -278,6 +286,37 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
                             "title": {"text": "attention help (locality bias)",
                                       "font": {"size": 11, "color": HELP_COLOUR}}}
     return {"data": data, "layout": layout}
+
+
+def _held_out_at(xs: list, losses: list, x: float) -> float | None:
+    """The held-out loss at ``x`` (steps or seconds), interpolated between the evaluations around it."""
+    points = [(a, b) for a, b in zip(xs, losses) if b is not None and math.isfinite(b)]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[-1][1] if points and points[-1][0] == x else None
+
+
+def objectives_lead(runs: list[CurveRun]) -> str:
+    """For a masked-LM run beside a left-to-right one (the first of each): who has the lower held-out loss on the
+    same words at the last step both reached, and at the same training time, in words ("" before both evaluated
+    past their start)."""
+    mlm = next((r for r in runs if r.snap.objective != "ltr"), None)
+    ltr = next((r for r in runs if r.snap.objective == "ltr"), None)
+    if mlm is None or ltr is None:
+        return ""
+    parts = []
+    for axis, unit in (("step", "step"), ("time", "s of training")):
+        xa, xb = _x(mlm.snap, axis, True), _x(ltr.snap, axis, True)
+        if len(xa) != len(mlm.snap.eval_loss) or len(xb) != len(ltr.snap.eval_loss) or not xa or not xb:
+            continue
+        at = min(xa[-1], xb[-1])
+        a, b = _held_out_at(xa, mlm.snap.eval_loss, at), _held_out_at(xb, ltr.snap.eval_loss, at)
+        if not at or a is None or b is None:
+            continue
+        who = "the masked LM" if a < b else "the left-to-right LM"
+        parts.append(f"at {unit} {at:,.0f}: {who} ahead by {abs(a - b):.2f} nats ({a:.2f} vs {b:.2f})")
+    return ("Held-out loss on the same words — " + "; ".join(parts) + ".") if parts else ""
 
 
 def _help_line(label: str, x_eval: list, strength: list[float], max_points: int) -> dict:
