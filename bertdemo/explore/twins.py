@@ -248,22 +248,24 @@ def heldout_gflop(config: Any, questions: int, sentences: int, tokens: int = 32)
     return (questions + sentences) * sequence_gflop(config, tokens)
 
 
-def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts: NgramCounts,
-                        max_blocks: int = DEFAULT_HELDOUT_BLOCKS, budget: WorkBudget | None = None) -> HeldoutComparison:
-    """Each model's loss on the same held-out words, by position in the sentence, beside the landmarks.
+@dataclass(frozen=True)
+class HeldoutAsked:
+    """The held-out questions of some blocks, inside their complete sentences: per block its sentences and
+    questions, and per question (in order) the word, its position in its sentence (1 = first) and its
+    neighbours there."""
 
-    ``heldout_blocks``: (N, T) packed held-out blocks (:func:`bertdemo.pretrain.data.prepare_blocks`), whose
-    fixed questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) inside complete sentences are the
-    words asked; ``counts``: the n-grams of the training blocks (:func:`~bertdemo.pretrain.landmarks.count_ngrams`).
-    The masked LM reads the sentence with that one word hidden; the LTR model the sentence (its output before
-    the word; the words after it cannot reach that output)."""
-    check_pair(mlm, ltr)
-    budget = budget or unbounded()
-    if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
-        raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
-    tok = mlm.tokenizer
+    questions: list[BlockQuestions]
+    words: np.ndarray
+    positions: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray) -> HeldoutAsked:
+    """The fixed held-out questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) of ``blocks`` that lie in
+    complete sentences, each sentence read alone (``[CLS] sentence [SEP]``); ValueError when there is none."""
+    blocks = np.asarray(blocks, dtype=np.int64)
     specials = list(tok.all_special_ids)
-    blocks = np.asarray(heldout_blocks, dtype=np.int64)[: int(max_blocks)]
     q = heldout_questions(blocks, specials, tok.mask_token_id, max_tokens=len(blocks) * blocks.shape[1])
     end_ids = {i for i in tok.convert_tokens_to_ids(list(SENTENCE_ENDS)) if i is not None and i != tok.unk_token_id}
     boundary = {i for i in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if i is not None}
@@ -281,10 +283,51 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     sentences, asked = _joined(questions)
     if not asked:
         raise ValueError("The held-out blocks hold no complete sentence with a held-out question: read more blocks.")
-    words = np.array([sentences[s][i] for s, i in asked])
-    positions = np.array([i for _s, i in asked])  # 1 = the sentence's first word
-    left = np.array([sentences[s][i - 1] for s, i in asked])
-    right = np.array([sentences[s][i + 1] for s, i in asked])
+    return HeldoutAsked(questions, np.array([sentences[s][i] for s, i in asked]), np.array([i for _s, i in asked]),
+                        np.array([sentences[s][i - 1] for s, i in asked]), np.array([sentences[s][i + 1] for s, i in asked]))
+
+
+def heldout_landmarks(tok: PreTrainedTokenizerBase, blocks: np.ndarray, counts: NgramCounts) -> dict[str, np.ndarray]:
+    """What :class:`RecordedLandmarks` keeps of ``blocks``' questions: each question's word and neighbours, and its
+    log-probability under every landmark counted in ``counts`` (the training text, which a page does not ship)."""
+    asked = heldout_asked(tok, blocks)
+    logp = counts.log_probs(asked.words, asked.left, asked.right)
+    return {"words": asked.words, "left": asked.left, "right": asked.right,
+            **{f"logp_{key}": logp[key].astype(np.float64) for key in LANDMARK_SERIES}}
+
+
+@dataclass(frozen=True)
+class RecordedLandmarks:
+    """The landmarks of a fixed set of held-out questions, recorded when the training text was at hand
+    (:func:`heldout_landmarks`): answers :meth:`log_probs` for exactly those questions, or a leading prefix of them
+    (fewer blocks read), as :class:`~bertdemo.pretrain.landmarks.NgramCounts` would."""
+
+    arrays: dict[str, np.ndarray]
+
+    def log_probs(self, words: np.ndarray, left: np.ndarray, right: np.ndarray) -> dict[str, np.ndarray]:
+        n = len(words)
+        for name, given in (("words", words), ("left", left), ("right", right)):
+            if n > len(self.arrays[name]) or not np.array_equal(self.arrays[name][:n], np.asarray(given)):
+                raise ValueError("These held-out questions are not the ones the landmarks were recorded for.")
+        return {key: self.arrays[f"logp_{key}"][:n] for key in LANDMARK_SERIES}
+
+
+def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts: NgramCounts | RecordedLandmarks,
+                        max_blocks: int = DEFAULT_HELDOUT_BLOCKS, budget: WorkBudget | None = None) -> HeldoutComparison:
+    """Each model's loss on the same held-out words, by position in the sentence, beside the landmarks.
+
+    ``heldout_blocks``: (N, T) packed held-out blocks (:func:`bertdemo.pretrain.data.prepare_blocks`), whose
+    fixed questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) inside complete sentences are the
+    words asked; ``counts``: the n-grams of the training blocks (:func:`~bertdemo.pretrain.landmarks.count_ngrams`).
+    The masked LM reads the sentence with that one word hidden; the LTR model the sentence (its output before
+    the word; the words after it cannot reach that output)."""
+    check_pair(mlm, ltr)
+    budget = budget or unbounded()
+    if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
+        raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
+    blocks = np.asarray(heldout_blocks, dtype=np.int64)[: int(max_blocks)]
+    asked = heldout_asked(mlm.tokenizer, blocks)
+    questions, words, positions, left, right = asked.questions, asked.words, asked.positions, asked.left, asked.right
     kept = {twin.name: twin.kept_losses([b.key for b in questions]) for twin in (mlm, ltr)}
     to_read = [block for b, block in enumerate(questions) if any(b not in k for k in kept.values())]
     if to_read:  # what the models still have to read: a block read before is kept with each model
@@ -301,8 +344,8 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
     per_bucket = {name: [float(v[bucket == b].mean()) if (bucket == b).any() else float("nan")
                          for b in range(len(POSITION_BUCKETS))] for name, v in nll.items()}
     return HeldoutComparison(mlm.name, ltr.name, bucket_labels(), [int((bucket == b).sum()) for b in range(len(POSITION_BUCKETS))],
-                             per_bucket, {name: float(v.mean()) for name, v in nll.items()}, len(asked), len(sentences),
-                             len(blocks), list(nll))
+                             per_bucket, {name: float(v.mean()) for name, v in nll.items()}, len(words),
+                             sum(len(b.sentences) for b in questions), len(blocks), list(nll))
 
 
 @dataclass(frozen=True)
@@ -516,3 +559,39 @@ def heldout_from_corpus(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks:
     heldout, counts = mlm.kept(f"held-out corpus {corpus} T{HELDOUT_SEQ_LEN} in {Path(cache_dir)}", read)
     budget.restart()
     return heldout_by_position(mlm, ltr, heldout, counts, max_blocks, budget)
+
+
+# --- the shipped twins' own held-out words ----------------------------------------------------------------------
+SHIPPED_CORPUS_NOTE = ("Held-out words: the held-out split of the twins' own corpus (Wikipedia summaries and everyday "
+                       "English, each text once; the corpus's last blocks, never trained on), with the landmarks "
+                       "counted over its training blocks when the twins were built.")
+WIKI_CORPUS_NOTE = ("Held-out words: the embedded Wikipedia summaries' held-out split (the last blocks of the corpus, "
+                    "never trained on by this app's runs). The embedded model itself read every summary while it was "
+                    "built, so its numbers there are not held out.")
+
+
+def is_shipped_pair(mlm: Twin, ltr: Twin) -> bool:
+    """Both models are shipped twins (:data:`bertdemo.models.twins.TWIN_NAMES`), so they share the twins' corpus."""
+    from bertdemo.models.twins import twin_kind
+
+    return twin_kind(mlm.name) is not None and twin_kind(ltr.name) is not None
+
+
+def shipped_heldout() -> tuple[np.ndarray, RecordedLandmarks]:
+    """The shipped twins' held-out blocks and the landmarks recorded for their questions
+    (``bertdemo/assets/twins/heldout.npz``, written by :mod:`bertdemo.tools.measure_twin_pairs`)."""
+    from bertdemo.models.twins import HELDOUT_FILE
+
+    with np.load(HELDOUT_FILE) as data:
+        arrays = {k: data[k] for k in data.files}
+    return arrays.pop("blocks").astype(np.int64), RecordedLandmarks(arrays)
+
+
+def heldout_for(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks: int = DEFAULT_HELDOUT_BLOCKS,
+                budget: WorkBudget | None = None) -> tuple[HeldoutComparison, str]:
+    """The held-out comparison on the words the pair never trained on, and the sentence that says which words: the
+    twins' own held-out split for the shipped twins, the embedded Wikipedia summaries' for every other pair."""
+    if is_shipped_pair(mlm, ltr):
+        blocks, landmarks = mlm.kept("shipped twins' held-out words", shipped_heldout)
+        return heldout_by_position(mlm, ltr, blocks, landmarks, max_blocks, budget), SHIPPED_CORPUS_NOTE
+    return heldout_from_corpus(mlm, ltr, cache_dir, max_blocks, budget), WIKI_CORPUS_NOTE

@@ -142,17 +142,26 @@ def decontaminate(docs: list[str], windows: set[str]) -> tuple[list[str], int]:
     return kept, len(docs) - len(kept)
 
 
-def build(out: Path, cloze_file: Path = DEFAULT_CLOZE, weights: dict[str, int] | None = None,
-          seed: int = 1337, log: Callable[[str], object] = print) -> dict[str, int]:
-    """Write the mixed, decontaminated, shuffled corpus to `out` (atomically); documents per source."""
+def build(out: Path, cloze_file: Path | Iterable[Path] = DEFAULT_CLOZE, weights: dict[str, int] | None = None,
+          seed: int = 1337, log: Callable[[str], object] = print,
+          wiki: Iterable[str] | None = None, unique: bool = False) -> dict[str, int]:
+    """Write the mixed, decontaminated, shuffled corpus to `out` (atomically); documents per source. ``cloze_file``:
+    one cloze set or several, each kept out; ``wiki``: the Wikipedia documents to mix in (default: every summary);
+    ``unique``: every text once (a repeated text dropped, within and across sources), so that a held-out split of the
+    corpus holds no text that is also trained on (use weights of 1 then)."""
     weights = {**DEFAULT_WEIGHTS, **(weights or {})}
     examples, glosses = wordnet_docs()
-    sources = {"wiki": wiki_summaries(), "wordnet_examples": examples, "wordnet_glosses": glosses,
-               "fortunes": fortune_docs(), "chatterbot": chatterbot_docs()}
-    windows = cloze_windows(cloze_file)
+    sources = {"wiki": list(wiki_summaries() if wiki is None else wiki), "wordnet_examples": examples,
+               "wordnet_glosses": glosses, "fortunes": fortune_docs(), "chatterbot": chatterbot_docs()}
+    files = [cloze_file] if isinstance(cloze_file, (str, Path)) else list(cloze_file)
+    windows = set().union(*(cloze_windows(Path(f)) for f in files))
     mixed: list[str] = []
     counts: dict[str, int] = {}
+    seen: set[str] = set()
     for name, docs in sources.items():
+        if unique:
+            docs = [d for d in dict.fromkeys(" ".join(d.split()) for d in docs) if d not in seen]
+            seen.update(docs)
         kept, dropped = decontaminate(docs, windows)
         counts[name] = len(kept)
         words = sum(len(d.split()) for d in kept)

@@ -1,0 +1,203 @@
+"""Build the twin pairs past the crossover: one masked LM and two left-to-right LMs, trained long on this machine.
+
+    python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs            # start, or continue where it stopped
+    python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs --status   # how far each run is
+
+Three runs of the project's own engine (``python -m bertdemo.pretrain``), one recipe, one seed, so the same
+batches in the same order and the same masked positions on every step; only the objective differs:
+
+* ``mlm``: a ``BertForMaskedLM`` (BERT: 15 % of the words hidden, each predicted from both sides);
+* ``ltr-masked``: a ``BertLMHeadModel`` (``is_decoder=True``) predicting **the same 15 %** of the words, each
+  from the true words before it (``--ltr-targets masked``): the controlled pair with ``mlm`` — the same data, the
+  same number of predictions per step, only what each prediction may read differs;
+* ``ltr-all``: a ``BertLMHeadModel`` predicting every next word (GPT): the paper's setting with ``mlm``.
+
+Stages, each skipped when its output is already there (so the same command resumes a build cut off anywhere):
+
+1. ``WORK/corpus.jsonl``: the embedded Wikipedia summaries (less the topic task's validation and test) mixed with
+   everyday English (:mod:`bertdemo.tools.everyday_text`), each text once (so the engine's held-out split, the
+   corpus's last blocks, holds no text that is also trained on), every text holding a filled-in sentence of either
+   cloze set dropped (no evaluation sentence in the pretraining text).
+2. ``WORK/tokenizer/``: an uncased WordPiece vocabulary of ``--vocab-size`` pieces learned on that corpus (a
+   twin's step is mostly its projection onto the vocabulary: 8,192 pieces instead of 30,522 make a step ~3x
+   cheaper on a CPU, docs/benchmarks.md), then every answer word of the two cloze sets that it would split added
+   as one whole-word piece (as each is in bert-base-uncased's vocabulary), so that a blank is one prediction.
+3. The three runs, two at a time on one core each (``mlm`` then ``ltr-masked`` on one, ``ltr-all`` on the
+   other: about equal work), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
+   ``--checkpoint-every`` steps, the log-spaced ones kept (1x, 2x, 4x… the first) for the crossover curve.
+
+Checkpoints stay out of git (``runs/`` is ignored); :mod:`bertdemo.tools.measure_twin_pairs` measures them and
+exports the shipped pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bertdemo import storage
+
+RUNS = {  # run -> the engine flags that differ
+    "mlm": ["--objective", "mlm"],
+    "ltr-masked": ["--objective", "ltr", "--ltr-targets", "masked"],
+    "ltr-all": ["--objective", "ltr", "--ltr-targets", "all"],
+}
+WORKERS = (("mlm", "ltr-masked"), ("ltr-all",))  # one core each: about equal work
+ROOT = Path(__file__).resolve().parents[2]
+CLOZE_FILES = (ROOT / "data" / "cloze_everyday.tsv", ROOT / "data" / "right_context_cloze.tsv")
+VOCAB_SIZE = 8192
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def build_corpus(out: Path) -> dict[str, int]:
+    """Stage 1: the decontaminated mix of Wikipedia summaries (less the topic task's held-out ones) and everyday
+    text, written atomically; documents per source."""
+    from bertdemo.corpus.topics import held_out_titles
+    from bertdemo.models.embedded import wiki_summaries
+    from bertdemo.tools import everyday_text
+
+    wiki = list(wiki_summaries(exclude_titles=held_out_titles()))
+    once = {name: 1 for name in everyday_text.DEFAULT_WEIGHTS}  # every text once: the held-out split is unseen
+    return everyday_text.build(out, CLOZE_FILES, weights=once, wiki=wiki, unique=True,
+                               log=lambda m: print(m, file=sys.stderr))
+
+
+def corpus_texts(corpus: Path):
+    """The documents of a ``.jsonl`` corpus, one at a time."""
+    with open(corpus, encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)["text"]
+
+
+def answer_words() -> list[str]:
+    """The single-word answers of both cloze sets, in file order (each once)."""
+    from bertdemo.tools.eval_cloze import read_cloze
+
+    words = [a for f in CLOZE_FILES for item in read_cloze(f) for a in item.answers if " " not in a]
+    return list(dict.fromkeys(words))
+
+
+def learn_tokenizer(corpus: Path, out: Path, vocab_size: int = VOCAB_SIZE):
+    """Stage 2: an uncased WordPiece tokenizer (bert-base-uncased's normaliser and pre-tokeniser) of
+    ``vocab_size`` pieces learned on ``corpus``, saved as a stock ``BertTokenizerFast`` folder (atomically)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=True,
+                                                lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIALS,
+                                        continuing_subword_prefix="##", limit_alphabet=200)
+    tok.train_from_iterator(corpus_texts(corpus), trainer=trainer)
+    vocab = tok.get_vocab()
+    for word in answer_words():  # every cloze answer one piece, as in bert-base-uncased's vocabulary
+        vocab.setdefault(word, len(vocab))
+    tok.model = models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    fast = BertTokenizerFast(tokenizer_object=tok, do_lower_case=True, unk_token="[UNK]", sep_token="[SEP]",
+                             pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]", model_max_length=512)
+    with storage.atomic_folder(out) as tmp:
+        fast.save_pretrained(str(tmp))
+    return fast
+
+
+def engine_command(run: str, args: argparse.Namespace) -> list[str]:
+    """The ``python -m bertdemo.pretrain`` command of one run (resumable: ``--auto-resume``)."""
+    work = Path(args.work)
+    return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--corpus", str(work / "corpus.jsonl"),
+            "--tokenizer", str(work / "tokenizer"), "--steps", str(args.steps), "--time-budget-s", "0",
+            "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps),
+            "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1",
+            "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
+            "--keep-milestones", "8", "--max-corpus-tokens", "50000000", "--no-progress", "--auto-resume",
+            "--out", str(work / run)]
+
+
+def finished(run_folder: Path, steps: int) -> bool:
+    """Whether the run's latest checkpoint is its last step."""
+    from bertdemo.pretrain.checkpoints import latest_checkpoint, read_state
+
+    latest = latest_checkpoint(run_folder)
+    return latest is not None and int(read_state(latest).get("step") or 0) >= steps
+
+
+def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
+    """One shell process that trains ``runs`` one after the other, each appending to its log."""
+    work = Path(args.work)
+    lines = []
+    for run in runs:
+        command = " ".join(_quote(c) for c in engine_command(run, args))
+        lines.append(f"{command} >> {_quote(str(work / (run + '.log')))} 2>&1 || exit $?")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.Popen(["bash", "-c", "\n".join(lines)], env=env, cwd=str(ROOT))
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def status(args: argparse.Namespace) -> dict[str, dict]:
+    """Each run's latest saved step and training seconds."""
+    from bertdemo.pretrain.checkpoints import latest_checkpoint, read_state
+
+    report = {}
+    for run in RUNS:
+        latest = latest_checkpoint(Path(args.work) / run)
+        state = read_state(latest) if latest is not None else {}
+        report[run] = {"step": state.get("step", 0), "of": args.steps, "training_s": round(state.get("elapsed_s", 0))}
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: build (or continue) the corpus, the vocabulary and the three runs; 0 on success."""
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.build_twin_pairs",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--work", default="runs/twin-pairs", help="folder of the corpus, the vocabulary and the runs")
+    parser.add_argument("--steps", type=int, default=7400, help="steps of each run (7,400 x 16 x 128 = 15.2 M tokens)")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--warmup-steps", type=int, default=150)
+    parser.add_argument("--checkpoint-every", type=int, default=100,
+                        help="steps between saves; the log-spaced ones (1x, 2x, 4x… this) are kept")
+    parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    if args.status:
+        print(json.dumps(status(args), indent=1))
+        return 0
+    work.mkdir(parents=True, exist_ok=True)
+    record_path = work / "build_record.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {"sittings": []}
+    started = time.time()
+    if not (work / "corpus.jsonl").is_file():
+        record["corpus"] = build_corpus(work / "corpus.jsonl")
+    if not (work / "tokenizer" / "tokenizer.json").is_file():
+        learn_tokenizer(work / "corpus.jsonl", work / "tokenizer", args.vocab_size)
+    workers = [worker(tuple(r for r in runs if not finished(work / r, args.steps)), args) for runs in WORKERS]
+    codes = [w.wait() for w in workers]
+    record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+    record["sittings"].append({"ended": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               "wall_s": round(time.time() - started), "exit_codes": codes,
+                               "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, one training thread "
+                                          f"per run, load average {os.getloadavg()[0]:.1f} at the end"})
+    record["runs"] = status(args)
+    storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+    return max(codes, default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Measure the twin pairs that :mod:`bertdemo.tools.build_twin_pairs` trained, along their checkpoints, and ship them.
+
+    python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs                  # the curve (resumable)
+    python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --table5         # + Table 5 at the last step
+    python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --export         # + write bertdemo/assets/twins
+
+At every step that all three runs kept (the log-spaced checkpoints, and the last), on the same held-out words of the
+pairs' own corpus (its held-out blocks, never trained on; each word asked alone: the masked LM reads the sentence
+with that word hidden, a left-to-right LM the words before it), by the word's position in its sentence, beside the
+n-gram landmarks counted over the training blocks; and the rank of the right word on the right-context cloze set.
+Both pairs share the masked twin: *controlled* (``mlm`` beside ``ltr-masked``, which predicts the same words per
+step) and *paper* (``mlm`` beside ``ltr-all``, which predicts every next word). ``--table5`` fine-tunes each final
+model on the topic and names tasks, 3 seeds (:func:`bertdemo.finetune.twin_finetune.finetune_twin`).
+
+Everything measured is kept in ``WORK/measure.json`` (a step measured before is not measured again). ``--export``
+writes the three final models in fp16 with their tokenizer (``mlm/``, ``ltr/`` = ``ltr-all``, ``ltr-masked/``),
+``heldout.npz`` (the held-out blocks asked and each question's landmark losses, so the page recomputes the models'
+side from their weights), ``curve.json`` and the Table 5 files into ``--assets``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from bertdemo import storage
+
+PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr-all")}
+EXPORT_NAMES = {"mlm": "mlm", "ltr-masked": "ltr-masked", "ltr-all": "ltr"}  # run -> asset folder
+HELDOUT_BLOCKS = 64  # the page's largest comparison: every question of these blocks
+SEQ_LEN = 128
+
+
+def step_folders(run: Path) -> dict[int, Path]:
+    """The run's kept checkpoints by step (the latest save of a step)."""
+    from bertdemo.pretrain.checkpoints import read_state
+
+    found: dict[int, Path] = {}
+    for folder in sorted((run / "steps").glob("step-*")):
+        if (folder / "config.json").is_file():
+            found[int(read_state(folder).get("step") or 0)] = folder
+    return found
+
+
+def load(folder: Path, name: str):
+    """A checkpoint as a :class:`~bertdemo.explore.twins.Twin` (float32, eval mode; its own tokenizer)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer, BertConfig
+
+    from bertdemo.explore.twins import Twin
+
+    causal = bool(BertConfig.from_pretrained(str(folder)).is_decoder)
+    model_class = AutoModelForCausalLM if causal else AutoModelForMaskedLM
+    model = model_class.from_pretrained(str(folder), dtype=torch.float32).eval()
+    return Twin(name, model, AutoTokenizer.from_pretrained(str(folder)))
+
+
+def heldout_data(work: Path):
+    """(held-out blocks, n-gram counts of the training blocks) of the pairs' corpus with their tokenizer."""
+    from transformers import AutoTokenizer
+
+    from bertdemo.pretrain.data import prepare_blocks
+    from bertdemo.pretrain.landmarks import count_ngrams
+
+    tok = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
+    blocks = prepare_blocks(str(work / "corpus.jsonl"), tok, SEQ_LEN, max_tokens=50_000_000)
+    return blocks.heldout[:HELDOUT_BLOCKS], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+
+
+def comparison_record(result) -> dict:
+    """A :class:`~bertdemo.explore.twins.HeldoutComparison` as plain values, the models named by run."""
+    return {"overall": result.overall, "loss": result.loss, "counts": result.counts, "buckets": result.buckets,
+            "questions": result.questions}
+
+
+def cloze_record(ranks) -> dict:
+    """Per model: MRR, median rank, top-1 / top-5 shares; per pair: the share of items the masked twin ranks better."""
+    out = {"items": len(ranks.items), "models": {}}
+    for name in ranks.names:
+        r = np.asarray(ranks.ranks[name])
+        out["models"][name] = {"mrr": float(np.mean(1.0 / r)), "median_rank": float(np.median(r)),
+                               "top1": float(np.mean(r <= 1)), "top5": float(np.mean(r <= 5)),
+                               "ranks": r.tolist(), "first_guess": ranks.first_guess[name]}
+    for pair, (mlm, ltr) in PAIRS.items():
+        m, l = np.asarray(ranks.ranks[mlm]), np.asarray(ranks.ranks[ltr])
+        out[pair] = {"mlm_better": int((m < l).sum()), "ltr_better": int((l < m).sum()), "ties": int((m == l).sum())}
+    return out
+
+
+def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts) -> dict:
+    """One step of all three runs: both pairs on the held-out words, the three models on the cloze set."""
+    from bertdemo.explore.twins import cloze_ranks, heldout_by_position
+
+    twins = {run: load(folder, run) for run, folder in folders.items()}
+    record = {pair: comparison_record(heldout_by_position(twins[m], twins[l], heldout, counts, HELDOUT_BLOCKS))
+              for pair, (m, l) in PAIRS.items()}
+    record["cloze"] = cloze_record(cloze_ranks([twins["mlm"], twins["ltr-masked"], twins["ltr-all"]]))
+    return record
+
+
+def crossover(curve: list[dict], pair: str) -> dict:
+    """Where the masked twin's held-out loss falls below the left-to-right twin's, in tokens seen (geometric
+    interpolation between the two checkpoints that bracket it); or, when it does not within the budget, the gap's
+    straight line in log tokens over the last three checkpoints and the tokens where it would reach zero."""
+    mlm, ltr = PAIRS[pair]
+    points = [(c["tokens"], c[pair]["overall"][ltr] - c[pair]["overall"][mlm]) for c in curve]  # > 0: masked ahead
+    for (t0, g0), (t1, g1) in zip(points, points[1:]):
+        if g0 <= 0 < g1:
+            share = -g0 / (g1 - g0)
+            return {"crosses": True, "tokens": float(math.exp(math.log(t0) + share * (math.log(t1) - math.log(t0)))),
+                    "between": [t0, t1], "gap_at_end": points[-1][1]}
+    if points and points[-1][1] > 0:
+        return {"crosses": True, "tokens": float(points[0][0]), "between": [points[0][0], points[0][0]],
+                "gap_at_end": points[-1][1], "ahead_from_first": True}
+    last = points[-3:]
+    x = np.log([t for t, _ in last])
+    y = np.array([g for _, g in last])
+    slope, intercept = np.polyfit(x, y, 1) if len(last) >= 2 else (0.0, y[-1] if len(y) else 0.0)
+    needed = float(math.exp(-intercept / slope)) if slope > 0 else None
+    return {"crosses": False, "gap_at_end": points[-1][1] if points else None, "slope_per_e": float(slope),
+            "extrapolated_tokens": needed}
+
+
+def table5(folders: dict[str, Path], settings, seeds: tuple[int, ...], log) -> dict:
+    """Table 5 in miniature on the final models, as :func:`bertdemo.finetune.table5.table_from_scores` makes it (both
+    pairs' comparisons), with each cell's validation choice and seconds."""
+    from bertdemo.finetune.service import default_names_task, default_topic_task
+    from bertdemo.finetune.table5 import table_from_scores
+    from bertdemo.finetune.twin_finetune import finetune_twin
+
+    scores: dict = {}
+    seconds: dict = {}
+    chosen: dict = {}
+    for task in ("topic", "names"):
+        data = (default_topic_task if task == "topic" else default_names_task)("")
+        for seed in seeds:
+            for run, folder in folders.items():
+                kind = EXPORT_NAMES[run]
+                r = finetune_twin(kind, task, seed, data, settings, folder=folder)
+                scores.setdefault(task, {}).setdefault(kind, []).append(float(r.test_score))
+                seconds.setdefault(task, {}).setdefault(kind, []).append(round(r.seconds, 1))
+                chosen[f"{task}/{kind}/{seed}"] = {"step": r.chosen_step, "validation": r.val_score}
+                log(f"table 5 {task} {kind} seed {seed}: test {r.test_score:.4f} (validation {r.val_score:.4f} at "
+                    f"step {r.chosen_step}) {r.seconds:.0f} s")
+    mean_s = {task: {kind: sum(v) / len(v) for kind, v in by.items()} for task, by in seconds.items()}
+    return {**table_from_scores(scores, seeds), "settings": settings.flat(), "mean_cell_s": mean_s, "chosen": chosen}
+
+
+def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log) -> None:
+    """The final models (fp16, stock folders), the held-out questions with their landmark losses, the curve and
+    the Table 5 files, into ``assets``."""
+    import torch
+
+    from bertdemo.explore.twins import heldout_landmarks
+
+    for run, folder in folders.items():
+        twin = load(folder, run)
+        target = assets / EXPORT_NAMES[run]
+        twin.model.to(torch.float16)
+        fresh = target.with_name(f".{target.name}.new")
+        shutil.rmtree(fresh, ignore_errors=True)
+        with storage.atomic_folder(fresh) as tmp:
+            twin.model.save_pretrained(str(tmp), safe_serialization=True)
+            twin.tokenizer.save_pretrained(str(tmp))
+            (tmp / "generation_config.json").unlink(missing_ok=True)
+        _swap_in(fresh, target)
+        log(f"exported {run} -> {target} ({(target / 'model.safetensors').stat().st_size / 1e6:.1f} MB)")
+    twins = {run: load(folder, run) for run, folder in folders.items()}
+    landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
+    with storage.atomic_path(assets / "heldout.npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
+    storage.write_text(assets / "curve.json", json.dumps(measured["curve_export"], indent=1) + "\n")
+    if measured.get("table5"):
+        storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
+
+
+def _renamed(value):
+    """``value`` with every run name (a dict key or a string) replaced by its asset folder's name."""
+    if isinstance(value, dict):
+        return {EXPORT_NAMES.get(k, k): _renamed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v) for v in value]
+    return EXPORT_NAMES.get(value, value) if isinstance(value, str) else value
+
+
+def _swap_in(fresh: Path, target: Path) -> None:
+    """Put the finished folder ``fresh`` at ``target``, the folder there before removed only afterwards."""
+    old = storage.temp_name(target, "old")
+    if target.exists():
+        target.rename(old)
+    fresh.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; 0 on success."""
+    from bertdemo.models.twins import TWINS_DIR
+
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.measure_twin_pairs",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", default="runs/twin-pairs")
+    parser.add_argument("--assets", default=str(TWINS_DIR))
+    parser.add_argument("--table5", action="store_true", help="fine-tune the final models (3 seeds, 2 tasks)")
+    parser.add_argument("--table5-steps", type=int, default=120)
+    parser.add_argument("--export", action="store_true", help="write the shipped pairs into --assets")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    work = Path(args.work)
+    path = work / "measure.json"
+    measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"steps": {}}
+    runs = {run: step_folders(work / run) for run in ("mlm", "ltr-masked", "ltr-all")}
+    common = sorted(set.intersection(*(set(found) for found in runs.values())))
+    if not common:
+        log("error: no step kept by all three runs yet")
+        return 2
+    heldout, counts = heldout_data(work)
+    batch_tokens = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
+    tokens_per_step = int(batch_tokens["optim"]["batch_size"]) * SEQ_LEN
+    for step in common:
+        if str(step) in measured["steps"]:
+            continue
+        began = time.monotonic()
+        record = measure_step({run: found[step] for run, found in runs.items()}, heldout, counts)
+        measured["steps"][str(step)] = {"step": step, "tokens": step * tokens_per_step, **record}
+        storage.write_text(path, json.dumps(measured, indent=1) + "\n")
+        c = record["controlled"]["overall"]
+        p = record["paper"]["overall"]
+        log(f"step {step}: mlm {c['mlm']:.3f} · ltr-masked {c['ltr-masked']:.3f} · ltr-all {p['ltr-all']:.3f} "
+            f"(both neighbours {c['both neighbours']:.3f}) in {time.monotonic() - began:.0f} s")
+    curve = [measured["steps"][str(s)] for s in common]
+    last = common[-1]
+    finals = {run: found[last] for run, found in runs.items()}
+    if args.table5 and measured.get("table5", {}).get("step") != last:
+        from bertdemo.finetune.table5 import CellSettings
+
+        settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+        began, load = time.monotonic(), os.getloadavg()[0]
+        table = table5(finals, settings, (0, 1, 2), log)
+        measured["table5"] = {
+            "step": last, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s), no GPU, "
+                       f"shared: load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
+            "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(
+                argv if argv is not None else sys.argv[1:]),
+            "torch": torch.__version__, "wall_s": round(time.monotonic() - began, 1), **table}
+        storage.write_text(path, json.dumps(measured, indent=1) + "\n")
+    measured["curve_export"] = _renamed({  # the shipped record names each model by its asset folder
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tokens_per_step": tokens_per_step,
+        "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "pairs": {pair: list(models) for pair, models in PAIRS.items()},
+        "crossover": {pair: crossover(curve, pair) for pair in PAIRS},
+        "checkpoints": curve})
+    storage.write_text(path, json.dumps(measured, indent=1) + "\n")
+    for pair in PAIRS:
+        log(f"{pair}: {measured['curve_export']['crossover'][pair]}")
+    if args.export:
+        export(finals, heldout, counts, measured, Path(args.assets), log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

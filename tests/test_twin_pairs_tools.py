@@ -1,0 +1,88 @@
+"""The tools that build and measure the shipped twins: three runs of one recipe (a masked LM, a left-to-right LM on
+the same words, a left-to-right LM on every next word), measured at every checkpoint all three kept, then exported
+as stock model folders with the record the page reads (bertdemo.models.twin_curve) — tried on tiny runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer, BertLMHeadModel
+
+from bertdemo.explore.twins import RecordedLandmarks, heldout_asked, heldout_by_position
+from bertdemo.models import twin_curve
+from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.trainer import run_training
+from bertdemo.settings import DiskRules
+from bertdemo.tools import build_twin_pairs, measure_twin_pairs
+from tests.helpers import tiny_run_config
+
+OBJECTIVES = {"mlm": {"objective": "mlm"}, "ltr-masked": {"objective": "ltr", "ltr_targets": "masked"},
+              "ltr-all": {"objective": "ltr"}}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory, corpus):
+    """A tiny build's folder: the corpus, the tokenizer and the three runs, checkpoints at 4, 8, 12 steps."""
+    work = tmp_path_factory.mktemp("twin-pairs")
+    shutil.copy(corpus, work / "corpus.jsonl")
+    shutil.copytree(tokenizer_dir(), work / "tokenizer")
+    for run, objective in OBJECTIVES.items():
+        cfg = tiny_run_config(str(work / "corpus.jsonl"), work, objective, steps=12, checkpoint_every=4,
+                              tokenizer=str(work / "tokenizer"))
+        assert run_training(cfg, metrics=MetricsBuffer(), run_folder=work / run,
+                            disk=DiskRules(keep_milestones=8)) == "finished"
+    return work
+
+
+def test_the_build_runs_the_engine_with_one_recipe_and_only_the_objective_differing(tmp_path) -> None:
+    args = argparse.Namespace(
+        work=str(tmp_path), steps=7400, batch_size=16, lr=1e-3, warmup_steps=150, checkpoint_every=100, seed=1337)
+    commands = {run: build_twin_pairs.engine_command(run, args) for run in build_twin_pairs.RUNS}
+    differing = [[c for c in commands[run] if c not in commands["mlm"]] for run in ("ltr-masked", "ltr-all")]
+    assert differing == [["ltr", "--ltr-targets", "masked", str(tmp_path / "ltr-masked")],
+                         ["ltr", "--ltr-targets", "all", str(tmp_path / "ltr-all")]]
+    assert "--auto-resume" in commands["mlm"] and "--time-budget-s" in commands["mlm"]  # steps end every run
+
+
+def test_the_vocabulary_holds_every_cloze_answer_whole(tmp_path, corpus) -> None:
+    tok = build_twin_pairs.learn_tokenizer(corpus, tmp_path / "tok", vocab_size=400)
+    answers = build_twin_pairs.answer_words()
+    assert len(answers) > 60 and all(tok.tokenize(word) == [word] for word in answers)
+    assert tok.tokenize("The dog barked.") == ["the", "dog", "barked", "."]  # uncased, as bert-base-uncased
+
+
+def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_transformers(work, tmp_path) -> None:
+    assets = tmp_path / "assets"
+    assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--export"]) == 0
+    measured = json.loads((work / "measure.json").read_text())
+    assert sorted(map(int, measured["steps"])) == [4, 8, 12]
+    curve = twin_curve.read_curve(assets / "curve.json")
+    assert curve.pairs["paper"].ltr == "ltr" and curve.pairs["controlled"].ltr == "ltr-masked"  # asset names
+    assert curve.pairs["controlled"].tokens == [4 * 8 * 128, 8 * 8 * 128, 12 * 8 * 128]  # steps x batch x 128
+    mlm = AutoModelForMaskedLM.from_pretrained(str(assets / "mlm"), dtype=torch.float32).eval()
+    ltr = AutoModelForCausalLM.from_pretrained(str(assets / "ltr"), dtype=torch.float32).eval()
+    assert type(ltr) is BertLMHeadModel and ltr.config.is_decoder and mlm.config.vocab_size == ltr.config.vocab_size
+    assert json.loads((assets / "mlm" / "config.json").read_text())["dtype"] == "float16"
+    # the shipped held-out questions and landmarks are those the measurement asked
+    heldout, counts = measure_twin_pairs.heldout_data(work)
+    with np.load(assets / "heldout.npz") as data:
+        shipped = {k: data[k] for k in data.files}
+    assert np.array_equal(shipped.pop("blocks"), heldout)
+    recorded = RecordedLandmarks(shipped)
+    asked = heldout_asked(AutoTokenizer.from_pretrained(str(work / "tokenizer")), heldout)
+    want = counts.log_probs(asked.words, asked.left, asked.right)
+    got = recorded.log_probs(asked.words, asked.left, asked.right)
+    assert all(np.array_equal(got[k], want[k]) for k in got)
+    with pytest.raises(ValueError, match="not the ones the landmarks were recorded for"):
+        recorded.log_probs(asked.words[::-1], asked.left, asked.right)
+    # the page's comparison on the recorded landmarks is the measurement's, from the models' weights
+    last = measure_twin_pairs.step_folders(work / "mlm")[12], measure_twin_pairs.step_folders(work / "ltr-all")[12]
+    twins = measure_twin_pairs.load(last[0], "mlm"), measure_twin_pairs.load(last[1], "ltr-all")
+    again = heldout_by_position(*twins, heldout, recorded, max_blocks=len(heldout))
+    assert again.overall == pytest.approx(measured["steps"]["12"]["paper"]["overall"])
