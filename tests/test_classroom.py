@@ -207,8 +207,9 @@ def test_nothing_acknowledged_is_lost_on_kill_9(tmp_path):
 
 
 def test_a_members_learn_answers_reach_the_teachers_view(store):
-    """What the Learn tab keeps in the browser (guesses, a step read without one, the concept check) is what the
-    teacher's view counts, once, however often the page sends it."""
+    """What the Learn tab keeps in the browser (steps reached, a guess, a step read without one, the concept check)
+    is what the teacher's view counts, once, however often the page sends it; the guess graded against the question
+    the server asked (``asked``), never against a truth the browser kept."""
     from bertdemo.learn import concept_check, predictions
     from bertdemo.learn.steps import STEP_KEYS
     from bertdemo.ui.class_tab import send_answers
@@ -224,9 +225,10 @@ def test_a_members_learn_answers_reach_the_teachers_view(store):
     first = concept_check.items()[0]
     wrong = (first.answer + 1) % len(first.choices)
     progress["concept"] = {concept_check.BEFORE: {first.id: wrong}, concept_check.AFTER: {first.id: first.answer}}
-    assert send_answers(store, progress, ada.token) == 5  # two steps reached, one guess, one item before and after
-    assert send_answers(store, progress, ada.token) == 0  # sent again: nothing counted twice
-    assert [r[:5] for r in store.own_answers(ada.token)] == [("embeddings", "embeddings.token-count", "12.0", "13.0", 0)]
+    assert send_answers(store, progress, ada.token) == 4  # two steps reached, one item before and after: no guess
+    assert send_answers(store, progress, ada.token, asked=question) == 1  # the guess, graded by the server
+    assert send_answers(store, progress, ada.token, asked=question) == 0  # sent again: nothing counted twice
+    assert [r[:5] for r in store.own_answers(ada.token)] == [("embeddings", "embeddings.token-count", "12", "13", 0)]
     report = class_report(store, new.teacher_key, step_order=list(STEP_KEYS))
     assert dict(report.funnel)["embeddings"] == 1 and dict(report.funnel)["order"] == 1
     (gain,) = report.gains

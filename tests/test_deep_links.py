@@ -22,3 +22,16 @@ def test_bad_values_are_named_and_left_out():
     assert len(link.problems) == 4 and "unknown tab 'admin'" in link.problems[0]
     assert parse_link({"model": "a" * 5000}).model is None
     assert parse_link({}) == parse_link({"tab": ""})
+
+
+def test_a_class_link_opens_the_class_tab_where_its_user_acts():
+    """D16: the join link opens on the Class tab with the nickname box ready beside Join, the teacher link on the
+    teacher's view (not on the Learn tab, which then computes no first answer)."""
+    from bertdemo.ui.deep_links import CLASS_FOCUS, opens_on_learn
+
+    join, teacher = parse_link({"class": "ABC234"}), parse_link({"teacher": "k" * 32})
+    assert (join.tab, join.focus, teacher.tab, teacher.focus) == ("class", "class-join", "class", "class-teacher")
+    assert CLASS_FOCUS["class-join"]["type"] == "class-nickname"
+    assert not opens_on_learn(join) and not opens_on_learn(teacher)
+    assert parse_link({"class": "ABC234", "tab": "attention"}).tab == "attention"  # a tab named: that tab
+    assert parse_link({"tab": "class"}).tab == "class"

@@ -141,7 +141,7 @@ def test_a_tabs_page_open_work_hangs_on_one_box_the_page_writes_only_when_needed
 @pytest.mark.parametrize("query, opens_learn", [
     ({}, True), ({"tab": "learn"}, True), ({"step": "loss"}, True), ({"tab": "nowhere"}, True),
     ({"tab": "fill-mask", "text": "Hi [MASK]."}, False), ({"tab": "attention"}, False), ({"tab": "pretrain"}, False),
-    ({"class": "ABC123"}, True),
+    ({"class": "ABC123"}, False), ({"teacher": "k" * 32}, False),  # a class's links open the Class tab (D16)
 ])
 def test_the_learn_tabs_first_answer_is_asked_only_when_the_page_opens_on_it(query, opens_learn):
     from bertdemo.ui.deep_links import opens_on_learn, parse_link

@@ -1,16 +1,18 @@
 """What the teacher sees of a class, computed from the store's rows (:func:`class_report`): who joined and who
 is active, how many reached each Learn step (the funnel), each question's answers (right, wrong, the spread of
 guesses), the concept check's gain per item (Hake's normalised gain), the members' runs; and the CSV of it all
-(:func:`csv_text`, cells a spreadsheet would run as a formula defused)."""
+(:func:`csv_text`: one line per record, times in UTC, cells a spreadsheet would run as a formula defused)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
-from bertdemo.classroom.store import ACTIVE_S, ClassStore
+from bertdemo.classroom.store import ACTIVE_S, ClassStore, one_line
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "|")
 
@@ -110,20 +112,29 @@ def item_gains(checks: list[tuple]) -> list[ItemGain]:
 
 
 def defuse(cell: object) -> str:
-    """A CSV cell a spreadsheet shows as text: one that would start a formula gets a leading apostrophe."""
-    text = "" if cell is None else str(cell)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    """A CSV cell a spreadsheet shows as text, on one line: a cell that could start a formula gets a leading
+    apostrophe — read past leading spaces, quotes and invisible characters, with full-width signs (＝, ＋) read as
+    theirs, as some spreadsheets read them."""
+    text = one_line(cell)
+    head = unicodedata.normalize("NFKC", text).lstrip(" \"'\u200b\u200c\u200d\u2060\ufeff")
+    return "'" + text if head.startswith(FORMULA_START) else text
+
+
+def utc_time(at: float) -> str:
+    """A stored time (Unix seconds) as a person and a spreadsheet read it: ``2025-12-01 22:11:29``, in UTC."""
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def csv_text(store: ClassStore, teacher_key: str) -> str:
     """Every answer and check of the class as CSV rows (record, nickname, step or phase, question or item,
-    guess, truth, correct, at), every cell defused."""
+    guess, truth, correct, at in UTC), each on one line, every cell defused."""
     class_id, _name, _code = store.class_of_teacher(teacher_key)
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["record", "nickname", "step_or_phase", "question_or_item", "guess", "truth", "correct", "at"])
+    writer.writerow(["record", "nickname", "step_or_phase", "question_or_item", "guess", "truth", "correct",
+                     "at (UTC)"])
     for nick, step, question, guess, truth, correct, at in store.rows(class_id, "answers"):
-        writer.writerow([defuse(c) for c in ("answer", nick, step, question, guess, truth, int(correct), f"{at:.0f}")])
+        writer.writerow([defuse(c) for c in ("answer", nick, step, question, guess, truth, int(correct), utc_time(at))])
     for nick, phase, item, correct, at in store.rows(class_id, "checks"):
-        writer.writerow([defuse(c) for c in ("check", nick, phase, item, "", "", int(correct), f"{at:.0f}")])
+        writer.writerow([defuse(c) for c in ("check", nick, phase, item, "", "", int(correct), utc_time(at))])
     return out.getvalue()

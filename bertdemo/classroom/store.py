@@ -12,6 +12,7 @@ alone (:meth:`class_of_teacher`, then :mod:`bertdemo.classroom.report`). Every s
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import time
@@ -23,6 +24,7 @@ from bertdemo.classroom.db import Database, migrate
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or typed on a phone
 CODE_LENGTH = 6
+NEVER_IN_CODES = "01OI"  # the characters left out of CODE_ALPHABET
 PHASES = ("pre", "post")
 ACTIVE_S = 300.0  # a member seen within this long is "active"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
@@ -79,11 +81,30 @@ def _clean_text(value: object, what: str, most: int) -> str:
 
 
 def normalise_code(code: object) -> str:
-    """A join code as typed (any case, spaces or dashes) -> its canonical form; ValueError when it cannot be one."""
+    """A join code as typed (any case, spaces or dashes) -> its canonical form; ValueError when it cannot be one
+    (a code holding a character codes never use, 0, 1, O or I, is told so)."""
     text = re.sub(r"[\s-]", "", str(code or "")).upper()
+    unused = sorted({c for c in text if c in NEVER_IN_CODES})
+    if unused:
+        raise ValueError(f"Join codes never use 0, 1, O or I (they are easy to mix up), and this one has "
+                         f"{', '.join(unused)}: check the code with your teacher.")
     if len(text) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in text):
         raise ValueError(f"A join code is {CODE_LENGTH} letters and digits, e.g. ABC234.")
     return text
+
+
+def value_text(value: object, most: int) -> str:
+    """A guess or a model's answer as the class keeps it: a number as it reads (13, not 13.0; 0.25), any text on
+    one line (line breaks and other control characters as spaces), at most ``most`` characters."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{value:.10g}"[:most]
+    return one_line(value)[:most]
+
+
+def one_line(value: object) -> str:
+    """``value`` as text on one line: each run of whitespace or unprintable characters (line breaks, tabs, zero-width
+    and direction marks) one space, none at either end."""
+    return " ".join("".join(c if c.isprintable() else " " for c in str(value if value is not None else "")).split())
 
 
 class ClassStore:
@@ -208,7 +229,8 @@ class ClassStore:
         most = self.limits.value_chars
         return ("INSERT INTO answers (member_id, step_id, question_id, guess, truth, correct, at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (step_id, question_id, str(guess)[:most], str(truth)[:most], int(bool(correct)), self.clock()))
+                (step_id, question_id, value_text(guess, most), value_text(truth, most), int(bool(correct)),
+                 self.clock()))
 
     def check_row(self, phase: str, item_id: str, correct: bool) -> tuple[str, tuple]:
         """A concept-check item graded, taken ``pre`` (before the path) or ``post`` (after)."""

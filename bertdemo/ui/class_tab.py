@@ -1,7 +1,19 @@
 """The Class tab: a teacher creates a class and gets its join link and secret teacher link; a student who opens
 the join link (``?class=CODE``) types a nickname and is in; the teacher link (``?teacher=KEY``) opens the
 teacher's view — who joined and who is active, the funnel of Learn steps, each question's answers, the concept
-check's gain per item (Hake's ⟨g⟩), the training queue, the members' runs as overlaid curves, and a CSV.
+check's gain per item (Hake's ⟨g⟩), the training queue, the members' runs as overlaid curves, and a CSV. Both links
+open on this tab (:mod:`bertdemo.ui.deep_links`): the join link with the nickname box ready, the teacher link at
+the teacher's view.
+
+The teacher's view updates by itself while it is on screen: a timer (:data:`TEACHER_POLL_S`) that runs only while
+the view is shown, this tab is the one open and the browser tab is visible (stopped in the page, without a request,
+when any of these ends; drawn again at once when the teacher comes back); a tick sends back only what changed, and
+the view says when it was last read.
+
+What students typed is shown as text (:func:`as_text`): no Markdown, link, image, formula or table row of its own.
+The answers the class records are graded on the server (:func:`send_learning`): the page sends the guesses its
+browser keeps and the step, sentence and model of the answer on screen; the server computes the model's answer and
+the grade (:mod:`bertdemo.learn.class_grading`), never reading a truth or a grade from the browser.
 
 Wiring only: the class logic is :mod:`bertdemo.classroom`. The member token is kept in the browser's
 localStorage (like a run's owner token) and never shown; the teacher key only in the teacher's link. The token
@@ -11,34 +23,44 @@ queue share, run quota and queued run, and the runs they start listed in their c
 
 from __future__ import annotations
 
-import html
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
 from bertdemo import storage
-from bertdemo.classroom.report import ClassReport, class_report, csv_text
-from bertdemo.classroom.store import ClassStore
+from bertdemo.classroom.report import ClassReport, class_report, csv_text, utc_time
+from bertdemo.classroom.store import ClassStore, one_line
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
 from bertdemo.traffic import MEMBER_COOKIE
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
+from bertdemo.ui.heavy_requests import current_budget
+from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.ui.pretrain_tab import OWNER_KEY
+from bertdemo.ui.tab_poll import STOP_WHEN_HIDDEN_JS, unsent
 from bertdemo.viz import run_curves
+from bertdemo.viz.text import literal
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
 
+class_grading = LazyModule("bertdemo.learn.class_grading")  # the model's answer computed again (torch: on first use)
+
 MEMBER_KEY = "bertdemo-class-member"  # localStorage: this browser's signed class membership
+TEACHER_POLL_S = 10.0  # the teacher's view reads the class again this often while it is on screen
 # the membership as a cookie, so every request of the page carries it (a year; sent to this site alone)
 _SET_COOKIE = (f"document.cookie = {MEMBER_COOKIE + '='!r} + encodeURIComponent(token) + '; Path=/; Max-Age=31536000;"
                " SameSite=Lax' + (location.protocol === 'https:' ? '; Secure' : '');")
 # at page open: the membership kept in this browser, and whether the page has a class to read (a membership, or a
-# ?class= / ?teacher= link): only then does the page ask the server (read_link), else a page open sends nothing here
+# ?class= / ?teacher= link): only then does the page ask the server (read_link), else a page open sends nothing here.
+# It also tells the teacher's view when the browser tab is hidden or shown again (VISIBILITY_JS).
 READ_CLASS_JS = (f"() => {{ const token = localStorage.getItem({MEMBER_KEY!r}) || '';"
+                 " document.addEventListener('visibilitychange', () => {"
+                 " const b = document.getElementById('class-visibility'); if (b) b.click(); });"
                  " const q = new URLSearchParams(location.search);"
                  " return [token, token || q.get('class') || q.get('teacher') ? 'read' : '']; }")
 KEEP_MEMBER_JS = (f"(token) => {{ if (token) {{ localStorage.setItem({MEMBER_KEY!r}, token); {_SET_COOKIE} }}"
@@ -48,55 +70,83 @@ HEAD = (f"<script>try {{ const token = localStorage.getItem({MEMBER_KEY!r}); if 
         " catch (e) {}</script>")
 LINKS_JS = ("(q) => { if (!q) return q; const base = location.origin + location.pathname;"
             " return q.split('\\n').map(line => line.replace(/\\?(class|teacher)=/, m => base + m)).join('\\n'); }")
+# the teacher's view on screen: this browser tab visible and the view laid out (its tab is the one open)
+_VIEW_ON_SCREEN = ("(() => { const el = document.getElementById('class-report');"
+                   " return !document.hidden && !!el && el.offsetParent !== null; })()")
+# the browser tab hidden or shown again (READ_CLASS_JS's listener clicks the hidden button): the timer stops, or,
+# with a teacher key, the view is drawn at once (Refresh) and the timer starts again; no request otherwise
+VISIBILITY_JS = (f"(key) => {{ const shown = !!key && {_VIEW_ON_SCREEN};"
+                 " if (shown) { const r = document.getElementById('class-refresh'); if (r) r.click(); }"
+                 " return {__type__: 'update', active: shown}; }")
+# the Class tab opened again: a teacher's view is drawn at once (its timer stopped when another tab was opened)
+SHOWN_AGAIN_JS = ("(key) => { if (key) setTimeout(() => { const r = document.getElementById('class-refresh');"
+                  " if (r) r.click(); }, 50); return []; }")
+# a class member's answers to their class: the guesses this browser keeps, and of the answer on screen only what
+# the server needs to ask its question again (step, sentence, model); the live-run question reads the member's run
+SEND_LEARNING_JS = ("(kept, token, answer, owner) => [kept, token, answer && answer.step ? {step: answer.step,"
+                    " text: answer.text, model_name: answer.model_name} : null,"
+                    f" localStorage.getItem({OWNER_KEY!r}) || '']")
 MAX_GALLERY = 12  # runs drawn together
 RUN_KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning"}
+# what GFM reads as a link by itself (``http:``, ``www.``, an e-mail's ``@``), LaTeX's ``$`` and a heading's ``#``:
+# with the characters :func:`literal` writes as entities, a student's text cannot become markup
+_INERT = {c: f"&#{ord(c)};" for c in ":.@$#"}
 
 
-def _cell(text: object) -> str:
-    return html.escape(str(text)).replace("|", "&#124;")
+def as_text(value: object) -> str:
+    """Text someone typed (a nickname, a guess, a class name), shown in Markdown as typed, on one line: no
+    emphasis, link, autolink, image, code, HTML, formula or table cell boundary — every character Markdown reads
+    as markup written as an HTML entity, line breaks and unprintable characters as spaces."""
+    return "".join(_INERT.get(c) or literal(c) for c in one_line(value))
 
 
 def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float | None]]) -> str:
     """The teacher's view as text (tables a screen reader reads): participants, funnel, answers, gain, queue."""
     active = sum(p.active for p in report.participants)
-    out = [f"### {_cell(report.name)} · join code **{report.join_code}**",
+    out = [f"### {as_text(report.name)} · join code **{report.join_code}**",
            f"{len(report.participants)} joined, {active} active in the last 5 minutes.", "",
            "| Nickname | Active | Steps reached | Answers | Right |", "|---|---|---|---|---|"]
-    out += [f"| {_cell(p.nickname)} | {'yes' if p.active else 'no'} | {p.steps} | {p.answered} | {p.right} |"
+    out += [f"| {as_text(p.nickname)} | {'yes' if p.active else 'no'} | {p.steps} | {p.answered} | {p.right} |"
             for p in report.participants]
     out += ["", "#### Learn steps reached (funnel)", "| Step | Students |", "|---|---|"]
-    out += [f"| {_cell(step)} | {n} |" for step, n in report.funnel] or ["| – | 0 |"]
+    out += [f"| {as_text(step)} | {n} |" for step, n in report.funnel] or ["| – | 0 |"]
     out += ["", "#### Answers per question", "| Step · question | Right | Wrong | Model's answer | Guesses |",
             "|---|---|---|---|---|"]
-    out += [f"| {_cell(q.step_id)} · {_cell(q.question_id)} | {q.right} | {q.wrong} | {_cell(q.truth)} | "
-            + ", ".join(f"{_cell(g)} × {n}" for g, n in q.guesses[:8]) + " |" for q in report.questions] or \
+    out += [f"| {as_text(q.step_id)} · {as_text(q.question_id)} | {q.right} | {q.wrong} | {as_text(q.truth)} | "
+            + ", ".join(f"{as_text(g)} × {n}" for g, n in q.guesses[:8]) + " |" for q in report.questions] or \
         ["| – | | | | |"]
     out += ["", "#### Concept check: gain per item (Hake's ⟨g⟩ = (post − pre) / (100 − pre), students who took both)",
             "| Item | Students | Before | After | ⟨g⟩ |", "|---|---|---|---|---|"]
-    out += [f"| {_cell(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
+    out += [f"| {as_text(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
             f"{'–' if g.gain is None else f'{g.gain:.2f}'} |" for g in report.gains] or ["| – | | | | |"]
     out += ["", "#### Students' runs", "| Nickname | Run | Kind |", "|---|---|---|"]
-    out += [f"| {_cell(nick)} | {_cell(run_id)} | {RUN_KINDS.get(kind, _cell(kind))} |"
+    out += [f"| {as_text(nick)} | {as_text(run_id)} | {RUN_KINDS.get(kind, as_text(kind))} |"
             for nick, run_id, kind in sorted(report.runs, key=lambda r: r[1])] or ["| – | | |"]
     out += ["", "#### Waiting for the training slot", ]
-    out += [f"{pos}. a {_cell(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
+    out += [f"{pos}. a {as_text(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
             for pos, _key, label, s in queue] or ["Nobody is waiting."]
     return "\n".join(out)
+
+
+def updated_line(now: float) -> str:
+    """When the teacher's view last read the class, and how it keeps up."""
+    return (f"*Updated at {utc_time(now).split()[1]} UTC. The view reads the class again every "
+            f"{TEACHER_POLL_S:g} s while it is on screen.*")
 
 
 def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     """Lay out the tab inside the current Blocks context and wire its events."""
     classes = ctx.classes
-    with gr.Tab("Class", id="class", elem_id="class-tab"):
+    with gr.Tab("Class", id="class", elem_id="class-tab") as tab:
         gr.Markdown("Learning with a class? Join with the code your teacher gave you — a nickname is all it asks. "
                     "Teaching? Create a class and share its join link.")
-        with gr.Group():
+        with gr.Group(elem_id="class-join-box"):
             gr.Markdown("## Join a class")
             with gr.Row():
                 code = gr.Textbox(label="Class code", max_length=12, elem_id="class-code", scale=1)
                 nickname = gr.Textbox(label="Your nickname", max_length=40, elem_id="class-nickname", scale=2)
                 join = gr.Button("Join", variant="primary", elem_id="class-join", scale=0, min_width=100)
-            joined = gr.Markdown(elem_id="class-joined")
+            joined = gr.Markdown(elem_id="class-joined", latex_delimiters=[])
         with gr.Accordion("Teach a class", open=False, elem_id="class-teach"):
             with gr.Row():
                 name = gr.Textbox(label="Class name", max_length=80, elem_id="class-name", scale=3)
@@ -104,7 +154,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             links = gr.Textbox(label="Links (keep the teacher link to yourself: it opens everyone's answers)",
                                lines=2, interactive=False, buttons=["copy"], elem_id="class-links")
         with gr.Group(visible=False, elem_id="class-teacher") as teacher_view:
-            report_md = gr.Markdown(elem_id="class-report")
+            updated = gr.Markdown(elem_id="class-updated")
+            report_md = gr.Markdown(elem_id="class-report", latex_delimiters=[])  # students' text: never LaTeX
             gallery = PlotlyFigure(label="Students' pretraining runs", elem_id="class-runs", visible=False)
             ft_gallery = PlotlyFigure(label="Students' fine-tuning runs", elem_id="class-ft-runs", visible=False)
             with gr.Row():
@@ -113,6 +164,9 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
         teacher = gr.Textbox(visible=False, elem_id="class-teacher-key")  # from ?teacher=
         to_read = gr.Textbox("", visible=False, elem_id="class-to-read")  # "read": the page open has a class to read
+        timer = gr.Timer(TEACHER_POLL_S, active=False)  # the teacher's view, while it is on screen
+        sent = gr.State({})  # what this page was last sent of the teacher's view (a tick sends only what changed)
+        visibility = gr.Button(visible="hidden", elem_id="class-visibility")  # clicked when the browser tab hides/shows
 
     def create_class(class_name: str) -> str:
         new = classes.store.create_class(class_name)
@@ -120,20 +174,30 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
 
     def join_class(class_code: str, nick: str):
         joined_member = classes.store.join(class_code, nick)
-        return (joined_member.token,
-                f"You are in **{_cell(joined_member.class_name)}** as **{_cell(joined_member.nickname)}**.")
+        return joined_member.token, membership_markdown(joined_member.class_name, joined_member.nickname, [])
 
-    def teacher_report(key: str):
+    drawn = [report_md, gallery, ft_gallery]  # a tick sends each only when it changed
+    drawn_ids = [c._id for c in drawn]
+
+    def draw(key: str, last: dict | None, ticking: bool) -> tuple:
         if not key:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS))
-        text = report_markdown(report, ctx.runs.queue.waiting())
+            return (gr.skip(),) * (len(drawn) + 4)
+        now = classes.store.clock()
+        report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS), now=now)
         spec = gallery_spec(ctx, report)
-        figure = gr.update(value=json.dumps(spec, separators=(",", ":")), visible=True) if spec else gr.update(visible=False)
         ft_spec = finetune_gallery_spec(ctx, report)  # the fine-tuning runs' curves, beside the pretraining runs'
-        ft_figure = (gr.update(value=json.dumps(ft_spec, separators=(",", ":")), visible=True) if ft_spec
-                     else gr.update(visible=False))
-        return gr.update(visible=True), text, figure, gr.skip(), ft_figure
+        values, last = unsent([report_markdown(report, ctx.runs.queue.waiting()), _figure(spec), _figure(ft_spec)],
+                              drawn_ids, last)
+        timer_update = gr.skip() if ticking else gr.update(value=TEACHER_POLL_S, active=True)
+        return (gr.update(visible=True), *values, updated_line(now), last, timer_update)
+
+    def teacher_report(key: str, last: dict | None):
+        """The teacher's view drawn, its timer started."""
+        return draw(key, last, ticking=False)
+
+    def teacher_tick(key: str, last: dict | None):
+        """The teacher's view read again while it is on screen: only what changed goes back."""
+        return draw(key, last, ticking=True)
 
     def class_csv(key: str):
         folder = Path(tempfile.mkdtemp(prefix="bertdemo-class-"))
@@ -148,28 +212,42 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         params = dict(request.query_params) if request is not None else {}
         code_value, key = params.get("class", "")[:12], params.get("teacher", "")[:100]
         mine = classes.own_runs(visitor_of(request))
-        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key),
+        return (code_value or gr.skip(), key or gr.skip(), *teacher_report(key, {}),
                 membership_markdown(*mine) if mine else gr.skip())
 
-    create.click(user_errors(create_class), name, links, api_visibility="private").then(
-        None, links, links, js=LINKS_JS, api_visibility="private")
-    join.click(user_errors(join_class), [code, nickname], [member, joined], api_visibility="private").then(
-        None, member, None, js=KEEP_MEMBER_JS, api_visibility="private")
-    demo.load(None, None, [member, to_read], js=READ_CLASS_JS, api_visibility="private")
-    shown = [teacher_view, report_md, gallery, csv_button, ft_gallery]
-    to_read.change(user_errors(read_link), None, [code, teacher, *shown, joined], api_visibility="private")
-    refresh.click(user_errors(teacher_report), teacher, shown, api_visibility="private")
-    csv_button.click(user_errors(class_csv), teacher, csv_button, api_visibility="private")
+    private = dict(api_visibility="private")
+    quiet = dict(api_visibility="private", show_progress="hidden")
+    create.click(user_errors(create_class), name, links, **private).then(None, links, links, js=LINKS_JS, **private)
+    join.click(user_errors(join_class), [code, nickname], [member, joined], **private).then(
+        None, member, None, js=KEEP_MEMBER_JS, **private)
+    demo.load(None, None, [member, to_read], js=READ_CLASS_JS, **private)
+    shown = [teacher_view, *drawn, updated, sent, timer]
+    to_read.change(user_errors(read_link), None, [code, teacher, *shown, joined], **private)
+    refresh.click(user_errors(teacher_report), [teacher, sent], shown, **private)
+    timer.tick(user_errors(teacher_tick), [teacher, sent], shown, **quiet, show_progress_on=[])
+    visibility.click(None, teacher, timer, js=VISIBILITY_JS, **quiet)
+    tab.select(None, teacher, None, js=SHOWN_AGAIN_JS, **quiet)
+    tabs = getattr(tab, "parent", None)
+    if isinstance(tabs, gr.Tabs):  # another tab opened: the timer stops in the page, without a request
+        tabs.change(None, None, timer, js=STOP_WHEN_HIDDEN_JS % "class-report", **quiet)
+    csv_button.click(user_errors(class_csv), teacher, csv_button, **private)
     return member
+
+
+def _figure(spec: dict | None) -> dict:
+    """A gallery's update: its figure shown, or hidden when there is none to draw."""
+    if not spec:
+        return gr.update(visible=False)
+    return gr.update(value=json.dumps(spec, separators=(",", ":")), visible=True)
 
 
 def membership_markdown(class_name: str, nickname: str, runs: list[tuple[str, str]]) -> str:
     """A member's own line: their class, their nickname, the runs they started in it (theirs alone)."""
-    line = f"You are in **{_cell(class_name)}** as **{_cell(nickname)}**."
+    line = f"You are in **{as_text(class_name)}** as **{as_text(nickname)}**."
     if not runs:
         return line + " The runs you start (Pretrain, Fine-tune) are shown to your teacher."
     return line + " Your runs in this class (your teacher sees their curves): " + ", ".join(
-        f"{_cell(run_id)} ({RUN_KINDS.get(kind, _cell(kind))})" for run_id, kind in runs) + "."
+        f"{as_text(run_id)} ({RUN_KINDS.get(kind, as_text(kind))})" for run_id, kind in runs) + "."
 
 
 def gallery_spec(ctx: AppContext, report: ClassReport) -> dict | None:
@@ -192,10 +270,12 @@ def gallery_spec(ctx: AppContext, report: ClassReport) -> dict | None:
     return run_curves.training_curves_spec(curves) if curves else None
 
 
-def send_answers(store: ClassStore, progress: object, token: str) -> int:
-    """Record a member's Learn progress (what their browser keeps) in their class, in one transaction: each step
-    reached, each guess with the model's answer, each concept-check item; how many rows were new (a repeat keeps
-    the first)."""
+def send_answers(store: ClassStore, progress: object, token: str, asked: dict | None = None) -> int:
+    """Record a member's Learn progress in their class, in one transaction: each step reached and each concept-check
+    item (graded here from the item's answer) that ``progress`` (what their browser keeps) holds, and the guess it
+    holds for ``asked`` — the question as the server computed it (:func:`send_learning`) — graded against that
+    question's truth. The truth and grade a browser keeps are never read. How many rows were new (a repeat keeps the
+    first)."""
     rows = []
     for row in learn_predictions.answer_records(progress):
         step = row["step"]
@@ -206,9 +286,29 @@ def send_answers(store: ClassStore, progress: object, token: str) -> int:
             rows.append(store.check_row(phase, row["question"], bool(row["correct"])))
             continue
         rows.append(store.progress_row(step))
-        if row["guess"] is not None:
-            rows.append(store.answer_row(step, row["question"], row["guess"], row["truth"], bool(row["correct"])))
+    record = class_grading.graded(progress, asked) if asked else None
+    if record is not None:
+        rows.append(store.answer_row(record["step"], record["question"], record["guess"], record["truth"],
+                                     record["correct"]))
     return store.record_rows(token, rows)
+
+
+def send_learning(ctx: AppContext, progress: object, token: str, answer: object, owner_token: str = "") -> int:
+    """A member's Learn progress to their class (:func:`send_answers`), the guess for the step ``answer`` names (the
+    page's answer on screen: only its step, sentence and model are read) graded on the server: the step's question
+    computed again (:func:`bertdemo.learn.class_grading.asked_again`; the live-run question on the run of
+    ``owner_token``), unless the class already has the member's answer to it. How many rows were new; ValueError
+    for a membership that ended or was forged, a full answer sheet, or a question that cannot be asked again."""
+    store = ctx.classes.store
+    step = answer.get("step") if isinstance(answer, dict) else None
+    kept = learn_predictions.clean_progress(progress)["answers"].get(step) if isinstance(step, str) else None
+    asked = None
+    if kept is not None and kept["guess"] is not None and \
+            (step, kept["question"]) not in {(row[0], row[1]) for row in store.own_answers(token)}:
+        asked = class_grading.asked_again(ctx.models, step, answer.get("text"), answer.get("model_name"),
+                                          runs=ctx.pretrain_runs, owner_token=owner_token,
+                                          public=ctx.settings.is_public, budget=current_budget())
+    return send_answers(store, progress, token, asked)
 
 
 # the Learn progress changed: a browser with a class membership counts one more change to send (a request), any
@@ -216,15 +316,16 @@ def send_answers(store: ClassStore, progress: object, token: str) -> int:
 COUNT_FOR_MEMBER_JS = f"(count) => localStorage.getItem({MEMBER_KEY!r}) ? String((Number(count) || 0) + 1) : count"
 
 
-def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> None:
+def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox, answer: gr.JSON) -> None:
     """A class member's Learn answers go to their class as they give them (the teacher's funnel, each question's
-    answers, the concept check's gain); a learner in no class keeps them in their browser alone, and their page
-    sends no request for it."""
-    def send_learning_answers(kept: object, token: str | None) -> None:
+    answers graded on the server against ``answer``'s step, sentence and model — the Learn tab's answer on screen —,
+    the concept check's gain); a learner in no class keeps them in their browser alone, and their page sends no
+    request for it."""
+    def send_learning_answers(kept: object, token: str | None, shown: Any = None, owner_token: str = "") -> None:
         if not token:
             return
         try:
-            send_answers(ctx.classes.store, kept, token)
+            send_learning(ctx, kept, token, shown, owner_token)
         except ValueError as exc:  # a membership ended or forged, a full answer sheet: said, the page keeps working
             gr.Warning(f"Your answers were not sent to your class: {exc}")
 
@@ -233,5 +334,7 @@ def record_learning(ctx: AppContext, progress: gr.JSON, member: gr.Textbox) -> N
         tab = tab.parent
     with tab:
         changes = gr.Textbox("0", visible=False, elem_id="class-answers-to-send")  # counted in the page (members only)
+        owner = gr.Textbox("", visible=False, elem_id="class-owner")  # filled from localStorage by SEND_LEARNING_JS
     progress.change(None, changes, changes, js=COUNT_FOR_MEMBER_JS, api_visibility="private", show_progress="hidden")
-    changes.change(send_learning_answers, [progress, member], None, api_visibility="private", show_progress="hidden")
+    changes.change(send_learning_answers, [progress, member, answer, owner], None, js=SEND_LEARNING_JS,
+                   api_visibility="private", show_progress="hidden")

@@ -6,6 +6,9 @@
 input (known tab and step, bounded text, a run id of safe characters; the model then goes through the
 model box's own checks); a bad value is named in a warning and the page opens as usual.
 
+A class's links open the Class tab where its user acts: the join link (``?class=CODE``) with the nickname box
+ready to type in, beside Join; the teacher link (``?teacher=KEY``) at the teacher's view.
+
 The tab is selected in the page (a click on its tab button), not by an event output: Gradio's page
 refreshes the loading status of every component that has ever been an event's output, each time any
 event starts or ends, and for a container output (the tabs) it walks and copies every component
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from bertdemo.ui.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
-TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain", "finetune")
+TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain", "finetune", "class")
 TEXT_BOX = {"learn": "learn-text", "tokenizer": "tok-text", "fill-mask": "fm-text", "attention": "att-text",
             "inside": "in-text", "masking": "ml-text", "words": "wic-attr-text"}  # the tab's sentence box (by elem_id)
 RUN_BUTTON = {"tokenizer": "tok-run", "fill-mask": "fm-run", "attention": "att-run", "inside": "in-run",
@@ -59,6 +62,13 @@ FOCUS: dict[str, dict] = {
     "layers": {"open": "ft-probes-box"},
     "live-run": {"scroll": "pt-curves"},  # the run's curve and its landmark lines
 }
+# a class's links: the part of the Class tab each one's user acts in, scrolled to once it is laid out ("reveal"),
+# and the box the cursor is put in ("type")
+CLASS_TAB = "class"
+CLASS_FOCUS: dict[str, dict] = {
+    "class-join": {"reveal": "class-join-box", "type": "class-nickname"},
+    "class-teacher": {"reveal": "class-teacher"},
+}
 MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -70,6 +80,7 @@ class DeepLink:
     model: str | None = None
     step: str | None = None
     problems: list[str] = field(default_factory=list)  # what was refused, in words
+    focus: str | None = None  # a key of CLASS_FOCUS: the part of the tab the link's user acts in
 
 
 def parse_link(params: Mapping[str, str]) -> DeepLink:
@@ -99,7 +110,19 @@ def parse_link(params: Mapping[str, str]) -> DeepLink:
     if model is not None and (len(model) > MAX_NAME_CHARS or any(c in model for c in "\n\r\0")):
         problems.append(f"the model name must be at most {MAX_NAME_CHARS} characters on one line")
         model = None
-    return DeepLink(tab, text.strip() if text else None, model, step, problems)
+    focus = class_focus(params)
+    if focus is not None and tab is None:
+        tab = CLASS_TAB
+    return DeepLink(tab, text.strip() if text else None, model, step, problems, focus if tab == CLASS_TAB else None)
+
+
+def class_focus(params: Mapping[str, str]) -> str | None:
+    """A class's link: ``"class-teacher"`` for a teacher link, ``"class-join"`` for a join link, else None."""
+    if (params.get("teacher") or "").strip():
+        return "class-teacher"
+    if (params.get("class") or "").strip():
+        return "class-join"
+    return None
 
 
 def opens_on_learn(link: DeepLink) -> bool:
@@ -186,8 +209,8 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
 def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
     """JS ``(value, model, ...held)`` that opens the tab named in ``value.tab`` (a click on its tab button), when
     ``value.run`` clicks that tab's run button (after the sentence is in its box), then follows ``value.focus``
-    (see FOCUS): opens an accordion, clicks a button, and scrolls the part that answers into view. Returns the
-    first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened before the link was followed
+    (see FOCUS, CLASS_FOCUS): opens an accordion, clicks a button, scrolls the part that answers into view, puts the
+    cursor in a box. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened before the link was followed
     is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
     returned = "shown.length === 1 ? shown[0] : shown"
     return ("(value, model, ...held) => { " + first_show.follow_up_js(tab_ids) + " const ids = " + json.dumps(ids)
@@ -198,6 +221,9 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             # a tab's content is drawn when it is first shown: wait (up to 6 s) for each element
             " const when = (id, fn, tries = 60) => { const el = id && document.getElementById(id);"
             "  if (el) fn(el); else if (id && tries) setTimeout(() => when(id, fn, tries - 1), 100); };"
+            " const laidOut = (id, fn, tries = 300) => { const el = id && document.getElementById(id);"
+            "  if (el && el.offsetParent !== null) fn(el);"
+            "  else if (id && tries) setTimeout(() => laidOut(id, fn, tries - 1), 100); };"
             " const focus = value.focus || {};"
             " setTimeout(() => {"
             "  if (value.run) when(ids[tab], b => b.click());"
@@ -205,6 +231,10 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "   if (head && !head.classList.contains('open')) head.click(); };"
             "   setTimeout(open, 100); setTimeout(open, 1000); });"  # again if the tab's first drawing closed it
             "  when(focus.click, b => b.click());"
+            # a class's link: the part its user acts in, once laid out (the teacher's view after its request)
+            "  laidOut(focus.reveal, el => el.scrollIntoView({block: 'start'}));"
+            "  laidOut(focus.type, el => { const box = el.querySelector('input, textarea');"
+            "   if (box) box.focus({preventScroll: true}); });"
             "  when(focus.scroll || focus.open, el => { const show = () => el.scrollIntoView({block: 'start'});"
             "   setTimeout(show, 300); setTimeout(show, 1200); });"  # again once the answers have drawn
             " }, 100); return " + returned + "; }")
@@ -237,7 +267,7 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         out += [model if model is not None else gr.skip(), gr.update(value=step) if step else gr.skip()]
         sets = FOCUS.get(focus or "", {}).get("set", {})
         out += [gr.update(value=sets[b]) if b in sets else gr.skip() for b in settable]
-        out.append({"tab": tab, "run": run, "focus": FOCUS.get(focus or "", {})})
+        out.append({"tab": tab, "run": run, "focus": FOCUS.get(focus or "") or CLASS_FOCUS.get(focus or "", {})})
         return out + ([gr.skip() if learn_shown is None else learn_shown] if learn.shown is not None else [])
 
     def open_link(current: str | None, request: gr.Request):
@@ -252,7 +282,8 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
                        duration=None)  # stays until closed: read once the view has drawn
         model = gr.update(choices=choices, value=named or current)
         shown = first_show.shown_value(named or current) if opens_on_learn(link) else None
-        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None, learn_shown=shown)
+        return updates(link.tab, link.text, model=model, step=link.step, run=link.text is not None, focus=link.focus,
+                       learn_shown=shown)
 
     def keep_exploring(answer: dict | None):
         if not answer:

@@ -69,7 +69,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             owner = pretrain_tab.build(ctx, model_box, demo)  # this browser's owner token (kept in localStorage)
             finetune_tab.build(ctx, model_box, owner)
             member = class_tab.build(ctx, demo)  # a class: join with a code and a nickname; the teacher's view
-            class_tab.record_learning(ctx, learn.progress, member)  # a member's Learn answers reach their class
+            class_tab.record_learning(ctx, learn.progress, member, learn.raw)  # a member's answers reach their class
         # ?tab=…&text=…&model=… and the Learn tab's "keep exploring"; the page's one load handler of the model box
         opened = deep_links.connect(demo, model_box, learn, store, share)
 

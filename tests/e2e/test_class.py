@@ -1,13 +1,19 @@
 """A class in the real page: the teacher creates it and gets a join link and a teacher link; a student opens
 the join link, types a nickname and is in; the teacher link shows the student; the join link shows nothing
-of the class's answers."""
+of the class's answers. Each link opens where its user acts; the teacher's view keeps up by itself while it is on
+screen; a student's nickname is shown as text."""
 
 from __future__ import annotations
 
+import re
+
+import httpx
 from playwright.sync_api import Page, expect
 
+from bertdemo.ui.class_tab import TEACHER_POLL_S
+
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, create_class, open_tab, resize
+from .pages import JOINS, RUN_TIMEOUT_MS, create_class, open_tab, resize
 
 
 def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str):
@@ -37,3 +43,121 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     screenshot(page, "class-teacher-1280")
     resize(page, 390, 800)
     screenshot(page, "class-teacher-390")
+
+
+# --- the teacher's view live, each link where its user acts, students' text as text (issues 52 and 54) ---------
+
+NICK_HOST = "http://127.0.0.1:9"  # nothing answers there: a request for it is the teacher's browser fetching it
+
+
+def _tick_event(app_url: str) -> int:
+    """The id of the teacher's view's timer tick, from the page's config."""
+    config = httpx.get(app_url + "config", timeout=30).json()
+    (tick,) = [d["id"] for d in config["dependencies"] if d.get("api_name") == "teacher_tick"]
+    return tick
+
+
+def _student_joins(page: Page, join_link: str, nickname: str) -> Page:
+    """A student's phone opens the join link and joins as ``nickname``; their page."""
+    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+    student.goto(join_link)
+    open_tab(student, "Class")  # the link opens it (test_each_link_opens_the_class_tab_where_its_user_acts)
+    box = student.locator("#class-nickname input, #class-nickname textarea").first
+    expect(box).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    box.fill(nickname)
+    student.locator("#class-join").click()
+    expect(student.locator("#class-joined")).to_contain_text("You are in", timeout=RUN_TIMEOUT_MS)
+    return student
+
+
+def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, app_url: str):
+    """D16: the join link opens the Class tab with the code filled in and the cursor in the nickname box, beside
+    Join; the teacher link opens the teacher's view. No tab to look for first."""
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, "Links")
+
+    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+    student.goto(join_link)
+    class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first
+    expect(class_tab).to_have_attribute("aria-selected", "true", timeout=RUN_TIMEOUT_MS)
+    expect(student.locator("#class-nickname input, #class-nickname textarea").first).to_be_focused(
+        timeout=RUN_TIMEOUT_MS)
+    expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
+        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)
+    expect(student.locator("#class-join")).to_be_in_viewport()
+    student.keyboard.type("Ada")
+    student.keyboard.press("Tab")
+    student.locator("#class-join").click()
+    expect(student.locator("#class-joined")).to_contain_text("as Ada", timeout=RUN_TIMEOUT_MS)
+
+    teacher = page.context.browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    teacher.goto(teacher_link)
+    expect(teacher.locator("#class-report")).to_contain_text("1 joined", timeout=RUN_TIMEOUT_MS)
+    expect(teacher.locator("#class-report")).to_be_in_viewport()
+
+
+def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page: Page, app_url: str):
+    """D6: a student who joins shows in the open teacher's view without Refresh, and the view says when it last read
+    the class. While the browser tab is hidden it sends nothing (a second teacher page's ticks are the clock) and
+    shows what changed as soon as it is shown again."""
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, "Live")
+    tick = _tick_event(app_url)
+
+    watched = page.context.browser.new_context().new_page()
+    clock = page.context.browser.new_context().new_page()
+    for teacher in (watched, clock):
+        teacher.add_init_script(JOINS)
+        teacher.goto(teacher_link)
+        expect(teacher.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
+        expect(teacher.locator("#class-updated")).to_contain_text(re.compile(r"Updated at \d\d:\d\d:\d\d UTC"))
+
+    _student_joins(page, join_link, "Ada")
+    expect(watched.locator("#class-report")).to_contain_text("1 joined", timeout=3 * TEACHER_POLL_S * 1000)
+
+    watched.evaluate("() => { Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+                     " document.dispatchEvent(new Event('visibilitychange')); }")
+
+    def ticks(teacher: Page) -> int:
+        return teacher.evaluate("(i) => window.__joins.filter(j => j === i).length", tick)
+
+    hidden_at, clock_at = ticks(watched), ticks(clock)
+    _student_joins(page, join_link, "Bob")
+    clock.wait_for_function("([i, n]) => window.__joins.filter(j => j === i).length >= n", arg=[tick, clock_at + 3],
+                            timeout=6 * TEACHER_POLL_S * 1000)  # three ticks of a shown view's timer
+    expect(clock.locator("#class-report")).to_contain_text("2 joined")
+    assert ticks(watched) == hidden_at  # none while hidden ...
+    expect(watched.locator("#class-report")).to_contain_text("1 joined")
+    watched.evaluate("() => { Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+                     " document.dispatchEvent(new Event('visibilitychange')); }")
+    expect(watched.locator("#class-report")).to_contain_text("2 joined", timeout=RUN_TIMEOUT_MS)  # ... read at once
+
+
+def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(browser_page: Page, app_url: str):
+    """F2 / D5: a nickname that is a Markdown image (and one that is a link, bold) is shown as typed in the teacher's
+    view and on the student's own line: no image, no link, and the teacher's browser asks no other host for anything."""
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, "Markup")
+    image, link = f"![n]({NICK_HOST}/nick.png)", "[pwn](javascript:x) **Bo|b**"
+    asked: list[str] = []
+    page.context.on("request", lambda request: asked.append(request.url))
+    student = _student_joins(page, join_link, image)
+    student.context.on("request", lambda request: asked.append(request.url))
+    expect(student.locator("#class-joined")).to_contain_text(image)
+    _student_joins(page, join_link, link)
+
+    page.goto(teacher_link)
+    report = page.locator("#class-report")
+    expect(report).to_contain_text("2 joined", timeout=RUN_TIMEOUT_MS)
+    expect(report).to_contain_text(image)
+    expect(report).to_contain_text(link)
+    expect(report.locator("table img, table a, table strong, table em")).to_have_count(0)
+    expect(student.locator("#class-joined img, #class-joined a")).to_have_count(0)
+    assert len(report.locator("table").first.locator("tbody tr").all()) == 2  # no row split or added
+    assert [url for url in asked if url.startswith(NICK_HOST)] == []
