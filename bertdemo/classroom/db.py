@@ -40,6 +40,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         " run_id TEXT NOT NULL, kind TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (member_id, run_id))",
         "CREATE INDEX members_class ON members (class_id)",
     )),
+    (2, (  # one address's share: who made a class (a keyed hash of the address), when it was last used, failed joins
+        "ALTER TABLE classes ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE classes ADD COLUMN used DOUBLE PRECISION NOT NULL DEFAULT 0",
+        "UPDATE classes SET used = created",
+        "CREATE INDEX classes_creator ON classes (creator)",
+        "CREATE TABLE join_failures (address TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX join_failures_address ON join_failures (address, at)",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

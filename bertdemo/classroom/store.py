@@ -7,11 +7,19 @@ member token signed with the server's key (:mod:`bertdemo.classroom.tokens`), wh
 check item, before or after the path), :meth:`record_progress` (a Learn step reached) and :meth:`record_run`.
 A member reads only their own answers (:meth:`own_answers`); the class as a whole is read with the teacher key
 alone (:meth:`class_of_teacher`, then :mod:`bertdemo.classroom.report`). Every size is bounded (:class:`ClassLimits`).
+
+One address, one share: the classes one address keeps open are bounded (:meth:`ClassStore.create_class` with the
+``creator``'s address, stored only as a keyed hash), wrong join codes from one address are counted and refused past
+a bound within a window (:meth:`ClassStore.join` with the ``address``), a teacher closes their class
+(:meth:`ClassStore.close_class`: everything of it is deleted), and a class nobody used for
+:attr:`ClassLimits.idle_days` — neither its teacher's view nor any student — is deleted when the store is next asked
+for a class.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
 import re
 import secrets
@@ -29,6 +37,8 @@ PHASES = ("pre", "post")
 ACTIVE_S = 300.0  # a member seen within this long is "active"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 CLASSES_LOCK = 4142
+DAY_S = 86_400.0
+USED_EVERY_S = 60.0  # a class's last use is written at most this often by its teacher's view (it reads every 10 s)
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,10 @@ class ClassLimits:
     nickname_chars: int = 40
     name_chars: int = 80
     value_chars: int = 200  # a guess or a truth, as text
+    classes_per_address: int = 5  # classes one address keeps open (where the server is told the address: public)
+    idle_days: float = 30.0  # a class nobody used this long (its teacher's view, its students) is deleted
+    failed_joins: int = 30  # wrong join codes one address may send within failed_join_window_s (a school's NAT:
+    failed_join_window_s: float = 600.0  # 30 mistypes; a guesser: 3 a minute, ~1 class found in a year)
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,20 @@ class ClassStore:
         """The store at a database URL (``postgresql://…``) or SQLite file path."""
         return cls(Database(url), limits)
 
+    def _address_key(self, address: object) -> str:
+        """An address as the class database keeps it: a hash keyed with the server's key ("" for none)."""
+        text = str(address or "")
+        if not text:
+            return ""
+        return hmac.new(self.key, b"address:" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+
+    def _expire(self, tx, now: float) -> None:
+        """Delete (with all of theirs) the classes nobody used for :attr:`ClassLimits.idle_days`: neither their
+        teacher's view nor any member."""
+        cutoff = now - self.limits.idle_days * DAY_S
+        tx.execute("DELETE FROM classes WHERE used < ? AND NOT EXISTS"
+                   " (SELECT 1 FROM members m WHERE m.class_id = classes.id AND m.seen >= ?)", (cutoff, cutoff))
+
     def _server_key(self) -> bytes:
         """The key member tokens are signed with: made once, kept in the database (every replica shares it)."""
         with self.db.transaction() as tx:
@@ -132,48 +160,87 @@ class ClassStore:
         return bytes.fromhex(row[0])
 
     # --- the teacher -----------------------------------------------------------------------------------
-    def create_class(self, name: str) -> NewClass:
-        """A new class; ValueError when this server holds its most classes."""
+    def create_class(self, name: str, creator: object = "") -> NewClass:
+        """A new class made from the address ``creator`` ("" when the server is not told addresses: it is local);
+        ValueError when this server holds its most classes, or that address keeps its most open."""
         name = _clean_text(name, "class name", self.limits.name_chars)
         class_id, teacher_key = secrets.token_hex(8), secrets.token_urlsafe(24)
+        who, now = self._address_key(creator), self.clock()
         with self.db.transaction() as tx:
             self.db.lock_all(tx, CLASSES_LOCK)
+            self._expire(tx, now)
             (count,) = tx.one("SELECT COUNT(*) FROM classes")
             if count >= self.limits.classes:
                 raise ValueError(f"This server holds {count} classes, the most it keeps; ask its operator.")
+            (mine,) = tx.one("SELECT COUNT(*) FROM classes WHERE creator = ?", (who,)) if who else (0,)
+            if mine >= self.limits.classes_per_address:
+                raise ValueError(
+                    f"Your network's address has {mine} classes open on this server, the most one address keeps: "
+                    "close one you no longer need (open its teacher link, then “Close the class”), or wait — a class "
+                    f"nobody uses for {self.limits.idle_days:g} days is deleted.")
             for _ in range(20):  # a code not in use
                 code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
                 if not tx.one("SELECT 1 FROM classes WHERE join_code = ?", (code,)):
                     break
-            tx.execute("INSERT INTO classes (id, name, join_code, teacher_hash, created) VALUES (?, ?, ?, ?, ?)",
-                       (class_id, name, code, _hash(teacher_key), self.clock()))
+            tx.execute("INSERT INTO classes (id, name, join_code, teacher_hash, created, creator, used)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)", (class_id, name, code, _hash(teacher_key), now, who, now))
         return NewClass(class_id, name, code, teacher_key)
 
     def class_of_teacher(self, teacher_key: object) -> tuple[str, str, str]:
-        """(class id, name, join code) of the class whose teacher key this is; ValueError otherwise."""
+        """(class id, name, join code) of the class whose teacher key this is (its teacher's use: the class is not
+        idle); ValueError otherwise."""
         key = str(teacher_key or "")
         row = None
         if 0 < len(key) <= 100:
+            now = self.clock()
             with self.db.transaction() as tx:
+                self._expire(tx, now)
                 row = tx.one("SELECT id, name, join_code FROM classes WHERE teacher_hash = ?", (_hash(key),))
+                if row is not None:
+                    tx.execute("UPDATE classes SET used = ? WHERE id = ? AND used < ?", (now, row[0], now - USED_EVERY_S))
         if row is None:
             raise ValueError("This teacher link is not valid on this server.")
         return row[0], row[1], row[2]
 
-    # --- the students ----------------------------------------------------------------------------------
-    def class_of_code(self, code: object) -> tuple[str, str]:
-        """(class id, name) for a join code; ValueError when no class has it."""
-        code = normalise_code(code)
+    def close_class(self, teacher_key: object) -> str:
+        """Delete the class whose teacher key this is, with its members and everything they recorded (their runs
+        stay the runs'); its name. ValueError for any other key."""
+        class_id, name, _code = self.class_of_teacher(teacher_key)
         with self.db.transaction() as tx:
-            row = tx.one("SELECT id, name FROM classes WHERE join_code = ?", (code,))
+            tx.execute("DELETE FROM classes WHERE id = ?", (class_id,))
+        return name
+
+    # --- the students ----------------------------------------------------------------------------------
+    def class_of_code(self, code: object, address: object = "") -> tuple[str, str]:
+        """(class id, name) for a join code typed at ``address`` ("" when unknown); ValueError when no class has it
+        (counted against the address), or when the address sent its most wrong codes within the window (refused
+        before the code is looked up). A code that cannot be one is said so, and not counted."""
+        code = normalise_code(code)
+        who, now = self._address_key(address), self.clock()
+        since = now - self.limits.failed_join_window_s
+        row, failed = None, 0
+        with self.db.transaction() as tx:
+            self._expire(tx, now)
+            if who:
+                (failed,) = tx.one("SELECT COUNT(*) FROM join_failures WHERE address = ? AND at >= ?", (who, since))
+            if failed < self.limits.failed_joins or not who:
+                row = tx.one("SELECT id, name FROM classes WHERE join_code = ?", (code,))
+                if row is None and who:
+                    tx.execute("DELETE FROM join_failures WHERE at < ?", (since,))
+                    tx.execute("INSERT INTO join_failures (address, at) VALUES (?, ?)", (who, now))
+        if who and failed >= self.limits.failed_joins:
+            raise ValueError(f"{failed} wrong join codes came from your network in the last "
+                             f"{self.limits.failed_join_window_s / 60:g} minutes, the most this server takes; wait a "
+                             "few minutes, then type the code your teacher gave you.")
         if row is None:
             raise ValueError("No class has this join code; check it with your teacher.")
         return row[0], row[1]
 
-    def join(self, code: object, nickname: object) -> Member:
-        """Join the class of ``code`` as ``nickname`` (unique in the class); ValueError when the code is
-        unknown, the nickname taken or the class full."""
-        class_id, class_name = self.class_of_code(code)
+    def join(self, code: object, nickname: object, address: object = "") -> Member:
+        """Join the class of ``code`` as ``nickname`` (unique in the class), typed at ``address`` (wrong codes are
+        counted against it: :meth:`class_of_code`); ValueError when the code is unknown, the address sent too many
+        wrong ones, the nickname is taken or the class full."""
+        class_id, class_name = self.class_of_code(code, address)
         nickname = _clean_text(nickname, "nickname", self.limits.nickname_chars)
         member_id = secrets.token_hex(8)
         now = self.clock()

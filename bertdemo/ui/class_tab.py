@@ -10,6 +10,10 @@ the view is shown, this tab is the one open and the browser tab is visible (stop
 when any of these ends; drawn again at once when the teacher comes back); a tick sends back only what changed, and
 the view says when it was last read.
 
+One address, one share (:mod:`bertdemo.classroom.store`): on a public server the classes one address keeps open are
+bounded; wrong join codes are counted per address and refused past a bound; a teacher closes their class (after the
+browser's confirm); a class nobody uses for the stated days is deleted, as the teacher's view says.
+
 What students typed is shown as text (:func:`as_text`): no Markdown, link, image, formula or table row of its own.
 The answers the class records are graded on the server (:func:`send_learning`): the page sends the guesses its
 browser keeps and the step, sentence and model of the answer on screen; the server computes the model's answer and
@@ -34,7 +38,7 @@ from bertdemo import storage
 from bertdemo.classroom.report import ClassReport, class_report, csv_text, utc_time
 from bertdemo.classroom.store import ClassStore, one_line
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
-from bertdemo.traffic import MEMBER_COOKIE
+from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.heavy_requests import current_budget
@@ -78,6 +82,9 @@ _VIEW_ON_SCREEN = ("(() => { const el = document.getElementById('class-report');
 VISIBILITY_JS = (f"(key) => {{ const shown = !!key && {_VIEW_ON_SCREEN};"
                  " if (shown) { const r = document.getElementById('class-refresh'); if (r) r.click(); }"
                  " return {__type__: 'update', active: shown}; }")
+# "Close the class": asked first in the page; cancelled, the handler gets no key and does nothing
+CLOSE_JS = ("(key) => confirm('Close this class? Its join link and this teacher link stop working, and its members and"
+            " their answers are deleted (download the CSV first to keep them).') ? key : ''")
 # the Class tab opened again: a teacher's view is drawn at once (its timer stopped when another tab was opened)
 SHOWN_AGAIN_JS = ("(key) => { if (key) setTimeout(() => { const r = document.getElementById('class-refresh');"
                   " if (r) r.click(); }, 50); return []; }")
@@ -128,10 +135,18 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
     return "\n".join(out)
 
 
-def updated_line(now: float) -> str:
-    """When the teacher's view last read the class, and how it keeps up."""
+def updated_line(now: float, idle_days: float) -> str:
+    """When the teacher's view last read the class, how it keeps up, and how long an unused class is kept."""
     return (f"*Updated at {utc_time(now).split()[1]} UTC. The view reads the class again every "
-            f"{TEACHER_POLL_S:g} s while it is on screen.*")
+            f"{TEACHER_POLL_S:g} s while it is on screen. A class nobody uses for {idle_days:g} days (neither this "
+            "view nor any student) is deleted with its answers: download the CSV to keep them.*")
+
+
+def address_of(request: gr.Request | None) -> str:
+    """The network address a request came from, as the HTTP door worked it out (a class member's too); "" when the
+    door did not run (a handler called in-process)."""
+    headers = getattr(request, "headers", None)
+    return str(headers.get(ADDRESS_HEADER, "")) if headers is not None else ""
 
 
 def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
@@ -161,6 +176,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             with gr.Row():
                 refresh = gr.Button("Refresh", elem_id="class-refresh")
                 csv_button = gr.DownloadButton("Answers as CSV", elem_id="class-csv")
+                close = gr.Button("Close the class", variant="stop", elem_id="class-close")
+        closed = gr.Markdown(elem_id="class-closed")
         member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
         teacher = gr.Textbox(visible=False, elem_id="class-teacher-key")  # from ?teacher=
         to_read = gr.Textbox("", visible=False, elem_id="class-to-read")  # "read": the page open has a class to read
@@ -168,12 +185,13 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         sent = gr.State({})  # what this page was last sent of the teacher's view (a tick sends only what changed)
         visibility = gr.Button(visible="hidden", elem_id="class-visibility")  # clicked when the browser tab hides/shows
 
-    def create_class(class_name: str) -> str:
-        new = classes.store.create_class(class_name)
+    def create_class(class_name: str, request: gr.Request) -> str:
+        """A new class; on a public server counted against the address it came from."""
+        new = classes.store.create_class(class_name, creator=address_of(request) if ctx.settings.is_public else "")
         return f"Join link (for students): ?class={new.join_code}\nTeacher link (yours alone): ?teacher={new.teacher_key}"
 
-    def join_class(class_code: str, nick: str):
-        joined_member = classes.store.join(class_code, nick)
+    def join_class(class_code: str, nick: str, request: gr.Request):
+        joined_member = classes.store.join(class_code, nick, address=address_of(request))
         return joined_member.token, membership_markdown(joined_member.class_name, joined_member.nickname, [])
 
     drawn = [report_md, gallery, ft_gallery]  # a tick sends each only when it changed
@@ -189,7 +207,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         values, last = unsent([report_markdown(report, ctx.runs.queue.waiting()), _figure(spec), _figure(ft_spec)],
                               drawn_ids, last)
         timer_update = gr.skip() if ticking else gr.update(value=TEACHER_POLL_S, active=True)
-        return (gr.update(visible=True), *values, updated_line(now), last, timer_update)
+        return (gr.update(visible=True), *values, updated_line(now, classes.store.limits.idle_days), last,
+                timer_update)
 
     def teacher_report(key: str, last: dict | None):
         """The teacher's view drawn, its timer started."""
@@ -198,6 +217,14 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     def teacher_tick(key: str, last: dict | None):
         """The teacher's view read again while it is on screen: only what changed goes back."""
         return draw(key, last, ticking=True)
+
+    def close_class(key: str):
+        """Close the class (the page asked first: no key, nothing done); the teacher's view goes, its timer stops."""
+        if not key:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        name = classes.store.close_class(key)
+        return (gr.update(visible=False), "", gr.update(active=False),
+                f"The class **{as_text(name)}** is closed: its join link and teacher link no longer work.")
 
     def class_csv(key: str):
         folder = Path(tempfile.mkdtemp(prefix="bertdemo-class-"))
@@ -231,6 +258,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     if isinstance(tabs, gr.Tabs):  # another tab opened: the timer stops in the page, without a request
         tabs.change(None, None, timer, js=STOP_WHEN_HIDDEN_JS % "class-report", **quiet)
     csv_button.click(user_errors(class_csv), teacher, csv_button, **private)
+    close.click(user_errors(close_class), teacher, [teacher_view, teacher, timer, closed], js=CLOSE_JS, **private)
     return member
 
 

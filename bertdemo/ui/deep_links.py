@@ -210,8 +210,8 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
     """JS ``(value, model, ...held)`` that opens the tab named in ``value.tab`` (a click on its tab button), when
     ``value.run`` clicks that tab's run button (after the sentence is in its box), then follows ``value.focus``
     (see FOCUS, CLASS_FOCUS): opens an accordion, clicks a button, scrolls the part that answers into view, puts the
-    cursor in a box. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened before the link was followed
-    is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
+    cursor in a box. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened
+    before the link was followed is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
     returned = "shown.length === 1 ? shown[0] : shown"
     return ("(value, model, ...held) => { " + first_show.follow_up_js(tab_ids) + " const ids = " + json.dumps(ids)
             + ";" f" const tab = value && value.tab; if (!tab) return {returned};"

@@ -114,7 +114,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "layer_change": LAYER_CHANGE, "layer_change_from_page": LAYER_CHANGE,
     # the run queue and classes
     "queue_place": LIGHT, "cancel_queued_run": LIGHT, "share_link": LIGHT, "create_class": LIGHT, "join_class": LIGHT,
-    "teacher_report": LIGHT, "teacher_tick": LIGHT, "class_csv": LIGHT, "read_link": LIGHT,
+    "teacher_report": LIGHT, "teacher_tick": LIGHT, "class_csv": LIGHT, "read_link": LIGHT, "close_class": LIGHT,
     "send_learning_answers": MODEL,  # a member's guess graded on the server: the step's question asked again
     # Fine-tuning on the learner's own sentences (the run has its own caps; classifying is one forward)
     "own_example": LIGHT, "own_start": LIGHT, "own_poll": LIGHT, "own_show": LIGHT, "own_refresh": LIGHT,

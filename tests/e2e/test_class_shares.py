@@ -1,0 +1,88 @@
+"""One address, one share of the class feature (issue 52, audit F5 and H6), on the launched app: on a public server
+the classes one address keeps open are bounded and wrong join codes are counted against the address they came from,
+each called as the page calls it (raw HTTP, the visitor told by X-Forwarded-For behind one trusted proxy); a teacher
+closes their class from the page, and its links stop working."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from bertdemo.classroom.store import ClassLimits
+
+from .api import app_config, fn_index
+from .pages import RUN_TIMEOUT_MS, create_class, open_tab
+
+LIMITS = ClassLimits()  # what the launched server keeps
+
+
+def _as_page(base: str, index: int, data: list, visitor: str) -> tuple[bool, object]:
+    """One page event called as the page calls it, from ``visitor``: (success, its output or its error)."""
+    session = uuid.uuid4().hex
+    headers = {"X-Forwarded-For": visitor}
+    with httpx.Client(timeout=60, headers=headers) as http:
+        joined = http.post(base + "gradio_api/queue/join", json={"data": data, "fn_index": index,
+                                                                  "session_hash": session, "event_data": None,
+                                                                  "trigger_id": None})
+        assert joined.status_code == 200, joined.text
+        with http.stream("GET", base + "gradio_api/queue/data", params={"session_hash": session}) as stream:
+            for line in stream.iter_lines():
+                message = json.loads(line[len("data:"):]) if line.startswith("data:") else {}
+                if message.get("msg") == "process_completed":
+                    output = message.get("output") or {}
+                    return bool(message.get("success")), output.get("data") if message.get("success") else output
+    raise AssertionError("the event stream ended without an answer")
+
+
+def test_one_address_keeps_a_bounded_number_of_classes_and_an_honest_teacher_is_served(public_server):
+    base, config = public_server.url, app_config(public_server.url)
+    create = fn_index(config, "create_class")
+    for i in range(LIMITS.classes_per_address):
+        ok, out = _as_page(base, create, [f"flood {i}"], "10.3.0.1")
+        assert ok, out
+    ok, out = _as_page(base, create, ["one too many"], "10.3.0.1")
+    assert not ok and f"{LIMITS.classes_per_address} classes open on this server" in json.dumps(out)
+    ok, out = _as_page(base, create, ["Ms Smith's year 10"], "10.4.0.1")  # another address: served
+    assert ok, out
+
+
+def test_wrong_join_codes_from_one_address_are_refused_past_the_bound(public_server):
+    base, config = public_server.url, app_config(public_server.url)
+    create, join = fn_index(config, "create_class"), fn_index(config, "join_class")
+    ok, out = _as_page(base, create, ["Guessed"], "10.5.0.1")
+    code = out[0].split("?class=")[1].split()[0]
+    wrong = "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"
+    for i in range(LIMITS.failed_joins):
+        ok, out = _as_page(base, join, [wrong, f"probe{i}"], "10.5.0.2")
+        assert not ok and "No class has this join code" in json.dumps(out)
+    ok, out = _as_page(base, join, [code, "lucky"], "10.5.0.2")  # refused before the code is looked up
+    assert not ok and f"{LIMITS.failed_joins} wrong join codes" in json.dumps(out)
+    ok, out = _as_page(base, join, [code, "Ada"], "10.5.0.3")  # a student elsewhere joins
+    assert ok, out
+
+
+def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: Page, app_url: str):
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, "Closing")
+    page.goto(teacher_link)
+    report = page.locator("#class-report")
+    expect(report).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#class-updated")).to_contain_text(f"nobody uses for {LIMITS.idle_days:g} days")
+    page.once("dialog", lambda dialog: dialog.dismiss())  # changed their mind: nothing happens
+    page.locator("#class-close").click()
+    expect(report).to_be_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#class-close").click()
+    expect(page.locator("#class-closed")).to_contain_text("Closing is closed", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#class-teacher")).to_be_hidden()
+
+    page.goto(join_link)
+    open_tab(page, "Class")
+    page.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
+    page.locator("#class-join").click()
+    expect(page.locator(".toast-body")).to_contain_text("No class has this join code", timeout=RUN_TIMEOUT_MS)
