@@ -15,13 +15,16 @@ def offline() -> HubProbe:
 
 def test_choices_that_cannot_load_are_marked(offline, tiny_mlm_dir):
     choices = [("bert-base-uncased", "bert-base-uncased"), ("bert-base-cased", "bert-base-cased"),
-               ("embedded", embedded.EMBEDDED_MLM_NAME), ("folder", str(tiny_mlm_dir))]
+               ("embedded", embedded.EMBEDDED_MLM_NAME), ("folder", str(tiny_mlm_dir)),
+               ("a fine-tuned run", "ft:20261201-120000-abc"), ("a pretraining run", "run:20261201-120000-def")]
     labels = [label for label, _ in availability.label_choices(choices, "bert-base-uncased", offline)]
-    assert labels == [
+    assert labels == [  # this server's runs load whatever the hub does (D8: "ft:" runs were marked unavailable)
         f"bert-base-uncased ({availability.STAND_IN})",
         f"bert-base-cased ({availability.UNAVAILABLE})",
         "embedded",
         "folder",
+        "a fine-tuned run",
+        "a pretraining run",
     ]
     assert not availability.can_load_now("bert-base-cased", offline)
     assert availability.can_load_now(embedded.EMBEDDED_MLM_NAME, offline) and availability.can_load_now(str(tiny_mlm_dir), offline)

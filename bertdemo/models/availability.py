@@ -15,7 +15,7 @@ from pathlib import Path
 from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import path_exists
-from bertdemo.models.run_refs import RUN_PREFIX
+from bertdemo.models.run_refs import FINETUNE_PREFIX, RUN_PREFIX
 from bertdemo.models.twins import TWIN_NAMES
 
 CASED_TOKENIZER_NAME = "embedded/wordpiece-cased-wiki"
@@ -38,8 +38,8 @@ def in_local_cache(repo_id: str) -> bool:
 def is_hub_id(name: str) -> bool:
     """A name loaded from the model hub (not embedded, not a local folder)."""
     name = (name or "").strip()
-    return (bool(name) and name not in _EMBEDDED and not name.startswith(RUN_PREFIX)  # "run:<id>": a run here
-            and not path_exists(name))
+    return (bool(name) and name not in _EMBEDDED  # "run:<id>", "ft:<id>": a run of this server
+            and not name.startswith((RUN_PREFIX, FINETUNE_PREFIX)) and not path_exists(name))
 
 
 def can_load_now(name: str, hub: HubProbe) -> bool:
