@@ -25,7 +25,7 @@ from bertdemo.models import availability
 from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.pretrain_tab import OWNER_KEY
 
 if TYPE_CHECKING:
@@ -90,6 +90,11 @@ def ask(answer: dict | None, progress: Any) -> tuple:
             gr.update(value=earlier if not choice else None, visible=not choice),
             predictions.verdict(record, question) if record else "",
             gr.update(visible=True if record else "hidden"), line)
+
+
+REFUSED = ("**This sentence was refused** (the message at the top right says why). Change the sentence and press "
+           "Enter: the step's question and its choices come back with the answer for your new sentence.")
+REFUSED_PROMPT = "No guess to make yet: the step waits for a sentence it can answer."
 
 
 def reveal(record: dict, question: dict, progress: Any) -> tuple:
@@ -189,9 +194,6 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             step = gr.Dropdown([(learn_steps.step_label(s), s.key) for s in learn_steps.STEPS],
                                value=learn_steps.STEP_KEYS[0], label="Step", scale=3, min_width=240,
                                elem_id="learn-step")
-        with gr.Row():
-            back = gr.Button("◀ Previous", size="sm", elem_id="learn-prev", min_width=100)
-            forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="learn-next", min_width=100)
         question = gr.Markdown(elem_id="learn-question")
         with gr.Group(elem_id="learn-predict"):
             prompt = gr.Markdown(elem_id="learn-predict-prompt", padding=True)
@@ -204,6 +206,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         with gr.Column(visible="hidden", elem_id="learn-reveal") as revealed:  # until a guess or "just show me"
             verdict = gr.Markdown(elem_id="learn-verdict")
             answer = gr.Markdown(elem_id="learn-answer")
+        with gr.Row():  # after the answer: a keyboard user reads, then moves on (Tab goes forward, never back up)
+            back = gr.Button("◀ Previous", size="sm", elem_id="learn-prev", min_width=100)
+            forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="learn-next", min_width=100)
         open_button = gr.Button("Keep exploring ▶", variant="secondary", elem_id="learn-open")
         with gr.Accordion("Show the code", open=False, elem_id="learn-code-panel"):
             code = gr.Code(language="python", interactive=False, show_label=False, elem_id="learn-code")
@@ -223,9 +228,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         draw = dict(fn=draw_step, inputs=[raw, progress], outputs=drawn, api_visibility="private",
                     show_progress_on=[question], **lanes.LIGHT)  # formatting: behind no forward of another visitor
 
-        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why)
-            return (gr.skip(), "", "", gr.skip(), "", gr.update(choices=[], value=None), gr.update(value=None), "",
-                    gr.update(visible="hidden"), gr.skip())
+        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why) and says so
+            return (REFUSED, "", "", gr.skip(), REFUSED_PROMPT, gr.update(choices=[], value=None),
+                    gr.update(value=None), "", gr.update(visible="hidden"), gr.skip())
 
         # a pick in the list (.input: the page's own writes of the step — a link, Previous / Next — answer
         # through their own events, so a link to a step costs one request, not two); named first: /learn_step

@@ -212,6 +212,11 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
     expect(page.locator(".toast-body")).to_contain_text("the learning path shows at most", timeout=TIMEOUT_MS)
     expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
+    # the emptied step says why its question and guess are gone, and how to bring them back (D13)
+    expect(page.locator("#learn-question")).to_contain_text("This sentence was refused", timeout=TIMEOUT_MS)
+    # Previous / Next come after the answer: a keyboard user reveals, reads, then tabs forward to Next (D14)
+    assert page.evaluate("() => !!(document.querySelector('#learn-answer').compareDocumentPosition("
+                         "document.querySelector('#learn-next')) & Node.DOCUMENT_POSITION_FOLLOWING)")
 
 
 def test_step_9_table_reads_at_phone_width(_browser, app_url):
