@@ -124,6 +124,19 @@ def test_view_csv_round_trip(tiny_loaded):
     np.testing.assert_allclose(np.array([[float(v) for v in r[1:]] for r in rows[1:]]), view.matrix, atol=1e-6)
 
 
+def test_a_view_as_plain_values_holds_its_numbers_and_labels(tiny_loaded):
+    import json
+
+    result = attention.compute(tiny_loaded, "The cat sat.", "It purred.")
+    view = attention.select_view(result, 1, 0, hide_special=True, direction="A->B")
+    plain = attention.as_plain(result, view)
+    assert json.loads(json.dumps(plain)) == plain  # plain JSON values
+    assert (plain["rows"], plain["columns"], plain["view"]) == (view.row_labels, view.labels, "Layer 1, head 0 · A->B")
+    assert (plain["layers"], plain["heads"], plain["tokens"]) == (2, 2, result.tokens)
+    np.testing.assert_allclose(plain["weights"], view.matrix, atol=5e-7)  # 6 decimals
+    assert plain["renormalised"] and 0 < plain["removed"] < 1 and plain["direction"] == "A->B"
+
+
 # --- head ablation ------------------------------------------------------------------------------
 
 

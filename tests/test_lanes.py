@@ -26,8 +26,8 @@ def test_tokenizer_endpoints_run_in_the_light_lane_without_a_limit(demo, api_nam
     assert (fn.concurrency_id, fn.concurrency_limit) == ("light", None)
 
 
-@pytest.mark.parametrize("api_name", ["attention", "attention_rollout", "inside_embeddings", "inside_layer",
-                                      "logit_lens", "mlm_loss", "param_breakdown"])
+@pytest.mark.parametrize("api_name", ["attention", "attention_weights", "attention_rollout", "inside_embeddings",
+                                      "inside_layer", "logit_lens", "mlm_loss", "param_breakdown"])
 def test_attention_and_inside_share_one_bounded_lane(demo, api_name):
     fn = _by_api_name(demo)[api_name]
     assert (fn.concurrency_id, fn.concurrency_limit) == ("views", "default")

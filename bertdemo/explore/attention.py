@@ -8,7 +8,8 @@ list (as bertviz's ``format_attention`` does). Views cut it for the page:
   A ↔ B filter (all, A->B, B->A) as bertviz's ``sentence_b_start`` offers;
 - :func:`rollout` attention rollout (Abnar & Zuidema 2020) and :func:`rollout_view`;
 - :func:`token_across_layers` where one token looks in every layer (mean over heads);
-- :func:`view_csv` the numbers of any view as CSV text.
+- :func:`view_csv` the numbers of any view as CSV text; :func:`as_plain` a view as plain values (the API,
+  the MCP tool).
 
 Token positions are always the original indices in ``input_ids`` ([CLS] = 0), also when
 specials are hidden, so "5: it" is the same token in every view.
@@ -315,3 +316,13 @@ def view_csv(view: AttentionView) -> str:
     for label, row in zip(view.row_labels, view.matrix):
         writer.writerow([label, *(f"{v:.6f}" for v in row)])
     return buf.getvalue()
+
+
+def as_plain(result: AttentionResult, view: AttentionView) -> dict:
+    """A view as plain values: the model and its shape, the rows (tokens attending) and columns (tokens attended
+    to), labelled by original position, and the weights (rows x columns, 6 decimals as in :func:`view_csv`)."""
+    return {"model": result.model_name, "layers": result.num_layers, "heads": result.num_heads,
+            "tokens": list(result.tokens), "view": view.title, "rows": view.row_labels, "columns": view.labels,
+            "weights": np.round(np.asarray(view.matrix, dtype=np.float64), 6).tolist(),
+            "renormalised": view.renormalised, "removed": round(view.removed, 6), "direction": view.direction,
+            "causal": result.causal}

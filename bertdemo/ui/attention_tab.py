@@ -133,6 +133,27 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return heatmap, path, info, result, path
 
     @user_errors
+    def attention_weights(text: str, text_pair: str = "", model: str = "", layer: int = 0, head: int = 0,
+                          mean: bool = False, hide: bool = False, renorm: bool = True, direction: str = "all") -> dict:
+        """One layer and head's attention weights as numbers (the MCP tool ``attention``): each row is one token's
+        weights over the tokens it attends to, summing to 1.
+
+        Args:
+            text: Sentence A, at most 128 tokens with sentence B.
+            text_pair: Sentence B (optional): the pair is encoded as [CLS] A [SEP] B [SEP].
+            model: A hub id, an embedded model or a run's checkpoint; empty: the server's default model.
+            layer: The layer, from 0 (the first) to the model's number of layers - 1.
+            head: The head within the layer, from 0 to the model's number of heads - 1 (ignored when mean is true).
+            mean: True for the mean over the layer's heads instead of one head.
+            hide: True to leave out [CLS] and [SEP] (rows and columns).
+            renorm: With hide: rescale each row to sum to 1 over the tokens that remain.
+            direction: Which rows and columns: "all", "A->B" (sentence A's tokens attending to B's) or "B->A".
+        """
+        result = attention.compute(store.get(model), text, text_pair)
+        view = attention.select_view(result, int(layer), None if mean else int(head), hide, renorm, direction)
+        return {**attention.as_plain(result, view), "about": heatmaps.attention_info(result, view, hide)}
+
+    @user_errors
     def run_rollout(text, text_pair, model, layer=-1, hide=False, renorm=True, direction="all", progress=gr.Progress()):
         """Rollout through ``layer`` (-1, or beyond the last layer: through the last layer)."""
         loaded = store.get(model, progress=progress_callback(progress))
@@ -333,6 +354,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         rollout_layer = gr.Number(-1, precision=0, visible=False)  # API only: -1 = through the last layer
         rollout_button = gr.Button(visible=False)
         api_button = gr.Button(visible=False)  # /attention: plain figures for API callers
+        # /attention_weights: the numbers of one view, no State (the MCP tool: bertdemo/ui/mcp_tools.py)
+        gr.api(attention_weights, api_name="attention_weights", **lanes.VIEWS)
         state = gr.State(None)
         drawn_state = gr.State(None)  # what the page shows: the keys of each view, the overview's pixels
         folder_state = gr.State(None, delete_callback=_remove_dir)

@@ -59,6 +59,18 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     def run_fill_mask(text: str, text_pair: str, model: str, top_k: float, targets: str,
                       second_model: str = NO_SECOND, whole_words: bool = False, fast: bool = False,
                       progress=gr.Progress()):
+        """The model's top-k words and probabilities for each [MASK] (the API's and the MCP tool's ``fill_mask``).
+
+        Args:
+            text: The text with one or more [MASK] (at most 20), whatever the model's own mask token is.
+            text_pair: Sentence B (optional): the pair is encoded as [CLS] A [SEP] B [SEP], B as segment 1.
+            model: The masked-LM that answers: a hub id, an embedded model or a run's checkpoint.
+            top_k: How many words to list for each [MASK], 1 to 50.
+            targets: Words whose probability to give at each mask even outside the top-k, comma-separated (optional).
+            second_model: Another masked-LM to answer the same text beside the first (optional; empty: none).
+            whole_words: True to let a mask stand for a word of 1 to 3 pieces, ranked by pseudo-log-likelihood.
+            fast: True for int8 weights on the CPU: sooner, with probabilities a little different.
+        """
         names = [availability.requested_name(store, model)]
         if (second_model or "").strip():
             names.append(second_model.strip())
@@ -113,11 +125,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         notice = gr.Markdown(elem_id="fm-notice")
         with gr.Row():
             text = gr.Textbox(label="Text with [MASK]", value=EXAMPLES[0][0], lines=2, max_lines=8, elem_id="fm-text")
-            text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", lines=2, max_lines=8)
+            text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", value="", lines=2, max_lines=8)
         with gr.Row():
             top_k = gr.Slider(1, input_limits.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
             targets = gr.Textbox(
-                label="Target words (optional, comma-separated)",
+                label="Target words (optional, comma-separated)", value="",
                 placeholder="meet, see",
                 info=f"Their probability at each mask, even outside the top-k (at most {input_limits.MAX_TARGETS} "
                      f"words of {input_limits.MAX_TARGET_CHARS} characters).",

@@ -79,6 +79,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "fill_mask": MODEL, "run_fill_mask": MODEL, "refresh_second": LIGHT,
     # Attention: one forward; the controls redraw the held result
     "attention": MODEL, "show": MODEL, "attention_rollout": MODEL, "head_ablation": MODEL,
+    "attention_weights": MODEL,  # the MCP tool's endpoint: one view's numbers
     "redraw": LIGHT, "make_csvs": LIGHT, "shape_sliders": LIGHT, "pick": LIGHT,
     # Inside BERT
     "inside_embeddings": MODEL, "inside_layer": MODEL, "logit_lens": MODEL, "mlm_loss": MODEL, "handler": MODEL,

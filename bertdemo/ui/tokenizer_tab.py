@@ -57,6 +57,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
     @user_errors
     def run_tokenize(text: str, text_pair: str, model: str):
+        """The tokens as the page shows them (chips, counts, and a table of ids, segments and mask per token).
+
+        Args:
+            text: Sentence A, the text to tokenize.
+            text_pair: Sentence B (optional): the pair is encoded as [CLS] A [SEP] B [SEP], B as segment 1.
+            model: The model whose tokenizer answers: a hub id, an embedded model or a run's checkpoint.
+        """
         who, table = _table(store, model, text, text_pair)
         stats = render_stats(table) + f"\n\n*Tokenizer:* **{who}**"
         return render_chips(table), stats, table_rows(table)
@@ -104,7 +111,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     @user_errors
     def encode(text: str, text_pair: str = "", model: str = "") -> dict:
         """What `tokenizer(text, text_pair)` returns in a notebook — input_ids, token_type_ids,
-        attention_mask — with the tokens and the model whose tokenizer answered."""
+        attention_mask — with the tokens and the model whose tokenizer answered.
+
+        Args:
+            text: Sentence A, the text to encode.
+            text_pair: Sentence B (optional): the pair is encoded as [CLS] A [SEP] B [SEP], B as segment 1.
+            model: The model whose tokenizer answers; empty: the server's default model.
+        """
         who, table = _table(store, model, text, text_pair)
         return {"tokenizer": who, "tokens": [r.token for r in table.rows], **table.encoding(),
                 "truncated": table.truncated}

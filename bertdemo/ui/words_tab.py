@@ -92,7 +92,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     @user_errors
     def word_in_context(word: str, sentences: str, model: str = "") -> dict:
         """The word's cosine between every two sentences at every layer, the layer's random-word baseline and the
-        static vector's cosine. ``sentences``: one per line, optionally ``sense | sentence``."""
+        static vector's cosine.
+
+        Args:
+            word: The word to follow, as it is written in every sentence.
+            sentences: 2 to 12 sentences holding the word, one per line, each optionally "sense | sentence".
+            model: The model whose hidden states are compared; empty: the server's default model.
+        """
         return wic.as_plain(wic.similarities(load(model), word, sentences))
 
     @user_errors

@@ -226,6 +226,7 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "tokenize": [LONG_TEXT, LONG_TEXT, EMBEDDED],
     "fill_mask": HEAVY_FILL_MASK,
     "attention": [SENTENCE_128, "", EMBEDDED, 5, 11, False, False, True, "all"],
+    "attention_weights": [SENTENCE_128, "", EMBEDDED, 5, 11, False, False, True, "all"],
     "attention_rollout": [SENTENCE_128, "", EMBEDDED, -1, False, True, "all"],
     "head_ablation": [SENTENCE_128, "", EMBEDDED, ", ".join(f"{l}:{h}" for l in range(6) for h in range(12)), 50,
                       "cat, dog, mat"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 
+import numpy as np
 import pytest
 
 from bertdemo.ui.mcp_tools import READ_ONLY_VIEWS
@@ -84,3 +85,44 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
     assert too_long.isError and "at most 50 characters" in " ".join(texts(too_long))
     for refused, name in ((start, "start_run"), (delete, "delete_run")):
         assert refused.isError and f"Unknown tool for this Gradio app: {name}" in " ".join(texts(refused))
+
+
+# each tool's required arguments, with a value: a call with only these must answer
+MINIMAL = {
+    "encode": {"text": "Tokenization is fun"},
+    "tokenize": {},
+    "fill_mask": {},
+    "attention": {"text": "The cat sat on the mat."},
+    "word_in_context": {"word": "bank", "sentences": "I sat by the river bank.\nThe bank lent me money."},
+}
+NATURAL = {"text": "the [MASK] of france is paris.", "top_k": 5}  # an assistant's first fill_mask call
+
+
+def test_every_tool_answers_only_its_required_arguments_with_the_page_apis_numbers(mcp_app, app_model_dir):
+    """One session: each tool with only its required arguments (and fill_mask as an assistant first calls it),
+    every parameter described; each answer holds the numbers the page's API gives for the same input."""
+    from gradio_client import Client
+
+    from .api import as_array, plotly_figure
+
+    calls = [*MINIMAL.items(), ("fill_mask", NATURAL)]
+    tools, results = session_calls(mcp_app, calls)
+    failed = {f"{name} {sorted(args)}": texts(result) for (name, args), result in zip(calls, results)
+              if result.isError}
+    assert failed == {}
+    assert {t.name: sorted(t.inputSchema.get("required", [])) for t in tools} == \
+        {name: sorted(args) for name, args in MINIMAL.items()}
+    assert [f"{t.name}.{p}" for t in tools for p, spec in t.inputSchema["properties"].items()
+            if not spec.get("description")] == []
+    encoded, tokenized, filled, attended, similar, natural = (ast.literal_eval(texts(r)[0]) for r in results)
+
+    api = Client(mcp_app, verbose=False)
+    assert encoded == api.predict(*MINIMAL["encode"].values(), api_name="/encode")
+    assert tokenized[2]["data"] == api.predict(api_name="/tokenize")[2]["data"]  # ids, segments, mask per token
+    assert filled[3] == api.predict(api_name="/fill_mask")[3]  # every mask's top-k words and probabilities
+    assert natural[3] == api.predict(NATURAL["text"], top_k=NATURAL["top_k"], api_name="/fill_mask")[3]
+    assert similar == api.predict(*MINIMAL["word_in_context"].values(), api_name="/word_in_context")
+    heatmap = plotly_figure(api.predict(MINIMAL["attention"]["text"], "", app_model_dir, 0, 0, False, False, True,
+                                        "all", api_name="/attention")[0])["data"][0]
+    assert (attended["rows"], attended["columns"]) == (heatmap["y"], heatmap["x"])
+    np.testing.assert_allclose(attended["weights"], as_array(heatmap["z"]), atol=5e-7)  # 6 decimals, as the CSV
