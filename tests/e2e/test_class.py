@@ -62,6 +62,8 @@ def _student_joins(page: Page, join_link: str, nickname: str) -> Page:
     student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
     student.goto(join_link)
     open_tab(student, "Class")  # the link opens it (test_each_link_opens_the_class_tab_where_its_user_acts)
+    expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
+        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in
     box = student.locator("#class-nickname input, #class-nickname textarea").first
     expect(box).to_be_visible(timeout=RUN_TIMEOUT_MS)
     box.fill(nickname)
@@ -161,3 +163,36 @@ def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(bro
     expect(student.locator("#class-joined img, #class-joined a")).to_have_count(0)
     assert len(report.locator("table").first.locator("tbody tr").all()) == 2  # no row split or added
     assert [url for url in asked if url.startswith(NICK_HOST)] == []
+
+
+FORGED_PROGRESS = ('{"answers": {"order": {"question": "order.shuffle-without-positions", "guess": "Yes",'
+                   ' "truth": "FORGED TRUTH", "correct": true}}, "concept": {}}')
+
+
+def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: Page, app_url: str):
+    """F3 / D17 in the page: a member's Learn guess reaches the teacher's view graded against the model's answer the
+    server computes; a step the browser claims was answered right (its localStorage written by hand) is no answer."""
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, "Graded")
+    student = _student_joins(page, join_link, "Ada")
+    student.evaluate(f"() => localStorage.setItem('bertdemo-learn-progress', {FORGED_PROGRESS!r})")
+    student.reload()  # the join link again: it opens the Class tab, then the student goes to Learn
+    class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first
+    expect(class_tab).to_have_attribute("aria-selected", "true", timeout=RUN_TIMEOUT_MS)
+    expect(student.locator("#class-joined")).to_contain_text("You are in Graded as Ada", timeout=RUN_TIMEOUT_MS)
+    open_tab(student, "Learn")
+    expect(student.locator("#learn-predict-prompt")).to_contain_text("How many tokens", timeout=RUN_TIMEOUT_MS)
+    student.locator("#learn-guess-number input").fill("999")
+    student.click("#learn-check-guess")
+    expect(student.locator("#learn-verdict")).to_contain_text("Not this time", timeout=RUN_TIMEOUT_MS)
+    truth = re.search(r"(\d+) tokens:", student.locator("#learn-verdict").inner_text()).group(1)
+
+    page.goto(teacher_link)
+    answers = page.locator("#class-report table").nth(2)
+    expect(answers).to_contain_text("embeddings · embeddings.token-count", timeout=RUN_TIMEOUT_MS)
+    row = answers.locator("tbody tr")
+    expect(row).to_have_count(1)  # the forged "order" answer is none
+    expect(row.locator("td")).to_have_text(["embeddings · embeddings.token-count", "0", "1", truth, "999 × 1"])
+    expect(page.locator("#class-report")).not_to_contain_text("FORGED")
