@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo import compat
     from bertdemo.asset_cache import AssetCache
     from bertdemo.frontend_patch import FrontendPatch, patched_scripts
+    from bertdemo.long_links import LongLinks
     from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
     from bertdemo.ui.plotly_figure import plotly_js
@@ -200,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     # the page's script, style and font files (and plotly.js) read and compressed once, not at every open
     assets = Middleware(AssetCache, enabled=auth is None, files=[str(plotly_js())])
     fixes = Middleware(FrontendPatch, scripts=patched_scripts(compat.frontend_assets()))  # the page's status pass
+    links = Middleware(LongLinks)  # a link too long for the page's own requests: its long values dropped, named
     demo.queue(default_concurrency_limit=args.concurrency, max_size=args.max_queue)
     share_per_visitor(demo, ctx.settings.traffic)  # each visitor's events in the queue, sessions in memory
     poll_less(demo)  # the queue looks for work every 5 ms when it has none, not every 1 ms
@@ -207,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        app_kwargs={"middleware": [links, assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
         mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
         # no "run history" in the browser: gradio's page would parse and rewrite up to 100 past answers in
         # localStorage at every message of every public event (about 45 ms of page CPU a click, growing as a

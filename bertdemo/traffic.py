@@ -43,6 +43,9 @@ ADDRESS_HEADER = "x-bertdemo-address"  # set by the door on every request: the a
 MEMBER_COOKIE = "bertdemo-class-member"  # the page's class membership (a signed member token)
 MEMBER_HEADER = "x-bertdemo-class-member"  # the same, as an API client sends it
 MEMBER_PREFIX = "member:"  # a visitor key naming a class member (never an address: no address holds "m:")
+# a 413 counts bytes, a text box characters: a paste in Japanese is refused long before its character limit
+BYTES_ADVICE = ("Text in most non-Latin scripts takes 2 to 4 bytes a character, so fewer characters fit: send less, "
+                "or, for many labelled lines, upload them as a CSV / TSV file.")
 DRAIN_BYTES = 256 * 2**20  # an oversized body is read and dropped up to this much, so its sender gets the 413
 
 
@@ -191,8 +194,9 @@ class RequestLimits:
         declared = _content_length(scope)
         if declared is not None and declared > cap:
             await _drain(receive, DRAIN_BYTES)  # read and dropped, never parsed: the client then hears the answer
-            await _answer(send, 413, f"This request is {_size(declared)}; this server takes at most "
-                                     f"{_size(cap)} per request.")
+            size, most = _sizes(declared, cap)
+            await _answer(send, 413, f"This request is {size}; this server takes at most {most} per request. "
+                                     f"{BYTES_ADVICE}")
             return
         if upload:
             why = self.budget.refusal(address, declared or cap)
@@ -214,12 +218,25 @@ class RequestLimits:
         try:
             await self.app(scope, counted_receive, send)
         except _TooLarge:
-            await _answer(send, 413, f"This request is over {_size(cap)}, the most this server takes per request.")
+            await _answer(send, 413, f"This request is over {_size(cap)}, the most this server takes per request. "
+                                     f"{BYTES_ADVICE}")
 
 
-def _size(n_bytes: int) -> str:
-    """e.g. "5 KB", "20.0 MB"."""
-    return f"{n_bytes / 2**20:.1f} MB" if n_bytes >= 2**20 else f"{max(1, round(n_bytes / 1024))} KB"
+def _size(n_bytes: int, places: int = 0) -> str:
+    """e.g. "5 KB", "20.0 MB" (``places`` more decimals)."""
+    if n_bytes >= 2**20:
+        return f"{n_bytes / 2**20:.{1 + places}f} MB"
+    return f"{max(1, round(n_bytes / 1024))} KB" if not places else f"{n_bytes / 1024:.{places}f} KB"
+
+
+def _sizes(n_bytes: int, cap: int) -> tuple[str, str]:
+    """A request's size and the cap it is over, printed as far as they differ ("2.03 MB" and "2.00 MB", not
+    "2.0 MB" twice)."""
+    for places in range(3):
+        size, most = _size(n_bytes, places), _size(cap, places)
+        if size != most:
+            return size, most
+    return f"{n_bytes:,} bytes", f"{cap:,} bytes"
 
 
 class _TooLarge(Exception):

@@ -157,3 +157,94 @@ def test_the_result_says_when_a_lead_is_within_the_spread_and_escapes_label_name
     assert "+60 points against the bag of words: beyond the spread" in text
     assert "random weights of the same shape" in text and "<b>" not in text
     assert "| fine-tuned | **70%** | ±10% | 75% · 50% · 100% · 50% · 75% |" in text
+
+
+# --- inputs read as a person means them (issue 52) ---------------------------------------------------------------
+
+MORE_SENTENCES = "".join(f"\n{city}\tLOC\nok\tO\n" for city in ("Rome", "Lyon", "Nice", "Oslo"))
+
+
+def _rows(n: int = 4) -> str:
+    return "label,text\n" + "".join(f"{label},{label} thing number {i}\n" for label in ("pos", "neg") for i in range(n))
+
+
+@pytest.mark.parametrize("encoding, bom", [("utf-8", b"\xef\xbb\xbf"), ("utf-16-le", b"\xff\xfe"),
+                                           ("utf-16-be", b"\xfe\xff")])
+def test_excels_csv_utf8_with_a_bom_and_utf16_files_are_read_by_their_bom(tmp_path, encoding, bom):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(bom + (_rows() + "pos,café au lait\n").encode(encoding))
+    data = read_table(path, cache_dir=tmp_path)
+    assert data.names == ["neg", "pos"] and data.counts() == {"neg": 4, "pos": 5}
+    assert data.texts[-1] == "café au lait"
+    assert data.source == "file excel.csv, 9 rows: column 'text' (text) and 'label' (label)"
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_the_line_and_the_rule(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes((_rows() + "pos,café au lait\n").encode("latin-1"))  # Excel's plain "CSV" on Windows
+    with pytest.raises(ValueError) as err:
+        read_table(path, cache_dir=tmp_path)
+    assert str(err.value).startswith("line 10: byte 0xE9 is not UTF-8")
+    assert "CSV UTF-8" in str(err.value) and "generating the dataset" not in str(err.value)
+
+
+def test_a_semicolon_separated_csv_is_read_and_says_so(tmp_path):
+    path = tmp_path / "semicolon.csv"  # Excel's CSV where the decimal mark is a comma
+    path.write_text(_rows().replace(",", ";") + "pos;one, two and three\n")
+    data = read_table(path, cache_dir=tmp_path)
+    assert data.counts() == {"neg": 4, "pos": 5} and data.texts[-1] == "one, two and three"
+    assert data.source == ("file semicolon.csv, 9 rows (separated by semicolons): column 'text' (text) and "
+                           "'label' (label)")
+    one = tmp_path / "one.csv"
+    one.write_text("label text\npos x\n")
+    with pytest.raises(ValueError, match="separated by commas"):  # the rule a one-column header breaks
+        read_table(one, cache_dir=tmp_path)
+
+
+def test_a_pasted_bom_never_reaches_a_label_or_a_tag():
+    data = parse_lines("\ufeff" + lines(two_labels(4)))
+    assert data.names == ["neg", "pos"]
+    words = own_data.parse_words("\ufeffParis\tLOC\nis\tO\nbig\tO\n" + MORE_SENTENCES)
+    assert words.names == ["LOC", "O"] and words.words[0][0] == "Paris"
+
+
+def test_copies_of_one_text_are_counted_grouped_and_named():
+    pairs = two_labels(4) + [("pos", "Good  THING 0"), ("pos", "good thing 0"), ("neg", "bad thing 3")]
+    data = parse_lines(lines(pairs))
+    groups = data.groups()
+    assert groups[8] == groups[9] == groups[0] and groups[10] == groups[7]  # case and spacing ignored
+    assert len(set(groups)) == 8 and data.copies() == 3
+    assert data.source == "11 pasted lines (3 copies of an earlier line: each text's copies are held out together)"
+    assert parse_lines(lines(two_labels(4))).copies() == 0
+
+
+def test_a_label_needs_four_different_texts_not_four_copies():
+    with pytest.raises(ValueError) as err:
+        parse_lines(lines([("good", "good film")] * 20 + [("bad", "bad film")] * 20))
+    assert str(err.value) == ("line 1: label 'good' has 20 examples but 1 different text; each label needs at least "
+                              "4 different texts (2 labels have fewer).")
+
+
+def test_copied_sentences_of_word_labels_are_grouped():
+    sentence = "Paris\tLOC\nis\tO\n"
+    data = own_data.parse_words(sentence + "\n" + sentence.upper() + MORE_SENTENCES)
+    assert data.groups() == [0, 0, 2, 3, 4, 5] and data.copies() == 1  # case aside
+    assert data.source == ("6 pasted sentences (12 words; 1 copy of an earlier sentence: each sentence's copies are "
+                           "held out together)")
+
+
+@pytest.mark.parametrize("word, shown", [("\u200b", "U+200B"), ("\x00", "U+0000"), ("\ufeff", "U+FEFF"),
+                                         ("\u200b\u200c", "U+200B U+200C")])
+def test_a_word_the_model_reads_nothing_of_is_refused_at_its_line(word, shown):
+    with pytest.raises(ValueError) as err:
+        own_data.parse_words(f"Paris\tLOC\n{word}\tO\nis\tO\n" + MORE_SENTENCES)
+    assert str(err.value) == (f"line 2: the word '{shown}' has no character the model reads (only invisible or "
+                              "control characters); write a word or remove the line.")
+
+
+def test_word_labels_need_five_different_sentences_one_for_each_fold():
+    sentence = "Paris\tLOC\nRome\tLOC\nis\tO\nbig\tO\n"
+    with pytest.raises(ValueError) as err:
+        own_data.parse_words("\n".join([sentence] * 6 + ["Lyon\tLOC\nNice\tLOC\nso\tO\nok\tO\n"]))
+    assert str(err.value) == ("Only 2 different sentences (5 copies of an earlier one); word labels need at least 5 "
+                              "different sentences, one for each fold of the cross-validation.")

@@ -15,17 +15,17 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.own_data import OwnData, parse_lines
 from bertdemo.finetune.own_eval import (FOLDS, compare, majority_predict, stratified_folds, split_three)
-from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, is_own, own_request
+from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, OwnRun, is_own, own_request
 from bertdemo.finetune.own_export import model_zip
 from bertdemo.settings import ServerSettings
 from tests.helpers import WORDS, run_services, tiny_finetune_config
 
 
 def word_data(n_per_class: int, seed: int = 0) -> OwnData:
-    """Two labels, each sentence naming two words of its class (the tests' learnable task)."""
+    """Two labels, each sentence naming two words of its class (the tests' learnable task), each sentence different."""
     rng = random.Random(seed)
-    rows = [(name, f"the {rng.choice(WORDS[name])} and the {rng.choice(WORDS[name])} are here .")
-            for name in WORDS for _ in range(n_per_class)]
+    rows = [(name, f"the {rng.choice(WORDS[name])} and the {rng.choice(WORDS[name])} are here{i} .")
+            for name in WORDS for i in range(n_per_class)]
     rng.shuffle(rows)
     return parse_lines("\n".join(f"{label}\t{text}" for label, text in rows))
 
@@ -61,6 +61,47 @@ def test_the_split_from_200_examples_is_stratified_seeded_and_disjoint():
     assert not set(train) & set(val) and not set(val) & set(test) and not set(train) & set(test)
     assert sum(labels[i] for i in test) == 12  # 40 % of the test split, as in the whole
     assert (train, val, test) == split_three(labels, seed=0)
+
+
+def test_copies_of_one_text_share_a_fold_and_a_side_of_the_split():
+    labels = [0] * 30 + [1] * 30
+    groups = [i - i % 3 for i in range(60)]  # each text three times
+    folds = stratified_folds(labels, 5, seed=0, groups=groups)
+    assert all(folds[i] == folds[groups[i]] for i in range(60))
+    assert sorted(folds.count(k) for k in range(5)) == [12] * 5  # 20 texts of 3 copies: four a fold
+    assert folds != stratified_folds(labels, 5, seed=0)
+    assert stratified_folds(labels, 5, seed=0, groups=list(range(60))) == stratified_folds(labels, 5, seed=0)
+    labels, groups = [0] * 150 + [1] * 150, [i - i % 5 for i in range(300)]
+    parts = split_three(labels, seed=0, groups=groups)
+    side = {i: k for k, part in enumerate(parts) for i in part}
+    assert sorted(side) == list(range(300)) and all(side[i] == side[groups[i]] for i in range(300))
+    assert split_three(labels, seed=0, groups=list(range(300))) == split_three(labels, seed=0)
+
+
+def test_a_split_with_a_rare_label_is_made_not_failed():
+    labels = [0] * 196 + [1] * 4  # sklearn cannot stratify the 30 % left over by a label of one example in it
+    train, val, test = split_three(labels, seed=0)
+    assert sorted(train + val + test) == list(range(200)) and 1 in [labels[i] for i in train]
+
+
+def test_cross_validation_holds_out_copies_with_their_text(tiny_mlm_dir, tmp_path):
+    """Each text three times, its words its own: a held-out copy of a training line would hand the bag of words
+    its label (100 %); held out together, the bag of words has never seen the held-out words."""
+    rows = [(name, f"w{name[0]}{i}x and z{name[0]}{i}q") for name in ("fruit", "vehicle") for i in range(8)]
+    data = parse_lines("\n".join(f"{label}\t{text}" for label, text in rows * 3))
+    assert data.copies() == 32
+    said = OwnRun(tiny_finetune_config(tiny_mlm_dir), data, tmp_path / "said").snapshot().message
+    assert said == "Starting: 48 examples, 2 labels (32 copies of an earlier one, held out with it)…"
+    runs, _, service = _service(tmp_path)
+    run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=1), own=data)
+    assert run.join(300) and run.status == "finished", run.snapshot().message
+    result = json.loads((run.run_folder / RESULT_FILE).read_text())
+    folds = stratified_folds(data.labels, FOLDS, run.cfg.seed, groups=data.groups())
+    assert result["accuracy"]["majority"] == pytest.approx([
+        float(np.mean(majority_predict(np.asarray(data.labels)[np.asarray(folds) != k], 1)[0]
+                      == np.asarray(data.labels)[np.asarray(folds) == k])) for k in range(FOLDS)])
+    assert result["summary"]["bag_of_words"]["mean"] < 0.9  # it never saw a held-out text's words
+    assert "32 copies of an earlier line" in result["source"]
 
 
 def test_own_settings_read_one_source_and_take_this_tasks_defaults(tmp_path):

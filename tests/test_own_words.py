@@ -12,7 +12,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForTokenClassification, AutoTokenizer
+from transformers import AutoModelForTokenClassification, AutoTokenizer, BertForTokenClassification
 
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE, WORDS_EXAMPLE, looks_like_words, parse_words
@@ -25,12 +25,13 @@ from tests.helpers import WORDS, run_services, tiny_finetune_config
 
 
 def conll(n: int, seed: int = 0) -> str:
-    """``n`` sentences "the <fruit> and the <vehicle> go ." tagged O / FRUIT / VEHICLE (learnable by heart)."""
+    """``n`` different sentences "the <fruit> and the <vehicle> go<i> ." tagged O / FRUIT / VEHICLE (learnable by
+    heart)."""
     rng = random.Random(seed)
     out = []
-    for _ in range(n):
+    for i in range(n):
         fruit, vehicle = rng.choice(WORDS["fruit"]), rng.choice(WORDS["vehicle"])
-        pairs = [("the", "O"), (fruit, "FRUIT"), ("and", "O"), ("the", "O"), (vehicle, "VEHICLE"), ("go", "O"),
+        pairs = [("the", "O"), (fruit, "FRUIT"), ("and", "O"), ("the", "O"), (vehicle, "VEHICLE"), (f"go{i}", "O"),
                  (".", "O")]
         out.append("\n".join(f"{w}\t{t}" for w, t in pairs))
     return "\n\n".join(out) + "\n"
@@ -51,8 +52,9 @@ def test_word_labels_are_read_with_their_tags_and_told_from_sentence_labels(tmp_
     assert looks_like_words(WORDS_EXAMPLE) and not looks_like_words(SENTIMENT_EXAMPLE)
     auto, settings = own_request({"lines": WORDS_EXAMPLE}, None, tmp_path)
     assert auto.words == data.words and settings == OWN_DEFAULTS
-    said, _ = own_request({"lines": "pos\tgood\nneg\tbad\n" * 4, "label_per": "sentence"}, None, tmp_path)
-    assert said.texts[:2] == ["good", "bad"]  # two one-word columns, said to be sentence labels
+    said, _ = own_request({"lines": "".join(f"pos\tgood{i}\nneg\tbad{i}\n" for i in range(4)), "label_per": "sentence"},
+                          None, tmp_path)
+    assert said.texts[:2] == ["good0", "bad0"]  # two one-word columns, said to be sentence labels
 
 
 @pytest.mark.parametrize("text, refusal", [
@@ -149,3 +151,64 @@ def test_from_200_sentences_the_epochs_are_chosen_on_validation_and_test_reports
     assert result["finetuned"]["validation"] == pytest.approx(chosen["score"])  # the kept weights are the chosen
     assert 0 <= result["finetuned"]["test"] <= 1 and set(result) >= {"majority", "word_memory"}
     assert f"epoch {chosen['epoch']:g} chosen" in run.snapshot().message
+
+
+def test_a_word_with_no_wordpiece_is_named_not_called_too_long(tokenizer):
+    """U+200B, NUL, U+FEFF: BERT's tokenizer reads nothing of them, so such a word has no first piece; that is not
+    a sentence over the model's length."""
+    from bertdemo.finetune.own_data import OwnWords
+    from bertdemo.finetune.own_words import Words
+    from bertdemo.finetune.token_engine import tag_sentence
+    from tests.helpers import tiny_bert_config
+
+    data = OwnWords([["Paris", "is", "big"], ["Rome", "\u200b", "ok"]], [[0, 1, 1], [0, 1, 1]], ["LOC", "O"], "")
+    words = Words(data)
+    with pytest.raises(ValueError) as err:
+        words.prepare(tokenizer, 64, 64)
+    assert str(err.value) == ("sentence 2, word 2 ('U+200B') has no WordPiece: the model reads nothing of it (only "
+                              "invisible or control characters); remove its line.")
+    model = BertForTokenClassification(tiny_bert_config(num_labels=2)).eval()
+    with pytest.raises(ValueError) as err:
+        tag_sentence(model, tokenizer, "Ada \u200b \x00 \ufeff", max_len=64)
+    assert str(err.value) == ("Word 2 ('U+200B') has no WordPiece: the model reads nothing of it (only invisible or "
+                              "control characters); remove it.")
+
+
+def test_word_label_batches_are_bounded_by_pieces_with_the_same_loss_and_gradients(tokenizer, monkeypatch):
+    """Sentences of word labels are never cut (up to 200 words): a batch of 16 such sentences took the server from
+    1.5 to 3.1 GB. A batch over the piece budget is computed in parts, each weighted by its labelled pieces: the
+    loss and the gradients of the whole batch, no forward over the budget (training or predicting)."""
+    from bertdemo.finetune import own_words
+    from bertdemo.finetune.own_data import OwnWords
+    from tests.helpers import tiny_bert_config
+
+    monkeypatch.setattr(own_words, "MAX_BATCH_PIECES", 60, raising=False)
+    rng = random.Random(0)
+    words = [[rng.choice(WORDS["fruit"] + ["the", "a", "big"]) for _ in range(8 + 3 * s)] for s in range(6)]
+    tags = [[int(w in WORDS["fruit"]) for w in sentence] for sentence in words]
+    data = own_words.Words(OwnWords(words, tags, ["O", "FRUIT"], ""))
+    data.prepare(tokenizer, 64, 64)
+    torch.manual_seed(0)
+    model = BertForTokenClassification(tiny_bert_config(num_labels=2, hidden_dropout_prob=0.0,
+                                                        attention_probs_dropout_prob=0.0))
+    seen: list[int] = []  # pieces of each forward, padding included
+    model.bert.embeddings.register_forward_hook(lambda m, args, out: seen.append(out.shape[0] * out.shape[1]))
+    rows = list(range(6))
+    loss = data.loss_of(model, rows, tokenizer.pad_token_id)(rows)
+    loss.backward()
+    parts = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    assert len(seen) > 1 and max(seen) <= 60
+    model.zero_grad()
+    from bertdemo.finetune.token_engine import _batch, _piece_labels
+
+    items = [data.items[i] for i in rows]
+    whole = model(**_batch(items, tokenizer.pad_token_id, torch.device("cpu")),
+                  labels=_piece_labels(items, torch.device("cpu"))).loss
+    whole.backward()
+    assert float(loss.detach()) == pytest.approx(float(whole.detach()), rel=1e-5)
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            assert torch.allclose(parts[name], p.grad, atol=1e-6), name
+    seen.clear()
+    predicted = data.predict(model.eval(), rows, tokenizer.pad_token_id)
+    assert max(seen) <= 60 and [len(p) for p in predicted] == [len(w) for w in words]

@@ -5,8 +5,15 @@ line between sentences).
 
 Torch-free. Every refusal is a ``ValueError`` that names the line (or row) and the rule it breaks:
 at most :data:`MAX_EXAMPLES` examples, :data:`MAX_TEXT_CHARS` characters a text, :data:`MIN_LABELS`–
-:data:`MAX_LABELS` labels, at least :data:`MIN_PER_LABEL` examples of each. :func:`data_csv` writes the
-data back as CSV with every formula-like cell defused (a spreadsheet shows it as text).
+:data:`MAX_LABELS` labels, at least :data:`MIN_PER_LABEL` examples of each, and as many different texts.
+:func:`data_csv` writes the data back as CSV with every formula-like cell defused (a spreadsheet shows it as text).
+
+Read as a person means it: a file in UTF-8 with or without Excel's byte-order mark ("CSV UTF-8"), or UTF-16 /
+UTF-32 by its mark (any other bytes refused naming the line); a header that does not split on commas read on tabs
+or semicolons (a spreadsheet where the decimal mark is a comma); a byte-order mark pasted with the lines is never
+part of a label; copies of one text (case and spacing aside) are counted, said in the source and kept together
+by :meth:`OwnData.groups` (a held-out copy of a training line would score memory); a word the model reads nothing
+of (U+200B, NUL) is refused at its line.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,8 +40,16 @@ MAX_CONLL_SENTENCES = 5_000
 MAX_CONLL_WORDS = 200  # words a sentence (the model reads 64 pieces at most anyway)
 MAX_WORD_CHARS = 100
 MAX_TAGS = 20
+MIN_SENTENCES = 5  # different sentences of word labels: one a fold (own_eval.FOLDS), copies held out together
 HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$")
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+SEPARATORS = {",": "commas", "\t": "tabs", ";": "semicolons"}  # a header split by the first gives one column: the next
+# a file's text by its byte-order mark (Excel's "CSV UTF-8" starts with one; its "Unicode text" is UTF-16), else UTF-8;
+# UTF-32's marks first: they begin with UTF-16's
+BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xef\xbb\xbf", "UTF-8"),
+        (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+BOM = "\ufeff"  # pasted from such a file: never part of a label
+UNREAD_CATEGORIES = ("Cc", "Cf", "Mn")  # what BERT's tokenizer drops (controls, format characters; accents, uncased)
 HUB_UNREACHABLE = ("The Hugging Face hub is not reachable from this server, so a hub dataset cannot be read "
                    "here: paste label<TAB>text lines or upload a CSV / TSV file instead.")
 
@@ -55,9 +71,45 @@ class OwnData:
         counts = Counter(self.labels)
         return {name: counts[i] for i, name in enumerate(self.names)}
 
+    def groups(self) -> list[int]:
+        """Each example's group: the index of the first example with the same text (:func:`copy_key`), so the
+        folds and splits keep copies of one text together."""
+        return copy_groups(copy_key(text) for text in self.texts)
+
+    def copies(self) -> int:
+        """How many examples repeat the text of an earlier one."""
+        return len(self) - len(set(self.groups()))
+
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def copy_key(text: str) -> str:
+    """What makes two texts copies of one another: the same words, case and spacing aside."""
+    return " ".join(text.split()).casefold()
+
+
+def copy_groups(keys: Iterable[str]) -> list[int]:
+    """Each key's group: the index of its first occurrence."""
+    first: dict[str, int] = {}
+    return [first.setdefault(key, i) for i, key in enumerate(keys)]
+
+
+def copies_of(copies: int, unit: str = "one") -> str:
+    """e.g. "1 copy of an earlier line", "3 copies of an earlier one"."""
+    return f"{copies:,} cop{'y' if copies == 1 else 'ies'} of an earlier {unit}"
+
+
+def _copies_note(copies: int, unit: str, what: str) -> str:
+    """e.g. "3 copies of an earlier line: each text's copies are held out together" ("" when none)."""
+    return f"{copies_of(copies, unit)}: each {what}'s copies are held out together" if copies else ""
+
+
+def _with_notes(source: str, *notes: str) -> str:
+    """``source`` with its notes in brackets (the empty ones left out)."""
+    notes = tuple(note for note in notes if note)
+    return f"{source} ({'; '.join(notes)})" if notes else source
 
 
 def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
@@ -66,7 +118,7 @@ def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
     texts, raw = [], []
     first_of: dict[str, str] = {}
     for where, label, text in rows:
-        label, text = label.strip(), " ".join(text.split())
+        label, text = label.replace(BOM, "").strip(), " ".join(text.split())
         if len(texts) == MAX_EXAMPLES:
             raise ValueError(f"{where}: more than {MAX_EXAMPLES:,} examples; a run takes at most {MAX_EXAMPLES:,}.")
         if not label:
@@ -91,7 +143,20 @@ def checked(rows: Iterable[tuple[str, str, str]], source: str) -> OwnData:
     if len(first_of) < MIN_LABELS:
         raise ValueError(f"Only one label ({raw[0]!r}); a classifier needs {MIN_LABELS} to {MAX_LABELS} labels.")
     index = _enough_of_each(Counter(raw), first_of, "label", "has", "example")
+    different = Counter(label for label, _ in {(label, copy_key(text)) for label, text in zip(raw, texts)})
+    _enough_different(Counter(raw), different, first_of)
     return OwnData(texts, [index[label] for label in raw], sorted(first_of), source)
+
+
+def _enough_different(counts: Counter, different: Counter, first_of: dict[str, str]) -> None:
+    """Refuse a label with fewer than :data:`MIN_PER_LABEL` different texts (copies held out together would leave
+    the folds too few), naming where it first occurs."""
+    few = [label for label in first_of if different[label] < MIN_PER_LABEL]
+    if few:
+        label = few[0]
+        raise ValueError(f"{first_of[label]}: label {label!r} has {_plural(counts[label], 'example')} but "
+                         f"{_plural(different[label], 'different text')}; each label needs at least {MIN_PER_LABEL} "
+                         "different texts" + (f" ({len(few)} labels have fewer)." if len(few) > 1 else "."))
 
 
 def _enough_of_each(counts: Counter, first_of: dict[str, str], what: str, verb: str, unit: str) -> dict[str, int]:
@@ -112,6 +177,7 @@ def parse_lines(text: str) -> OwnData:
     if len(text) > MAX_PASTE_CHARS:
         raise ValueError(f"The pasted text has {len(text):,} characters; paste at most {MAX_PASTE_CHARS:,} "
                          "(upload a CSV / TSV file for more).")
+    text = text.removeprefix(BOM)  # pasted from a file that starts with one
 
     def rows():
         for number, line in enumerate(text.splitlines(), 1):
@@ -125,7 +191,8 @@ def parse_lines(text: str) -> OwnData:
             yield f"line {number:,}", label, body
 
     data = checked(rows(), "")
-    return OwnData(data.texts, data.labels, data.names, f"{_plural(len(data), 'pasted line')}")
+    return OwnData(data.texts, data.labels, data.names,
+                   _with_notes(_plural(len(data), "pasted line"), _copies_note(data.copies(), "line", "text")))
 
 
 def _pick(columns: list[str], wanted: tuple[str, ...], chosen: str, what: str) -> str:
@@ -141,11 +208,57 @@ def _pick(columns: list[str], wanted: tuple[str, ...], chosen: str, what: str) -
                      f"{', '.join(columns)[:300]}).")
 
 
+def decode(raw: bytes) -> tuple[str, str]:
+    """A file's text and the encoding it was read in: the one its byte-order mark names (:data:`BOMS`; the mark
+    is not part of the text), else UTF-8. ValueError naming the line where the bytes stop being that encoding."""
+    marked, encoding = next(((bom, name) for bom, name in BOMS if raw.startswith(bom)), (b"", "UTF-8"))
+    codec = {"UTF-8": "utf-8-sig", "UTF-16": "utf-16", "UTF-32": "utf-32"}[encoding]
+    try:
+        return raw.decode(codec), encoding
+    except UnicodeDecodeError as err:
+        line = _line_breaks(raw[:err.start].decode(codec, errors="replace")) + 1
+        if marked:
+            raise ValueError(f"line {line:,}: the file's byte-order mark says {encoding}, but its bytes there are "
+                             "not; save it again as \"CSV UTF-8\".") from None
+        raise ValueError(f"line {line:,}: byte 0x{raw[err.start]:02X} is not UTF-8; save the file as \"CSV UTF-8\" "
+                         "(Excel: Save As, then CSV UTF-8) or as UTF-16 text.") from None
+
+
+def _line_breaks(text: str) -> int:
+    """Line breaks in ``text`` as a CSV reader counts them (CR LF, LF or CR alone)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _header(text: str, preferred: str) -> tuple[str, list[str]]:
+    """The file's separator and header: ``preferred``, else the first of :data:`SEPARATORS` that splits the first
+    line in two or more (a spreadsheet where the decimal mark is a comma writes semicolons); ValueError naming
+    the rule the header breaks."""
+    first = next(iter(text.splitlines()), "")
+    if "\0" in first:
+        raise ValueError("line 1: the header holds NUL characters (UTF-16 without its byte-order mark?); save the "
+                         "file as \"CSV UTF-8\".")
+    for sep in (preferred, *(s for s in SEPARATORS if s != preferred)):
+        header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+        if len(header) >= 2:
+            break
+    else:
+        others = " or ".join(name for sep, name in SEPARATORS.items() if sep != preferred)
+        raise ValueError(f"line 1: the header names one column; name at least a text and a label column, separated "
+                         f"by {SEPARATORS[preferred]} (or {others}).")
+    if len(header) > 100:
+        raise ValueError(f"line 1: the header names {len(header):,} columns; a file here has at most 100.")
+    twice = next((name for name in header if header.count(name) > 1), None)
+    if twice is not None:
+        raise ValueError(f"line 1: the header names the column {twice[:60]!r} twice; name each column once.")
+    return sep, header
+
+
 def read_table(path: str | Path, text_column: str = "", label_column: str = "",
                cache_dir: str | Path | None = None) -> OwnData:
-    """A CSV (comma) or TSV (``.tsv`` / ``.tab``: tab) file with a header row, read through ``datasets``; the
-    text and label columns are the ones named, else the first of :data:`TEXT_COLUMNS` / :data:`LABEL_COLUMNS`
-    the header has (any case). The source names the columns used."""
+    """A CSV (comma) or TSV (``.tsv`` / ``.tab``: tab) file with a header row, read through ``datasets``; UTF-8,
+    or UTF-16 / UTF-32 by its byte-order mark (:func:`decode`); another separator when the header does not split
+    on the usual one (:func:`_header`). The text and label columns are the ones named, else the first of
+    :data:`TEXT_COLUMNS` / :data:`LABEL_COLUMNS` the header has (any case). The source names the columns used."""
     path = Path(path)
     if not path.is_file():
         raise ValueError("Upload a CSV or TSV file first.")
@@ -154,15 +267,14 @@ def read_table(path: str | Path, text_column: str = "", label_column: str = "",
         raise ValueError(f"The file has {size / 2**20:.1f} MB; at most {MAX_FILE_BYTES // 2**20} MB.")
     if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt"):
         raise ValueError(f"{path.suffix[:10] or 'A file without an extension'}: upload a .csv or .tsv file.")
-    with path.open("rb") as fh:
-        newlines = fh.read().count(b"\n")
+    raw = path.read_bytes()
+    text, _ = decode(raw)
+    newlines = _line_breaks(text)
     if newlines > MAX_EXAMPLES * 4 + 10:  # rows before reading them: a multi-line cell may span a few lines
         raise ValueError(f"The file has {newlines:,} lines; a run takes at most {MAX_EXAMPLES:,} examples.")
-    tab = path.suffix.lower() in (".tsv", ".tab")
-    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-        header = next(csv.reader(fh, delimiter="\t" if tab else ","), [])
-    if len(header) < 2 or len(header) > 100 or len(set(header)) < len(header):
-        raise ValueError("The file's first line is its header: at least a text and a label column, each named once.")
+    preferred = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    sep, header = _header(text, preferred)
+    kind = "TSV" if sep == "\t" else "CSV"
     import tempfile
 
     from datasets import Dataset, Features, Value
@@ -170,13 +282,20 @@ def read_table(path: str | Path, text_column: str = "", label_column: str = "",
 
     disable_progress_bar()
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        source = path
+        if raw.startswith(tuple(bom for bom, _ in BOMS)):  # the reader takes UTF-8 without a mark
+            source = Path(tmp) / f"data{path.suffix.lower()}"
+            source.write_text(text, encoding="utf-8", newline="")
         try:  # every column read as text (a label 1 stays "1"), an empty cell as ""
-            table = Dataset.from_csv(str(path), sep="\t" if tab else ",", keep_in_memory=True, cache_dir=tmp,
+            table = Dataset.from_csv(str(source), sep=sep, keep_in_memory=True, cache_dir=tmp,
                                      features=Features({name: Value("string") for name in header}),
                                      keep_default_na=False, nrows=MAX_EXAMPLES + 1)
         except Exception as err:  # pandas' parser errors: a sentence, never a traceback
-            raise ValueError(f"The file could not be read as {'TSV' if tab else 'CSV'}: "
-                             f"{str(err).splitlines()[0][:200] if str(err) else type(err).__name__}.") from None
+            cause = err
+            while cause.__cause__ is not None or cause.__context__ is not None:  # datasets wraps pandas' sentence
+                cause = cause.__cause__ or cause.__context__
+            raise ValueError(f"The file could not be read as {kind}: "
+                             f"{str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__}.") from None
     columns = list(table.column_names)
     text_col = _pick(columns, TEXT_COLUMNS, text_column, "text")
     label_col = _pick(columns, LABEL_COLUMNS, label_column, "label")
@@ -185,8 +304,9 @@ def read_table(path: str | Path, text_column: str = "", label_column: str = "",
     rows = ((f"row {i + 1:,} (after the header)", str(label), str(text or ""))
             for i, (label, text) in enumerate(zip(table[label_col], table[text_col])))
     data = checked(rows, "")
-    source = (f"file {path.name[:80]}, {_plural(len(data), 'row')}: column {text_col!r} (text) and "
-              f"{label_col!r} (label)")
+    notes = (f"separated by {SEPARATORS[sep]}" if sep != preferred else "", _copies_note(data.copies(), "row", "text"))
+    source = (f"{_with_notes(f'file {path.name[:80]}, ' + _plural(len(data), 'row'), *notes)}: column {text_col!r} "
+              f"(text) and {label_col!r} (label)")
     return OwnData(data.texts, data.labels, data.names, source)
 
 
@@ -212,7 +332,8 @@ def read_hub_dataset(name: str, reachable: Callable[[], bool], split: str = "tra
             for i, (label, text) in enumerate(zip(table[label_col], table[text_col])))
     data = checked(rows, "")
     return OwnData(data.texts, data.labels, data.names,
-                   f"hub dataset {name.strip()} ({split}): column {text_col!r} (text) and {label_col!r} (label)")
+                   f"{_with_notes(f'hub dataset {name.strip()} ({split})', _copies_note(data.copies(), 'row', 'text'))}"
+                   f": column {text_col!r} (text) and {label_col!r} (label)")
 
 
 def parse_conll(text: str) -> list[tuple[list[str], list[str]]]:
@@ -229,6 +350,7 @@ def _read_conll(text: str) -> tuple[list[tuple[list[str], list[str]]], dict[str,
         raise ValueError("Paste word<TAB>tag lines, a blank line between sentences, e.g. \"Paris\\tB-LOC\".")
     if len(text) > MAX_PASTE_CHARS:
         raise ValueError(f"The pasted text has {len(text):,} characters; paste at most {MAX_PASTE_CHARS:,}.")
+    text = text.removeprefix(BOM)  # pasted from a file that starts with one
     sentences: list[tuple[list[str], list[str]]] = []
     words: list[str] = []
     tags: list[str] = []
@@ -253,10 +375,15 @@ def _read_conll(text: str) -> tuple[list[tuple[list[str], list[str]]], dict[str,
         parts = line.split("\t") if "\t" in line else line.split()
         if len(parts) < 2 or not parts[0].strip() or not parts[-1].strip():
             raise ValueError(f"line {number:,}: write the word, a tab, then its tag.")
-        word, tag = parts[0].strip(), parts[-1].strip()
+        word, tag = parts[0].strip(), parts[-1].replace(BOM, "").strip()
         if len(word) > MAX_WORD_CHARS or any(ch.isspace() for ch in word):
             raise ValueError(f"line {number:,}: the word has {len(word):,} characters or a space; one word a line, "
                              f"at most {MAX_WORD_CHARS} characters.")
+        if unread(word):
+            raise ValueError(f"line {number:,}: the word {shown_codes(word)!r} has no character the model reads (only "
+                             "invisible or control characters); write a word or remove the line.")
+        if not tag:
+            raise ValueError(f"line {number:,}: write the word, a tab, then its tag.")
         if len(tag) > MAX_LABEL_CHARS:
             raise ValueError(f"line {number:,}: the tag has {len(tag):,} characters; at most {MAX_LABEL_CHARS}.")
         if tag not in seen_tags:
@@ -294,6 +421,15 @@ class OwnWords:
         counts = Counter(t for row in self.tags for t in row)
         return {name: counts[i] for i, name in enumerate(self.names)}
 
+    def groups(self) -> list[int]:
+        """Each sentence's group: the index of the first sentence of the same words (case aside), so the folds
+        and splits keep copies of one sentence together."""
+        return copy_groups(copy_key(" ".join(words)) for words in self.words)
+
+    def copies(self) -> int:
+        """How many sentences repeat the words of an earlier one."""
+        return len(self) - len(set(self.groups()))
+
 
 def parse_words(text: str) -> OwnWords:
     """Pasted CoNLL-style word labels (:func:`parse_conll`'s format and bounds) with every tag on at least
@@ -303,8 +439,28 @@ def parse_words(text: str) -> OwnWords:
                             {tag: f"line {number:,}" for tag, number in first_line.items()}, "tag", "is on", "word")
     names = sorted(first_line)
     n_words = sum(len(words) for words, _ in sentences)
-    return OwnWords([list(words) for words, _ in sentences], [[index[t] for t in tags] for _, tags in sentences],
-                    names, f"{_plural(len(sentences), 'pasted sentence')} ({_plural(n_words, 'word')})")
+    data = OwnWords([list(words) for words, _ in sentences], [[index[t] for t in tags] for _, tags in sentences],
+                    names, "")
+    different = len(set(data.groups()))
+    if different < MIN_SENTENCES:
+        raise ValueError(f"Only {different} different sentences" + (f" ({copies_of(data.copies())})"
+                                                                     if data.copies() else "")
+                         + f"; word labels need at least {MIN_SENTENCES} different sentences, one for each fold of "
+                         "the cross-validation.")
+    return OwnWords(data.words, data.tags, names, _with_notes(
+        _plural(len(sentences), "pasted sentence"), _plural(n_words, "word"),
+        _copies_note(data.copies(), "sentence", "sentence")))
+
+
+def unread(word: str) -> bool:
+    """Whether BERT's tokenizer reads nothing of ``word``: every character a control or format character (NUL,
+    U+200B, U+FEFF), a replacement character, or an accent an uncased model strips (:data:`UNREAD_CATEGORIES`)."""
+    return all(unicodedata.category(ch) in UNREAD_CATEGORIES or ch == "\ufffd" for ch in word)
+
+
+def shown_codes(word: str) -> str:
+    """``word`` as a person can read it: a character that shows nothing as its code point (e.g. "U+200B")."""
+    return " ".join(f"U+{ord(ch):04X}" for ch in word) if unread(word) else word
 
 
 _WORD_LINE = re.compile(r"^\S+(\t|[ ]+)\S+$")

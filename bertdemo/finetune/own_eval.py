@@ -41,30 +41,61 @@ SPLIT = (0.70, 0.15, 0.15)  # train / validation / test from CV_BELOW examples
 BOW_C = 1.0  # the bag of words' penalty in cross-validation (no validation split to choose it on)
 
 
-def stratified_folds(labels: Sequence[int], k: int = FOLDS, seed: int = 0) -> list[int]:
-    """Each example's fold (0 … k-1): every label's examples shuffled (seeded) and dealt round the folds in
-    turn, each label starting where the last one stopped, so the folds differ in size by one at most and
-    every label is spread as evenly as it can be."""
+def _members(n: int, groups: Sequence[int] | None) -> dict[int, list[int]]:
+    """Each group's examples, groups in the order of their first example (no ``groups``: one example each)."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(range(n) if groups is None else groups):
+        members.setdefault(int(g), []).append(i)
+    return members
+
+
+def stratified_folds(labels: Sequence[int], k: int = FOLDS, seed: int = 0,
+                     groups: Sequence[int] | None = None) -> list[int]:
+    """Each example's fold (0 … k-1). ``groups`` (e.g. :meth:`~bertdemo.finetune.own_data.OwnData.groups`:
+    copies of one text) are dealt whole, so no fold holds a copy of what another trains on; without them each
+    example is its own group. Every label's groups (a group's label: its first example's) are shuffled (seeded)
+    and each dealt in turn to the fold with the fewest examples, from the one after the last dealt (each label
+    starting where the last one stopped): single examples fall round the folds in turn, the folds differing in
+    size by one at most and every label spread as evenly as it can be."""
     rng = np.random.default_rng(seed)
+    members = _members(len(labels), groups)
     fold = [0] * len(labels)
+    size = [0] * k
     turn = 0
     for label in sorted(set(labels)):
-        members = [i for i, y in enumerate(labels) if y == label]
-        for i in rng.permutation(members):
-            fold[int(i)] = turn % k
-            turn += 1
+        mine = [g for g, rows in members.items() if labels[rows[0]] == label]
+        for i in rng.permutation(len(mine)):
+            rows = members[mine[int(i)]]
+            target = min(range(k), key=lambda f: (size[f], (f - turn) % k))
+            for row in rows:
+                fold[row] = target
+            size[target] += len(rows)
+            turn = target + 1
     return fold
 
 
-def split_three(labels: Sequence[int], seed: int = 0) -> tuple[list[int], list[int], list[int]]:
-    """Indices of a seeded, stratified train / validation / test split in the proportions of :data:`SPLIT`."""
+def split_three(labels: Sequence[int], seed: int = 0,
+                groups: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int]]:
+    """Indices of a seeded train / validation / test split in the proportions of :data:`SPLIT` (of the groups:
+    copies of one text stay on one side), stratified by label where every label has the groups to stratify
+    (else by chance: a label of a few examples cannot be in every part)."""
+    members = _members(len(labels), groups)
+    heads = list(members)
+    index = np.arange(len(heads))
+    y = np.asarray([labels[members[g][0]] for g in heads])
+    train, rest = _split(index, y, SPLIT[0], None, seed)
+    val, test = _split(rest, y[rest], None, SPLIT[2] / (SPLIT[1] + SPLIT[2]), seed)
+    whole = lambda part: sorted(row for g in part for row in members[heads[int(g)]])  # noqa: E731
+    return whole(train), whole(val), whole(test)
+
+
+def _split(index: np.ndarray, y: np.ndarray, train_size: float | None, test_size: float | None, seed: int):
     from sklearn.model_selection import train_test_split
 
-    index = np.arange(len(labels))
-    y = np.asarray(labels)
-    train, rest = train_test_split(index, train_size=SPLIT[0], stratify=y, random_state=seed)
-    val, test = train_test_split(rest, test_size=SPLIT[2] / (SPLIT[1] + SPLIT[2]), stratify=y[rest], random_state=seed)
-    return sorted(train.tolist()), sorted(val.tolist()), sorted(test.tolist())
+    try:
+        return train_test_split(index, train_size=train_size, test_size=test_size, stratify=y, random_state=seed)
+    except ValueError:  # a label with too few groups to be in both parts
+        return train_test_split(index, train_size=train_size, test_size=test_size, random_state=seed)
 
 
 def majority_predict(train_y: Sequence[int], n: int) -> np.ndarray:
@@ -112,6 +143,7 @@ class Sentences:
     def __init__(self, data: OwnData) -> None:
         self.data, self.y = data, np.asarray(data.labels)
         self.strata: list[int] = list(data.labels)
+        self.groups: list[int] = data.groups()  # copies of one text: held out together
         self.ids: list[list[int]] = []
 
     def prepare(self, tokenizer, max_len: int, positions: int) -> None:
@@ -179,7 +211,7 @@ def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: Finet
     example's out-of-fold prediction. A stop ends it without a model; the folds done are reported."""
     began = clock()
     examples = examples_of(data)
-    folds = stratified_folds(examples.strata, FOLDS, cfg.seed)
+    folds = stratified_folds(examples.strata, FOLDS, cfg.seed, examples.groups)
     per_fit = cfg.time_budget_s / (FOLDS + 1) if cfg.time_budget_s else 0.0
     kinds = ("finetuned", *examples.landmark_names)
     acc: dict[str, list[float]] = {name: [] for name in kinds}
@@ -244,7 +276,7 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
     without a model."""
     began = clock()
     examples = examples_of(data)
-    train, val, test = split_three(examples.strata, cfg.seed)
+    train, val, test = split_three(examples.strata, cfg.seed, examples.groups)
     built, pad_id = _start(cfg, examples, metrics, cache_dir)
     model = built.model
     metrics.update(message=f"Fine-tuning on {len(train)} examples; each epoch scored on the {len(val)} of the "

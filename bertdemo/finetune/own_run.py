@@ -18,8 +18,8 @@ from typing import Any
 
 from bertdemo import storage
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.own_data import (OwnData, OwnWords, data_csv, looks_like_words, parse_lines, parse_words,
-                                        read_hub_dataset, read_table, words_csv)
+from bertdemo.finetune.own_data import (OwnData, OwnWords, copies_of, data_csv, looks_like_words, parse_lines,
+                                        parse_words, read_hub_dataset, read_table, words_csv)
 from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
@@ -86,7 +86,9 @@ class OwnRun(FinetuneRun):
         super().__init__(cfg, runs_dir, task_loader=lambda: data, **kwargs)
         self.data = data
         what = ("sentences", "tags") if isinstance(data, OwnWords) else ("examples", "labels")
-        self.metrics.update(task=TASK, message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}…")
+        copies = data.copies()  # said at the start: a copy held out beside its text would score memory
+        self.metrics.update(task=TASK, message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}"
+                            + (f" ({copies_of(copies)}, held out with it)" if copies else "") + "…")
 
     def data_csv(self, predictions: list | None = None) -> str:
         """The data as CSV (formula cells defused), each example with its held-out prediction when given."""

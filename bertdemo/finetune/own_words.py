@@ -15,12 +15,17 @@ import numpy as np
 import torch
 from transformers import BertForTokenClassification
 
-from bertdemo.finetune.own_data import OwnWords
+from bertdemo.finetune.own_data import OwnWords, shown_codes
 from bertdemo.finetune.scores import scores
-from bertdemo.finetune.token_engine import Encoded, _batch, _piece_labels, align, predict_words
+from bertdemo.finetune.token_engine import (IGNORE, NO_PIECE, Encoded, _batch, _piece_labels, align, length_batches,
+                                            pieceless, predict_words)
 
 CPU = torch.device("cpu")
 MAX_PIECES = 512  # the model's positions: a sentence is never cut (a cut word would have no prediction)
+# pieces one forward holds, padding included: a default sentence-label batch's (16 examples of 48 pieces). Never-cut
+# sentences of up to 200 words made batches of 16 × ~200 pieces: the largest legal paste (905 × 199 words) took a
+# fine-tune from 0.57 to 2.39 GB; in parts of 768 pieces to 1.35 GB (2,048: 1.88 GB), at the same speed a sentence
+MAX_BATCH_PIECES = 16 * 48
 
 
 def majority_tag(tags: Sequence[Sequence[int]]) -> int:
@@ -52,6 +57,7 @@ class Words:
     def __init__(self, data: OwnWords) -> None:
         self.data = data
         self.strata: list[int] = [0] * len(data)  # no sentence label: folds and splits are seeded shuffles
+        self.groups: list[int] = data.groups()  # copies of one sentence: held out together
         self.items: list[Encoded] = []
 
     def prepare(self, tokenizer, max_len: int, positions: int) -> None:
@@ -62,18 +68,44 @@ class Words:
         self.items = align(tokenizer, self.data.words, self.data.tags, limit)
         for number, item in enumerate(self.items, 1):
             if min(item.first_piece) < 0:
+                words = self.data.words[number - 1]
+                empty = pieceless(tokenizer, words, item)
+                if empty is not None:
+                    raise ValueError(f"sentence {number:,}, word {empty + 1} ({shown_codes(words[empty])!r}) "
+                                     f"{NO_PIECE}; remove its line.")
                 raise ValueError(f"sentence {number:,} (from {self.data.words[number - 1][0][:40]!r}) has more than "
                                  f"{limit} pieces, the model's limit: split it with a blank line.")
 
     def loss_of(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> Callable[[list[int]], torch.Tensor]:
-        """``loss_of(indices into rows)``: the batch's cross-entropy over its words' first pieces."""
+        """``loss_of(indices into rows)``: the batch's cross-entropy over its words' first pieces. A batch over
+        :data:`MAX_BATCH_PIECES` is computed in parts (:func:`~bertdemo.finetune.token_engine.length_batches`),
+        each part's loss weighted by its share of the labelled pieces and backpropagated at once but the last,
+        which is returned with the others' value added: the caller's backward then completes the whole batch's
+        gradients (the parts' sum), and the value is the whole batch's loss."""
         items = [self.items[i] for i in rows]
-        return lambda idx: model(**_batch([items[i] for i in idx], pad_id, CPU),
-                                 labels=_piece_labels([items[i] for i in idx], CPU)).loss
+
+        def part_loss(part: list[Encoded], weight: float) -> torch.Tensor:
+            return model(**_batch(part, pad_id, CPU), labels=_piece_labels(part, CPU)).loss * weight
+
+        def loss(idx: list[int]) -> torch.Tensor:
+            batch = [items[i] for i in idx]
+            parts = [[batch[i] for i in part] for part in length_batches(batch, len(batch), MAX_BATCH_PIECES)]
+            if len(parts) == 1:
+                return part_loss(batch, 1.0)
+            labelled = [sum(label != IGNORE for item in part for label in item.piece_labels) for part in parts]
+            done = 0.0
+            for part, count in zip(parts[:-1], labelled):
+                value = part_loss(part, count / sum(labelled))
+                value.backward()  # its gradients kept: the optimiser step after the last part clears them
+                done += float(value.detach())
+            return part_loss(parts[-1], labelled[-1] / sum(labelled)) + done
+
+        return loss
 
     def predict(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> list[np.ndarray]:
-        """Each sentence's predicted tag ids, one a word, read at its first piece (the model's own forward)."""
-        probs = predict_words(model, [self.items[i] for i in rows], pad_id, CPU).probs
+        """Each sentence's predicted tag ids, one a word, read at its first piece (the model's own forward, in
+        batches of at most :data:`MAX_BATCH_PIECES` pieces)."""
+        probs = predict_words(model, [self.items[i] for i in rows], pad_id, CPU, max_pieces=MAX_BATCH_PIECES).probs
         return [p.argmax(-1) for p in probs]
 
     def score(self, rows: Sequence[int], predicted: Sequence[Sequence[int]]) -> tuple[float, float]:

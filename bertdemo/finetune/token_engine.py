@@ -32,6 +32,7 @@ from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, save_checkpoint
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
+from bertdemo.finetune.own_data import shown_codes
 from bertdemo.locks import tokenize
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.control import RunControl
@@ -119,6 +120,15 @@ def align(tokenizer: PreTrainedTokenizerBase, words: Sequence[Sequence[str]], la
     return out
 
 
+NO_PIECE = "has no WordPiece: the model reads nothing of it (only invisible or control characters)"
+
+
+def pieceless(tokenizer: PreTrainedTokenizerBase, words: Sequence[str], item: Encoded) -> int | None:
+    """The first of ``words`` (encoded as ``item``) the tokenizer reads no piece of (U+200B, NUL, U+FEFF: BERT's
+    cleaning drops them), else None: a word without a first piece is then one the length limit cut."""
+    return next((w for w, pos in enumerate(item.first_piece) if pos < 0 and not tokenizer.tokenize(words[w])), None)
+
+
 def _batch(items: Sequence[Encoded], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
     return pad_batch([{"input_ids": e.ids, "attention_mask": [1] * len(e.ids)} for e in items], pad_id, device)
 
@@ -143,17 +153,30 @@ class Predicted:
         return float(self.loss_sums[:n].sum() / count) if count else math.nan
 
 
+def length_batches(items: Sequence[Encoded], batch_size: int, max_pieces: int | None = None) -> list[list[int]]:
+    """Indices of ``items``, shortest first, in batches of at most ``batch_size`` items and, when given,
+    ``max_pieces`` pieces padding included (an item longer than that alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(items)), key=lambda i: len(items[i].ids)):
+        width = len(items[i].ids)  # the longest yet: the batch's padded width with it
+        if current and (len(current) == batch_size or (max_pieces and (len(current) + 1) * width > max_pieces)):
+            batches.append(current)
+            current = []
+        current.append(i)
+    return batches + ([current] if current else [])
+
+
 @torch.inference_mode()
 def predict_words(model: BertForTokenClassification, items: Sequence[Encoded], pad_id: int, device: torch.device,
-                  batch_size: int = 64) -> Predicted:
-    """The model's own forward over ``items`` in eval mode (batches sorted by length): see :class:`Predicted`."""
+                  batch_size: int = 64, max_pieces: int | None = None) -> Predicted:
+    """The model's own forward over ``items`` in eval mode (batches sorted by length, of at most ``max_pieces``
+    pieces when given: :func:`length_batches`): see :class:`Predicted`."""
     was_training = model.training
     model.eval()
-    order = sorted(range(len(items)), key=lambda i: len(items[i].ids))
     probs: list[np.ndarray] = [np.zeros((0, 0))] * len(items)
     loss_sums, counts = np.zeros(len(items)), np.zeros(len(items), dtype=np.int64)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+    for idx in length_batches(items, batch_size, max_pieces):
         part = [items[i] for i in idx]
         logits = model(**_batch(part, pad_id, device)).logits.float()
         target = _piece_labels(part, device)
@@ -364,6 +387,9 @@ def tag_sentence(model: BertForTokenClassification, tokenizer: PreTrainedTokeniz
         raise ValueError("Type a sentence with at least one word.")
     item = align(tokenizer, [words], None, max_len)[0]
     if min(item.first_piece) < 0:
+        empty = pieceless(tokenizer, words, item)
+        if empty is not None:
+            raise ValueError(f"Word {empty + 1} ({shown_codes(words[empty])!r}) {NO_PIECE}; remove it.")
         raise ValueError(f"The sentence is longer than the model's {max_len} pieces: shorten it.")
     device = next(model.parameters()).device
     probs = predict_words(model, [item], tokenizer.pad_token_id or 0, device).probs[0]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import gradio as gr
 
 from bertdemo.learn import steps as learn_steps
+from bertdemo.long_links import MAX_VALUE_CHARS, TOO_LONG
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
 from bertdemo.ui import common, first_show
@@ -69,7 +70,7 @@ CLASS_FOCUS: dict[str, dict] = {
     "class-join": {"reveal": "class-join-box", "type": "class-nickname"},
     "class-teacher": {"reveal": "class-teacher"},
 }
-MAX_LINK_TEXT = 2_000  # a sentence a teacher sends in a URL
+MAX_LINK_TEXT = MAX_VALUE_CHARS  # a sentence a teacher sends in a URL (a longer one is dropped at the door)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -92,8 +93,9 @@ def parse_link(params: Mapping[str, str]) -> DeepLink:
         tab = None
     text = params.get("text")
     if text is not None and (len(text) > MAX_LINK_TEXT or not text.strip()):
-        problems.append(f"the text must be 1 to {MAX_LINK_TEXT:,} characters (it has {len(text):,})")
+        problems.append(_text_refused(len(text)))
         text = None
+    problems += _dropped_at_the_door(params.get(TOO_LONG) or "")
     step = (params.get("step") or "").strip() or None
     if step is not None and step not in learn_steps.STEP_KEYS:
         problems.append(f"unknown step {step[:40]!r}")
@@ -123,6 +125,27 @@ def class_focus(params: Mapping[str, str]) -> str | None:
     if (params.get("class") or "").strip():
         return "class-join"
     return None
+
+
+def _text_refused(chars: int) -> str:
+    return f"the text must be 1 to {MAX_LINK_TEXT:,} characters (it has {chars:,})"
+
+
+def _dropped_at_the_door(named: str) -> list[str]:
+    """What :class:`bertdemo.long_links.LongLinks` left out of a link too long to work (``name:characters``, comma
+    separated), in words."""
+    problems = []
+    for item in named.split(",")[:10]:
+        name, _, size = item.partition(":")
+        chars = int(size) if size.isdigit() else 0
+        if name == "text":
+            problems.append(_text_refused(chars))
+        elif name == "query":
+            problems.append(f"the link has {chars:,} characters, more than a link here holds; it was left out")
+        elif name:
+            problems.append(f"the link's {name[:40]!r} has {chars:,} characters, more than a link here holds; "
+                            "it was left out")
+    return problems
 
 
 def opens_on_learn(link: DeepLink) -> bool:

@@ -317,7 +317,7 @@ OWN_HEAVIEST_REFUSED = {
         [f"{label}\t{OWN_TEXT}" for label in OWN_LABELS for _ in range(4)] + [f"label20\t{OWN_TEXT}"])},
         "line 81: label 'label20' is a 21st label; at most 20 labels"),
     "a legal set with an illegal setting": ({"task": "own", "learning_rate": 1.0, "lines": "\n".join(
-        f"{label}\t{OWN_TEXT}" for label in OWN_LABELS for _ in range(4))}, "learning_rate 1 is outside"),
+        f"{label}\t{OWN_TEXT}{j}" for label in OWN_LABELS for j in range(4))}, "learning_rate 1 is outside"),
     "a text over 1,000 characters": ({"task": "own", "lines": "a\t" + "w" * 1_001}, "line 1: the text has 1,001"),
     "three examples of a label": ({"task": "own", "lines": "a\tx\na\ty\na\tz\na\tw\nb\tx\nb\ty\nb\tz"},
                                   "line 5: label 'b' has 3 examples"),
