@@ -82,9 +82,10 @@ _VIEW_ON_SCREEN = ("(() => { const el = document.getElementById('class-report');
 VISIBILITY_JS = (f"(key) => {{ const shown = !!key && {_VIEW_ON_SCREEN};"
                  " if (shown) { const r = document.getElementById('class-refresh'); if (r) r.click(); }"
                  " return {__type__: 'update', active: shown}; }")
-# "Close the class": asked first in the page; cancelled, the handler gets no key and does nothing
-CLOSE_JS = ("(key) => confirm('Close this class? Its join link and this teacher link stop working, and its members and"
-            " their answers are deleted (download the CSV first to keep them).') ? key : ''")
+# "Close the class": asked first in the page; only a yes sends the request (a click on the hidden confirmed button)
+CLOSE_JS = ("() => { if (confirm('Close this class? Its join link and this teacher link stop working, and its members"
+            " and their answers are deleted (download the CSV first to keep them).')) {"
+            " const b = document.getElementById('class-close-confirmed'); if (b) b.click(); } return []; }")
 # the Class tab opened again: a teacher's view is drawn at once (its timer stopped when another tab was opened)
 SHOWN_AGAIN_JS = ("(key) => { if (key) setTimeout(() => { const r = document.getElementById('class-refresh');"
                   " if (r) r.click(); }, 50); return []; }")
@@ -184,6 +185,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         timer = gr.Timer(TEACHER_POLL_S, active=False)  # the teacher's view, while it is on screen
         sent = gr.State({})  # what this page was last sent of the teacher's view (a tick sends only what changed)
         visibility = gr.Button(visible="hidden", elem_id="class-visibility")  # clicked when the browser tab hides/shows
+        close_confirmed = gr.Button(visible="hidden", elem_id="class-close-confirmed")  # clicked by CLOSE_JS on a yes
 
     def create_class(class_name: str, request: gr.Request) -> str:
         """A new class; on a public server counted against the address it came from."""
@@ -215,11 +217,16 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         return draw(key, last, ticking=False)
 
     def teacher_tick(key: str, last: dict | None):
-        """The teacher's view read again while it is on screen: only what changed goes back."""
-        return draw(key, last, ticking=True)
+        """The teacher's view read again while it is on screen: only what changed goes back. A class closed (or
+        deleted) meanwhile is said once, in the view's line, and the timer stops: no error every tick."""
+        try:
+            return draw(key, last, ticking=True)
+        except ValueError:
+            return (*(gr.skip(),) * (len(drawn) + 1), "*This class no longer exists on this server (closed, or "
+                    "deleted after it was unused): its links no longer work.*", last, gr.update(active=False))
 
     def close_class(key: str):
-        """Close the class (the page asked first: no key, nothing done); the teacher's view goes, its timer stops."""
+        """Close the class (the page asked first); the teacher's view goes, its timer stops."""
         if not key:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         name = classes.store.close_class(key)
@@ -258,7 +265,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     if isinstance(tabs, gr.Tabs):  # another tab opened: the timer stops in the page, without a request
         tabs.change(None, None, timer, js=STOP_WHEN_HIDDEN_JS % "class-report", **quiet)
     csv_button.click(user_errors(class_csv), teacher, csv_button, **private)
-    close.click(user_errors(close_class), teacher, [teacher_view, teacher, timer, closed], js=CLOSE_JS, **private)
+    close.click(None, None, None, js=CLOSE_JS, **quiet)
+    close_confirmed.click(user_errors(close_class), teacher, [teacher_view, teacher, timer, closed], **private)
     return member
 
 

@@ -12,6 +12,7 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from bertdemo.classroom.store import ClassLimits
+from bertdemo.ui.class_tab import TEACHER_POLL_S
 
 from .api import app_config, fn_index
 from .pages import RUN_TIMEOUT_MS, create_class, open_tab
@@ -73,13 +74,24 @@ def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: P
     report = page.locator("#class-report")
     expect(report).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#class-updated")).to_contain_text(f"nobody uses for {LIMITS.idle_days:g} days")
-    page.once("dialog", lambda dialog: dialog.dismiss())  # changed their mind: nothing happens
+    other = page.context.browser.new_context().new_page()  # the same teacher link open on another screen
+    other.goto(teacher_link)
+    expect(other.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
+    close = fn_index(app_config(app_url), "close_class")
+    sent: list[int] = []
+    page.on("request", lambda request: sent.append(json.loads(request.post_data or "{}").get("fn_index"))
+            if "queue/join" in request.url else None)
+    page.once("dialog", lambda dialog: dialog.dismiss())  # changed their mind: nothing happens, nothing is sent
     page.locator("#class-close").click()
     expect(report).to_be_visible()
+    assert close not in sent
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("#class-close").click()
     expect(page.locator("#class-closed")).to_contain_text("Closing is closed", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#class-teacher")).to_be_hidden()
+    # the other screen's next look says so once, and looks no more (no error every 10 s)
+    expect(other.locator("#class-updated")).to_contain_text("no longer", timeout=3 * TEACHER_POLL_S * 1000)
+    expect(other.locator(".toast-body")).to_have_count(0)
 
     page.goto(join_link)
     open_tab(page, "Class")
