@@ -3,7 +3,7 @@
 ``build_app(ctx)`` hands it to every tab; the logic takes what it uses as arguments. Nothing else
 in the package keeps mutable state of its own, so a test builds a fresh context
 (:meth:`AppContext.for_tests`) and nothing leaks from one test to the next. Building it imports
-no torch: the model store is a :class:`~bertdemo.ui.lazy.StoreFront` until the logic has loaded.
+no torch: the model store is a :class:`~bertdemo.lazy.StoreFront` until the logic has loaded.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bertdemo.classroom.service import Classroom
 from bertdemo.models.batching import MicroBatcher, Slots
-from bertdemo.explore.input_limits import HEAVY_SLOTS
+from bertdemo.limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.service import FinetuneService
 from bertdemo.memory import MemoryBudget, MemoryTrimmer
@@ -24,7 +24,7 @@ from bertdemo.models.policy import AccessPolicy
 from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.lazy import LogicLoader, StoreFront
+from bertdemo.lazy import LogicLoader, StoreFront
 
 
 @dataclass

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bertdemo.explore.input_limits import MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
+from bertdemo.limits import MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
 
 BACKWARD_FACTOR = 3  # a forward and its backward cost about three forwards
 

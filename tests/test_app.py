@@ -60,7 +60,7 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
 
 def test_traffic_flags_reach_queue_and_launch(monkeypatch, tmp_path):
     import bertdemo.ui
-    from bertdemo.ui.lazy import LogicLoader
+    from bertdemo.lazy import LogicLoader
     from bertdemo.ui.queue_polling import WorkSignal
 
     for var in OFFLINE_ENV:  # --offline sets them: put back after the test

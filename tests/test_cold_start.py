@@ -70,7 +70,7 @@ def test_store_front_waits_for_the_logic_and_says_so(tmp_path):
 import json, sys
 from bertdemo.models import embedded
 from bertdemo.models.policy import AccessPolicy
-from bertdemo.ui import lazy
+from bertdemo import lazy
 loader = lazy.LogicLoader()
 front = lazy.StoreFront(AccessPolicy(), default=embedded.EMBEDDED_ENCODER_NAME, device="cpu", loader=loader)
 front.set_extra_choices(lambda: [("my run (checkpoint)", "run:1")])
@@ -88,12 +88,12 @@ print(json.dumps({"before": before, "messages": messages, "name": loaded.name,
     assert out["messages"][0] == "Starting up: loading PyTorch and transformers…"
     assert out["name"] == "embedded/minilm-l6-uncased" and out["cached"] == ["embedded/minilm-l6-uncased"]
     assert out["same_choices"] and out["last"] == ["my run (checkpoint)", "run:1"]
-    from bertdemo.ui.lazy import FIRST, REST
+    from bertdemo.lazy import FIRST, REST
     assert out["loaded"] == list(FIRST + REST)  # the loader went on with every module
 
 
 def test_lazy_module_loads_on_first_use():
-    from bertdemo.ui import lazy
+    from bertdemo import lazy
 
     fill_mask = lazy.LazyModule("bertdemo.explore.fill_mask")
     assert fill_mask.MAX_TOP_K == 50 and callable(fill_mask.predict)
@@ -102,7 +102,7 @@ def test_lazy_module_loads_on_first_use():
 
 
 def test_a_module_that_fails_to_load_is_reported_and_the_rest_still_load():
-    from bertdemo.ui.lazy import LogicLoader
+    from bertdemo.lazy import LogicLoader
 
     warmed = []
     loader = LogicLoader(first=("json",), rest=("bertdemo.no_such_module", "csv"))

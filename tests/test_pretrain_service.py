@@ -127,7 +127,7 @@ def test_the_modules_the_page_needs_before_torch_do_not_load_it():
 
 
 def test_the_probe_is_bounded_in_length_masks_and_history():
-    from bertdemo.explore.input_limits import MAX_PROBE_CHARS, PROBE_WINDOW
+    from bertdemo.limits import MAX_PROBE_CHARS, PROBE_WINDOW
     from bertdemo.pretrain.config import validate_probe_text
     from bertdemo.pretrain.metrics import MetricsBuffer
 

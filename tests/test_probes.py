@@ -45,7 +45,7 @@ def test_answers_alike_means_the_same_top_words_for_every_probe():
 
 
 def test_the_expected_word_is_one_bounded_word_and_the_learners_probe_joins_the_defaults():
-    from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
+    from bertdemo.limits import MAX_EXPECTED_CHARS
 
     assert validate_expected("  in ") == "in" and validate_expected("") == ""
     with pytest.raises(ValueError, match="one word"):

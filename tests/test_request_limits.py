@@ -8,6 +8,7 @@ import inspect
 import gradio as gr
 import pytest
 
+from bertdemo import limits
 from bertdemo.ui import request_limits
 from bertdemo.ui.request_limits import check_value, guard_events, limit_for
 
@@ -16,7 +17,7 @@ HUGE = "word " * 1_000_000  # 5 MB
 
 def test_limits_come_from_one_table_with_a_default_for_unnamed_parameters():
     assert limit_for("fill_mask", "text") == request_limits.TEXT_CHARS
-    assert limit_for("set_probe", "text") == request_limits.input_limits.MAX_PROBE_CHARS
+    assert limit_for("set_probe", "text") == limits.MAX_PROBE_CHARS
     assert limit_for("some_new_endpoint", "some_new_text") == request_limits.DEFAULT_MAX_CHARS
 
 

@@ -4,7 +4,7 @@ import re
 
 from bertdemo.corpus.sentences import split_sentences
 from bertdemo.explore import nsp
-from bertdemo.explore.input_limits import MIN_CORPUS_SENTENCE_CHARS
+from bertdemo.limits import MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.snippets.finetune import finetune_code
 from bertdemo.snippets.sentences import splitter_code

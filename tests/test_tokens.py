@@ -2,8 +2,9 @@
 
 import pytest
 
+from bertdemo import limits
 from bertdemo.english import plural
-from bertdemo.explore import input_limits, tokens
+from bertdemo.explore import tokens
 
 
 def test_table_matches_what_the_model_sees(tokenizer):
@@ -40,7 +41,7 @@ def test_empty_text_is_refused(tokenizer, text):
 
 def test_oversized_paste_is_refused(tokenizer):
     with pytest.raises(ValueError, match="limit"):
-        tokens.tokenize(tokenizer, "a" * (input_limits.MAX_CHARS + 1))
+        tokens.tokenize(tokenizer, "a" * (limits.MAX_CHARS + 1))
 
 
 def test_vocabulary_lookups(tokenizer):

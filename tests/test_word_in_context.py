@@ -17,7 +17,7 @@ from transformers import (AutoModel, AutoTokenizer, DistilBertConfig, DistilBert
 
 from bertdemo.assets import sense_sets
 from bertdemo.explore import attribution, corpus_neighbours, word_in_context
-from bertdemo.explore.input_limits import MAX_INDEX_TOKENS
+from bertdemo.limits import MAX_INDEX_TOKENS
 from bertdemo.explore.word_vectors import corpus_sentences
 from bertdemo.models import embedded
 from bertdemo.models.store import load_masked_lm

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked
-from bertdemo.explore.input_limits import MAX_ATTENTION_TOKENS
+from bertdemo.limits import MAX_ATTENTION_TOKENS
 from bertdemo.models import attention_modes
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.threads import small_forward

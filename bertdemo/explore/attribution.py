@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked, word_pieces
-from bertdemo.explore.input_limits import MAX_ATTR_TOKENS, MAX_IG_STEPS
+from bertdemo.limits import MAX_ATTR_TOKENS, MAX_IG_STEPS
 from bertdemo.request_budget import WorkBudget, attribution_gflop, unbounded
 from bertdemo.models import attention_modes, partial_forward
 from bertdemo.models.store import LoadedModel

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_OCCURRENCES, MAX_WIC_TOKENS
+from bertdemo.limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_OCCURRENCES, MAX_WIC_TOKENS
 from bertdemo.request_budget import WorkBudget, corpus_gflop, index_gflop, unbounded
 from bertdemo.explore.word_in_context import parse_sentences, similarities
 from bertdemo.explore.word_vectors import (BATCH, activation_store, check_layer, corpus_sentences, encode_sentences,

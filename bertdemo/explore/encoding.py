@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import torch
 
-from bertdemo.explore.input_limits import MAX_CHARS
 from bertdemo.explore.typed_pair import split_pair
+from bertdemo.limits import MAX_CHARS
 from bertdemo.locks import tokenize
 from bertdemo.models.store import LoadedModel
 

@@ -39,7 +39,7 @@ from bertdemo.explore import pll
 from bertdemo.request_budget import WorkBudget, sequence_gflop
 from bertdemo.models.batching import MicroBatcher
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
-from bertdemo.explore.input_limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
+from bertdemo.limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
 from bertdemo.explore.messages import no_head_message
 from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes, int8

@@ -24,7 +24,7 @@ from bertdemo.explore.bert_math import additive_mask, cosine, layer_norm, layer_
 from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.typed_pair import split_pair
-from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS
+from bertdemo.limits import MAX_INSIDE_TOKENS
 from bertdemo.models.store import LoadedModel
 from bertdemo.models.threads import small_forward
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 import torch
 from transformers import AutoTokenizer
 
-from bertdemo.explore.input_limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES  # noqa: F401
+from bertdemo.limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES  # noqa: F401
 from bertdemo.models import embedded
 from bertdemo.pretrain.masking import (
     ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE_INDEX, MaskedBatch, continuation_lookup,

@@ -26,7 +26,7 @@ from safetensors import safe_open
 from transformers.utils import cached_file
 
 from bertdemo.corpus.sentences import normalise_space, split_sentences
-from bertdemo.explore.input_limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
+from bertdemo.limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
 from bertdemo.locks import tokenize
 from bertdemo.models import embedded

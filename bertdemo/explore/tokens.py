@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bertdemo.english import plural
-from bertdemo.explore.input_limits import MAX_CHARS
+from bertdemo.limits import MAX_CHARS
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo import locks
 

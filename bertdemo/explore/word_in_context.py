@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertdemo.assets import sense_sets
-from bertdemo.explore.input_limits import MAX_WIC_SENTENCES, MAX_WIC_TOKENS, MAX_WIC_WORD_CHARS
+from bertdemo.limits import MAX_WIC_SENTENCES, MAX_WIC_TOKENS, MAX_WIC_WORD_CHARS
 from bertdemo.explore.word_vectors import activation_store, corpus_sentences, num_layers, run_sentences, store_key
 from bertdemo.explore.word_vectors import word_position
 from bertdemo.models.store import LoadedModel

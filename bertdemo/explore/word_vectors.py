@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from bertdemo.explore.encoding import check_chars
-from bertdemo.explore.input_limits import MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
+from bertdemo.limits import MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.locks import tokenize
 from bertdemo.corpus.sentences import split_sentences
 from bertdemo.memory import ByteLRU

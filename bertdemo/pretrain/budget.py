@@ -49,6 +49,8 @@ BASE_BYTES = 300 * 2**20
 HEADROOM = 0.8  # never plan to use more than this share of the memory available now
 CHECKPOINT_BYTES_PER_PARAM = 12  # fp32 weights + AdamW m and v on disk
 CHECKPOINT_EXTRA_BYTES = 2 * 10**6  # tokenizer, configs, metrics
+BURST_SECONDS = 120  # the GPU time one ZeroGPU burst asks for (pretrain/gpu_entry.py, pretrain/zerogpu.py)
+BURST_TIME_SHARE = 0.75  # a burst's training stops at this share of it: evaluation and the hand-back fit in the rest
 
 
 def check_public(cfg: TrainConfig, limits: Limits) -> None:

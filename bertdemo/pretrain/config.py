@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
+from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
 from bertdemo.pretrain.probes import validate_expected
 
 if TYPE_CHECKING:  # transformers (and torch) load only when a model is built: the page's form needs neither

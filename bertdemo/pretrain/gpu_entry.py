@@ -3,7 +3,8 @@
 A ZeroGPU Space looks for its ``@spaces.GPU`` functions when the app starts, while the page is
 served before torch loads; so the decorated entry point lives here and imports the training code
 (:mod:`bertdemo.pretrain.zerogpu`) only when a burst runs. Where the ``spaces`` package is not
-installed the decorator is the identity and the burst is a plain generator.
+installed the decorator is the identity and the burst is a plain generator. The entry point sits above
+the burst's code: :func:`bertdemo.pretrain.zerogpu.run_burst` is handed :func:`gpu_train` by its caller.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-BURST_SECONDS = 120  # the GPU time one burst asks ZeroGPU for
-TIME_SHARE = 0.75  # training stops at this share of it: evaluation and the hand-back fit in the rest
+from bertdemo.pretrain.budget import BURST_SECONDS
 
 
 def gpu_decorator(duration: int) -> Callable[[Callable], Callable]:

@@ -21,7 +21,7 @@ import math
 import unicodedata
 from dataclasses import dataclass, field
 
-from bertdemo.explore.input_limits import PROBE_WINDOW
+from bertdemo.limits import PROBE_WINDOW
 from bertdemo.pretrain import timeline
 from bertdemo.pretrain.probes import answers_alike
 from bertdemo.runs.status import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 
-from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
+from bertdemo.limits import MAX_EXPECTED_CHARS
 
 # (sentence with one [MASK], the word local context decides there)
 DEFAULT_PROBES: tuple[tuple[str, str], ...] = (

@@ -213,9 +213,9 @@ class PretrainService:
         if not run.may_control(owner_token):
             raise ValueError(NOT_YOURS)
         with LOGIC_IMPORT_LOCK:
-            from bertdemo.pretrain import zerogpu  # torch: loaded only when a burst starts
+            from bertdemo.pretrain import gpu_entry, zerogpu  # torch: loaded only when a burst starts
 
-        for _ in zerogpu.run_burst(self.manager, int(steps), device=device):
+        for _ in zerogpu.run_burst(self.manager, int(steps), device=device, train=gpu_entry.gpu_train):
             yield self.manager.current.snapshot()
 
     # --- runs on disk -------------------------------------------------------------------------------

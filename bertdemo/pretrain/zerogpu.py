@@ -8,9 +8,9 @@ GPU quota pays for it. A burst therefore travels as plain values:
 2. :meth:`BurstInput.from_checkpoint` reads that checkpoint's tensors into CPU state dicts
    (``safetensors.torch.load_file``: no model is built);
 3. :func:`~bertdemo.pretrain.gpu_entry.gpu_train` (``@spaces.GPU`` where the ``spaces`` package is
-   installed, a plain generator elsewhere) runs :func:`train_burst`, which builds the run's
-   :class:`~bertdemo.pretrain.trainer.Trainer` on the device from them (``Trainer.from_state``),
-   trains, yields a :class:`BurstProgress` at every log step and finally a :class:`BurstResult` —
+   installed, a plain generator elsewhere; handed to :func:`run_burst` by its caller) runs
+   :func:`train_burst`, which builds the run's :class:`~bertdemo.pretrain.trainer.Trainer` on the device
+   from them (``Trainer.from_state``), trains, yields a :class:`BurstProgress` at every log step and finally a :class:`BurstResult` —
    the weights and optimizer state on the CPU, the metric history;
 4. :func:`hand_back` writes those state dicts as the run's checkpoint, and :func:`run_burst` resumes
    the run from it on the CPU (same run id, same owner, what is left of its wall-time cap).
@@ -30,8 +30,8 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from bertdemo.pretrain import checkpoints
+from bertdemo.pretrain.budget import BURST_SECONDS, BURST_TIME_SHARE
 from bertdemo.pretrain.config import TrainConfig
-from bertdemo.pretrain.gpu_entry import BURST_SECONDS, TIME_SHARE, gpu_train
 from bertdemo.pretrain.metrics import MetricsBuffer, history_dict, metrics_csv
 from bertdemo.pretrain.run import TrainingRun
 from bertdemo.pretrain.trainer import Trainer
@@ -52,11 +52,11 @@ class BurstInput:
     model_state: dict[str, torch.Tensor]
     optimizer_state: dict
     steps: int  # steps to train in this burst
-    max_seconds: float = BURST_SECONDS * TIME_SHARE
+    max_seconds: float = BURST_SECONDS * BURST_TIME_SHARE
 
     @classmethod
     def from_checkpoint(cls, checkpoint: str | Path, steps: int,
-                        max_seconds: float = BURST_SECONDS * TIME_SHARE) -> BurstInput:
+                        max_seconds: float = BURST_SECONDS * BURST_TIME_SHARE) -> BurstInput:
         """Read a run's checkpoint into CPU state dicts."""
         checkpoint = Path(checkpoint)
         state = checkpoints.read_state(checkpoint)
@@ -158,15 +158,16 @@ def merge_progress(metrics: MetricsBuffer, item: BurstProgress) -> None:
                    message=f"GPU burst: step {item.step:,} ({item.tokens_per_s:,.0f} tokens/s).")
 
 
-def run_burst(manager: RunManager, steps: int, device: str = "cuda",
-              train: Callable[[BurstInput, str], Iterator[BurstProgress | BurstResult]] | None = None,
+def run_burst(manager: RunManager, steps: int, device: str = "cuda", *,
+              train: Callable[[BurstInput, str], Iterator[BurstProgress | BurstResult]],
               join_timeout: float = 120.0) -> Iterator[BurstProgress | BurstResult]:
     """Move the manager's current run to ``device`` for ``steps`` steps, then continue it on the CPU.
 
     The run is stopped (and saved) first; no other run may start until the burst is over. Yields
     the burst's progress and its result. A Stop during the burst ends it at the next log step
-    and keeps the checkpoint from before the burst. ValueError when there is no run to move."""
-    train = train or gpu_train
+    and keeps the checkpoint from before the burst. ValueError when there is no run to move. ``train`` runs
+    the burst: :func:`bertdemo.pretrain.gpu_entry.gpu_train` on a Space (the ``@spaces.GPU`` entry point),
+    :func:`train_burst` in this process."""
     with manager.hold() as hold:
         run = manager.current
         if run is None:

@@ -6,8 +6,8 @@ Torch-free (plain strings).
 
 from __future__ import annotations
 
-from bertdemo.explore.input_limits import MAX_INDEX_TOKENS, MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.explore.typed_pair import split_pair
+from bertdemo.limits import MAX_INDEX_TOKENS, MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.snippets.sentences import splitter_code
 from bertdemo.snippets.views import LOAD, POOLER_NOTE, preamble
 

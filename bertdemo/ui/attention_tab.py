@@ -21,7 +21,7 @@ from bertdemo.ui import first_show, lanes
 from bertdemo.ui import common
 
 from bertdemo.ui.common import progress_callback
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

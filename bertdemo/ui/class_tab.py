@@ -42,7 +42,7 @@ from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.pretrain_tab import OWNER_KEY
 from bertdemo.ui.tab_poll import STOP_WHEN_HIDDEN_JS, unsent

@@ -15,7 +15,7 @@ from bertdemo.ui import common, lanes
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
-    from bertdemo.ui.lazy import ModelSource
+    from bertdemo.lazy import ModelSource
 
 STAND_IN_NOTE = ("# The view's numbers came from the model below, standing in for ASKED_FOR (the model hub is\n"
                  "# unreachable from this server): ASKED_FOR itself would print other numbers.\n")

@@ -19,7 +19,7 @@ from bertdemo.traffic import VISITOR_HEADER
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
-    from bertdemo.ui.lazy import ModelSource as ModelStore
+    from bertdemo.lazy import ModelSource as ModelStore
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from bertdemo.ui import common, first_show
 from bertdemo.ui.common import toast_text
 
 if TYPE_CHECKING:
-    from bertdemo.ui.lazy import ModelSource
+    from bertdemo.lazy import ModelSource
     from bertdemo.ui.learn_tab import LearnTab
 
 TABS = ("learn", "tokenizer", "fill-mask", "attention", "inside", "words", "masking", "pretrain", "finetune", "class")

@@ -15,11 +15,11 @@ from bertdemo.ui.code_panel import code_panel
 
 from bertdemo.ui import common
 
-from bertdemo.explore import input_limits
+from bertdemo import limits
 from bertdemo.models import availability
 from bertdemo.ui.common import answered_line, labelled_choices, progress_callback
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:
@@ -127,12 +127,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             text = gr.Textbox(label="Text with [MASK]", value=EXAMPLES[0][0], lines=2, max_lines=8, elem_id="fm-text")
             text_pair = gr.Textbox(label="Sentence B (optional, segment 1)", value="", lines=2, max_lines=8)
         with gr.Row():
-            top_k = gr.Slider(1, input_limits.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
+            top_k = gr.Slider(1, limits.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
             targets = gr.Textbox(
                 label="Target words (optional, comma-separated)", value="",
                 placeholder="meet, see",
-                info=f"Their probability at each mask, even outside the top-k (at most {input_limits.MAX_TARGETS} "
-                     f"words of {input_limits.MAX_TARGET_CHARS} characters).",
+                info=f"Their probability at each mask, even outside the top-k (at most {limits.MAX_TARGETS} "
+                     f"words of {limits.MAX_TARGET_CHARS} characters).",
                 elem_id="fm-targets",
             )
         with gr.Row():

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import gradio as gr
 
 from bertdemo import compat
-from bertdemo.explore.input_limits import MAX_LOCAL_REQUEST_SECONDS, MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
+from bertdemo.limits import MAX_LOCAL_REQUEST_SECONDS, MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
 from bertdemo.request_budget import WorkBudget, unbounded
 from bertdemo.ui.common import client_gone, toast_text
 

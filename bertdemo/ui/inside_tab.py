@@ -22,9 +22,9 @@ from bertdemo.ui import lanes
 
 from bertdemo.ui import common
 
-from bertdemo.explore.input_limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
+from bertdemo.limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.ui.common import progress_callback
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
     Pretraining checkpoints of this server's runs join the model choices of every tab (as run:<id>
     names, registered by the Pretrain tab). On a public server models and training are restricted.
-    Building imports no torch: the store is a :class:`~bertdemo.ui.lazy.StoreFront`, so the page is
+    Building imports no torch: the store is a :class:`~bertdemo.lazy.StoreFront`, so the page is
     served while the logic loads, and the status line says "Loading the model…" until the model is in.
     """
     store = ctx.models

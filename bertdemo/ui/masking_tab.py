@@ -16,8 +16,8 @@ from bertdemo.ui import common, lanes
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 
-from bertdemo.explore import input_limits as limits
-from bertdemo.ui.lazy import LazyModule
+from bertdemo import limits
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

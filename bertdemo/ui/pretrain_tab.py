@@ -25,7 +25,7 @@ from bertdemo.ui import common, twins_section
 
 from bertdemo import compat, storage
 from bertdemo.models.device import zero_gpu
-from bertdemo.explore.input_limits import MAX_EXPECTED_CHARS
+from bertdemo.limits import MAX_EXPECTED_CHARS
 from bertdemo.pretrain.config import CUSTOM, OBJECTIVES, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import PretrainService
@@ -34,7 +34,7 @@ from bertdemo.settings import ServerSettings
 from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.snippets import views as snippets
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
-from bertdemo.ui.lazy import LazyModule
+from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui import run_starts
 from bertdemo.ui.run_queue_panel import QueuePanel

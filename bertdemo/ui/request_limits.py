@@ -21,12 +21,11 @@ from typing import Any, Callable
 import gradio as gr
 from gradio_client.utils import is_http_url_like
 
-from bertdemo import compat
-from bertdemo.explore import input_limits
+from bertdemo import compat, limits
 from bertdemo.finetune import own_data
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 
-TEXT_CHARS = input_limits.MAX_TEXT_CHARS  # a sentence (pair) to look at: far beyond what a model reads
+TEXT_CHARS = limits.MAX_TEXT_CHARS  # a sentence (pair) to look at: far beyond what a model reads
 WORD_LIST_CHARS = 2_000  # comma-separated words, targets, answers, head lists
 TOKEN_CHARS = 256  # owner and admin tokens, run ids
 DEFAULT_MAX_CHARS = 2_000  # any text parameter not named below
@@ -47,15 +46,15 @@ MAX_CHARS: dict[str, int] = {
     "model": MAX_NAME_CHARS, "second_model": MAX_NAME_CHARS, "left": MAX_NAME_CHARS, "right": MAX_NAME_CHARS,
     "owner_token": TOKEN_CHARS, "admin_token": TOKEN_CHARS, "run_id": TOKEN_CHARS,
     "step": STEP_CHARS,
-    "expected": input_limits.MAX_EXPECTED_CHARS,  # the word a probe expects at its first [MASK]
+    "expected": limits.MAX_EXPECTED_CHARS,  # the word a probe expects at its first [MASK]
     "mlm_model": MAX_NAME_CHARS, "ltr_model": MAX_NAME_CHARS,  # the twin comparison's pair
     "pasted": own_data.MAX_PASTE_CHARS, "hub_name": 200, "text_column": 100, "label_column": 100,  # own data
 }
 ENDPOINT_MAX_CHARS: dict[str, dict[str, int]] = {
-    "set_probe": {"text": input_limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
-    "set_probe_from_page": {"text": input_limits.MAX_PROBE_CHARS},
-    "order_probe": {"text": input_limits.MAX_PROBE_CHARS},
-    "twin_side_by_side": {"text": input_limits.MAX_PROBE_CHARS},  # one sentence, both models
+    "set_probe": {"text": limits.MAX_PROBE_CHARS},  # kept at every evaluation and sent to every page
+    "set_probe_from_page": {"text": limits.MAX_PROBE_CHARS},
+    "order_probe": {"text": limits.MAX_PROBE_CHARS},
+    "twin_side_by_side": {"text": limits.MAX_PROBE_CHARS},  # one sentence, both models
 }
 
 
@@ -258,7 +257,7 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     input's file given as a web address is refused before gradio fetches it; a missing input is reported
     without echoing the others (:func:`input_count_check`). How many handlers were wrapped."""
     wrapped = 0
-    limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
+    box_limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
     for block_fn in compat.event_handlers(demo):
         if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
             continue
@@ -273,13 +272,13 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
             if isinstance(component, gr.State):
                 continue
             limit = limit_for(block_fn.api_name, name)
-            known = limits.get(compat.component_id(component))
+            known = box_limits.get(compat.component_id(component))
             if known is None or limit > known[2]:  # one box feeding several handlers: the largest of its limits
-                limits[compat.component_id(component)] = (component, name, limit)
+                box_limits[compat.component_id(component)] = (component, name, limit)
         block_fn.fn = _checked(block_fn.fn, block_fn.api_name, server_side)
         block_fn.fn.__bertdemo_guarded__ = True
         wrapped += 1
-    for component, name, limit in limits.values():
+    for component, name, limit in box_limits.values():
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True

@@ -14,12 +14,12 @@ from typing import Any
 import gradio as gr
 
 from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
+from bertdemo.lazy import LazyModule
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.ui import common, table5_section
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.ui.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 twins_engine = LazyModule("bertdemo.explore.twins")

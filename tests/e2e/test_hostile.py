@@ -80,7 +80,7 @@ def test_every_parameter_of_every_endpoint_refuses_hostile_values(public_server)
     base, pid = public_server.url, public_server.proc.pid
     found = endpoints(base)
     assert {"fill_mask", "mask_sample", "start_run", "set_probe", "head_ablation"} <= set(found)
-    assert {"word_in_context", "corpus_neighbours", "attribution"} <= set(found)  # bounded in explore.input_limits
+    assert {"word_in_context", "corpus_neighbours", "attribution"} <= set(found)  # bounded in bertdemo.limits
     before = rss_mb(pid)
     slowest, tried = 0.0, 0
     for api_name, parameters in found.items():

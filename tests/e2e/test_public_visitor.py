@@ -13,7 +13,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from bertdemo.explore.input_limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
+from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
 from tests.helpers import visitor_client
 
 from .api import QueueCall, RUN, app_config, fn_index, upload, wait_ended

@@ -1,5 +1,8 @@
-"""What each inspection view accepts at most: torch-free, so the page (sliders, hints) is built
-before PyTorch loads. The logic modules import their limits from here and enforce them."""
+"""What each view and endpoint accepts at most: torch-free, so the page (sliders, hints) is built
+before PyTorch loads. The logic modules import their limits from here and enforce them.
+
+It sits below everything that checks a limit (the views in ``explore/``, the pretraining engine that
+shares the probe's limits, the request budget, the page): it imports nothing of the package."""
 
 # Any text typed into a view (explore.tokens, explore.encoding, explore.fill_mask)
 MAX_CHARS = 200_000  # ~100 KB pastes are fine; beyond this we refuse rather than stall
