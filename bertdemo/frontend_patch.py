@@ -5,7 +5,7 @@ page pushes the loading status of *every* component that any event of the page h
 component tree again, each push a search of the whole tree from its root plus a walk of the component's own
 subtree — although only the statuses of the event that sent the message changed. The work grows with every
 tab a learner has used: 13,500 tree nodes visited per Tokenizer click on a fresh page, 63,000 once the six
-Explore tabs have run (``docs/benchmarks.md``). The fix pushes a status only when it differs from the one this
+Explore tabs have run (``docs/lab/benchmarks.md``). The fix pushes a status only when it differs from the one this
 page last pushed for that component (compared by value); any other write of a component's loading status
 (a validation message, a cleared status) forgets what was pushed for it, so the next pass pushes again, and a
 re-built page forgets everything.

@@ -98,13 +98,14 @@ def test_the_stored_reference_says_when_where_and_which_seeds():
 
 
 def test_the_random_weight_figure_has_one_source_everywhere():
-    """Learn said 52–55 %, the tab and the README 53–58 %: all now quote the stored reference."""
+    """Learn said 52–55 %, the tab and the README 53–58 %: all now quote the stored reference (the README's text is now
+    docs/features.md)."""
     from bertdemo.finetune.config import FinetuneConfig
     from bertdemo.ui.finetune_tab import intro
 
     figure = random_range_text()
     assert figure in intro()
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "features.md").read_text()  # the Fine-tune tab's page (the README links to it)
     assert f"random weights of the same shape {figure}" in readme
     for stale in ("53–58", "52–55 %", "52%–55%"):
         assert stale not in intro() and stale not in readme or stale == figure

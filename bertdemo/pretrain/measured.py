@@ -2,7 +2,7 @@
 
 The Pretrain tab quotes these figures when it says what a longer run or a faster device would give. They
 come from ``bench/bench_time_to_insight.py`` (the commands, the machine and the date are in
-docs/performance.md), scored with the run's own held-out questions and landmark lines — the numbers a learner
+docs/benchmarks.md), scored with the run's own held-out questions and landmark lines — the numbers a learner
 sees on the page — and the rank of the page's probe word. A faster device makes more steps per second; the
 page turns the steps measured here into minutes at the speed of the learner's own run. Re-measure when the
 default recipe changes (tests/test_measured_runs.py checks they describe today's defaults). Torch-free.

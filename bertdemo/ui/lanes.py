@@ -4,7 +4,7 @@ Gradio gives every event its own lane of ``default_concurrency_limit`` (``--conc
 page with a dozen model views could run four forward passes of each at once, all fighting for the two
 cores and the interpreter, while a tokenization (a few milliseconds of work) waited its turn behind four
 other tokenizations, each stretched by those forwards. Under a class of visitors with a run training
-beside them, ``/tokenize`` had the worst tail of all endpoints (docs/performance.md, "class").
+beside them, ``/tokenize`` had the worst tail of all endpoints (docs/benchmarks.md, "A class on a public server").
 
 - :data:`LIGHT`: events that run no model (tokenizing, vocabulary lookups, code panels): one shared lane
   with no limit, so a light request starts at once and is over before the forwards it shares the

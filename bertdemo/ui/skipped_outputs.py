@@ -5,7 +5,7 @@ several sections (Inside BERT's Look inside lists 22 outputs and answers 5 to 8 
 they are, and so does a run tab's idle poll (all of its outputs). The web framework treats each of those as a
 change of nothing: it builds the component again from its arguments and makes its page configuration twice
 (about 1 ms for a text box, 5 ms for a figure) to send the page ``{"__type__": "update"}``, the skip it got.
-On each Inside BERT click that was about 40 of the 50 ms the server spent after the handler (docs/benchmarks.md,
+On each Inside BERT click that was about 40 of the 50 ms the server spent after the handler (docs/lab/benchmarks.md,
 "What a click cost the server after its handler"). :func:`pass_skipped_outputs` hands the framework the other
 outputs alone and puts the skips back in their places: the session keeps the same components, and the page
 gets the same answer, except that a skipped ``gr.HTML`` (a figure) no longer carries ``props:

@@ -5,7 +5,7 @@ the page's life, and at each status message of any event (pending, queued, start
 click, each rewriting them all) it finds every one of them in the component tree, walking the tree from
 its root. On the built app that walk was the largest single cost of the page's own work per Tokenizer
 click (~130 of ~300 ms of page CPU, most of it finding the components of the Pretrain and Fine-tune tabs
-that the page-load events had named: docs/benchmarks.md, "Click to settled"). Two kinds of target show
+that the page-load events had named: docs/lab/benchmarks.md, "Click to settled"). Two kinds of target show
 a learner nothing and are dropped from the built app (:func:`track_less`):
 
 - the targets of an event that shows no progress (``show_progress="hidden"``): nothing is drawn on them;
