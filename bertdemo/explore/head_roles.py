@@ -16,7 +16,6 @@ largest such); else "broad" when its entropy is at least :data:`BROAD_ENTROPY` o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -179,8 +178,3 @@ def roles_over_checkpoints(run_name: str, checkpoints: list[tuple[int, Any, Any]
         raise ValueError(f"{run_name} has no checkpoints to measure.")
     measured = [head_roles(model, tok, f"{run_name} step {step:,}", budget=budget) for step, model, tok in ordered]
     return RolesOverSteps(run_name, [s for s, _m, _t in ordered], measured)
-
-
-def max_share(roles: HeadRoles, target: str) -> float:
-    """The largest share any head gives ``target`` (0 when none): how close the model is to such a head."""
-    return max((r.shares[target] for r in roles.roles), default=0.0) if target in TARGETS else math.nan
