@@ -54,6 +54,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     public.add_argument("--max-tokens-per-step", type=int, default=8192,
                         help="most block length x batch size (public mode)")
     public.add_argument("--max-train-minutes", type=float, default=20.0, help="wall time per run (public mode)")
+    public.add_argument("--class-places", type=int, default=0, metavar="N",
+                        help="runs (waiting for the training slot or kept) the members of each class a teacher made "
+                             "may hold beyond their addresses' shares (public mode; default 0: a class's members "
+                             "share their network address's 1 waiting start and 3 kept runs, like every visitor "
+                             "behind it). One address keeps at most 5 classes open: at most 5 x N more runs")
     traffic = parser.add_argument_group("traffic (every mode)")
     traffic.add_argument("--max-upload-mb", type=float, default=20.0, help="largest uploaded file")
     traffic.add_argument("--concurrency", type=int, default=4, help="requests computed at once per event (Attention and Inside BERT: in all)")
@@ -82,6 +87,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--memory-budget-gb must be positive")
     if args.trusted_proxies is not None and not 0 <= args.trusted_proxies <= 8:
         parser.error("--trusted-proxies must be between 0 and 8")
+    if args.class_places < 0:
+        parser.error("--class-places must be 0 or more")
     if (args.queue_per_visitor or 0) < 0 or (args.queue_per_address or 0) < 0 or args.max_sessions < 1:
         parser.error("--queue-per-visitor and --queue-per-address must be 0 or more and --max-sessions at least 1")
     for pair in args.auth:
@@ -112,7 +119,8 @@ def settings_from_args(args: argparse.Namespace):
 
     public = is_public(args)
     limits = Limits(max_params=args.max_params, max_steps=args.max_steps,
-                    max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes)
+                    max_tokens_per_step=args.max_tokens_per_step, max_minutes=args.max_train_minutes,
+                    class_places=args.class_places)
     return ServerSettings.build(
         runs_dir=args.runs_dir, public=public, keep_checkpoints=args.keep_checkpoints, keep_milestones=args.keep_milestones,
         disk_budget_gb=args.disk_budget_gb, max_model_gb=args.max_model_gb, limits=limits,

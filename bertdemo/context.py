@@ -57,6 +57,7 @@ class AppContext:
         runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
         classes = Classroom(settings.class_db, settings.runs_dir)
         runs.on_start.append(classes.record_started_run)  # a class member's run goes to their class's gallery
+        runs.class_of = classes.class_of  # whose places a member's run may take (--class-places)
         return cls(settings=settings,
                    models=StoreFront(policy, default=settings.default_model, device=settings.device, loader=loader,
                                      budget=memory),

@@ -45,7 +45,10 @@ class Limits:
     max_tokens_per_step: int = 8192  # block length × batch size
     max_minutes: float = 20.0  # wall time; the run is stopped (and saved) when it is reached
     max_eval_batches: int = 20  # held-out batches per evaluation (each costs a training step's forward)
-    max_runs_per_visitor: int = 3  # runs one visitor keeps on the server (saved or not); delete one to start more
+    # what one address holds, every browser and class membership behind it together (bertdemo/runs/service.py)
+    max_runs_per_visitor: int = 3  # runs one address keeps on the server (saved or not); delete one to start more
+    queued_per_address: int = 1  # starts one address has waiting for the training slot at once
+    class_places: int = 0  # runs (waiting or kept) a class's members hold beyond their addresses' (app.py --class-places)
     keep_hours: float = 24.0  # an ended run untouched this long is deleted when someone starts a run
 
     @property

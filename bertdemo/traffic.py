@@ -16,12 +16,16 @@ proxy appended, counted from the right: entries to its left are whatever the cli
 writes the result into :data:`VISITOR_HEADER` on every request (dropping any copy the client sent), so
 handlers read one value computed in one place.
 
-A class member is counted as themselves, not as their school's one address: a request carrying a member token
-(the :data:`MEMBER_COOKIE` cookie the page sets once its browser joined a class, or the :data:`MEMBER_HEADER`
-header an API client sends) that the server verifies (``members``: the class service's check of its signature,
-:meth:`bertdemo.classroom.service.Classroom.visitor_key`) is the visitor that key names. A token nobody signed —
-invented, altered, another server's — changes nothing: the visitor is the address. The address itself goes on
-in :data:`ADDRESS_HEADER` (what several members behind one address share at most, and the upload budget).
+A class member is a name inside their address, never a new share: a request carrying a member token (the
+:data:`MEMBER_COOKIE` cookie the page sets once its browser joined a class, or the :data:`MEMBER_HEADER` header an
+API client sends) that the server verifies (``members``: the class service's check of its signature,
+:meth:`bertdemo.classroom.service.Classroom.visitor_key`) is the visitor ``member:<id>@<address>``
+(:func:`member_visitor`): the member has their own requests in flight, their own queued run to follow and their
+class's gallery, while whatever one address holds — queued starts and kept runs of every kind
+(:mod:`bertdemo.runs.service`), requests in flight together — is counted on the address the key carries
+(:func:`address_of`). A token nobody signed — invented, altered, another server's — changes nothing: the visitor
+is the address. The address itself goes on in :data:`ADDRESS_HEADER` (the upload budget, the class store's
+bounds).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ ADDRESS_HEADER = "x-bertdemo-address"  # set by the door on every request: the a
 MEMBER_COOKIE = "bertdemo-class-member"  # the page's class membership (a signed member token)
 MEMBER_HEADER = "x-bertdemo-class-member"  # the same, as an API client sends it
 MEMBER_PREFIX = "member:"  # a visitor key naming a class member (never an address: no address holds "m:")
+MEMBER_AT = "@"  # a member's visitor key: member:<id>@<address> (member ids are hex: the first "@" ends the id)
 # a 413 counts bytes, a text box characters: a paste in Japanese is refused long before its character limit
 BYTES_ADVICE = ("Text in most non-Latin scripts takes 2 to 4 bytes a character, so fewer characters fit: send less, "
                 "or, for many labelled lines, upload them as a CSV / TSV file.")
@@ -152,11 +157,30 @@ def member_token(scope: Scope) -> str:
     return cookie
 
 
+def member_visitor(member: str, address: str) -> str:
+    """The visitor key of the class member ``member`` (``member:<id>``) at ``address``: the member by name, the
+    address they count on (:func:`address_of`)."""
+    return f"{member}{MEMBER_AT}{address}"
+
+
+def address_of(visitor: str) -> str:
+    """The address a visitor key counts on: a member key's address (:func:`member_visitor`), else the key itself
+    (a member key made without an address — a test's, an in-process call's — is a share of its own)."""
+    _member, at, address = visitor.partition(MEMBER_AT)
+    return address if visitor.startswith(MEMBER_PREFIX) and at else visitor
+
+
+def member_of(visitor: str) -> str:
+    """The ``member:<id>`` a visitor key names ("" for an address)."""
+    return visitor.partition(MEMBER_AT)[0] if visitor.startswith(MEMBER_PREFIX) else ""
+
+
 def visitor_key(scope: Scope, address: str, members: Callable[[str], str] | None) -> str:
-    """Who the visitor is: the class member a verified token names (``members`` maps a token to its key, ""
-    when it verifies not), else ``address``."""
+    """Who the visitor is: the class member a verified token names, at ``address`` (``members`` maps a token to
+    ``member:<id>``, "" when it verifies not; :func:`member_visitor`), else ``address``."""
     token = member_token(scope) if members is not None else ""
-    return (members(token) if token else "") or address
+    member = members(token) if token else ""
+    return member_visitor(member, address) if member else address
 
 
 def with_visitor(scope: Scope, visitor: str, address: str | None = None) -> Scope:

@@ -1,8 +1,9 @@
-"""A class member is counted as themselves, not as their school's one address: the HTTP door turns a member token
-the server signed (the page's cookie, or an API client's header) into the visitor ``member:<id>``; an invented or
-altered token is the address. Shown on real requests: the door's headers; two members behind one address each
-with their own queue share while a forged token gets the address's, all of them within the address's ceiling;
-each member's own run quota; and the runs a member starts listed in their class, drawn in the teacher's gallery."""
+"""A class member is a name inside their address: the HTTP door turns a member token the server signed (the page's
+cookie, or an API client's header) into the visitor ``member:<id>@<address>``; an invented or altered token is the
+address. Shown on real requests: the door's headers; two members behind one address each with their own requests in
+flight while a forged token gets the address's, all of them within the address's ceiling; the run quota the members
+behind one address share (issue 52, audit F1; every quota: tests/test_address_shares.py); and the runs a member
+starts listed in their class, drawn in the teacher's gallery."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from bertdemo.classroom.report import class_report
 from bertdemo.classroom.service import Classroom
 from bertdemo.context import AppContext
 from bertdemo.settings import Limits
-from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE, MEMBER_HEADER, VISITOR_HEADER, RequestLimits, TrafficRules
+from bertdemo.traffic import (ADDRESS_HEADER, MEMBER_COOKIE, MEMBER_HEADER, VISITOR_HEADER, RequestLimits, TrafficRules,
+                              member_visitor)
 from tests.helpers import free_port, tiny_run_config, wait_until
 
 SCHOOL = "203.0.113.7"  # the one address a class sits behind
@@ -69,8 +71,8 @@ def test_the_door_counts_a_verified_member_as_themselves_and_anything_else_as_th
             door.cookies.set(name, value)
         return door.post("/gradio_api/queue/join", headers={"x-forwarded-for": SCHOOL, **headers}).json()
 
-    assert seen({}, {MEMBER_COOKIE: ada.token}) == {"visitor": [f"member:{ada.member_id}"], "address": [SCHOOL]}
-    assert seen({MEMBER_HEADER: bob.token}) == {"visitor": [f"member:{bob.member_id}"], "address": [SCHOOL]}
+    assert seen({}, {MEMBER_COOKIE: ada.token}) == {"visitor": [f"member:{ada.member_id}@{SCHOOL}"], "address": [SCHOOL]}
+    assert seen({MEMBER_HEADER: bob.token}) == {"visitor": [f"member:{bob.member_id}@{SCHOOL}"], "address": [SCHOOL]}
     other_key = Classroom("", tmp_path / "other").store.key  # another server's class database
     for invented in (_forged(ada), tokens.sign(other_key, ada.member_id), _last_digit_changed(ada.token), "x" * 300, "Ada"):
         assert seen({MEMBER_HEADER: invented}) == {"visitor": [SCHOOL], "address": [SCHOOL]}, invented
@@ -168,18 +170,22 @@ def _stopped(run) -> None:
     assert run.join(120)
 
 
-def test_each_member_has_their_own_run_quota(public_class, corpus, tmp_path):
+def test_members_behind_one_address_share_its_run_quota(public_class, corpus, tmp_path):
     ctx, _key, members = public_class
     folder = tmp_path / "runs"
-    ada, bob = (ctx.classes.visitor_key(members[n].token) for n in ("Ada", "Bob"))
+    at_school = {n: member_visitor(ctx.classes.visitor_key(members[n].token), SCHOOL) for n in ("Ada", "Bob")}
     for k in range(2):
-        _stopped(_start(ctx, corpus, folder, f"ada-{k}", ada))
+        _stopped(_start(ctx, corpus, folder, f"ada-{k}", at_school["Ada"]))
     with pytest.raises(ValueError, match="You keep 2 runs on this server"):
-        ctx.pretrain_runs.start(tiny_run_config(corpus, folder), "ada-new", visitor=ada)  # a new token: still Ada
-    _stopped(_start(ctx, corpus, folder, "bob-0", bob))  # Bob, behind the same address, has his own quota
+        ctx.pretrain_runs.start(tiny_run_config(corpus, folder), "ada-new", visitor=at_school["Ada"])  # a new token
+    with pytest.raises(ValueError, match="You keep 2 runs on this server.*network's address"):  # Bob, behind the
+        ctx.pretrain_runs.start(tiny_run_config(corpus, folder), "bob-0", visitor=at_school["Bob"])  # same address
     forged = ctx.classes.visitor_key(_forged(members["Ada"])) or SCHOOL  # the door's fallback: the address
     assert forged == SCHOOL
-    _stopped(_start(ctx, corpus, folder, "stranger", forged))  # counted as the address, not as Ada
+    with pytest.raises(ValueError, match="You keep 2 runs on this server"):
+        ctx.pretrain_runs.start(tiny_run_config(corpus, folder), "stranger", visitor=forged)
+    at_home = member_visitor(ctx.classes.visitor_key(members["Bob"].token), "198.51.100.20")
+    _stopped(_start(ctx, corpus, folder, "bob-1", at_home))  # Bob at home: his home address's share
     listed = class_report(ctx.classes.store, _key).runs
     assert sorted((nick, kind) for nick, _run_id, kind in listed) == [("Ada", "pretrain")] * 2 + [("Bob", "pretrain")]
 
@@ -189,7 +195,7 @@ def test_a_members_runs_reach_the_teachers_gallery_and_nobody_elses(public_class
 
     ctx, teacher_key, members = public_class
     folder = tmp_path / "runs"
-    ada = ctx.classes.visitor_key(members["Ada"].token)
+    ada = member_visitor(ctx.classes.visitor_key(members["Ada"].token), SCHOOL)  # as the door makes her
     live = _start(ctx, corpus, folder, "ada-0", ada)
     report = class_report(ctx.classes.store, teacher_key)
     assert report.runs == [("Ada", live.run_id, "pretrain")]

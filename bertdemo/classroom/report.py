@@ -56,6 +56,7 @@ class ClassReport:
     questions: list[QuestionSpread] = field(default_factory=list)
     gains: list[ItemGain] = field(default_factory=list)
     runs: list[tuple[str, str, str]] = field(default_factory=list)  # (nickname, run id, kind)
+    class_id: str = ""  # the class's id (its places on the server are counted by it)
 
 
 def hake_gain(pre: float, post: float) -> float | None:
@@ -72,7 +73,7 @@ def class_report(store: ClassStore, teacher_key: str, step_order: list[str] | No
     members = store.rows(class_id, "members")
     answers = store.rows(class_id, "answers")
     progress = store.rows(class_id, "progress")
-    report = ClassReport(name, code)
+    report = ClassReport(name, code, class_id=class_id)
     steps = Counter(nick for nick, *_ in progress)
     answered = Counter(row[0] for row in answers)
     right = Counter(row[0] for row in answers if row[5])

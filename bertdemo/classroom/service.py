@@ -2,9 +2,11 @@
 the database URL the server was given (``app.py --class-db``) — so a server nobody teaches on creates nothing.
 
 It also says who a class member is to the rest of the server: :meth:`Classroom.visitor_key` turns a member
-token the server signed into the visitor key ``member:<id>`` (the HTTP door's visitor, so the member has their
-own queue share, run quota and queued run), and :meth:`Classroom.record_started_run` records a run such a
-visitor started in their class (the teacher's gallery)."""
+token the server signed into ``member:<id>`` (the HTTP door makes it the visitor ``member:<id>@<address>``: the
+member has their own requests in flight and queued run to follow, while what they hold counts on their address),
+:meth:`Classroom.class_of` names such a visitor's class (whose places the run service counts), and
+:meth:`Classroom.record_started_run` records a run such a visitor started in their class (the teacher's
+gallery)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 from bertdemo.classroom import tokens
 from bertdemo.classroom.db import DB_FILE, Database
 from bertdemo.classroom.store import ClassLimits, ClassStore
-from bertdemo.traffic import MEMBER_PREFIX
+from bertdemo.traffic import MEMBER_PREFIX, member_of
 log = logging.getLogger(__name__)
 
 
@@ -57,13 +59,30 @@ class Classroom:
             return ""
         return MEMBER_PREFIX + member_id if member_id else ""
 
+    @staticmethod
+    def _member_id(visitor: str) -> str:
+        """The member id a visitor key names (made from :meth:`visitor_key` by the HTTP door); "" for an address."""
+        return member_of(str(visitor or "")).partition(":")[2]
+
+    def class_of(self, visitor: str) -> str:
+        """The id of the class of the member ``visitor`` names; "" for a visitor who is no member (or whose
+        membership has ended, their class closed)."""
+        member_id = self._member_id(visitor)
+        if not member_id:
+            return ""
+        store = self.store
+        try:
+            return store.member(tokens.sign(store.key, member_id)).class_id
+        except ValueError:
+            return ""
+
     def record_started_run(self, visitor: str, run_id: str, kind: str) -> bool:
         """Record run ``run_id`` (of ``kind``) in the class of the member ``visitor`` names (a key made by
         :meth:`visitor_key`, which only the HTTP door writes); False for a visitor who is no member, or when
         the class keeps no more (said in the log: the run itself goes on)."""
-        if not visitor.startswith(MEMBER_PREFIX) or not run_id:
+        member_id = self._member_id(visitor)
+        if not member_id or not run_id:
             return False
-        member_id = visitor[len(MEMBER_PREFIX):]
         store = self.store
         try:
             return store.record_run(tokens.sign(store.key, member_id), run_id, kind)
@@ -75,11 +94,12 @@ class Classroom:
         """For the member ``visitor`` names (a key made by :meth:`visitor_key`): their class's name, their
         nickname and the runs they started in it, (run id, kind) oldest first — nobody else's; None for a
         visitor who is no member (or whose membership has ended)."""
-        if not visitor.startswith(MEMBER_PREFIX):
+        member_id = self._member_id(visitor)
+        if not member_id:
             return None
         store = self.store
         try:
-            member = store.member(tokens.sign(store.key, visitor[len(MEMBER_PREFIX):]))
+            member = store.member(tokens.sign(store.key, member_id))
         except ValueError:
             return None
         runs = sorted((run_id, kind) for nick, run_id, kind, _at in store.rows(member.class_id, "member_runs")

@@ -15,7 +15,6 @@ from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import TrainConfig, validate_probe_text
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.probes import validate_expected
-from bertdemo.runs import folders
 from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.slot import BackgroundRun, Clock
 from bertdemo.runs.status import ACTIVE_STATUSES, Status
@@ -129,8 +128,7 @@ class TwinRun(TrainingRun):
         self.run_id = ""
         self.claim_folder()
         self.metrics.update(run_id=self.run_id)
-        folders.record_owner(self.run_folder, self.owner_token)
-        folders.record_visitor(self.run_folder, self.visitor)
+        self.record_holders()
         self.announce_start()  # e.g. a class records the second twin as its member's run too
         return super().work()
 

@@ -4,7 +4,8 @@ keeps, how long an ended run stays, deleting one.
 Torch-free. A kind keeps its runs as direct children of its own root (pretraining: ``runs_dir``;
 fine-tuning: ``runs_dir/.finetune``), named by run id; only names of existing direct children are ever
 touched. ``owner.sha256`` remembers who started a run (a digest of the token that controls it),
-``visitor.sha256`` from which address (what a visitor's run quota counts).
+``visitor.sha256`` the share it counts in (the address it was started from, or a class's places: what the run
+quota counts).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bertdemo import storage
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the token itself is never stored
-VISITOR_FILE = "visitor.sha256"  # a digest of the address that started the run (public servers), for the quota
+VISITOR_FILE = "visitor.sha256"  # a digest of the share the run counts in (public servers: its address), for the quota
 
 
 def claim_run_folder(root: Path, label: str) -> str:
@@ -56,7 +57,8 @@ def _digest(token: str) -> str:
 
 
 def record_visitor(folder: str | Path, visitor: str) -> None:
-    """Remember from which address the run in ``folder`` was started (nothing when ``visitor`` is empty)."""
+    """Remember the share the run in ``folder`` counts in — the address it was started from, or a class's places
+    (nothing when ``visitor`` is empty)."""
     if visitor:
         Path(folder).mkdir(parents=True, exist_ok=True)
         storage.write_text(Path(folder) / VISITOR_FILE, _digest(visitor))
@@ -96,8 +98,8 @@ def run_ids(root: str | Path) -> list[str]:
 
 
 def runs_owned_by(root: str | Path, token: str, visitor: str = "") -> list[str]:
-    """The runs (saved or not) that ``token`` started, or that were started from the address ``visitor``
-    (whatever token they carry: a visitor who invents a token per run is still one visitor)."""
+    """The runs (saved or not) that ``token`` started, or that count in the share ``visitor`` (an address, whatever
+    token they carry: a visitor who invents a token per run is still one visitor; or a class's places)."""
     return [run_id for run_id in run_ids(root)
             if is_owner(root, run_id, token) or _started_from(root, run_id, visitor)]
 

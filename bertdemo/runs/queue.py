@@ -2,6 +2,10 @@
 instead of being refused — one waiting run per visitor, first come first served, its place and an estimated
 start shown, and cancellable. A dispatcher thread starts the head of the queue as soon as the slot is free.
 
+Whose share a waiting run takes is the caller's to say (:class:`QueueShare`: the run service passes the visitor's
+address, then their class's places): each waiting run is charged to the first share with room, and a start no share
+has room for is refused, so one address holds its share of the queue however many names it takes.
+
 The queue holds what a start needs as a callable (the kind's own ``start``, with the visitor's settings):
 called when the turn comes, its checks run then, and a refusal is kept as that visitor's message. Torch-free.
 
@@ -21,7 +25,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,7 @@ class Ticket:
     done: threading.Event = field(default_factory=threading.Event)
     recipe: dict | None = None  # how to make ``start`` again after a restart (plain JSON); None: not kept
     owner: str = ""  # the token that queued it: only its holder reads its place or cancels it ("" = anyone)
+    share: str = ""  # the share it is charged to (QueueShare.key: an address, a class's places); "" = none
 
     def owned_by(self, token: str | None) -> bool:
         """Whether ``token``'s holder may read this ticket's place and cancel it (None: the caller is trusted)."""
@@ -56,6 +61,16 @@ class Ticket:
             return True
         given = str(token).encode("utf-8", "surrogatepass")
         return secrets.compare_digest(given, self.owner.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True)
+class QueueShare:
+    """A share of the queue a waiting run may be charged to: at most ``most`` places held under ``key``, of which
+    ``held()`` are held outside the queue (a class's kept runs, which take its places too)."""
+
+    key: str
+    most: int
+    held: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,11 +115,14 @@ class RunQueue:
 
     # --- a visitor ---------------------------------------------------------------------------------
     def start_or_wait(self, key: str, label: str, start: Callable[[], Any], estimate_s: float | None = None,
-                      recipe: dict | None = None, owner: str = "") -> Any:
+                      recipe: dict | None = None, owner: str = "", shares: Sequence[QueueShare] | None = None,
+                      full: str = "") -> Any:
         """Start now when the slot is free and nobody waits (the run, as ``start`` returns it); else queue it
         and return its :class:`Place`. ValueError when ``key`` has a run waiting already or the queue is full.
         ``recipe``: plain JSON values from which the start can be made again after a restart (kept on disk);
-        ``owner``: the token whose holder alone reads its place and cancels it ("" = anyone with ``key``)."""
+        ``owner``: the token whose holder alone reads its place and cancels it ("" = anyone with ``key``);
+        ``shares``: in order, the shares the waiting run may be charged to (the first with room takes it; None:
+        no share is counted); when none has room, ValueError ``full``."""
         with self._lock:
             if not self._waiting and self.is_free():
                 self._last.pop(key, None)
@@ -115,13 +133,17 @@ class RunQueue:
                                  " cancel it to queue another.")
             if waiting is not None:  # another browser or API caller behind the same address: theirs to cancel
                 raise ValueError("A run from your address is already waiting for the training slot, and one visitor "
-                                 "queues one run at a time: start yours once that one has started (a class member, "
-                                 "who joined with the class's link, is counted as themselves).")
+                                 "queues one run at a time: start yours once that one has started.")
             if len(self._waiting) >= self.max_waiting:
                 raise ValueError(f"{len(self._waiting)} runs are waiting for the training slot, the most this server "
                                  "queues; try again later.")
+            share = ""
+            if shares is not None:
+                share = next((s.key for s in shares if self.holding(s.key) + (s.held() if s.held else 0) < s.most), None)
+                if share is None:
+                    raise ValueError(full or "Your share of the queue for the training slot is taken.")
             ticket = Ticket(key, label, start, estimate_s, next(self._numbers), self.clock(), recipe=recipe,
-                            owner=owner)
+                            owner=owner, share=share)
             self._waiting.append(ticket)
             self._last[key] = ticket
             self._save()
@@ -157,6 +179,11 @@ class RunQueue:
         parts = [self.busy_s()] + [t.estimate_s if t.estimate_s is not None else self.default_s
                                    for t in self._waiting[:position - 1]]
         return None if any(p is None for p in parts) else float(sum(parts))
+
+    def holding(self, share: str) -> int:
+        """How many waiting runs are charged to ``share`` (a :class:`QueueShare` key)."""
+        with self._lock:
+            return sum(1 for t in self._waiting if share and t.share == share)
 
     def waiting(self) -> list[tuple[int, str, str, float | None]]:
         """The queue in order, as (position, key, label, estimated start in seconds) — the teacher's view."""
@@ -201,7 +228,7 @@ class RunQueue:
         """Write the waiting runs' recipes, in queue order, to :attr:`path` (atomically; called under the lock)."""
         if self.path is None:
             return
-        kept = [{"key": t.key, "label": t.label, "estimate_s": t.estimate_s, "recipe": t.recipe}
+        kept = [{"key": t.key, "label": t.label, "estimate_s": t.estimate_s, "recipe": t.recipe, "share": t.share}
                 for t in self._waiting if t.recipe is not None]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,7 +260,7 @@ class RunQueue:
                     continue
                 ticket = Ticket(key, label, start, float(estimate) if isinstance(estimate, (int, float)) else None,
                                 next(self._numbers), self.clock(), recipe=recipe,
-                                owner=str(recipe.get("owner") or ""))
+                                owner=str(recipe.get("owner") or ""), share=str(entry.get("share") or ""))
                 self._waiting.append(ticket)
                 self._last[key] = ticket
             self._save()

@@ -2,6 +2,15 @@
 may pause, resume or stop the live run, the per-visitor run quota and expiry on a public server, who may
 delete a run, clean-up at start and the save on shutdown.
 
+One address, one share (on a public server): a visitor is an address, and a class membership is a name inside it
+(:func:`bertdemo.traffic.member_visitor`), never a new share. What one address holds — starts waiting for the slot
+(:attr:`Limits.queued_per_address`) and runs kept on the server (:attr:`Limits.max_runs_per_visitor`), of every
+kind — is counted on the address, whatever memberships it took; a class a teacher made has the places the operator
+grants classes (:attr:`Limits.class_places`, ``app.py --class-places``): runs, waiting or kept, its members hold
+beyond their addresses' shares. Each start is charged to one share — the address while it has room, else its class's
+places — recorded with the waiting run (:class:`bertdemo.runs.queue.QueueShare`) and in the run's folder
+(:attr:`BackgroundRun.share`), so every kind is counted the same way without a line of its own.
+
 A kind's service (:class:`bertdemo.pretrain.service.PretrainService`,
 :class:`bertdemo.finetune.service.FinetuneService`) registers itself here and keeps only its own start checks,
 estimates and names; it starts its run through :meth:`RunService.launch`, where whatever listens for started
@@ -14,16 +23,17 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bertdemo.runs import folders
 from bertdemo.runs.kinds import KindRegistry, RunKind
-from bertdemo.runs.queue import Place, RunQueue
+from bertdemo.runs.queue import Place, QueueShare, RunQueue
 from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
-from bertdemo.settings import ServerSettings
-from bertdemo.traffic import MEMBER_PREFIX
+from bertdemo.settings import Limits, ServerSettings
+from bertdemo.traffic import MEMBER_PREFIX, address_of, member_of
 
 QUEUE_FILE = ".run-queue.json"  # in the runs folder: the runs waiting for the slot, kept across a restart
 MAX_KEPT_CHARS = 100_000  # a larger start (own data's pasted lines) waits in memory alone: a restart forgets it
@@ -32,6 +42,23 @@ log = logging.getLogger(__name__)
 NOT_YOURS = "This run belongs to another visitor; you can watch it."
 NO_RUN = "There is no run to control; press Start first."
 ONLY_OWNER_DELETES = "Only the browser that started this run (or this server's administrator) may delete it."
+CLASS_SHARE = "class:"  # the share of a class's places: class:<class id> (no address starts with it)
+ONE_VISITOR = "one visitor is everyone behind your network's address, class members too"
+
+
+@dataclass(frozen=True)
+class ClassPlaces:
+    """A class's places on this server (its teacher's view): ``granted`` by the operator (``--class-places``),
+    held by its members' runs ``waiting`` for the training slot and ``kept`` on the server."""
+
+    granted: int
+    waiting: int
+    kept: int
+
+    @property
+    def free(self) -> int:
+        """The places no run holds now."""
+        return max(0, self.granted - self.waiting - self.kept)
 
 
 class RunAction(StrEnum):
@@ -55,6 +82,8 @@ class RunService:
                               path=self.runs_dir / QUEUE_FILE)
         # called with (visitor, run id, kind) once a run of any kind has started, queued or not (AppContext wires them)
         self.on_start: list[Callable[[str, str, str], Any]] = []
+        # a class member's visitor key -> their class's id ("" for none); AppContext wires the classroom's
+        self.class_of: Callable[[str], str] = lambda visitor: ""
 
     def set_parallel_runs(self, count: int) -> None:
         """Let up to ``count`` runs train at once (each visitor still one): app.py sets the machine's default
@@ -107,8 +136,8 @@ class RunService:
         return token if self.settings.is_public else ""
 
     def visitor(self, address: str) -> str:
-        """Who a new run records as its visitor: the caller (address or class member) on a public server, for
-        the quota; locally a class member alone (their class lists the run), else none."""
+        """Who a new run records as its visitor: the caller (an address, or a class member at their address) on
+        a public server, for the quota; locally a class member alone (their class lists the run), else none."""
         return address if self.settings.is_public or address.startswith(MEMBER_PREFIX) else ""
 
     def cap_seconds(self) -> float | None:
@@ -116,10 +145,60 @@ class RunService:
         public = self.settings.public_limits
         return None if public is None else public.max_seconds
 
+    # --- one address, one share (see the module) ----------------------------------------------------
+    def _class_share(self, visitor: str) -> str:
+        """``class:<id>`` when ``visitor`` is a member of a class and this server grants classes places; else ""."""
+        caps = self.settings.public_limits
+        if caps is None or caps.class_places <= 0 or not member_of(visitor):
+            return ""
+        try:
+            class_id = self.class_of(visitor)
+        except Exception:  # noqa: BLE001 - the class database unreachable: the member counts on their address alone
+            log.exception("Could not read a class member's class")
+            return ""
+        return CLASS_SHARE + class_id if class_id else ""
+
+    def _kept(self, share: str, owner_token: str = "") -> list[str]:
+        """The runs of every kind kept on the server (saved or not) charged to ``share``, or started with
+        ``owner_token`` (a visitor who moved keeps what their token started)."""
+        return [run_id for kind in self.kinds for run_id in folders.runs_owned_by(kind.root, owner_token, share)]
+
+    def _class_taken(self, places: str) -> int:
+        """The places of the class share ``places`` that its members' runs hold: waiting, or kept."""
+        return self.queue.holding(places) + len(self._kept(places))
+
+    def class_places(self, class_id: str) -> ClassPlaces:
+        """Class ``class_id``'s places on this server: granted, and held by its members' waiting and kept runs."""
+        caps = self.settings.public_limits
+        granted = caps.class_places if caps is not None else 0
+        share = CLASS_SHARE + str(class_id)
+        if granted <= 0 or not class_id:
+            return ClassPlaces(max(0, granted), 0, 0)
+        return ClassPlaces(granted, self.queue.holding(share), len(self._kept(share)))
+
+    def _charge(self, owner_token: str, visitor: str) -> str:
+        """The share a run starting now counts in: the visitor's address while it has room for one more kept run,
+        else their class's places when they have some (a start is checked first: :meth:`check_visitor_share`)."""
+        caps = self.settings.public_limits
+        address = address_of(visitor)
+        places = self._class_share(visitor)
+        if caps is None or not places or len(self._kept(address, owner_token)) < caps.max_runs_per_visitor:
+            return address
+        return places
+
+    @staticmethod
+    def _kept_full(count: int, caps: Limits, places: str) -> str:
+        return (f"You keep {count} runs on this server, the most one visitor may ({ONE_VISITOR}): delete one of "
+                "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another."
+                + (f" Your class's {caps.class_places} places on this server are taken too (its teacher's view shows "
+                   "them)." if places else ""))
+
     def check_visitor_share(self, owner_token: str, visitor: str, resuming: bool) -> None:
-        """A public server: ended runs of every kind untouched for ``keep_hours`` go first; then one visitor —
-        the runs their token or their address started, of every kind — keeps at most ``max_runs_per_visitor``
-        runs (saved or not), so nobody holds the disk budget (the admin is not counted, nor a resumed run)."""
+        """A public server: ended runs of every kind untouched for ``keep_hours`` go first; then one address —
+        the runs its visitors' tokens started or that count on it, of every kind, whatever class memberships
+        started them — keeps at most ``max_runs_per_visitor`` runs (saved or not), so nobody holds the disk
+        budget; a class member past it may take one of their class's places (the admin is not counted, nor a
+        resumed run)."""
         caps = self.settings.public_limits
         if caps is None:
             return
@@ -128,10 +207,34 @@ class RunService:
             folders.expire_runs(kind.root, caps.keep_hours * 3600, keep=keep, now=self.wall_clock())
         if resuming or self.settings.is_admin(owner_token):
             return
-        mine = [run_id for kind in self.kinds for run_id in folders.runs_owned_by(kind.root, owner_token, visitor)]
-        if len(mine) >= caps.max_runs_per_visitor:
-            raise ValueError(f"You keep {len(mine)} runs on this server, the most one visitor may: delete one of "
-                             "yours (Runs on this server → Delete, /delete_run or /delete_finetune) to start another.")
+        mine = self._kept(address_of(visitor), owner_token)
+        if len(mine) < caps.max_runs_per_visitor:
+            return
+        places = self._class_share(visitor)
+        if places and self._class_taken(places) < caps.class_places:
+            return
+        raise ValueError(self._kept_full(len(mine), caps, places))
+
+    def _queue_shares(self, owner_token: str, visitor: str) -> list[QueueShare] | None:
+        """The shares a waiting start of ``visitor`` may take, in order: their address's (while it also has room
+        to keep the run), then their class's places; None where nothing is counted (locally, the admin)."""
+        caps = self.settings.public_limits
+        if caps is None or self.settings.is_admin(owner_token):
+            return None
+        address = address_of(visitor)
+        shares = []
+        if len(self._kept(address, owner_token)) < caps.max_runs_per_visitor:
+            shares.append(QueueShare(address, caps.queued_per_address))
+        places = self._class_share(visitor)
+        if places:
+            shares.append(QueueShare(places, caps.class_places, held=lambda: len(self._kept(places))))
+        return shares
+
+    @staticmethod
+    def _queue_full(caps: Limits, places: str) -> str:
+        return (f"A run from your network's address is already waiting for the training slot, and one address has "
+                f"{caps.queued_per_address} waiting at a time ({ONE_VISITOR}): start yours once it has started."
+                + (f" Your class's {caps.class_places} places on this server are taken too." if places else ""))
 
     def slot_free(self) -> bool:
         """Whether a run may start in the slot now (a slot without a live run, no GPU burst)."""
@@ -146,9 +249,9 @@ class RunService:
         return min(known) if known else None
 
     def queue_key(self, owner_token: str, visitor: str) -> str:
-        """Whose turn a queued start is: the visitor (address or class member) on a public server, else the
-        browser's token."""
-        return (visitor if self.settings.is_public and visitor else owner_token) or "local"
+        """Whose turn a queued start is: the visitor (an address, or a class member wherever they are) on a
+        public server, else the browser's token."""
+        return ((member_of(visitor) or visitor) if self.settings.is_public and visitor else owner_token) or "local"
 
     def start_or_queue(self, owner_token: str, visitor: str, label: str, start: Callable[[], BackgroundRun],
                        estimate_s: float | None = None, recipe: dict | None = None,
@@ -160,7 +263,8 @@ class RunService:
         (:meth:`restore_queue`); without one (or with values JSON cannot hold, or over :data:`MAX_KEPT_CHARS`)
         a restart forgets it. Only ``owner_token`` (on a public server) reads its place and cancels it.
         ``check``: the kind's checks of these settings but the slot's (ValueError), run first when the start
-        would wait, so a start that could never run is refused now, not queued."""
+        would wait, so a start that could never run is refused now, not queued. On a public server a waiting
+        start takes a place of the visitor's address, else of their class (see the module): none left, ValueError."""
         if check is not None and not self.slot_free():
             check()
         owner = self.owner(owner_token)  # on a public server only this token reads its place and cancels it
@@ -170,8 +274,11 @@ class RunService:
                 kept = None
         except (TypeError, ValueError):
             kept = None
+        shares = self._queue_shares(owner_token, visitor)
+        places = next((share.key for share in shares or () if share.key.startswith(CLASS_SHARE)), "")
+        full = "" if shares is None else self._queue_full(self.settings.public_limits, places)
         return self.queue.start_or_wait(self.queue_key(owner_token, visitor), label, start, estimate_s, kept,
-                                        owner=owner)
+                                        owner=owner, shares=shares, full=full)
 
     def restore_queue(self) -> int:
         """At server start (every kind registered): queue again, in order, the runs that waited for the slot
@@ -209,6 +316,8 @@ class RunService:
                     log.exception("A run-start listener failed for run %s", started.run_id)
 
         run.start_listeners.append(tell)  # a later run of the same turn (Train both's second twin) is heard too
+        if self.settings.is_public:
+            run.share = self._charge(owner_token, run.visitor)  # recorded in its folder: the quota counts it there
         started = self.manager.start_run(run, hold=hold, owner_token=owner_token if self.settings.is_public else "")
         started.announce_start()
         return started

@@ -2,7 +2,8 @@
 manager that starts runs one at a time (:class:`RunManager`), in this process and — through a lock file in
 ``runs_dir`` — on this machine.
 
-Every kind gets the same guarantees here, not in its own code: the owner and visitor recorded in its folder,
+Every kind gets the same guarantees here, not in its own code: the owner and the share it counts in recorded in
+its folder (:meth:`BackgroundRun.record_holders`),
 the public wall-time cap (a timer started with the run, which stops it whatever it is doing — training,
 paused, evaluating — so it saves and frees the slot), the machine lock released when its thread ends, and a
 refused start that says how long the slot stays busy. A kind supplies its folder (:meth:`claim_folder`),
@@ -28,6 +29,7 @@ from bertdemo.runs import folders
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.priority import lower_this_thread
 from bertdemo.runs.status import ACTIVE_STATUSES, LockedSnapshot, Status
+from bertdemo.traffic import address_of
 
 LOCK_FILE = ".active-run.lock"
 RECENT_RUNS = 16  # the latest runs a manager remembers, so an owner's /run_status finds theirs once it has ended
@@ -61,7 +63,9 @@ class BackgroundRun:
         self.runs_dir = Path(runs_dir)
         self.metrics = metrics
         self.owner_token = owner_token  # the secret of the browser (or API caller) that started it; "" = anyone
-        self.visitor = visitor  # the address it was started from (public servers' run quota); "" = not recorded
+        self.visitor = visitor  # who started it: an address, or a class member at theirs; "" = not recorded
+        # the share it counts in (public servers' run quota): its address, or a class's places (RunService.launch)
+        self.share = address_of(visitor)
         self.max_seconds = max_seconds  # wall-time cap (public servers): stopped and saved when reached
         self._clock = clock
         self._deadline: float | None = None  # clock() at which the cap is reached (set by start)
@@ -108,8 +112,7 @@ class BackgroundRun:
         self._machine_lock = machine_lock
         self.claim_folder()
         self.metrics.update(run_id=self.run_id)
-        folders.record_owner(self.run_folder, self.owner_token)  # who may control and delete it
-        folders.record_visitor(self.run_folder, self.visitor)  # whose quota it counts in
+        self.record_holders()
         self._thread.name = f"{self.kind or 'run'}-{self.run_id}"
         if self.max_seconds is not None:
             self._deadline = self._clock() + self.max_seconds
@@ -118,6 +121,12 @@ class BackgroundRun:
             self._cap_watch.start()
         self._thread.start()
         return self
+
+    def record_holders(self) -> None:
+        """Record in the run's folder who may control and delete it (its owner token's digest) and the share whose
+        quota it counts in (:attr:`share`'s digest)."""
+        folders.record_owner(self.run_folder, self.owner_token)
+        folders.record_visitor(self.run_folder, self.share)
 
     def _watch_cap(self) -> None:
         """Stop the run when its wall-time cap is reached on the run's clock, whatever the run is doing."""
@@ -348,13 +357,18 @@ class RunManager:
             raise ValueError(busy_message(mine or soonest, owner_token))
 
     def _check_one_per_visitor(self, run: BackgroundRun, hold: object | None) -> None:
-        """With several slots, one visitor (their token or their address) trains one run at a time."""
+        """With several slots, one visitor (their token, or the share they count in: their address, whatever
+        class memberships they took, or a class's places) trains one run at a time."""
         if hold is not None or self.slots == 1:
             return
         for other in self.active_runs():
-            if (run.owner_token and other.owner_token == run.owner_token) or (run.visitor and other.visitor == run.visitor):
+            if run.owner_token and other.owner_token == run.owner_token:
                 raise ValueError(f"You have a run under way already (run {other.run_id}): one run at a time per "
                                  "visitor. Stop it, or start this one when it has ended.")
+            if run.share and other.share == run.share:
+                raise ValueError(f"A run from your network's address is under way already (run {other.run_id}): one "
+                                 "run at a time per visitor, and one visitor is everyone behind one address, class "
+                                 "members too. Start this one when it has ended.")
 
 
 def busy_message(run: BackgroundRun, owner_token: str = "") -> str:

@@ -12,7 +12,9 @@ the view says when it was last read.
 
 One address, one share (:mod:`bertdemo.classroom.store`): on a public server the classes one address keeps open are
 bounded; wrong join codes are counted per address and refused past a bound; a teacher closes their class (after the
-browser's confirm); a class nobody uses for the stated days is deleted, as the teacher's view says.
+browser's confirm); a class nobody uses for the stated days is deleted, as the teacher's view says. The runs a
+class's members hold count on their network addresses, beyond them on the places the operator grants classes
+(:mod:`bertdemo.runs.service`): the teacher's view says how many and how many are taken (:func:`places_markdown`).
 
 What students typed is shown as text (:func:`as_text`): no Markdown, link, image, formula or table row of its own.
 The answers the class records are graded on the server (:func:`send_learning`): the page sends the guesses its
@@ -22,8 +24,8 @@ the grade (:mod:`bertdemo.learn.class_grading`), never reading a truth or a grad
 Wiring only: the class logic is :mod:`bertdemo.classroom`. The member token is kept in the browser's
 localStorage (like a run's owner token) and never shown; the teacher key only in the teacher's link. The token
 also goes into a cookie (:data:`HEAD`, set before the page's first request, and at the join), so every request
-of the page carries it and the HTTP door counts the member as themselves (:mod:`bertdemo.traffic`): their own
-queue share, run quota and queued run, and the runs they start listed in their class."""
+of the page carries it and the HTTP door knows the member by name at their address (:mod:`bertdemo.traffic`):
+their own requests in flight and queued run to follow, and the runs they start listed in their class."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from bertdemo import storage
 from bertdemo.classroom.report import ClassReport, class_report, csv_text, utc_time
 from bertdemo.classroom.store import ClassStore, one_line
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
+from bertdemo.runs.service import ClassPlaces
+from bertdemo.settings import Limits
 from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
@@ -108,8 +112,28 @@ def as_text(value: object) -> str:
     return "".join(_INERT.get(c) or literal(c) for c in one_line(value))
 
 
-def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float | None]]) -> str:
-    """The teacher's view as text (tables a screen reader reads): participants, funnel, answers, gain, queue."""
+def places_markdown(places: ClassPlaces, limits: Limits | None) -> str:
+    """What the class's runs may hold on this server (``limits``: a public server's; None: not counted) — the places
+    the operator grants classes and how many its members' runs take — and each address's share, in words."""
+    if limits is None:
+        return "This server is not public: your students' runs are not counted against any share."
+    share = (f"every visitor behind one network address — a school's, a student's home — shares its "
+             f"{limits.queued_per_address} waiting start{'s' * (limits.queued_per_address != 1)} and "
+             f"{limits.max_runs_per_visitor} kept runs, class members too")
+    if places.granted <= 0:
+        return (f"This server grants classes no places of their own: your students' runs count on their network "
+                f"addresses, and {share} (a class in one room shares them). Its operator grants places with "
+                "`--class-places`.")
+    return (f"This server grants each class **{places.granted}** places: runs your students hold, waiting for the "
+            f"training slot or kept on the server, beyond their network addresses' shares ({share}). Now "
+            f"**{places.waiting + places.kept}** taken ({places.waiting} waiting, {places.kept} kept), "
+            f"**{places.free}** free; a run frees its place when it is deleted, or {limits.keep_hours:g} hours after its "
+            "last use.")
+
+
+def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float | None]], places: str = "") -> str:
+    """The teacher's view as text (tables a screen reader reads): participants, funnel, answers, gain, queue, and
+    ``places``: what the class's runs may hold on this server (:func:`places_markdown`)."""
     active = sum(p.active for p in report.participants)
     out = [f"### {as_text(report.name)} · join code **{report.join_code}**",
            f"{len(report.participants)} joined, {active} active in the last 5 minutes.", "",
@@ -134,6 +158,8 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
     out += [f"{pos}. a {as_text(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
             for pos, _key, label, s in queue] or ["Nobody is waiting."]
     return "\n".join(out)
+    if places:
+        out += ["", "#### Run places", places]
 
 
 def updated_line(now: float, idle_days: float) -> str:
@@ -206,8 +232,9 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
         report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS), now=now)
         spec = gallery_spec(ctx, report)
         ft_spec = finetune_gallery_spec(ctx, report)  # the fine-tuning runs' curves, beside the pretraining runs'
-        values, last = unsent([report_markdown(report, ctx.runs.queue.waiting()), _figure(spec), _figure(ft_spec)],
-                              drawn_ids, last)
+        places = places_markdown(ctx.runs.class_places(report.class_id), ctx.settings.public_limits)
+        values, last = unsent([report_markdown(report, ctx.runs.queue.waiting(), places), _figure(spec),
+                               _figure(ft_spec)], drawn_ids, last)
         timer_update = gr.skip() if ticking else gr.update(value=TEACHER_POLL_S, active=True)
         return (gr.update(visible=True), *values, updated_line(now, classes.store.limits.idle_days), last,
                 timer_update)

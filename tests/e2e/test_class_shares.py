@@ -1,7 +1,8 @@
-"""One address, one share of the class feature (issue 52, audit F5 and H6), on the launched app: on a public server
-the classes one address keeps open are bounded and wrong join codes are counted against the address they came from,
-each called as the page calls it (raw HTTP, the visitor told by X-Forwarded-For behind one trusted proxy); a teacher
-closes their class from the page, and its links stop working."""
+"""One address, one share of the class feature (issue 52, audit F1, F5 and H6), on the launched app: on a public
+server the classes one address keeps open are bounded, wrong join codes are counted against the address they came
+from, and however many memberships one address takes it holds one waiting start of the training queue (the audit's
+``sybil_queue.py``), each called as the page or an API client calls it (the visitor told by X-Forwarded-For behind
+one trusted proxy); a teacher closes their class from the page, and its links stop working."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ import json
 import uuid
 
 import httpx
+from gradio_client import Client
+from gradio_client.exceptions import AppError
 from playwright.sync_api import Page, expect
 
 from bertdemo.classroom.store import ClassLimits
+from bertdemo.traffic import MEMBER_HEADER
 from bertdemo.ui.class_tab import TEACHER_POLL_S
+from tests.helpers import visitor_client
 
-from .api import app_config, fn_index
+from .api import RUN, app_config, fn_index, wait_ended
 from .pages import RUN_TIMEOUT_MS, create_class, open_tab
 
 LIMITS = ClassLimits()  # what the launched server keeps
@@ -63,6 +68,46 @@ def test_wrong_join_codes_from_one_address_are_refused_past_the_bound(public_ser
     assert not ok and f"{LIMITS.failed_joins} wrong join codes" in json.dumps(out)
     ok, out = _as_page(base, join, [code, "Ada"], "10.5.0.3")  # a student elsewhere joins
     assert ok, out
+
+
+def test_memberships_from_one_address_hold_one_waiting_start_and_an_honest_visitor_still_queues(public_server):
+    base, config = public_server.url, app_config(public_server.url)
+    attacker, memberships = "10.9.0.1", 8
+    ok, out = _as_page(base, fn_index(config, "create_class"), ["Sybil class"], attacker)
+    assert ok, out
+    code = out[0].split("?class=")[1].split()[0]
+    members = []
+    for i in range(memberships):
+        ok, out = _as_page(base, fn_index(config, "join_class"), [code, f"kid{i}"], attacker)
+        assert ok, out
+        members.append(out[0])  # the member token the page keeps
+    holder, honest = visitor_client(base, "10.8.0.1"), visitor_client(base, "10.7.0.1")
+    holder.predict(RUN, "holder-token", api_name="/start_run")  # another visitor's run holds the slot
+    queued, refused, holder_run = [], [], ""
+    try:
+        holder_run = holder.predict(api_name="/run_status")["run_id"]
+        for i, token in enumerate(members):
+            client = Client(base, verbose=False, headers={"x-forwarded-for": attacker, MEMBER_HEADER: token})
+            try:
+                queued.append((client, f"sybil-{i}", client.predict(RUN, f"sybil-{i}", api_name="/start_run")))
+            except AppError as err:
+                refused.append(str(err))
+        assert len(queued) == 1, f"{len(queued)} starts queued from one address"
+        assert "number 1 in the queue" in queued[0][2], queued[0][2]
+        assert len(refused) == memberships - 1
+        assert all("your network's address is already waiting" in r.lower() for r in refused), refused[:2]
+        answer = honest.predict(RUN, "honest-token", api_name="/start_run")  # the queue still takes others
+        assert "number 2 in the queue" in answer, answer
+    finally:
+        for client, token, _answer in queued:
+            client.predict(token, api_name="/cancel_queued")
+        try:
+            honest.predict("honest-token", api_name="/cancel_queued")
+        except AppError:
+            pass  # it was never queued
+        holder.predict("holder-token", api_name="/stop_run")
+        wait_ended(holder)
+    holder.predict(holder_run, "holder-token", api_name="/delete_run")  # the holder's quota is left as it was
 
 
 def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: Page, app_url: str):
