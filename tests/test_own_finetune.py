@@ -163,7 +163,7 @@ def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, t
     assert model.config.id2label[1] == "vehicle"
     ours = FinetuneLab(tmp_path / "cache").classify(service.model(f"ft:{run.run_id}"), "the car is here .")[1]
     theirs = model(**tokenizer("the car is here .", return_tensors="pt")).logits.softmax(-1)[0].tolist()
-    assert theirs == pytest.approx(ours, abs=1e-5)
+    assert theirs == pytest.approx(ours, abs=1e-3)  # the zip's weights in fp16, read back as float32
 
 
 def test_from_200_examples_a_seeded_split_reports_on_test(tiny_mlm_dir, tmp_path):

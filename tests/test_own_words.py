@@ -132,10 +132,10 @@ def test_the_kept_word_tagger_tags_and_downloads_as_a_stock_token_classifier(cro
     enc = tokenizer("the apple and the bus go .", return_tensors="pt")
     with torch.no_grad():
         theirs_logits, ours_logits = stock(**enc).logits, ours(**enc).logits
-    assert torch.equal(theirs_logits, ours_logits)
+    assert torch.allclose(theirs_logits, ours_logits, atol=1e-3)  # the zip's weights in fp16, read back as float32
     first = [enc.word_ids().index(i) for i in range(7)]  # each word's first piece, where the tagger reads
     probs = theirs_logits[0, first].softmax(-1)
-    assert [p for _, _, p in tagged] == pytest.approx(probs.max(-1).values.tolist(), abs=1e-5)
+    assert [p for _, _, p in tagged] == pytest.approx(probs.max(-1).values.tolist(), abs=1e-3)
     assert [t for _, t, _ in tagged] == [stock.config.id2label[int(k)] for k in probs.argmax(-1)]
 
 

@@ -48,7 +48,8 @@ def test_train_both_trains_the_twins_on_one_data_order_and_overlays_them(tmp_pat
     assert json.loads((latest_checkpoint(tmp_path / "runs" / ltr_id) / "config.json").read_text())["is_decoder"]
     curves = service.compared([])
     labels = [label for label, _ in curves]
-    assert len(curves) == 2 and "objective=ltr" in labels[0] and "objective=mlm" in labels[1]
+    assert len(curves) == 2 and labels[0].startswith("left-to-right LM · started ")  # the pair ended: not "live"
+    assert labels[1].startswith("masked LM · started ")
 
 
 def test_the_estimate_of_train_both_counts_both_twins(tmp_path) -> None:

@@ -59,7 +59,7 @@ from bertdemo.models.checkpoint_layout import (  # the read side, on the models 
     step_folders,
     step_of,
 )
-from bertdemo.pretrain.config import CUSTOM, TrainConfig
+from bertdemo.pretrain.config import CUSTOM, LTR, MLM, TrainConfig
 from bertdemo.settings import DiskRules
 
 if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listing checkpoints needs none
@@ -289,6 +289,7 @@ _SHAPE = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermedia
 # settings that say nothing about the experiment (where and how often), left out of run labels
 NOT_EXPERIMENT = frozenset({"runs_dir", "resume_from", "cache_dir", "device", "num_threads", "compile", "log_every",
                             "eval_every", "eval_batches", "checkpoint_every", "probe_text", "probe_expected", "steps"})
+OBJECTIVE_WORDS = {MLM: "masked LM", LTR: "left-to-right LM"}  # how a label names a run's objective
 
 
 def corpus_display_name(corpus: str) -> str:
@@ -297,9 +298,18 @@ def corpus_display_name(corpus: str) -> str:
     return corpus if corpus in ("wiki", "tinystories") else Path(corpus).name
 
 
+def setting_text(name: str, value: object) -> str:
+    """One setting as a run's label says it: the objective in words ("left-to-right LM"), a corpus by its
+    display name, any other as ``name=value``."""
+    if name == "objective":
+        return OBJECTIVE_WORDS.get(str(value), f"objective={value}")
+    return f"{name}={corpus_display_name(value) if name == 'corpus' else value}"
+
+
 def experiment_label(settings: dict) -> str:
     """What a run was: its preset and the settings in which it differs from the default run
-    (``settings``: ``TrainConfig.flat()``), e.g. "bert-mini · lr=0.003, nsp=True"; "bert-tiny · defaults"."""
+    (``settings``: ``TrainConfig.flat()``), e.g. "bert-mini · lr=0.003, nsp=True"; "bert-tiny · defaults";
+    "bert-tiny · left-to-right LM"."""
     default = TrainConfig().flat()
     preset = settings.get("preset") or "bert"
     parts = []
@@ -307,7 +317,7 @@ def experiment_label(settings: dict) -> str:
         if name in NOT_EXPERIMENT or name in _SHAPE or name == "preset" or name not in default:
             continue  # (a preset names its shape)
         if value != default[name]:
-            parts.append(f"{name}={corpus_display_name(value) if name == 'corpus' else value}")
+            parts.append(setting_text(name, value))
     if preset == CUSTOM:
         preset += " ({} layers, hidden {}, {} heads, FFN {})".format(*(settings.get(n, "?") for n in _SHAPE))
     return f"{preset} · {', '.join(parts) or 'defaults'}"

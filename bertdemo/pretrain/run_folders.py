@@ -10,6 +10,7 @@ restart; an uploaded corpus stays while a run refers to it (:func:`release_corpo
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +26,7 @@ from bertdemo.pretrain.checkpoints import (
     read_state,
     run_checkpoints,
     run_folder_of,
+    setting_text,
 )
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import RunSnapshot, snapshot_from_history
@@ -93,16 +95,32 @@ def run_choices(runs_dir: str | Path) -> list[tuple[str, str]]:
     return [(label, run_folder_of(path).name) for label, path in list_checkpoints(runs_dir)]
 
 
+_STARTED = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-")  # a run id: <date>-<time>-<label>
+
+
+def started_text(run_id: str, with_day: bool = False) -> str:
+    """When run ``run_id`` started, read from its id: "started 22:29:04" (``with_day``: "started 2026-12-01
+    22:29:04"); the run id itself when it is not a dated one."""
+    found = _STARTED.match(run_id)
+    if found is None:
+        return run_id
+    year, month, day, hour, minute, second = found.groups()
+    return f"started {year}-{month}-{day} {hour}:{minute}:{second}" if with_day else f"started {hour}:{minute}:{second}"
+
+
 def differing_labels(records: list[RunRecord]) -> dict[str, str]:
-    """run_id -> a label naming the settings in which it differs from the others (e.g. "lr=0.003")."""
-    if len(records) < 2:
-        return {r.run_id: r.run_id for r in records}
-    names = [n for n in records[0].settings if n not in NOT_EXPERIMENT
+    """run_id -> a label a learner tells the runs apart by: the objective in words when the runs' objectives
+    differ, when the run started (the day too when the runs span days), and the other settings in which it
+    differs from the others, e.g. "left-to-right LM · started 22:30:03", "started 22:29:04 (lr=0.003)"."""
+    names = [n for n in (records[0].settings if records else ()) if n not in NOT_EXPERIMENT
              and len({repr(r.settings.get(n)) for r in records}) > 1]
+    with_day = len({r.run_id[:8] for r in records if _STARTED.match(r.run_id)}) > 1  # the runs span days
     labels = {}
     for r in records:
-        parts = [f"{n}={corpus_display_name(r.settings.get(n)) if n == 'corpus' else r.settings.get(n)}" for n in names]
-        labels[r.run_id] = f"{r.run_id[-12:]} ({', '.join(parts)})" if parts else r.run_id
+        head = [setting_text(n, r.settings.get(n)) for n in names if n == "objective"]
+        parts = [setting_text(n, r.settings.get(n)) for n in names if n != "objective"]
+        label = " · ".join([*head, started_text(r.run_id, with_day)])
+        labels[r.run_id] = f"{label} ({', '.join(parts)})" if parts else label
     return labels
 
 

@@ -234,16 +234,19 @@ class PretrainService:
 
     def compared(self, run_ids: list[str] | None, live_label: str = "live run",
                  live: RunSnapshot | None = None) -> list[tuple[str, RunSnapshot]]:
-        """(label, history) of the live run (first, labelled ``live_label`` + what differs; ``live``: its
-        snapshot when the caller holds one already) and of the earlier runs ``run_ids``; labels name the
-        settings in which the runs differ."""
+        """(label, history) of the slot's latest run (first; while its snapshot is under way labelled
+        ``live_label`` + the rest, never once it has ended; ``live``: its snapshot when the caller holds one
+        already) and of the earlier runs ``run_ids``; labels tell the runs apart by their objective, their start
+        and the settings in which they differ (:func:`~bertdemo.pretrain.run_folders.differing_labels`)."""
         run = self.current
         if isinstance(run, TwinRun) and run.twin_id and run.twin_id not in (run_ids or []):
             run_ids = [run.twin_id, *(run_ids or [])]  # the pair's curves overlaid: its masked-LM twin beside it
-        live = [] if run is None else [run_folders.RunRecord(run.run_id, Path(), run.cfg.flat(), live or run.snapshot())]
-        records = live + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
+        latest = [] if run is None else [run_folders.RunRecord(run.run_id, Path(), run.cfg.flat(),
+                                                               live or run.snapshot())]
+        records = latest + [self.load_run(run_id) for run_id in (run_ids or []) if run is None or run_id != run.run_id]
         labels = run_folders.differing_labels(records)
-        return [(f"{live_label} {labels[r.run_id]}" if i == 0 and live else labels[r.run_id], r.snapshot)
+        under_way = bool(latest) and latest[0].snapshot.active  # as the snapshot drawn says (the page keys on it)
+        return [(f"{live_label} · {labels[r.run_id]}" if i == 0 and under_way else labels[r.run_id], r.snapshot)
                 for i, r in enumerate(records)]
 
     def run_checkpoint(self, run_id: str) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -61,6 +62,17 @@ class Ticket:
             return True
         given = str(token).encode("utf-8", "surrogatepass")
         return secrets.compare_digest(given, self.owner.encode("utf-8", "surrogatepass"))
+
+
+# what a place's sentence says (Place.sentence): a page's answer box that holds one is stale once the run is
+# cancelled, started or refused (bertdemo.ui.run_queue_panel reads it)
+_PLACE_SENTENCE = re.compile(r"^Your (queued )?.*?(is number \d+ in the queue for the training slot|has started \(run"
+                             r"|could not start: )")
+
+
+def is_place_sentence(text: object) -> bool:
+    """Whether ``text`` is (or begins with) what :meth:`Place.sentence` says of a queued run."""
+    return isinstance(text, str) and _PLACE_SENTENCE.match(text) is not None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from bertdemo.learn import concept_check as learn_concept_check, predictions as 
 from bertdemo.runs.service import ClassPlaces
 from bertdemo.settings import Limits
 from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE
+from bertdemo.ui import downloads
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.heavy_requests import current_budget
@@ -202,7 +203,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             ft_gallery = PlotlyFigure(label="Students' fine-tuning runs", elem_id="class-ft-runs", visible=False)
             with gr.Row():
                 refresh = gr.Button("Refresh", elem_id="class-refresh")
-                csv_button = gr.DownloadButton("Answers as CSV", elem_id="class-csv")
+                csv_button, csv_file = downloads.button("Answers as CSV", "class-csv")  # one click downloads
                 close = gr.Button("Close the class", variant="stop", elem_id="class-close")
         closed = gr.Markdown(elem_id="class-closed")
         member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
@@ -291,7 +292,7 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     tabs = getattr(tab, "parent", None)
     if isinstance(tabs, gr.Tabs):  # another tab opened: the timer stops in the page, without a request
         tabs.change(None, None, timer, js=STOP_WHEN_HIDDEN_JS % "class-report", **quiet)
-    csv_button.click(user_errors(class_csv), teacher, csv_button, **private)
+    downloads.wire(csv_button, user_errors(class_csv), teacher, csv_file, **private)
     close.click(None, None, None, js=CLOSE_JS, **quiet)
     close_confirmed.click(user_errors(close_class), teacher, [teacher_view, teacher, timer, closed], **private)
     return member

@@ -154,7 +154,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                 classify_btn = gr.Button("Classify", scale=1, elem_id="ft-classify")
             classify_out = gr.Markdown(elem_id="ft-classify-out")
         poll = TabPoll(POLL_SECONDS, "ft-status")  # the tab's one timer: on while a run it shows is live
-        own_data_section.build(ctx, owner, export_dir, poll)  # the learner's own labelled sentences (task "own")
+        own_result = own_data_section.build(ctx, owner, export_dir, poll)  # the learner's own sentences (task "own")
         with gr.Accordion("Which layer knows what? Frozen probes", open=False, elem_id="ft-probes-box"):
             gr.Markdown("A linear classifier reads each layer's frozen vectors (mean-pooled, and [CLS]) for three "
                         "tasks whose labels are exact; the random-weight model of the same shape and the majority "
@@ -399,7 +399,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return (*drawn, key), bool(run is not None and run.active)
 
     poll.add(run_part, [seen, compare], outputs)
-    queue_panel.wire(poll, owner)
+    queue_panel.wire(poll, owner, answers=[status, own_result])  # where the page's starts answer (names: status)
     poll.after(started)  # a start draws at once and starts the timer
     compare.change(user_errors(curves), compare, curve_plot, api_visibility="private")
     task_box.expand(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")

@@ -2,7 +2,8 @@
 load the 20-sentence sentiment example), word labels ``word<TAB>tag`` (or the 20-sentence word-tag example),
 upload a CSV / TSV, or name a hub dataset; fine-tune from the embedded model or from random weights of the same
 shape (the control); read the honest small-data score; classify (or tag) new sentences with the result;
-download it as a folder stock transformers loads.
+download it as a folder stock transformers loads (its weights in fp16, read back as float32), in one click that
+shows the zip's making as it goes.
 
 Wiring only: the run is a fine-tuning run (``ctx.finetune_runs.start`` with ``task`` "own"), so it takes the
 training slot, the caps, the quota, pause and stop like any other; its result is read from the run's own
@@ -23,10 +24,10 @@ import gradio as gr
 from bertdemo.finetune.config import EMBEDDED, RANDOM, config_from_request
 from bertdemo.finetune.own_data import (MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS, MIN_LABELS,
                                         MIN_PER_LABEL, SENTIMENT_EXAMPLE, WORDS_EXAMPLE)
-from bertdemo.finetune.own_export import model_zip
+from bertdemo.finetune.own_export import WEIGHTS_DTYPE, model_zip
 from bertdemo.finetune.own_run import DATA_FILE, own_request, read_result
 from bertdemo.runs.uploads import forget_original_upload
-from bertdemo.ui import common, run_starts
+from bertdemo.ui import common, downloads, run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.viz import finetune as viz
@@ -46,10 +47,23 @@ INTRO = (
     "tag and per-word memory (the tag each word had most often in training) on the same folds."
 )
 
+# what the zip holds, said beside its button (bertdemo.finetune.own_export: the weights in fp16, read back as float32)
+ZIP_NOTE = (f"*The zip is one folder stock transformers loads (`AutoModelForSequenceClassification` for sentence "
+            f"labels, `AutoModelForTokenClassification` for word labels, `AutoTokenizer`), the label names in its "
+            f"`config.json`. Its weights travel in half precision ({WEIGHTS_DTYPE}: half the download); both kinds "
+            "load so, and `from_pretrained` reads them back as float32 — the probabilities this page shows, to "
+            "fp16 rounding (about 0.001 at most).*")
 
-def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> None:
+
+def zip_note(path: Path) -> str:
+    """What the page says once the zip is made: its name and size, then :data:`ZIP_NOTE`."""
+    return f"Downloaded `{path.name}` ({path.stat().st_size / 1e6:,.1f} MB). " + ZIP_NOTE
+
+
+def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdown:
     """Lay out the section (inside the Fine-tune tab) and wire it; ``owner``: the browser's owner token box;
-    ``poll``: the tab's :class:`~bertdemo.ui.tab_poll.TabPoll`."""
+    ``poll``: the tab's :class:`~bertdemo.ui.tab_poll.TabPoll`. Returns the box its start answers in (a queued
+    run's place, until the tab's queue line cancels it)."""
     runs, slot, lab, public = ctx.finetune_runs, ctx.runs, ctx.finetune, ctx.settings.is_public
     user_errors = functools.partial(common.user_errors, public=public)
 
@@ -88,10 +102,11 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> None:
                                           max_length=MAX_TEXT_CHARS, scale=3, min_width=200, elem_id="own-sentence")
                     classify = gr.Button("Classify / tag", scale=1, min_width=90, elem_id="own-classify")
                 answer = gr.Markdown(elem_id="own-answer")
-                with gr.Row():
-                    download = gr.DownloadButton("Download the model (.zip)", elem_id="own-zip", min_width=160)
-                    data_csv = gr.DownloadButton("Your data + held-out predictions (CSV)", elem_id="own-csv",
-                                                 min_width=160)
+                with gr.Row():  # each builds its file when pressed and downloads it in the same click
+                    download, zip_file = downloads.button("Download the model (.zip)", "own-zip", min_width=160)
+                    data_csv, csv_file = downloads.button("Your data + held-out predictions (CSV)", "own-csv",
+                                                          min_width=160)
+                download_note = gr.Markdown(ZIP_NOTE, elem_id="own-download-note")
         seen = gr.State(None)
 
     def mine(token: str) -> list[str]:
@@ -153,10 +168,13 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> None:
         return viz.probabilities_markdown(labels, probs, name).replace("| topic |", "| label |")
 
     @user_errors
-    def own_download(run_id: str, token: str):
+    def own_download(run_id: str, token: str, progress=gr.Progress()):
+        """The run's model as a zip (weights in fp16), its making shown as it goes; the note says what came."""
         if not run_id:
             raise ValueError("Pick one of your runs first.")
-        return str(model_zip(runs.own_folder(run_id, token or ""), export_dir, run_id))
+        path = model_zip(runs.own_folder(run_id, token or ""), export_dir, run_id,
+                         progress=lambda done, what: progress(done, desc=what))
+        return str(path), zip_note(path)
 
     @user_errors
     def own_data_csv(run_id: str, token: str):
@@ -182,5 +200,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> None:
     pick.change(own_show, [pick, owner], result, api_name="own_show", api_visibility="private")
     pick.focus(refresh, owner, pick, api_name="own_refresh", api_visibility="private")
     classify.click(own_classify, [sentence, pick, owner], answer, api_name="own_classify", api_visibility="private")
-    download.click(own_download, [pick, owner], download, api_name="own_download", api_visibility="private")
-    data_csv.click(own_data_csv, [pick, owner], data_csv, api_name="own_data_csv", api_visibility="private")
+    downloads.wire(download, own_download, [pick, owner], zip_file, download_note, api_name="own_download",
+                   api_visibility="private")
+    downloads.wire(data_csv, own_data_csv, [pick, owner], csv_file, api_name="own_data_csv", api_visibility="private")
+    return result

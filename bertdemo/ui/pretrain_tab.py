@@ -80,8 +80,9 @@ def poll_view(runs: PretrainService, seen: dict | None, compare: list[str] | Non
                    len(snap.eval_steps), len(snap.probe_steps)),
         "timeline": (snap.run_id, len(snap.timeline), tuple(snap.landmarks),
                      run_curves.locality_markdown(snap)),  # the locality bias fading (a few words: compared as text)
-        "curves": (snap.run_id, len(snap.steps), len(snap.eval_steps), len(snap.probe_steps), len(snap.timeline),
-                   tuple(snap.landmarks), tuple(compare or ()), smoothing, log_y, x_axis),
+        "curves": (snap.run_id, snap.active, len(snap.steps), len(snap.eval_steps), len(snap.probe_steps),
+                   len(snap.timeline), tuple(snap.landmarks), tuple(compare or ()), smoothing, log_y, x_axis),  # an
+        # ended run's curves are drawn once more: its label is no longer "live run"
         "probes": (snap.run_id, len(snap.probe_steps), len(snap.probe), x_axis),
     }
     changed = {name for name, key in keys.items() if seen.get(name) != key}

@@ -1,19 +1,27 @@
 """The queue line under a run tab's Start button (:class:`QueuePanel`): when the training slot was busy, the
 visitor's run waits in the fair queue (:mod:`bertdemo.runs.queue`); the line says its place and estimated
 start, refreshed by the tab's poll while it waits (:class:`~bertdemo.ui.tab_poll.TabPoll`: the tab's one timer), with a
-button to cancel it. Wiring only."""
+button to cancel it. A cancel leaves no queue text behind: the line goes, and a start's own answer box that still
+says the run's place (a section's result) says it was cancelled, so a later refusal's "Error" never sits above a
+stale "number 1 in the queue … about 2 min". Wiring only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo.runs.queue import is_place_sentence
+from bertdemo.ui import tab_poll
 from bertdemo.ui.common import user_errors, visitor_of
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
     from bertdemo.ui.tab_poll import TabPoll
+
+CANCELLED = "Your queued run is cancelled."
+NOT_WAITING = "You have no run waiting in the queue."
 
 
 class QueuePanel:
@@ -26,11 +34,13 @@ class QueuePanel:
             self.cancel = gr.Button("Cancel my queued run", size="sm", scale=0, min_width=180,
                                     elem_id=f"{prefix}-queue-cancel")
 
-    def wire(self, poll: TabPoll, owner: gr.Textbox) -> None:
+    def wire(self, poll: TabPoll, owner: gr.Textbox, answers: Sequence[gr.components.Component] = ()) -> None:
         """The visitor's place, or nothing: a part of the tab's ``poll`` (live while the run waits; the tab's Start
-        is chained to the poll with :meth:`TabPoll.after`), and after a cancel."""
+        is chained to the poll with :meth:`TabPoll.after`), and after a cancel. ``answers``: the tab's boxes where
+        a start from the page writes its answer (which is the run's place when the slot was busy)."""
         runs = self.ctx.runs
         outputs = [self.row, self.line, self.cancel]
+        answers = list(answers)
 
         def place_now(token: str, request: gr.Request):
             place = runs.queued(token or "", visitor_of(request))
@@ -42,10 +52,17 @@ class QueuePanel:
             return place_now(token, request)
 
         @user_errors
-        def cancel_queued_run(token: str, request: gr.Request):
-            if runs.cancel_queued(token or "", visitor_of(request)):
-                gr.Info("Your queued run is cancelled.")
-            return place_now(token, request)[0]
+        def cancel_queued_run(token: str, sent: dict, request: gr.Request, *shown: object):
+            """Cancel this visitor's queued run; the line and every answer box that still says its place follow,
+            and the tab's poll forgets what it sent of them (it draws them afresh next time)."""
+            cancelled = runs.cancel_queued(token or "", visitor_of(request))
+            if cancelled:
+                gr.Info(CANCELLED)
+            panel, _ = place_now(token, request)
+            now = panel[1] or (CANCELLED if cancelled else NOT_WAITING)  # a place that started or failed says so
+            return (*panel, *(now if is_place_sentence(text) else gr.skip() for text in shown),
+                    tab_poll.forget(sent, [*outputs, *answers]))
 
         poll.add(queue_place, [owner], outputs)
-        self.cancel.click(cancel_queued_run, owner, outputs, api_visibility="private")
+        self.cancel.click(cancel_queued_run, [owner, poll.sent, *answers], [*outputs, *answers, poll.sent],
+                          api_visibility="private")

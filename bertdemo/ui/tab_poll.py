@@ -73,6 +73,13 @@ def unsent(values: Sequence[Any], ids: Sequence[int], sent: dict | None) -> tupl
     return out, now
 
 
+def forget(sent: dict | None, components: Sequence[Any]) -> dict:
+    """``sent`` without ``components``: an event outside the poll changed them, so the poll's next answer sends
+    each of them whatever it was last sent (else the page would keep that event's value, skipped as unchanged)."""
+    ids = {str(c._id) for c in components}
+    return {key: digest for key, digest in (sent or {}).items() if key not in ids}
+
+
 class TabPoll:
     """Build inside the tab (it makes the tab's one timer); ``shown_id``: the elem_id of an element always
     visible in the tab (the page reads it to tell whether the tab is shown). Then :meth:`add` parts and

@@ -117,3 +117,15 @@ def create_class(page: Page, name: str) -> tuple[str, str]:
     expect(links).to_have_value(re.compile(r"http\S+\?class=[A-Z2-9]{6}\n.*http\S+\?teacher=\S+"), timeout=RUN_TIMEOUT_MS)
     join_link, teacher_link = [line.split(": ", 1)[1] for line in links.input_value().splitlines()]
     return join_link, teacher_link
+
+
+def open_teacher_view(page: Page, url: str, name: str) -> str:
+    """A new class named ``name`` made on the app at ``url``, its teacher's view open (and drawn) on ``page``: the
+    class's join link."""
+    page.goto(url)
+    open_tab(page, "Class")
+    join_link, teacher_link = create_class(page, name)
+    page.goto(teacher_link)
+    open_tab(page, "Class")
+    expect(page.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
+    return join_link
