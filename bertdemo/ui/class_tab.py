@@ -158,9 +158,9 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
     out += ["", "#### Waiting for the training slot", ]
     out += [f"{pos}. a {as_text(label)}" + (f", starts in about {s / 60:.0f} min" if s is not None else "")
             for pos, _key, label, s in queue] or ["Nobody is waiting."]
-    return "\n".join(out)
     if places:
         out += ["", "#### Run places", places]
+    return "\n".join(out)
 
 
 def updated_line(now: float, idle_days: float) -> str:
