@@ -60,8 +60,11 @@ def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
     cfg = _cfg(time_budget_s=0)  # Steps alone end the run
     rate = budget.work_flops(cfg) / 3600  # the whole run takes an hour
     assert budget.check_time(cfg, max_seconds=2 * 3600, rate=rate) == pytest.approx(3600)
-    with pytest.raises(ValueError, match=r"about 60 min here; .* after 20 minutes. Lower Steps to about 333,"):
+    with pytest.raises(ValueError, match=r"about 60 min here; .* after 20 minutes. Lower Steps to about 331,"):
         budget.check_time(cfg, max_seconds=20 * 60, rate=rate)
+    # the advice counts what the refusal counts (evaluations, checkpoints): its run fits, one step more does not
+    assert budget.estimate_run(cfg.replace(steps=331), rate).total_s <= 20 * 60
+    assert budget.estimate_run(cfg.replace(steps=332), rate).total_s > 20 * 60
     # a 5-minute time budget ends the same run first: it fits the 20-minute cap; a 30-minute one does not.
     # The cap counts wall time: the 300 s of training plus the evaluations due in the steps that fit
     done = int(300 * rate / (budget.flops_per_token(cfg) * 32 * 128))  # the steps 300 s of training make
@@ -69,9 +72,24 @@ def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
     assert (done, evals) == (84, 1)  # a step takes 3.6 s here: only the step-0 evaluation is due
     assert budget.check_time(_cfg(time_budget_s=300), max_seconds=20 * 60, rate=rate) == pytest.approx(
         300 + evals * budget.evaluation_flops(cfg) / rate)
-    with pytest.raises(ValueError, match=r"about 31 min here; .* Lower Steps to about 333,"):  # with its evaluations
+    with pytest.raises(ValueError, match=r"about 31 min here; .* Lower Steps to about 331,"):  # with its evaluations
         budget.check_time(_cfg(time_budget_s=1800), max_seconds=20 * 60, rate=rate)
     assert budget.duration_text(30) == "about 30 s" and budget.duration_text(5 * 3600) == "about 5.0 h"
+
+
+def test_a_refused_run_is_never_told_to_lower_its_steps_to_more_than_it_asked():
+    """A 120-step run whose evaluations make it too long was told "Lower Steps to about 151" (audit B10): the
+    advice counted only the training steps. Now it is a count below 120 that fits, or it says that no count does."""
+    cfg = _cfg(time_budget_s=0, steps=120, eval_every=10)
+    rate = budget.work_flops(cfg.replace(eval_every=10_000)) / 1150  # the steps alone fit the 20-minute cap
+    seconds = budget.estimate_run(cfg, rate).total_s
+    assert seconds > 20 * 60  # the 13 evaluations push it past the cap
+    fit = budget.steps_that_fit(cfg, 20 * 60, rate)
+    assert 0 < fit < 120 and budget.estimate_run(cfg.replace(steps=fit), rate).total_s <= 20 * 60
+    with pytest.raises(ValueError, match=f"Lower Steps to about {fit},"):
+        budget.check_time(cfg, max_seconds=20 * 60, rate=rate)
+    with pytest.raises(ValueError, match="No number of steps fits with these evaluations and checkpoints"):
+        budget.check_time(cfg, max_seconds=1, rate=rate)
 
 
 def test_the_cli_refuses_a_run_this_machine_cannot_hold(tmp_path, capsys, monkeypatch):

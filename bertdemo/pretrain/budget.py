@@ -327,12 +327,30 @@ def check_time(cfg: TrainConfig, max_seconds: float, rate: float, overheads: Run
     which counts wall time), naming the number of steps that would fit."""
     seconds = estimate_run(cfg, rate, overheads, eval_rate).total_s
     if seconds > max_seconds:
-        per_step = estimate_seconds(cfg, rate, cfg.optim.steps) / max(cfg.optim.steps, 1)
-        fit = int(max_seconds / per_step)
+        fit = steps_that_fit(cfg, max_seconds, rate, overheads, eval_rate)
+        advice = (f"Lower Steps to about {fit:,}, or the batch size, the block length or the model size." if fit else
+                  "No number of steps fits with these evaluations and checkpoints: evaluate or save less often, or "
+                  "lower the batch size, the block length or the model size.")
         raise ValueError(f"This run would take {duration_text(seconds)} here; this public server stops runs after "
-                         f"{max_seconds / 60:g} minutes. Lower Steps to about {fit:,}, or the batch size, "
-                         "the block length or the model size.")
+                         f"{max_seconds / 60:g} minutes. {advice}")
     return seconds
+
+
+def steps_that_fit(cfg: TrainConfig, max_seconds: float, rate: float, overheads: RunOverheads | None = None,
+                   eval_rate: float | None = None) -> int:
+    """The most steps below ``cfg``'s whose whole run (:func:`estimate_run`: evaluations, checkpoints and start-up
+    counted, as the refusal counts them) fits in ``max_seconds``; 0 when not even one does."""
+    def fits(steps: int) -> bool:
+        return estimate_run(cfg.replace(steps=steps), rate, overheads, eval_rate).total_s <= max_seconds
+
+    low, high = 0, max(cfg.optim.steps - 1, 0)  # the answer lies in [low, high]; fits(low) or low == 0
+    while low < high:  # the estimate grows with the steps: bisect
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low if low and fits(low) else 0
 
 
 # --- time left of a run under way -------------------------------------------------------------------
