@@ -23,10 +23,27 @@ def _continuation(loaded):
 
 
 def _word_start_only(loaded, probs):
-    """`probs` with every ``##`` continuation piece set to 0 (what a word-start mask may offer)."""
+    """`probs` with every ``##`` continuation piece and every special token set to 0 (what a word-start mask may
+    offer)."""
     probs = probs.clone()
     probs[..., _continuation(loaded)] = 0.0
+    probs[..., loaded.tokenizer.all_special_ids] = 0.0
     return probs
+
+
+def test_a_special_token_is_never_offered_for_a_blank(tiny_loaded):
+    """A model that puts most of its probability on [SEP] (a left-to-right model's usual next word at a sentence's
+    end) still fills the blank with words: [SEP], [CLS], [PAD], [MASK] and [UNK] are no words."""
+    sep = tiny_loaded.tokenizer.sep_token_id
+    with torch.no_grad():
+        tiny_loaded.model.cls.predictions.decoder.bias[sep] += 50.0  # [SEP] now takes nearly all the mass
+    try:
+        result = fill_mask.predict(tiny_loaded, "Nice to [MASK] you.", top_k=5)
+    finally:
+        with torch.no_grad():
+            tiny_loaded.model.cls.predictions.decoder.bias[sep] -= 50.0
+    offered = [c.token for c in result.masks[0].candidates]
+    assert len(offered) == 5 and not set(offered) & set(tiny_loaded.tokenizer.all_special_tokens)
 
 
 def _direct_pll(loaded, text_with_word: str, start: int, n_pieces: int) -> float:

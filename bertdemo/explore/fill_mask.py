@@ -158,8 +158,26 @@ def _continuation_ids(tokenizer) -> torch.Tensor:
     return continuation_lookup(tokenizer).nonzero().flatten()
 
 
+@lru_cache(maxsize=16)
+def _special_ids(tokenizer) -> torch.Tensor:
+    """Ids of the tokenizer's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]): never a word for a blank."""
+    return torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+
+
 _mask_contexts = mask_contexts  # one rule for Fill-Mask and the pretraining probes (bertdemo.pretrain.masking)
-_allowed = allowed_pieces
+
+
+def _allowed(probs: torch.Tensor, context: str, continuation: torch.Tensor,
+             specials: torch.Tensor | None = None) -> torch.Tensor:
+    """What may be offered at a blank: the pieces that can stand in ``context``
+    (:func:`~bertdemo.pretrain.masking.allowed_pieces`), never a special token (a left-to-right model's next
+    word is often [SEP]; it is no word); a blank glued to another blank stays unfiltered."""
+    out = allowed_pieces(probs, context, continuation)
+    if specials is None or not specials.numel() or context == AFTER_MASK:
+        return out
+    out = out.clone() if out is probs else out
+    out[..., specials] = 0.0
+    return out
 
 
 def score_target(tokenizer, word: str, probs: torch.Tensor) -> TargetScore:
@@ -199,8 +217,9 @@ def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, cont
     """Whole-word candidates of 1..MAX_WORD_PIECES pieces at ``pos``, ranked by PLL."""
     tokenizer = loaded.tokenizer
     continuation = _continuation_ids(tokenizer)
-    ranked = pll.whole_words(loaded, base, pos, k, lambda p: _allowed(p, context, continuation),
-                             lambda p: _allowed(p, AFTER_LETTERS, continuation), budget)
+    specials = _special_ids(tokenizer)
+    ranked = pll.whole_words(loaded, base, pos, k, lambda p: _allowed(p, context, continuation, specials),
+                             lambda p: _allowed(p, AFTER_LETTERS, continuation, specials), budget)
     out = []
     for score, text, ids in ranked:
         pieces = tokenizer.convert_ids_to_tokens(ids)
@@ -318,11 +337,11 @@ def _predict(loaded: LoadedModel, text: str, text_pair: str | None, top_k: int, 
         probs, hidden = batcher.submit(loaded.model, item, lambda items: _shared_forward(loaded, items))
     else:  # alone, or heads switched off / attention recorded (a context of this thread's own): never shared
         probs, hidden = _shared_forward(loaded, [item])[0]
-    continuation = _continuation_ids(tokenizer)
+    continuation, specials = _continuation_ids(tokenizer), _special_ids(tokenizer)
 
     masks = []
     for i, pos in enumerate(positions.tolist()):
-        ranked = _allowed(probs[i], contexts[i], continuation)  # what may be offered here
+        ranked = _allowed(probs[i], contexts[i], continuation, specials)  # what may be offered here
         if whole_words and contexts[i] == WORD_START:
             candidates = _whole_words(loaded, base, pos, contexts[i], int(top_k), budget)
         else:
