@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r.chosen_step} of {r.steps}) {r.seconds:.0f} s", flush=True)
     table = table_from_scores(per_seed(results), args.seeds)
     print(f"\n# Table 5 in miniature, {settings.steps} steps of {settings.batch_size}, seeds {args.seeds}")
-    for task in args.tasks:
-        print(table["comparisons"][task]["sentence"].replace("**", ""))
+    for pair, verdicts in table["comparisons"].items():
+        for task in args.tasks:
+            print(f"{pair}: " + verdicts[task]["sentence"].replace("**", ""))
     meta = {"date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
             "machine": f"{machine(args.threads)}, shared: load average {min(loads):.1f}–{max(loads):.1f} during the bench",
             "command": "python bench/bench_table5.py " + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -1,76 +1,136 @@
-"""The shipped twins: a masked LM and a left-to-right LM of one shape, trained by the project's engine with one
-recipe; plain model folders that stock transformers opens, pickable wherever a model is, loaded by load_twin."""
+"""The shipped twins: a masked LM and two left-to-right LMs of one shape, trained by the project's engine with one
+recipe for 15 M tokens each; plain model folders that stock transformers opens, pickable wherever a model is, loaded
+by load_twin; what the page says about them (the curve, the held-out words, the cloze, the Learn step) is what their
+weights answer."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertForMaskedLM, BertLMHeadModel
 
 from bertdemo.explore import attention, fill_mask
-from bertdemo.models import twins
+from bertdemo.explore import twins as twins_engine
+from bertdemo.models import twin_curve, twins
 from bertdemo.models.catalog import model_choices
 from bertdemo.models.loading import load_twin
 from bertdemo.models.store import ModelStore
 
 
 @pytest.fixture(scope="module")
-def pair():
+def shipped():
     assert all(twins.has_twin(kind) for kind in twins.TWIN_KINDS), "the twins' tracked assets are missing"
     return {kind: load_twin(kind) for kind in twins.TWIN_KINDS}
 
 
-def test_the_twins_are_one_shape_two_objectives_and_load_in_stock_transformers(pair) -> None:
-    mlm, ltr = pair["mlm"].model, pair["ltr"].model
-    assert type(mlm) is BertForMaskedLM and type(ltr) is BertLMHeadModel and ltr.config.is_decoder
-    assert {k: v.shape for k, v in mlm.state_dict().items()} == {k: v.shape for k, v in ltr.state_dict().items()}
-    stock = AutoModelForCausalLM.from_pretrained(str(twins.twin_dir("ltr")), dtype=torch.float32).eval()
-    assert type(stock) is BertLMHeadModel
+@pytest.fixture(scope="module")
+def curve():
+    record = twin_curve.read_curve()
+    assert record is not None, "bertdemo/assets/twins/curve.json is missing"
+    return record
+
+
+def test_the_twins_are_one_shape_three_objectives_and_load_in_stock_transformers(shipped) -> None:
+    mlm = shipped["mlm"].model
+    assert type(mlm) is BertForMaskedLM
+    shapes = {k: v.shape for k, v in mlm.state_dict().items()}
+    for kind in ("ltr", "ltr-masked"):
+        ltr = shipped[kind].model
+        assert type(ltr) is BertLMHeadModel and ltr.config.is_decoder
+        assert {k: v.shape for k, v in ltr.state_dict().items()} == shapes
+        stock = AutoModelForCausalLM.from_pretrained(str(twins.twin_dir(kind)), dtype=torch.float32).eval()
+        ids = shipped[kind].tokenizer("the dog barked at the mailman", return_tensors="pt")["input_ids"]
+        with torch.inference_mode():
+            assert torch.allclose(stock(ids).logits, ltr(ids).logits, atol=1e-4)
     assert type(AutoModelForMaskedLM.from_pretrained(str(twins.twin_dir("mlm")))) is BertForMaskedLM
-    ids = pair["ltr"].tokenizer("the dog barked at the mailman", return_tensors="pt")["input_ids"]
-    with torch.inference_mode():
-        assert torch.allclose(stock(ids).logits, ltr(ids).logits, atol=1e-4)
     build = json.loads((twins.TWINS_DIR / "build.json").read_text())
-    assert build["twins"]["mlm"]["step"] == build["twins"]["ltr"]["step"]  # the same number of steps
-    for kind in twins.TWIN_KINDS:  # small: a few MB each
-        assert (twins.twin_dir(kind) / "model.safetensors").stat().st_size < 12e6
+    steps = {kind: build["twins"][kind]["step"] for kind in twins.TWIN_KINDS}
+    assert len(set(steps.values())) == 1  # the same number of steps, the same batches
+    assert min(build["twins"][kind]["tokens"] for kind in twins.TWIN_KINDS) >= 15_000_000
+    for kind in twins.TWIN_KINDS:  # fp16, at most 20 MB each
+        assert (twins.twin_dir(kind) / "model.safetensors").stat().st_size < 20e6
+        assert json.loads((twins.twin_dir(kind) / "config.json").read_text())["dtype"] == "float16"
+    vocab = {kind: shipped[kind].tokenizer.get_vocab() for kind in twins.TWIN_KINDS}
+    assert vocab["mlm"] == vocab["ltr"] == vocab["ltr-masked"]  # one vocabulary: the same words, the same ids
 
 
-def test_the_twins_are_pickable_by_name_and_the_page_names_which_answered(pair) -> None:
+def test_the_twins_are_pickable_by_name_and_the_page_names_which_answered(shipped) -> None:
     values = [value for _, value in model_choices("bert-base-uncased")]
-    assert twins.TWIN_NAMES["mlm"] in values and twins.TWIN_NAMES["ltr"] in values
+    assert all(twins.TWIN_NAMES[kind] in values for kind in twins.TWIN_KINDS)
     store = ModelStore(default="bert-base-uncased", device="cpu")
     loaded = store.get(twins.TWIN_NAMES["ltr"])
     assert type(loaded.model) is BertLMHeadModel and loaded.name == "embedded/twin-ltr"
     result = fill_mask.predict(loaded, "The [MASK] barked at the mailman.")
     assert result.model_name == "embedded/twin-ltr" and result.note
+    # a left-to-right model's next word at a sentence's end is often [SEP]: never offered for a blank
+    end = fill_mask.predict(loaded, "The dog barked all night and kept the neighbours [MASK]", top_k=20)
+    assert not {c.token for c in end.masks[0].candidates} & set(loaded.tokenizer.all_special_tokens)
     att = attention.compute(loaded, "the dog barked at the mailman")
     upper = torch.ones(att.attentions.shape[-2:]).triu(1).bool().numpy()
     assert (att.attentions[..., upper] == 0).all()
-    with pytest.raises(ValueError, match="'mlm' or 'ltr'"):
+    with pytest.raises(ValueError, match="'mlm', 'ltr' or 'ltr-masked'"):
         twins.twin_dir("gpt")
 
 
-def test_the_learn_step_why_the_b_shows_both_twins_and_its_code_reproduces_them(pair, monkeypatch) -> None:
+def test_the_pages_held_out_comparison_recomputes_the_shipped_measurement(shipped, curve) -> None:
+    """The page's comparison of a shipped pair (its own held-out words, the landmarks recorded when it was built) is
+    what the exported weights answer: the measurement's last checkpoint, within the fp16 export's rounding."""
+    for pair, (m, l) in twins.PAIRS.items():
+        mlm, ltr = twins_engine.twin_of(shipped[m]), twins_engine.twin_of(shipped[l])
+        result, note = twins_engine.heldout_for(mlm, ltr, "", twins_engine.MAX_HELDOUT_BLOCKS)
+        assert note == twins_engine.SHIPPED_CORPUS_NOTE
+        c = curve.pairs[pair]
+        assert result.questions == c.questions
+        assert result.overall[mlm.name] == pytest.approx(c.mlm_loss[-1], abs=0.02)
+        assert result.overall[ltr.name] == pytest.approx(c.ltr_loss[-1], abs=0.02)
+        assert result.overall[twin_curve.BOTH_NEIGHBOURS] == pytest.approx(c.landmarks[twin_curve.BOTH_NEIGHBOURS])
+
+
+def test_the_pages_cloze_ranks_recompute_the_shipped_measurement(shipped, curve) -> None:
+    ranks = twins_engine.cloze_ranks([twins_engine.twin_of(shipped[k]) for k in twins.TWIN_KINDS])
+    recorded = curve.cloze[-1]["models"]
+    for kind in twins.TWIN_KINDS:
+        got, want = np.asarray(ranks.ranks[twins.TWIN_NAMES[kind]]), np.asarray(recorded[kind]["ranks"])
+        assert np.median(np.abs(np.log(got) - np.log(want))) < 0.05  # fp16 export: ranks move by a few places
+
+
+def test_the_curve_says_where_the_lines_cross_with_the_measured_numbers(curve) -> None:
+    for c in curve.pairs.values():
+        assert len(c.tokens) >= 6 and c.tokens == sorted(c.tokens)  # log-spaced checkpoints, first to last
+        assert c.tokens[-1] >= 15_000_000
+        sentence = twin_curve.crossover_sentence(c)
+        gap = c.ltr_loss[-1] - c.mlm_loss[-1]
+        assert f"{abs(gap):.2f} nats per word" in sentence
+        crossing = c.crossover
+        if crossing["crosses"] and not crossing.get("ahead_from_first"):
+            assert f"leads until about **{twin_curve.millions(crossing['tokens'])} tokens**" in sentence
+    assert "your pair: 0.3 M tokens" in twin_curve.place_run(curve, "paper", 307_200)
+
+
+def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduces_them(shipped, curve,
+                                                                                      monkeypatch) -> None:
     import contextlib
     import io
     from pathlib import Path
 
     from bertdemo.learn import path as learn_path
 
-    a = learn_path.answer(pair["mlm"], "why-b", "The dog barked at the mailman all night.")
-    assert a.numbers["hidden_word"] == "night" and "[MASK]" in a.numbers["masked_text"]
-    # the shipped pair (300 steps: 6.77 and 6.32 nats) is above the word-before guesser (5.62): the step says so
-    assert "neither twin beats the word-before guesser (5.62 nats on those words)" in a.answer
-    for kind in twins.TWIN_KINDS:
-        want = fill_mask.predict(pair[kind], a.numbers["masked_text"], top_k=3, targets=["night"]).masks[0]
-        assert a.numbers[f"{kind}_top"] == [c.token for c in want.candidates]
-        assert a.numbers[f"{kind}_rank"] == want.targets[0].rank
+    pair = twin_curve.showcase_pair(curve)
+    mlm_kind, ltr_kind = twins.PAIRS[pair]
+    a = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
+    assert a.numbers["hidden_word"] == "dog" and a.numbers["masked_text"].startswith("The [MASK] barked")
+    assert a.numbers["pair"] == pair and a.model_name == f"{twins.TWIN_NAMES[mlm_kind]} and {twins.TWIN_NAMES[ltr_kind]}"
+    assert twin_curve.pair_label(pair) in a.answer
+    for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
+        want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
+        assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]
+        assert a.numbers[f"{side}_rank"] == want.targets[0].rank
     monkeypatch.chdir(Path(twins.TWINS_DIR).parents[2])  # the snippet names the folders from the repo root
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(a.code, "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
     printed = out.getvalue().splitlines()
-    assert printed == [f"{kind} {a.numbers[f'{kind}_top']} {a.numbers[f'{kind}_rank']}" for kind in twins.TWIN_KINDS]
+    assert printed == [f"{side} {a.numbers[f'{side}_top']} {a.numbers[f'{side}_rank']}" for side in ("mlm", "ltr")]

@@ -14,9 +14,11 @@ from bertdemo.finetune import table5
 from bertdemo.finetune.engine import batch_of, encode
 from bertdemo.finetune.table5 import CellSettings
 from bertdemo.finetune.twin_finetune import build_twin, finetune_twin, sentence_logits
+from bertdemo.models.twins import PAIRS
 from bertdemo.runs.status import Status
 from bertdemo.settings import ServerSettings
 from tests.helpers import name_task, run_services, tiny_model_dir, wait_until, word_task
+
 
 TINY = CellSettings(steps=10, batch_size=8, learning_rate=3e-3, eval_every=5)
 
@@ -163,7 +165,19 @@ def test_the_table_from_per_seed_scores(tmp_path):
     table = table5.table_from_scores(scores, [0, 1, 2])
     assert table["cells"]["names"]["ltr"]["scores"] == [0.40, 0.45, 0.41]
     assert table["cells"]["names"]["ltr"]["mean"] == pytest.approx(0.42)
-    assert [table["comparisons"][t]["within_noise"] for t in ("topic", "names")] == [True, False]
+    assert list(table["comparisons"]) == ["paper"]  # only the pair whose both twins were scored
+    assert [table["comparisons"]["paper"][t]["within_noise"] for t in ("topic", "names")] == [True, False]
+    assert table5.paper_agreement(table, "paper") == (
+        "The paper pair: as in the paper, the token-level task favours the masked LM (by 20.0 points, beyond seed "
+        "noise): each word's label is read from a vector that has seen the words after it; as in the paper, the "
+        "sentence-level task barely moves (+0.7 points, within seed noise).")
+    behind = {"topic": {"mlm": [0.50, 0.52, 0.51], "ltr": [0.60, 0.63, 0.61]}, "names": scores["names"]}
+    assert "unlike the paper, the sentence-level task favours the left-to-right twin (by 10.3 points" in \
+        table5.paper_agreement(table5.table_from_scores(behind, [0, 1, 2]), "paper")
+    both = table5.table_from_scores({t: {**by, "ltr-masked": by["mlm"]} for t, by in scores.items()}, [0, 1, 2])
+    assert list(both["comparisons"]) == ["controlled", "paper"]
+    assert "unlike the paper, the token-level task does not tell the twins apart (+0.0 points, within seed noise)" \
+        in table5.paper_agreement(both, "controlled")
     table5.write_table(tmp_path / "t.json", table, {"date": "2026-11-27", "machine": "m"})
     assert table5.read_shipped(tmp_path / "t.json")["cells"] == table["cells"]
     assert table5.read_shipped(tmp_path / "none.json") is None
@@ -174,12 +188,13 @@ def test_the_shipped_table_is_complete():
     assert shipped is not None and shipped["date"] and shipped["machine"]
     assert shipped["seeds"] == [0, 1, 2]
     for task in table5.TASKS:
-        for twin in ("mlm", "ltr"):
+        for twin in ("mlm", "ltr", "ltr-masked"):
             cell = shipped["cells"][task][twin]
             assert len(cell["scores"]) == 3 and cell["mean"] == pytest.approx(sum(cell["scores"]) / 3)
-        comparison = shipped["comparisons"][task]
-        assert comparison["sentence"] == table5.noise_sentence(task, shipped["cells"][task]["mlm"]["scores"],
-                                                               shipped["cells"][task]["ltr"]["scores"])
+        for pair, (mlm, ltr) in PAIRS.items():
+            comparison = shipped["comparisons"][pair][task]
+            assert comparison["sentence"] == table5.noise_sentence(task, shipped["cells"][task][mlm]["scores"],
+                                                                   shipped["cells"][task][ltr]["scores"], ltr)
     assert table5.shipped_settings() == CellSettings(**shipped["settings"])
 
 
@@ -226,7 +241,10 @@ def test_the_page_shows_the_measured_table_beside_the_papers_rows_and_checks_a_c
     for name, level, mlm, ltr in table5.PAPER_ROWS:
         assert f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |" in table
     shipped = table5.read_shipped()
-    assert shipped["comparisons"]["names"]["sentence"] in table and f"Measured {shipped['date'][:10]} on" in table
+    assert f"Measured {shipped['date'][:10]} on" in table
+    for pair in PAIRS:  # both pairs' rows, sentences and where each agrees with the paper, in words
+        assert shipped["comparisons"][pair]["names"]["sentence"] in table
+        assert table5.paper_agreement(shipped, pair) in table
     handlers = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
     with pytest.raises(gr.Error, match="Pick a twin"):
         handlers["start_table5_cell"]("gpt", "topic", 0)

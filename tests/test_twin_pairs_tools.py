@@ -64,11 +64,15 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     assert sorted(map(int, measured["steps"])) == [4, 8, 12]
     curve = twin_curve.read_curve(assets / "curve.json")
     assert curve.pairs["paper"].ltr == "ltr" and curve.pairs["controlled"].ltr == "ltr-masked"  # asset names
-    assert curve.pairs["controlled"].tokens == [4 * 8 * 128, 8 * 8 * 128, 12 * 8 * 128]  # steps x batch x 128
+    assert curve.pairs["controlled"].tokens == [4 * 8 * 32, 8 * 8 * 32, 12 * 8 * 32]  # steps x batch x block
     mlm = AutoModelForMaskedLM.from_pretrained(str(assets / "mlm"), dtype=torch.float32).eval()
     ltr = AutoModelForCausalLM.from_pretrained(str(assets / "ltr"), dtype=torch.float32).eval()
     assert type(ltr) is BertLMHeadModel and ltr.config.is_decoder and mlm.config.vocab_size == ltr.config.vocab_size
     assert json.loads((assets / "mlm" / "config.json").read_text())["dtype"] == "float16"
+    build = json.loads((assets / "build.json").read_text())
+    assert {k: (v["class"], v["step"], v["tokens"]) for k, v in build["twins"].items()} == {
+        "mlm": ("BertForMaskedLM", 12, 12 * 8 * 32), "ltr-masked": ("BertLMHeadModel", 12, 12 * 8 * 32),
+        "ltr": ("BertLMHeadModel", 12, 12 * 8 * 32)}  # the tiny runs read 32-token blocks
     # the shipped held-out questions and landmarks are those the measurement asked
     heldout, counts = measure_twin_pairs.heldout_data(work)
     with np.load(assets / "heldout.npz") as data:

@@ -10,6 +10,7 @@ from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.run import TwinRun
 from bertdemo.settings import ServerSettings
+from bertdemo.viz.run_curves import CurveRun, training_curves_spec
 from tests.helpers import run_services, wiki_corpus_file
 
 SMALL = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
@@ -50,12 +51,26 @@ def test_train_both_trains_the_twins_on_one_data_order_and_overlays_them(tmp_pat
     labels = [label for label, _ in curves]
     assert len(curves) == 2 and labels[0].startswith("left-to-right LM · started ")  # the pair ended: not "live"
     assert labels[1].startswith("masked LM · started ")
+    # the overlay draws only what both measure on one scale: the held-out loss on the same words, no train losses
+    spec = training_curves_spec([CurveRun(label, snap) for label, snap in curves])
+    names = [t.get("name", "") for t in spec["data"]]
+    assert not [n for n in names if n.endswith(": train") or n.endswith(": train (raw)")]
+    assert sum(n.endswith(": held-out, the same words") for n in names) == 2
+    lead = next(a["text"] for a in spec["layout"]["annotations"] if a["text"].startswith("Held-out loss on the same"))
+    (_, mlm_snap), (_, ltr_snap) = curves[1], curves[0]
+    a, b = mlm_snap.eval_loss[-1], ltr_snap.eval_loss[-1]
+    who = "the masked LM" if a < b else "the left-to-right LM"
+    assert f"at step 6: {who} ahead by {abs(a - b):.2f} nats ({a:.2f} vs {b:.2f})" in lead
+    assert (mlm_snap.objective, ltr_snap.objective) == ("mlm", "ltr")
 
 
 def test_the_estimate_of_train_both_counts_both_twins(tmp_path) -> None:
     service = _service(tmp_path)
     text = service.time_estimate({**SMALL, "train_both": True})
     assert text.startswith("**Train both**") and "masked-LM twin" in text and "left-to-right twin" in text
+    assert "about about" not in text and "**about " in text  # the duration says "about" once
+    # the pair is placed on the shipped twins' curve: 6 steps x 8 blocks x 32 tokens = 1,536 tokens each
+    assert "On the shipped twins' curve (Pretrain → The B in BERT): your pair: 1,536 tokens" in text
     mlm = TrainConfig.from_flat(**SMALL)
     # a left-to-right step projects every position onto the vocabulary, a masked LM's only the masked 15 %
     assert flops_per_token(mlm.replace(objective="ltr")) > flops_per_token(mlm)

@@ -119,19 +119,22 @@ def test_a_runs_cost_and_its_heads_over_checkpoints(tmp_path, corpus):
 
 
 def test_the_shipped_twins_open_the_comparison(tmp_path):
-    """The instant path: before any training the page compares the shipped twins (one recipe, only the objective
-    differs), each on its own side of the pair."""
+    """The instant path: before any training the page compares the shipped twins that show the claim (one recipe,
+    only the objective differs), each on its own side of the pair."""
     from bertdemo.explore.twin_choices import default_pair
-    from bertdemo.models.twins import TWIN_NAMES
+    from bertdemo.models import twin_curve
+    from bertdemo.models.twins import PAIRS, TWIN_NAMES
 
-    offered = [("e", "embedded"), ("m", TWIN_NAMES["mlm"]), ("l", TWIN_NAMES["ltr"])]
+    offered = [("e", "embedded"), ("m", TWIN_NAMES["mlm"]), ("l", TWIN_NAMES["ltr"]), ("c", TWIN_NAMES["ltr-masked"])]
     mlm, ltr = pair_choices(offered, lambda name: None)
-    assert mlm == [("e", "embedded"), ("m", TWIN_NAMES["mlm"])] and ltr == [("l", TWIN_NAMES["ltr"])]
-    assert default_pair(mlm, ltr, "embedded") == (TWIN_NAMES["mlm"], TWIN_NAMES["ltr"])
+    assert mlm == [("e", "embedded"), ("m", TWIN_NAMES["mlm"])]
+    assert ltr == [("l", TWIN_NAMES["ltr"]), ("c", TWIN_NAMES["ltr-masked"])]
+    shown = TWIN_NAMES[PAIRS[twin_curve.showcase_pair(twin_curve.read_curve())][1]]
+    assert default_pair(mlm, ltr, "embedded") == (TWIN_NAMES["mlm"], shown)
     assert default_pair(mlm[:1], [], "embedded") == ("embedded", None)
     demo = build_app(AppContext.for_tests(tmp_path))
     picks = {b.elem_id: b.value for b in demo.blocks.values() if getattr(b, "elem_id", None) in ("pt-twins-mlm", "pt-twins-ltr")}
-    assert picks == {"pt-twins-mlm": TWIN_NAMES["mlm"], "pt-twins-ltr": TWIN_NAMES["ltr"]}
+    assert picks == {"pt-twins-mlm": TWIN_NAMES["mlm"], "pt-twins-ltr": shown}
 
 
 def test_head_ablation_names_the_loss_a_left_to_right_model_is_scored_by(tmp_path, folders):

@@ -41,11 +41,17 @@ def pair_choices(choices: list[tuple[str, str]], resolve: Callable[[str], str | 
 
 def default_pair(mlm: list[tuple[str, str]], ltr: list[tuple[str, str]], fallback_mlm: str
                  ) -> tuple[str | None, str | None]:
-    """The pair a page opens with: the shipped twins (one recipe, only the objective differs) when both are
-    offered; else ``fallback_mlm`` (or the first masked LM) beside the first left-to-right LM."""
+    """The pair a page opens with: the shipped twins that show the claim (one recipe, only the objective differs:
+    :func:`bertdemo.models.twin_curve.showcase_pair`) when both are offered; else ``fallback_mlm`` (or the first
+    masked LM) beside the first left-to-right LM."""
+    from bertdemo.models import twin_curve
+
     names_mlm, names_ltr = [n for _l, n in mlm], [n for _l, n in ltr]
-    if twins.TWIN_NAMES["mlm"] in names_mlm and twins.TWIN_NAMES["ltr"] in names_ltr:
-        return twins.TWIN_NAMES["mlm"], twins.TWIN_NAMES["ltr"]
+    curve = twin_curve.read_curve()
+    kinds = twins.PAIRS[twin_curve.showcase_pair(curve) if curve is not None else "paper"]
+    shown = twins.TWIN_NAMES[kinds[0]], twins.TWIN_NAMES[kinds[1]]
+    if shown[0] in names_mlm and shown[1] in names_ltr:
+        return shown
     first_mlm = fallback_mlm if fallback_mlm in names_mlm else (names_mlm[0] if names_mlm else None)
     return first_mlm, (names_ltr[0] if names_ltr else None)
 

@@ -607,76 +607,98 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
         md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
     except ValueError as exc:  # the inside views' limit, said for this tab
         raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
-    return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label,
-                       *tab_setup(s, loaded, text), prediction=predictions.prediction(key, nums).to_json())
+    shown_there = (nums["masked_text"], "") if key == "why-b" else tab_setup(s, loaded, text)  # the step's own blank
+    return LearnAnswer(key, s.question, nums.get("answered_by", loaded.name), text, md, nums, snippet, s.tab,
+                       s.tab_label, *shown_there, prediction=predictions.prediction(key, nums).to_json())
 
 
-def _twins_stage(build: dict) -> str:
-    """How far the shipped twins got, against the word-before guesser on the same held-out words: a pair
-    above it has learned little of context, and its losses must not be read as "which objective wins"."""
-    left = build.get("landmarks", {}).get("word_before")
-    losses = [build["twins"][kind]["heldout_loss"] for kind in ("mlm", "ltr")]
-    if left is None or min(losses) < left:
-        return ""
-    return (f"After {build['twins']['mlm']['step']:,} steps neither twin beats the word-before guesser "
-            f"({left:.2f} nats on those words): an early point of training, so these two losses do not yet say "
-            "which objective wins (each left-to-right step also trains on every word, the masked LM's on 15 %). ")
+FUNCTION_WORDS = frozenset(
+    "the a an and or but of to in on at by for with from as is are was were be been being it its this that these "
+    "those there here he she they we you his her their our your my me him them us who which what when where why "
+    "how not no so than then too very can could will would shall should may might must do does did has have had "
+    "all any each some such own same other into onto over under about after before because while if".split())
+
+
+def hide_word_before_context(tokenizer, text: str, min_after: int = 3) -> tuple[str, str]:
+    """(the sentence with a word as [MASK], that word): the first word of three letters or more that is no function
+    word, that the vocabulary holds whole, and that has at least ``min_after`` words after it — so the words after
+    the blank can decide it; the last such word (:func:`hide_word`) when none has that many after it."""
+    if "[mask]" in text.lower():
+        raise ValueError("Type a plain sentence, without [MASK]: the steps hide a word of it themselves.")
+    words = list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))
+    for m in words:
+        after = len(re.findall(r"[A-Za-z0-9']+", text[m.end():]))
+        pieces = word_pieces(tokenizer, m.group(0))
+        if (after >= min_after and m.group(0).lower() not in FUNCTION_WORDS and len(pieces) == 1
+                and tokenizer.convert_tokens_to_ids(pieces[0]) != tokenizer.unk_token_id):
+            return text[: m.start()] + "[MASK]" + text[m.end():], pieces[0]
+    return hide_word(tokenizer, text)
 
 
 # --- Why the B in BERT: the shipped twins, one recipe, two objectives -------------------------------------------
 
 def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    """Both twins on the learner's sentence with one word hidden: the masked LM reads both sides of the blank,
-    the left-to-right LM only the words before it; each one's top guesses and the hidden word's rank, beside the
-    held-out loss the engine measured on the same held-out words when it built them."""
-    import json
-
+    """The pair of shipped twins that shows the claim (:func:`bertdemo.models.twin_curve.showcase_pair`) on the
+    learner's sentence with one word hidden — a word with words after it that can decide it: the masked LM reads both
+    sides of the blank, the left-to-right LM only the words before it; each one's top guesses and the hidden word's
+    rank, beside what the pair measured along its training (the crossover, the held-out words, the cloze)."""
     from bertdemo.explore import fill_mask
+    from bertdemo.models import twin_curve
     from bertdemo.models import twins
     from bertdemo.models.loading import load_twin
 
-    masked, word = hide_word(loaded.tokenizer, text)
-    results = {kind: fill_mask.predict(load_twin(kind), masked, top_k=3, targets=[word])
-               for kind in twins.TWIN_KINDS}
-    build = json.loads((twins.TWINS_DIR / "build.json").read_text(encoding="utf-8"))
+    curve = twin_curve.read_curve()
+    if curve is None:
+        raise ValueError("The twins' measurement (bertdemo/assets/twins/curve.json) is not in this install.")
+    pair = twin_curve.showcase_pair(curve)
+    kinds = dict(zip(("mlm", "ltr"), twins.PAIRS[pair]))
+    models = {side: load_twin(kind) for side, kind in kinds.items()}
+    masked, word = hide_word_before_context(models["mlm"].tokenizer, text)
+    results = {side: fill_mask.predict(m, masked, top_k=3, targets=[word]) for side, m in models.items()}
+    c = curve.pairs[pair]
     lines = []
-    for kind, what in (("mlm", "masked LM, sees both sides"), ("ltr", "left-to-right LM, sees only the words before")):
-        mask = results[kind].masks[0]
-        top = ", ".join(f"**{literal(c.token)}** {c.prob:.3f}" for c in mask.candidates)
-        lines.append(f"- `{twins.TWIN_NAMES[kind]}` ({what}): {top}; *{literal(word)}* ranks "
-                     f"**{mask.targets[0].rank:,}**; held-out loss {build['twins'][kind]['heldout_loss']:.2f}")
+    for side, what, loss in (("mlm", "masked LM, sees both sides", c.mlm_loss[-1]),
+                             ("ltr", "left-to-right LM, sees only the words before", c.ltr_loss[-1])):
+        mask = results[side].masks[0]
+        top = ", ".join(f"**{literal(cand.token)}** {cand.prob:.3f}" for cand in mask.candidates)
+        lines.append(f"- `{twins.TWIN_NAMES[kinds[side]]}` ({what}): {top}; *{literal(word)}* ranks "
+                     f"**{mask.targets[0].rank:,}**; held-out loss {loss:.2f}")
     md = (
         "BERT's paper tests its first claim, *bidirectional pretraining is important*, with one controlled experiment "
         "(Table 5): the same data and recipe, only the objective changed — a left-to-right LM (GPT-style) lost "
-        "little on the sentence-level SST-2 (92.6 → 92.1) and most on the span task SQuAD (F1 87.9 → 77.8). The "
-        f"app ships that pair in miniature: two bert-tiny **twins** trained by its own engine on the same batches in "
-        f"the same order for {build['twins']['mlm']['step']:,} steps each, only the objective differing. On "
-        f"{shown(masked)} (the word *{literal(word)}* hidden):  \n" + "  \n".join(lines) + "  \n"
+        "little on the sentence-level SST-2 (92.6 → 92.1) and most on the span task SQuAD (F1 87.9 → 77.8). The app "
+        f"ships that experiment in miniature: bert-tiny **twins** trained by its own engine on the same batches in the "
+        f"same order for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
+        f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; the words after the blank "
+        "can decide it):  \n" + "  \n".join(lines) + "  \n"
         "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
         "the blank and every word after it, so changing those words cannot change its answer (bit for bit). "
-        "Held-out loss: the same held-out words, the masked LM with 15 % of the words hidden at once, the "
-        "left-to-right LM from the true words before each. " + _twins_stage(build) +
+        f"Along their training: {twin_curve.crossover_sentence(c)} {twin_curve.landmark_sentence(c)} "
         "Train your own pair: Pretrain tab, *Train both*."
     )
-    nums = {"masked_text": masked, "hidden_word": word, "steps": build["twins"]["mlm"]["step"],
-            **{f"{kind}_top": [c.token for c in results[kind].masks[0].candidates] for kind in twins.TWIN_KINDS},
-            **{f"{kind}_rank": results[kind].masks[0].targets[0].rank for kind in twins.TWIN_KINDS},
-            **{f"{kind}_heldout_loss": build["twins"][kind]["heldout_loss"] for kind in twins.TWIN_KINDS}}
+    nums = {"masked_text": masked, "hidden_word": word, "pair": pair, "tokens": c.tokens[-1],
+            "answered_by": f"{twins.TWIN_NAMES[kinds['mlm']]} and {twins.TWIN_NAMES[kinds['ltr']]}",
+            **{f"{side}_model": twins.TWIN_NAMES[kind] for side, kind in kinds.items()},
+            **{f"{side}_top": [cand.token for cand in results[side].masks[0].candidates] for side in kinds},
+            **{f"{side}_rank": results[side].masks[0].targets[0].rank for side in kinds},
+            "mlm_heldout_loss": c.mlm_loss[-1], "ltr_heldout_loss": c.ltr_loss[-1]}
+    folders = {side: f"bertdemo/assets/twins/{kind}" for side, kind in kinds.items()}
     snippet = (
         "import torch\nfrom transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer\n\n"
-        "# the twins' folders: bertdemo/assets/twins/mlm and bertdemo/assets/twins/ltr\n"
-        "tok = AutoTokenizer.from_pretrained(\"bertdemo/assets/twins/mlm\")\n"
-        "mlm = AutoModelForMaskedLM.from_pretrained(\"bertdemo/assets/twins/mlm\", dtype=torch.float32).eval()\n"
-        "ltr = AutoModelForCausalLM.from_pretrained(\"bertdemo/assets/twins/ltr\", dtype=torch.float32).eval()\n"
+        f"# the {pair} pair of twins (the folders are in the app's repository)\n"
+        f"tok = AutoTokenizer.from_pretrained({folders['mlm']!r})  # the twins' own WordPiece vocabulary\n"
+        f"mlm = AutoModelForMaskedLM.from_pretrained({folders['mlm']!r}, dtype=torch.float32).eval()\n"
+        f"ltr = AutoModelForCausalLM.from_pretrained({folders['ltr']!r}, dtype=torch.float32).eval()\n"
         f"enc = tok({masked!r}, return_tensors=\"pt\")\n"
         "pos = int((enc[\"input_ids\"][0] == tok.mask_token_id).nonzero()[0])\n"
         "with torch.no_grad():\n"
         "    p_mlm = mlm(**enc).logits[0, pos].softmax(-1)      # both sides of the blank\n"
         "    p_ltr = ltr(**enc).logits[0, pos - 1].softmax(-1)  # the position before: the words before it only\n"
         f"target = tok.convert_tokens_to_ids({word!r})\n"
-        "word_start = torch.tensor([not t.startswith(\"##\") for t in tok.convert_ids_to_tokens(range(len(tok)))])\n"
+        "word_start = torch.tensor([not t.startswith(\"##\") and t not in tok.all_special_tokens\n"
+        "                           for t in tok.convert_ids_to_tokens(range(len(tok)))])\n"
         "for name, p in ((\"mlm\", p_mlm), (\"ltr\", p_ltr)):\n"
-        "    p = p * word_start  # the blank starts a word: no ## piece can stand there (as Fill-Mask offers them)\n"
+        "    p = p * word_start  # the blank starts a word: no ## piece or special token stands there (as Fill-Mask)\n"
         "    print(name, tok.convert_ids_to_tokens(p.topk(3).indices.tolist()), int((p > p[target]).sum()) + 1)\n"
     )
     return md, nums, snippet

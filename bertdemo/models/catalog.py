@@ -32,7 +32,9 @@ def model_choices(default: str, extra: ExtraChoices | None = None) -> list[tuple
         items.append((f"{embedded.EMBEDDED_MLM_NAME} (offline masked-LM)", embedded.EMBEDDED_MLM_NAME))
     items.append((f"{embedded.EMBEDDED_ENCODER_NAME} (offline, no MLM head)", embedded.EMBEDDED_ENCODER_NAME))
     items += [(f"{twins.TWIN_NAMES[kind]} ({label})", twins.TWIN_NAMES[kind])
-              for kind, label in (("mlm", "twin: masked LM"), ("ltr", "twin: left-to-right LM")) if twins.has_twin(kind)]
+              for kind, label in (("mlm", "twin: masked LM"), ("ltr", "twin: left-to-right LM, every next word"),
+                                  ("ltr-masked", "twin: left-to-right LM, the masked twin's words"))
+              if twins.has_twin(kind)]
     if extra is not None:
         items.extend(extra())
     return items

@@ -1,11 +1,15 @@
-"""The twins that ship with the app: a masked LM and a left-to-right LM of one shape, trained by this project's
-engine with one recipe, on the same batches in the same order — only the objective differs (BERT's Table 5 in
-miniature: what bidirectional pretraining buys, with no training to wait for).
+"""The twins that ship with the app: a masked LM and two left-to-right LMs of one shape, trained by this project's
+engine with one recipe, on the same batches in the same order — only the objective differs (BERT's Table 5 and
+Figure 5 in miniature: what bidirectional pretraining buys, with no training to wait for). They make two pairs
+(:data:`PAIRS`): *controlled* (the left-to-right twin predicts the same words as the masked one; only what each
+prediction may read differs) and *paper* (the left-to-right twin predicts every next word, as GPT does).
 
-``bertdemo/assets/twins/mlm`` holds a ``BertForMaskedLM``, ``bertdemo/assets/twins/ltr`` a ``BertLMHeadModel``
-(``is_decoder=True``); each is a plain model folder (config, fp16 weights, the uncased tokenizer) that stock
-transformers opens (``AutoModelForMaskedLM`` / ``AutoModelForCausalLM``). How they were built, and how to
-rebuild them: ``bertdemo/assets/twins/README.md`` and ``python -m bertdemo.tools.build_twins``.
+``bertdemo/assets/twins/mlm`` holds a ``BertForMaskedLM``, ``ltr`` and ``ltr-masked`` a ``BertLMHeadModel``
+(``is_decoder=True``); each is a plain model folder (config, fp16 weights, the pairs' own uncased WordPiece
+tokenizer) that stock transformers opens (``AutoModelForMaskedLM`` / ``AutoModelForCausalLM``). ``curve.json`` holds
+what they measured along their training (the crossover), ``heldout.npz`` the held-out questions of their corpus.
+How they were built, and how to rebuild them: ``bertdemo/assets/twins/README.md``,
+``python -m bertdemo.tools.build_twin_pairs`` and ``python -m bertdemo.tools.measure_twin_pairs``.
 In the app they are the models :data:`TWIN_NAMES` in every model picker; ``bertdemo.models.loading.load_twin(kind)``
 loads one. Torch-free: the pickers list the twins before torch loads.
 """
@@ -15,19 +19,31 @@ from __future__ import annotations
 from pathlib import Path
 
 TWINS_DIR = Path(__file__).resolve().parents[1] / "assets" / "twins"
-TWIN_KINDS = ("mlm", "ltr")
-TWIN_NAMES = {"mlm": "embedded/twin-mlm", "ltr": "embedded/twin-ltr"}
+TWIN_KINDS = ("mlm", "ltr", "ltr-masked")
+TWIN_NAMES = {"mlm": "embedded/twin-mlm", "ltr": "embedded/twin-ltr", "ltr-masked": "embedded/twin-ltr-masked"}
 TWIN_NOTES = {
     "mlm": "the masked-LM twin (BERT: sees both sides), bert-tiny shape, trained by this project",
-    "ltr": "the left-to-right twin (GPT-style: sees only the words before), bert-tiny shape, trained by this "
-           "project on the same batches as the masked-LM twin",
+    "ltr": "the left-to-right twin (GPT-style: predicts every next word from the words before), bert-tiny shape, "
+           "trained by this project on the same batches as the masked-LM twin",
+    "ltr-masked": "the controlled left-to-right twin (sees only the words before, and predicts only the words the "
+                  "masked-LM twin predicts), bert-tiny shape, trained by this project on the same batches",
 }
+# name -> (masked LM, left-to-right LM): the two comparisons the twins make
+PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr")}
+PAIR_NOTES = {
+    "controlled": "only the context differs: both predict the same 15 % of the words on every batch; the masked LM "
+                  "reads both sides of each, the left-to-right LM the words before it",
+    "paper": "the paper's setting: the masked LM predicts 15 % of the words, the left-to-right LM every next word "
+             "(GPT)",
+}
+CURVE_FILE = TWINS_DIR / "curve.json"
+HELDOUT_FILE = TWINS_DIR / "heldout.npz"
 
 
 def twin_dir(kind: str) -> Path:
     """The model folder of the ``"mlm"`` or ``"ltr"`` twin (ValueError for another kind)."""
     if kind not in TWIN_KINDS:
-        raise ValueError(f"A twin is 'mlm' or 'ltr', not {kind!r}.")
+        raise ValueError(f"A twin is 'mlm', 'ltr' or 'ltr-masked', not {str(kind)[:40]!r}.")
     return TWINS_DIR / kind
 
 
@@ -38,6 +54,6 @@ def has_twin(kind: str) -> bool:
 
 
 def twin_kind(name: str) -> str | None:
-    """``"mlm"`` / ``"ltr"`` for a twin's model name, None for other names."""
+    """``"mlm"`` / ``"ltr"`` / ``"ltr-masked"`` for a twin's model name, None for other names."""
     return next((kind for kind, twin in TWIN_NAMES.items() if twin == name), None)
 

@@ -38,7 +38,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bertdemo import storage
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = [w.wait() for w in workers]
     record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
         argv if argv is not None else sys.argv[1:])
-    record["sittings"].append({"ended": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
                                "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, one training thread "
                                           f"per run, load average {os.getloadavg()[0]:.1f} at the end"})

@@ -21,13 +21,14 @@ side from their weights), ``curve.json`` and the Table 5 files into ``--assets``
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,8 @@ from bertdemo import storage
 
 PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr-all")}
 EXPORT_NAMES = {"mlm": "mlm", "ltr-masked": "ltr-masked", "ltr-all": "ltr"}  # run -> asset folder
+RUNS = ("mlm", "ltr-masked", "ltr-all")
+SEEDS = (0, 1, 2)
 HELDOUT_BLOCKS = 64  # the page's largest comparison: every question of these blocks
 SEQ_LEN = 128
 
@@ -49,6 +52,15 @@ def step_folders(run: Path) -> dict[int, Path]:
         if (folder / "config.json").is_file():
             found[int(read_state(folder).get("step") or 0)] = folder
     return found
+
+
+def log_spaced(steps: list[int]) -> list[int]:
+    """The curve's points among the steps every run kept: the first, each power-of-two multiple of it, and the last
+    (the save before the last, which a run also keeps, is left out)."""
+    if not steps:
+        return []
+    first = steps[0]
+    return [s for s in steps if s == steps[-1] or (s % first == 0 and ((s // first) & (s // first - 1)) == 0)]
 
 
 def load(folder: Path, name: str):
@@ -113,7 +125,7 @@ def crossover(curve: list[dict], pair: str) -> dict:
     straight line in log tokens over the last three checkpoints and the tokens where it would reach zero."""
     mlm, ltr = PAIRS[pair]
     points = [(c["tokens"], c[pair]["overall"][ltr] - c[pair]["overall"][mlm]) for c in curve]  # > 0: masked ahead
-    for (t0, g0), (t1, g1) in zip(points, points[1:]):
+    for (t0, g0), (t1, g1) in itertools.pairwise(points):
         if g0 <= 0 < g1:
             share = -g0 / (g1 - g0)
             return {"crosses": True, "tokens": float(math.exp(math.log(t0) + share * (math.log(t1) - math.log(t0)))),
@@ -130,29 +142,61 @@ def crossover(curve: list[dict], pair: str) -> dict:
             "extrapolated_tokens": needed}
 
 
-def table5(folders: dict[str, Path], settings, seeds: tuple[int, ...], log) -> dict:
-    """Table 5 in miniature on the final models, as :func:`bertdemo.finetune.table5.table_from_scores` makes it (both
-    pairs' comparisons), with each cell's validation choice and seconds."""
+def table5_cells(folders: dict[str, Path], step: int, settings, seeds: tuple[int, ...], cells_path: Path,
+                 log) -> dict:
+    """Fine-tune each of ``folders``' models (``run -> its checkpoint at ``step``) on the topic and names tasks with
+    each seed, the cells measured before (kept in ``cells_path``, written after every cell) skipped; every cell."""
     from bertdemo.finetune.service import default_names_task, default_topic_task
-    from bertdemo.finetune.table5 import table_from_scores
     from bertdemo.finetune.twin_finetune import finetune_twin
 
-    scores: dict = {}
-    seconds: dict = {}
-    chosen: dict = {}
+    cells = json.loads(cells_path.read_text(encoding="utf-8")) if cells_path.is_file() else {}
     for task in ("topic", "names"):
-        data = (default_topic_task if task == "topic" else default_names_task)("")
+        data = None
         for seed in seeds:
             for run, folder in folders.items():
                 kind = EXPORT_NAMES[run]
+                key = f"{task}/{kind}/{seed}@{step}"
+                if key in cells and cells[key]["settings"] == settings.flat():
+                    continue
+                load_task = default_topic_task if task == "topic" else default_names_task
+                data = data or load_task(str(cells_path.parent / "cache"))  # its splits cached beside the cells
                 r = finetune_twin(kind, task, seed, data, settings, folder=folder)
-                scores.setdefault(task, {}).setdefault(kind, []).append(float(r.test_score))
-                seconds.setdefault(task, {}).setdefault(kind, []).append(round(r.seconds, 1))
-                chosen[f"{task}/{kind}/{seed}"] = {"step": r.chosen_step, "validation": r.val_score}
+                cell = {"test": float(r.test_score), "validation": float(r.val_score), "step": r.chosen_step,
+                        "seconds": round(r.seconds, 1), "settings": settings.flat(), "load": os.getloadavg()[0]}
+                cells = _keep_cell(cells_path, key, cell)
                 log(f"table 5 {task} {kind} seed {seed}: test {r.test_score:.4f} (validation {r.val_score:.4f} at "
                     f"step {r.chosen_step}) {r.seconds:.0f} s")
-    mean_s = {task: {kind: sum(v) / len(v) for kind, v in by.items()} for task, by in seconds.items()}
-    return {**table_from_scores(scores, seeds), "settings": settings.flat(), "mean_cell_s": mean_s, "chosen": chosen}
+    return cells
+
+
+def _keep_cell(cells_path: Path, key: str, cell: dict) -> dict:
+    """Add one cell to the cells file (another process may be measuring other models' cells into it: read, add and
+    write under a lock); every cell now in it."""
+    import fcntl
+
+    with open(cells_path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cells = json.loads(cells_path.read_text(encoding="utf-8")) if cells_path.is_file() else {}
+        cells[key] = cell
+        storage.write_text(cells_path, json.dumps(cells, indent=1) + "\n")
+    return cells
+
+
+def table5(cells: dict, step: int, seeds: tuple[int, ...], settings) -> dict:
+    """Table 5 in miniature from the cells at ``step`` of all three models, as
+    :func:`bertdemo.finetune.table5.table_from_scores` makes it (both pairs' comparisons), with each cell's
+    validation choice and mean seconds."""
+    from bertdemo.finetune.table5 import table_from_scores
+
+    kinds = [EXPORT_NAMES[run] for run in RUNS]
+    at = {task: {kind: [cells[f"{task}/{kind}/{seed}@{step}"] for seed in seeds] for kind in kinds}
+          for task in ("topic", "names")}
+    scores = {task: {kind: [c["test"] for c in by[kind]] for kind in kinds} for task, by in at.items()}
+    return {**table_from_scores(scores, seeds), "settings": settings.flat(),
+            "mean_cell_s": {task: {kind: sum(c["seconds"] for c in v) / len(v) for kind, v in by.items()}
+                            for task, by in at.items()},
+            "chosen": {f"{task}/{kind}/{seed}": {"step": c["step"], "validation": c["validation"]}
+                       for task, by in at.items() for kind, v in by.items() for seed, c in zip(seeds, v)}}
 
 
 def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log) -> None:
@@ -176,12 +220,39 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
         log(f"exported {run} -> {target} ({(target / 'model.safetensors').stat().st_size / 1e6:.1f} MB)")
     twins = {run: load(folder, run) for run, folder in folders.items()}
     landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
-    with storage.atomic_path(assets / "heldout.npz") as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
+    with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
     storage.write_text(assets / "curve.json", json.dumps(measured["curve_export"], indent=1) + "\n")
+    storage.write_text(assets / "build.json", json.dumps(build_record(folders, measured, assets), indent=1) + "\n")
     if measured.get("table5"):
         storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
+
+
+def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict:
+    """What the build and the measurement did, beside the models (``build.json``): the commands, the sittings of
+    the build, and each model's steps, tokens, training hours, speed, final held-out loss and size."""
+    from bertdemo.pretrain.checkpoints import read_state
+
+    work = next(iter(folders.values())).parents[2]
+    build = json.loads((work / "build_record.json").read_text(encoding="utf-8")) if (
+        work / "build_record.json").is_file() else {}
+    last = measured["curve_export"]["checkpoints"][-1]
+    models = {}
+    for run, folder in folders.items():
+        state = read_state(folder)
+        history = state.get("history", {})
+        tokens, wall = (history.get("tokens") or [0])[-1], (history.get("wall_s") or [0])[-1]
+        pair = "controlled" if run != "ltr-all" else "paper"
+        name = EXPORT_NAMES[run]
+        models[name] = {"class": "BertLMHeadModel" if run != "mlm" else "BertForMaskedLM", "run": run,
+                        "step": state.get("step"), "tokens": tokens, "training_hours": round(wall / 3600, 2),
+                        "tokens_per_s": round(tokens / wall) if wall else None,
+                        "heldout_loss": last[pair]["overall"][name],
+                        "megabytes": round((assets / name / "model.safetensors").stat().st_size / 1e6, 1)}
+    return {"build_command": build.get("command"), "measure_command": measured["curve_export"]["command"],
+            "date": measured["curve_export"]["date"], "sittings": build.get("sittings", []),
+            "corpus": build.get("corpus"), "landmarks": {k: v for k, v in last["controlled"]["overall"].items()
+                                                       if k not in models}, "twins": models}
 
 
 def _renamed(value):
@@ -210,8 +281,12 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", default="runs/twin-pairs")
     parser.add_argument("--assets", default=str(TWINS_DIR))
-    parser.add_argument("--table5", action="store_true", help="fine-tune the final models (3 seeds, 2 tasks)")
+    parser.add_argument("--table5", nargs="*", choices=list(RUNS), default=None,
+                        help="fine-tune the final models (3 seeds, 2 tasks), every run or the runs named; cells "
+                             "measured before are kept")
     parser.add_argument("--table5-steps", type=int, default=120)
+    parser.add_argument("--cells-at", type=int, default=0,
+                        help="only run the --table5 cells at this step of the runs named (no curve, no export)")
     parser.add_argument("--export", action="store_true", help="write the shipped pairs into --assets")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -219,18 +294,29 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
     work = Path(args.work)
     path = work / "measure.json"
     measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"steps": {}}
-    runs = {run: step_folders(work / run) for run in ("mlm", "ltr-masked", "ltr-all")}
-    common = sorted(set.intersection(*(set(found) for found in runs.values())))
+    runs = {run: step_folders(work / run) for run in RUNS}
+    if args.cells_at:  # only Table 5 cells of the runs named, at their checkpoint of that step (while others train)
+        from bertdemo.finetune.table5 import CellSettings
+
+        settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+        table5_cells({run: runs[run][args.cells_at] for run in args.table5 or RUNS}, args.cells_at, settings, SEEDS,
+                     work / "table5_cells.json", log)
+        return 0
+    kept = sorted(set.intersection(*(set(found) for found in runs.values())))
+    common = log_spaced(kept)
     if not common:
         log("error: no step kept by all three runs yet")
         return 2
     heldout, counts = heldout_data(work)
-    batch_tokens = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
-    tokens_per_step = int(batch_tokens["optim"]["batch_size"]) * SEQ_LEN
+    recipe = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
+    tokens_per_step = int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])  # every run's recipe
     for step in common:
         if str(step) in measured["steps"]:
             continue
@@ -245,22 +331,27 @@ def main(argv: list[str] | None = None) -> int:
     curve = [measured["steps"][str(s)] for s in common]
     last = common[-1]
     finals = {run: found[last] for run, found in runs.items()}
-    if args.table5 and measured.get("table5", {}).get("step") != last:
+    if args.table5 is not None:
         from bertdemo.finetune.table5 import CellSettings
 
         settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+        which = args.table5 or list(RUNS)
         began, load = time.monotonic(), os.getloadavg()[0]
-        table = table5(finals, settings, (0, 1, 2), log)
-        measured["table5"] = {
-            "step": last, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s), no GPU, "
-                       f"shared: load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
-            "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(
-                argv if argv is not None else sys.argv[1:]),
-            "torch": torch.__version__, "wall_s": round(time.monotonic() - began, 1), **table}
-        storage.write_text(path, json.dumps(measured, indent=1) + "\n")
+        cells = table5_cells({run: finals[run] for run in which}, last, settings, SEEDS, work / "table5_cells.json", log)
+        if all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{last}" in cells for task in ("topic", "names") for run in RUNS
+               for seed in SEEDS):
+            spent = sum(c["seconds"] for k, c in cells.items() if k.endswith(f"@{last}"))
+            measured["table5"] = {
+                "step": last, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s), no GPU, "
+                           f"shared: load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
+                "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(
+                    argv if argv is not None else sys.argv[1:]),
+                "torch": torch.__version__, "wall_s": round(spent, 1), **table5(cells, last, SEEDS, settings)}
+            storage.write_text(path, json.dumps(measured, indent=1) + "\n")
+        log(f"table 5: {time.monotonic() - began:.0f} s this sitting")
     measured["curve_export"] = _renamed({  # the shipped record names each model by its asset folder
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tokens_per_step": tokens_per_step,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"), "tokens_per_step": tokens_per_step,
         "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(argv if argv is not None else sys.argv[1:]),
         "pairs": {pair: list(models) for pair, models in PAIRS.items()},
         "crossover": {pair: crossover(curve, pair) for pair in PAIRS},

@@ -62,6 +62,7 @@ FOCUS: dict[str, dict] = {
     "why-pretrain": {"scroll": "ft-curves"},
     "layers": {"open": "ft-probes-box"},
     "live-run": {"scroll": "pt-curves"},  # the run's curve and its landmark lines
+    "why-b": {"scroll": "fm-plot", "set": {"fm-second": ""}},  # the step's left-to-right twin (its answer names it)
 }
 # a class's links: the part of the Class tab each one's user acts in, scrolled to once it is laid out ("reveal"),
 # and the box the cursor is put in ("type")
@@ -282,13 +283,14 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         outputs.append(learn.shown)
 
     def updates(tab: str | None, text: str | None, word: str | None = None, model: Any = None,
-                step: str | None = None, run: bool = False, focus: str | None = None, learn_shown: Any = None) -> list:
+                step: str | None = None, run: bool = False, focus: str | None = None, learn_shown: Any = None,
+                chosen: dict[str, Any] | None = None) -> list:
         out = [gr.update(value=text) if text is not None and t in (tab, "learn" if step else None) else gr.skip()
                 for t in text_tabs]
         if words is not None:  # a new sentence for Inside BERT: its own hidden word, or none (never the default's)
             out.append(gr.update(value=word or "") if tab == "inside" and text is not None else gr.skip())
         out += [model if model is not None else gr.skip(), gr.update(value=step) if step else gr.skip()]
-        sets = FOCUS.get(focus or "", {}).get("set", {})
+        sets = {**FOCUS.get(focus or "", {}).get("set", {}), **(chosen or {})}  # ``chosen``: the answer's own
         out += [gr.update(value=sets[b]) if b in sets else gr.skip() for b in settable]
         out.append({"tab": tab, "run": run, "focus": FOCUS.get(focus or "") or CLASS_FOCUS.get(focus or "", {})})
         return out + ([gr.skip() if learn_shown is None else learn_shown] if learn.shown is not None else [])
@@ -311,6 +313,11 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
     def keep_exploring(answer: dict | None):
         if not answer:
             return updates(None, None)
+        numbers = answer.get("numbers") or {}
+        if answer.get("step") == "why-b" and numbers.get("mlm_model") and numbers.get("ltr_model"):
+            # Fill-Mask with the step's own pair side by side: its masked twin, its left-to-right twin second
+            return updates(answer["tab"], answer["tab_text"], model=numbers["mlm_model"], run=True, focus="why-b",
+                           chosen={"fm-second": numbers["ltr_model"]})
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True,
                        focus=answer.get("step"))
 

@@ -30,8 +30,8 @@ INTRO = (
     "fell most. Here the shipped twins are fine-tuned the same way on a sentence-level task (a summary's topic) "
     "and a token-level one (Find the names), three seeds each. The left-to-right twin keeps its causal mask: its "
     "sentence head reads the last piece (its [CLS] sees only itself), and each word's label comes from the word's "
-    "first piece, which has seen only the words before it. The twins are tiny (2 layers, hidden 128) and only 300 "
-    "steps into pretraining: read the measured rows as what this miniature shows, not as the paper's numbers.")
+    "first piece, which has seen only the words before it. The twins are tiny (2 layers, hidden 128, 15 M tokens "
+    "of pretraining each): read the measured rows as what this miniature shows, not as the paper's numbers.")
 
 
 def build(ctx: Any, poll: TabPoll) -> None:
@@ -45,7 +45,8 @@ def build(ctx: Any, poll: TabPoll) -> None:
         gr.Markdown(viz.table_markdown(shipped), elem_id="pt-table5-table")
         gr.Markdown("**Re-run one cell live** (the settings above; it takes the training slot like any run):")
         with gr.Row():
-            twin = gr.Dropdown([("masked LM", "mlm"), ("left-to-right", "ltr")], value="ltr", label="Twin",
+            twin = gr.Dropdown([("masked LM", "mlm"), ("left-to-right, every next word", "ltr"),
+                                ("left-to-right, the masked twin's words", "ltr-masked")], value="ltr", label="Twin",
                                elem_id="pt-table5-twin", scale=1)
             task = gr.Dropdown([("topic (sentence)", "topic"), ("find the names (token)", "names")], value="topic",
                                label="Task", elem_id="pt-table5-task", scale=1)

@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from bertdemo.models import twin_curve
 from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
 from bertdemo.lazy import LazyModule
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
@@ -40,9 +41,13 @@ HEADS_NOTE = (
     "does on a fixed set of sentences, with the share of its attention that earns the label. A run on the default "
     "start has previous- and next-word heads from step 0 (planted at initialisation); a run with the plain random "
     "start shows whether they grow on their own.")
-CORPUS_NOTE = ("Held-out words: the embedded Wikipedia summaries' held-out split (the last blocks of the corpus, "
-               "never trained on by this app's runs). The embedded model itself read every summary while it was "
-               "built, so its numbers there are not held out.")
+CURVE_NOTE = (
+    "**Where bidirectional pays.** The app ships three twins of one shape (bert-tiny, the same batches in the same "
+    "order, {tokens} tokens each): a masked LM and two left-to-right LMs. Beside the first left-to-right twin, which "
+    "predicts the same words as the masked one on every batch, only what each prediction may read differs (the "
+    "*controlled* pair); beside the second, which predicts every next word as GPT does, it is the paper's setting. "
+    "Each checkpoint was measured on the same held-out words, each asked alone, and on sentences whose words after "
+    "the blank decide it. The paper's Figure 5 shows the masked LM converging a little slower, then leading.")
 
 
 def _plot(spec: dict) -> str:
@@ -63,8 +68,14 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     mlm_default, ltr_default = default_pair(mlm_choices, ltr_choices, EMBEDDED_MLM_NAME)
     run_list = runs.run_choices()
     newest = run_list[0][1] if run_list else None  # newest first
+    curve = twin_curve.read_curve()
     with gr.Accordion("The B in BERT: masked LM beside left-to-right LM", open=False, elem_id="pt-twins"):
         gr.Markdown(TWINS_NOTE)
+        if curve is not None:  # what the shipped twins measured along their training (no torch: read from a file)
+            gr.Markdown(CURVE_NOTE.format(tokens=twin_curve.millions(curve.final_tokens)), elem_id="pt-twins-curve-note")
+            PlotlyFigure(_plot(drawing_free_curve(curve)), label="Where bidirectional pays: the shipped twins along "
+                         "their training", elem_id="pt-twins-curve-plot", lazy=True)
+            gr.Markdown(drawing_free_curve_markdown(curve), elem_id="pt-twins-curve")
         with gr.Row():
             mlm_pick = gr.Dropdown(mlm_choices, value=mlm_default, label="Masked LM (reads both sides)",
                                    elem_id="pt-twins-mlm", allow_custom_value=True, scale=1)
@@ -120,8 +131,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     @user_errors
     def twin_heldout(mlm_model: str, ltr_model: str, blocks: float):
         mlm, ltr = pair(mlm_model, ltr_model)
-        result = twins_engine.heldout_from_corpus(mlm, ltr, ctx.settings.cache_dir, int(blocks), current_budget())
-        return _plot(drawing.heldout_spec(result)), drawing.heldout_markdown(result, CORPUS_NOTE)
+        result, corpus_note = twins_engine.heldout_for(mlm, ltr, ctx.settings.cache_dir, int(blocks), current_budget())
+        return _plot(drawing.heldout_spec(result)), drawing.heldout_markdown(result, corpus_note)
 
     @user_errors
     def twin_cloze(mlm_model: str, ltr_model: str) -> str:
@@ -186,6 +197,20 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles")
     steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints")
     cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost")
+
+
+def drawing_free_curve(curve: Any) -> dict:
+    """The shipped curve's figure as the section is built (the drawing module needs no torch)."""
+    from bertdemo.viz.twins import curve_spec
+
+    return curve_spec(curve)
+
+
+def drawing_free_curve_markdown(curve: Any) -> str:
+    """The shipped curve's text twin as the section is built."""
+    from bertdemo.viz.twins import curve_markdown
+
+    return curve_markdown(curve)
 
 
 def drawing_free_bert_base() -> str:

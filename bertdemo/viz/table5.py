@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS
+from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, paper_agreement
+from bertdemo.models.twins import PAIRS
 
 SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
 ROW_TASK = {"topic": "Topic · sentence", "names": "Names · token"}  # the table's rows: short, it fits a phone
@@ -18,34 +19,41 @@ def _pct(value: float) -> str:
 
 
 def table_markdown(shipped: dict[str, Any] | None) -> str:
-    """The paper's rows and the measured rows in one table, then the sentences and the measurement's record."""
+    """The paper's rows and each pair's measured rows in one table, then the sentences, where the miniature agrees
+    with the paper, and the measurement's record."""
     paper = "\n".join(f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |"
                       for name, level, mlm, ltr in PAPER_ROWS)
     head = ("MLM: the masked LM (BERT), LTR: the left-to-right LM; **paper**: BERT-base on the dev sets (sentence, "
-            "sentence pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds.\n\n"
-            "| task | MLM | LTR | LTR − MLM |\n|---|---|---|---|\n"
+            "sentence pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds — the "
+            "*paper* pair (the LTR twin predicts every next word) and the *controlled* pair (it predicts the masked "
+            "twin's words).\n\n| task | MLM | LTR | LTR − MLM |\n|---|---|---|---|\n"
             f"| **paper** | | | |\n{paper}\n")
     if shipped is None:
-        return (head + "\n**No measured table ships with this install**: run `python bench/bench_table5.py --out "
-                "bertdemo/assets/twins/table5.json`, or re-run a cell below.")
+        return (head + "\n**No measured table ships with this install**: run `python -m "
+                "bertdemo.tools.measure_twin_pairs --table5 --export`, or re-run a cell below.")
     cells, seeds = shipped["cells"], shipped["seeds"]
-    ours = "\n".join(
-        f"| {ROW_TASK[task]} | {_pct(c['mlm']['mean'])} ± {_pct(c['mlm']['sd'])} | "
-        f"{_pct(c['ltr']['mean'])} ± {_pct(c['ltr']['sd'])} | "
-        f"{-shipped['comparisons'][task]['mean_diff'] * 100:+.1f} ± {_pct(shipped['comparisons'][task]['sd_diff'])} |"
-        for task, c in cells.items())
-    each = "\n".join(f"- {SHORT_TASK[task]}, {TWIN_LABELS[twin]}: {' · '.join(_pct(s) for s in c[twin]['scores'])}"
-                     for task, c in cells.items() for twin in ("mlm", "ltr"))
+    rows, sentences, agreement = [], [], []
+    for pair, verdicts in shipped["comparisons"].items():
+        mlm, ltr = PAIRS[pair]
+        rows.append(f"| **here, {pair} pair** ({len(seeds)} seeds) | | | |")
+        rows += [f"| {ROW_TASK[task]} | {_pct(c[mlm]['mean'])} ± {_pct(c[mlm]['sd'])} | "
+                 f"{_pct(c[ltr]['mean'])} ± {_pct(c[ltr]['sd'])} | "
+                 f"{-verdicts[task]['mean_diff'] * 100:+.1f} ± {_pct(verdicts[task]['sd_diff'])} |"
+                 for task, c in cells.items()]
+        sentences += [f"- {verdicts[task]['sentence']}" for task in cells]
+        agreement.append(paper_agreement(shipped, pair))
+    twins = [t for t in TWIN_LABELS if all(t in c for c in cells.values())]
+    each = "\n".join(f"- {SHORT_TASK[task]}, {TWIN_LABELS[twin]}: {' · '.join(_pct(x) for x in c[twin]['scores'])}"
+                     for task, c in cells.items() for twin in twins)
     s = shipped["settings"]
-    sentences = "\n".join(f"- {shipped['comparisons'][task]['sentence']}" for task in cells)
-    return (f"{head}| **here** ({len(seeds)} seeds) | | | |\n{ours}\n\n"
-            f"{sentences}\n\nEach seed ({', '.join(map(str, seeds))}), test scores in %:\n{each}\n\n"
+    return ("\n".join([head.rstrip("\n"), *rows]) + "\n\n" + "\n".join(sentences) + "\n\n**Against the paper.** "
+            + " ".join(agreement) + f"\n\nEach seed ({', '.join(map(str, seeds))}), test scores in %:\n{each}\n\n"
             f"Measured {shipped['date'][:10]} on {shipped['machine']} by `{shipped['command']}` "
             f"({shipped['wall_s'] / 60:.0f} minutes in all). Every cell: {s['steps']} steps of {s['batch_size']} "
             f"examples, learning rate {s['learning_rate']:g} (warm-up, then linear decay), the validation split "
             f"scored every {s['eval_every']} steps and at the end, the best weights scored once on test. Topic: "
             "accuracy over 11 topics; names: word-level F1 of NAME. A seed fixes the new head, the data order and "
-            "dropout, the same for both twins, so the gap is read seed by seed.")
+            "dropout, the same for every twin, so each gap is read seed by seed.")
 
 
 def cell_markdown(status: dict[str, Any] | None, shipped: dict[str, Any] | None) -> str:

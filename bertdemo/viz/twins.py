@@ -16,6 +16,7 @@ from bertdemo.viz.text import Code, literal, md_table, plotly_text
 
 if TYPE_CHECKING:
     from bertdemo.explore.head_roles import HeadRoles, RolesOverSteps
+    from bertdemo.models.twin_curve import TwinCurve
     from bertdemo.explore.twins import ClozeRanks, HeldoutComparison, TwinGuesses
     from bertdemo.pretrain.cost import TrainingCost
 
@@ -30,6 +31,57 @@ ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb",
 
 def _fmt(v: float) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+# --- where bidirectional pays: the shipped curve ------------------------------------------------------------
+LTR_MASKED_COLOR = "#ea580c"
+
+
+def curve_spec(curve: TwinCurve) -> dict:
+    """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
+    twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
+    from bertdemo.models.twins import TWIN_NAMES
+
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    lines = ((controlled.mlm, controlled.mlm_loss, MLM_COLOR, "masked LM: both sides, 15 % of the words"),
+             (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
+             (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": controlled.tokens, "y": [round(v, 4) for v in loss],
+             "name": plotly_text(f"{TWIN_NAMES[kind]} ({what})"), "line": {"color": color, "width": 3},
+             "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in lines]
+    ends = [controlled.tokens[0], controlled.tokens[-1]]
+    for k, (name, value) in enumerate(controlled.landmarks.items()):
+        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
+                     "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
+                     "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c.crossover["tokens"], "x1": c.crossover["tokens"],
+               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}}
+              for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
+              if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
+    return {"data": data, "layout": {
+        "title": {"text": "Held-out loss along training: the same words for every model"},
+        "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
+        "yaxis": {"title": {"text": "loss (nats per word, lower is better)"}},
+        "shapes": shapes, "height": 440, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
+        "legend": {"orientation": "h", "y": -0.3}}}
+
+
+def curve_markdown(curve: TwinCurve) -> str:
+    """The curve's text twin: each pair's crossover, positions, landmarks and cloze in words, then the numbers."""
+    from bertdemo.models import twin_curve
+    from bertdemo.models.twins import PAIR_NOTES, TWIN_NAMES
+
+    parts = []
+    for pair, c in curve.pairs.items():
+        parts.append(f"**{pair.capitalize()} pair** — {PAIR_NOTES[pair]}. {twin_curve.crossover_sentence(c)} "
+                     f"{twin_curve.position_sentence(c)} {twin_curve.landmark_sentence(c)} "
+                     f"{twin_curve.cloze_sentence(curve, pair)}")
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    rows = [[f"{t:,}", _fmt(m), _fmt(lm), _fmt(la)]
+            for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]
+    table = md_table(["tokens read", TWIN_NAMES["mlm"], TWIN_NAMES["ltr-masked"], TWIN_NAMES["ltr"]], rows)
+    return ("\n\n".join(parts) + f"\n\n<details><summary>The curve as a table (nats per word on the same "
+            f"{controlled.questions:,} held-out words)</summary>\n\n{table}\n\n</details>")
 
 
 # --- held-out words by position ----------------------------------------------------------------------------

@@ -256,3 +256,23 @@ def test_an_open_code_panel_follows_the_view(browser_page, app_url):
     page.click("#fm-run")
     expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
     expect(code).to_contain_text("Good [MASK] to you.", timeout=TIMEOUT_MS)
+
+
+def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_mask(browser_page, app_url):
+    """"Why the B in BERT?" opens Fill-Mask on the step's own blank (a word with words after it that decide it),
+    answered by the step's masked twin with its left-to-right twin as the second model."""
+    from playwright.sync_api import expect
+
+    from bertdemo.models import twin_curve
+    from bertdemo.models.twins import PAIRS, TWIN_NAMES
+
+    mlm, ltr = (TWIN_NAMES[k] for k in PAIRS[twin_curve.showcase_pair(twin_curve.read_curve())])
+    page = browser_page
+    page.goto(app_url + "?step=why-b&text=The+dog+barked+all+night+and+kept+the+neighbours+awake.")
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Fill-Mask", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect(page.locator("#fm-text textarea")).to_have_value(
+        "The [MASK] barked all night and kept the neighbours awake.", timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-second input")).to_have_value(__import__("re").compile(f"^{ltr}"), timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-plot")).to_contain_text(mlm, timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-plot")).to_contain_text(ltr, timeout=TIMEOUT_MS)

@@ -1,0 +1,181 @@
+"""Where bidirectional pays: what the shipped twins measured along their training, read for the page (torch-free).
+
+The twins (:mod:`bertdemo.models.twins`) were trained together for 15 M tokens each and measured at every
+log-spaced checkpoint by :mod:`bertdemo.tools.measure_twin_pairs` (``bertdemo/assets/twins/curve.json``): on the
+same held-out words of their own corpus (each word alone asked: the masked LM reads both sides of it, a
+left-to-right LM the words before it), by the word's position in its sentence, beside the n-gram landmarks; and on
+the right-context cloze set. This module turns that record into what a learner reads: the curve of each pair, where
+its lines cross (the paper's Figure 5: the masked LM starts slower, then leads), the bands of positions where each
+model leads at the end, the cloze, and where a learner's own pair of runs stands on the curve.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bertdemo.models.twins import CURVE_FILE, PAIR_NOTES, PAIRS, TWIN_NAMES
+
+BOTH_NEIGHBOURS = "both neighbours"
+WORD_BEFORE = "word before (bigram)"
+UNIGRAM = "unigram"
+
+
+def millions(tokens: float) -> str:
+    """Tokens in words a learner reads: "0.3 M", "15.2 M", "2,048"."""
+    if tokens >= 95_000:
+        return f"{tokens / 1e6:.1f} M" if tokens < 9.95e6 else f"{tokens / 1e6:.0f} M"
+    return f"{tokens:,.0f}"
+
+
+@dataclass(frozen=True)
+class PairCurve:
+    """One pair's held-out loss along training: per checkpoint, each model's mean nats per word."""
+
+    pair: str
+    mlm: str  # twin kinds ("mlm", "ltr" / "ltr-masked")
+    ltr: str
+    tokens: list[int]  # tokens each model had read at each checkpoint
+    mlm_loss: list[float]
+    ltr_loss: list[float]
+    landmarks: dict[str, float]  # the landmarks on the same words (fixed: they do not train)
+    crossover: dict[str, Any]  # as measured (see crossover_sentence)
+    buckets: list[str]  # the last checkpoint's position bands
+    bucket_counts: list[int]
+    mlm_by_position: list[float]
+    ltr_by_position: list[float]
+    questions: int
+
+
+@dataclass(frozen=True)
+class TwinCurve:
+    """The shipped record: both pairs' curves, the cloze along training, and the command that measured it."""
+
+    date: str
+    tokens_per_step: int
+    pairs: dict[str, PairCurve]
+    cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
+    command: str
+
+    @property
+    def final_tokens(self) -> int:
+        return self.pairs["controlled"].tokens[-1]
+
+
+def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
+    """The shipped record, or None when this install has none."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    points = raw["checkpoints"]
+    pairs = {}
+    for pair, (mlm, ltr) in raw["pairs"].items():
+        last = points[-1][pair]
+        pairs[pair] = PairCurve(
+            pair, mlm, ltr, [int(p["tokens"]) for p in points], [p[pair]["overall"][mlm] for p in points],
+            [p[pair]["overall"][ltr] for p in points],
+            {k: last["overall"][k] for k in (UNIGRAM, WORD_BEFORE, BOTH_NEIGHBOURS)}, raw["crossover"][pair],
+            last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
+    cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
+    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, raw.get("command", ""))
+
+
+def pair_label(pair: str) -> str:
+    """"the controlled pair (embedded/twin-mlm beside embedded/twin-ltr-masked)"."""
+    mlm, ltr = PAIRS[pair]
+    return f"the {pair} pair ({TWIN_NAMES[mlm]} beside {TWIN_NAMES[ltr]})"
+
+
+def crossover_sentence(curve: PairCurve) -> str:
+    """Where the pair's lines cross, in tokens, in words; or, when they do not within the budget, the straight line
+    the gap follows in log tokens and the tokens where it would reach zero."""
+    c, end = curve.crossover, curve.tokens[-1]
+    gap_end = curve.ltr_loss[-1] - curve.mlm_loss[-1]  # > 0: the masked LM ahead
+    if c.get("crosses") and c.get("ahead_from_first"):
+        return (f"The masked LM is ahead from the first checkpoint ({millions(curve.tokens[0])} tokens) to the last "
+                f"({millions(end)}), by {gap_end:.2f} nats per word at the end.")
+    if c.get("crosses"):
+        return (f"The left-to-right LM leads until about **{millions(c['tokens'])} tokens**; from there the masked LM "
+                f"is ahead, by {gap_end:.2f} nats per word at {millions(end)} tokens.")
+    needed = c.get("extrapolated_tokens")
+    line = (f" On the straight line the gap follows over the last three checkpoints (in log tokens), the lines would "
+            f"meet near {millions(needed)} tokens." if needed else
+            " The gap is not shrinking over the last three checkpoints, so no crossing is in sight on this budget.")
+    return (f"The left-to-right LM still leads at {millions(end)} tokens, by {-gap_end:.2f} nats per word." + line)
+
+
+def position_sentence(curve: PairCurve) -> str:
+    """Where each model leads at the last checkpoint, by the word's position in its sentence."""
+    ahead = [b for b, m, l in zip(curve.buckets, curve.mlm_by_position, curve.ltr_by_position)
+             if math.isfinite(m) and math.isfinite(l) and m < l]
+    behind = [b for b, m, l in zip(curve.buckets, curve.mlm_by_position, curve.ltr_by_position)
+              if math.isfinite(m) and math.isfinite(l) and m >= l]
+    if not behind:
+        return "At the last checkpoint the masked LM has the lower loss at every position in the sentence."
+    if not ahead:
+        return "At the last checkpoint the left-to-right LM has the lower loss at every position in the sentence."
+    return (f"At the last checkpoint the masked LM has the lower loss at positions {', '.join(ahead)} and the "
+            f"left-to-right LM at {', '.join(behind)}.")
+
+
+def landmark_sentence(curve: PairCurve) -> str:
+    """The models' final losses against the landmarks on the same words: which guessers each one beats."""
+    both, before = curve.landmarks[BOTH_NEIGHBOURS], curve.landmarks[WORD_BEFORE]
+    parts = []
+    for name, loss in ((TWIN_NAMES[curve.mlm], curve.mlm_loss[-1]), (TWIN_NAMES[curve.ltr], curve.ltr_loss[-1])):
+        beats = ("below the both-neighbours guesser" if loss < both else
+                 "below the word-before guesser" if loss < before else "above the word-before guesser")
+        parts.append(f"{name} {loss:.2f} ({beats})")
+    return (f"Final held-out loss on {curve.questions:,} words: " + ", ".join(parts) +
+            f"; landmarks: word before {before:.2f}, both neighbours {both:.2f} nats.")
+
+
+def cloze_sentence(curve: TwinCurve, pair: str) -> str:
+    """The right-context cloze at the last checkpoint for ``pair``: who ranks the right word better, how often,
+    the median ranks and the top-5 shares."""
+    mlm, ltr = PAIRS[pair]
+    last = curve.cloze[-1]
+    m, l = last["models"][mlm], last["models"][ltr]
+    versus = last[pair]
+    ratio = l["median_rank"] / m["median_rank"] if m["median_rank"] else float("inf")
+    return (f"Right-context cloze ({last['items']} sentences whose words after the blank decide it), at "
+            f"{millions(last['tokens'])} tokens: the masked LM ranks the right word better on {versus['mlm_better']} "
+            f"of {last['items']}, the left-to-right LM on {versus['ltr_better']}; median rank {m['median_rank']:,.0f} "
+            f"against {l['median_rank']:,.0f} ({ratio:.1f}× better); the right word in the top 5: {m['top5']:.0%} "
+            f"against {l['top5']:.0%}.")
+
+
+def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
+    """Where a learner's own pair of runs stands on the shipped curve: "your pair: 0.3 M tokens, before the
+    crossover (about 1.2 M tokens)"."""
+    c = curve.pairs[pair].crossover
+    where = f"your pair: {millions(tokens)} tokens"
+    if c.get("crosses"):
+        at = float(c["tokens"])
+        if c.get("ahead_from_first"):
+            return f"{where}; the shipped {pair} pair had the masked LM ahead from its first checkpoint ({millions(at)})."
+        side = "before" if tokens < at else "past"
+        return f"{where}, {side} the crossover of the shipped {pair} pair (about {millions(at)} tokens)."
+    needed = c.get("extrapolated_tokens")
+    return (f"{where}; the shipped {pair} pair had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
+            + (f" (extrapolated: near {millions(needed)})." if needed else "."))
+
+
+def notes() -> dict[str, str]:
+    """Each pair's one-line description (what differs between its two models)."""
+    return dict(PAIR_NOTES)
+
+
+def showcase_pair(curve: TwinCurve) -> str:
+    """The pair a learner is shown first: the paper's pair when its masked LM ended ahead on the held-out words and
+    on the right-context cloze (the claim in the paper's own setting); else the controlled pair, which isolates what
+    reading both sides buys."""
+    paper = curve.pairs["paper"]
+    last = curve.cloze[-1]["paper"]
+    if paper.mlm_loss[-1] < paper.ltr_loss[-1] and last["mlm_better"] > last["ltr_better"]:
+        return "paper"
+    return "controlled"
