@@ -670,7 +670,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         f"ships that experiment in miniature: bert-tiny **twins** trained by its own engine on the same batches in the "
         f"same order for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
         f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; the words after the blank "
-        "can decide it):  \n" + "  \n".join(lines) + "  \n"
+        "can decide it):\n\n" + "\n".join(lines) + "\n\n"
         "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
         "the blank and every word after it, so changing those words cannot change its answer (bit for bit). "
         f"Along their training: {twin_curve.crossover_sentence(c)} {twin_curve.landmark_sentence(c)} "

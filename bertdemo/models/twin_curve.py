@@ -141,12 +141,16 @@ def cloze_sentence(curve: TwinCurve, pair: str) -> str:
     last = curve.cloze[-1]
     m, l = last["models"][mlm], last["models"][ltr]
     versus = last[pair]
-    ratio = l["median_rank"] / m["median_rank"] if m["median_rank"] else float("inf")
+    if m["median_rank"] <= l["median_rank"]:
+        median = (f"median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} (the masked LM's "
+                  f"{l['median_rank'] / m['median_rank']:.1f}× better)")
+    else:
+        median = (f"median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} (the left-to-right LM's "
+                  f"median is the better one)")
     return (f"Right-context cloze ({last['items']} sentences whose words after the blank decide it), at "
             f"{millions(last['tokens'])} tokens: the masked LM ranks the right word better on {versus['mlm_better']} "
-            f"of {last['items']}, the left-to-right LM on {versus['ltr_better']}; median rank {m['median_rank']:,.0f} "
-            f"against {l['median_rank']:,.0f} ({ratio:.1f}× better); the right word in the top 5: {m['top5']:.0%} "
-            f"against {l['top5']:.0%}.")
+            f"of {last['items']}, the left-to-right LM on {versus['ltr_better']}; {median}; the right word in the "
+            f"top 5: {m['top5']:.0%} against {l['top5']:.0%}.")
 
 
 def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:

@@ -47,22 +47,25 @@ def curve_spec(curve: TwinCurve) -> dict:
              (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
              (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
     data = [{"type": "scatter", "mode": "lines+markers", "x": controlled.tokens, "y": [round(v, 4) for v in loss],
-             "name": plotly_text(f"{TWIN_NAMES[kind]} ({what})"), "line": {"color": color, "width": 3},
+             "name": f"{plotly_text(TWIN_NAMES[kind])}<br>({plotly_text(what)})", "line": {"color": color, "width": 3},
              "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in lines]
     ends = [controlled.tokens[0], controlled.tokens[-1]]
     for k, (name, value) in enumerate(controlled.landmarks.items()):
         data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
                      "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
                      "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
+    crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
+                if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c.crossover["tokens"], "x1": c.crossover["tokens"],
-               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}}
-              for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
-              if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
+               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}} for c, color in crossing]
+    notes = [{"text": f"{c.pair}: crossing", "x": math.log10(c.crossover["tokens"]), "xref": "x", "y": 1,
+              "yref": "paper", "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": color}}
+             for c, color in crossing]
     return {"data": data, "layout": {
         "title": {"text": "Held-out loss along training: the same words for every model"},
         "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
         "yaxis": {"title": {"text": "loss (nats per word, lower is better)"}},
-        "shapes": shapes, "height": 440, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
+        "shapes": shapes, "annotations": notes, "height": 480, "margin": {"l": 60, "r": 20, "t": 80, "b": 60},
         "legend": {"orientation": "h", "y": -0.3}}}
 
 
@@ -73,9 +76,11 @@ def curve_markdown(curve: TwinCurve) -> str:
 
     parts = []
     for pair, c in curve.pairs.items():
-        parts.append(f"**{pair.capitalize()} pair** — {PAIR_NOTES[pair]}. {twin_curve.crossover_sentence(c)} "
-                     f"{twin_curve.position_sentence(c)} {twin_curve.landmark_sentence(c)} "
-                     f"{twin_curve.cloze_sentence(curve, pair)}")
+        parts.append(f"**{pair.capitalize()} pair** — {PAIR_NOTES[pair]}.\n\n"
+                     f"- **Where the lines cross:** {twin_curve.crossover_sentence(c)}\n"
+                     f"- **By position:** {twin_curve.position_sentence(c)}\n"
+                     f"- **Against the guessers:** {twin_curve.landmark_sentence(c)}\n"
+                     f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}")
     controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
     rows = [[f"{t:,}", _fmt(m), _fmt(lm), _fmt(la)]
             for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]
