@@ -57,7 +57,7 @@ def test_fine_tuned_runs_are_among_every_tabs_models_and_an_unknown_one_is_one_s
 
     choices = dict((v, k) for k, v in app.finetune_runs.model_choices())
     assert set(choices) == {f"ft:{RUN_ID}", "ft:20261127-070100-ft-random"}
-    assert "(whole split)" in choices[f"ft:{RUN_ID}"] and "from run:tiny/checkpoint" in choices[f"ft:{RUN_ID}"]
+    assert "(test)" in choices[f"ft:{RUN_ID}"] and "from run:tiny/checkpoint" in choices[f"ft:{RUN_ID}"]
     assert isinstance(app.finetune_runs, FinetuneService)
     with pytest.raises(ValueError) as err:
         app.models.get("ft:nope")

@@ -46,8 +46,13 @@ def test_an_ended_run_shows_one_validation_figure_named_with_its_sample():
     assert "89.3%" in text and "90.6%" not in text and "whole validation split" in text
     running = viz.status_markdown(ended(status="running", val_accuracy_all=math.nan, test_accuracy=math.nan))
     assert "90.6%" in running and "fixed sample of 500 validation examples" in running
-    assert accuracy_label(ended()) == "val 89.3% (whole split)"
-    assert accuracy_label(ended(val_accuracy_all=math.nan)) == "val 90.6% (sample of 500)"
+    # a list quotes one figure per run, the one its report leads with: test once measured (D15: the names picker
+    # said validation 76.0 % beside a report of test 74.9 %)
+    assert accuracy_label(ended()) == "accuracy 88.6% (test)"
+    assert accuracy_label(ended(task="names")) == "names F1 85.3% (test)"
+    assert accuracy_label(ended(test_accuracy=math.nan)) == "accuracy 89.3% (validation)"
+    assert accuracy_label(ended(test_accuracy=math.nan, val_accuracy_all=math.nan)) == (
+        "accuracy 90.6% (validation sample of 500)")
 
 
 def test_the_legend_names_runs_by_when_they_started():
