@@ -15,6 +15,10 @@ def test_the_tagged_sentence_names_the_model_and_escapes_each_word():
     assert "<b>Ada</b>" not in html and "&lt;b&gt;Ada&lt;/b&gt;" in html
     assert "ft:run-1" in html and "1 of 2 words called names" in html
     assert "NAME 91%" in html and "O 99%" in html and "P(NAME) = 0.010" in html
+    # a learner reads 55 % as "unsure": the scale is said, and such a box is marked (walk: "match" called a name)
+    unsure = viz.tagged_html([("after", "O", 0.97), ("the", "O", 0.99), ("match", "NAME", 0.55)], "ft:run-1")
+    assert "NAME 55% · unsure" in unsure and "1 of 3 words called names, 1 of them unsure" in unsure
+    assert "50 % is a coin toss; below 65 % the model is unsure" in unsure
 
 
 def _snap(test_f1: float) -> FinetuneSnapshot:

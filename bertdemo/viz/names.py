@@ -19,6 +19,12 @@ _WORD = ("display:inline-block;margin:4px 3px 0 0;padding:2px 6px;border-radius:
 TASK_COLOURS = {"length": "#0ea5e9", "bigram_shift": "#f59e0b", "topic": "#10b981", "names": "#4f46e5"}
 
 
+UNSURE_BELOW = 0.65  # a label's probability under which the box is dashed and called unsure
+SCALE = ("How to read the percentages: with two labels, 50 % is a coin toss; below 65 % the model is unsure (a dashed "
+         "box), 65–90 % fairly sure, above 90 % sure. A name the model is unsure of is often a word that only sometimes "
+         "names someone (“match”, “may”, “rose”).")
+
+
 def tagged_html(tagged: Sequence[tuple[str, str, float]], model: str) -> str:
     """Each word in a box, a name shaded by its probability, its label and probability under it; the model that
     answered named first."""
@@ -29,13 +35,19 @@ def tagged_html(tagged: Sequence[tuple[str, str, float]], model: str) -> str:
             background, border = f"rgba(79,70,229,{0.15 + 0.6 * prob:.2f})", "#4f46e5"
         else:
             background, border = "#f8fafc", "#cbd5e1"
-        boxes.append(f"<span class='names-word' data-label='{label}' style='{_WORD.format(border=border, background=background)}' "
+        style = _WORD.format(border=border, background=background)
+        if prob < UNSURE_BELOW:  # two labels: below this the model is nearly tossing a coin
+            style += ";border-style:dashed"
+        sure = " · unsure" if prob < UNSURE_BELOW else ""
+        boxes.append(f"<span class='names-word' data-label='{label}' style='{style}' "
                      f"title='P(NAME) = {p_name:.3f}'>{html.escape(word)}<br>"
-                     f"<small style='color:#334155'>{label} {prob:.0%}</small></span>")
+                     f"<small style='color:#334155'>{label} {prob:.0%}{sure}</small></span>")
     names = sum(label == "NAME" for _, label, _ in tagged)
+    unsure = sum(prob < UNSURE_BELOW for _, _, prob in tagged)
     return (f"<div class='names-tagged'><p style='margin:0 0 4px 0;color:#475569'>Answered by "
-            f"<code>{html.escape(model)}</code>: {names} of {len(tagged)} words called names (each box: the label the "
-            f"model gives the word's first piece, and its probability).</p>{''.join(boxes)}</div>")
+            f"<code>{html.escape(model)}</code>: {names} of {len(tagged)} words called names, {unsure} of them unsure "
+            f"(each box: the label the model gives the word's first piece, and its probability).</p>{''.join(boxes)}"
+            f"<p style='margin:6px 0 0 0;color:#475569'>{SCALE}</p></div>")
 
 
 def curve_spec(snap) -> dict:
