@@ -49,6 +49,14 @@ def test_which_layer_knows_what_draws_names_beside_the_sentence_probes_with_thei
     assert spec["data"][0]["y"] == [0.1, 0.8, 0.7]
     text = viz.layers_markdown(probe, "embedded", [])
     assert "**1**" in text and "**80.0%** test F1" in text and "not yet length, bigram shift, topic" in text
+    assert "plateau" not in text  # the best layer is the first near it
+    # the walk: the best on validation at layer 5, the curve flat from layer 2, the embeddings alone at 67 %
+    flat = WordLayerScores((0.67, 0.74, 0.786, 0.788, 0.79, 0.791), (0.66, 0.73, 0.781, 0.785, 0.789, 0.79),
+                           (0.9,) * 6, (1.0,) * 6)
+    text = viz.layers_markdown(WordProbe("names", 100, 40, 0.9, flat, None), "embedded", ["topic"])
+    assert "the layer chosen on validation F1 is **5**" in text
+    assert "The curve reaches its plateau at layer **2** (its validation F1 within 1 point of the best: 78.6% test F1)" \
+        in text and "the embeddings alone (layer 0) give 67.0%" in text
     assert math.isclose(probe.majority_accuracy, 0.9)
 
 

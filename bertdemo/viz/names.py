@@ -164,11 +164,26 @@ def layers_spec(word_probe, sentence_probes: dict) -> dict:
     return {"data": data, "layout": layout}
 
 
+PLATEAU_POINTS = 1.0  # a layer within this many points of the best validation F1 is on the plateau
+
+
+def plateau_layer(scores) -> int:
+    """The first layer whose validation F1 is within :data:`PLATEAU_POINTS` of the best layer's: where the curve
+    flattens (the best layer itself when none comes close earlier)."""
+    best = max(scores.val_f1)
+    return next(i for i, f in enumerate(scores.val_f1) if f >= best - PLATEAU_POINTS / 100)
+
+
 def layers_markdown(word_probe, model: str, others: Sequence[str]) -> str:
     layer, f1 = word_probe.model.best
     text = (f"Answered by {literal(model)}: for names, the layer chosen on validation F1 is **{layer}**, with "
             f"**{f1:.1%}** test F1 ({word_probe.n_train_words:,} training words, {word_probe.n_test_words:,} test words; "
             f"every word O: F1 0, accuracy {word_probe.majority_accuracy:.1%}).")
+    plateau = plateau_layer(word_probe.model)
+    if plateau < layer:  # the curve flattens before its best: where names are already known
+        text += (f" The curve reaches its plateau at layer **{plateau}** (its validation F1 within "
+                 f"{PLATEAU_POINTS:g} point of the best: {word_probe.model.test_f1[plateau]:.1%} test F1); the "
+                 f"embeddings alone (layer 0) give {word_probe.model.test_f1[0]:.1%}.")
     if word_probe.random is not None:
         r_layer, r_f1 = word_probe.random.best
         text += f" Random weights of the same shape: {r_f1:.1%} (layer {r_layer}, chosen the same way)."
