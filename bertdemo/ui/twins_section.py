@@ -13,15 +13,16 @@ from typing import Any
 
 import gradio as gr
 
-from bertdemo.models import twin_curve
 from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
 from bertdemo.lazy import LazyModule
+from bertdemo.models import twin_curve
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.ui import common, table5_section
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.viz import twin_curve as curve_drawing  # torch-free: drawn as the page is built
 
 twins_engine = LazyModule("bertdemo.explore.twins")
 heads_engine = LazyModule("bertdemo.explore.head_roles")
@@ -73,9 +74,9 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         gr.Markdown(TWINS_NOTE)
         if curve is not None:  # what the shipped twins measured along their training (no torch: read from a file)
             gr.Markdown(CURVE_NOTE.format(tokens=twin_curve.millions(curve.final_tokens)), elem_id="pt-twins-curve-note")
-            PlotlyFigure(_plot(drawing_free_curve(curve)), label="Where bidirectional pays: the shipped twins along "
+            PlotlyFigure(_plot(curve_drawing.curve_spec(curve)), label="Where bidirectional pays: the shipped twins along "
                          "their training", elem_id="pt-twins-curve-plot", lazy=True)
-            gr.Markdown(drawing_free_curve_markdown(curve), elem_id="pt-twins-curve")
+            gr.Markdown(curve_drawing.curve_markdown(curve), elem_id="pt-twins-curve")
         with gr.Row():
             mlm_pick = gr.Dropdown(mlm_choices, value=mlm_default, label="Masked LM (reads both sides)",
                                    elem_id="pt-twins-mlm", allow_custom_value=True, scale=1)
@@ -197,20 +198,6 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles")
     steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints")
     cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost")
-
-
-def drawing_free_curve(curve: Any) -> dict:
-    """The shipped curve's figure as the section is built (the drawing module needs no torch)."""
-    from bertdemo.viz.twins import curve_spec
-
-    return curve_spec(curve)
-
-
-def drawing_free_curve_markdown(curve: Any) -> str:
-    """The shipped curve's text twin as the section is built."""
-    from bertdemo.viz.twins import curve_markdown
-
-    return curve_markdown(curve)
 
 
 def drawing_free_bert_base() -> str:

@@ -13,80 +13,18 @@ from typing import TYPE_CHECKING
 from bertdemo.english import plural
 from bertdemo.viz.bars import percent
 from bertdemo.viz.text import Code, literal, md_table, plotly_text
+from bertdemo.viz.twin_curve import LANDMARK_COLORS, LTR_COLOR, MLM_COLOR, loss_text
 
 if TYPE_CHECKING:
     from bertdemo.explore.head_roles import HeadRoles, RolesOverSteps
-    from bertdemo.models.twin_curve import TwinCurve
     from bertdemo.explore.twins import ClozeRanks, HeldoutComparison, TwinGuesses
     from bertdemo.pretrain.cost import TrainingCost
 
-MLM_COLOR, LTR_COLOR = "#4f46e5", "#dc2626"
-LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
 ROLE_MARKS = {"previous word": "← prev", "next word": "next →", "same word": "self", "[CLS]": "[CLS]",
               "[SEP]": "[SEP]", "broad": "broad", "mixed": "·"}
 GRID_MARKS = {"previous word": "←", "next word": "→", "same word": "=", "[CLS]": "C", "[SEP]": "S", "broad": "≈",
               "mixed": "·"}  # one character per cell: the grid fits a phone's width
 ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb", "#ffffff")  # in ROLE_MARKS' order
-
-
-def _fmt(v: float) -> str:
-    return "—" if v is None or not math.isfinite(v) else f"{v:.2f}"
-
-
-# --- where bidirectional pays: the shipped curve ------------------------------------------------------------
-LTR_MASKED_COLOR = "#ea580c"
-
-
-def curve_spec(curve: TwinCurve) -> dict:
-    """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
-    twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
-    from bertdemo.models.twins import TWIN_NAMES
-
-    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
-    lines = ((controlled.mlm, controlled.mlm_loss, MLM_COLOR, "masked LM: both sides, 15 % of the words"),
-             (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
-             (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
-    data = [{"type": "scatter", "mode": "lines+markers", "x": controlled.tokens, "y": [round(v, 4) for v in loss],
-             "name": f"{plotly_text(TWIN_NAMES[kind])}<br>({plotly_text(what)})", "line": {"color": color, "width": 3},
-             "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in lines]
-    ends = [controlled.tokens[0], controlled.tokens[-1]]
-    for k, (name, value) in enumerate(controlled.landmarks.items()):
-        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
-                     "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
-                     "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
-    crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
-                if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c.crossover["tokens"], "x1": c.crossover["tokens"],
-               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}} for c, color in crossing]
-    notes = [{"text": f"{c.pair}: crossing", "x": math.log10(c.crossover["tokens"]), "xref": "x", "y": 1,
-              "yref": "paper", "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": color}}
-             for c, color in crossing]
-    return {"data": data, "layout": {
-        "title": {"text": "Held-out loss along training: the same words for every model"},
-        "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
-        "yaxis": {"title": {"text": "loss (nats per word, lower is better)"}},
-        "shapes": shapes, "annotations": notes, "height": 480, "margin": {"l": 60, "r": 20, "t": 80, "b": 60},
-        "legend": {"orientation": "h", "y": -0.3}}}
-
-
-def curve_markdown(curve: TwinCurve) -> str:
-    """The curve's text twin: each pair's crossover, positions, landmarks and cloze in words, then the numbers."""
-    from bertdemo.models import twin_curve
-    from bertdemo.models.twins import PAIR_NOTES, TWIN_NAMES
-
-    parts = []
-    for pair, c in curve.pairs.items():
-        parts.append(f"**{pair.capitalize()} pair** — {PAIR_NOTES[pair]}.\n\n"
-                     f"- **Where the lines cross:** {twin_curve.crossover_sentence(c)}\n"
-                     f"- **By position:** {twin_curve.position_sentence(c)}\n"
-                     f"- **Against the guessers:** {twin_curve.landmark_sentence(c)}\n"
-                     f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}")
-    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
-    rows = [[f"{t:,}", _fmt(m), _fmt(lm), _fmt(la)]
-            for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]
-    table = md_table(["tokens read", TWIN_NAMES["mlm"], TWIN_NAMES["ltr-masked"], TWIN_NAMES["ltr"]], rows)
-    return ("\n\n".join(parts) + f"\n\n<details><summary>The curve as a table (nats per word on the same "
-            f"{controlled.questions:,} held-out words)</summary>\n\n{table}\n\n</details>")
 
 
 # --- held-out words by position ----------------------------------------------------------------------------
@@ -115,8 +53,8 @@ def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
     """The chart's text twin: one row per position bucket, the overall row last, and what the numbers are."""
     names = result.series_order
     headers = ["position", "words", "masked LM", "left-to-right", *names[2:]]
-    rows = [[b, f"{c:,}", *[_fmt(result.loss[n][i]) for n in names]] for i, (b, c) in enumerate(zip(result.buckets, result.counts))]
-    rows.append(["all", f"{result.questions:,}", *[_fmt(result.overall[n]) for n in names]])
+    rows = [[b, f"{c:,}", *[loss_text(result.loss[n][i]) for n in names]] for i, (b, c) in enumerate(zip(result.buckets, result.counts))]
+    rows.append(["all", f"{result.questions:,}", *[loss_text(result.overall[n]) for n in names]])
     intro = (f"**{literal(result.mlm_name)}** (masked LM: the word alone hidden, both sides read) and "
              f"**{literal(result.ltr_name)}** (left-to-right: the words before it only) on the same "
              f"{plural(result.questions, 'held-out word')} in {plural(result.sentences, 'complete sentence')} "

@@ -1,0 +1,72 @@
+"""Drawing where bidirectional pays: the shipped twins' held-out loss along their training (a plotly dict) and its
+text twin. Torch-free: the Pretrain tab draws it as the page is built, before PyTorch loads."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from bertdemo.viz.text import md_table, plotly_text
+
+if TYPE_CHECKING:
+    from bertdemo.models.twin_curve import TwinCurve
+
+MLM_COLOR, LTR_COLOR, LTR_MASKED_COLOR = "#4f46e5", "#dc2626", "#ea580c"  # the twins' colours in every twin view
+LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
+
+
+def loss_text(v: float) -> str:
+    """A loss as the tables show it: two decimals, "—" for none."""
+    return "—" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def curve_spec(curve: TwinCurve) -> dict:
+    """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
+    twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
+    from bertdemo.models.twins import TWIN_NAMES
+
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    lines = ((controlled.mlm, controlled.mlm_loss, MLM_COLOR, "masked LM: both sides, 15 % of the words"),
+             (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
+             (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": controlled.tokens, "y": [round(v, 4) for v in loss],
+             "name": f"{plotly_text(TWIN_NAMES[kind])}<br>({plotly_text(what)})", "line": {"color": color, "width": 3},
+             "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in lines]
+    ends = [controlled.tokens[0], controlled.tokens[-1]]
+    for k, (name, value) in enumerate(controlled.landmarks.items()):
+        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
+                     "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
+                     "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
+    crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
+                if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c.crossover["tokens"], "x1": c.crossover["tokens"],
+               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}} for c, color in crossing]
+    notes = [{"text": f"{c.pair}: crossing", "x": math.log10(c.crossover["tokens"]), "xref": "x", "y": 1,
+              "yref": "paper", "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": color}}
+             for c, color in crossing]
+    return {"data": data, "layout": {
+        "title": {"text": "Held-out loss along training: the same words for every model"},
+        "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
+        "yaxis": {"title": {"text": "loss (nats per word, lower is better)"}},
+        "shapes": shapes, "annotations": notes, "height": 480, "margin": {"l": 60, "r": 20, "t": 80, "b": 60},
+        "legend": {"orientation": "h", "y": -0.3}}}
+
+
+def curve_markdown(curve: TwinCurve) -> str:
+    """The curve's text twin: each pair's crossover, positions, landmarks and cloze in words, then the numbers."""
+    from bertdemo.models import twin_curve
+    from bertdemo.models.twins import PAIR_NOTES, TWIN_NAMES
+
+    parts = []
+    for pair, c in curve.pairs.items():
+        parts.append(f"**{pair.capitalize()} pair** — {PAIR_NOTES[pair]}.\n\n"
+                     f"- **Where the lines cross:** {twin_curve.crossover_sentence(c)}\n"
+                     f"- **By position:** {twin_curve.position_sentence(c)}\n"
+                     f"- **Against the guessers:** {twin_curve.landmark_sentence(c)}\n"
+                     f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}")
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    rows = [[f"{t:,}", loss_text(m), loss_text(lm), loss_text(la)]
+            for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]
+    table = md_table(["tokens read", TWIN_NAMES["mlm"], TWIN_NAMES["ltr-masked"], TWIN_NAMES["ltr"]], rows)
+    return ("\n\n".join(parts) + f"\n\n<details><summary>The curve as a table (nats per word on the same "
+            f"{controlled.questions:,} held-out words)</summary>\n\n{table}\n\n</details>")
