@@ -30,7 +30,7 @@ DRAWN = re.compile(r"No (pretraining|fine-tuning) run yet|holds this machine.s t
 
 
 def _ticks(app_url: str) -> dict[str, int]:
-    """Each run tab's timer tick event: {"pretrain": id, "finetune": id}."""
+    """Each tab's timer tick event: {"pretrain": id, "finetune": id, "class": id}."""
     config = httpx.get(app_url + "config", timeout=30).json()
     by_id = {c["id"]: c for c in config["components"]}
     tabs = {c["id"]: c["props"]["id"] for c in config["components"] if c["type"] == "tabitem"}
@@ -65,7 +65,7 @@ def _sent(page, event: int) -> int:
 
 def test_a_tab_polls_only_while_shown_and_live_and_then_its_curve_streams(_browser, app_url):
     ticks = _ticks(app_url)
-    assert set(ticks) == {"pretrain", "finetune"}
+    assert set(ticks) == {"pretrain", "finetune", "class"}  # the run tabs' polls, and the teacher view's refresh
     client = Client(app_url, verbose=False)
     idle_ctx, live_ctx = (_browser.new_context(viewport={"width": 1280, "height": 1000}) for _ in range(2))
     try:
