@@ -138,8 +138,7 @@ def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
     for run in runs:
         command = " ".join(_quote(c) for c in engine_command(run, args))
         lines.append(f"{command} >> {_quote(str(work / (run + '.log')))} 2>&1 || exit $?")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    return subprocess.Popen(["bash", "-c", "\n".join(lines)], env=env, cwd=str(ROOT))
+    return subprocess.Popen(["bash", "-c", "\n".join(lines)], cwd=str(ROOT))  # one thread each: --num-threads 1
 
 
 def _quote(text: str) -> str:
