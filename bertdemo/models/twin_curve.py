@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bertdemo.models.twins import CURVE_FILE, PAIR_NOTES, PAIRS, TWIN_NAMES
+from bertdemo.models.twins import CURVE_FILE, PAIRS, TWIN_NAMES
 
 BOTH_NEIGHBOURS = "both neighbours"
 WORD_BEFORE = "word before (bigram)"
@@ -52,21 +53,22 @@ class PairCurve:
 
 @dataclass(frozen=True)
 class TwinCurve:
-    """The shipped record: both pairs' curves, the cloze along training, and the command that measured it."""
+    """The shipped record: both pairs' curves and the cloze along training."""
 
     date: str
     tokens_per_step: int
     pairs: dict[str, PairCurve]
     cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
-    command: str
 
     @property
     def final_tokens(self) -> int:
         return self.pairs["controlled"].tokens[-1]
 
 
+@lru_cache(maxsize=4)
 def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
-    """The shipped record, or None when this install has none."""
+    """The shipped record, or None when this install has none; read once per path (a shipped asset: the Train-both
+    estimate asks for it at every change of the form). Treat the answer as read-only."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -81,7 +83,7 @@ def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
             {k: last["overall"][k] for k in (UNIGRAM, WORD_BEFORE, BOTH_NEIGHBOURS)}, raw["crossover"][pair],
             last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
     cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
-    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, raw.get("command", ""))
+    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze)
 
 
 def pair_label(pair: str) -> str:
@@ -167,11 +169,6 @@ def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
     needed = c.get("extrapolated_tokens")
     return (f"{where}; the shipped {pair} pair had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
             + (f" (extrapolated: near {millions(needed)})." if needed else "."))
-
-
-def notes() -> dict[str, str]:
-    """Each pair's one-line description (what differs between its two models)."""
-    return dict(PAIR_NOTES)
 
 
 def showcase_pair(curve: TwinCurve) -> str:
