@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from bertdemo.finetune.best_weights import KeptBest
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import budget_progress
 from bertdemo.finetune.loop import train_steps
@@ -31,14 +32,19 @@ class Stopped(Exception):
 
 
 @dataclass
-class Chosen:
+class Chosen(KeptBest):
     """The epoch count chosen on validation: the end of each epoch scored (``curve``: (epoch, score) pairs),
-    the best one's epoch (fractional when the time budget cut the last one short), step and score."""
+    the best one's epoch (fractional when the time budget cut the last one short), step, score and weights."""
 
     epoch: float = 0.0
-    step: int = 0
     score: float = -math.inf
     curve: list[tuple[float, float]] = field(default_factory=list)
+
+    def consider(self, epoch: float, step: int, score: float, model: torch.nn.Module) -> None:
+        """Keep ``model``'s weights if this epoch's score beats the kept one's."""
+        if self.beats((score,)):
+            self.keep(step, (score,), model)
+            self.epoch, self.score = epoch, score
 
     def as_dict(self, on: str) -> dict:
         """What the page and the API read: which epoch was chosen, its score and what it was chosen on."""
@@ -74,13 +80,11 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
     torch.manual_seed(cfg.seed)  # dropout: the same stream for every start
     start, paused, eval_s = clock(), [0.0], [0.0]
     chosen = Chosen() if score_validation else None
-    best: dict[str, torch.Tensor] | None = None
 
     def elapsed() -> float:
         return clock() - start - paused[0]
 
     def score_at(step: int) -> None:
-        nonlocal best
         epoch = step / per_epoch
         if chosen.curve and chosen.curve[-1][0] == epoch:  # the budget ended the run at an epoch's end
             return
@@ -88,9 +92,7 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
         value = float(score_validation())
         eval_s[0] = max(0.0, clock() - began)
         chosen.curve.append((epoch, value))
-        if value > chosen.score:
-            chosen.epoch, chosen.step, chosen.score = epoch, step, value
-            best = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        chosen.consider(epoch, step, value, model)
         model.train()
 
     model.train()
@@ -104,7 +106,7 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
         raise Stopped
     if chosen is not None:
         score_at(steps)
-        if best is not None and chosen.step != steps:
-            model.load_state_dict(best)
+        if chosen.step != steps:
+            chosen.restore(model)
     model.eval()
     return steps, chosen

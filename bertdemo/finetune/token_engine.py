@@ -28,6 +28,7 @@ from transformers import BertForTokenClassification, PreTrainedTokenizerBase
 from bertdemo.corpus import names as names_corpus
 from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentence
 from bertdemo.explore.encoding import pad_batch
+from bertdemo.finetune.best_weights import KeptBest
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, save_checkpoint
 from bertdemo.finetune.loop import train_steps
@@ -56,29 +57,22 @@ class WordTask:
 
 
 @dataclass
-class BestStep:
+class BestStep(KeptBest):
     """The step chosen on the validation sample: the highest F1 of NAME, then the lowest loss (among steps whose
     F1 is 0 alike, the one that learned most), the earliest on a full tie. Keeps that step's weights (a copy on the CPU)
     and, when the sample is the whole validation split, that evaluation's words and probabilities."""
 
-    step: int = -1
     wall_s: float = 0.0
     f1: float = -math.inf
     loss: float = math.inf
-    weights: dict[str, torch.Tensor] | None = None
     whole_split: tuple[dict, list] | None = None
 
     def consider(self, step: int, wall_s: float, f1: float, loss: float, model: torch.nn.Module,
                  whole_split: tuple[dict, list] | None) -> None:
         """Keep ``model``'s weights if this evaluation beats the kept one."""
-        if (f1, -loss) <= (self.f1, -self.loss):
-            return
-        self.step, self.wall_s, self.f1, self.loss, self.whole_split = step, wall_s, f1, loss, whole_split
-        self.weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-
-    def restore(self, model: torch.nn.Module) -> None:
-        """Put the chosen step's weights back into ``model`` (its device kept)."""
-        model.load_state_dict(self.weights)
+        if self.beats((f1, -loss)):
+            self.keep(step, (f1, -loss), model)
+            self.wall_s, self.f1, self.loss, self.whole_split = wall_s, f1, loss, whole_split
 
     def as_dict(self, last_step: int, batches_per_epoch: int, sample: int) -> dict:
         """What the page and the API read: the chosen step, its epoch, its sample F1 and loss, and the last step."""
