@@ -19,7 +19,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="BERT Explorer: see BERT work in your browser.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to serve on (0.0.0.0 to reach it from other machines)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     parser.add_argument("--share", action="store_true", help="also serve through a public Gradio link")
     parser.add_argument("--mcp", action="store_true", default=os.environ.get("BERTDEMO_MCP", "") == "1",
                         help="also serve the read-only exact views as MCP tools at /gradio_api/mcp/ "
@@ -144,8 +144,8 @@ def configure_environment(args: argparse.Namespace) -> None:
     gradio analytics); uvicorn trusts no forwarding header (``FORWARDED_ALLOW_IPS``, see the code); transformers logs errors only unless ``TRANSFORMERS_VERBOSITY`` says otherwise.
     gradio's import skips the stub rewriting it does for its own developers (``bertdemo/gradio_import.py``).
     """
-    from bertdemo.models.hub import OFFLINE_ENV  # standard library only
     from bertdemo.gradio_import import skip_stub_rewrites
+    from bertdemo.models.hub import OFFLINE_ENV  # standard library only
 
     # Who a visitor is follows --trusted-proxies only (bertdemo/traffic.py). uvicorn, as gradio starts it,
     # would otherwise replace a loopback peer's address with its X-Forwarded-For before the door reads it,
@@ -176,18 +176,17 @@ def main(argv: list[str] | None = None) -> None:
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, listen on every interface
         args.host = "0.0.0.0"
 
-    from bertdemo.context import AppContext
-    from bertdemo.ui import build_app
-    from bertdemo.ui.layout import CSS, HEAD, THEME
-
     from starlette.middleware import Middleware
 
     from bertdemo import compat
     from bertdemo.asset_cache import AssetCache
+    from bertdemo.context import AppContext
     from bertdemo.frontend_patch import FrontendPatch, patched_scripts
     from bertdemo.long_links import LongLinks
     from bertdemo.page_cache import PageCache
     from bertdemo.traffic import RequestLimits
+    from bertdemo.ui import build_app
+    from bertdemo.ui.layout import CSS, HEAD, THEME
     from bertdemo.ui.plotly_figure import plotly_js
     from bertdemo.ui.queue_polling import poll_less
     from bertdemo.ui.session_configs import make_session_configs_lazy
@@ -268,7 +267,7 @@ def _preload(ctx, auto_parallel_runs: bool = False) -> None:
 
         try:
             ctx.runs.set_parallel_runs(default_parallel_runs(ctx.settings.device))
-        except Exception:  # noqa: BLE001 - a GPU that cannot be asked leaves one run at a time
+        except Exception:  # a GPU that cannot be asked leaves one run at a time
             logging.getLogger("bertdemo").exception("Could not size the run slot; one run at a time")
     try:
         ctx.warm_up()

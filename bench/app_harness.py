@@ -20,8 +20,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Self
 
 import httpx
 
@@ -61,7 +62,8 @@ class App:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self._runs = tempfile.TemporaryDirectory(prefix="bench-runs-")
-        self._log = tempfile.NamedTemporaryFile(prefix="bench-app-", suffix=".log", delete=False)
+        # the app's output, open while the app runs; closed in stop()
+        self._log = tempfile.NamedTemporaryFile(prefix="bench-app-", suffix=".log", delete=False)  # noqa: SIM115
         cmd = [sys.executable, "app.py", "--offline", "--port", str(self.port), "--runs-dir", self._runs.name, *args]
         full_env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
         self.proc = subprocess.Popen(cmd, cwd=app_dir, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
@@ -95,6 +97,7 @@ class App:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
+        self._log.close()
         Path(self._log.name).unlink(missing_ok=True)
         self._runs.cleanup()
 
@@ -113,12 +116,12 @@ class App:
             try:
                 client.predict(**FILL_MASK_ARGS, api_name="/fill_mask")
                 return
-            except Exception:  # noqa: BLE001 - still loading
+            except Exception:  # still loading
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
 
-    def __enter__(self) -> "App":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

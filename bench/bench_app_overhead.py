@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import (FILL_MASK_ARGS, App, QueueSession, latency_bars, percentile, spread,  # noqa: E402
-                                start_training)
+from bench.app_harness import FILL_MASK_ARGS, App, QueueSession, latency_bars, percentile, spread, start_training
 
 
 def timed(fn) -> float:

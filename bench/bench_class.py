@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
+from bench.app_harness import REPO_ROOT, App, percentile
 
 SENTENCE = "The animal didn't cross the street because it was too [MASK]."
 CLICKS = [  # (endpoint, keyword arguments): one visitor's round through four tabs
@@ -67,7 +67,7 @@ def client_for(app: App, address: str, member_token: str = ""):
     for attempt in range(5):
         try:
             return Client(app.url, verbose=False, headers=headers, httpx_kwargs=HTTP)
-        except Exception:  # noqa: BLE001 - a busy server: try again
+        except Exception:  # a busy server: try again
             if attempt == 4:
                 raise
             time.sleep(2)
@@ -80,7 +80,7 @@ def wait_for_model(app: App, timeout_s: float = 600) -> None:
         try:
             client.predict(CLICKS[0][1]["text"], api_name="/tokenize")
             return
-        except Exception:  # noqa: BLE001 - still loading
+        except Exception:  # still loading
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
@@ -233,7 +233,7 @@ def one_class(label: str, app_dir: Path, args, members: bool = False) -> None:
         phases = server_phases(app)
         rss = peak_rss_mb(app.proc.pid)
     print(f"\n== {label}: {args.visitors} visitors, {wall:.0f} s, "
-          f"{'a bert-tiny run trained beside (to step %d)' % step if not args.no_training else 'no run beside'}; "
+          f"{f'a bert-tiny run trained beside (to step {step})' if not args.no_training else 'no run beside'}; "
           f"load {min(loads):.1f}–{max(loads):.1f} (median {percentile(loads, 50):.1f}); server peak RSS {rss:.0f} MB",
           flush=True)
     print(f"  {'endpoint':20s} {'calls':>5s} {'err':>4s}   p50 s   p95 s   max s   | queue p50/p95 ms | run p50/p95 ms")

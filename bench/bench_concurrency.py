@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import FILL_MASK_ARGS, App, all_at_once, spread  # noqa: E402
+from bench.app_harness import FILL_MASK_ARGS, App, all_at_once, spread
 
 SENTENCES = [
     "Nice to [MASK] you.",

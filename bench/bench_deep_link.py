@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import App, percentile  # noqa: E402
+from bench.app_harness import App, percentile
 
 CHROMIUM = "/usr/bin/chromium"
 ANSWER = {"fill-mask": "#fm-filled", "attention": "#att-heatmap", "tokenizer": "#tok-table", "inside": "#in-summary"}

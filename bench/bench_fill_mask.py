@@ -27,14 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline  # noqa: E402
-from transformers.utils import logging as hf_logging  # noqa: E402
+import torch
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline
+from transformers.utils import logging as hf_logging
 
-from bench.app_harness import percentile  # noqa: E402
-from bertdemo.explore import fill_mask  # noqa: E402
-from bertdemo.models import embedded  # noqa: E402
-from bertdemo.models.store import load_masked_lm  # noqa: E402
+from bench.app_harness import percentile
+from bertdemo.explore import fill_mask
+from bertdemo.models import embedded
+from bertdemo.models.store import load_masked_lm
 
 LENGTHS = (8, 64, 256)
 TOP_K = 5

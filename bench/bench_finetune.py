@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertdemo.finetune.config import FinetuneConfig  # noqa: E402
-from bertdemo.finetune.engine import TopicTask, run_finetune  # noqa: E402
-from bertdemo.finetune.metrics import FinetuneMetrics  # noqa: E402
-from bertdemo.runs.control import RunControl  # noqa: E402
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.finetune.engine import TopicTask, run_finetune
+from bertdemo.finetune.metrics import FinetuneMetrics
+from bertdemo.runs.control import RunControl
 
 MARKS = (60, 120, 180)
 
@@ -34,15 +34,14 @@ MARKS = (60, 120, 180)
 def load_task(path: str | None, cache: Path) -> TopicTask:
     if path:
         return TopicTask(**json.loads(Path(path).read_text()))
-    from bertdemo.finetune.engine import task_from_splits
     from bertdemo.corpus.topics import load_topic_splits
+    from bertdemo.finetune.engine import task_from_splits
 
     return task_from_splits(load_topic_splits(cache))
 
 
 def assemble(tokenizer_dir: str, out: Path) -> Path:
     """A model folder of the embedded masked-LM from the repo's assets and a tokenizer folder."""
-    import torch
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import App, percentile  # noqa: E402
-from bench.bench_load import run_load  # noqa: E402
+from bench.app_harness import App, percentile
+from bench.bench_load import run_load
 
 BIG = "word " * 60_000  # 300,000 characters: past every text limit, under the 2 MB body cap
 HUGE_BODY = b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}'

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from bertdemo.finetune.features import ActivationCache  # noqa: E402
-from bertdemo.finetune.layer_probes import probe_layers  # noqa: E402
-from bertdemo.models.embedded import EMBEDDED_MLM_NAME  # noqa: E402
-from bertdemo.models.store import load_masked_lm  # noqa: E402
+from bertdemo.finetune.features import ActivationCache
+from bertdemo.finetune.layer_probes import probe_layers
+from bertdemo.models.embedded import EMBEDDED_MLM_NAME
+from bertdemo.models.store import load_masked_lm
 
 
 def _row(label: str, values: tuple[float, ...]) -> str:
@@ -55,8 +55,8 @@ def main() -> None:
         print(_row("random [CLS]", r.random.cls))
     print(f"{args.threads} threads, {args.repeats} run(s): wall {sorted(walls)} s, CPU {sorted(cpus)} s")
     if args.baselines:
-        from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
         from bertdemo.corpus.topics import load_topic_splits
+        from bertdemo.finetune.baselines import bag_of_words_baseline, frozen_probe, majority_baseline
 
         splits = load_topic_splits(Path(tempfile.mkdtemp()))
         for b in (majority_baseline(splits), bag_of_words_baseline(splits)):

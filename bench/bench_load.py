@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import App, all_at_once, latency_bars, percentile, spread, start_training  # noqa: E402
+from bench.app_harness import App, all_at_once, latency_bars, percentile, spread, start_training
 
 SENTENCE = "The animal didn't cross the street because it was too [MASK]."
 REQUESTS = [  # (endpoint, keyword arguments); the model is each endpoint's default (offline: the embedded one)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import REPO_ROOT, App  # noqa: E402
-from bench.bench_hostile import rss_mb  # noqa: E402
+from bench.app_harness import REPO_ROOT, App
+from bench.bench_hostile import rss_mb
 
 SENTENCES = "bank | She sat on the bank of the river.\nbank | The bank raised its interest rates.\n" \
             "bank | They fished from the muddy bank.\nbank | He paid the cheque into the bank."
@@ -176,7 +176,7 @@ def main() -> None:
             time.sleep(1)
             idle_samples.append(rss.now)
         rss.stop()
-        load = open("/proc/loadavg").read().split()[:3]
+        load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"class: {args.clients} visitors for {args.seconds:.0f} s, {calls} calls, {len(errors)} errors"
           + (f" (first: {errors[0]})" if errors else "") + f"; load average {' '.join(load)}")
     print(f"RSS MB: start {start:,.0f}, after the heavy views {after_heavy:,.0f} (peak {peak_heavy:,.0f}), "

@@ -27,13 +27,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_finetune import assemble  # noqa: E402
+from bench_finetune import assemble
 
-from bertdemo.corpus.names import TaggedSentence, load_name_splits  # noqa: E402
-from bertdemo.finetune.config import FinetuneConfig  # noqa: E402
-from bertdemo.finetune.metrics import FinetuneMetrics  # noqa: E402
-from bertdemo.finetune.token_engine import WordTask, run_token_finetune, task_from_name_splits  # noqa: E402
-from bertdemo.runs.control import RunControl  # noqa: E402
+from bertdemo.corpus.names import TaggedSentence, load_name_splits
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.finetune.metrics import FinetuneMetrics
+from bertdemo.finetune.token_engine import WordTask, run_token_finetune, task_from_name_splits
+from bertdemo.runs.control import RunControl
 
 MARKS = (60, 120, 180)
 

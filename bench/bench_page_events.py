@@ -24,7 +24,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import App, percentile  # noqa: E402
+from bench.app_harness import App, percentile
 
 CHROMIUM = "/usr/bin/chromium"
 JOINS = """(() => {

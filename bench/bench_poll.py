@@ -22,24 +22,24 @@ median and the 10th-90th percentile of the server time, and the bytes, per case.
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ProcessPoolExecutor
 import json
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gradio as gr  # noqa: E402
+import gradio as gr
 
-from bertdemo.models.embedded import wiki_summaries  # noqa: E402
-from bertdemo.pretrain import TrainConfig  # noqa: E402
-from bertdemo.pretrain.service import PretrainService  # noqa: E402
-from bertdemo.runs.service import RunService  # noqa: E402
-from bertdemo.settings import ServerSettings  # noqa: E402
-from bertdemo.ui.pretrain_tab import poll_view  # noqa: E402
-from bertdemo.viz import run_curves  # noqa: E402
+from bertdemo.models.embedded import wiki_summaries
+from bertdemo.pretrain import TrainConfig
+from bertdemo.pretrain.service import PretrainService
+from bertdemo.runs.service import RunService
+from bertdemo.settings import ServerSettings
+from bertdemo.ui.pretrain_tab import poll_view
+from bertdemo.viz import run_curves
 
 VIEW = dict(smoothing=0.6, log_y=False, x_axis="step")
 COMPONENTS = {"status": gr.Markdown(), "timeline": gr.Markdown(), "plot": gr.Plot(), "ranks": gr.Plot(),

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,8 +65,8 @@ def heldout_loss(model, cfg, device, bf16: bool) -> float:
 
 
 def run_ours(cfg, out_dir: Path) -> dict:
-    from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import run_training
 
     stamps: list[tuple[float, float]] = []
     metrics = MetricsBuffer()
@@ -81,13 +82,19 @@ def run_ours(cfg, out_dir: Path) -> dict:
 
 def run_reference(cfg, out_dir: Path, bf16: bool) -> dict:
     import torch
-    from transformers import (AutoTokenizer, BertForMaskedLM, DataCollatorForLanguageModeling, Trainer,
-                              TrainerCallback, TrainingArguments)
+    from transformers import (
+        AutoTokenizer,
+        BertForMaskedLM,
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
 
     from bertdemo.models.device import resolve_device
     from bertdemo.models.embedded import tokenizer_dir
-    from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.config import bert_config
+    from bertdemo.pretrain.data import prepare_blocks
 
     device = resolve_device(cfg.system.device)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()))
@@ -124,8 +131,8 @@ def side_main(args: argparse.Namespace) -> None:
     """One side, one run, in this process: prints one JSON line."""
     import torch
 
-    from bertdemo.pretrain.hardware import keep_freed_memory, use_bf16
     from bertdemo.models.device import resolve_device
+    from bertdemo.pretrain.hardware import keep_freed_memory, use_bf16
 
     torch.set_num_threads(args.threads)
     cfg = make_config(args)
@@ -138,8 +145,8 @@ def side_main(args: argparse.Namespace) -> None:
             device = resolve_device(args.device)
             result = run_reference(cfg, Path(tmp), use_bf16(device, args.precision))
     stamps = result.pop("stamps")
-    result["step_s"] = [b[0] - a[0] for a, b in zip(stamps, stamps[1:])][SKIP:]
-    result["cpu_step_s"] = [b[1] - a[1] for a, b in zip(stamps, stamps[1:])][SKIP:]  # CPU seconds, all threads
+    result["step_s"] = [b[0] - a[0] for a, b in pairwise(stamps)][SKIP:]
+    result["cpu_step_s"] = [b[1] - a[1] for a, b in pairwise(stamps)][SKIP:]  # CPU seconds, all threads
     print("RESULT " + json.dumps(result), flush=True)
 
 

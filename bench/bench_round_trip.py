@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import FILL_MASK_ARGS, App, QueueSession, spread  # noqa: E402
+from bench.app_harness import FILL_MASK_ARGS, App, QueueSession, spread
 
 
 def fill_mask_times(app_dir: Path, calls: int) -> list[float]:

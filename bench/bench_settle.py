@@ -42,14 +42,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
-from bench.bench_views import CHROMIUM, EMBEDDED, open_tab, subject_place  # noqa: E402
+from bench.app_harness import REPO_ROOT, App, percentile
+from bench.bench_views import CHROMIUM, EMBEDDED, open_tab, subject_place
 
 QUIET_MS = 300
 PAGE_PARTS = ("ScriptDuration", "RecalcStyleDuration", "LayoutDuration")  # the page's CPU by kind (ms per click)
@@ -160,7 +161,7 @@ class Click:
     label: str = ""  # what the report calls it (default: the tab); a view inside a tab has its own
     value: Callable[[int], str] | None = None  # what the i-th click types instead of ``sentence``
     commit: bool = False  # press Enter after typing (a dropdown that takes a typed name)
-    prepare: Callable[[Any, "Side"], None] | None = None  # once, on the open tab, before the first click
+    prepare: Callable[[Any, Side], None] | None = None  # once, on the open tab, before the first click
 
     @property
     def key(self) -> str:
@@ -185,7 +186,7 @@ NAMES_RUN = {"task": "names", "epochs": 0.05, "time_budget_s": 0, "seed": 1}  # 
 RUN_WAIT_S = 900  # a run on a busy 2-core machine
 
 
-def open_section(label: str) -> Callable[[Any, "Side"], None]:
+def open_section(label: str) -> Callable[[Any, Side], None]:
     """Open the accordion whose header reads ``label`` (when it is closed) and bring it into view."""
     def prepare(page, side) -> None:
         page.evaluate("""(label) => {
@@ -211,7 +212,7 @@ def wait_run(client, kind: str, since: set[str]) -> dict:
     raise SystemExit(f"no {kind} run ended within {RUN_WAIT_S} s")
 
 
-def names_model(page, side: "Side") -> None:
+def names_model(page, side: Side) -> None:
     """Fine-tune a names run through the API (a few steps), then pick it in the tagging view."""
     open_section("Find the names")(page, side)
     client = side.app.client()
@@ -224,7 +225,7 @@ def names_model(page, side: "Side") -> None:
     page.wait_for_timeout(500)
 
 
-def own_run(page, side: "Side") -> None:
+def own_run(page, side: Side) -> None:
     """Fine-tune the 20-sentence example from the page, as a learner does, and wait until its run is picked."""
     open_section("Fine-tune on your own labelled sentences")(page, side)
     page.evaluate("() => document.querySelector('#own-example').click()")  # a busy page: no actionability wait

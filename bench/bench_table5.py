@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertdemo.finetune.table5 import SEEDS, TASKS, CellSettings, table_from_scores, write_table  # noqa: E402
-from bertdemo.models.twins import TWIN_KINDS  # noqa: E402
+from bertdemo.finetune.table5 import SEEDS, TASKS, CellSettings, table_from_scores, write_table
+from bertdemo.models.twins import TWIN_KINDS
 
 
 def machine(threads: int) -> str:
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     for pair, verdicts in table["comparisons"].items():
         for task in args.tasks:
             print(f"{pair}: " + verdicts[task]["sentence"].replace("**", ""))
-    meta = {"date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+    meta = {"date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
             "machine": f"{machine(args.threads)}, shared: load average {min(loads):.1f}–{max(loads):.1f} during the bench",
             "command": "python bench/bench_table5.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "torch": torch.__version__, "settings": settings.flat(), "wall_s": round(time.monotonic() - began, 1),

@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertdemo.pretrain.config import TrainConfig, setting_types  # noqa: E402
+from bertdemo.pretrain.config import TrainConfig, setting_types
 
 # What the Pretrain tab started with before these levers existed, and each lever alone on top of it. The levers that
 # lost (locality hold and dropout, mimetic initialisation, a restricted output vocabulary, the batch ramp) were

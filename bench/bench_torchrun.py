@@ -50,7 +50,8 @@ def two_node_commands(args: argparse.Namespace, out: Path) -> list[list[str]]:
 
 def rate(out: Path) -> tuple[float, float]:
     """(tokens/s over the logged steps after the first, final held-out loss) from metrics.csv."""
-    rows = list(csv.DictReader(open(out / "metrics.csv", encoding="utf-8")))
+    with open(out / "metrics.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
     train = [r for r in rows if r["train_loss"]]
     first, last = train[0], train[-1]
     tokens = float(last["tokens"]) - float(first["tokens"])

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = {"mlm": 0.0, "ltr": 0.0}
         n_params = sum(p.numel() for p in models["mlm"].parameters())
 
-        def evaluate(step: int) -> None:
+        def evaluate(step: int, *, seed=seed, models=models, wall=wall, n_params=n_params) -> None:
             pair = [twins.Twin(f"{k} seed {seed}", models[k].eval(), tok) for k in ("mlm", "ltr")]
             held = twins.heldout_by_position(pair[0], pair[1], blocks.heldout, counts, args.heldout_blocks)
             ranks = twins.cloze_ranks(pair, cloze)

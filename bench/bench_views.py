@@ -39,14 +39,13 @@ import json
 import os
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_harness import REPO_ROOT, App, percentile  # noqa: E402
+from bench.app_harness import REPO_ROOT, App, percentile
 
 CHROMIUM = os.environ.get("BERTDEMO_CHROMIUM", "/usr/bin/chromium")
 EMBEDDED = "embedded/bert-explorer-mlm"
@@ -519,7 +518,7 @@ def report_tab(tab: str, sides: list[Side]) -> None:
             xs = side.samples.get(name, [])
             if not xs:
                 continue
-            col = lambda k: [getattr(x, k) for x in xs]  # noqa: E731
+            col = lambda k, xs=xs: [getattr(x, k) for x in xs]
             print(f"{name[len(tab) + 2:]:32s} {side.label:14s} total {p(col('total'), 50):7.0f} / "
                   f"{p(col('total'), 95):7.0f}  server {p(col('server'), 50):6.0f} (fn {p(col('fn'), 50):6.0f}, "
                   f"post {p(col('post'), 50):5.0f})  transfer {p(col('transfer'), 50):5.0f}  draw "

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from bertdemo.page_cache import run_capturing
 

@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertdemo.classroom.service import Classroom
-from bertdemo.models.batching import MicroBatcher, Slots
-from bertdemo.limits import HEAVY_SLOTS
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.service import FinetuneService
+from bertdemo.lazy import LogicLoader, StoreFront
+from bertdemo.limits import HEAVY_SLOTS
 from bertdemo.memory import MemoryBudget, MemoryTrimmer
+from bertdemo.models.batching import MicroBatcher, Slots
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.lazy import LogicLoader, StoreFront
 
 
 @dataclass

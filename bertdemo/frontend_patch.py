@@ -26,9 +26,10 @@ page is then slower, never broken. Standard library only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from bertdemo.page_cache import run_capturing
 

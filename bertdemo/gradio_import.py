@@ -25,8 +25,8 @@ import importlib.metadata
 import logging
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _set_doc(self, component: str) -> None:
     doc = self.listener.__doc__
     if doc:
         doc = doc.replace(TEMPLATE_FIELD, component)
-        self.listener.__doc__ = doc[:-1] if doc.endswith("\n") else doc  # as Jinja renders it
+        self.listener.__doc__ = doc.removesuffix("\n")  # as Jinja renders it
 
 
 def _patch_component_meta(module: ModuleType) -> None:

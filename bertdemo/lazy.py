@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bertdemo.locks import import_logic
 from bertdemo.models import catalog
@@ -69,7 +70,7 @@ class LogicLoader:
             for name in group:
                 try:
                     import_logic(name)
-                except Exception as exc:  # noqa: BLE001 - logged; a handler that needs it gets the error itself
+                except Exception as exc:  # logged; a handler that needs it gets the error itself
                     log.exception("Could not load %s", name)
                     with self._lock:
                         self._failed[name] = exc
@@ -79,7 +80,7 @@ class LogicLoader:
             if group is self.first and warm_up is not None:
                 try:
                     warm_up()
-                except Exception:  # noqa: BLE001 - a failed warm-up leaves the model to the first request
+                except Exception:  # a failed warm-up leaves the model to the first request
                     log.exception("Warming up the default model failed")
 
     def is_loaded(self, name: str) -> bool:

@@ -11,7 +11,8 @@ page opens, its deep-link warning says what was left out, and it works. Standard
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 Scope = dict[str, Any]

@@ -18,7 +18,8 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qsl
 
 Scope = dict[str, Any]

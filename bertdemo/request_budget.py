@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bertdemo.limits import MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertdemo import storage
-from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.memory import DEFAULT_BUDGET_GB
 from bertdemo.models.batching import DEFAULT_SHARED_BATCH
+from bertdemo.models.catalog import DEFAULT_MODEL
 from bertdemo.traffic import TrafficRules
 
 ADMIN_ENV = "BERTDEMO_ADMIN_TOKEN"  # holders of this token may stop (and delete) any run on a public server

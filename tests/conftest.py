@@ -16,10 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
 
-from transformers import AutoTokenizer, BertForMaskedLM  # noqa: E402
+from transformers import AutoTokenizer, BertForMaskedLM
 
-from bertdemo.models import embedded  # noqa: E402
-from tests.helpers import tiny_model_dir  # noqa: E402
+from bertdemo.models import embedded
+from tests.helpers import tiny_model_dir
 
 _TESTS = Path(__file__).resolve().parent
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from bertdemo.finetune.service import FinetuneService
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import TopicTask
+from bertdemo.finetune.service import FinetuneService
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain.budget import SpeedBook
 from bertdemo.pretrain.config import TrainConfig
@@ -124,7 +124,7 @@ def word_task(n_per_class: int = 40, seed: int = 0) -> TopicTask:
             for i, c in enumerate(labels) for _ in range(n_per_class)]
     rng.shuffle(rows)
     n = len(rows)
-    split = lambda part: ([t for t, _ in part], [y for _, y in part])  # noqa: E731
+    split = lambda part: ([t for t, _ in part], [y for _, y in part])
     return TopicTask(labels, *split(rows[: n * 6 // 10]), *split(rows[n * 6 // 10: n * 8 // 10]),
                      *split(rows[n * 8 // 10:]))
 

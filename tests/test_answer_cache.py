@@ -134,4 +134,4 @@ def test_the_answer_cache_is_bounded_and_keeps_the_most_recent(own_loaded):
 def test_a_question_that_fails_is_not_remembered(own_loaded):
     with pytest.raises(ValueError, match="No mask"):
         inside_output.logit_lens(own_loaded, "no mask here")
-    assert not any(key[2:3] == ("no mask here",) for key in own_loaded.cache("answers").keys())
+    assert not any(key[2:3] == ("no mask here",) for key in own_loaded.cache("answers").keys())  # noqa: SIM118 - a ByteLRU

@@ -10,8 +10,7 @@ from transformers import BertForMaskedLM, DistilBertConfig, DistilBertForMaskedL
 
 from bertdemo.models import attention_modes
 from bertdemo.models.attention_modes import attention_mode
-from tests.helpers import tiny_bert_config
-from tests.helpers import manual_logits
+from tests.helpers import manual_logits, tiny_bert_config
 
 
 @pytest.fixture(scope="module")

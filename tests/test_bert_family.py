@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
-from bertdemo.models import bert_family
 from bertdemo.locks import MODEL_INIT_LOCK
+from bertdemo.models import bert_family
 from bertdemo.pretrain.config import param_count_of_config
 
 

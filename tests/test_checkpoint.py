@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers import tiny_bert_config, tiny_run_config, wiki_corpus_file
 from transformers import BertForMaskedLM
 
 from bertdemo import storage
@@ -19,6 +18,7 @@ from bertdemo.models.run_refs import resolve_run_reference, run_reference
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import checkpoints as ckpt
 from bertdemo.settings import DiskRules
+from tests.helpers import tiny_bert_config, tiny_run_config, wiki_corpus_file
 
 
 def _write(run: Path, tokenizer, step: int, disk: DiskRules | None = None) -> Path:

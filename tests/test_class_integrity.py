@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from markdown_it import MarkdownIt
@@ -85,7 +85,7 @@ def test_student_text_is_shown_as_text_in_the_teachers_view():
     for row, nick in zip(people[1:], HOSTILE_NICKNAMES):
         assert len(row) == 5 and _text(row[0]) == _plain(nick)
         assert {t.type for cell in row for t in cell} == {"text"}, nick  # no link, image, emphasis, code, HTML
-    (header, question), = [answers]
+    (_header, question), = [answers]
     assert len(question) == 5 and {t.type for cell in question for t in cell} == {"text"}
     assert _text(question[3]) == HOSTILE_TRUTH
     assert _text(question[4]) == ", ".join(f"{_plain(g)} × 1" for g in HOSTILE_GUESSES)
@@ -131,7 +131,7 @@ def test_the_csv_gives_utc_times_and_a_count_as_a_whole_number(store):
     store.record_check(ada.token, "pre", "m1", True)
     header, answer, check = list(csv.reader(io.StringIO(csv_text(store, new.teacher_key))))
     assert "UTC" in header[7]
-    when = datetime.fromtimestamp(1_764_627_089.0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    when = datetime.fromtimestamp(1_764_627_089.0, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert answer[7] == check[7] == when == "2025-12-01 22:11:29"
     assert answer[4:7] == ["13", "13", "1"]
     assert [r[2:4] for r in store.own_answers(ada.token)] == [("13", "13")]

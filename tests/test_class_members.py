@@ -25,8 +25,15 @@ from bertdemo.classroom.report import class_report
 from bertdemo.classroom.service import Classroom
 from bertdemo.context import AppContext
 from bertdemo.settings import Limits
-from bertdemo.traffic import (ADDRESS_HEADER, MEMBER_COOKIE, MEMBER_HEADER, VISITOR_HEADER, RequestLimits, TrafficRules,
-                              member_visitor)
+from bertdemo.traffic import (
+    ADDRESS_HEADER,
+    MEMBER_COOKIE,
+    MEMBER_HEADER,
+    VISITOR_HEADER,
+    RequestLimits,
+    TrafficRules,
+    member_visitor,
+)
 from tests.helpers import free_port, tiny_run_config, wait_until
 
 SCHOOL = "203.0.113.7"  # the one address a class sits behind

@@ -10,11 +10,11 @@ import io
 import pytest
 
 from bertdemo.explore import fill_mask
-from bertdemo.snippets import views as code_snippets
 from bertdemo.models import embedded
 from bertdemo.models.hub import HubProbe
 from bertdemo.models.policy import AccessPolicy
 from bertdemo.models.store import ModelStore
+from bertdemo.snippets import views as code_snippets
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 
 NICE = "Nice to [MASK] you."
@@ -67,7 +67,7 @@ def test_code_that_loads_no_model_gets_no_note_about_the_model_below(tiny_loaded
     steps whose code loads MODEL keep the note."""
     from bertdemo.learn import path as learn_path
 
-    ref, note = model_reference(_store(public=False), "", public=False)
+    _ref, note = model_reference(_store(public=False), "", public=False)
     text = "The cat sat on the mat."
     for key in ("family", "length"):
         code = learn_path.answer(tiny_loaded, key, text, model_ref=str(tiny_mlm_dir)).code

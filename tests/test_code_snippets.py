@@ -10,8 +10,17 @@ import numpy as np
 import pytest
 import torch
 
-from bertdemo.explore import attention, fill_mask, inside, inside_layer, inside_output, masking_lab
-from bertdemo.explore import model_outputs, nsp, tokens
+from bertdemo.explore import (
+    attention,
+    fill_mask,
+    inside,
+    inside_layer,
+    inside_output,
+    masking_lab,
+    model_outputs,
+    nsp,
+    tokens,
+)
 from bertdemo.models import embedded
 from bertdemo.snippets import views as code_snippets
 from tests.helpers import explains_the_pooler_report, run_snippet as run
@@ -123,7 +132,7 @@ def test_order_snippet_prints_the_views_cosines(tiny_mlm_dir, tiny_loaded):
     lines, _ = run(code_snippets.order_code(str(tiny_mlm_dir), TEXT))
     order = inside.embeddings(tiny_loaded, TEXT).order
     assert ast.literal_eval(lines[0]) == order.shuffled_tokens
-    mean = lambda values: round(sum(values) / len(values), 3)  # noqa: E731
+    mean = lambda values: round(sum(values) / len(values), 3)
     assert lines[1] == f"with positions mean cosine {mean(order.cosine_with_positions)}"
     assert lines[2] == f"positions zeroed mean cosine {mean(order.cosine_without_positions)}" == (
         "positions zeroed mean cosine 1.0")

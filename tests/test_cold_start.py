@@ -113,11 +113,12 @@ def test_a_module_that_fails_to_load_is_reported_and_the_rest_still_load():
 
 
 def test_pretrain_package_names_load_on_first_use():
-    import bertdemo.pretrain as pretrain
+    from bertdemo import pretrain
 
     assert pretrain.PretrainService.__module__ == "bertdemo.pretrain.service"
     assert pretrain.PRESETS["bert-tiny"] == (2, 128, 2, 512)
     assert "PretrainService" in dir(pretrain)
+    assert pretrain.__all__ == sorted(pretrain._HOME)  # the literal list names every lazy name
     with pytest.raises(AttributeError):
         pretrain.no_such_name  # noqa: B018
 

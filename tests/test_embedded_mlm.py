@@ -5,7 +5,6 @@ import json
 
 import pytest
 import torch
-from tests.helpers import tiny_bert_config
 from transformers import AutoModelForMaskedLM, BertForMaskedLM, BertModel
 
 from bertdemo.explore import fill_mask
@@ -19,6 +18,7 @@ from bertdemo.pretrain.fused_ce import linear_cross_entropy
 from bertdemo.pretrain.masking import IGNORE_INDEX
 from bertdemo.pretrain.model import apply_freeze, build_model, trainable_names
 from bertdemo.tools import build_embedded_mlm
+from tests.helpers import tiny_bert_config
 
 
 @pytest.fixture(scope="module")

@@ -131,7 +131,7 @@ def test_the_time_left_comes_from_the_runs_own_speed_evaluations_included():
 
 def test_the_time_left_says_how_sure_it_is():
     # the machine gets twice as slow from step 600 on: the range widens and holds the true time left
-    slower = lambda s: 0.1 if s <= 600 else 0.2  # noqa: E731
+    slower = lambda s: 0.1 if s <= 600 else 0.2
     steps, wall = _log(700, slower)
     eta = budget.run_eta(1000, 700, steps, wall, period=50)
     true_left = 300 * 0.2 + 6 * 2.0

@@ -8,8 +8,8 @@ import torch
 from transformers import BertConfig, BertModel
 
 from bertdemo.explore import fill_mask, pll
-from bertdemo.request_budget import WorkBudget, sequence_gflop, WorkStopped
 from bertdemo.models.batching import Slots
+from bertdemo.request_budget import WorkBudget, WorkStopped, sequence_gflop
 
 
 def test_the_cost_of_a_pass_is_the_models_own_linear_layers_plus_attention():
@@ -53,10 +53,10 @@ def test_extra_passes_stop_at_their_deadline(tiny_loaded):
 
 def test_heavy_requests_beyond_the_slots_are_told_to_try_again():
     slots = Slots(1)
-    with slots.take("whole words"):
-        with pytest.raises(ValueError, match=r"busy with other long requests \(whole words\)"):
-            with slots.take("whole words"):
-                pass
+    with (slots.take("whole words"),
+          pytest.raises(ValueError, match=r"busy with other long requests \(whole words\)"),
+          slots.take("whole words")):
+        pass
     with slots.take("whole words"):  # freed again
         pass
 

@@ -55,7 +55,7 @@ def test_a_random_start_loads_without_a_head_and_says_why(app):
 def test_fine_tuned_runs_are_among_every_tabs_models_and_an_unknown_one_is_one_sentence(app):
     from bertdemo.finetune.service import FinetuneService
 
-    choices = dict((v, k) for k, v in app.finetune_runs.model_choices())
+    choices = {v: k for k, v in app.finetune_runs.model_choices()}
     assert set(choices) == {f"ft:{RUN_ID}", "ft:20261127-070100-ft-random"}
     assert "(test)" in choices[f"ft:{RUN_ID}"] and "from run:tiny/checkpoint" in choices[f"ft:{RUN_ID}"]
     assert isinstance(app.finetune_runs, FinetuneService)

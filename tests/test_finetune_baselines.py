@@ -8,9 +8,9 @@ import torch
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 from transformers import BertModel
 
+from bertdemo.corpus.topics import load_topic_splits
 from bertdemo.finetune import baselines
 from bertdemo.finetune.features import ActivationCache
-from bertdemo.corpus.topics import load_topic_splits
 from tests.helpers import tiny_bert_config
 
 

@@ -6,9 +6,9 @@ import contextlib
 import io
 from pathlib import Path
 
-from bertdemo.snippets.finetune import finetune_code
-from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.corpus.topics import load_topic_splits
+from bertdemo.finetune.config import FinetuneConfig
+from bertdemo.snippets.finetune import finetune_code
 
 
 def test_the_snippet_builds_the_apps_split_and_fine_tunes(tiny_mlm_dir, tmp_path):

@@ -10,11 +10,10 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from bertdemo.finetune.engine import (build_model, encode, evaluate, lr_factor,
-                                      pca_2d, run_finetune, topic_probabilities)
+from bertdemo.finetune.engine import build_model, encode, evaluate, lr_factor, pca_2d, run_finetune, topic_probabilities
 from bertdemo.finetune.metrics import FinetuneMetrics, finetune_csv
-from bertdemo.runs.status import Status
 from bertdemo.runs.control import RunControl
+from bertdemo.runs.status import Status
 from tests.helpers import tiny_finetune_config, word_task
 
 FROM_RUN = dict(init="run:tiny/checkpoint", epochs=15, seed=0, warmup_fraction=0.1,

@@ -14,8 +14,13 @@ import torch
 from transformers import BertForMaskedLM, BertForSequenceClassification
 
 from bertdemo.finetune.engine import run_finetune
-from bertdemo.finetune.layer_change import (linear_cka, mask_positions, masked_lm_loss, measure_layer_change,
-                                            relative_change)
+from bertdemo.finetune.layer_change import (
+    linear_cka,
+    mask_positions,
+    masked_lm_loss,
+    measure_layer_change,
+    relative_change,
+)
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.runs.control import RunControl
 from tests.helpers import tiny_finetune_config, word_task
@@ -27,7 +32,7 @@ def hand_cka(x: np.ndarray, y: np.ndarray) -> float:
     n = len(x)
     h = np.eye(n) - np.ones((n, n)) / n
     k, l_ = x @ x.T, y @ y.T
-    hsic = lambda a, b: np.trace(a @ h @ b @ h)  # noqa: E731
+    hsic = lambda a, b: np.trace(a @ h @ b @ h)
     return hsic(k, l_) / math.sqrt(hsic(k, k) * hsic(l_, l_))
 
 
@@ -82,7 +87,7 @@ def tuned(tiny_mlm_dir, tmp_path_factory):
 
 
 def test_a_runs_change_is_measured_against_its_own_start(tuned, tiny_mlm_dir, tokenizer):
-    runs, folder = tuned
+    _runs, folder = tuned
     texts = word_task().val_texts
     change = measure_layer_change("ft:x", folder, texts)
     start = BertForMaskedLM.from_pretrained(tiny_mlm_dir).eval()
@@ -134,7 +139,7 @@ def test_a_random_start_is_rebuilt_by_its_seed_and_has_no_masked_lm_loss(tiny_ml
 
 
 def test_a_run_whose_start_is_gone_is_refused_in_words(tuned, tmp_path):
-    runs, folder = tuned
+    _runs, folder = tuned
     moved = tmp_path / "copy"
     moved.mkdir()
     for f in folder.iterdir():

@@ -10,11 +10,10 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, BertModel
 
-from bertdemo.finetune import layer_probes as lp
-from bertdemo.finetune import probe_tasks as pt
-from bertdemo.finetune.features import ActivationCache
 from bertdemo.corpus.sentences import split_sentences
 from bertdemo.corpus.topics import TOPIC_NAMES, labelled_summaries
+from bertdemo.finetune import layer_probes as lp, probe_tasks as pt
+from bertdemo.finetune.features import ActivationCache
 from bertdemo.models.embedded import wiki_summaries
 from tests.helpers import tiny_bert_config
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertdemo.pretrain import checkpoints as ckpt
-from bertdemo.pretrain import zerogpu as gpu_burst
-from bertdemo.runs.status import Status
+from bertdemo.pretrain import checkpoints as ckpt, zerogpu as gpu_burst
 from bertdemo.pretrain.model import load_checkpoint_model
 from bertdemo.pretrain.run import TrainingRun
 from bertdemo.runs.slot import RunManager
+from bertdemo.runs.status import Status
 from tests.helpers import tiny_run_config, wait_until
-
 
 # quiet: no evaluation, a log every other step (the burst's progress items)
 QUIET = dict(lr=2e-3, log_every=2, eval_every=1000, eval_batches=1)
@@ -81,9 +79,8 @@ def test_no_other_run_starts_during_a_burst_and_only_a_run_can_burst(corpus, tmp
     manager = RunManager(tmp_path / "runs")
     with pytest.raises(ValueError, match="no run yet"):
         next(gpu_burst.run_burst(manager, steps=5, device="cpu", train=gpu_burst.train_burst))
-    with manager.hold():
-        with pytest.raises(ValueError, match="GPU burst"):
-            manager.start_run(TrainingRun(tiny_run_config(corpus, tmp_path, QUIET, steps=10, runs_dir=str(tmp_path / "runs")), manager.runs_dir))
+    with manager.hold(), pytest.raises(ValueError, match="GPU burst"):
+        manager.start_run(TrainingRun(tiny_run_config(corpus, tmp_path, QUIET, steps=10, runs_dir=str(tmp_path / "runs")), manager.runs_dir))
 
 
 def test_the_gpu_entry_point_is_there_from_startup_without_torch():
@@ -101,8 +98,8 @@ def test_the_gpu_entry_point_is_there_from_startup_without_torch():
 
 
 def test_a_run_on_a_gpu_burst_is_busy_and_cannot_be_deleted(corpus, tmp_path):
-    from tests.helpers import run_services
     from bertdemo.settings import ServerSettings
+    from tests.helpers import run_services
 
     _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs"))
     seen = {}

@@ -71,9 +71,9 @@ def test_a_public_attribution_past_its_allowance_is_refused_saying_what_to_lower
 
 def test_the_heavy_slots_refuse_one_more_attribution(public_app):
     ctx, demo = public_app
-    with ctx.heavy.take("whole words"), ctx.heavy.take("whole words"):
-        with pytest.raises(gr.Error, match=r"busy with other long requests \(attribution\)"):
-            _handler(demo, "attribution")("The cat sat on the [MASK].", 1, "", "occlusion", 20, "")
+    with (ctx.heavy.take("whole words"), ctx.heavy.take("whole words"),
+          pytest.raises(gr.Error, match=r"busy with other long requests \(attribution\)")):
+        _handler(demo, "attribution")("The cat sat on the [MASK].", 1, "", "occlusion", 20, "")
 
 
 def test_the_budget_a_handler_gets_is_its_endpoints_on_a_public_server_and_unbounded_in_process():

@@ -13,7 +13,6 @@ from bertdemo.explore import bert_math, inside, inside_anatomy, inside_layer, in
 from bertdemo.models import embedded
 from bertdemo.models.store import LoadedModel, ModelStore
 from bertdemo.viz import inside as draw
-
 from tests.helpers import tiny_bert_config
 
 SENTENCE = "The cat sat on the [MASK] and the dog barked."
@@ -111,7 +110,7 @@ def test_run_encoder_with_positions_is_the_model(loaded):
 
 
 def test_every_layer_and_head_matches_the_model(tiny_loaded):
-    enc, out = own_forward(tiny_loaded, SENTENCE)
+    _enc, out = own_forward(tiny_loaded, SENTENCE)
     cfg = tiny_loaded.model.config
     for layer in range(cfg.num_hidden_layers):
         for head in range(cfg.num_attention_heads):

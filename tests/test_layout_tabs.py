@@ -45,8 +45,6 @@ def test_a_page_opened_during_a_run_shows_the_run_when_the_tab_is_shown(tmp_path
     from bertdemo.context import AppContext
     from bertdemo.ui import build_app
     from bertdemo.ui.pretrain_tab import READING
-    from bertdemo.ui.finetune_tab import POLL_SECONDS
-    from bertdemo.ui.tab_poll import IDLE_SECONDS
     from tests.helpers import tiny_run_config, wait_until, wiki_corpus_file
 
     ctx = AppContext.for_tests(tmp_path)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertdemo.learn import path as learn_path, steps as learn_steps
 from bertdemo.explore.fill_mask import predict
+from bertdemo.learn import path as learn_path, steps as learn_steps
 from tests.helpers import explains_the_pooler_report
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -193,7 +193,7 @@ def test_the_cls_step_reads_the_models_own_cls_vector_and_its_code_prints_the_sa
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(a.code, {})  # noqa: S102 - the page's code, run as a learner would
-    shape, cosine, logits = out.getvalue().split(") ")[0] + ")", *out.getvalue().split(") ")[1].split(" ", 1)
+    shape, cosine, _logits = out.getvalue().split(") ")[0] + ")", *out.getvalue().split(") ")[1].split(" ", 1)
     assert shape == "(1, 32)" and float(cosine) == round(a.numbers["cls_mean_cosine"], 2)
     assert a.tab == "finetune"
 

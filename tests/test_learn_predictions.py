@@ -99,7 +99,7 @@ def test_the_people_steps_code_prints_the_same_lists(tiny_loaded, tiny_mlm_dir):
         exec(compile(a.code, "<people>", "exec"), {})  # noqa: S102 - our own generated code
     printed = out.getvalue().splitlines()
     assert printed[0::2] == a.numbers["sentences"]
-    assert [[t for t, _ in eval(line)] for line in printed[1::2]] == a.numbers["top"]  # noqa: S307 - our print
+    assert [[t for t, _ in eval(line)] for line in printed[1::2]] == a.numbers["top"]  # our print
 
 
 def test_a_pair_is_two_sentences_each_with_one_mask():

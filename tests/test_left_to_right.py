@@ -59,7 +59,7 @@ def test_the_objective_is_a_setting_on_the_cli_and_refused_with_nsp() -> None:
 
 
 def test_an_ltr_run_trains_bert_lm_head_model_and_loads_in_stock_transformers(ltr_run, tokenizer) -> None:
-    cfg, metrics, folder = ltr_run
+    _cfg, metrics, folder = ltr_run
     snap = metrics.snapshot()
     assert snap.eval_loss[-1] < snap.eval_loss[0]  # it learned: held-out next-word loss fell
     assert metrics.get("tokens_per_s") > 0
@@ -269,7 +269,8 @@ def test_a_run_trains_with_the_tokenizer_it_is_given_and_a_visitor_cannot_set_it
     from bertdemo.pretrain.form import config_from_settings
     from bertdemo.settings import Limits
 
-    texts = [line for line in open(corpus, encoding="utf-8")][:100]
+    with open(corpus, encoding="utf-8") as fh:
+        texts = list(fh)[:100]
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

@@ -16,11 +16,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from bertdemo.explore import inside, inside_output, nsp, order_probe
-from bertdemo.learn import path as learn_path
 from bertdemo.explore.fill_mask import predict
+from bertdemo.learn import path as learn_path
 from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.viz import bars, masking, run_curves
-from bertdemo.viz import inside as draw_inside
+from bertdemo.viz import bars, inside as draw_inside, masking, run_curves
 
 SVG = '<svg><a href="javascript:alert(1)">x</a></svg>'
 TEXT = f"The cat sat. ` {SVG} ` It was tired."  # the backticks closed the Learn steps' code spans

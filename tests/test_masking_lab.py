@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertdemo.explore import masking_lab as ml
-from bertdemo.explore import nsp
+from bertdemo.explore import masking_lab as ml, nsp
 from bertdemo.explore.masking_lab import MaskSettings
 
 TEXT = "The children were playing football in the park until it started raining heavily."

@@ -17,8 +17,7 @@ from transformers import BertForMaskedLM
 
 from bertdemo.finetune.features import ActivationCache
 from bertdemo.finetune.lab import BASELINES_FILE, FinetuneLab
-from bertdemo.memory import ByteLRU, MemoryBudget, release_freed_memory, size_of
-from bertdemo.models import embedded
+from bertdemo.memory import MemoryBudget, release_freed_memory, size_of
 from bertdemo.models.store import ModelStore
 from tests.helpers import tiny_bert_config, wait_until
 

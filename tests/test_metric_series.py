@@ -7,7 +7,7 @@ import csv
 import io
 import math
 
-from bertdemo.pretrain.metrics import MetricsBuffer, metrics_csv, snapshot_from_history, history_dict
+from bertdemo.pretrain.metrics import MetricsBuffer, history_dict, metrics_csv, snapshot_from_history
 from bertdemo.viz.run_curves import CurveRun, status_markdown, training_curves_spec
 
 

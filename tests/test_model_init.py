@@ -30,7 +30,7 @@ def test_building_while_another_thread_loads_keeps_the_decoder_tied(tmp_path, to
         try:
             for _ in range(25):
                 load_masked_lm(str(folder), "cpu")
-        except BaseException as exc:  # reported by the main thread
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
     loading = threading.Event()

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from bertdemo.corpus import names
 from bertdemo.corpus.names import NameSplits
 from bertdemo.finetune.config import config_from_request
 from bertdemo.finetune.lab import FinetuneLab
@@ -15,7 +14,7 @@ from bertdemo.finetune.token_engine import align, tag_sentence
 from bertdemo.finetune.word_probes import probe_names, word_features
 from bertdemo.request_budget import WorkBudget
 from bertdemo.settings import ServerSettings
-from tests.helpers import name_task, run_services, tiny_finetune_config, wait_until
+from tests.helpers import name_task, run_services, tiny_finetune_config
 
 
 def test_the_settings_take_a_task_and_refuse_an_unknown_one():
@@ -28,7 +27,7 @@ def test_the_settings_take_a_task_and_refuse_an_unknown_one():
 def test_a_names_run_is_listed_as_one_and_its_model_tags_through_the_lab(tiny_mlm_dir, tmp_path):
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", offline=True,
                                     device="cpu")
-    runs, _, service = run_services(settings)
+    _runs, _, service = run_services(settings)
     cfg = tiny_finetune_config(tiny_mlm_dir, task="names", epochs=15)  # random weights of the tiny model's shape
     run = service.start(cfg, task_loader=name_task)
     assert run.join(300), run.snapshot().message

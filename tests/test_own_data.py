@@ -9,10 +9,21 @@ import io
 import pytest
 
 from bertdemo.finetune import own_data
+from bertdemo.finetune.own_data import (
+    HUB_UNREACHABLE,
+    MAX_EXAMPLES,
+    MAX_LABELS,
+    MAX_TEXT_CHARS,
+    SENTIMENT_EXAMPLE,
+    OwnData,
+    data_csv,
+    defuse,
+    parse_conll,
+    parse_lines,
+    read_hub_dataset,
+    read_table,
+)
 from bertdemo.models.hub import HubProbe
-from bertdemo.finetune.own_data import (HUB_UNREACHABLE, MAX_EXAMPLES, MAX_LABELS, MAX_TEXT_CHARS, OwnData,
-                                        SENTIMENT_EXAMPLE, data_csv, defuse, parse_conll, parse_lines,
-                                        read_hub_dataset, read_table)
 
 
 def lines(pairs) -> str:

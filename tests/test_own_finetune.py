@@ -14,9 +14,9 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.own_data import OwnData, parse_lines
-from bertdemo.finetune.own_eval import (FOLDS, compare, majority_predict, stratified_folds, split_three)
-from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, OwnRun, is_own, own_request
+from bertdemo.finetune.own_eval import FOLDS, compare, majority_predict, split_three, stratified_folds
 from bertdemo.finetune.own_export import model_zip
+from bertdemo.finetune.own_run import DATA_FILE, OWN_DEFAULTS, RESULT_FILE, OwnRun, is_own, own_request
 from bertdemo.settings import ServerSettings
 from tests.helpers import WORDS, run_services, tiny_finetune_config
 
@@ -92,7 +92,7 @@ def test_cross_validation_holds_out_copies_with_their_text(tiny_mlm_dir, tmp_pat
     assert data.copies() == 32
     said = OwnRun(tiny_finetune_config(tiny_mlm_dir), data, tmp_path / "said").snapshot().message
     assert said == "Starting: 48 examples, 2 labels (32 copies of an earlier one, held out with it)…"
-    runs, _, service = _service(tmp_path)
+    _runs, _, service = _service(tmp_path)
     run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=1), own=data)
     assert run.join(300) and run.status == "finished", run.snapshot().message
     result = json.loads((run.run_folder / RESULT_FILE).read_text())
@@ -116,7 +116,7 @@ def test_own_settings_read_one_source_and_take_this_tasks_defaults(tmp_path):
 
 def test_cross_validation_scores_the_model_and_the_landmarks_on_the_same_folds_then_keeps_a_model(
         tiny_mlm_dir, tmp_path):
-    runs, _, service = _service(tmp_path)
+    _runs, _, service = _service(tmp_path)
     data = word_data(10)
     cfg = tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=6)
     run = service.start(cfg, own=data)
@@ -148,7 +148,7 @@ def test_cross_validation_scores_the_model_and_the_landmarks_on_the_same_folds_t
 
 
 def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, tmp_path):
-    runs, _, service = _service(tmp_path)
+    _runs, _, service = _service(tmp_path)
     run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=8, epochs=1), own=word_data(4))
     assert run.join(300) and run.status == "finished", run.snapshot().message
     path = model_zip(service.own_folder(run.run_id), tmp_path / "out", run.run_id)
@@ -167,7 +167,7 @@ def test_the_downloaded_zip_is_a_folder_stock_transformers_loads(tiny_mlm_dir, t
 
 
 def test_from_200_examples_a_seeded_split_reports_on_test(tiny_mlm_dir, tmp_path):
-    runs, _, service = _service(tmp_path)
+    _runs, _, service = _service(tmp_path)
     run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=2, eval_every=1000), own=word_data(100))
     assert run.join(300) and run.status == "finished", run.snapshot().message
     result = json.loads((run.run_folder / RESULT_FILE).read_text())

@@ -82,7 +82,7 @@ def test_the_landmarks_learn_from_the_training_part_only():
 @pytest.fixture(scope="module")
 def cross_validated(tiny_mlm_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("own-words")
-    runs, _, service = _service(tmp)
+    _runs, _, service = _service(tmp)
     data = parse_words(conll(20))
     run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=15), own=data)
     assert run.join(900), run.snapshot().message  # 90 steps of a tiny model: minutes on a crowded machine
@@ -90,7 +90,7 @@ def cross_validated(tiny_mlm_dir, tmp_path_factory):
 
 
 def test_cross_validation_of_word_labels_scores_model_and_landmarks_on_the_same_folds(cross_validated):
-    service, run, data, _ = cross_validated
+    _service, run, data, _ = cross_validated
     assert run.status == "finished", run.snapshot().message
     result = json.loads((run.run_folder / RESULT_FILE).read_text())
     assert result["mode"] == "cross-validation" and result["labels_per"] == "word" and result["folds_done"] == FOLDS
@@ -117,7 +117,7 @@ def test_cross_validation_of_word_labels_scores_model_and_landmarks_on_the_same_
 
 
 def test_the_kept_word_tagger_tags_and_downloads_as_a_stock_token_classifier(cross_validated):
-    service, run, data, tmp = cross_validated
+    service, run, _data, tmp = cross_validated
     folder = service.model(f"ft:{run.run_id}")
     tagged = FinetuneLab(tmp / "cache").tag(folder, "the apple and the bus go .")
     assert [w for w, _, _ in tagged] == ["the", "apple", "and", "the", "bus", "go", "."]
@@ -140,7 +140,7 @@ def test_the_kept_word_tagger_tags_and_downloads_as_a_stock_token_classifier(cro
 
 
 def test_from_200_sentences_the_epochs_are_chosen_on_validation_and_test_reports(tiny_mlm_dir, tmp_path):
-    runs, _, service = _service(tmp_path)
+    _runs, _, service = _service(tmp_path)
     run = service.start(tiny_finetune_config(tiny_mlm_dir, batch_size=32, epochs=3), own=parse_words(conll(200)))
     assert run.join(300) and run.status == "finished", run.snapshot().message
     result = json.loads((run.run_folder / RESULT_FILE).read_text())

@@ -12,9 +12,6 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
@@ -57,10 +54,10 @@ def _constraints() -> dict[str, str]:
 
 def test_the_runtime_requirements_carry_no_test_tools():
     names = {canonicalize_name(Requirement(line).name) for line in _requirements("requirements.txt")}
-    assert not names & {"pytest", "playwright"}
+    assert not names & {"pytest", "playwright", "ruff"}
     dev = _requirements("requirements-dev.txt")
     assert dev[0] == "-r requirements.txt"
-    assert {canonicalize_name(Requirement(line).name) for line in dev[1:]} == {"pytest", "playwright"}
+    assert {canonicalize_name(Requirement(line).name) for line in dev[1:]} == {"pytest", "playwright", "ruff"}
 
 
 def test_the_constraints_pin_every_requirement_within_its_range():
@@ -79,3 +76,9 @@ def test_ci_installs_cpu_torch_then_the_dev_requirements_with_the_constraints():
     assert lines[1:] == ["python -m pip install -q torch==2.13.0 -c constraints.txt",
                          "python -m pip install -q -r requirements-dev.txt -c constraints.txt"]
     assert _constraints()["torch"] == "2.13.0"
+
+
+def test_ci_lints_with_the_pinned_ruff_before_the_tests():
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert lines.index("ruff check") < lines.index("python -m pytest -q")  # a finding fails CI (set -e)
+    assert "ruff==0.17.6" in _requirements("requirements-dev.txt") and _constraints()["ruff"] == "0.17.6"

@@ -70,7 +70,7 @@ def test_each_overview_cell_draws_its_heads_weights(tiny_loaded):
         for head in range(n_heads):
             y0, x0 = geo.top + layer * (geo.cell + geo.gap), geo.left + head * (geo.cell + geo.gap)
             cell = pixels[y0:y0 + geo.cell, x0:x0 + geo.cell].astype(int)
-            at = lambda i, j: cell[i * geo.cell // s + 1, j * geo.cell // s + 1]  # inside that weight's block
+            at = lambda i, j, cell=cell: cell[i * geo.cell // s + 1, j * geo.cell // s + 1]  # inside that weight's block
             top = np.unravel_index(weights[layer, head].argmax(), (s, s))
             low = np.unravel_index(weights[layer, head].argmin(), (s, s))
             assert at(*top).tolist() == [253, 231, 37]
@@ -87,7 +87,7 @@ def test_overviews_of_two_sentences_share_only_their_labels(tiny_loaded):
     geo = heatmaps.OverviewGeometry(*weights.shape[:2])
     assert second.shape == geo.size[::-1] and second.flags.writeable
     assert (second[:geo.top] != 0).all()  # the labels' band is white and black, not the caller's zeros
-    assert set(np.unique(second[:geo.top])) == {heatmaps._WHITE, heatmaps._BLACK}  # noqa: SLF001 (the labels)
+    assert set(np.unique(second[:geo.top])) == {heatmaps._WHITE, heatmaps._BLACK}  # the labels
 
 
 def test_targets_inside_the_top_k_are_highlighted(tiny_loaded):

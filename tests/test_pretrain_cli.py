@@ -40,7 +40,8 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
 def _check_output(run: Path) -> None:
     out = latest_checkpoint(run)
     assert out == run / "steps" / "step-10" and [p.name for p in (run / "steps").iterdir()] == ["step-10"]
-    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
     assert {"step", "train_loss", "eval_loss"} <= set(rows[0])
     assert [r["step"] for r in rows] == ["0", "5", "10"]
     assert rows[-1]["train_loss"] and rows[-1]["eval_loss"]
@@ -62,12 +63,12 @@ def test_cli_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
 def test_every_flag_explains_itself_and_names_its_default() -> None:
     parser = build_parser()
     text = parser.format_help()
-    for action in parser._actions:  # noqa: SLF001 - argparse keeps its flags here
+    for action in parser._actions:  # argparse keeps its flags here
         if not action.option_strings or action.dest == "help":
             continue
         assert action.help and action.help.strip(), action.option_strings
         flag = action.option_strings[0]
-        block = re.search(rf"^  {re.escape(flag)}\b.*?(?=^  -|^\S|\Z)", text, re.M | re.S)
+        block = re.search(rf"^  {re.escape(flag)}\b.*?(?=^  -|^\S|\Z)", text, re.MULTILINE | re.DOTALL)
         shown = " ".join(block.group(0).split()) if block else ""
         assert f"(default: {action.default})" in shown, (flag, shown)
     for title in ("model settings", "data settings", "objective settings", "optim settings", "monitor settings",

@@ -15,16 +15,16 @@ from bertdemo.explore.order_probe import order_probe
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import checkpoints, run_folders as run_files
-from bertdemo.runs import folders
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig, parse_seq_len_schedule
 from bertdemo.pretrain.form import config_from_settings
 from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
-from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training
 from bertdemo.pretrain.hardware import thread_count
 from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.runs.status import debiased_ema
 from bertdemo.pretrain.model import BatchMaker, build_model
+from bertdemo.pretrain.trainer import lr_at, make_optimizer, run_training
+from bertdemo.runs import folders
+from bertdemo.runs.status import debiased_ema
 from bertdemo.viz import run_curves
 from tests.helpers import tiny_run_config
 

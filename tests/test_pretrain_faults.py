@@ -10,8 +10,7 @@ import weakref
 import pytest
 import torch
 
-from bertdemo.pretrain import checkpoints as ckpt
-from bertdemo.pretrain import trainer as trainer_module
+from bertdemo.pretrain import checkpoints as ckpt, trainer as trainer_module
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.trainer import Trainer, failure_message, is_out_of_memory, run_training

@@ -47,7 +47,7 @@ def _biased_attention_by_hand(model: BertForMaskedLM, ids: torch.Tensor, slopes:
         att = layer.attention.self
         heads, d = att.num_attention_heads, att.attention_head_size
 
-        def split(x):
+        def split(x, heads=heads, d=d):
             return x.view(1, T, heads, d).transpose(1, 2)
 
         q, k, v = split(att.query(h)), split(att.key(h)), split(att.value(h))

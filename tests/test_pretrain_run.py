@@ -11,12 +11,12 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.pretrain import TrainConfig, TrainingRun, bert_config, list_checkpoints, param_count, resume_config
-from bertdemo.runs.slot import RunManager
-from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.checkpoints import latest_checkpoint, write_checkpoint
 from bertdemo.pretrain.evaluation import predict_masks
+from bertdemo.pretrain.metrics import MetricsBuffer
+from bertdemo.pretrain.model import build_model
 from bertdemo.pretrain.trainer import run_training
+from bertdemo.runs.slot import RunManager
 from tests.helpers import tiny_run_config, wait_until as wait_for
 
 
@@ -62,7 +62,8 @@ def test_heldout_loss_falls_and_checkpoint_reloads_exactly(tmp_path, wiki300, ca
     assert snap.train_loss[-1] < snap.train_loss[0] - 2.0
     assert len(snap.probe) == 4 and len(snap.probe[-1][1]) == 1 and len(snap.probe[-1][1][0]) == 5
     assert snap.tokens_per_s > 0 and snap.step == 150 and snap.last_checkpoint == str(out)
-    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
     assert {"step", "train_loss", "eval_loss"} <= set(rows[0]) and rows[-1]["step"] == "150"
     # the saved model is the one that made the last probe prediction
     model = AutoModelForMaskedLM.from_pretrained(out)

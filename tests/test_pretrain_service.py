@@ -144,7 +144,6 @@ def test_the_probe_is_bounded_in_length_masks_and_history():
 
 
 def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_path):
-    from bertdemo.pretrain.service import PretrainService
     from bertdemo.settings import ServerSettings
 
     runs_dir = tmp_path / "runs"

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.hardware import keep_freed_memory
 from bertdemo.pretrain.model import PretrainObjective
 from bertdemo.pretrain.trainer import make_optimizer
-from bertdemo.pretrain.hardware import keep_freed_memory
 from tests.helpers import masked_blocks, tiny_pretrain_bert
 
 

@@ -57,7 +57,8 @@ def test_two_agents_as_two_nodes_train_then_resume(tmp_path) -> None:
     logs = _two_nodes(tmp_path, out, steps=8)
     assert sum(log.count("finished: step 8/8") for log in logs) == 1
     assert [p.name for p in checkpoints.run_checkpoints(out)] == ["step-8", "step-4"]
-    rows = list(csv.DictReader(open(latest_checkpoint(out) / "metrics.csv", encoding="utf-8")))
+    with open(latest_checkpoint(out) / "metrics.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
     assert [int(r["step"]) for r in rows if r["train_loss"]] == [2, 4, 6, 8]
     assert [int(r["step"]) for r in rows if r["eval_loss"]] == [0, 4, 8]
     # two processes, each 4 blocks of 32 tokens per step

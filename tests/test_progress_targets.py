@@ -41,7 +41,6 @@ def test_text_outputs_keeps_the_text_and_drops_figures_tables_and_json():
     import gradio as gr
 
     from bertdemo.ui.common import text_outputs
-
     from bertdemo.ui.plotly_figure import PlotlyFigure
 
     with gr.Blocks():
@@ -109,9 +108,8 @@ def test_track_less_keeps_what_a_learner_sees():
         with gr.Tabs():
             with gr.Tab("First"):
                 first = gr.Markdown()
-            with gr.Tab("Second"):
-                with gr.Row():
-                    second = gr.Markdown()
+            with gr.Tab("Second"), gr.Row():
+                second = gr.Markdown()
         button = gr.Button()
         demo.load(lambda: ("a", "b", "c"), None, [top, first, second])
         demo.load(lambda: "a", None, second, show_progress_on=[top, second])

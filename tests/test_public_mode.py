@@ -4,30 +4,27 @@ choice on ZeroGPU Spaces (models: test_public_models.py; flags: test_app.py)."""
 from __future__ import annotations
 
 import json
-import os
-import time
 import math
+import os
 import threading
+import time
 
 import pytest
 import torch
 
 from bertdemo.models import device as device_mod
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.pretrain import TrainConfig
-from bertdemo.pretrain import budget as limits
-from bertdemo.pretrain import checkpoints as ckpt
+from bertdemo.pretrain import TrainConfig, budget as limits, checkpoints as ckpt
 from bertdemo.pretrain.data import check_upload, open_corpus
 from bertdemo.pretrain.form import NOT_YOURS_RESUME, config_from_settings
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.run import TrainingRun
 from bertdemo.pretrain.service import PretrainService
+from bertdemo.pretrain.trainer import Trainer, run_training
 from bertdemo.runs import folders as run_folders
 from bertdemo.runs.service import NOT_YOURS, RunAction, RunService
-from bertdemo.pretrain.trainer import Trainer, run_training
 from bertdemo.settings import ServerSettings
 from tests.helpers import FakeClock, tiny_run_config, wait_until
-
 
 # --- pretraining caps and memory --------------------------------------------------------------
 
@@ -239,9 +236,9 @@ def test_a_refused_start_writes_nothing(corpus_file, tmp_path):
     service = _public_service(tmp_path)
     runs_dir = tmp_path / "runs"
     runs_dir.mkdir()
-    with FileLock(runs_dir / ".active-run.lock").acquire(timeout=0):  # another process trains on this machine
-        with pytest.raises(ValueError, match="Another process on this machine"):
-            _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=4), owner_token="secret-a")
+    with (FileLock(runs_dir / ".active-run.lock").acquire(timeout=0),  # another process trains on this machine
+          pytest.raises(ValueError, match="Another process on this machine")):
+        _start_in_slot(service, tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=4), owner_token="secret-a")
     assert sorted(p.name for p in runs_dir.iterdir()) == [".active-run.lock"]  # no empty run folder left
 
 
@@ -300,7 +297,7 @@ def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path)
     run = service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs"), steps=5000,
                                         checkpoint_every=0), owner_token="tok-a")
     try:
-        assert run.active and sorted(run_folders.runs_owned_by(runs_dir, "tok-a"))[-1] == run.run_id
+        assert run.active and max(run_folders.runs_owned_by(runs_dir, "tok-a")) == run.run_id
     finally:
         run.stop()
         run.join(30)

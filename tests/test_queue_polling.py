@@ -102,7 +102,7 @@ def test_a_running_events_progress_still_reaches_the_page():
     try:
         job = Client(f"http://127.0.0.1:{port}/", verbose=False).submit("done", api_name="/counting")
         for i, step in enumerate(steps):
-            wait_until(lambda: any(u.index == i for u in (job.status().progress_data or [])), timeout=60,
+            wait_until(lambda i=i: any(u.index == i for u in (job.status().progress_data or [])), timeout=60,
                        what=f"progress step {i} to reach the client")
             step.set()
         assert job.result(timeout=60) == "done"

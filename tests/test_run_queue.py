@@ -4,9 +4,6 @@ frees — for every run kind."""
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
-
 import pytest
 
 from bertdemo.runs.queue import Place, RunQueue

@@ -67,7 +67,7 @@ def app(tmp_path_factory):
 
 
 def test_every_start_of_the_app_is_declared_and_has_a_visitors_call_here(app):
-    ctx, handlers, named = app
+    _ctx, handlers, named = app
     starts = {_stem(h.api_name) for h in named if LOOKS_LIKE_A_START.search(_stem(h.api_name))}
     assert starts == set(RUN_STARTS)  # an endpoint named as a start is declared (and each declared one exists)
     assert set(handlers) == RUN_STARTS

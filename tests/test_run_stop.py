@@ -16,7 +16,7 @@ def endless(real):
     def evaluate(model, questions, device, bf16=False, should_stop=lambda: False):
         while True:
             if real(model, questions, device, bf16, should_stop) is None:
-                return None
+                return
     return evaluate
 
 

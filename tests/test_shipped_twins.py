@@ -12,8 +12,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertForMaskedLM, BertLMHeadModel
 
-from bertdemo.explore import attention, fill_mask
-from bertdemo.explore import twins as twins_engine
+from bertdemo.explore import attention, fill_mask, twins as twins_engine
 from bertdemo.models import twin_curve, twins
 from bertdemo.models.catalog import model_choices
 from bertdemo.models.loading import load_twin

@@ -8,7 +8,6 @@ import pytest
 
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.skipped_outputs import SKIP, pass_skipped_outputs
-
 from tests.helpers import run_coroutine
 
 
@@ -35,7 +34,7 @@ FIGURE = {"data": [{"type": "bar", "x": [1, 2], "y": [3, 4]}], "layout": {}}
 
 
 def _answers(components):
-    text, figure, slider, table, memory = components
+    text, figure, _slider, table, memory = components
     return [
         {text: "after", table: {"a": 1}},  # a dict that leaves the others out: they are skipped
         ("after", gr.skip(), gr.update(maximum=5), gr.skip(), gr.skip()),
@@ -65,7 +64,7 @@ def test_the_page_gets_the_answer_gradio_gives(case):
 
 def test_a_skipped_output_is_not_built_again():
     """gradio builds each skipped component anew and makes its configuration twice (a figure's: ~5 ms)."""
-    fast, handler, state, (text, figure, slider, table, memory) = _app()
+    fast, handler, state, (text, figure, slider, table, _memory) = _app()
     pass_skipped_outputs(fast)
     before = [state[c._id] for c in (figure, slider, table)]
     answer = run_coroutine(fast.postprocess_data(handler, {text: "after"}, state))

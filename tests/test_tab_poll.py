@@ -13,15 +13,13 @@ SKIP = gr.skip()
 
 def _poll(state: dict):
     """A tab with two parts: a status line (live while ``state["live"]``) and an estimate drawn on show only."""
-    with gr.Blocks() as demo:
-        with gr.Tabs():
-            with gr.Tab("Run", id="run") as tab:
-                status, estimate, box = gr.Markdown(elem_id="status"), gr.Markdown(), gr.Textbox("form")
-                poll = TabPoll(1.0, "status")
-                poll.add(lambda request: ((state["text"],), state["live"]), [], [status])
-                poll.add(lambda request, form: ((f"estimate for {form}",), False), [box], [estimate],
-                         on_show_only=True)
-                poll.wire(tab)
+    with gr.Blocks() as demo, gr.Tabs(), gr.Tab("Run", id="run") as tab:
+        status, estimate, box = gr.Markdown(elem_id="status"), gr.Markdown(), gr.Textbox("form")
+        poll = TabPoll(1.0, "status")
+        poll.add(lambda request: ((state["text"],), state["live"]), [], [status])
+        poll.add(lambda request, form: ((f"estimate for {form}",), False), [box], [estimate],
+                 on_show_only=True)
+        poll.wire(tab)
     fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
     return demo, poll, fns["tab_shown"].fn, fns["tab_tick"].fn
 
@@ -32,9 +30,9 @@ def _every(seconds: float) -> dict:
 
 def test_the_select_draws_every_part_and_sets_the_timers_pace_to_what_is_live():
     state = {"text": "RUNNING step 1", "live": True}
-    demo, poll, shown, tick = _poll(state)
+    _demo, poll, shown, _tick = _poll(state)
     assert poll.timer.active is False  # a page open starts no timer
-    status, estimate, sent, timer = shown({}, None, "form")
+    status, estimate, _sent, timer = shown({}, None, "form")
     assert (status, estimate, timer) == ("RUNNING step 1", "estimate for form", _every(1.0))
     state["live"] = False
     *_, timer = shown({}, None, "form")
@@ -75,14 +73,12 @@ def test_a_poll_that_follows_its_page_owner_reads_every_part_as_that_owner():
     from bertdemo.runs.slot import RunManager
 
     manager = RunManager(slots=2)
-    with gr.Blocks() as demo:
-        with gr.Tabs():
-            with gr.Tab("Run", id="run") as tab:
-                status, owner = gr.Markdown(elem_id="status"), gr.Textbox("", visible=False)
-                poll = TabPoll(1.0, "status")
-                poll.add(lambda request: ((manager._viewer.get(),), False), [], [status])
-                poll.follow(owner, manager.viewing)
-                poll.wire(tab)
+    with gr.Blocks() as demo, gr.Tabs(), gr.Tab("Run", id="run") as tab:
+        status, owner = gr.Markdown(elem_id="status"), gr.Textbox("", visible=False)
+        poll = TabPoll(1.0, "status")
+        poll.add(lambda request: ((manager._viewer.get(),), False), [], [status])
+        poll.follow(owner, manager.viewing)
+        poll.wire(tab)
     fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
     shown, *_ = fns["tab_shown"].fn({}, None, "tok-ada")
     ticked, *_ = fns["tab_tick"].fn({}, None, "tok-bob")
@@ -93,14 +89,12 @@ def test_a_first_part_answers_alone_before_the_others_and_the_next_draw_does_not
     """The Pretrain tab's status line (``first``): the select's own request draws it alone and sets no timer; the
     request chained after it draws the other parts and sets the timer, leaving out the line the page already has."""
     state = {"text": "RUNNING step 1", "live": True}
-    with gr.Blocks() as demo:
-        with gr.Tabs():
-            with gr.Tab("Run", id="run") as tab:
-                line, curves = gr.Markdown(elem_id="line"), gr.Markdown()
-                poll = TabPoll(1.0, "line")
-                poll.add(lambda request: ((state["text"],), False), [], [line], first=True)
-                poll.add(lambda request: ((state["text"], "curves"), state["live"]), [], [line, curves])
-                poll.wire(tab)
+    with gr.Blocks() as demo, gr.Tabs(), gr.Tab("Run", id="run") as tab:
+        line, curves = gr.Markdown(elem_id="line"), gr.Markdown()
+        poll = TabPoll(1.0, "line")
+        poll.add(lambda request: ((state["text"],), False), [], [line], first=True)
+        poll.add(lambda request: ((state["text"], "curves"), state["live"]), [], [line, curves])
+        poll.wire(tab)
     fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
     selected = [f for f in demo.fns.values() if any(t[1] == "select" for t in f.targets)]
     assert [f.api_name for f in selected] == ["tab_first"] and selected[0].outputs == [line, poll.sent]

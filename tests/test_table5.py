@@ -19,7 +19,6 @@ from bertdemo.runs.status import Status
 from bertdemo.settings import ServerSettings
 from tests.helpers import name_task, run_services, tiny_model_dir, wait_until, word_task
 
-
 TINY = CellSettings(steps=10, batch_size=8, learning_rate=3e-3, eval_every=5)
 
 
@@ -116,8 +115,8 @@ def test_a_cell_is_chosen_on_validation_and_scored_on_test(tiny_twins):
                                                                    eval_every=5),
                            folder=tiny_twins["ltr"], keep_model=True)
     assert result.chosen_step in (0, 5, 10)
-    from bertdemo.finetune.twin_finetune import names_scores
     from bertdemo.finetune import token_engine
+    from bertdemo.finetune.twin_finetune import names_scores
 
     tok = build_twin(table5.twin_config("ltr", 1, TINY, "names"), list(data.labels), "names", tiny_twins["ltr"])[1]
     test = token_engine.align(tok, [s.words for s in data.test], None, 64)
@@ -213,7 +212,7 @@ def test_a_live_cell_runs_in_the_training_slot(tmp_path, tiny_twins):
     from bertdemo.finetune.table5_run import start_cell
 
     settings = ServerSettings(runs_dir=str(tmp_path / "runs"), cache_dir=str(tmp_path / "cache"))
-    runs, _, finetune = run_services(settings)
+    _runs, _, finetune = run_services(settings)
     run = start_cell(finetune, "ltr", "topic", 2, task_loader=lambda: word_task(20), folder=tiny_twins["ltr"],
                      settings=TINY)
     with pytest.raises(ValueError):  # one run at a time, of any kind

@@ -3,7 +3,6 @@ piece, the scores and the tagger are the model's own forward, the checkpoint is 
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
@@ -12,8 +11,18 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer, BertFor
 from bertdemo.corpus import names
 from bertdemo.finetune.engine import build_model
 from bertdemo.finetune.metrics import FinetuneMetrics
-from bertdemo.finetune.token_engine import (IGNORE, BestStep, WordTask, align, errors, landmarks, predict_words,
-                                            run_token_finetune, tag_sentence, tags_of)
+from bertdemo.finetune.token_engine import (
+    IGNORE,
+    BestStep,
+    WordTask,
+    align,
+    errors,
+    landmarks,
+    predict_words,
+    run_token_finetune,
+    tag_sentence,
+    tags_of,
+)
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
 from tests.helpers import name_task, tiny_finetune_config
@@ -34,7 +43,7 @@ def test_each_words_label_sits_on_its_first_piece_and_the_rest_are_ignored(token
     expected.append(IGNORE)  # [SEP]
     assert item.piece_labels == expected
     assert item.first_piece == first
-    assert item.ids == tokenizer.convert_tokens_to_ids(["[CLS]", *sum(pieces, []), "[SEP]"])
+    assert item.ids == tokenizer.convert_tokens_to_ids(["[CLS]", *(p for word in pieces for p in word), "[SEP]"])
     cut = align(tokenizer, [ws], [[IGNORE, 1, 0, 1, IGNORE]], 4)[0]  # [CLS] then 2 pieces then [SEP]
     assert cut.first_piece[0] == 1 and cut.first_piece[3:] == [-1, -1]
 

@@ -54,7 +54,7 @@ def test_train_both_trains_the_twins_on_one_data_order_and_overlays_them(tmp_pat
     # the overlay draws only what both measure on one scale: the held-out loss on the same words, no train losses
     spec = training_curves_spec([CurveRun(label, snap) for label, snap in curves])
     names = [t.get("name", "") for t in spec["data"]]
-    assert not [n for n in names if n.endswith(": train") or n.endswith(": train (raw)")]
+    assert not [n for n in names if n.endswith((": train", ": train (raw)"))]
     assert sum(n.endswith(": held-out, the same words") for n in names) == 2
     lead = next(a["text"] for a in spec["layout"]["annotations"] if a["text"].startswith("Held-out loss on the same"))
     (_, mlm_snap), (_, ltr_snap) = curves[1], curves[0]

@@ -186,7 +186,7 @@ def test_the_held_out_corpus_is_read_and_counted_once_per_stored_model(stored, c
     mlm, ltr = stored
     cache = tmp_path / "cache"
     first = twins.heldout_from_corpus(mlm, ltr, cache, max_blocks=2, corpus=corpus)
-    assert any(str(k).startswith("held-out corpus") for k in mlm.loaded.cache("derived").keys())
+    assert any(str(k).startswith("held-out corpus") for k in mlm.loaded.cache("derived").keys())  # noqa: SIM118 - a ByteLRU
     for path in cache.iterdir():  # the block cache on disk goes: a second read would tokenize the corpus again
         path.unlink()
     second = twins.heldout_from_corpus(mlm, ltr, cache, max_blocks=4, corpus=corpus)
@@ -244,7 +244,7 @@ def test_the_vocabulary_check_reads_a_digest_kept_with_the_stored_model(stored, 
 
     mlm, ltr = stored
     assert mlm.vocabulary() == ltr.vocabulary() == twins.vocabulary_digest(tokenizer)
-    assert "vocabulary digest" in mlm.loaded.cache("derived").keys()
+    assert "vocabulary digest" in mlm.loaded.cache("derived").keys()  # noqa: SIM118 - a ByteLRU
     twins.check_pair(mlm, ltr)
     vocab = [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
     vocab[2000], vocab[2001] = vocab[2001], vocab[2000]  # two words swap ids: the same pieces, other ids

@@ -8,9 +8,7 @@ import shutil
 
 import pytest
 
-from bertdemo.pretrain import budget
-from bertdemo.pretrain import checkpoints as ckpt
-from bertdemo.pretrain import run_folders
+from bertdemo.pretrain import budget, checkpoints as ckpt, run_folders
 from bertdemo.runs import uploads
 from bertdemo.settings import DiskRules, ServerSettings
 from tests.helpers import run_coroutine

@@ -12,18 +12,27 @@ import random
 import numpy as np
 import pytest
 import torch
-from transformers import (AutoModel, AutoTokenizer, DistilBertConfig, DistilBertForMaskedLM, DistilBertTokenizer,
-                          RobertaConfig, RobertaForMaskedLM, RobertaTokenizer)
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    DistilBertConfig,
+    DistilBertForMaskedLM,
+    DistilBertTokenizer,
+    RobertaConfig,
+    RobertaForMaskedLM,
+    RobertaTokenizer,
+)
 
 from bertdemo.assets import sense_sets
 from bertdemo.explore import attribution, corpus_neighbours, word_in_context
-from bertdemo.limits import MAX_INDEX_TOKENS
 from bertdemo.explore.word_vectors import corpus_sentences
+from bertdemo.limits import MAX_INDEX_TOKENS
+from bertdemo.memory import MemoryBudget
 from bertdemo.models import embedded
 from bertdemo.models.store import load_masked_lm
 from bertdemo.snippets import words as word_code
 from tests.helpers import run_snippet as run
-from bertdemo.memory import MemoryBudget
+
 
 @pytest.fixture(scope="module")
 def embedded_loaded():
@@ -287,7 +296,7 @@ def test_completeness_and_removal_on_a_cloze_set(embedded_loaded):
         n = max(1, round(0.2 * len(free)))
         top = sorted(free, key=lambda i: -result.scores["integrated gradients"][i])[:n]
 
-        def removed(positions):
+        def removed(positions, enc=enc, f=f):
             ids = enc["input_ids"].clone()
             ids[0, positions] = loaded.tokenizer.pad_token_id
             with torch.no_grad():

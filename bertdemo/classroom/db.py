@@ -105,9 +105,8 @@ class Database:
                 self._connect()
             conn = self._conn
             if self.postgres:
-                with conn.transaction():
-                    with conn.cursor() as cur:
-                        yield _Tx(cur, self._sql)
+                with conn.transaction(), conn.cursor() as cur:
+                    yield _Tx(cur, self._sql)
                 return
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -10,7 +10,7 @@ import io
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from bertdemo.classroom.store import ACTIVE_S, ClassStore, one_line
 
@@ -123,7 +123,7 @@ def defuse(cell: object) -> str:
 
 def utc_time(at: float) -> str:
     """A stored time (Unix seconds) as a person and a spreadsheet read it: ``2025-12-01 22:11:29``, in UTC."""
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def csv_text(store: ClassStore, teacher_key: str) -> str:

@@ -18,6 +18,7 @@ from bertdemo.classroom import tokens
 from bertdemo.classroom.db import DB_FILE, Database
 from bertdemo.classroom.store import ClassLimits, ClassStore
 from bertdemo.traffic import MEMBER_PREFIX, member_of
+
 log = logging.getLogger(__name__)
 
 
@@ -54,7 +55,7 @@ class Classroom:
             return ""
         try:
             member_id = self.member_id(token)
-        except Exception:  # noqa: BLE001 - the database unreachable: the visitor is their address meanwhile
+        except Exception:  # the database unreachable: the visitor is their address meanwhile
             log.exception("Could not check a class member token")
             return ""
         return MEMBER_PREFIX + member_id if member_id else ""

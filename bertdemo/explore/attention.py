@@ -28,8 +28,8 @@ from bertdemo.explore.encoding import encode_checked
 from bertdemo.limits import MAX_ATTENTION_TOKENS
 from bertdemo.models import attention_modes
 from bertdemo.models.causal import is_left_to_right
-from bertdemo.models.threads import small_forward
 from bertdemo.models.store import LoadedModel
+from bertdemo.models.threads import small_forward
 
 DIRECTIONS = ("all", "A->B", "B->A")  # which rows (from) and columns (to) a view keeps
 
@@ -49,7 +49,7 @@ class AttentionResult:
     def __post_init__(self) -> None:
         if self.attentions.ndim != 4:
             raise ValueError(f"Attention must be [layers, heads, T, T]; got shape {self.attentions.shape}.")
-        n_layers, n_heads, t_from, t_to = self.attentions.shape
+        _n_layers, _n_heads, t_from, t_to = self.attentions.shape
         if not (len(self.tokens) == t_from == t_to == len(self.special) == len(self.segments)):
             raise ValueError(
                 f"Attention covers {t_from}x{t_to} positions but there are {len(self.tokens)} tokens."

@@ -23,18 +23,18 @@ deadline, and whether its client is still there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 
 from bertdemo.explore.encoding import encode_checked, word_pieces
 from bertdemo.limits import MAX_ATTR_TOKENS, MAX_IG_STEPS
-from bertdemo.request_budget import WorkBudget, attribution_gflop, unbounded
 from bertdemo.models import attention_modes, partial_forward
-from bertdemo.models.store import LoadedModel
 from bertdemo.models.causal import refuse_left_to_right
+from bertdemo.models.store import LoadedModel
+from bertdemo.request_budget import WorkBudget, attribution_gflop, unbounded
 
 METHODS = ("integrated gradients", "gradient x input", "occlusion")
 DEFAULT_STEPS = 50

@@ -14,18 +14,27 @@ summaries, offline.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from bertdemo.limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_OCCURRENCES, MAX_WIC_TOKENS
-from bertdemo.request_budget import WorkBudget, corpus_gflop, index_gflop, unbounded
 from bertdemo.explore.word_in_context import parse_sentences, similarities
-from bertdemo.explore.word_vectors import (BATCH, activation_store, check_layer, corpus_sentences, encode_sentences,
-                                           forward_hidden, run_sentences, store_key, word_position)
-from bertdemo.explore.word_vectors import num_layers  # noqa: F401 - the page fits its layer sliders with it
+from bertdemo.explore.word_vectors import (
+    BATCH,
+    activation_store,
+    check_layer,
+    corpus_sentences,
+    encode_sentences,
+    forward_hidden,
+    num_layers,  # noqa: F401 - the page fits its layer sliders with it
+    run_sentences,
+    store_key,
+    word_position,
+)
+from bertdemo.limits import MAX_INDEX_TOKENS, MAX_NEIGHBOURS, MAX_OCCURRENCES, MAX_WIC_TOKENS
 from bertdemo.models.store import LoadedModel
+from bertdemo.request_budget import WorkBudget, corpus_gflop, index_gflop, unbounded
 
 KMEANS_SEED = 0
 KMEANS_ROUNDS = 30

@@ -36,18 +36,24 @@ from functools import lru_cache
 import torch
 
 from bertdemo.explore import pll
-from bertdemo.request_budget import WorkBudget, sequence_gflop
-from bertdemo.models.batching import MicroBatcher
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
-from bertdemo.limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
 from bertdemo.explore.messages import no_head_message
+from bertdemo.limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
 from bertdemo.locks import tokenize
 from bertdemo.models import attention_modes, int8
+from bertdemo.models.batching import MicroBatcher
 from bertdemo.models.causal import LEFT_TO_RIGHT_NOTE, is_left_to_right, predicting_positions
 from bertdemo.models.partial_forward import head_logits, hidden_at
 from bertdemo.models.store import LoadedModel
-from bertdemo.pretrain.masking import (  # noqa: F401 - the contexts are part of this module's answers
-    AFTER_LETTERS, AFTER_MASK, WORD_START, allowed_pieces, continuation_lookup, mask_contexts)
+from bertdemo.pretrain.masking import (  # the contexts are part of this module's answers
+    AFTER_LETTERS,
+    AFTER_MASK,
+    WORD_START,
+    allowed_pieces,
+    continuation_lookup,
+    mask_contexts,
+)
+from bertdemo.request_budget import WorkBudget, sequence_gflop
 
 PIECE_METHOD = "one vocabulary piece per mask: the model's softmax over its whole vocabulary"
 PLL_METHOD = (

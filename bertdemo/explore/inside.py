@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from bertdemo.explore.bert_math import additive_mask, cosine, layer_norm, layer_steps
-from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.explore.encoding import encode_checked
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo.limits import MAX_INSIDE_TOKENS
+from bertdemo.models.causal import is_left_to_right, predicting_positions
 from bertdemo.models.store import LoadedModel
 from bertdemo.models.threads import small_forward
 

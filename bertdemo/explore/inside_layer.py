@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from bertdemo.explore.bert_math import additive_mask, layer_steps
 from bertdemo.explore.inside import Trace, bert_modules, computing, trace
@@ -111,7 +110,7 @@ def layer_step(loaded: LoadedModel, text: str, layer: int, head: int, query: int
         ("softmax", "probs", "attention weights: each row sums to 1"),
         ("P·V", "context", "the weighted sum of the values"),
     ]
-    steps_out = [Step("input X = hidden_states[%d]" % layer, "X", (s, d), x["input"])]
+    steps_out = [Step(f"input X = hidden_states[{layer}]", "X", (s, d), x["input"])]
     steps_out += [Step(note, formula, (hh, *x[key].shape[1:]), x[key][head]) for formula, key, note in per_head]
     steps_out += [
         Step("heads concatenated", "concat(head_1 … head_H)", (s, d), x["concat"]),

@@ -19,9 +19,9 @@ import torch
 
 from bertdemo.explore.bert_math import cosine, layer_norm, linear
 from bertdemo.explore.encoding import parse_word_list, word_pieces
-from bertdemo.limits import MAX_LENS_TOP_K, MAX_MASKS
-from bertdemo.explore.messages import no_head_message
 from bertdemo.explore.inside import Encoded, bert_modules, computing, encode_for_inside, mask_logits, trace
+from bertdemo.explore.messages import no_head_message
+from bertdemo.limits import MAX_LENS_TOP_K, MAX_MASKS
 from bertdemo.models.causal import predicting_positions
 from bertdemo.models.store import LoadedModel
 

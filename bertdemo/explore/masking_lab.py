@@ -21,10 +21,16 @@ from functools import lru_cache
 import torch
 from transformers import AutoTokenizer
 
-from bertdemo.limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES  # noqa: F401
+from bertdemo.limits import MAX_DRAWS, MAX_EPOCHS, MAX_LAB_TOKENS, MAX_STATIC_COPIES
 from bertdemo.models import embedded
 from bertdemo.pretrain.masking import (
-    ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE_INDEX, MaskedBatch, continuation_lookup,
+    ACTION_KEEP,
+    ACTION_MASK,
+    ACTION_NONE,
+    ACTION_RANDOM,
+    IGNORE_INDEX,
+    MaskedBatch,
+    continuation_lookup,
     mask_tokens,
 )
 
@@ -55,7 +61,7 @@ class MaskSettings:
     whole_word: bool = False  # all pieces of a word chosen together
     fixed_count: bool = True  # exactly round(p * (T - 2)) chosen per sequence (the engine's default)
 
-    def validated(self) -> "MaskSettings":
+    def validated(self) -> MaskSettings:
         if not 0.0 < self.mlm_probability < 1.0:
             raise ValueError(f"mlm_probability must be between 0 and 1 (got {self.mlm_probability}).")
         m, r = self.mask_replace_prob, self.random_replace_prob

@@ -15,8 +15,8 @@ import torch
 
 from bertdemo.explore.inside import encode_for_inside
 from bertdemo.explore.nsp import read_tensors
-from bertdemo.models.store import LoadedModel
 from bertdemo.models.causal import predicting_positions
+from bertdemo.models.store import LoadedModel
 
 POOLER_KEYS = ("bert.pooler.dense.weight", "bert.pooler.dense.bias")
 

@@ -26,12 +26,12 @@ from safetensors import safe_open
 from transformers.utils import cached_file
 
 from bertdemo.corpus.sentences import normalise_space, split_sentences
-from bertdemo.limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.explore.masking_lab import engine_tokenizer
+from bertdemo.limits import MAX_PAIRS, MAX_SEQ_LEN, MIN_SEQ_LEN, NSP_MAX_CHARS
 from bertdemo.locks import tokenize
 from bertdemo.models import embedded
-from bertdemo.models.store import LoadedModel
 from bertdemo.models.causal import is_left_to_right
+from bertdemo.models.store import LoadedModel
 
 CORPUS_DOCS = 12  # embedded Wikipedia summaries used when the learner gives no text
 NSP_HEAD_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias", "bert.pooler.dense.weight")
@@ -219,7 +219,7 @@ def read_tensors(loaded: LoadedModel, keys: tuple[str, ...]) -> dict[str, torch.
     single = _file(loaded, SAFETENSORS)
     if single is not None:
         with safe_open(single, framework="pt") as f:
-            return {k: f.get_tensor(k) for k in keys if k in f.keys()}
+            return {k: f.get_tensor(k) for k in keys if k in f.keys()}  # noqa: SIM118 - a safetensors file, not a dict
     if not loaded.safetensors_only:  # a local server may read a torch checkpoint (weights only, no code)
         binary = _file(loaded, TORCH_BIN)
         if binary is not None:

@@ -14,14 +14,14 @@ at most PLL_BATCH and the model runs its last layer only at the scored positions
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.request_budget import WorkBudget
 from bertdemo.models.partial_forward import logits_at
 from bertdemo.models.store import LoadedModel
+from bertdemo.request_budget import WorkBudget
 
 MAX_WORD_PIECES = 3  # whole-word candidates have 1..3 pieces
 WORD_BEAM = 8  # partial words kept per step of the whole-word beam

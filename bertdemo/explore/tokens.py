@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bertdemo.english import plural
-from bertdemo.limits import MAX_CHARS
-from bertdemo.explore.typed_pair import split_pair
 from bertdemo import locks
+from bertdemo.english import plural
+from bertdemo.explore.typed_pair import split_pair
+from bertdemo.limits import MAX_CHARS
 
 MAX_TOKEN_CHARS = 100  # a vocabulary lookup is one entry; longer input is refused
 MAX_CHANGED_SHOWN = 12  # how many changed words the "reads it as" notice lists (the count says how many in all)
@@ -222,7 +222,7 @@ def lookup_token(tokenizer, token: str) -> int:
     )
 
 
-def lookup_id(tokenizer, token_id: int | float | str) -> str:
+def lookup_id(tokenizer, token_id: float | str) -> str:
     """The vocabulary entry with id ``token_id``."""
     try:
         value = int(str(token_id).strip())

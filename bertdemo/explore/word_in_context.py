@@ -22,9 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertdemo.assets import sense_sets
+from bertdemo.explore.word_vectors import (
+    activation_store,
+    corpus_sentences,
+    num_layers,
+    run_sentences,
+    store_key,
+    word_position,
+)
 from bertdemo.limits import MAX_WIC_SENTENCES, MAX_WIC_TOKENS, MAX_WIC_WORD_CHARS
-from bertdemo.explore.word_vectors import activation_store, corpus_sentences, num_layers, run_sentences, store_key
-from bertdemo.explore.word_vectors import word_position
 from bertdemo.models.store import LoadedModel
 
 BASELINE_SENTENCES = 64  # corpus sentences the random-word baseline is measured on

@@ -13,16 +13,17 @@ at the same time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
+from bertdemo.corpus.sentences import split_sentences
 from bertdemo.explore.encoding import check_chars
 from bertdemo.limits import MAX_WIC_TOKENS, MIN_CORPUS_SENTENCE_CHARS
 from bertdemo.locks import tokenize
-from bertdemo.corpus.sentences import split_sentences
 from bertdemo.memory import ByteLRU
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.models.loading import LoadedModel, weights_stamp

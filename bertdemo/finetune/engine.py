@@ -24,14 +24,13 @@ from transformers import AutoTokenizer, BertConfig, BertForSequenceClassificatio
 from transformers.utils import logging as hf_logging
 
 from bertdemo import compat, storage
-from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.finetune.loop import lr_factor, train_steps  # lr_factor: the schedule, imported from here too
+from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
+from bertdemo.finetune.loop import lr_factor, train_steps  # noqa: F401 - lr_factor: the schedule, imported from here too
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
-from bertdemo.locks import tokenize
+from bertdemo.locks import MODEL_INIT_LOCK, tokenize
 from bertdemo.models import embedded, mlm_head
-from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status

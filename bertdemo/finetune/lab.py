@@ -237,7 +237,7 @@ class FinetuneLab:
         with LOGIC_IMPORT_LOCK:
             from bertdemo.models.store import weights_key
         weights = weights_key(loaded)
-        return {key[1]: value for key in self._probes.keys() if key[0] == weights
+        return {key[1]: value for key in self._probes.keys() if key[0] == weights  # noqa: SIM118 - a ByteLRU
                 and (value := self._probes.get(key)) is not None}
 
     def tag(self, folder: str, text: str) -> list[tuple[str, str, float]]:

@@ -29,8 +29,8 @@ from bertdemo.finetune.features import POOLINGS, ActivationCache
 from bertdemo.finetune.linear_head import train_linear_heads
 from bertdemo.finetune.probe_tasks import TASK_KINDS, TASK_SIZES, TASKS, ProbeTask, build_task
 from bertdemo.finetune.scores import scores
-from bertdemo.request_budget import WorkBudget, checking, probe_gflop, unbounded
 from bertdemo.locks import MODEL_INIT_LOCK
+from bertdemo.request_budget import WorkBudget, checking, probe_gflop, unbounded
 
 Progress = Callable[[float, str], None]
 PROBE_TOKENS = 32  # a probe sentence's tokens, about (5 to 28 words), for the cost estimate

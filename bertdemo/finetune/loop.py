@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
 import torch
 
 from bertdemo.runs.control import RunControl

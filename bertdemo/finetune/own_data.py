@@ -290,7 +290,7 @@ def read_table(path: str | Path, text_column: str = "", label_column: str = "",
             table = Dataset.from_csv(str(source), sep=sep, keep_in_memory=True, cache_dir=tmp,
                                      features=Features({name: Value("string") for name in header}),
                                      keep_default_na=False, nrows=MAX_EXAMPLES + 1)
-        except Exception as err:  # pandas' parser errors: a sentence, never a traceback
+        except Exception as err:  # noqa: BLE001 - pandas' parser errors: a sentence, never a traceback
             cause = err
             while cause.__cause__ is not None or cause.__context__ is not None:  # datasets wraps pandas' sentence
                 cause = cause.__cause__ or cause.__context__
@@ -321,7 +321,7 @@ def read_hub_dataset(name: str, reachable: Callable[[], bool], split: str = "tra
 
     try:
         table = load_dataset(name.strip(), split=f"{split}[:{MAX_EXAMPLES + 1}]")
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - the hub's errors (not found, gated, network): a sentence
         raise ValueError(f"The hub dataset {name[:100]!r} could not be read: {str(err).splitlines()[0][:200]}") from None
     columns = list(table.column_names)
     text_col = _pick(columns, TEXT_COLUMNS, "", "text")

@@ -15,7 +15,6 @@ The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and wor
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,9 +26,9 @@ from transformers import BertForSequenceClassification
 from bertdemo.finetune.baselines import BOW_C_GRID, BOW_TOKEN_PATTERN
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import batch_of, build_model, encode, evaluate, save_checkpoint
-from bertdemo.finetune.own_fit import Stopped, fit, fresh
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import OwnData, OwnWords
+from bertdemo.finetune.own_fit import Stopped, fit, fresh
 from bertdemo.finetune.scores import scores
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
@@ -85,7 +84,7 @@ def split_three(labels: Sequence[int], seed: int = 0,
     y = np.asarray([labels[members[g][0]] for g in heads])
     train, rest = _split(index, y, SPLIT[0], None, seed)
     val, test = _split(rest, y[rest], None, SPLIT[2] / (SPLIT[1] + SPLIT[2]), seed)
-    whole = lambda part: sorted(row for g in part for row in members[heads[int(g)]])  # noqa: E731
+    whole = lambda part: sorted(row for g in part for row in members[heads[int(g)]])
     return whole(train), whole(val), whole(test)
 
 
@@ -168,7 +167,7 @@ class Sentences:
 
     def landmarks(self, train: Sequence[int], rows: Sequence[int], c: float = BOW_C) -> dict[str, list]:
         """Each landmark's predictions of ``rows``, trained on ``train``."""
-        texts = lambda part: [self.data.texts[i] for i in part]  # noqa: E731
+        texts = lambda part: [self.data.texts[i] for i in part]
         y_train = self.y[list(train)]
         return {"majority": list(majority_predict(y_train, len(rows))),
                 "bag_of_words": list(bow_predict(texts(train), y_train, texts(rows), c))}

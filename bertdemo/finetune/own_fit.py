@@ -23,7 +23,6 @@ from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
 
-
 FUSED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 

@@ -18,8 +18,18 @@ from typing import Any
 
 from bertdemo import storage
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.own_data import (OwnData, OwnWords, copies_of, data_csv, looks_like_words, parse_lines,
-                                        parse_words, read_hub_dataset, read_table, words_csv)
+from bertdemo.finetune.own_data import (
+    OwnData,
+    OwnWords,
+    copies_of,
+    data_csv,
+    looks_like_words,
+    parse_lines,
+    parse_words,
+    read_hub_dataset,
+    read_table,
+    words_csv,
+)
 from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault

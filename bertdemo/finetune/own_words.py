@@ -17,8 +17,17 @@ from transformers import BertForTokenClassification
 
 from bertdemo.finetune.own_data import OwnWords, shown_codes
 from bertdemo.finetune.scores import scores
-from bertdemo.finetune.token_engine import (IGNORE, NO_PIECE, Encoded, _batch, _piece_labels, align, length_batches,
-                                            pieceless, predict_words)
+from bertdemo.finetune.token_engine import (
+    IGNORE,
+    NO_PIECE,
+    Encoded,
+    _batch,
+    _piece_labels,
+    align,
+    length_batches,
+    pieceless,
+    predict_words,
+)
 
 CPU = torch.device("cpu")
 MAX_PIECES = 512  # the model's positions: a sentence is never cut (a cut word would have no prediction)

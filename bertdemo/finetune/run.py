@@ -19,8 +19,8 @@ from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.folders import claim_run_folder
-from bertdemo.runs.status import Status
 from bertdemo.runs.slot import BackgroundRun
+from bertdemo.runs.status import Status
 
 log = logging.getLogger(__name__)
 

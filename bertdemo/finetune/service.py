@@ -17,9 +17,15 @@ from typing import Any
 
 from bertdemo.finetune.config import TASKS, FinetuneConfig, config_from_request
 from bertdemo.finetune.lab import read_baselines
-from bertdemo.finetune.metrics import NAN_FIELDS, TASK, accuracy_label, FinetuneSnapshot, finetune_csv, snapshot_from_history
-from bertdemo.finetune.own_run import TASK as OWN_TASK
-from bertdemo.finetune.own_run import OwnRun, is_own, own_request
+from bertdemo.finetune.metrics import (
+    NAN_FIELDS,
+    TASK,
+    FinetuneSnapshot,
+    accuracy_label,
+    finetune_csv,
+    snapshot_from_history,
+)
+from bertdemo.finetune.own_run import TASK as OWN_TASK, OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_refs
@@ -33,8 +39,8 @@ HISTORY_FILE = "finetune_history.json"  # the engine's HISTORY_FILE (the engine 
 def default_topic_task(cache_dir: str | Path):
     """The topic task (train / validation / test) from the embedded Wikipedia summaries, cached in ``cache_dir``."""
     with LOGIC_IMPORT_LOCK:
-        from bertdemo.finetune.engine import task_from_splits
         from bertdemo.corpus.topics import load_topic_splits
+        from bertdemo.finetune.engine import task_from_splits
 
     return task_from_splits(load_topic_splits(Path(cache_dir)))
 

@@ -61,7 +61,7 @@ class Table5Run(FinetuneRun):
             result = finetune_twin(self.twin, self.task, self.seed, data, self.cell_settings, folder=self.folder,
                                    metrics=self.metrics, control=self.control, clock=self._clock,
                                    on_step=self.on_step)
-        except Exception as err:  # the page shows it; the server keeps serving
+        except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps serving
             self.metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {shown_fault(err)}")
             return Status.FAILED
         score = "test_accuracy" if self.task == "topic" else "test_macro_f1"

@@ -116,7 +116,7 @@ def _scores_of(model, tokenizer, parts: dict[str, list[TaggedSentence]], progres
                ) -> tuple[WordLayerScores, dict[str, np.ndarray]]:
     feats, labels = {}, {}
     for k, (split, sentences) in enumerate(parts.items()):
-        report = None if progress is None else (lambda f, m, k=k: progress((k + f) / len(parts), f"{split}: {m}"))
+        report = None if progress is None else (lambda f, m, k=k, split=split: progress((k + f) / len(parts), f"{split}: {m}"))
         feats[split], labels[split] = word_features(model, tokenizer, sentences, progress=report)
     return probe_word_layers(feats, labels), labels
 

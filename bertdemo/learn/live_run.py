@@ -128,7 +128,7 @@ def deciding(checks: list[LineCheck]) -> tuple[LineCheck, str]:
 
 def clock(seconds: float) -> str:
     """Seconds as m:ss."""
-    whole = int(round(seconds))
+    whole = round(float(seconds))  # an int (numpy's floats too)
     return f"{whole // 60}:{whole % 60:02d}"
 
 

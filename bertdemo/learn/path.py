@@ -10,20 +10,20 @@ the learner keeps exploring. Steps that need a ``[MASK]`` hide one word of the s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from bertdemo.snippets import views as code
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
 from bertdemo.explore.encoding import word_pieces
 from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import predictions
-from bertdemo.learn.steps import LearnStep, step as find_step
 from bertdemo.learn.names_step import names_step
+from bertdemo.learn.steps import LearnStep, step as find_step
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
-from bertdemo.request_budget import WorkBudget
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
+from bertdemo.request_budget import WorkBudget
+from bertdemo.snippets import views as code
 from bertdemo.viz.masking import static_arithmetic_html, times_each_mask_seen
 from bertdemo.viz.text import html_code as shown, literal
 
@@ -239,7 +239,7 @@ def _family(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
 
 def _no_positions(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = code.ENGINE_TOKENIZER
                   ) -> tuple[str, dict, str]:
-    masked, word = hide_word(loaded.tokenizer, text)
+    masked, _word = hide_word(loaded.tokenizer, text)
     r = order_probe.order_probe(loaded, masked)
     first, second = r.original.masks[0].candidates[0], r.shuffled_result.masks[0].candidates[0]
     md = (
@@ -412,8 +412,8 @@ def _cls(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str
 
 
 def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.snippets.finetune import finetune_code
     from bertdemo.finetune.config import BATCH_SIZES, LEARNING_RATES, FinetuneConfig
+    from bertdemo.snippets.finetune import finetune_code
 
     d = FinetuneConfig()
     hidden = int(loaded.model.config.hidden_size)
@@ -435,9 +435,9 @@ def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict
 
 
 def _why_pretrain(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, str]:
-    from bertdemo.snippets.finetune import finetune_code
     from bertdemo.finetune.config import RANDOM, FinetuneConfig
     from bertdemo.finetune.reference import load_reference, random_range_text
+    from bertdemo.snippets.finetune import finetune_code
 
     e, reference = MEASURED["embedded"], load_reference()
     md = (
@@ -546,7 +546,7 @@ def _people(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, 
         + " |\n" for i in range(PEOPLE_TOP_K))
     only_a = [w for w in tops[0] if w not in tops[1]]
     only_b = [w for w in tops[1] if w not in tops[0]]
-    says = lambda words: ", ".join(f"*{literal(w)}*" for w in words) or "none"  # noqa: E731
+    says = lambda words: ", ".join(f"*{literal(w)}*" for w in words) or "none"
     intro = ("Your pair" if own else "The Hugging Face course's pair (type your own as *sentence A / sentence B*, "
              "each with one `[MASK]`)")
     md = (
@@ -643,8 +643,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     sides of the blank, the left-to-right LM only the words before it; each one's top guesses and the hidden word's
     rank, beside what the pair measured along its training (the crossover, the held-out words, the cloze)."""
     from bertdemo.explore import fill_mask
-    from bertdemo.models import twin_curve
-    from bertdemo.models import twins
+    from bertdemo.models import twin_curve, twins
     from bertdemo.models.loading import load_twin
 
     curve = twin_curve.read_curve()

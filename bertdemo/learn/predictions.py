@@ -14,8 +14,9 @@ dict kept in their own browser; :func:`clean_progress` bounds whatever a browser
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from bertdemo.learn.steps import STEP_KEYS
 from bertdemo.viz.text import html_code, literal

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 import torch
-
-from bertdemo import compat
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from bertdemo import compat
 
 IMPLEMENTATION = "bertdemo"
 

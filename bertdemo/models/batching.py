@@ -15,11 +15,11 @@ The app context owns one batcher (``ctx.batcher``) and passes it to the views th
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from collections import deque
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 # most concurrent requests sharing one forward pass, unless the server says otherwise (ServerSettings.fill_mask_batch,
 # from $BERTDEMO_FILL_MASK_BATCH in app.py; 1: one request per forward)

@@ -6,7 +6,7 @@ Torch-free, so the page's model pickers can be built before PyTorch is loaded;
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from bertdemo.models import embedded, twins
 

@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 PROBE_TTL_S = 60.0

@@ -15,22 +15,29 @@ from __future__ import annotations
 
 import pickle
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import torch
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel,
-                          PreTrainedTokenizerBase)
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from bertdemo import compat
+from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.memory import DEFAULT_BUDGET_GB, ByteLRU, MemoryBudget
 from bertdemo.models import attention_modes, embedded, mlm_head, twins
 from bertdemo.models.availability import in_local_cache
-from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.catalog import DEFAULT_MODEL
+from bertdemo.models.causal import is_left_to_right
 from bertdemo.models.device import resolve_device
-from bertdemo.locks import MODEL_INIT_LOCK
 from bertdemo.models.policy import AccessPolicy
 
 ANSWER_CACHE_SIZE = 16  # answers a model remembers (a view's result for recent inputs), freed with it
@@ -200,7 +207,7 @@ def _fetch(name: str, source: str, target: str, policy: AccessPolicy, download: 
         return download(name, policy.public)
     except (OSError, ValueError) as exc:
         raise ValueError(policy.explain_load_error(name, exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - huggingface_hub's errors (not found, gated, network) all say "cannot"
+    except Exception as exc:  # huggingface_hub's errors (not found, gated, network) all say "cannot"
         if type(exc).__name__ in {"RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"}:
             raise ValueError(policy.not_found_message(name, hub_reachable=True)) from exc
         raise ValueError(policy.explain_load_error(name, exc)) from exc

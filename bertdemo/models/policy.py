@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bertdemo.models import load_errors, run_refs
 from bertdemo.models.hub import HubProbe
@@ -53,7 +53,7 @@ def hub_weights_bytes(repo_id: str) -> int:
 
     try:
         info = model_info(repo_id, files_metadata=True, timeout=5)
-    except Exception as exc:  # noqa: BLE001 - unknown repo, gated, timeout, rate limit: all "cannot tell"
+    except Exception as exc:  # unknown repo, gated, timeout, rate limit: all "cannot tell"
         raise LookupError(f"{type(exc).__name__}") from exc
     return sum(s.size or 0 for s in (info.siblings or []) if s.rfilename.endswith(".safetensors"))
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from transformers import PreTrainedTokenizerBase
 
@@ -22,9 +22,17 @@ from bertdemo.memory import DEFAULT_BUDGET_GB, MemoryBudget, size_of
 from bertdemo.models import embedded
 from bertdemo.models.catalog import CURATED_MODELS, DEFAULT_MODEL, model_choices  # noqa: F401 - torch-free names
 from bertdemo.models.device import resolve_device
-from bertdemo.models.loading import (  # noqa: F401 - LoadedModel, load_masked_lm: also imported from here
-    Downloader, LoadedModel, Progress, StandInNeeded, hub_download, load_masked_lm, load_tokenizer, offline_default,
-    weights_stamp)
+from bertdemo.models.loading import (  # LoadedModel, load_masked_lm: also imported from here
+    Downloader,
+    LoadedModel,
+    Progress,
+    StandInNeeded,
+    hub_download,
+    load_masked_lm,
+    load_tokenizer,
+    offline_default,
+    weights_stamp,
+)
 from bertdemo.models.policy import AccessPolicy
 
 TOKENIZER_CACHE_SIZE = 8
@@ -125,7 +133,7 @@ class ModelStore:
 
     def cached_names(self) -> list[str]:
         """Names of the models in memory, least recently used first."""
-        return [name for name, _ in self._models.keys()]
+        return [name for name, _ in self._models.keys()]  # noqa: SIM118 - a ByteLRU, not a dict
 
     def get_tokenizer(self, name: str | None = None) -> PreTrainedTokenizerBase:
         """Just a tokenizer: from a loaded model when there is one, else loaded alone (cached per name,

@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 
-    from bertdemo.pretrain.trainer import run_training
     from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import run_training
     from bertdemo.runs.control import RunControl
     from bertdemo.settings import DiskRules
 

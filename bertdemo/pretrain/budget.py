@@ -41,7 +41,7 @@ from pathlib import Path
 from bertdemo import storage
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
 from bertdemo.pretrain.heldout import EVAL_TOKENS
-from bertdemo.settings import DiskRules, Limits  # noqa: F401 - Limits: the caps check_public applies (its home: settings)
+from bertdemo.settings import DiskRules, Limits  # Limits: the caps check_public applies (its home: settings)
 
 ACTIVATION_BYTES = 180  # per (token × hidden unit × layer), kept for backward
 STATE_BYTES_PER_PARAM = 16  # weights + gradients + AdamW m and v, fp32

@@ -21,6 +21,7 @@ import tokenize
 import typing
 import unicodedata
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -222,7 +223,7 @@ class TrainConfig:
             name = _LEGACY_NAMES.get(name, name)
             if name not in where:
                 raise ValueError(f"Unknown setting {name!r}.")
-            group, f = where[name]
+            group, _f = where[name]
             groups[group][name] = _checked(name, types[name], value)
         return cls(**{group: GROUPS[group](**values) for group, values in groups.items()})
 
@@ -326,7 +327,7 @@ class TrainConfig:
 
     def _validate_levers(self) -> None:
         """The settings that speed up a run's first minutes: ValueError when one cannot train."""
-        m, o, opt = self.model, self.objective, self.optim
+        m, opt = self.model, self.optim
         if not (math.isfinite(m.locality_bias) and 0.0 <= m.locality_bias <= MAX_LOCALITY_BIAS):
             raise ValueError(f"locality_bias must be between 0 (off) and {MAX_LOCALITY_BIAS:g}, got {m.locality_bias}.")
         if not 0.0 <= m.locality_fade <= 1.0:
@@ -381,7 +382,7 @@ def parse_seq_len_schedule(text: str, steps: int) -> list[tuple[int, int]]:
                              "e.g. 128:0.9,512:0.1.") from None
     if any(f <= 0 for _, f in phases) or abs(sum(f for _, f in phases) - 1.0) > 1e-6:
         raise ValueError(f"Block-length schedule {text!r}: the fractions must be positive and sum to 1.")
-    if any(b[0] < a[0] for a, b in zip(phases, phases[1:])):
+    if any(b[0] < a[0] for a, b in pairwise(phases)):
         raise ValueError(f"Block-length schedule {text!r}: block lengths must not shrink.")
     out, start, acc = [], 0, 0.0
     for length, fraction in phases:

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from bertdemo.models.causal import is_left_to_right, predicting_positions
-from bertdemo.pretrain.heldout import IGNORE_INDEX, HeldoutQuestions
 from bertdemo.pretrain.hardware import autocast
+from bertdemo.pretrain.heldout import IGNORE_INDEX, HeldoutQuestions
 from bertdemo.pretrain.masking import allowed_pieces, continuation_lookup, mask_contexts
 
 if TYPE_CHECKING:

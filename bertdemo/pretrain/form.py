@@ -14,9 +14,9 @@ from typing import Any
 from bertdemo.models.policy import is_within
 from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.budget import check_public
-from bertdemo.settings import Limits
 from bertdemo.pretrain.config import TrainConfig, setting_types
 from bertdemo.pretrain.data import UPLOAD_SUFFIXES, check_upload
+from bertdemo.settings import Limits
 
 UPLOAD = "upload"  # the corpus choice meaning "the file the page received"
 PUBLIC_CORPORA = ("wiki", "tinystories", UPLOAD)

@@ -18,7 +18,7 @@ from bertdemo.pretrain.budget import BURST_SECONDS
 def gpu_decorator(duration: int) -> Callable[[Callable], Callable]:
     """``spaces.GPU(duration=...)`` where the ``spaces`` package is installed; the identity elsewhere."""
     try:
-        import spaces  # noqa: PLC0415 - only on Hugging Face Spaces
+        import spaces  # only on Hugging Face Spaces
     except ImportError:
         return lambda fn: fn
     return spaces.GPU(duration=duration)

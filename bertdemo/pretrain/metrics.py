@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import dataclasses
 import io
 import math
 import unicodedata
@@ -25,7 +24,6 @@ from bertdemo.limits import PROBE_WINDOW
 from bertdemo.pretrain import timeline
 from bertdemo.pretrain.probes import answers_alike
 from bertdemo.runs.status import ACTIVE_STATUSES, SMOOTHING, LockedSnapshot, Status, debiased_ema
-
 
 Prediction = list[tuple[str, float]]  # top-k (token, probability) at one [MASK]
 PROBE_POINTS = 1_000  # probe evaluations kept; beyond, every other one is dropped (the whole run stays)
@@ -313,7 +311,7 @@ def metrics_csv(snap: RunSnapshot) -> str:
     return out.getvalue()
 
 
-def _cell(value: float | int | None) -> str:
+def _cell(value: float | None) -> str:
     """A CSV cell: ints as written, floats to 6 significant digits, a gap (None, NaN) empty."""
     if isinstance(value, int):
         return str(value)

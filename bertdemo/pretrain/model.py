@@ -25,7 +25,6 @@ from bertdemo.pretrain.fused_ce import Workspace, linear_cross_entropy
 from bertdemo.pretrain.locality import query_positions
 from bertdemo.pretrain.masking import IGNORE_INDEX, MaskedBatch, continuation_lookup, make_nsp_pairs, mask_tokens
 
-
 BertPretrainModel = BertForMaskedLM | BertForPreTraining | BertLMHeadModel
 
 

@@ -34,19 +34,26 @@ from bertdemo.pretrain import budget, checkpoints, timeline
 from bertdemo.pretrain.config import TrainConfig, param_count_of_model
 from bertdemo.pretrain.data import Blocks, prepare_blocks
 from bertdemo.pretrain.evaluation import answer_questions, evaluate_heldout, predict_masks, probe_answers
+from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
 from bertdemo.pretrain.heldout import heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams, landmark_losses
 from bertdemo.pretrain.locality import LocalityBias, locality_checkpoint_note
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot, history_dict, metrics_csv, restore_history
+from bertdemo.pretrain.model import (
+    BatchMaker,
+    PretrainObjective,
+    apply_freeze,
+    build_model,
+    load_checkpoint_model,
+    load_weights,
+    model_from_config,
+    remove_position_embeddings,
+    starts_on_neighbours,
+)
 from bertdemo.pretrain.probes import tracked_probes
-from bertdemo.pretrain.model import (BatchMaker, PretrainObjective, apply_freeze, build_model,
-                                     load_checkpoint_model, load_weights, model_from_config, remove_position_embeddings,
-                                     starts_on_neighbours)
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
 from bertdemo.settings import DiskRules
-from bertdemo.pretrain.hardware import autocast, keep_freed_memory, thread_count, use_bf16
-
 
 FINAL_EVAL_SECONDS = 15.0  # the evaluation a stopped run makes before its last checkpoint ends by then
 
@@ -344,7 +351,7 @@ class Trainer:
     def _evaluate(self, final: bool) -> None:
         if final:
             deadline = time.monotonic() + FINAL_EVAL_SECONDS
-            should_stop = lambda: time.monotonic() > deadline  # noqa: E731
+            should_stop = lambda: time.monotonic() > deadline
         else:
             should_stop = self.control.stop_event.is_set
         result = answer_questions(self.model, self.questions[self.seq_len], self.device, self.bf16, should_stop)
@@ -456,7 +463,7 @@ def run_training(
     where = {"device": str(cfg.system.device)}
     try:
         return _train(cfg, metrics, Path(run_folder), control, dist, dict(run_info or {}), on_step, disk, where)
-    except Exception as err:  # the thread must report, not die silently; earlier checkpoints stay
+    except Exception as err:  # noqa: BLE001 - the thread must report, not die silently; earlier checkpoints stay
         failure = err
         metrics.update(status=Status.FAILED, message=failure_message(err, cfg, where["device"]))
         if not isinstance(err, ValueError) and not is_out_of_memory(err):
@@ -494,9 +501,9 @@ def _train(cfg: TrainConfig, metrics: MetricsBuffer, run_folder: Path, control: 
                 trainer.wait_while_paused()
                 continue
             trainer.train_step()
-            if trainer.step % cfg.monitor.log_every == 0 or trainer.step == cfg.optim.steps:
-                if trainer.log(control.stop_event.is_set()) and not single:
-                    break  # every rank leaves at this same step
+            logs = trainer.step % cfg.monitor.log_every == 0 or trainer.step == cfg.optim.steps
+            if logs and trainer.log(control.stop_event.is_set()) and not single:
+                break  # every rank leaves at this same step
             metrics.update(step=trainer.step)
             trainer.evaluate_and_save_if_due()
             if control.probe_event.is_set():

@@ -153,7 +153,7 @@ class RunService:
             return ""
         try:
             class_id = self.class_of(visitor)
-        except Exception:  # noqa: BLE001 - the class database unreachable: the member counts on their address alone
+        except Exception:  # the class database unreachable: the member counts on their address alone
             log.exception("Could not read a class member's class")
             return ""
         return CLASS_SHARE + class_id if class_id else ""
@@ -312,7 +312,7 @@ class RunService:
             for listener in self.on_start:
                 try:
                     listener(started.visitor, started.run_id, started.kind)
-                except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of, nor the others
+                except Exception:  # a listener's fault never stops the run it heard of, nor the others
                     log.exception("A run-start listener failed for run %s", started.run_id)
 
         run.start_listeners.append(tell)  # a later run of the same turn (Train both's second twin) is heard too
@@ -355,4 +355,5 @@ class RunService:
         for run in live:
             run.stop()
         deadline = time.monotonic() + timeout
-        return all([run.join(max(0.0, deadline - time.monotonic())) for run in live])
+        # a list, not a generator: every run is joined, also after one did not end in time
+        return all([run.join(max(0.0, deadline - time.monotonic())) for run in live])  # noqa: C419

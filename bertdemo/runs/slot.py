@@ -103,7 +103,7 @@ class BackgroundRun:
         for listener in list(self.start_listeners):
             try:
                 listener(self)
-            except Exception:  # noqa: BLE001 - a listener's fault never stops the run it heard of
+            except Exception:  # a listener's fault never stops the run it heard of
                 log.exception("A run-start listener failed for run %s", self.run_id)
 
     def start(self, machine_lock: FileLock | None = None) -> BackgroundRun:

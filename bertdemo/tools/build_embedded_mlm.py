@@ -40,8 +40,8 @@ import torch
 from transformers import PretrainedConfig
 
 from bertdemo import storage
-from bertdemo.models import embedded
 from bertdemo.locks import MODEL_INIT_LOCK
+from bertdemo.models import embedded
 
 EXPORT_DTYPE = torch.float16
 

@@ -96,7 +96,7 @@ def fortune_docs(root: Path | None = None, files: Iterable[str] | None = None) -
     docs: list[str] = []
     for name in files:
         text = (root / name).read_text(encoding="utf-8", errors="replace")
-        for cookie in re.split(r"^%\s*$", text, flags=re.M):
+        for cookie in re.split(r"^%\s*$", text, flags=re.MULTILINE):
             cookie = " ".join(cookie.split())
             if len(cookie) > 20:
                 docs.append(cookie)
@@ -170,8 +170,7 @@ def build(out: Path, cloze_file: Path | Iterable[Path] = DEFAULT_CLOZE, weights:
     random.Random(seed).shuffle(mixed)
     out.parent.mkdir(parents=True, exist_ok=True)
     with storage.atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for doc in mixed:
-            fh.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
+        fh.writelines(json.dumps({"text": doc}, ensure_ascii=False) + "\n" for doc in mixed)
     log(f"wrote {len(mixed)} documents to {out}")
     return counts
 

@@ -13,15 +13,12 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo import compat
+from bertdemo.lazy import LazyModule
 from bertdemo.models.causal import is_left_to_right
 from bertdemo.snippets import views as snippets
+from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.code_panel import code_panel
-from bertdemo.ui import first_show, lanes
-
-from bertdemo.ui import common
-
 from bertdemo.ui.common import progress_callback
-from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ import gradio as gr
 from bertdemo import storage
 from bertdemo.classroom.report import ClassReport, class_report, csv_text, utc_time
 from bertdemo.classroom.store import ClassStore, one_line
+from bertdemo.lazy import LazyModule
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
 from bertdemo.runs.service import ClassPlaces
 from bertdemo.settings import Limits
@@ -47,7 +48,6 @@ from bertdemo.ui import downloads
 from bertdemo.ui.class_gallery import finetune_gallery_spec
 from bertdemo.ui.common import user_errors, visitor_of
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.pretrain_tab import OWNER_KEY
 from bertdemo.ui.tab_poll import STOP_WHEN_HIDDEN_JS, unsent

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.snippets.views import ENGINE_TOKENIZER
 from bertdemo.models import availability, embedded
+from bertdemo.snippets.views import ENGINE_TOKENIZER
 from bertdemo.ui import common, lanes
 
 if TYPE_CHECKING:

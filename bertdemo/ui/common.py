@@ -5,18 +5,19 @@ from __future__ import annotations
 import functools
 import html
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from bertdemo import compat
+from bertdemo.explore.messages import no_head_message
 from bertdemo.models import availability
 from bertdemo.models.load_errors import mask_paths
-from bertdemo.viz.model_info import model_summary
-from bertdemo.viz.text import literal
-from bertdemo.explore.messages import no_head_message
 from bertdemo.traffic import VISITOR_HEADER
 from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.viz.model_info import model_summary
+from bertdemo.viz.text import literal
 
 if TYPE_CHECKING:
     from bertdemo.lazy import ModelSource as ModelStore
@@ -53,7 +54,7 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
             raise
         except ValueError as exc:
             raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc  # not a fault
-        except Exception as exc:  # noqa: BLE001 - the page must get an answer, never a hung spinner
+        except Exception as exc:  # the page must get an answer, never a hung spinner
             log.exception("Handler %s failed", fn.__name__)
             raise gr.Error(toast_text(unexpected_error_message(exc, public)), duration=None,
                            print_exception=False) from exc  # logged once, above

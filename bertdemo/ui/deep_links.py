@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import urlencode
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import gradio as gr
 

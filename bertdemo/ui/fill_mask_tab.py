@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import functools
 import contextlib
+import functools
 import logging
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from bertdemo import limits
+from bertdemo.lazy import LazyModule
+from bertdemo.models import availability
 from bertdemo.request_budget import WorkStopped
 from bertdemo.snippets import views as snippets
-from bertdemo.ui.code_panel import code_panel
-
 from bertdemo.ui import common
-
-from bertdemo import limits
-from bertdemo.models import availability
+from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.common import answered_line, labelled_choices, progress_callback
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

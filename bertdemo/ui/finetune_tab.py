@@ -292,7 +292,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         """Every layer of `model` probed on `task` (length, bigram_shift or topic): test accuracy of a linear
         probe on mean-pooled and [CLS] features, the same on a random-weight model of the same shape, and the
         majority class; `best`: the layer and pooling chosen on validation, with its test accuracy."""
-        if task not in dict((v, k) for k, v in PROBE_TASKS):
+        if task not in {v: k for k, v in PROBE_TASKS}:
             raise ValueError(f"task must be one of {', '.join(v for _, v in PROBE_TASKS)}.")
         loaded = store.get(model)
         result = lab.layer_probes(loaded, task, budget=current_budget())

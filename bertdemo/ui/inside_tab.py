@@ -12,19 +12,16 @@ it (``PlotlyFigure(lazy=True)``). A section that cannot answer (no [MASK], no ri
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.snippets import views as snippets
-from bertdemo.ui.code_panel import code_panel
-from bertdemo.ui import lanes
-
-from bertdemo.ui import common
-
-from bertdemo.limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
-from bertdemo.ui.common import progress_callback
 from bertdemo.lazy import LazyModule
+from bertdemo.limits import MAX_INSIDE_TOKENS, MAX_LENS_TOP_K, MAX_MASKS
+from bertdemo.snippets import views as snippets
+from bertdemo.ui import common, lanes
+from bertdemo.ui.code_panel import code_panel
+from bertdemo.ui.common import progress_callback
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

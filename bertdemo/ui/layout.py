@@ -7,11 +7,25 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.settings import Limits
-from bertdemo.ui import attention_tab, class_tab, deep_links, fill_mask_tab, finetune_tab, inside_tab, learn_tab, masking_tab, pretrain_tab, static, tokenizer_tab, words_tab
-from bertdemo.ui import access, theme
+from bertdemo.ui import (
+    access,
+    attention_tab,
+    class_tab,
+    deep_links,
+    fill_mask_tab,
+    finetune_tab,
+    inside_tab,
+    learn_tab,
+    masking_tab,
+    pretrain_tab,
+    static,
+    status_targets,
+    theme,
+    tokenizer_tab,
+    words_tab,
+)
 from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
-from bertdemo.ui import status_targets
 from bertdemo.ui.heavy_requests import apply_budgets
 from bertdemo.ui.request_limits import guard_events
 

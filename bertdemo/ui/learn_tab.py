@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from bertdemo.lazy import LazyModule
 from bertdemo.learn import concept_check, live_run, predictions, steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common, first_show, lanes
-from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
-from bertdemo.lazy import LazyModule
+from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.pretrain_tab import OWNER_KEY
 
 if TYPE_CHECKING:

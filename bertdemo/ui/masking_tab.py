@@ -8,16 +8,16 @@ callers); the page's own button answers in one event with that JSON and everythi
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.ui import common, lanes
-from bertdemo.snippets import views as snippets
-from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
-
 from bertdemo import limits
 from bertdemo.lazy import LazyModule
+from bertdemo.snippets import views as snippets
+from bertdemo.ui import common, lanes
+from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

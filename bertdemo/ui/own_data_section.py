@@ -22,8 +22,16 @@ from typing import Any
 import gradio as gr
 
 from bertdemo.finetune.config import EMBEDDED, RANDOM, config_from_request
-from bertdemo.finetune.own_data import (MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS, MIN_LABELS,
-                                        MIN_PER_LABEL, SENTIMENT_EXAMPLE, WORDS_EXAMPLE)
+from bertdemo.finetune.own_data import (
+    MAX_EXAMPLES,
+    MAX_LABELS,
+    MAX_PASTE_CHARS,
+    MAX_TEXT_CHARS,
+    MIN_LABELS,
+    MIN_PER_LABEL,
+    SENTIMENT_EXAMPLE,
+    WORDS_EXAMPLE,
+)
 from bertdemo.finetune.own_export import WEIGHTS_DTYPE, model_zip
 from bertdemo.finetune.own_run import DATA_FILE, own_request, read_result
 from bertdemo.runs.uploads import forget_original_upload

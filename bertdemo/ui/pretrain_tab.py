@@ -21,27 +21,24 @@ from typing import Any, Protocol
 
 import gradio as gr
 
-from bertdemo.ui import common, twins_section
-
 from bertdemo import compat, storage
-from bertdemo.models.device import zero_gpu
+from bertdemo.finetune.metrics import FinetuneSnapshot
+from bertdemo.lazy import LazyModule
 from bertdemo.limits import MAX_EXPECTED_CHARS
+from bertdemo.models.device import zero_gpu
 from bertdemo.pretrain.config import CUSTOM, OBJECTIVES, PRESETS, TrainConfig
 from bertdemo.pretrain.form import UPLOAD
 from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
-from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.snippets import views as snippets
+from bertdemo.ui import common, run_starts, twins_section
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
-from bertdemo.lazy import LazyModule
+from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
-from bertdemo.ui import run_starts
 from bertdemo.ui.run_queue_panel import QueuePanel
 from bertdemo.ui.tab_poll import TabPoll
-from bertdemo.finetune.metrics import FinetuneSnapshot
-from bertdemo.viz import finetune as finetune_viz
-from bertdemo.viz import run_curves
+from bertdemo.viz import finetune as finetune_viz, run_curves
 from bertdemo.viz.text import html_code, literal
 
 probe_engine = LazyModule("bertdemo.explore.order_probe")
@@ -414,7 +411,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         """The page's Delete: name the run and ask once more."""
         if not run_id:
             raise ValueError("Pick a run first.")
-        label = dict((value, label) for label, value in runs.run_choices()).get(run_id, run_id)
+        label = {value: label for label, value in runs.run_choices()}.get(run_id, run_id)
         return gr.update(visible=True), (f"Delete run {html_code(run_id)} ({literal(label)})? Its checkpoints "
                                          "and metrics leave this server for good.")
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, Self
 
 from bertdemo import compat
 
@@ -29,7 +30,7 @@ class WorkSignal(float):
     is a plain ``poll_s`` sleep (progress to send while an event runs), otherwise the signal's."""
 
     def __new__(cls, seconds: float, poll_s: float = 0.0, polling: Callable[[], bool] = lambda: False
-                ) -> "WorkSignal":
+                ) -> Self:
         signal = super().__new__(cls, seconds)
         signal.poll_s, signal.polling = poll_s, polling
         signal._event = None  # made in the loop that first waits (a relaunched app runs a new loop)
@@ -51,7 +52,7 @@ class WorkSignal(float):
             self._loop, self._event = loop, asyncio.Event()
         try:
             await asyncio.wait_for(self._event.wait(), float(self))
-        except asyncio.TimeoutError:  # the longest wait is over: look anyway
+        except TimeoutError:  # the longest wait is over: look anyway
             pass
         # no await between the wake and this clear: a set() that came meanwhile is for work the loop sees next
         self._event.clear()

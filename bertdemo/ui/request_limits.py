@@ -16,7 +16,8 @@ import functools
 import inspect
 import json
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gradio as gr
 from gradio_client.utils import is_http_url_like

@@ -12,7 +12,8 @@ entry is what the eager copy held, and a page open pays for none of it.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from bertdemo import compat
 

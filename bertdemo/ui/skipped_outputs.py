@@ -14,7 +14,8 @@ gets the same answer, except that a skipped ``gr.HTML`` (a figure) no longer car
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from bertdemo import compat
 

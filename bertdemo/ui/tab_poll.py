@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any
 
 import gradio as gr
 
@@ -94,9 +95,9 @@ class TabPoll:
         self._after: list[Any] = []
         self._wired = False
         self._viewer: Any = None
-        self._viewing: Callable[[str], ContextManager] | None = None
+        self._viewing: Callable[[str], contextlib.AbstractContextManager] | None = None
 
-    def follow(self, viewer: Any, viewing: Callable[[str], ContextManager]) -> None:
+    def follow(self, viewer: Any, viewing: Callable[[str], contextlib.AbstractContextManager]) -> None:
         """Read every part inside ``viewing(token)``, ``token`` the value of the page's ``viewer`` component (its
         owner token): with several runs at once, the run services then answer with this page's own run."""
         self._viewer, self._viewing = viewer, viewing

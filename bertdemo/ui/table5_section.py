@@ -17,9 +17,8 @@ import gradio as gr
 from bertdemo.finetune import table5
 from bertdemo.finetune.table5_run import start_cell
 from bertdemo.runs.status import ACTIVE_STATUSES
-from bertdemo.ui.common import user_errors as wrap_errors
 from bertdemo.ui import run_starts
-from bertdemo.ui.common import visitor_of
+from bertdemo.ui.common import user_errors as wrap_errors, visitor_of
 from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import table5 as viz
 

@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from bertdemo.ui import common
-from bertdemo.snippets import views as snippets
-from bertdemo.ui.code_panel import code_panel
-from bertdemo.ui import lanes
-
 from bertdemo.explore import tokens, wordpiece_learn
 from bertdemo.models import availability
-from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
-from bertdemo.viz import wordpiece as wordpiece_view
+from bertdemo.snippets import views as snippets
+from bertdemo.ui import common, lanes
+from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.common import labelled_choices
+from bertdemo.viz import wordpiece as wordpiece_view
+from bertdemo.viz.chips import TABLE_HEADERS, notebook_view, render_chips, render_stats, table_rows
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext

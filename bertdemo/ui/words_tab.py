@@ -12,14 +12,21 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.assets import sense_sets
+from bertdemo.lazy import LazyModule
+from bertdemo.limits import (
+    MAX_ATTR_TOKENS,
+    MAX_IG_STEPS,
+    MAX_INDEX_TOKENS,
+    MAX_MASKS,
+    MAX_NEIGHBOURS,
+    MAX_WIC_SENTENCES,
+    MAX_WIC_TOKENS,
+)
 from bertdemo.snippets import words as word_code
-from bertdemo.limits import MAX_ATTR_TOKENS, MAX_IG_STEPS, MAX_INDEX_TOKENS, MAX_MASKS
-from bertdemo.limits import MAX_NEIGHBOURS, MAX_WIC_SENTENCES, MAX_WIC_TOKENS
 from bertdemo.ui import common
 from bertdemo.ui.code_panel import code_panel
 from bertdemo.ui.common import progress_callback
 from bertdemo.ui.heavy_requests import current_budget
-from bertdemo.lazy import LazyModule
 from bertdemo.ui.plotly_figure import PlotlyFigure
 
 if TYPE_CHECKING:

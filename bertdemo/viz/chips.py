@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import html
 
-from bertdemo.explore.tokens import MAX_CHANGED_SHOWN, TokenTable
 from bertdemo.english import noun_for
+from bertdemo.explore.tokens import MAX_CHANGED_SHOWN, TokenTable
 from bertdemo.viz.text import md_code
 
 # Soft backgrounds, cycled per word; sentence B uses the second palette so segments read apart.

@@ -8,6 +8,7 @@ point. Numpy, vectorised: a live page redraws these every few seconds and the se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,7 +48,7 @@ def rounded(values: Sequence[float | None], digits: int = SIGNIFICANT_DIGITS) ->
     safe = np.where(finite & (a != 0), np.abs(a), 1.0)
     scale = 10.0 ** (digits - 1 - np.floor(np.log10(safe)))
     out = np.where(finite, np.round(a * scale) / scale, np.nan).tolist()
-    return [None if v != v else v for v in out]
+    return [None if math.isnan(v) else v for v in out]
 
 
 def downsample(x: Sequence, y: Sequence, max_points: int = MAX_DRAWN_POINTS) -> tuple[list, list]:

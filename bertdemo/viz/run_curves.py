@@ -14,17 +14,28 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 import plotly.graph_objects as go
 
 from bertdemo.pretrain.budget import clock_text
 from bertdemo.pretrain.config import VOCAB_SIZE
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS, LANDMARKS
-from bertdemo.pretrain.measured import (CORPUS_DOCUMENTS, CORPUS_WORDS, DEFAULT_RUN, FACT_PHRASE,
-                                       FACT_PHRASE_COUNT, LONGER_RUN, MEASURED_ON, PROBE, WORD_COUNT, MeasuredRun)
+from bertdemo.pretrain.measured import (
+    CORPUS_DOCUMENTS,
+    CORPUS_WORDS,
+    DEFAULT_RUN,
+    FACT_PHRASE,
+    FACT_PHRASE_COUNT,
+    LONGER_RUN,
+    MEASURED_ON,
+    PROBE,
+    WORD_COUNT,
+    MeasuredRun,
+)
 from bertdemo.pretrain.metrics import RunSnapshot, has_values, latest
-from bertdemo.runs.status import debiased_ema
 from bertdemo.pretrain.probes import IN_TOP, PLATEAU_TEXT
+from bertdemo.runs.status import debiased_ema
 from bertdemo.viz.downsample import MAX_DRAWN_POINTS, downsample, rounded
 from bertdemo.viz.text import html_code, literal, plotly_text
 
@@ -291,7 +302,7 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
 def _held_out_at(xs: list, losses: list, x: float) -> float | None:
     """The held-out loss at ``x`` (steps or seconds), interpolated between the evaluations around it."""
     points = [(a, b) for a, b in zip(xs, losses) if b is not None and math.isfinite(b)]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+    for (x0, y0), (x1, y1) in pairwise(points):
         if x0 <= x <= x1:
             return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return points[-1][1] if points and points[-1][0] == x else None

@@ -4,7 +4,7 @@ in Markdown and in HTML, bold. Counts read as English live in :mod:`bertdemo.eng
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def md_cell(text: object) -> str:

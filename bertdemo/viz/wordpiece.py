@@ -38,7 +38,7 @@ def learning_markdown(learnt: list[LearntVocabulary]) -> str:
         "again and again, the merge of two pieces that pairs most often in the text, until the vocabulary has "
         "the size asked for. Frequent words end up whole, rare ones stay in pieces:\n\n"
         "| vocabulary size | characters | merged pieces | the word |\n|---|---|---|---|\n" + rows +
-        f"\nThe first pieces merged (the commonest pairs of this text): "
+        "\nThe first pieces merged (the commonest pairs of this text): "
         + ", ".join(html_code(p) for p in first) + ".  \n"
         "BERT's 30,522 pieces were learnt the same way from its own pretraining text (Wikipedia and BookCorpus, "
         "much larger than this one), which is why its vocabulary holds *token* and *##ization*. Google did not publish "

@@ -18,6 +18,7 @@ from gradio_client.exceptions import AppError
 
 from tests.helpers import wait_until
 
+
 def chip_tokens(chips_html: str) -> list[tuple[int, str]]:
     """(id, token) of every chip in the chips HTML."""
     spans = re.findall(r'<span class="token-chip" data-id="(\d+)"[^>]*><span class="chip-text"[^>]*>(.*?)</span>',

@@ -14,14 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
 from bertdemo.ui.access import ANSWERS
 
 from .conftest import screenshot
-from .pages import (RUN_TIMEOUT_MS, create_class, open_app, open_tab, open_tab_by_name, plot_ready, resize,
-                    wait_idle)
+from .pages import RUN_TIMEOUT_MS, create_class, open_app, open_tab, open_tab_by_name, plot_ready, resize, wait_idle
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 BLOCKING = ("critical", "serious")
@@ -95,10 +93,9 @@ def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url:
         page = context.new_page()
         try:
             open_app(page, app_url)
-            for tab in MAIN:
+            for tab, (button, answer) in MAIN.items():
                 open_tab_by_name(page, tab)
                 run_main_action(page, tab)
-                button, answer = MAIN[tab]
                 if width < 640 and answer is not None:  # the answer comes into view when the button is pressed
                     try:  # on screen, in its upper half (the page scrolls at its next frame, then as it settles)
                         page.wait_for_function(IN_UPPER_HALF_JS, arg=ANSWERS[button], timeout=IN_VIEW_TIMEOUT_MS)

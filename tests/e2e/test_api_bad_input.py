@@ -10,6 +10,7 @@ from gradio_client.exceptions import AppError
 
 from .api import attend, chip_tokens, expect_error, fill, plotly_figure, tokenize
 
+
 def test_empty_text_is_refused_clearly(client, model):
     expect_error(lambda: tokenize(client, "", "", model), "enter some text")
     expect_error(lambda: tokenize(client, "   ", "", model), "enter some text")

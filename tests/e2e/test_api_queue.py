@@ -94,7 +94,7 @@ def test_with_two_slots_two_visitors_train_at_once_and_a_third_queues(app_model_
         for who in ("b", "c"):
             clients[who].predict(f"tok-{who}", api_name="/stop_run")
         for who in ("a", "b", "c"):
-            wait_until(lambda: clients[who].predict(f"tok-{who}", api_name="/run_status")["status"] == "stopped",
+            wait_until(lambda who=who: clients[who].predict(f"tok-{who}", api_name="/run_status")["status"] == "stopped",
                        timeout=120, interval=1.0, what=f"run {who} to stop")
         for who, run_id in ids.items():  # each stopped run saved its own checkpoint
             assert any((tmp_path / "runs" / run_id).rglob("config.json")), run_id

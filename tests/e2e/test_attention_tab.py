@@ -10,8 +10,8 @@ import json
 
 import numpy as np
 
-from .conftest import screenshot
 from .api import as_array, expect_error, plotly_figure
+from .conftest import screenshot
 
 
 def test_api_surface(client):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 
-
 from playwright.sync_api import Page, expect
 
 from bertdemo.viz.heatmaps import OverviewGeometry

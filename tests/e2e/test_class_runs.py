@@ -98,7 +98,7 @@ def test_members_behind_one_address_start_runs_recorded_as_themselves(public_ser
             wait_ended(client)
         listed = sorted(class_report(store, new.teacher_key).runs)
         assert listed == [("Ada", started["Ada"], "pretrain"), ("Bob", started["Bob"], "pretrain")]
-        for name in started:  # what the runs leave behind goes: each owner deletes theirs
-            client.predict(started[name], f"owner-{name}", api_name="/delete_run")
+        for name, run_id in started.items():  # what the runs leave behind goes: each owner deletes theirs
+            client.predict(run_id, f"owner-{name}", api_name="/delete_run")
     finally:
         store.db.close()

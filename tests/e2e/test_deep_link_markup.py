@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-
 from playwright.sync_api import Page, expect
 
 from .pages import RUN_TIMEOUT_MS

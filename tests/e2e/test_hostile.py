@@ -21,7 +21,6 @@ from tests.helpers import wait_until
 
 from .api import ANSWER_TIMEOUT_S, QueueCall, app_config, fn_index, post_json, upload, upload_request
 
-
 HOSTILE = {
     "oversized text": "word " * 60_000,  # 300,000 characters: past every text limit, under the door's body cap
     "huge number": 1e18,

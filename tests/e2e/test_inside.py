@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from .conftest import screenshot
 from .api import expect_error, plotly_figure
+from .conftest import screenshot
 
 SENTENCE = "The cat sat on the [MASK]."
 ENDPOINTS = {"/inside_embeddings", "/inside_layer", "/logit_lens", "/mlm_loss", "/param_breakdown"}
@@ -60,10 +60,10 @@ def test_param_breakdown_endpoint_sums_to_the_model(client, model, app_model_dir
 
 
 def test_step_views_check_out_against_the_model(client, model):
-    emb_md, emb_plot, pos_plot, order_md = client.predict(SENTENCE, model, api_name="/inside_embeddings")
+    emb_md, _emb_plot, _pos_plot, order_md = client.predict(SENTENCE, model, api_name="/inside_embeddings")
     assert model in emb_md and "cosine 1.000" in order_md
     assert float(re.search(r"max \|difference\| = (\d\.\de[+-]\d+)", emb_md).group(1)) < 1e-5
-    layer_md, neuron, steps = client.predict(SENTENCE, model, 1, 1, 2, api_name="/inside_layer")
+    layer_md, _neuron, steps = client.predict(SENTENCE, model, 1, 1, 2, api_name="/inside_layer")
     diffs = [float(x) for x in re.findall(r"max \|difference\| = (\d\.\de[+-]\d+)", layer_md)]
     assert len(diffs) == 2 and max(diffs) < 1e-4, layer_md
     assert len(plotly_figure(steps)["data"]) == 15

@@ -34,11 +34,11 @@ def session_calls(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
     from mcp.client.streamable_http import streamablehttp_client
 
     async def go():
-        async with streamablehttp_client(url + "gradio_api/mcp/") as (read, write, _):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                tools = (await session.list_tools()).tools
-                return tools, [await session.call_tool(name, args) for name, args in calls]
+        async with (streamablehttp_client(url + "gradio_api/mcp/") as (read, write, _),
+                    ClientSession(read, write) as session):
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            return tools, [await session.call_tool(name, args) for name, args in calls]
 
     return run_coroutine(go(), timeout=180)
 

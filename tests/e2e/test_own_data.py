@@ -10,7 +10,6 @@ from gradio_client import Client
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
-
 from tests.e2e.conftest import screenshot
 from tests.e2e.pages import open_tab
 from tests.e2e.test_finetune import PRETRAIN, wait_status

@@ -9,7 +9,6 @@ import pytest
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import WORDS_EXAMPLE, parse_words
-
 from tests.e2e.conftest import screenshot
 from tests.e2e.pages import open_tab
 from tests.e2e.test_own_data import finished_own_run

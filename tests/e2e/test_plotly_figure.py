@@ -9,8 +9,8 @@ from __future__ import annotations
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
-from plotly.subplots import make_subplots
 from playwright.sync_api import expect
+from plotly.subplots import make_subplots
 
 from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure
 

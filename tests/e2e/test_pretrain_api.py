@@ -6,6 +6,8 @@ the step -> resume -> stop writes a checkpoint that Fill-Mask can load by its pa
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
@@ -65,10 +67,10 @@ def test_live_run_pause_resume_stop_and_query_checkpoint(app_url, runs_dir):
         # the default locality bias: the strength each evaluation ran with, full at the first, fading after
         help_ = snap["locality_strength"]
         assert snap["locality_plan"] == "fades" and len(help_) == len(snap["eval_steps"]) and help_[0] == 1.0
-        assert all(later <= earlier for earlier, later in zip(help_, help_[1:])) and help_[-1] < 1.0
+        assert all(later <= earlier for earlier, later in pairwise(help_)) and help_[-1] < 1.0
 
         # The inference tabs keep answering while the run trains.
-        _, stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
+        _, _stats, table = client.predict("Still answering?", "", "", api_name="/tokenize")
         assert table["data"][0][1] == "[CLS]"
         _, filled, _, predictions = client.predict("Nice to [MASK] you.", "", "", 3, "", "", False,
                                                    api_name="/fill_mask")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-
 from playwright.sync_api import Page, expect
 
 from .conftest import screenshot

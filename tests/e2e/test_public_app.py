@@ -11,7 +11,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertdemo.models.policy import REFUSED
@@ -187,6 +186,7 @@ def test_bad_uploads_get_their_own_message_and_a_good_one_is_not_served_back(pub
     from playwright.sync_api import expect
 
     from bertdemo.models.embedded import wiki_summaries
+
     from .pages import RUN_TIMEOUT_MS, open_app, open_tab
 
     cases = [("binary.txt", b"\x00\x01\x02 some bytes \x00", "looks like a binary file"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import uuid
 
-
 from playwright.sync_api import expect
 
 from bertdemo.ui.pretrain_tab import OWNER_KEY

@@ -16,7 +16,8 @@ from gradio_client.exceptions import AppError
 from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
 from tests.helpers import visitor_client
 
-from .api import QueueCall, RUN, app_config, fn_index, upload, wait_ended
+from .api import RUN, QueueCall, app_config, fn_index, upload, wait_ended
+
 
 def refusal(client: Client, *args, api_name: str) -> str:
     with pytest.raises(AppError) as err:

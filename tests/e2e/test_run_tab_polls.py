@@ -15,9 +15,8 @@ import httpx
 from gradio_client import Client
 from playwright.sync_api import expect
 
-from tests.helpers import wait_until
-
 from bertdemo.ui.tab_poll import IDLE_SECONDS
+from tests.helpers import wait_until
 
 from .pages import JOINS, RUN_TIMEOUT_MS
 

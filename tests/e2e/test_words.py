@@ -7,8 +7,8 @@ import urllib.parse
 
 from playwright.sync_api import expect
 
-from .conftest import screenshot
 from .api import expect_error
+from .conftest import screenshot
 from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
 
 LINES = "river | We sat on the bank of the river.\nmoney | The bank raised its rates.\nriver | The bank was muddy."
