@@ -124,6 +124,10 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "gradio.blocks.convert_component_dict_to_list / Block.stateful",
                "bertdemo/ui/skipped_outputs.py pass_skipped_outputs", GRADIO,
                "an output an answer leaves as it is (gr.skip()) is not rebuilt and configured again for nothing"),
+    Touchpoint("gradio", "Blocks.call_function(block_fn, processed_input, iterator, requests, ...) (rebound on the "
+               "instance; called once per answer, each step of a generator too, with the request)",
+               "bertdemo/ui/callers.py serve_as_visitors", GRADIO,
+               "every event of a public server runs as its visitor: the one place the run-access rule learns who asks"),
     Touchpoint("gradio", "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)",
                "bertdemo/ui/queue_polling.py poll_less", GRADIO,
                "the queue looks for work every 5 ms, not every 1 ms, while it has none"),
@@ -230,6 +234,25 @@ def wrap_postprocess(blocks: Any, make: Callable[[Callable], Callable]) -> None:
     """Replace the app's step that turns an event's answer into what the page gets (``blocks.postprocess_data(
     block_fn, predictions, state)``, a coroutine gradio calls on the instance) with ``make(the original)``."""
     blocks.postprocess_data = make(blocks.postprocess_data)
+
+
+def wrap_call_function(blocks: Any, make: Callable[[Callable], Callable]) -> None:
+    """Replace the app's step that runs an event's handler (``blocks.call_function(block_fn, processed_input,
+    iterator, requests, ...)``, a coroutine gradio calls on the instance for each answer — each step of a generator
+    too) with ``make(the original)``."""
+    blocks.call_function = make(blocks.call_function)
+
+
+def call_request(call_function: Callable, args: tuple, kwargs: dict) -> Any:
+    """The request a ``call_function`` call serves (its ``requests``: one, or a batch's list, whose first is taken;
+    None when gradio passed none)."""
+    import inspect
+
+    try:
+        requests = inspect.signature(call_function).bind_partial(*args, **kwargs).arguments.get("requests")
+    except TypeError:
+        return None
+    return requests[0] if isinstance(requests, list) and requests else requests
 
 
 def event_outputs(block_fn: Any) -> list:

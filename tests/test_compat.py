@@ -383,6 +383,48 @@ def _canary_queue_asyncio():
         queueing.asyncio = before
 
 
+def _canary_call_function():
+    """Gradio runs each answer (each step of a generator too) through ``Blocks.call_function`` on the instance, with
+    the request: a context variable set around it reaches the handler in its worker thread."""
+    import contextvars
+
+    from gradio.blocks import Blocks
+
+    params = list(inspect.signature(Blocks.call_function).parameters)
+    assert params[:5] == ["self", "block_fn", "processed_input", "iterator", "requests"]
+    assert "await self.call_function(" in inspect.getsource(Blocks.process_api)  # looked up on the instance
+    seen = contextvars.ContextVar("canary_request", default=None)
+
+    def steps(text):
+        yield f"{text}:{seen.get()}"
+        yield f"{text}:{seen.get()}"
+
+    with gr.Blocks() as demo:
+        box, out = gr.Textbox(), gr.Textbox()
+        box.submit(lambda text: f"{text}:{seen.get()}", box, out)
+        box.change(steps, box, out)
+    plain, generator = list(compat.event_handlers(demo))
+
+    def make(original):
+        async def call_function(*args, **kwargs):
+            reset = seen.set(compat.call_request(original, args, kwargs))
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                seen.reset(reset)
+        return call_function
+
+    compat.wrap_call_function(demo, make)
+
+    async def answers():
+        first = await demo.call_function(plain, ["hi"], None, "request 1")
+        step = await demo.call_function(generator, ["hi"], None, ["request 2"])
+        later = await demo.call_function(generator, [], step["iterator"], ["request 3"])
+        return first["prediction"], step["prediction"], later["prediction"]
+
+    assert run_coroutine(answers()) == ("hi:request 1", "hi:request 2", "hi:request 3")
+
+
 CANARIES = {
     "gradio.queueing.Queue.push(body, request, username) (replaced on the instance)": _canary_queue_push,
     "gradio.queueing.Queue.process_events(events, batch, begin_time, fn) (replaced on the instance)":
@@ -428,6 +470,8 @@ CANARIES = {
     "Blocks.postprocess_data(block_fn, predictions, state) (rebound on the instance) / BlockFunction.outputs / "
     ".batch / .is_validator_function / gradio.blocks.convert_component_dict_to_list / Block.stateful":
         _canary_postprocess_data,
+    "Blocks.call_function(block_fn, processed_input, iterator, requests, ...) (rebound on the instance; called once "
+    "per answer, each step of a generator too, with the request)": _canary_call_function,
 }
 
 

@@ -33,12 +33,13 @@ from bertdemo.finetune.own_data import (
 from bertdemo.finetune.run import MODEL_DIRNAME, FinetuneRun
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
+from bertdemo.models.run_access import OWN_DATA_MARK
 from bertdemo.runs.status import Status
 
 log = logging.getLogger(__name__)
 
 TASK = "own"
-OWN_MARK = "-ft-own-"  # in every own-data run's id
+OWN_MARK = OWN_DATA_MARK  # in every own-data run's id (what marks a run from before the access record private)
 RESULT_FILE = "own_result.json"
 DATA_FILE = "own_data.csv"
 # a run on a few dozen sentences: a batch holds most of them, more passes (docs/benchmarks.md: its time and scores)
@@ -91,6 +92,7 @@ class OwnRun(FinetuneRun):
     word): cross-validated under 200 examples, split from 200."""
 
     id_label = "ft-own"  # OWN_MARK in its id
+    private = True  # the learner's own data: their run alone (bertdemo.models.run_access)
 
     def __init__(self, cfg: FinetuneConfig, data: OwnData | OwnWords, runs_dir: str | Path, **kwargs: Any) -> None:
         super().__init__(cfg, runs_dir, task_loader=lambda: data, **kwargs)

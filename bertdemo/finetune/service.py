@@ -2,9 +2,11 @@
 
 `FinetuneService` holds fine-tuning's own rules — the request checks (a ``run:`` start resolved to this
 server's checkpoint, the public time budget, the disk a saved model takes), the default topic task, the
-status as plain values, the saved runs and their ``ft:<id>`` models — and registers with the shared run
-service (:class:`bertdemo.runs.service.RunService`), which gives it the training slot, the owner token,
-the wall-time cap, the per-visitor quota, clean-up and shutdown. Torch-free at import.
+status as plain values, the saved runs and their ``ft:<id>`` models (a run on a learner's own data, or started
+from a private pretraining run, is private: listed and served to its holders alone,
+:mod:`bertdemo.models.run_access`) — and registers with the shared run service
+(:class:`bertdemo.runs.service.RunService`), which gives it the training slot, the owner token, the wall-time cap,
+the per-visitor quota, clean-up and shutdown. Torch-free at import.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from bertdemo.finetune.metrics import (
 from bertdemo.finetune.own_run import TASK as OWN_TASK, OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
-from bertdemo.models import run_refs
+from bertdemo.models import run_access, run_refs
+from bertdemo.models.checkpoint_layout import run_folder_of
 from bertdemo.runs import folders
 from bertdemo.runs.service import RunService
 
@@ -101,11 +104,13 @@ class FinetuneService:
                 request["task"] = task  # "topic" or "names": a setting of the run's config
         cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
         public = self.settings.public_limits
-        if cfg.init.startswith("run:"):
-            folder = run_refs.resolve_run_reference(cfg.init, self.runs_dir)
+        from_private = False
+        if cfg.init.startswith("run:"):  # another visitor's private run is none (run_access)
+            folder = run_refs.resolve_run_reference(cfg.init, self.runs_dir, owner_token)
             if folder is None or not (Path(folder) / "config.json").is_file():
                 raise ValueError(f"{cfg.init} is not a checkpoint of this server's runs: pick one from the list.")
             cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
+            from_private = run_access.is_private(run_folder_of(folder))
         cfg = cfg.replace(device=cfg.device if public is None else "cpu")
         if public is not None and (cfg.time_budget_s == 0 or cfg.time_budget_s > public.max_seconds):
             cfg = cfg.replace(time_budget_s=float(public.max_seconds))
@@ -120,6 +125,7 @@ class FinetuneService:
                       clock=self.runs.manager.clock)
         run = (FinetuneRun(cfg, self.runs_dir, loader, **common) if own is None
                else OwnRun(cfg, own, self.runs_dir, **common))
+        run.private = own is not None or from_private  # a visitor's data, or a model made from it
         self.runs.launch(run, owner_token)
         return run
 
@@ -171,20 +177,22 @@ class FinetuneService:
         """The topic task's landmarks (validation accuracy) when computed on this server (else {})."""
         return read_baselines(self.settings.cache_dir)
 
-    def ids(self) -> list[str]:
-        """Ids of the fine-tuning runs with a saved model, newest first (on a public server not the runs on a
-        visitor's own data: those are listed to their owner alone, :meth:`own_ids`)."""
+    def _listed(self, owner_token: str = "") -> list[str]:
+        """Ids of the runs with a saved model that a list shown now offers (``owner_token``: one its reader
+        holds; :func:`~bertdemo.models.run_access.listed`), newest first."""
         saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file()
-                 and not (self.settings.is_public and is_own(r)))
+                 and run_access.listed(self.root / r, self.settings.is_public, owner_token))
         return sorted(saved, reverse=True)
 
+    def ids(self) -> list[str]:
+        """Ids of the fine-tuning runs with a saved model the request being served may see, newest first: on a
+        public server the public runs and the caller's own private ones (outside a request: the public ones)."""
+        return self._listed()
+
     def own_ids(self, owner_token: str = "") -> list[str]:
-        """Ids of the saved runs on a learner's own data that ``owner_token``'s holder may see (all of them on
-        a local server; its own on a public one), newest first."""
-        saved = [r for r in folders.run_ids(self.root) if is_own(r)
-                 and (self.root / r / MODEL_DIRNAME / "config.json").is_file()
-                 and (not self.settings.is_public or folders.is_owner(self.root, r, owner_token))]
-        return sorted(saved, reverse=True)
+        """Ids of the saved runs on a learner's own data that ``owner_token``'s holder (or the visitor who
+        started them) may see — all of them on a local server — newest first."""
+        return [r for r in self._listed(owner_token) if is_own(r)]
 
     def own_folder(self, run_id: str, owner_token: str = "") -> Path:
         """The folder of a saved own-data run ``owner_token``'s holder may see (ValueError for any other name)."""
@@ -227,12 +235,12 @@ class FinetuneService:
         return snapshot_from_history(json.loads(path.read_text()))
 
     def model(self, name: str, owner_token: str = "") -> str:
-        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; on a
-        public server a run on a visitor's own data for its ``owner_token`` alone)."""
+        """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; a
+        private run for its holders alone: the visitor who started it, or ``owner_token``'s holder)."""
         if not isinstance(name, str) or not name.startswith("ft:"):
             raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
         run_id = name[3:]
-        if run_id not in self.ids() and run_id not in self.own_ids(owner_token):  # the listings are the check
+        if run_id not in self._listed(owner_token):  # the listing is the check: another's private run is none
             raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
         return str(self.root / run_id / MODEL_DIRNAME)
 
@@ -241,9 +249,5 @@ class FinetuneService:
 
     def delete(self, run_id: str, owner_token: str = "") -> None:
         """Delete an ended fine-tuning run (its owner or the admin on a public server)."""
-        try:
-            folders.run_folder(self.root, run_id)
-        except ValueError:
-            raise ValueError("Pick a fine-tuning run first.") from None
-        self.runs.check_may_delete(self.root, run_id, owner_token)
+        self.runs.check_may_delete(self.root, run_id, owner_token, missing="Pick a fine-tuning run first.")
         folders.delete_run_folder(self.root, run_id)

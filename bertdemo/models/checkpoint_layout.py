@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 STATE_FILE = "trainer_state.json"
+CONFIG_FILE = "train_config.json"  # a checkpoint's run settings (its TrainConfig)
 STEPS_DIRNAME = "steps"
 LATEST_FILE = "LATEST"
 LEGACY_LATEST_DIRNAME = "checkpoint"  # the earlier layout's latest checkpoint

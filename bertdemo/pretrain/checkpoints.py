@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from bertdemo import storage
 from bertdemo.models.checkpoint_layout import (  # the read side, on the models floor (run names read it)
+    CONFIG_FILE,
     LATEST_FILE,
     LEGACY_EARLIER_DIRNAME,
     LEGACY_LATEST_DIRNAME,
@@ -66,7 +67,6 @@ if TYPE_CHECKING:  # torch loads only to write or read an optimizer state: listi
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-CONFIG_FILE = "train_config.json"
 METRICS_FILE = "metrics.csv"
 OPTIMIZER_FILE = "optimizer.pt"
 _write_lock = threading.Lock()  # one checkpoint write (or writer-side cleanup) at a time in this process

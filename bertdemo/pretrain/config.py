@@ -88,6 +88,9 @@ class ModelConfig:
     neighbour_init: bool = True  # initialise position embeddings and every head's W_q, W_k so that each head attends to a neighbour (the word before, the word after) from the first step: a stock BERT, nothing to fade; the default since it ended 5-minute runs at 5.3 against 6.7 (docs/lab/benchmarks.md, "Neighbour initialisation"); skipped for a warm start or without position embeddings
 
 
+APP_CORPORA = ("wiki", "tinystories")  # the corpora the app brings; a run on any other text (an upload) is private
+
+
 @dataclass
 class DataConfig:
     """The corpus and how it is cut into blocks."""

@@ -3,8 +3,9 @@
 `PretrainService` holds the rules of a pretraining run that the Pretrain tab and its API apply: the checks
 before a start (the slot first, then the request, ownership of a resumed run, memory, disk, time and the
 public caps), adopting an uploaded corpus, the probe and GPU bursts of the live run, deletion, the time
-estimate, and the names the pages use for checkpoints (``run:<id>/checkpoint``). What every kind shares —
-the one training slot, pause/resume/stop by the owner, the per-visitor quota, clean-up and shutdown — is
+estimate, and the names the pages use for checkpoints (``run:<id>/checkpoint``): a run on a visitor's text (an
+upload) is private, listed and served to its holders alone (:mod:`bertdemo.models.run_access`). What every kind
+shares — the one training slot, pause/resume/stop by the owner, the per-visitor quota, clean-up and shutdown — is
 :class:`bertdemo.runs.service.RunService`, which this kind registers with. Torch-free at import.
 """
 
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from bertdemo.locks import LOGIC_IMPORT_LOCK
-from bertdemo.models import run_refs, twin_curve
+from bertdemo.models import run_access, run_refs, twin_curve
 from bertdemo.models.hub import HubProbe
 from bertdemo.pretrain import budget, checkpoints, run_folders
-from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.config import APP_CORPORA, TrainConfig
 from bertdemo.pretrain.form import UPLOAD, config_from_settings
 from bertdemo.pretrain.landmarks import LANDMARK_LABELS
 from bertdemo.pretrain.metrics import HELDOUT_EVAL, RunSnapshot, metrics_csv
@@ -120,7 +121,8 @@ class PretrainService:
         if both:  # the twins: steps end both (see TwinRun); the settings are checked as the masked-LM twin's
             settings = {**settings, "objective": "mlm", "time_budget_s": 0.0}
         if settings is not None and settings.get("resume_from"):
-            settings = {**settings, "resume_from": self._resume_folder(settings["resume_from"], public is not None)}
+            settings = {**settings, "resume_from": self._resume_folder(settings["resume_from"], public is not None,
+                                                                       owner_token)}
         if settings is not None:
             cfg = config_from_settings(settings, self.runs_dir, public_limits=public, upload_root=upload_root)
         else:  # a config made by code (trusted with the server's files); the caps still hold
@@ -157,6 +159,7 @@ class PretrainService:
             run = (TwinRun if both else TrainingRun)(cfg, self.runs_dir, owner_token=self.runs.owner(owner_token),
                               visitor=self.runs.visitor(visitor), max_seconds=self.runs.cap_seconds(),
                               disk=self.settings.disk, speeds=self.speeds, clock=self.manager.clock)
+            run.private = cfg.data.corpus not in APP_CORPORA  # a visitor's text (a resumed run keeps its record)
             self.runs.launch(run, owner_token)
         except ValueError:
             run_folders.release_corpora(self.runs_dir, active=self._active_corpora())
@@ -182,12 +185,12 @@ class PretrainService:
         """The run's latest checkpoint folder (a stock ``BertForMaskedLM``), None before its first save."""
         return checkpoints.latest_checkpoint(run.run_folder) if run.run_id else None
 
-    def _resume_folder(self, name: object, public: bool) -> str:
+    def _resume_folder(self, name: object, public: bool, owner_token: str = "") -> str:
         """The checkpoint folder ``resume_from`` names. A public server takes only ``run:<id>/checkpoint``
         names of its own runs, and answers every other value alike, never echoing a path."""
         if not isinstance(name, str):
             raise ValueError("resume_from names a checkpoint, e.g. run:<run id>/checkpoint.")
-        folder = self.resolve_run_reference(name)
+        folder = self.resolve_run_reference(name, owner_token)  # another visitor's private run: as if there were none
         if not public:
             return folder or name
         if folder is None:
@@ -219,14 +222,18 @@ class PretrainService:
             yield self.manager.current.snapshot()
 
     # --- runs on disk -------------------------------------------------------------------------------
+    def _listed(self, run_id: str) -> bool:
+        """Whether a list shown now offers run ``run_id`` (:func:`~bertdemo.models.run_access.listed`)."""
+        return run_access.listed(self.runs_dir / run_id, self.settings.is_public)
+
     def list_runs(self) -> list[str]:
-        """Ids of the runs with a checkpoint, newest first."""
-        return run_folders.list_runs(self.runs_dir)
+        """Ids of the runs with a checkpoint the request being served may see, newest first."""
+        return [run_id for run_id in run_folders.list_runs(self.runs_dir) if self._listed(run_id)]
 
     def run_choices(self) -> list[tuple[str, str]]:
-        """(label, id) of the runs with a checkpoint, newest first; a label says what the run was
-        (its preset, the settings that differ from the default, its step and start)."""
-        return run_folders.run_choices(self.runs_dir)
+        """(label, id) of the runs with a checkpoint the request being served may see, newest first; a label says
+        what the run was (its preset, the settings that differ from the default, its step and start)."""
+        return [(label, run_id) for label, run_id in run_folders.run_choices(self.runs_dir) if self._listed(run_id)]
 
     def load_run(self, run_id: str) -> run_folders.RunRecord:
         """A run's settings and history from its checkpoint; ValueError for a name that is none."""
@@ -282,9 +289,10 @@ class PretrainService:
         """``run:<id>/checkpoint`` (the latest) or ``run:<id>/steps/step-<n>`` for a checkpoint folder of this server."""
         return run_refs.run_reference(path, self.runs_dir)
 
-    def resolve_run_reference(self, name: str) -> str | None:
-        """The checkpoint folder a ``run:`` name stands for (None for other names); ValueError when it is none."""
-        return run_refs.resolve_run_reference(name, self.runs_dir)
+    def resolve_run_reference(self, name: str, owner_token: str = "") -> str | None:
+        """The checkpoint folder a ``run:`` name stands for (None for other names); ValueError when it is none, or
+        one the request being served may not use (``owner_token``: one it carries)."""
+        return run_refs.resolve_run_reference(name, self.runs_dir, owner_token)
 
     def _shown_checkpoint(self, path: str) -> str:
         try:
@@ -292,14 +300,19 @@ class PretrainService:
         except ValueError:  # not under runs_dir (cannot happen for the app's runs): its name only
             return Path(path).name
 
+    def _checkpoints(self, every: bool = False) -> list[tuple[str, Path]]:
+        """(label, folder) of the runs' checkpoints a list shown now offers (``every``: earlier ones too)."""
+        return [(label, path) for label, path in checkpoints.list_checkpoints(self.runs_dir, every)
+                if self._listed(checkpoints.run_folder_of(path).name)]
+
     def model_choices(self) -> list[tuple[str, str]]:
         """The runs' latest checkpoints among every tab's models: ("<label> (checkpoint)", "run:<id>/checkpoint")."""
-        return [(f"{label} (checkpoint)", self.run_reference(path)) for label, path in checkpoints.list_checkpoints(self.runs_dir)]
+        return [(f"{label} (checkpoint)", self.run_reference(path)) for label, path in self._checkpoints()]
 
     def checkpoint_choices(self) -> list[tuple[str, str]]:
         """Resume choices: "run:<id>/checkpoint" or "run:<id>/steps/step-<n>", never server paths."""
         return [("— start from scratch —", "")] + [(label, self.run_reference(path))
-                                                    for label, path in checkpoints.list_checkpoints(self.runs_dir, True)]
+                                                    for label, path in self._checkpoints(every=True)]
 
     # --- estimates ----------------------------------------------------------------------------------
     def time_estimate(self, settings: dict[str, Any]) -> str:

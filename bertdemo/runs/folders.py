@@ -5,12 +5,12 @@ Torch-free. A kind keeps its runs as direct children of its own root (pretrainin
 fine-tuning: ``runs_dir/.finetune``), named by run id; only names of existing direct children are ever
 touched. ``owner.sha256`` remembers who started a run (a digest of the token that controls it),
 ``visitor.sha256`` the share it counts in (the address it was started from, or a class's places: what the run
-quota counts).
+quota counts), ``access.json`` whether it is private and who started it (:mod:`bertdemo.models.run_access`, whose
+rule :func:`run_folder` applies: a visitor's run id for another visitor's private run names no run).
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import re
@@ -21,10 +21,11 @@ from datetime import datetime
 from pathlib import Path
 
 from bertdemo import storage
+from bertdemo.models import run_access
+from bertdemo.models.run_access import OWNER_FILE, VISITOR_FILE
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-OWNER_FILE = "owner.sha256"  # a digest of the token that started the run; the token itself is never stored
-VISITOR_FILE = "visitor.sha256"  # a digest of the share the run counts in (public servers: its address), for the quota
+NO_SUCH_RUN = "No such run."
 
 
 def claim_run_folder(root: Path, label: str) -> str:
@@ -41,19 +42,24 @@ def claim_run_folder(root: Path, label: str) -> str:
             run_id = f"{base}-{n}"
 
 
-def run_folder(root: str | Path, run_id: str) -> Path:
-    """The folder of run ``run_id``: a plain name of an existing folder under ``root`` (ValueError otherwise),
-    saved or not."""
+def stored_folder(root: str | Path, run_id: str) -> Path:
+    """The folder of run ``run_id`` whoever asks: the server's own bookkeeping (owner, quota, deletion)."""
     if not isinstance(run_id, str) or not RUN_ID.match(run_id):
-        raise ValueError("No such run.")
+        raise ValueError(NO_SUCH_RUN)
     folder = Path(root) / run_id
     if not folder.is_dir():
-        raise ValueError("No such run.")
+        raise ValueError(NO_SUCH_RUN)
     return folder
 
 
-def _digest(token: str) -> str:
-    return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
+def run_folder(root: str | Path, run_id: str, token: str = "") -> Path:
+    """The folder of run ``run_id`` as a visitor names it: a plain name of an existing folder under ``root``, saved
+    or not, that the request being served may use (:func:`bertdemo.models.run_access.may_use`, ``token``: an owner
+    token it carries); ValueError otherwise, the same for another visitor's private run as for no run."""
+    folder = stored_folder(root, run_id)
+    if not run_access.may_use(folder, token):
+        raise ValueError(NO_SUCH_RUN)
+    return folder
 
 
 def record_visitor(folder: str | Path, visitor: str) -> None:
@@ -61,13 +67,13 @@ def record_visitor(folder: str | Path, visitor: str) -> None:
     (nothing when ``visitor`` is empty)."""
     if visitor:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        storage.write_text(Path(folder) / VISITOR_FILE, _digest(visitor))
+        storage.write_text(Path(folder) / VISITOR_FILE, run_access.digest(visitor))
 
 
 def _started_from(root: str | Path, run_id: str, visitor: str) -> bool:
-    path = run_folder(root, run_id) / VISITOR_FILE
+    path = stored_folder(root, run_id) / VISITOR_FILE
     return bool(visitor) and path.is_file() and hmac.compare_digest(path.read_text(encoding="utf-8").strip(),
-                                                                    _digest(visitor))
+                                                                    run_access.digest(visitor))
 
 
 def record_owner(folder: str | Path, token: str) -> None:
@@ -75,20 +81,20 @@ def record_owner(folder: str | Path, token: str) -> None:
     path = Path(folder) / OWNER_FILE
     if token and not path.exists():
         Path(folder).mkdir(parents=True, exist_ok=True)
-        storage.write_text(path, _digest(token))
+        storage.write_text(path, run_access.digest(token))
 
 
 def is_owner(root: str | Path, run_id: str, token: str) -> bool:
     """Whether ``token`` is the one that started run ``run_id`` (False for a run with no recorded owner)."""
-    path = run_folder(root, run_id) / OWNER_FILE
+    path = stored_folder(root, run_id) / OWNER_FILE
     if not token or not path.is_file():
         return False
-    return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), _digest(token))
+    return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), run_access.digest(token))
 
 
 def delete_run_folder(root: str | Path, run_id: str) -> None:
     """Remove a run's folder (its checkpoints and metrics; or what a run that never saved left)."""
-    shutil.rmtree(run_folder(root, run_id))
+    shutil.rmtree(stored_folder(root, run_id))
 
 
 def run_ids(root: str | Path) -> list[str]:

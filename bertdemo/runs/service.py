@@ -31,7 +31,7 @@ from typing import Any
 from bertdemo.runs import folders
 from bertdemo.runs.kinds import KindRegistry, RunKind
 from bertdemo.runs.queue import Place, QueueShare, RunQueue
-from bertdemo.runs.slot import BackgroundRun, Clock, RunManager
+from bertdemo.runs.slot import BackgroundRun, Clock, RunManager, about
 from bertdemo.settings import Limits, ServerSettings
 from bertdemo.traffic import MEMBER_PREFIX, address_of, member_of
 
@@ -103,9 +103,28 @@ class RunService:
 
     def status(self, owner_token: str = "") -> dict | None:
         """The latest run's snapshot as plain values, from its kind (``kind`` says which); None before any.
-        ``owner_token``: that holder's own run when they have one (active, else their latest)."""
+        ``owner_token``: that holder's own run when they have one (active, else their latest). Another visitor's
+        private run (:mod:`bertdemo.models.run_access`) is not shown to the request being served: only
+        :meth:`stranger_status`, which names nothing of it."""
         run = self.manager.run_of(owner_token, ended=True) or self.manager.current
-        return None if run is None else self.kinds.of(run).status(run)
+        if run is not None:
+            return self.kinds.of(run).status(run)
+        latest = self.manager.latest
+        return None if latest is None else self.stranger_status(latest)
+
+    @staticmethod
+    def stranger_status(run: BackgroundRun) -> dict:
+        """What anyone may know of another visitor's private run: its kind, its status, that it is private, and
+        how long it keeps the slot (seconds, None when unknown) — no run id, checkpoint, setting, metric or text."""
+        left = run.seconds_left() if run.active else 0.0
+        whose = f"Another visitor's {run.label} run on their own data"
+        if not run.active:
+            message = f"{whose} has ended."
+        else:
+            held = f"holds the training slot for {about(left)} more" if left else "holds the training slot"
+            message = f"{whose} {held}; its details are theirs alone."
+        return {"kind": run.kind, "status": str(run.status), "private": True,
+                "slot_free_in_s": None if left is None else round(left), "message": message}
 
     def control(self, action: RunAction, owner_token: str = "") -> Any:
         """Pause, resume or stop the live run, of any kind; its snapshot after. On a public server only its
@@ -118,10 +137,10 @@ class RunService:
     def controlled(self, token: str, admin_may: bool) -> BackgroundRun:
         """The run ``token``'s holder controls: their own active run (with several slots), else the latest run,
         when they may control it (ValueError otherwise)."""
-        run = self.manager.run_of(token) or self.manager.current
-        if run is None:
-            raise ValueError(NO_RUN)
         admin = admin_may and self.settings.is_admin(token)
+        run = self.manager.run_of(token) or (self.manager.latest if admin else self.manager.current)
+        if run is None:  # another visitor's private run is none to a stranger (not even "not yours")
+            raise ValueError(NO_RUN)
         if self.settings.is_public and not run.may_control(token, admin=admin):
             raise ValueError(NOT_YOURS)
         return run
@@ -323,11 +342,19 @@ class RunService:
         return started
 
     # --- deleting ----------------------------------------------------------------------------------
-    def check_may_delete(self, root: Path, run_id: str, owner_token: str) -> None:
+    def check_may_delete(self, root: Path, run_id: str, owner_token: str, missing: str = folders.NO_SUCH_RUN) -> None:
         """ValueError unless ``owner_token``'s holder may delete run ``run_id`` under ``root`` (anyone locally;
-        its owner or the admin on a public server), and the run has ended."""
-        if self.settings.is_public and not (self.settings.is_admin(owner_token)
-                                            or folders.is_owner(root, run_id, owner_token)):
+        its owner or the admin on a public server), and the run has ended. A run that is none — or another
+        visitor's private run, for anyone but the admin — is ``missing``."""
+        admin = self.settings.is_public and self.settings.is_admin(owner_token)
+        try:
+            if admin:
+                folders.stored_folder(root, run_id)
+            else:
+                folders.run_folder(root, run_id, owner_token)
+        except ValueError:
+            raise ValueError(missing) from None
+        if self.settings.is_public and not (admin or folders.is_owner(root, run_id, owner_token)):
             raise ValueError(ONLY_OWNER_DELETES)
         if self.manager.is_busy(run_id):
             raise ValueError("That run is still active; stop it before deleting it.")

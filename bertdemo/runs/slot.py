@@ -2,8 +2,9 @@
 manager that starts runs one at a time (:class:`RunManager`), in this process and — through a lock file in
 ``runs_dir`` — on this machine.
 
-Every kind gets the same guarantees here, not in its own code: the owner and the share it counts in recorded in
-its folder (:meth:`BackgroundRun.record_holders`),
+Every kind gets the same guarantees here, not in its own code: the owner, the share it counts in and whether it is
+private (:attr:`BackgroundRun.private`: on a visitor's data; :mod:`bertdemo.models.run_access`) recorded in its
+folder (:meth:`BackgroundRun.record_holders`), a private run followed only by its holders (:attr:`RunManager.current`),
 the public wall-time cap (a timer started with the run, which stops it whatever it is doing — training,
 paused, evaluating — so it saves and frees the slot), the machine lock released when its thread ends, and a
 refused start that says how long the slot stays busy. A kind supplies its folder (:meth:`claim_folder`),
@@ -25,6 +26,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from bertdemo.models import run_access
 from bertdemo.runs import folders
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.priority import lower_this_thread
@@ -57,6 +59,7 @@ class BackgroundRun:
 
     kind = ""
     label = "training"
+    private = False  # a run on a visitor's data (a kind sets it before the start): its holders alone use it
 
     def __init__(self, runs_dir: str | Path, metrics: LockedSnapshot, owner_token: str = "", visitor: str = "",
                  max_seconds: float | None = None, clock: Clock = time.monotonic) -> None:
@@ -123,10 +126,22 @@ class BackgroundRun:
         return self
 
     def record_holders(self) -> None:
-        """Record in the run's folder who may control and delete it (its owner token's digest) and the share whose
-        quota it counts in (:attr:`share`'s digest)."""
+        """Record in the run's folder who may control and delete it (its owner token's digest), the share whose
+        quota it counts in (:attr:`share`'s digest), and whether it is private and who started it."""
         folders.record_owner(self.run_folder, self.owner_token)
         folders.record_visitor(self.run_folder, self.share)
+        run_access.record_access(self.run_folder, self.private, self.visitor)
+
+    def holders(self) -> run_access.Holders:
+        """Who may use this run, from memory (what :meth:`record_holders` wrote)."""
+        starter = run_access.starter_key(self.visitor) if self.visitor else ""
+        return run_access.Holders(self.private, run_access.digest(self.owner_token) if self.owner_token else "",
+                                  run_access.digest(starter) if starter else "")
+
+    def watched_by(self, caller: run_access.Caller | None, token: str = "") -> bool:
+        """Whether ``caller`` (None: outside a request) holding ``token`` may follow this run: its status,
+        curves, probe and id."""
+        return caller is None or self.holders().permit(caller, token)
 
     def _watch_cap(self) -> None:
         """Stop the run when its wall-time cap is reached on the run's clock, whatever the run is doing."""
@@ -256,13 +271,22 @@ class RunManager:
 
     @property
     def current(self) -> BackgroundRun | None:
-        """The latest run, active or ended (None before the first); inside :meth:`viewing` with several slots,
-        the viewer's own run when they have one."""
+        """The latest run the request being served may follow, active or ended (None before the first); inside
+        :meth:`viewing` with several slots, the viewer's own run when they have one. Another visitor's private run
+        is no one else's to follow (:mod:`bertdemo.models.run_access`): None for them."""
         token = self._viewer.get()
         if token and self.slots > 1:
             own = self.run_of(token, ended=True)
             if own is not None:
                 return own
+        latest = self._current
+        if latest is None or latest.watched_by(run_access.current_caller(), token):
+            return latest
+        return None
+
+    @property
+    def latest(self) -> BackgroundRun | None:
+        """The slot's latest run whoever asks (the server's own bookkeeping; never shown as it is to a visitor)."""
         return self._current
 
     def active_runs(self) -> list[BackgroundRun]:
@@ -378,6 +402,9 @@ def busy_message(run: BackgroundRun, owner_token: str = "") -> str:
     left = run.seconds_left()
     busy = f"the training slot stays busy for {about(left)} more" if left is not None else \
         "the training slot stays busy until it ends"
+    if not run.watched_by(run_access.current_caller(), owner_token):  # another visitor's private run: not named
+        return (f"Another visitor's {run.label} run on their own data is {snap.status}; {busy}. "
+                "Start yours when it has ended.")
     text = f"A {run.label} run is already {snap.status} (run {snap.run_id}, step {snap.step}/{snap.total_steps}); {busy}."
     if run.owner_token and run.may_control(owner_token):
         return text + " It is yours: stop it to start another now."

@@ -41,6 +41,7 @@ from bertdemo.classroom.report import ClassReport, class_report, csv_text, utc_t
 from bertdemo.classroom.store import ClassStore, one_line
 from bertdemo.lazy import LazyModule
 from bertdemo.learn import concept_check as learn_concept_check, predictions as learn_predictions, steps as learn_steps
+from bertdemo.models import run_access
 from bertdemo.runs.service import ClassPlaces
 from bertdemo.settings import Limits
 from bertdemo.traffic import ADDRESS_HEADER, MEMBER_COOKIE
@@ -231,8 +232,9 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             return (gr.skip(),) * (len(drawn) + 4)
         now = classes.store.clock()
         report = class_report(classes.store, key, step_order=list(learn_steps.STEP_KEYS), now=now)
-        spec = gallery_spec(ctx, report)
-        ft_spec = finetune_gallery_spec(ctx, report)  # the fine-tuning runs' curves, beside the pretraining runs'
+        with run_access.acting_as(None):  # the teacher key verified: the runs their class recorded are theirs to read
+            spec = gallery_spec(ctx, report)
+            ft_spec = finetune_gallery_spec(ctx, report)  # the fine-tuning runs' curves, beside the pretraining runs'
         places = places_markdown(ctx.runs.class_places(report.class_id), ctx.settings.public_limits)
         values, last = unsent([report_markdown(report, ctx.runs.queue.waiting(), places), _figure(spec),
                                _figure(ft_spec)], drawn_ids, last)

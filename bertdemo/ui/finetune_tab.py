@@ -83,7 +83,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     reference = load_reference()  # the stored random-weight runs, drawn beside every run
 
     def status_text() -> str:
-        busy = slot.current is not None and slot.current.active
+        held = slot.manager.latest
+        busy = held is not None and held.active
         return viz.status_markdown(runs.snapshot(), busy_with_pretraining=busy, baselines=lab.baselines(),
                                    reference=reference)
 
@@ -225,7 +226,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def draw(seen_key, ids):
         """Everything, the first time (``seen_key`` None: the tab just shown); then only when the run moved on."""
         snap = runs.snapshot()
-        busy = slot.current is not None and slot.current.active  # the status says when another run holds the slot
+        held = slot.manager.latest  # the status says when another run holds the slot (another's private run too)
+        busy = held is not None and held.active
         key = (("no run", busy) if snap is None else
                ("run", snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message, bool(snap.pca_after),
                 snap.checkpoint)) + (tuple(ids or ()), tuple(lab.baselines()))

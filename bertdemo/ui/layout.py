@@ -25,6 +25,7 @@ from bertdemo.ui import (
     words_tab,
 )
 from bertdemo.ui.api_surface import hide_page_loads
+from bertdemo.ui.callers import serve_as_visitors
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.heavy_requests import apply_budgets
 from bertdemo.ui.request_limits import guard_events
@@ -94,6 +95,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         model_box.change(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
         opened.then(load_selected, *picked, api_visibility="private", show_progress_on=model_box)
     apply_budgets(demo, ctx)  # every model handler: its heavy slot, GFLOP allowance, deadline and client-gone stop
+    serve_as_visitors(demo, ctx.settings.is_public)  # every event as its visitor: the run-access rule knows who asks
     guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     status_targets.track_less(demo)  # nor tracks a status it never shows (hidden progress, a closed tab at page load)

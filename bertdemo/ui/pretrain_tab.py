@@ -146,6 +146,9 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-metrics-"))
 
     def status_text() -> str:
+        held = slot.manager.latest
+        if runs.snapshot() is None and slot.manager.current is None and held is not None and held.active:
+            return slot.stranger_status(held)["message"]  # another visitor's private run: only that the slot is taken
         return run_curves.status_markdown(runs.snapshot())
 
     def curves(compare: list[str] | None, smoothing: float, log_y: bool, x_axis: str):

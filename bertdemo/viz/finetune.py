@@ -41,7 +41,7 @@ def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool =
     validation sample while the run goes, the whole splits at the end (never a figure before it is measured)."""
     if snap is None:
         if busy_with_pretraining:
-            return "A pretraining run holds this machine's training slot; fine-tuning can start when it ends."
+            return "Another run holds this machine's training slot; fine-tuning can start when it ends."
         return "No fine-tuning run yet on this server. Pick a starting model, then **Start fine-tuning**."
     head = f"**{snap.status.upper()}** · run {html_code(snap.run_id)} · from {literal(snap.init_label or snap.init)}"
     if snap.param_count:
