@@ -10,6 +10,7 @@ steps, a checkpoint written atomically at the end). The checkpoint is a stock
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -218,13 +219,29 @@ def topic_probabilities(model: BertForSequenceClassification, tokenizer: PreTrai
 
 
 def save_checkpoint(folder: Path, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerBase,
-                    cfg: FinetuneConfig, metrics: FinetuneMetrics) -> None:
-    """The model, its tokenizer, its settings and its history, written to a temp folder then renamed into place."""
+                    cfg: FinetuneConfig, metrics: FinetuneMetrics, status: str | None = None) -> None:
+    """The model, its tokenizer, its settings and its history (with the run's final ``status`` when given: the live
+    status says so only once the model is in place), written to a temp folder then renamed into place."""
+    snap = metrics.snapshot()
+    if status is not None:
+        snap = dataclasses.replace(snap, status=status)
     with storage.atomic_folder(folder) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / CONFIG_FILE).write_text(json.dumps(cfg.flat(), indent=2))
-        (tmp / HISTORY_FILE).write_text(json.dumps(history_dict(metrics.snapshot())))
+        (tmp / HISTORY_FILE).write_text(json.dumps(history_dict(snap)))
+
+
+def finish(status: str, message: str, model: torch.nn.Module | None, tokenizer: PreTrainedTokenizerBase,
+           cfg: FinetuneConfig, metrics: FinetuneMetrics, checkpoint_dir: Path | None) -> None:
+    """A run's end: its model saved first (when it keeps one), then its status and sentence announced — so a page or
+    an API client told "finished" can load ``ft:<id>`` at once."""
+    metrics.update(message=message)
+    if model is not None and checkpoint_dir is not None:
+        model.to("cpu")
+        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics, status=status)
+        metrics.update(checkpoint=str(checkpoint_dir))
+    metrics.update(status=status, message=message)
 
 
 FINAL_MARGIN = 1.25  # the final evaluation foreseen a quarter longer than measured (a busier machine, longer texts)
@@ -347,11 +364,7 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     if stopped:
         message += (" A stopped run is not scored on the whole validation and test splits, so the slot is free at "
                     "once: its last point is the fixed validation sample's, as every point of the curves.")
-    metrics.update(status=status, message=message)
-    if checkpoint_dir is not None:
-        model.to("cpu")
-        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
-        metrics.update(checkpoint=str(checkpoint_dir))
+    finish(status, message, model, tokenizer, cfg, metrics, checkpoint_dir)
     return status
 
 

@@ -256,11 +256,11 @@ def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: Finet
 
 def _end(status: str, result: dict, model: torch.nn.Module | None, tokenizer, cfg: FinetuneConfig,
          metrics: FinetuneMetrics, checkpoint_dir: Path | None, seconds: float) -> tuple[str, dict]:
-    """The run's end: its status and sentence in ``metrics``, and the model kept (if any) saved."""
-    metrics.update(elapsed_s=seconds, step=result["steps"], total_steps=result["steps"])
-    metrics.update(status=status, message=own_message(result))
-    if model is not None and checkpoint_dir is not None:
-        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
+    """The run's end: its sentence in ``metrics`` and the model kept (if any) saved; the caller announces ``status``
+    once the result is written beside it (:meth:`bertdemo.finetune.own_run.OwnRun.work`)."""
+    metrics.update(elapsed_s=seconds, step=result["steps"], total_steps=result["steps"], message=own_message(result))
+    if model is not None and checkpoint_dir is not None:  # saved before the run says it ended (the caller says so)
+        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics, status=status)
         metrics.update(checkpoint=str(checkpoint_dir))
     return status, result
 
@@ -286,8 +286,9 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
         steps, chosen = fit(cfg, model, len(train), examples.loss_of(model, train, pad_id), control, metrics, 0,
                             cfg.time_budget_s, clock, on_step,
                             score_validation=lambda: examples.score(val, examples.predict(model, val, pad_id))[pick])
-    except Stopped:
-        status, model = Status.STOPPED, None
+    except Stopped as stop:  # the best epoch scored so far is kept (its weights are in the model); none: no model
+        status, chosen = Status.STOPPED, stop.chosen
+        model = model if chosen is not None else None
     tuned: dict = {"validation": None, "test": None}
     if model is not None:
         tuned = {"validation": examples.score(val, examples.predict(model, val, pad_id))[pick],
@@ -296,6 +297,7 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
               "examples": len(data), "names": list(data.names), "counts": data.counts(),
               "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
               "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
+              "stopped": status == Status.STOPPED,
               **examples.split_landmarks(train, val, test), "seconds": clock() - began, "steps": steps}
     return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
@@ -309,7 +311,11 @@ def own_message(result: dict) -> str:
         return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept a model "
                 f"fine-tuned on all of them, in {result['seconds']:.0f} s.")
     if result.get("chosen") is None:
-        return "Stopped before the end of the run; no model was kept."
+        return ("Stopped before the first epoch ended: nothing was scored on the validation split yet, so no model "
+                "was kept and there is no score to report.")
     chosen = result["chosen"]
+    if result.get("stopped"):
+        return (f"Stopped during training; kept the weights of epoch {chosen['epoch']:g}, the best on the validation "
+                f"split so far ({chosen['on']}); scored on the test split.")
     return (f"Fine-tuned on a {result['sizes']['train']}-example training split; epoch {chosen['epoch']:g} chosen "
             f"on the validation split ({chosen['on']}); scored on the test split.")

@@ -47,6 +47,10 @@ def half_weights(path: Path, progress: Progress | None = None, start: float = 0.
     return save(tensors, metadata=metadata)
 
 
+NO_MODEL = ("This run kept no model: it was stopped before it had one worth keeping. Its result (what it scored "
+            "before the stop) and your data stay; start it again for a model.")
+
+
 def model_zip(run_folder: str | Path, out_dir: str | Path, name: str, progress: Progress | None = None) -> Path:
     """``<out_dir>/<name>.zip`` holding ``<name>/`` (the run's saved model folder, its weights in fp16), written
     atomically; made again only when the model folder is newer. ``progress(fraction, what)`` hears how far it is,
@@ -54,7 +58,7 @@ def model_zip(run_folder: str | Path, out_dir: str | Path, name: str, progress: 
     tell = progress or (lambda done, what: None)
     model = Path(run_folder) / MODEL_DIRNAME
     if not (model / "config.json").is_file():
-        raise ValueError("This run has no saved model yet.")
+        raise ValueError(NO_MODEL)
     target = Path(out_dir) / f"{name}.zip"
     files = [p for p in sorted(model.iterdir()) if p.is_file() and p.name not in APP_FILES]
     if target.is_file() and target.stat().st_mtime >= max(p.stat().st_mtime for p in files):

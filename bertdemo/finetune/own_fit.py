@@ -27,7 +27,13 @@ FUSED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 class Stopped(Exception):
-    """The learner pressed Stop (or the server's cap did)."""
+    """The learner pressed Stop (or the server's cap did, or the server is going down). ``chosen``: the epochs scored
+    on validation before the stop (None when none was, or the fit chooses nothing); the model then holds the best
+    one's weights."""
+
+    def __init__(self, chosen: Chosen | None = None) -> None:
+        super().__init__("stopped")
+        self.chosen = chosen
 
 
 @dataclass
@@ -101,7 +107,11 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
         progress_of=lambda step, spent: max(step / total, budget_progress(spent, 2 * eval_s[0], budget_s)),
         elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held),
         evaluate_at=score_at if score_validation else (lambda step: None), on_step=on_step, step0=step0)
-    if status == Status.STOPPED:
+    if status == Status.STOPPED:  # what was chosen so far is kept: the best scored epoch's weights
+        if chosen is not None and chosen.weights is not None:
+            chosen.restore(model)
+            model.eval()
+            raise Stopped(chosen)
         raise Stopped
     if chosen is not None:
         score_at(steps)

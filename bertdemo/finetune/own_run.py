@@ -97,6 +97,7 @@ class OwnRun(FinetuneRun):
     def __init__(self, cfg: FinetuneConfig, data: OwnData | OwnWords, runs_dir: str | Path, **kwargs: Any) -> None:
         super().__init__(cfg, runs_dir, task_loader=lambda: data, **kwargs)
         self.data = data
+        self.result: dict | None = None
         what = ("sentences", "tags") if isinstance(data, OwnWords) else ("examples", "labels")
         copies = data.copies()  # said at the start: a copy held out beside its text would score memory
         self.metrics.update(task=TASK, message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}"
@@ -106,7 +107,6 @@ class OwnRun(FinetuneRun):
         """The data as CSV (formula cells defused), each example with its held-out prediction when given."""
         write = words_csv if isinstance(self.data, OwnWords) else data_csv
         return write(self.data, predictions)
-        self.result: dict | None = None
 
     def work(self) -> str:
         with LOGIC_IMPORT_LOCK:
@@ -122,7 +122,7 @@ class OwnRun(FinetuneRun):
                 storage.write_text(self.run_folder / DATA_FILE, self.data_csv(result["out_of_fold"]))
             self.result = result
             storage.write_text(self.run_folder / RESULT_FILE, json.dumps(result, indent=1))
-            self.metrics.update(status=status)
+            self.metrics.update(status=status)  # the model and the result are in place: the run says it ended
             return status
         except Exception as err:  # the page says so; the server keeps serving
             self.metrics.update(status=Status.FAILED, message=f"Fine-tuning failed: {shown_fault(err)}")

@@ -27,7 +27,7 @@ from bertdemo.finetune.metrics import (
     finetune_csv,
     snapshot_from_history,
 )
-from bertdemo.finetune.own_run import TASK as OWN_TASK, OwnRun, is_own, own_request
+from bertdemo.finetune.own_run import RESULT_FILE, TASK as OWN_TASK, OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_access, run_refs
@@ -159,11 +159,18 @@ class FinetuneService:
                 status[name] = None
         return status
 
+    def _kept(self, run_id: str) -> bool:
+        """Whether run ``run_id`` saved what it made: its model (saved once, at its end, atomically), or — a run on a
+        learner's own data stopped before it kept a model — its result beside their data (the folds or epochs it
+        scored: what it has, theirs to read and download)."""
+        folder = self.root / run_id
+        return (folder / MODEL_DIRNAME / "config.json").is_file() or (is_own(run_id) and (folder / RESULT_FILE).is_file())
+
     def clean_leftovers(self) -> list[str]:
-        """A fine-tuning run saves its model once, at its end (atomically): a folder without one goes."""
+        """At server start: a run folder that saved nothing (:meth:`_kept`) goes."""
         deleted = []
         for run_id in folders.run_ids(self.root):
-            if not (self.root / run_id / MODEL_DIRNAME / "config.json").is_file():
+            if not self._kept(run_id):
                 folders.delete_run_folder(self.root, run_id)
                 deleted.append(run_id)
         return deleted
@@ -191,8 +198,11 @@ class FinetuneService:
 
     def own_ids(self, owner_token: str = "") -> list[str]:
         """Ids of the saved runs on a learner's own data that ``owner_token``'s holder (or the visitor who
-        started them) may see — all of them on a local server — newest first."""
-        return [r for r in self._listed(owner_token) if is_own(r)]
+        started them) may see — all of them on a local server — newest first; a run stopped before it kept a model
+        is listed too (its result: what it scored before the stop)."""
+        saved = (r for r in folders.run_ids(self.root) if is_own(r) and self._kept(r)
+                 and run_access.listed(self.root / r, self.settings.is_public, owner_token))
+        return sorted(saved, reverse=True)
 
     def own_folder(self, run_id: str, owner_token: str = "") -> Path:
         """The folder of a saved own-data run ``owner_token``'s holder may see (ValueError for any other name)."""

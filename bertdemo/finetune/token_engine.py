@@ -30,7 +30,7 @@ from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentenc
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.best_weights import KeptBest
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, save_checkpoint
+from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, finish
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import shown_codes
@@ -354,11 +354,7 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         memory = marks["word_memory"]["test"]["f1"]
         message += (f" Test word-level F1 for names {report['test']['f1']:.1%} against {memory:.1%} for per-word "
                     "memory (the tag each word had most often in training) and 0 % for every word O.")
-    metrics.update(status=status, message=message)
-    if checkpoint_dir is not None:
-        model.to("cpu")
-        save_checkpoint(Path(checkpoint_dir), model, tokenizer, cfg, metrics)
-        metrics.update(checkpoint=str(checkpoint_dir))
+    finish(status, message, model, tokenizer, cfg, metrics, checkpoint_dir)
     return status
 
 

@@ -32,8 +32,9 @@ from bertdemo.finetune.own_data import (
     SENTIMENT_EXAMPLE,
     WORDS_EXAMPLE,
 )
-from bertdemo.finetune.own_export import WEIGHTS_DTYPE, model_zip
+from bertdemo.finetune.own_export import NO_MODEL, WEIGHTS_DTYPE, model_zip
 from bertdemo.finetune.own_run import DATA_FILE, own_request, read_result
+from bertdemo.finetune.run import MODEL_DIRNAME
 from bertdemo.runs.uploads import forget_original_upload
 from bertdemo.ui import common, downloads, run_starts
 from bertdemo.ui.common import visitor_of
@@ -169,8 +170,11 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
         if not run_id:
             raise ValueError("Pick one of your runs first (or start one).")
         name = f"ft:{run_id}"
+        own = runs.own_folder(run_id, token or "")  # theirs alone, or the same refusal as a run that is not there
+        if not (own / MODEL_DIRNAME / "config.json").is_file():
+            raise ValueError(NO_MODEL)
         folder = runs.model(name, token or "")
-        if (read_result(runs.own_folder(run_id, token or "")) or {}).get("labels_per") == "word":
+        if (read_result(own) or {}).get("labels_per") == "word":
             return tagged_markdown(lab.tag(folder, text), name)  # a tag for each word
         labels, probs = lab.classify(folder, text, budget=current_budget())
         return viz.probabilities_markdown(labels, probs, name).replace("| topic |", "| label |")

@@ -25,8 +25,9 @@ def _chosen(result: dict) -> str:
     if not chosen:
         return ""
     curve = " · ".join(f"{e:g}: {v:.1%}" for e, v in chosen["curve"])
+    stopped = " **Stopped during training**: the epochs scored before the stop chose it." if result.get("stopped") else ""
     return (f"\n\n**Epoch {chosen['epoch']:g} chosen on the validation split** ({chosen['on']} at each epoch's end: "
-            f"{curve}); the model kept has that epoch's weights.")
+            f"{curve}); the model kept has that epoch's weights.{stopped}")
 
 
 def result_markdown(result: dict | None, run_id: str = "") -> str:
@@ -39,6 +40,9 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     head = (f"**Run `{literal(run_id)}`** — {result['examples']} {unit} ({_counts(result)}), from "
             f"{literal(result.get('source', ''))}; fine-tuned from {start}.")
     kinds = ("finetuned", "majority", "word_memory" if words else "bag_of_words")
+    if result["mode"] == "split" and result.get("stopped") and not result.get("chosen"):
+        return (f"{head}\n\nStopped before the first epoch ended: nothing was scored on the validation split yet, so "
+                "no model was kept and there is no score to report (the new head was still near its random start).")
     if result["mode"] == "split":
         sizes = result["sizes"]
         names = {**NAMES, "majority": "majority tag"} if words else dict(NAMES)
