@@ -8,7 +8,9 @@ tokens (one [MASK] each, specials included), top-5. Ours runs SDPA attention, co
 encoder layer's queries, output projection, layer norms and feed-forward only at the mask (keys and
 values everywhere), and projects onto the vocabulary only there; "ours fast" is the opt-in fast
 mode: the same steps on a dynamic-int8 copy (int8 Linear layers, query/key/value fused into one).
-The three are called in turn, repeat by repeat, so load on a shared machine hits all of them.
+The three are called in turn, repeat by repeat, so load on a shared machine hits all of them. Every call of
+ours is a fresh forward (``remember=False``); the app's remembered answer (the same question asked again) is
+timed apart and printed on its own line, so no figure mixes a cache hit with a forward.
 
 Before timing, each input's answers are compared: ours must give the pipeline's top-5 (after
 dropping the ``##`` pieces that cannot start a word, which ours never offers at a word start)
@@ -92,10 +94,12 @@ def main() -> None:
               f"top-{TOP_K}; {args.repeats} calls each")
         sides = {
             "pipeline": lambda text: reference(text),
-            "ours": lambda text: fill_mask.predict(ours, text, top_k=TOP_K),
-            "ours fast": lambda text: fill_mask.predict(ours, text, top_k=TOP_K, fast=True),
+            # fresh forwards: the app remembers a plain question's answer (a class opening one link), which would
+            # time a dictionary lookup, not the model; the remembered answer's cost is printed apart below
+            "ours": lambda text: fill_mask.predict(ours, text, top_k=TOP_K, remember=False),
+            "ours fast": lambda text: fill_mask.predict(ours, text, top_k=TOP_K, fast=True, remember=False),
         }
-        rows = []
+        rows, remembered = [], []
         for n in LENGTHS:
             text = text_of(ours.tokenizer, n)
             worst, top1_same, fast_change = check_same_answers(ours, reference, text)
@@ -110,6 +114,13 @@ def main() -> None:
                     times[name].append((time.perf_counter() - start) * 1000)
             stats = {name: (statistics.median(t), percentile(t, 95)) for name, t in times.items()}
             rows.append((n, stats, worst, top1_same, fast_change))
+            fill_mask.predict(ours, text, top_k=TOP_K)  # asked once more, remembered: the cache's answer, apart
+            cached = []
+            for _ in range(args.repeats):
+                start = time.perf_counter()
+                fill_mask.predict(ours, text, top_k=TOP_K)
+                cached.append((time.perf_counter() - start) * 1000)
+            remembered.append((n, statistics.median(cached)))
 
     print(f"\n{'tokens':>6s} | {'pipeline p50/p95 ms':>20s} | {'ours p50/p95 ms':>16s} | {'fast p50/p95 ms':>16s} | "
           f"{'ours x':>6s} | {'fast x':>6s} | max |dp| ours | fast top-1 same, max |dp|")
@@ -117,6 +128,8 @@ def main() -> None:
         (rp50, rp95), (op50, op95), (fp50, fp95) = stats["pipeline"], stats["ours"], stats["ours fast"]
         print(f"{n:6d} | {rp50:9.1f} / {rp95:8.1f} | {op50:7.1f} / {op95:6.1f} | {fp50:7.1f} / {fp95:6.1f} | "
               f"{rp50 / op50:5.2f}x | {rp50 / fp50:5.2f}x | {worst:.1e}      | {top1_same}, {fast_change:.1e}")
+    print("the app's remembered answer (the same question again, a cache hit, not a forward): p50 "
+          + ", ".join(f"{ms:.3f} ms at {n} tokens" for n, ms in remembered))
     if args.plot:
         save_plot(rows, args.plot)
         print(f"plot: {args.plot}")

@@ -257,6 +257,7 @@ def test_a_move_cut_off_before_the_latest_moved_still_reads_the_latest(tmp_path,
 
 def test_an_earlier_layout_run_resumes_by_its_name(tmp_path):
     """A run trained before the step folders resumes from run:<id>/checkpoint and saves into step folders."""
+    from bertdemo.models.run_access import ACCESS_FILE
     from bertdemo.settings import ServerSettings
     from tests.helpers import run_services
 
@@ -271,7 +272,8 @@ def test_an_earlier_layout_run_resumes_by_its_name(tmp_path):
     assert service.list_runs() == [run.run_id]
     resumed = service.start({"resume_from": f"run:{run.run_id}/checkpoint", "steps": 14})
     assert resumed.run_id == run.run_id and resumed.join(60) and resumed.snapshot().step == 14
-    assert _names(folder) == ["LATEST", "steps"] and _steps(folder) == ["step-14", "step-10"]
+    # the earlier layout's folder moved into the step folders; the resumed run recorded who may use it (run_access)
+    assert _names(folder) == ["LATEST", ACCESS_FILE, "steps"] and _steps(folder) == ["step-14", "step-10"]
     assert service.status()["last_checkpoint"] == f"run:{run.run_id}/checkpoint"
 
 

@@ -1,9 +1,11 @@
-"""A server told to stop (SIGTERM: a Space restarting, ``kill``; SIGINT: Ctrl-C) with a run in any state —
-training, paused, evaluating, saving — of either kind saves the run and exits with code 0; the saved model
-loads with stock transformers."""
+"""A server told to stop (SIGTERM: a Space restarting, ``kill``; SIGINT: Ctrl-C) with runs in every state at once —
+training, paused, evaluating, saving — of every kind (pretraining, fine-tuning, fine-tuning on the learner's own
+sentences; one server, ``--parallel-runs``) saves every run and exits with code 0; each saved model loads with stock
+transformers, and an own-data run keeps its data and its result."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 from pathlib import Path
@@ -12,8 +14,9 @@ import pytest
 from gradio_client import Client
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
+from bertdemo.finetune.own_run import DATA_FILE, RESULT_FILE
 from tests.e2e.conftest import _read_log, launch_app, stop_app
-from tests.helpers import wait_until
+from tests.helpers import WORDS, wait_until
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=100_000, lr=2e-3, warmup_steps=5, eval_every=100_000,
@@ -22,6 +25,7 @@ SAVING = {**RUN, "checkpoint_every": 1}  # saves after every step: a signal find
 PRETRAINED = "20260101-000000-tiny"  # a run of the server's whose checkpoint a fine-tune starts from
 FINETUNE = dict(epochs=20, time_budget_s=3600, eval_every=1000, seed=1)  # evaluates only at step 0 and the end
 EVALUATING = {**FINETUNE, "eval_every": 5}  # a validation pass (500 examples) every 5 steps: mostly evaluating
+OWN = dict(epochs=20, batch_size=16, time_budget_s=3600, seed=1)  # the learner's own sentences: an epoch is 8 steps
 
 
 def _status(client: Client, predicate, what: str, timeout_s: float = 180.0) -> dict:
@@ -46,52 +50,86 @@ def _finetune(client: Client, settings: dict) -> dict:
     return _status(client, lambda s: s.get("kind") == "finetune" and s.get("step", 0) >= 1, "fine-tuning at step 1")
 
 
+def _own_lines(per_label: int = 100) -> str:
+    """200 labelled sentences (label<TAB>text): a run on them splits train / validation / test (8 steps an epoch)."""
+    return "\n".join(f"{label}\t the {words[i % 4]} and the {words[(i + 1) % 4]} are here{i} ."
+                     for label, words in WORDS.items() for i in range(per_label))
+
+
+def _own(client: Client) -> dict:
+    client.predict({"init": f"run:{PRETRAINED}/checkpoint", "task": "own", "lines": _own_lines(), **OWN}, "",
+                   api_name="/start_finetune")
+    return _status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own" and s.get("step", 0) >= 1,
+                   "an own-data run at step 1")
+
+
 def _pause(client: Client) -> None:
     client.predict("", api_name="/pause_run")
     _status(client, lambda s: s.get("status") == "paused", "the run to pause")
 
 
-CASES = {  # state -> (start the run and bring it there, how its saved model loads)
-    "pretrain-training": (lambda c: _pretrain(c, RUN), AutoModelForMaskedLM),
-    "pretrain-paused": (lambda c: (_pretrain(c, RUN), _pause(c)), AutoModelForMaskedLM),
-    "pretrain-saving": (lambda c: _pretrain(c, SAVING), AutoModelForMaskedLM),
-    "finetune-training": (lambda c: _finetune(c, FINETUNE), AutoModelForSequenceClassification),
-    "finetune-paused": (lambda c: (_finetune(c, FINETUNE), _pause(c)), AutoModelForSequenceClassification),
-    "finetune-evaluating": (lambda c: _finetune(c, EVALUATING), AutoModelForSequenceClassification),
+# state -> how to start its run and bring it there; each run is started once the one before it is in its state, so
+# every state is held at once when the signal comes
+CASES = {
+    "pretrain-training": lambda c: _pretrain(c, RUN),
+    "pretrain-paused": lambda c: (_pretrain(c, RUN), _pause(c)),
+    "pretrain-saving": lambda c: _pretrain(c, SAVING),
+    "finetune-training": lambda c: _finetune(c, FINETUNE),
+    "finetune-paused": lambda c: (_finetune(c, FINETUNE), _pause(c)),
+    "finetune-evaluating": lambda c: _finetune(c, EVALUATING),
+    "own-training": _own,
+    "own-paused": lambda c: (_own(c), _pause(c)),
 }
 
 
-def _saved_model(runs: Path, kind: str) -> Path:
-    if kind == "pretrain":
-        (run,) = [p for p in runs.iterdir() if (p / "LATEST").is_file() and p.name != PRETRAINED]
-        return run / "steps" / (run / "LATEST").read_text().strip()
-    (run,) = list((runs / ".finetune").iterdir())
-    return run / "model"
+def _saved(runs: Path) -> dict[str, list[Path]]:
+    """Every run's saved folder by kind (the server's own earlier run left out): a pretraining run's latest checkpoint,
+    a fine-tuning run's model, an own-data run's folder (its result and data; its model when an epoch was scored)."""
+    pretrain = [run / "steps" / (run / "LATEST").read_text().strip() for run in sorted(runs.iterdir())
+                if run.name != PRETRAINED and not run.name.startswith(".") and run.is_dir()]
+    tuned = sorted((runs / ".finetune").iterdir())
+    return {"pretrain": pretrain, "finetune": [run / "model" for run in tuned if "-ft-own-" not in run.name],
+            "own": [run for run in tuned if "-ft-own-" in run.name]}
 
 
-SIGNALLED = [pytest.param(state, signal.SIGTERM, id=f"{state}-SIGTERM") for state in CASES] + [
-    pytest.param(state, signal.SIGINT, id=f"{state}-SIGINT")  # Ctrl-C takes SIGTERM's path: two states hold it
-    for state in ("pretrain-training", "finetune-paused")]
+def _check_own(folder: Path) -> None:
+    """A stopped own-data run keeps its data and its result; its model when an epoch was scored before the stop."""
+    result = json.loads((folder / RESULT_FILE).read_text())
+    assert (folder / DATA_FILE).is_file() and result["stopped"] is True, result
+    if result["chosen"] is not None:
+        assert AutoModelForSequenceClassification.from_pretrained(folder / "model").config.model_type == "bert"
 
 
-@pytest.mark.parametrize("state, sig", SIGNALLED)
-def test_a_signal_saves_the_run_in_any_state_and_exits_cleanly(app_model_dir, tmp_path, state, sig):
+# SIGTERM with a run in every state at once; Ctrl-C (SIGINT) takes SIGTERM's path: two states hold it
+SIGNALLED = [pytest.param(list(CASES), signal.SIGTERM, id="every-state-SIGTERM"),
+             pytest.param(["pretrain-training", "finetune-paused"], signal.SIGINT, id="two-states-SIGINT")]
+
+
+@pytest.mark.parametrize("states, sig", SIGNALLED)
+def test_a_signal_saves_every_run_in_any_state_and_exits_cleanly(app_model_dir, tmp_path, states, sig):
     runs = tmp_path / "runs"
     step = runs / PRETRAINED / "steps" / "step-1"  # the tiny model, as a pretraining run of this server saved it
     shutil.copytree(app_model_dir, step)
     (step / "trainer_state.json").write_text('{"step": 1}')
     (step.parent.parent / "LATEST").write_text("step-1\n")
-    bring, loader = CASES[state]
-    url, proc = launch_app(["--offline", "--model", app_model_dir, "--runs-dir", str(runs)])
+    url, proc = launch_app(["--offline", "--model", app_model_dir, "--runs-dir", str(runs),
+                            "--parallel-runs", str(len(states))])
     try:
         client = Client(url, verbose=False)
-        bring(client)
-        kind = (client.predict(api_name="/run_status") or {})["kind"]
+        for state in states:
+            CASES[state](client)
         proc.send_signal(sig)
-        code = proc.wait(timeout=90)
+        code = proc.wait(timeout=120)
         log = _read_log(proc.log_path)
         assert code == 0 and "terminate called" not in log, log
-        folder = _saved_model(runs, kind)
-        assert loader.from_pretrained(folder).config.model_type == "bert"
+        saved = _saved(runs)
+        expected = {kind: sum(state.startswith(kind) for state in states) for kind in ("pretrain", "finetune", "own")}
+        assert {kind: len(folders) for kind, folders in saved.items()} == expected, log
+        loaders = {"pretrain": AutoModelForMaskedLM, "finetune": AutoModelForSequenceClassification}
+        for kind, loader in loaders.items():
+            for folder in saved[kind]:
+                assert loader.from_pretrained(folder).config.model_type == "bert", folder
+        for folder in saved["own"]:
+            _check_own(folder)
     finally:
         stop_app(proc)
