@@ -67,7 +67,7 @@ def test_a_class_nobody_used_for_the_stated_time_is_deleted(store, clock):
     watched = store.create_class("watched", creator="")
     ada = store.join(used.join_code, "Ada")
     clock.now += 20 * DAY
-    store.touch(ada.token)  # a student of "used" is here
+    store.record_progress(ada.token, "tokens")  # a student of "used" is here (reaches a step)
     class_report(store, watched.teacher_key)  # the teacher of "watched" reads their view
     clock.now += 15 * DAY  # "idle": 35 days unused; the others 15
     store.create_class("new", creator="")

@@ -78,7 +78,6 @@ def test_bert_base_cost_arithmetic():
     assert base.flops == 6 * 110_000_000 * 42_598_400_000
     run = cost.run_cost("run r", 4_000_000, 8_192_000, 1_000)
     assert run.flops_line == "6 × 4,000,000 parameters × 8,192,000 tokens = 1.97e+14 FLOPs"
-    assert cost.share_of(run, base)["runs_to_match"] == pytest.approx(base.flops / run.flops)
     with pytest.raises(ValueError, match="parameters"):
         cost.run_cost("run r", 0, 10, 1)
 

@@ -333,12 +333,6 @@ class ClassStore:
         """One run started (:meth:`run_row`)."""
         return self.record_rows(token, [self.run_row(run_id, kind)]) == 1
 
-    def touch(self, token: object) -> None:
-        """The member is here (the teacher's "who is active")."""
-        member_id = tokens.verify(self.key, token)
-        with self.db.transaction() as tx:
-            tx.execute("UPDATE members SET seen = ? WHERE id = ?", (self.clock(), member_id))
-
     def own_answers(self, token: object) -> list[tuple]:
         """The member's own answers: (step id, question id, guess, truth, correct, at); nobody else's."""
         member_id = tokens.verify(self.key, token)

@@ -60,10 +60,3 @@ def run_cost(label: str, params: int, tokens: int, steps: int, seconds: float = 
         raise ValueError(f"{label} logged a negative number of tokens or steps.")
     lines = [f"{tokens:,} tokens read in {steps:,} steps" + (f" ({seconds:,.0f} s of training)" if seconds else "")]
     return TrainingCost(label, int(params), int(tokens), int(steps), lines)
-
-
-def share_of(run: TrainingCost, reference: TrainingCost) -> dict[str, float]:
-    """The run as a fraction of the reference: tokens, FLOPs, and how many such runs would make one."""
-    flops_share = run.flops / reference.flops if reference.flops else 0.0
-    return {"tokens": run.tokens / reference.tokens if reference.tokens else 0.0, "flops": flops_share,
-            "runs_to_match": (1 / flops_share) if flops_share else float("inf")}
