@@ -6,10 +6,12 @@ that says there is no score — listed to its owner and kept when the server sta
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_eval import split_and_finetune
@@ -104,3 +106,35 @@ def test_a_run_says_finished_only_once_its_model_is_saved(tiny_mlm_dir, tmp_path
     run = starts[task]()
     assert run.join(300) and run.status == Status.FINISHED, run.snapshot().message
     assert watched and watched[-1].model_at_finish == [True]
+
+
+@pytest.mark.parametrize("task", ["topic", "names"])
+def test_a_run_its_time_budget_ends_before_it_learned_says_so_and_reports_no_test_score(tiny_mlm_dir, task):
+    """A fake clock moves 10 s for every forward in eval mode and 4 s for every training forward: a 30-second
+    budget leaves room for a few steps of a 40-epoch run, under a quarter of one epoch."""
+    from transformers import BertForSequenceClassification, BertForTokenClassification
+
+    from bertdemo.finetune.engine import run_finetune
+    from bertdemo.finetune.token_engine import run_token_finetune
+    from tests.helpers import FakeClock
+
+    clock = FakeClock()
+
+    def tick(module, args, output):
+        if isinstance(module, BertForSequenceClassification | BertForTokenClassification):
+            clock.now += 4.0 if module.training else 10.0
+
+    hook = torch.nn.modules.module.register_module_forward_hook(tick)
+    try:
+        metrics = FinetuneMetrics()
+        cfg = tiny_finetune_config(tiny_mlm_dir, task=task, epochs=40, eval_every=1000, time_budget_s=30)
+        run = run_token_finetune if task == "names" else run_finetune
+        status = run(cfg, name_task(400) if task == "names" else word_task(200), metrics, RunControl(), None,
+                     clock=clock)
+    finally:
+        hook.remove()
+    snap = metrics.snapshot()
+    assert status == Status.FINISHED and snap.step < snap.total_steps / 40 / 4, (snap.step, snap.total_steps)
+    assert "too few to mean anything, so the run is not scored on the test split" in snap.message, snap.message
+    assert math.isnan(snap.test_accuracy) and math.isnan(snap.test_macro_f1)
+    assert "Test word-level F1" not in snap.message

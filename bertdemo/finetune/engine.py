@@ -350,8 +350,11 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
         elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held), evaluate_at=run_eval,
         on_step=on_step)
     stopped = status == Status.STOPPED
-    if stopped:  # a Stop (or the server's wall-time cap) frees the slot within seconds: the fixed sample only
-        metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
+    cut_short = not stopped and too_few_steps(step, batches_per_epoch, total)
+    if stopped or cut_short:  # a Stop (or the server's wall-time cap) frees the slot within seconds: the fixed sample
+        # only; a run the time budget ended before it learned anything is not scored on test either (no result)
+        metrics.update(status=Status.STOPPING if stopped else Status.RUNNING,
+                       message="Final evaluation on the fixed validation sample…")
         run_eval(step, final=True, whole_split=False)
     else:
         metrics.update(status=Status.RUNNING, message="Final evaluation on the validation and test splits…")
@@ -364,8 +367,26 @@ def _run(cfg, task, metrics, control, checkpoint_dir, cache_dir, clock, on_step)
     if stopped:
         message += (" A stopped run is not scored on the whole validation and test splits, so the slot is free at "
                     "once: its last point is the fixed validation sample's, as every point of the curves.")
+    elif cut_short:
+        message += " " + too_few_sentence(step, total)
     finish(status, message, model, tokenizer, cfg, metrics, checkpoint_dir)
     return status
+
+
+TOO_FEW_SHARE = 0.25  # a run that took less than a quarter of an epoch's steps (or of its planned steps) learned nothing
+
+
+def too_few_steps(step: int, batches_per_epoch: int, total: int) -> bool:
+    """Whether a run that ended at ``step`` (its time budget ran out: a busy machine, a large model) took too few
+    steps to mean anything: under a quarter of one pass over the training examples (or of its planned steps)."""
+    return step < TOO_FEW_SHARE * min(batches_per_epoch, total)
+
+
+def too_few_sentence(step: int, total: int) -> str:
+    """What the page says instead of a score when :func:`too_few_steps`."""
+    return (f"Only {step:,} of its {total:,} steps ran before the time budget ended: too few to mean anything, so the "
+            "run is not scored on the test split (a score now would be of a head that barely moved). Give it more "
+            "time, fewer epochs or a smaller starting model.")
 
 
 def _final_message(step: int, total: int, seconds: float, ended: str, cfg: FinetuneConfig) -> str:

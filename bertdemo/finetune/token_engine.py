@@ -30,7 +30,15 @@ from bertdemo.corpus.names import LABELS, NAME, OTHER, NameSplits, TaggedSentenc
 from bertdemo.explore.encoding import pad_batch
 from bertdemo.finetune.best_weights import KeptBest
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import _device, _final_message, budget_progress, build_model, finish
+from bertdemo.finetune.engine import (
+    _device,
+    _final_message,
+    budget_progress,
+    build_model,
+    finish,
+    too_few_sentence,
+    too_few_steps,
+)
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import shown_codes
@@ -324,8 +332,11 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
         elapsed=elapsed, add_paused=lambda held: paused.__setitem__(0, paused[0] + held),
         evaluate_at=lambda step: run_eval(step, sample), on_step=on_step)
     stopped = status == Status.STOPPED
-    if stopped:  # a Stop frees the slot within seconds: the fixed sample only
-        metrics.update(status=Status.STOPPING, message="Final evaluation on the fixed validation sample…")
+    cut_short = not stopped and too_few_steps(step, batches_per_epoch, total)
+    if stopped or cut_short:  # a Stop frees the slot within seconds: the fixed sample only; a run the time budget
+        # ended before it learned anything is not scored on test either (no result to read as one)
+        metrics.update(status=Status.STOPPING if stopped else Status.RUNNING,
+                       message="Final evaluation on the fixed validation sample…")
         run_eval(step, sample, last=True)
         report = keep_chosen(step)
     else:
@@ -348,9 +359,11 @@ def _run(cfg, task: WordTask, metrics, control, checkpoint_dir, cache_dir, clock
                        names=report)
     metrics.update(elapsed_s=elapsed())
     ended = "time budget" if step < total and status == Status.FINISHED else ("stopped" if stopped else "")
-    kept = chosen_sentence(best.step, step, sample, tested=not stopped)
+    kept = chosen_sentence(best.step, step, sample, tested=not (stopped or cut_short))
     message = f"{_final_message(step, total, elapsed(), ended, cfg)} {kept}"
-    if not stopped:
+    if cut_short:
+        message += " " + too_few_sentence(step, total)
+    elif not stopped:
         memory = marks["word_memory"]["test"]["f1"]
         message += (f" Test word-level F1 for names {report['test']['f1']:.1%} against {memory:.1%} for per-word "
                     "memory (the tag each word had most often in training) and 0 % for every word O.")
