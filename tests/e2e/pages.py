@@ -94,7 +94,7 @@ def open_tab_by_name(page: Page, name: str) -> None:
 
 def plot_ready(page: Page, selector: str) -> None:
     """The figure ``selector`` drawn, scrolled to first (a long tab's figures are drawn near the screen)."""
-    page.locator(selector).scroll_into_view_if_needed()
+    page.locator(selector).scroll_into_view_if_needed(timeout=RUN_TIMEOUT_MS)  # a busy server draws it later
     page.wait_for_function(
         f"() => {{ const p = document.querySelector('{selector} .js-plotly-plot'); return p && p.data && p.data.length; }}",
         timeout=RUN_TIMEOUT_MS,
