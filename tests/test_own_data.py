@@ -190,6 +190,14 @@ def test_excels_csv_utf8_with_a_bom_and_utf16_files_are_read_by_their_bom(tmp_pa
     assert data.source == "file excel.csv, 9 rows: column 'text' (text) and 'label' (label)"
 
 
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_a_file_whose_lines_end_with_cr_or_cr_lf_is_read(tmp_path, ending):
+    path = tmp_path / "mac.csv"  # classic Mac (CR alone) and Windows (CR LF) line ends
+    path.write_bytes((_rows() + "pos,café au lait\n").replace("\n", ending).encode("utf-8"))
+    data = read_table(path, cache_dir=tmp_path)
+    assert data.counts() == {"neg": 4, "pos": 5} and data.texts[-1] == "café au lait"
+
+
 def test_a_file_that_is_not_utf8_is_refused_naming_the_line_and_the_rule(tmp_path):
     path = tmp_path / "latin1.csv"
     path.write_bytes((_rows() + "pos,café au lait\n").encode("latin-1"))  # Excel's plain "CSV" on Windows

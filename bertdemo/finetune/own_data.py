@@ -238,7 +238,7 @@ def _header(text: str, preferred: str) -> tuple[str, list[str]]:
         raise ValueError("line 1: the header holds NUL characters (UTF-16 without its byte-order mark?); save the "
                          "file as \"CSV UTF-8\".")
     for sep in (preferred, *(s for s in SEPARATORS if s != preferred)):
-        header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+        header = next(csv.reader(io.StringIO(text, newline=""), delimiter=sep), [])  # CR, LF or CR LF ends a line
         if len(header) >= 2:
             break
     else:
