@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,12 +160,15 @@ class FinetuneService:
                 status[name] = None
         return status
 
+    def has_model(self, run_id: str) -> bool:
+        """Whether run ``run_id`` saved its model (once, at its end, atomically)."""
+        return (self.root / run_id / MODEL_DIRNAME / "config.json").is_file()
+
     def _kept(self, run_id: str) -> bool:
-        """Whether run ``run_id`` saved what it made: its model (saved once, at its end, atomically), or — a run on a
-        learner's own data stopped before it kept a model — its result beside their data (the folds or epochs it
-        scored: what it has, theirs to read and download)."""
-        folder = self.root / run_id
-        return (folder / MODEL_DIRNAME / "config.json").is_file() or (is_own(run_id) and (folder / RESULT_FILE).is_file())
+        """Whether run ``run_id`` saved what it made: its model, or — a run on a learner's own data stopped before it
+        kept a model — its result beside their data (the folds or epochs it scored: what it has, theirs to read and
+        download)."""
+        return self.has_model(run_id) or (is_own(run_id) and (self.root / run_id / RESULT_FILE).is_file())
 
     def clean_leftovers(self) -> list[str]:
         """At server start: a run folder that saved nothing (:meth:`_kept`) goes."""
@@ -177,19 +181,19 @@ class FinetuneService:
 
     def saved_model(self, run: FinetuneRun) -> Path | None:
         """The run's saved model folder (a stock ``BertForSequenceClassification``), None before its end."""
-        folder = run.run_folder / MODEL_DIRNAME
-        return folder if run.run_id and (folder / "config.json").is_file() else None
+        return run.run_folder / MODEL_DIRNAME if run.run_id and self.has_model(run.run_id) else None
 
     def baselines(self) -> dict[str, float]:
         """The topic task's landmarks (validation accuracy) when computed on this server (else {})."""
         return read_baselines(self.settings.cache_dir)
 
-    def _listed(self, owner_token: str = "") -> list[str]:
-        """Ids of the runs with a saved model that a list shown now offers (``owner_token``: one its reader
-        holds; :func:`~bertdemo.models.run_access.listed`), newest first."""
-        saved = (r for r in folders.run_ids(self.root) if (self.root / r / MODEL_DIRNAME / "config.json").is_file()
-                 and run_access.listed(self.root / r, self.settings.is_public, owner_token))
-        return sorted(saved, reverse=True)
+    def _listed(self, owner_token: str = "", saved: Callable[[str], bool] | None = None) -> list[str]:
+        """Ids of the runs that saved (``saved``: by default their model) that a list shown now offers
+        (``owner_token``: one its reader holds; :func:`~bertdemo.models.run_access.listed`), newest first."""
+        saved = saved or self.has_model
+        shown = (r for r in folders.run_ids(self.root)
+                 if saved(r) and run_access.listed(self.root / r, self.settings.is_public, owner_token))
+        return sorted(shown, reverse=True)
 
     def ids(self) -> list[str]:
         """Ids of the fine-tuning runs with a saved model the request being served may see, newest first: on a
@@ -200,9 +204,7 @@ class FinetuneService:
         """Ids of the saved runs on a learner's own data that ``owner_token``'s holder (or the visitor who
         started them) may see — all of them on a local server — newest first; a run stopped before it kept a model
         is listed too (its result: what it scored before the stop)."""
-        saved = (r for r in folders.run_ids(self.root) if is_own(r) and self._kept(r)
-                 and run_access.listed(self.root / r, self.settings.is_public, owner_token))
-        return sorted(saved, reverse=True)
+        return [r for r in self._listed(owner_token, self._kept) if is_own(r)]
 
     def own_folder(self, run_id: str, owner_token: str = "") -> Path:
         """The folder of a saved own-data run ``owner_token``'s holder may see (ValueError for any other name)."""

@@ -54,6 +54,11 @@ def _read_digest(path: Path) -> str:
         return ""
 
 
+def recorded(path: str | Path, value: str) -> bool:
+    """Whether the digest file ``path`` was made from ``value`` (False when either is missing or empty)."""
+    return _same(_read_digest(Path(path)), value)
+
+
 def _same(stored: str, value: str) -> bool:
     """Whether ``value`` is what the digest ``stored`` was made from (False for an empty one of either)."""
     return bool(stored) and bool(value) and hmac.compare_digest(stored, digest(value))

@@ -11,7 +11,6 @@ rule :func:`run_folder` applies: a visitor's run id for another visitor's privat
 
 from __future__ import annotations
 
-import hmac
 import os
 import re
 import shutil
@@ -71,9 +70,7 @@ def record_visitor(folder: str | Path, visitor: str) -> None:
 
 
 def _started_from(root: str | Path, run_id: str, visitor: str) -> bool:
-    path = stored_folder(root, run_id) / VISITOR_FILE
-    return bool(visitor) and path.is_file() and hmac.compare_digest(path.read_text(encoding="utf-8").strip(),
-                                                                    run_access.digest(visitor))
+    return run_access.recorded(stored_folder(root, run_id) / VISITOR_FILE, visitor)
 
 
 def record_owner(folder: str | Path, token: str) -> None:
@@ -86,10 +83,7 @@ def record_owner(folder: str | Path, token: str) -> None:
 
 def is_owner(root: str | Path, run_id: str, token: str) -> bool:
     """Whether ``token`` is the one that started run ``run_id`` (False for a run with no recorded owner)."""
-    path = stored_folder(root, run_id) / OWNER_FILE
-    if not token or not path.is_file():
-        return False
-    return hmac.compare_digest(path.read_text(encoding="utf-8").strip(), run_access.digest(token))
+    return run_access.recorded(stored_folder(root, run_id) / OWNER_FILE, token)
 
 
 def delete_run_folder(root: str | Path, run_id: str) -> None:

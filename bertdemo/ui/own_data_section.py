@@ -34,7 +34,6 @@ from bertdemo.finetune.own_data import (
 )
 from bertdemo.finetune.own_export import NO_MODEL, WEIGHTS_DTYPE, model_zip
 from bertdemo.finetune.own_run import DATA_FILE, own_request, read_result
-from bertdemo.finetune.run import MODEL_DIRNAME
 from bertdemo.runs.uploads import forget_original_upload
 from bertdemo.ui import common, downloads, run_starts
 from bertdemo.ui.common import visitor_of
@@ -171,7 +170,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
             raise ValueError("Pick one of your runs first (or start one).")
         name = f"ft:{run_id}"
         own = runs.own_folder(run_id, token or "")  # theirs alone, or the same refusal as a run that is not there
-        if not (own / MODEL_DIRNAME / "config.json").is_file():
+        if not runs.has_model(run_id):
             raise ValueError(NO_MODEL)
         folder = runs.model(name, token or "")
         if (read_result(own) or {}).get("labels_per") == "word":
