@@ -285,3 +285,28 @@ def test_nsp_head_read_from_a_sharded_checkpoint(tmp_path) -> None:
     with torch.no_grad():
         want = torch.softmax(model(**enc).seq_relationship_logits, -1)[0, 0].item()
     assert pred.available and abs(pred.p_is_next - want) < 1e-6
+
+
+def test_the_tensor_table_scrolls_in_a_box_a_keyboard_reaches() -> None:
+    """On a phone the (1, T) tensors are wider than the screen: the box that scrolls them is a named Tab stop and
+    the table inside never scrolls on its own (axe's scrollable-region-focusable found the table scrolling at 390 px)."""
+    from html.parser import HTMLParser
+
+    from bertdemo.viz import masking as draw
+
+    class Boxes(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: dict[str, dict[str, str]] = {}
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "table" or "mask-tensors" in (attrs.get("class") or ""):
+                self.found.setdefault(tag, attrs)
+
+    boxes = Boxes()
+    boxes.feed(draw.render_tensors(ml.mask_sample(LONG, MaskSettings(seed=3))))
+    box, table = boxes.found["div"], boxes.found["table"]
+    assert box["tabindex"] == "0" and box["role"] == "region" and "scrolls sideways" in box["aria-label"]
+    assert "overflow-x:auto" in box["style"]
+    assert "display:table" in table["style"] and "overflow:visible" in table["style"]

@@ -143,6 +143,38 @@ def test_the_probe_is_bounded_in_length_masks_and_history():
     assert len(kept) == PROBE_WINDOW and kept[0][0] == 30 and kept[-1][0] == PROBE_WINDOW + 29  # the latest
 
 
+def test_the_status_keeps_the_latest_probe_window_of_the_largest_probe_and_stays_small(tmp_path):
+    """What /run_status sends (and every page's poll) after one evaluation more than the status keeps, each with
+    the largest probe a visitor may set (4 masks in 300 characters, top-5 at each): the latest PROBE_WINDOW answers
+    only, the latest last, every evaluation in the curves, under 100 KB. (The limits on the probe a visitor may set
+    are checked against the launched public server in tests/e2e/test_public_visitor.py.)"""
+    import json
+    from types import SimpleNamespace
+
+    from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
+    from bertdemo.pretrain.config import validate_probe_text
+    from bertdemo.pretrain.metrics import MetricsBuffer
+
+    probe = validate_probe_text(("[MASK] " * MAX_PROBE_MASKS + "the cat sat on the mat and looked at the dog . ")
+                                [:MAX_PROBE_CHARS])
+    buffer = MetricsBuffer()
+    top5 = [(f"word{k}" * 3, 0.1 + k / 100) for k in range(5)]
+    for step in range(PROBE_WINDOW + 1):  # an evaluation before the first step and after each of PROBE_WINDOW
+        buffer.log_eval(step, 7.0 - step / 100, 0.01, None, None, tokens=step * 256, wall_s=step * 0.1, top5=0.05,
+                        median_rank=500.0)
+        buffer.log_probe(step, [top5] * MAX_PROBE_MASKS, probe)
+        buffer.log_probe_ranks(step, [(probe, "cat", True, top5, 40)], step * 256, step * 0.1)
+    _, service, _ = run_services(ServerSettings.build(runs_dir=tmp_path / "runs", public=True,
+                                                      cache_dir=tmp_path / "cache"))
+    status = service.status(SimpleNamespace(snapshot=buffer.snapshot))  # the run's own snapshot, as sent
+    assert len(status["eval_steps"]) == PROBE_WINDOW + 1  # every step was evaluated ...
+    assert len(status["probe"]) == PROBE_WINDOW  # ... and the status keeps the latest 50 probe answers
+    assert status["probe"][-1][0] == status["eval_steps"][-1] == PROBE_WINDOW
+    assert all(len(answer[1]) == MAX_PROBE_MASKS for answer in status["probe"])
+    size = len(json.dumps(status))
+    assert size < 100_000, f"/run_status sent {size:,} characters"
+
+
 def test_a_public_server_resumes_only_its_runs_by_name_and_echoes_no_path(tmp_path):
     from bertdemo.settings import ServerSettings
 

@@ -67,7 +67,11 @@ def render_tensors(sample: MaskSample) -> str:
     cell = "padding:2px 6px;border:1px solid #e5e7eb;text-align:center;font-family:ui-monospace,monospace;font-size:13px"
     rows = [("position", [t.position for t in sample.tokens]), ("token", [t.token for t in sample.tokens]),
             ("input_ids", sample.input_ids), ("labels", sample.labels), ("attention_mask", sample.attention_mask)]
-    out = ['<div class="mask-tensors" style="overflow-x:auto;max-width:100%"><table style="border-collapse:collapse">']
+    # the box scrolls sideways (the table never does: a page style may make a table its own scroller), and a box
+    # that scrolls is a Tab stop with a name, so a keyboard reaches every column (axe: scrollable-region-focusable)
+    out = ['<div class="mask-tensors" role="region" tabindex="0" aria-label="The tensors the model gets, one column '
+           'per position (scrolls sideways)" style="overflow-x:auto;max-width:100%">'
+           '<table style="border-collapse:collapse;display:table;overflow:visible">']
     for name, values in rows:
         tds = "".join(
             f'<td style="{cell};background:{COLOURS[t.action] if t.chosen else "transparent"}">{html.escape(str(v))}</td>'

@@ -3,27 +3,21 @@
 comes into view when the main button is pressed; the keyboard alone reaches and works every tab and its main
 control, the focus always visible, the tab list following the ARIA tabs pattern.
 
-axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
-The all-tabs pass checks Pretrain, Fine-tune and Class as drawn; their main actions (a pretraining run with its
-curve drawn, a fine-tuning run with its curve drawn, a class created and its teacher view open) are checked by
-their own test, at both widths, once each action has run.
+The all-tabs pass checks Pretrain, Fine-tune and Class as drawn. Their main actions are checked with axe where a test
+performs them already (tests/e2e/axe.py): a live pretraining run with its curve drawn in test_pretrain_browser.py, a
+fine-tuning run's curves in test_finetune.py, a class created and its teacher's view with a student in test_class.py.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
 from bertdemo.ui.access import ANSWERS
 
+from .axe import axe_violations, load_axe
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, create_class, open_app, open_tab, open_tab_by_name, plot_ready, resize, wait_idle
-
-AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
-BLOCKING = ("critical", "serious")
-ORDER_RULES = ("heading-order", "page-has-heading-one")  # headings in order (axe calls these moderate)
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab_by_name, plot_ready, wait_idle
 
 # tab -> (its main button, what shows its answer)
 MAIN = {
@@ -39,13 +33,6 @@ MAIN = {
     "Class": ("class-join", None),
 }
 
-VIOLATIONS_JS = """async (rules) => {
-  const result = await axe.run(document, {resultTypes: ['violations']});
-  return result.violations
-    .filter(v => ['critical', 'serious'].includes(v.impact) || rules.includes(v.id))
-    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-}"""
-
 # every figure drawn on screen has its text twin beside it, with at least one number or its "no numbers" line
 MISSING_TWINS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
   .filter(g => g.offsetParent !== null && g._fullLayout)
@@ -54,22 +41,9 @@ MISSING_TWINS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
   .map(g => (g.closest('[id]') || {}).id)"""
 
 
-# nothing on screen is still fading in or out (gradio dims an output while its event runs: .pending, then a 0.15 s
-# transition back), so colours are measured as they settle
-SETTLED_JS = """() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)
-  && !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"""
-
-
 IN_VIEW_TIMEOUT_MS = 10_000
 IN_UPPER_HALF_JS = """(selector) => { const b = document.querySelector(selector).getBoundingClientRect();
   return b.top < window.innerHeight / 2 && b.bottom > 0; }"""
-
-
-def axe_violations(page: Page) -> list[str]:
-    page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
-    if not page.evaluate("() => typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(AXE))
-    return page.evaluate(VIOLATIONS_JS, list(ORDER_RULES))
 
 
 def run_main_action(page: Page, tab: str) -> None:
@@ -250,64 +224,6 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
             wait_idle(page)
 
 
-TRAINING_TIMEOUT_MS = 300_000  # a run tokenizes its corpus and makes its first evaluation on 2 busy cores
-# tab -> (the name of its check, (start, stop, its curves, its own trace's name, the status once it ended))
-TRAINING = {"Pretrain": ("pretrain_running", ("#pt-start", "#pt-stop", "#pt-curves", ": train", "#pt-status")),
-            "Fine-tune": ("finetune_running", ("#ft-start", "#ft-stop", "#ft-curves", "", "#ft-status"))}
-ENDED_JS = "(sel) => /STOPPED|FINISHED/.test(document.querySelector(sel)?.innerText || '')"
-# the run's own curve has points (the fine-tuning chart's stored random-weight reference is drawn from the start)
-OWN_CURVE_JS = """([sel, name]) => { const p = document.querySelector(sel + ' .js-plotly-plot');
-  return !!p && (p.data || []).some(d => (d.name || '').includes(name) && !(d.name || '').includes('reference')
-                                        && (d.x || []).length >= 2); }"""
-
-
-def axe_at_both_widths(page: Page, name: str, found: dict) -> None:
-    """axe's blocking violations on the page as it is, at 1280 px and at 390 px (a screenshot of each)."""
-    for width, height in ((1280, 1000), (390, 844)):
-        resize(page, width, height)
-        found[f"{name} @{width}"] = axe_violations(page)
-        screenshot(page, f"accessibility_{name}_{width}")
-    resize(page, 1280, 1000)
-
-
-def test_axe_finds_nothing_serious_after_the_training_and_class_tabs_main_actions(_browser, app_url: str):
-    """Pretrain: a run started and its curve drawn; Fine-tune: a run started and its curve drawn; Class: a class
-    created and its teacher view opened. Each run is stopped once checked (the slot is free for the next)."""
-    found: dict[str, list[str]] = {}
-    context = _browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    try:
-        open_app(page, app_url)
-        for tab, (name, (start, stop, curves, trace, ended)) in TRAINING.items():
-            open_tab_by_name(page, tab)
-            page.click(start)
-            page.wait_for_function(OWN_CURVE_JS, arg=[curves, trace], timeout=TRAINING_TIMEOUT_MS)
-            wait_idle(page)
-            axe_at_both_widths(page, name, found)
-            page.click(stop)
-            page.wait_for_function(ENDED_JS, arg=ended, timeout=TRAINING_TIMEOUT_MS)  # the slot free for the next
-
-        open_tab_by_name(page, "Class")
-        join_link, teacher_link = create_class(page, "Year 12 · BERT")
-        wait_idle(page)
-        axe_at_both_widths(page, "class_created", found)
-        student = context.new_page()  # one student in the class, so the teacher's tables have a row
-        student.goto(join_link)
-        open_tab(student, "Class")
-        student.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
-        student.locator("#class-join").click()
-        expect(student.locator("#class-joined")).to_contain_text("as Ada", timeout=RUN_TIMEOUT_MS)
-        student.close()
-        page.goto(teacher_link)
-        open_tab(page, "Class")
-        expect(page.locator("#class-report")).to_contain_text("1 joined", timeout=RUN_TIMEOUT_MS)
-        wait_idle(page)
-        axe_at_both_widths(page, "class_teacher", found)
-    finally:
-        context.close()
-    assert {k: v for k, v in found.items() if v} == {}
-
-
 # an answer box (a Markdown) its event is filling: gradio lays its progress over the box, which was 0 px high while
 # empty, so the box scrolled its 50 px of progress (and cut it off): a scrolling region no keyboard reaches, axe's
 # scrollable-region-focusable in Word in context at 1280 px (issue 54)
@@ -327,8 +243,7 @@ def test_an_answer_box_being_filled_holds_its_progress_and_does_not_scroll(brows
         page.get_by_text("2 · The word across the corpus", exact=True).click()  # opening it draws the section
         page.wait_for_function(PENDING_JS, arg="wic-atlas-info", timeout=RUN_TIMEOUT_MS)
         scroll_height, client_height = page.evaluate(SCROLLS_JS, "wic-atlas-info")
-        if not page.evaluate("() => typeof axe !== 'undefined'"):
-            page.add_script_tag(path=str(AXE))
+        load_axe(page)
         found = page.evaluate("""async () => (await axe.run('#wic-atlas-info',
             {runOnly: ['scrollable-region-focusable']})).violations.map(v => v.id)""")
     finally:

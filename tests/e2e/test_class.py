@@ -12,8 +12,9 @@ from playwright.sync_api import Page, expect
 
 from bertdemo.ui.class_tab import TEACHER_POLL_S
 
+from .axe import axe_at_both_widths
 from .conftest import screenshot
-from .pages import JOINS, RUN_TIMEOUT_MS, create_class, open_tab, resize
+from .pages import JOINS, RUN_TIMEOUT_MS, create_class, open_tab
 
 
 def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str):
@@ -22,6 +23,7 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     open_tab(page, "Class")
     join_link, teacher_link = create_class(page, "Year 12 · BERT")
     assert join_link.startswith(app_url) and teacher_link.startswith(app_url)
+    found = axe_at_both_widths(page, "class_created")  # axe on the page the action made, at both widths
 
     student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
     student.goto(join_link)
@@ -40,9 +42,8 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     report = page.locator("#class-report")
     expect(report).to_contain_text("1 joined, 1 active", timeout=RUN_TIMEOUT_MS)
     expect(report.locator("table").first).to_contain_text("Ada")
-    screenshot(page, "class-teacher-1280")
-    resize(page, 390, 800)
-    screenshot(page, "class-teacher-390")
+    found |= axe_at_both_widths(page, "class_teacher", back_to=None)  # screenshots at 1280 and 390 px
+    assert {k: v for k, v in found.items() if v} == {}
 
 
 # --- the teacher's view live, each link where its user acts, students' text as text (issues 52 and 54) ---------

@@ -11,6 +11,7 @@ import torch
 from gradio_client import Client
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from tests.e2e.axe import axe_violations
 from tests.e2e.conftest import screenshot
 from tests.helpers import wait_until
 
@@ -133,6 +134,7 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
         assert "nan" not in status.lower()
         legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
         assert any("stored reference" in t for t in legend), legend  # the random-weight reference, by default
+        assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
         # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
         assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
         page.locator("#ft-change-box button.label-wrap").click()

@@ -10,6 +10,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from .axe import axe_at_both_widths
 from .conftest import screenshot
 from .pages import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
 
@@ -54,6 +55,8 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
         "p => p.data.filter(d => d.name && d.name.includes('[MASK]') && d.y.length >= 1).length") == 7
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
+    # axe on the page as a live run draws it, at both widths (the all-tabs pass sees the tab before any run)
+    assert {k: v for k, v in axe_at_both_widths(page, "pretrain_running").items() if v} == {}
 
     # A reloaded page reattaches to the run in progress.
     page.reload()

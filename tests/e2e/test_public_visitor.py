@@ -13,7 +13,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS, PROBE_WINDOW
+from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
 from tests.helpers import visitor_client
 
 from .api import RUN, QueueCall, app_config, fn_index, upload, wait_ended
@@ -40,7 +40,7 @@ def delete_all(client: Client, token: str, runs: Path) -> int:
     return deleted
 
 
-def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
+def test_the_probe_is_bounded_in_a_start_and_in_a_live_run(public_server):
     client = visitor_client(public_server.url, "198.51.100.20")
     long_probe = "The capital of France is [MASK]. " + "x" * MAX_PROBE_CHARS
     many = " ".join(["[MASK]"] * (MAX_PROBE_MASKS + 1)) + " ."
@@ -48,21 +48,15 @@ def test_the_probe_is_bounded_and_run_status_stays_small(public_server):
     assert f"use at most {MAX_PROBE_CHARS}" in message and "xxx" not in message
     assert f"use at most {MAX_PROBE_MASKS}" in refusal(client, {**RUN, "probe_text": many}, "tok-probe",
                                                        api_name="/start_run")
-    # the most a probe may be: 4 masks in 300 characters, evaluated before the first step and after each of
-    # PROBE_WINDOW steps: one evaluation more than the status keeps (the work the check needs, no more)
-    probe = ("[MASK] " * MAX_PROBE_MASKS + "the cat sat on the mat and looked at the dog . ")[:MAX_PROBE_CHARS]
-    client.predict({**RUN, "steps": PROBE_WINDOW, "eval_every": 1, "probe_text": probe}, "tok-probe",
-                   api_name="/start_run")
+    # a live run's probe is bounded too (what the status keeps of the largest legal probe, and its size, is
+    # tests/test_pretrain_service.py's: it needs no run)
+    client.predict(RUN, "tok-probe", api_name="/start_run")
     try:
         assert f"at most {MAX_PROBE_CHARS:,}" in refusal(client, long_probe, "tok-probe", api_name="/set_probe")
     finally:
-        snap = wait_ended(client, timeout=900)
-    assert snap["status"] == "finished", f"{snap['status']}: {str(snap.get('message'))[:200]}"
-    assert len(snap["eval_steps"]) > PROBE_WINDOW  # every step was evaluated ...
-    assert len(snap["probe"]) == PROBE_WINDOW  # ... and the status keeps the latest 50 probe answers
-    assert snap["probe"][-1][0] == snap["eval_steps"][-1] and all(len(p[1]) == MAX_PROBE_MASKS for p in snap["probe"])
-    size = len(json.dumps(snap))
-    assert size < 100_000, f"/run_status sent {size:,} characters"  # what every page's poll and /run_status send
+        client.predict("tok-probe", api_name="/stop_run")
+        snap = wait_ended(client)
+    assert snap["status"] == "stopped", f"{snap['status']}: {str(snap.get('message'))[:200]}"
     assert delete_all(client, "tok-probe", public_server.runs) == 1
 
 

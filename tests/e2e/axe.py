@@ -1,0 +1,57 @@
+"""axe-core in the page: the blocking violations (critical, serious, and headings out of order) of the page as it is.
+
+axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
+The tests that perform a tab's main action (a run started and its curve drawn, a class made and its teacher's
+view open) check the page they made with :func:`axe_at_both_widths`, so no test starts a run only to check it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+from .conftest import screenshot
+from .pages import RUN_TIMEOUT_MS, resize
+
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+ORDER_RULES = ("heading-order", "page-has-heading-one")  # headings in order (axe calls these moderate)
+WIDTHS = ((1280, 1000), (390, 844))  # desktop, and a phone
+
+VIOLATIONS_JS = """async (rules) => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations
+    .filter(v => ['critical', 'serious'].includes(v.impact) || rules.includes(v.id))
+    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+}"""
+
+# nothing on screen is still fading in or out (gradio dims an output while its event runs: .pending, then a 0.15 s
+# transition back), so colours are measured as they settle
+SETTLED_JS = """() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)
+  && !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"""
+
+
+def load_axe(page: Page) -> None:
+    """axe-core in the page (once per document)."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+
+
+def axe_violations(page: Page) -> list[str]:
+    """The page's blocking violations once it has settled, one line each: rule (impact): the first nodes."""
+    page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
+    load_axe(page)
+    return page.evaluate(VIOLATIONS_JS, list(ORDER_RULES))
+
+
+def axe_at_both_widths(page: Page, name: str, back_to: tuple[int, int] | None = (1280, 1000)) -> dict[str, list[str]]:
+    """{"<name> @<width>": violations} of the page as it is, at 1280 px and at 390 px (a screenshot of each); the
+    viewport is set back to ``back_to`` after (None: left at the phone's width)."""
+    found = {}
+    for width, height in WIDTHS:
+        resize(page, width, height)
+        found[f"{name} @{width}"] = axe_violations(page)
+        screenshot(page, f"accessibility_{name}_{width}")
+    if back_to is not None:
+        resize(page, *back_to)
+    return found
