@@ -1,5 +1,6 @@
 """Word in context: the similarity view click to picture in Chromium, attribution of a 20-token sentence, the
-neighbour index's build time and memory, and a neighbour query, on the embedded model (CPU).
+neighbour index's build time and memory, a neighbour query, and integrated gradients' completeness and
+removal on the cloze set, on the embedded model (CPU).
 
     python bench/bench_words.py                 # 5 repetitions of the in-process timings, 18 clicks
     python bench/bench_words.py --clicks 0      # in-process timings only
@@ -25,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ATTR_TEXT = "After a long day at work she drank a cup of hot [MASK] and read a book."  # 20 tokens with [CLS]/[SEP]
+CLOZE = Path(__file__).resolve().parents[1] / "data" / "cloze_confirm.tsv"
 QUERIES = ["We sat on the bank of the river.", "The bank raised its rates.", "A bank of fog rolled in.",
            "She works at a bank downtown.", "The river bank was muddy.", "He robbed the bank."]
 
@@ -46,6 +48,11 @@ def in_process(reps: int) -> None:
     every = [_timed(lambda: attribution.attribute(loaded, ATTR_TEXT)) for _ in range(reps)]
     print(f"attribution, integrated gradients (50 steps) s: {spread(ig)}")
     print(f"attribution, all three methods s: {spread(every)}")
+    cloze = [line.split("\t")[0] for line in CLOZE.read_text().splitlines() if line and not line.startswith("#")]
+    checked = attribution.faithfulness(loaded, cloze)  # the test checks the first 12
+    print(f"integrated gradients on the {checked.sentences} cloze sentences of {CLOZE.name}: they add up within "
+          f"{checked.gap_percent:g} % on {checked.complete}; removing the top 20 % hurts more than a random 20 % on "
+          f"{checked.removal_hurts} (targets: ≥ 90 % and ≥ 80 %)")
     word_vectors.corpus_sentences(loaded)  # the corpus read once, as in the app
     builds, sizes = [], []
     for _ in range(reps):

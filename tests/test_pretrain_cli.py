@@ -1,16 +1,13 @@
-"""Headless pretraining: `python -m bertdemo.pretrain`, alone and under torchrun (2 CPU processes, gloo)."""
+"""Headless pretraining: `python -m bertdemo.pretrain` in one process (under torchrun, two agents as two nodes:
+tests/test_pretrain_torchrun.py)."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.models.embedded import wiki_summaries
@@ -28,13 +25,6 @@ def _args(tmp_path: Path, out: Path) -> list[str]:
             "--num-hidden-layers", "2", "--hidden-size", "32", "--num-attention-heads", "2", "--intermediate-size", "64", "--seq-len", "32",
             "--batch-size", "8", "--steps", "10", "--log-every", "5", "--eval-every", "5", "--eval-batches", "2",
             "--cache-dir", str(tmp_path / "cache"), "--device", "cpu", "--seed", "3", "--no-progress"]
-
-
-def _run(cmd: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
 
 
 def _check_output(run: Path) -> None:
@@ -78,11 +68,3 @@ def test_every_flag_explains_itself_and_names_its_default() -> None:
     assert "peak AdamW learning rate (default: 0.001)" in " ".join(text.split())
 
 
-@pytest.mark.slow
-def test_torchrun_ddp(tmp_path) -> None:
-    ddp = tmp_path / "ddp"
-    proc = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                 *_args(tmp_path, ddp)])
-    assert proc.stderr.count("finished: step 10/10") == 1, "only rank 0 reports and writes"
-    _check_output(ddp)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no temp folders left"

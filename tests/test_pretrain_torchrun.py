@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.models.embedded import wiki_summaries
 from bertdemo.pretrain import checkpoints
@@ -53,6 +54,9 @@ def test_two_agents_as_two_nodes_train_then_resume(tmp_path) -> None:
     logs = _two_nodes(tmp_path, out, steps=4)
     assert sum(log.count("finished: step 4/4") for log in logs) == 1, "only rank 0 reports and writes"
     assert json.loads((latest_checkpoint(out) / "trainer_state.json").read_text())["step"] == 4
+    model = AutoModelForMaskedLM.from_pretrained(latest_checkpoint(out))  # what rank 0 wrote is a stock model
+    assert model.config.hidden_size == 32 and model.config.num_hidden_layers == 1
+    AutoTokenizer.from_pretrained(latest_checkpoint(out))
     # a restart: the same command with more steps continues from the checkpoint in --out
     logs = _two_nodes(tmp_path, out, steps=8)
     assert sum(log.count("finished: step 8/8") for log in logs) == 1

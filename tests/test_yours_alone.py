@@ -149,8 +149,8 @@ def test_every_event_that_takes_a_model_or_run_answers_another_visitor_as_if_the
             stranger = [_answer(demo, block_fn, position, asked, B) for asked in (value, _none_such(value))]
             if stranger[0] != stranger[1]:
                 leaks.append(f"{block_fn.api_name}[{position}] {value}: {stranger[0][:200]} != {stranger[1][:200]}")
-            if CHANGES_THINGS.search(block_fn.api_name or ""):
-                continue
+            if CHANGES_THINGS.search(block_fn.api_name or "") or block_fn.api_name not in SERVED_TO_A:
+                continue  # A's own answers are asked only where they are checked
             if _answer(demo, block_fn, position, value, A) != _answer(demo, block_fn, position, _none_such(value), A):
                 served.add(block_fn.api_name)
     assert leaks == [], "answered B with A's run: " + " ".join(sorted({leak.split("[")[0] for leak in leaks}))
