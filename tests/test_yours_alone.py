@@ -16,6 +16,7 @@ import hashlib
 import inspect
 import json
 import re
+import shutil
 from pathlib import Path
 
 import gradio as gr
@@ -164,7 +165,8 @@ def test_the_api_starts_take_no_strangers_run_to_start_from(server):
     ctx, demo = server
     handlers = {f.api_name: f for f in compat.event_handlers(demo)}
     for api, key, value in (("start_run", "resume_from", f"run:{PT}/checkpoint"),
-                            ("start_finetune", "init", f"run:{PT}/checkpoint")):
+                            ("start_finetune", "init", f"run:{PT}/checkpoint"),
+                            ("start_finetune", "init", f"random:run:{PT}/checkpoint")):  # its shape is A's too
         answers = [_answer(demo, handlers[api], 0, {key: asked}, B, at_1="B-token")
                    for asked in (value, _none_such(value))]
         assert answers[0] == answers[1] and "no run '<id>/checkpoint'" in answers[0], answers
@@ -216,3 +218,31 @@ def test_a_live_private_run_is_no_strangers_to_watch(server):
     for answer in (seen["B"], seen["B's token"]):
         assert run.run_id not in answer and "stub-" not in answer and TOKEN_A not in answer
         assert "'private': True" in answer and "Another visitor's stand-in run on their own data" in answer
+
+
+def test_a_start_from_my_run_on_the_page_queues_its_control_of_the_runs_shape(server):
+    """Issue 54: starting a fine-tune from my own pretraining run starts it, and its control (random weights of the
+    run's shape: the same seed, data order and budget) waits behind it, kept as a restart would make it again."""
+    ctx, demo = server
+    handlers = {f.api_name: f for f in compat.event_handlers(demo)}
+    page_start = handlers["start_finetune_from_page"]
+    inputs = [copy.deepcopy(component.value) for component in page_start.inputs]
+    inputs[0], inputs[1], inputs[-1] = TOKEN_A, f"run:{PT}/checkpoint", True  # owner, Start from, then its control
+    for kind in ctx.runs.kinds:  # A keeps at most 3 runs: PT, the run and its control; the others go
+        for folder in kind.root.glob("2*"):
+            if folder.name != PT:
+                shutil.rmtree(folder)
+    try:
+        status, _ = run_coroutine(demo.call_function(page_start, inputs, None, _request(A)))["prediction"]
+        assert "Its control, random weights of the run's shape, waits behind it." in status
+        run = ctx.runs.manager.latest
+        assert run is not None and run.cfg.init == f"run:{PT}/checkpoint"
+        (waiting,) = json.loads(ctx.runs.queue.path.read_text())
+        control = waiting["recipe"]["settings"]
+        assert control["init"] == f"random:run:{PT}/checkpoint"
+        assert (control["learning_rate"], control["batch_size"], control["epochs"], control["seed"]) == (
+            run.cfg.learning_rate, run.cfg.batch_size, run.cfg.epochs, run.cfg.seed)  # the same recipe
+    finally:
+        ctx.runs.queue.cancel(ctx.runs.queue_key(TOKEN_A, A))
+        ctx.runs.shutdown(timeout=60)
+

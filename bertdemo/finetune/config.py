@@ -2,8 +2,10 @@
 
 The three starting points are compared fairly: the same seed (classifier head, data order, dropout), the
 same data, the same budget. ``init`` names the start: ``embedded`` (the app's embedded masked-LM, a
-pretrained 6-layer BERT), ``random`` (random weights of the embedded model's shape) or a pretraining run's
-checkpoint (``run:<id>/checkpoint``, resolved by the run service to its folder before the run starts).
+pretrained 6-layer BERT), ``random`` (random weights of the embedded model's shape), a pretraining run's
+checkpoint (``run:<id>/checkpoint``, resolved by the run service to its folder before the run starts), or random
+weights of that run's shape (``random:run:<id>/checkpoint``: the control of a start from the run, which says what
+its pretraining bought).
 """
 
 from __future__ import annotations
@@ -14,17 +16,35 @@ from typing import Any
 
 EMBEDDED = "embedded"
 RANDOM = "random"
+RANDOM_LIKE = "random:"  # + "run:<id>/checkpoint": random weights of that run's shape (its config, its tokenizer)
 LEARNING_RATES = (5e-5, 3e-5, 2e-5)  # the BERT paper's fine-tuning grid (Devlin et al. 2019, appendix A.3)
 BATCH_SIZES = (16, 32)  # ... and its batch sizes; 2-4 epochs
 MAX_SEQ_LEN = 64  # pieces per example (the summaries' first sentences: median 27 pieces, 95th percentile 58)
 TASKS = ("topic", "names")  # a summary's first sentence -> its topic; every word of a sentence -> NAME or O
 
 
+def run_of_init(init: str) -> str:
+    """The run reference a start reads its folder from ("run:<id>/…" for a run's weights and for random weights of
+    its shape); "" for the embedded model and its random control."""
+    run = init.removeprefix(RANDOM_LIKE)
+    return run if run.startswith("run:") else ""
+
+
+def is_random_start(init: str) -> bool:
+    """Whether the start is random weights (of the embedded model's shape, or of a run's)."""
+    return init == RANDOM or (init.startswith(RANDOM_LIKE) and bool(run_of_init(init)))
+
+
+def random_like(run_reference: str) -> str:
+    """The control of a start from ``run_reference`` ("run:<id>/checkpoint"): random weights of its shape."""
+    return RANDOM_LIKE + run_reference
+
+
 @dataclass(frozen=True)
 class FinetuneConfig:
     """One fine-tuning run (every field a plain value, so the form, the API and the CLI share it)."""
 
-    init: str = EMBEDDED  # embedded | random | run:<id>/checkpoint
+    init: str = EMBEDDED  # embedded | random | run:<id>/checkpoint | random:run:<id>/checkpoint
     task: str = "topic"  # one of TASKS: "names" fine-tunes a BertForTokenClassification (bertdemo.finetune.token_engine)
     init_path: str = ""  # the checkpoint folder of a run:<id> init (set by the run service, never by a visitor)
     learning_rate: float = 2e-4  # peak, after warm-up; measured best within the default budget (docs/performance.md)
@@ -44,8 +64,9 @@ class FinetuneConfig:
 
     def validate(self) -> FinetuneConfig:
         """ValueError naming the value refused; returns self for chaining."""
-        if not (self.init in (EMBEDDED, RANDOM) or self.init.startswith("run:")):
-            raise ValueError(f"init {self.init!r} is not one of 'embedded', 'random' or 'run:<id>/checkpoint'.")
+        if not (self.init in (EMBEDDED, RANDOM) or run_of_init(self.init)):
+            raise ValueError(f"init {self.init[:80]!r} is not one of 'embedded', 'random', 'run:<id>/checkpoint' "
+                             "or 'random:run:<id>/checkpoint'.")
         if self.task not in TASKS:
             raise ValueError(f"task {self.task[:40]!r} is not one of {', '.join(map(repr, TASKS))}.")
         if not 1e-6 <= self.learning_rate <= 1e-2:

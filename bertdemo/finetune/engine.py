@@ -26,7 +26,7 @@ from transformers.utils import logging as hf_logging
 
 from bertdemo import compat, storage
 from bertdemo.explore.encoding import pad_batch
-from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig
+from bertdemo.finetune.config import EMBEDDED, RANDOM, FinetuneConfig, is_random_start, run_of_init
 from bertdemo.finetune.loop import lr_factor, train_steps  # noqa: F401 - lr_factor: the schedule, imported from here too
 from bertdemo.finetune.metrics import FinetuneMetrics, history_dict
 from bertdemo.finetune.scores import confusion_matrix, scores
@@ -106,15 +106,16 @@ def build_model(cfg: FinetuneConfig, labels: list[str], cache_dir: str | Path | 
     id2label = dict(enumerate(labels))
     label2id = {name: i for i, name in id2label.items()}
     torch.manual_seed(cfg.seed)
-    if cfg.init == RANDOM:
+    if is_random_start(cfg.init):  # the embedded model's shape, or the run's (its folder's config)
         config = BertConfig.from_pretrained(folder, num_labels=len(labels), id2label=id2label, label2id=label2id,
                                             architectures=[model_class.__name__])
         with MODEL_INIT_LOCK:  # transformers sets a process-wide default dtype while it builds a model
             model = model_class(config)
         head = [n for n in ("bert.pooler.dense.weight", "classifier.weight") if n in dict(model.named_parameters())]
         _draw_again(model, head, cfg.seed)  # the head every start gets
-        return Built(model, tokenizer, ["every weight (random, same shape as the embedded model)"],
-                     "random weights (the embedded model's shape)")
+        shape = "the embedded model" if cfg.init == RANDOM else f"pretraining run {run_of_init(cfg.init)}"
+        return Built(model, tokenizer, [f"every weight (random, same shape as {shape})"],
+                     f"random weights ({shape}'s shape: {config.num_hidden_layers} layers, hidden {config.hidden_size})")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" report is shown on the page, explained
     try:

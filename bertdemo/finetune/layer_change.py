@@ -164,7 +164,7 @@ def measure_layer_change(name: str, folder: str | Path, texts: Sequence[str], ca
     settings. ValueError when the start is gone or the budget refuses the work."""
     from transformers import AutoTokenizer, BertForMaskedLM, BertForSequenceClassification
 
-    from bertdemo.finetune.config import RANDOM, FinetuneConfig
+    from bertdemo.finetune.config import RANDOM, FinetuneConfig, is_random_start
     from bertdemo.finetune.engine import CONFIG_FILE, build_model
     from bertdemo.locks import MODEL_INIT_LOCK
     from bertdemo.models.mlm_head import start_folder
@@ -202,7 +202,7 @@ def measure_layer_change(name: str, folder: str | Path, texts: Sequence[str], ca
     cka = [linear_cka(b, a) for b, a in zip(vec_before, vec_after)]
     loss_before = loss_after = None
     masked, note = 0, ""
-    if start_mlm_folder is None or cfg.init == RANDOM:
+    if start_mlm_folder is None or is_random_start(cfg.init):
         note = f"No masked-LM loss: {start_name}."
     else:
         report(0.6, "Masked-LM loss before and after…")
@@ -215,5 +215,7 @@ def measure_layer_change(name: str, folder: str | Path, texts: Sequence[str], ca
         loss_after, _ = masked_lm_loss(mlm_after, tokenizer, texts, cfg.max_seq_len, budget=budget)
     report(1.0, "Done")
     start = {"embedded": "the embedded pretrained model", RANDOM: "random weights of the same shape"}.get(cfg.init, cfg.init)
+    if is_random_start(cfg.init) and cfg.init != RANDOM:
+        start = f"random weights of the shape of {cfg.init.removeprefix('random:')}"
     return LayerChange(name, start, tuple(["embeddings"] + [f"layer {i + 1}" for i in range(n_layers)]),
                        tuple(change), tuple(cka), len(texts), loss_before, loss_after, masked, note)

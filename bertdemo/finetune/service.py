@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bertdemo.finetune.config import TASKS, FinetuneConfig, config_from_request
+from bertdemo.finetune.config import TASKS, FinetuneConfig, config_from_request, run_of_init
 from bertdemo.finetune.lab import read_baselines
 from bertdemo.finetune.metrics import (
     NAN_FIELDS,
@@ -106,10 +106,11 @@ class FinetuneService:
         cfg = request if isinstance(request, FinetuneConfig) else config_from_request(request)
         public = self.settings.public_limits
         from_private = False
-        if cfg.init.startswith("run:"):  # another visitor's private run is none (run_access)
-            folder = run_refs.resolve_run_reference(cfg.init, self.runs_dir, owner_token)
+        run_ref = run_of_init(cfg.init)  # a run's weights, or random weights of its shape
+        if run_ref:  # another visitor's private run is none (run_access)
+            folder = run_refs.resolve_run_reference(run_ref, self.runs_dir, owner_token)
             if folder is None or not (Path(folder) / "config.json").is_file():
-                raise ValueError(f"{cfg.init} is not a checkpoint of this server's runs: pick one from the list.")
+                raise ValueError(f"{run_ref[:200]} is not a checkpoint of this server's runs: pick one from the list.")
             cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
             from_private = run_access.is_private(run_folder_of(folder))
         cfg = cfg.replace(device=cfg.device if public is None else "cpu")

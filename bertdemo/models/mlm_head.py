@@ -37,7 +37,7 @@ def start_folder(folder: str | Path, cache_dir: str | Path | None = None) -> tup
             return str(embedded.mlm_dir(cache_dir=cache_dir)), "the embedded masked-LM"
         except (OSError, ValueError):
             return None, "the embedded masked-LM is not in this install"
-    if init == "random":
+    if init == "random" or init.startswith("random:"):  # random weights of the embedded model's or a run's shape
         return None, "it started from random weights: there is no trained masked-LM head to borrow"
     path = str(settings.get("init_path", ""))
     if path and (Path(path) / "config.json").is_file():

@@ -22,7 +22,15 @@ from typing import Any
 import gradio as gr
 
 from bertdemo import storage
-from bertdemo.finetune.config import EMBEDDED, LEARNING_RATES, RANDOM, FinetuneConfig
+from bertdemo.finetune.config import (
+    EMBEDDED,
+    LEARNING_RATES,
+    RANDOM,
+    FinetuneConfig,
+    is_random_start,
+    random_like,
+    run_of_init,
+)
 from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.finetune.reference import load_reference, random_range_text
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
@@ -69,8 +77,13 @@ def plot_data(spec: dict) -> str:
 
 
 def _init_choices(pretraining) -> list[tuple[str, str]]:
+    """The starts: the embedded model and its random control, then each pretraining run and its own control
+    (random weights of the run's shape: what the run's pretraining bought is the gap between the two)."""
+    runs = [[(f"my pretraining run: {label}", ref),
+             (f"random weights, the shape of my run {label} (its control)", random_like(ref))]
+            for label, ref in pretraining.model_choices()]
     return ([("the embedded pretrained model (6 layers)", EMBEDDED), ("random weights, same shape (the control)", RANDOM)]
-            + [(f"my pretraining run: {label}", ref) for label, ref in pretraining.model_choices()])
+            + [choice for pair in runs for choice in pair])
 
 
 def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
@@ -117,6 +130,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                 seed = gr.Number(D.seed, label="Seed (head, data order, dropout)", precision=0, minimum=0)
                 probe = gr.Textbox(D.probe_text, label="Probe sentence (its topic probabilities are tracked)",
                                    max_length=500)
+                then_control = gr.Checkbox(True, label="From my pretraining run: then its control, random weights of "
+                                           "the run's shape (the same seed, data order and budget)",
+                                           elem_id="ft-then-control")
                 with gr.Row():
                     start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
                     pause = gr.Button("Pause", elem_id="ft-pause")
@@ -195,11 +211,21 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     @user_errors
     def start_from_page(request: gr.Request, token: str, *values):
         token, visitor = token or secrets.token_urlsafe(24), visitor_of(request)
-        settings = dict(zip(names, values))
-        ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(settings, token, visitor=visitor),
-                                recipe={"kind": runs.name, "settings": settings},
-                                check=lambda: runs.start(settings, token, visitor=visitor, check_only=True))
-        return status_text(), token
+        settings = dict(zip(names, values[:len(names)]))
+
+        def start_or_queue(each: dict) -> None:
+            ctx.runs.start_or_queue(token, visitor, f"{runs.label} run", lambda: runs.start(each, token, visitor=visitor),
+                                    recipe={"kind": runs.name, "settings": each},
+                                    check=lambda: runs.start(each, token, visitor=visitor, check_only=True))
+
+        start_or_queue(settings)
+        if not (values[len(names)] and run_of_init(str(settings["init"])) == settings["init"]):
+            return status_text(), token
+        try:  # from my run: its control, random weights of its shape, waits behind it with the same recipe
+            start_or_queue({**settings, "init": random_like(str(settings["init"]))})
+        except ValueError as exc:  # the run started; the page says why its control did not queue
+            return status_text() + f"\n\nIts control (random weights of the run's shape) was not queued: {exc}", token
+        return status_text() + "\n\nIts control, random weights of the run's shape, waits behind it.", token
 
     @user_errors
     def start_finetune(settings: dict, owner_token: str = "", request: gr.Request = None) -> str:
@@ -377,16 +403,16 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         from bertdemo.ui.code_panel import model_reference
 
         settings = dict(zip(names, (model_init, *values)))  # the form's values, init first
-        ref = model_init if str(model_init).startswith("run:") else EMBEDDED_MLM_NAME  # random: the same shape
+        ref = run_of_init(str(model_init)) or EMBEDDED_MLM_NAME  # a random start: the shape of its model
         path, note = model_reference(store, ref, public)
-        cfg = FinetuneConfig(init=RANDOM if model_init == RANDOM else EMBEDDED,
+        cfg = FinetuneConfig(init=RANDOM if is_random_start(str(model_init)) else EMBEDDED,
                              learning_rate=float(settings["learning_rate"]), batch_size=int(settings["batch_size"]),
                              epochs=float(settings["epochs"]), seed=int(settings["seed"] or 0),
                              time_budget_s=float(settings["time_budget_s"] or 0),
                              probe_text=str(settings["probe_text"])).validate()
         return note + finetune_code(path, cfg)
 
-    started = start.click(start_from_page, [owner, *form], [status, owner], api_name="start_finetune_from_page",
+    started = start.click(start_from_page, [owner, *form, then_control], [status, owner], api_name="start_finetune_from_page",
                           api_visibility="private")
     pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
     resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
