@@ -229,8 +229,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     @user_errors
     def start_finetune(settings: dict, owner_token: str = "", request: gr.Request = None) -> str:
-        """Start a fine-tuning run on the topic task. `settings`: init ("embedded", "random" or
-        "run:<id>/checkpoint"), learning_rate, batch_size, epochs, time_budget_s, seed, probe_text; anything left
+        """Start a fine-tuning run on the topic task. `settings`: init ("embedded", "random", "run:<id>/checkpoint" or
+        "random:run:<id>/checkpoint": random weights of that run's shape, its control), learning_rate, batch_size, epochs, time_budget_s, seed, probe_text; anything left
         out keeps its default. It shares the machine's training slot with pretraining. On a public server pass
         an `owner_token` (any secret string): only that token pauses, resumes and stops it (/pause_run, …). When
         the slot is busy the run joins the queue, as /start_run's does (/queue_status, /cancel_queued)."""
