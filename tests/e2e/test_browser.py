@@ -83,7 +83,8 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     # Enter looks a token up.
     page.get_by_text("Vocabulary lookup").click()
     box = page.locator("#tok-lookup-token textarea, #tok-lookup-token input").first
-    expect(box).to_have_value("love", timeout=RUN_TIMEOUT_MS)  # mounted with its example: typing now sticks
+    expect(box).to_have_value("love", timeout=RUN_TIMEOUT_MS)  # mounted with its example ...
+    wait_idle(page)  # ... and the section's first draw has answered (it wrote the example again once, over "##ing")
     box.fill("##ing")
     expect(box).to_have_value("##ing")
     box.press("Enter")
