@@ -164,7 +164,7 @@ def measure_layer_change(name: str, folder: str | Path, texts: Sequence[str], ca
     settings. ValueError when the start is gone or the budget refuses the work."""
     from transformers import AutoTokenizer, BertForMaskedLM, BertForSequenceClassification
 
-    from bertdemo.finetune.config import RANDOM, FinetuneConfig, is_random_start
+    from bertdemo.finetune.config import RANDOM, FinetuneConfig, is_random_start, run_of_init
     from bertdemo.finetune.engine import CONFIG_FILE, build_model
     from bertdemo.locks import MODEL_INIT_LOCK
     from bertdemo.models.mlm_head import start_folder
@@ -215,7 +215,7 @@ def measure_layer_change(name: str, folder: str | Path, texts: Sequence[str], ca
         loss_after, _ = masked_lm_loss(mlm_after, tokenizer, texts, cfg.max_seq_len, budget=budget)
     report(1.0, "Done")
     start = {"embedded": "the embedded pretrained model", RANDOM: "random weights of the same shape"}.get(cfg.init, cfg.init)
-    if is_random_start(cfg.init) and cfg.init != RANDOM:
-        start = f"random weights of the shape of {cfg.init.removeprefix('random:')}"
+    if is_random_start(cfg.init) and run_of_init(cfg.init):  # random weights of a run's shape
+        start = f"random weights of the shape of {run_of_init(cfg.init)}"
     return LayerChange(name, start, tuple(["embeddings"] + [f"layer {i + 1}" for i in range(n_layers)]),
                        tuple(change), tuple(cka), len(texts), loss_before, loss_after, masked, note)
