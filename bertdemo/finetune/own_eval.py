@@ -2,13 +2,16 @@
 
 * Under :data:`CV_BELOW` examples: :data:`FOLDS`-fold stratified cross-validation (:func:`stratified_folds`,
   seeded). Each fold fine-tunes a fresh model on the other folds and scores the held-out one; the majority
-  class and a bag of words (logistic regression, C = 1) are scored on the same folds. The page reads the mean
-  and the spread (standard deviation over folds) of each, and whether the fine-tuned model's lead over a
-  landmark is within the spread of the per-fold differences. The model kept (to classify and download) is
-  then fine-tuned the same way on every example.
+  class, a bag of words (logistic regression, C = 1) and — for sentence labels — the frozen start's [CLS] vectors
+  with a logistic regression on top (the paper's feature-based approach, :mod:`bertdemo.finetune.frozen_features`)
+  are scored on the same folds. The page reads the mean and the spread (standard deviation over folds) of each,
+  and whether the fine-tuned model's lead over a landmark is within the spread of the per-fold differences. The
+  model kept (to classify and download) is the better of the two on the folds (a tie: fine-tuning), made again
+  on every example: fine-tuned the same way, or the frozen start with the regression as its classifier.
 * From :data:`CV_BELOW` examples: a seeded stratified train / validation / test split (70 / 15 / 15). The
   validation split chooses (the epoch count: the model is scored at each epoch's end and the best epoch's
-  weights kept, :func:`bertdemo.finetune.own_fit.fit`; the bag of words' C), the test split reports.
+  weights kept, :func:`bertdemo.finetune.own_fit.fit`; each regression's C; the model kept: fine-tuned, or the
+  frozen features' classifier when it scores higher on validation), the test split reports.
 
 The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and word labels alike.
 """
@@ -23,6 +26,7 @@ import numpy as np
 import torch
 from transformers import BertForSequenceClassification
 
+from bertdemo.finetune import frozen_features
 from bertdemo.finetune.baselines import BOW_C_GRID, BOW_TOKEN_PATTERN
 from bertdemo.finetune.config import FinetuneConfig
 from bertdemo.finetune.engine import batch_of, build_model, encode, evaluate, save_checkpoint
@@ -136,7 +140,7 @@ class Sentences:
 
     unit = "sentence"  # what one label is on
     model_class = BertForSequenceClassification
-    landmark_names = ("majority", "bag_of_words")
+    landmark_names = ("majority", "bag_of_words", "frozen_features")
     chosen_on = "validation accuracy"
 
     def __init__(self, data: OwnData) -> None:
@@ -144,10 +148,26 @@ class Sentences:
         self.strata: list[int] = list(data.labels)
         self.groups: list[int] = data.groups()  # copies of one text: held out together
         self.ids: list[list[int]] = []
+        self.frozen: torch.nn.Module | None = None  # the start, frozen (frozen_features.frozen_model)
+        self.features = np.zeros((0, 0))  # each text's [CLS] vector from the frozen start
 
     def prepare(self, tokenizer, max_len: int, positions: int) -> None:
         """Tokenize every text once (cut at ``max_len`` pieces; ``positions``: the model's)."""
         self.ids = encode(tokenizer, self.data.texts, max_len)
+
+    def read_start(self, model: torch.nn.Module, pad_id: int) -> None:
+        """Read every text's [CLS] vector from a frozen copy of the starting ``model``, once (the feature-based
+        landmark's input, :mod:`bertdemo.finetune.frozen_features`)."""
+        self.frozen = frozen_features.frozen_model(model)
+        self.features = frozen_features.features(self.frozen, self.ids, pad_id)
+
+    def frozen_head(self, train: Sequence[int], c: float) -> frozen_features.FrozenHead:
+        return frozen_features.fit_head(self.features[list(train)], self.y[list(train)], c)
+
+    def keep_frozen(self, train: Sequence[int], c: float) -> torch.nn.Module:
+        """The frozen start with a logistic regression on ``train``'s [CLS] vectors as its classifier: a stock
+        ``BertForSequenceClassification`` (:func:`~bertdemo.finetune.frozen_features.keep_as_model`)."""
+        return frozen_features.keep_as_model(self.frozen, self.frozen_head(train, c))
 
     def loss_of(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> Callable[[list[int]], torch.Tensor]:
         """``loss_of(indices into rows)`` for :func:`bertdemo.finetune.own_fit.fit`: the batch's cross-entropy."""
@@ -166,20 +186,33 @@ class Sentences:
         return self.data.names[int(predicted)]
 
     def landmarks(self, train: Sequence[int], rows: Sequence[int], c: float = BOW_C) -> dict[str, list]:
-        """Each landmark's predictions of ``rows``, trained on ``train``."""
+        """Each landmark's predictions of ``rows``, trained on ``train`` (both logistic regressions with ``c``)."""
         texts = lambda part: [self.data.texts[i] for i in part]
         y_train = self.y[list(train)]
+        frozen = self.frozen_head(train, c).predict(self.features[list(rows)], len(self.data.names))
         return {"majority": list(majority_predict(y_train, len(rows))),
-                "bag_of_words": list(bow_predict(texts(train), y_train, texts(rows), c))}
+                "bag_of_words": list(bow_predict(texts(train), y_train, texts(rows), c)),
+                "frozen_features": list(frozen)}
 
     def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int]) -> dict[str, dict]:
-        """The landmarks' validation and test accuracy (the bag of words' C chosen on validation)."""
-        best = max(BOW_C_GRID, key=lambda c: self.score(val, self.landmarks(train, val, c)["bag_of_words"])[0])
-        out = {name: {"validation": self.score(val, self.landmarks(train, val, best)[name])[0],
-                      "test": self.score(test, self.landmarks(train, test, best)[name])[0]}
+        """The landmarks' validation and test accuracy (each logistic regression's C chosen on validation)."""
+        on_val = {c: self.landmarks(train, val, c) for c in BOW_C_GRID}
+        best = {name: max(BOW_C_GRID, key=lambda c: self.score(val, on_val[c][name])[0]) for name in self.landmark_names}
+        out = {name: {"validation": self.score(val, on_val[best[name]][name])[0],
+                      "test": self.score(test, self.landmarks(train, test, best[name])[name])[0]}
                for name in self.landmark_names}
-        out["bag_of_words"]["C"] = best
+        for name in ("bag_of_words", "frozen_features"):
+            out[name]["C"] = best[name]
         return out
+
+
+def kept_kind(accuracy: dict[str, list[float]]) -> str:
+    """Which model cross-validation keeps: the frozen start's logistic regression when its mean accuracy over the
+    folds is higher than fine-tuning's, else the fine-tuned model (a tie keeps fine-tuning)."""
+    frozen = accuracy.get("frozen_features")
+    if frozen and np.mean(frozen) > np.mean(accuracy["finetuned"]):
+        return "frozen_features"
+    return "finetuned"
 
 
 def examples_of(data) -> Sentences:
@@ -196,7 +229,9 @@ def _start(cfg: FinetuneConfig, examples, metrics: FinetuneMetrics, cache_dir):
     metrics.update(status=Status.RUNNING, total_steps=0, message="Loading the starting model…")
     built = build_model(cfg, examples.data.names, cache_dir, model_class=examples.model_class)
     examples.prepare(built.tokenizer, cfg.max_seq_len, built.model.config.max_position_embeddings)
-    return built, built.tokenizer.pad_token_id or 0
+    pad_id = built.tokenizer.pad_token_id or 0
+    examples.read_start(built.model, pad_id)
+    return built, pad_id
 
 
 def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: FinetuneMetrics, control: RunControl,
@@ -237,20 +272,25 @@ def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: Finet
                 acc[name].append(a)
                 f1[name].append(f)
             n_eval += 1  # not logged as a validation point: the tab's curves compare those with the topic task's
-        metrics.update(message=f"Fine-tuning the model to keep on all {len(data)} examples…")
-        model = built.model  # the last fine-tune: the built model itself
-        steps, _ = fit(cfg, model, len(data), examples.loss_of(model, range(len(data)), pad_id), control, metrics,
-                       step, per_fit, clock, on_step)
-        step += steps
+        kept = kept_kind(acc)
+        if kept == "frozen_features":  # it scored higher on the folds: its regression on every example is kept
+            model = examples.keep_frozen(range(len(data)), BOW_C)
+        else:
+            metrics.update(message=f"Fine-tuning the model to keep on all {len(data)} examples…")
+            model = built.model  # the last fine-tune: the built model itself
+            steps, _ = fit(cfg, model, len(data), examples.loss_of(model, range(len(data)), pad_id), control,
+                           metrics, step, per_fit, clock, on_step)
+            step += steps
     except Stopped:
-        status, model = Status.STOPPED, None
+        status, model, kept = Status.STOPPED, None, None
     result = {"mode": "cross-validation", "labels_per": examples.unit, "folds": FOLDS, "folds_done": n_eval, "examples": len(data),
               "names": list(data.names), "counts": data.counts(), "source": data.source,
               "accuracy": acc, "summary": {name: _mean_std(v) for name, v in acc.items() if v},
               "macro_f1": f1, "macro_f1_summary": {name: _mean_std(v) for name, v in f1.items() if v},
               "comparisons": {name: compare(acc["finetuned"], acc[name]) for name in examples.landmark_names}
               if n_eval > 1 else {},
-              "out_of_fold": [p if p is not None else "" for p in oof], "seconds": clock() - began, "steps": step}
+              "out_of_fold": [p if p is not None else "" for p in oof], "kept": kept, "seconds": clock() - began,
+              "steps": step}
     return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
 
@@ -293,12 +333,18 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
     if model is not None:
         tuned = {"validation": examples.score(val, examples.predict(model, val, pad_id))[pick],
                  "test": examples.score(test, examples.predict(model, test, pad_id))[pick]}
+    landmarks = examples.split_landmarks(train, val, test)
+    kept = None if model is None else "finetuned"
+    frozen = landmarks.get("frozen_features")
+    if model is not None and frozen is not None and frozen["validation"] > tuned["validation"]:
+        # chosen on validation, as the epoch was: the frozen start's regression (trained on the same split) is kept
+        model, kept = examples.keep_frozen(train, frozen["C"]), "frozen_features"
     result = {"mode": "split", "labels_per": examples.unit, "metric": examples.chosen_on.split()[-1],
               "examples": len(data), "names": list(data.names), "counts": data.counts(),
               "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
               "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
-              "stopped": status == Status.STOPPED,
-              **examples.split_landmarks(train, val, test), "seconds": clock() - began, "steps": steps}
+              "stopped": status == Status.STOPPED, "kept": kept,
+              **landmarks, "seconds": clock() - began, "steps": steps}
     return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
 
@@ -308,8 +354,10 @@ def own_message(result: dict) -> str:
         done = result["folds_done"]
         if done < result["folds"]:
             return f"Stopped after {done} of {result['folds']} folds; no model was kept."
-        return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept a model "
-                f"fine-tuned on all of them, in {result['seconds']:.0f} s.")
+        kept = ("the frozen start with a logistic regression on its [CLS] vectors (it scored higher on the folds)"
+                if result.get("kept") == "frozen_features" else "a model fine-tuned")
+        return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept {kept} on all "
+                f"of them, in {result['seconds']:.0f} s.")
     if result.get("chosen") is None:
         return ("Stopped before the first epoch ended: nothing was scored on the validation split yet, so no model "
                 "was kept and there is no score to report.")
@@ -317,5 +365,7 @@ def own_message(result: dict) -> str:
     if result.get("stopped"):
         return (f"Stopped during training; kept the weights of epoch {chosen['epoch']:g}, the best on the validation "
                 f"split so far ({chosen['on']}); scored on the test split.")
+    kept = (" The model kept is the frozen start's classifier: it scored higher on the validation split."
+            if result.get("kept") == "frozen_features" else "")
     return (f"Fine-tuned on a {result['sizes']['train']}-example training split; epoch {chosen['epoch']:g} chosen "
-            f"on the validation split ({chosen['on']}); scored on the test split.")
+            f"on the validation split ({chosen['on']}); scored on the test split.{kept}")

@@ -85,6 +85,9 @@ class Words:
                 raise ValueError(f"sentence {number:,} (from {self.data.words[number - 1][0][:40]!r}) has more than "
                                  f"{limit} pieces, the model's limit: split it with a blank line.")
 
+    def read_start(self, model: torch.nn.Module, pad_id: int) -> None:
+        """Nothing to read from the frozen start: the feature-based landmark is scored for sentence labels."""
+
     def loss_of(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> Callable[[list[int]], torch.Tensor]:
         """``loss_of(indices into rows)``: the batch's cross-entropy over its words' first pieces. A batch over
         :data:`MAX_BATCH_PIECES` is computed in parts (:func:`~bertdemo.finetune.token_engine.length_batches`),

@@ -14,11 +14,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bertdemo.finetune.config import TASKS, FinetuneConfig, config_from_request, run_of_init
+from bertdemo.finetune.config import (
+    TASKS,
+    FinetuneConfig,
+    config_from_request,
+    is_random_start,
+    random_like,
+    run_of_init,
+)
 from bertdemo.finetune.lab import read_baselines
 from bertdemo.finetune.metrics import (
     NAN_FIELDS,
@@ -246,6 +254,24 @@ class FinetuneService:
         if not path.is_file():
             raise ValueError(f"There is no saved fine-tuning run {run_id!r}: pick one from the list.")
         return snapshot_from_history(json.loads(path.read_text()))
+
+    def partner(self, snap: FinetuneSnapshot | None) -> FinetuneSnapshot | None:
+        """The other half of a pair of topic runs from one pretraining run of the learner's: for a run started from
+        ``run:<id>/checkpoint``, its control (random weights of that run's shape, ``random:run:<id>/checkpoint``) with
+        the same seed, and the other way round; the newest such run the caller may see that has a test accuracy
+        (None for any other start, or before both have ended: a live run's poll reads no saved run)."""
+        if snap is None or snap.task != TASK or not run_of_init(snap.init) or not math.isfinite(snap.test_accuracy):
+            return None
+        other = run_of_init(snap.init) if is_random_start(snap.init) else random_like(snap.init)
+        seed = snap.settings.get("seed")
+        for run_id in self.ids():
+            if run_id == snap.run_id:
+                continue
+            found = self.load(run_id)
+            if (found.init == other and found.task == TASK and found.settings.get("seed") == seed
+                    and math.isfinite(found.test_accuracy)):
+                return found
+        return None
 
     def model(self, name: str, owner_token: str = "") -> str:
         """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; a

@@ -98,8 +98,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def status_text() -> str:
         held = slot.manager.latest
         busy = held is not None and held.active
-        return viz.status_markdown(runs.snapshot(), busy_with_pretraining=busy, baselines=lab.baselines(),
-                                   reference=reference)
+        snap = runs.snapshot()
+        return viz.status_markdown(snap, busy_with_pretraining=busy, baselines=lab.baselines(),
+                                   reference=reference, partner=runs.partner(snap))
 
     def compared(ids: list[str] | None) -> list[tuple[str, Any]]:
         live = runs.snapshot()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from bertdemo.finetune.config import is_random_start, run_of_init
 from bertdemo.finetune.metrics import TASK as TOPIC_TASK, FinetuneSnapshot
 from bertdemo.finetune.reference import Reference, percent_range
 from bertdemo.viz.style import TEMPLATE, labels_px
@@ -34,10 +35,12 @@ def _r(values: Sequence[float], digits: int = 4) -> list:
 
 
 def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool = False,
-                    baselines: dict[str, float] | None = None, reference: Reference | None = None) -> str:
+                    baselines: dict[str, float] | None = None, reference: Reference | None = None,
+                    partner: FinetuneSnapshot | None = None) -> str:
     """What the fine-tuning run is doing, in a few lines (what it started from, what is new in the model); once
     it ends, where its test accuracy stands against each landmark (``baselines``: their test accuracy) and the
-    stored random-weight ``reference`` (:func:`landmark_verdict`). Every figure names what it scores: the fixed
+    stored random-weight ``reference`` (:func:`landmark_verdict`), and for a run from a pretraining run of the
+    learner's, beside its ``partner`` (:func:`pair_verdict`). Every figure names what it scores: the fixed
     validation sample while the run goes, the whole splits at the end (never a figure before it is measured)."""
     if snap is None:
         if busy_with_pretraining:
@@ -65,9 +68,9 @@ def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool =
         lines.append(end)
     if snap.message:
         lines.append(literal(snap.message))
-    verdict = landmark_verdict(snap, baselines or {}, reference)
-    if verdict:
-        lines.append(verdict)
+    for verdict in (landmark_verdict(snap, baselines or {}, reference), pair_verdict(snap, partner, reference)):
+        if verdict:
+            lines.append(verdict)
     return "  \n".join(lines)
 
 
@@ -96,7 +99,7 @@ def landmark_verdict(snap: FinetuneSnapshot | None, baselines: dict[str, float],
             side = "above" if acc > value else ("level with" if acc == value else "**below**")
             gap = "" if acc == value else f" by {_points(acc - value)}"
             parts.append(f"{side} the {LANDMARK_NAMES[key]} ({value:.1%}){gap}")
-    if reference is not None and reference.runs:
+    if reference is not None and reference.runs and not run_of_init(snap.init):  # the embedded model's shape
         low, high = reference.test_range()
         if acc > high:
             where = f"above random weights of the same shape ({percent_range(low, high)}, the stored reference) by {_points(acc - high)}"
@@ -114,6 +117,39 @@ def landmark_verdict(snap: FinetuneSnapshot | None, baselines: dict[str, float],
                  f"moves every weight and needs more steps — this run made {snap.step:,} of its {snap.total_steps:,} "
                  "planned steps in its budget (a busy machine makes fewer steps in the same time). A longer time "
                  "budget lets it pass the probe.")
+    return text
+
+
+def pair_verdict(snap: FinetuneSnapshot | None, partner: FinetuneSnapshot | None,
+                 reference: Reference | None = None) -> str:
+    """What a learner's pretraining run bought, in words, once both halves of its pair have a test accuracy: the run
+    fine-tuned from it and its control (random weights of its shape, the same seed, data order and budget), the gap
+    between them, and how far one seed can be trusted (the stored reference's spread over seeds); before the partner
+    has ended, how to get it. "" for any other start, or before this run has a test accuracy."""
+    if snap is None or not run_of_init(snap.init) or not math.isfinite(snap.test_accuracy):
+        return ""
+    if partner is None:
+        other = ("the same start from the run itself" if is_random_start(snap.init)
+                 else "its control, random weights of this run's shape")
+        return (f"**What your pretraining run bought** is read against {other}, with the same seed "
+                f"({snap.settings.get('seed', '')}): it has not ended here yet — pick it in **Start from** and start "
+                "it with the same settings (the stored random-weight runs are of the embedded model's shape, no "
+                "control for this one).")
+    own, control = (partner, snap) if is_random_start(snap.init) else (snap, partner)
+    gap = own.test_accuracy - control.test_accuracy
+    seed = own.settings.get("seed", "")
+    text = (f"**What your pretraining run bought** (test accuracy, seed {seed}): fine-tuned from it "
+            f"({html_code(own.run_id)}) **{own.test_accuracy:.1%}**; from random weights of its shape "
+            f"({html_code(control.run_id)}: the same seed, data order and time budget) {control.test_accuracy:.1%}: "
+            f"**{gap * 100:+.1f} points**{' for pretraining' if gap > 0 else ''}.")
+    if reference is not None and len(reference.runs) > 1:
+        low, high = reference.test_range()
+        spread = high - low
+        if math.isfinite(spread):
+            trust = ("larger than" if abs(gap) > spread else "**within**")
+            text += (f" One seed each: the stored random-weight runs of the embedded model's shape differ by "
+                     f"{spread * 100:.1f} points between seeds ({len(reference.runs)} seeds), so this gap is {trust} "
+                     "what a seed alone moves; start both again with another seed to see it hold.")
     return text
 
 

@@ -9,9 +9,10 @@ from bertdemo.viz.text import literal
 
 NAMES = {"finetuned": "fine-tuned", "majority": "majority class",
          "bag_of_words": "bag of words + logistic regression (C = 1)",
+         "frozen_features": "frozen [CLS] vectors of the start + logistic regression (C = 1)",
          "word_memory": "per-word memory (the tag each word had most often in training; an unseen word the majority tag)"}
 SHORT = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)",
-         "word_memory": "word memory"}  # the table's row names: it fits a phone
+         "frozen_features": "frozen [CLS] + LR", "word_memory": "word memory"}  # the table's row names: it fits a phone
 STARTS = {"embedded": "the embedded pretrained model", "random": "random weights of the same shape (the control)"}
 
 
@@ -39,7 +40,9 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     unit = "sentences (a tag per word)" if words else "examples"
     head = (f"**Run `{literal(run_id)}`** — {result['examples']} {unit} ({_counts(result)}), from "
             f"{literal(result.get('source', ''))}; fine-tuned from {start}.")
-    kinds = ("finetuned", "majority", "word_memory" if words else "bag_of_words")
+    kinds = ("finetuned", "majority", "word_memory") if words else ("finetuned", "majority", "bag_of_words",
+                                                                    "frozen_features")
+    kinds = tuple(k for k in kinds if k == "finetuned" or k in result.get("summary", result))  # older results
     if result["mode"] == "split" and result.get("stopped") and not result.get("chosen"):
         return (f"{head}\n\nStopped before the first epoch ended: nothing was scored on the validation split yet, so "
                 "no model was kept and there is no score to report (the new head was still near its random start).")
@@ -49,13 +52,16 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
         if not words:
             names["bag_of_words"] = (f"bag of words + logistic regression (C {result['bag_of_words']['C']:g}, "
                                      "chosen on validation)")
+            if "frozen_features" in result:
+                names["frozen_features"] = ("frozen [CLS] vectors of the start + logistic regression "
+                                            f"(C {result['frozen_features']['C']:g}, chosen on validation)")
         metric = result.get("metric", "accuracy")
         rows = "\n".join(f"| {names[k]} | {_pct(result[k]['validation'])} | {_pct(result[k]['test'])} |"
                          for k in kinds)
         return (f"{head}\n\nA seeded{'' if words else ', stratified'} split: {sizes['train']} to train on, "
                 f"{sizes['validation']} to choose on, {sizes['test']} to report on.{_chosen(result)}\n\n"
                 f"| {metric}{' over words' if words else ''} | validation | test |\n|---|---|---|\n{rows}\n\n"
-                "Read the **test** column: nothing was chosen on it.")
+                f"Read the **test** column: nothing was chosen on it.{_kept(result)}")
     done, folds = result["folds_done"], result["folds"]
     if done < folds:
         return f"{head}\n\nStopped after {done} of {folds} folds; no model was kept."
@@ -79,10 +85,30 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
                          "these folds do not tell the two apart.")
         else:
             lines.append(f"- {lead}: beyond the spread of the per-fold differences (±{c['std_diff'] * 100:.0f}).")
-    lines.append(f"The model kept (to {'tag' if words else 'classify'} and download) was fine-tuned the same way on "
-                 f"all {result['examples']} {'sentences' if words else 'examples'}: expect about the cross-validated "
-                 "accuracy from it, not a measured one.")
+    if result.get("kept") == "frozen_features":
+        lines.append(f"The model kept (to classify and download) is **the frozen start with a logistic regression on "
+                     f"its [CLS] vectors**, fitted on all {result['examples']} examples: it scored higher on the folds "
+                     f"than fine-tuning.{FROZEN_WHY} Expect about its cross-validated accuracy, not a measured one.")
+    else:
+        lines.append(f"The model kept (to {'tag' if words else 'classify'} and download) was fine-tuned the same way "
+                     f"on all {result['examples']} {'sentences' if words else 'examples'}: expect about the "
+                     "cross-validated accuracy from it, not a measured one.")
     return "\n\n".join(lines)
+
+
+FROZEN_WHY = (" With this few examples that is usual: fine-tuning moves every one of the model's weights on a few "
+              "dozen sentences, where a regression on fixed vectors has one weight per feature and label — the "
+              "paper's feature-based approach (§5.3), which its Table 7 finds close to fine-tuning. It is a stock "
+              "`BertForSequenceClassification`: the start's encoder unchanged, its pooler set to pass the [CLS] "
+              "vector through (0.01 × identity, where tanh is straight), the regression as its classifier.")
+
+
+def _kept(result: dict) -> str:
+    """Which model a split run kept, when it is the frozen features' classifier (chosen on validation)."""
+    if result.get("kept") != "frozen_features":
+        return ""
+    return ("\n\n**The model kept is the frozen start's classifier** (its regression fitted on the training split): "
+            "it scored higher than the fine-tuned model's best epoch on the validation split." + FROZEN_WHY)
 
 
 def _pct(value: float | None) -> str:

@@ -130,8 +130,10 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
         assert "Newly initialized" in page.inner_text("#ft-new")
         page.wait_for_selector("#ft-curves .js-plotly-plot", timeout=60_000)
         status = page.inner_text("#ft-status")
-        assert "Where it ended" in status  # against the landmarks computed here, and the stored random reference
-        assert "nan" not in status.lower()
+        # a start from a pretraining run is read against its own control (random weights of its shape), not the
+        # stored runs of the embedded model's shape; until that control has run, the status says how to get it
+        assert "is read against its control, random weights of this run's shape" in status, status
+        assert "stored reference" not in status and "nan" not in status.lower()
         legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
         assert any("stored reference" in t for t in legend), legend  # the random-weight reference, by default
         assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
