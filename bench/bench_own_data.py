@@ -62,7 +62,7 @@ def main() -> None:
     print(json.dumps({"status": status, "data": data.source, "init": args.init, "seed": args.seed, "threads": args.threads,
                       "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "steps": result["steps"],
                       "load_before": load_before, "load_after": os.getloadavg(),
-                      "summary": result["summary"], "comparisons": result["comparisons"],
+                      "summary": result["summary"], "kept": result.get("kept"), "comparisons": result["comparisons"],
                       "settings": {k: cfg.flat()[k] for k in ("batch_size", "epochs", "learning_rate", "time_budget_s")}},
                      indent=1))
 
