@@ -1,7 +1,8 @@
-"""The Pretrain tab in headless Chromium: Start -> a live loss curve -> Stop -> query the checkpoint
--> a second run overlaid on the first.
+"""The Pretrain tab in headless Chromium: Start -> a live loss curve (axe at both widths, and on a phone the curves
+and the status fit the screen) -> Stop -> query the checkpoint -> a second run overlaid on the first -> Delete, which
+asks once more and clears the deleted run's status.
 
-Saves pretrain.png and pretrain_compare.png (see test_browser.py for regenerating the README screenshots).
+Saves pretrain.png, pretrain_phone.png and pretrain_compare.png (see test_browser.py for regenerating the README screenshots).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from .axe import axe_at_both_widths
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
+from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab, resize, wait_idle
 
 
 def curve_points(page: Page, suffix: str) -> int:
@@ -55,8 +56,13 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
         "p => p.data.filter(d => d.name && d.name.includes('[MASK]') && d.y.length >= 1).length") == 7
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
-    # axe on the page as a live run draws it, at both widths (the all-tabs pass sees the tab before any run)
-    assert {k: v for k, v in axe_at_both_widths(page, "pretrain_running").items() if v} == {}
+    # axe on the page as a live run draws it, at both widths (the all-tabs pass sees the tab before any run); on a
+    # phone the live curves and the status fit the screen
+    assert {k: v for k, v in axe_at_both_widths(page, "pretrain_running", back_to=None).items() if v} == {}
+    assert_fits(page, "#pt-curves")
+    assert_fits(page, "#pt-status")
+    screenshot(page, "pretrain_phone")
+    resize(page, 1280, 1000)
 
     # A reloaded page reattaches to the run in progress.
     page.reload()
@@ -119,3 +125,21 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str)
     screenshot(page, "pretrain_compare")
     page.click("#pt-stop")
     expect(status).to_contain_text("STOPPED", timeout=RUN_TIMEOUT_MS)
+    run_id = re.search(r"run (\S+-bert-tiny\S*)", status.inner_text()).group(1)
+
+    # Delete asks once more, names the run by what it was, and the deleted run's status leaves the page
+    page.get_by_text("Runs on this server: download, delete").click()
+    page.locator("#pt-run-pick input").click()
+    option = page.get_by_role("option").filter(has_text="position_embeddings=False")
+    expect(option.first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    option.first.click()
+    page.click("#pt-delete")
+    question = page.locator("#pt-delete-question")
+    expect(question).to_contain_text(f"Delete run {run_id}", timeout=RUN_TIMEOUT_MS)
+    page.click("#pt-delete-no")
+    expect(question).to_be_hidden()
+    expect(status).to_contain_text(run_id)  # nothing deleted
+    page.click("#pt-delete")
+    page.click("#pt-delete-yes")
+    expect(status).not_to_contain_text(run_id, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#pt-delete-question")).to_be_hidden()

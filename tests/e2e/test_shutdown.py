@@ -87,7 +87,7 @@ def _saved(runs: Path) -> dict[str, list[Path]]:
     a fine-tuning run's model, an own-data run's folder (its result and data; its model when an epoch was scored)."""
     pretrain = [run / "steps" / (run / "LATEST").read_text().strip() for run in sorted(runs.iterdir())
                 if run.name != PRETRAINED and not run.name.startswith(".") and run.is_dir()]
-    tuned = sorted((runs / ".finetune").iterdir())
+    tuned = sorted((runs / ".finetune").iterdir()) if (runs / ".finetune").is_dir() else []  # none started
     return {"pretrain": pretrain, "finetune": [run / "model" for run in tuned if "-ft-own-" not in run.name],
             "own": [run for run in tuned if "-ft-own-" in run.name]}
 
@@ -100,9 +100,9 @@ def _check_own(folder: Path) -> None:
         assert AutoModelForSequenceClassification.from_pretrained(folder / "model").config.model_type == "bert"
 
 
-# SIGTERM with a run in every state at once; Ctrl-C (SIGINT) takes SIGTERM's path: two states hold it
+# SIGTERM with a run in every state at once; Ctrl-C (SIGINT) takes SIGTERM's path: one live run holds it
 SIGNALLED = [pytest.param(list(CASES), signal.SIGTERM, id="every-state-SIGTERM"),
-             pytest.param(["pretrain-training", "finetune-paused"], signal.SIGINT, id="two-states-SIGINT")]
+             pytest.param(["pretrain-training"], signal.SIGINT, id="SIGINT")]
 
 
 @pytest.mark.parametrize("states, sig", SIGNALLED)
