@@ -36,6 +36,10 @@ def _is_folder(name: str) -> bool:
         return False
 
 
+CAP_ROOM_S = 15.0  # a run's cap holds its start and end, its time budget does not: the room left for them ...
+CAP_ROOM_SHARE = 0.10  # ... and a share of the cap for a final evaluation that grows with the run (the whole splits)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Caps on a public server's runs."""
@@ -54,6 +58,13 @@ class Limits:
     @property
     def max_seconds(self) -> float:
         return self.max_minutes * 60.0
+
+    @property
+    def training_budget_s(self) -> float:
+        """The most a fine-tuning run's time budget may be under the cap: the cap less room for what the budget does
+        not hold but the cap does — loading the start, the final evaluation, keeping and saving the model
+        (:data:`CAP_ROOM_S` + :data:`CAP_ROOM_SHARE` of the cap; never under half the cap)."""
+        return max(self.max_seconds / 2, self.max_seconds - CAP_ROOM_S - CAP_ROOM_SHARE * self.max_seconds)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertdemo.settings import DiskRules, ServerSettings
+from bertdemo.settings import DiskRules, Limits, ServerSettings
 
 
 def test_the_admin_token_matches_only_itself_whatever_is_typed():
@@ -70,3 +70,11 @@ def test_one_memory_budget_per_server_from_the_command_line(tmp_path):
     assert ctx.models.budget is ctx.memory and ctx.finetune.budget is ctx.memory  # every cache draws on it
     with pytest.raises(SystemExit):
         app.parse_args(["--memory-budget-gb", "0"])
+
+
+def test_a_runs_time_budget_leaves_the_cap_room_for_its_start_and_end():
+    """A budget as long as the cap left no time for loading, the final evaluation and saving: under a 1.5-minute cap
+    the page's default own-data run was stopped with no model kept (issue 52)."""
+    assert Limits(max_minutes=1.5).training_budget_s == 90 - 15 - 9
+    assert Limits(max_minutes=20).training_budget_s == 1200 - 15 - 120
+    assert Limits(max_minutes=0.5).training_budget_s == 15  # never under half the cap

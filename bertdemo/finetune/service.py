@@ -122,8 +122,9 @@ class FinetuneService:
             cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
             from_private = run_access.is_private(run_folder_of(folder))
         cfg = cfg.replace(device=cfg.device if public is None else "cpu")
-        if public is not None and (cfg.time_budget_s == 0 or cfg.time_budget_s > public.max_seconds):
-            cfg = cfg.replace(time_budget_s=float(public.max_seconds))
+        if public is not None and (cfg.time_budget_s == 0 or cfg.time_budget_s > public.training_budget_s):
+            # under the cap with room for loading, the final evaluation and saving: the run ends with its model
+            cfg = cfg.replace(time_budget_s=float(public.training_budget_s))
         self.runs.check_visitor_share(owner_token, visitor, resuming=False)
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
         if check_only:

@@ -7,7 +7,8 @@ The script, for every gradio component of the page (it watches the page as gradi
 - the tab list follows the ARIA tabs pattern: ←/→ (and Home/End) move to the previous/next tab and open it;
   only the open tab is a Tab stop, so one Tab press goes on into the open tab;
 - a dropdown's option list is no Tab stop of its own (Chromium makes a scrolling box one, and the list
-  closes under the focus, which then fell to the page's body);
+  closes under the focus, which then fell to the page's body), and the list closes when the focus moves on to
+  another control (gradio left it open over the buttons under it);
 - a box that scrolls (a wide table on a phone) takes the focus, so a keyboard can scroll it;
 - an empty file or image box's "Empty value" is read as a picture's name (gradio puts it on a bare div), a
   control drawn without a name gets one (:data:`NAMES`), and an upload area is named by its own words;

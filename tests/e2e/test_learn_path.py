@@ -276,3 +276,22 @@ def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_m
     expect(page.locator("#fm-second input")).to_have_value(__import__("re").compile(f"^{ltr}"), timeout=TIMEOUT_MS)
     expect(page.locator("#fm-plot")).to_contain_text(mlm, timeout=TIMEOUT_MS)
     expect(page.locator("#fm-plot")).to_contain_text(ltr, timeout=TIMEOUT_MS)
+
+
+def test_the_step_list_closes_when_the_keyboard_leaves_it(browser_page, app_url):
+    """The Step list stayed open after the focus left it, covering the buttons under it (D14): a Tab away closes it
+    and the focus goes on to the next control, never to the page's body."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?tab=learn")
+    box = page.locator("#learn-step input")
+    expect(box).to_be_visible(timeout=TIMEOUT_MS)
+    box.focus()
+    page.keyboard.press("ArrowDown")  # the list opens
+    expect(page.locator("#learn-step [role=option]").first).to_be_visible(timeout=TIMEOUT_MS)
+    page.keyboard.press("Tab")
+    expect(page.locator("#learn-step [role=listbox]")).to_be_hidden(timeout=TIMEOUT_MS)  # closed
+    expect(page.locator("#learn-step input")).to_have_attribute("aria-expanded", "false")
+    assert page.evaluate("() => document.activeElement !== document.body && "
+                         "!document.querySelector('#learn-step').contains(document.activeElement)")

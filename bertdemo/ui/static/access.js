@@ -280,7 +280,20 @@
     pending = true;
     setTimeout(function () { requestAnimationFrame(tidy); }, 150);
   }
+  // a dropdown's list closes when the focus moves on to another control (Tab): gradio left it open, covering the
+  // buttons under it. Only a move to a focusable element: a click on an option moves the focus nowhere first.
+  function closeLeftLists(e) {
+    var input = e.target;
+    if (!input.getAttribute || input.getAttribute("role") !== "combobox" || !e.relatedTarget) return;
+    var box = input.closest(".wrap");
+    if (box && box.contains(e.relatedTarget)) return;
+    setTimeout(function () {
+      if (input.getAttribute("aria-expanded") === "true" && document.activeElement !== input)
+        input.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    }, 0);
+  }
   function start() {
+    document.addEventListener("focusout", closeLeftLists, true);
     document.querySelectorAll("[role=listbox]").forEach(unfocusable);
     new MutationObserver(function (records) { listboxes(records); later(); }).observe(document.body, { childList: true, subtree: true, attributes: true,
                                                         attributeFilter: ["aria-selected", "class", "style"] });
