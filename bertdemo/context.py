@@ -55,7 +55,8 @@ class AppContext:
         loader = LogicLoader()
         memory = MemoryBudget.gigabytes(settings.memory_budget_gb)
         runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
-        classes = Classroom(settings.class_db, settings.runs_dir)
+        classes = Classroom(settings.class_db, settings.runs_dir,  # its SQLite file counts in --disk-budget-gb
+                            disk_check=lambda adding: settings.disk.check(adding=adding))
         runs.on_start.append(classes.record_started_run)  # a class member's run goes to their class's gallery
         runs.class_of = classes.class_of  # whose places a member's run may take (--class-places)
         return cls(settings=settings,

@@ -233,3 +233,26 @@ def test_a_members_learn_answers_reach_the_teachers_view(store):
     assert dict(report.funnel)["embeddings"] == 1 and dict(report.funnel)["order"] == 1
     (gain,) = report.gains
     assert (gain.item_id, gain.students, gain.pre, gain.post, gain.gain) == (first.id, 1, 0.0, 100.0, 1.0)
+
+
+def test_the_class_database_counts_in_the_disk_budget(tmp_path):
+    """A class, a join and a member's rows are refused when the server's disk budget is full (the SQLite database
+    lives in the runs folder the budget counts: issue 52); a class database at a URL is the operator's own."""
+    from bertdemo.classroom.service import Classroom
+    from bertdemo.settings import DiskRules
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    disk = DiskRules(budget_bytes=2_000_000, roots=(runs,))
+    classroom = Classroom("", runs, disk_check=lambda adding: disk.check(adding=adding))
+    new = classroom.store.create_class("Budget class")
+    member = classroom.store.join(new.join_code, "ada")
+    assert classroom.store.record_answer(member.token, "tokens", "q1", "a", "a", True)
+    (runs / "big.bin").write_bytes(b"\0" * 2_000_000)  # the runs now fill the budget
+    for write in (lambda: classroom.store.create_class("Another"), lambda: classroom.store.join(new.join_code, "bo"),
+                  lambda: classroom.store.record_answer(member.token, "tokens", "q2", "a", "a", True)):
+        with pytest.raises(ValueError, match="This server keeps at most 2.0 MB of runs and caches"):
+            write()
+    assert [row[0] for row in classroom.store.rows(new.class_id, "members")] == ["ada"]  # nothing half-written
+    elsewhere = Classroom(str(tmp_path / "own.sqlite3"), runs, disk_check=lambda adding: disk.check(adding=adding))
+    assert elsewhere.store.create_class("On the operator's database").join_code  # not the runs' budget

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from bertdemo.classroom import tokens
@@ -25,10 +26,14 @@ log = logging.getLogger(__name__)
 class Classroom:
     """Where this server's classes live; :attr:`store` opens the database once, on first use. Thread-safe."""
 
-    def __init__(self, url: str, runs_dir: str | Path, limits: ClassLimits | None = None) -> None:
+    def __init__(self, url: str, runs_dir: str | Path, limits: ClassLimits | None = None,
+                 disk_check: Callable[[int], None] | None = None) -> None:
+        """``disk_check``: the server's disk budget (:meth:`bertdemo.settings.DiskRules.check`), counted for the SQLite
+        database in the runs folder; a database at ``url`` is the operator's own, outside the budget."""
         self.url = url  # "" = SQLite in runs_dir
         self.runs_dir = Path(runs_dir)
         self.limits = limits or ClassLimits()
+        self._disk_check = None if url else disk_check
         self._lock = threading.Lock()
         self._store: ClassStore | None = None
 
@@ -37,7 +42,7 @@ class Classroom:
         with self._lock:
             if self._store is None:
                 db = Database(self.url) if self.url else Database.in_folder(self.runs_dir)
-                self._store = ClassStore(db, self.limits)
+                self._store = ClassStore(db, self.limits, disk_check=self._disk_check)
             return self._store
 
     def member_id(self, token: object) -> str:

@@ -121,14 +121,20 @@ def one_line(value: object) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in str(value if value is not None else "")).split())
 
 
+WRITE_BYTES = 4096  # what one write may add to the database file: a page of SQLite's
+
+
 class ClassStore:
     """The classes of one server (or of every replica sharing the database). Thread-safe."""
 
     def __init__(self, db: Database, limits: ClassLimits | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, disk_check: Callable[[int], None] | None = None) -> None:
+        """``disk_check(adding)``: raises ValueError when the server's disk budget cannot take ``adding`` more bytes
+        (a class, a member or a member's rows written in a database the budget counts; None: not counted)."""
         self.db = db
         self.limits = limits or ClassLimits()
         self.clock = clock
+        self._disk_check = disk_check or (lambda adding: None)
         migrate(db)
         self.key = self._server_key()
 
@@ -164,6 +170,7 @@ class ClassStore:
         """A new class made from the address ``creator`` ("" when the server is not told addresses: it is local);
         ValueError when this server holds its most classes, or that address keeps its most open."""
         name = _clean_text(name, "class name", self.limits.name_chars)
+        self._disk_check(WRITE_BYTES)
         class_id, teacher_key = secrets.token_hex(8), secrets.token_urlsafe(24)
         who, now = self._address_key(creator), self.clock()
         with self.db.transaction() as tx:
@@ -242,6 +249,7 @@ class ClassStore:
         wrong ones, the nickname is taken or the class full."""
         class_id, class_name = self.class_of_code(code, address)
         nickname = _clean_text(nickname, "nickname", self.limits.nickname_chars)
+        self._disk_check(WRITE_BYTES)
         member_id = secrets.token_hex(8)
         now = self.clock()
         with self.db.transaction() as tx:
@@ -270,6 +278,7 @@ class ClassStore:
         :meth:`progress_row`, :meth:`run_row`) in one transaction; how many were new (a repeat keeps the first).
         The new rows up to the answer limit are kept; past it, ValueError."""
         member_id = tokens.verify(self.key, token)
+        self._disk_check(WRITE_BYTES * len(rows))
         new, full = 0, False
         with self.db.transaction() as tx:
             self.db.lock_row(tx, "members", member_id)
