@@ -56,6 +56,20 @@ def test_the_speed_book_calibrates_once_per_device_then_uses_measured_runs():
     assert budget.SpeedBook(calibrate).rate("cpu") == 1.0e9  # another server's book starts afresh
 
 
+def test_each_objective_is_estimated_at_its_own_measured_speed():
+    """Train both: the left-to-right twin's speed, the last measured, was applied to the masked LM too, whose
+    operations run slower (its 250-step twin estimated at 37 s took 53 s; D12)."""
+    speeds = budget.SpeedBook(lambda device: 1.0e9)
+    mlm, ltr = _cfg(device="cpu"), _cfg(device="cpu").replace(objective="ltr")
+    speeds.record(mlm, tokens_per_s=20_000, device="cpu")
+    speeds.record(ltr, tokens_per_s=6_000, device="cpu")
+    assert speeds.rate("cpu", "mlm") == pytest.approx(20_000 * budget.flops_per_token(mlm))
+    assert speeds.rate("cpu", "ltr") == pytest.approx(6_000 * budget.flops_per_token(ltr))
+    assert speeds.rate("cpu", "nsp-only") == speeds.rate("cpu") == speeds.rate("cpu", "ltr")  # unmeasured: the last
+    tokens = budget.work_flops(mlm) / budget.flops_per_token(mlm)
+    assert speeds.estimate_seconds(mlm) == pytest.approx(tokens / 20_000)
+
+
 def test_a_run_longer_than_the_public_cap_is_refused_with_the_steps_that_fit():
     cfg = _cfg(time_budget_s=0)  # Steps alone end the run
     rate = budget.work_flops(cfg) / 3600  # the whole run takes an hour

@@ -89,6 +89,14 @@ def test_the_status_names_the_start_and_the_splits_and_escapes_the_message():
     assert "pooler" in viz.new_weights_markdown(s) and viz.new_weights_markdown(None) == ""
 
 
+def test_a_run_with_no_planned_total_shows_its_steps_without_a_zero_total():
+    """A run on a learner's own data counts its steps fold by fold, with no total planned: paused, it read
+    "step 24 / 0" (issue 52)."""
+    s = snap()
+    s.step, s.total_steps, s.status = 24, 0, "paused"
+    assert "step **24** ·" in viz.status_markdown(s) and "/ 0" not in viz.status_markdown(s)
+
+
 @pytest.mark.parametrize("labels, short", [(["Arts", "Physical sciences"], ["Arts", "Physical"]),
                                            (["Social a", "Social b"], ["Social a", "Social b"])])
 def test_short_names_keep_topics_apart(labels, short):

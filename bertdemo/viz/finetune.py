@@ -51,7 +51,8 @@ def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool =
         head += f" ({snap.param_count:,} parameters) · {literal(snap.device)}"
     lines = [head]
     if snap.step or snap.total_steps:
-        body = f"step **{snap.step:,} / {snap.total_steps:,}** · epoch {snap.epoch:.2f} · {snap.elapsed_s:.0f} s"
+        steps = f"{snap.step:,} / {snap.total_steps:,}" if snap.total_steps else f"{snap.step:,}"  # own data: folds
+        body = f"step **{steps}** · epoch {snap.epoch:.2f} · {snap.elapsed_s:.0f} s"
         whole = math.isfinite(snap.val_accuracy_all)
         if snap.val_accuracy and not whole:  # at the end the whole split's figure replaces the sample's
             body += (f" · validation accuracy **{snap.val_accuracy[-1]:.1%}**, macro-F1 {snap.val_macro_f1[-1]:.3f}"
