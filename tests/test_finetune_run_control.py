@@ -4,6 +4,8 @@ against which a bert-tiny run's gain could not be read (issue 54)."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import shutil
 from pathlib import Path
 
@@ -87,6 +89,8 @@ def test_a_run_and_its_control_are_read_as_a_pair_with_the_gap_in_words(tmp_path
     assert "stored reference)" not in alone
     control = ended(random_like(start), 4)
     assert finetune.partner(control).run_id == own.run_id and finetune.partner(own).run_id == control.run_id
+    live = dataclasses.replace(control, test_accuracy=math.nan, status="running")  # as it trains: drawn beside its pair
+    assert finetune.partner(live).run_id == own.run_id and pair_verdict(live, own) == ""  # no gap before its end
     text = status_markdown(control, partner=finetune.partner(control), reference=load_reference())
     gap = (own.test_accuracy - control.test_accuracy) * 100
     assert f"**{own.test_accuracy:.1%}**" in text and f"of its shape ({html_code(control.run_id)}" in text

@@ -259,9 +259,10 @@ class FinetuneService:
     def partner(self, snap: FinetuneSnapshot | None) -> FinetuneSnapshot | None:
         """The other half of a pair of topic runs from one pretraining run of the learner's: for a run started from
         ``run:<id>/checkpoint``, its control (random weights of that run's shape, ``random:run:<id>/checkpoint``) with
-        the same seed, and the other way round; the newest such run the caller may see that has a test accuracy
-        (None for any other start, or before both have ended: a live run's poll reads no saved run)."""
-        if snap is None or snap.task != TASK or not run_of_init(snap.init) or not math.isfinite(snap.test_accuracy):
+        the same seed, and the other way round; the newest such ended run (it has a test accuracy) the caller may see
+        (None for any other start, or before the partner has ended). ``snap`` may be live: its partner is drawn
+        beside it as it trains."""
+        if snap is None or snap.task != TASK or not run_of_init(snap.init):
             return None
         other = run_of_init(snap.init) if is_random_start(snap.init) else random_like(snap.init)
         seed = snap.settings.get("seed")

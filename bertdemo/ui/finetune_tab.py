@@ -105,7 +105,9 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def compared(ids: list[str] | None) -> list[tuple[str, Any]]:
         live = runs.snapshot()
         out = [] if live is None else [(viz.run_label(live.run_id, live.init, live=True), live)]
-        for run_id in ids or []:
+        partner = runs.partner(live)  # a start from a pretraining run of the learner's and its control: drawn as a pair
+        ids = list(ids or []) + ([partner.run_id] if partner is not None and partner.run_id not in (ids or []) else [])
+        for run_id in ids:
             if live is None or run_id != live.run_id:
                 snap = runs.load(run_id)
                 out.append((viz.run_label(run_id, snap.init), snap))
