@@ -82,6 +82,21 @@ def test_the_left_to_right_model_reads_only_the_words_before_the_blank(pair):
     assert sum(p for _t, p in a[0].top) < 1.0 and a[0].top[0][1] >= a[0].top[-1][1]
 
 
+def test_a_special_token_is_never_offered_as_a_word_for_the_blank(tokenizer):
+    """The left-to-right twin offered "[SEP]" for a blank (issue 54): its head made to favour [SEP] and [CLS] most,
+    the list still holds words alone, each with the probability the model gives it."""
+    torch.manual_seed(1)
+    ltr = BertLMHeadModel(tiny_bert_config(is_decoder=True)).eval()
+    with torch.no_grad():
+        ltr.cls.predictions.bias[[tokenizer.sep_token_id, tokenizer.cls_token_id]] = 50.0
+    (guesses,) = twins.side_by_side([twins.Twin("tiny-ltr", ltr, tokenizer)], "The [MASK] barked.", top_k=5)
+    assert not {t for t, _ in guesses.top} & set(tokenizer.all_special_tokens) and len(guesses.top) == 5
+    probs = twins.blank_logits(twins.Twin("tiny-ltr", ltr, tokenizer), ["The [MASK] barked."]).softmax(-1)[0]
+    assert [p for _, p in guesses.top] == pytest.approx(
+        probs[tokenizer.convert_tokens_to_ids([t for t, _ in guesses.top])].tolist())
+    assert sum(p for _, p in guesses.top) < 0.01  # the specials hold nearly all of it: shown as the model gives it
+
+
 @pytest.mark.parametrize("text, message", [("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"),
                                            ("", "Type a sentence")])
 def test_side_by_side_refuses(pair, text, message):

@@ -509,7 +509,8 @@ class TwinGuesses:
 
 
 def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGuesses]:
-    """Top-k at the one [MASK] of ``text`` from each model; the LTR model answers from the words before it."""
+    """Top-k words at the one [MASK] of ``text`` from each model (special tokens are no words: a left-to-right model
+    offered [SEP], the end of a sentence, for a blank); the LTR model answers from the words before it."""
     text = (text or "").strip()
     if not 1 <= int(top_k) <= MAX_TWIN_TOP_K:
         raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
@@ -523,7 +524,10 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
         probs = blank_logits(twin, [text]).softmax(dim=-1)[0]
-        p, ids = probs.topk(int(top_k))
+        words = probs.clone()
+        words[list(twin.tokenizer.all_special_ids)] = -1.0  # a word for the blank: never [SEP], [CLS], [PAD] …
+        ids = words.topk(int(top_k)).indices
+        p = probs[ids]  # each word's probability as the model gives it (over every token, specials included)
         tokens = twin.tokenizer.convert_ids_to_tokens(ids.tolist())
         before = normalise_masks(text, "[MASK]").split("[MASK]")[0].strip()
         read = (f"only the words before the blank: “{before} …”" if twin.objective == "ltr"
