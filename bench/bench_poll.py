@@ -38,11 +38,12 @@ from bertdemo.pretrain import TrainConfig
 from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunService
 from bertdemo.settings import ServerSettings
+from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.pretrain_tab import poll_view
 from bertdemo.viz import run_curves
 
 VIEW = dict(smoothing=0.6, log_y=False, x_axis="step")
-COMPONENTS = {"status": gr.Markdown(), "timeline": gr.Markdown(), "plot": gr.Plot(), "ranks": gr.Plot(),
+COMPONENTS = {"status": gr.Markdown(), "timeline": gr.Markdown(), "plot": PlotlyFigure(), "ranks": PlotlyFigure(),
               "table": gr.Dataframe(headers=run_curves.PROBE_HEADERS)}
 
 
