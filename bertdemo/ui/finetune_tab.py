@@ -67,7 +67,7 @@ INTRO = (
     "learns faster with a larger one: measured on 2 CPU cores, **2e-4** reached 92–94 % validation accuracy in "
     "3 minutes against 85 % for 5e-5, so it is the default here; the notes' values are offered. Random weights "
     "of the same shape, with the default settings: {random} test accuracy (the stored reference, drawn dashed "
-    "beside every run)."
+    "beside every run of the embedded model's shape; a run from your pretraining run has its own control)."
 )
 
 
@@ -114,7 +114,11 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         return out
 
     def curves(ids):
-        return plot_data(viz.curves_spec(compared(ids), lab.baselines(), reference))
+        live = runs.snapshot()
+        # the stored random runs are of the embedded model's shape: no control for a run from a learner's pretraining
+        # run (of another shape), whose own control is drawn beside it instead
+        stored = None if live is not None and run_of_init(live.init) else reference
+        return plot_data(viz.curves_spec(compared(ids), lab.baselines(), stored))
 
     saved = runs.choices()  # read once for the page's three run lists (each reads every run's history)
 
