@@ -7,6 +7,7 @@ import pytest
 
 from bertdemo.runs.service import NOT_YOURS, RunAction
 from bertdemo.settings import ServerSettings
+from bertdemo.viz.finetune import status_markdown
 from tests.helpers import run_services, tiny_finetune_config, tiny_run_config, wait_until, word_task
 
 
@@ -56,6 +57,9 @@ def test_public_finetuning_obeys_the_owner_the_cap_and_the_quota(tiny_mlm_dir, t
     try:
         # capped with room for loading, the last evaluation and saving; never a GPU by request
         assert run.cfg.time_budget_s == caps.training_budget_s < caps.max_seconds and run.cfg.device == "cpu"
+        said = (f"Time budget {caps.training_budget_s:g} s (asked: none): this server stops a run at "
+                f"{caps.max_minutes:g} minutes")  # the change is said, for the whole run
+        assert service.status(run)["note"].startswith(said) and said in status_markdown(run.snapshot())
         wait_until(lambda: run.snapshot().step >= 1 or not run.active, timeout=120, message=lambda: run.snapshot().message)
         for action in RunAction:
             with pytest.raises(ValueError, match=NOT_YOURS):

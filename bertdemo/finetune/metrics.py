@@ -25,6 +25,7 @@ class FinetuneSnapshot:
     task: str = TASK
     status: str = Status.PREPARING
     message: str = ""
+    note: str = ""  # a setting the server changed at the start, said for the whole run (a budget lowered under the cap)
     init: str = ""  # embedded | random | run:<id>/checkpoint
     init_label: str = ""  # what the page calls the start ("the embedded pretrained model", "random weights", …)
     new_weights: list[str] = field(default_factory=list)  # parameter groups newly initialised (head, pooler)

@@ -122,9 +122,14 @@ class FinetuneService:
             cfg = cfg.replace(init_path=folder)  # a visitor never names a folder: config_from_request refuses init_path
             from_private = run_access.is_private(run_folder_of(folder))
         cfg = cfg.replace(device=cfg.device if public is None else "cpu")
+        note = ""
         if public is not None and (cfg.time_budget_s == 0 or cfg.time_budget_s > public.training_budget_s):
             # under the cap with room for loading, the final evaluation and saving: the run ends with its model
+            asked = "none" if cfg.time_budget_s == 0 else f"{cfg.time_budget_s:g} s"
             cfg = cfg.replace(time_budget_s=float(public.training_budget_s))
+            note = (f"Time budget {cfg.time_budget_s:g} s (asked: {asked}): this server stops a run at "
+                    f"{public.max_minutes:g} minutes, and that also holds loading the model, the final evaluation and "
+                    "saving it.")
         self.runs.check_visitor_share(owner_token, visitor, resuming=False)
         self.settings.disk.check(adding=CHECKPOINT_BYTES)
         if check_only:
@@ -137,6 +142,8 @@ class FinetuneService:
         run = (FinetuneRun(cfg, self.runs_dir, loader, **common) if own is None
                else OwnRun(cfg, own, self.runs_dir, **common))
         run.private = own is not None or from_private  # a visitor's data, or a model made from it
+        if note:
+            run.metrics.update(note=note)
         self.runs.launch(run, owner_token)
         return run
 

@@ -69,6 +69,8 @@ def status_markdown(snap: FinetuneSnapshot | None, busy_with_pretraining: bool =
         lines.append(end)
     if snap.message:
         lines.append(literal(snap.message))
+    if snap.note:  # the server's own words and numbers (no visitor's text in it)
+        lines.append(snap.note)
     for verdict in (landmark_verdict(snap, baselines or {}, reference), pair_verdict(snap, partner, reference)):
         if verdict:
             lines.append(verdict)
