@@ -15,6 +15,7 @@ server's peak resident memory; the last line is the ratio of ordinary p95 with /
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
 import threading
@@ -66,8 +67,10 @@ def raw_call(base: str, api: str, data: list | None) -> str:
 
 
 def ordinary_load(app: App, clients: int, per_client: int) -> tuple[list[float], int]:
-    """bench_load's clients: every latency (ms) and the error count."""
+    """bench_load's clients: every latency (ms) and the error count; the kinds of error, printed (three at most)."""
     latencies, errors, _ = run_load(app, clients, per_client)
+    for kind, n in collections.Counter(e.split(": ", 1)[-1][:120] for e in errors).most_common(3):
+        print(f"  an ordinary request's error ({n}×): {kind}")
     return [ms for values in latencies.values() for ms in values], len(errors)
 
 
