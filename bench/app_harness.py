@@ -101,12 +101,15 @@ class App:
         Path(self._log.name).unlink(missing_ok=True)
         self._runs.cleanup()
 
-    def client(self, timeout_s: float = 120.0):
+    def client(self, timeout_s: float = 120.0, address: str = ""):
         """A gradio client of the app; its requests (the config it reads first included) wait ``timeout_s``,
-        so a bench that loads the server on purpose does not lose a client to httpx's 5 s default."""
+        so a bench that loads the server on purpose does not lose a client to httpx's 5 s default. ``address``: the
+        visitor's own, sent as a proxy in front of a Space writes it (``X-Forwarded-For``; the app launched with
+        ``--trusted-proxies 1`` reads it)."""
         from gradio_client import Client
 
-        return Client(self.url, verbose=False, httpx_kwargs={"timeout": timeout_s})
+        headers = {"X-Forwarded-For": address} if address else None
+        return Client(self.url, verbose=False, headers=headers, httpx_kwargs={"timeout": timeout_s})
 
     def wait_for_model(self, timeout_s: float = 300.0) -> None:
         """Until /fill_mask answers (the default model loads in the background after the page is up)."""

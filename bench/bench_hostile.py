@@ -68,7 +68,7 @@ def raw_call(base: str, api: str, data: list | None) -> str:
 
 def ordinary_load(app: App, clients: int, per_client: int) -> tuple[list[float], int]:
     """bench_load's clients: every latency (ms) and the error count; the kinds of error, printed (three at most)."""
-    latencies, errors, _ = run_load(app, clients, per_client)
+    latencies, errors, _ = run_load(app, clients, per_client, addresses=True)  # each its own visitor
     for kind, n in collections.Counter(e.split(": ", 1)[-1][:120] for e in errors).most_common(3):
         print(f"  an ordinary request's error ({n}×): {kind}")
     return [ms for values in latencies.values() for ms in values], len(errors)
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--per-client", type=int, default=10)
     parser.add_argument("--hostile", type=int, default=4, help="threads sending the hostile mix")
     args = parser.parse_args()
-    with App("--public") as app:
+    with App("--public", "--trusted-proxies", "1") as app:  # the ordinary visitors told apart by X-Forwarded-For
         app.wait_for_model()
         pid = app.proc.pid
         peak = [rss_mb(pid)]
