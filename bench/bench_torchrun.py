@@ -49,8 +49,10 @@ def two_node_commands(args: argparse.Namespace, out: Path) -> list[list[str]]:
 
 
 def rate(out: Path) -> tuple[float, float]:
-    """(tokens/s over the logged steps after the first, final held-out loss) from metrics.csv."""
-    with open(out / "metrics.csv", encoding="utf-8") as fh:
+    """(tokens/s over the logged steps after the first, final held-out loss) from the run's latest checkpoint's
+    metrics.csv (``out`` is the run folder: steps/step-<n>/ with its metrics, LATEST naming the latest)."""
+    latest = out / "steps" / (out / "LATEST").read_text().strip()
+    with open(latest / "metrics.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     train = [r for r in rows if r["train_loss"]]
     first, last = train[0], train[-1]
