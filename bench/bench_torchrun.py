@@ -24,7 +24,9 @@ from pathlib import Path
 from app_harness import free_port  # bench/ is on sys.path when a bench script runs
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
+from bertdemo.models.checkpoint_layout import latest_checkpoint
 
 
 def train_args(args: argparse.Namespace, out: Path) -> list[str]:
@@ -51,7 +53,9 @@ def two_node_commands(args: argparse.Namespace, out: Path) -> list[list[str]]:
 def rate(out: Path) -> tuple[float, float]:
     """(tokens/s over the logged steps after the first, final held-out loss) from the run's latest checkpoint's
     metrics.csv (``out`` is the run folder: steps/step-<n>/ with its metrics, LATEST naming the latest)."""
-    latest = out / "steps" / (out / "LATEST").read_text().strip()
+    latest = latest_checkpoint(out)
+    if latest is None:
+        raise RuntimeError(f"The run in {out} saved no checkpoint.")
     with open(latest / "metrics.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     train = [r for r in rows if r["train_loss"]]

@@ -77,6 +77,9 @@ class FinetuneService:
         self.hub = hub  # the server's HubProbe (a hub dataset is refused at once when it does not answer)
         self.settings = runs.settings
         self.runs_dir = runs.runs_dir
+        # run id -> (the ids its reader saw, its partner's id or ""): the pages ask at every poll and redraw, and a
+        # saved run's init, seed and test accuracy never change, so a listing is read again only when it changes
+        self._partners: dict[str, tuple[tuple[str, ...], str]] = {}
         runs.register(self)
 
     @property
@@ -271,16 +274,17 @@ class FinetuneService:
         beside it as it trains."""
         if snap is None or snap.task != TASK or not run_of_init(snap.init):
             return None
-        other = run_of_init(snap.init) if is_random_start(snap.init) else random_like(snap.init)
-        seed = snap.settings.get("seed")
-        for run_id in self.ids():
-            if run_id == snap.run_id:
-                continue
-            found = self.load(run_id)
-            if (found.init == other and found.task == TASK and found.settings.get("seed") == seed
-                    and math.isfinite(found.test_accuracy)):
-                return found
-        return None
+        listed = tuple(self.ids())
+        seen, partner_id = self._partners.get(snap.run_id, ((), ""))
+        if seen != listed or snap.run_id not in self._partners:
+            other = run_of_init(snap.init) if is_random_start(snap.init) else random_like(snap.init)
+            seed = snap.settings.get("seed")
+            partner_id = next(
+                (run_id for run_id in listed if run_id != snap.run_id
+                 and (found := self.load(run_id)).init == other and found.task == TASK
+                 and found.settings.get("seed") == seed and math.isfinite(found.test_accuracy)), "")
+            self._partners[snap.run_id] = (listed, partner_id)
+        return self.load(partner_id) if partner_id else None
 
     def model(self, name: str, owner_token: str = "") -> str:
         """The model folder of ``ft:<run id>`` (ValueError for another name or a run with no saved model; a

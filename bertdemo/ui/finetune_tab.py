@@ -105,8 +105,10 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     def compared(ids: list[str] | None) -> list[tuple[str, Any]]:
         live = runs.snapshot()
         out = [] if live is None else [(viz.run_label(live.run_id, live.init, live=True), live)]
+        ids = list(ids or [])
         partner = runs.partner(live)  # a start from a pretraining run of the learner's and its control: drawn as a pair
-        ids = list(ids or []) + ([partner.run_id] if partner is not None and partner.run_id not in (ids or []) else [])
+        if partner is not None and partner.run_id not in ids:
+            ids.append(partner.run_id)
         for run_id in ids:
             if live is None or run_id != live.run_id:
                 snap = runs.load(run_id)
