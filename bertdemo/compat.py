@@ -114,6 +114,10 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                GRADIO, "the MCP server offers the read-only views alone, under their endpoint's name"),
     Touchpoint("gradio", "BlockFunction.api_description", "bertdemo/ui/mcp_tools.py offer_read_only_views",
                GRADIO, "each MCP tool says what it answers"),
+    Touchpoint("gradio", "Blocks.mcp_server_obj.mcp_server.request_handlers[mcp.types.CallToolRequest] / "
+               "ServerResult.root: CallToolResult.isError, .content[i].text",
+               "bertdemo/ui/mcp_tools.py offer_read_only_views", GRADIO,
+               "a refused tool call reads as plain text (the page's toasts take HTML: their text is escaped)"),
     Touchpoint("gradio", "Blocks.state_holder (its class, subclassed on the instance) / "
                "gradio.state_holder.SessionState(blocks) reading blocks.default_config and blocks.blocks / "
                "SessionState.config_values / BlocksConfig.config_for_block",
@@ -124,6 +128,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
                "gradio.blocks.convert_component_dict_to_list / Block.stateful",
                "bertdemo/ui/skipped_outputs.py pass_skipped_outputs", GRADIO,
                "an output an answer leaves as it is (gr.skip()) is not rebuilt and configured again for nothing"),
+    Touchpoint("gradio", "Blocks.preprocess_data(block_fn, inputs, state, explicit_call) (rebound on the instance) / "
+               "gradio.exceptions.InvalidPathError", "bertdemo/ui/request_limits.py guard_events", GRADIO,
+               "a file input naming a path nobody uploaded is refused in words, without a traceback in the log"),
     Touchpoint("gradio", "Blocks.call_function(block_fn, processed_input, iterator, requests, ...) (rebound on the "
                "instance; called once per answer, each step of a generator too, with the request)",
                "bertdemo/ui/callers.py serve_as_visitors", GRADIO,
@@ -236,6 +243,20 @@ def wrap_postprocess(blocks: Any, make: Callable[[Callable], Callable]) -> None:
     blocks.postprocess_data = make(blocks.postprocess_data)
 
 
+def wrap_preprocess(blocks: Any, make: Callable[[Callable], Callable]) -> None:
+    """Replace the app's step that turns what the page sent into an event's inputs (``blocks.preprocess_data(
+    block_fn, inputs, state, explicit_call)``, a coroutine gradio calls on the instance; a file input given by a
+    path that was not uploaded raises :func:`invalid_path_error` there) with ``make(the original)``."""
+    blocks.preprocess_data = make(blocks.preprocess_data)
+
+
+def invalid_path_error() -> type[Exception]:
+    """What gradio raises for a file input whose path is not one of its uploads (a forged ``FileData``)."""
+    from gradio.exceptions import InvalidPathError
+
+    return InvalidPathError
+
+
 def wrap_call_function(blocks: Any, make: Callable[[Callable], Callable]) -> None:
     """Replace the app's step that runs an event's handler (``blocks.call_function(block_fn, processed_input,
     iterator, requests, ...)``, a coroutine gradio calls on the instance for each answer — each step of a generator
@@ -309,6 +330,27 @@ def mcp_tool_table(blocks: Any) -> dict[str, str] | None:
     change what the MCP server lists and calls; None when the app runs no MCP server."""
     server = getattr(blocks, "mcp_server_obj", None)
     return None if server is None else server.tool_to_endpoint
+
+
+def plain_mcp_refusals(blocks: Any) -> None:
+    """A refused MCP tool call's text is unescaped (``&gt;`` back to ``>``): a refusal is written once, for the
+    page's toast, which renders HTML (``toast_text``); an assistant reads the answer as plain text."""
+    import html
+
+    from mcp import types
+
+    handlers = blocks.mcp_server_obj.mcp_server.request_handlers
+    answer = handlers[types.CallToolRequest]
+
+    async def plain(request: Any) -> Any:
+        result = await answer(request)
+        if getattr(result.root, "isError", False):
+            for part in result.root.content:
+                if getattr(part, "type", "") == "text":
+                    part.text = html.unescape(part.text)
+        return result
+
+    handlers[types.CallToolRequest] = plain
 
 
 def describe_endpoint(handler: Any, text: str) -> None:

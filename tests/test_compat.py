@@ -287,6 +287,25 @@ def _canary_api_description():
     assert server.get_fn_description(handler, tool)[0] == "Echoes the text."
 
 
+def _canary_plain_mcp_refusals():
+    from gradio.mcp import GradioMCPServer
+    from mcp import types
+
+    demo, _, _ = _built()
+    demo.mcp_server_obj = GradioMCPServer(demo)
+
+    def refuse(name, arguments):  # what a handler's gr.Error (its text escaped for the page's toast) becomes
+        raise ValueError("The A-&gt;B filter needs a sentence B &amp; a model.")
+
+    demo.mcp_server_obj.get_selected_tools_from_request = lambda: None  # no MCP session here: every tool
+    demo.mcp_server_obj._prepare_tool_call_args = refuse
+    compat.plain_mcp_refusals(demo)
+    call = types.CallToolRequest(method="tools/call", params=types.CallToolRequestParams(name="echo", arguments={}))
+    result = run_coroutine(demo.mcp_server_obj.mcp_server.request_handlers[types.CallToolRequest](call), timeout=30)
+    assert result.root.isError
+    assert [part.text for part in result.root.content] == ["The A->B filter needs a sentence B & a model."]
+
+
 def _canary_lazy_session_configs():
     from gradio.blocks import BlocksConfig
     from gradio.state_holder import SessionState
@@ -327,6 +346,23 @@ def _canary_postprocess_data():
     compat.wrap_postprocess(demo, lambda original: lambda *args: seen.append(original) or original(*args))
     demo.postprocess_data(handler, ["hi", None], None).close()  # a coroutine: made, not run
     assert seen and seen[0].__func__ is Blocks.postprocess_data
+
+
+def _canary_preprocess_data():
+    from gradio import processing_utils
+    from gradio.blocks import Blocks
+
+    assert list(inspect.signature(Blocks.preprocess_data).parameters) == \
+        ["self", "block_fn", "inputs", "state", "explicit_call"]
+    assert "await self.preprocess_data(" in inspect.getsource(Blocks.process_api)  # looked up on the instance
+    assert "raise InvalidPathError(" in inspect.getsource(processing_utils._check_allowed)
+    assert issubclass(compat.invalid_path_error(), Exception)
+    demo, _, _ = _built()
+    seen = []
+    compat.wrap_preprocess(demo, lambda original: lambda *args: seen.append(original) or original(*args))
+    [handler] = list(compat.event_handlers(demo))
+    demo.preprocess_data(handler, ["hi"], None).close()  # a coroutine: made, not run
+    assert seen and seen[0].__func__ is Blocks.preprocess_data
 
 
 def _canary_queue_polling():
@@ -439,6 +475,8 @@ CANARIES = {
     "Blocks.fns": _canary_blocks_fns,
     "Blocks.mcp_server_obj.tool_to_endpoint": _canary_mcp_tool_table,
     "BlockFunction.api_description": _canary_api_description,
+    "Blocks.mcp_server_obj.mcp_server.request_handlers[mcp.types.CallToolRequest] / "
+    "ServerResult.root: CallToolResult.isError, .content[i].text": _canary_plain_mcp_refusals,
     "BlockFunction.fn / .show_progress_on / .inputs / .outputs / .api_name": _canary_block_function_fields,
     "BlockFunction.targets / .show_progress": _canary_block_function_targets,
     "Component._id": _canary_component_id,
@@ -467,6 +505,8 @@ CANARIES = {
     "reading blocks.default_config and blocks.blocks / SessionState.config_values / BlocksConfig.config_for_block":
         _canary_lazy_session_configs,
     "Queue.sleep_when_free / Queue.progress_update_sleep_when_free (set on the instance)": _canary_queue_polling,
+    "Blocks.preprocess_data(block_fn, inputs, state, explicit_call) (rebound on the instance) / "
+    "gradio.exceptions.InvalidPathError": _canary_preprocess_data,
     "Blocks.postprocess_data(block_fn, predictions, state) (rebound on the instance) / BlockFunction.outputs / "
     ".batch / .is_validator_function / gradio.blocks.convert_component_dict_to_list / Block.stateful":
         _canary_postprocess_data,

@@ -127,6 +127,52 @@ def test_a_cell_is_chosen_on_validation_and_scored_on_test(tiny_twins):
     assert again.test_score == result.test_score  # seeded: the same cell twice gives the same score
 
 
+def test_a_cell_its_time_budget_ends_keeps_its_best_weights_unless_too_few_steps_ran(tiny_twins):
+    """A public server's time budget (under its cap) ends a cell before its planned steps: scored on test with its
+    best validation weights; ended before a quarter of an epoch, it says so and has no score. The clock is the
+    steps taken, 10 s each."""
+    def budgeted(data, budget_s):
+        steps_taken = [0]
+        return finetune_twin("ltr", "names", 1, data, TINY, folder=tiny_twins["ltr"], keep_model=True,
+                             clock=lambda: 10.0 * steps_taken[0], on_step=lambda step: steps_taken.__setitem__(0, step),
+                             time_budget_s=budget_s)
+
+    data = name_task(40)
+    cut = budgeted(data, 65.0)
+    assert (cut.steps, cut.planned_steps, cut.cut_by_budget, cut.status) == (7, 10, True, Status.FINISHED)
+    assert cut.chosen_step in (0, 5, 7)
+    from bertdemo.finetune import token_engine
+    from bertdemo.finetune.twin_finetune import names_scores
+
+    tok = build_twin(table5.twin_config("ltr", 1, TINY, "names"), list(data.labels), "names", tiny_twins["ltr"])[1]
+    test = token_engine.align(tok, [s.words for s in data.test], None, 64)
+    assert names_scores(cut.model, test, data.test, 0)[0] == pytest.approx(cut.test_score, abs=1e-12)  # best weights
+
+    early = budgeted(name_task(200), 5.0)  # 1 step of an epoch of about 20
+    assert (early.steps, early.cut_by_budget) == (1, True) and math.isnan(early.test_score)
+
+
+def test_a_live_cell_cut_by_the_budget_says_so_beside_its_score(tmp_path, tiny_twins):
+    from bertdemo.finetune.table5_run import Table5Run
+
+    holder = {}
+    run = Table5Run("mlm", "names", 1, TINY, tmp_path, lambda: name_task(40), folder=tiny_twins["mlm"],
+                    clock=lambda: 10.0 * holder["run"].metrics.snapshot().step, time_budget_s=65.0)
+    holder["run"] = run
+    assert run.work() == Status.FINISHED
+    status = run.metrics.snapshot()
+    assert not math.isnan(status.test_macro_f1)
+    assert status.message.startswith("The masked LM twin, seed 1: ")
+    assert "time budget ended it at step 7 of 10" in status.message and "compare it with them with care" in status.message
+
+    early = Table5Run("mlm", "names", 1, TINY, tmp_path, lambda: name_task(200), folder=tiny_twins["mlm"],
+                      clock=lambda: 10.0 * holder["early"].metrics.snapshot().step, time_budget_s=5.0)
+    holder["early"] = early
+    assert early.work() == Status.FINISHED
+    assert "Only 1 of its 10 steps ran before the time budget ended" in early.metrics.snapshot().message
+    assert math.isnan(early.metrics.snapshot().test_macro_f1)
+
+
 # --- the table's arithmetic and words ------------------------------------------------------------------------
 def test_mean_and_spread():
     s = table5.summarise([0.5, 0.6, 0.7])

@@ -33,7 +33,7 @@ from transformers import BertForSequenceClassification, BertForTokenClassificati
 from bertdemo.corpus import names as names_corpus
 from bertdemo.finetune import token_engine
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import TopicTask, batch_of, build_model, encode
+from bertdemo.finetune.engine import TopicTask, batch_of, build_model, encode, too_few_steps
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.table5 import CellSettings, twin_config
@@ -57,6 +57,12 @@ class CellResult:
     seconds: float  # wall time, evaluations included
     status: str
     model: torch.nn.Module | None = None  # the chosen fine-tuned model (eval mode), for inspection and tests
+    planned_steps: int = 0  # the settings' steps: more than ``steps`` when a time budget ended the cell
+
+    @property
+    def cut_by_budget(self) -> bool:
+        """Whether a time budget ended the cell before its planned steps (a stop is not a budget)."""
+        return self.status != Status.STOPPED and self.steps < self.planned_steps
 
 
 def sentence_logits(model: BertForSequenceClassification, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -115,11 +121,15 @@ def names_scores(model: BertForTokenClassification, items, sentences, pad_id: in
 def finetune_twin(twin: str, task: str, seed: int, data: TopicTask | WordTask, settings: CellSettings = CellSettings(),
                   *, folder: str | Path | None = None, metrics: FinetuneMetrics | None = None,
                   control: RunControl | None = None, clock: Callable[[], float] = time.monotonic,
-                  on_step: Callable[[int], None] | None = None, keep_model: bool = False) -> CellResult:
+                  on_step: Callable[[int], None] | None = None, keep_model: bool = False,
+                  time_budget_s: float = 0.0) -> CellResult:
     """Fine-tune the ``twin`` ("mlm" / "ltr") on ``task`` ("topic": ``data`` a TopicTask; "names": a WordTask) with
     ``seed`` for ``settings.steps`` steps; the weights with the best validation score (the earliest on a tie) are
     scored on test. ``metrics`` / ``control``: a live run's (progress, pause and stop); ``folder``: the model folder
-    to start from instead of the shipped twin's (tests). A stopped cell reports no test score (NaN)."""
+    to start from instead of the shipped twin's (tests). ``time_budget_s`` (a public server's, under its cap): the
+    cell ends there, its best weights scored, unless it took too few steps to mean anything
+    (:func:`bertdemo.finetune.engine.too_few_steps`). A stopped cell, or one cut that short, reports no test score
+    (NaN)."""
     settings = settings.validate()
     metrics = metrics or FinetuneMetrics()
     control = control or RunControl()
@@ -178,22 +188,23 @@ def finetune_twin(twin: str, task: str, seed: int, data: TopicTask | WordTask, s
     metrics.update(status=Status.RUNNING, message="Scoring the start on validation…")
     evaluate_at(0)
     metrics.update(message="")
+    batches_per_epoch = max(1, len(train) // settings.batch_size)
     step, status = train_steps(
         cfg, model, optimizer, metrics, control, clock, n_train=len(train), total=settings.steps,
-        batches_per_epoch=max(1, len(train) // settings.batch_size), generator=torch.Generator().manual_seed(seed),
-        loss_of=loss_of, progress_of=lambda s, _spent: s / settings.steps, elapsed=lambda: clock() - start,
-        add_paused=lambda _held: None, evaluate_at=evaluate_at, on_step=on_step)
-    if status == Status.STOPPED:
+        batches_per_epoch=batches_per_epoch, generator=torch.Generator().manual_seed(seed),
+        loss_of=loss_of, progress_of=lambda s, spent: 1.0 if 0 < time_budget_s <= spent else s / settings.steps,
+        elapsed=lambda: clock() - start, add_paused=lambda _held: None, evaluate_at=evaluate_at, on_step=on_step)
+    if status == Status.STOPPED or (step < settings.steps and too_few_steps(step, batches_per_epoch, settings.steps)):
         model.eval()
         return CellResult(twin, task, seed, math.nan, best["score"], best["step"], step, clock() - start, status,
-                          model if keep_model else None)
+                          model if keep_model else None, settings.steps)
     evaluate_at(step)
     model.load_state_dict(best["state"])
     model.eval()
     metrics.update(message="Scoring the chosen weights on test…")
     test = score_test()
     return CellResult(twin, task, seed, float(test), float(best["score"]), int(best["step"]), step, clock() - start,
-                      status, model if keep_model else None)
+                      status, model if keep_model else None, settings.steps)
 
 
 def per_seed(results: list[CellResult]) -> dict[str, dict[str, list[float]]]:

@@ -219,6 +219,26 @@ def _uploads_only(move: Callable) -> Callable:
     return guarded
 
 
+NOT_UPLOADED = ("A file here must be uploaded to this server first (the Upload button, or the API's upload "
+                "route); a path on the server is not read.")
+
+
+def _uploads_or_refusal(preprocess: Callable) -> Callable:
+    """The app's ``preprocess_data`` with a file input that names a path nobody uploaded (gradio refuses it, then
+    logs its traceback, with the path, as a fault) refused as what it is: the sender's mistake, in words."""
+    not_uploaded = compat.invalid_path_error()
+
+    @functools.wraps(preprocess)
+    async def guarded(*args, **kwargs):
+        try:
+            return await preprocess(*args, **kwargs)
+        except not_uploaded:
+            raise gr.Error(NOT_UPLOADED, duration=None, print_exception=False) from None
+
+    guarded.__bertdemo_guarded__ = True
+    return guarded
+
+
 def _trailing_defaults(fn: Any, count: int) -> list[Any]:
     """The default values of ``fn``'s last parameters that take inputs (a ``gr.Request`` takes none), as
     long as they have defaults, in order; [] when its parameters do not map one to one onto ``count`` inputs."""
@@ -284,6 +304,8 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
             component.preprocess = _checked_preprocess(component.preprocess, name, limit)
             component.__bertdemo_guarded__ = True
     compat.replace_input_count_check(demo, input_count_check)  # no echo of the inputs into the log
+    if not getattr(demo.preprocess_data, "__bertdemo_guarded__", False):  # a forged path: a refusal, not a fault
+        compat.wrap_preprocess(demo, _uploads_or_refusal)
     inputs = {compat.component_id(c): c for f in compat.event_handlers(demo) for c in f.inputs
               if not isinstance(c, gr.State)}
     for component in inputs.values() if public else ():  # every input, named parameter or ``*values``

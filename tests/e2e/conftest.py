@@ -214,6 +214,24 @@ def browser_page(_browser, app_url):
         context.close()
 
 
+@pytest.fixture
+def open_page(_browser):
+    """``open_page(width=1280, height=1000)``: one more page, in a browser context of its own (another phone,
+    the teacher's second screen), closed when the test ends: a page left open keeps polling the app and drawing
+    for the rest of the session, on the machine every later test shares."""
+    contexts = []
+
+    def opened(width: int = 1280, height: int = 1000, **options):
+        contexts.append(_browser.new_context(viewport={"width": width, "height": height}, **options))
+        return contexts[-1].new_page()
+
+    try:
+        yield opened
+    finally:
+        for context in contexts:
+            context.close()
+
+
 def screenshot_dir() -> Path:
     """Where screenshots go: $BERTDEMO_SCREENSHOTS, default tests/artifacts/ (gitignored)."""
     folder = Path(os.environ.get("BERTDEMO_SCREENSHOTS") or REPO_ROOT / "tests" / "artifacts")

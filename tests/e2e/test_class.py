@@ -17,7 +17,7 @@ from .conftest import screenshot
 from .pages import JOINS, RUN_TIMEOUT_MS, create_class, open_tab
 
 
-def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str):
+def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str, open_page):
     page = browser_page
     page.goto(app_url)  # the class needs no model: nothing waits for one
     open_tab(page, "Class")
@@ -25,7 +25,7 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     assert join_link.startswith(app_url) and teacher_link.startswith(app_url)
     found = axe_at_both_widths(page, "class_created")  # axe on the page the action made, at both widths
 
-    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+    student = open_page(390, 800)
     student.goto(join_link)
     open_tab(student, "Class")
     expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
@@ -58,9 +58,9 @@ def _tick_event(app_url: str) -> int:
     return tick
 
 
-def _student_joins(page: Page, join_link: str, nickname: str) -> Page:
-    """A student's phone opens the join link and joins as ``nickname``; their page."""
-    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+def _student_joins(open_page, join_link: str, nickname: str) -> Page:
+    """A student's phone (a page of ``open_page``) opens the join link and joins as ``nickname``; their page."""
+    student = open_page(390, 800)
     student.goto(join_link)
     open_tab(student, "Class")  # the link opens it (test_each_link_opens_the_class_tab_where_its_user_acts)
     expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
@@ -73,7 +73,7 @@ def _student_joins(page: Page, join_link: str, nickname: str) -> Page:
     return student
 
 
-def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, app_url: str):
+def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, app_url: str, open_page):
     """D16: the join link opens the Class tab with the code filled in and the cursor in the nickname box, beside
     Join; the teacher link opens the teacher's view. No tab to look for first."""
     page = browser_page
@@ -81,7 +81,7 @@ def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, a
     open_tab(page, "Class")
     join_link, teacher_link = create_class(page, "Links")
 
-    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+    student = open_page(390, 800)
     student.goto(join_link)
     class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first
     expect(class_tab).to_have_attribute("aria-selected", "true", timeout=RUN_TIMEOUT_MS)
@@ -95,13 +95,13 @@ def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, a
     student.locator("#class-join").click()
     expect(student.locator("#class-joined")).to_contain_text("as Ada", timeout=RUN_TIMEOUT_MS)
 
-    teacher = page.context.browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    teacher = open_page(1280, 1000)
     teacher.goto(teacher_link)
     expect(teacher.locator("#class-report")).to_contain_text("1 joined", timeout=RUN_TIMEOUT_MS)
     expect(teacher.locator("#class-report")).to_be_in_viewport()
 
 
-def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page: Page, app_url: str):
+def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page: Page, app_url: str, open_page):
     """D6: a student who joins shows in the open teacher's view without Refresh, and the view says when it last read
     the class. While the browser tab is hidden it sends nothing (a second teacher page's ticks are the clock) and
     shows what changed as soon as it is shown again."""
@@ -111,15 +111,15 @@ def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page
     join_link, teacher_link = create_class(page, "Live")
     tick = _tick_event(app_url)
 
-    watched = page.context.browser.new_context().new_page()
-    clock = page.context.browser.new_context().new_page()
+    watched = open_page()
+    clock = open_page()
     for teacher in (watched, clock):
         teacher.add_init_script(JOINS)
         teacher.goto(teacher_link)
         expect(teacher.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
         expect(teacher.locator("#class-updated")).to_contain_text(re.compile(r"Updated at \d\d:\d\d:\d\d UTC"))
 
-    _student_joins(page, join_link, "Ada")
+    _student_joins(open_page, join_link, "Ada")
     expect(watched.locator("#class-report")).to_contain_text("1 joined", timeout=3 * TEACHER_POLL_S * 1000)
 
     watched.evaluate("() => { Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
@@ -129,7 +129,7 @@ def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page
         return teacher.evaluate("(i) => window.__joins.filter(j => j === i).length", tick)
 
     hidden_at, clock_at = ticks(watched), ticks(clock)
-    _student_joins(page, join_link, "Bob")
+    _student_joins(open_page, join_link, "Bob")
     clock.wait_for_function("([i, n]) => window.__joins.filter(j => j === i).length >= n", arg=[tick, clock_at + 3],
                             timeout=6 * TEACHER_POLL_S * 1000)  # three ticks of a shown view's timer
     expect(clock.locator("#class-report")).to_contain_text("2 joined")
@@ -140,7 +140,7 @@ def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page
     expect(watched.locator("#class-report")).to_contain_text("2 joined", timeout=RUN_TIMEOUT_MS)  # ... read at once
 
 
-def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(browser_page: Page, app_url: str):
+def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(browser_page: Page, app_url: str, open_page):
     """F2 / D5: a nickname that is a Markdown image (and one that is a link, bold) is shown as typed in the teacher's
     view and on the student's own line: no image, no link, and the teacher's browser asks no other host for anything."""
     page = browser_page
@@ -150,10 +150,10 @@ def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(bro
     image, link = f"![n]({NICK_HOST}/nick.png)", "[pwn](javascript:x) **Bo|b**"
     asked: list[str] = []
     page.context.on("request", lambda request: asked.append(request.url))
-    student = _student_joins(page, join_link, image)
+    student = _student_joins(open_page, join_link, image)
     student.context.on("request", lambda request: asked.append(request.url))
     expect(student.locator("#class-joined")).to_contain_text(image)
-    _student_joins(page, join_link, link)
+    _student_joins(open_page, join_link, link)
 
     page.goto(teacher_link)
     report = page.locator("#class-report")
@@ -170,14 +170,14 @@ FORGED_PROGRESS = ('{"answers": {"order": {"question": "order.shuffle-without-po
                    ' "truth": "FORGED TRUTH", "correct": true}}, "concept": {}}')
 
 
-def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: Page, app_url: str):
+def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: Page, app_url: str, open_page):
     """F3 / D17 in the page: a member's Learn guess reaches the teacher's view graded against the model's answer the
     server computes; a step the browser claims was answered right (its localStorage written by hand) is no answer."""
     page = browser_page
     page.goto(app_url)
     open_tab(page, "Class")
     join_link, teacher_link = create_class(page, "Graded")
-    student = _student_joins(page, join_link, "Ada")
+    student = _student_joins(open_page, join_link, "Ada")
     student.evaluate(f"() => localStorage.setItem('bertdemo-learn-progress', {FORGED_PROGRESS!r})")
     student.reload()  # the join link again: it opens the Class tab, then the student goes to Learn
     class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first

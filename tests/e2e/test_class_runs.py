@@ -23,7 +23,7 @@ SCHOOL = "203.0.113.8"
 PREPARE_TIMEOUT_MS = 300_000  # the run's first preparation tokenizes the corpus (a busy machine: minutes)
 
 
-def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page: Page, app_url: str, runs_dir):
+def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page: Page, app_url: str, runs_dir, open_page):
     page = browser_page
     store = ClassStore(Database.in_folder(runs_dir))  # the server's own class database (the page's Create: test_class)
     try:
@@ -36,7 +36,7 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
     report = page.locator("#class-report")
     expect(report).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
 
-    student = page.context.browser.new_context(viewport={"width": 390, "height": 800}).new_page()
+    student = open_page(390, 800)
     student.goto(join_link)
     open_tab(student, "Class")
     expect(student.locator("#class-code input, #class-code textarea").first).not_to_have_value("",
@@ -79,7 +79,6 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
     screenshot(student, "class-member-runs-390")
     student.set_viewport_size({"width": 1280, "height": 800})
     screenshot(student, "class-member-runs-1280")
-    student.context.close()
 
 
 def test_members_behind_one_address_start_runs_recorded_as_themselves(public_server):

@@ -110,7 +110,7 @@ def test_memberships_from_one_address_hold_one_waiting_start_and_an_honest_visit
     holder.predict(holder_run, "holder-token", api_name="/delete_run")  # the holder's quota is left as it was
 
 
-def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: Page, app_url: str):
+def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: Page, app_url: str, open_page):
     page = browser_page
     page.goto(app_url)
     open_tab(page, "Class")
@@ -119,7 +119,7 @@ def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: P
     report = page.locator("#class-report")
     expect(report).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#class-updated")).to_contain_text(f"nobody uses for {LIMITS.idle_days:g} days")
-    other = page.context.browser.new_context().new_page()  # the same teacher link open on another screen
+    other = open_page()  # the same teacher link open on another screen
     other.goto(teacher_link)
     expect(other.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
     close = fn_index(app_config(app_url), "close_class")

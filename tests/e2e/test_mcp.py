@@ -57,10 +57,11 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
                        "targets": ""}),
         ("fill_mask", {"text": "Nice to [MASK] you.", "text_pair": "", "model": app_model_dir, "top_k": 5,
                        "targets": "x" * 51}),  # the page's bound: a target word of at most 50 characters
+        ("attention", {"text": "The cat sat.", "direction": "A->B"}),  # a refusal with a '>' in it
         ("start_run", {"settings": {"preset": "bert-tiny"}}),
         ("delete_run", {"run_id": "x"}),
     ]
-    tools, (encoded, filled, too_long, start, delete) = session_calls(mcp_app, calls)
+    tools, (encoded, filled, too_long, no_b, start, delete) = session_calls(mcp_app, calls)
 
     assert sorted(t.name for t in tools) == sorted(READ_ONLY_VIEWS)
     assert all(t.description for t in tools)
@@ -83,6 +84,8 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
     assert len(raw[0]["predictions"]) == 5 and json.loads(figure["plot"])["data"][0]["type"] == "bar"
 
     assert too_long.isError and "at most 50 characters" in " ".join(texts(too_long))
+    # the page's toast takes HTML (its text escaped there); the tool's caller reads the refusal as it is written
+    assert no_b.isError and texts(no_b) == ["The A->B filter needs a sentence B: type one, or choose 'all'."]
     for refused, name in ((start, "start_run"), (delete, "delete_run")):
         assert refused.isError and f"Unknown tool for this Gradio app: {name}" in " ".join(texts(refused))
 

@@ -17,6 +17,7 @@ from bertdemo.limits import MAX_PROBE_CHARS, MAX_PROBE_MASKS
 from tests.helpers import visitor_client
 
 from .api import RUN, QueueCall, app_config, fn_index, upload, wait_ended
+from .conftest import _read_log
 
 
 def refusal(client: Client, *args, api_name: str) -> str:
@@ -150,3 +151,14 @@ def test_an_upload_name_is_shown_as_typed_and_odd_files_get_their_own_message(pu
         client.predict("tok-md", api_name="/stop_run")
         wait_ended(client)
         delete_all(client, "tok-md", public_server.runs)
+
+
+def test_a_file_path_nobody_uploaded_is_refused_in_words_and_not_logged(public_server):
+    """A start whose file input names a server path (a FileData forged by hand): refused before any handler runs,
+    saying the file must be uploaded; the server's log gets neither a traceback nor the path."""
+    forged = "/etc/hostname"
+    done = start_from_page(public_server.url, "tok-forged", forged, "corpus.txt")
+    answer = json.dumps(done)
+    assert not done["success"] and "must be uploaded to this server first" in answer, answer
+    log = _read_log(public_server.proc.log_path, limit=10**8)  # the whole log
+    assert forged not in log and "InvalidPathError" not in log, log[-3000:]
