@@ -1,7 +1,8 @@
 """How a fine-tuning run ends: a run that says "finished" has its model in place already (a page or an API client
 told so loads ``ft:<id>`` at once), and a run on a learner's own data that is stopped keeps what it has — the best
-epoch scored on validation (with its test score), or, stopped before any epoch was scored, its data and a result
-that says there is no score — listed to its owner and kept when the server starts again."""
+epoch scored on validation (with its test score; stopped while an epoch is scored, that epoch), or, stopped before
+any epoch was scored, its data and a result that says there is no score; a cross-validation the folds it scored —
+listed to its owner and kept when the server starts again."""
 
 from __future__ import annotations
 
@@ -53,6 +54,42 @@ def test_a_split_run_stopped_before_its_first_epoch_keeps_no_model_and_reports_n
     assert result["finetuned"] == {"validation": None, "test": None}
     assert not (tmp_path / "model").exists()
     assert "no score to report" in metrics.snapshot().message
+
+
+def _stop_while_scoring(monkeypatch) -> RunControl:
+    """A control whose stop comes while the run scores held-out examples (its first prediction): a signal that
+    finds an own-data run evaluating."""
+    from bertdemo.finetune import own_eval
+
+    control, predict = RunControl(), own_eval.Sentences.predict
+
+    def predicting(self, *args, **kwargs):
+        control.stop_event.set()
+        return predict(self, *args, **kwargs)
+
+    monkeypatch.setattr(own_eval.Sentences, "predict", predicting)
+    return control
+
+
+def test_a_split_run_stopped_while_it_scores_an_epoch_keeps_that_epoch(tiny_mlm_dir, tmp_path, monkeypatch):
+    control = _stop_while_scoring(monkeypatch)
+    status, result = split_and_finetune(tiny_finetune_config(tiny_mlm_dir, **SPLIT), word_data(100), FinetuneMetrics(),
+                                        control, tmp_path / "model")
+    assert status == Status.STOPPED and result["stopped"] is True
+    assert (result["chosen"]["epoch"], result["chosen"]["step"]) == (1, 8)  # the epoch being scored is kept
+    assert 0 <= result["finetuned"]["test"] <= 1
+    assert (tmp_path / "model" / "config.json").is_file()
+
+
+def test_a_cross_validation_stopped_while_it_scores_a_fold_reports_that_fold(tiny_mlm_dir, tmp_path, monkeypatch):
+    from bertdemo.finetune.own_eval import cross_validate
+
+    control, metrics = _stop_while_scoring(monkeypatch), FinetuneMetrics()
+    status, result = cross_validate(tiny_finetune_config(tiny_mlm_dir, batch_size=16, epochs=1), word_data(20),
+                                    metrics, control, tmp_path / "model")
+    assert status == Status.STOPPED and result["folds_done"] == 1 and len(result["accuracy"]["finetuned"]) == 1
+    assert metrics.snapshot().message == f"Stopped after 1 of {result['folds']} folds; no model was kept."
+    assert not (tmp_path / "model").exists()
 
 
 def test_a_stopped_own_run_stays_listed_to_its_owner_and_survives_a_restart(tiny_mlm_dir, tmp_path):
