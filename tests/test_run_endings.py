@@ -92,6 +92,26 @@ def test_a_cross_validation_stopped_while_it_scores_a_fold_reports_that_fold(tin
     assert not (tmp_path / "model").exists()
 
 
+def test_a_split_run_its_budget_ends_before_it_learned_keeps_the_frozen_classifier_and_says_so(tiny_mlm_dir, tmp_path):
+    """The run's time budget holds the landmarks too (scored first): the heaviest legal paste under a public cap
+    spent it before fine-tuning's first epoch and kept nothing. Fine-tuning that took too few steps is not scored;
+    the frozen start's regression, trained and scored on the same split, is the model kept."""
+    from bertdemo.viz.own_data import result_markdown
+
+    metrics = FinetuneMetrics()
+    status, result = split_and_finetune(tiny_finetune_config(tiny_mlm_dir, **SPLIT, time_budget_s=0.001),
+                                        word_data(100), metrics, RunControl(), tmp_path / "model")
+    assert status == Status.FINISHED and result["cut_short"]["of"] == 24 and result["cut_short"]["steps"] < 2
+    assert result["finetuned"] == {"validation": None, "test": None} and result["chosen"] is None
+    assert result["kept"] == "frozen_features" and 0 <= result["frozen_features"]["test"] <= 1
+    assert (tmp_path / "model" / "config.json").is_file()
+    message = metrics.snapshot().message
+    assert "steps ran before the time budget ended: too few to mean anything" in message
+    assert "Kept instead: the frozen start with a logistic regression" in message
+    shown = result_markdown(result, "run-1")
+    assert "**Fine-tuning took only" in shown and "of its 24 steps**" in shown and "fine-tuning was not scored" in shown
+
+
 def test_a_stopped_own_run_stays_listed_to_its_owner_and_survives_a_restart(tiny_mlm_dir, tmp_path):
     settings = ServerSettings.build(runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", public=True,
                                     admin_token="admin-secret", offline=True, device="cpu")

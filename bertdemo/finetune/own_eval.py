@@ -18,6 +18,7 @@ The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and wor
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +30,15 @@ from transformers import BertForSequenceClassification
 from bertdemo.finetune import frozen_features
 from bertdemo.finetune.baselines import BOW_C_GRID, BOW_TOKEN_PATTERN
 from bertdemo.finetune.config import FinetuneConfig
-from bertdemo.finetune.engine import batch_of, build_model, encode, evaluate, save_checkpoint
+from bertdemo.finetune.engine import (
+    batch_of,
+    build_model,
+    encode,
+    evaluate,
+    save_checkpoint,
+    too_few_sentence,
+    too_few_steps,
+)
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import OwnData, OwnWords
 from bertdemo.finetune.own_fit import Stopped, fit, fresh
@@ -319,32 +328,43 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
     train, val, test = split_three(examples.strata, cfg.seed, examples.groups)
     built, pad_id = _start(cfg, examples, metrics, cache_dir)
     model = built.model
+    metrics.update(message=f"Scoring the landmarks on the {len(val)} of the validation split…")
+    # before fine-tuning, which they do not read: their time (thousands of examples: many logistic regressions) is
+    # inside the run's time budget, and fine-tuning gets what is left of it
+    landmarks = examples.split_landmarks(train, val, test)
+    budget_left = max(1e-3, cfg.time_budget_s - (clock() - began)) if cfg.time_budget_s else 0.0
     metrics.update(message=f"Fine-tuning on {len(train)} examples; each epoch scored on the {len(val)} of the "
                            "validation split…")
     status, steps, chosen = Status.FINISHED, 0, None
     pick = 0 if examples.chosen_on == "validation accuracy" else 1
     try:
         steps, chosen = fit(cfg, model, len(train), examples.loss_of(model, train, pad_id), control, metrics, 0,
-                            cfg.time_budget_s, clock, on_step,
+                            budget_left, clock, on_step,
                             score_validation=lambda: examples.score(val, examples.predict(model, val, pad_id))[pick])
     except Stopped as stop:  # the best epoch scored so far is kept (its weights are in the model); none: no model
         status, chosen = Status.STOPPED, stop.chosen
         model = model if chosen is not None else None
+    per_epoch = max(1, len(train) // min(cfg.batch_size, len(train)))
+    planned = max(1, math.ceil(cfg.epochs * per_epoch))
+    cut_short = status != Status.STOPPED and steps < planned and too_few_steps(steps, per_epoch, planned)
+    if cut_short:  # the time budget ended fine-tuning before it learned anything: no score of it, no model of it
+        model, chosen = None, None
     tuned: dict = {"validation": None, "test": None}
     if model is not None:
         tuned = {"validation": examples.score(val, examples.predict(model, val, pad_id))[pick],
                  "test": examples.score(test, examples.predict(model, test, pad_id))[pick]}
-    landmarks = examples.split_landmarks(train, val, test)
     kept = None if model is None else "finetuned"
     frozen = landmarks.get("frozen_features")
-    if model is not None and frozen is not None and frozen["validation"] > tuned["validation"]:
-        # chosen on validation, as the epoch was: the frozen start's regression (trained on the same split) is kept
+    if frozen is not None and (cut_short or (model is not None and frozen["validation"] > tuned["validation"])):
+        # chosen on validation, as the epoch was (or the one model trained in time): the frozen start's regression,
+        # trained on the same split, is kept
         model, kept = examples.keep_frozen(train, frozen["C"]), "frozen_features"
     result = {"mode": "split", "labels_per": examples.unit, "metric": examples.chosen_on.split()[-1],
               "examples": len(data), "names": list(data.names), "counts": data.counts(),
               "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
               "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
               "stopped": status == Status.STOPPED, "kept": kept,
+              "cut_short": {"steps": steps, "of": planned} if cut_short else None,
               **landmarks, "seconds": clock() - began, "steps": steps}
     return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
@@ -359,6 +379,10 @@ def own_message(result: dict) -> str:
                 if result.get("kept") == "frozen_features" else "a model fine-tuned")
         return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept {kept} on all "
                 f"of them, in {result['seconds']:.0f} s.")
+    if result.get("cut_short"):
+        kept = (" Kept instead: the frozen start with a logistic regression on its [CLS] vectors, trained on the same "
+                "split and scored on its test part." if result.get("kept") == "frozen_features" else " No model was kept.")
+        return too_few_sentence(result["cut_short"]["steps"], result["cut_short"]["of"]) + kept
     if result.get("chosen") is None:
         return ("Stopped before the first epoch ended: nothing was scored on the validation split yet, so no model "
                 "was kept and there is no score to report.")

@@ -105,10 +105,16 @@ FROZEN_WHY = (" With this few examples that is usual: fine-tuning moves every on
 
 def _kept(result: dict) -> str:
     """Which model a split run kept, when it is the frozen features' classifier (chosen on validation)."""
+    cut = result.get("cut_short")
+    cut_line = (f"\n\n**Fine-tuning took only {cut['steps']:,} of its {cut['of']:,} steps** before the time budget "
+                "ended: too few to mean anything, so it is not scored (—). Give it more time, fewer epochs or a smaller "
+                "starting model.") if cut else ""
     if result.get("kept") != "frozen_features":
-        return ""
-    return ("\n\n**The model kept is the frozen start's classifier** (its regression fitted on the training split): "
-            "it scored higher than the fine-tuned model's best epoch on the validation split." + FROZEN_WHY)
+        return cut_line
+    why = ("fine-tuning was not scored" if cut else
+           "it scored higher than the fine-tuned model's best epoch on the validation split")
+    return (f"{cut_line}\n\n**The model kept is the frozen start's classifier** (its regression fitted on the training "
+            f"split): {why}." + FROZEN_WHY)
 
 
 def _pct(value: float | None) -> str:
