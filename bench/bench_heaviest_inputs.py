@@ -125,6 +125,11 @@ def run_kind(app: App, kind: str, folder: Path, minutes: float) -> str:
     else:
         own_start(app, file=upload(app, csv_file(folder)))
     status = wait_ended(app, minutes * 60 + 120)
+    if status.get("status") not in {"finished", "stopped", "failed"}:  # past the cap by two minutes: say so, stop it
+        overran = f"still {status.get('status')} {minutes * 60 + 120:.0f} s after its start, stopped by the bench; "
+        app.client().predict(OWNER, api_name="/stop_run")
+        status = wait_ended(app, 600)
+        status["message"] = overran + str(status.get("message", ""))
     kept = "a model kept" if str(status.get("checkpoint") or "").startswith(("ft:", "run:")) else "no model kept"
     ended = f"{status.get('status')} after {float(status.get('elapsed_s') or 0):.0f} s, {kept}: {str(status.get('message', ''))[:300]}"
     delete = "/delete_run" if kind == "pretrain" else "/delete_finetune"

@@ -62,8 +62,14 @@ def test_a_students_run_from_the_page_is_drawn_in_the_teachers_view(browser_page
         expect(report.locator("tr", has_text=run_id)).to_contain_text(re.compile(r"Grace\s+\S+\s+pretraining"))
         gallery = page.locator("#class-runs .js-plotly-plot")
         expect(gallery).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        names = gallery.evaluate("p => p.data.filter(d => d.x && d.x.length).map(d => d.name)")
-        assert f"Grace: {run_id}: train" in names
+        # the student's training curve among the gallery's (it is drawn once the page is idle, and the view refreshes
+        # itself: an answer read at once found only the landmarks)
+        student_curve = f"Grace: {run_id}: train"
+        page.wait_for_function(
+            "name => { const p = document.querySelector('#class-runs .js-plotly-plot');"
+            " return !!(p && p.data && p.data.some(d => d.name === name && d.x && d.x.length)); }",
+            arg=student_curve, timeout=RUN_TIMEOUT_MS)
+        assert student_curve in gallery.evaluate("p => p.data.filter(d => d.x && d.x.length).map(d => d.name)")
         page.locator("#class-runs").scroll_into_view_if_needed()
         screenshot(page, "class-runs-1280")
         resize(page, 390, 800)
