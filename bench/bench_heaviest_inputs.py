@@ -11,7 +11,7 @@ kind after another, each once the one before has ended, as a visitor's page or t
 * ``paste-sentences``: sentence labels pasted, just under 1,000,000 characters: 5,000 examples (the most), 20 labels;
 * ``paste-words``: word labels pasted, 905 sentences of 199 words (just under the paste's characters; a sentence
   of word labels is never cut);
-* ``csv-file``: an uploaded CSV of 5,000 rows of 1,000 characters (8.2 MB; the most rows and the longest texts);
+* ``csv-file``: an uploaded CSV of 5,000 rows of 1,000 characters (5.0 MB of ASCII; the most rows and the longest texts);
 * ``pretrain``: the largest pretraining shape a public server starts (bert-mini, batch 32 × 128, the wiki corpus),
   for the steps a 1.5-minute cap takes (20: a longer start is refused by its estimate);
 * ``views``: the heavy views of ``bench/bench_memory.py`` (word in context, every layer's neighbour index,
@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.app_harness import App, QueueSession
 from bench.bench_memory import HEAVY, Sampler
+from bertdemo.finetune.own_data import MAX_EXAMPLES, MAX_LABELS, MAX_PASTE_CHARS, MAX_TEXT_CHARS
 
 OWNER = "bench-heaviest"
 KINDS = ("default-own", "paste-sentences", "paste-words", "csv-file", "pretrain", "views")
@@ -42,14 +43,15 @@ PRETRAIN = {"preset": "bert-mini", "batch_size": 32, "seq_len": 128, "corpus": "
 
 
 def sentence_paste() -> str:
-    """5,000 distinct labelled texts in 20 labels, the paste just under 1,000,000 characters."""
+    """The most examples (5,000), distinct, in the most labels (20), the paste just under its 1,000,000 characters."""
     lines = []
-    for i in range(5000):
-        label = f"label{i % 20:02d}"
+    per_line = MAX_PASTE_CHARS // MAX_EXAMPLES - 1  # with its newline
+    for i in range(MAX_EXAMPLES):
+        label = f"label{i % MAX_LABELS:02d}"
         text = f"example {i:04d} " + " ".join(f"word{(i * 7 + j) % 997}" for j in range(40))
-        lines.append(f"{label}\t{text[:199 - len(label) - 1]}")
+        lines.append(f"{label}\t{text[:per_line - len(label) - 1]}")
     paste = "\n".join(lines)
-    assert len(paste) < 1_000_000, len(paste)
+    assert len(paste) < MAX_PASTE_CHARS, len(paste)
     return paste
 
 
@@ -60,18 +62,18 @@ def word_paste() -> str:
         sentences.append("\n".join(f"{chr(97 + (s + j) % 26)}{chr(97 + (s * 7 + j) % 26)}\t{'N' if j % 9 == 0 else 'O'}"
                                     for j in range(199)))
     paste = "\n\n".join(sentences)
-    assert len(paste) < 1_000_000, len(paste)
+    assert len(paste) < MAX_PASTE_CHARS, len(paste)
     return paste
 
 
 def csv_file(folder: Path) -> Path:
-    """5,000 rows of 1,000-character texts and 20 labels: the most rows, the longest texts (8.2 MB)."""
+    """5,000 rows of 1,000-character texts and 20 labels: the most rows, the longest texts (5.0 MB of ASCII)."""
     path = folder / "heaviest.csv"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("text,label\n")
-        for i in range(5000):
-            text = (f"row {i:04d} " + " ".join(f"word{(i * 13 + j) % 991}" for j in range(200)))[:1000]
-            fh.write(f"{text},label{i % 20:02d}\n")
+        for i in range(MAX_EXAMPLES):
+            text = (f"row {i:04d} " + " ".join(f"word{(i * 13 + j) % 991}" for j in range(200)))[:MAX_TEXT_CHARS]
+            fh.write(f"{text},label{i % MAX_LABELS:02d}\n")
     return path
 
 

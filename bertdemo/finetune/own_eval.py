@@ -18,7 +18,6 @@ The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and wor
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,7 +40,7 @@ from bertdemo.finetune.engine import (
 )
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import OwnData, OwnWords
-from bertdemo.finetune.own_fit import Stopped, fit, fresh
+from bertdemo.finetune.own_fit import Stopped, fit, fresh, plan
 from bertdemo.finetune.scores import scores
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
@@ -344,9 +343,8 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
     except Stopped as stop:  # the best epoch scored so far is kept (its weights are in the model); none: no model
         status, chosen = Status.STOPPED, stop.chosen
         model = model if chosen is not None else None
-    per_epoch = max(1, len(train) // min(cfg.batch_size, len(train)))
-    planned = max(1, math.ceil(cfg.epochs * per_epoch))
-    cut_short = status != Status.STOPPED and steps < planned and too_few_steps(steps, per_epoch, planned)
+    _, per_epoch, planned = plan(cfg, len(train))
+    cut_short = status != Status.STOPPED and too_few_steps(steps, per_epoch, planned)
     if cut_short:  # the time budget ended fine-tuning before it learned anything: no score of it, no model of it
         model, chosen = None, None
     tuned: dict = {"validation": None, "test": None}

@@ -62,6 +62,14 @@ def fresh(model: torch.nn.Module) -> torch.nn.Module:
     return copy.deepcopy(model)
 
 
+def plan(cfg: FinetuneConfig, n_train: int) -> tuple[int, int, int]:
+    """(batch, steps an epoch, planned steps) of :func:`fit` on ``n_train`` examples: a batch of
+    ``min(batch_size, examples)``, an epoch of ``examples // batch`` steps, ``ceil(epochs × steps an epoch)`` steps."""
+    batch = min(cfg.batch_size, n_train)
+    per_epoch = max(1, n_train // batch)
+    return batch, per_epoch, max(1, math.ceil(cfg.epochs * per_epoch))
+
+
 def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Callable[[list[int]], torch.Tensor],
         control: RunControl, metrics: FinetuneMetrics, step0: int = 0, budget_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic, on_step: Callable[[int], None] | None = None,
@@ -73,9 +81,7 @@ def fit(cfg: FinetuneConfig, model: torch.nn.Module, n_train: int, loss_of: Call
     is nearer. With ``score_validation`` (higher is better) the model is scored at each epoch's end and at the
     last step, and left with the best epoch's weights. Returns (steps taken, the choice or None); raises
     :class:`Stopped` on a stop. The model is left in eval mode."""
-    batch = min(cfg.batch_size, n_train)
-    per_epoch = max(1, n_train // batch)
-    total = max(1, math.ceil(cfg.epochs * per_epoch))
+    batch, per_epoch, total = plan(cfg, n_train)
     run_cfg = cfg.replace(batch_size=batch, eval_every=per_epoch if score_validation else 10**9)
     # the fused kernel: the same AdamW update, one pass over the weights instead of a dozen (the embedding matrix is
     # half the model: the unfused update took longer than the backward pass; docs/benchmarks.md)

@@ -194,7 +194,7 @@ def finetune_twin(twin: str, task: str, seed: int, data: TopicTask | WordTask, s
         batches_per_epoch=batches_per_epoch, generator=torch.Generator().manual_seed(seed),
         loss_of=loss_of, progress_of=lambda s, spent: 1.0 if 0 < time_budget_s <= spent else s / settings.steps,
         elapsed=lambda: clock() - start, add_paused=lambda _held: None, evaluate_at=evaluate_at, on_step=on_step)
-    if status == Status.STOPPED or (step < settings.steps and too_few_steps(step, batches_per_epoch, settings.steps)):
+    if status == Status.STOPPED or too_few_steps(step, batches_per_epoch, settings.steps):
         model.eval()
         return CellResult(twin, task, seed, math.nan, best["score"], best["step"], step, clock() - start, status,
                           model if keep_model else None, settings.steps)

@@ -104,7 +104,8 @@ FROZEN_WHY = (" With this few examples that is usual: fine-tuning moves every on
 
 
 def _kept(result: dict) -> str:
-    """Which model a split run kept, when it is the frozen features' classifier (chosen on validation)."""
+    """What a split run says of its model beyond the chosen epoch: that its time budget cut fine-tuning too short to
+    score, and that the model kept is the frozen features' classifier (chosen on validation, or the one trained)."""
     cut = result.get("cut_short")
     cut_line = (f"\n\n**Fine-tuning took only {cut['steps']:,} of its {cut['of']:,} steps** before the time budget "
                 "ended: too few to mean anything, so it is not scored (—). Give it more time, fewer epochs or a smaller "
