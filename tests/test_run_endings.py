@@ -110,6 +110,7 @@ def test_a_split_run_its_budget_ends_before_it_learned_keeps_the_frozen_classifi
     assert "Kept instead: the frozen start with a logistic regression" in message
     shown = result_markdown(result, "run-1")
     assert "**Fine-tuning took only" in shown and "of its 24 steps**" in shown and "fine-tuning was not scored" in shown
+    assert "With this few examples that is usual" not in shown  # the budget cut it, not the number of examples
 
 
 def test_a_stopped_own_run_stays_listed_to_its_owner_and_survives_a_restart(tiny_mlm_dir, tmp_path):

@@ -96,11 +96,11 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     return "\n\n".join(lines)
 
 
+FROZEN_IS = (" It is a stock `BertForSequenceClassification`: the start's encoder unchanged, its pooler set to pass "
+             "the [CLS] vector through (0.01 × identity, where tanh is straight), the regression as its classifier.")
 FROZEN_WHY = (" With this few examples that is usual: fine-tuning moves every one of the model's weights on a few "
               "dozen sentences, where a regression on fixed vectors has one weight per feature and label — the "
-              "paper's feature-based approach (§5.3), which its Table 7 finds close to fine-tuning. It is a stock "
-              "`BertForSequenceClassification`: the start's encoder unchanged, its pooler set to pass the [CLS] "
-              "vector through (0.01 × identity, where tanh is straight), the regression as its classifier.")
+              "paper's feature-based approach (§5.3), which its Table 7 finds close to fine-tuning." + FROZEN_IS)
 
 
 def _kept(result: dict) -> str:
@@ -115,7 +115,7 @@ def _kept(result: dict) -> str:
     why = ("fine-tuning was not scored" if cut else
            "it scored higher than the fine-tuned model's best epoch on the validation split")
     return (f"{cut_line}\n\n**The model kept is the frozen start's classifier** (its regression fitted on the training "
-            f"split): {why}." + FROZEN_WHY)
+            f"split): {why}." + (FROZEN_IS if cut else FROZEN_WHY))  # cut short: the budget, not the few examples
 
 
 def _pct(value: float | None) -> str:
