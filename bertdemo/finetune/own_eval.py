@@ -11,7 +11,11 @@
 * From :data:`CV_BELOW` examples: a seeded stratified train / validation / test split (70 / 15 / 15). The
   validation split chooses (the epoch count: the model is scored at each epoch's end and the best epoch's
   weights kept, :func:`bertdemo.finetune.own_fit.fit`; each regression's C; the model kept: fine-tuned, or the
-  frozen features' classifier when it scores higher on validation), the test split reports.
+  frozen features' classifier when it scores higher on validation), the test split reports. Under a time budget,
+  reading the examples' [CLS] vectors takes at most :data:`READ_SHARE` of it: the examples read by then (in a
+  seeded order whose every prefix keeps each label's share, :func:`reading_order`; at least :data:`CV_BELOW`) are
+  the ones used, and the result says how many of how many (``sample``). A stop, the server's cap included, ends
+  the preparation between two chunks read or two regressions fitted.
 
 The training loop is :func:`bertdemo.finetune.own_fit.fit`, for sentence and word labels alike.
 """
@@ -41,6 +45,14 @@ from bertdemo.finetune.engine import (
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import OwnData, OwnWords
 from bertdemo.finetune.own_fit import Stopped, fit, fresh, plan
+from bertdemo.finetune.own_reading import (
+    PREPARING_STOPPED,
+    READ_CHUNK,
+    READ_SHARE,
+    members_of,
+    reading_order,
+    sample_sentence,
+)
 from bertdemo.finetune.scores import scores
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
@@ -52,14 +64,6 @@ SPLIT = (0.70, 0.15, 0.15)  # train / validation / test from CV_BELOW examples
 BOW_C = 1.0  # the bag of words' penalty in cross-validation (no validation split to choose it on)
 
 
-def _members(n: int, groups: Sequence[int] | None) -> dict[int, list[int]]:
-    """Each group's examples, groups in the order of their first example (no ``groups``: one example each)."""
-    members: dict[int, list[int]] = {}
-    for i, g in enumerate(range(n) if groups is None else groups):
-        members.setdefault(int(g), []).append(i)
-    return members
-
-
 def stratified_folds(labels: Sequence[int], k: int = FOLDS, seed: int = 0,
                      groups: Sequence[int] | None = None) -> list[int]:
     """Each example's fold (0 … k-1). ``groups`` (e.g. :meth:`~bertdemo.finetune.own_data.OwnData.groups`:
@@ -69,7 +73,7 @@ def stratified_folds(labels: Sequence[int], k: int = FOLDS, seed: int = 0,
     starting where the last one stopped): single examples fall round the folds in turn, the folds differing in
     size by one at most and every label spread as evenly as it can be."""
     rng = np.random.default_rng(seed)
-    members = _members(len(labels), groups)
+    members = members_of(len(labels), groups)
     fold = [0] * len(labels)
     size = [0] * k
     turn = 0
@@ -90,7 +94,7 @@ def split_three(labels: Sequence[int], seed: int = 0,
     """Indices of a seeded train / validation / test split in the proportions of :data:`SPLIT` (of the groups:
     copies of one text stay on one side), stratified by label where every label has the groups to stratify
     (else by chance: a label of a few examples cannot be in every part)."""
-    members = _members(len(labels), groups)
+    members = members_of(len(labels), groups)
     heads = list(members)
     index = np.arange(len(heads))
     y = np.asarray([labels[members[g][0]] for g in heads])
@@ -158,16 +162,49 @@ class Sentences:
         self.ids: list[list[int]] = []
         self.frozen: torch.nn.Module | None = None  # the start, frozen (frozen_features.frozen_model)
         self.features = np.zeros((0, 0))  # each text's [CLS] vector from the frozen start
+        self.given = len(data)  # the examples given; ``data`` holds those used (read_start may keep fewer)
 
     def prepare(self, tokenizer, max_len: int, positions: int) -> None:
         """Tokenize every text once (cut at ``max_len`` pieces; ``positions``: the model's)."""
         self.ids = encode(tokenizer, self.data.texts, max_len)
 
-    def read_start(self, model: torch.nn.Module, pad_id: int) -> None:
-        """Read every text's [CLS] vector from a frozen copy of the starting ``model``, once (the feature-based
-        landmark's input, :mod:`bertdemo.finetune.frozen_features`)."""
+    def read_start(self, model: torch.nn.Module, pad_id: int, seconds: float = 0.0,
+                   clock: Callable[[], float] = time.monotonic, stopped: Callable[[], bool] = lambda: False,
+                   seed: int = 0, progress: Callable[[int, int], None] | None = None) -> None:
+        """Read each text's [CLS] vector from a frozen copy of the starting ``model``, once (the feature-based
+        landmark's input, :mod:`bertdemo.finetune.frozen_features`), :data:`READ_CHUNK` examples at a time in
+        :func:`reading_order`. ``seconds`` (0: no limit): once reading has taken that long (and read at least
+        :data:`CV_BELOW` examples), the examples read are the ones kept (:attr:`given`: how many there were).
+        :class:`Stopped` when ``stopped()`` says so between two chunks. ``progress(read, of)`` after each chunk."""
         self.frozen = frozen_features.frozen_model(model)
-        self.features = frozen_features.features(self.frozen, self.ids, pad_id)
+        began, read, vectors = clock(), [], []
+        chunk: list[int] = []
+        groups = reading_order(self.strata, self.groups, seed)
+        for n, rows in enumerate(groups, 1):
+            chunk.extend(rows)
+            if len(chunk) < READ_CHUNK and n < len(groups):
+                continue
+            if stopped():
+                raise Stopped
+            if seconds and len(read) >= CV_BELOW and clock() - began >= seconds:
+                break
+            vectors.append(frozen_features.features(self.frozen, [self.ids[i] for i in chunk], pad_id))
+            read.extend(chunk)
+            chunk = []
+            if progress is not None:
+                progress(len(read), len(self.ids))
+        found = np.concatenate(vectors)
+        kept = sorted(range(len(read)), key=lambda k: read[k])  # the rows read, back in the data's order
+        self._keep([read[k] for k in kept])
+        self.features = found[kept]
+
+    def _keep(self, rows: Sequence[int]) -> None:
+        """Only ``rows`` from now on (all of them: nothing changes but their order)."""
+        data = self.data
+        self.data = OwnData([data.texts[i] for i in rows], [data.labels[i] for i in rows], data.names, data.source)
+        self.y, self.strata = np.asarray(self.data.labels), list(self.data.labels)
+        self.groups = self.data.groups()
+        self.ids = [self.ids[i] for i in rows]
 
     def frozen_head(self, train: Sequence[int], c: float) -> frozen_features.FrozenHead:
         return frozen_features.fit_head(self.features[list(train)], self.y[list(train)], c)
@@ -202,13 +239,20 @@ class Sentences:
                 "bag_of_words": list(bow_predict(texts(train), y_train, texts(rows), c)),
                 "frozen_features": list(frozen)}
 
-    def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int]) -> dict[str, dict]:
-        """The landmarks' validation and test accuracy (each logistic regression's C chosen on validation)."""
-        on_val = {c: self.landmarks(train, val, c) for c in BOW_C_GRID}
-        best = {name: max(BOW_C_GRID, key=lambda c: self.score(val, on_val[c][name])[0]) for name in self.landmark_names}
-        on_test = {c: self.landmarks(train, test, c) for c in set(best.values())}  # each C chosen, fitted once
-        out = {name: {"validation": self.score(val, on_val[best[name]][name])[0],
-                      "test": self.score(test, on_test[best[name]][name])[0]}
+    def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int],
+                        stopped: Callable[[], bool] = lambda: False) -> dict[str, dict]:
+        """The landmarks' validation and test accuracy (each logistic regression's C chosen on validation; each C
+        fitted once, predicting both parts). :class:`Stopped` when ``stopped()`` says so between two fits."""
+        both, n_val = [*val, *test], len(val)
+        on = {}
+        for c in BOW_C_GRID:
+            if stopped():
+                raise Stopped
+            on[c] = self.landmarks(train, both, c)
+        best = {name: max(BOW_C_GRID, key=lambda c: self.score(val, on[c][name][:n_val])[0])
+                for name in self.landmark_names}
+        out = {name: {"validation": self.score(val, on[best[name]][name][:n_val])[0],
+                      "test": self.score(test, on[best[name]][name][n_val:])[0]}
                for name in self.landmark_names}
         for name in ("bag_of_words", "frozen_features"):
             out[name]["C"] = best[name]
@@ -234,12 +278,20 @@ def examples_of(data) -> Sentences:
     return Sentences(data)
 
 
-def _start(cfg: FinetuneConfig, examples, metrics: FinetuneMetrics, cache_dir):
+def _start(cfg: FinetuneConfig, examples, metrics: FinetuneMetrics, cache_dir, control: RunControl,
+           clock: Callable[[], float], read_s: float = 0.0):
+    """The starting model built, the data tokenized and the start's [CLS] vectors read (for at most ``read_s``
+    seconds, 0: all; :meth:`Sentences.read_start`); :class:`Stopped` on a stop while reading."""
     metrics.update(status=Status.RUNNING, total_steps=0, message="Loading the starting model…")
     built = build_model(cfg, examples.data.names, cache_dir, model_class=examples.model_class)
     examples.prepare(built.tokenizer, cfg.max_seq_len, built.model.config.max_position_embeddings)
     pad_id = built.tokenizer.pad_token_id or 0
-    examples.read_start(built.model, pad_id)
+
+    def progress(read: int, of: int) -> None:
+        metrics.update(message=f"Reading each example's [CLS] vector from the frozen start: {read:,} of {of:,}…")
+
+    examples.read_start(built.model, pad_id, seconds=read_s, clock=clock, stopped=control.stop_event.is_set,
+                        seed=cfg.seed, progress=progress)
     return built, pad_id
 
 
@@ -261,9 +313,9 @@ def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: Finet
     f1: dict[str, list[float]] = {name: [] for name in kinds}
     oof: list = [None] * len(data)
     step = n_eval = 0
-    status = Status.FINISHED
-    built, pad_id = _start(cfg, examples, metrics, cache_dir)
+    status, built = Status.FINISHED, None
     try:
+        built, pad_id = _start(cfg, examples, metrics, cache_dir, control, clock)
         for k in range(FOLDS):
             held = [i for i, f in enumerate(folds) if f == k]
             train = [i for i, f in enumerate(folds) if f != k]
@@ -300,7 +352,7 @@ def cross_validate(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: Finet
               if n_eval > 1 else {},
               "out_of_fold": [p if p is not None else "" for p in oof], "kept": kept, "seconds": clock() - began,
               "steps": step}
-    return _end(status, result, model, built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
+    return _end(status, result, model, built and built.tokenizer, cfg, metrics, checkpoint_dir, clock() - began)
 
 
 def _end(status: str, result: dict, model: torch.nn.Module | None, tokenizer, cfg: FinetuneConfig,
@@ -324,13 +376,20 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
     without a model."""
     began = clock()
     examples = examples_of(data)
-    train, val, test = split_three(examples.strata, cfg.seed, examples.groups)
-    built, pad_id = _start(cfg, examples, metrics, cache_dir)
+    try:  # reading the start's [CLS] vectors (at most READ_SHARE of the budget) and the landmarks: a stop ends them
+        built, pad_id = _start(cfg, examples, metrics, cache_dir, control, clock, READ_SHARE * cfg.time_budget_s)
+        train, val, test = split_three(examples.strata, cfg.seed, examples.groups)
+        metrics.update(message=f"Scoring the landmarks on the {len(val)} of the validation split…")
+        # before fine-tuning, which they do not read: their time (thousands of examples: many logistic regressions)
+        # is inside the run's time budget, and fine-tuning gets what is left of it
+        landmarks = examples.split_landmarks(train, val, test, control.stop_event.is_set)
+    except Stopped:
+        result = {"mode": "split", "labels_per": examples.unit, "examples": len(examples.data),
+                  "names": list(data.names), "counts": examples.data.counts(), "source": data.source,
+                  "stopped": True, "prepared": False, "chosen": None, "kept": None,
+                  "finetuned": {"validation": None, "test": None}, "seconds": clock() - began, "steps": 0}
+        return _end(Status.STOPPED, result, None, None, cfg, metrics, checkpoint_dir, clock() - began)
     model = built.model
-    metrics.update(message=f"Scoring the landmarks on the {len(val)} of the validation split…")
-    # before fine-tuning, which they do not read: their time (thousands of examples: many logistic regressions) is
-    # inside the run's time budget, and fine-tuning gets what is left of it
-    landmarks = examples.split_landmarks(train, val, test)
     budget_left = max(1e-3, cfg.time_budget_s - (clock() - began)) if cfg.time_budget_s else 0.0
     metrics.update(message=f"Fine-tuning on {len(train)} examples; each epoch scored on the {len(val)} of the "
                            "validation split…")
@@ -357,9 +416,11 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
         # chosen on validation, as the epoch was (or the one model trained in time): the frozen start's regression,
         # trained on the same split, is kept
         model, kept = examples.keep_frozen(train, frozen["C"]), "frozen_features"
+    sample = ({"used": len(examples.data), "given": examples.given, "read_s": READ_SHARE * cfg.time_budget_s,
+               "budget_s": cfg.time_budget_s} if len(examples.data) < examples.given else None)
     result = {"mode": "split", "labels_per": examples.unit, "metric": examples.chosen_on.split()[-1],
-              "examples": len(data), "names": list(data.names), "counts": data.counts(),
-              "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
+              "examples": len(examples.data), "sample": sample, "names": list(data.names),
+              "counts": examples.data.counts(), "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
               "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
               "stopped": status == Status.STOPPED, "kept": kept,
               "cut_short": {"steps": steps, "of": planned} if cut_short else None,
@@ -377,6 +438,13 @@ def own_message(result: dict) -> str:
                 if result.get("kept") == "frozen_features" else "a model fine-tuned")
         return (f"Cross-validated on {result['examples']} examples ({result['folds']} folds) and kept {kept} on all "
                 f"of them, in {result['seconds']:.0f} s.")
+    if result.get("prepared") is False:
+        return PREPARING_STOPPED
+    used = sample_sentence(result["sample"]) + " " if result.get("sample") else ""
+    return used + _split_message(result)
+
+
+def _split_message(result: dict) -> str:
     if result.get("cut_short"):
         kept = (" Kept instead: the frozen start with a logistic regression on its [CLS] vectors, trained on the same "
                 "split and scored on its test part." if result.get("kept") == "frozen_features" else " No model was kept.")

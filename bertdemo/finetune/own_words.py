@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,6 +69,7 @@ class Words:
         self.strata: list[int] = [0] * len(data)  # no sentence label: folds and splits are seeded shuffles
         self.groups: list[int] = data.groups()  # copies of one sentence: held out together
         self.items: list[Encoded] = []
+        self.given = len(data)
 
     def prepare(self, tokenizer, max_len: int, positions: int) -> None:
         """Each sentence's pieces with its tags on each word's first piece, never cut: ``max_len`` does not apply
@@ -85,8 +87,9 @@ class Words:
                 raise ValueError(f"sentence {number:,} (from {self.data.words[number - 1][0][:40]!r}) has more than "
                                  f"{limit} pieces, the model's limit: split it with a blank line.")
 
-    def read_start(self, model: torch.nn.Module, pad_id: int) -> None:
-        """Nothing to read from the frozen start: the feature-based landmark is scored for sentence labels."""
+    def read_start(self, model: torch.nn.Module, pad_id: int, **reading: Any) -> None:
+        """Nothing to read from the frozen start: the feature-based landmark is scored for sentence labels (every
+        sentence is used: :attr:`given` is their number)."""
 
     def loss_of(self, model: torch.nn.Module, rows: Sequence[int], pad_id: int) -> Callable[[list[int]], torch.Tensor]:
         """``loss_of(indices into rows)``: the batch's cross-entropy over its words' first pieces. A batch over
@@ -136,8 +139,9 @@ class Words:
         return {"majority": [[common] * len(self.data.words[i]) for i in rows],
                 "word_memory": [[memory.get(w.lower(), common) for w in self.data.words[i]] for i in rows]}
 
-    def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int]) -> dict[str, dict]:
-        """The landmarks' validation and test macro-F1 (nothing to choose)."""
+    def split_landmarks(self, train: Sequence[int], val: Sequence[int], test: Sequence[int],
+                        stopped: Callable[[], bool] = lambda: False) -> dict[str, dict]:
+        """The landmarks' validation and test macro-F1 (nothing to choose; counting, quick: no stop to look for)."""
         marks = {part: self.landmarks(train, rows) for part, rows in (("validation", val), ("test", test))}
         return {name: {part: self.score(rows, marks[part][name])[1]
                        for part, rows in (("validation", val), ("test", test))} for name in self.landmark_names}
