@@ -49,7 +49,8 @@ MEMBER_COOKIE = "bertdemo-class-member"  # the page's class membership (a signed
 MEMBER_HEADER = "x-bertdemo-class-member"  # the same, as an API client sends it
 MEMBER_PREFIX = "member:"  # a visitor key naming a class member (never an address: no address holds "m:")
 MEMBER_AT = "@"  # a member's visitor key: member:<id>@<address> (member ids are hex: the first "@" ends the id)
-# a 413 counts bytes, a text box characters: a paste in Japanese is refused long before its character limit
+# a 413 counts bytes, a text box characters: an API caller's settings (up to 2,000,000 characters of JSON) in a
+# non-Latin script can pass the body cap before their character limit
 BYTES_ADVICE = ("Text in most non-Latin scripts takes 2 to 4 bytes a character, so fewer characters fit: send less, "
                 "or, for many labelled lines, upload them as a CSV / TSV file.")
 DRAIN_BYTES = 256 * 2**20  # an oversized body is read and dropped up to this much, so its sender gets the 413
@@ -62,7 +63,9 @@ NO_CAP = 2**50
 class TrafficRules:
     """The door's limits (bytes). A local server keeps only the body cap (:meth:`for_server`)."""
 
-    max_body_bytes: int = 2 * 2**20  # any request but an upload: the longest legal texts fit many times over
+    # any request but an upload: the page's longest field (the own-data paste, MAX_PASTE_CHARS characters) fits as
+    # the page's JSON carries it at worst (a control character: 6 bytes; most non-Latin scripts 3), with room
+    max_body_bytes: int = 8 * 2**20
     max_upload_request_bytes: int = 21 * 2**20  # one upload request: the largest file plus the form around it
     upload_bytes_per_client_hour: int = 200 * 2**20
     upload_bytes_per_hour: int = 2 * 2**30  # every client together

@@ -5,6 +5,8 @@ writes in its headers."""
 
 from __future__ import annotations
 
+import json
+
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -86,6 +88,23 @@ def test_a_refused_request_says_it_counts_bytes_not_characters_and_what_to_do():
     said = refused.json()["error"]
     assert said.startswith("This request is 2.03 MB; this server takes at most 2.00 MB per request.")
     assert "2 to 4 bytes a character" in said and "upload them as a CSV / TSV file" in said
+
+
+def test_the_longest_paste_the_page_takes_passes_the_door_in_any_script():
+    """The audit's 714,999 Japanese characters (under the paste's 1,000,000) met a 413 and the page's answer box
+    said "Error": every paste the page's box holds passes the door as the page sends it, whatever its characters
+    (Japanese: 3 bytes each; an emoji 4; a control character 6, escaped in JSON)."""
+    from bertdemo.finetune.own_data import MAX_PASTE_CHARS
+
+    seen: list[int] = []
+    client = _client(seen, TrafficRules())
+    sizes = []
+    for char in ("猫", "😀", "\x01"):
+        body = json.dumps({"data": [char * MAX_PASTE_CHARS, "", "", ""], "fn_index": 99, "session_hash": "s" * 11,
+                           "event_data": None, "trigger_id": 99}, ensure_ascii=False).encode()
+        sizes.append(len(body))
+        assert client.post("/gradio_api/queue/join", content=body).status_code == 200
+    assert seen == sizes and max(sizes) > 6_000_000
 
 
 def test_uploads_past_a_visitors_hourly_budget_are_refused():

@@ -109,7 +109,7 @@ def test_every_parameter_of_every_endpoint_refuses_hostile_values(public_server)
 def test_a_body_past_the_doors_cap_is_refused_unread(public_server):
     base = public_server.url
     started = time.monotonic()
-    status, body = post_json(f"{base}gradio_api/call/fill_mask", b'{"data": ["' + b"x" * (5 * 2**20) + b'"]}')
+    status, body = post_json(f"{base}gradio_api/call/fill_mask", b'{"data": ["' + b"x" * (9 * 2**20) + b'"]}')
     assert status == 413 and "per request" in body
     assert time.monotonic() - started < ANSWER_TIMEOUT_S
     event, _ = call(base, "tokenize", ["Still serving.", "", ""])
