@@ -114,6 +114,7 @@ def test_own_settings_read_one_source_and_take_this_tasks_defaults(tmp_path):
         own_request({"hub_dataset": "stanfordnlp/sst2"}, None, tmp_path, lambda: False)
 
 
+@pytest.mark.slow  # six fine-tunes: five folds and the model kept
 def test_cross_validation_scores_the_model_and_the_landmarks_on_the_same_folds_then_keeps_a_model(
         tiny_mlm_dir, tmp_path):
     _runs, _, service = _service(tmp_path)

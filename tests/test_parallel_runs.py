@@ -20,6 +20,7 @@ def test_one_run_at_a_time_unless_the_operator_says_otherwise(tmp_path):
     assert default_parallel_runs("cpu") == 1  # a CPU trains one run at a time by default
 
 
+@pytest.mark.slow  # three pretraining runs, two at once
 def test_two_slots_train_two_visitors_runs_at_once_and_queue_a_third(tmp_path, corpus):
     ctx = AppContext.for_tests(tmp_path, public=True, clock=FakeClock(), parallel_runs=2,
                                limits=Limits(max_minutes=CAP_S / 60))

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bertdemo.models.embedded import wiki_summaries
@@ -41,6 +42,7 @@ def _check_output(run: Path) -> None:
     assert json.loads((out / "trainer_state.json").read_text())["step"] == 10
 
 
+@pytest.mark.slow  # the CLI trains a run to a checkpoint
 def test_cli_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
     single = tmp_path / "single"
     assert main(_args(tmp_path, single)[2:]) == 0  # in-process: the same main() as `python -m bertdemo.pretrain`

@@ -95,6 +95,7 @@ def test_the_locality_bias_on_the_last_layer_at_chosen_positions_matches_the_ful
             encode_at(model.bert, ids, positions)
 
 
+@pytest.mark.slow  # a default-shaped pretraining run to its end
 def test_the_default_run_ends_a_stock_bert_that_predicts_as_in_the_app(tmp_path, corpus, tokenizer):
     """The default levers (whatever they are) on a tiny run: its checkpoint loads in plain transformers,
     and the model the run trained, the app's loader and stock AutoModelForMaskedLM give the same logits."""

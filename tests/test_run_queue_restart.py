@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from bertdemo.context import AppContext
 from bertdemo.runs.queue import RunQueue
 from bertdemo.runs.service import QUEUE_FILE
@@ -86,6 +88,7 @@ def test_an_unreadable_or_foreign_queue_file_is_an_empty_queue(tmp_path):
     queue.close()
 
 
+@pytest.mark.slow  # a server built, stopped and built again around a queued run
 def test_a_restarted_server_starts_the_kept_run_as_its_visitor(tmp_path, corpus):
     """The real kinds: a pretraining start queued behind a live run, the server stopped (the live run saved, the
     queued one never started), a new server on the same runs folder starts it with its owner token."""

@@ -116,6 +116,7 @@ def test_a_fill_mask_call_and_another_attribution_during_an_attribution_give_the
     assert_same_attribution(got_first, want_first)
 
 
+@pytest.mark.slow  # three heavy views, serial and at once
 def test_two_visitors_attributions_probes_and_word_in_context_at_once_give_their_serial_answers(shared, serial):
     def attribute(loaded, text):
         return attribution.attribute(loaded, text, 1, "", attribution.METHODS, 30)

@@ -254,6 +254,7 @@ def test_a_cell_named_by_a_visitor_is_checked(cell, message):
 
 
 # --- a live cell in the training slot -------------------------------------------------------------------------
+@pytest.mark.slow  # a Table 5 cell fine-tuned live, 3 seeds
 def test_a_live_cell_runs_in_the_training_slot(tmp_path, tiny_twins):
     from bertdemo.finetune.table5_run import start_cell
 

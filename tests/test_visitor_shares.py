@@ -8,6 +8,7 @@ from __future__ import annotations
 import tracemalloc
 
 import gradio as gr
+import pytest
 from gradio.data_classes import PredictBodyInternal
 from gradio.state_holder import StateHolder
 from starlette.requests import Request
@@ -76,6 +77,7 @@ def test_a_client_opening_a_session_per_call_drops_its_own_oldest_sessions_only(
     assert list(holder.session_data) == ["learner", *made[-2:]] and made[-1] == "api-5"
 
 
+@pytest.mark.slow  # hundreds of page sessions opened and measured
 def test_page_sessions_stay_within_the_stated_memory(tmp_path):
     """Gradio copies every block's config per session; the app's is measured here, and ``--max-sessions``
     (500 by default) of them fit the bound the README states: 500 × 1 MB."""

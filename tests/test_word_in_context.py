@@ -278,6 +278,7 @@ def cloze_sentences() -> list[str]:
     return [line.split("\t")[0] for line in path.read_text().splitlines() if line and not line.startswith("#")]
 
 
+@pytest.mark.slow  # integrated gradients at the default steps on 12 sentences of the embedded model: ~30 s
 def test_completeness_and_removal_on_cloze_sentences(embedded_loaded):
     """At the default steps the integrated-gradient scores add up to f(input) − f(baseline) within 5 % on ≥ 90 %
     of the cloze sentences; replacing the top-20 % tokens by [PAD] lowers the prediction more than replacing a

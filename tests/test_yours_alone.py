@@ -138,6 +138,7 @@ def _none_such(value: str) -> str:
     return value
 
 
+@pytest.mark.slow  # every event of the built app, twice
 def test_every_event_that_takes_a_model_or_run_answers_another_visitor_as_if_the_run_were_none(server):
     ctx, demo = server
     inputs = name_inputs(demo)
