@@ -197,7 +197,7 @@ def test_a_public_server_keeps_a_visitors_data_and_runs_to_them(tiny_mlm_dir, tm
                         own=data)
     assert run.join(300) and run.status == "finished", run.snapshot().message
     status = runs.status()
-    assert status["task"] == "own" and status["labels"] == []
+    assert status["task"] == "own" and status["labels"] == [] and status["settings"]["task"] == "own"
     assert not any(text in repr(status) for text in data.texts) and "vehicle" not in repr(status)
     assert service.ids() == [] and service.choices() == []  # never listed to others
     with pytest.raises(ValueError, match="no fine-tuned model"):

@@ -44,6 +44,13 @@ def test_a_fine_tuning_start_may_carry_the_learners_own_lines_and_nothing_else_m
         check_value("start_finetune", "settings", {"task": "own", "lines": "x" * 2_100_000})
 
 
+def test_settings_are_measured_in_characters_of_any_script():
+    """The audit's API paste of 433,889 Japanese characters was refused as 2,393,937 characters of JSON (each counted
+    as its 6-character escape): the paste's 1,000,000 characters fit the settings in any script."""
+    for char in ("猫", "😀", "é"):
+        check_value("start_finetune", "settings", {"task": "own", "lines": ("neg\t" + char * 95 + "\n") * 10_000})
+
+
 def test_guard_keeps_each_kind_of_handler_and_checks_first():
     calls = []
 

@@ -97,7 +97,7 @@ def check_value(endpoint: str | None, parameter: str, value: Any, limit: int | N
         if _depth(value) > MAX_DEPTH:
             raise ValueError(f"{parameter} is nested more than {MAX_DEPTH} levels deep.")
         try:
-            size = len(json.dumps(value, default=str))
+            size = len(json.dumps(value, default=str, ensure_ascii=False))  # a character of any script: one
         except (TypeError, ValueError, RecursionError):
             raise ValueError(f"{parameter} is not plain JSON.") from None
         most = struct_limit_for(endpoint, parameter)
