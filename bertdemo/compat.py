@@ -332,10 +332,19 @@ def mcp_tool_table(blocks: Any) -> dict[str, str] | None:
     return None if server is None else server.tool_to_endpoint
 
 
+MCP_ECHO_CHARS = 100  # a quoted value longer than this in a refused call's text is named by its length instead
+
+
 def plain_mcp_refusals(blocks: Any) -> None:
     """A refused MCP tool call's text is unescaped (``&gt;`` back to ``>``): a refusal is written once, for the
-    page's toast, which renders HTML (``toast_text``); an assistant reads the answer as plain text."""
+    page's toast, which renders HTML (``toast_text``); an assistant reads the answer as plain text. The MCP package
+    checks a call's arguments against the tool's schema before gradio sees them, and its refusal quotes the value
+    whole ("Input validation error: 'xxxx…' is not one of […]": 5,313 characters for a 5,000-character model name):
+    a quoted value past :data:`MCP_ECHO_CHARS` characters is named by its length, never echoed."""
     import html
+    import re
+
+    long_quote = re.compile(f"'([^']{{{MCP_ECHO_CHARS + 1},}})'")
 
     from mcp import types
 
@@ -347,7 +356,8 @@ def plain_mcp_refusals(blocks: Any) -> None:
         if getattr(result.root, "isError", False):
             for part in result.root.content:
                 if getattr(part, "type", "") == "text":
-                    part.text = html.unescape(part.text)
+                    part.text = long_quote.sub(lambda m: f"a value of {len(m.group(1)):,} characters",
+                                               html.unescape(part.text))
         return result
 
     handlers[types.CallToolRequest] = plain

@@ -60,8 +60,9 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
         ("attention", {"text": "The cat sat.", "direction": "A->B"}),  # a refusal with a '>' in it
         ("start_run", {"settings": {"preset": "bert-tiny"}}),
         ("delete_run", {"run_id": "x"}),
+        ("fill_mask", {"text": "a [MASK] b", "model": "x" * 5000}),  # refused by the MCP package's schema check
     ]
-    tools, (encoded, filled, too_long, no_b, start, delete) = session_calls(mcp_app, calls)
+    tools, (encoded, filled, too_long, no_b, start, delete, long_model) = session_calls(mcp_app, calls)
 
     assert sorted(t.name for t in tools) == sorted(READ_ONLY_VIEWS)
     assert all(t.description for t in tools)
@@ -88,6 +89,9 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
     assert no_b.isError and texts(no_b) == ["The A->B filter needs a sentence B: type one, or choose 'all'."]
     for refused, name in ((start, "start_run"), (delete, "delete_run")):
         assert refused.isError and f"Unknown tool for this Gradio app: {name}" in " ".join(texts(refused))
+    # a refusal never echoes the value (the audit's 5,000-character model name came back whole, 5,313 characters)
+    said = " ".join(texts(long_model))
+    assert long_model.isError and "a value of 5,000 characters is not one of" in said and "x" * 101 not in said
 
 
 # each tool's required arguments, with a value: a call with only these must answer
