@@ -199,7 +199,7 @@ class Sentences:
         self.features = found[kept]
 
     def _keep(self, rows: Sequence[int]) -> None:
-        """Only ``rows`` from now on (all of them: nothing changes but their order)."""
+        """Keep only the examples ``rows`` (in the data's order) from now on; given every row, nothing changes."""
         data = self.data
         self.data = OwnData([data.texts[i] for i in rows], [data.labels[i] for i in rows], data.names, data.source)
         self.y, self.strata = np.asarray(self.data.labels), list(self.data.labels)
