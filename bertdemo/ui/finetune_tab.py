@@ -34,7 +34,7 @@ from bertdemo.finetune.config import (
 from bertdemo.finetune.probe_tasks import JAWAHAR_NOTE
 from bertdemo.finetune.reference import load_reference, random_range_text
 from bertdemo.models.embedded import EMBEDDED_MLM_NAME
-from bertdemo.ui import common, own_data_section, run_starts
+from bertdemo.ui import api_answers, common, own_data_section, run_starts
 from bertdemo.ui.common import visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -466,8 +466,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     poll.follow(owner, ctx.runs.manager.viewing)  # with several runs at once: this page's own run
     poll.wire(tab)  # the tab's select draws it all; its one timer follows what is live
     with tab:
-        gr.api(start_finetune, api_name="start_finetune")
+        gr.api(api_answers.plain(start_finetune), api_name="start_finetune")
         gr.api(classify_api, api_name="classify")
         gr.api(probe_layers, api_name="probe_layers", concurrency_limit=1, concurrency_id="ft-heavy")
-        gr.api(delete_finetune_api, api_name="delete_finetune")
+        gr.api(api_answers.plain(delete_finetune_api), api_name="delete_finetune")
         gr.api(layer_change, api_name="layer_change", concurrency_limit=1, concurrency_id="ft-heavy")

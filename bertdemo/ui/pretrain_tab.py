@@ -32,7 +32,7 @@ from bertdemo.pretrain.service import PretrainService
 from bertdemo.runs.service import RunAction, RunService
 from bertdemo.settings import ServerSettings
 from bertdemo.snippets import views as snippets
-from bertdemo.ui import common, run_starts, twins_section
+from bertdemo.ui import api_answers, common, run_starts, twins_section
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
 from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
@@ -475,7 +475,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     gr.on([c.change for c in timed], time_estimate, list(form.values()), estimate_box,  # and when the tab is shown
           api_visibility="private", trigger_mode="always_last", show_progress="hidden")
     with tab:  # API-only endpoints live in the tab (a gr.Tabs holds only tabs)
-        gr.api(start_run, api_name="start_run")
+        gr.api(api_answers.plain(start_run), api_name="start_run")
         code_panel(ctx, lambda *shape: snippets.pretrain_code_for(  # the engine's tokenizer, offline too
                        *shape, tokenizer=engine_tokenizer_reference(ctx.models, ctx.settings.is_public)),
                    [preset, layers, hidden, heads, ffn, position_embeddings], elem_id="pt-code", uses_model=False)
@@ -488,10 +488,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     burst.click(gpu_burst_from_page, [owner, burst_steps], status, api_visibility="private", concurrency_limit=1)
     set_probe.click(update_probe, [probe, expected, owner], status, api_name="set_probe_from_page", api_visibility="private")
     with tab:
-        gr.api(pause_run, api_name="pause_run")
-        gr.api(resume_run, api_name="resume_run")
-        gr.api(stop_run, api_name="stop_run")
-        gr.api(set_probe_api, api_name="set_probe")
+        gr.api(api_answers.plain(pause_run), api_name="pause_run")
+        gr.api(api_answers.plain(resume_run), api_name="resume_run")
+        gr.api(api_answers.plain(stop_run), api_name="stop_run")
+        gr.api(api_answers.plain(set_probe_api), api_name="set_probe")
         gr.api(gpu_burst_api, api_name="gpu_burst", concurrency_limit=1)
 
     def run_part(request: gr.Request, seen_now: dict | None, *values):
@@ -535,6 +535,6 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     delete_yes.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box, status, confirm_row, order_out],
                      api_name="delete_from_page", api_visibility="private", show_progress_on=[status])
     with tab:
-        gr.api(delete_run_api, api_name="delete_run")
+        gr.api(api_answers.plain(delete_run_api), api_name="delete_run")
     order_button.click(run_order_probe, [order_run, order_text], order_out, api_name="order_probe")
     return owner  # the Fine-tune tab's buttons pass the same token: one browser, one owner

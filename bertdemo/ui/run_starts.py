@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from bertdemo.runs.queue import Place
+from bertdemo.ui import api_answers
 from bertdemo.ui.common import user_errors, visitor_of
 
 if TYPE_CHECKING:
@@ -75,4 +76,4 @@ def add_queue_api(ctx: AppContext) -> None:
         return "Your queued run is cancelled."
 
     gr.api(queue_status, api_name="queue_status")
-    gr.api(cancel_queued, api_name="cancel_queued")
+    gr.api(api_answers.plain(cancel_queued), api_name="cancel_queued")

@@ -17,7 +17,7 @@ import gradio as gr
 from bertdemo.finetune import table5
 from bertdemo.finetune.table5_run import start_cell
 from bertdemo.runs.status import ACTIVE_STATUSES
-from bertdemo.ui import run_starts
+from bertdemo.ui import api_answers, run_starts
 from bertdemo.ui.common import user_errors as wrap_errors, visitor_of
 from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import table5 as viz
@@ -107,4 +107,4 @@ def build(ctx: Any, poll: TabPoll) -> None:
     stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
     poll.add(cell_part, [token], [cell])  # the tab's one timer follows the cell (ui/tab_poll.py)
     poll.after(go_click)
-    gr.api(start_table5_cell, api_name="start_table5_cell")
+    gr.api(api_answers.plain(start_table5_cell), api_name="start_table5_cell")

@@ -4,6 +4,7 @@ in Markdown and in HTML, bold. Counts read as English live in :mod:`bertdemo.eng
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 
@@ -42,6 +43,17 @@ def literal(text: object) -> str:
     """User-made text for a Markdown component, shown as typed inside a line: every character Markdown
     or HTML reads as markup there (links, emphasis, code, images, tags) written as an HTML entity."""
     return "".join(_LITERAL.get(c, c) for c in str(text))
+
+
+# the inline tags the page's Markdown carries (html_code's <code>, line breaks, emphasis): dropped for a plain reader
+_INLINE_TAG = re.compile(r"</?(?:code|b|strong|em|i|br|span|small|sub|sup|kbd)\b[^<>]*>")
+
+
+def plain_text(markup: str) -> str:
+    """What the page shows as Markdown (:func:`literal`'s entities, :func:`html_code`'s tags), for a reader of plain
+    text such as an API caller: the inline tags dropped, the entities back to their characters (so a learner's
+    "(30 copies)" reads so, not "&#40;30 copies&#41;"); Markdown's own marks (``**``) stay."""
+    return html.unescape(_INLINE_TAG.sub("", markup))
 
 
 def html_code(text: object) -> str:
