@@ -62,7 +62,11 @@ def test_a_run_reads_the_examples_its_budget_has_time_for_and_says_how_many_of_h
     assert result["counts"] == {"fruit": 128, "vehicle": 128}
     said = "Used 256 of the 800 examples (a seeded sample keeping each label's share)"
     assert metrics.snapshot().message.startswith(said)
-    assert "**Used 256 of the 800 examples** (a seeded sample keeping each label's share)" in result_markdown(result, "r")
+    shown = result_markdown(result, "r")
+    assert "**Used 256 of the 800 examples** (a seeded sample keeping each label's share)" in shown
+    # the split's table fits a phone: short row names, what each is (and its C) in a line under it
+    assert "| frozen [CLS] + LR |" in shown and "| bag of words |" in shown
+    assert f"regression (the paper's feature-based approach; C {result['frozen_features']['C']:g}, chosen" in shown
 
 
 def test_without_a_time_budget_every_example_is_read(tiny_mlm_dir, tmp_path):

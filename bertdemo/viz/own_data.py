@@ -14,6 +14,12 @@ NAMES = {"finetuned": "fine-tuned", "majority": "majority class",
          "word_memory": "per-word memory (the tag each word had most often in training; an unseen word the majority tag)"}
 SHORT = {"finetuned": "fine-tuned", "majority": "majority", "bag_of_words": "bag of words (C = 1)",
          "frozen_features": "frozen [CLS] + LR", "word_memory": "word memory"}  # the table's row names: it fits a phone
+KEY = {"bag_of_words": "*Bag of words*: a logistic regression on which words a text contains ({C}, chosen on "
+                       "validation).",
+       "frozen_features": "*Frozen [CLS] + LR*: the start's frozen [CLS] vectors with a logistic regression (the "
+                          "paper's feature-based approach; {C}, chosen on validation).",
+       "word_memory": "*Word memory*: the tag each word had most often in training (an unseen word: the majority "
+                      "tag)."}  # what the split table's short row names stand for
 STARTS = {"embedded": "the embedded pretrained model", "random": "random weights of the same shape (the control)"}
 
 
@@ -54,19 +60,16 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
                 "no model was kept and there is no score to report (the new head was still near its random start).")
     if result["mode"] == "split":
         sizes = result["sizes"]
-        names = {**NAMES, "majority": "majority tag"} if words else dict(NAMES)
-        if not words:
-            names["bag_of_words"] = (f"bag of words + logistic regression (C {result['bag_of_words']['C']:g}, "
-                                     "chosen on validation)")
-            if "frozen_features" in result:
-                names["frozen_features"] = ("frozen [CLS] vectors of the start + logistic regression "
-                                            f"(C {result['frozen_features']['C']:g}, chosen on validation)")
+        # short row names, and what each is (with its regression's C) in a line under the table: it fits a phone
+        names = {**SHORT, "majority": "majority tag" if words else "majority class", "bag_of_words": "bag of words"}
+        key = " ".join(KEY[k].format(C=f"C {result[k]['C']:g}" if "C" in result.get(k, {}) else "") for k in kinds
+                       if k in KEY)
         metric = result.get("metric", "accuracy")
         rows = "\n".join(f"| {names[k]} | {_pct(result[k]['validation'])} | {_pct(result[k]['test'])} |"
                          for k in kinds)
         return (f"{head}\n\nA seeded{'' if words else ', stratified'} split: {sizes['train']} to train on, "
                 f"{sizes['validation']} to choose on, {sizes['test']} to report on.{_chosen(result)}\n\n"
-                f"| {metric}{' over words' if words else ''} | validation | test |\n|---|---|---|\n{rows}\n\n"
+                f"| {metric}{' over words' if words else ''} | validation | test |\n|---|---|---|\n{rows}\n\n{key}\n\n"
                 f"Read the **test** column: nothing was chosen on it.{_kept(result)}")
     done, folds = result["folds_done"], result["folds"]
     if done < folds:
