@@ -273,6 +273,8 @@ def test_a_live_cell_runs_in_the_training_slot(tmp_path, tiny_twins):
     assert status["test_accuracy"] == expected
     assert status["message"].startswith("The left-to-right twin, seed 2: test accuracy")
     assert status["eval_steps"] == [0, 5, 10]
+    with pytest.raises(ValueError, match="is a Table 5 cell: a cell keeps its scores, not its weights"):
+        finetune.model(f"ft:{run.run_id}")  # to tag or classify with (the audit's re-run: "There is no … model")
 
 
 # --- the page ---------------------------------------------------------------------------------------------------

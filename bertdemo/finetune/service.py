@@ -38,6 +38,7 @@ from bertdemo.finetune.metrics import (
 )
 from bertdemo.finetune.own_run import RESULT_FILE, TASK as OWN_TASK, OwnRun, is_own, own_request
 from bertdemo.finetune.run import KIND, MODEL_DIRNAME, FinetuneRun, finetune_root
+from bertdemo.finetune.table5 import CELL_ID_LABEL as TABLE5_ID_LABEL
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_access, run_refs
 from bertdemo.models.checkpoint_layout import run_folder_of
@@ -292,6 +293,9 @@ class FinetuneService:
         if not isinstance(name, str) or not name.startswith("ft:"):
             raise ValueError("Pick a fine-tuned model (ft:<run id>) from the list.")
         run_id = name[3:]
+        if f"-{TABLE5_ID_LABEL}-" in run_id:  # said of the id's shape alone: whether such a run exists stays unsaid
+            raise ValueError(f"{name[:60]!r} is a Table 5 cell: a cell keeps its scores, not its weights. Fine-tune on "
+                             "the task yourself (Fine-tune tab) for a model to use.")
         if run_id not in self._listed(owner_token):  # the listing is the check: another's private run is none
             raise ValueError(f"There is no fine-tuned model {name[:60]!r} on this server: pick one from the list.")
         return str(self.root / run_id / MODEL_DIRNAME)

@@ -30,6 +30,7 @@ from bertdemo.models.twins import PAIRS, TWIN_KINDS, TWINS_DIR, twin_dir
 TASKS = ("topic", "names")
 TASK_LABELS = {"topic": "Topic of a sentence (sentence-level)", "names": "Find the names (token-level)"}
 METRICS = {"topic": "test accuracy", "names": "test word-level F1 of NAME"}
+CELL_ID_LABEL = "t5"  # a cell's run id reads <date>-<time>-t5-<twin>-<task>
 TWIN_LABELS = {"mlm": "masked LM", "ltr": "left-to-right", "ltr-masked": "left-to-right (same words)"}
 SEEDS = (0, 1, 2)
 MAX_SEED = 99  # a live cell's seed: 0 … 99

@@ -21,14 +21,22 @@ from typing import Any
 
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.run import FinetuneRun, finetune_root
-from bertdemo.finetune.table5 import METRICS, TWIN_LABELS, CellSettings, check_cell, shipped_settings, twin_config
+from bertdemo.finetune.table5 import (
+    CELL_ID_LABEL,
+    METRICS,
+    TWIN_LABELS,
+    CellSettings,
+    check_cell,
+    shipped_settings,
+    twin_config,
+)
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.slot import BackgroundRun
 from bertdemo.runs.status import Status
 
-ID_LABEL = "t5"  # a cell's run id reads <date>-<time>-t5-<twin>-<task>
+ID_LABEL = CELL_ID_LABEL
 
 
 class Table5Run(FinetuneRun):
