@@ -193,13 +193,13 @@ class Sentences:
             chunk = []
             if progress is not None:
                 progress(len(read), len(self.ids))
-        found = np.concatenate(vectors)
         kept = sorted(range(len(read)), key=lambda k: read[k])  # the rows read, back in the data's order
-        self._keep([read[k] for k in kept])
-        self.features = found[kept]
+        self.features = np.concatenate(vectors)[kept]
+        if len(read) < len(self.ids):
+            self._keep([read[k] for k in kept])
 
     def _keep(self, rows: Sequence[int]) -> None:
-        """Keep only the examples ``rows`` (in the data's order) from now on; given every row, nothing changes."""
+        """Keep only the examples ``rows`` (in the data's order) from now on."""
         data = self.data
         self.data = OwnData([data.texts[i] for i in rows], [data.labels[i] for i in rows], data.names, data.source)
         self.y, self.strata = np.asarray(self.data.labels), list(self.data.labels)
@@ -420,7 +420,8 @@ def split_and_finetune(cfg: FinetuneConfig, data: OwnData | OwnWords, metrics: F
                "budget_s": cfg.time_budget_s} if len(examples.data) < examples.given else None)
     result = {"mode": "split", "labels_per": examples.unit, "metric": examples.chosen_on.split()[-1],
               "examples": len(examples.data), "sample": sample, "names": list(data.names),
-              "counts": examples.data.counts(), "source": data.source, "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
+              "counts": examples.data.counts(), "source": data.source,
+              "sizes": {"train": len(train), "validation": len(val), "test": len(test)},
               "finetuned": tuned, "chosen": chosen.as_dict(examples.chosen_on) if chosen else None,
               "stopped": status == Status.STOPPED, "kept": kept,
               "cut_short": {"steps": steps, "of": planned} if cut_short else None,

@@ -41,9 +41,14 @@ def reading_order(strata: Sequence[int], groups: Sequence[int] | None = None, se
     return [rows for _, _, rows in sorted(placed, key=lambda t: (t[0], t[1]))]
 
 
+def sample_parts(sample: dict) -> tuple[str, str]:
+    """(how many examples of how many a run used, why): an own-data result's ``sample`` in words."""
+    return (f"Used {sample['used']:,} of the {sample['given']:,} examples",
+            f"(a seeded sample keeping each label's share): reading every example's [CLS] vector from the start did "
+            f"not fit in {sample['read_s']:.0f} s, the part of the run's {sample['budget_s']:.0f}-second time budget "
+            "that reading may take. A larger time budget (where the server allows it) uses more of them.")
+
+
 def sample_sentence(sample: dict) -> str:
-    """Why a run used only some of the examples given (an own-data result's ``sample``)."""
-    return (f"Used {sample['used']:,} of the {sample['given']:,} examples (a seeded sample keeping each label's "
-            f"share): reading every example's [CLS] vector from the start did not fit in {sample['read_s']:.0f} s, "
-            f"the part of the run's {sample['budget_s']:.0f}-second time budget that reading may take. A larger time "
-            "budget (where the server allows it) uses more of them.")
+    """Why a run used only some of the examples given (an own-data result's ``sample``), in one sentence."""
+    return " ".join(sample_parts(sample))

@@ -101,7 +101,8 @@ class OwnRun(FinetuneRun):
         what = ("sentences", "tags") if isinstance(data, OwnWords) else ("examples", "labels")
         copies = data.copies()  # said at the start: a copy held out beside its text would score memory
         # the settings the page and /run_status show name this task (the config's task is the topic task's field)
-        self.metrics.update(task=TASK, settings={**self.metrics.snapshot().settings, "task": TASK}, message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}"
+        self.metrics.update(task=TASK, settings={**self.metrics.snapshot().settings, "task": TASK},
+                            message=f"Starting: {len(data):,} {what[0]}, {len(data.names)} {what[1]}"
                             + (f" ({copies_of(copies)}, held out with it)" if copies else "") + "…")
 
     def data_csv(self, predictions: list | None = None) -> str:

@@ -5,7 +5,7 @@ Label names are the learner's: escaped as typed."""
 
 from __future__ import annotations
 
-from bertdemo.finetune.own_reading import PREPARING_STOPPED, sample_sentence
+from bertdemo.finetune.own_reading import PREPARING_STOPPED, sample_parts
 from bertdemo.viz.text import literal
 
 NAMES = {"finetuned": "fine-tuned", "majority": "majority class",
@@ -53,8 +53,8 @@ def result_markdown(result: dict | None, run_id: str = "") -> str:
     if result.get("prepared") is False:
         return f"{head}\n\n{PREPARING_STOPPED}"
     if result.get("sample"):  # "Used 2,560 of the 5,000 examples" in bold, the why after it
-        used, why = sample_sentence(result["sample"]).split(" (", 1)
-        head += f"\n\n**{used}** ({why}"
+        used, why = sample_parts(result["sample"])
+        head += f"\n\n**{used}** {why}"
     if result["mode"] == "split" and result.get("stopped") and not result.get("chosen"):
         return (f"{head}\n\nStopped before the first epoch ended: nothing was scored on the validation split yet, so "
                 "no model was kept and there is no score to report (the new head was still near its random start).")
