@@ -137,3 +137,35 @@ def test_mode_line_names_this_servers_caps():
     assert "not capped" in mode_line(None)
     line = mode_line(Limits(max_params=4_000_000, max_steps=300, max_minutes=7.5))
     assert "4M parameters" in line and "300 steps" in line and "7.5 minutes" in line
+
+
+@pytest.mark.parametrize("saved, code", [(True, 0), (False, 1)])
+def test_ctrl_c_and_sigterm_take_one_handler_that_saves_the_run_then_exits(monkeypatch, saved, code):
+    """SIGINT (Ctrl-C) and SIGTERM are one handler: it asks the runs to shut down (saving the live one) and exits 0,
+    or 1 at once when a run could not save in time. tests/e2e/test_shutdown.py sends SIGTERM to a real server with a
+    run in every state; this holds that Ctrl-C goes the same way."""
+    import signal
+    from types import SimpleNamespace
+
+    asked = []
+
+    class Runs:
+        def shutdown(self, timeout: float) -> bool:
+            asked.append(timeout)
+            return saved
+
+    exits = []
+    monkeypatch.setattr(app.os, "_exit", lambda status: exits.append(status))
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        app._save_runs_on_shutdown(SimpleNamespace(runs=Runs()))
+        handler = signal.getsignal(signal.SIGINT)
+        assert handler is signal.getsignal(signal.SIGTERM) and handler is not before[signal.SIGINT]
+        try:
+            handler(signal.SIGINT, None)
+        except SystemExit as ended:  # the run saved: the interpreter ends as usual
+            exits.append(ended.code)
+    finally:
+        for sig, previous in before.items():
+            signal.signal(sig, previous)
+    assert asked == [app.SHUTDOWN_SAVE_S] and exits == [code]

@@ -278,14 +278,15 @@ def cloze_sentences() -> list[str]:
     return [line.split("\t")[0] for line in path.read_text().splitlines() if line and not line.startswith("#")]
 
 
-@pytest.mark.slow  # integrated gradients at the default steps on 12 sentences of the embedded model: ~30 s
+@pytest.mark.slow  # integrated gradients at the default steps on 4 sentences of the embedded model: ~10 s
 def test_completeness_and_removal_on_cloze_sentences(embedded_loaded):
     """At the default steps the integrated-gradient scores add up to f(input) − f(baseline) within 5 % on ≥ 90 %
     of the cloze sentences; replacing the top-20 % tokens by [PAD] lowers the prediction more than replacing a
-    random 20 % (mean of 5 draws) on ≥ 80 % of them. The first 12 here; the whole set (40) is bench_words.py's."""
+    random 20 % (mean of 5 draws) on ≥ 80 % of them. The first 4 here, so all four must (each sentence is ~3 s of
+    CPU; the first 12 all pass both); the whole set (40) is bench_words.py's."""
     sentences = cloze_sentences()
-    checked = attribution.faithfulness(embedded_loaded, sentences[:12])
-    assert len(sentences) >= 40 and checked.sentences == 12
+    checked = attribution.faithfulness(embedded_loaded, sentences[:4])
+    assert len(sentences) >= 40 and checked.sentences == 4
     assert checked.complete >= 0.9 * checked.sentences, checked
     assert checked.removal_hurts >= 0.8 * checked.sentences, checked
 

@@ -149,7 +149,7 @@ def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(bro
     join_link, teacher_link = create_class(page, "Markup")
     image, link = f"![n]({NICK_HOST}/nick.png)", "[pwn](javascript:x) **Bo|b**"
     asked: list[str] = []
-    page.context.on("request", lambda request: asked.append(request.url))
+    page.on("request", lambda request: asked.append(request.url))
     student = _student_joins(open_page, join_link, image)
     student.context.on("request", lambda request: asked.append(request.url))
     expect(student.locator("#class-joined")).to_contain_text(image)

@@ -1,4 +1,4 @@
-"""A server told to stop (SIGTERM: a Space restarting, ``kill``; SIGINT: Ctrl-C) with runs in every state at once —
+"""A server told to stop (SIGTERM: a Space restarting, ``kill``; Ctrl-C is the same handler, tests/test_app.py) with runs in every state at once —
 training, paused, evaluating, saving — of every kind (pretraining, fine-tuning, fine-tuning on the learner's own
 sentences; one server, ``--parallel-runs``) saves every run and exits with code 0; each saved model loads with stock
 transformers, and an own-data run keeps its data and its result."""
@@ -10,7 +10,6 @@ import shutil
 import signal
 from pathlib import Path
 
-import pytest
 from gradio_client import Client
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
@@ -100,13 +99,9 @@ def _check_own(folder: Path) -> None:
         assert AutoModelForSequenceClassification.from_pretrained(folder / "model").config.model_type == "bert"
 
 
-# SIGTERM with a run in every state at once; Ctrl-C (SIGINT) takes SIGTERM's path: one live run holds it
-SIGNALLED = [pytest.param(list(CASES), signal.SIGTERM, id="every-state-SIGTERM"),
-             pytest.param(["pretrain-training"], signal.SIGINT, id="SIGINT")]
-
-
-@pytest.mark.parametrize("states, sig", SIGNALLED)
-def test_a_signal_saves_every_run_in_any_state_and_exits_cleanly(app_model_dir, tmp_path, states, sig):
+def test_a_signal_saves_every_run_in_any_state_and_exits_cleanly(app_model_dir, tmp_path):
+    """SIGTERM with a run in every state at once. Ctrl-C (SIGINT) is the same handler (tests/test_app.py)."""
+    states, sig = list(CASES), signal.SIGTERM
     runs = tmp_path / "runs"
     step = runs / PRETRAINED / "steps" / "step-1"  # the tiny model, as a pretraining run of this server saved it
     shutil.copytree(app_model_dir, step)
