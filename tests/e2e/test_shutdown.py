@@ -1,7 +1,7 @@
 """A server told to stop (SIGTERM: a Space restarting, ``kill``; Ctrl-C is the same handler, tests/test_app.py)
-with runs in every state at once — training, paused, evaluating, saving — of every kind (pretraining, fine-tuning, fine-tuning on the learner's own
-sentences; one server, ``--parallel-runs``) saves every run and exits with code 0; each saved model loads with stock
-transformers, and an own-data run keeps its data and its result."""
+with runs in every state at once — training, paused, evaluating, saving — of every kind (pretraining, fine-tuning,
+fine-tuning on the learner's own sentences; one server, ``--parallel-runs``) saves every run and exits with code 0;
+each saved model loads with stock transformers, and an own-data run keeps its data and its result."""
 
 from __future__ import annotations
 
