@@ -36,14 +36,12 @@ from bertdemo.runs.folders import claim_run_folder
 from bertdemo.runs.slot import BackgroundRun
 from bertdemo.runs.status import Status
 
-ID_LABEL = CELL_ID_LABEL
-
 
 class Table5Run(FinetuneRun):
     """A live cell: ``twin`` fine-tuned on ``task`` with ``seed``; ``folder``: another model folder to start from
     (tests' tiny twins)."""
 
-    id_label = ID_LABEL
+    id_label = CELL_ID_LABEL
 
     def __init__(self, twin: str, task: str, seed: int, settings: CellSettings, runs_dir: str | Path,
                  task_loader: Callable[[], Any], folder: str | Path | None = None, owner_token: str = "",
