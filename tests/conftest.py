@@ -15,6 +15,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
+# One OpenMP thread per process: the two workers (pytest.ini) and the apps they launch already hold both cores, and
+# an idle OpenMP thread spins while it waits for work, on the core another process needs (a tensor-heavy set of
+# files ran 30 % faster on one thread than on two, 2026-12-03). A test about thread counts sets its own.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from transformers import AutoTokenizer, BertForMaskedLM
 

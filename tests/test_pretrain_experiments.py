@@ -149,11 +149,12 @@ def test_a_missing_device_fails_at_once_with_a_message(tmp_path, corpus):
 
 def test_a_runs_thread_count_stays_in_its_thread():
     before = torch.get_num_threads()
+    own = before + 1  # a count the process does not have, so a leak shows
     seen = {}
     ready, done = threading.Event(), threading.Event()
 
     def trainer():
-        with thread_count(1, 1, torch.device("cpu")):
+        with thread_count(own, 1, torch.device("cpu")):
             seen["inside"] = torch.get_num_threads()
             ready.set()
             done.wait(10)
@@ -164,7 +165,7 @@ def test_a_runs_thread_count_stays_in_its_thread():
     later = threading.Thread(target=lambda: seen.setdefault("new thread", torch.get_num_threads()))
     later.start(), later.join()
     done.set(), t.join()
-    assert seen == {"inside": 1, "new thread": before}
+    assert seen == {"inside": own, "new thread": before}
 
 
 def test_configs_are_grouped_and_type_checked(tmp_path):
