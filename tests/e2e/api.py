@@ -180,3 +180,23 @@ def wait_ended(client: Client, timeout: float = 300) -> dict:
                message=lambda: f"{snaps[0].get('status')} at step {snaps[0].get('step')} of "
                                f"{snaps[0].get('total_steps')}: {str(snaps[0].get('message'))[:200]}")
     return snaps[0]
+
+
+# a tiny pretraining run that ends by itself within a minute: the checkpoint fine-tuning tests start from
+PRETRAIN = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                corpus="wiki", seq_len=32, batch_size=8, steps=30, lr=2e-3, warmup_steps=5, eval_every=15,
+                checkpoint_every=0, seed=1)
+
+
+def wait_status(client: Client, predicate, timeout_s: float = 300.0) -> dict:
+    """The run's status once ``predicate`` holds for it (a failed run fails at once), at most ``timeout_s`` s."""
+    snaps = [{}]
+
+    def reached() -> bool:
+        snaps[0] = client.predict(api_name="/run_status") or {}
+        assert snaps[0].get("status") != "failed", str(snaps[0].get("message"))[:200]
+        return bool(predicate(snaps[0]))
+
+    wait_until(reached, timeout=timeout_s, interval=0.5, what="the run's status",
+               message=lambda: f"{snaps[0].get('kind')} {snaps[0].get('status')} {str(snaps[0].get('message'))[:200]}")
+    return snaps[0]

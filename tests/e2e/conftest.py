@@ -167,6 +167,20 @@ def app_url(app_server) -> str:
 
 
 @pytest.fixture(scope="session")
+def pretrained_run(app_url) -> str:
+    """The id of a tiny pretraining run (:data:`tests.e2e.api.PRETRAIN`) trained to its end on the session's app:
+    the checkpoint the fine-tuning tests start from, trained once per worker, not once per test file."""
+    from gradio_client import Client
+
+    from tests.e2e.api import PRETRAIN, wait_status
+
+    client = Client(app_url, verbose=False)
+    client.predict(PRETRAIN, api_name="/start_run")
+    done = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished", 1200.0)
+    return done["run_id"]
+
+
+@pytest.fixture(scope="session")
 def app_log(app_server):
     """A callable returning the tail of the running server's log (for failure messages)."""
     proc = app_server[1]

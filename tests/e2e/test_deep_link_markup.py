@@ -33,4 +33,5 @@ def test_a_deep_links_text_is_shown_as_typed_never_as_markup(browser_page: Page,
     page.goto(f"{app_url}?tab={quote('<img src=x>')}&text=hi")
     toast = page.locator(".toast-body").filter(has_text="could not be followed")
     expect(toast).to_contain_text("<img src=x>", timeout=RUN_TIMEOUT_MS)
+    expect(toast).to_contain_text("unknown tab '<img src=x>'")  # what was wrong with it, named
     assert toast.locator("img").count() == 0

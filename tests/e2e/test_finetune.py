@@ -11,37 +11,17 @@ import torch
 from gradio_client import Client
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from tests.e2e.api import wait_status
 from tests.e2e.axe import axe_violations
 from tests.e2e.conftest import screenshot
-from tests.helpers import wait_until
-
-PRETRAIN = dict(preset="custom", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                corpus="wiki", seq_len=32, batch_size=8, steps=30, lr=2e-3, warmup_steps=5, eval_every=15,
-                checkpoint_every=0, seed=1)
-
-
-def wait_status(client: Client, predicate, timeout_s: float = 300.0) -> dict:
-    """The run's status once ``predicate`` holds for it (a failed run fails at once), at most ``timeout_s`` s."""
-    snaps = [{}]
-
-    def reached() -> bool:
-        snaps[0] = client.predict(api_name="/run_status") or {}
-        assert snaps[0].get("status") != "failed", str(snaps[0].get("message"))[:200]
-        return bool(predicate(snaps[0]))
-
-    wait_until(reached, timeout=timeout_s, interval=0.5, what="the run's status",
-               message=lambda: f"{snaps[0].get('kind')} {snaps[0].get('status')} {str(snaps[0].get('message'))[:200]}")
-    return snaps[0]
 
 
 @pytest.fixture(scope="module")
-def finetuned(app_url):
+def finetuned(app_url, pretrained_run):
     client = Client(app_url, verbose=False)
-    client.predict(PRETRAIN, api_name="/start_run")
-    pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished")
     # a few planned steps and no time budget: the run trains whatever the machine's load (a busy machine's 30 s
     # budget could end it before its first step, once the final evaluation's time is kept inside the budget)
-    client.predict({"init": f"run:{pre['run_id']}/checkpoint", "epochs": 0.1, "time_budget_s": 0, "seed": 3},
+    client.predict({"init": f"run:{pretrained_run}/checkpoint", "epochs": 0.1, "time_budget_s": 0, "seed": 3},
                    api_name="/start_finetune")
     snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("status") == "finished" and s["checkpoint"])
     return client, snap

@@ -1,5 +1,5 @@
 """End-to-end: a learner walks the Learn tab's steps in Chromium (the first twelve checked one by one); each step's live answer is checked
-against the same model run here, then "keep exploring" and a deep link open a tab set up with a sentence.
+against the same model run here, and "keep exploring" opens the part of a tab that answers the step, set up with the sentence.
 
 Saves learn_path.png (desktop) and learn_path_phone.png (390 px wide) into $BERTDEMO_SCREENSHOTS.
 """
@@ -7,6 +7,7 @@ Saves learn_path.png (desktop) and learn_path_phone.png (390 px wide) into $BERT
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ import torch
 from bertdemo.learn import steps as learn_steps
 
 from .conftest import screenshot
+from .pages import open_tab
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the mat because it was [MASK]."
@@ -66,7 +68,47 @@ def expect_tab(page, name: str) -> None:
                                                                               timeout=TIMEOUT_MS)
 
 
+def keep_exploring(page, number: int) -> None:
+    """Step ``number``'s Keep exploring opens the part of its tab that answers the step, set up and computed (it had
+    opened the tab at its top with the answering section closed or empty); then back to the same step."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    if number == 3:  # the Attention tab, set up with the step's sentence
+        expect_tab(page, "Attention")
+        expect(page.locator("#att-text textarea")).to_have_value(TEXT, timeout=TIMEOUT_MS)
+        expect(page.locator("#att-info")).to_contain_text("13 tokens", timeout=TIMEOUT_MS)
+    elif number == 10:  # the experiment set up: Position embeddings unticked, on screen
+        expect(page.locator("#pt-position-embeddings input")).not_to_be_checked(timeout=TIMEOUT_MS)
+        expect(page.locator("#pt-position-embeddings")).to_be_in_viewport(timeout=TIMEOUT_MS)
+    elif number == 11:  # the length schedule filled in (step 10 had left it empty)
+        expect(page.locator("#pt-schedule textarea, #pt-schedule input").first).to_have_value("128:0.9,512:0.1",
+                                                                                              timeout=TIMEOUT_MS)
+    else:
+        part = page.locator(ANSWERING_PART[number])
+        expect(part).to_be_visible(timeout=TIMEOUT_MS)
+        expect(part).to_contain_text(re.compile(r"\d"), timeout=TIMEOUT_MS)  # computed, not waiting
+        expect(part).to_be_in_viewport(timeout=TIMEOUT_MS)
+    open_tab(page, "Learn")
+    expect(page.locator("#learn-question")).to_contain_text(f"Step {number} of {len(learn_steps.STEPS)}",
+                                                            timeout=TIMEOUT_MS)
+
+
+# step -> the part of its tab that answers it, which Keep exploring opens (steps 3, 10 and 11: keep_exploring)
+ANSWERING_PART = {
+    2: "#in-order",  # the order test, open and computed
+    6: "#ml-stats-table",  # the rates over many draws, measured
+    7: "#ml-epochs-view",  # static vs dynamic, shown
+    8: "#nsp-pairs",  # the NSP pairs, built
+    9: "#in-anatomy",  # the anatomy, counted
+}
+KEPT_EXPLORING = {*ANSWERING_PART, 3, 10, 11}
+
+
 def test_a_learner_walks_the_path(browser_page, app_url, expected):
+    """The first twelve steps one by one, each answer against the model run here, and Keep exploring from each step
+    that opens a part of another tab."""
     from playwright.sync_api import expect
 
     page = browser_page
@@ -87,6 +129,8 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
             page.set_viewport_size({"width": 390, "height": 844})
             screenshot(page, "learn_path_phone")
             page.set_viewport_size({"width": 1280, "height": 1000})
+        if number in KEPT_EXPLORING:
+            keep_exploring(page, number)
     page.locator("#learn-code-panel").get_by_text("Show the code").click()
     expect(page.locator("#learn-code")).to_contain_text("BertForMaskedLM(config)", timeout=TIMEOUT_MS)
 
@@ -94,27 +138,6 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     expect(question).to_contain_text(f"Step 11 of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
     page.click("#learn-open")  # keep exploring: the Pretrain tab
     expect_tab(page, "Pretrain")
-
-
-def test_keep_exploring_and_a_deep_link_set_up_the_tab(browser_page, app_url):
-    from playwright.sync_api import expect
-
-    page = browser_page
-    page.goto(app_url + "?tab=learn&step=attention&text=" + TEXT.replace(" ", "+"))
-    expect(page.locator("#learn-question")).to_contain_text(f"Step 3 of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
-    expect(page.locator("#learn-answer")).to_contain_text("query token the", timeout=TIMEOUT_MS)
-    page.click("#learn-open")
-    expect_tab(page, "Attention")
-    expect(page.locator("#att-text textarea")).to_have_value(TEXT, timeout=TIMEOUT_MS)
-    expect(page.locator("#att-info")).to_contain_text("13 tokens", timeout=TIMEOUT_MS)
-
-    page.goto(app_url + "?tab=fill-mask&text=" + MASKED.replace(" ", "+").replace("[", "%5B").replace("]", "%5D"))
-    expect_tab(page, "Fill-Mask")
-    expect(page.locator("#fm-text textarea")).to_have_value(MASKED, timeout=TIMEOUT_MS)
-    expect(page.locator("#fm-filled")).not_to_be_empty(timeout=TIMEOUT_MS)
-
-    page.goto(app_url + "?tab=nowhere")
-    expect(page.locator(".toast-body")).to_contain_text("unknown tab 'nowhere'", timeout=TIMEOUT_MS)
 
 
 def test_a_link_opens_the_model_it_names_and_keeps_it(browser_page, app_url):
@@ -145,45 +168,6 @@ def test_a_link_into_inside_bert_does_not_keep_the_default_right_word(browser_pa
     expect_tab(page, "Inside BERT")
     expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
     expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
-
-
-@pytest.mark.parametrize("step, shown", [
-    ("order", "#in-order"),  # the order test, open and computed
-    ("rates", "#ml-stats-table"),  # the rates over many draws, measured
-    ("masks", "#ml-epochs-view"),  # static vs dynamic, shown
-    ("nsp", "#nsp-pairs"),  # the NSP pairs, built
-    ("family", "#in-anatomy"),  # the anatomy, counted
-])
-def test_keep_exploring_opens_the_part_that_answers_the_step(browser_page, app_url, step, shown):
-    """It opened the tab at its top with the answering section closed or empty."""
-    from playwright.sync_api import expect
-
-    page = browser_page
-    page.goto(app_url + f"?step={step}&text=" + TEXT.replace(" ", "+"))
-    expect(page.locator("#learn-answer")).not_to_be_empty(timeout=TIMEOUT_MS)
-    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in", timeout=TIMEOUT_MS)
-    page.click("#learn-open")
-    part = page.locator(shown)
-    expect(part).to_be_visible(timeout=TIMEOUT_MS)
-    expect(part).to_contain_text(__import__("re").compile(r"\d"), timeout=TIMEOUT_MS)  # computed, not waiting
-    expect(part).to_be_in_viewport(timeout=TIMEOUT_MS)
-
-
-def test_keep_exploring_sets_up_the_pretrain_experiment(browser_page, app_url):
-    """Step 10 left Position embeddings ticked; step 11 left the schedule empty."""
-    from playwright.sync_api import expect
-
-    page = browser_page
-    page.goto(app_url + "?step=no-positions&text=" + TEXT.replace(" ", "+"))
-    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
-    page.click("#learn-open")
-    expect(page.locator("#pt-position-embeddings input")).not_to_be_checked(timeout=TIMEOUT_MS)
-    expect(page.locator("#pt-position-embeddings")).to_be_in_viewport(timeout=TIMEOUT_MS)
-    page.goto(app_url + "?step=length&text=" + TEXT.replace(" ", "+"))
-    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Pretrain", timeout=TIMEOUT_MS)
-    page.click("#learn-open")
-    expect(page.locator("#pt-schedule textarea, #pt-schedule input").first).to_have_value("128:0.9,512:0.1",
-                                                                                          timeout=TIMEOUT_MS)
 
 
 def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, app_url):

@@ -10,22 +10,20 @@ from gradio_client import Client
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
+from tests.e2e.api import wait_status
 from tests.e2e.conftest import screenshot
 from tests.e2e.pages import open_tab
-from tests.e2e.test_finetune import PRETRAIN, wait_status
 
-BUSY_MACHINE_S = 1200.0  # two short runs; on a shared two-core machine each can wait minutes for a core
+BUSY_MACHINE_S = 1200.0  # a short run; on a shared two-core machine it can wait minutes for a core
 
 
-def finished_own_run(app_url: str, lines: str, refused: str, refusal: str) -> tuple[Client, dict]:
-    """A tiny pretraining run, a start on ``refused`` lines refused with ``refusal``, then an own-data run on
-    ``lines`` from the pretraining run's checkpoint: (client, its status once finished)."""
+def finished_own_run(app_url: str, pretrained: str, lines: str, refused: str, refusal: str) -> tuple[Client, dict]:
+    """A start on ``refused`` lines refused with ``refusal``, then an own-data run on ``lines`` from the checkpoint
+    of the tiny pretraining run ``pretrained``: (client, its status once finished)."""
     client = Client(app_url, verbose=False)
-    client.predict(PRETRAIN, api_name="/start_run")
-    pre = wait_status(client, lambda s: s.get("kind") == "pretrain" and s.get("status") == "finished", BUSY_MACHINE_S)
     with pytest.raises(Exception, match=refusal):
         client.predict({"task": "own", "lines": refused}, api_name="/start_finetune")
-    client.predict({"task": "own", "lines": lines, "init": f"run:{pre['run_id']}/checkpoint",
+    client.predict({"task": "own", "lines": lines, "init": f"run:{pretrained}/checkpoint",
                     "epochs": 2, "batch_size": 16, "seed": 1}, api_name="/start_finetune")
     snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own"
                        and s.get("status") == "finished" and s["checkpoint"], BUSY_MACHINE_S)
@@ -33,8 +31,8 @@ def finished_own_run(app_url: str, lines: str, refused: str, refusal: str) -> tu
 
 
 @pytest.fixture(scope="module")
-def own_run(app_url):
-    return finished_own_run(app_url, SENTIMENT_EXAMPLE, "positive\tfine\nno tab", "line 2: no tab")
+def own_run(app_url, pretrained_run):
+    return finished_own_run(app_url, pretrained_run, SENTIMENT_EXAMPLE, "positive\tfine\nno tab", "line 2: no tab")
 
 
 def test_own_sentences_are_cross_validated_and_classified_with_their_label_names(own_run):

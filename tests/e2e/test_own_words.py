@@ -15,8 +15,8 @@ from tests.e2e.test_own_data import finished_own_run
 
 
 @pytest.fixture(scope="module")
-def words_run(app_url):
-    return finished_own_run(app_url, WORDS_EXAMPLE, "a\tX\nb\tX\nc\tX\nd\tX\n\ne\tY",
+def words_run(app_url, pretrained_run):
+    return finished_own_run(app_url, pretrained_run, WORDS_EXAMPLE, "a\tX\nb\tX\nc\tX\nd\tX\n\ne\tY",
                             "line 6: tag 'Y' is on 1 word; each tag needs at least 4")
 
 

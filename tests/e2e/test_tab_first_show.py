@@ -72,6 +72,7 @@ def test_a_link_to_fill_mask_asks_for_the_other_tabs_when_they_are_shown_once(br
     expect(page.get_by_role("tab", name="Fill-Mask", exact=True)).to_have_attribute("aria-selected", "true",
                                                                                      timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#fm-filled")).not_to_be_empty(timeout=RUN_TIMEOUT_MS)  # the view is on screen
+    expect(page.locator("#fm-text textarea")).to_have_value("Paris is the [MASK] of France.")  # the link's text
 
     _mark(page, "learn")
     open_tab(page, "Learn")

@@ -11,7 +11,7 @@ from gradio_client.exceptions import AppError
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
 from tests.helpers import visitor_client
 
-from .test_finetune import PRETRAIN, wait_status
+from .api import PRETRAIN, wait_status
 
 BUSY_MACHINE_S = 1200.0  # two short runs; on a shared two-core machine each can wait minutes for a core
 TOKEN_A = "yours-alone-A"
