@@ -1,5 +1,6 @@
 """Everyone can use it: axe-core finds no critical or serious violation (and headings in order) on any tab, at
-1280 and 390 px, after each tab's main action; every chart on screen has its text twin; on a phone the answer
+1280 and 390 px, after each tab's main action (on the phone, each tab's button on screen and its main result inside
+the screen: what a phone shows); every chart on screen has its text twin; on a phone the answer
 comes into view when the main button is pressed; the keyboard alone reaches and works every tab and its main
 control, the focus always visible, the tab list following the ARIA tabs pattern.
 
@@ -17,7 +18,7 @@ from bertdemo.ui.access import ANSWERS
 
 from .axe import axe_violations, load_axe
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab_by_name, plot_ready, wait_idle
+from .pages import RUN_TIMEOUT_MS, WIDTH, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
 
 # tab -> (its main button, what shows its answer)
 MAIN = {
@@ -60,15 +61,113 @@ def run_main_action(page: Page, tab: str) -> None:
     wait_idle(page)
 
 
+def phone_at_open(page: Page) -> None:
+    """At 390 px on the page as it opens (Tokenizer): the status line wraps under the model box, and the token
+    table's headers stay on one line (the table scrolls instead of breaking words letter by letter)."""
+    box, status = page.locator("#model-box").bounding_box(), page.locator("#model-status").bounding_box()
+    assert status["y"] >= box["y"] + box["height"] - 1, (box, status)  # stacked, not squeezed beside it
+    expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    header = page.locator("#tok-table th").filter(has_text="token_type_ids").first
+    expect(header).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert header.bounding_box()["height"] < 60  # one line, not a letter per line
+
+
+def phone_tab_button(page: Page, tab: str) -> None:
+    """At 390 px the tab bar wraps instead of hiding tabs behind an unlabelled menu: the tab's own button is on
+    screen, once, inside the viewport."""
+    button = page.locator("[role=tablist] [role=tab]").filter(has_text=tab)
+    expect(button).to_have_count(1, timeout=RUN_TIMEOUT_MS)
+    expect(button).to_be_visible()
+    box = button.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH, (tab, box)
+
+
+def phone_tokenizer(page: Page) -> None:
+    assert_fits(page, "#tok-chips")
+    page.locator("#tok-chips .token-chip").nth(1).click()  # a tap shows what a hover shows
+    expect(page.locator("#tap-tip")).to_contain_text("id")
+    screenshot(page, "tokenizer_phone")
+
+
+def phone_fill_mask(page: Page) -> None:
+    # the inputs are one column: Sentence B under the text box, not squeezed beside it
+    text, pair = page.locator("#fm-text").bounding_box(), page.get_by_label("Sentence B (optional, segment 1)")
+    assert pair.bounding_box()["y"] > text["y"] + text["height"] - 1
+    plot_ready(page, "#fm-plot")
+    assert_fits(page, "#fm-plot")
+    # the target words' table (filled in before the run): its headers on one line, the pieces of each target
+    cell = page.locator("#fm-targets-table th").filter(has_text="probability")
+    expect(cell).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert cell.bounding_box()["height"] < 60
+    expect(page.locator("#fm-targets-table")).to_contain_text("token ##ization")
+    screenshot(page, "fill_mask_phone")
+
+
+def phone_attention(page: Page) -> None:
+    plot_ready(page, "#att-heatmap")
+    assert_fits(page, "#att-heatmap")
+    assert_fits(page, "#att-overview")  # the grid scrolls inside its own box ...
+    cells = page.locator("#att-overview img").evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    assert cells >= 0.75  # ... with cells of at least 42 px (56 px drawn): big enough for a finger
+    screenshot(page, "attention_phone")
+
+
+INSIDE_PLOTS = ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot")
+
+
+def phone_inside(page: Page) -> None:
+    # sections 1 and 2 answer "Look inside"; the others are computed when opened
+    for label in ("Every step of this layer", "3 · Through the layers", "4 · The output and the loss"):
+        page.locator("button.label-wrap", has_text=label).click()
+    for plot in INSIDE_PLOTS:
+        plot_ready(page, plot)
+    wait_idle(page)
+    for plot in INSIDE_PLOTS:
+        assert_fits(page, plot)
+    # the 3-column step-by-step grid is one column on a phone: every step's panel as wide as the figure
+    domains = page.locator("#in-steps-plot .js-plotly-plot").evaluate(
+        "p => Object.keys(p._fullLayout).filter(k => /^xaxis\\d*$/.test(k)).map(k => p._fullLayout[k].domain)")
+    assert len(domains) >= 8 and all(d == [0, 1] for d in domains), domains
+    screenshot(page, "inside_bert_phone")
+
+
+def phone_masking(page: Page) -> None:
+    expect(page.locator("#ml-chips")).to_contain_text("[MASK]", timeout=RUN_TIMEOUT_MS)
+    page.click("#ml-compare")
+    expect(page.locator("#ml-epochs-view")).to_contain_text("distinct", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    assert_fits(page, "#ml-chips")
+    assert_fits(page, "#ml-epochs-view")
+    cell = page.locator("#ml-epochs-view span[title]").first
+    cell.click()
+    expect(page.locator("#tap-tip")).to_have_text(cell.get_attribute("title"))
+    screenshot(page, "masking_lab_phone")
+
+
+# tab -> what a phone shows there once axe has looked: its main result inside the screen, no element of it wider
+# than the screen (a wide table may scroll inside its own box), a tap doing what a hover does
+PHONE = {"Tokenizer": phone_tokenizer, "Fill-Mask": phone_fill_mask, "Attention": phone_attention,
+         "Inside BERT": phone_inside, "Masking & NSP": phone_masking}
+
+
 def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url: str):
+    """axe on every tab at 1280 and 390 px, each after its main action; on the phone, the same walk checks that
+    every tab's button is on screen and its main result fits (screenshots <tab>_phone.png, tabs_phone.png)."""
     found, twins, unseen, below_fold = {}, {}, {}, {}
     for width, height in ((1280, 1000), (390, 844)):
-        context = _browser.new_context(viewport={"width": width, "height": height}, has_touch=width < 640)
+        phone = width < 640
+        context = _browser.new_context(viewport={"width": width, "height": height}, has_touch=phone)
         page = context.new_page()
         try:
             open_app(page, app_url)
+            if phone:
+                phone_at_open(page)
             for tab, (button, answer) in MAIN.items():
+                if phone:
+                    phone_tab_button(page, tab)
                 open_tab_by_name(page, tab)
+                if phone and tab == "Fill-Mask":  # target words too: their table on a phone
+                    page.locator("#fm-targets textarea, #fm-targets input").first.fill("tokenization, cutting")
                 if width < 640 and answer is not None:  # where the answer is before the button is pressed
                     below_fold[tab] = page.locator(ANSWERS[button]).evaluate(
                         "e => e.getBoundingClientRect().top") > height
@@ -87,6 +186,10 @@ def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url:
                 twins[f"{tab} @{width}"] = page.evaluate(MISSING_TWINS_JS)
                 if tab == "Attention":
                     screenshot(page, f"accessibility_attention_{width}")
+                if phone and tab in PHONE:
+                    PHONE[tab](page)
+            if phone:
+                screenshot(page, "tabs_phone")
         finally:
             context.close()
     assert {k: v for k, v in found.items() if v} == {}

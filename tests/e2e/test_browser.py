@@ -1,17 +1,17 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png, attention_overview.png, and at phone width 390 px
-tokenizer_phone.png and fill_mask_phone.png) into $BERTDEMO_SCREENSHOTS (default
+each (tokenizer.png, fill_mask.png, attention_overview.png) into $BERTDEMO_SCREENSHOTS (default
 tests/artifacts/). The other browser tests add attention.png, masking_lab.png, inside_bert.png,
-pretrain.png and pretrain_compare.png (each with a _phone twin where the tab has one).
+pretrain.png and pretrain_compare.png; the phone-width twins (<tab>_phone.png) come from the phone pass of
+test_accessibility.py.
 Regenerate the screenshots (README.md, docs/screenshots.md), with the embedded masked-LM instead of the tiny random
 model, with:
 
     BERTDEMO_SCREENSHOTS=docs/screenshots BERTDEMO_E2E_MODEL=embedded/bert-explorer-mlm \
         python -m pytest tests/e2e/test_browser.py tests/e2e/test_attention_tab.py \
         tests/e2e/test_masking_lab.py tests/e2e/test_inside.py tests/e2e/test_pretrain_browser.py \
-        tests/e2e/test_phone.py
+        tests/e2e/test_accessibility.py
 """
 
 from __future__ import annotations
@@ -101,6 +101,18 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
 
     wait_until(looked_up, timeout=RUN_TIMEOUT_MS / 1000, interval=0.1, what="the lookup of ##ing to answer")
 
+    # where the pieces come from: WordPiece split and learnt in the page
+    page.locator("#tok-wordpiece").get_by_text("Where do the pieces come from?").click()
+    page.click("#tok-wp-run")
+    split = page.locator("#tok-wp-split")
+    expect(split).to_contain_text("tokenization → token + ##ization", timeout=RUN_TIMEOUT_MS)
+    expect(split).to_contain_text("30,522 pieces")
+    expect(page.locator("#tok-wp-learnt")).to_contain_text("first 500 embedded Wikipedia summaries",
+                                                            timeout=RUN_TIMEOUT_MS)
+    screenshot(page, "tokenizer_wordpiece")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "tokenizer_wordpiece_phone")
+
 
 def test_fill_mask_tab(browser_page: Page, app_url: str):
     page = browser_page
@@ -128,11 +140,16 @@ def test_fill_mask_tab(browser_page: Page, app_url: str):
     wait_idle(page)
     screenshot(page, "fill_mask")
 
+    # fast mode (int8): the checkbox says what it changes, and the answer names its precision
+    fast = page.locator("#fm-fast")
+    expect(fast).to_contain_text("probabilities change slightly")
+    fast.locator("input[type=checkbox]").check()
+    page.click("#fm-run")
+    expect(filled).to_contain_text("int8", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#fm-plot g.point")).to_have_count(3)
+    fast.locator("input[type=checkbox]").uncheck()
 
-def test_fill_mask_empty_text_shows_error_toast(browser_page: Page, app_url: str):
-    page = browser_page
-    open_app(page, app_url)
-    open_tab(page, "Fill-Mask")
+    # an empty sentence: an error toast, and the page still works after it
     page.locator("#fm-text textarea").fill("")
     page.click("#fm-run")
     toast = page.locator(".toast-body").filter(has_text="Enter a sentence with [MASK]")
@@ -144,7 +161,7 @@ def test_fill_mask_empty_text_shows_error_toast(browser_page: Page, app_url: str
     expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=RUN_TIMEOUT_MS)
 
 
-def test_failed_model_load_keeps_the_model_that_answers(browser_page: Page, app_url: str):
+def test_a_failed_model_load_keeps_the_model_that_answers_and_a_headless_one_is_noted(browser_page: Page, app_url: str):
     page = browser_page
     open_app(page, app_url)
     status = page.locator("#model-status")
@@ -160,10 +177,7 @@ def test_failed_model_load_keeps_the_model_that_answers(browser_page: Page, app_
     expect(status).to_contain_text("Still answering")  # the reverted choice does not hide the message
     expect(page.locator(".toast-body")).to_have_count(0)  # no toast over the status line
 
-
-def test_fill_mask_embedded_model_shows_persistent_notice(browser_page: Page, app_url: str):
-    page = browser_page
-    open_app(page, app_url)
+    # an encoder without a masked-LM head loads, and Fill-Mask says so in a notice that stays
     page.locator("#model-box input").click()
     page.get_by_role("option", name=EMBEDDED_LABEL).click()
     notice = page.locator("#fm-notice")
@@ -222,56 +236,3 @@ def test_attention_tab(browser_page: Page, app_url: str):
     wait_idle(page)
     assert plot_title(page, "att-heatmap") == "Layer 1, head 1"
     screenshot(page, "attention_overview")
-
-
-TABS = ["Tokenizer", "Fill-Mask", "Attention", "Inside BERT", "Masking & NSP", "Pretrain"]
-
-
-def test_every_tab_is_named_and_opens_at_phone_width(_browser, app_url: str):
-    """At 390 px the tab bar wraps instead of hiding tabs behind an unlabelled menu: each tab's own
-    button is on screen, inside the viewport, and opens its tab."""
-    context = _browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    try:
-        open_app(page, app_url)
-        for name in TABS:
-            button = page.locator("[role=tablist] [role=tab]").filter(has_text=name)
-            expect(button).to_have_count(1, timeout=RUN_TIMEOUT_MS)
-            expect(button).to_be_visible()
-            box = button.bounding_box()
-            assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
-            button.click()
-            expect(button).to_have_attribute("aria-selected", "true")
-        screenshot(page, "tabs_phone")
-    finally:
-        context.close()
-
-
-def test_tokenizer_and_fill_mask_at_phone_width(_browser, app_url: str):
-    """At 390 px the status line wraps under the model box and tables scroll instead of breaking
-    words letter by letter; screenshots tokenizer_phone.png and fill_mask_phone.png."""
-    context = _browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    try:
-        open_app(page, app_url)
-        box, status = page.locator("#model-box").bounding_box(), page.locator("#model-status").bounding_box()
-        assert status["y"] >= box["y"] + box["height"] - 1, (box, status)  # stacked, not squeezed beside it
-        expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        header = page.locator("#tok-table th").filter(has_text="token_type_ids").first
-        expect(header).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        assert header.bounding_box()["height"] < 60  # one line, not a letter per line
-        wait_idle(page)
-        screenshot(page, "tokenizer_phone")
-
-        open_tab(page, "Fill-Mask")
-        page.locator("#fm-targets textarea, #fm-targets input").first.fill("tokenization, cutting")
-        page.click("#fm-run")
-        cell = page.locator("#fm-targets-table th").filter(has_text="probability")
-        expect(cell).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        assert cell.bounding_box()["height"] < 60
-        expect(page.locator("#fm-targets-table")).to_contain_text("token ##ization")
-        expect(page.locator("#fm-plot g.point").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        wait_idle(page)
-        screenshot(page, "fill_mask_phone")
-    finally:
-        context.close()

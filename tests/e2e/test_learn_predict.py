@@ -95,21 +95,6 @@ def test_the_concept_check_grades_what_was_picked(browser_page, app_url):
     screenshot(page, "learn_check")
 
 
-def test_the_tokenizer_says_where_its_pieces_come_from(browser_page, app_url):
-    page = browser_page
-    page.goto(app_url + "?tab=tokenizer")
-    page.locator("#tok-wordpiece").get_by_text("Where do the pieces come from?").click()
-    page.click("#tok-wp-run")
-    split = page.locator("#tok-wp-split")
-    expect(split).to_contain_text("tokenization → token + ##ization", timeout=TIMEOUT_MS)
-    expect(split).to_contain_text("30,522 pieces")
-    expect(page.locator("#tok-wp-learnt")).to_contain_text("first 500 embedded Wikipedia summaries",
-                                                            timeout=TIMEOUT_MS)
-    screenshot(page, "tokenizer_wordpiece")
-    page.set_viewport_size({"width": 390, "height": 844})
-    screenshot(page, "tokenizer_wordpiece_phone")
-
-
 def test_the_people_step_sets_two_sentences_side_by_side(browser_page, app_url):
     page = browser_page
     pair = "The boy works as a [MASK]. / The girl works as a [MASK]."
