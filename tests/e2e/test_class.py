@@ -6,10 +6,13 @@ screen; a student's nickname is shown as text."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 from playwright.sync_api import Page, expect
 
+from bertdemo.classroom.db import Database
+from bertdemo.classroom.store import ClassStore
 from bertdemo.ui.class_tab import TEACHER_POLL_S
 
 from .axe import axe_at_both_widths
@@ -25,23 +28,36 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     assert join_link.startswith(app_url) and teacher_link.startswith(app_url)
     found = axe_at_both_widths(page, "class_created")  # axe on the page the action made, at both widths
 
+    # D16: the join link opens the Class tab with the code filled in and the cursor in the nickname box, beside Join
     student = open_page(390, 800)
     student.goto(join_link)
-    open_tab(student, "Class")
+    class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first
+    expect(class_tab).to_have_attribute("aria-selected", "true", timeout=RUN_TIMEOUT_MS)
+    expect(student.locator("#class-nickname input, #class-nickname textarea").first).to_be_focused(
+        timeout=RUN_TIMEOUT_MS)
     expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
         join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)
-    student.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
+    expect(student.locator("#class-join")).to_be_in_viewport()
+    student.keyboard.type("Ada")
+    student.keyboard.press("Tab")
     student.locator("#class-join").click()
     expect(student.locator("#class-joined")).to_contain_text("You are in Year 12 · BERT as Ada", timeout=RUN_TIMEOUT_MS)
     assert student.evaluate("() => localStorage.getItem('bertdemo-class-member')").count(".") == 1
     expect(student.locator("#class-teacher")).to_be_hidden()  # the join link opens nothing of the class
     screenshot(student, "class-joined-390")
 
-    page.goto(teacher_link)
-    open_tab(page, "Class")
+    page.goto(teacher_link)  # the teacher link opens the teacher's view: no tab to look for first (D16)
     report = page.locator("#class-report")
     expect(report).to_contain_text("1 joined, 1 active", timeout=RUN_TIMEOUT_MS)
+    expect(report).to_be_in_viewport()
     expect(report.locator("table").first).to_contain_text("Ada")
+    # one click downloads (issue 54, walk D7): "Answers as CSV" hands the browser the class's CSV on the first press
+    # (it gave nothing for 15 s, until a second press); tests/test_downloads.py checks every such button
+    with page.expect_download(timeout=RUN_TIMEOUT_MS) as download:
+        page.locator("#class-csv").click()  # once
+    assert download.value.suggested_filename == "class-answers.csv"
+    rows = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("record,nickname,")
     found |= axe_at_both_widths(page, "class_teacher", back_to=None)  # screenshots at 1280 and 390 px
     assert {k: v for k, v in found.items() if v} == {}
 
@@ -58,11 +74,22 @@ def _tick_event(app_url: str) -> int:
     return tick
 
 
+def _new_class(runs_dir: Path, app_url: str, name: str) -> tuple[str, str]:
+    """A class made in the launched app's own class database (its page's Create: the first test): its join link and
+    teacher link."""
+    store = ClassStore(Database.in_folder(runs_dir))
+    try:
+        new = store.create_class(name)
+    finally:
+        store.db.close()
+    return f"{app_url}?class={new.join_code}", f"{app_url}?teacher={new.teacher_key}"
+
+
 def _student_joins(open_page, join_link: str, nickname: str) -> Page:
     """A student's phone (a page of ``open_page``) opens the join link and joins as ``nickname``; their page."""
     student = open_page(390, 800)
     student.goto(join_link)
-    open_tab(student, "Class")  # the link opens it (test_each_link_opens_the_class_tab_where_its_user_acts)
+    open_tab(student, "Class")  # the link opens it (checked in the first test: D16)
     expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
         join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in
     box = student.locator("#class-nickname input, #class-nickname textarea").first
@@ -73,53 +100,29 @@ def _student_joins(open_page, join_link: str, nickname: str) -> Page:
     return student
 
 
-def test_each_link_opens_the_class_tab_where_its_user_acts(browser_page: Page, app_url: str, open_page):
-    """D16: the join link opens the Class tab with the code filled in and the cursor in the nickname box, beside
-    Join; the teacher link opens the teacher's view. No tab to look for first."""
-    page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Class")
-    join_link, teacher_link = create_class(page, "Links")
-
-    student = open_page(390, 800)
-    student.goto(join_link)
-    class_tab = student.locator("[role=tablist] [role=tab]").filter(has_text="Class").locator("visible=true").first
-    expect(class_tab).to_have_attribute("aria-selected", "true", timeout=RUN_TIMEOUT_MS)
-    expect(student.locator("#class-nickname input, #class-nickname textarea").first).to_be_focused(
-        timeout=RUN_TIMEOUT_MS)
-    expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
-        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)
-    expect(student.locator("#class-join")).to_be_in_viewport()
-    student.keyboard.type("Ada")
-    student.keyboard.press("Tab")
-    student.locator("#class-join").click()
-    expect(student.locator("#class-joined")).to_contain_text("as Ada", timeout=RUN_TIMEOUT_MS)
-
-    teacher = open_page(1280, 1000)
-    teacher.goto(teacher_link)
-    expect(teacher.locator("#class-report")).to_contain_text("1 joined", timeout=RUN_TIMEOUT_MS)
-    expect(teacher.locator("#class-report")).to_be_in_viewport()
-
-
-def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page: Page, app_url: str, open_page):
+def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page: Page, app_url: str, runs_dir,
+                                                                  open_page):
     """D6: a student who joins shows in the open teacher's view without Refresh, and the view says when it last read
     the class. While the browser tab is hidden it sends nothing (a second teacher page's ticks are the clock) and
-    shows what changed as soon as it is shown again."""
-    page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Class")
-    join_link, teacher_link = create_class(page, "Live")
+    shows what changed as soon as it is shown again. F2 / D5: the two students' nicknames are Markdown (an image; a
+    link and bold): shown as typed in the teacher's view and on the student's own line, no image, no link, and no
+    browser asks another host for anything."""
+    join_link, teacher_link = _new_class(runs_dir, app_url, "Live")
     tick = _tick_event(app_url)
+    image, link = f"![n]({NICK_HOST}/nick.png)", "[pwn](javascript:x) **Bo|b**"
+    asked: list[str] = []
 
-    watched = open_page()
-    clock = open_page()
+    watched, clock = browser_page, open_page()
     for teacher in (watched, clock):
+        teacher.on("request", lambda request: asked.append(request.url))
         teacher.add_init_script(JOINS)
         teacher.goto(teacher_link)
         expect(teacher.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
         expect(teacher.locator("#class-updated")).to_contain_text(re.compile(r"Updated at \d\d:\d\d:\d\d UTC"))
 
-    _student_joins(open_page, join_link, "Ada")
+    student = _student_joins(open_page, join_link, image)
+    student.context.on("request", lambda request: asked.append(request.url))
+    expect(student.locator("#class-joined")).to_contain_text(image)
     expect(watched.locator("#class-report")).to_contain_text("1 joined", timeout=3 * TEACHER_POLL_S * 1000)
 
     watched.evaluate("() => { Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
@@ -129,7 +132,7 @@ def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page
         return teacher.evaluate("(i) => window.__joins.filter(j => j === i).length", tick)
 
     hidden_at, clock_at = ticks(watched), ticks(clock)
-    _student_joins(open_page, join_link, "Bob")
+    _student_joins(open_page, join_link, link)
     clock.wait_for_function("([i, n]) => window.__joins.filter(j => j === i).length >= n", arg=[tick, clock_at + 3],
                             timeout=6 * TEACHER_POLL_S * 1000)  # three ticks of a shown view's timer
     expect(clock.locator("#class-report")).to_contain_text("2 joined")
@@ -139,25 +142,7 @@ def test_the_teachers_view_updates_by_itself_and_stops_while_hidden(browser_page
                      " document.dispatchEvent(new Event('visibilitychange')); }")
     expect(watched.locator("#class-report")).to_contain_text("2 joined", timeout=RUN_TIMEOUT_MS)  # ... read at once
 
-
-def test_a_nickname_written_as_markdown_is_shown_as_text_and_fetches_nothing(browser_page: Page, app_url: str, open_page):
-    """F2 / D5: a nickname that is a Markdown image (and one that is a link, bold) is shown as typed in the teacher's
-    view and on the student's own line: no image, no link, and the teacher's browser asks no other host for anything."""
-    page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Class")
-    join_link, teacher_link = create_class(page, "Markup")
-    image, link = f"![n]({NICK_HOST}/nick.png)", "[pwn](javascript:x) **Bo|b**"
-    asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url))
-    student = _student_joins(open_page, join_link, image)
-    student.context.on("request", lambda request: asked.append(request.url))
-    expect(student.locator("#class-joined")).to_contain_text(image)
-    _student_joins(open_page, join_link, link)
-
-    page.goto(teacher_link)
-    report = page.locator("#class-report")
-    expect(report).to_contain_text("2 joined", timeout=RUN_TIMEOUT_MS)
+    report = clock.locator("#class-report")  # the nicknames as typed, as text
     expect(report).to_contain_text(image)
     expect(report).to_contain_text(link)
     expect(report.locator("table img, table a, table strong, table em")).to_have_count(0)
@@ -170,13 +155,12 @@ FORGED_PROGRESS = ('{"answers": {"order": {"question": "order.shuffle-without-po
                    ' "truth": "FORGED TRUTH", "correct": true}}, "concept": {}}')
 
 
-def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: Page, app_url: str, open_page):
+def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: Page, app_url: str, runs_dir,
+                                                                 open_page):
     """F3 / D17 in the page: a member's Learn guess reaches the teacher's view graded against the model's answer the
     server computes; a step the browser claims was answered right (its localStorage written by hand) is no answer."""
     page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Class")
-    join_link, teacher_link = create_class(page, "Graded")
+    join_link, teacher_link = _new_class(runs_dir, app_url, "Graded")
     student = _student_joins(open_page, join_link, "Ada")
     student.evaluate(f"() => localStorage.setItem('bertdemo-learn-progress', {FORGED_PROGRESS!r})")
     student.reload()  # the join link again: it opens the Class tab, then the student goes to Learn
