@@ -200,3 +200,19 @@ def wait_status(client: Client, predicate, timeout_s: float = 300.0) -> dict:
     wait_until(reached, timeout=timeout_s, interval=0.5, what="the run's status",
                message=lambda: f"{snaps[0].get('kind')} {snaps[0].get('status')} {str(snaps[0].get('message'))[:200]}")
     return snaps[0]
+
+
+BUSY_MACHINE_S = 1200.0  # a short run; on a shared two-core machine it can wait minutes for a core
+
+
+def finished_own_run(app_url: str, pretrained: str, lines: str, refused: str, refusal: str) -> tuple[Client, dict]:
+    """A start on ``refused`` lines refused with ``refusal``, then an own-data run on ``lines`` from the checkpoint
+    of the tiny pretraining run ``pretrained``: (client, its status once finished)."""
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match=refusal):
+        client.predict({"task": "own", "lines": refused}, api_name="/start_finetune")
+    client.predict({"task": "own", "lines": lines, "init": f"run:{pretrained}/checkpoint",
+                    "epochs": 2, "batch_size": 16, "seed": 1}, api_name="/start_finetune")
+    snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own"
+                       and s.get("status") == "finished" and s["checkpoint"], BUSY_MACHINE_S)
+    return client, snap

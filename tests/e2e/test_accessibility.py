@@ -198,18 +198,9 @@ def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url:
     assert below_fold["Attention"]  # the heatmap was brought up from below the fold, not found there
 
 
-def click_and_draw(page: Page, tab: str, button: str, plot: str) -> None:
-    """Open ``tab``, press its ``button`` and wait until the figure ``plot`` is drawn and the page is idle."""
-    open_tab_by_name(page, tab)
-    page.click(button)
-    plot_ready(page, plot)
-    wait_idle(page)
-
-
-def test_the_fill_mask_chart_reads_out_its_own_bars(browser_page: Page, app_url: str):
-    page = browser_page
-    open_app(page, app_url)
-    click_and_draw(page, "Fill-Mask", "#fm-run", "#fm-plot")
+def fill_mask_twin_reads_its_bars(page: Page) -> None:
+    """The Fill-Mask chart's text twin holds its own bars: each word and its probability, as drawn; not shown."""
+    plot_ready(page, "#fm-plot")
     drawn = page.locator("#fm-plot .js-plotly-plot").evaluate(
         "g => { const b = g.data.find(t => t.type === 'bar'); return {y: Array.from(b.y), x: Array.from(b.x)}; }")
     rows = page.locator("#fm-plot .pf-twin table").first.evaluate(
@@ -226,10 +217,9 @@ TWIN_TABLES_JS = """t => [...t.querySelectorAll('table')].map(tb => ({caption: t
   rows: [...tb.querySelectorAll('tr')].slice(1).map(r => [...r.children].map(c => c.textContent))}))"""
 
 
-def test_a_large_figure_reads_out_each_row_s_largest_and_a_small_one_every_number(browser_page: Page, app_url: str):
-    page = browser_page
-    open_app(page, app_url)
-    click_and_draw(page, "Inside BERT", "#in-run", "#in-emb-plot")
+def inside_twin_reads_each_rows_largest(page: Page) -> None:
+    """A large figure (Inside BERT's embeddings) reads out each row's largest value."""
+    plot_ready(page, "#in-emb-plot")
     strips = page.locator("#in-emb-plot .js-plotly-plot").evaluate(HEATMAPS_JS)
     assert sum(len(z) * len(z[0]) for z in strips) > 1000 and len(strips) >= 2  # too many numbers to read out
     tables = page.locator("#in-emb-plot .pf-twin").evaluate(TWIN_TABLES_JS)
@@ -237,12 +227,22 @@ def test_a_large_figure_reads_out_each_row_s_largest_and_a_small_one_every_numbe
     for table, z in zip(tables, strips):
         assert "the largest value of each row" in table["caption"]
         assert [float(r[2]) for r in table["rows"]] == [pytest.approx(max(row), rel=5e-4, abs=1e-9) for row in z]
-    click_and_draw(page, "Attention", "#att-run", "#att-heatmap")
+
+
+def attention_twin_reads_every_weight(page: Page) -> None:
+    """A small figure (one attention head's weights) reads out every number, row by row."""
+    plot_ready(page, "#att-heatmap")
+    wait_idle(page)
     (weights,) = page.locator("#att-heatmap .js-plotly-plot").evaluate(HEATMAPS_JS)
     (table,) = page.locator("#att-heatmap .pf-twin").evaluate(TWIN_TABLES_JS)
     assert len(table["rows"]) == len(weights) and "largest" not in table["caption"]  # every weight, row by row
     for shown, row in zip(table["rows"], weights):
         assert [float(v) for v in shown[1:]] == [pytest.approx(w, rel=5e-4, abs=1e-9) for w in row]
+
+
+# tab -> what its chart's text twin must read out, checked once the keyboard has run the tab's main action
+TWINS_READ = {"Fill-Mask": fill_mask_twin_reads_its_bars, "Attention": attention_twin_reads_every_weight,
+              "Inside BERT": inside_twin_reads_each_rows_largest}
 
 
 ACTIVE = "() => { const a = document.activeElement; return a ? (a.id || a.closest('[id]')?.id || a.tagName) : null; }"
@@ -267,6 +267,8 @@ def selected_tab(page: Page) -> str:
 
 
 def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_url: str):
+    """Tab, arrows and Enter alone reach and run every tab's main control, the focus always visible; the charts the
+    keyboard drew read out their numbers in their text twins (TWINS_READ)."""
     page = browser_page
     open_app(page, app_url)
     open_tab_by_name(page, "Learn")
@@ -312,6 +314,8 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
             page.keyboard.press("Enter")
             expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
             wait_idle(page)
+        if tab in TWINS_READ:
+            TWINS_READ[tab](page)
 
 
 # an answer box (a Markdown) its event is filling: gradio lays its progress over the box, which was 0 px high while

@@ -14,6 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from tests.e2e.api import wait_status
 from tests.e2e.axe import axe_violations
 from tests.e2e.conftest import screenshot
+from tests.e2e.pages import resize
 
 
 @pytest.fixture(scope="module")
@@ -97,36 +98,36 @@ def test_the_layer_change_of_the_run(finetuned):
         client.predict("ft:nope", api_name="/layer_change")
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_the_fine_tune_tab_shows_the_run(finetuned, _browser, app_url, width):
+def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
+    """The tab as the run left it, at 1280 px; then at a phone's 390 px, axe and a screenshot of the same page."""
     _, snap = finetuned
-    page = _browser.new_page(viewport={"width": width, "height": 1000})
-    try:
-        page.goto(app_url + "?tab=finetune")
-        page.get_by_role("tab", name="Fine-tune").click()
-        page.wait_for_function("() => (document.querySelector('#ft-status')?.innerText || '').includes('FINISHED')",
-                               timeout=120_000)
-        assert snap["run_id"] in page.inner_text("#ft-status")
-        assert "Newly initialized" in page.inner_text("#ft-new")
-        page.wait_for_selector("#ft-curves .js-plotly-plot", timeout=60_000)
-        status = page.inner_text("#ft-status")
-        # a start from a pretraining run is read against its own control (random weights of its shape), not the
-        # stored runs of the embedded model's shape; until that control has run, the status says how to get it
-        assert "is read against its control, random weights of this run's shape" in status, status
-        assert "stored reference" not in status and "nan" not in status.lower()
-        legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
-        # the stored random runs are of the embedded model's shape: not drawn as the control of a run start
-        assert legend and not any("stored reference" in t for t in legend), legend
-        assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
-        # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
-        assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
-        page.locator("#ft-change-box button.label-wrap").click()
-        page.locator("#ft-change-run input").click()
-        page.get_by_role("option").first.click()
-        page.click("#ft-change")
-        page.wait_for_function("() => (document.querySelector('#ft-change-md')?.innerText || '').includes('CKA')",
-                               timeout=240_000)
-        assert "Forgetting, measured" in page.inner_text("#ft-change-md")
-        screenshot(page, f"finetune_{width}")
-    finally:
-        page.close()
+    page = browser_page
+    page.goto(app_url + "?tab=finetune")
+    page.get_by_role("tab", name="Fine-tune").click()
+    page.wait_for_function("() => (document.querySelector('#ft-status')?.innerText || '').includes('FINISHED')",
+                           timeout=120_000)
+    assert snap["run_id"] in page.inner_text("#ft-status")
+    assert "Newly initialized" in page.inner_text("#ft-new")
+    page.wait_for_selector("#ft-curves .js-plotly-plot", timeout=60_000)
+    status = page.inner_text("#ft-status")
+    # a start from a pretraining run is read against its own control (random weights of its shape), not the
+    # stored runs of the embedded model's shape; until that control has run, the status says how to get it
+    assert "is read against its control, random weights of this run's shape" in status, status
+    assert "stored reference" not in status and "nan" not in status.lower()
+    legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
+    # the stored random runs are of the embedded model's shape: not drawn as the control of a run start
+    assert legend and not any("stored reference" in t for t in legend), legend
+    assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
+    # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
+    assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
+    page.locator("#ft-change-box button.label-wrap").click()
+    page.locator("#ft-change-run input").click()
+    page.get_by_role("option").first.click()
+    page.click("#ft-change")
+    page.wait_for_function("() => (document.querySelector('#ft-change-md')?.innerText || '').includes('CKA')",
+                           timeout=240_000)
+    assert "Forgetting, measured" in page.inner_text("#ft-change-md")
+    screenshot(page, "finetune_1280")
+    resize(page, 390, 1000)
+    assert axe_violations(page) == []
+    screenshot(page, "finetune_390")

@@ -6,28 +6,12 @@ at desktop and phone width."""
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
-from tests.e2e.api import wait_status
+from tests.e2e.api import finished_own_run
 from tests.e2e.conftest import screenshot
-from tests.e2e.pages import open_tab
-
-BUSY_MACHINE_S = 1200.0  # a short run; on a shared two-core machine it can wait minutes for a core
-
-
-def finished_own_run(app_url: str, pretrained: str, lines: str, refused: str, refusal: str) -> tuple[Client, dict]:
-    """A start on ``refused`` lines refused with ``refusal``, then an own-data run on ``lines`` from the checkpoint
-    of the tiny pretraining run ``pretrained``: (client, its status once finished)."""
-    client = Client(app_url, verbose=False)
-    with pytest.raises(Exception, match=refusal):
-        client.predict({"task": "own", "lines": refused}, api_name="/start_finetune")
-    client.predict({"task": "own", "lines": lines, "init": f"run:{pretrained}/checkpoint",
-                    "epochs": 2, "batch_size": 16, "seed": 1}, api_name="/start_finetune")
-    snap = wait_status(client, lambda s: s.get("kind") == "finetune" and s.get("task") == "own"
-                       and s.get("status") == "finished" and s["checkpoint"], BUSY_MACHINE_S)
-    return client, snap
+from tests.e2e.pages import open_tab, resize
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +28,23 @@ def test_own_sentences_are_cross_validated_and_classified_with_their_label_names
     assert sum(answer["probabilities"].values()) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_the_section_shows_the_result_with_the_run_just_ended_picked(own_run, _browser, app_url, width):
+def test_the_section_shows_the_result_with_the_run_just_ended_picked(own_run, browser_page, app_url):
+    """The section as the run left it, at 1280 px; then the same page at a phone's 390 px (a screenshot)."""
     _, snap = own_run
-    page = _browser.new_page(viewport={"width": width, "height": 1000})
-    try:
-        page.goto(app_url)
-        open_tab(page, "Fine-tune")
-        expect(page.locator("#own-result")).to_contain_text("5-fold cross-validation", timeout=120_000)
-        result = page.inner_text("#own-result")
-        assert "majority class" in result and "bag of words" in result and snap["run_id"] in result
-        page.wait_for_function(f"() => document.querySelector('#ft-run-pick input')?.value.includes('{snap['run_id']}')",
-                               timeout=60_000)
-        assert snap["run_id"] in page.input_value("#ft-classify-model input")  # every picker has it
-        page.click("#own-classify")
-        page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('positive')",
-                               timeout=60_000)
-        page.locator("#own-box").scroll_into_view_if_needed()
-        screenshot(page, f"own_data_{width}")
-    finally:
-        page.close()
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Fine-tune")
+    expect(page.locator("#own-result")).to_contain_text("5-fold cross-validation", timeout=120_000)
+    result = page.inner_text("#own-result")
+    assert "majority class" in result and "bag of words" in result and snap["run_id"] in result
+    page.wait_for_function(f"() => document.querySelector('#ft-run-pick input')?.value.includes('{snap['run_id']}')",
+                           timeout=60_000)
+    assert snap["run_id"] in page.input_value("#ft-classify-model input")  # every picker has it
+    page.click("#own-classify")
+    page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('positive')",
+                           timeout=60_000)
+    page.locator("#own-box").scroll_into_view_if_needed()
+    screenshot(page, "own_data_1280")
+    resize(page, 390, 1000)
+    page.locator("#own-box").scroll_into_view_if_needed()
+    screenshot(page, "own_data_390")

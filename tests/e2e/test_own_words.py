@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import WORDS_EXAMPLE, parse_words
+from tests.e2e.api import finished_own_run
 from tests.e2e.conftest import screenshot
-from tests.e2e.pages import open_tab
-from tests.e2e.test_own_data import finished_own_run
+from tests.e2e.pages import open_tab, resize
 
 
 @pytest.fixture(scope="module")
@@ -31,25 +31,25 @@ def test_own_word_labels_are_cross_validated_and_tag_a_sentence_with_their_tags(
     assert all(0 < w["probability"] <= 1 for w in answer["words"])
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_the_section_shows_the_word_result_and_tags_a_sentence(words_run, _browser, app_url, width):
+def test_the_section_shows_the_word_result_and_tags_a_sentence(words_run, browser_page, app_url):
+    """The section as the run left it, at 1280 px; then the same page at a phone's 390 px (a screenshot)."""
     _, snap = words_run
-    page = _browser.new_page(viewport={"width": width, "height": 1000})
-    try:
-        page.goto(app_url)
-        open_tab(page, "Fine-tune")
-        expect(page.locator("#own-result")).to_contain_text("per-word memory", timeout=120_000)
-        result = page.inner_text("#own-result")
-        assert "5-fold cross-validation" in result and "Macro-F1 over the tags" in result and snap["run_id"] in result
-        page.click("#own-words-example")
-        page.wait_for_function("() => (document.querySelector('#own-lines textarea')?.value || '').includes('VERB')",
-                               timeout=60_000)
-        expect(page.locator("#own-label-per label", has_text="a word:").locator("input")).to_be_checked()
-        page.click("#own-classify")
-        page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('probability')",
-                               timeout=60_000)
-        assert "wonderful" in page.inner_text("#own-answer")
-        page.locator("#own-box").scroll_into_view_if_needed()
-        screenshot(page, f"own_words_{width}")
-    finally:
-        page.close()
+    page = browser_page
+    page.goto(app_url)
+    open_tab(page, "Fine-tune")
+    expect(page.locator("#own-result")).to_contain_text("per-word memory", timeout=120_000)
+    result = page.inner_text("#own-result")
+    assert "5-fold cross-validation" in result and "Macro-F1 over the tags" in result and snap["run_id"] in result
+    page.click("#own-words-example")
+    page.wait_for_function("() => (document.querySelector('#own-lines textarea')?.value || '').includes('VERB')",
+                           timeout=60_000)
+    expect(page.locator("#own-label-per label", has_text="a word:").locator("input")).to_be_checked()
+    page.click("#own-classify")
+    page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('probability')",
+                           timeout=60_000)
+    assert "wonderful" in page.inner_text("#own-answer")
+    page.locator("#own-box").scroll_into_view_if_needed()
+    screenshot(page, "own_words_1280")
+    resize(page, 390, 1000)
+    page.locator("#own-box").scroll_into_view_if_needed()
+    screenshot(page, "own_words_390")
