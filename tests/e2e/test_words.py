@@ -56,29 +56,37 @@ def show_tab(page, phone: bool) -> None:
             assert_fits(page, plot)
 
 
-def test_the_tab_at_desktop_and_phone_width(_browser, app_url):
-    for name, viewport, phone in (("words", {"width": 1280, "height": 1000}, False),
-                                  ("words_phone", {"width": 390, "height": 844}, True)):
-        context = _browser.new_context(viewport=viewport, has_touch=phone)
+def _tab_drawn(_browser, app_url: str, name: str, viewport: dict, phone: bool):
+    """A new visitor's page at ``viewport`` with the tab shown and its similarity figure drawn (screenshot ``name``):
+    (its context, the page)."""
+    context = _browser.new_context(viewport=viewport, has_touch=phone)
+    try:
         page = context.new_page()
-        try:
-            open_app(page, app_url)
-            show_tab(page, phone)
-            figure = page.locator("#wic-sim-plot .js-plotly-plot").evaluate("p => p.data.map(d => d.name)")
-            assert "random words (baseline)" in figure and "static vector" in figure and "same sense (mean)" in figure
-            screenshot(page, name)
-        finally:
-            context.close()
+        open_app(page, app_url)
+        show_tab(page, phone)
+        figure = page.locator("#wic-sim-plot .js-plotly-plot").evaluate("p => p.data.map(d => d.name)")
+        assert "random words (baseline)" in figure and "static vector" in figure and "same sense (mean)" in figure
+        screenshot(page, name)
+    except BaseException:
+        context.close()
+        raise
+    return context, page
 
 
-def test_fill_mask_why_this_word_opens_the_attribution(browser_page, app_url):
-    page = browser_page
-    open_app(page, app_url)
-    open_tab_by_name(page, "Fill-Mask")
-    page.locator("#fm-text textarea").fill("The dog chased the [MASK].")
-    page.click("#fm-why")
-    expect(page.locator("#wic-attr-text textarea")).to_have_value("The dog chased the [MASK].")
-    expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
+def test_the_tab_at_desktop_and_phone_width(_browser, app_url):
+    """The tab at a phone's width, then at a desktop's, where Fill-Mask's "Why this word?" opens the attribution of
+    the sentence it holds."""
+    context, _ = _tab_drawn(_browser, app_url, "words_phone", {"width": 390, "height": 844}, True)
+    context.close()
+    context, page = _tab_drawn(_browser, app_url, "words", {"width": 1280, "height": 1000}, False)
+    try:
+        open_tab_by_name(page, "Fill-Mask")
+        page.locator("#fm-text textarea").fill("The dog chased the [MASK].")
+        page.click("#fm-why")
+        expect(page.locator("#wic-attr-text textarea")).to_have_value("The dog chased the [MASK].")
+        expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
+    finally:
+        context.close()
 
 
 def test_a_deep_link_opens_the_tab_and_explains(browser_page, app_url):
