@@ -29,17 +29,30 @@ _TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests under tests/e2e are ``e2e``; those that open a browser page are ``browser`` too. The files that hold a
-    ``slow`` test run first, then the other e2e files, then the rest (each file's tests in their order): the two
-    workers take files as they free up, so the long ones start early and short ones fill the end, where a long file
-    taken last would leave the other worker idle (60 s of the suite's end on 2026-12-03)."""
+    """Tests under tests/e2e are ``e2e``; those that open a browser page are ``browser`` too. The files run in an
+    order that keeps both workers busy to the end (pytest.ini keeps it: ``--no-loadscope-reorder``): the unit files by
+    their number of tests, most first (xdist's own order), with the heavy files (e2e, or holding a ``slow`` test)
+    spread evenly among them over the first three quarters. xdist's order alone ran the heavy files, which hold few
+    tests, last (the one-test torchrun file last of all, the other worker idle for a minute); the heavy files first ran
+    two long training tests at once, each waiting longer for its steps while its open-ended runs kept training
+    (both: 2026-12-03)."""
     for item in items:
         if (_TESTS / "e2e") in Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.e2e)
         if {"browser_page", "_browser"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: 0 if item.path in slow_files else 1 if item.get_closest_marker("e2e") else 2)
+    counts: dict[Path, int] = {}
+    for item in items:
+        counts[item.path] = counts.get(item.path, 0) + 1
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("e2e")}
+    spread = sorted(heavy, key=lambda path: (not any(i.path == path and i.get_closest_marker("slow") for i in items),
+                                            str(path)))  # the slow ones first
+    order = sorted((path for path in counts if path not in heavy), key=lambda path: -counts[path])
+    others = len(order)
+    for i, path in enumerate(spread):  # one heavy file every so many others, within the first three quarters
+        order.insert(i + (i * 3 * others) // (4 * len(spread)), path)
+    rank = {path: i for i, path in enumerate(order)}
+    items.sort(key=lambda item: rank[item.path])
 
 
 @pytest.fixture(scope="session")
