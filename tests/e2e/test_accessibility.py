@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
 from bertdemo.ui.access import ANSWERS
+from tests.helpers import wait_until
 
 from .axe import axe_violations, load_axe
 from .conftest import screenshot
@@ -112,13 +113,26 @@ def phone_attention(page: Page) -> None:
     screenshot(page, "attention_phone")
 
 
+def open_section(page: Page, label: str) -> None:
+    """Open the accordion ``label``: pressed again when a busy page lost the press (its tab redrawn just then)."""
+    button = page.locator("button.label-wrap", has_text=label)
+
+    def opened() -> bool:
+        if "open" in (button.get_attribute("class") or "").split():
+            return True
+        button.click()
+        return False
+
+    wait_until(opened, timeout=RUN_TIMEOUT_MS / 1000, interval=3.0, what=f"the section {label!r} to open")
+
+
 INSIDE_PLOTS = ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot")
 
 
 def phone_inside(page: Page) -> None:
     # sections 1 and 2 answer "Look inside"; the others are computed when opened
     for label in ("Every step of this layer", "3 · Through the layers", "4 · The output and the loss"):
-        page.locator("button.label-wrap", has_text=label).click()
+        open_section(page, label)
     for plot in INSIDE_PLOTS:
         plot_ready(page, plot)
     wait_idle(page)
