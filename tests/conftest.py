@@ -44,9 +44,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     counts: dict[Path, int] = {}
     for item in items:
         counts[item.path] = counts.get(item.path, 0) + 1
-    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("e2e")}
-    spread = sorted(heavy, key=lambda path: (not any(i.path == path and i.get_closest_marker("slow") for i in items),
-                                            str(path)))  # the slow ones first
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    heavy = slow | {item.path for item in items if item.get_closest_marker("e2e")}
+    spread = sorted(heavy, key=lambda path: (path not in slow, str(path)))  # the slow ones first
     order = sorted((path for path in counts if path not in heavy), key=lambda path: -counts[path])
     others = len(order)
     for i, path in enumerate(spread):  # one heavy file every so many others, within the first three quarters

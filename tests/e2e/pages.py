@@ -7,6 +7,8 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from .conftest import screenshot
+
 RUN_TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
 # an init script (page.add_init_script): window.__joins lists the event id (fn_index) of every queue/join sent
 JOINS = """(() => {
@@ -129,3 +131,20 @@ def open_teacher_view(page: Page, url: str, name: str) -> str:
     open_tab(page, "Class")
     expect(page.locator("#class-report")).to_contain_text("0 joined", timeout=RUN_TIMEOUT_MS)
     return join_link
+
+
+def own_result(page: Page, url: str, shows: str) -> str:
+    """Open the app at ``url`` on the Fine-tune tab and wait until the own-data section's result shows ``shows``
+    (a run just ended): the result's text."""
+    page.goto(url)
+    open_tab(page, "Fine-tune")
+    expect(page.locator("#own-result")).to_contain_text(shows, timeout=120_000)
+    return page.inner_text("#own-result")
+
+
+def own_box_at_both_widths(page: Page, name: str) -> None:
+    """Screenshots ``<name>_1280`` and ``<name>_390`` of the own-data section, the page resized between them."""
+    for width in (1280, 390):
+        resize(page, width, 1000)
+        page.locator("#own-box").scroll_into_view_if_needed()
+        screenshot(page, f"{name}_{width}")

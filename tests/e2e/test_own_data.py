@@ -6,12 +6,10 @@ at desktop and phone width."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import SENTIMENT_EXAMPLE
 from tests.e2e.api import finished_own_run
-from tests.e2e.conftest import screenshot
-from tests.e2e.pages import open_tab, resize
+from tests.e2e.pages import own_box_at_both_widths, own_result
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +30,7 @@ def test_the_section_shows_the_result_with_the_run_just_ended_picked(own_run, br
     """The section as the run left it, at 1280 px; then the same page at a phone's 390 px (a screenshot)."""
     _, snap = own_run
     page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Fine-tune")
-    expect(page.locator("#own-result")).to_contain_text("5-fold cross-validation", timeout=120_000)
-    result = page.inner_text("#own-result")
+    result = own_result(page, app_url, "5-fold cross-validation")
     assert "majority class" in result and "bag of words" in result and snap["run_id"] in result
     page.wait_for_function(f"() => document.querySelector('#ft-run-pick input')?.value.includes('{snap['run_id']}')",
                            timeout=60_000)
@@ -43,8 +38,4 @@ def test_the_section_shows_the_result_with_the_run_just_ended_picked(own_run, br
     page.click("#own-classify")
     page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('positive')",
                            timeout=60_000)
-    page.locator("#own-box").scroll_into_view_if_needed()
-    screenshot(page, "own_data_1280")
-    resize(page, 390, 1000)
-    page.locator("#own-box").scroll_into_view_if_needed()
-    screenshot(page, "own_data_390")
+    own_box_at_both_widths(page, "own_data")

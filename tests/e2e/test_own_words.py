@@ -10,8 +10,7 @@ from playwright.sync_api import expect
 
 from bertdemo.finetune.own_data import WORDS_EXAMPLE, parse_words
 from tests.e2e.api import finished_own_run
-from tests.e2e.conftest import screenshot
-from tests.e2e.pages import open_tab, resize
+from tests.e2e.pages import own_box_at_both_widths, own_result
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +34,7 @@ def test_the_section_shows_the_word_result_and_tags_a_sentence(words_run, browse
     """The section as the run left it, at 1280 px; then the same page at a phone's 390 px (a screenshot)."""
     _, snap = words_run
     page = browser_page
-    page.goto(app_url)
-    open_tab(page, "Fine-tune")
-    expect(page.locator("#own-result")).to_contain_text("per-word memory", timeout=120_000)
-    result = page.inner_text("#own-result")
+    result = own_result(page, app_url, "per-word memory")
     assert "5-fold cross-validation" in result and "Macro-F1 over the tags" in result and snap["run_id"] in result
     page.click("#own-words-example")
     page.wait_for_function("() => (document.querySelector('#own-lines textarea')?.value || '').includes('VERB')",
@@ -48,8 +44,4 @@ def test_the_section_shows_the_word_result_and_tags_a_sentence(words_run, browse
     page.wait_for_function("() => (document.querySelector('#own-answer')?.innerText || '').includes('probability')",
                            timeout=60_000)
     assert "wonderful" in page.inner_text("#own-answer")
-    page.locator("#own-box").scroll_into_view_if_needed()
-    screenshot(page, "own_words_1280")
-    resize(page, 390, 1000)
-    page.locator("#own-box").scroll_into_view_if_needed()
-    screenshot(page, "own_words_390")
+    own_box_at_both_widths(page, "own_words")
