@@ -48,16 +48,21 @@ IN_UPPER_HALF_JS = """(selector) => { const b = document.querySelector(selector)
   return b.top < window.innerHeight / 2 && b.bottom > 0; }"""
 
 
-def run_main_action(page: Page, tab: str) -> None:
+def run_main_action(page: Page, tab: str, keyboard: bool) -> None:
+    """Press the tab's main button (Enter where the keyboard has put the focus on it, else a tap) and wait for its
+    answer: Learn's next question, another tab's result; the tabs without one (Pretrain, Fine-tune, Class) are
+    checked as drawn."""
     button, answer = MAIN[tab]
     if answer is None:
         return
-    if tab == "Learn":
-        before = page.locator("#learn-question").inner_text()
-        page.click(f"#{button}")
-        expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
+    before = page.locator("#learn-question").inner_text() if tab == "Learn" else None
+    if keyboard:
+        page.keyboard.press("Enter")
     else:
         page.click(f"#{button}")
+    if tab == "Learn":
+        expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
+    else:
         expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     wait_idle(page)
 
@@ -164,54 +169,6 @@ PHONE = {"Tokenizer": phone_tokenizer, "Fill-Mask": phone_fill_mask, "Attention"
          "Inside BERT": phone_inside, "Masking & NSP": phone_masking}
 
 
-def test_axe_finds_nothing_serious_on_any_tab_at_either_width(_browser, app_url: str):
-    """axe on every tab at 1280 and 390 px, each after its main action; on the phone, the same walk checks that
-    every tab's button is on screen and its main result fits (screenshots <tab>_phone.png, tabs_phone.png)."""
-    found, twins, unseen, below_fold = {}, {}, {}, {}
-    for width, height in ((1280, 1000), (390, 844)):
-        phone = width < 640
-        context = _browser.new_context(viewport={"width": width, "height": height}, has_touch=phone)
-        page = context.new_page()
-        try:
-            open_app(page, app_url)
-            if phone:
-                phone_at_open(page)
-            for tab, (button, answer) in MAIN.items():
-                if phone:
-                    phone_tab_button(page, tab)
-                open_tab_by_name(page, tab)
-                if phone and tab == "Fill-Mask":  # target words too: their table on a phone
-                    page.locator("#fm-targets textarea, #fm-targets input").first.fill("tokenization, cutting")
-                if width < 640 and answer is not None:  # where the answer is before the button is pressed
-                    below_fold[tab] = page.locator(ANSWERS[button]).evaluate(
-                        "e => e.getBoundingClientRect().top") > height
-                run_main_action(page, tab)
-                if width < 640 and answer is not None:  # the answer comes into view when the button is pressed
-                    try:  # on screen, in its upper half (the page scrolls at its next frame, then as it settles)
-                        page.wait_for_function(IN_UPPER_HALF_JS, arg=ANSWERS[button], timeout=IN_VIEW_TIMEOUT_MS)
-                    except PlaywrightTimeout:
-                        box = page.locator(ANSWERS[button]).evaluate("e => e.getBoundingClientRect().toJSON()")
-                        unseen[f"{tab} @{width}"] = (round(box["top"]), round(box["bottom"]))
-                found[f"{tab} @{width}"] = axe_violations(page)
-                try:  # a figure below the fold is drawn when the page is idle, its twin made within a frame or two
-                    page.wait_for_function(f"() => ({MISSING_TWINS_JS})().length === 0", timeout=IN_VIEW_TIMEOUT_MS)
-                except PlaywrightTimeout:
-                    pass  # reported below
-                twins[f"{tab} @{width}"] = page.evaluate(MISSING_TWINS_JS)
-                if tab == "Attention":
-                    screenshot(page, f"accessibility_attention_{width}")
-                if phone and tab in PHONE:
-                    PHONE[tab](page)
-            if phone:
-                screenshot(page, "tabs_phone")
-        finally:
-            context.close()
-    assert {k: v for k, v in found.items() if v} == {}
-    assert {k: v for k, v in twins.items() if v} == {}
-    assert unseen == {}
-    assert below_fold["Attention"]  # the heatmap was brought up from below the fold, not found there
-
-
 def fill_mask_twin_reads_its_bars(page: Page) -> None:
     """The Fill-Mask chart's text twin holds its own bars: each word and its probability, as drawn; not shown."""
     plot_ready(page, "#fm-plot")
@@ -280,11 +237,9 @@ def selected_tab(page: Page) -> str:
     return page.locator("[role=tablist] [role=tab][aria-selected=true]").inner_text().strip()
 
 
-def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_url: str):
-    """Tab, arrows and Enter alone reach and run every tab's main control, the focus always visible; the charts the
-    keyboard drew read out their numbers in their text twins (TWINS_READ)."""
-    page = browser_page
-    open_app(page, app_url)
+def keyboard_into_the_tab_list(page: Page) -> None:
+    """From the model box, Tab reaches the tab list on the open tab (Learn), the focus visible; the ARIA tabs
+    pattern: arrows move and open, they wrap around, Home/End go to the ends; only the open tab is a Tab stop."""
     open_tab_by_name(page, "Learn")
     page.wait_for_function("() => document.querySelector('[role=tab][aria-selected=true]').tabIndex === 0",
                            timeout=RUN_TIMEOUT_MS)  # the open tab is the tab list's one Tab stop
@@ -296,8 +251,6 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
             break
     assert selected_tab(page) == "Learn" and page.evaluate("() => document.activeElement.textContent.trim()") == "Learn"
     assert page.evaluate(FOCUS_RING)
-
-    # the ARIA tabs pattern: arrows move and open, Home/End go to the ends; only the open tab is a Tab stop
     page.keyboard.press("ArrowRight")
     assert selected_tab(page) == "Tokenizer" and page.evaluate("() => document.activeElement.textContent.trim()") == "Tokenizer"
     page.keyboard.press("End")
@@ -310,26 +263,71 @@ def test_the_keyboard_alone_reaches_and_works_every_tab(browser_page: Page, app_
     assert selected_tab(page) == "Learn"
     assert page.locator("[role=tablist] [role=tab][tabindex='0']").count() == 1
 
-    # Learn: from the tab into the page, through the step list, to Next, and Enter answers
-    tab_until(page, "learn-next")
-    assert page.evaluate(FOCUS_RING)
-    before = page.locator("#learn-question").inner_text()
-    page.keyboard.press("Enter")
-    expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
 
-    # every other tab: arrows to it, Tab to its main button (never via the body), Enter runs it
-    for tab, (button, answer) in list(MAIN.items())[1:]:
-        page.locator("[role=tablist] [role=tab][aria-selected=true]").focus()
-        while selected_tab(page) != tab:
-            page.keyboard.press("ArrowRight")
-        tab_until(page, button)
-        assert page.evaluate(FOCUS_RING), tab
-        if answer is not None:
-            page.keyboard.press("Enter")
-            expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
-            wait_idle(page)
-        if tab in TWINS_READ:
-            TWINS_READ[tab](page)
+def keyboard_to_tab(page: Page, tab: str, button: str) -> None:
+    """Arrows from the open tab to ``tab``, then Tab into the page to its main control (never via the page's body),
+    the focus visible there."""
+    page.locator("[role=tablist] [role=tab][aria-selected=true]").focus()
+    while selected_tab(page) != tab:
+        page.keyboard.press("ArrowRight")
+    tab_until(page, button)
+    assert page.evaluate(FOCUS_RING), tab
+
+
+def test_axe_finds_nothing_serious_and_the_keyboard_alone_works_every_tab_at_either_width(_browser, app_url: str):
+    """axe on every tab at 1280 and 390 px, each after its main action. At 1280 px the keyboard alone walks the tabs
+    (the tab list's ARIA pattern, Tab to each main control with the focus visible, Enter runs it) and the charts it
+    drew read out their numbers in their text twins (TWINS_READ); on the phone, the same walk by taps checks that
+    every tab's button is on screen and its main result fits (screenshots <tab>_phone.png, tabs_phone.png)."""
+    found, twins, unseen, below_fold = {}, {}, {}, {}
+    for width, height in ((1280, 1000), (390, 844)):
+        phone = width < 640
+        context = _browser.new_context(viewport={"width": width, "height": height}, has_touch=phone)
+        page = context.new_page()
+        try:
+            open_app(page, app_url)
+            if phone:
+                phone_at_open(page)
+            else:
+                keyboard_into_the_tab_list(page)
+            for tab, (button, answer) in MAIN.items():
+                if phone:
+                    phone_tab_button(page, tab)
+                    open_tab_by_name(page, tab)
+                else:
+                    keyboard_to_tab(page, tab, button)
+                if phone and tab == "Fill-Mask":  # target words too: their table on a phone
+                    page.locator("#fm-targets textarea, #fm-targets input").first.fill("tokenization, cutting")
+                if phone and answer is not None:  # where the answer is before the button is pressed
+                    below_fold[tab] = page.locator(ANSWERS[button]).evaluate(
+                        "e => e.getBoundingClientRect().top") > height
+                run_main_action(page, tab, keyboard=not phone)
+                if phone and answer is not None:  # the answer comes into view when the button is pressed
+                    try:  # on screen, in its upper half (the page scrolls at its next frame, then as it settles)
+                        page.wait_for_function(IN_UPPER_HALF_JS, arg=ANSWERS[button], timeout=IN_VIEW_TIMEOUT_MS)
+                    except PlaywrightTimeout:
+                        box = page.locator(ANSWERS[button]).evaluate("e => e.getBoundingClientRect().toJSON()")
+                        unseen[f"{tab} @{width}"] = (round(box["top"]), round(box["bottom"]))
+                if not phone and tab in TWINS_READ:
+                    TWINS_READ[tab](page)
+                found[f"{tab} @{width}"] = axe_violations(page)
+                try:  # a figure below the fold is drawn when the page is idle, its twin made within a frame or two
+                    page.wait_for_function(f"() => ({MISSING_TWINS_JS})().length === 0", timeout=IN_VIEW_TIMEOUT_MS)
+                except PlaywrightTimeout:
+                    pass  # reported below
+                twins[f"{tab} @{width}"] = page.evaluate(MISSING_TWINS_JS)
+                if tab == "Attention":
+                    screenshot(page, f"accessibility_attention_{width}")
+                if phone and tab in PHONE:
+                    PHONE[tab](page)
+            if phone:
+                screenshot(page, "tabs_phone")
+        finally:
+            context.close()
+    assert {k: v for k, v in found.items() if v} == {}
+    assert {k: v for k, v in twins.items() if v} == {}
+    assert unseen == {}
+    assert below_fold["Attention"]  # the heatmap was brought up from below the fold, not found there
 
 
 # an answer box (a Markdown) its event is filling: gradio lays its progress over the box, which was 0 px high while

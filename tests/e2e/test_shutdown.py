@@ -68,16 +68,18 @@ def _pause(client: Client) -> None:
 
 
 # state -> how to start its run and bring it there; each run is started once the one before it is in its state, so
-# every state is held at once when the signal comes
+# every state is held at once when the signal comes. The paused runs come first: a run that trains while the next
+# ones start takes the CPU they start on (and the other test worker's). The own-data run comes last: it would end
+# on its own (160 steps) while later ones started
 CASES = {
-    "pretrain-training": lambda c: _pretrain(c, RUN),
     "pretrain-paused": lambda c: (_pretrain(c, RUN), _pause(c)),
-    "pretrain-saving": lambda c: _pretrain(c, SAVING),
-    "finetune-training": lambda c: _finetune(c, FINETUNE),
     "finetune-paused": lambda c: (_finetune(c, FINETUNE), _pause(c)),
-    "finetune-evaluating": lambda c: _finetune(c, EVALUATING),
-    "own-training": _own,
     "own-paused": lambda c: (_own(c), _pause(c)),
+    "finetune-training": lambda c: _finetune(c, FINETUNE),
+    "finetune-evaluating": lambda c: _finetune(c, EVALUATING),
+    "pretrain-training": lambda c: _pretrain(c, RUN),
+    "pretrain-saving": lambda c: _pretrain(c, SAVING),
+    "own-training": _own,
 }
 
 
