@@ -1,17 +1,28 @@
 """The Attention tab end to end: /attention (sentence filter, hidden specials), /attention_rollout,
-/head_ablation through gradio_client, and a short Chromium walk with screenshots
-(attention.png at 1280 px, attention_phone.png at 390 px)."""
+/head_ablation through gradio_client, and one Chromium walk with screenshots (attention_overview.png and
+attention.png at 1280 px, attention_phone.png at 390 px): the first answer, a new one drawn once in place and a
+resize redrawn to the new width (bertdemo/ui/plotly_figure.py), the overview's cells as buttons, the figures below
+the fold drawn as the learner scrolls to them, the CSVs, mean over heads, hidden specials and head ablation.
+
+The PlotlyFigure keeps one drawing element for its life and draws each new figure into it with ``Plotly.react``:
+the walk keeps the drawing element shown before an answer, and the layout plotly computes when it first draws the
+new figure (``_fullLayout``: plotly replaces it whenever it lays the figure out again)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 
 import numpy as np
+from playwright.sync_api import Page, expect
+
+from bertdemo.viz.heatmaps import OverviewGeometry
 
 from .api import as_array, expect_error, plotly_figure
 from .conftest import screenshot
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, resize, slider, wait_idle
 
 
 def test_api_surface(client):
@@ -66,21 +77,106 @@ def test_head_ablation(client, model):
                  "No mask")
 
 
-def test_browser_walk(browser_page, app_url):
-    from playwright.sync_api import expect
+SETTLE_MS = 800  # longer than the figure's 100 ms wait before a resize, with room for a slow machine
+WATCH_JS = """() => {
+  const box = document.querySelector('#att-heatmap');
+  window.__old = box.querySelector('.js-plotly-plot');
+  window.__first = null;
+  new MutationObserver(() => {
+    const gd = box.querySelector('.js-plotly-plot'), full = gd && gd._fullLayout;
+    if (full && !window.__first && String(full.title.text).startsWith('Layer 1')) window.__first = full;
+  }).observe(box, {childList: true, subtree: true, attributes: true});
+}"""
+CHECK_JS = """() => {
+  const box = document.querySelector('#att-heatmap'), gd = box.querySelector('.js-plotly-plot');
+  const full = gd._fullLayout;
+  return {now: full.title.text, inPlace: gd === window.__old,
+          drawings: box.querySelectorAll('.js-plotly-plot').length, laidOutOnce: full === window.__first,
+          margins: ['l', 'r', 't', 'b'].map(side => [full.margin[side], full._size[side]])};
+}"""
+WIDTHS_JS = """() => {
+  const gd = document.querySelector('#att-heatmap .js-plotly-plot');
+  return [gd.getBoundingClientRect().width, gd._fullLayout.width];
+}"""
+TITLE_JS = "p => (p.layout.title && (p.layout.title.text ?? p.layout.title)) || ''"
 
-    from . import pages as ui
 
-    page, RUN_TIMEOUT_MS = browser_page, ui.RUN_TIMEOUT_MS
-    ui.open_app(page, app_url)
-    ui.open_tab(page, "Attention")
+def _click_overview_cell(page: Page, layer: int, head: int, geo: OverviewGeometry) -> None:
+    """Click the centre of one overview cell, mapping image pixels to the displayed image."""
+    img = page.locator("#att-overview img").first
+    natural_w, natural_h = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    assert (natural_w, natural_h) == geo.size
+    box = img.bounding_box()
+    # object-fit keeps the aspect ratio: the picture may be scaled and centred in its box.
+    scale = min(box["width"] / natural_w, box["height"] / natural_h)
+    off_x = (box["width"] - natural_w * scale) / 2
+    off_y = (box["height"] - natural_h * scale) / 2
+    x = geo.left + head * (geo.cell + geo.gap) + geo.cell / 2
+    y = geo.top + layer * (geo.cell + geo.gap) + geo.cell / 2
+    assert geo.cell_at(int(x), int(y)) == (layer, head)
+    img.click(position={"x": off_x + x * scale, "y": off_y + y * scale})
+
+
+def _drawn_once_in_place_and_follows_a_resize(page: Page) -> None:
+    """The Layer slider's new answer is drawn once, into the drawing element already shown, at its own margins;
+    the panel narrowed, plotly lays the figure out again at the new width."""
+    page.wait_for_timeout(SETTLE_MS)
+    page.evaluate(WATCH_JS)
+    layer = slider(page, "Layer")
+    layer.fill("1")
+    layer.dispatch_event("pointerup")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 1", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(SETTLE_MS)
+    drawn = page.evaluate(CHECK_JS)
+    assert drawn["now"].startswith("Layer 1")
+    assert drawn["inPlace"] and drawn["drawings"] == 1, f"the new figure is not drawn in the plot's element: {drawn}"
+    # the figure's own margins hold its labels and colorbar: plotly did not widen them (and draw again)
+    assert [figure for figure, plotted in drawn["margins"]] == [plotted for figure, plotted in drawn["margins"]]
+    assert drawn["laidOutOnce"], "no second layout of the new figure at the size it was drawn at"
+
+    resize(page, 900, 1000)  # the panel narrows: plotly lays the figure out again
+    page.wait_for_function(f"() => {{ const [panel, fig] = ({WIDTHS_JS})(); return Math.abs(panel - fig) <= 1; }}",
+                           timeout=RUN_TIMEOUT_MS)
+    panel, figure = page.evaluate(WIDTHS_JS)
+    assert panel < 900 and abs(panel - figure) <= 1
+    resize(page, 1280, 1000)
+
+
+def test_browser_walk(browser_page: Page, app_url: str):
+    page = browser_page
+    open_app(page, app_url)
+    open_tab(page, "Attention")
+    page.locator("#att-text textarea").fill("The animal didn't cross the street because it was too tired.")
     page.locator("#att-pair textarea").fill("It was very tired.")
     page.click("#att-run")
-    expect(page.locator("#att-heatmap .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+
+    heatmap = page.locator("#att-heatmap .js-plotly-plot")
+    expect(heatmap).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    trace = heatmap.evaluate("p => ({type: p.data[0].type, n: p.data[0].x.length})")
+    assert trace["type"] == "heatmap" and trace["n"] > 10, trace
+    expect(page.locator("#att-overview img")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    info = page.locator("#att-info")
+    expect(info).to_contain_text(re.compile(r"\d+ layers × \d+ heads"))
+    n_layers, n_heads = map(int, re.search(r"(\d+) layers × (\d+) heads", info.inner_text()).groups())
+    expect(slider(page, "Layer")).to_have_value("0")
+    expect(slider(page, "Head")).to_have_value("0")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 0, head 0")
     # the rollout and the token figure, below the first screen, are drawn as the learner scrolls to them
-    ui.wait_idle(page)
+    wait_idle(page)
     assert page.locator("#att-rollout").evaluate("e => e.getBoundingClientRect().top") > 1.5 * page.viewport_size["height"]
     expect(page.locator("#att-rollout .js-plotly-plot")).to_have_count(0)
+
+    _drawn_once_in_place_and_follows_a_resize(page)  # Layer 1, head 0 now
+
+    # a cell of the overview is a button: both sliders move to it and its head is drawn
+    _click_overview_cell(page, 0, 1, OverviewGeometry(n_layers=n_layers, n_heads=n_heads))
+    expect(slider(page, "Layer")).to_have_value("0", timeout=RUN_TIMEOUT_MS)
+    expect(slider(page, "Head")).to_have_value("1")
+    expect(page.locator("#att-heatmap")).to_contain_text("Layer 0, head 1", timeout=RUN_TIMEOUT_MS)
+    wait_idle(page)
+    assert heatmap.evaluate(TITLE_JS) == "Layer 0, head 1"
+    screenshot(page, "attention_overview")
+
     page.locator("#att-rollout").scroll_into_view_if_needed()
     expect(page.locator("#att-rollout .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
@@ -88,7 +184,7 @@ def test_browser_walk(browser_page, app_url):
     expect(page.locator("#att-csv")).to_contain_text("token_across_layers", timeout=RUN_TIMEOUT_MS)
 
     # Mean over heads disables the head slider; hiding specials reports the weight removed.
-    head = page.get_by_label("range slider for Head", exact=True)
+    head = slider(page, "Head")
     expect(head).to_be_enabled()
     page.locator("#att-mean input").check()
     expect(head).to_be_disabled(timeout=RUN_TIMEOUT_MS)
@@ -104,8 +200,8 @@ def test_browser_walk(browser_page, app_url):
 
     page.click("#abl-run")
     expect(page.locator("#abl-summary")).to_contain_text("Masked-LM loss", timeout=RUN_TIMEOUT_MS)
-    ui.wait_idle(page)
+    wait_idle(page)
     page.locator("#att-info").scroll_into_view_if_needed()
     screenshot(page, "attention")
-    ui.resize(page, 390, 844)
+    resize(page, 390, 844)
     screenshot(page, "attention_phone")

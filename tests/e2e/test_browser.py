@@ -1,8 +1,8 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png, attention_overview.png) into $BERTDEMO_SCREENSHOTS (default
-tests/artifacts/). The other browser tests add attention.png, masking_lab.png, inside_bert.png,
+each (tokenizer.png, fill_mask.png) into $BERTDEMO_SCREENSHOTS (default
+tests/artifacts/). The other browser tests add attention_overview.png, attention.png, masking_lab.png, inside_bert.png,
 pretrain.png and pretrain_compare.png; the phone-width twins (<tab>_phone.png) come from the phone pass of
 test_accessibility.py.
 Regenerate the screenshots (README.md, docs/screenshots.md), with the embedded masked-LM instead of the tiny random
@@ -20,19 +20,12 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from bertdemo.viz.heatmaps import OverviewGeometry
 from tests.helpers import wait_until
 
 from .conftest import screenshot
 from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider, wait_idle
 
 EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
-
-
-def plot_title(page: Page, elem_id: str) -> str:
-    return page.locator(f"#{elem_id} .js-plotly-plot").evaluate(
-        "p => (p.layout.title && (p.layout.title.text ?? p.layout.title)) || ''"
-    )
 
 
 def test_tokenizer_tab(browser_page: Page, app_url: str):
@@ -192,47 +185,3 @@ def test_a_failed_model_load_keeps_the_model_that_answers_and_a_headless_one_is_
         timeout=RUN_TIMEOUT_MS
     )
     expect(notice).to_contain_text("no trained masked-LM head")
-
-
-def _click_overview_cell(page: Page, layer: int, head: int, geo: OverviewGeometry) -> None:
-    """Click the centre of one overview cell, mapping image pixels to the displayed image."""
-    img = page.locator("#att-overview img").first
-    natural_w, natural_h = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
-    assert (natural_w, natural_h) == geo.size
-    box = img.bounding_box()
-    # object-fit keeps the aspect ratio: the picture may be scaled and centred in its box.
-    scale = min(box["width"] / natural_w, box["height"] / natural_h)
-    off_x = (box["width"] - natural_w * scale) / 2
-    off_y = (box["height"] - natural_h * scale) / 2
-    x = geo.left + head * (geo.cell + geo.gap) + geo.cell / 2
-    y = geo.top + layer * (geo.cell + geo.gap) + geo.cell / 2
-    assert geo.cell_at(int(x), int(y)) == (layer, head)
-    img.click(position={"x": off_x + x * scale, "y": off_y + y * scale})
-
-
-def test_attention_tab(browser_page: Page, app_url: str):
-    page = browser_page
-    open_app(page, app_url)
-    open_tab(page, "Attention")
-    page.locator("#att-text textarea").fill("The animal didn't cross the street because it was too tired.")
-    page.click("#att-run")
-
-    heatmap = page.locator("#att-heatmap .js-plotly-plot")
-    expect(heatmap).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    trace = heatmap.evaluate("p => ({type: p.data[0].type, n: p.data[0].x.length})")
-    assert trace["type"] == "heatmap" and trace["n"] > 10, trace
-    expect(page.locator("#att-overview img")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    info = page.locator("#att-info")
-    expect(info).to_contain_text(re.compile(r"\d+ layers × \d+ heads"))
-    n_layers, n_heads = map(int, re.search(r"(\d+) layers × (\d+) heads", info.inner_text()).groups())
-    expect(slider(page, "Layer")).to_have_value("0")
-    expect(slider(page, "Head")).to_have_value("0")
-    expect(page.locator("#att-heatmap")).to_contain_text("Layer 0, head 0")
-
-    _click_overview_cell(page, 1, 1, OverviewGeometry(n_layers=n_layers, n_heads=n_heads))
-    expect(slider(page, "Layer")).to_have_value("1", timeout=RUN_TIMEOUT_MS)
-    expect(slider(page, "Head")).to_have_value("1")
-    expect(page.locator("#att-heatmap")).to_contain_text("Layer 1, head 1", timeout=RUN_TIMEOUT_MS)
-    wait_idle(page)
-    assert plot_title(page, "att-heatmap") == "Layer 1, head 1"
-    screenshot(page, "attention_overview")
