@@ -72,6 +72,37 @@ def test_step_views_check_out_against_the_model(client, model):
     expect_error(lambda: client.predict(SENTENCE, model, 7, 0, 0, api_name="/inside_layer"), "Layer must be 0 to 1")
 
 
+def _calls(cdp, names: tuple[str, ...]) -> int:
+    result = cdp.send("Profiler.takePreciseCoverage")["result"]
+    return sum(f["ranges"][0]["count"] for script in result if "/assets/core-" in script["url"]
+               for f in script["functions"] if f["functionName"] in names)
+
+
+def _clicks_look_their_components_up_without_walking_the_tree(page) -> None:
+    """Three Inside BERT clicks, counted with V8's call counts: a lookup is one call of Z, and each node a search
+    visits one more call (the search is recursive); unpatched, a click made about 11,500 calls
+    (bertdemo/frontend_patch.py NODE_LOOKUP; its answers checked in tests/e2e/test_node_lookup.py)."""
+    from playwright.sync_api import expect
+
+    from .pages import wait_idle
+
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
+    try:
+        visits = []
+        for word in ("river", "street", "bridge"):
+            _calls(cdp, ("Z", "__bdSearch"))
+            page.locator("#in-text textarea").fill(f"The dog did not cross the {word} because it was too [MASK].")
+            page.click("#in-run")
+            expect(page.locator("#in-emb-info")).to_contain_text(word, timeout=RUN_TIMEOUT_MS)
+            wait_idle(page)
+            visits.append(_calls(cdp, ("Z", "__bdSearch")))
+    finally:
+        cdp.send("Profiler.stopPreciseCoverage")
+    assert max(visits) < 1_000, visits
+
+
 def test_inside_tab_in_the_browser(browser_page, app_url):
     from playwright.sync_api import expect
 
@@ -146,3 +177,4 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(page.locator("#in-layer-info")).to_contain_text("query token 1 a.", timeout=RUN_TIMEOUT_MS)
     wait_idle(page)
     expect(query).to_have_attribute("max", "4")
+    _clicks_look_their_components_up_without_walking_the_tree(page)

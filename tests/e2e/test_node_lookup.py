@@ -1,17 +1,16 @@
 """The page finds a component by its id without searching its whole tree (bertdemo/frontend_patch.py NODE_LOOKUP).
 
-Two checks in the browser. The served lookup answers exactly as the framework's own search does, on random trees
-edited at random between lookups (children removed, added, a subtree replaced by a copy with the same ids, the
-whole tree rebuilt): a remembered node is used only while it is still in the tree. And in the app, one Inside
-BERT click, counted with V8's call counts, visits a few hundred tree nodes instead of one search per id from the
-root (unpatched: 53 lookups visiting 11,555 nodes a click); the counts do not depend on the machine's speed.
+The served lookup answers exactly as the framework's own search does, on random trees edited at random between
+lookups (children removed, added, a subtree replaced by a copy with the same ids, the whole tree rebuilt): a
+remembered node is used only while it is still in the tree. In the app (tests/e2e/test_inside.py, on the Inside BERT
+page its walk has opened), one Inside BERT click, counted with V8's call counts, visits a few hundred tree nodes
+instead of one search per id from the root (unpatched: 53 lookups visiting 11,555 nodes a click); the counts do not
+depend on the machine's speed.
 """
 
 from __future__ import annotations
 
 from bertdemo.frontend_patch import NODE_LOOKUP
-
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
 
 FRAMEWORK_SEARCH = NODE_LOOKUP.edits[0][0].replace("function Z(", "function frameworkZ(").replace("Z(n,t)",
                                                                                                  "frameworkZ(n,t)")
@@ -59,35 +58,3 @@ def test_the_remembered_lookup_answers_as_the_frameworks_search_on_a_tree_edited
     assert result.get("lookups") == 40_000, result  # every lookup agreed
     assert 10_000 < result["found"] < 40_000  # ids present and absent were both asked
 
-
-def _calls(cdp, names: tuple[str, ...]) -> int:
-    result = cdp.send("Profiler.takePreciseCoverage")["result"]
-    return sum(f["ranges"][0]["count"] for script in result if "/assets/core-" in script["url"]
-               for f in script["functions"] if f["functionName"] in names)
-
-
-def test_an_inside_bert_click_looks_its_components_up_without_walking_the_tree(browser_page, app_url):
-    from playwright.sync_api import expect
-
-    page = browser_page
-    open_app(page, app_url)
-    open_tab(page, "Inside BERT")
-    expect(page.locator("#in-emb-info")).to_contain_text("Model", timeout=RUN_TIMEOUT_MS)
-    wait_idle(page)
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Profiler.enable")
-    cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
-    try:
-        visits = []
-        for word in ("river", "street", "bridge"):
-            _calls(cdp, ("Z", "__bdSearch"))
-            page.locator("#in-text textarea").fill(f"The dog did not cross the {word} because it was too [MASK].")
-            page.click("#in-run")
-            expect(page.locator("#in-emb-info")).to_contain_text(word, timeout=RUN_TIMEOUT_MS)
-            wait_idle(page)
-            visits.append(_calls(cdp, ("Z", "__bdSearch")))
-    finally:
-        cdp.send("Profiler.stopPreciseCoverage")
-    # a lookup is one call of Z, and each node a search visits one more call (the search is recursive):
-    # unpatched, a click made about 11,500 calls
-    assert max(visits) < 1_000, visits
