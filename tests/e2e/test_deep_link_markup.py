@@ -1,7 +1,8 @@
 """A deep link's text reaches the page as text: the audit's links put an SVG link to ``javascript:`` into
-Fill-Mask's filled sentence and the Learn step's answer (gradio's Markdown sanitizer keeps it), and
-an ``<img>`` into the link warning's toast. In the real page, rendered by gradio: no such element. Counted in the
-rendered text only: gradio's status tracker beside it draws its loading logo as an SVG while an answer is pending."""
+the Learn step's answer (gradio's Markdown sanitizer keeps it; Fill-Mask's filled sentence is checked in
+tests/e2e/test_share_link.py) and an ``<img>`` into the link warning's toast. In the real page, rendered by gradio:
+no such element. Counted in the rendered text only: gradio's status tracker beside it draws its loading logo as an
+SVG while an answer is pending."""
 
 from __future__ import annotations
 
@@ -18,12 +19,6 @@ SVG = '<svg><a href="javascript:alert(1)"><rect width="99" height="99"></rect></
 
 def test_a_deep_links_text_is_shown_as_typed_never_as_markup(browser_page: Page, app_url: str):
     page = browser_page
-    page.goto(f"{app_url}?tab=fill-mask&text={quote('Nice to [MASK] you. ' + SVG)}")
-    filled = page.locator("#fm-filled")
-    expect(filled).to_contain_text('<a href="javascript:alert(1)">', timeout=RUN_TIMEOUT_MS)
-    assert filled.locator(RENDERED).count() == 1
-    assert filled.locator(RENDERED).locator(MARKUP).count() == 0
-
     page.goto(f"{app_url}?step=loss&text={quote('The cat sat. ` ' + SVG + ' ` It was tired.')}")
     answer = page.locator("#learn-answer")
     expect(answer).to_contain_text('<a href="javascript:alert(1)">', timeout=RUN_TIMEOUT_MS)
