@@ -140,9 +140,10 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     expect_tab(page, "Pretrain")
 
 
-def test_a_link_opens_the_model_it_names_and_keeps_it(browser_page, app_url):
+def test_a_link_opens_the_model_it_names_and_keeps_it_and_an_open_code_panel_follows_the_view(browser_page, app_url):
     """`&model=` was overwritten by the page's other load handler: the box kept its default, and the next
-    answer came from the default. The box shows the link's model, and every answer comes from it."""
+    answer came from the default. The box shows the link's model, and every answer comes from it. An open "Show
+    the code" kept the old sentence after a new answer ("Reopen to refresh"): it follows the view."""
     from playwright.sync_api import expect
 
     page = browser_page
@@ -152,22 +153,14 @@ def test_a_link_opens_the_model_it_names_and_keeps_it(browser_page, app_url):
     expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}", timeout=TIMEOUT_MS)
     expect(page.locator("#model-status")).to_contain_text(encoder, timeout=TIMEOUT_MS)
     expect(page.locator("#model-box input")).to_have_value(__import__("re").compile("^" + encoder), timeout=TIMEOUT_MS)
+    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()  # the Fill-Mask tab's panel
+    code = page.locator("#fm-code")
+    expect(code).to_contain_text("Hello [MASK] world.", timeout=TIMEOUT_MS)
     page.locator("#fm-text textarea").fill("Good [MASK] to you.")
     page.click("#fm-run")
     expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
     expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}")
-
-
-def test_a_link_into_inside_bert_does_not_keep_the_default_right_word(browser_page, app_url):
-    """The default right word ("paris") scored an unrelated sentence's mask (p = 3.4e-08): a linked sentence
-    gets no right word of the default."""
-    from playwright.sync_api import expect
-
-    page = browser_page
-    page.goto(app_url + "?tab=inside&text=I+sat+on+the+river+%5BMASK%5D.")
-    expect_tab(page, "Inside BERT")
-    expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
-    expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
+    expect(code).to_contain_text("Good [MASK] to you.", timeout=TIMEOUT_MS)
 
 
 def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, app_url):
@@ -226,22 +219,6 @@ def test_step_9_table_reads_at_phone_width(_browser, app_url):
         context.close()
 
 
-def test_an_open_code_panel_follows_the_view(browser_page, app_url):
-    """An open "Show the code" kept the old sentence after a new answer ("Reopen to refresh")."""
-    from playwright.sync_api import expect
-
-    page = browser_page
-    page.goto(app_url + "?tab=fill-mask&text=Hello+%5BMASK%5D+world.")
-    expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=TIMEOUT_MS)
-    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()  # the Fill-Mask tab's panel
-    code = page.locator("#fm-code")
-    expect(code).to_contain_text("Hello [MASK] world.", timeout=TIMEOUT_MS)
-    page.locator("#fm-text textarea").fill("Good [MASK] to you.")
-    page.click("#fm-run")
-    expect(page.locator("#fm-filled")).to_contain_text("Good", timeout=TIMEOUT_MS)
-    expect(code).to_contain_text("Good [MASK] to you.", timeout=TIMEOUT_MS)
-
-
 def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_mask(browser_page, app_url):
     """"Why the B in BERT?" opens Fill-Mask on the step's own blank (a word with words after it that decide it),
     answered by the step's masked twin with its left-to-right twin as the second model."""
@@ -262,13 +239,20 @@ def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_m
     expect(page.locator("#fm-plot")).to_contain_text(ltr, timeout=TIMEOUT_MS)
 
 
-def test_the_step_list_closes_when_the_keyboard_leaves_it(browser_page, app_url):
-    """The Step list stayed open after the focus left it, covering the buttons under it (D14): a Tab away closes it
-    and the focus goes on to the next control, never to the page's body."""
+def test_a_link_into_inside_bert_keeps_no_default_right_word_and_the_step_list_closes_on_tab(browser_page, app_url):
+    """The default right word ("paris") scored an unrelated sentence's mask (p = 3.4e-08): a linked sentence
+    gets no right word of the default. On the same page's Learn tab, the Step list stayed open after the focus left
+    it, covering the buttons under it (D14): a Tab away closes it and the focus goes on to the next control, never
+    to the page's body."""
     from playwright.sync_api import expect
 
     page = browser_page
-    page.goto(app_url + "?tab=learn")
+    page.goto(app_url + "?tab=inside&text=I+sat+on+the+river+%5BMASK%5D.")
+    expect_tab(page, "Inside BERT")
+    expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
+    expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
+
+    page.get_by_role("tab", name="Learn", exact=True).locator("visible=true").first.click()
     box = page.locator("#learn-step input")
     expect(box).to_be_visible(timeout=TIMEOUT_MS)
     box.focus()
