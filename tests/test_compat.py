@@ -200,6 +200,12 @@ def _canary_node_lookup():
     assert len(patched_scripts(compat.frontend_assets(), (NODE_LOOKUP,))) == 1  # the lookup's text found once
 
 
+def _canary_attached_events():
+    from bertdemo.frontend_patch import ATTACHED_EVENTS, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (ATTACHED_EVENTS,))) == 1  # the step's text found once
+
+
 def _canary_model_mapping():
     assert compat.masked_lm_class(BertConfig()) is BertForMaskedLM
 
@@ -492,6 +498,7 @@ CANARIES = {
     "CSS .image-frame": _canary_image_frame,
     "Blocks-*.js: update_loading_stati_state, the update_state_cb assignments, reload": _canary_status_pass,
     "core-*.js: the component lookup by id (function Z)": _canary_node_lookup,
+    "core-*.js: postprocess's find_attached_events step": _canary_attached_events,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,

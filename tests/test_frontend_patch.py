@@ -11,6 +11,7 @@ import pytest
 from bertdemo import compat
 from bertdemo.asset_cache import AssetCache
 from bertdemo.frontend_patch import (
+    ATTACHED_EVENTS,
     NODE_LOOKUP,
     PATCHES,
     STATUS_PASS,
@@ -45,7 +46,7 @@ def _get(app, path: str, extra: list | None = None):
     return asgi_get(app, scope)
 
 
-@pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-")])
+@pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-")])
 def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
@@ -58,8 +59,12 @@ def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     assert len(text) - len(disk) == sum(len(new) - len(old) for old, new in patch.edits)
 
 
-def test_both_fixes_are_served_each_in_its_own_file():
-    assert sorted(name.split("-")[0] for name in patched_scripts(compat.frontend_assets())) == ["Blocks", "core"]
+def test_the_fixes_are_served_in_their_two_files_and_both_of_core_s_edits_apply():
+    scripts = patched_scripts(compat.frontend_assets())
+    assert sorted(name.split("-")[0] for name in scripts) == ["Blocks", "core"]
+    (core,) = (body.decode() for name, body in scripts.items() if name.startswith("core-"))
+    for patch in (NODE_LOOKUP, ATTACHED_EVENTS):
+        assert all(new in core and old not in core for old, new in patch.edits)
 
 
 def test_a_page_gets_the_patched_script_whole_and_every_other_file_as_it_is():
@@ -99,4 +104,4 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS, NODE_LOOKUP)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS)
