@@ -13,7 +13,6 @@ from bertdemo.traffic import MEMBER_HEADER
 from .api import RUN, wait_ended
 
 SCHOOL = "203.0.113.8"
-PREPARE_TIMEOUT_MS = 300_000  # the run's first preparation tokenizes the corpus (a busy machine: minutes)
 
 
 def test_members_behind_one_address_start_runs_recorded_as_themselves(public_server):
