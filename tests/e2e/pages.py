@@ -148,3 +148,17 @@ def own_box_at_both_widths(page: Page, name: str) -> None:
         resize(page, width, 1000)
         page.locator("#own-box").scroll_into_view_if_needed()
         screenshot(page, f"{name}_{width}")
+
+
+def join_class(page: Page, join_link: str, nickname: str) -> None:
+    """``page`` opens the class's join link, the Class tab shows the link's code filled in, and the learner joins
+    as ``nickname``."""
+    page.goto(join_link)
+    open_tab(page, "Class")  # the link opens it (checked in test_class.py's first test: D16)
+    expect(page.locator("#class-code input, #class-code textarea").first).to_have_value(
+        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in
+    box = page.locator("#class-nickname input, #class-nickname textarea").first
+    expect(box).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    box.fill(nickname)
+    page.locator("#class-join").click()
+    expect(page.locator("#class-joined")).to_contain_text("You are in", timeout=RUN_TIMEOUT_MS)

@@ -17,7 +17,7 @@ from bertdemo.ui.class_tab import TEACHER_POLL_S
 
 from .axe import axe_at_both_widths
 from .conftest import screenshot
-from .pages import JOINS, RUN_TIMEOUT_MS, create_class, open_tab
+from .pages import JOINS, RUN_TIMEOUT_MS, create_class, join_class, open_tab
 
 
 def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(browser_page: Page, app_url: str, open_page):
@@ -88,15 +88,7 @@ def _new_class(runs_dir: Path, app_url: str, name: str) -> tuple[str, str]:
 def _student_joins(open_page, join_link: str, nickname: str) -> Page:
     """A student's phone (a page of ``open_page``) opens the join link and joins as ``nickname``; their page."""
     student = open_page(390, 800)
-    student.goto(join_link)
-    open_tab(student, "Class")  # the link opens it (checked in the first test: D16)
-    expect(student.locator("#class-code input, #class-code textarea").first).to_have_value(
-        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in
-    box = student.locator("#class-nickname input, #class-nickname textarea").first
-    expect(box).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    box.fill(nickname)
-    student.locator("#class-join").click()
-    expect(student.locator("#class-joined")).to_contain_text("You are in", timeout=RUN_TIMEOUT_MS)
+    join_class(student, join_link, nickname)
     return student
 
 

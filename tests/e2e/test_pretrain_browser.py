@@ -19,7 +19,7 @@ from bertdemo.classroom.store import ClassStore
 
 from .axe import axe_at_both_widths
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab, resize, wait_idle
+from .pages import RUN_TIMEOUT_MS, assert_fits, join_class, open_app, open_tab, resize, wait_idle
 
 PREPARE_TIMEOUT_MS = 300_000  # the run's first preparation tokenizes the corpus (a busy machine: minutes)
 
@@ -32,13 +32,9 @@ def curve_points(page: Page, suffix: str) -> int:
 
 
 def _join(page: Page, join_link: str, nickname: str) -> None:
-    """The class's join link, the nickname, Join: the membership kept in the browser (its cookie goes with every
-    request)."""
-    page.goto(join_link)
-    open_tab(page, "Class")
-    expect(page.locator("#class-code input, #class-code textarea").first).not_to_have_value("", timeout=RUN_TIMEOUT_MS)
-    page.locator("#class-nickname input, #class-nickname textarea").first.fill(nickname)
-    page.locator("#class-join").click()
+    """Joins the class from its link (:func:`join_class`); the membership is kept in the browser (its cookie goes
+    with every request)."""
+    join_class(page, join_link, nickname)
     expect(page.locator("#class-joined")).to_contain_text(f"as {nickname}", timeout=RUN_TIMEOUT_MS)
     cookie = [c for c in page.context.cookies() if c["name"] == "bertdemo-class-member"]
     assert [c["value"] for c in cookie] == [page.evaluate("() => localStorage.getItem('bertdemo-class-member')")]
