@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,11 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
 # an idle OpenMP thread spins while it waits for work, on the core another process needs (a tensor-heavy set of
 # files ran 30 % faster on one thread than on two, 2026-12-03). A test about thread counts sets its own.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Bytecode caches (__pycache__, ignored by git) are written even where the environment asks Python not to
+# (PYTHONDONTWRITEBYTECODE, as on the CI machine): otherwise every worker rewrites all the test files' assertions
+# and every launched app and fresh interpreter compiles the project again (~7 CPU-s a worker, ~1 a process).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from transformers import AutoTokenizer, BertForMaskedLM
 
