@@ -21,7 +21,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bertdemo-test-cache-")
 # files ran 30 % faster on one thread than on two, 2026-12-03). A test about thread counts sets its own.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Bytecode caches (__pycache__, ignored by git) are written even where the environment asks Python not to
-# (PYTHONDONTWRITEBYTECODE, as on the CI machine): otherwise every worker rewrites all the test files' assertions
+# (PYTHONDONTWRITEBYTECODE, as in this machine's environment): otherwise every worker rewrites all the test files' assertions
 # and every launched app and fresh interpreter compiles the project again (~7 CPU-s a worker, ~1 a process).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
