@@ -1,5 +1,6 @@
 """Cold start: the page is built without torch, --offline reaches the Hugging Face libraries before
-they are imported, handlers wait for the logic that loads after the page is served, and gradio's
+they are imported, handlers (Fill-Mask's among them) wait for the logic that loads after the page is served and say
+so, and gradio's
 faster import gives every component the same docstrings.
 
 The import checks run in fresh interpreters (this test process has torch loaded already): marked slow.
@@ -26,20 +27,37 @@ def run_python(code: str, timeout: float = 240) -> dict:
 
 
 @pytest.mark.slow  # fresh interpreters
-def test_building_the_page_imports_no_torch(tmp_path):
+def test_the_page_builds_without_torch_and_fill_mask_says_starting_up_while_the_logic_loads(tmp_path):
+    """The page, its config and its API are built with no heavy module imported; the Fill-Mask handler, called
+    before the logic has loaded, shows the same "Starting up…" progress as the other tabs (it asks the store for the
+    model before anything that waits for torch), then answers."""
     out = run_python(f"""
 import json, sys
 from bertdemo.context import AppContext
+from bertdemo.models import embedded
 from bertdemo.ui import build_app
-demo = build_app(AppContext.for_tests({str(tmp_path)!r}))
+ctx = AppContext.for_tests({str(tmp_path)!r}, default_model=embedded.EMBEDDED_MLM_NAME)
+demo = build_app(ctx)
 demo.get_config_file()
 api = demo.get_api_info()
-print(json.dumps({{"heavy": [m for m in {HEAVY!r} if m in sys.modules], "gradio": "gradio" in sys.modules,
-                  "endpoints": sorted(api["named_endpoints"])}}))
+heavy = [m for m in {HEAVY!r} if m in sys.modules]
+ctx.loader.start()  # as app.py does once the page is served
+handler = next(f.fn for f in demo.fns.values() if f.api_name == "fill_mask")
+before = "torch" in sys.modules
+messages = []
+figure, filled, table, raw = handler("Nice to [MASK] you.", "", "", 5, "meet, see",
+                                     progress=lambda fraction, desc=None: messages.append(desc))
+print(json.dumps({{"heavy": heavy, "gradio": "gradio" in sys.modules, "endpoints": sorted(api["named_endpoints"]),
+                  "before": before, "messages": messages, "filled": filled,
+                  "targets": [t["word"] for t in raw[0]["targets"]]}}))
 """)
     assert out["heavy"] == []
     assert out["gradio"]
     assert {"/fill_mask", "/tokenize", "/attention", "/nsp_pairs", "/start_run"} <= set(out["endpoints"])
+    assert out["before"] is False  # the handler started before PyTorch was in
+    assert out["messages"][0] == "Starting up: loading PyTorch and transformers…"
+    assert out["filled"].startswith("**Filled with the top choices:** Nice to **")
+    assert out["targets"] == ["meet", "see"]
 
 
 @pytest.mark.slow  # fresh interpreters
