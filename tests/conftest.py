@@ -26,11 +26,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from transformers import AutoTokenizer, BertForMaskedLM
-
-from bertdemo.models import embedded
-from tests.helpers import tiny_model_dir
-
 _TESTS = Path(__file__).resolve().parent
 
 
@@ -61,15 +56,25 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: rank[item.path])
 
 
+# The fixtures import torch and transformers themselves: the xdist controller loads this file as well, before it starts
+# the workers (~6 s of one core while the other waits), and needs none of them.
 @pytest.fixture(scope="session")
 def tokenizer():
     """The embedded uncased WordPiece tokenizer (ids identical to bert-base-uncased)."""
+    from transformers import AutoTokenizer
+
+    from bertdemo.models import embedded
+
     return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
 
 
 @pytest.fixture(scope="session")
 def tiny_mlm_dir(tmp_path_factory, tokenizer):
     """A tiny BertForMaskedLM + tokenizer saved as a normal model folder (max 64 positions)."""
+    from transformers import BertForMaskedLM
+
+    from tests.helpers import tiny_model_dir
+
     return tiny_model_dir(BertForMaskedLM, tmp_path_factory.mktemp("tiny-mlm"), tokenizer)
 
 
@@ -84,6 +89,8 @@ def tiny_loaded(tiny_mlm_dir):
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> str:
     """200 of the embedded Wikipedia summaries as a .jsonl corpus file (one {"text": ...} per line)."""
+    from bertdemo.models import embedded
+
     path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
     path.write_text("\n".join(json.dumps({"text": t}) for t in embedded.wiki_summaries()[:200]), encoding="utf-8")
     return str(path)
