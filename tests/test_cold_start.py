@@ -1,7 +1,6 @@
 """Cold start: the page is built without torch, --offline reaches the Hugging Face libraries before
-they are imported, handlers (Fill-Mask's among them) wait for the logic that loads after the page is served and say
-so, and gradio's
-faster import gives every component the same docstrings.
+they are imported, handlers (Fill-Mask's among them) wait for the logic that loads after the page is served and
+say so, and gradio's faster import gives every component the same docstrings.
 
 The import checks run in fresh interpreters (this test process has torch loaded already): marked slow.
 """
