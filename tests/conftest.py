@@ -26,6 +26,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+from bertdemo.models import embedded  # after the environment above; it imports neither torch nor transformers
+
 _TESTS = Path(__file__).resolve().parent
 
 
@@ -63,8 +65,6 @@ def tokenizer():
     """The embedded uncased WordPiece tokenizer (ids identical to bert-base-uncased)."""
     from transformers import AutoTokenizer
 
-    from bertdemo.models import embedded
-
     return AutoTokenizer.from_pretrained(str(embedded.tokenizer_dir()))
 
 
@@ -89,8 +89,6 @@ def tiny_loaded(tiny_mlm_dir):
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> str:
     """200 of the embedded Wikipedia summaries as a .jsonl corpus file (one {"text": ...} per line)."""
-    from bertdemo.models import embedded
-
     path = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
     path.write_text("\n".join(json.dumps({"text": t}) for t in embedded.wiki_summaries()[:200]), encoding="utf-8")
     return str(path)
