@@ -160,7 +160,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                 compare = gr.Dropdown(saved, value=[], multiselect=True, elem_id="ft-compare",
                                       label="Overlay earlier fine-tuning runs")
                 curve_plot = PlotlyFigure(label="Train loss and validation accuracy", elem_id="ft-curves")
-                gr.Markdown(f"Dashed grey: random weights of the same shape, the stored reference — "
+                gr.Markdown(f"Accuracy panel — {viz.ACCURACY_KEY}. Dashed grey: random weights of the same "
+                            f"shape, the stored reference — "
                             f"{reference.provenance()}.", elem_id="ft-reference")
                 probe_plot = PlotlyFigure(label="The probe sentence's topic, as the run goes", elem_id="ft-probe")
                 pca_plot = PlotlyFigure(label="Validation sentences' [CLS] vectors (PCA), coloured by topic",

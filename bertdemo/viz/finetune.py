@@ -26,7 +26,10 @@ LANDMARK_NAMES = {  # baseline key -> what the chart calls it
     "bag_of_words": "bag of words + logistic regression",
     "frozen_probe": "linear probe on the frozen embedded model",
 }
-LANDMARK_AXIS = "accuracy: lines on validation (dots: macro-F1), ◆ and dashes on test"
+LANDMARK_AXIS = "accuracy"  # short: a long title ran off the panel's height and over the loss panel's ticks
+# what each mark on the accuracy panel is: said in the line under the chart (ui/finetune_tab.py), which a
+# phone's one-column layout keeps readable (a key inside the figure met the legend there)
+ACCURACY_KEY = "lines: validation · dots: macro-F1 · ◆ and dashes: test"
 _LAYOUT = {"template": TEMPLATE.to_plotly_json(), "margin": {"l": 56, "r": 16, "t": 40, "b": 48}}
 
 
@@ -248,6 +251,7 @@ def curves_spec(runs: Sequence[tuple[str, FinetuneSnapshot]], baselines: dict[st
                          "tickformat": ".0%"},
               "shapes": shapes, "annotations": notes}
     return {"data": data, "layout": layout}
+
 
 
 def confusion_spec(snap: FinetuneSnapshot | None) -> dict:

@@ -117,6 +117,11 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
     legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
     # the stored random runs are of the embedded model's shape: not drawn as the control of a run start
     assert legend and not any("stored reference" in t for t in legend), legend
+    # the accuracy axis's title fits the figure's height (a long one ran off it, over the loss panel's ticks); the
+    # line under the chart says which mark is which split
+    figure, title = (page.locator(s).first.bounding_box() for s in ("#ft-curves .main-svg", "#ft-curves .g-y2title"))
+    assert figure["y"] <= title["y"] and title["y"] + title["height"] <= figure["y"] + figure["height"], (figure, title)
+    assert "◆ and dashes: test" in page.inner_text("#ft-reference")
     assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
     # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
     assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
