@@ -425,8 +425,8 @@ def _finetune(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict
         f"recipe: batch **{' or '.join(map(str, BATCH_SIZES))}**, learning rate **"
         + ", ".join(f"{v:g}" for v in LEARNING_RATES) + "**, **2–4 epochs**, warm-up then linear decay. Small "
         f"models want a larger rate: on the embedded 6-layer model, {d.learning_rate:g} reached 92–94 % in 3 "
-        "minutes on 2 CPU cores where 5e-5 reached 85 % — measured, so it is the Fine-tune tab's default. The "
-        "learning rate is small for a reason: too large and the pretrained knowledge is overwritten "
+        "minutes on 2 cores of a faster host where 5e-5 reached 85 % — measured, so it is the Fine-tune tab's "
+        "default. The learning rate is small for a reason: too large and the pretrained knowledge is overwritten "
         "(catastrophic forgetting) before the head has learned to use it."
     )
     nums = {"batch_sizes": list(BATCH_SIZES), "learning_rates": list(LEARNING_RATES), "epochs": [2, 3, 4],
