@@ -4,7 +4,6 @@ as stock model folders with the record the page reads (bertdemo.models.twin_curv
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 
@@ -16,6 +15,8 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokeniz
 from bertdemo.explore.twins import RecordedLandmarks, heldout_asked, heldout_by_position
 from bertdemo.models import twin_curve
 from bertdemo.models.embedded import tokenizer_dir
+from bertdemo.pretrain import __main__ as engine_cli
+from bertdemo.pretrain.config import TrainConfig, leaf_fields
 from bertdemo.pretrain.metrics import MetricsBuffer
 from bertdemo.pretrain.trainer import run_training
 from bertdemo.settings import DiskRules
@@ -41,13 +42,27 @@ def work(tmp_path_factory, corpus):
 
 
 def test_the_build_runs_the_engine_with_one_recipe_and_only_the_objective_differing(tmp_path) -> None:
-    args = argparse.Namespace(
-        work=str(tmp_path), steps=7400, batch_size=16, lr=1e-3, warmup_steps=150, checkpoint_every=100, seed=1337)
+    args = build_twin_pairs.parse_args(["--work", str(tmp_path)])
     commands = {run: build_twin_pairs.engine_command(run, args) for run in build_twin_pairs.RUNS}
     differing = [[c for c in commands[run] if c not in commands["mlm"]] for run in ("ltr-masked", "ltr-all")]
     assert differing == [["ltr", "--ltr-targets", "masked", str(tmp_path / "ltr-masked")],
                          ["ltr", "--ltr-targets", "all", str(tmp_path / "ltr-all")]]
     assert "--auto-resume" in commands["mlm"] and "--time-budget-s" in commands["mlm"]  # steps end every run
+
+
+def test_a_gpu_build_trains_the_three_at_once_in_the_shape_asked(tmp_path) -> None:
+    args = build_twin_pairs.parse_args(["--work", str(tmp_path), "--device", "cuda", "--preset", "3,256,4,1024",
+                                        "--dropout", "0.1", "--time-budget-s", "240"])
+    command = build_twin_pairs.engine_command("ltr-all", args)
+    engine_args = command[command.index("bertdemo.pretrain") + 1:]
+    parsed = vars(engine_cli.build_parser().parse_args(engine_args))
+    cfg = TrainConfig.from_flat(**{f.name: parsed[f.name] for _, f in leaf_fields() if f.name in parsed})
+    cfg.validate()  # the engine takes the command as it is
+    assert (cfg.model.preset, cfg.model.num_hidden_layers, cfg.model.hidden_size, cfg.model.num_attention_heads,
+            cfg.model.intermediate_size) == ("custom", 3, 256, 4, 1024)
+    assert (cfg.system.device, cfg.model.dropout, cfg.optim.time_budget_s) == ("cuda", 0.1, 240)
+    assert build_twin_pairs.worker_groups("cuda") == (("mlm",), ("ltr-masked",), ("ltr-all",))
+    assert build_twin_pairs.worker_groups("cpu") == (("mlm", "ltr-masked"), ("ltr-all",))
 
 
 def test_the_vocabulary_holds_every_cloze_answer_whole(tmp_path, corpus) -> None:

@@ -115,12 +115,22 @@ def engine_command(run: str, args: argparse.Namespace) -> list[str]:
     """The ``python -m bertdemo.pretrain`` command of one run (resumable: ``--auto-resume``)."""
     work = Path(args.work)
     return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--corpus", str(work / "corpus.jsonl"),
-            "--tokenizer", str(work / "tokenizer"), "--steps", str(args.steps), "--time-budget-s", "0",
+            "--tokenizer", str(work / "tokenizer"), "--steps", str(args.steps), "--time-budget-s", str(args.time_budget_s),
             "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps),
-            "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1",
+            "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1", *shape_flags(args.preset),
+            "--device", args.device, "--dropout", str(args.dropout),
             "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
             "--keep-milestones", "8", "--max-corpus-tokens", "50000000", "--no-progress", "--auto-resume",
             "--out", str(work / run)]
+
+
+def shape_flags(preset: str) -> list[str]:
+    """The engine's shape flags for a preset name, or for ``layers,hidden,heads,ffn`` (a custom shape)."""
+    if "," not in preset:
+        return ["--preset", preset]
+    layers, hidden, heads, ffn = (str(int(v)) for v in preset.split(","))
+    return ["--preset", "custom", "--num-hidden-layers", layers, "--hidden-size", hidden, "--num-attention-heads",
+            heads, "--intermediate-size", ffn]
 
 
 def finished(run_folder: Path, steps: int) -> bool:
@@ -129,6 +139,12 @@ def finished(run_folder: Path, steps: int) -> bool:
 
     latest = latest_checkpoint(run_folder)
     return latest is not None and int(read_state(latest).get("step") or 0) >= steps
+
+
+def worker_groups(device: str) -> tuple[tuple[str, ...], ...]:
+    """The runs each worker trains one after the other: on a CPU two workers of about equal work (one core each), on
+    a GPU one worker per run (the three share the device at once)."""
+    return WORKERS if device == "cpu" else tuple((run,) for run in RUNS)
 
 
 def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
@@ -145,6 +161,16 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+def _machine(device: str) -> str:
+    """The machine a sitting trained on, in words."""
+    where = f"{os.uname().machine}, {os.cpu_count()} CPU cores"
+    if device != "cpu":
+        import torch
+
+        where += f", one {torch.cuda.get_device_name(0)} shared by the three runs, torch {torch.__version__}"
+    return f"{where}, one CPU thread per run, load average {os.getloadavg()[0]:.1f} at the end"
+
+
 def status(args: argparse.Namespace) -> dict[str, dict]:
     """Each run's latest saved step and training seconds."""
     from bertdemo.pretrain.checkpoints import latest_checkpoint, read_state
@@ -157,8 +183,8 @@ def status(args: argparse.Namespace) -> dict[str, dict]:
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line: build (or continue) the corpus, the vocabulary and the three runs; 0 on success."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's settings (every default is the CPU build's recipe)."""
     parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.build_twin_pairs",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -171,8 +197,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="steps between saves; the log-spaced ones (1x, 2x, 4x… this) are kept")
     parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--preset", default="bert-tiny", help="the shape of all three models: a preset, or layers,hidden,heads,ffn")
+    parser.add_argument("--dropout", type=float, default=0.0, help="hidden + attention dropout of all three")
+    parser.add_argument("--device", default="cpu", help="'cpu' (two runs at a time, one core each) or 'cuda' (all "
+                                                       "three at once on the one GPU)")
+    parser.add_argument("--time-budget-s", type=int, default=0,
+                        help="each run's wall-time budget (its schedule ends at whichever comes first); 0: none")
+    parser.add_argument("--prepare", action="store_true", help="only build the corpus and the vocabulary, and stop")
     parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: build (or continue) the corpus, the vocabulary and the three runs; 0 on success."""
+    args = parse_args(argv)
     work = Path(args.work)
     if args.status:
         print(json.dumps(status(args), indent=1))
@@ -185,14 +223,17 @@ def main(argv: list[str] | None = None) -> int:
         record["corpus"] = build_corpus(work / "corpus.jsonl")
     if not (work / "tokenizer" / "tokenizer.json").is_file():
         learn_tokenizer(work / "corpus.jsonl", work / "tokenizer", args.vocab_size)
-    workers = [worker(tuple(r for r in runs if not finished(work / r, args.steps)), args) for runs in WORKERS]
+    if args.prepare:
+        storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+        return 0
+    workers = [worker(tuple(r for r in runs if not finished(work / r, args.steps)), args)
+               for runs in worker_groups(args.device)]
     codes = [w.wait() for w in workers]
     record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
         argv if argv is not None else sys.argv[1:])
     record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
-                               "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, one training thread "
-                                          f"per run, load average {os.getloadavg()[0]:.1f} at the end"})
+                               "machine": _machine(args.device)})
     record["runs"] = status(args)
     storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
     return max(codes, default=0)

@@ -3,6 +3,7 @@
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs                  # the curve (resumable)
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --table5         # + Table 5 at the last step
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --export         # + write bertdemo/assets/twins
+    python -m bertdemo.tools.measure_twin_pairs --table5-shipped                         # Table 5 of the shipped models
 
 At every step that all three runs kept (the log-spaced checkpoints, and the last), on the same held-out words of the
 pairs' own corpus (its held-out blocks, never trained on; each word asked alone: the masked LM reads the sentence
@@ -199,6 +200,40 @@ def table5(cells: dict, step: int, seeds: tuple[int, ...], settings) -> dict:
                        for task, by in at.items() for kind, v in by.items() for seed, c in zip(seeds, v)}}
 
 
+def table5_record(cells: dict, step: int, settings, threads: int, load: float, argv: list[str] | None) -> dict:
+    """The shipped ``table5.json``: Table 5 at ``step`` with where, when and how long its cells ran."""
+    import torch
+
+    spent = sum(c["seconds"] for k, c in cells.items() if k.endswith(f"@{step}"))
+    return {"step": step, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, {threads} torch thread(s), no GPU, "
+                       f"shared: load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
+            "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(
+                argv if argv is not None else sys.argv[1:]),
+            "torch": torch.__version__, "wall_s": round(spent, 1), **table5(cells, step, SEEDS, settings)}
+
+
+def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: list[str] | None, log) -> int:
+    """Table 5 in miniature of the three models already in ``assets`` (their step from its ``build.json``): the
+    cells of ``--table5`` (every model when none is named) into ``work``; ``assets/table5.json`` once all are there."""
+    from bertdemo.finetune.table5 import CellSettings
+
+    step = int(json.loads((assets / "build.json").read_text(encoding="utf-8"))["twins"]["mlm"]["step"])
+    settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+    work.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    which = args.table5 or list(RUNS)
+    cells = table5_cells({run: assets / EXPORT_NAMES[run] for run in which}, step, settings, SEEDS,
+                         work / "table5_cells.json", log)
+    if not all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{step}" in cells for task in ("topic", "names") for run in RUNS
+               for seed in SEEDS):
+        return 0
+    storage.write_text(assets / "table5.json",
+                       json.dumps(table5_record(cells, step, settings, args.threads, load, argv), indent=1) + "\n")
+    log(f"wrote {assets / 'table5.json'}")
+    return 0
+
+
 def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log) -> None:
     """The final models (fp16, stock folders), the held-out questions with their landmark losses, the curve and
     the Table 5 files, into ``assets``."""
@@ -288,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells-at", type=int, default=0,
                         help="only run the --table5 cells at this step of the runs named (no curve, no export)")
     parser.add_argument("--export", action="store_true", help="write the shipped pairs into --assets")
+    parser.add_argument("--table5-shipped", action="store_true",
+                        help="only fine-tune the models in --assets (a pair built elsewhere, e.g. on a GPU) and write "
+                             "their table5.json there; the cells kept in --work")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
@@ -309,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         table5_cells({run: runs[run][args.cells_at] for run in args.table5 or RUNS}, args.cells_at, settings, SEEDS,
                      work / "table5_cells.json", log)
         return 0
+    if args.table5_shipped:
+        return table5_of_shipped(Path(args.assets), work, args, argv, log)
     kept = sorted(set.intersection(*(set(found) for found in runs.values())))
     common = log_spaced(kept)
     if not common:
@@ -340,14 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = table5_cells({run: finals[run] for run in which}, last, settings, SEEDS, work / "table5_cells.json", log)
         if all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{last}" in cells for task in ("topic", "names") for run in RUNS
                for seed in SEEDS):
-            spent = sum(c["seconds"] for k, c in cells.items() if k.endswith(f"@{last}"))
-            measured["table5"] = {
-                "step": last, "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                "machine": f"{os.uname().machine}, {os.cpu_count()} CPU cores, {args.threads} torch thread(s), no GPU, "
-                           f"shared: load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
-                "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(
-                    argv if argv is not None else sys.argv[1:]),
-                "torch": torch.__version__, "wall_s": round(spent, 1), **table5(cells, last, SEEDS, settings)}
+            measured["table5"] = table5_record(cells, last, settings, args.threads, load, argv)
             storage.write_text(path, json.dumps(measured, indent=1) + "\n")
         log(f"table 5: {time.monotonic() - began:.0f} s this sitting")
     measured["curve_export"] = _renamed({  # the shipped record names each model by its asset folder
