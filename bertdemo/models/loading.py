@@ -178,7 +178,7 @@ def _resolve(name: str, policy: AccessPolicy) -> tuple[str, str, bool, str]:
     if kind is not None:
         if not twins.has_twin(kind):
             raise ValueError(f"{name} is not in this install (bertdemo/assets/twins/{kind} is missing).")
-        return "embedded", str(twins.twin_dir(kind)), False, twins.TWIN_NOTES[kind]
+        return "embedded", str(twins.twin_dir(kind)), False, twins.twin_note(kind)
     named = policy.server_folder(name)  # "run:<id>" (a checkpoint of this server's runs), "served:<name>"
     if named is not None:
         return "local", named, False, ""

@@ -16,17 +16,18 @@ loads one. Torch-free: the pickers list the twins before torch loads.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 TWINS_DIR = Path(__file__).resolve().parents[1] / "assets" / "twins"
 TWIN_KINDS = ("mlm", "ltr", "ltr-masked")
 TWIN_NAMES = {"mlm": "embedded/twin-mlm", "ltr": "embedded/twin-ltr", "ltr-masked": "embedded/twin-ltr-masked"}
 TWIN_NOTES = {
-    "mlm": "the masked-LM twin (BERT: sees both sides), bert-tiny shape, trained by this project",
-    "ltr": "the left-to-right twin (GPT-style: predicts every next word from the words before), bert-tiny shape, "
-           "trained by this project on the same batches as the masked-LM twin",
+    "mlm": "the masked-LM twin (BERT: sees both sides), trained by this project",
+    "ltr": "the left-to-right twin (GPT-style: predicts every next word from the words before), trained by this "
+           "project on the same batches as the masked-LM twin",
     "ltr-masked": "the controlled left-to-right twin (sees only the words before, and predicts only the words the "
-                  "masked-LM twin predicts), bert-tiny shape, trained by this project on the same batches",
+                  "masked-LM twin predicts), trained by this project on the same batches",
 }
 # name -> (masked LM, left-to-right LM): the two comparisons the twins make
 PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr")}
@@ -45,6 +46,21 @@ def twin_dir(kind: str) -> Path:
     if kind not in TWIN_KINDS:
         raise ValueError(f"A twin is 'mlm', 'ltr' or 'ltr-masked', not {str(kind)[:40]!r}.")
     return TWINS_DIR / kind
+
+
+def shape_text(kind: str = "mlm") -> str:
+    """The twin's shape in words, read from its config: "3 layers, hidden 256, 4 heads" ("" when not installed)."""
+    try:
+        cfg = json.loads((twin_dir(kind) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return f"{cfg['num_hidden_layers']} layers, hidden {cfg['hidden_size']}, {cfg['num_attention_heads']} heads"
+
+
+def twin_note(kind: str) -> str:
+    """What the twin is, in one line for the page's model note: :data:`TWIN_NOTES` with its shape."""
+    shape = shape_text(kind)
+    return f"{TWIN_NOTES[kind]} ({shape})" if shape else TWIN_NOTES[kind]
 
 
 def has_twin(kind: str) -> bool:

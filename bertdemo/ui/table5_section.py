@@ -16,6 +16,7 @@ import gradio as gr
 
 from bertdemo.finetune import table5
 from bertdemo.finetune.table5_run import start_cell
+from bertdemo.models import twin_curve, twins
 from bertdemo.runs.status import ACTIVE_STATUSES
 from bertdemo.ui import api_answers, run_starts
 from bertdemo.ui.common import user_errors as wrap_errors, visitor_of
@@ -29,7 +30,7 @@ INTRO = (
     "fell most. Here the shipped twins are fine-tuned the same way on a sentence-level task (a summary's topic) "
     "and a token-level one (Find the names), three seeds each. The left-to-right twin keeps its causal mask: its "
     "sentence head reads the last piece (its [CLS] sees only itself), and each word's label comes from the word's "
-    "first piece, which has seen only the words before it. The twins are tiny (2 layers, hidden 128, 15 M tokens "
+    "first piece, which has seen only the words before it. The twins are small ({shape}, {tokens} tokens "
     "of pretraining each): read the measured rows as what this miniature shows, not as the paper's numbers.")
 
 
@@ -40,7 +41,9 @@ def build(ctx: Any, poll: TabPoll) -> None:
     shipped = table5.read_shipped()
     errors = wrap_errors(public=ctx.settings.is_public)
     with gr.Accordion("Table 5 in miniature: fine-tune both twins", open=False, elem_id="pt-table5"):
-        gr.Markdown(INTRO)
+        curve = twin_curve.read_curve()
+        gr.Markdown(INTRO.format(shape=twins.shape_text(),
+                                 tokens=twin_curve.millions(curve.final_tokens) if curve is not None else "millions of"))
         gr.Markdown(viz.table_markdown(shipped), elem_id="pt-table5-table")
         gr.Markdown("**Re-run one cell live** (the settings above; it takes the training slot like any run):")
         with gr.Row():

@@ -15,7 +15,7 @@ import gradio as gr
 
 from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
 from bertdemo.lazy import LazyModule
-from bertdemo.models import twin_curve
+from bertdemo.models import twin_curve, twins
 from bertdemo.models.embedded import EMBEDDED_ENCODER_NAME, EMBEDDED_MLM_NAME
 from bertdemo.pretrain import cost
 from bertdemo.pretrain.config import TrainConfig
@@ -43,7 +43,7 @@ HEADS_NOTE = (
     "start has previous- and next-word heads from step 0 (planted at initialisation); a run with the plain random "
     "start shows whether they grow on their own.")
 CURVE_NOTE = (
-    "**Where bidirectional pays.** The app ships three twins of one shape (bert-tiny, the same batches in the same "
+    "**Where bidirectional pays.** The app ships three twins of one shape ({shape}; the same batches in the same "
     "order, {tokens} tokens each): a masked LM and two left-to-right LMs. Beside the first left-to-right twin, which "
     "predicts the same words as the masked one on every batch, only what each prediction may read differs (the "
     "*controlled* pair); beside the second, which predicts every next word as GPT does, it is the paper's setting. "
@@ -73,7 +73,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     with gr.Accordion("The B in BERT: masked LM beside left-to-right LM", open=False, elem_id="pt-twins"):
         gr.Markdown(TWINS_NOTE)
         if curve is not None:  # what the shipped twins measured along their training (no torch: read from a file)
-            gr.Markdown(CURVE_NOTE.format(tokens=twin_curve.millions(curve.final_tokens)), elem_id="pt-twins-curve-note")
+            gr.Markdown(CURVE_NOTE.format(
+                tokens=twin_curve.millions(curve.final_tokens), shape=twins.shape_text()), elem_id="pt-twins-curve-note")
             PlotlyFigure(_plot(curve_drawing.curve_spec(curve)), label="Where bidirectional pays: the shipped twins along "
                          "their training", elem_id="pt-twins-curve-plot", lazy=True)
             gr.Markdown(curve_drawing.curve_markdown(curve), elem_id="pt-twins-curve")
