@@ -200,6 +200,12 @@ def table5(cells: dict, step: int, seeds: tuple[int, ...], settings) -> dict:
                        for task, by in at.items() for kind, v in by.items() for seed, c in zip(seeds, v)}}
 
 
+def all_cells(cells: dict, step: int) -> bool:
+    """Whether ``cells`` holds every cell of Table 5 at ``step``: both tasks, the three models, every seed."""
+    return all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{step}" in cells for task in ("topic", "names") for run in RUNS
+               for seed in SEEDS)
+
+
 def table5_record(cells: dict, step: int, settings, threads: int, load: float, argv: list[str] | None) -> dict:
     """The shipped ``table5.json``: Table 5 at ``step`` with where, when and how long its cells ran."""
     import torch
@@ -225,8 +231,7 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
     which = args.table5 or list(RUNS)
     cells = table5_cells({run: assets / EXPORT_NAMES[run] for run in which}, step, settings, SEEDS,
                          work / "table5_cells.json", log)
-    if not all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{step}" in cells for task in ("topic", "names") for run in RUNS
-               for seed in SEEDS):
+    if not all_cells(cells, step):
         return 0
     storage.write_text(assets / "table5.json",
                        json.dumps(table5_record(cells, step, settings, args.threads, load, argv), indent=1) + "\n")
@@ -378,8 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         which = args.table5 or list(RUNS)
         began, load = time.monotonic(), os.getloadavg()[0]
         cells = table5_cells({run: finals[run] for run in which}, last, settings, SEEDS, work / "table5_cells.json", log)
-        if all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{last}" in cells for task in ("topic", "names") for run in RUNS
-               for seed in SEEDS):
+        if all_cells(cells, last):
             measured["table5"] = table5_record(cells, last, settings, args.threads, load, argv)
             storage.write_text(path, json.dumps(measured, indent=1) + "\n")
         log(f"table 5: {time.monotonic() - began:.0f} s this sitting")
