@@ -106,7 +106,8 @@ def test_the_curve_says_where_the_lines_cross_with_the_measured_numbers(curve) -
         crossing = c.crossover
         if crossing["crosses"] and not crossing.get("ahead_from_first"):
             assert f"leads until about **{twin_curve.millions(crossing['tokens'])} tokens**" in sentence
-    assert "your pair: 0.3 M tokens" in twin_curve.place_run(curve, "paper", 307_200)
+    placed = twin_curve.place_run(curve, "paper", 307_200)
+    assert "your pair: 0.3 M tokens" in placed and f"({twins.shape_text()})" in placed  # the shipped pair's size named
 
 
 def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduces_them(shipped, curve,

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bertdemo.models.twins import CURVE_FILE, PAIRS, TWIN_NAMES
+from bertdemo.models.twins import CURVE_FILE, PAIRS, TWIN_NAMES, shape_text
 
 BOTH_NEIGHBOURS = "both neighbours"
 WORD_BEFORE = "word before (bigram)"
@@ -157,17 +157,20 @@ def cloze_sentence(curve: TwinCurve, pair: str) -> str:
 
 def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
     """Where a learner's own pair of runs stands on the shipped curve: "your pair: 0.3 M tokens, before the
-    crossover (about 1.2 M tokens)"."""
+    crossover of the shipped paper pair (3 layers, hidden 256, 4 heads: about 1.8 M tokens)" — the shipped pair's
+    shape named, since a pair of another size crosses elsewhere."""
     c = curve.pairs[pair].crossover
     where = f"your pair: {millions(tokens)} tokens"
+    shape = shape_text()
+    shipped = f"the shipped {pair} pair" + (f" ({shape})" if shape else "")
     if c.get("crosses"):
         at = float(c["tokens"])
         if c.get("ahead_from_first"):
-            return f"{where}; the shipped {pair} pair had the masked LM ahead from its first checkpoint ({millions(at)})."
+            return f"{where}; {shipped} had the masked LM ahead from its first checkpoint ({millions(at)})."
         side = "before" if tokens < at else "past"
-        return f"{where}, {side} the crossover of the shipped {pair} pair (about {millions(at)} tokens)."
+        return f"{where}, {side} the crossover of {shipped}: about {millions(at)} tokens."
     needed = c.get("extrapolated_tokens")
-    return (f"{where}; the shipped {pair} pair had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
+    return (f"{where}; {shipped} had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
             + (f" (extrapolated: near {millions(needed)})." if needed else "."))
 
 
