@@ -63,6 +63,9 @@ def test_a_gpu_build_trains_the_three_at_once_in_the_shape_asked(tmp_path) -> No
     assert (cfg.system.device, cfg.model.dropout, cfg.optim.time_budget_s) == ("cuda", 0.1, 240)
     assert build_twin_pairs.worker_groups("cuda") == (("mlm",), ("ltr-masked",), ("ltr-all",))
     assert build_twin_pairs.worker_groups("cpu") == (("mlm", "ltr-masked"), ("ltr-all",))
+    another_seed = build_twin_pairs.parse_args(["--work", str(tmp_path), "--device", "cuda", "--seed", "7",
+                                                "--runs", "mlm", "ltr-masked"])  # the controlled pair alone
+    assert build_twin_pairs.planned_runs(another_seed) == [("mlm",), ("ltr-masked",), ()]
 
 
 def test_the_vocabulary_holds_every_cloze_answer_whole(tmp_path, corpus) -> None:

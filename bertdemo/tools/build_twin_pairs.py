@@ -147,6 +147,14 @@ def worker_groups(device: str) -> tuple[tuple[str, ...], ...]:
     return WORKERS if device == "cpu" else tuple((run,) for run in RUNS)
 
 
+def planned_runs(args: argparse.Namespace) -> list[tuple[str, ...]]:
+    """Per worker, the runs it will train: those asked for (``--runs``) and not finished yet, in the device's
+    groups (:func:`worker_groups`)."""
+    work = Path(args.work)
+    return [tuple(r for r in runs if r in args.runs and not finished(work / r, args.steps))
+            for runs in worker_groups(args.device)]
+
+
 def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
     """One shell process that trains ``runs`` one after the other, each appending to its log."""
     work = Path(args.work)
@@ -167,7 +175,7 @@ def _machine(device: str) -> str:
     if device != "cpu":
         import torch
 
-        where += f", one {torch.cuda.get_device_name(0)} shared by the three runs, torch {torch.__version__}"
+        where += f", one {torch.cuda.get_device_name(0)} shared by the runs at once, torch {torch.__version__}"
     return f"{where}, one CPU thread per run, load average {os.getloadavg()[0]:.1f} at the end"
 
 
@@ -203,6 +211,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                        "three at once on the one GPU)")
     parser.add_argument("--time-budget-s", type=int, default=0,
                         help="each run's wall-time budget (its schedule ends at whichever comes first); 0: none")
+    parser.add_argument("--runs", nargs="+", choices=list(RUNS), default=list(RUNS),
+                        help="train only these runs (e.g. another seed of the controlled pair: mlm ltr-masked)")
     parser.add_argument("--prepare", action="store_true", help="only build the corpus and the vocabulary, and stop")
     parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
     return parser.parse_args(argv)
@@ -226,8 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
         return 0
-    workers = [worker(tuple(r for r in runs if not finished(work / r, args.steps)), args)
-               for runs in worker_groups(args.device)]
+    workers = [worker(runs, args) for runs in planned_runs(args)]
     codes = [w.wait() for w in workers]
     record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
         argv if argv is not None else sys.argv[1:])
