@@ -17,6 +17,7 @@ loads one. Torch-free: the pickers list the twins before torch loads.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 TWINS_DIR = Path(__file__).resolve().parents[1] / "assets" / "twins"
@@ -48,8 +49,10 @@ def twin_dir(kind: str) -> Path:
     return TWINS_DIR / kind
 
 
+@lru_cache(maxsize=len(TWIN_KINDS))
 def shape_text(kind: str = "mlm") -> str:
-    """The twin's shape in words, read from its config: "3 layers, hidden 256, 4 heads" ("" when not installed)."""
+    """The twin's shape in words, read once from its shipped config: "3 layers, hidden 256, 4 heads" ("" when not
+    installed)."""
     try:
         cfg = json.loads((twin_dir(kind) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -22,8 +22,9 @@ Stages, each skipped when its output is already there (so the same command resum
    twin's step is mostly its projection onto the vocabulary: 8,192 pieces instead of 30,522 make a step ~3x
    cheaper on a CPU, docs/benchmarks.md), then every answer word of the two cloze sets that it would split added
    as one whole-word piece (as each is in bert-base-uncased's vocabulary), so that a blank is one prediction.
-3. The three runs, two at a time on one core each (``mlm`` then ``ltr-masked`` on one, ``ltr-all`` on the
-   other: about equal work), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
+3. The three runs (or those ``--runs`` names), on a CPU two at a time on one core each (``mlm`` then ``ltr-masked`` on
+   one, ``ltr-all`` on the other: about equal work), with ``--device cuda`` all at once on the GPU (the shipped
+   twins: ``bertdemo/tools/build_twin_pairs_gpu.sh``), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
    ``--checkpoint-every`` steps, the log-spaced ones kept (1x, 2x, 4x… the first) for the crossover curve.
 
 Checkpoints stay out of git (``runs/`` is ignored); :mod:`bertdemo.tools.measure_twin_pairs` measures them and
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
         return 0
-    workers = [worker(runs, args) for runs in planned_runs(args)]
+    workers = [worker(runs, args) for runs in planned_runs(args) if runs]
     codes = [w.wait() for w in workers]
     record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
         argv if argv is not None else sys.argv[1:])

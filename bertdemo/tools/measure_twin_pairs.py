@@ -200,6 +200,13 @@ def table5(cells: dict, step: int, seeds: tuple[int, ...], settings) -> dict:
                        for task, by in at.items() for kind, v in by.items() for seed, c in zip(seeds, v)}}
 
 
+def cell_settings(steps: int):
+    """The fine-tuning settings of every Table 5 cell: ``steps`` steps, validation three times along them."""
+    from bertdemo.finetune.table5 import CellSettings
+
+    return CellSettings(steps=steps, eval_every=max(5, steps // 3)).validate()
+
+
 def all_cells(cells: dict, step: int) -> bool:
     """Whether ``cells`` holds every cell of Table 5 at ``step``: both tasks, the three models, every seed."""
     return all(f"{task}/{EXPORT_NAMES[run]}/{seed}@{step}" in cells for task in ("topic", "names") for run in RUNS
@@ -222,10 +229,8 @@ def table5_record(cells: dict, step: int, settings, threads: int, load: float, a
 def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: list[str] | None, log) -> int:
     """Table 5 in miniature of the three models already in ``assets`` (their step from its ``build.json``): the
     cells of ``--table5`` (every model when none is named) into ``work``; ``assets/table5.json`` once all are there."""
-    from bertdemo.finetune.table5 import CellSettings
-
     step = int(json.loads((assets / "build.json").read_text(encoding="utf-8"))["twins"]["mlm"]["step"])
-    settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+    settings = cell_settings(args.table5_steps)
     work.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     which = args.table5 or list(RUNS)
@@ -346,9 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"steps": {}}
     runs = {run: step_folders(work / run) for run in RUNS}
     if args.cells_at:  # only Table 5 cells of the runs named, at their checkpoint of that step (while others train)
-        from bertdemo.finetune.table5 import CellSettings
-
-        settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+        settings = cell_settings(args.table5_steps)
         table5_cells({run: runs[run][args.cells_at] for run in args.table5 or RUNS}, args.cells_at, settings, SEEDS,
                      work / "table5_cells.json", log)
         return 0
@@ -377,9 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     last = common[-1]
     finals = {run: found[last] for run, found in runs.items()}
     if args.table5 is not None:
-        from bertdemo.finetune.table5 import CellSettings
-
-        settings = CellSettings(steps=args.table5_steps, eval_every=max(5, args.table5_steps // 3)).validate()
+        settings = cell_settings(args.table5_steps)
         which = args.table5 or list(RUNS)
         began, load = time.monotonic(), os.getloadavg()[0]
         cells = table5_cells({run: finals[run] for run in which}, last, settings, SEEDS, work / "table5_cells.json", log)
