@@ -8,6 +8,7 @@ The import checks run in a fresh interpreter: this test process has everything i
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -26,10 +27,9 @@ def _loaded_after(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow  # torch and transformers imported in a fresh interpreter: about 10 s on two busy cores
-def test_attention_and_inside_do_not_import_fill_mask():
-    loaded = _loaded_after("import bertdemo.explore.attention, bertdemo.explore.inside, "
-                           "bertdemo.explore.inside_layer, bertdemo.explore.inside_output")
+@pytest.mark.slow  # torch and transformers in a fresh interpreter (the one that then imports every module)
+def test_attention_and_inside_do_not_import_fill_mask(every_module_imported):
+    loaded = every_module_imported["after attention and inside"]
     assert loaded["torch"] and not loaded["bertdemo.explore.fill_mask"]
 
 
@@ -39,7 +39,10 @@ def test_messages_and_limits_are_torch_free():
 
 
 IMPORT_EVERY_MODULE = """
-import importlib, json, pkgutil
+import importlib, json, pkgutil, sys
+import bertdemo.explore.attention, bertdemo.explore.inside, bertdemo.explore.inside_layer, bertdemo.explore.inside_output
+watched = ("torch", "bertdemo.explore.fill_mask")
+after_attention = {m: m in sys.modules for m in watched}
 import bertdemo
 names = sorted(m.name for m in pkgutil.walk_packages(bertdemo.__path__, "bertdemo."))
 failed = {}
@@ -48,20 +51,26 @@ for name in names:
         importlib.import_module(name)
     except Exception as exc:  # noqa: BLE001 - every failure is reported
         failed[name] = f"{type(exc).__name__}: {exc}"[:300]
-print(json.dumps({"count": len(names), "failed": failed}))
+print(json.dumps({"after attention and inside": after_attention, "count": len(names), "failed": failed}))
 """
 
 
-@pytest.mark.slow  # every module, in a fresh interpreter
-def test_every_module_imports():
-    """Every bertdemo module imports. In any order: the import graph (imports inside functions too) has no circle
-    (test_the_import_graph_has_no_circle), so no module imports only after another has been imported first (each
-    module imported alone, in a fresh set of modules, took a minute of the suite for the same guarantee)."""
+@pytest.fixture(scope="module")
+def every_module_imported() -> dict:
+    """One fresh interpreter (torch and transformers imported once, not once per check): what Attention and Inside
+    BERT loaded, then every module imported."""
     done = subprocess.run([sys.executable, "-c", IMPORT_EVERY_MODULE], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["count"] > 90 and result["failed"] == {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # every module, in a fresh interpreter
+def test_every_module_imports(every_module_imported):
+    """Every bertdemo module imports. In any order: the import graph (imports inside functions too) has no circle
+    (test_the_import_graph_has_no_circle), so no module imports only after another has been imported first (each
+    module imported alone, in a fresh set of modules, took a minute of the suite for the same guarantee)."""
+    assert every_module_imported["count"] > 90 and every_module_imported["failed"] == {}
 
 
 def test_settings_import_nothing_from_pretrain():
@@ -123,6 +132,7 @@ def _imports(path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache  # the package's source, parsed once for every check below (about 1 CPU-s each time)
 def _graph() -> dict[str, set[str]]:
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     return {name: _imports(path, set(paths)) for name, path in paths.items()}

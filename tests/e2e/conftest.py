@@ -127,11 +127,12 @@ def runs_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def app_server(app_model_dir, runs_dir):
-    """The real app (offline, tiny model as default): ``(url, process)`` for the whole session."""
+    """The real app (offline, tiny model as default, its read-only views also MCP tools: test_mcp.py):
+    ``(url, process)`` for the whole session."""
     # BERTDEMO_E2E_MODEL swaps the tiny random model for a real one (e.g. the embedded masked-LM)
     # when the browser tests are run to regenerate the README screenshots.
     model = os.environ.get("BERTDEMO_E2E_MODEL") or app_model_dir
-    url, proc = launch_app(["--offline", "--model", model, "--runs-dir", str(runs_dir)])
+    url, proc = launch_app(["--offline", "--model", model, "--runs-dir", str(runs_dir), "--mcp"])
     try:
         yield url, proc
     finally:
@@ -271,20 +272,26 @@ def open_page(_browser):
             context.close()
 
 
-def screenshot_dir() -> Path:
-    """Where screenshots go: $BERTDEMO_SCREENSHOTS, default tests/artifacts/ (gitignored)."""
-    folder = Path(os.environ.get("BERTDEMO_SCREENSHOTS") or REPO_ROOT / "tests" / "artifacts")
+def screenshot_dir() -> Path | None:
+    """Where screenshots go: $BERTDEMO_SCREENSHOTS (``tests/artifacts`` is gitignored for them); None when it is
+    unset: the suite then takes none (the 50 full-page PNGs cost the browser about 20 CPU-s, and nothing asserts
+    on them)."""
+    if not os.environ.get("BERTDEMO_SCREENSHOTS"):
+        return None
+    folder = Path(os.environ["BERTDEMO_SCREENSHOTS"])
     if not folder.is_absolute():
         folder = REPO_ROOT / folder
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
-def screenshot(page, name: str) -> Path:
-    """Save a full-page PNG named ``name`` (``.png`` added if missing); returns its path."""
-    if not name.endswith(".png"):
-        name += ".png"
-    path = screenshot_dir() / name
+def screenshot(page, name: str) -> Path | None:
+    """Save a full-page PNG named ``name`` (``.png`` added if missing) into $BERTDEMO_SCREENSHOTS; returns its path,
+    or None when that is unset (no screenshot taken)."""
+    folder = screenshot_dir()
+    if folder is None:
+        return None
+    path = folder / (name if name.endswith(".png") else name + ".png")
     page.screenshot(path=str(path), full_page=True)
     return path
 

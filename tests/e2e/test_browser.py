@@ -1,8 +1,8 @@
 """End-to-end browser tests: the real app (offline, tiny masked-LM) in headless system Chromium.
 
 Asserts on what a person sees in each inference tab, and saves a full-page screenshot of
-each (tokenizer.png, fill_mask.png) into $BERTDEMO_SCREENSHOTS (default
-tests/artifacts/). The other browser tests add attention_overview.png, attention.png, masking_lab.png, inside_bert.png,
+each (tokenizer.png, fill_mask.png) into $BERTDEMO_SCREENSHOTS when it is set (e.g.
+BERTDEMO_SCREENSHOTS=tests/artifacts, gitignored; unset, none is taken). The other browser tests add attention_overview.png, attention.png, masking_lab.png, inside_bert.png,
 pretrain.png and pretrain_compare.png; the phone-width twins (<tab>_phone.png) come from the phone pass of
 test_accessibility.py.
 Regenerate the screenshots (README.md, docs/screenshots.md), with the embedded masked-LM instead of the tiny random

@@ -1,7 +1,7 @@
 """End-to-end: the Masking & NSP tab over the API (gradio_client) and in Chromium.
 
 Saves masking_lab.png (desktop) and masking_lab_phone.png (390 px wide) into
-$BERTDEMO_SCREENSHOTS (default tests/artifacts/), like test_browser.py.
+$BERTDEMO_SCREENSHOTS when it is set, like test_browser.py.
 """
 
 from __future__ import annotations

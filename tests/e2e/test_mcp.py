@@ -13,19 +13,14 @@ import pytest
 from bertdemo.ui.mcp_tools import READ_ONLY_VIEWS
 from tests.helpers import run_coroutine
 
-from .conftest import launch_app, stop_app
-
 mcp = pytest.importorskip("mcp")
 
 
 @pytest.fixture(scope="module")
-def mcp_app(app_model_dir, tmp_path_factory):
-    url, proc = launch_app(["--offline", "--model", app_model_dir, "--mcp",
-                            "--runs-dir", str(tmp_path_factory.mktemp("mcp-runs"))])
-    try:
-        yield url
-    finally:
-        stop_app(proc)
+def mcp_app(app_url: str) -> str:
+    """The session's launched app, started with ``--mcp`` (conftest.app_server): a server of its own took a
+    launch, about 15 CPU-s."""
+    return app_url
 
 
 def session_calls(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
