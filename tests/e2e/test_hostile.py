@@ -263,7 +263,7 @@ def test_every_endpoint_at_its_heaviest_legal_request_from_several_visitors_answ
         public_server):
     """Every named endpoint gets its heaviest legal request (the run-control endpoints only what starts nothing: a
     run has its own caps) from one of two visitors working at once, each through its half of the endpoints one
-    after another, so every heavy call meets the other visitor's. Each call is answered, or refused with a short
+    after another, so a heavy call may meet the other visitor's. Each call is answered, or refused with a short
     sentence (the budget's "use fewer ...", a busy heavy slot, an unknown run), never a failure nobody planned for;
     the server then still answers an ordinary request. (Each endpoint once, not once per visitor: the second
     round repeated the same requests and took half of the test's 50 CPU-s.)"""
