@@ -1,6 +1,7 @@
 """The app as an MCP server (``app.py --mcp``), through the ``mcp`` package's own client over streamable HTTP:
 it lists exactly the read-only views as tools, a tool answers with the numbers the page's API gives for the
-same input, the API's bounds hold for a tool call, and an endpoint that changes something is no tool."""
+same input, the API's bounds hold for a tool call, and an endpoint that changes something is no tool. The server is
+the session's launched app, started with ``--mcp`` (conftest.app_server)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,6 @@ from bertdemo.ui.mcp_tools import READ_ONLY_VIEWS
 from tests.helpers import run_coroutine
 
 mcp = pytest.importorskip("mcp")
-
-
-@pytest.fixture(scope="module")
-def mcp_app(app_url: str) -> str:
-    """The session's launched app, started with ``--mcp`` (conftest.app_server): a server of its own took a
-    launch, about 15 CPU-s."""
-    return app_url
 
 
 def session_calls(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
@@ -42,7 +36,7 @@ def texts(result) -> list[str]:
     return [part.text for part in result.content if getattr(part, "text", None) is not None]
 
 
-def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, app_model_dir):
+def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(app_url, app_model_dir):
     from gradio_client import Client
     from transformers import AutoTokenizer
 
@@ -57,7 +51,7 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
         ("delete_run", {"run_id": "x"}),
         ("fill_mask", {"text": "a [MASK] b", "model": "x" * 5000}),  # refused by the MCP package's schema check
     ]
-    tools, (encoded, filled, too_long, no_b, start, delete, long_model) = session_calls(mcp_app, calls)
+    tools, (encoded, filled, too_long, no_b, start, delete, long_model) = session_calls(app_url, calls)
 
     assert sorted(t.name for t in tools) == sorted(READ_ONLY_VIEWS)
     assert all(t.description for t in tools)
@@ -71,7 +65,7 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(mcp_app, a
     assert answer["tokens"] == own.tokens() and answer["tokenizer"] == app_model_dir
 
     # fill_mask: the same top-5 words and probabilities as the page's API endpoint for the same input
-    api = Client(mcp_app, verbose=False).predict("Nice to [MASK] you.", "", app_model_dir, 5, "", "", False, False,
+    api = Client(app_url, verbose=False).predict("Nice to [MASK] you.", "", app_model_dir, 5, "", "", False, False,
                                                  api_name="/fill_mask")
     assert not filled.isError
     [figure, _, _, raw] = ast.literal_eval(texts(filled)[0])  # the endpoint's four outputs, as the API gives them
@@ -100,7 +94,7 @@ MINIMAL = {
 NATURAL = {"text": "the [MASK] of france is paris.", "top_k": 5}  # an assistant's first fill_mask call
 
 
-def test_every_tool_answers_only_its_required_arguments_with_the_page_apis_numbers(mcp_app, app_model_dir):
+def test_every_tool_answers_only_its_required_arguments_with_the_page_apis_numbers(app_url, app_model_dir):
     """One session: each tool with only its required arguments (and fill_mask as an assistant first calls it),
     every parameter described; each answer holds the numbers the page's API gives for the same input."""
     from gradio_client import Client
@@ -108,7 +102,7 @@ def test_every_tool_answers_only_its_required_arguments_with_the_page_apis_numbe
     from .api import as_array, plotly_figure
 
     calls = [*MINIMAL.items(), ("fill_mask", NATURAL)]
-    tools, results = session_calls(mcp_app, calls)
+    tools, results = session_calls(app_url, calls)
     failed = {f"{name} {sorted(args)}": texts(result) for (name, args), result in zip(calls, results)
               if result.isError}
     assert failed == {}
@@ -118,7 +112,7 @@ def test_every_tool_answers_only_its_required_arguments_with_the_page_apis_numbe
             if not spec.get("description")] == []
     encoded, tokenized, filled, attended, similar, natural = (ast.literal_eval(texts(r)[0]) for r in results)
 
-    api = Client(mcp_app, verbose=False)
+    api = Client(app_url, verbose=False)
     assert encoded == api.predict(*MINIMAL["encode"].values(), api_name="/encode")
     assert tokenized[2]["data"] == api.predict(api_name="/tokenize")[2]["data"]  # ids, segments, mask per token
     assert filled[3] == api.predict(api_name="/fill_mask")[3]  # every mask's top-k words and probabilities
