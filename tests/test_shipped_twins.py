@@ -94,6 +94,7 @@ def test_the_pages_cloze_ranks_recompute_the_shipped_measurement(shipped, curve)
     for kind in twins.TWIN_KINDS:
         got, want = np.asarray(ranks.ranks[twins.TWIN_NAMES[kind]]), np.asarray(recorded[kind]["ranks"])
         assert np.median(np.abs(np.log(got) - np.log(want))) < 0.05  # fp16 export: ranks move by a few places
+        assert ranks.first_guess[twins.TWIN_NAMES[kind]] == recorded[kind]["first_guess"]  # what the page counts
 
 
 def test_the_curve_says_where_the_lines_cross_with_the_measured_numbers(curve) -> None:
@@ -151,3 +152,17 @@ def test_the_controlled_pair_shows_where_reading_both_sides_pays(curve) -> None:
     paper = curve.pairs["paper"].crossover
     assert paper["crosses"] and not paper.get("ahead_from_first")
     assert curve.pairs["paper"].tokens[0] < paper["tokens"] < curve.pairs["paper"].tokens[-1]
+
+
+def test_the_cloze_sentence_counts_each_twins_first_guesses_and_says_where_to_read_why(curve) -> None:
+    """The page's cloze line names each twin's most frequent first guesses with their counts over the items (the
+    record the test above recomputes from the weights); a low top-5 share sends the learner to the card."""
+    last = curve.cloze[-1]
+    for pair, (m, l) in twins.PAIRS.items():
+        sentence = twin_curve.cloze_sentence(curve, pair)
+        for side, kind in (("masked", m), ("left-to-right", l)):
+            guesses = last["models"][kind]["first_guess"]
+            top = max(sorted(set(guesses)), key=guesses.count)
+            assert f"the {side} LM {twin_curve.code(top)} ({guesses.count(top)} of {len(guesses)})" in sentence
+        assert ("the twins' card counts" in sentence) == (last["models"][m]["top5"] < twin_curve.SELDOM_TOP5)
+    assert twin_curve.listed([("sun", 10), ("`", 2)], 61) == "`sun` (10 of 61), `` ` `` (2)"

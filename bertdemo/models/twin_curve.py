@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -149,10 +150,35 @@ def cloze_sentence(curve: TwinCurve, pair: str) -> str:
     else:
         median = (f"median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} (the left-to-right LM's "
                   f"median is the better one)")
+    guesses = "; ".join(f"the {side} LM {listed(common_first_guesses(last, kind), last['items'])}"
+                        for side, kind in (("masked", mlm), ("left-to-right", ltr)))
     return (f"Right-context cloze ({last['items']} sentences whose words after the blank decide it), at "
             f"{millions(last['tokens'])} tokens: the masked LM ranks the right word better on {versus['mlm_better']} "
             f"of {last['items']}, the left-to-right LM on {versus['ltr_better']}; {median}; the right word in the "
-            f"top 5: {m['top5']:.0%} against {l['top5']:.0%}.")
+            f"top 5: {m['top5']:.0%} against {l['top5']:.0%}. First guesses, most often: {guesses}"
+            + (" (why the right word so seldom reaches the top 5: the twins' card counts what their training text "
+               "holds of these scenes)." if m["top5"] < SELDOM_TOP5 else "."))
+
+
+SELDOM_TOP5 = 0.2  # below this share of the cloze items in the masked twin's top 5, the sentence says where to read why
+
+
+def common_first_guesses(checkpoint: dict[str, Any], kind: str, n: int = 3) -> list[tuple[str, int]]:
+    """The ``n`` first guesses twin ``kind`` gave most often over a checkpoint's cloze items, with their counts
+    (most first; a tie in word order)."""
+    counts = Counter(checkpoint["models"][kind]["first_guess"])
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:n]
+
+
+def listed(guesses: list[tuple[str, int]], items: int) -> str:
+    """``sun`` (10 of 61), ``ball`` (5), ``first`` (5): each guess as code, its count, the first out of ``items``."""
+    return ", ".join(f"{code(word)} ({count} of {items})" if i == 0 else f"{code(word)} ({count})"
+                     for i, (word, count) in enumerate(guesses))
+
+
+def code(word: str) -> str:
+    """``word`` as a Markdown code span (a guess may be punctuation, or a backtick itself)."""
+    return f"`` {word} ``" if "`" in word else f"`{word}`"
 
 
 def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
