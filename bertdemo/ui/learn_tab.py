@@ -73,6 +73,12 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶")
 
 
+def is_current(answer: dict | None, step_key: str | None) -> bool:
+    """Whether ``answer`` answers the step the page is on now (its sentence is not compared: a learner who types on
+    after pressing Enter still gets the answer they asked for)."""
+    return bool(answer) and answer.get("step") == step_key
+
+
 def ask(answer: dict | None, progress: Any) -> tuple:
     """(prompt, choices, number box, verdict, reveal box, progress line) for an answer's question: asked, or
     revealed with the learner's earlier guess when they answered this very question before."""
@@ -222,11 +228,21 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         drawn = [question, answer, code, open_button, prompt, choice, number, verdict, revealed, progress_line]
         shown = dict(show_progress_on=[answer])  # the answer being computed, not the JSON below it
         ask_model = dict(fn=learn_step, inputs=inputs, outputs=raw, **shown)
-        def draw_step(answer: dict, progress: Any) -> tuple:
+        def drawing(answer: dict, progress: Any) -> tuple:
             return (*render(answer), *ask(answer, progress))
 
-        draw = dict(fn=draw_step, inputs=[raw, progress], outputs=drawn, api_visibility="private",
-                    show_progress_on=[question], **lanes.LIGHT)  # formatting: behind no forward of another visitor
+        on_screen = gr.State(None)  # the answer last drawn: the JSON shows it again when a late answer is not drawn
+
+        def draw_step(answer: dict, progress: Any, step_key: str, last: Any) -> tuple:
+            """Draw ``answer`` when it is for the step the page is on now; an answer that arrives after the learner
+            moved on (Enter, then Next before it came: two requests in two lanes, either may finish first) is not
+            drawn, and the JSON goes back to the answer on screen."""
+            if not is_current(answer, step_key):
+                return (*(gr.skip(),) * len(drawn), gr.skip() if last is None else last, gr.skip())
+            return (*drawing(answer, progress), gr.skip(), answer)
+
+        draw = dict(fn=draw_step, inputs=[raw, progress, step, on_screen], outputs=[*drawn, raw, on_screen],
+                    api_visibility="private", show_progress_on=[question], **lanes.LIGHT)  # no forward: never waits
 
         def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why) and says so
             return (REFUSED, "", "", gr.skip(), REFUSED_PROMPT, gr.update(choices=[], value=None),
@@ -246,11 +262,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             request. A model that cannot load is told once, by the status line under the model box, not here; a
             refused sentence (a link's text too long, say) is told here, as when the learner presses Enter."""
             if not model_answers(model):
-                return (gr.skip(),) * (1 + len(drawn))
+                return (gr.skip(),) * (2 + len(drawn))
             answer = learn_step(step_key, text, model)
-            return (answer, *draw_step(answer, kept))
+            return (answer, *drawing(answer, kept), answer)
 
-        shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn], api_visibility="private",
+        shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn, on_screen], api_visibility="private",
                           **shown).failure(cleared, None, drawn, api_visibility="private", queue=False)
         graded = [verdict, revealed, progress, progress_line]
         check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
