@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from bertdemo.ui.pretrain_tab import OWNER_KEY
 from tests.helpers import visitor_client
 
-from .api import RUN, app_config, wait_ended
+from .api import RUN, app_config, wait_ended, wait_status
 
 TIMEOUT_MS = 60_000
 
@@ -27,6 +27,9 @@ def test_a_browser_that_kept_its_token_controls_its_run_and_the_config_holds_no_
     client = visitor_client(public_server.url, "198.51.100.41")
     token = "kept-" + uuid.uuid4().hex
     client.predict({**RUN, "steps": 5000}, token, api_name="/start_run")
+    # past its first step before the page opens: a server's first run cuts the corpus into blocks first, which on a
+    # loaded machine (its training threads at nice 10) once outlasted the page's 60 s wait for the pause
+    wait_status(client, lambda s: s.get("status") == "running" and s.get("step", 0) >= 1)
     context = _browser.new_context(viewport={"width": 1280, "height": 1000})
     context.add_init_script(f"localStorage.setItem({OWNER_KEY!r}, {json.dumps(token)})")  # kept from before
     try:
