@@ -6,10 +6,10 @@ its answer beside a word that follows the blank, against the masked twin's rank 
 The corpus is the twins' training text (``python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs
 --prepare`` writes it; it stays out of git). For each item of ``data/right_context_cloze.tsv``: the content words
 after the blank (lower-cased, a short stop list left out), and for each the number of documents that hold both it and
-the answer, words compared by a crude stem (barked, barks, barking: bark; dogs: dog); the item's figure is its best-taught word. The ranks are the shipped masked twin's at its
-last checkpoint (``bertdemo/assets/twins/curve.json``). Prints one line per item, best-taught last, then the median
-rank of the items taught in at most 3 documents against those taught in 10 or more, and Spearman's rho between the
-two columns: whether the right word's rank follows what the text taught, which more training of the same text cannot
+the answer, words compared by a crude stem (barked, barks, barking: bark; dogs: dog); the item's figure is its
+best-taught word. The ranks are the shipped masked twin's at its last checkpoint (``bertdemo/assets/twins/curve.json``).
+Prints one line per item, best-taught last, then the median rank of the items taught in at most 3 documents against
+those taught in 10 or more, and Spearman's rho between the two columns: whether the right word's rank follows what the text taught, which more training of the same text cannot
 change.
 """
 
@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from scipy.stats import spearmanr  # scipy comes with scikit-learn (requirements.txt)
 
 from bertdemo.tools.eval_cloze import read_cloze
 
@@ -44,28 +46,6 @@ def right_words(sentence: str) -> list[str]:
     """The stems of the content words after the blank, in order, each once."""
     after = sentence.split("[MASK]", 1)[1].lower()
     return list(dict.fromkeys(stem(w) for w in WORD.findall(after) if w not in STOP))
-
-
-def ranks_of(values: list[float]) -> list[float]:
-    """1-based ranks, ties given their mean rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(xs: list[float], ys: list[float]) -> float:
-    rx, ry = ranks_of(xs), ranks_of(ys)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
 
 
 def main() -> None:
@@ -95,7 +75,8 @@ def main() -> None:
           f"top 5: {sum(r <= 5 for r in low)}")
     print(f"taught in >= 10 documents: {len(high)} items, median rank {statistics.median(high):.0f}, "
           f"top 5: {sum(r <= 5 for r in high)}")
-    print(f"Spearman rho (documents, rank): {spearman([t for t, *_ in rows], [r for _, r, *_ in rows]):+.2f}")
+    rho = spearmanr([t for t, *_ in rows], [r for _, r, *_ in rows]).statistic
+    print(f"Spearman rho (documents, rank): {rho:+.2f}")
 
 
 if __name__ == "__main__":
