@@ -9,8 +9,8 @@ after the blank (lower-cased, a short stop list left out), and for each the numb
 the answer, words compared by a crude stem (barked, barks, barking: bark; dogs: dog); the item's figure is its
 best-taught word. The ranks are the shipped masked twin's at its last checkpoint (``bertdemo/assets/twins/curve.json``).
 Prints one line per item, best-taught last, then the median rank of the items taught in at most 3 documents against
-those taught in 10 or more, and Spearman's rho between the two columns: whether the right word's rank follows what the text taught, which more training of the same text cannot
-change.
+those taught in 10 or more, and Spearman's rho between the two columns: whether the right word's rank follows what
+the text taught, which more training of the same text cannot change.
 """
 
 from __future__ import annotations
