@@ -94,6 +94,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio frontend", "core-*.js: postprocess's find_attached_events step",
                "bertdemo/frontend_patch.py ATTACHED_EVENTS", GRADIO,
                "the page gives each component its events from one table when it is built"),
+    Touchpoint("gradio frontend", "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, "
+               "handle_data", "bertdemo/frontend_patch.py LATEST_ANSWER", GRADIO,
+               "an answer to an older request never draws over a newer one's in the same component"),
     Touchpoint("gradio frontend", "CSS .image-frame", "bertdemo/ui/phone.py CSS", GRADIO,
                "the attention overview scrolls sideways on a phone"),
     Touchpoint("gradio frontend", "[data-testid='status-tracker']", "tests/e2e/test_browser.py wait_idle", GRADIO,

@@ -1,6 +1,6 @@
 """Fixes to the web framework's page scripts, applied as they are served (:class:`FrontendPatch`, ASGI).
 
-Three fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
+Four fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
 page pushes the loading status of *every* component that any event of the page has shown progress on into its
 component tree again, each push a search of the whole tree from its root plus a walk of the component's own
 subtree — although only the statuses of the event that sent the message changed. The work grows with every
@@ -23,6 +23,16 @@ a page open's CPU (with the proxies the page's state reads go through). The fix 
 a table (component id → its events, in the events' order, each event's first target for that component), then
 gives each component its list from the table: the same lists (tests/e2e/test_node_lookup.py compares them on random
 pages), once per page build instead of once per component.
+
+:data:`LATEST_ANSWER`: two events of one page that write the same component (a tab's first answer, drawn when
+the tab is shown, and the visitor's own click a moment later; a poll and a button) are answered in whatever order
+the server finishes them, and the framework draws each answer as it comes: a first answer that came last drew the
+example sentence's tokens under the visitor's own sentence (tests/e2e/test_latest_answer.py holds it back to show
+it). The fix numbers each request as the page sends it and remembers, for each component, the number of the
+answer drawn in it; an answer to an older request leaves that component alone (its other components, which no
+newer answer has written, are drawn). A streamed answer counts as new at each message it draws, so a stream that
+began before a click still shows its later messages. Answers made in the page alone (an event's own script) are
+drawn as before.
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
@@ -110,7 +120,28 @@ ATTACHED_EVENTS = ScriptPatch(
          f"({EVENTS_BY_TARGET_JS}(this.#n)),"),
     ),
 )
-PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS)
+LATEST_ANSWER = ScriptPatch(
+    name="draw an answer in a component only when no newer request's answer is drawn there",
+    file_glob="Blocks-*.js",
+    edits=(
+        # each request numbered as it leaves (__bdSeq); its answer drawn with that number, renewed at each message
+        ("this.add_to_api_calls({fn_index:r.id,data:n,event_data:e.event_data,trigger_id:l});"
+         "let t=await r.run(this.client,n,e.event_data,l);",
+         "let __q=this.__bdSeq=(this.__bdSeq||0)+1;"
+         "this.add_to_api_calls({fn_index:r.id,data:n,event_data:e.event_data,trigger_id:l});"
+         "let t=await r.run(this.client,n,e.event_data,l);"),
+        ("if(s.type===`data`&&await this.handle_data(r.outputs,s.data),s.type===`status`)",
+         "if(s.type===`data`&&(await this.handle_data(r.outputs,this.__bdFresh(r.outputs,s.data,__q)),"
+         "__q=this.__bdSeq=(this.__bdSeq||0)+1),s.type===`status`)"),
+        # __bdApplied: component id -> the number of the request whose answer it shows; an older one's value is
+        # left out (undefined: the framework's "no value" for that component)
+        ("async handle_data(e,t){",
+         "__bdFresh(o,d,q){if(!Array.isArray(d))return d;const m=this.__bdApplied||(this.__bdApplied=new Map);"
+         "return d.map((v,i)=>{if(v===void 0)return v;if((m.get(o[i])||0)>q)return void 0;m.set(o[i],q);return v})}"
+         "async handle_data(e,t){"),
+    ),
+)
+PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER)
 
 
 class PatchMissing(LookupError):

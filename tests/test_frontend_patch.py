@@ -12,6 +12,7 @@ from bertdemo import compat
 from bertdemo.asset_cache import AssetCache
 from bertdemo.frontend_patch import (
     ATTACHED_EVENTS,
+    LATEST_ANSWER,
     NODE_LOOKUP,
     PATCHES,
     STATUS_PASS,
@@ -46,7 +47,8 @@ def _get(app, path: str, extra: list | None = None):
     return asgi_get(app, scope)
 
 
-@pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-")])
+@pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-"),
+                                           (LATEST_ANSWER, "Blocks-")])
 def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
@@ -59,12 +61,13 @@ def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     assert len(text) - len(disk) == sum(len(new) - len(old) for old, new in patch.edits)
 
 
-def test_the_fixes_are_served_in_their_two_files_and_both_of_core_s_edits_apply():
+def test_the_fixes_are_served_in_their_two_files_and_each_file_s_edits_all_apply():
     scripts = patched_scripts(compat.frontend_assets())
     assert sorted(name.split("-")[0] for name in scripts) == ["Blocks", "core"]
-    (core,) = (body.decode() for name, body in scripts.items() if name.startswith("core-"))
-    for patch in (NODE_LOOKUP, ATTACHED_EVENTS):
-        assert all(new in core and old not in core for old, new in patch.edits)
+    for prefix, patches in (("core-", (NODE_LOOKUP, ATTACHED_EVENTS)), ("Blocks-", (STATUS_PASS, LATEST_ANSWER))):
+        (text,) = (body.decode() for name, body in scripts.items() if name.startswith(prefix))
+        for patch in patches:
+            assert all(new in text and old not in text.replace(new, "") for old, new in patch.edits)
 
 
 def test_a_page_gets_the_patched_script_whole_and_every_other_file_as_it_is():
@@ -104,4 +107,4 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER)

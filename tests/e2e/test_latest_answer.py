@@ -1,0 +1,86 @@
+"""An answer to an older request never draws over a newer one's (bertdemo/frontend_patch.py LATEST_ANSWER).
+
+The Tokenizer tab's first answer (the example sentence, sent when the tab is shown) is held back in the browser
+until the visitor's own Tokenize has been answered and drawn, then let go: the server answers it, and the chips
+still show the visitor's sentence. Without the fix the example's tokens were drawn under the visitor's sentence.
+"""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import Page, Route, expect
+
+from bertdemo.ui.tokenizer_tab import EXAMPLE_A
+from tests.helpers import wait_until
+
+from .pages import RUN_TIMEOUT_MS, open_tab
+
+# an init script: window.__completed lists the event id of every answer the queue's stream has brought (read from a
+# copy of the stream, beside the page's own reading of it)
+COMPLETED = """(() => {
+  window.__completed = [];
+  const orig = window.fetch.bind(window);
+  window.fetch = async (input, init) => {
+    const response = await orig(input, init);
+    const url = typeof input === 'string' ? input : (input.url || String(input));
+    if (!url.includes('/queue/data') || !response.body) return response;
+    const [mine, copy] = response.body.tee();
+    (async () => {
+      const reader = copy.getReader(), decoder = new TextDecoder();
+      let text = '';
+      for (;;) {
+        const {done, value} = await reader.read();
+        if (done) return;
+        text += decoder.decode(value, {stream: true});
+        const lines = text.split('\\n');
+        text = lines.pop();
+        for (const line of lines) {
+          if (!line.startsWith('data:')) continue;
+          try {
+            const message = JSON.parse(line.slice(5));
+            if (message.msg === 'process_completed') window.__completed.push(message.event_id);
+          } catch (e) {}
+        }
+      }
+    })();
+    return new Response(mine, {status: response.status, statusText: response.statusText, headers: response.headers});
+  };
+})();"""
+
+
+def test_the_tabs_first_answer_coming_last_leaves_the_visitors_own_answer_drawn(browser_page: Page, app_url: str):
+    page = browser_page
+    page.add_init_script(COMPLETED)
+    page.goto(app_url)
+    expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
+    held: list[Route] = []
+
+    def hold_the_example(route: Route) -> None:
+        body = json.loads(route.request.post_data or "{}")
+        if not held and (body.get("data") or [None])[0] == EXAMPLE_A:
+            held.append(route)  # answered below, once the visitor's own answer is drawn
+        else:
+            route.continue_()
+
+    page.route("**/queue/join*", hold_the_example)
+    open_tab(page, "Tokenizer")
+    wait_until(lambda: held, timeout=RUN_TIMEOUT_MS / 1000, what="the tab's first request (the example) to be sent")
+
+    page.locator("#tok-text textarea").fill("Zebras gallop quickly.")
+    page.click("#tok-run")
+    chips = page.locator("#tok-chips .token-chip")
+    expect(chips.nth(1)).to_have_text("zebra", use_inner_text=True, timeout=RUN_TIMEOUT_MS)
+
+    with page.expect_response("**/queue/join*") as joined:
+        held[0].continue_()
+    event_id = joined.value.json()["event_id"]
+    wait_until(lambda: event_id in page.evaluate("window.__completed"), timeout=RUN_TIMEOUT_MS / 1000,
+               what="the held request to be answered")
+    # a request sent after that answer came: its answer, drawn, comes after it in the page's stream
+    page.get_by_text("Vocabulary lookup").click()
+    page.click("#tok-lookup")
+    expect(page.locator("#tok-lookup-token-out")).to_contain_text("2293", timeout=RUN_TIMEOUT_MS)  # love → 2293
+
+    assert chips.all_inner_texts()[:4] == ["[CLS]", "zebra", "##s", "gallo"]
+    assert page.locator("#tok-text textarea").input_value() == "Zebras gallop quickly."
