@@ -200,6 +200,12 @@ def _canary_node_lookup():
     assert len(patched_scripts(compat.frontend_assets(), (NODE_LOOKUP,))) == 1  # the lookup's text found once
 
 
+def _canary_latest_answer():
+    from bertdemo.frontend_patch import LATEST_ANSWER, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (LATEST_ANSWER,))) == 1  # every edit found once
+
+
 def _canary_attached_events():
     from bertdemo.frontend_patch import ATTACHED_EVENTS, patched_scripts
 
@@ -499,6 +505,8 @@ CANARIES = {
     "Blocks-*.js: update_loading_stati_state, the update_state_cb assignments, reload": _canary_status_pass,
     "core-*.js: the component lookup by id (function Z)": _canary_node_lookup,
     "core-*.js: postprocess's find_attached_events step": _canary_attached_events,
+    "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, handle_data":
+        _canary_latest_answer,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,
