@@ -32,7 +32,8 @@ it). The fix numbers each request as the page sends it and remembers, for each c
 answer drawn in it; an answer to an older request leaves that component alone (its other components, which no
 newer answer has written, are drawn). A streamed answer counts as new at each message it draws, so a stream that
 began before a click still shows its later messages. Answers made in the page alone (an event's own script) are
-drawn as before.
+drawn as before. A ``gr.State`` is kept on the server, where an older answer still writes it: an event whose answer
+feeds a State checks its own order there (the Learn tab's ``draw_step`` reads the step box).
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
