@@ -1,7 +1,7 @@
 """The PlotlyFigure component (bertdemo/ui/plotly_figure.py) in headless Chromium, on a small page of
 its own: a new figure drawn in place and laid out once, a click on a point sent as a select event, a
 grid of subplots stacked into one column on a phone and back in two when the window widens, and a
-figure in a closed accordion drawn when the accordion opens.
+figure in a closed accordion drawn when the accordion opens, and a row's legend under the lowest panel there.
 """
 
 from __future__ import annotations
@@ -26,6 +26,15 @@ def grid(n: int) -> go.Figure:
     return fig.update_layout(title=f"Figure {n}", height=360, margin=dict(l=40, r=40, t=80, b=40))
 
 
+def legend_row() -> go.Figure:
+    """Two line panels side by side with one horizontal legend under the row, no x of its own (as the Fine-tune
+    tab's loss and accuracy curves)."""
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[2, 1], name="loss of a run"), 1, 1)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0.1, 0.6], name="accuracy of a run"), 1, 2)
+    return fig.update_layout(height=360, legend=dict(orientation="h", y=-0.2))
+
+
 @pytest.fixture(scope="module")
 def figure_page_url():
     with gr.Blocks() as demo:
@@ -33,6 +42,7 @@ def figure_page_url():
         next_button = gr.Button("Next", elem_id="next")
         figure = PlotlyFigure(grid(0), label="A grid", elem_id="grid")
         picked = gr.Textbox(label="Picked", elem_id="picked")
+        PlotlyFigure(legend_row(), elem_id="legend-row")
         with gr.Accordion("Later", open=False, elem_id="later-box"):
             later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
         next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
@@ -109,3 +119,17 @@ def test_a_figure_in_a_closed_accordion_is_drawn_when_it_opens(page):
     page.wait_for_function("() => { const gd = document.querySelector('#later .js-plotly-plot'); "
                            "return gd && gd._fullLayout && gd._fullLayout.width > 100; }", timeout=TIMEOUT_MS)
     assert page.evaluate("() => document.querySelector('#later .js-plotly-plot').data[0].y") == [7]
+
+
+def test_on_a_phone_a_rows_legend_hangs_under_the_panel_stacked_lowest(page):
+    """Drawn wide, then narrowed (plotly has written the legend's x into the layout it drew by then): the legend
+    went with the row's first panel, between the two stacked panels, over the lower one's top tick."""
+    gd = "document.querySelector('#legend-row .js-plotly-plot')"
+    page.wait_for_function(f"() => {gd} && {gd}._fullLayout && {gd}._fullLayout.xaxis2.domain[0] > 0.5",
+                           timeout=TIMEOUT_MS)
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.wait_for_function(f"() => {gd}._fullLayout.xaxis2.domain[0] === 0", timeout=TIMEOUT_MS)
+    legend_y, upper_bottom, (lower_bottom, lower_top) = page.evaluate(
+        f"() => {{ const f = {gd}._fullLayout; return [f.legend.y, f.yaxis.domain[0], f.yaxis2.domain]; }}")
+    assert lower_top < upper_bottom  # the accuracy panel stacked under the loss panel
+    assert legend_y < lower_bottom  # the legend under both, not between them

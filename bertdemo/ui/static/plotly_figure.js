@@ -77,23 +77,26 @@
     cs.forEach(function (c, i) {
       c.newTop = y / newPlot; y -= heights[i]; c.newBottom = Math.max(0, y / newPlot); y -= gap;
     });
-    // where an item on the paper goes: the panel it lies in or hangs under keeps it at the same px offset
-    function move(item) {
-      if (item == null || typeof item.x !== "number" || typeof item.y !== "number") return;
-      var best = null;
+    // where an item on the paper goes: the panel it lies in or hangs under keeps it at the same px offset. A
+    // legend names the traces of its whole row: it goes with the row's panel stacked lowest (the Fine-tune
+    // curves' legend, under the loss panel, hid the accuracy panel's top tick), with or without an x of its own,
+    // which it keeps: the stacked panels span the width its row spanned
+    function move(item, legend) {
+      if (item == null || typeof item.y !== "number" || (!legend && typeof item.x !== "number")) return;
+      var x = typeof item.x === "number" ? item.x : 0, best = null;
       cs.forEach(function (c) {
-        if (item.x < c.x[0] - 0.02 || item.x > c.x[1] + 0.02 || item.y > c.y[1] + 0.05) return;
-        if (best === null || c.y[1] < best.y[1]) best = c;
+        if (item.y > c.y[1] + 0.05 || (!legend && (x < c.x[0] - 0.02 || x > c.x[1] + 0.02))) return;
+        if (best === null || c.y[1] < best.y[1] - 1e-6 ||
+            (legend && Math.abs(c.y[1] - best.y[1]) <= 1e-6 && c.newBottom < best.newBottom)) best = c;
       });
       if (best === null) return;
-      var rel = (item.x - best.x[0]) / Math.max(1e-6, best.x[1] - best.x[0]);
-      item.x = Math.min(1, Math.max(0, rel));
+      if (!legend) item.x = Math.min(1, Math.max(0, (x - best.x[0]) / Math.max(1e-6, best.x[1] - best.x[0])));
       item.y = best.newTop - (best.y[1] - item.y) * oldPlot / newPlot;
     }
     (layout.annotations || []).forEach(function (a) {
-      if ((a.xref || "paper") === "paper" && (a.yref || "paper") === "paper") move(a);
+      if ((a.xref || "paper") === "paper" && (a.yref || "paper") === "paper") move(a, false);
     });
-    Object.keys(layout).forEach(function (k) { if (/^legend\d*$/.test(k)) move(layout[k]); });
+    Object.keys(layout).forEach(function (k) { if (/^legend\d*$/.test(k)) move(layout[k], true); });
     cs.forEach(function (c) {
       layout[c.xk].domain = [0, 1];
       layout[c.yk].domain = [c.newBottom, c.newTop];
@@ -102,6 +105,16 @@
     });
     layout.height = Math.round(newPlot + top + bottom);
     return true;
+  }
+  // the traces to draw at `width` px: on a narrow screen a legend entry too long for it wraps at its spaces (a
+  // Fine-tune run's name ran off the phone's edge); the server's own traces are not changed
+  function named(data, width) {
+    if (!width || width >= NARROW) return data;
+    return data.map(function (t) {
+      if (typeof t.name !== "string" || t.showlegend === false) return t;
+      var name = wrap(t.name, width - 90, 12);
+      return name === t.name ? t : Object.assign({}, t, { name: name });
+    });
   }
   // the layout to draw at `width` px: the server's own on a wide screen, fitted to a narrow one
   function fit(layout, width) {
@@ -211,7 +224,7 @@
     if (value !== drawnFor) figure = parse(value);
     drawnFor = value; drawnNarrow = w < NARROW;
     gd.classList.remove("pf-empty", "pf-stale");
-    Promise.resolve(window.Plotly.react(gd, figure.data, fit(figure.layout, w), CONFIG)).then(listen);
+    Promise.resolve(window.Plotly.react(gd, named(figure.data, w), fit(figure.layout, w), CONFIG)).then(listen);
   }
   function schedule() {
     if (scheduled) return;
