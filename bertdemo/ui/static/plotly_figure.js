@@ -96,7 +96,9 @@
     (layout.annotations || []).forEach(function (a) {
       if ((a.xref || "paper") === "paper" && (a.yref || "paper") === "paper") move(a, false);
     });
-    Object.keys(layout).forEach(function (k) { if (/^legend\d*$/.test(k)) move(layout[k], true); });
+    Object.keys(layout).forEach(function (k) {  // a legend placed on the whole figure (yref container) stays put
+      if (/^legend\d*$/.test(k) && layout[k] && (layout[k].yref || "paper") === "paper") move(layout[k], true);
+    });
     cs.forEach(function (c) {
       layout[c.xk].domain = [0, 1];
       layout[c.yk].domain = [c.newBottom, c.newTop];
