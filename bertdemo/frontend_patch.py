@@ -38,7 +38,8 @@ feeds a State checks its own order there (the Learn tab's ``draw_step`` reads th
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
 a text is missing (another framework version), :func:`patched_scripts` leaves that file alone and says so: the
-page is then slower, never broken. Standard library only.
+page then runs as the framework wrote it (slower, a late answer drawn as it comes), never broken. Standard library
+only.
 """
 
 from __future__ import annotations
