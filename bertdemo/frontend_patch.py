@@ -126,18 +126,19 @@ LATEST_ANSWER = ScriptPatch(
     name="draw an answer in a component only when no newer request's answer is drawn there",
     file_glob="Blocks-*.js",
     edits=(
-        # each request numbered as it leaves (__bdSeq); its answer drawn with that number, renewed at each message
+        # each request numbered as it leaves (__bdNext); its answer drawn with that number, renewed at each message
         ("this.add_to_api_calls({fn_index:r.id,data:n,event_data:e.event_data,trigger_id:l});"
          "let t=await r.run(this.client,n,e.event_data,l);",
-         "let __q=this.__bdSeq=(this.__bdSeq||0)+1;"
+         "let __q=this.__bdNext();"
          "this.add_to_api_calls({fn_index:r.id,data:n,event_data:e.event_data,trigger_id:l});"
          "let t=await r.run(this.client,n,e.event_data,l);"),
         ("if(s.type===`data`&&await this.handle_data(r.outputs,s.data),s.type===`status`)",
          "if(s.type===`data`&&(await this.handle_data(r.outputs,this.__bdFresh(r.outputs,s.data,__q)),"
-         "__q=this.__bdSeq=(this.__bdSeq||0)+1),s.type===`status`)"),
-        # __bdApplied: component id -> the number of the request whose answer it shows; an older one's value is
-        # left out (undefined: the framework's "no value" for that component)
+         "__q=this.__bdNext()),s.type===`status`)"),
+        # __bdSeq: the last number given; __bdApplied: component id -> the number of the request whose answer it
+        # shows; an older one's value is left out (undefined: the framework's "no value" for that component)
         ("async handle_data(e,t){",
+         "__bdNext(){return this.__bdSeq=(this.__bdSeq||0)+1}"
          "__bdFresh(o,d,q){if(!Array.isArray(d))return d;const m=this.__bdApplied||(this.__bdApplied=new Map);"
          "return d.map((v,i)=>{if(v===void 0)return v;if((m.get(o[i])||0)>q)return void 0;m.set(o[i],q);return v})}"
          "async handle_data(e,t){"),
