@@ -16,7 +16,7 @@ from bertdemo.models.partial_forward import encode_at
 from bertdemo.models.store import load_masked_lm
 from bertdemo.pretrain import locality
 from bertdemo.pretrain.checkpoints import latest_checkpoint
-from bertdemo.pretrain.config import TrainConfig
+from bertdemo.pretrain.config import LTR, TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
 from bertdemo.pretrain.model import build_model, neighbour_offsets, starts_on_neighbours
 from bertdemo.pretrain.trainer import DistInfo, Trainer, lr_at, make_optimizer, run_training
@@ -152,6 +152,19 @@ def test_neighbour_init_makes_each_head_attend_to_the_word_before_or_after_from_
     for layer in _neighbour_attention(plain, ids):
         for head in layer:
             assert max(head) < 0.02  # about 1/128 on each key
+
+
+def test_a_warm_start_from_a_half_precision_folder_trains_float32_weights_with_the_folders_values(tmp_path, tokenizer):
+    torch.manual_seed(7)
+    stored = build_model(TrainConfig(), tokenizer).half()  # as the shipped twins are stored
+    stored.save_pretrained(tmp_path / "fp16")
+    assert json.loads((tmp_path / "fp16" / "config.json").read_text())["dtype"] == "float16"
+    for ltr in (False, True):
+        warm = build_model(TrainConfig().replace(init_from=str(tmp_path / "fp16"), objective=LTR if ltr else "mlm"),
+                           tokenizer)
+        assert {p.dtype for p in warm.parameters()} == {torch.float32}
+        torch.testing.assert_close(warm.bert.encoder.layer[0].attention.self.key.weight,
+                                   stored.bert.encoder.layer[0].attention.self.key.weight.float())
 
 
 def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_starts_and_order_blind_models_alone(tmp_path, tokenizer):

@@ -145,14 +145,15 @@ def remove_position_embeddings(model: BertPretrainModel) -> None:
 def warm_start_model(path: str, nsp: bool = False, left_to_right: bool = False) -> BertPretrainModel:
     """The encoder weights of the model folder `path` (e.g. a bare ``BertModel``) with an MLM (+NSP)
     head — or, ``left_to_right``, as a BertLMHeadModel with the causal mask — the head kept when the folder has
-    one, else new, its decoder tied to the word embeddings."""
+    one, else new, its decoder tied to the word embeddings. Always float32 weights, whatever the folder stores (a
+    shipped fp16 model, loaded as stored, would train with half-precision optimizer steps, ~20x slower on a CPU)."""
     model_cls = model_class(nsp, left_to_right)
     config = BertConfig.from_pretrained(path)
     config.is_decoder = left_to_right
     config.architectures = [model_cls.__name__]
     config.tie_word_embeddings = True  # decoder weight = word embeddings (original BERT)
     with MODEL_INIT_LOCK:
-        model = model_cls.from_pretrained(path, config=config)
+        model = model_cls.from_pretrained(path, config=config, dtype=torch.float32)
         model.tie_weights()
     return model
 
