@@ -86,7 +86,9 @@ def test_a_fine_tuning_run_that_never_saved_is_cleaned_at_start_and_a_saved_one_
     run = service.start(tiny_finetune_config(tiny_mlm_dir, epochs=0.1), task_loader=lambda: word_task(20))
     assert run.join(120) and run.status == "finished"
     (service.runs_dir / ".finetune" / "20260101-000000-ft-embedded").mkdir()  # killed before its end: no model
+    (service.runs_dir / ".finetune" / "my-notes").mkdir()  # a folder a person put there: not the server's
     assert runs.clean_leftovers() == ["20260101-000000-ft-embedded"]
+    assert (service.runs_dir / ".finetune" / "my-notes").is_dir()
     assert service.ids() == [run.run_id]
 
 

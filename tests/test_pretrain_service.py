@@ -217,8 +217,12 @@ def test_at_start_the_leftovers_of_runs_that_never_saved_are_cleaned(tmp_path):
     crashed = runs_dir / "20260103-000000-bert-tiny"  # the earlier layout, killed between the two renames of a save
     _fake_checkpoint(crashed / ".checkpoint.old-5678abcd", 6)
     _fake_checkpoint(crashed / "previous" / "step-3", 3)
+    build = runs_dir / "twin-pairs"  # a build's work folder (build_twin_pairs' default): no model in it yet
+    (build / "tokenizer").mkdir(parents=True)
+    (build / "corpus.jsonl").write_text('{"text": "The dog barked."}\n')
     runs, _, _ = run_services(ServerSettings.build(runs_dir=runs_dir, cache_dir=tmp_path / "cache"))
     assert runs.clean_leftovers() == ["20260101-000000-bert-tiny"]
+    assert (build / "corpus.jsonl").is_file() and (build / "tokenizer").is_dir()  # not the server's: left alone
     assert not never.exists() and sorted(p.name for p in (saved / "steps").iterdir()) == ["step-8"]
     assert sorted(p.name for p in crashed.iterdir()) == ["LATEST", "steps"]  # put back, then moved to step folders
     assert [p.name for p in checkpoints.run_checkpoints(crashed)] == ["step-6", "step-3"]

@@ -287,10 +287,17 @@ def test_one_visitor_keeps_a_few_runs_and_old_ones_expire(corpus_file, tmp_path)
     for k in range(3):
         _leftover_run(runs_dir, f"20260101-00000{k}-bert-tiny", "tok-a")
     _leftover_run(runs_dir, "20250101-000000-bert-tiny", "tok-c", age_s=25 * 3600)  # ended a day ago
+    build = runs_dir / "twin-pairs"  # a build's work folder (build_twin_pairs' default), as old: not the server's
+    (build / "corpus.jsonl").parent.mkdir(parents=True)
+    (build / "corpus.jsonl").write_text('{"text": "The dog barked."}\n')
+    then = time.time() - 25 * 3600
+    for path in (build / "corpus.jsonl", build):
+        os.utime(path, (then, then))
     with pytest.raises(ValueError, match="You keep 3 runs on this server, the most one visitor may"):
         service.start(tiny_run_config(corpus_file, tmp_path, SAVING, runs_dir=str(tmp_path / "runs")),
                                       owner_token="tok-a")
     assert not (runs_dir / "20250101-000000-bert-tiny").exists()  # expired when a start was asked for
+    assert (build / "corpus.jsonl").read_text() == '{"text": "The dog barked."}\n'  # never the server's to expire
     service.delete("20260101-000000-bert-tiny", "tok-a")  # a run that never saved can be deleted by its owner
     with pytest.raises(ValueError, match="Only the browser that started this run"):
         service.delete("20260101-000001-bert-tiny", "tok-b")

@@ -192,10 +192,11 @@ class FinetuneService:
         return self.has_model(run_id) or (is_own(run_id) and (self.root / run_id / RESULT_FILE).is_file())
 
     def clean_leftovers(self) -> list[str]:
-        """At server start: a run folder that saved nothing (:meth:`_kept`) goes."""
+        """At server start: a run folder the server made (:func:`~bertdemo.runs.folders.made_by_server`) that saved
+        nothing (:meth:`_kept`) goes."""
         deleted = []
         for run_id in folders.run_ids(self.root):
-            if not self._kept(run_id):
+            if folders.made_by_server(run_id) and not self._kept(run_id):
                 folders.delete_run_folder(self.root, run_id)
                 deleted.append(run_id)
         return deleted

@@ -171,12 +171,14 @@ class PretrainService:
     def clean_leftovers(self) -> list[str]:
         """At server start (the shared service holds the machine lock): drop the temp folders of interrupted
         checkpoint saves, move runs in the earlier layout to step folders, and delete the folders of runs
-        that never saved (failed, stopped at once, killed). Returns the ids deleted."""
+        that never saved (failed, stopped at once, killed): only folders the server made (another folder there, such
+        as a build's work folder, is never deleted: :func:`~bertdemo.runs.folders.made_by_server`). Returns the ids
+        deleted."""
         deleted = []
         for run_id in folders.run_ids(self.runs_dir):
             folder = self.runs_dir / run_id
             checkpoints.clean_unfinished(folder)  # cut-off saves go; a run in the earlier layout moves to steps/
-            if not any(folder.rglob("config.json")):
+            if folders.made_by_server(run_id) and not any(folder.rglob("config.json")):
                 folders.delete_run_folder(self.runs_dir, run_id)  # no model in it anywhere: nothing lost
                 deleted.append(run_id)
         return deleted

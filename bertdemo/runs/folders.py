@@ -27,6 +27,10 @@ RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 NO_SUCH_RUN = "No such run."
 
 
+# the form of the ids claim_run_folder gives: what the server may clean up or expire is only what it made
+CLAIMED_ID = re.compile(r"^\d{8}-\d{6}-")
+
+
 def claim_run_folder(root: Path, label: str) -> str:
     """A new run id, ``<date>-<time>-<label>``, whose folder this call created under ``root`` (mkdir is the
     check: two starts never share one)."""
@@ -91,6 +95,13 @@ def delete_run_folder(root: str | Path, run_id: str) -> None:
     shutil.rmtree(stored_folder(root, run_id))
 
 
+def made_by_server(run_id: str) -> bool:
+    """Whether ``run_id`` has the form of an id :func:`claim_run_folder` gives. Another folder in the runs folder
+    (a headless run's ``--out``, a build's work folder such as ``runs/twin-pairs``) is listed when it holds a
+    checkpoint but never deleted by the server on its own: cleaning up and expiring take only what it made."""
+    return bool(CLAIMED_ID.match(run_id))
+
+
 def run_ids(root: str | Path) -> list[str]:
     """Every run folder under ``root``, saved or not (not the uploads, other kinds' roots or lock files)."""
     root = Path(root)
@@ -118,9 +129,10 @@ def last_touched(folder: Path) -> float:
 
 def expire_runs(root: str | Path, older_than_s: float, keep: Iterable[str] = (),
                 now: float | None = None) -> list[str]:
-    """Delete the run folders (saved or not) untouched for ``older_than_s`` seconds, except ``keep``; their ids."""
+    """Delete the run folders the server made (:func:`made_by_server`; saved or not) untouched for ``older_than_s``
+    seconds, except ``keep``; their ids."""
     now = time.time() if now is None else now
-    expired = [run_id for run_id in run_ids(root) if run_id not in set(keep)
+    expired = [run_id for run_id in run_ids(root) if run_id not in set(keep) and made_by_server(run_id)
                and now - last_touched(Path(root) / run_id) > older_than_s]
     for run_id in expired:
         shutil.rmtree(Path(root) / run_id, ignore_errors=True)
