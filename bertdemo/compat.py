@@ -97,6 +97,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio frontend", "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, "
                "handle_data", "bertdemo/frontend_patch.py LATEST_ANSWER", GRADIO,
                "an answer to an older request never draws over a newer one's in the same component"),
+    Touchpoint("gradio frontend", "statustracker-*.js: the toast's message rendered as sanitized HTML",
+               "bertdemo/frontend_patch.py TOAST_TEXT", GRADIO,
+               "a toast shows its message as written; the server sends refusals as plain text"),
     Touchpoint("gradio frontend", "CSS .image-frame", "bertdemo/ui/phone.py CSS", GRADIO,
                "the attention overview scrolls sideways on a phone"),
     Touchpoint("gradio frontend", "[data-testid='status-tracker']", "tests/e2e/test_browser.py wait_idle", GRADIO,
@@ -123,7 +126,7 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio", "Blocks.mcp_server_obj.mcp_server.request_handlers[mcp.types.CallToolRequest] / "
                "ServerResult.root: CallToolResult.isError, .content[i].text",
                "bertdemo/ui/mcp_tools.py offer_read_only_views", GRADIO,
-               "a refused tool call reads as plain text (the page's toasts take HTML: their text is escaped)"),
+               "a refused tool call names a long value by its length instead of echoing it"),
     Touchpoint("gradio", "Blocks.state_holder (its class, subclassed on the instance) / "
                "gradio.state_holder.SessionState(blocks) reading blocks.default_config and blocks.blocks / "
                "SessionState.config_values / BlocksConfig.config_for_block",
@@ -342,12 +345,11 @@ MCP_ECHO_CHARS = 100  # a quoted value longer than this in a refused call's text
 
 
 def plain_mcp_refusals(blocks: Any) -> None:
-    """A refused MCP tool call's text is unescaped (``&gt;`` back to ``>``): a refusal is written once, for the
-    page's toast, which renders HTML (``toast_text``); an assistant reads the answer as plain text. The MCP package
-    checks a call's arguments against the tool's schema before gradio sees them, and its refusal quotes the value
-    whole ("Input validation error: 'xxxx…' is not one of […]": 5,313 characters for a 5,000-character model name):
-    a quoted value past :data:`MCP_ECHO_CHARS` characters is named by its length, never echoed."""
-    import html
+    """A refused MCP tool call never echoes a long value: the MCP package checks a call's arguments against the
+    tool's schema before gradio sees them, and its refusal quotes the value whole ("Input validation error: 'xxxx…'
+    is not one of […]": 5,313 characters for a 5,000-character model name); a quoted value past
+    :data:`MCP_ECHO_CHARS` characters is named by its length. (A refusal is plain text, as the page's toast shows it
+    and every API caller reads it: :data:`bertdemo.frontend_patch.TOAST_TEXT`.)"""
     import re
 
     long_quote = re.compile(f"'([^']{{{MCP_ECHO_CHARS + 1},}})'")
@@ -362,8 +364,7 @@ def plain_mcp_refusals(blocks: Any) -> None:
         if getattr(result.root, "isError", False):
             for part in result.root.content:
                 if getattr(part, "type", "") == "text":
-                    part.text = long_quote.sub(lambda m: f"a value of {len(m.group(1)):,} characters",
-                                               html.unescape(part.text))
+                    part.text = long_quote.sub(lambda m: f"a value of {len(m.group(1)):,} characters", part.text)
         return result
 
     handlers[types.CallToolRequest] = plain

@@ -1,6 +1,6 @@
 """Fixes to the web framework's page scripts, applied as they are served (:class:`FrontendPatch`, ASGI).
 
-Four fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
+Five fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
 page pushes the loading status of *every* component that any event of the page has shown progress on into its
 component tree again, each push a search of the whole tree from its root plus a walk of the component's own
 subtree — although only the statuses of the event that sent the message changed. The work grows with every
@@ -34,6 +34,12 @@ newer answer has written, are drawn). A streamed answer counts as new at each me
 began before a click still shows its later messages. Answers made in the page alone (an event's own script) are
 drawn as before. A ``gr.State`` is kept on the server, where an older answer still writes it: an event whose answer
 feeds a State checks its own order there (the Learn tab's ``draw_step`` reads the step box).
+
+:data:`TOAST_TEXT`: the framework renders a toast's message (``gr.Error``, ``gr.Warning``) as HTML, through its
+sanitizer, and the same message is what an API caller reads: a refusal written for the toast with its ``<`` as an
+entity ("label&lt;TAB&gt;text") reached every REST and client caller that way, and one written plain lost its
+``<TAB>`` on the page. The fix writes the message's characters as entities in the page, so the server sends plain
+text to both: the page shows it as written, a caller reads it as written.
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
@@ -144,7 +150,18 @@ LATEST_ANSWER = ScriptPatch(
          "async handle_data(e,t){"),
     ),
 )
-PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER)
+TOAST_TEXT = ScriptPatch(
+    name="show a toast's message as text, never as markup",
+    file_glob="statustracker-*.js",
+    edits=(
+        # the toast's message went through the framework's HTML sanitizer into innerHTML; now its characters are
+        # written as entities first, so "label<TAB>text" or "<img src=x>" shows as written
+        ("ie(s,()=>le(w(n).message||v[t.type]),!0)",
+         "ie(s,()=>String(w(n).message||v[t.type]).replace(/&/g,`&amp;`).replace(/</g,`&lt;`)"
+         ".replace(/>/g,`&gt;`),!0)"),
+    ),
+)
+PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT)
 
 
 class PatchMissing(LookupError):

@@ -206,6 +206,12 @@ def _canary_latest_answer():
     assert len(patched_scripts(compat.frontend_assets(), (LATEST_ANSWER,))) == 1  # every edit found once
 
 
+def _canary_toast_text():
+    from bertdemo.frontend_patch import TOAST_TEXT, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (TOAST_TEXT,))) == 1  # the toast's rendering found once
+
+
 def _canary_attached_events():
     from bertdemo.frontend_patch import ATTACHED_EVENTS, patched_scripts
 
@@ -306,8 +312,8 @@ def _canary_plain_mcp_refusals():
     demo, _, _ = _built()
     demo.mcp_server_obj = GradioMCPServer(demo)
 
-    def refuse(name, arguments):  # what a handler's gr.Error (its text escaped for the page's toast) becomes
-        raise ValueError("The A-&gt;B filter needs a sentence B &amp; a model.")
+    def refuse(name, arguments):  # a refusal as the MCP package's schema check writes it: the value quoted whole
+        raise ValueError(f"Input validation error: '{'x' * 5000}' is not one of ['a', 'b'] (A->B & C)")
 
     demo.mcp_server_obj.get_selected_tools_from_request = lambda: None  # no MCP session here: every tool
     demo.mcp_server_obj._prepare_tool_call_args = refuse
@@ -315,7 +321,8 @@ def _canary_plain_mcp_refusals():
     call = types.CallToolRequest(method="tools/call", params=types.CallToolRequestParams(name="echo", arguments={}))
     result = run_coroutine(demo.mcp_server_obj.mcp_server.request_handlers[types.CallToolRequest](call), timeout=30)
     assert result.root.isError
-    assert [part.text for part in result.root.content] == ["The A->B filter needs a sentence B & a model."]
+    assert [part.text for part in result.root.content] == [
+        "Input validation error: a value of 5,000 characters is not one of ['a', 'b'] (A->B & C)"]
 
 
 def _canary_lazy_session_configs():
@@ -507,6 +514,7 @@ CANARIES = {
     "core-*.js: postprocess's find_attached_events step": _canary_attached_events,
     "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, handle_data":
         _canary_latest_answer,
+    "statustracker-*.js: the toast's message rendered as sanitized HTML": _canary_toast_text,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,

@@ -16,6 +16,7 @@ from bertdemo.frontend_patch import (
     NODE_LOOKUP,
     PATCHES,
     STATUS_PASS,
+    TOAST_TEXT,
     FrontendPatch,
     PatchMissing,
     ScriptPatch,
@@ -48,7 +49,7 @@ def _get(app, path: str, extra: list | None = None):
 
 
 @pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-"),
-                                           (LATEST_ANSWER, "Blocks-")])
+                                           (LATEST_ANSWER, "Blocks-"), (TOAST_TEXT, "statustracker-")])
 def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
@@ -61,10 +62,11 @@ def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     assert len(text) - len(disk) == sum(len(new) - len(old) for old, new in patch.edits)
 
 
-def test_the_fixes_are_served_in_their_two_files_and_each_file_s_edits_all_apply():
+def test_the_fixes_are_served_in_their_three_files_and_each_file_s_edits_all_apply():
     scripts = patched_scripts(compat.frontend_assets())
-    assert sorted(name.split("-")[0] for name in scripts) == ["Blocks", "core"]
-    for prefix, patches in (("core-", (NODE_LOOKUP, ATTACHED_EVENTS)), ("Blocks-", (STATUS_PASS, LATEST_ANSWER))):
+    assert sorted(name.split("-")[0] for name in scripts) == ["Blocks", "core", "statustracker"]
+    for prefix, patches in (("core-", (NODE_LOOKUP, ATTACHED_EVENTS)), ("Blocks-", (STATUS_PASS, LATEST_ANSWER)),
+                            ("statustracker-", (TOAST_TEXT,))):
         (text,) = (body.decode() for name, body in scripts.items() if name.startswith(prefix))
         for patch in patches:
             assert all(new in text and old not in text.replace(new, "") for old, new in patch.edits)
@@ -107,4 +109,4 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT)

@@ -26,7 +26,7 @@ def test_unexpected_errors_name_no_server_path_on_a_public_server():
     with pytest.raises(gr.Error) as public:
         user_errors(public=True)(_failing(exc))()
     assert public.value.message == ("Something went wrong: FileNotFoundError: [Errno 2] No such file or directory: "
-                                    "'&lt;folder&gt;'")  # the toast renders HTML: it reads '<folder>'
+                                    "'<folder>'")  # plain text: the page's toast shows it as written
     with pytest.raises(gr.Error) as local:
         user_errors(_failing(exc))()  # localhost: the operator sees the path
     assert "/srv/app/runs/20260101-x/trainer_state.json" in local.value.message

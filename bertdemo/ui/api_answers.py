@@ -1,6 +1,6 @@
 """An API caller reads plain text: the run endpoints answer with the page's status, which is Markdown written for
 the page (a learner's text as HTML entities, run ids in <code>); :func:`plain` gives the caller that text as it reads.
-Refusals are the page's toasts' and gradio's own (MCP's: :func:`bertdemo.compat.plain_mcp_refusals`)."""
+Refusals are plain text already, for the page's toasts and every caller alike (``frontend_patch.TOAST_TEXT``; MCP's: :func:`bertdemo.compat.plain_mcp_refusals`)."""
 
 from __future__ import annotations
 

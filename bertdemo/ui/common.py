@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import html
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,12 +22,6 @@ if TYPE_CHECKING:
     from bertdemo.lazy import ModelSource as ModelStore
 
 log = logging.getLogger(__name__)
-
-
-def toast_text(message: str) -> str:
-    """A message for a toast (``gr.Error``, ``gr.Warning``), which the page renders as HTML: ``&``, ``<``
-    and ``>`` as entities, so text a visitor typed (a link's value, a model name) shows as typed."""
-    return html.escape(str(message), quote=False)
 
 
 def unexpected_error_message(exc: BaseException, public: bool) -> str:
@@ -53,10 +46,11 @@ def user_errors(fn: Callable | None = None, *, public: bool = False) -> Callable
         except gr.Error:
             raise
         except ValueError as exc:
-            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc  # not a fault
+            raise gr.Error(str(exc), duration=None, print_exception=False) from exc  # not a fault; plain text: the
+            # page shows a toast's message as written (frontend_patch.TOAST_TEXT), an API caller reads it so
         except Exception as exc:  # the page must get an answer, never a hung spinner
             log.exception("Handler %s failed", fn.__name__)
-            raise gr.Error(toast_text(unexpected_error_message(exc, public)), duration=None,
+            raise gr.Error(unexpected_error_message(exc, public), duration=None,
                            print_exception=False) from exc  # logged once, above
 
     return wrapper
@@ -167,9 +161,9 @@ def model_status(store: ModelStore, public: bool = False) -> Callable:
             loaded = store.get(requested, progress=progress_callback(progress))
         except ValueError as exc:
             if not last:
-                raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
+                raise gr.Error(str(exc), duration=None, print_exception=False) from exc
             still = store.get(last)
-            status = (f"⚠️ **{literal(requested)}** could not load: {toast_text(str(exc))}  \n"
+            status = (f"⚠️ **{literal(requested)}** could not load: {literal(str(exc))}  \n"
                       f"Still answering: **{availability.answered_by(last, still)}**")
             return status, head_notice(still), last, gr.update(value=last)
         status = f"Model in use: {model_summary(loaded)}  \n{answered_line(requested, loaded)}"

@@ -31,7 +31,6 @@ from bertdemo.long_links import MAX_VALUE_CHARS, TOO_LONG
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.models.run_refs import RUN_PREFIX
 from bertdemo.ui import common, first_show
-from bertdemo.ui.common import toast_text
 
 if TYPE_CHECKING:
     from bertdemo.lazy import ModelSource
@@ -304,7 +303,7 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         named, problems = checked_model(store, link.model, {value for _, value in choices})
         problems = link.problems + problems
         if problems:  # said once, here: the model box and the view then use the model it holds
-            gr.Warning(toast_text("This link could not be followed in full: " + "; ".join(problems) + "."),
+            gr.Warning("This link could not be followed in full: " + "; ".join(problems) + ".",
                        duration=None)  # stays until closed: read once the view has drawn
         model = gr.update(choices=choices, value=named or current)
         shown = first_show.shown_value(named or current) if opens_on_learn(link) else None

@@ -36,7 +36,7 @@ import gradio as gr
 from bertdemo import compat
 from bertdemo.limits import MAX_LOCAL_REQUEST_SECONDS, MAX_REQUEST_GFLOP, MAX_REQUEST_SECONDS
 from bertdemo.request_budget import WorkBudget, unbounded
-from bertdemo.ui.common import client_gone, toast_text
+from bertdemo.ui.common import client_gone
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -175,7 +175,7 @@ def budgeted(fn: Callable, endpoint: Endpoint, ctx: AppContext) -> Callable:
                 try:
                     held.enter_context(ctx.heavy.take(endpoint.what))
                 except ValueError as exc:  # the server is busy with other long requests
-                    raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from None
+                    raise gr.Error(str(exc), duration=None, print_exception=False) from None
             token = _CURRENT.set(budget_for(endpoint, public, client_gone()))
             try:
                 return fn(*args, **kwargs)

@@ -60,5 +60,5 @@ def offer_read_only_views(demo: Any) -> list[str]:
     for handler in compat.event_handlers(demo):  # what the assistant reads about each tool
         if handler.api_name in descriptions:
             compat.describe_endpoint(handler, descriptions[handler.api_name])
-    compat.plain_mcp_refusals(demo)  # refusals are escaped for the page's toasts; a tool's caller reads plain text
+    compat.plain_mcp_refusals(demo)  # a refused call names a long value by its length, never echoes it
     return list(table)

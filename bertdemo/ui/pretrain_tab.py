@@ -34,7 +34,7 @@ from bertdemo.settings import ServerSettings
 from bertdemo.snippets import views as snippets
 from bertdemo.ui import api_answers, common, run_starts, twins_section
 from bertdemo.ui.code_panel import code_panel, engine_tokenizer_reference
-from bertdemo.ui.common import labelled_choices, toast_text, visitor_of
+from bertdemo.ui.common import labelled_choices, visitor_of
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.ui.run_queue_panel import QueuePanel
 from bertdemo.ui.tab_poll import TabPoll
@@ -441,7 +441,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                 yield run_curves.status_markdown(snap)
             yield status_text()
         except ValueError as exc:
-            raise gr.Error(toast_text(str(exc)), duration=None, print_exception=False) from exc
+            raise gr.Error(str(exc), duration=None, print_exception=False) from exc
 
     def set_probe_api(text: str, owner_token: str = "", expected: str = "") -> str:
         """Use a new probe sentence (one or more [MASK]) in the live run (public server: its owner_token);

@@ -7,6 +7,7 @@ $BERTDEMO_SCREENSHOTS when it is set, like test_browser.py.
 from __future__ import annotations
 
 import pytest
+from gradio_client.exceptions import AppError
 
 from .conftest import screenshot
 from .pages import resize, wait_idle
@@ -36,6 +37,9 @@ def test_epochs_and_nsp_api(client):
     assert len(pairs["pairs"]) == 4 and all(p["tokens"][0] == "[CLS]" for p in pairs["pairs"])
     with pytest.raises(Exception, match="Enter a sentence"):
         client.predict("", 0.15, 0.8, 0.1, 0, False, True, api_name="/mask_sample")
+    with pytest.raises(AppError) as refused:  # a refusal reads as written (no "&gt;"): the page escapes its toast
+        client.predict(TEXT, 0.15, 0.8, 0.1, None, False, True, api_name="/mask_sample")
+    assert str(refused.value) == "Enter a seed (a whole number >= 0)."
 
 
 def test_masking_tab_in_browser(browser_page, app_url):

@@ -74,7 +74,7 @@ def test_the_read_only_views_are_the_tools_and_answer_as_the_api_does(app_url, a
     assert len(raw[0]["predictions"]) == 5 and json.loads(figure["plot"])["data"][0]["type"] == "bar"
 
     assert too_long.isError and "at most 50 characters" in " ".join(texts(too_long))
-    # the page's toast takes HTML (its text escaped there); the tool's caller reads the refusal as it is written
+    # a refusal is plain text (the page escapes its toast): the tool's caller reads it as it is written
     assert no_b.isError and texts(no_b) == ["The A->B filter needs a sentence B: type one, or choose 'all'."]
     for refused, name in ((start, "start_run"), (delete, "delete_run")):
         assert refused.isError and f"Unknown tool for this Gradio app: {name}" in " ".join(texts(refused))
