@@ -10,6 +10,7 @@ The script, for every gradio component of the page (it watches the page as gradi
   closes under the focus, which then fell to the page's body), and the list closes when the focus moves on to
   another control (gradio left it open over the buttons under it);
 - a box that scrolls (a wide table on a phone) takes the focus, so a keyboard can scroll it;
+- a toast's close button is its one control (gradio made the header that holds it a button too);
 - an empty file or image box's "Empty value" is read as a picture's name (gradio puts it on a bare div), a
   control drawn without a name gets one (:data:`NAMES`), and an upload area is named by its own words;
 - every chart drawn by :class:`~bertdemo.ui.plotly_figure.PlotlyFigure` gets its text twin: a table per trace of

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import Page, expect
 
+from .axe import axe_violations
 from .pages import RUN_TIMEOUT_MS
 
 RENDERED = "span.md"  # a Markdown component's rendered text (gradio's MarkdownCode), apart from its status tracker
@@ -30,3 +31,4 @@ def test_a_deep_links_text_is_shown_as_typed_never_as_markup(browser_page: Page,
     expect(toast).to_contain_text("<img src=x>", timeout=RUN_TIMEOUT_MS)
     expect(toast).to_contain_text("unknown tab '<img src=x>'")  # what was wrong with it, named
     assert toast.locator("img").count() == 0
+    assert axe_violations(page) == []  # the toast's close button is its one control (no control inside a control)

@@ -1,8 +1,8 @@
 // The page for a keyboard, a screen reader and a phone (bertdemo/ui/access.py puts this file in the page's
 // head, after window.BERTDEMO_ACCESS = {answers: {button id: answer selector}, names: {selector: name}, narrow: px}). What it does,
 // and why, is listed in access.py's docstring. It reaches gradio's own markup (role=tablist/tab/listbox,
-// .empty, .image-container, button.upload-container, [data-testid=block-label]: checked on gradio 6.31;
-// tests/e2e/test_accessibility.py fails when one stops applying).
+// .empty, .image-container, button.upload-container, [data-testid=block-label], .toast-header: checked on gradio 6.31;
+// tests/e2e/test_accessibility.py and test_deep_link_markup.py fail when one stops applying).
 (function () {
   "use strict";
   var SETTINGS = window.BERTDEMO_ACCESS || { answers: {}, names: {}, narrow: 640 };
@@ -71,6 +71,14 @@
       document.querySelectorAll(selector).forEach(function (el) {
         if (el.getAttribute("aria-label") !== SETTINGS.names[selector]) el.setAttribute("aria-label", SETTINGS.names[selector]);
       });
+    });
+    // a toast's header is a button (it folds the messages) that holds the close button: a control inside a control,
+    // which a screen reader cannot tell apart (axe: nested-interactive). The close button stays the one control; the
+    // header still folds at a click (the messages show unfolded)
+    document.querySelectorAll(".toast-header[role=button]").forEach(function (header) {
+      if (!header.querySelector("button")) return;
+      header.removeAttribute("role");
+      header.removeAttribute("tabindex");
     });
     document.querySelectorAll("button.upload-container").forEach(function (button) {
       var words = button.innerText.replace(/\s+/g, " ").trim();
