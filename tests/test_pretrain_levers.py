@@ -18,7 +18,7 @@ from bertdemo.pretrain import locality
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import LTR, TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
-from bertdemo.pretrain.model import build_model, neighbour_offsets, starts_on_neighbours
+from bertdemo.pretrain.model import build_model, load_checkpoint_model, neighbour_offsets, starts_on_neighbours
 from bertdemo.pretrain.trainer import DistInfo, Trainer, lr_at, make_optimizer, run_training
 from bertdemo.runs.control import RunControl
 from bertdemo.settings import ServerSettings
@@ -165,6 +165,8 @@ def test_a_warm_start_from_a_half_precision_folder_trains_float32_weights_with_t
         assert {p.dtype for p in warm.parameters()} == {torch.float32}
         torch.testing.assert_close(warm.bert.encoder.layer[0].attention.self.key.weight,
                                    stored.bert.encoder.layer[0].attention.self.key.weight.float())
+    resumed = load_checkpoint_model(str(tmp_path / "fp16"), nsp=False)  # a resume reads its folder the same way
+    assert {p.dtype for p in resumed.parameters()} == {torch.float32}
 
 
 def test_neighbour_init_is_a_stock_bert_that_saves_and_loads_and_leaves_warm_starts_and_order_blind_models_alone(tmp_path, tokenizer):

@@ -198,10 +198,10 @@ def load_weights(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 
 def load_checkpoint_model(path: str, nsp: bool) -> BertPretrainModel:
     """Model weights of a checkpoint folder, with the NSP head (new if absent) when `nsp`; a left-to-right
-    checkpoint (``is_decoder`` in its config) as the BertLMHeadModel it is."""
+    checkpoint (``is_decoder`` in its config) as the BertLMHeadModel it is; float32 weights, as a warm start's."""
     model_cls = model_class(nsp, is_left_to_right(BertConfig.from_pretrained(path)))
     with MODEL_INIT_LOCK:
-        return model_cls.from_pretrained(path)
+        return model_cls.from_pretrained(path, dtype=torch.float32)
 
 
 # --- the objective ---------------------------------------------------------------------------------
