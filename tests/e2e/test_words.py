@@ -54,6 +54,12 @@ def show_tab(page, phone: bool) -> None:
     if phone:
         for plot in ("#wic-sim-plot", "#wic-attr-plot", "#wic-atlas-plot"):
             assert_fits(page, plot)
+        # a section's title that wraps reads from the left: each line starts where the first does (gradio centred
+        # it, "vector?" alone in the middle of its line under "1 · One word, many meanings: the same ▾")
+        title = page.locator("button.label-wrap", has_text="1 · One word, many meanings").locator("span").first
+        starts = title.evaluate("s => { const r = document.createRange(); r.selectNodeContents(s);"
+                                " return [...r.getClientRects()].map(line => Math.round(line.left)); }")
+        assert len(starts) >= 2 and max(starts) - min(starts) <= 1, starts
 
 
 def _tab_drawn(_browser, app_url: str, name: str, viewport: dict, phone: bool):
