@@ -16,7 +16,8 @@ Use it where ``gr.Plot`` would be used::
   its JSON text, or ``None`` (nothing drawn). An API client receives ``{"type": "plotly", "plot":
   "<figure JSON>"}``, as from ``gr.Plot``.
 - **On a phone** (narrower than :data:`NARROW_PX`) the page fits the layout, never the data: a grid
-  of subplots stacked into one column, a fixed width dropped, titles broken into lines that fit.
+  of subplots stacked into one column, a fixed width dropped, titles broken into lines that fit, a one-panel
+  figure's colour bar at the plot's right edge (``colorbar`` x 1, anchored left) laid across the top of the plot.
   Wider again, the server's layout is drawn.
 - **Hidden** (a closed accordion, another tab, ``visible=False``), a figure is drawn when it is shown.
 - **lazy=True**: a new figure more than a screen's height from the viewport is drawn when it comes

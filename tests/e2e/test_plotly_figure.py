@@ -35,6 +35,20 @@ def legend_row() -> go.Figure:
     return fig.update_layout(height=360, legend=dict(orientation="h", y=-0.2))
 
 
+def attention_like() -> go.Figure:
+    """The Attention tab's heatmap (bertdemo.viz.heatmaps.attention_heatmap) of a 16-token sentence."""
+    import numpy as np
+
+    from bertdemo.explore.attention import AttentionView
+    from bertdemo.viz.heatmaps import attention_heatmap
+
+    tokens = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it", "was", "too",
+              "tired", ".", "[SEP]"]
+    weights = np.random.default_rng(0).dirichlet(np.ones(16), size=16)
+    view = AttentionView(tokens, list(range(16)), tokens, list(range(16)), weights, "Layer 0, head 0", False)
+    return attention_heatmap(view)
+
+
 @pytest.fixture(scope="module")
 def figure_page_url():
     with gr.Blocks() as demo:
@@ -43,6 +57,7 @@ def figure_page_url():
         figure = PlotlyFigure(grid(0), label="A grid", elem_id="grid")
         picked = gr.Textbox(label="Picked", elem_id="picked")
         PlotlyFigure(legend_row(), elem_id="legend-row")
+        PlotlyFigure(attention_like(), elem_id="heatmap")
         with gr.Accordion("Later", open=False, elem_id="later-box"):
             later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
         next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
@@ -133,3 +148,24 @@ def test_on_a_phone_a_rows_legend_hangs_under_the_panel_stacked_lowest(page):
         f"() => {{ const f = {gd}._fullLayout; return [f.legend.y, f.yaxis.domain[0], f.yaxis2.domain]; }}")
     assert lower_top < upper_bottom  # the accuracy panel stacked under the loss panel
     assert legend_y < lower_bottom  # the legend under both, not between them
+
+
+def test_on_a_phone_a_heatmaps_colour_bar_lies_above_it_and_the_cells_take_the_width(page):
+    """The bar at the plot's right edge took a third of the attention heatmap's width at 390 px (its columns 7 px
+    wide); on a phone it lies above the plot, across it. Wide again, it is back at the edge."""
+    gd = "document.querySelector('#heatmap .js-plotly-plot')"
+    drawn = (f"() => {{ const p = {gd}; return p && p._fullLayout ? [p._fullData[0].colorbar.orientation, "
+             "p._fullLayout._size.w / p._fullLayout.width] : null; }")
+    page.locator("#heatmap").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => ({drawn})() !== null", timeout=TIMEOUT_MS)
+    assert page.evaluate(drawn)[0] == "v"
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.wait_for_function(f"() => ({drawn})()[0] === 'h'", timeout=TIMEOUT_MS)
+    share = page.evaluate(drawn)[1]
+    assert share > 0.5  # the cells take most of the width (0.38 with the bar beside them)
+    bar, plot = page.evaluate(f"() => {{ const p = {gd}; return [p.querySelector('.colorbar').getBoundingClientRect()"
+                              ".bottom, p.querySelector('.nsewdrag').getBoundingClientRect().top]; }")
+    assert bar <= plot + 1  # above the cells, not over them
+    assert page.evaluate(f"() => {gd}._fullData[0].z.length") == 16  # all 16 rows drawn
+    page.set_viewport_size({"width": 1000, "height": 900})
+    page.wait_for_function(f"() => ({drawn})()[0] === 'v'", timeout=TIMEOUT_MS)

@@ -17,7 +17,8 @@
 //   hundredths of a screen. Until then its old picture is hidden, never shown as the new answer. A
 //   figure already drawn is still refitted wherever it is.
 // - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
-//   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit.
+//   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit, a one-panel
+//   heatmap's colour bar laid across the top of the plot instead of beside it.
 // - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
 //   curve}.
 (function () {
@@ -117,6 +118,28 @@
       var name = wrap(t.name, width - 90, 12);
       return name === t.name ? t : Object.assign({}, t, { name: name });
     });
+  }
+  // a one-panel figure's colour bar at the plot's right edge (x 1, anchored left: the heatmaps' convention) lies
+  // above the plot on a narrow screen, across its width: at 390 px the bar and its numbers took a third of the
+  // attention heatmap's width, its columns 7 px each. `data` and `layout`: the copies about to be drawn (changed here)
+  var BAR_PX = 44;  // the bar, its numbers and its title, above the plot
+  function barOnTop(data, layout, width) {
+    if (!width || width >= NARROW || cells(layout).length > 1) return data;
+    var edge = data.filter(function (t) {
+      return t.colorbar && t.showscale !== false && t.colorbar.x === 1 && t.colorbar.xanchor === "left";
+    });
+    if (edge.length !== 1) return data;
+    var bar = Object.assign({}, edge[0].colorbar, { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom",
+                                                   ypad: 6, xpad: 0, len: 1, lenmode: "fraction", thickness: 10 });
+    var title = textOf(bar.title);
+    bar.title = title ? { text: title, side: "right" } : undefined;
+    layout.margin = layout.margin || {};
+    layout.margin.t = (layout.margin.t || 0) + BAR_PX;
+    if (layout.height) layout.height += BAR_PX;
+    if (layout.margin.r != null) layout.margin.r = Math.min(layout.margin.r, 24);  // the bar's room no longer needed
+    if (layout.title && typeof layout.title === "object" && layout.title.yref === "container")
+      layout.title.y = 1 - TITLE_GAP / (layout.height || 450);
+    return data.map(function (t) { return t === edge[0] ? Object.assign({}, t, { colorbar: bar }) : t; });
   }
   // the layout to draw at `width` px: the server's own on a wide screen, fitted to a narrow one
   function fit(layout, width) {
@@ -226,7 +249,8 @@
     if (value !== drawnFor) figure = parse(value);
     drawnFor = value; drawnNarrow = w < NARROW;
     gd.classList.remove("pf-empty", "pf-stale");
-    Promise.resolve(window.Plotly.react(gd, named(figure.data, w), fit(figure.layout, w), CONFIG)).then(listen);
+    var layout = fit(figure.layout, w);  // a copy on a narrow screen (the server's own on a wide one)
+    Promise.resolve(window.Plotly.react(gd, barOnTop(named(figure.data, w), layout, w), layout, CONFIG)).then(listen);
   }
   function schedule() {
     if (scheduled) return;
