@@ -25,6 +25,7 @@ def test_empty_charts_show_their_real_axes():
     for runs in ([], [run_curves.CurveRun("new", RunSnapshot())]):
         layout = run_curves.training_curves_spec(runs)["layout"]
         assert layout["yaxis2"]["range"] == [0, math.log10(run_curves.VOCAB_SIZE)]  # perplexity 1 … V
+        assert layout["yaxis2"]["dtick"] == 1  # 1, 10, 100, 1k, 10k: five labels, not fourteen crowded ones
         assert layout["yaxis3"]["range"] == [0, 1]  # 0 … 100 %
         assert layout["yaxis4"]["range"] == [math.log10(run_curves.VOCAB_SIZE), 0]  # rank V … 1, 1 on top
         assert layout["yaxis5"]["range"] == [0, 1e-3]

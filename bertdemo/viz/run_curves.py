@@ -285,7 +285,8 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
     layout["yaxis4"].update(type="log", autorange="reversed", dtick=1)
     layout["yaxis5"]["tickformat"] = ".0e"
     if not any(len(r.snap.eval_steps) for r in runs):  # before the first evaluation: the axes' real extent
-        layout["yaxis2"]["range"] = [0, math.log10(VOCAB_SIZE)]  # perplexity 1 … V
+        # perplexity 1 … V, a label a decade: its 1, 2, 5 steps put 14 labels in the panel's 160 px on a phone
+        layout["yaxis2"].update(range=[0, math.log10(VOCAB_SIZE)], dtick=1)
         layout["yaxis3"]["range"] = [0, 1]  # 0 … 100 %
         layout["yaxis4"].update(autorange=False, range=[math.log10(VOCAB_SIZE), 0])  # rank V … 1
     if not any(len(r.snap.steps) for r in runs):
