@@ -232,6 +232,11 @@ def test_step_9_table_reads_at_phone_width(_browser, app_url):
         assert header.evaluate("th => th.clientHeight") < 2 * line + 24  # one line of text, with its padding
         assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # wider than the phone: it scrolls in its box
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # the step box's text ends in "…" before its arrow (it ran on under the ▾)
+        step = page.locator("#learn-step input")
+        text_end = step.evaluate("i => i.getBoundingClientRect().right - parseFloat(getComputedStyle(i).paddingRight)")
+        arrow = page.locator("#learn-step .icon-wrap").bounding_box()
+        assert text_end <= arrow["x"] + 1 and step.evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
     finally:
         context.close()
 
