@@ -30,7 +30,8 @@ the server finishes them, and the framework draws each answer as it comes: a fir
 example sentence's tokens under the visitor's own sentence (tests/e2e/test_latest_answer.py holds it back to show
 it). The fix numbers each request as the page sends it and remembers, for each component, the number of the
 answer drawn in it; an answer to an older request leaves that component alone (its other components, which no
-newer answer has written, are drawn). A streamed answer counts as new at each message it draws, so a stream that
+newer answer has written, are drawn). A skip (``gr.skip()``: an update with no value) writes nothing and claims
+nothing. A streamed answer counts as new at each message it draws, so a stream that
 began before a click still shows its later messages. Answers made in the page alone (an event's own script) are
 drawn as before. A ``gr.State`` is kept on the server, where an older answer still writes it: an event whose answer
 feeds a State checks its own order there (the Learn tab's ``draw_step`` reads the step box).
@@ -142,11 +143,14 @@ LATEST_ANSWER = ScriptPatch(
          "if(s.type===`data`&&(await this.handle_data(r.outputs,this.__bdFresh(r.outputs,s.data,__q)),"
          "__q=this.__bdNext()),s.type===`status`)"),
         # __bdSeq: the last number given; __bdApplied: component id -> the number of the request whose answer it
-        # shows; an older one's value is left out (undefined: the framework's "no value" for that component)
+        # shows; an older one's value is left out (undefined: the framework's "no value" for that component). A
+        # skip (an update with no value: gr.skip()) writes nothing, so it claims nothing: a newer request's skip
+        # that came first left the status line on "Loading the model…" when the older request's status came after
         ("async handle_data(e,t){",
          "__bdNext(){return this.__bdSeq=(this.__bdSeq||0)+1}"
          "__bdFresh(o,d,q){if(!Array.isArray(d))return d;const m=this.__bdApplied||(this.__bdApplied=new Map);"
-         "return d.map((v,i)=>{if(v===void 0)return v;if((m.get(o[i])||0)>q)return void 0;m.set(o[i],q);return v})}"
+         "return d.map((v,i)=>{if(v===void 0||(v&&v.__type__===`update`&&!(`value`in v)))return v;"
+         "if((m.get(o[i])||0)>q)return void 0;m.set(o[i],q);return v})}"
          "async handle_data(e,t){"),
     ),
 )

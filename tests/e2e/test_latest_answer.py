@@ -84,3 +84,21 @@ def test_the_tabs_first_answer_coming_last_leaves_the_visitors_own_answer_drawn(
 
     assert chips.all_inner_texts()[:4] == ["[CLS]", "zebra", "##s", "gallo"]
     assert page.locator("#tok-text textarea").input_value() == "Zebras gallop quickly."
+
+
+def test_a_newer_requests_skip_leaves_the_older_requests_value_to_be_drawn(browser_page: Page):
+    """The page's numbering itself (LATEST_ANSWER's ``__bdNext`` and ``__bdFresh``, as served), run in the browser: a
+    newer request's ``gr.skip()`` that came first claimed the component, and the older request's value, the one
+    answer that wrote it, was left out (the model status stayed "Loading the model…" in a full run)."""
+    from bertdemo.frontend_patch import LATEST_ANSWER
+
+    (methods,) = [new.removesuffix("async handle_data(e,t){") for old, new in LATEST_ANSWER.edits
+                  if old == "async handle_data(e,t){"]
+    outcome = browser_page.evaluate("""methods => {
+      const page = new (eval('(class {' + methods + '})'))();
+      const skip = {__type__: 'update'}, older = page.__bdNext(), newer = page.__bdNext();
+      const first = page.__bdFresh([7, 8], [skip, 'newer text'], newer);  // the newer answer comes first
+      const second = page.__bdFresh([7, 8], ['older status', 'older text'], older);
+      return [first, second];
+    }""", methods)
+    assert outcome == [[{"__type__": "update"}, "newer text"], ["older status", None]]  # None: left out
