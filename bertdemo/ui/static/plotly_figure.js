@@ -25,6 +25,7 @@
   "use strict";
   var NARROW = Number(props.narrow) || 640;  // props.narrow is absent once a gr.update mounted the figure: the same NARROW_PX (tests/test_plotly_figure.py)
   var TITLE_GAP = 46;  // px above a figure's title: room for plotly's toolbar (always shown on a touch screen)
+  function titleY(layout) { return 1 - TITLE_GAP / (layout.height || 450); }  // a container title's y, TITLE_GAP down
   // no drag handles on the axes' ends and edges (zoom and pan stay: drag in the plot, or the toolbar): plotly
   // builds seven of them for every subplot at every draw, a sixth of a five-panel figure's drawing time
   var CONFIG = { displaylogo: false, responsive: false, showAxisDragHandles: false };
@@ -138,7 +139,7 @@
     if (layout.height) layout.height += BAR_PX;
     if (layout.margin.r != null) layout.margin.r = Math.min(layout.margin.r, 24);  // the bar's room no longer needed
     if (layout.title && typeof layout.title === "object" && layout.title.yref === "container")
-      layout.title.y = 1 - TITLE_GAP / (layout.height || 450);
+      layout.title.y = titleY(layout);
     return data.map(function (t) { return t === edge[0] ? Object.assign({}, t, { colorbar: bar }) : t; });
   }
   // the layout to draw at `width` px: the server's own on a wide screen, fitted to a narrow one
@@ -156,7 +157,7 @@
       var t = typeof layout.title === "string" ? { text: title } : layout.title;
       t.text = wrap(title, width - 20, (t.font && t.font.size) || 17);
       t.x = 0.5; t.xanchor = "center"; t.yref = "container"; t.yanchor = "top";
-      t.y = 1 - TITLE_GAP / (layout.height || 450);
+      t.y = titleY(layout);
       layout.title = t;
       layout.margin = layout.margin || {};
       var above = 0;  // the top panel's own title lines, between the figure's title and the panel
@@ -167,7 +168,7 @@
       if ((layout.margin.t || 0) < need) {
         if (layout.height) layout.height += need - (layout.margin.t || 0);
         layout.margin.t = need;
-        t.y = 1 - TITLE_GAP / (layout.height || 450);
+        t.y = titleY(layout);
       }
     }
     return layout;
