@@ -107,3 +107,14 @@ def test_a_landmark_star_is_labelled_below_its_line_clear_of_the_lines_label():
     assert star["textposition"] == "bottom center" and label["yanchor"] == "bottom"  # label above, star's text below
     diamond = next(t for t in spec["data"] if t.get("marker", {}).get("symbol") == "diamond")
     assert diamond["textposition"] == "top center"
+
+
+def test_an_empty_chart_counts_its_x_axis_from_zero():
+    """Before the first step every panel's x axis read −1 … 1 (plotly's default for no data): a step −1."""
+    for x_axis in run_curves.X_AXES:
+        layout = run_curves.training_curves_spec([], x_axis=x_axis)["layout"]
+        ranges = [layout[name]["range"] for name in ("xaxis", "xaxis2", "xaxis3", "xaxis4", "xaxis5")]
+        assert ranges == [[0, run_curves.EMPTY_X_TOP[x_axis]]] * 5
+    snap = RunSnapshot(status="running", step=300, steps=[100, 300], train_loss=[8.0, 7.0], lr=[1e-3, 1e-3])
+    drawn = run_curves.training_curves_spec([run_curves.CurveRun("run", snap)])["layout"]
+    assert "range" not in drawn["xaxis"]  # with data plotly fits the axis to it

@@ -41,6 +41,7 @@ from bertdemo.viz.text import html_code, literal, plotly_text
 
 UNIFORM_LOSS = math.log(VOCAB_SIZE)  # 10.33: cross-entropy of a uniform guess over the vocabulary
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "training time (s)"}
+EMPTY_X_TOP = {"step": 100, "tokens": 100_000, "time": 60}  # an empty chart's x axis: 0 … this, before the first step
 MAX_PROBE_POINTS = 100  # drawn per probe (seven probes share one chart)
 _RUN_COLOURS = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#ec4899"]
 HELP_COLOUR = "#0d9488"  # the locality bias ("attention help") on the loss chart's right axis
@@ -291,6 +292,8 @@ def training_curves_spec(runs: list[CurveRun], smoothing: float = 0.6, log_y: bo
         layout["yaxis4"].update(autorange=False, range=[math.log10(VOCAB_SIZE), 0])  # rank V … 1
     if not any(len(r.snap.steps) for r in runs):
         layout["yaxis5"]["range"] = [0, EMPTY_LR_TOP]
+        for xa, *_ in _PANELS.values():  # from 0, not plotly's −1 … 1
+            layout[f"xaxis{xa[1:]}"]["range"] = [0, EMPTY_X_TOP[x_axis]]
     if any(trace.get("yaxis") == HELP_AXIS for trace in data):  # the attention help: 0-100 % on the right
         layout["yaxis6"] = {"overlaying": "y", "side": "right", "anchor": "x", "range": [0, 1.05],
                             "tickformat": ".0%", "showgrid": False, "zeroline": False, "automargin": True,
