@@ -205,3 +205,15 @@ def test_browser_walk(browser_page: Page, app_url: str):
     screenshot(page, "attention")
     resize(page, 390, 844)
     screenshot(page, "attention_phone")
+    # on a phone the overview scrolls sideways when it is wider than the screen, and then its right edge fades out
+    # until the box is scrolled to its end; the test model's few heads fit, so no fade, then a box too narrow for them
+    box = "document.querySelector('#att-overview .image-container')"
+    fade = f"getComputedStyle({box}).getPropertyValue('--bd-fade-right')"
+    # (no scroll, no timeline: the fade's length is unset, so the mask is invalid and none)
+    assert page.evaluate(f"() => [{box}.scrollWidth > {box}.clientWidth, getComputedStyle({box}).maskImage]") == [
+        False, "none"]
+    page.evaluate(f"() => {{ {box}.style.width = '120px'; {box}.scrollLeft = 0; }}")
+    page.wait_for_function(f"() => {fade} === '64px'", timeout=5_000)  # more to the right: the edge fades
+    page.evaluate(f"() => {{ {box}.scrollLeft = {box}.scrollWidth; }}")
+    page.wait_for_function(f"() => {fade} === '0px'", timeout=5_000)  # scrolled to the end: no fade
+    page.evaluate(f"() => {{ {box}.style.width = ''; {box}.scrollLeft = 0; }}")

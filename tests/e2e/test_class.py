@@ -45,6 +45,10 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     assert student.evaluate("() => localStorage.getItem('bertdemo-class-member')").count(".") == 1
     expect(student.locator("#class-teacher")).to_be_hidden()  # the join link opens nothing of the class
     screenshot(student, "class-joined-390")
+    heading = student.locator("#class-join-box h2").first  # its text sat on the box's left edge
+    gap = heading.evaluate("h => { const r = document.createRange(); r.selectNodeContents(h);"
+                           " return r.getClientRects()[0].left - h.closest('.gr-group').getBoundingClientRect().left; }")
+    assert gap >= 8, gap
 
     page.goto(teacher_link)  # the teacher link opens the teacher's view: no tab to look for first (D16)
     report = page.locator("#class-report")

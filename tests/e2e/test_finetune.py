@@ -136,3 +136,8 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
     resize(page, 390, 1000)
     assert axe_violations(page) == []
     screenshot(page, "finetune_390")
+    # the sentence's "." after the reference's long command sits on the command's last line, not on a line of its own
+    ends = page.locator("#ft-reference code").evaluate("""c => { const r = document.createRange();
+        r.setStart(c.nextSibling, 0); r.setEnd(c.nextSibling, 1); const rects = [...c.getClientRects()];
+        return [c.nextSibling.textContent, rects.length, Math.round(rects.at(-1).top), Math.round(r.getClientRects()[0].top)]; }""")
+    assert ends[0] == "." and ends[1] >= 2 and abs(ends[2] - ends[3]) <= 4, ends

@@ -156,6 +156,11 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     screenshot(page, "inside_bert")
     resize(page, 390, 900)
     screenshot(page, "inside_bert_phone")
+    # a table cut at the phone's edge says it scrolls: the edge shadows, whose covers scroll with the table
+    scrolling = page.evaluate("""() => [...document.querySelectorAll('.in-wide table')]
+        .filter(t => t.offsetParent && t.scrollWidth > t.clientWidth)
+        .map(t => [getComputedStyle(t).backgroundAttachment, getComputedStyle(t).backgroundImage.split('gradient').length - 1])""")
+    assert scrolling and all(s == ["local, local, scroll, scroll", 4] for s in scrolling), scrolling
     page.set_viewport_size({"width": 1280, "height": 900})
 
     # a slider moved within its range redraws its layer and leaves the sliders as they are

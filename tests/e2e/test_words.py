@@ -82,8 +82,15 @@ def _tab_drawn(_browser, app_url: str, name: str, viewport: dict, phone: bool):
 def test_the_tab_at_desktop_and_phone_width(_browser, app_url):
     """The tab at a phone's width, then at a desktop's, where Fill-Mask's "Why this word?" opens the attribution of
     the sentence it holds."""
-    context, _ = _tab_drawn(_browser, app_url, "words_phone", {"width": 390, "height": 844}, True)
-    context.close()
+    context, page = _tab_drawn(_browser, app_url, "words_phone", {"width": 390, "height": 844}, True)
+    try:  # a touch screen: every tab, accordion title, small button and slider box at least 40 px high (gradio's: 20-26)
+        small = page.evaluate("""() => [...document.querySelectorAll(
+                '[role=tablist] button, button.label-wrap, button.sm, .head > .tab-like-container')]
+            .filter(b => b.offsetParent).map(b => [b.textContent.trim().slice(0, 20), b.getBoundingClientRect().height])
+            .filter(([, h]) => h < 40)""")
+        assert small == [], small
+    finally:
+        context.close()
     context, page = _tab_drawn(_browser, app_url, "words", {"width": 1280, "height": 1000}, False)
     try:
         open_tab_by_name(page, "Fill-Mask")
