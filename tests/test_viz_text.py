@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+
+from markdown_it import MarkdownIt
+
 from bertdemo.english import plural
 from bertdemo.viz.text import Code, html_code, md_code, md_table
 
@@ -16,7 +20,9 @@ def test_md_table_escapes_every_cell_and_keeps_its_shape():
 
 
 def test_code_and_counts():
-    assert md_code("a`b") == "`a'b`"
+    read = MarkdownIt().renderInline  # CommonMark, as the page's Markdown reads it
+    for typed in ("a`b", "`", "``", "` x", "x ", "it's", "[MASK]", "*a*"):
+        assert read(md_code(typed)) == f"<code>{html.escape(typed, quote=False)}</code>", typed  # shown as typed
     assert html_code("<x>") == "<code>&#60;x&#62;</code>" and html_code("run-1.txt") == "<code>run-1.txt</code>"
     assert plural(1, "word") == "1 word" and plural(20002, "token") == "20,002 tokens"
 

@@ -31,8 +31,12 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 def md_code(text: str) -> str:
-    """Inline code in Markdown (a backtick inside becomes a quote)."""
-    return "`" + text.replace("`", "'") + "`"
+    """Inline code in Markdown, shown as typed: fenced by one backtick more than the longest run inside it,
+    with a space each side when a backtick or a space would otherwise meet the fence (CommonMark strips
+    one space each side)."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # characters Markdown (links, images, emphasis, code, tables) or HTML read as markup inside a line
