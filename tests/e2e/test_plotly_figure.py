@@ -49,6 +49,15 @@ def attention_like() -> go.Figure:
     return attention_heatmap(view)
 
 
+def twin_curve_like() -> dict:
+    """The Pretrain tab's held-out loss of the shipped twins along training (bertdemo.viz.twin_curve.curve_spec):
+    a legend of three long names under the plot, ``legend.y`` -0.3."""
+    from bertdemo.models.twin_curve import read_curve
+    from bertdemo.viz.twin_curve import curve_spec
+
+    return curve_spec(read_curve())
+
+
 @pytest.fixture(scope="module")
 def figure_page_url():
     with gr.Blocks() as demo:
@@ -58,6 +67,7 @@ def figure_page_url():
         picked = gr.Textbox(label="Picked", elem_id="picked")
         PlotlyFigure(legend_row(), elem_id="legend-row")
         PlotlyFigure(attention_like(), elem_id="heatmap")
+        PlotlyFigure(twin_curve_like(), elem_id="curve")
         with gr.Accordion("Later", open=False, elem_id="later-box"):
             later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
         next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
@@ -169,3 +179,20 @@ def test_on_a_phone_a_heatmaps_colour_bar_lies_above_it_and_the_cells_take_the_w
     assert page.evaluate(f"() => {gd}._fullData[0].z.length") == 16  # all 16 rows drawn
     page.set_viewport_size({"width": 1000, "height": 900})
     page.wait_for_function(f"() => ({drawn})()[0] === 'v'", timeout=TIMEOUT_MS)
+
+
+def test_on_a_phone_a_legend_under_the_plot_clears_the_x_axis_labels_and_title(page):
+    """At a phone's width the twins' legend (y -0.3 of a plot about 110 px high) lay over "tokens read (log scale)"
+    and the tick labels; it is moved down until it clears them. The toolbar has no "Share chart" (an upload to
+    Plotly Cloud) and no box or lasso select (nothing reads a selection)."""
+    gd = "document.querySelector('#curve .js-plotly-plot')"
+    page.set_viewport_size({"width": 340, "height": 900})  # the figure as wide as inside the Pretrain tab's accordion
+    page.locator("#curve").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => {gd} && {gd}._fullLayout && {gd}._fullLayout.width <= 340", timeout=TIMEOUT_MS)
+    clear = f"""() => {{ const p = {gd};
+        const texts = [...p.querySelectorAll("g[class$='tick'] > text, g[class^='g-x'][class$='title'] > text")];
+        return p.querySelector('g.legend').getBoundingClientRect().top
+               - Math.max(...texts.map(t => t.getBoundingClientRect().bottom)); }}"""
+    page.wait_for_function(f"() => ({clear})() >= 4", timeout=10_000)  # a gap between the title and the legend
+    titles = page.evaluate(f"() => [...{gd}.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
+    assert "Download plot as a PNG" in titles[0] and not any("Share" in t or "select" in t.lower() for t in titles)

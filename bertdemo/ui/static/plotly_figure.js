@@ -28,7 +28,11 @@
   function titleY(layout) { return 1 - TITLE_GAP / (layout.height || 450); }  // a container title's y, TITLE_GAP down
   // no drag handles on the axes' ends and edges (zoom and pan stay: drag in the plot, or the toolbar): plotly
   // builds seven of them for every subplot at every draw, a sixth of a five-panel figure's drawing time
-  var CONFIG = { displaylogo: false, responsive: false, showAxisDragHandles: false };
+  // plotly's own "Share chart" button would upload the figure (a visitor's data among it) to Plotly Cloud: never
+  // offered. Box and lasso select are left out too: nothing in the app reads a selection, and on a phone the
+  // toolbar then fits in one row instead of wrapping over the figure's title
+  var CONFIG = { displaylogo: false, responsive: false, showAxisDragHandles: false, showSendToCloud: false,
+                 modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
@@ -251,7 +255,24 @@
     drawnFor = value; drawnNarrow = w < NARROW;
     gd.classList.remove("pf-empty", "pf-stale");
     var layout = fit(figure.layout, w);  // a copy on a narrow screen (the server's own on a wide one)
-    Promise.resolve(window.Plotly.react(gd, barOnTop(named(figure.data, w), layout, w), layout, CONFIG)).then(listen);
+    Promise.resolve(window.Plotly.react(gd, barOnTop(named(figure.data, w), layout, w), layout, CONFIG))
+      .then(function () { listen(); clearLegend(0); });
+  }
+  // On a phone a legend laid under the plot by a share of the plot's height (legend.y -0.3) came up over the x axis's
+  // labels and title, the plot being shorter there: measured once drawn, and moved down until it clears them
+  // (plotly then grows the bottom margin for it; at most three tries)
+  function clearLegend(tries) {
+    var full = gd._fullLayout, lg = full && full.legend, box = gd.querySelector("g.legend");
+    if (!box || tries > 2 || width() >= NARROW || (lg.yref || "paper") !== "paper" || !(lg.y < 0)) return;
+    var L = box.getBoundingClientRect(), low = null, GAP = 6;  // px kept between the labels and the legend
+    gd.querySelectorAll("g[class$='tick'] > text, g[class^='g-x'][class$='title'] > text").forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width && r.bottom + GAP > L.top && r.top < L.bottom && r.right > L.left && r.left < L.right)
+        low = Math.max(low === null ? r.bottom : low, r.bottom);
+    });
+    if (low === null) return;
+    var y = lg.y - (low + GAP - L.top + 1) / full._size.h;
+    Promise.resolve(window.Plotly.relayout(gd, { "legend.y": y })).then(function () { clearLegend(tries + 1); });
   }
   function schedule() {
     if (scheduled) return;
