@@ -105,6 +105,13 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     screenshot(page, "tokenizer_wordpiece")
     page.set_viewport_size({"width": 390, "height": 844})
     screenshot(page, "tokenizer_wordpiece_phone")
+    # every dropdown's text ends in "…" before its arrow, the comparison's pickers too (their text was cut mid-letter
+    # under the ▾: "bert-base-uncased (hub unreachal")
+    page.locator("button.label-wrap", has_text="Compare two tokenizers").click()
+    expect(page.locator("#tok-right input")).to_be_visible()
+    endings = page.evaluate("() => [...document.querySelectorAll('.secondary-wrap > input')].filter(i => i.offsetParent)"
+                            ".map(i => [i.closest('[id]')?.id, getComputedStyle(i).textOverflow])")
+    assert "tok-right" in dict(endings) and {e for _, e in endings} == {"ellipsis"}, endings
 
 
 def test_fill_mask_tab(browser_page: Page, app_url: str):
