@@ -195,7 +195,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             with gr.Row():
                 name = gr.Textbox(label="Class name", max_length=80, elem_id="class-name", scale=3)
                 create = gr.Button("Create a class", elem_id="class-create", scale=1)
-            links = gr.Textbox(label="Links (keep the teacher link to yourself: it opens everyone's answers)",
+            # a short label: a long one wrapped under the copy button, which sat on it (a phone)
+            links = gr.Textbox(label="Links", info="Keep the teacher link to yourself: it opens everyone's answers.",
                                lines=2, interactive=False, buttons=["copy"], elem_id="class-links")
         with gr.Group(visible=False, elem_id="class-teacher") as teacher_view:
             updated = gr.Markdown(elem_id="class-updated")
