@@ -278,6 +278,10 @@ def layer_markdown(result: LayerStepResult) -> str:
 # --- 3. logit lens -----------------------------------------------------------------------------
 
 
+LENS_CELL_PX = 64  # a top-k word's cell in the logit lens on a phone: room for a word of about ten letters
+LENS_LABELS_PX = 110  # the row labels ("embeddings", "layer 6") and the margins beside the cells
+
+
 def lens_figure(result: LogitLensResult) -> go.Figure:
     """Top-k words per layer as a table-like heatmap, beside cosine-to-final and p(final word)."""
     rows = [f"layer {l.layer}" if l.layer else "embeddings" for l in result.layers]
@@ -300,7 +304,9 @@ def lens_figure(result: LogitLensResult) -> go.Figure:
     y_axis["showticklabels"] = False
     return _figure(panels, data, 120 + 42 * len(rows),
                    f"Logit lens at [MASK] #{result.mask_number} (position {result.position}) — model {result.model_name}",
-                   legend=dict(orientation="h", y=-0.08), width=900)
+                   legend=dict(orientation="h", y=-0.08), width=900,
+                   # on a phone the words keep 64 px a cell (at the screen's width they were drawn 5 px high)
+                   meta={"narrow_min_width": LENS_LABELS_PX + LENS_CELL_PX * k})
 
 
 def lens_markdown(result: LogitLensResult) -> str:

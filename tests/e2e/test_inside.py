@@ -161,6 +161,21 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
         .filter(t => t.offsetParent && t.scrollWidth > t.clientWidth)
         .map(t => [getComputedStyle(t).backgroundAttachment, getComputedStyle(t).backgroundImage.split('gradient').length - 1])""")
     assert scrolling and all(s == ["local, local, scroll, scroll", 4] for s in scrolling), scrolling
+    # the logit lens keeps its words readable (drawn 5 px high at the screen's width): the figure keeps the width its
+    # cells need and its box scrolls sideways; the steps' panel titles stay inside their figure (they ran 4 px past)
+    page.locator("#in-lens-plot").scroll_into_view_if_needed()
+    lens = "document.querySelector('#in-lens-plot .js-plotly-plot')"
+    page.wait_for_function(f"() => {lens}._fullLayout.width > 390", timeout=RUN_TIMEOUT_MS)
+    box, sizes = page.locator("#in-lens-plot").evaluate(
+        "b => [b.scrollWidth > b.clientWidth, [...b.querySelectorAll('.heatmaplayer text')].map(t => parseFloat(t.style.fontSize))]")
+    assert box and sizes and min(sizes) >= 9, (box, sizes)
+    page.locator("#in-steps-plot").scroll_into_view_if_needed()
+    steps = "document.querySelector('#in-steps-plot .js-plotly-plot')"
+    page.wait_for_function(f"() => {steps}._fullLayout.width < 390", timeout=RUN_TIMEOUT_MS)
+    past = page.evaluate(f"""() => {{ const p = {steps}, left = p.getBoundingClientRect().left;
+        return [...p.querySelectorAll('.annotation-text')].map(t => t.getBoundingClientRect())
+            .filter(r => r.right - left > p._fullLayout.width + 1 || r.left < left - 1).length; }}""")
+    assert past == 0, past
     page.set_viewport_size({"width": 1280, "height": 900})
 
     # a slider moved within its range redraws its layer and leaves the sliders as they are

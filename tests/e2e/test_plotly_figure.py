@@ -194,5 +194,7 @@ def test_on_a_phone_a_legend_under_the_plot_clears_the_x_axis_labels_and_title(p
         return p.querySelector('g.legend').getBoundingClientRect().top
                - Math.max(...texts.map(t => t.getBoundingClientRect().bottom)); }}"""
     page.wait_for_function(f"() => ({clear})() >= 4", timeout=10_000)  # a gap between the title and the legend
+    # and the plot keeps room to read (its title and legend had squeezed it to 66 px of the figure's 480)
+    page.wait_for_function(f"() => {gd}._fullLayout._size.h >= 160", timeout=10_000)
     titles = page.evaluate(f"() => [...{gd}.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
     assert "Download plot as a PNG" in titles[0] and not any("Share" in t or "select" in t.lower() for t in titles)

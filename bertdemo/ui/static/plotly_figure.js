@@ -17,7 +17,8 @@
 //   hundredths of a screen. Until then its old picture is hidden, never shown as the new answer. A
 //   figure already drawn is still refitted wherever it is.
 // - Below props.narrow px the layout (never the data) is fitted to the screen: a grid of subplots
-//   stacked into one column, a fixed width dropped, titles and notes broken into lines that fit, a one-panel
+//   stacked into one column, a fixed width dropped (or kept at layout.meta.narrow_min_width, the box then
+//   scrolling sideways), titles and notes broken into lines that fit, a one-panel
 //   heatmap's colour bar laid across the top of the plot instead of beside it.
 // - A click on a point sends a "select" event: index (plotly's point index), value {x, y, z, text,
 //   curve}.
@@ -36,9 +37,10 @@
 
   function textOf(t) { return t == null ? "" : (typeof t === "string" ? t : (t.text || "")); }
   function plain(s) { return s.replace(/<[^>]+>/g, ""); }
-  // plotly never wraps a title: break it between words into lines of at most `width` px
+  // plotly never wraps a title: break it between words into lines of at most `width` px (a character taken as 0.6 of
+  // the font's size: at 0.56 a line of digits and capitals, "feed-forward down (9×384, first 64", ran past the edge)
   function wrap(text, width, size) {
-    var per = Math.max(14, Math.floor(width / ((size || 14) * 0.56)));
+    var per = Math.max(14, Math.floor(width / ((size || 14) * 0.6)));
     return text.split(/<br\s*\/?>/).map(function (line) {
       if (plain(line).length <= per) return line;
       var out = [], cur = "";
@@ -146,15 +148,31 @@
       layout.title.y = titleY(layout);
     return data.map(function (t) { return t === edge[0] ? Object.assign({}, t, { colorbar: bar }) : t; });
   }
+  // the px a note has on a line: a panel's title is centred over its panel, which starts after the left margin (the
+  // rows' labels), so it has twice the distance to the nearer edge (the whole width, less 20 px, left a line of
+  // "feed-forward up + GELU (9×1536," 4 px past the figure's right edge)
+  function room(a, layout, width) {
+    var m = layout.margin || {}, left = m.l != null ? m.l : 80, right = m.r != null ? m.r : 80;
+    if ((a.xref || "paper") !== "paper" || typeof a.x !== "number") return width - 20;
+    var at = left + a.x * Math.max(width - left - right, 1), anchor = a.xanchor || "auto";
+    if (anchor === "left") return Math.max(width - at - 10, 80);
+    if (anchor === "right") return Math.max(at - 10, 80);
+    return Math.max(2 * Math.min(at, width - at) - 10, 80);
+  }
   // the layout to draw at `width` px: the server's own on a wide screen, fitted to a narrow one
   function fit(layout, width) {
     if (!width || width >= NARROW) return layout;
     layout = JSON.parse(JSON.stringify(layout));
     stack(layout);
-    if (layout.width && layout.width > width) delete layout.width;
+    // a fixed width is dropped, unless the figure names the least width its cells' words need (layout.meta
+    // .narrow_min_width: the logit lens's words): then it keeps that much, and its box scrolls sideways
+    var least = layout.meta && layout.meta.narrow_min_width;
+    if (layout.width && layout.width > width) {
+      if (least > width) layout.width = Math.min(layout.width, least); else delete layout.width;
+    }
     layout.autosize = true;
     (layout.annotations || []).forEach(function (a) {
-      if (typeof a.text === "string") a.text = wrap(a.text, width - 20, (a.font && a.font.size) || 12);
+      if (typeof a.text === "string") a.text = wrap(a.text, room(a, layout, width), (a.font && a.font.size) || 12);
     });
     var title = textOf(layout.title);
     if (title) {
@@ -256,23 +274,34 @@
     gd.classList.remove("pf-empty", "pf-stale");
     var layout = fit(figure.layout, w);  // a copy on a narrow screen (the server's own on a wide one)
     Promise.resolve(window.Plotly.react(gd, barOnTop(named(figure.data, w), layout, w), layout, CONFIG))
-      .then(function () { listen(); clearLegend(0); });
+      .then(function () { listen(); settle(); });
   }
-  // On a phone a legend laid under the plot by a share of the plot's height (legend.y -0.3) came up over the x axis's
-  // labels and title, the plot being shorter there: measured once drawn, and moved down until it clears them
-  // (plotly then grows the bottom margin for it; at most three tries)
-  function clearLegend(tries) {
-    var full = gd._fullLayout, lg = full && full.legend, box = gd.querySelector("g.legend");
-    if (!box || tries > 2 || width() >= NARROW || (lg.yref || "paper") !== "paper" || !(lg.y < 0)) return;
-    var L = box.getBoundingClientRect(), low = null, GAP = 6;  // px kept between the labels and the legend
-    gd.querySelectorAll("g[class$='tick'] > text, g[class^='g-x'][class$='title'] > text").forEach(function (t) {
+  // On a phone, once drawn: a legend laid under the plot by a share of the plot's height (legend.y -0.3) came up over
+  // the x axis's labels and title (the plot is shorter there), and a tall legend and title could squeeze the plot
+  // itself (the twins' curve: 66 px of 480). Measured, then one relayout: the legend goes to the figure's bottom edge
+  // (container units, so it no longer moves with the plot's height), the bottom margin holds the axis's texts and the
+  // legend, and the figure grows so the plot keeps at least MIN_PLOT_PX.
+  var MIN_PLOT_PX = 160, GAP_PX = 6;
+  function settle() {
+    var full = gd._fullLayout, box = gd.querySelector("g.legend");
+    if (!full || width() >= NARROW) return;
+    var size = full._size, lg = full.legend, top = gd.getBoundingClientRect().top, below = size.t + size.h;
+    var under = box && lg && (lg.yref || "paper") === "paper" && lg.y < 0;
+    var L = under ? box.getBoundingClientRect() : null, depth = 0, overlap = false;
+    if (under) gd.querySelectorAll("g[class$='tick'] > text, g[class^='g-x'][class$='title'] > text").forEach(function (t) {
       var r = t.getBoundingClientRect();
-      if (r.width && r.bottom + GAP > L.top && r.top < L.bottom && r.right > L.left && r.left < L.right)
-        low = Math.max(low === null ? r.bottom : low, r.bottom);
+      if (!r.width) return;
+      depth = Math.max(depth, r.bottom - top - below);  // how far the x axis's labels and title reach below the plot
+      if (r.bottom + GAP_PX > L.top && r.top < L.bottom && r.right > L.left && r.left < L.right) overlap = true;
     });
-    if (low === null) return;
-    var y = lg.y - (low + GAP - L.top + 1) / full._size.h;
-    Promise.resolve(window.Plotly.relayout(gd, { "legend.y": y })).then(function () { clearLegend(tries + 1); });
+    if (!overlap && size.h >= MIN_PLOT_PX) return;
+    var change = {}, b = size.b;
+    if (under) {
+      b = Math.ceil(depth + GAP_PX + L.height + 8);
+      change = { "legend.yref": "container", "legend.y": 0, "legend.yanchor": "bottom", "margin.b": b };
+    }
+    change.height = Math.round(Math.max(full.height - size.b + b, size.t + MIN_PLOT_PX + b));
+    window.Plotly.relayout(gd, change);
   }
   function schedule() {
     if (scheduled) return;
