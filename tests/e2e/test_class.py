@@ -24,6 +24,14 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     page = browser_page
     page.goto(app_url)  # the class needs no model: nothing waits for one
     open_tab(page, "Class")
+    # Join with no code: the message in a toast, and under Join the error's badge in a box of its own size (gradio's
+    # tracker sat in 88 px of grey there)
+    page.click("#class-join")
+    expect(page.locator(".toast-body").filter(has_text="A join code is 6 letters and digits")).to_be_visible(
+        timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#class-joined [data-testid=status-tracker] .clear-status")).to_be_visible()
+    assert page.locator("#class-joined").bounding_box()["height"] <= 48
+    page.locator(".toast-body button, .toast-close").first.click()
     join_link, teacher_link = create_class(page, "Year 12 · BERT")
     assert join_link.startswith(app_url) and teacher_link.startswith(app_url)
     found = axe_at_both_widths(page, "class_created", back_to=None)  # axe on the page the action made, both widths
