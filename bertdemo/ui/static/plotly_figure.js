@@ -178,7 +178,9 @@
     if (title) {
       var t = typeof layout.title === "string" ? { text: title } : layout.title;
       t.text = wrap(title, width - 20, (t.font && t.font.size) || 17);
-      t.x = 0.5; t.xanchor = "center"; t.yref = "container"; t.yanchor = "top";
+      // centred on the screen's part of a figure kept wider than the screen (it scrolls), else on the figure
+      t.xref = "container"; t.x = layout.width > width ? (width / 2) / layout.width : 0.5; t.xanchor = "center";
+      t.yref = "container"; t.yanchor = "top";
       t.y = titleY(layout);
       layout.title = t;
       layout.margin = layout.margin || {};
