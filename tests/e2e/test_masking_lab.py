@@ -74,3 +74,7 @@ def test_masking_tab_in_browser(browser_page, app_url):
     screenshot(page, "masking_lab")
     resize(page, 390, 844)
     screenshot(page, "masking_lab_phone")
+    # the tensors' box, cut at the phone's edge, says it scrolls: the edge shadows (as Inside BERT's tables)
+    tensors = page.locator("#ml-tensors .mask-tensors").evaluate(
+        "b => [b.scrollWidth > b.clientWidth, getComputedStyle(b).backgroundAttachment]")
+    assert tensors == [True, "local, local, scroll, scroll"], tensors
