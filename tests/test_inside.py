@@ -335,6 +335,10 @@ def test_figures_and_tables_name_the_model(emb_loaded):
     steps = draw.layer_figure(layer)
     titles = [a.text for a in steps.layout.annotations]
     assert any("(12×" in t for t in titles) and any(f"first {draw.DIMS_SHOWN} of 1536 dims" in t for t in titles)
+    # each title line fits its panel (at 1280 px "residual + LayerNorm = hidden_states[1] (9×384, first 64 of 384
+    # dims)", 68 characters, ran 28 px past the figure's right edge)
+    longest = max((line for t in titles for line in t.split("<br>")), key=len)
+    assert len(longest) < draw.TITLE_LINE_CHARS, longest
     assert "10.33" in draw.loss_markdown(loss) and "model's own loss" in draw.loss_markdown(loss)
     assert max(len(t.z) for t in draw.embeddings_figure(e).data) == len(e.tokens)
     assert all(np.asarray(t.z).shape[1] <= draw.DIMS_SHOWN for t in draw.embeddings_figure(e).data)

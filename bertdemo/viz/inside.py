@@ -182,6 +182,9 @@ def order_markdown(order: OrderTest, model_name: str) -> str:
 # --- 2. one layer, one head --------------------------------------------------------------------
 
 
+TITLE_LINE_CHARS = 58  # a step panel's second title line up to this long stays one line (the last column's 68 ran past the edge)
+
+
 def layer_figure(result: LayerStepResult) -> go.Figure:
     """Every step of the layer as a small heatmap with its full shape (per-head steps: the chosen head)."""
     labels = _labels(result.tokens)
@@ -190,7 +193,10 @@ def layer_figure(result: LayerStepResult) -> go.Figure:
     titles = []
     for n, step in enumerate(result.steps, start=1):
         _, note = _cut(step.matrix)
-        titles.append(f"{n}. {step.formula}<br>{step.name} ({_shape(step.shape)}{note})")
+        shape = f"({_shape(step.shape)}{note})"
+        # a long second line goes on a third (a panel is about 330 px wide at 1280 px)
+        joint = " " if len(step.name) + len(shape) < TITLE_LINE_CHARS else "<br>"
+        titles.append(f"{n}. {step.formula}<br>{step.name}{joint}{shape}")
     panels = grid(rows, cols, titles, vertical_spacing=0.32 / rows, horizontal_spacing=0.06, title_size=12)
     data = []
     for n, step in enumerate(result.steps):
