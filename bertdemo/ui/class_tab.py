@@ -184,8 +184,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
     with gr.Tab("Class", id="class", elem_id="class-tab") as tab:
         gr.Markdown("Learning with a class? Join with the code your teacher gave you — a nickname is all it asks. "
                     "Teaching? Create a class and share its join link.")
-        with gr.Group(elem_id="class-join-box"):
-            gr.Markdown("## Join a class")
+        with gr.Group():  # no elem_id: gradio writes a group's id on two elements
+            gr.Markdown("## Join a class", elem_id="class-join-heading")
             with gr.Row():
                 code = gr.Textbox(label="Class code", max_length=12, elem_id="class-code", scale=1)
                 nickname = gr.Textbox(label="Your nickname", max_length=40, elem_id="class-nickname", scale=2)
@@ -198,8 +198,8 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             # a short label: a long one wrapped under the copy button, which sat on it (a phone)
             links = gr.Textbox(label="Links", info="Keep the teacher link to yourself: it opens everyone's answers.",
                                lines=2, interactive=False, buttons=["copy"], elem_id="class-links")
-        with gr.Group(visible=False, elem_id="class-teacher") as teacher_view:
-            updated = gr.Markdown(elem_id="class-updated")
+        with gr.Group(visible=False) as teacher_view:  # no elem_id: gradio writes a group's id on two elements
+            updated = gr.Markdown(elem_id="class-updated")  # the view's first line: a teacher link scrolls to it
             report_md = gr.Markdown(elem_id="class-report", latex_delimiters=[])  # students' text: never LaTeX
             gallery = PlotlyFigure(label="Students' pretraining runs", elem_id="class-runs", visible=False)
             ft_gallery = PlotlyFigure(label="Students' fine-tuning runs", elem_id="class-ft-runs", visible=False)

@@ -68,8 +68,8 @@ FOCUS: dict[str, dict] = {
 # and the box the cursor is put in ("type")
 CLASS_TAB = "class"
 CLASS_FOCUS: dict[str, dict] = {
-    "class-join": {"reveal": "class-join-box", "type": "class-nickname"},
-    "class-teacher": {"reveal": "class-teacher"},
+    "class-join": {"reveal": "class-join-heading", "type": "class-nickname"},
+    "class-teacher": {"reveal": "class-updated"},  # the teacher's view's first line
 }
 MAX_LINK_TEXT = MAX_VALUE_CHARS  # a sentence a teacher sends in a URL (a longer one is dropped at the door)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

@@ -201,7 +201,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                value=learn_steps.STEP_KEYS[0], label="Step", scale=3, min_width=240,
                                elem_id="learn-step")
         question = gr.Markdown(elem_id="learn-question")
-        with gr.Group(elem_id="learn-predict"):
+        with gr.Group():  # no elem_id: gradio writes a group's id on two elements
             prompt = gr.Markdown(elem_id="learn-predict-prompt", padding=True)
             choice = gr.Radio([], label="Your guess", elem_id="learn-guess-choice")
             number = gr.Number(None, label="Your guess", visible=False, elem_id="learn-guess-number")

@@ -1,4 +1,5 @@
-"""axe-core in the page: the blocking violations (critical, serious, and headings out of order) of the page as it is.
+"""axe-core in the page: the blocking violations (critical, serious, and headings out of order) of the page as it is,
+and any id written on more than one element.
 
 axe-core is vendored (tests/e2e/vendor/axe.min.js, MPL-2.0: axe-core.LICENSE beside it), so no npm at test time.
 The tests that perform a tab's main action (a run started and its curve drawn, a class made and its teacher's
@@ -18,11 +19,16 @@ AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 ORDER_RULES = ("heading-order", "page-has-heading-one")  # headings in order (axe calls these moderate)
 WIDTHS = ((1280, 1000), (390, 844))  # desktop, and a phone
 
+# and an id written on two elements (a label's "for", a link to "#id", a script's getElementById find only the first;
+# axe's own duplicate-id rules are deprecated, so counted here)
 VIOLATIONS_JS = """async (rules) => {
   const result = await axe.run(document, {resultTypes: ['violations']});
+  const seen = {};
+  document.querySelectorAll('[id]').forEach(e => { if (e.id) seen[e.id] = (seen[e.id] || 0) + 1; });
   return result.violations
     .filter(v => ['critical', 'serious'].includes(v.impact) || rules.includes(v.id))
-    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))
+    .concat(Object.keys(seen).filter(id => seen[id] > 1).map(id => `duplicate id: ${id} (${seen[id]} elements)`));
 }"""
 
 # nothing on screen is still fading in or out (gradio dims an output while its event runs: .pending, then a 0.15 s

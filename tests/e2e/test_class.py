@@ -56,9 +56,9 @@ def test_a_teacher_creates_a_class_a_student_joins_and_the_teacher_sees_them(bro
     student.locator("#class-join").click()
     expect(student.locator("#class-joined")).to_contain_text("You are in Year 12 · BERT as Ada", timeout=RUN_TIMEOUT_MS)
     assert student.evaluate("() => localStorage.getItem('bertdemo-class-member')").count(".") == 1
-    expect(student.locator("#class-teacher")).to_be_hidden()  # the join link opens nothing of the class
+    expect(student.locator("#class-updated")).to_be_hidden()  # the join link opens nothing of the class
     screenshot(student, "class-joined-390")
-    heading = student.locator("#class-join-box h2").first  # its text sat on the box's left edge
+    heading = student.locator("#class-join-heading h2").first  # its text sat on the box's left edge
     gap = heading.evaluate("h => { const r = document.createRange(); r.selectNodeContents(h);"
                            " return r.getClientRects()[0].left - h.closest('.gr-group').getBoundingClientRect().left; }")
     assert gap >= 8, gap

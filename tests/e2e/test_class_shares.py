@@ -133,7 +133,7 @@ def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: P
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("#class-close").click()
     expect(page.locator("#class-closed")).to_contain_text("Closing is closed", timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#class-teacher")).to_be_hidden()
+    expect(page.locator("#class-updated")).to_be_hidden()  # the teacher's view
     # the other screen's next look says so once, and looks no more (no error every 10 s)
     expect(other.locator("#class-updated")).to_contain_text("no longer", timeout=3 * TEACHER_POLL_S * 1000)
     expect(other.locator(".toast-body")).to_have_count(0)
