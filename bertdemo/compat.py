@@ -100,6 +100,9 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio frontend", "statustracker-*.js: the toast's message rendered as sanitized HTML",
                "bertdemo/frontend_patch.py TOAST_TEXT", GRADIO,
                "a toast shows its message as written; the server sends refusals as plain text"),
+    Touchpoint("gradio frontend", "statustracker-*.js: the screen-reader announcement of a finished event "
+               "(i18n common.complete)", "bertdemo/frontend_patch.py DONE_ANNOUNCED", GRADIO,
+               "a screen reader hears 'Complete' after an event, not 'common.complete'"),
     Touchpoint("gradio frontend", "CSS .image-frame", "bertdemo/ui/phone.py CSS", GRADIO,
                "the attention overview scrolls sideways on a phone"),
     Touchpoint("gradio frontend", "[data-testid='status-tracker']", "tests/e2e/test_browser.py wait_idle", GRADIO,

@@ -1,6 +1,6 @@
 """Fixes to the web framework's page scripts, applied as they are served (:class:`FrontendPatch`, ASGI).
 
-Five fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
+Six fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
 page pushes the loading status of *every* component that any event of the page has shown progress on into its
 component tree again, each push a search of the whole tree from its root plus a walk of the component's own
 subtree — although only the statuses of the event that sent the message changed. The work grows with every
@@ -41,6 +41,10 @@ sanitizer, and the same message is what an API caller reads: a refusal written f
 entity ("label&lt;TAB&gt;text") reached every REST and client caller that way, and one written plain lost its
 ``<TAB>`` on the page. The fix writes the message's characters as entities in the page, so the server sends plain
 text to both: the page shows it as written, a caller reads it as written.
+
+:data:`DONE_ANNOUNCED`: when an event finishes, the page tells a screen reader so in a live region, with the text of
+the translation key ``common.complete``, which the framework's English table does not hold: a screen reader read out
+"common.complete" after every click. The fix announces "Complete" (the table's ``common.error`` reads "Error").
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
@@ -165,7 +169,17 @@ TOAST_TEXT = ScriptPatch(
          ".replace(/>/g,`&gt;`),!0)"),
     ),
 )
-PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT)
+DONE_ANNOUNCED = ScriptPatch(
+    name="announce a finished event as 'Complete', not as the missing translation key 'common.complete'",
+    file_glob="statustracker-*.js",
+    edits=(
+        # the page's screen-reader announcement of a finished event reads a translation the framework's English
+        # table lacks (it has common.error, common.loading), so the key itself was read out after every click
+        ("_(t.i18n(`common.complete`),t.status.fn_index)", "_(`Complete`,t.status.fn_index)"),
+    ),
+)
+PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT,
+                                    DONE_ANNOUNCED)
 
 
 class PatchMissing(LookupError):

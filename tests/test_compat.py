@@ -212,6 +212,12 @@ def _canary_toast_text():
     assert len(patched_scripts(compat.frontend_assets(), (TOAST_TEXT,))) == 1  # the toast's rendering found once
 
 
+def _canary_done_announced():
+    from bertdemo.frontend_patch import DONE_ANNOUNCED, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (DONE_ANNOUNCED,))) == 1  # the announcement found once
+
+
 def _canary_attached_events():
     from bertdemo.frontend_patch import ATTACHED_EVENTS, patched_scripts
 
@@ -515,6 +521,8 @@ CANARIES = {
     "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, handle_data":
         _canary_latest_answer,
     "statustracker-*.js: the toast's message rendered as sanitized HTML": _canary_toast_text,
+    "statustracker-*.js: the screen-reader announcement of a finished event (i18n common.complete)":
+        _canary_done_announced,
     "[data-testid='status-tracker']": _canary_status_tracker,
     "AutoModelForMaskedLM._model_mapping": _canary_model_mapping,
     "PreTrainedModel._can_record_outputs": _canary_can_record_outputs,

@@ -12,6 +12,7 @@ from bertdemo import compat
 from bertdemo.asset_cache import AssetCache
 from bertdemo.frontend_patch import (
     ATTACHED_EVENTS,
+    DONE_ANNOUNCED,
     LATEST_ANSWER,
     NODE_LOOKUP,
     PATCHES,
@@ -49,7 +50,8 @@ def _get(app, path: str, extra: list | None = None):
 
 
 @pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-"),
-                                           (LATEST_ANSWER, "Blocks-"), (TOAST_TEXT, "statustracker-")])
+                                           (LATEST_ANSWER, "Blocks-"), (TOAST_TEXT, "statustracker-"),
+                                           (DONE_ANNOUNCED, "statustracker-")])
 def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
@@ -109,4 +111,4 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT, DONE_ANNOUNCED)

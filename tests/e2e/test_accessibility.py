@@ -359,3 +359,25 @@ def test_an_answer_box_being_filled_holds_its_progress_and_does_not_scroll(brows
     assert client_height > 0 and scroll_height <= client_height + 1, (scroll_height, client_height)
     assert found == []
     expect(page.locator("#wic-atlas-info")).to_contain_text("Each dot is one use", timeout=RUN_TIMEOUT_MS)
+
+
+# every text the page's live regions held, in order (a screen reader reads each out)
+SAID_JS = """() => { window.__said = []; new MutationObserver(() => {
+  document.querySelectorAll('[aria-live]').forEach(e => { const t = e.textContent.trim();
+    if (t && window.__said[window.__said.length - 1] !== t) window.__said.push(t); });
+}).observe(document, {subtree: true, childList: true, characterData: true}); }"""
+
+
+def test_a_screen_reader_hears_an_event_finish_in_words(browser_page: Page, app_url: str):
+    """The framework announces a finished event in its live region with the translation of common.complete, which
+    its English table lacks: "common.complete" was read out after every click (bertdemo/frontend_patch.py)."""
+    page = browser_page
+    page.add_init_script(f"({SAID_JS})()")
+    open_app(page, app_url)
+    page.locator("#tok-text textarea").fill("Announced once it is done.")
+    page.click("#tok-run")
+    expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    # the end's announcement (its progress is announced as it goes: "Loading", "Loading weights for …: 30%")
+    page.wait_for_function("() => window.__said.some(t => !t.startsWith('Loading'))", timeout=RUN_TIMEOUT_MS)
+    said = page.evaluate("() => window.__said")
+    assert "Complete" in said and [t for t in said if "common." in t] == [], said
