@@ -109,6 +109,19 @@ def phone_fill_mask(page: Page) -> None:
     screenshot(page, "fill_mask_phone")
 
 
+# a code box's text lines and its copy and download buttons, as rectangles in the page (px)
+CODE_LINES_AND_BUTTONS_JS = """(box) => {
+  const rect = (r) => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+  const buttons = [...box.closest('.block').querySelectorAll('.icon-button-wrapper button')]
+    .map((b) => rect(b.getBoundingClientRect())).filter((r) => r.right > r.left);
+  const lines = [...box.querySelectorAll('.cm-line')].filter((l) => l.textContent.trim()).map((l) => {
+    const range = document.createRange(); range.selectNodeContents(l);
+    return {text: l.textContent, rects: [...range.getClientRects()].map(rect)};
+  });
+  return {buttons, lines};
+}"""
+
+
 def phone_attention(page: Page) -> None:
     plot_ready(page, "#att-heatmap")
     assert_fits(page, "#att-heatmap")
@@ -116,6 +129,14 @@ def phone_attention(page: Page) -> None:
     cells = page.locator("#att-overview img").evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
     assert cells >= 0.75  # ... with cells of at least 42 px (56 px drawn): big enough for a finger
     screenshot(page, "attention_phone")
+    # the code box's copy and download buttons cover no line of its code (its first lines ran under them)
+    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()
+    expect(page.locator("#att-code")).to_contain_text("import torch", timeout=RUN_TIMEOUT_MS)
+    found = page.locator("#att-code").evaluate(CODE_LINES_AND_BUTTONS_JS)
+    assert len(found["buttons"]) == 2 and len(found["lines"]) > 5, found
+    covered = [line["text"] for line in found["lines"] for r in line["rects"] for b in found["buttons"]
+               if r["left"] < b["right"] and b["left"] < r["right"] and r["top"] < b["bottom"] and b["top"] < r["bottom"]]
+    assert covered == [], covered
 
 
 def open_section(page: Page, label: str) -> None:
@@ -360,24 +381,3 @@ def test_an_answer_box_being_filled_holds_its_progress_and_does_not_scroll(brows
     assert found == []
     expect(page.locator("#wic-atlas-info")).to_contain_text("Each dot is one use", timeout=RUN_TIMEOUT_MS)
 
-
-# every text the page's live regions held, in order (a screen reader reads each out)
-SAID_JS = """() => { window.__said = []; new MutationObserver(() => {
-  document.querySelectorAll('[aria-live]').forEach(e => { const t = e.textContent.trim();
-    if (t && window.__said[window.__said.length - 1] !== t) window.__said.push(t); });
-}).observe(document, {subtree: true, childList: true, characterData: true}); }"""
-
-
-def test_a_screen_reader_hears_an_event_finish_in_words(browser_page: Page, app_url: str):
-    """The framework announces a finished event in its live region with the translation of common.complete, which
-    its English table lacks: "common.complete" was read out after every click (bertdemo/frontend_patch.py)."""
-    page = browser_page
-    page.add_init_script(f"({SAID_JS})()")
-    open_app(page, app_url)
-    page.locator("#tok-text textarea").fill("Announced once it is done.")
-    page.click("#tok-run")
-    expect(page.locator("#tok-chips .token-chip").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    # the end's announcement (its progress is announced as it goes: "Loading", "Loading weights for …: 30%")
-    page.wait_for_function("() => window.__said.some(t => !t.startsWith('Loading'))", timeout=RUN_TIMEOUT_MS)
-    said = page.evaluate("() => window.__said")
-    assert "Complete" in said and [t for t in said if "common." in t] == [], said

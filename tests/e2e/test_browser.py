@@ -28,8 +28,16 @@ from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider, wait_idle
 EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
 
 
+# every text the page's live regions held, in order (a screen reader reads each out)
+SAID_JS = """() => { window.__said = []; new MutationObserver(() => {
+  document.querySelectorAll('[aria-live]').forEach(e => { const t = e.textContent.trim();
+    if (t && window.__said[window.__said.length - 1] !== t) window.__said.push(t); });
+}).observe(document, {subtree: true, childList: true, characterData: true}); }"""
+
+
 def test_tokenizer_tab(browser_page: Page, app_url: str):
     page = browser_page
+    page.add_init_script(f"({SAID_JS})()")
     open_app(page, app_url)
     chips = page.locator("#tok-chips .token-chip")
     # A first result on load: the example, not empty panels.
@@ -51,6 +59,13 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     assert "segment 1" in chips.nth(len(texts) - 2).get_attribute("title")
     encoding = page.locator("#tok-encoding").inner_text()
     assert "'attention_mask': [1, 1" in encoding and encoding.count("1, 1") >= 1
+    # a screen reader hears each event end in words: the framework announced its missing translation key,
+    # "common.complete", after every click (bertdemo/frontend_patch.py DONE_ANNOUNCED); progress goes first
+    # ("Loading", "In queue: 1 of 1", "Loading weights for …: 30%")
+    page.wait_for_function("() => window.__said.some(t => ['Complete', 'Error'].includes(t) || t.startsWith('common.'))",
+                           timeout=RUN_TIMEOUT_MS)
+    said = page.evaluate("() => window.__said")
+    assert "Complete" in said and [t for t in said if "common." in t] == [], said
 
     stats = page.locator("#tok-stats")
     expect(stats).to_contain_text(f"{len(texts)} tokens")

@@ -64,36 +64,3 @@ def test_attention_click_is_one_round_trip_and_a_closed_panel_gets_no_code(brows
     expect(heatmap).to_contain_text("sailor", timeout=TIMEOUT_MS)
     assert [i for i in page.evaluate("() => window.__joins") if ids["att-code"] in deps[i]["outputs"]] == on_click
 
-
-# the code box's text lines and its copy and download buttons, as rectangles in the page (px)
-LINES_AND_BUTTONS_JS = """(box) => {
-  const rect = (r) => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
-  const buttons = [...box.closest('.block').querySelectorAll('.icon-button-wrapper button')]
-    .map((b) => rect(b.getBoundingClientRect())).filter((r) => r.right > r.left);
-  const lines = [...box.querySelectorAll('.cm-line')].filter((l) => l.textContent.trim()).map((l) => {
-    const range = document.createRange(); range.selectNodeContents(l);
-    return {text: l.textContent, rects: [...range.getClientRects()].map(rect)};
-  });
-  return {buttons, lines};
-}"""
-
-
-def test_the_code_boxs_buttons_cover_no_line_of_code_on_a_phone(open_page, app_url):
-    """At 390 px the lines of a code panel run under the box's copy and download buttons unless the buttons have a
-    row of their own: the first two lines' ends were hidden (and read as garbled) under them."""
-    from playwright.sync_api import expect
-
-    page = open_page(390, 844, has_touch=True, is_mobile=True)
-    page.goto(app_url + "?tab=attention")
-    expect(page.locator("#att-run")).to_be_visible(timeout=TIMEOUT_MS)
-    page.locator("#att-text textarea").fill("The pilot did not cross the valley because the valley was far too wide.")
-    page.click("#att-run")
-    expect(page.locator("#att-heatmap")).to_contain_text("pilot", timeout=TIMEOUT_MS)
-    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()
-    code = page.locator("#att-code")
-    expect(code).to_contain_text("far too wide", timeout=TIMEOUT_MS)
-    found = code.evaluate(LINES_AND_BUTTONS_JS)
-    assert len(found["buttons"]) == 2 and len(found["lines"]) > 5, found
-    covered = [line["text"] for line in found["lines"] for r in line["rects"] for b in found["buttons"]
-               if r["left"] < b["right"] and b["left"] < r["right"] and r["top"] < b["bottom"] and b["top"] < r["bottom"]]
-    assert covered == [], covered
