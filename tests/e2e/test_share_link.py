@@ -48,6 +48,7 @@ def test_a_link_with_an_unknown_run_and_markup_then_the_share_button(browser_pag
     expect(link).to_have_value(re.compile(re.escape(f"{app_url}?tab=fill-mask&text=The+teacher+pinned+this+%5BMASK%5D.")
                                           + "&model=.+"), timeout=RUN_TIMEOUT_MS)
     shared = link.input_value()
+    expect(link).to_have_accessible_name("Link to this view (copied to the clipboard)")  # not the copy button's label
     other = page.context.new_page()  # another phone opens it
     other.goto(shared)
     expect(other.locator("#fm-text textarea")).to_have_value("The teacher pinned this [MASK].", timeout=RUN_TIMEOUT_MS)

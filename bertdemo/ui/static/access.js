@@ -80,6 +80,15 @@
       header.removeAttribute("role");
       header.removeAttribute("tabindex");
     });
+    // a text box with a copy button (the Class tab's links, the shared view's link): gradio puts the button first inside
+    // the box's <label>, so the label names the button and the text box is read out with no name. It takes the
+    // label's text
+    document.querySelectorAll("label:has(> .icon-button-wrapper button) textarea, "
+                              + "label:has(> .icon-button-wrapper button) input").forEach(function (box) {
+      var info = box.closest("label").querySelector("[data-testid=block-info]");
+      var words = info ? info.textContent.replace(/\s+/g, " ").trim() : "";
+      if (words && box.getAttribute("aria-label") !== words) box.setAttribute("aria-label", words);
+    });
     document.querySelectorAll("button.upload-container").forEach(function (button) {
       var words = button.innerText.replace(/\s+/g, " ").trim();
       if (words && button.getAttribute("aria-label") !== words) button.setAttribute("aria-label", words);
