@@ -201,6 +201,8 @@ def fill_mask_twin_reads_its_bars(page: Page) -> None:
     for (_, shown, *_), prob in zip(rows, drawn["x"]):
         assert abs(float(shown) - prob) <= 5e-4 * max(abs(prob), 1e-12) + 1e-12, (shown, prob)
     assert page.locator("#fm-plot .pf-twin").evaluate("t => getComputedStyle(t).position") == "absolute"  # not shown
+    # named by the label shown above the chart (the figure has no title of its own): it was "The chart"
+    assert page.locator("#fm-plot .pf-twin caption").first.text_content() == "Predictions"
 
 
 HEATMAPS_JS = """g => g._fullData.filter(t => t.type === 'heatmap' && t.visible !== false)
@@ -216,8 +218,13 @@ def inside_twin_reads_each_rows_largest(page: Page) -> None:
     assert sum(len(z) * len(z[0]) for z in strips) > 1000 and len(strips) >= 2  # too many numbers to read out
     tables = page.locator("#in-emb-plot .pf-twin").evaluate(TWIN_TABLES_JS)
     assert len(tables) == len(strips)
+    # each table is named by its panel's title (make_subplots's annotations), not "series 1" to "series 5"
+    panels = page.locator("#in-emb-plot .js-plotly-plot").evaluate(
+        "g => (g.layout.annotations || []).map(a => (a.text || '').replace(/<br>/g, ' ').replace(/<[^>]+>/g, '').trim())"
+        ".filter(Boolean)")
     for table, z in zip(tables, strips):
         assert "the largest value of each row" in table["caption"]
+        assert "series" not in table["caption"] and any(p in table["caption"] for p in panels), (table["caption"], panels)
         assert [float(r[2]) for r in table["rows"]] == [pytest.approx(max(row), rel=5e-4, abs=1e-9) for row in z]
 
 

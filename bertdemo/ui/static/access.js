@@ -198,19 +198,37 @@
       ["smallest", String(keys[lo]), num(values[lo])], ["largest", String(keys[hi]), num(values[hi])],
     ]);
   }
+  // the title of a trace's panel in a grid of subplots (make_subplots writes each as an annotation over its panel's
+  // top, centred on its x domain), or ""
+  function panelTitle(trace, layout) {
+    var xa = layout["xaxis" + (trace.xaxis || "x").slice(1)] || {}, ya = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {};
+    var xd = xa.domain, yd = ya.domain, best = "", gap = Infinity;
+    if (!xd || !yd || !Object.keys(layout).some(function (k) { return /^xaxis\d+$/.test(k); })) return "";
+    (layout.annotations || []).forEach(function (a) {
+      if (a.showarrow !== false || a.xref !== "paper" || a.yref !== "paper" || !(a.x >= xd[0] && a.x <= xd[1])) return;
+      var d = a.y - yd[1];  // the nearest above the panel's top (a panel further down has the titles above it too)
+      if (d > -1e-6 && d < gap) { gap = d; best = plain(a.text); }
+    });
+    return best;
+  }
   function twin(gd) {
     var data = gd._fullData && gd._fullData.length ? gd._fullData : (gd.data || []);
     var layout = gd.layout || {};
     var box = document.createElement("div");
     box.className = "pf-twin bd-sr-only";
-    var title = plain(layout.title);
+    // the figure's title, else the label its block shows above it ("Predictions")
+    var label = gd.closest(".block") && gd.closest(".block").querySelector(".pf-label");
+    var title = plain(layout.title) || (label ? label.textContent.trim() : "");
     box.setAttribute("aria-label", "The numbers of the chart" + (title ? " " + title : ""));
     box.setAttribute("role", "group");
-    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS;
+    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS, perPanel = {};
+    data.forEach(function (t) { var k = (t.xaxis || "x") + (t.yaxis || "y"); perPanel[k] = (perPanel[k] || 0) + 1; });
     data.forEach(function (trace, i) {
       if (trace.visible === false || trace.visible === "legendonly") return;
-      var own = plain((given[trace.index != null ? trace.index : i] || {}).name);
-      var name = [title, own || (data.length > 1 ? "series " + (i + 1) : "")].filter(Boolean).join(" — ") || "The chart";
+      var own = plain((given[trace.index != null ? trace.index : i] || {}).name), panel = panelTitle(trace, layout);
+      var alone = perPanel[(trace.xaxis || "x") + (trace.yaxis || "y")] === 1;  // the only trace of its panel
+      var name = [title, panel, own || (data.length > 1 && !(panel && alone) ? "series " + (i + 1) : "")].filter(Boolean)
+        .join(" — ") || "The chart";
       var t = traceTable(trace, name, layout, summarise);
       if (t) box.appendChild(t);
     });
