@@ -49,6 +49,16 @@ def attention_like() -> go.Figure:
     return attention_heatmap(view)
 
 
+def runs_like() -> go.Figure:
+    """Two titled panels, the second with two lines of one name (as the Fine-tune tab's stored reference: a line a
+    seed, one legend entry)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["loss", "accuracy"])
+    fig.add_trace(go.Scatter(x=[0, 1], y=[2, 1], name="a run"), 1, 1)
+    for seed in (0, 1):
+        fig.add_trace(go.Scatter(x=[0, 1], y=[0.1, 0.5 + seed / 10], name="reference", showlegend=seed == 0), 1, 2)
+    return fig.update_layout(title="Runs", height=360)
+
+
 def twin_curve_like() -> dict:
     """The Pretrain tab's held-out loss of the shipped twins along training (bertdemo.viz.twin_curve.curve_spec):
     a legend of three long names under the plot, ``legend.y`` -0.3."""
@@ -68,6 +78,7 @@ def figure_page_url():
         PlotlyFigure(legend_row(), elem_id="legend-row")
         PlotlyFigure(attention_like(), elem_id="heatmap")
         PlotlyFigure(twin_curve_like(), elem_id="curve")
+        PlotlyFigure(runs_like(), elem_id="runs")
         with gr.Accordion("Later", open=False, elem_id="later-box"):
             later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
         next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
@@ -198,3 +209,25 @@ def test_on_a_phone_a_legend_under_the_plot_clears_the_x_axis_labels_and_title(p
     page.wait_for_function(f"() => {gd}._fullLayout._size.h >= 160", timeout=10_000)
     titles = page.evaluate(f"() => [...{gd}.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
     assert "Download plot as a PNG" in titles[0] and not any("Share" in t or "select" in t.lower() for t in titles)
+
+
+def test_a_charts_text_twin_names_each_table_by_its_panel_and_tells_lines_of_one_name_apart(_browser, figure_page_url):
+    """The page's text twin of a chart (bertdemo/ui/static/access.js, read by a screen reader in place of the
+    picture): a table a line, named by the figure's title, its panel's title and its own name, numbered where one
+    name has several lines (they were read as tables of one name)."""
+    import json
+
+    from bertdemo.ui import access, static
+
+    context = _browser.new_context(viewport={"width": 1000, "height": 900})
+    try:
+        page = context.new_page()
+        settings = json.dumps({"answers": access.ANSWERS, "names": access.NAMES, "narrow": NARROW_PX})
+        page.add_init_script(f"window.BERTDEMO_ACCESS = {settings};\n{static.read('access.js')}")
+        page.goto(figure_page_url)
+        captions = page.locator("#runs .pf-twin caption")
+        expect(captions).to_have_count(3, timeout=TIMEOUT_MS)
+        assert captions.all_text_contents() == ["Runs — loss — a run", "Runs — accuracy — reference (1 of 2)",
+                                                "Runs — accuracy — reference (2 of 2)"]
+    finally:
+        context.close()

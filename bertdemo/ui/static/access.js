@@ -221,11 +221,19 @@
     var title = plain(layout.title) || (label ? label.textContent.trim() : "");
     box.setAttribute("aria-label", "The numbers of the chart" + (title ? " " + title : ""));
     box.setAttribute("role", "group");
-    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS, perPanel = {};
-    data.forEach(function (t) { var k = (t.xaxis || "x") + (t.yaxis || "y"); perPanel[k] = (perPanel[k] || 0) + 1; });
+    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS, perPanel = {}, named = {}, seen = {};
+    var ownName = function (t, i) { return plain((given[t.index != null ? t.index : i] || {}).name); };
+    data.forEach(function (t, i) {
+      var k = (t.xaxis || "x") + (t.yaxis || "y"), n = k + "\u0000" + ownName(t, i);
+      perPanel[k] = (perPanel[k] || 0) + 1;
+      named[n] = (named[n] || 0) + 1;
+    });
     data.forEach(function (trace, i) {
       if (trace.visible === false || trace.visible === "legendonly") return;
-      var own = plain((given[trace.index != null ? trace.index : i] || {}).name), panel = panelTitle(trace, layout);
+      var own = ownName(trace, i), panel = panelTitle(trace, layout);
+      var key = (trace.xaxis || "x") + (trace.yaxis || "y") + "\u0000" + own;
+      seen[key] = (seen[key] || 0) + 1;
+      if (own && named[key] > 1) own += " (" + seen[key] + " of " + named[key] + ")";  // one name, several lines
       var alone = perPanel[(trace.xaxis || "x") + (trace.yaxis || "y")] === 1;  // the only trace of its panel
       var name = [title, panel, own || (data.length > 1 && !(panel && alone) ? "series " + (i + 1) : "")].filter(Boolean)
         .join(" — ") || "The chart";
