@@ -23,11 +23,18 @@ _CHIP = ("display:inline-block;padding:2px 6px;margin:4px 0 0 6px;border-radius:
 _NOTE = "margin-top:8px;font-size:13px;color:#4b5563"
 
 
-def _chip(text: str, bg: str, border: str, title: str, extra: str = "", sub: str = "", attrs: str = "") -> str:
+# what a screen reader says after a chosen token (the chip's colour and its "was …" line are not read)
+SPOKEN = {"mask": "masked; the answer is {}", "random": "a random token; the answer is {}", "keep": "kept; still predicted"}
+
+
+def _chip(text: str, bg: str, border: str, title: str, extra: str = "", sub: str = "", attrs: str = "",
+          spoken: str = "") -> str:
     style = _CHIP + f"background:{bg};border:1px solid {border};" + extra
-    below = f'<br><span style="font-size:11px;color:#4b5563">{html.escape(sub)}</span>' if sub else ""
+    hidden = ' aria-hidden="true"' if spoken else ""
+    below = f'<br><span style="font-size:11px;color:#4b5563"{hidden}>{html.escape(sub)}</span>' if sub else ""
+    said = f'<span class="bd-sr-only"> ({html.escape(spoken)})</span>' if spoken else ""
     return (f'<span class="mask-chip" title="{html.escape(title)}" {attrs} style="{style}">'
-            f"{html.escape(text)}{below}</span>")
+            f"{html.escape(text)}{below}{said}</span>")
 
 
 def legend() -> str:
@@ -49,7 +56,8 @@ def render_sample(sample: MaskSample) -> str:
             continue
         sub = f"was {t.token}" if t.chosen else ""
         extra = "font-weight:700;border-width:2px;" if t.chosen else ""
-        parts.append(_chip(t.input_token, COLOURS[t.action], BORDERS[t.action], title, extra, sub, attrs))
+        spoken = SPOKEN[t.action].format(t.token) if t.chosen else ""
+        parts.append(_chip(t.input_token, COLOURS[t.action], BORDERS[t.action], title, extra, sub, attrs, spoken))
     n = sum(t.chosen for t in sample.tokens)
     counts = {a: sum(t.action == a for t in sample.tokens) for a in ("mask", "random", "keep")}
     parts.append("</div>")

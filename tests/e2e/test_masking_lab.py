@@ -56,6 +56,11 @@ def test_masking_tab_in_browser(browser_page, app_url):
     expect(chips.first).to_have_text("[CLS]", timeout=RUN_TIMEOUT_MS)
     chosen = page.locator("#ml-chips .mask-chip[data-action]:not([data-action='none'])")
     assert chosen.count() == round(0.15 * (chips.count() - 2)), "the engine's default: a fixed count"
+    # a screen reader hears what became of each chosen token, in words (it heard "[MASK] was playing" before)
+    heard = page.locator("#ml-chips .mask-chips").aria_snapshot()
+    spoken = {"mask": "(masked; the answer is", "random": "(a random token; the answer is", "keep": "(kept; still predicted)"}
+    actions = [chosen.nth(i).get_attribute("data-action") for i in range(chosen.count())]
+    assert sum(heard.count(spoken[a]) for a in spoken) == len(actions) and " was " not in heard, heard
     expect(page.locator("#ml-tensors")).to_contain_text("-100")
     page.click("#ml-next")
     expect(page.locator("#ml-epochs-view")).to_contain_text("13 epochs", timeout=RUN_TIMEOUT_MS)
