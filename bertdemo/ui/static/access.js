@@ -305,6 +305,16 @@
     if (target) bringIntoView(target);
   });
 
+  // an error stays until it is closed (gr.Error with no duration: a long refusal is read to its end), and gradio
+  // gathers every error into one toast: "Error (3)" read out, and shown, three messages, two of them stale and from
+  // other tabs. A press of a button of the page (one outside the toasts) closes the errors before it: what it
+  // brings is then the only error on screen
+  document.addEventListener("click", function (ev) {
+    var button = ev.target && ev.target.closest ? ev.target.closest("button") : null;
+    if (!button || button.closest(".toast-wrap")) return;
+    document.querySelectorAll(".toast-body.error [data-testid=toast-close]").forEach(function (close) { close.click(); });
+  }, true);
+
   // --- keep it so as gradio redraws the page -----------------------------------------------------------
   // not while an answer is on its way (a progress tracker shows): the page changes again when it comes, and a
   // pass here (it measures every scrolling box) would hold up drawing it; at most ~3 s of waiting
