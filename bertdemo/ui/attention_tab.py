@@ -333,7 +333,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                     + LOSS_NOTE)
         with gr.Row():
             abl_text = gr.Textbox(label="Sentence with [MASK]", value=ABLATION_EXAMPLE, lines=2, elem_id="abl-text")
-            abl_pair = gr.Textbox(label="Sentence B (optional)", lines=2)
+            abl_pair = gr.Textbox(label="Its sentence B (optional)", lines=2)  # a name of its own: the tab has two
         with gr.Row():
             abl_heads = gr.Textbox(label="Heads to switch off", value="0:0", elem_id="abl-heads", min_width=220,
                                    info="layer:head, comma-separated, e.g. 2:0, 3:5; layer:* for a whole layer")

@@ -203,7 +203,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                         "unchanged up to rotation and scale), and whether the encoder still fills a [MASK] with its "
                         "original head (the masked-LM loss before and after: forgetting, measured).")
             with gr.Row():
-                change_run = gr.Dropdown(saved, label="Fine-tuning run", scale=3, allow_custom_value=True,
+                change_run = gr.Dropdown(saved, label="Fine-tuning run to measure", scale=3, allow_custom_value=True,
                                          elem_id="ft-change-run")
                 change_btn = gr.Button("Measure the change", scale=1, elem_id="ft-change")
             change_plot = PlotlyFigure(label="Weight change and CKA per layer", elem_id="ft-change-plot")

@@ -161,7 +161,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Row():
             seq_len = gr.Slider(limits.MIN_SEQ_LEN, limits.MAX_SEQ_LEN, value=64, step=1, label="Longest pair T")
             n_pairs = gr.Slider(2, limits.MAX_PAIRS, value=4, step=1, label="Pairs")
-            nsp_seed = gr.Number(value=1, precision=0, minimum=0, label="Seed")
+            nsp_seed = gr.Number(value=1, precision=0, minimum=0, label="Seed of the pairs")
         pairs_button = gr.Button("Build pairs", elem_id="nsp-build")
         pairs_view = gr.HTML(elem_id="nsp-pairs")
         with gr.Accordion("As JSON (the /nsp_pairs answer)", open=False):

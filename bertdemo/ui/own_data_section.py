@@ -101,7 +101,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
                     hub = gr.Textbox(label="A hub dataset (owner/name), instead", max_length=200, elem_id="own-hub")
                 init = gr.Radio([("the embedded pretrained model", EMBEDDED),
                                  ("random weights, same shape (the control)", RANDOM)], value=EMBEDDED,
-                                label="Start from", elem_id="own-init")
+                                label="Start your examples' run from", elem_id="own-init")
                 start = gr.Button("Fine-tune on these examples", variant="primary", elem_id="own-start")
             with gr.Column(scale=2, min_width=300):
                 result = gr.Markdown(elem_id="own-result")

@@ -301,7 +301,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                     gr.Markdown(run_curves.ORDER_PROBE_NOTE)
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
-                        order_run = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-order-run", scale=3,
+                        order_run = gr.Dropdown(runs.run_choices(), label="Run to probe", elem_id="pt-order-run", scale=3,
                                                 allow_custom_value=True)
                         order_text = gr.Textbox("The cat sat on the [MASK] .", label="Sentence with one [MASK]", scale=4)
                         order_button = gr.Button("Shuffle and compare", scale=1, elem_id="pt-order-run-button")
@@ -311,7 +311,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                 with gr.Accordion("Runs on this server: download, delete", open=False):
                     with gr.Row():
                         # a custom value: the API may name a run created after this page was built
-                        run_pick = gr.Dropdown(runs.run_choices(), label="Run", elem_id="pt-run-pick", scale=3,
+                        run_pick = gr.Dropdown(runs.run_choices(), label="Run to download or delete", elem_id="pt-run-pick", scale=3,
                                                allow_custom_value=True)
                         csv_button = gr.DownloadButton("Metrics CSV", elem_id="pt-csv", scale=1)
                         delete = gr.Button("Delete run", variant="stop", scale=1, elem_id="pt-delete")

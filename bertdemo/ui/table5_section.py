@@ -52,11 +52,11 @@ def build(ctx: Any, poll: TabPoll) -> None:
                                elem_id="pt-table5-twin", scale=1)
             task = gr.Dropdown([("topic (sentence)", "topic"), ("find the names (token)", "names")], value="topic",
                                label="Task", elem_id="pt-table5-task", scale=1)
-            seed = gr.Number(0, minimum=0, maximum=table5.MAX_SEED, step=1, precision=0, label="Seed",
+            seed = gr.Number(0, minimum=0, maximum=table5.MAX_SEED, step=1, precision=0, label="Seed of the fine-tune",
                              elem_id="pt-table5-seed", scale=1)
         with gr.Row():
             go = gr.Button("Re-run this cell", variant="primary", elem_id="pt-table5-run", scale=2)
-            stop = gr.Button("Stop", elem_id="pt-table5-stop", scale=1)
+            stop = gr.Button("Stop this cell", elem_id="pt-table5-stop", scale=1)
         cell = gr.Markdown(elem_id="pt-table5-cell")
         token = gr.State("")
 

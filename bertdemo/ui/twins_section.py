@@ -109,13 +109,13 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         heads_plot = PlotlyFigure(label="What each head attends to", elem_id="pt-heads-plot")
         heads_text = gr.Markdown(elem_id="pt-heads-out")
         with gr.Row():
-            heads_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-heads-run-pick",
+            heads_run = gr.Dropdown(run_list, value=newest, label="Run whose heads to label", elem_id="pt-heads-run-pick",
                                     allow_custom_value=True, scale=3)
             steps_button = gr.Button("Over its checkpoints", elem_id="pt-heads-steps-run", scale=1)
         steps_text = gr.Markdown(elem_id="pt-heads-steps")
     with gr.Accordion("What it cost: a run beside BERT-base", open=False, elem_id="pt-cost"):
         with gr.Row():
-            cost_run = gr.Dropdown(run_list, value=newest, label="Run", elem_id="pt-cost-run", allow_custom_value=True,
+            cost_run = gr.Dropdown(run_list, value=newest, label="Run to count", elem_id="pt-cost-run", allow_custom_value=True,
                                    scale=3)
             cost_button = gr.Button("Count its tokens and FLOPs", elem_id="pt-cost-go", scale=1)
         cost_text = gr.Markdown(drawing_free_bert_base(), elem_id="pt-cost-out")

@@ -146,7 +146,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
         with gr.Accordion("2 · The word across the corpus", open=False) as corpus_box:
             with gr.Row():
-                atlas_layer = gr.Slider(0, 24, value=4, step=1, label="Layer", elem_id="wic-atlas-layer")
+                atlas_layer = gr.Slider(0, 24, value=4, step=1, label="Layer of the uses", elem_id="wic-atlas-layer")
                 clusters = gr.Slider(1, 6, value=2, step=1, label="Clusters (colours)")
             atlas_run = gr.Button("Show the word's uses", elem_id="wic-atlas-run")
             atlas_md = gr.Markdown(elem_id="wic-atlas-info")
@@ -159,7 +159,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 nb_position = gr.Number(label="Token position (0 = [CLS])", value=5, precision=0, minimum=0,
                                         maximum=MAX_WIC_TOKENS - 1, scale=1, elem_id="wic-nb-position")
             with gr.Row():
-                nb_layer = gr.Slider(0, 24, value=4, step=1, label="Layer", elem_id="wic-nb-layer")
+                nb_layer = gr.Slider(0, 24, value=4, step=1, label="Layer of the neighbours", elem_id="wic-nb-layer")
                 nb_k = gr.Slider(1, MAX_NEIGHBOURS, value=10, step=1, label="k")
             nb_run = gr.Button("Find neighbours", elem_id="wic-nb-run")
             nb_md = gr.Markdown(elem_id="wic-nb-table")
