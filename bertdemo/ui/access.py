@@ -43,6 +43,8 @@ ANSWERS: dict[str, str] = {
 
 # a control gradio draws without a name -> its name for a screen reader
 NAMES: dict[str, str] = {
+    # gradio names every code box "Code input container" (an editor's name); ours are read-only code to copy
+    ".code-panel .cm-content": "Python code that reproduces this view's numbers (read only)",
     "#att-overview .image-container > button": "Every layer × head's attention: pick a head to enlarge it above "
                                                "(or set Layer and Head; the heatmap's numbers are read out with it)",
 }

@@ -38,6 +38,9 @@ def test_attention_click_is_one_round_trip_and_a_closed_panel_gets_no_code(brows
     panel = page.locator(".code-panel .label-wrap").locator("visible=true").first
     panel.click()  # opening fills it with the sentence shown
     expect(code).to_contain_text("The pilot did not cross the valley.", timeout=TIMEOUT_MS)
+    # a screen reader names the box by what it holds (gradio's name for it: "Code input container")
+    expect(code.locator(".cm-content")).to_have_accessible_name("Python code that reproduces this view's numbers "
+                                                                 "(read only)")
     sent = page.evaluate("() => window.__joins")
     on_click = [i for i in sent if [ids["att-run"], "click"] in deps[i]["targets"]]
     writes_code = [i for i in sent if ids["att-code"] in deps[i]["outputs"]]
