@@ -6,8 +6,12 @@ $BERTDEMO_SCREENSHOTS when it is set, like test_browser.py.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from gradio_client.exceptions import AppError
+
+from tests.helpers import wait_until
 
 from .axe import axe_violations
 from .conftest import screenshot
@@ -74,6 +78,11 @@ def test_masking_tab_in_browser(browser_page, app_url):
     # (the faded rows' labels at 0.55 opacity and gradio's #ce9178 strings on white failed it)
     page.locator("button.label-wrap", has_text="As JSON (the /mask_sample answer)").click()
     expect(page.locator("#ml-epochs-view")).to_contain_text("ep 13 · copy 3")
+    # the viewer is read without its line numbers (they were read inside the data: '{ 4 "mlm_probability" : 0.15 , 5')
+    viewer = page.locator(".json-node").first
+    expect(viewer).to_contain_text('"mlm_probability"', timeout=RUN_TIMEOUT_MS)
+    wait_until(lambda: re.search(r'[,{\[] \d+ \\?"', viewer.aria_snapshot()) is None, timeout=10, interval=0.2,
+               what="the JSON viewer's line numbers to be left out of what a screen reader reads")
     wait_idle(page)
     assert axe_violations(page) == []
     screenshot(page, "masking_lab")

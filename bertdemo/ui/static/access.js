@@ -89,6 +89,10 @@
       var words = info ? info.textContent.replace(/\s+/g, " ").trim() : "";
       if (words && box.getAttribute("aria-label") !== words) box.setAttribute("aria-label", words);
     });
+    // a JSON viewer's line numbers (CSS content) were read out inside the data: "{ 8 "layer" : 0 , 9"
+    document.querySelectorAll(".json-node .line-number:not([aria-hidden])").forEach(function (n) {
+      n.setAttribute("aria-hidden", "true");
+    });
     document.querySelectorAll("button.upload-container").forEach(function (button) {
       var words = button.innerText.replace(/\s+/g, " ").trim();
       if (words && button.getAttribute("aria-label") !== words) button.setAttribute("aria-label", words);
