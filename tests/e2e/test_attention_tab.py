@@ -177,6 +177,9 @@ def test_browser_walk(browser_page: Page, app_url: str):
     assert heatmap.evaluate(TITLE_JS) == "Layer 0, head 1"
     screenshot(page, "attention_overview")
 
+    # the CSV box, empty until asked, says which box is empty (gradio's words for it: "Empty value")
+    expect(page.locator("#att-csv .empty")).to_have_accessible_name(
+        "CSV: attention shown · rollout · token across layers: empty", timeout=RUN_TIMEOUT_MS)
     page.locator("#att-rollout").scroll_into_view_if_needed()
     expect(page.locator("#att-rollout .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)

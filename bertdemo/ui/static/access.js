@@ -67,6 +67,12 @@
   }
   function names() {
     document.querySelectorAll(".empty[aria-label]:not([role])").forEach(function (el) { el.setAttribute("role", "img"); });
+    // an empty box (a file, a picture, JSON not made yet) is "Empty value" in gradio's words: which box, then
+    document.querySelectorAll(".empty[aria-label]").forEach(function (el) {
+      var block = el.closest(".block"), label = block && block.querySelector("[data-testid=block-label]");
+      var words = label ? label.textContent.replace(/\s+/g, " ").trim() : "";
+      if (words && el.getAttribute("aria-label") !== words + ": empty") el.setAttribute("aria-label", words + ": empty");
+    });
     Object.keys(SETTINGS.names || {}).forEach(function (selector) {
       document.querySelectorAll(selector).forEach(function (el) {
         if (el.getAttribute("aria-label") !== SETTINGS.names[selector]) el.setAttribute("aria-label", SETTINGS.names[selector]);
