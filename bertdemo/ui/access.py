@@ -10,12 +10,14 @@ The script, for every gradio component of the page (it watches the page as gradi
   closes under the focus, which then fell to the page's body), and the list closes when the focus moves on to
   another control (gradio left it open over the buttons under it);
 - a box that scrolls (a wide table on a phone) takes the focus, so a keyboard can scroll it;
-- a toast's close button is its one control (gradio made the header that holds it a button too);
-- an empty file or image box's "Empty value" is read as a picture's name (gradio puts it on a bare div), a
-  control drawn without a name gets one (:data:`NAMES`), and an upload area is named by its own words;
+- a toast's close button is its one control (gradio made the header that holds it a button too), and a press of a
+  button of the page closes the error toasts before it (gradio gathered every error of a visit into one);
+- an empty file or image box is read as a picture named by its box's label ("CSV: …: empty"; gradio's "Empty
+  value" on a bare div), a control drawn without a name gets one (:data:`NAMES`), a text box with a copy button is
+  named by its label, an upload area by its own words, and a JSON viewer's line numbers are not read;
 - every chart drawn by :class:`~bertdemo.ui.plotly_figure.PlotlyFigure` gets its text twin: a table per trace of
-  the numbers it shows (a heatmap's every cell, a bar's every bar; a long curve summarised), read by a screen
-  reader, not shown;
+  the numbers it shows (a heatmap's every cell, a bar's every bar; a long curve summarised), named by the chart's
+  title (or its label), its panel's title and its own name, read by a screen reader, not shown;
 - on a screen narrower than :data:`~bertdemo.ui.plotly_figure.NARROW_PX`, pressing a main button scrolls its
   answer (:data:`ANSWERS`) to the top of the screen.
 """
