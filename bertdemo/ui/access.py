@@ -52,11 +52,15 @@ NAMES: dict[str, str] = {
 }
 
 
-def head() -> str:
-    """The ``<script>`` for ``launch(head=...)``: the settings above, then ``access.js``."""
+def script() -> str:
+    """The page's accessibility script: the settings above, then ``access.js`` (a test page adds it as it is)."""
     settings = json.dumps({"answers": ANSWERS, "names": NAMES, "narrow": NARROW_PX})
-    return (f"<script>window.BERTDEMO_ACCESS = {settings};</script>"
-            f"<script>{static.read('access.js')}</script>")
+    return f"window.BERTDEMO_ACCESS = {settings};\n{static.read('access.js')}"
+
+
+def head() -> str:
+    """The ``<script>`` for ``launch(head=...)``: :func:`script`."""
+    return f"<script>{script()}</script>"
 
 
 CSS = static.read("access.css")  # for launch(css=...)

@@ -215,15 +215,12 @@ def test_a_charts_text_twin_names_each_table_by_its_panel_and_tells_lines_of_one
     """The page's text twin of a chart (bertdemo/ui/static/access.js, read by a screen reader in place of the
     picture): a table a line, named by the figure's title, its panel's title and its own name, numbered where one
     name has several lines (they were read as tables of one name)."""
-    import json
-
-    from bertdemo.ui import access, static
+    from bertdemo.ui import access
 
     context = _browser.new_context(viewport={"width": 1000, "height": 900})
     try:
         page = context.new_page()
-        settings = json.dumps({"answers": access.ANSWERS, "names": access.NAMES, "narrow": NARROW_PX})
-        page.add_init_script(f"window.BERTDEMO_ACCESS = {settings};\n{static.read('access.js')}")
+        page.add_init_script(access.script())
         page.goto(figure_page_url)
         captions = page.locator("#runs .pf-twin caption")
         expect(captions).to_have_count(3, timeout=TIMEOUT_MS)

@@ -65,18 +65,18 @@
       }
     }
   }
+  function textIn(el) { return el ? el.textContent.replace(/\s+/g, " ").trim() : ""; }
+  function setName(el, text) { if (text && el.getAttribute("aria-label") !== text) el.setAttribute("aria-label", text); }
   function names() {
-    document.querySelectorAll(".empty[aria-label]:not([role])").forEach(function (el) { el.setAttribute("role", "img"); });
-    // an empty box (a file, a picture, JSON not made yet) is "Empty value" in gradio's words: which box, then
+    // an empty box (a file, a picture, JSON not made yet): gradio's "Empty value" on a bare div, read as a picture
+    // named by its box's label
     document.querySelectorAll(".empty[aria-label]").forEach(function (el) {
-      var block = el.closest(".block"), label = block && block.querySelector("[data-testid=block-label]");
-      var words = label ? label.textContent.replace(/\s+/g, " ").trim() : "";
-      if (words && el.getAttribute("aria-label") !== words + ": empty") el.setAttribute("aria-label", words + ": empty");
+      if (!el.hasAttribute("role")) el.setAttribute("role", "img");
+      var block = el.closest(".block"), label = textIn(block && block.querySelector("[data-testid=block-label]"));
+      if (label) setName(el, label + ": empty");
     });
     Object.keys(SETTINGS.names || {}).forEach(function (selector) {
-      document.querySelectorAll(selector).forEach(function (el) {
-        if (el.getAttribute("aria-label") !== SETTINGS.names[selector]) el.setAttribute("aria-label", SETTINGS.names[selector]);
-      });
+      document.querySelectorAll(selector).forEach(function (el) { setName(el, SETTINGS.names[selector]); });
     });
     // a toast's header is a button (it folds the messages) that holds the close button: a control inside a control,
     // which a screen reader cannot tell apart (axe: nested-interactive). The close button stays the one control; the
@@ -91,17 +91,14 @@
     // label's text
     document.querySelectorAll("label:has(> .icon-button-wrapper button) textarea, "
                               + "label:has(> .icon-button-wrapper button) input").forEach(function (box) {
-      var info = box.closest("label").querySelector("[data-testid=block-info]");
-      var words = info ? info.textContent.replace(/\s+/g, " ").trim() : "";
-      if (words && box.getAttribute("aria-label") !== words) box.setAttribute("aria-label", words);
+      setName(box, textIn(box.closest("label").querySelector("[data-testid=block-info]")));
     });
     // a JSON viewer's line numbers (CSS content) were read out inside the data: "{ 8 "layer" : 0 , 9"
     document.querySelectorAll(".json-node .line-number:not([aria-hidden])").forEach(function (n) {
       n.setAttribute("aria-hidden", "true");
     });
     document.querySelectorAll("button.upload-container").forEach(function (button) {
-      var words = button.innerText.replace(/\s+/g, " ").trim();
-      if (words && button.getAttribute("aria-label") !== words) button.setAttribute("aria-label", words);
+      setName(button, button.innerText.replace(/\s+/g, " ").trim());
     });
   }
 
@@ -231,20 +228,17 @@
     var title = plain(layout.title) || (label ? label.textContent.trim() : "");
     box.setAttribute("aria-label", "The numbers of the chart" + (title ? " " + title : ""));
     box.setAttribute("role", "group");
-    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS, perPanel = {}, named = {}, seen = {};
+    var given = gd.data || [], summarise = heatmapCells(data) > MAX_CELLS, count = {}, seen = {};
     var ownName = function (t, i) { return plain((given[t.index != null ? t.index : i] || {}).name); };
-    data.forEach(function (t, i) {
-      var k = (t.xaxis || "x") + (t.yaxis || "y"), n = k + "\u0000" + ownName(t, i);
-      perPanel[k] = (perPanel[k] || 0) + 1;
-      named[n] = (named[n] || 0) + 1;
-    });
+    var panelOf = function (t) { return (t.xaxis || "x") + (t.yaxis || "y"); };
+    var add = function (key) { count[key] = (count[key] || 0) + 1; };
+    data.forEach(function (t, i) { add(panelOf(t)); add(panelOf(t) + "\u0000" + ownName(t, i)); });
     data.forEach(function (trace, i) {
       if (trace.visible === false || trace.visible === "legendonly") return;
-      var own = ownName(trace, i), panel = panelTitle(trace, layout);
-      var key = (trace.xaxis || "x") + (trace.yaxis || "y") + "\u0000" + own;
+      var own = ownName(trace, i), panel = panelTitle(trace, layout), key = panelOf(trace) + "\u0000" + own;
       seen[key] = (seen[key] || 0) + 1;
-      if (own && named[key] > 1) own += " (" + seen[key] + " of " + named[key] + ")";  // one name, several lines
-      var alone = perPanel[(trace.xaxis || "x") + (trace.yaxis || "y")] === 1;  // the only trace of its panel
+      if (own && count[key] > 1) own += " (" + seen[key] + " of " + count[key] + ")";  // one name, several lines
+      var alone = count[panelOf(trace)] === 1;  // the only trace of its panel
       var name = [title, panel, own || (data.length > 1 && !(panel && alone) ? "series " + (i + 1) : "")].filter(Boolean)
         .join(" — ") || "The chart";
       var t = traceTable(trace, name, layout, summarise);
