@@ -15,6 +15,10 @@ The script, for every gradio component of the page (it watches the page as gradi
 - an empty file or image box is read as a picture named by its box's label ("CSV: …: empty"; gradio's "Empty
   value" on a bare div), a control drawn without a name gets one (:data:`NAMES`), a text box with a copy button is
   named by its label, an upload area by its own words, and a JSON viewer's line numbers are not read;
+- controls named without their context get it: an Examples table is named by its label, a file box's download
+  links by their files (gradio: "2.5 KB ⇣"), a picture's download link by its button (which gradio put inside it: a
+  control inside a control), a chart's toolbar by its chart ("Chart tools: …"), and the footer's buttons lose their
+  icons' alt text that repeated their words ("Settings Settings");
 - every chart drawn by :class:`~bertdemo.ui.plotly_figure.PlotlyFigure` gets its text twin: a table per trace of
   the numbers it shows (a heatmap's every cell, a bar's every bar; a long curve summarised), named by the chart's
   title (or its label), its panel's title and its own name, read by a screen reader, not shown;
@@ -49,6 +53,8 @@ NAMES: dict[str, str] = {
     ".code-panel .cm-content": "Python code that reproduces this view's numbers (read only)",
     "#att-overview .image-container > button": "Every layer × head's attention: pick a head to enlarge it above "
                                                "(or set Layer and Head; the heatmap's numbers are read out with it)",
+    # the same picture before it is drawn (gradio's "Empty value": the box has no label of its own)
+    "#att-overview .empty[aria-label]": "Every layer × head's attention: not drawn yet",
 }
 
 

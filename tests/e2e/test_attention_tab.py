@@ -155,6 +155,12 @@ def test_browser_walk(browser_page: Page, app_url: str):
     trace = heatmap.evaluate("p => ({type: p.data[0].type, n: p.data[0].x.length})")
     assert trace["type"] == "heatmap" and trace["n"] > 10, trace
     expect(page.locator("#att-overview img")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    # the picture's download is one control, the link (gradio put a "Download" button inside it), and the chart's
+    # toolbar says which chart it acts on
+    overview_download = page.locator("#att-overview a[download]")
+    expect(overview_download).to_have_accessible_name("Download", timeout=RUN_TIMEOUT_MS)
+    expect(overview_download.locator("button")).to_have_attribute("aria-hidden", "true")
+    expect(overview_download.locator("button")).to_have_attribute("tabindex", "-1")
     info = page.locator("#att-info")
     expect(info).to_contain_text(re.compile(r"\d+ layers × \d+ heads"))
     n_layers, n_heads = map(int, re.search(r"(\d+) layers × (\d+) heads", info.inner_text()).groups())
@@ -185,6 +191,11 @@ def test_browser_walk(browser_page: Page, app_url: str):
     expect(page.locator("#att-token-plot .js-plotly-plot")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     page.click("#att-csv-run")  # the CSVs are written when asked for
     expect(page.locator("#att-csv")).to_contain_text("token_across_layers", timeout=RUN_TIMEOUT_MS)
+    # each download link names its file (gradio's words: its size, "2.5 KB ⇣")
+    expect(page.locator("#att-csv").get_by_role("link", name=re.compile(r"^Download rollout\.csv \(\d"))).to_have_count(
+        1, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-heatmap").get_by_role("toolbar")).to_have_accessible_name(
+        re.compile(r"^Chart tools: .*Layer 0, head 1"))
 
     # Mean over heads disables the head slider; hiding specials reports the weight removed.
     head = slider(page, "Head")

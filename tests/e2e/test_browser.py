@@ -152,6 +152,12 @@ def test_fill_mask_tab(browser_page: Page, app_url: str):
     expect(filled).to_contain_text("Filled with the top choices")
     expect(filled).to_contain_text(re.compile(r"The capital of France is \S+\."))
     expect(page.locator("#fm-notice")).not_to_contain_text("no trained masked-LM head")
+    # what a screen reader hears around the answer: the chart's toolbar names its chart, the examples table is named,
+    # and the footer's buttons say their words once (gradio's icons repeated them: "Settings Settings")
+    expect(page.locator("#fm-plot").get_by_role("toolbar")).to_have_accessible_name("Chart tools: Predictions")
+    expect(page.get_by_role("grid", name="Examples: a row fills the boxes above")).to_be_visible()
+    footer = page.locator("footer")
+    expect(footer.get_by_role("button", name="Settings", exact=True)).to_be_visible()
     wait_idle(page)
     screenshot(page, "fill_mask")
 

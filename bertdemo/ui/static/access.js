@@ -100,6 +100,28 @@
     document.querySelectorAll("button.upload-container").forEach(function (button) {
       setName(button, button.innerText.replace(/\s+/g, " ").trim());
     });
+    // an Examples table is a grid with no name ("Examples" is a line of text above it)
+    document.querySelectorAll("table[role=grid]").forEach(function (grid) {
+      var block = grid.closest(".block"), label = textIn(block && block.querySelector(".label"));
+      if (label) setName(grid, label + ": a row fills the boxes above");
+    });
+    // a file box's links read as their size ("2.5 KB ⇣"): each says which file it downloads
+    document.querySelectorAll("tr.file a.download-link").forEach(function (link) {
+      var file = link.closest("tr").querySelector(".filename");
+      var named = file && (file.getAttribute("aria-label") || textIn(file));
+      if (named) setName(link, "Download " + named + " (" + textIn(link).replace(/\s*⇣$/, "") + ")");
+    });
+    // a picture's download button sits inside its download link: one control, the link, named by the button
+    document.querySelectorAll("a[download] button").forEach(function (button) {
+      var link = button.closest("a");
+      setName(link, button.getAttribute("aria-label") || button.getAttribute("title") || textIn(button));
+      if (button.getAttribute("tabindex") !== "-1") button.setAttribute("tabindex", "-1");
+      if (!button.hasAttribute("aria-hidden")) button.setAttribute("aria-hidden", "true");
+    });
+    // the footer's buttons: their icon's alt text repeated their words ("Settings Settings", "Use via API logo")
+    document.querySelectorAll("footer button img[alt]:not([alt='']), footer a img[alt]:not([alt=''])").forEach(function (img) {
+      if (textIn(img.closest("button, a"))) img.setAttribute("alt", "");
+    });
   }
 
   // a box that scrolls takes the focus (when nothing inside it can), so the keyboard can scroll it
@@ -249,6 +271,11 @@
       p.textContent = "The chart" + (title ? " " + title : "") + " shows no numbers yet.";
       box.appendChild(p);
     }
+    // the chart's toolbar: seven buttons ("Zoom", "Pan", …) a screen reader read with no chart to act on
+    gd.querySelectorAll(".modebar").forEach(function (bar) {
+      if (bar.getAttribute("role") !== "toolbar") bar.setAttribute("role", "toolbar");
+      setName(bar, "Chart tools" + (title ? ": " + title : ""));
+    });
     var old = gd.parentNode && gd.parentNode.querySelector(":scope > .pf-twin");
     if (old) old.replaceWith(box); else gd.insertAdjacentElement("afterend", box);
     gd.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
