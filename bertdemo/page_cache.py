@@ -5,11 +5,14 @@ bytes are the same for every visitor of one address (the framework fixes the con
 are made once and sent again for ``CACHE_S`` seconds.
 
 Only a plain ``GET`` of the page (``/``) is kept, keyed by what the framework builds it from: the address the
-visitor used (``Host`` and the forwarding headers), the framework's own query values (``deep_link``,
-``page``, ``view``, ``__theme``; the app's deep links — ``tab``, ``text``, ``model`` — are read by the page's
-script and change nothing in these bytes) and whether the browser takes brotli (kept compressed, so the
-compression runs once too). A server with a login (``--auth``) varies the page per user: pass
-``enabled=False``. Only a 200 without cookies is kept. Standard library and brotli only.
+visitor used (``Host``, the forwarding headers and ``X-Gradio-Server``: the page names that address, and loads its
+scripts from it), the framework's own query values (``deep_link``, ``page``, ``view``, ``__theme``,
+``all_endpoints``; the app's deep links — ``tab``, ``text``, ``model`` — are read by the page's script and change
+nothing in these bytes) and whether the browser takes brotli (kept compressed, so the compression runs once too).
+A request that carries one of those headers twice is not kept: the framework reads the first line, and a proxy
+that appends its own after a visitor's would otherwise key a visitor's address as its own. A server with a login
+(``--auth``) varies the page per user: pass ``enabled=False``. Only a 200 without cookies is kept. Standard library
+and brotli only.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
 
 CACHE_S = 600.0  # a page is made again at least this often (making it costs about 1 CPU-s: the config walked)
 MAX_PAGES = 16  # addresses kept at once (each about a megabyte)
-FRAMEWORK_QUERY = ("deep_link", "page", "view", "__theme")
-KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix", b"x-forwarded-port")
+FRAMEWORK_QUERY = ("deep_link", "page", "view", "__theme", "all_endpoints")
+# every header the framework works the page's own address out of (a visitor can send any of them)
+KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix", b"x-forwarded-port",
+               b"x-gradio-server")
 BROTLI_QUALITY = 4  # the framework's own choice
 
 
@@ -47,9 +52,12 @@ class PageCache:
         """The cache key of a request for the page; None when it is not one to keep."""
         if not self.enabled or scope.get("type") != "http" or scope.get("method") != "GET" or scope.get("path") != "/":
             return None
-        headers = dict(scope.get("headers") or [])
-        if b"authorization" in headers:
+        lines: dict[bytes, list[bytes]] = {}
+        for name, value in scope.get("headers") or []:
+            lines.setdefault(name.lower(), []).append(value)
+        if b"authorization" in lines or any(len(lines.get(name, ())) > 1 for name in KEY_HEADERS):
             return None
+        headers = {name: values[0] for name, values in lines.items()}
         query = tuple(sorted((k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"))
                              if k in FRAMEWORK_QUERY))
         brotli_ok = b"br" in headers.get(b"accept-encoding", b"")

@@ -55,3 +55,51 @@ def test_a_cookie_another_status_or_a_login_is_never_kept():
     cache = PageCache(app, enabled=False)
     _get(cache), _get(cache)
     assert app.made == 2
+
+
+class RootEcho:
+    """An ASGI app whose page names its own address the way the web framework works it out (gradio's own
+    ``get_root_url`` on the request: the first Host, X-Forwarded-Host, X-Gradio-Server, X-Forwarded-Proto), and
+    lists every endpoint when ``all_endpoints`` is asked for, as the framework's page does."""
+
+    async def __call__(self, scope, receive, send):
+        from gradio import route_utils
+        from starlette.requests import Request
+
+        request = Request(scope)
+        root = route_utils.get_root_url(request=request, route_path="/", root_path=None)
+        body = f"root={root} all={bool(request.query_params.get('all_endpoints'))}".encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _open(cache, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> bytes:
+    scope = {"type": "http", "method": "GET", "path": "/", "query_string": query, "scheme": "http",
+             "server": ("127.0.0.1", 7860), "headers": [(b"host", b"school.example")] + headers}
+    return asgi_get(cache, scope)[2]
+
+
+def test_a_visitor_who_names_another_address_never_changes_the_page_the_others_get():
+    """The page's scripts load from the address it names: a request that makes the framework name another one
+    (its own X-Gradio-Server, a second X-Forwarded-Host line before the proxy's) gets its page, never kept for
+    the honest key; the framework's ``all_endpoints`` gets its own page too."""
+    behind_proxy = [(b"x-forwarded-host", b"bert.school.example"), (b"x-forwarded-proto", b"https")]
+    attacks = [
+        ([(b"x-gradio-server", b"http://evil.example")], b""),
+        ([(b"x-forwarded-host", b"evil.example")] + behind_proxy, b""),  # a client's line, then the proxy's
+        ([(b"x-forwarded-host", b"evil.example, bert.school.example"), (b"x-forwarded-proto", b"https")], b""),
+        ([(b"x-forwarded-proto", b"https"), (b"x-forwarded-proto", b"http")] + behind_proxy[:1], b""),
+        ([], b"all_endpoints=true"),
+    ]
+    for attack, query in attacks:
+        cache = PageCache(RootEcho())
+        honest_direct, honest_proxied = _open(cache, []), _open(cache, behind_proxy)
+        assert honest_direct == b"root=http://school.example all=False"
+        assert honest_proxied == b"root=https://bert.school.example all=False"
+        for _ in range(2):  # made, then (if kept) from memory
+            _open(cache, attack, query)
+        assert (_open(cache, []), _open(cache, behind_proxy)) == (honest_direct, honest_proxied), attack
+        cache = PageCache(RootEcho())  # the attack first, while nothing is kept yet
+        for _ in range(2):
+            _open(cache, attack, query)
+        assert (_open(cache, []), _open(cache, behind_proxy)) == (honest_direct, honest_proxied), attack
