@@ -12,7 +12,9 @@ Who the visitor is (:func:`visitor_address`) must be something the visitor canno
 header they write themselves would let one visitor pass for many. It is the address of the peer that
 connected, or — behind ``trusted_proxies`` reverse proxies that each append the address they received
 from to ``X-Forwarded-For`` (a Space's proxy, the ``--share`` tunnel) — the entry the outermost trusted
-proxy appended, counted from the right: entries to its left are whatever the client sent. The door
+proxy appended, counted from the right: entries to its left are whatever the client sent. An IPv6 visitor is
+their /64 network (:func:`share_address`): one host holds all of one, and could otherwise pick a new address, and
+a new share, for every request; IPv4 written as IPv6 (``::ffff:…``) is that IPv4 address. The door
 writes the result into :data:`VISITOR_HEADER` on every request (dropping any copy the client sent), so
 handlers read one value computed in one place.
 
@@ -30,6 +32,7 @@ bounds).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
@@ -128,22 +131,43 @@ class UploadBudget:
             return None
 
 
+IPV6_SHARE_PREFIX = 64  # an IPv6 visitor is this network: a home's or a school's network, any of whose addresses a host may take
+
+
+def share_address(address: str) -> str:
+    """``address`` as the share it counts on: an IPv6 address as its /:data:`IPV6_SHARE_PREFIX` network
+    (``2001:db8:99:1::/64``), an IPv4-mapped one as its IPv4 address, the loopback (``::1``) and an IPv4 address
+    as they are; what is no address at all (a test client's name) as it came."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if ip.is_loopback:  # this machine: one address ("::1")
+            return str(ip)
+        return str(ipaddress.IPv6Network((ip, IPV6_SHARE_PREFIX), strict=False))
+    return str(ip)
+
+
 def visitor_address(scope: Scope, trusted_proxies: int = 0) -> str:
     """Who sent a request, as nobody but the network can say (see the module): the peer's address, or
     behind ``trusted_proxies`` proxies the ``trusted_proxies``-th X-Forwarded-For entry from the right.
     A request that passed fewer proxies than that (a shorter header) is keyed on its leftmost entry: it
-    still cannot pose as anyone but what the nearest proxy saw, so several such requests stay one visitor."""
+    still cannot pose as anyone but what the nearest proxy saw, so several such requests stay one visitor.
+    The address as its share (:func:`share_address`: an IPv6 visitor is their /64)."""
     client = scope.get("client")
     peer = client[0] if client else "?"
     if trusted_proxies <= 0:
-        return peer
+        return share_address(peer)
     hops: list[str] = []
     for name, value in scope.get("headers") or []:
         if name == b"x-forwarded-for":  # several header lines read as one list, in order
             hops += [hop.strip() for hop in value.decode("latin-1").split(",") if hop.strip()]
     if not hops:
-        return peer
-    return hops[-trusted_proxies] if len(hops) >= trusted_proxies else hops[0]
+        return share_address(peer)
+    return share_address(hops[-trusted_proxies] if len(hops) >= trusted_proxies else hops[0])
 
 
 def member_token(scope: Scope) -> str:

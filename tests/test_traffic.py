@@ -55,6 +55,17 @@ def test_behind_a_proxy_the_visitor_is_what_the_proxy_appended():
     assert visitor_address(_scope("10.0.0.9", "198.51.100.3"), trusted_proxies=2) == "198.51.100.3"
 
 
+def test_an_ipv6_visitor_is_their_64_network_whichever_of_its_addresses_they_use():
+    # a host holds a whole /64 (2^64 addresses it may pick from): 41 addresses of one were 41 shares of the queue
+    same = {visitor_address(_scope("10.0.0.9", f"2001:db8:99:1::{n:x}"), trusted_proxies=1) for n in range(1, 42)}
+    assert same == {"2001:db8:99:1::/64"}
+    assert visitor_address(_scope("2001:DB8:99:1:aaaa:bbbb:cccc:dddd")) == "2001:db8:99:1::/64"  # the peer too
+    assert visitor_address(_scope("2001:db8:99:2::1")) == "2001:db8:99:2::/64"  # the next network is another visitor
+    assert visitor_address(_scope("::ffff:203.0.113.5")) == "203.0.113.5"  # IPv4 written as IPv6 is that IPv4
+    assert visitor_address(_scope("203.0.113.5")) == "203.0.113.5"
+    assert visitor_address(_scope("10.0.0.9", "not-an-address"), trusted_proxies=1) == "not-an-address"
+
+
 def test_the_door_tells_handlers_the_visitor_and_drops_the_clients_own_claim():
     client = _client([], BEHIND_A_PROXY)
     answer = client.post("/gradio_api/queue/join", content=b"{}",
