@@ -55,6 +55,9 @@ def test_vocabulary_lookups(tokenizer):
         tokens.lookup_id(tokenizer, 30522)
     with pytest.raises(ValueError, match="whole number"):
         tokens.lookup_id(tokenizer, "abc")
+    for empty in (None, " "):  # a cleared id box (the API's null): said in words, not Python's int() error
+        with pytest.raises(ValueError, match=r"^Enter an id: a whole number from 0 to 30,521\.$"):
+            tokens.lookup_id(tokenizer, empty)
 
 
 def test_special_tokens_have_the_notebook_ids(tokenizer):

@@ -59,6 +59,20 @@ def test_one_visitors_flood_is_told_to_wait_while_others_are_queued():
     assert len(demo._queue.event_ids_to_events) == 4
 
 
+def test_an_event_that_does_not_exist_is_refused_in_words_not_as_a_server_fault():
+    """The public audit's ``fn_index`` of 10**30 or -1: gradio looked it up unguarded, answered HTTP 500 and wrote
+    a traceback to the log (about 3 KB a request, 15 times what was sent)."""
+    demo = _small_app(TrafficRules(queue_per_visitor=3))
+
+    async def join(fn_index: int):
+        body = PredictBodyInternal(data=["hi"], fn_index=fn_index, session_hash="s1")
+        return await demo._queue.push(body=body, request=_request("10.0.0.1"), username=None)
+
+    for fn_index in (10**30, -1, 7):
+        assert run_coroutine(join(fn_index)) == (False, f"This server has no event {fn_index}.", "error")
+    assert run_coroutine(join(0))[0] is True
+
+
 def test_a_client_opening_a_session_per_call_drops_its_own_oldest_sessions_only():
     demo = _small_app(TrafficRules(queue_per_visitor=0, sessions_per_visitor=2))
     holder = demo.state_holder

@@ -222,13 +222,15 @@ def lookup_token(tokenizer, token: str) -> int:
     )
 
 
-def lookup_id(tokenizer, token_id: float | str) -> str:
+def lookup_id(tokenizer, token_id: float | str | None) -> str:
     """The vocabulary entry with id ``token_id``."""
+    size = len(tokenizer)
+    if token_id is None or not str(token_id).strip():
+        raise ValueError(f"Enter an id: a whole number from 0 to {size - 1:,}.")
     try:
         value = int(str(token_id).strip())
     except (TypeError, ValueError):
         raise ValueError(f"{token_id!r} is not a whole number.") from None
-    size = len(tokenizer)
     if not 0 <= value < size:
         raise ValueError(f"Id {value:,} is outside the vocabulary (0 to {size - 1:,}).")
     return tokenizer.convert_ids_to_tokens(value)

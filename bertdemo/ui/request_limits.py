@@ -112,7 +112,9 @@ NUMBER_HINTS = (int, float, int | None, float | None)
 def check_type(parameter: str, hint: Any, value: Any) -> None:
     """ValueError when ``value`` (not None) is not of the plain kind the handler declares for ``parameter``
     (text, a number): an API call may send any JSON, and a wrong kind must get a sentence, not a traceback."""
-    if value is None:  # a cleared box; the handler says what it needs
+    if value is None:  # a cleared box: the handler says what it needs, unless it takes a number and nothing else
+        if hint in (int, float):
+            raise ValueError(f"{parameter} must be a number, got nothing.")
         return
     if hint in TEXT_HINTS and not isinstance(value, str):
         raise ValueError(f"{parameter} must be text, got {_kind(value)}.")
@@ -173,12 +175,25 @@ def _checked(fn: Callable, endpoint: str | None, server_side: frozenset[str] = f
     return guarded
 
 
-def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Callable:
-    """A component's ``preprocess`` that first checks the raw payload (gradio's own errors may echo it)."""
+def check_number_payload(parameter: str, payload: Any, optional: bool) -> None:
+    """ValueError when a number box's raw ``payload`` is not a number (None passes when the box may be empty):
+    gradio compares it with the box's bounds first, and a list, an object or nothing failed there as an internal
+    error with no message ("Error" alone), or true passed as 1."""
+    if payload is None and optional:
+        return
+    if isinstance(payload, bool) or not isinstance(payload, (int, float)):
+        raise ValueError(f"{parameter} must be a number, got {_kind(payload)}.")
+
+
+def _checked_preprocess(preprocess: Callable, parameter: str, limit: int, number: str = "") -> Callable:
+    """A component's ``preprocess`` that first checks the raw payload (gradio's own errors may echo it);
+    ``number``: "slider" or "number" for a number box (:func:`check_number_payload`; a Number may be empty)."""
 
     @functools.wraps(preprocess)
     def guarded(payload, *args, **kwargs):
         try:
+            if number:
+                check_number_payload(parameter, payload, optional=number == "number")
             check_value(None, parameter, payload, limit)
         except ValueError as exc:
             raise gr.Error(str(exc), duration=None, print_exception=False) from None
@@ -186,9 +201,12 @@ def _checked_preprocess(preprocess: Callable, parameter: str, limit: int) -> Cal
             return preprocess(payload, *args, **kwargs)
         except gr.Error as exc:  # e.g. a Radio's "Value: <the whole payload> is not in the list of choices"
             text = str(getattr(exc, "message", exc))
-            if len(text) <= MAX_ECHO_CHARS:
-                raise
-            raise gr.Error(f"{parameter}: {text[:MAX_ECHO_CHARS]}…", duration=None, print_exception=False) from None
+            if len(text) > MAX_ECHO_CHARS:
+                text = f"{parameter}: {text[:MAX_ECHO_CHARS]}…"
+            elif number:  # a number box's bounds: "Value -5 is less than minimum value 1." says not which box
+                text = f"{parameter}: {text}"
+            # the sender's mistake: no traceback in the server's log (about 3 KB of it a request)
+            raise gr.Error(text, duration=None, print_exception=False) from None
 
     return guarded
 
@@ -279,6 +297,7 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
     without echoing the others (:func:`input_count_check`). How many handlers were wrapped."""
     wrapped = 0
     box_limits: dict[int, tuple[Any, str, int]] = {}  # component id -> (component, parameter, most characters)
+    spread_names: set[str] = set()  # the names of forms' ``*values``
     for block_fn in compat.event_handlers(demo):
         if block_fn.fn is None or getattr(block_fn.fn, "__bertdemo_guarded__", False):
             continue
@@ -286,6 +305,7 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
         spread = [p.name for p in inspect.signature(block_fn.fn).parameters.values() if p.kind is p.VAR_POSITIONAL]
         if spread:  # the inputs a ``*values`` takes (a form) get its name, so their preprocessing is guarded too
             named += [spread[0]] * (len(block_fn.inputs) - len(named))
+            spread_names.add(spread[0])
         names = list(zip(block_fn.inputs, named))
         server_side = frozenset(name for component, name in names if isinstance(component, gr.State)
                                 and name not in spread)  # a State among ``*values`` leaves the rest checked
@@ -294,14 +314,18 @@ def guard_events(demo: gr.Blocks, public: bool = False) -> int:
                 continue
             limit = limit_for(block_fn.api_name, name)
             known = box_limits.get(compat.component_id(component))
-            if known is None or limit > known[2]:  # one box feeding several handlers: the largest of its limits
+            # one box feeding several handlers: the largest of its limits, and on a tie the name a handler gives it
+            # over a form's ``*values`` (a refusal names the box: "top_k: …", not "values: …")
+            if known is None or limit > known[2] or (limit == known[2] and known[1] in spread_names
+                                                      and name not in spread_names):
                 box_limits[compat.component_id(component)] = (component, name, limit)
         block_fn.fn = _checked(block_fn.fn, block_fn.api_name, server_side)
         block_fn.fn.__bertdemo_guarded__ = True
         wrapped += 1
     for component, name, limit in box_limits.values():
         if callable(getattr(component, "preprocess", None)) and not getattr(component, "__bertdemo_guarded__", False):
-            component.preprocess = _checked_preprocess(component.preprocess, name, limit)
+            number = "slider" if isinstance(component, gr.Slider) else "number" if isinstance(component, gr.Number) else ""
+            component.preprocess = _checked_preprocess(component.preprocess, name, limit, number)
             component.__bertdemo_guarded__ = True
     compat.replace_input_count_check(demo, input_count_check)  # no echo of the inputs into the log
     if not getattr(demo.preprocess_data, "__bertdemo_guarded__", False):  # a forged path: a refusal, not a fault

@@ -82,8 +82,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         except ValueError as exc:
             token_md = f"⚠️ {exc}"
         try:
-            id_md = f"id **{int(token_id)}** → `{tokens.lookup_id(tokenizer, token_id)}`"
-        except (ValueError, TypeError) as exc:
+            entry = tokens.lookup_id(tokenizer, token_id)
+            id_md = f"id **{int(token_id)}** → `{entry}`"
+        except ValueError as exc:
             id_md = f"⚠️ {exc}"
         return token_md, id_md, [list(item) for item in tokens.special_tokens(tokenizer)]
 

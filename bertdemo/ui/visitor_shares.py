@@ -13,7 +13,9 @@ internals reached through :mod:`bertdemo.compat`):
   visitor behind one address together — a class behind its school's one address — has at most
   ``queue_per_address`` (so tokens a stranger mints by joining classes do not buy a larger share);
 - a visitor's sessions beyond ``sessions_per_visitor`` drop their oldest one from gradio's state holder,
-  so a client making a session per call uses its own share and does not push out other visitors' pages.
+  so a client making a session per call uses its own share and does not push out other visitors' pages;
+- an event that does not exist (an API caller's ``fn_index``) is refused in words (gradio's look-up of it failed
+  as a server fault, its traceback in the log).
 
 The total stays within gradio's ``state_session_capacity`` (``launch`` gets ``max_sessions``), so the
 memory for sessions is at most about ``max_sessions`` × 1.25 MB. Who the visitor is comes from the HTTP
@@ -81,7 +83,10 @@ def share_per_visitor(demo: gr.Blocks, rules: TrafficRules) -> None:
                 behind = sum(1 for other in queued if address_of(other) == address)
                 if 0 < rules.queue_per_address <= behind:
                     return False, address_busy_message(behind, rules.queue_per_address), "queue_full"
-            answer = await push(body=body, request=request, username=username)
+            try:
+                answer = await push(body=body, request=request, username=username)
+            except KeyError:  # gradio's look-up of the event (an API caller's fn_index): an HTTP 500 and a traceback
+                return False, f"This server has no event {getattr(body, 'fn_index', None)}.", "error"
             if answer[0]:  # joined: its session is the page's, or (an API call without one) the one gradio made
                 remember(visitor, getattr(body, "session_hash", None))
             return answer
