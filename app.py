@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     from bertdemo.traffic import RequestLimits
     from bertdemo.ui import build_app
     from bertdemo.ui.layout import CSS, HEAD, THEME
-    from bertdemo.ui.plotly_figure import plotly_js
+    from bertdemo.ui.plotly_figure import file_aliases, plotly_js
     from bertdemo.ui.queue_polling import poll_less
     from bertdemo.ui.session_configs import make_session_configs_lazy
     from bertdemo.ui.skipped_outputs import pass_skipped_outputs
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
         max_file_size=ctx.settings.max_upload_bytes, auth=auth, prevent_thread_lock=True,
-        app_kwargs={"middleware": [links, assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
+        app_kwargs={"middleware": [file_aliases(), links, assets, fixes, page, door]}, state_session_capacity=ctx.settings.traffic.max_sessions,
         mcp_server=bool(args.mcp),  # explicit: gradio's GRADIO_MCP_SERVER would offer every endpoint
         # no "run history" in the browser: gradio's page would parse and rewrite up to 100 past answers in
         # localStorage at every message of every public event (about 45 ms of page CPU a click, growing as a

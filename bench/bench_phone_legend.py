@@ -19,7 +19,7 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertdemo.models.twin_curve import read_curve
-from bertdemo.ui.plotly_figure import PlotlyFigure
+from bertdemo.ui.plotly_figure import PlotlyFigure, file_aliases
 from bertdemo.viz.twin_curve import curve_spec
 
 # wraps Plotly.react and Plotly.relayout as the page's plotly.js is set, and keeps each call's time
@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     with gr.Blocks() as demo:
         PlotlyFigure(curve_spec(read_curve()), elem_id="curve")
-    demo.launch(prevent_thread_lock=True, quiet=True)
+    demo.launch(prevent_thread_lock=True, quiet=True, app_kwargs={"middleware": [file_aliases()]})
     times: dict[str, list[float]] = {"react": [], "relayout": []}
     try:
         with sync_playwright() as p:

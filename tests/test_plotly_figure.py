@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bertdemo.ui import static
-from bertdemo.ui.plotly_figure import LAZY_CLASS, NARROW_PX, PlotlyFigure, plotly_js
+from bertdemo.ui.plotly_figure import LAZY_CLASS, NARROW_PX, PlotlyFigure, file_aliases, plotly_js
 
 
 def test_a_figure_is_sent_as_gr_plot_sends_it_with_its_exact_values():
@@ -44,13 +44,16 @@ def test_the_page_gets_the_static_script_and_css_and_plotly_from_this_app():
     assert config["js_on_load"] == static.read("plotly_figure.js")
     assert config["css_template"] == static.read("plotly_figure.css")
     assert config["component_class_name"] == "PlotlyFigure"
-    assert config["head"] == f'<script src="gradio_api/file={plotly_js()}"></script>'
+    # from a fixed address: the page names none of the server's folders (it named the install folder, 33 times)
+    assert config["head"] == '<script src="bertdemo/plotly.min.js"></script>'
+    assert str(plotly_js().parent) not in json.dumps(demo.get_config_file())
 
     from fastapi.testclient import TestClient
 
-    with TestClient(gr.routes.App.create_app(demo)) as client:
-        served = client.get(f"/gradio_api/file={plotly_js()}")
+    with TestClient(gr.routes.App.create_app(demo, app_kwargs={"middleware": [file_aliases()]})) as client:
+        served = client.get("/bertdemo/plotly.min.js")
         assert served.status_code == 200 and served.content == plotly_js().read_bytes()
+        assert client.get("/bertdemo/plotly.js").status_code == 404
         elsewhere = next(p for p in plotly_js().parent.iterdir() if p.is_file() and p.name != "plotly.min.js")
         assert client.get(f"/gradio_api/file={elsewhere}").status_code == 403
 

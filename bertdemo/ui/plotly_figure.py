@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
+from bertdemo.file_aliases import FileAliases
 from bertdemo.ui import static
 
 LAZY_CLASS = "pf-lazy"  # the block of a PlotlyFigure(lazy=True) (static/plotly_figure.js reads it)
@@ -69,15 +71,24 @@ def plotly_js() -> Path:
     return path
 
 
+PLOTLY_ADDRESS = "bertdemo/plotly.min.js"  # where the page loads plotly.js (relative: under a proxy's path prefix too)
+
+
 def serve_plotly_js() -> str:
-    """Let gradio serve :func:`plotly_js` (and nothing else of the package); the ``<script>`` tag that loads it.
+    """Let gradio serve :func:`plotly_js` (and nothing else of the package); the ``<script>`` tag that loads it,
+    from :data:`PLOTLY_ADDRESS` (:func:`file_aliases`: the page never names the server's folders).
 
     Called once, at import: gradio keeps its static paths for the process (``gr.set_static_paths``
     adds to them), and a component is built anew for every ``gr.update`` of it.
     """
-    path = plotly_js()
-    gr.set_static_paths([path])
-    return f'<script src="gradio_api/file={path}"></script>'  # relative: works under a proxy's path prefix
+    gr.set_static_paths([plotly_js()])
+    return f'<script src="{PLOTLY_ADDRESS}"></script>'
+
+
+def file_aliases() -> Middleware:
+    """The middleware a server with PlotlyFigures needs (``launch(app_kwargs={"middleware": [...]})``): plotly.js
+    at :data:`PLOTLY_ADDRESS` (:class:`bertdemo.file_aliases.FileAliases`)."""
+    return Middleware(FileAliases, aliases={"/" + PLOTLY_ADDRESS: str(plotly_js())})
 
 
 SCRIPT = static.read("plotly_figure.js")  # the component's js_on_load

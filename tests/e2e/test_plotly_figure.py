@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 from plotly.subplots import make_subplots
 
-from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure
+from bertdemo.ui.plotly_figure import NARROW_PX, PlotlyFigure, file_aliases
 
 TIMEOUT_MS = 60_000
 GD = "document.querySelector('#grid .js-plotly-plot')"
@@ -88,7 +88,7 @@ def figure_page_url():
 
         figure.select(pick, None, picked)
     assert later.value is not None
-    demo.launch(prevent_thread_lock=True, quiet=True)
+    demo.launch(prevent_thread_lock=True, quiet=True, app_kwargs={"middleware": [file_aliases()]})
     try:
         yield demo.local_url
     finally:
