@@ -184,10 +184,22 @@ def phone_masking(page: Page) -> None:
     screenshot(page, "masking_lab_phone")
 
 
+def phone_pretrain(page: Page) -> None:
+    # Table 5 in miniature: the paper's rows beside the twins' fit the phone whole (it scrolled 20 px sideways: the
+    # prose's own padding around a table already laid out to the screen)
+    page.locator("#pt-table5 button.label-wrap").first.click()
+    table = page.locator("#pt-table5-table table")
+    expect(table).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    table.scroll_into_view_if_needed()
+    assert_fits(page, "#pt-table5-table")
+    width, shown = table.evaluate("t => [t.scrollWidth, t.clientWidth]")
+    assert width <= shown, (width, shown)
+
+
 # tab -> what a phone shows there once axe has looked: its main result inside the screen, no element of it wider
 # than the screen (a wide table may scroll inside its own box), a tap doing what a hover does
 PHONE = {"Tokenizer": phone_tokenizer, "Fill-Mask": phone_fill_mask, "Attention": phone_attention,
-         "Inside BERT": phone_inside, "Masking & NSP": phone_masking}
+         "Inside BERT": phone_inside, "Masking & NSP": phone_masking, "Pretrain": phone_pretrain}
 
 
 def fill_mask_twin_reads_its_bars(page: Page) -> None:
