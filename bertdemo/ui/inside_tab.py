@@ -12,6 +12,7 @@ it (``PlotlyFigure(lazy=True)``). A section that cannot answer (no [MASK], no ri
 from __future__ import annotations
 
 import functools
+import json
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -35,6 +36,9 @@ draw = LazyModule("bertdemo.viz.inside")
 
 EXAMPLE = "The capital of France is [MASK]."
 EXAMPLE_WORDS = "paris"
+WORDS_TYPED_JS = "() => { window.bdInsideWordsTyped = true; return []; }"
+CLEAR_EXAMPLE_WORDS_JS = (f"(text, words) => (!window.bdInsideWordsTyped && words.trim() === {json.dumps(EXAMPLE_WORDS)}"
+                          f" && text.trim() !== {json.dumps(EXAMPLE)}) ? '' : words")
 INTRO = (
     "Follow one sentence through the model chosen above: embeddings → one layer, one head, step by "
     "step → every layer's guess at a `[MASK]` → the output and the loss → the parameters. Every number "
@@ -282,6 +286,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         code = code_panel(ctx, snippets.inside_code, [model_box, text, words, layer, head, query],
                           elem_id="in-code")
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False, code=code)
+    # the example's right word is the example's: a sentence of the learner's own was scored against "paris" (its
+    # loss worse than a uniform guess, shown as the sentence's). Typing a sentence empties the box while it still
+    # holds the example's word and the learner has typed none (on a change, not an input: an input event gets the
+    # box's value from before a paste); in the page alone, no request
+    text.change(None, [text, words], [words], js=CLEAR_EXAMPLE_WORDS_JS, queue=False, api_visibility="private")
+    words.input(None, None, None, js=WORDS_TYPED_JS, queue=False, api_visibility="private")
     # the example, the first time the tab is shown: it computes the open sections, and shows its status on theirs
     # (the page tracks a target's status for its life, at every later click: docs/benchmarks.md, "Click to settled")
     page_event([tab.select], SECTIONS, False, status_on=OPEN_AT_START)

@@ -111,8 +111,16 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     page = browser_page
     open_app(page, app_url)
     open_tab(page, "Inside BERT")
+    words = page.locator("#in-words textarea")
+    expect(words).to_have_value("paris", timeout=RUN_TIMEOUT_MS)
+    # the example's right word is not the learner's sentence's: it goes when they type their own sentence (its loss
+    # was shown against "paris"), and a word they typed stays while they edit the sentence
     page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
-    page.locator("#in-words textarea").fill("mat, door")
+    expect(words).to_have_value("")
+    words.fill("mat, door")
+    page.locator("#in-text textarea").fill("The cat sat on the [MASK]  near the [MASK].")
+    page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
+    expect(words).to_have_value("mat, door")
     # sections 1 and 2 are open and answer "Look inside"; the others answer when opened
     expect(page.locator("#in-lens-info")).to_be_hidden()
     page.click("#in-run")
