@@ -176,10 +176,17 @@ def test_fill_mask_tab(browser_page: Page, app_url: str):
     toast = page.locator(".toast-body").filter(has_text="Enter a sentence with [MASK]")
     expect(toast).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(toast).to_contain_text("Error")
-    # The page still works after the error.
+    # The page still works after the error, and the chart's text twin reads the new bars (it kept reading the bars
+    # of before the error: the emptied chart had dropped its listeners)
     page.locator("#fm-text textarea").fill("Hello [MASK].")
     page.click("#fm-run")
     expect(page.locator("#fm-filled")).to_contain_text("Hello", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#fm-plot g.point")).to_have_count(3, timeout=RUN_TIMEOUT_MS)
+    bars = page.locator("#fm-plot .js-plotly-plot").evaluate("g => Array.from(g.data[0].y).map(String)")
+    first_column = "t => [...t.querySelectorAll('tr')].slice(1).map(r => r.firstElementChild.textContent)"
+    page.wait_for_function(f"(bars) => {{ const t = document.querySelector('#fm-plot .pf-twin table');"
+                           f" return !!t && JSON.stringify(({first_column})(t)) === JSON.stringify(bars); }}",
+                           arg=bars, timeout=RUN_TIMEOUT_MS)
 
 
 def test_a_failed_model_load_keeps_the_model_that_answers_and_a_headless_one_is_noted(browser_page: Page, app_url: str):

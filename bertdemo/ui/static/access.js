@@ -280,10 +280,18 @@
     if (old) old.replaceWith(box); else gd.insertAdjacentElement("afterend", box);
     gd.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
   }
+  // plotly's events live on gd._ev: a figure emptied (an error's answer) is purged, its listeners dropped, and drawn
+  // again with a new gd._ev, so the twin listens again whenever that changed (a flag set once left the twin reading
+  // the chart of before the error, at every later answer)
   function figures() {
     document.querySelectorAll(".js-plotly-plot").forEach(function (gd) {
-      if (gd.__bdTwin || typeof gd.on !== "function") return;
-      gd.__bdTwin = true;
+      if (gd._ev && gd.__bdTwinEv === gd._ev) return;
+      if (typeof gd.on !== "function") {  // purged: the numbers it showed are gone, and their twin with them
+        var stale = gd.parentNode && gd.parentNode.querySelector(":scope > .pf-twin");
+        if (stale) stale.remove();
+        return;
+      }
+      gd.__bdTwinEv = gd._ev;
       gd.on("plotly_afterplot", function () { twin(gd); });
       if (gd._fullLayout) twin(gd);
     });
