@@ -163,6 +163,14 @@ def test_mask_context_decides_which_pieces_may_stand(tiny_loaded):
                                                                   rel=1e-4, abs=1e-6)
 
 
+def test_a_mask_after_a_cjk_ideograph_starts_a_word_and_one_after_kana_continues_it(tiny_loaded):
+    """BERT's tokenizer makes each CJK ideograph a word of its own, so the piece after one starts a word (a learner's
+    "東京は日本の首都[MASK]です。" was offered only ## pieces); kana, as in BERT, are letters of a word."""
+    result = fill_mask.predict(tiny_loaded, "東京は日本の首都[MASK]です。 ひらがな[MASK]", top_k=10)
+    assert [m.context for m in result.masks] == [fill_mask.WORD_START, fill_mask.AFTER_LETTERS]
+    assert not any(c.token.startswith("##") for c in result.masks[0].candidates)
+
+
 @pytest.mark.parametrize(
     "text,kwargs,message",
     [

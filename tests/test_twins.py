@@ -97,6 +97,24 @@ def test_a_special_token_is_never_offered_as_a_word_for_the_blank(tokenizer):
     assert sum(p for _, p in guesses.top) < 0.01  # the specials hold nearly all of it: shown as the model gives it
 
 
+def test_a_blank_is_offered_only_pieces_that_can_stand_there_as_in_fill_mask(tokenizer):
+    """Both twins answered "Le [MASK] est sur la table." with ##o, ##xic (learner walk): a blank that starts a word
+    is offered no ## piece, a blank glued to letters only ## pieces (Fill-Mask's rule), each at the model's own
+    probability."""
+    torch.manual_seed(1)
+    model = BertForMaskedLM(tiny_bert_config()).eval()
+    pieces = [t for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if t.startswith("##")][:20]
+    with torch.no_grad():
+        model.cls.predictions.bias[tokenizer.convert_tokens_to_ids(pieces)] = 20.0  # the model favours ## pieces
+    twin = twins.Twin("tiny-mlm", model, tokenizer)
+    (start,) = twins.side_by_side([twin], "Le [MASK] est sur la table.", top_k=5)
+    (glued,) = twins.side_by_side([twin], "She was play[MASK] outside.", top_k=5)
+    assert not any(t.startswith("##") for t, _ in start.top), start.top
+    assert all(t.startswith("##") for t, _ in glued.top), glued.top
+    probs = twins.blank_logits(twin, ["Le [MASK] est sur la table."]).softmax(-1)[0]
+    assert [p for _, p in start.top] == pytest.approx(probs[tokenizer.convert_tokens_to_ids([t for t, _ in start.top])].tolist())
+
+
 @pytest.mark.parametrize("text, message", [("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"),
                                            ("", "Type a sentence")])
 def test_side_by_side_refuses(pair, text, message):

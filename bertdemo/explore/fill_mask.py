@@ -50,7 +50,7 @@ from bertdemo.pretrain.masking import (  # the contexts are part of this module'
     AFTER_MASK,
     WORD_START,
     allowed_pieces,
-    continuation_lookup,
+    continuation_ids,
     mask_contexts,
 )
 from bertdemo.request_budget import WorkBudget, sequence_gflop
@@ -159,12 +159,6 @@ def _piece_text(tokenizer, token_id: int) -> str:
 
 
 @lru_cache(maxsize=16)
-def _continuation_ids(tokenizer) -> torch.Tensor:
-    """Ids of the WordPiece continuation pieces (``##...``) of `tokenizer`; empty for other tokenizers."""
-    return continuation_lookup(tokenizer).nonzero().flatten()
-
-
-@lru_cache(maxsize=16)
 def _special_ids(tokenizer) -> torch.Tensor:
     """Ids of the tokenizer's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]): never a word for a blank."""
     return torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
@@ -222,7 +216,7 @@ def _whole_words(loaded: LoadedModel, base: dict[str, list[int]], pos: int, cont
                  budget: WorkBudget) -> list[Candidate]:
     """Whole-word candidates of 1..MAX_WORD_PIECES pieces at ``pos``, ranked by PLL."""
     tokenizer = loaded.tokenizer
-    continuation = _continuation_ids(tokenizer)
+    continuation = continuation_ids(tokenizer)
     specials = _special_ids(tokenizer)
     ranked = pll.whole_words(loaded, base, pos, k, lambda p: _allowed(p, context, continuation, specials),
                              lambda p: _allowed(p, AFTER_LETTERS, continuation, specials), budget)
@@ -343,7 +337,7 @@ def _predict(loaded: LoadedModel, text: str, text_pair: str | None, top_k: int, 
         probs, hidden = batcher.submit(loaded.model, item, lambda items: _shared_forward(loaded, items))
     else:  # alone, or heads switched off / attention recorded (a context of this thread's own): never shared
         probs, hidden = _shared_forward(loaded, [item])[0]
-    continuation, specials = _continuation_ids(tokenizer), _special_ids(tokenizer)
+    continuation, specials = continuation_ids(tokenizer), _special_ids(tokenizer)
 
     masks = []
     for i, pos in enumerate(positions.tolist()):

@@ -39,6 +39,7 @@ from bertdemo.locks import tokenize
 from bertdemo.models.threads import small_forward
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import NgramCounts
+from bertdemo.pretrain.masking import allowed_pieces, continuation_ids, mask_contexts
 from bertdemo.request_budget import WorkBudget, sequence_gflop, unbounded
 
 if TYPE_CHECKING:
@@ -509,8 +510,10 @@ class TwinGuesses:
 
 
 def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGuesses]:
-    """Top-k words at the one [MASK] of ``text`` from each model (special tokens are no words: a left-to-right model
-    offered [SEP], the end of a sentence, for a blank); the LTR model answers from the words before it."""
+    """Top-k words at the one [MASK] of ``text`` from each model, among the pieces that can stand there (Fill-Mask's
+    rule: :func:`~bertdemo.pretrain.masking.mask_contexts`; special tokens are no words: a left-to-right model
+    offered [SEP], the end of a sentence, for a blank); the LTR model answers from the words before it. Each
+    probability is the model's own, over its whole vocabulary."""
     text = (text or "").strip()
     if not 1 <= int(top_k) <= MAX_TWIN_TOP_K:
         raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
@@ -524,7 +527,14 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
         probs = blank_logits(twin, [text]).softmax(dim=-1)[0]
-        words = probs.clone()
+        # what may stand at the blank, by Fill-Mask's rule: no ## piece where a word starts ("Le [MASK] est …" was
+        # answered with ##o, ##xic), only ## pieces glued to letters
+        masked = normalise_masks(text, twin.tokenizer.mask_token)
+        enc = tokenize(twin.tokenizer, masked, return_tensors="pt",
+                       return_offsets_mapping=bool(getattr(twin.tokenizer, "is_fast", False)))
+        blank = int((enc["input_ids"][0] == twin.tokenizer.mask_token_id).nonzero()[0, 0])
+        context = mask_contexts(twin.tokenizer, enc, [blank], masked)[0]
+        words = allowed_pieces(probs, context, continuation_ids(twin.tokenizer)).clone()
         words[list(twin.tokenizer.all_special_ids)] = -1.0  # a word for the blank: never [SEP], [CLS], [PAD] …
         ids = words.topk(int(top_k)).indices
         p = probs[ids]  # each word's probability as the model gives it (over every token, specials included)

@@ -25,6 +25,7 @@ B follows A in the text (IsNext, label 0) or is taken from another block (NotNex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -43,6 +44,13 @@ class MaskedBatch:
 ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3
 
 
+@lru_cache(maxsize=16)
+def continuation_ids(tokenizer) -> torch.Tensor:
+    """Ids of the WordPiece continuation pieces (``##...``) of ``tokenizer``; empty for other tokenizers (made once
+    per tokenizer)."""
+    return continuation_lookup(tokenizer).nonzero().flatten()
+
+
 def continuation_lookup(tokenizer, device: torch.device | str | None = None) -> torch.Tensor:
     """(V,) bool: True for vocabulary entries that continue the previous token's word (``##...``).
 
@@ -57,9 +65,22 @@ AFTER_LETTERS = "after letters"  # play[MASK]: only ## pieces
 AFTER_MASK = "after a mask"  # [MASK][MASK]: anything
 
 
+# the ideographs BERT's tokenizer makes words of their own (BasicTokenizer._is_chinese_char): a piece after one
+# starts a word, so "日本の首都は[MASK]" offers no ## piece (kana and hangul are letters of a word, as in BERT)
+CJK_IDEOGRAPHS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+                  (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def is_cjk_ideograph(char: str) -> bool:
+    """Whether ``char`` is a CJK ideograph, which BERT's tokenizer always splits off as a word of its own."""
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in CJK_IDEOGRAPHS)
+
+
 def mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: str | None = None) -> list[str]:
-    """Per mask of ``enc`` (a tokenizer output with ``offset_mapping``, batch of one): WORD_START,
-    AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous mask). The one rule for what may
+    """Per mask of ``enc`` (a tokenizer output with ``offset_mapping``, batch of one): WORD_START (after a space,
+    punctuation, a CJK ideograph or the start), AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous
+    mask). The one rule for what may
     fill a mask, in Fill-Mask and in the pretraining probes."""
     if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
         return [AFTER_MASK] * len(positions)
@@ -71,7 +92,7 @@ def mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: st
         before = source[: offsets[pos][0]]
         if before.endswith(tokenizer.mask_token):
             contexts.append(AFTER_MASK)
-        elif before and before[-1].isalnum():
+        elif before and before[-1].isalnum() and not is_cjk_ideograph(before[-1]):
             contexts.append(AFTER_LETTERS)
         else:
             contexts.append(WORD_START)
