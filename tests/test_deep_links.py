@@ -14,6 +14,13 @@ def test_a_tab_a_sentence_and_a_run():
 def test_a_step_opens_the_learning_path():
     link = parse_link({"step": "loss", "text": "Paris is nice."})
     assert (link.tab, link.step) == ("learn", "loss")
+    # by the number the page shows ("Step 2 of 22"), as a learner copies it
+    from bertdemo.learn.steps import STEP_KEYS
+
+    assert (parse_link({"step": "2"}).step, parse_link({"step": str(len(STEP_KEYS))}).step) == (STEP_KEYS[1], STEP_KEYS[-1])
+    for outside in ("0", str(len(STEP_KEYS) + 1)):
+        assert parse_link({"step": outside}).step is None
+        assert f"a number from 1 to {len(STEP_KEYS)}" in parse_link({"step": outside}).problems[0]
 
 
 def test_bad_values_are_named_and_left_out():

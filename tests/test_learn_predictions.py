@@ -154,6 +154,9 @@ def test_progress_is_bounded_and_read_back_as_plain_rows():
     assert predictions.record_for(kept, q)["guess"] == 4.0
     assert predictions.record_for(kept, q | {"id": "masks.another-question"}) is None
     assert f"2 of {len(learn_steps.STEPS)}" in predictions.summary(kept) and "1 of 1" in predictions.summary(kept)
+    # a class member's answers go to their teacher too: never "kept in this browser only"
+    assert "your teacher sees it too if you joined a class" in predictions.summary(kept)
+    assert "only" not in predictions.summary(kept) + predictions.summary(None)
     hostile = {"answers": {"nope": {"question": "x"}, "masks": {"question": "q" * 500, "guess": "g" * 10_000,
                                                               "correct": "yes"}},
                "concept": {"before": {"mask-both-sides": 99, "unknown": 1}, "during": {}}, "extra": [1] * 5}
@@ -197,3 +200,14 @@ def test_the_path_says_what_it_holds_from_its_data():
     assert learn_steps.path_summary() == f"{len(learn_steps.STEPS)} questions in {len(learn_steps.stages())} stages"
     assert learn_steps.path_summary() in learn_tab.INTRO and "Twelve" not in learn_tab.INTRO
     assert learn_steps.milestones()[:3] == ["tokens", "embeddings", "attention"]
+
+
+def test_an_answer_names_the_sentence_it_was_computed_on():
+    """"Just show me" shows the answer to the sentence last sent: a learner who emptied the box saw the example's
+    answer with nothing saying whose sentence it was. The sentence is shown as typed (no markup of theirs read)."""
+    from bertdemo.ui import learn_tab
+
+    step = learn_steps.STEPS[0]
+    answer = {"step": step.key, "answer": "13 tokens.", "model_name": "tiny", "code": "", "text": "The *cat* sat."}
+    _question, body, _code, _button = learn_tab.render(answer)
+    assert body.endswith("*Answered by* **tiny** *on* “The &#42;cat&#42; sat.”")

@@ -372,14 +372,19 @@ def record_for(progress: Any, question: dict) -> dict | None:
     return record if record is not None and record["question"] == question["id"] else None
 
 
+# where a learner's answers go: this browser, and their teacher when they joined a class (the Class tab sends a
+# member's answers as they give them; a class member was told "kept in this browser only" while the teacher read them)
+WHERE_KEPT = "Your progress (kept in this browser; your teacher sees it too if you joined a class):"
+
+
 def summary(progress: Any) -> str:
     """One line: how far along the path and how many guesses were right."""
     answers = clean_progress(progress)["answers"]
     guessed = [r for r in answers.values() if r["guess"] is not None]
     right = sum(1 for r in guessed if r["correct"])
     if not answers:
-        return f"*Your progress is kept in this browser only. 0 of {len(STEP_KEYS)} steps done.*"
-    return (f"*Kept in this browser only:* **{len(answers)} of {len(STEP_KEYS)}** steps done; "
+        return f"*{WHERE_KEPT}* 0 of {len(STEP_KEYS)} steps done."
+    return (f"*{WHERE_KEPT}* **{len(answers)} of {len(STEP_KEYS)}** steps done; "
             f"**{right} of {len(guessed)}** guesses right" + (f", {len(answers) - len(guessed)} read without a guess"
                                                               if len(answers) > len(guessed) else "") + ".")
 

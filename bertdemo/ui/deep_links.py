@@ -98,8 +98,10 @@ def parse_link(params: Mapping[str, str]) -> DeepLink:
         text = None
     problems += _dropped_at_the_door(params.get(TOO_LONG) or "")
     step = (params.get("step") or "").strip() or None
+    if step is not None and step.isdigit() and 1 <= int(step) <= len(learn_steps.STEP_KEYS):
+        step = learn_steps.STEP_KEYS[int(step) - 1]  # the page's own numbering: "Step 2 of 22"
     if step is not None and step not in learn_steps.STEP_KEYS:
-        problems.append(f"unknown step {step[:40]!r}")
+        problems.append(f"unknown step {step[:40]!r} (a number from 1 to {len(learn_steps.STEP_KEYS)}, or a step's name)")
         step = None
     if step is not None and tab is None:
         tab = "learn"

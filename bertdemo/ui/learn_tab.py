@@ -27,6 +27,7 @@ from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.pretrain_tab import OWNER_KEY
+from bertdemo.viz.text import literal
 
 if TYPE_CHECKING:
     from bertdemo.context import AppContext
@@ -67,7 +68,10 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     s = learn_steps.step(answer["step"])
     number = learn_steps.STEPS.index(s) + 1
     question = f"**Step {number} of {len(learn_steps.STEPS)} · {s.stage}**\n## {s.question}"  # headings in order: h1, h2
-    body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**"
+    # the sentence it was computed on: "Just show me" shows the answer to the sentence last sent, which is not the
+    # box's when the learner changed it and pressed no Enter (an emptied box showed the example's answer unnamed)
+    on = f" *on* “{literal(answer['text'])}”" if answer.get("text") else ""
+    body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**{on}"
     if answer.get("caveat"):
         body += f"  \n*{answer['caveat']}*"
     return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶")
