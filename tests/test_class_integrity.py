@@ -88,6 +88,21 @@ def test_student_text_is_shown_as_text_in_the_teachers_view():
     (_header, question), = [answers]
     assert len(question) == 5 and {t.type for cell in question for t in cell} == {"text"}
     assert _text(question[3]) == HOSTILE_TRUTH
+    # the step as its students read it ("3. …?"), not its key and the question's id ("attention · attention.top-token")
+    from bertdemo.learn import steps as learn_steps
+
+    assert _text(question[0]) == learn_steps.step_label(learn_steps.step("attention"))
+    # the funnel's steps and the concept check's items in the learners' words too
+    from bertdemo.classroom.report import ItemGain
+    from bertdemo.learn import concept_check
+
+    report = _hostile_report()
+    report.funnel = [("embeddings", 2)]
+    first = concept_check.items()[0]
+    report.gains = [ItemGain(first.id, 2, 50.0, 100.0, 1.0), ItemGain("retired-item", 1, 0.0, 0.0, None)]
+    _people, funnel, _answers, gains, _runs = _tables(report_markdown(report, []))
+    assert _text(funnel[1][0]) == learn_steps.step_label(learn_steps.step("embeddings"))
+    assert [_text(row[0]) for row in gains[1:]] == [f"1. {first.misconception}", "retired-item"]
     assert _text(question[4]) == ", ".join(f"{_plain(g)} × 1" for g in HOSTILE_GUESSES)
     assert _text(runs[1][0]) == HOSTILE_NICKNAMES[0] and {t.type for t in runs[1][0]} == {"text"}
 

@@ -133,6 +133,24 @@ def places_markdown(places: ClassPlaces, limits: Limits | None) -> str:
             "last use.")
 
 
+def step_title(step_id: str) -> str:
+    """A Learn step as its students read it ("1. What does BERT get …?"), not its key ("embeddings"); a step this
+    server does not know (an older version's) by its key."""
+    try:
+        return as_text(learn_steps.step_label(learn_steps.step(step_id)))
+    except ValueError:
+        return as_text(step_id)
+
+
+def item_title(item_id: str) -> str:
+    """A concept-check item by the idea it tests ("attention weight = importance"), its number first as the students
+    see the check; an unknown one by its id."""
+    for number, item in enumerate(learn_concept_check.items(), start=1):
+        if item.id == item_id:
+            return as_text(f"{number}. {item.misconception}")
+    return as_text(item_id)
+
+
 def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float | None]], places: str = "") -> str:
     """The teacher's view as text (tables a screen reader reads): participants, funnel, answers, gain, queue, and
     ``places``: what the class's runs may hold on this server (:func:`places_markdown`)."""
@@ -143,15 +161,15 @@ def report_markdown(report: ClassReport, queue: list[tuple[int, str, str, float 
     out += [f"| {as_text(p.nickname)} | {'yes' if p.active else 'no'} | {p.steps} | {p.answered} | {p.right} |"
             for p in report.participants]
     out += ["", "#### Learn steps reached (funnel)", "| Step | Students |", "|---|---|"]
-    out += [f"| {as_text(step)} | {n} |" for step, n in report.funnel] or ["| – | 0 |"]
-    out += ["", "#### Answers per question", "| Step · question | Right | Wrong | Model's answer | Guesses |",
+    out += [f"| {step_title(step)} | {n} |" for step, n in report.funnel] or ["| – | 0 |"]
+    out += ["", "#### Answers per question", "| Step | Right | Wrong | Model's answer | Guesses |",
             "|---|---|---|---|---|"]
-    out += [f"| {as_text(q.step_id)} · {as_text(q.question_id)} | {q.right} | {q.wrong} | {as_text(q.truth)} | "
+    out += [f"| {step_title(q.step_id)} | {q.right} | {q.wrong} | {as_text(q.truth)} | "
             + ", ".join(f"{as_text(g)} × {n}" for g, n in q.guesses[:8]) + " |" for q in report.questions] or \
         ["| – | | | | |"]
     out += ["", "#### Concept check: gain per item (Hake's ⟨g⟩ = (post − pre) / (100 − pre), students who took both)",
-            "| Item | Students | Before | After | ⟨g⟩ |", "|---|---|---|---|---|"]
-    out += [f"| {as_text(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
+            "| Item (the misconception it tests) | Students | Before | After | ⟨g⟩ |", "|---|---|---|---|---|"]
+    out += [f"| {item_title(g.item_id)} | {g.students} | {g.pre:.0f} % | {g.post:.0f} % | "
             f"{'–' if g.gain is None else f'{g.gain:.2f}'} |" for g in report.gains] or ["| – | | | | |"]
     out += ["", "#### Students' runs", "| Nickname | Run | Kind |", "|---|---|---|"]
     out += [f"| {as_text(nick)} | {as_text(run_id)} | {RUN_KINDS.get(kind, as_text(kind))} |"
@@ -205,8 +223,9 @@ def build(ctx: AppContext, demo: gr.Blocks) -> gr.Textbox:
             ft_gallery = PlotlyFigure(label="Students' fine-tuning runs", elem_id="class-ft-runs", visible=False)
             with gr.Row():
                 refresh = gr.Button("Refresh", elem_id="class-refresh")
-                csv_button, csv_file = downloads.button("Answers as CSV", "class-csv")  # one click downloads
+                csv_button = gr.Button("Answers as CSV", elem_id="class-csv")  # one click downloads
                 close = gr.Button("Close the class", variant="stop", elem_id="class-close")
+        csv_file = downloads.holder("class-csv")  # outside the view: its showing would show the holder too
         closed = gr.Markdown(elem_id="class-closed")
         member = gr.Textbox(visible=False, elem_id="class-member")  # the signed membership, from localStorage
         teacher = gr.Textbox(visible=False, elem_id="class-teacher-key")  # from ?teacher=

@@ -32,8 +32,13 @@ DOWNLOAD_JS = """(file) => {
 def button(label: str, elem_id: str, **kwargs: Any) -> tuple[gr.Button, gr.File]:
     """A button ``elem_id`` and its hidden file holder ``<elem_id>-file`` (build inside the layout)."""
     pressed = gr.Button(label, elem_id=elem_id, **kwargs)
-    holder = gr.File(visible="hidden", interactive=False, elem_id=f"{elem_id}-file")
-    return pressed, holder
+    return pressed, holder(elem_id)
+
+
+def holder(elem_id: str) -> gr.File:
+    """The hidden file holder of the button ``elem_id``, on its own: outside a group that is shown later (a group's
+    showing showed the holder too: an empty file box in the Class teacher's button row)."""
+    return gr.File(visible="hidden", interactive=False, elem_id=f"{elem_id}-file")
 
 
 def wire(pressed: gr.Button, fn: Callable, inputs: Sequence[Any] | Any, holder: gr.File,

@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from bertdemo.classroom.db import Database
 from bertdemo.classroom.store import ClassStore
+from bertdemo.learn import steps as learn_steps
 from bertdemo.ui.class_tab import TEACHER_POLL_S
 
 from .axe import axe_at_both_widths
@@ -195,8 +196,9 @@ def test_a_members_guess_reaches_the_teacher_graded_by_the_server(browser_page: 
 
     page.goto(teacher_link)
     answers = page.locator("#class-report table").nth(2)
-    expect(answers).to_contain_text("embeddings · embeddings.token-count", timeout=RUN_TIMEOUT_MS)
+    step_one = learn_steps.step_label(learn_steps.step("embeddings"))  # as the students read it, not its key
+    expect(answers).to_contain_text(step_one, timeout=RUN_TIMEOUT_MS)
     row = answers.locator("tbody tr")
     expect(row).to_have_count(1)  # the forged "order" answer is none
-    expect(row.locator("td")).to_have_text(["embeddings · embeddings.token-count", "0", "1", truth, "999 × 1"])
+    expect(row.locator("td")).to_have_text([step_one, "0", "1", truth, "999 × 1"])
     expect(page.locator("#class-report")).not_to_contain_text("FORGED")
