@@ -203,6 +203,9 @@ def test_the_fine_tuning_steps_name_their_recipe_controls_and_code(tiny_loaded, 
     assert tune.numbers["learning_rates"] == [5e-5, 3e-5, 2e-5] and tune.numbers["batch_sizes"] == [16, 32]
     assert tune.numbers["new_parameters"] == 32 * 32 + 32 + 32 * 11 + 11
     assert compile(tune.code, "finetune", "exec") and repr(str(tiny_mlm_dir)) in tune.code
+    from bertdemo.finetune.reference import learning_rate_choice_text
+
+    assert learning_rate_choice_text() in tune.answer  # the Fine-tune tab's words and figures (one source)
     why = learn_path.answer(tiny_loaded, "why-pretrain", "A sentence.", model_ref=str(tiny_mlm_dir))
     assert min(why.numbers["embedded_accuracy"]) - max(why.numbers["random_accuracy"]) >= 0.2
     assert "read the validation and test sentences, without labels, while pretraining" in why.answer  # what it saw
