@@ -310,3 +310,18 @@ def test_the_tensor_table_scrolls_in_a_box_a_keyboard_reaches() -> None:
     assert box["tabindex"] == "0" and box["role"] == "region" and "scrolls sideways" in box["aria-label"]
     assert "overflow-x:auto" in box["style"]
     assert "display:table" in table["style"] and "overflow:visible" in table["style"]
+
+
+def test_a_typed_mask_or_an_unknown_token_is_counted_in_k_and_the_page_says_so() -> None:
+    """The learner walk: "2 of 9 tokens chosen" beside "k = round(0.15 × 11) = 2", and a chosen rate shown as a
+    setting of 0.222. The engine counts every token between [CLS] and [SEP] in k, a typed [MASK] or an [UNK] too,
+    which are never chosen: the mode says so, and the chosen fraction it expects is k of those that can be."""
+    text = "The cat [MASK] on the mat 🐱 today."
+    sample = ml.mask_sample(text, MaskSettings())
+    candidates = sum(not t.special for t in sample.tokens)
+    assert candidates == len(sample.tokens) - 4  # [CLS], [SEP], the typed [MASK], the emoji's [UNK]
+    assert sample.mode.startswith(f"fixed count: exactly k = round(0.15 × {len(sample.tokens) - 2}) = 1 tokens")
+    assert f"only {candidates} of them can be chosen: a typed [MASK] or an [UNK] never is" in sample.mode
+    stats = ml.measure_rates(text, MaskSettings(), draws=50)
+    assert stats.rates[0].setting == stats.rates[0].measured == 1 / candidates
+    assert "(k counts" not in ml.mask_sample(TEXT, MaskSettings()).mode  # nothing uncounted: nothing to say

@@ -74,12 +74,16 @@ class MaskSettings:
         return MaskSettings(float(self.mlm_probability), float(m), float(r), int(self.seed),
                             bool(self.whole_word), bool(self.fixed_count))
 
-    def mode(self, n_tokens: int) -> str:
-        """How the chosen tokens are drawn, in words, for a sequence of ``n_tokens`` (specials included)."""
+    def mode(self, n_tokens: int, n_candidates: int | None = None) -> str:
+        """How the chosen tokens are drawn, in words, for a sequence of ``n_tokens`` (specials included) of which
+        ``n_candidates`` may be chosen (None: all but [CLS] and [SEP])."""
         unit = "whole words" if self.whole_word else "tokens"
         if self.fixed_count:
             k = max(1, round(self.mlm_probability * (n_tokens - 2)))
             how = f"fixed count: exactly k = round({self.mlm_probability:g} × {n_tokens - 2}) = {k} tokens"
+            if n_candidates is not None and n_candidates != n_tokens - 2:  # a typed [MASK], an [UNK]: never chosen
+                how += (f" (k counts every token between [CLS] and [SEP], as the engine does, though only "
+                        f"{n_candidates} of them can be chosen: a typed [MASK] or an [UNK] never is)")
             if self.whole_word:
                 how = f"fixed count: whole words in random order while the total stays ≤ k = {k} tokens"
             return how + " per sequence (the engine's default)"
@@ -171,7 +175,8 @@ def _sample_from(text: str, settings: MaskSettings, ids: list[int], mb: MaskedBa
                     shown[i], labels[i], ids[i] in specials, bool(is_continuation[ids[i]]))
         for i in range(len(ids))
     ]
-    return MaskSample(text, settings, settings.mode(len(ids)), tokens, inputs, labels, [1] * len(ids))
+    return MaskSample(text, settings, settings.mode(len(ids), sum(not t.special for t in tokens)), tokens, inputs,
+                      labels, [1] * len(ids))
 
 
 def mask_sample(text: str, settings: MaskSettings) -> MaskSample:
@@ -292,7 +297,7 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
     if settings.fixed_count and not settings.whole_word:
         k = max(1, round(settings.mlm_probability * (len(ids) - 2)))
         chosen_rate.setting, chosen_rate.std_error = min(k, n_real) / n_real, 0.0
-    return RateStats(draws, n_real, settings.mode(len(ids)), [
+    return RateStats(draws, n_real, settings.mode(len(ids), n_real), [
         chosen_rate,
         _rate("[MASK]", m, n_mask, chosen),
         _rate("random", r, n_random, chosen),
