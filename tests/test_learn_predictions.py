@@ -55,7 +55,13 @@ def test_the_other_truths_are_the_models_own(tiny_loaded, asked):
     assert asked["embeddings"]["truth"] == len(tokens) == 13
     with torch.no_grad():
         row = tiny_loaded.model(**enc, output_attentions=True).attentions[0][0, 0, 1]
-    assert asked["attention"]["truth"] == tokens[int(row.argmax())]
+    top = int(row.argmax())
+    named = tokens[top] if tokens.count(tokens[top]) == 1 else f"{tokens[top]} (position {top})"
+    assert asked["attention"]["truth"] == named
+    # each token its own choice: the sentence's two "the"s were one choice, and the truth could be either
+    assert tokens.count("the") == 2 and {"the (position 1)", "the (position 5)"} <= set(asked["attention"]["choices"])
+    assert len(asked["attention"]["choices"]) == len(tokens)
+    assert "<code>the</code> (position 1) attend" in asked["attention"]["prompt"]
     masked = tiny_loaded.tokenizer(MASKED, return_tensors="pt")
     with torch.no_grad():
         logits = tiny_loaded.model(**masked).logits[0]

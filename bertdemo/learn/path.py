@@ -117,6 +117,7 @@ def _attention(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dic
         f"{r.max_diff_attention:.1e})."
     )
     nums = {"tokens": r.tokens, "query": query, "probs": [float(p) for p in r.probs], "top_token": r.tokens[top],
+            "top_position": top,
             "top_prob": float(r.probs[top]), "head_dim": r.head_dim}
     return md, nums, code.layer_step_code(model_ref, text, 0, 0, query)
 

@@ -14,6 +14,7 @@ dict kept in their own browser; :func:`clean_progress` bounds whatever a browser
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -76,12 +77,24 @@ def _order(n: dict) -> Prediction:
                    + ("nothing: without positions BERT cannot see order." if same else "they change."))
 
 
+def _by_position(tokens: list) -> list[str]:
+    """Each token as a choice: a token the sentence holds twice named with its position ("the (position 5)"), so
+    every token is its own choice (the two "the"s were one, and the truth could be either)."""
+    counts = Counter(str(t) for t in tokens)
+    return [f"{t} (position {i})" if counts[str(t)] > 1 else str(t) for i, t in enumerate(tokens)]
+
+
 def _attention(n: dict) -> Prediction:
-    query = n["tokens"][n["query"]]
+    tokens = [str(t) for t in n["tokens"]]
+    labels = _by_position(tokens)
+    top = int(n["top_position"]) if "top_position" in n else tokens.index(str(n["top_token"]))
+
+    def said(i: int) -> str:  # the token as typed, its position (when named) outside it
+        return _shown(tokens[i]) + labels[i][len(tokens[i]):]
+
     return Prediction("attention", "attention.top-token",
-                      f"Layer 0, head 0: which token will {_shown(query)} attend to most?", CHOICE,
-                      str(n["top_token"]), f"{_shown(n['top_token'])}, with weight {float(n['top_prob']):.3f}",
-                      _distinct(n["tokens"]))
+                      f"Layer 0, head 0: which token will {said(n['query'])} attend to most?", CHOICE,
+                      labels[top], f"{said(top)}, with weight {float(n['top_prob']):.3f}", tuple(labels))
 
 
 def _outputs(n: dict) -> Prediction:
