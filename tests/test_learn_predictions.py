@@ -185,6 +185,14 @@ def test_the_concept_check_items_and_hakes_gain():
         assert misconception in aimed
     right = [i.choices[i.answer] for i in items]
     assert concept_check.score(concept_check.chosen_indices(right)) == len(items)
+    # no tell (the learner walk passed it by always picking the second, longest choice): the right answer's place
+    # on the page varies, no place holds half the items, and no right answer is a tenth longer than every other
+    places = [i.shown_choices().index(i.choices[i.answer]) for i in items]
+    assert len(set(places)) >= 3 and max(places.count(p) for p in set(places)) < len(items) / 2, places
+    assert all(sorted(i.shown_choices()) == sorted(i.choices) for i in items)
+    for i in items:
+        others = [len(c) for k, c in enumerate(i.choices) if k != i.answer]
+        assert len(i.choices[i.answer]) <= 1.1 * max(others), i.id
     assert concept_check.score(concept_check.chosen_indices([None] * len(items))) == 0
     with pytest.raises(ValueError, match="not a choice"):
         concept_check.chosen_indices(["maybe"] + right[1:])

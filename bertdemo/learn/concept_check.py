@@ -25,6 +25,12 @@ class Item:
     choices: tuple[str, ...]
     answer: int  # index into choices
     explanation: str
+    shown: tuple[int, ...] = ()  # the order the page shows the choices in (indices into choices)
+
+    def shown_choices(self) -> tuple[str, ...]:
+        """The choices as the page lists them: the right one's place varies from item to item (it was second in
+        every item, the stored answers' indices stay as they were)."""
+        return tuple(self.choices[i] for i in (self.shown or range(len(self.choices))))
 
 
 @lru_cache(maxsize=1)
@@ -32,9 +38,11 @@ def items() -> tuple[Item, ...]:
     """The items, in order, checked: unique ids, a right answer among the choices."""
     raw = json.loads(ITEMS_FILE.read_text(encoding="utf-8"))["items"]
     out = tuple(Item(r["id"], r["misconception"], r["question"], tuple(r["choices"]), int(r["answer"]),
-                     r["explanation"]) for r in raw)
+                     r["explanation"], tuple(r.get("shown", ()))) for r in raw)
     if len({i.id for i in out}) != len(out) or any(not 0 <= i.answer < len(i.choices) for i in out):
         raise ValueError(f"{ITEMS_FILE.name}: item ids must be unique and each answer one of its choices.")
+    if any(i.shown and sorted(i.shown) != list(range(len(i.choices))) for i in out):
+        raise ValueError(f"{ITEMS_FILE.name}: an item's 'shown' order must list each of its choices once.")
     return out
 
 

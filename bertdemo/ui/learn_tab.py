@@ -194,7 +194,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                         "path and once after: you will see your own change.")
             when = gr.Radio([("Before the path", concept_check.BEFORE), ("After the path", concept_check.AFTER)],
                             value=concept_check.BEFORE, label="I am taking it", elem_id="learn-check-when")
-            item_boxes = [gr.Radio(list(item.choices), value=None, label=f"{number}. {item.question}",
+            item_boxes = [gr.Radio(list(item.shown_choices()), value=None, label=f"{number}. {item.question}",
                                    elem_id=f"learn-check-{item.id}") for number, item in enumerate(items, start=1)]
             grade_button = gr.Button("Grade my answers", variant="primary", elem_id="learn-check-grade")
             check_result = gr.Markdown(elem_id="learn-check-result")
