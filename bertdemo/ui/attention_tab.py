@@ -337,7 +337,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         with gr.Row():
             abl_heads = gr.Textbox(label="Heads to switch off", value="0:0", elem_id="abl-heads", min_width=220,
                                    info="layer:head, comma-separated, e.g. 2:0, 3:5; layer:* for a whole layer")
-            abl_answers = gr.Textbox(label="Right words (optional)", placeholder="tired", min_width=180,
+            abl_answers = gr.Textbox(label="Right words (optional)", placeholder="e.g. tired", min_width=180,
                                      info="One per [MASK], comma-separated.")
             abl_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", min_width=160)
         with gr.Row():

@@ -128,7 +128,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
             top_k = gr.Slider(1, limits.MAX_TOP_K, value=5, step=1, label="Top-k", elem_id="fm-top-k")
             targets = gr.Textbox(
                 label="Target words (optional, comma-separated)", value="",
-                placeholder="meet, see",
+                placeholder="e.g. meet, see",  # an example: "meet, see" alone read as a value typed in
                 info=f"Their probability at each mask, even outside the top-k (at most {limits.MAX_TARGETS} "
                      f"words of {limits.MAX_TARGET_CHARS} characters).",
                 elem_id="fm-targets",

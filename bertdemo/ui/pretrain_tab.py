@@ -242,7 +242,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                                             label="…of which → random token (rest kept)")
                     schedule = gr.Textbox(d.data.seq_len_schedule, label="Block-length schedule (optional)",
                                           elem_id="pt-schedule",
-                                          placeholder="128:0.9,512:0.1",
+                                          placeholder="e.g. 128:0.9,512:0.1",
                                           info="As BERT: 90 % of steps at 128 tokens, then 512 — attention costs grow "
                                                "with S² (512 costs 16× 128); positions beyond 128 train only in "
                                                "the second phase.")
