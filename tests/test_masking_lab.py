@@ -325,3 +325,18 @@ def test_a_typed_mask_or_an_unknown_token_is_counted_in_k_and_the_page_says_so()
     stats = ml.measure_rates(text, MaskSettings(), draws=50)
     assert stats.rates[0].setting == stats.rates[0].measured == 1 / candidates
     assert "(k counts" not in ml.mask_sample(TEXT, MaskSettings()).mode  # nothing uncounted: nothing to say
+    assert (stats.n_counted, stats.n_tokens) == (len(sample.tokens) - 2, candidates)
+
+
+def test_learns_rates_step_gives_the_engines_k_for_a_sentence_with_an_unknown_token() -> None:
+    """Learn's rates step wrote k from the tokens that can be chosen, the engine from every token between [CLS] and
+    [SEP]: the sentence's k and its chosen share came from two different counts."""
+    from bertdemo.learn import path as learn_path
+
+    text = "The cat sat on the mat 🐱 🐶 while the dog slept in the sun all afternoon long."
+    stats = ml.measure_rates(text, MaskSettings(), draws=100)
+    k = max(1, round(0.15 * stats.n_counted))
+    assert stats.n_counted == stats.n_tokens + 2  # two [UNK]s
+    md, numbers, _ = learn_path._rates(None, text, "embedded/bert-mini-mlm")
+    assert f"k = round(0.15 × {stats.n_counted}) = {k} (k counts all {stats.n_counted} tokens" in md
+    assert numbers["chosen"] == pytest.approx(k / stats.n_tokens)

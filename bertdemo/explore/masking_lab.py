@@ -264,9 +264,10 @@ class RateStats:
     n_tokens: int  # maskable tokens per draw
     mode: str
     rates: list[Rate] = field(default_factory=list)
+    n_counted: int = 0  # the tokens a fixed count is a fraction of: all between [CLS] and [SEP] (the engine's k)
 
     def to_json(self) -> dict:
-        return {"draws": self.draws, "n_tokens": self.n_tokens, "mode": self.mode,
+        return {"draws": self.draws, "n_tokens": self.n_tokens, "n_counted": self.n_counted, "mode": self.mode,
                 "rates": [r.__dict__ for r in self.rates]}
 
 
@@ -302,4 +303,4 @@ def measure_rates(text: str, settings: MaskSettings, draws: int = 1000) -> RateS
         _rate("[MASK]", m, n_mask, chosen),
         _rate("random", r, n_random, chosen),
         _rate("kept", round(max(0.0, 1 - m - r), 12), chosen - n_mask - n_random, chosen),
-    ])
+    ], len(ids) - 2)

@@ -165,12 +165,13 @@ def _rates(loaded: LoadedModel, text: str, model_ref: str, tokenizer_ref: str = 
     settings = masking_lab.MaskSettings()
     r = masking_lab.measure_rates(text, settings, RATE_DRAWS)
     rate = {x.name: x for x in r.rates}
-    k = max(1, round(settings.mlm_probability * r.n_tokens))
+    k = max(1, round(settings.mlm_probability * r.n_counted))  # the engine's: of every token between [CLS] and [SEP]
+    counted = "" if r.n_counted == r.n_tokens else f" (k counts all {r.n_counted} tokens, an [UNK] too, never chosen)"
     md = (
         f"Your sentence masked **{r.draws:,} times** by the pretraining engine's own code: of its {r.n_tokens} "
         f"tokens, {rate['chosen'].measured:.1%} are *chosen* for prediction — not exactly 15 %, because the engine "
-        f"chooses a fixed count per sentence, k = round({settings.mlm_probability:g} × {r.n_tokens}) = {k}, and "
-        f"{k} of {r.n_tokens} is {k / r.n_tokens:.1%}; of the chosen, "
+        f"chooses a fixed count per sentence, k = round({settings.mlm_probability:g} × {r.n_counted}) = {k}{counted}, "
+        f"and {min(k, r.n_tokens)} of {r.n_tokens} is {min(k, r.n_tokens) / r.n_tokens:.1%}; of the chosen, "
         f"**{rate['[MASK]'].measured:.1%}** became `[MASK]`, **{rate['random'].measured:.1%}** a random token and "
         f"**{rate['kept'].measured:.1%}** stayed (settings 80/10/10). Why not always `[MASK]`? `[MASK]` never "
         "appears when the model is used later; replacing some chosen tokens by random words or leaving them "
