@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 EXAMPLE_A = "I love tokenization! Unbelievably, BERT splits rare words into pieces."
 EXAMPLE_B = "Sentence B gets segment id 1."
 MAX_LINES = 8  # a long paste scrolls inside the box instead of growing the page
+REFUSED = "**This text was refused** (the message at the top of the page says why). Change it and press Tokenize."
 # The Text / IDs toggle only flips an attribute the chips' CSS reads: no server round trip.
 _VIEW_JS = "(v) => { document.documentElement.dataset.chipView = (v === 'IDs') ? 'ids' : 'text'; return []; }"
 
@@ -200,7 +201,11 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         gr.api(encode, api_name="encode", **lanes.LIGHT)
         gr.Button(visible=False).click(run_tokenize, inputs, outputs, api_name="tokenize", **lanes.LIGHT)
     view.change(None, view, None, js=_VIEW_JS, api_visibility="private")
-    gr.on([button.click, text.submit, text_pair.submit], *code.fold(run_page, inputs, [*outputs, encoding]),
-          api_visibility="private", **lanes.LIGHT)  # one round trip: an open code panel refreshed in the same answer
+    tokenized = gr.on([button.click, text.submit, text_pair.submit], *code.fold(run_page, inputs, [*outputs, encoding]),
+                      api_visibility="private", **lanes.LIGHT)  # one round trip: an open code panel refreshed too
+    # a refused text leaves no tokens of the text before on screen under gradio's "Error" badges (an emptied box kept
+    # the last 1,002 chips): the panels say it was refused, the toast why
+    tokenized.failure(lambda: ("", REFUSED, None, "# the text was refused: nothing to print"), None, [chips, stats, table, encoding], api_visibility="private",
+                      show_progress="minimal", **lanes.LIGHT)  # its status replaces the badges
     if page is not None:  # a first result when the tab is shown (the example, not empty panels), not on page open
         tab.select(run_page, inputs, [*outputs, encoding], api_visibility="private", **lanes.LIGHT)

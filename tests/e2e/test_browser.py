@@ -82,6 +82,14 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     page.locator("#tok-view").get_by_text("Text", exact=True).click()
     expect(chips.nth(texts.index("love"))).to_have_text("love", use_inner_text=True)
 
+    # an emptied box is refused, and the tokens of the text before do not stay on screen under "Error" badges
+    page.locator("#tok-text textarea").fill("")
+    page.click("#tok-run")
+    expect(page.locator(".toast-body").filter(has_text="Enter some text")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(stats).to_contain_text("This text was refused", timeout=RUN_TIMEOUT_MS)
+    expect(chips).to_have_count(0)
+    expect(table).not_to_contain_text("2293")
+
     # Enter looks a token up.
     page.get_by_text("Vocabulary lookup").click()
     box = page.locator("#tok-lookup-token textarea, #tok-lookup-token input").first
