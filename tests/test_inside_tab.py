@@ -187,3 +187,16 @@ def test_a_figure_on_screen_gets_its_value_alone_and_a_slider_only_a_change(look
     assert failed["in-emb-plot"] == {"__type__": "update", "visible": False}
     again, _ = look_inside("The capital of France is [MASK].", shown)  # shown again
     assert is_update(again["in-emb-plot"]) and again["in-emb-plot"]["visible"] is True
+
+
+def test_the_examples_right_word_is_used_for_the_example_alone():
+    """Prefilled with "paris", the right-words box scored the learner's own sentence against it (a loss worse than a
+    uniform guess, shown as theirs): the example's word is used for the example sentence while the box is empty."""
+    from bertdemo.ui.inside_tab import EXAMPLE, right_words
+
+    assert right_words(EXAMPLE, "") == right_words(f"  {EXAMPLE} ", " ") == "paris"
+    assert right_words("The cat sat on the [MASK].", "") == ""
+    assert right_words(EXAMPLE, "london") == "london"
+    from bertdemo.ui.inside_tab import _inside_code
+
+    assert "paris" in _inside_code("m", EXAMPLE, "") and "paris" not in _inside_code("m", "A [MASK] sat.", "")

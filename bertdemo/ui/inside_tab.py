@@ -12,7 +12,6 @@ it (``PlotlyFigure(lazy=True)``). A section that cannot answer (no [MASK], no ri
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -36,9 +35,20 @@ draw = LazyModule("bertdemo.viz.inside")
 
 EXAMPLE = "The capital of France is [MASK]."
 EXAMPLE_WORDS = "paris"
-WORDS_TYPED_JS = "() => { window.bdInsideWordsTyped = true; return []; }"
-CLEAR_EXAMPLE_WORDS_JS = (f"(text, words) => (!window.bdInsideWordsTyped && words.trim() === {json.dumps(EXAMPLE_WORDS)}"
-                          f" && text.trim() !== {json.dumps(EXAMPLE)}) ? '' : words")
+
+
+def right_words(text: str, words: str) -> str:
+    """The right words the views use: the learner's, and the example's own ("paris") for the example sentence while
+    the box is left empty. The box never holds the example's word: prefilled, it was scored against the learner's
+    own sentence as soon as they typed one (a loss worse than a uniform guess, shown as theirs)."""
+    return EXAMPLE_WORDS if not (words or "").strip() and (text or "").strip() == EXAMPLE else words
+
+
+def _inside_code(model: str, text: str, words: str, *view: int) -> str:
+    """The tab's code panel: the views' code, with the right words they used."""
+    return snippets.inside_code(model, text, right_words(text, words), *view)
+
+
 INTRO = (
     "Follow one sentence through the model chosen above: embeddings → one layer, one head, step by "
     "step → every layer's guess at a `[MASK]` → the output and the loss → the parameters. Every number "
@@ -77,7 +87,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         return draw.lens_markdown(result), draw.lens_figure(result), inside_output.lens_as_plain(result)
 
     def loss(text: str, words: str, model: str, progress=gr.Progress()):
-        result = inside_output.mlm_loss(load(model, progress), text, words)
+        result = inside_output.mlm_loss(load(model, progress), text, right_words(text, words))
         return draw.loss_markdown(result), draw.loss_figure(result), inside_output.as_plain(result)
 
     def anatomy(model: str, progress=gr.Progress()):
@@ -119,7 +129,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return {lens_md: draw.lens_markdown(result), lens_fig: figure(draw.lens_figure(result)),
                     lens_json: inside_output.lens_as_plain(result)}
         if name == "loss":
-            result = inside_output.mlm_loss(loaded, text, words)
+            result = inside_output.mlm_loss(loaded, text, right_words(text, words))
             return {loss_md: draw.loss_markdown(result), loss_fig: figure(draw.loss_figure(result)),
                     loss_json: inside_output.as_plain(result)}
         result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
@@ -143,7 +153,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         if len(sections) == 1 and sections[0] not in (opened or []):
             opened = sorted({*(opened or []), sections[0]})
         inputs = {"embeddings": (text,), "order": (text,), "positions": (), "layer": (text, layer, head, query),
-                  "steps": (text, layer, head), "lens": (text, mask_number, top_k), "loss": (text, words),
+                  "steps": (text, layer, head), "lens": (text, mask_number, top_k),
+                  "loss": (text, right_words(text, words)),
                   "anatomy": ()}
         out: dict = {}
         page = _on_page(shown)
@@ -174,8 +185,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             text = gr.Textbox(label="Your sentence", value=EXAMPLE, lines=2, elem_id="in-text",
                               info="[MASK] where a word is hidden.")
             words = gr.Textbox(
-                label="Right words", value=EXAMPLE_WORDS, lines=2, elem_id="in-words",
-                info="One per [MASK], comma-separated, in order. Or type a plain sentence and name its words to mask.",
+                label="Right words", value="", lines=2, elem_id="in-words", placeholder=f"e.g. {EXAMPLE_WORDS}",
+                info=f"One per [MASK], comma-separated, in order (the example's: {EXAMPLE_WORDS}, while this box is "
+                     "empty). Or type a plain sentence and name its words to mask.",
             )
         run = gr.Button("Look inside", variant="primary", elem_id="in-run")
 
@@ -283,15 +295,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");
     # a model still loading shows its progress on the model box
     with tab:  # under the sections; refreshed, while open, in Look inside's own answer (one round trip)
-        code = code_panel(ctx, snippets.inside_code, [model_box, text, words, layer, head, query],
+        code = code_panel(ctx, _inside_code, [model_box, text, words, layer, head, query],
                           elem_id="in-code")
     page_event([run.click, text.submit, words.submit], SECTIONS, True, status=False, code=code)
-    # the example's right word is the example's: a sentence of the learner's own was scored against "paris" (its
-    # loss worse than a uniform guess, shown as the sentence's). Typing a sentence empties the box while it still
-    # holds the example's word and the learner has typed none (on a change, not an input: an input event gets the
-    # box's value from before a paste); in the page alone, no request
-    text.change(None, [text, words], [words], js=CLEAR_EXAMPLE_WORDS_JS, queue=False, api_visibility="private")
-    words.input(None, None, None, js=WORDS_TYPED_JS, queue=False, api_visibility="private")
     # the example, the first time the tab is shown: it computes the open sections, and shows its status on theirs
     # (the page tracks a target's status for its life, at every later click: docs/benchmarks.md, "Click to settled")
     page_event([tab.select], SECTIONS, False, status_on=OPEN_AT_START)

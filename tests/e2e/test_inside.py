@@ -111,16 +111,17 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     page = browser_page
     open_app(page, app_url)
     open_tab(page, "Inside BERT")
+    # the example's right word is the example's alone: the box starts empty (prefilled with "paris", it scored the
+    # learner's own sentence against it as soon as they typed one)
     words = page.locator("#in-words textarea")
-    expect(words).to_have_value("paris", timeout=RUN_TIMEOUT_MS)
-    # the example's right word is not the learner's sentence's: it goes when they type their own sentence (its loss
-    # was shown against "paris"), and a word they typed stays while they edit the sentence
-    page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
+    expect(words).to_have_attribute("placeholder", "e.g. paris", timeout=RUN_TIMEOUT_MS)
     expect(words).to_have_value("")
-    words.fill("mat, door")
-    page.locator("#in-text textarea").fill("The cat sat on the [MASK]  near the [MASK].")
+    loss_section = page.locator("button.label-wrap", has_text="4 · The output and the loss")
+    loss_section.click()  # the example's own loss, with its right word
+    expect(page.locator("#in-loss-info")).to_contain_text("paris", timeout=RUN_TIMEOUT_MS)
+    loss_section.click()  # closed again: opened below with the learner's sentence
     page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
-    expect(words).to_have_value("mat, door")
+    words.fill("mat, door")
     # sections 1 and 2 are open and answer "Look inside"; the others answer when opened
     expect(page.locator("#in-lens-info")).to_be_hidden()
     page.click("#in-run")

@@ -261,6 +261,22 @@ def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_m
     expect(page.locator("#fm-plot")).to_contain_text(ltr, timeout=TIMEOUT_MS)
 
 
+def test_keep_exploring_the_loss_takes_its_hidden_word_to_inside_bert_opened_for_the_first_time(browser_page, app_url):
+    """The loss step's Keep exploring, on a page that had not opened Inside BERT yet: the step's blank and its right
+    word reach the tab and its loss section (a script emptying the example's word on the sentence's change emptied
+    this one too, when the tab was first drawn)."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(app_url + "?step=loss&text=" + TEXT.replace(" ", "+"))
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Inside BERT", timeout=TIMEOUT_MS)
+    page.click("#learn-open")
+    expect_tab(page, "Inside BERT")
+    expect(page.locator("#in-text textarea")).to_have_value(TEXT.replace("tired.", "[MASK]."), timeout=TIMEOUT_MS)
+    expect(page.locator("#in-words textarea")).to_have_value("tired", timeout=TIMEOUT_MS)
+    expect(page.locator("#in-loss-info")).to_contain_text("tired", timeout=TIMEOUT_MS)
+
+
 def test_a_link_into_inside_bert_keeps_no_default_right_word_and_the_step_list_closes_on_tab(browser_page, app_url):
     """The default right word ("paris") scored an unrelated sentence's mask (p = 3.4e-08): a linked sentence
     gets no right word of the default. On the same page's Learn tab, the Step list stayed open after the focus left
