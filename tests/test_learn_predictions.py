@@ -163,6 +163,8 @@ def test_progress_is_bounded_and_read_back_as_plain_rows():
     # a class member's answers go to their teacher too: never "kept in this browser only"
     assert "your teacher sees it too if you joined a class" in predictions.summary(kept)
     assert "only" not in predictions.summary(kept) + predictions.summary(None)
+    read_only = {"answers": {k: {**v, "guess": None, "correct": None} for k, v in kept["answers"].items()}}
+    assert predictions.summary(read_only).endswith("steps done; no guesses yet.")  # not "0 of 0 guesses right"
     hostile = {"answers": {"nope": {"question": "x"}, "masks": {"question": "q" * 500, "guess": "g" * 10_000,
                                                               "correct": "yes"}},
                "concept": {"before": {"mask-both-sides": 99, "unknown": 1}, "during": {}}, "extra": [1] * 5}

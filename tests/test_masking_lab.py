@@ -320,8 +320,10 @@ def test_a_typed_mask_or_an_unknown_token_is_counted_in_k_and_the_page_says_so()
     sample = ml.mask_sample(text, MaskSettings())
     candidates = sum(not t.special for t in sample.tokens)
     assert candidates == len(sample.tokens) - 4  # [CLS], [SEP], the typed [MASK], the emoji's [UNK]
-    assert sample.mode.startswith(f"fixed count: exactly k = round(0.15 × {len(sample.tokens) - 2}) = 1 tokens")
+    assert sample.mode.startswith(f"fixed count: exactly k = round(0.15 × {len(sample.tokens) - 2}) = 1 token (")
     assert f"only {candidates} of them can be chosen: a typed [MASK] or an [UNK] never is" in sample.mode
+    whole = ml.mask_sample(text, MaskSettings(whole_word=True)).mode  # said with whole words too
+    assert f"only {candidates} of them can be chosen" in whole and "= 1 token (" in whole
     stats = ml.measure_rates(text, MaskSettings(), draws=50)
     assert stats.rates[0].setting == stats.rates[0].measured == 1 / candidates
     assert "(k counts" not in ml.mask_sample(TEXT, MaskSettings()).mode  # nothing uncounted: nothing to say

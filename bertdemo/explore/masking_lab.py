@@ -80,12 +80,14 @@ class MaskSettings:
         unit = "whole words" if self.whole_word else "tokens"
         if self.fixed_count:
             k = max(1, round(self.mlm_probability * (n_tokens - 2)))
-            how = f"fixed count: exactly k = round({self.mlm_probability:g} × {n_tokens - 2}) = {k} tokens"
+            tokens = "token" if k == 1 else "tokens"
+            how = f"fixed count: exactly k = round({self.mlm_probability:g} × {n_tokens - 2}) = {k} {tokens}"
+            if self.whole_word:
+                how = (f"fixed count: whole words in random order while the total stays ≤ k = "
+                       f"round({self.mlm_probability:g} × {n_tokens - 2}) = {k} {tokens}")
             if n_candidates is not None and n_candidates != n_tokens - 2:  # a typed [MASK], an [UNK]: never chosen
                 how += (f" (k counts every token between [CLS] and [SEP], as the engine does, though only "
                         f"{n_candidates} of them can be chosen: a typed [MASK] or an [UNK] never is)")
-            if self.whole_word:
-                how = f"fixed count: whole words in random order while the total stays ≤ k = {k} tokens"
             return how + " per sequence (the engine's default)"
         return f"Bernoulli: each of the {unit} chosen independently with probability {self.mlm_probability:g}"
 

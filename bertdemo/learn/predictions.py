@@ -397,9 +397,10 @@ def summary(progress: Any) -> str:
     right = sum(1 for r in guessed if r["correct"])
     if not answers:
         return f"*{WHERE_KEPT}* 0 of {len(STEP_KEYS)} steps done."
-    return (f"*{WHERE_KEPT}* **{len(answers)} of {len(STEP_KEYS)}** steps done; "
-            f"**{right} of {len(guessed)}** guesses right" + (f", {len(answers) - len(guessed)} read without a guess"
-                                                              if len(answers) > len(guessed) else "") + ".")
+    unguessed = len(answers) - len(guessed)
+    guesses = f"**{right} of {len(guessed)}** guesses right" if guessed else "no guesses yet"
+    return (f"*{WHERE_KEPT}* **{len(answers)} of {len(STEP_KEYS)}** steps done; " + guesses
+            + (f", {unguessed} read without a guess" if unguessed and guessed else "") + ".")
 
 
 def answer_records(progress: Any) -> list[dict]:

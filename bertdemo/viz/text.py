@@ -74,5 +74,6 @@ def plotly_text(text: object) -> str:
 
 
 def md_bold(text: str) -> str:
-    """``text`` in bold Markdown."""
-    return f"**{text}**"
+    """``text`` in bold, as an HTML tag: Markdown's ``**`` is not read as bold where punctuation meets other text
+    with no space ("首都**,**です" was shown with its asterisks)."""
+    return f"<strong>{text}</strong>"

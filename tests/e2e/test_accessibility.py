@@ -215,6 +215,9 @@ def fill_mask_twin_reads_its_bars(page: Page) -> None:
     assert page.locator("#fm-plot .pf-twin").evaluate("t => getComputedStyle(t).position") == "absolute"  # not shown
     # named by the label shown above the chart (the figure has no title of its own): it was "The chart"
     assert page.locator("#fm-plot .pf-twin caption").first.text_content() == "Predictions"
+    # its columns by what they hold, its axes having no titles (they were "y | x | label")
+    heads = page.locator("#fm-plot .pf-twin table").first.evaluate("t => [...t.rows[0].cells].map(c => c.textContent)")
+    assert heads[:2] == ["item", "value"], heads
 
 
 HEATMAPS_JS = """g => g._fullData.filter(t => t.type === 'heatmap' && t.visible !== false)

@@ -186,8 +186,11 @@
   }
   function traceTable(trace, name, layout, summarise) {
     var xs = list(trace.x), ys = list(trace.y), texts = list(trace.text);
-    var xTitle = plain(((layout[trace.xaxis ? "xaxis" + trace.xaxis.slice(1) : "xaxis"] || {}).title)) || "x";
-    var yTitle = plain(((layout[trace.yaxis ? "yaxis" + trace.yaxis.slice(1) : "yaxis"] || {}).title)) || "y";
+    // an axis with no title: a bar's axes are its categories and their values (a screen reader heard "y | x")
+    var barCategory = trace.type === "bar" ? (trace.orientation === "h" ? "y" : "x") : "";
+    var untitled = function (axis) { return barCategory ? (axis === barCategory ? "item" : "value") : axis; };
+    var xTitle = plain(((layout[trace.xaxis ? "xaxis" + trace.xaxis.slice(1) : "xaxis"] || {}).title)) || untitled("x");
+    var yTitle = plain(((layout[trace.yaxis ? "yaxis" + trace.yaxis.slice(1) : "yaxis"] || {}).title)) || untitled("y");
     if (trace.type === "heatmap") {
       var z = list(trace.z).map(list);
       var cols = z.length ? z[0].length : 0;
