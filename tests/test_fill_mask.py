@@ -76,7 +76,7 @@ def test_sparse_head_matches_full_model(tiny_loaded):
 def test_mask_spelling_and_filled_text(tiny_loaded):
     result = fill_mask.predict(tiny_loaded, "Nice to [mask] you.", top_k=3)
     assert result.text == "Nice to [MASK] you."
-    assert filled_markdown(result) == f"Nice to <strong>{result.masks[0].candidates[0].text}</strong> you."
+    assert filled_markdown(result) == f"Nice to **{result.masks[0].candidates[0].text}** you."
 
 
 def test_sentence_b_is_segment_one(tiny_loaded):
@@ -139,7 +139,7 @@ def test_whole_words_are_ranked_by_pll(tiny_loaded):
     plain = fill_mask.predict(tiny_loaded, text, top_k=1).masks[0].candidates[0]
     one = [c for c in cands if len(c.pieces) == 1]
     assert one[0].id == plain.id and one[0].prob == pytest.approx(plain.prob, rel=1e-4)
-    assert filled_markdown(result) == f"Nice to <strong>{cands[0].text}</strong> you."
+    assert filled_markdown(result) == f"Nice to **{cands[0].text}** you."
 
 
 def test_mask_context_decides_which_pieces_may_stand(tiny_loaded):

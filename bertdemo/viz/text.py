@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from collections.abc import Sequence
 
 
@@ -74,6 +75,8 @@ def plotly_text(text: object) -> str:
 
 
 def md_bold(text: str) -> str:
-    """``text`` in bold, as an HTML tag: Markdown's ``**`` is not read as bold where punctuation meets other text
-    with no space ("首都**,**です" was shown with its asterisks)."""
-    return f"<strong>{text}</strong>"
+    """``text`` in bold Markdown; as an HTML tag when it starts or ends with punctuation, where Markdown's ``**``
+    is not read as bold against other text with no space between ("首都**,**です" was shown with its asterisks)."""
+    if text and {unicodedata.category(text[0])[0], unicodedata.category(text[-1])[0]} & {"P", "S"}:
+        return f"<strong>{text}</strong>"
+    return f"**{text}**"
