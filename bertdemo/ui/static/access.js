@@ -360,7 +360,9 @@
   // --- keep it so as gradio redraws the page -----------------------------------------------------------
   // not while an answer is on its way (a progress tracker shows): the page changes again when it comes, and a
   // pass here (it measures every scrolling box) would hold up drawing it; at most ~3 s of waiting
-  var pending = false, waited = 0;
+  // the root's data-bd-tidy says whether a pass is still to come ("pending") or the page is as this script leaves
+  // it ("done"): a check of the page (the browser tests' axe) waits for it
+  var pending = false, waited = 0, root = document.documentElement;
   function tidy() {
     pending = false;
     if (busy() && waited < 20) { waited++; later(); return; }
@@ -369,10 +371,12 @@
     names();
     figures();
     scrollers();
+    if (!pending) root.setAttribute("data-bd-tidy", "done");
   }
   function later() {
     if (pending) return;
     pending = true;
+    root.setAttribute("data-bd-tidy", "pending");
     setTimeout(function () { requestAnimationFrame(tidy); }, 150);
   }
   // a dropdown's list closes when the focus moves on to another control (Tab): gradio left it open, covering the
