@@ -362,7 +362,10 @@
   // pass here (it measures every scrolling box) would hold up drawing it; at most ~3 s of waiting
   // the root's data-bd-tidy says whether a pass is still to come ("pending") or the page is as this script leaves
   // it ("done"): a check of the page (the browser tests' axe) waits for it
-  var pending = false, waited = 0, root = document.documentElement;
+  var pending = false, waited = 0;
+  function mark(state) {  // the root when there is one: a script run before the document (a test's) has none yet
+    if (document.documentElement) document.documentElement.setAttribute("data-bd-tidy", state);
+  }
   function tidy() {
     pending = false;
     if (busy() && waited < 20) { waited++; later(); return; }
@@ -371,12 +374,12 @@
     names();
     figures();
     scrollers();
-    if (!pending) root.setAttribute("data-bd-tidy", "done");
+    if (!pending) mark("done");
   }
   function later() {
     if (pending) return;
     pending = true;
-    root.setAttribute("data-bd-tidy", "pending");
+    mark("pending");
     setTimeout(function () { requestAnimationFrame(tidy); }, 150);
   }
   // a dropdown's list closes when the focus moves on to another control (Tab): gradio left it open, covering the
