@@ -523,15 +523,15 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
         raise ValueError("Put exactly one [MASK] in the sentence: both models fill that one blank.")
     out = []
     for twin in twins:
-        n = len(tokenize(twin.tokenizer, normalise_masks(text, twin.tokenizer.mask_token))["input_ids"])
+        masked = normalise_masks(text, twin.tokenizer.mask_token)
+        enc = tokenize(twin.tokenizer, masked, return_tensors="pt",
+                       return_offsets_mapping=bool(getattr(twin.tokenizer, "is_fast", False)))
+        n = enc["input_ids"].shape[1]
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
         probs = blank_logits(twin, [text]).softmax(dim=-1)[0]
         # what may stand at the blank, by Fill-Mask's rule: no ## piece where a word starts ("Le [MASK] est …" was
         # answered with ##o, ##xic), only ## pieces glued to letters
-        masked = normalise_masks(text, twin.tokenizer.mask_token)
-        enc = tokenize(twin.tokenizer, masked, return_tensors="pt",
-                       return_offsets_mapping=bool(getattr(twin.tokenizer, "is_fast", False)))
         blank = int((enc["input_ids"][0] == twin.tokenizer.mask_token_id).nonzero()[0, 0])
         context = mask_contexts(twin.tokenizer, enc, [blank], masked)[0]
         words = allowed_pieces(probs, context, continuation_ids(twin.tokenizer)).clone()

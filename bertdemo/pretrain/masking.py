@@ -80,8 +80,7 @@ def is_cjk_ideograph(char: str) -> bool:
 def mask_contexts(tokenizer, enc, positions: list[int], text: str, text_pair: str | None = None) -> list[str]:
     """Per mask of ``enc`` (a tokenizer output with ``offset_mapping``, batch of one): WORD_START (after a space,
     punctuation, a CJK ideograph or the start), AFTER_LETTERS (glued to a word) or AFTER_MASK (glued to a previous
-    mask). The one rule for what may
-    fill a mask, in Fill-Mask and in the pretraining probes."""
+    mask). The one rule for what may fill a mask, in Fill-Mask and in the pretraining probes."""
     if "offset_mapping" not in enc:  # slow tokenizer: no offsets, no filtering
         return [AFTER_MASK] * len(positions)
     offsets = enc["offset_mapping"][0].tolist()

@@ -129,7 +129,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             return {lens_md: draw.lens_markdown(result), lens_fig: figure(draw.lens_figure(result)),
                     lens_json: inside_output.lens_as_plain(result)}
         if name == "loss":
-            result = inside_output.mlm_loss(loaded, text, right_words(text, words))
+            result = inside_output.mlm_loss(loaded, text, words)
             return {loss_md: draw.loss_markdown(result), loss_fig: figure(draw.loss_figure(result)),
                     loss_json: inside_output.as_plain(result)}
         result = inside_anatomy.param_breakdown(loaded.model, loaded.name)
@@ -149,12 +149,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         """The open ones of ``sections`` for these inputs; unless ``force``, one already shown for them is skipped.
         ``sections`` of one name is that section being opened: it is open from now on."""
         loaded = load(model, progress)
+        words = right_words(text, words)  # once, for every section that reads them
         shown = dict(shown or {})
         if len(sections) == 1 and sections[0] not in (opened or []):
             opened = sorted({*(opened or []), sections[0]})
         inputs = {"embeddings": (text,), "order": (text,), "positions": (), "layer": (text, layer, head, query),
-                  "steps": (text, layer, head), "lens": (text, mask_number, top_k),
-                  "loss": (text, right_words(text, words)),
+                  "steps": (text, layer, head), "lens": (text, mask_number, top_k), "loss": (text, words),
                   "anatomy": ()}
         out: dict = {}
         page = _on_page(shown)

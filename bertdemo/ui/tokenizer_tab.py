@@ -205,7 +205,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                       api_visibility="private", **lanes.LIGHT)  # one round trip: an open code panel refreshed too
     # a refused text leaves no tokens of the text before on screen under gradio's "Error" badges (an emptied box kept
     # the last 1,002 chips): the panels say it was refused, the toast why
-    tokenized.failure(lambda: ("", REFUSED, None, "# the text was refused: nothing to print"), None, [chips, stats, table, encoding], api_visibility="private",
-                      show_progress="minimal", **lanes.LIGHT)  # its status replaces the badges
+    tokenized.failure(lambda: ("", REFUSED, None, "# the text was refused: nothing to print"), None,
+                      [chips, stats, table, encoding], api_visibility="private", show_progress="minimal",
+                      **lanes.LIGHT)  # its status replaces the badges
     if page is not None:  # a first result when the tab is shown (the example, not empty panels), not on page open
         tab.select(run_page, inputs, [*outputs, encoding], api_visibility="private", **lanes.LIGHT)
