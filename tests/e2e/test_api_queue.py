@@ -14,7 +14,7 @@ from gradio_client.exceptions import AppError
 
 from tests.helpers import visitor_client, wait_until
 
-from .api import RUN, wait_ended
+from .api import RUN, poll, wait_ended
 from .conftest import launch_app, stop_app
 
 
@@ -54,7 +54,7 @@ def test_two_visitors_train_at_once_a_third_queues_and_starts_when_a_slot_frees(
 
         clients["a"].predict("tok-a", api_name="/stop_run")  # stops the first visitor's run alone
         assert clients["b"].predict("tok-b", api_name="/run_status")["status"] == "running"
-        wait_until(lambda: third.predict("tok-c", api_name="/queue_status")["run_id"], timeout=300, interval=1.0,
+        wait_until(lambda: poll(third, "tok-c", api_name="/queue_status")["run_id"], timeout=300, interval=1.0,
                    what="the queued run to start in the freed slot")
         started = third.predict("tok-c", api_name="/queue_status")["run_id"]
         assert started not in ids.values() and third.predict(api_name="/run_status")["run_id"] == started
@@ -63,7 +63,7 @@ def test_two_visitors_train_at_once_a_third_queues_and_starts_when_a_slot_frees(
         clients["b"].predict("tok-b", api_name="/stop_run")  # the third's run trains alone to its end
         assert wait_ended(third)["status"] == "finished"
         for who in ("a", "b"):
-            wait_until(lambda who=who: clients[who].predict(f"tok-{who}", api_name="/run_status")["status"] == "stopped",
+            wait_until(lambda who=who: poll(clients[who], f"tok-{who}", api_name="/run_status")["status"] == "stopped",
                        timeout=120, interval=1.0, what=f"run {who} to stop")
         for who, run_id in ids.items():  # each stopped run saved its own checkpoint
             assert any((tmp_path / "runs" / run_id).rglob("config.json")), run_id

@@ -15,6 +15,8 @@ from gradio_client.exceptions import AppError
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from tests.helpers import wait_until
 
+from .api import poll
+
 # A very small custom model on short blocks keeps the run quick on 2 cores.
 RUN = dict(
     preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
@@ -24,7 +26,7 @@ RUN = dict(
 
 
 def status(client: Client) -> dict:
-    return client.predict(api_name="/run_status") or {}
+    return poll(client, api_name="/run_status") or {}
 
 
 def wait_for(client: Client, predicate, timeout_s: float = 180.0) -> dict:

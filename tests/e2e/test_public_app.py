@@ -17,7 +17,7 @@ from bertdemo.models.policy import REFUSED
 from tests.e2e.conftest import REPO_ROOT
 from tests.helpers import visitor_client, wait_until
 
-from .api import wait_ended
+from .api import poll, wait_ended
 
 RUN = dict(preset="custom", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
            corpus="wiki", seq_len=32, batch_size=8, steps=3000, lr=2e-3, warmup_steps=5, eval_every=50,
@@ -132,7 +132,7 @@ def test_zero_gpu_space_trains_on_cpu_and_only_the_owner_may_burst(public_server
         snaps = [{}]
 
         def running() -> bool:
-            snaps[0] = starter.predict(api_name="/run_status")
+            snaps[0] = poll(starter, api_name="/run_status")
             return snaps[0]["status"] == "running"
 
         wait_until(running, timeout=60, interval=0.3, message=lambda: str(snaps[0]))
