@@ -369,10 +369,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
     # One round trip (an open code panel is refreshed in the same answer); the progress shows on the text above the
     # heatmap (text only, as every event of the page): every component an event has shown progress on is refreshed at each status
     # message of every later event, so the sliders, the token list and the views below are left out.
-    gr.on([button.click, text.submit],
-          *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file, drawn_state],
-                     [*page_outputs, state, layer, head, token]), api_visibility="private",
-          show_progress_on=[info], **lanes.VIEWS)
+    shown = gr.on([button.click, text.submit],
+                  *code.fold(show, [text, text_pair, model_box, *controls, token, overview_file, drawn_state],
+                             [*page_outputs, state, layer, head, token]), api_visibility="private",
+                  show_progress_on=[info], **lanes.VIEWS)
+    common.clear_on_refusal(shown, [heatmap, overview, info, rollout_plot, token_plot, csv_files, state, drawn_state,
+                                    token], note=info)
     gr.on(
         [c.change for c in controls] + [token.select],  # a pick in the list: one event (.input fires twice)
         redraw,
@@ -397,7 +399,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
                    api_visibility="private")
     add_layer.click(lambda s, l, h: add_heads(s, l, h, True), [abl_heads, layer, head], abl_heads,
                     api_visibility="private")
-    abl_button.click(
+    ablated = abl_button.click(
         run_ablation, [abl_text, abl_pair, model_box, abl_heads, abl_k, abl_answers], [abl_summary, abl_table],
         api_name="head_ablation",
     )
+    common.clear_on_refusal(ablated, [abl_summary, abl_table], note=abl_summary)

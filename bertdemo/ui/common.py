@@ -87,6 +87,24 @@ def progress_callback(progress: gr.Progress) -> Callable[[float, str], None]:
     return lambda fraction, message: progress(fraction, desc=message)
 
 
+# inline HTML, which a Markdown and an HTML component both show in bold
+REFUSED_NOTE = "<strong>Refused</strong> (the message at the top of the page says why). Change the input and try again."
+
+
+def clear_on_refusal(event, outputs: list, note: gr.Markdown | gr.HTML | None = None,
+                     note_text: str = REFUSED_NOTE) -> None:
+    """A refused request (a ``gr.Error``) leaves no answer of the input before on screen: gradio keeps the last
+    answer under its "Error" badges, which a learner reads as the answer to what they just typed. When ``event``
+    fails, every component of ``outputs`` is emptied (a ``gr.State`` too, so that a control moved afterwards has
+    nothing old to redraw) and ``note``, one of them, says it was refused; the toast says why. Page events only:
+    an API caller gets the error and nothing else."""
+    def cleared() -> tuple:
+        return tuple(note_text if box is note else None for box in outputs)
+
+    # its own status replaces the "Error" badges, which would cover the note
+    event.failure(cleared, None, list(outputs), api_visibility="private", queue=False, show_progress="minimal")
+
+
 def visitor_of(request: gr.Request | None) -> str:
     """The address a request came from, as the HTTP door worked it out (:mod:`bertdemo.traffic`); "" when
     the door did not run (a handler called in-process)."""

@@ -165,12 +165,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
     outputs = [plot, filled, target_table, raw]
     # requests computed at once: those that meet in the model share one padded forward pass
     shared = dict(concurrency_limit=CONCURRENCY, concurrency_id="fill_mask")
-    def cleared():  # a failed request leaves no earlier answer under the new sentence (the toast says why)
-        return None, "", "", None
-
     api_button.click(run_fill_mask, inputs, outputs, api_name="fill_mask", **shared)
     # the page's event: one round trip, an open code panel refreshed in the same answer
-    gr.on([button.click, text.submit, targets.submit], *code.fold(run_fill_mask, inputs, outputs),
-          api_visibility="private", **shared).failure(cleared, None, outputs, api_visibility="private", queue=False)
+    filled_in = gr.on([button.click, text.submit, targets.submit], *code.fold(run_fill_mask, inputs, outputs),
+                      api_visibility="private", **shared)
+    common.clear_on_refusal(filled_in, outputs, note=filled)  # no earlier answer under the new sentence
     second.focus(refresh_second, None, second, api_visibility="private")  # new checkpoints join
     return notice

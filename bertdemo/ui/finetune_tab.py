@@ -447,17 +447,19 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     poll.after(started)  # a start draws at once and starts the timer
     compare.change(user_errors(curves), compare, curve_plot, api_visibility="private")
     task_box.expand(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")
-    landmarks_btn.click(compute_landmarks, None, [task_md, balance_plot, curve_plot], api_visibility="private",
-                        concurrency_limit=1, concurrency_id="ft-heavy")
-    classify_btn.click(classify, [classify_text, classify_model], classify_out, api_name="classify_from_page",
-                       api_visibility="private")
-    probe_btn.click(probe_layers_page, [model_box, probe_task], [layer_plot, layer_md], api_name="probe_layers_from_page",
-                    api_visibility="private",
-                    concurrency_limit=1, concurrency_id="ft-heavy")
-    ckpt_btn.click(probe_checkpoints, ckpt_run, ckpt_plot, api_visibility="private", concurrency_limit=1,
-                   concurrency_id="ft-heavy")
-    change_btn.click(layer_change_from_page, change_run, [change_plot, change_md], api_visibility="private",
-                     concurrency_limit=1, concurrency_id="ft-heavy")
+    refused = common.clear_on_refusal  # a refused request leaves no answer of the input before on screen
+    refused(landmarks_btn.click(compute_landmarks, None, [task_md, balance_plot, curve_plot], api_visibility="private",
+                                concurrency_limit=1, concurrency_id="ft-heavy"),
+            [balance_plot, curve_plot])  # the task's description stays: the toast says why
+    refused(classify_btn.click(classify, [classify_text, classify_model], classify_out, api_name="classify_from_page",
+                               api_visibility="private"), [classify_out], note=classify_out)
+    refused(probe_btn.click(probe_layers_page, [model_box, probe_task], [layer_plot, layer_md],
+                            api_name="probe_layers_from_page", api_visibility="private",
+                            concurrency_limit=1, concurrency_id="ft-heavy"), [layer_plot, layer_md], note=layer_md)
+    refused(ckpt_btn.click(probe_checkpoints, ckpt_run, ckpt_plot, api_visibility="private", concurrency_limit=1,
+                           concurrency_id="ft-heavy"), [ckpt_plot])
+    refused(change_btn.click(layer_change_from_page, change_run, [change_plot, change_md], api_visibility="private",
+                             concurrency_limit=1, concurrency_id="ft-heavy"), [change_plot, change_md], note=change_md)
     run_pick.change(download_csv, run_pick, csv_button, api_visibility="private")
     delete.click(delete_run, [run_pick, owner], [run_pick, compare, status], api_name="delete_finetune_from_page",
                  api_visibility="private")

@@ -288,8 +288,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
         shown = dict(show_progress_on=common.text_outputs(on)) if status else dict(show_progress="hidden",
                                                                                   show_progress_on=[])
         wiring = (user_errors(handler), look_inputs, outputs + [shown_state, opened_state])
-        gr.on(triggers, *(code.fold(*wiring) if code is not None else wiring), api_visibility="private", **shown,
-              **lanes.VIEWS, **kwargs)
+        event = gr.on(triggers, *(code.fold(*wiring) if code is not None else wiring), api_visibility="private",
+                      **shown, **lanes.VIEWS, **kwargs)
+        # refused: no section keeps the sentence before's answer; what was shown is forgotten, so the next answer
+        # draws every section again (the sliders and the open sections stay)
+        answers = [c for c in outputs if c not in (layer, head, query)]
+        notes = common.text_outputs(answers)
+        common.clear_on_refusal(event, [*answers, shown_state], note=notes[0] if notes else None)
 
     # Look inside shows no loading status: it answers in a fraction of a second, and the page's status
     # machinery was a fifth of its CPU per click (docs/lab/benchmarks.md, "Inside BERT's Look inside");

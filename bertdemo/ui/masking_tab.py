@@ -59,7 +59,9 @@ def _wire(button: gr.Button, compute, inputs, raw: gr.JSON, render, outputs, api
         return (result.to_json(), *(drawn if isinstance(drawn, tuple) else (drawn,)))
 
     gr.Button(visible=False).click(api, inputs, raw, api_name=api_name, **(lane or {}))
-    button.click(page, inputs, [raw, *outputs], api_visibility="private", **(lane or {}))
+    shown = button.click(page, inputs, [raw, *outputs], api_visibility="private", **(lane or {}))
+    notes = [box for box in outputs if isinstance(box, (gr.Markdown, gr.HTML))]
+    common.clear_on_refusal(shown, [raw, *outputs], note=notes[0] if notes else None)
     return page
 
 
@@ -196,8 +198,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> None:
             more = min(int(shown) + 1, limits.MAX_EPOCHS)
             return (*show_epochs(*chosen, more, static_copies), more)
 
-        next_button.click(next_epoch, [*settings, epochs, copies], [epochs_raw, epochs_view, epochs],
-                          api_visibility="private", **lanes.LIGHT)
+        common.clear_on_refusal(next_button.click(next_epoch, [*settings, epochs, copies], [epochs_raw, epochs_view, epochs],
+                                                  api_visibility="private", **lanes.LIGHT),
+                                [epochs_raw, epochs_view], note=epochs_view)
         _wire(stats_button, mask_stats, [*settings, draws], stats_raw,
               lambda s: (draw.rates_figure(s), draw.rates_markdown(s)), [stats_plot, stats_table], "mask_stats",
               user_errors=user_errors)

@@ -17,7 +17,7 @@ import gradio as gr
 from bertdemo.corpus.names import RULE, RULE_PRECISION
 from bertdemo.finetune.own_run import is_own
 from bertdemo.ui import run_starts
-from bertdemo.ui.common import visitor_of
+from bertdemo.ui.common import clear_on_refusal, visitor_of
 from bertdemo.ui.heavy_requests import current_budget
 from bertdemo.ui.plotly_figure import PlotlyFigure
 from bertdemo.viz import names as viz
@@ -156,8 +156,10 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
 
     poll.after(start.click(start_names, [owner, *form], [status, owner], api_visibility="private"))
     poll.add(names_part, [seen], [curve, report, model, seen])
-    tag_btn.click(tag_from_page, [text, model], tagged, api_name="tag_from_page", api_visibility="private")
+    clear_on_refusal(tag_btn.click(tag_from_page, [text, model], tagged, api_name="tag_from_page",
+                                   api_visibility="private"), [tagged], note=tagged)
     model.focus(lambda: gr.update(choices=names_runs()), None, model, api_visibility="private")
-    probe_btn.click(probe_page, model_box, [layers, layers_md], api_name="probe_words_from_page",
-                    api_visibility="private", concurrency_limit=1, concurrency_id="ft-heavy")
+    clear_on_refusal(probe_btn.click(probe_page, model_box, [layers, layers_md], api_name="probe_words_from_page",
+                                     api_visibility="private", concurrency_limit=1, concurrency_id="ft-heavy"),
+                     [layers, layers_md], note=layers_md)
     gr.api(tag, api_name="tag")

@@ -212,7 +212,8 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
     poll.add(own_part, [owner, seen], [pick, result, seen])
     pick.change(own_show, [pick, owner], result, api_name="own_show", api_visibility="private")
     pick.focus(refresh, owner, pick, api_name="own_refresh", api_visibility="private")
-    classify.click(own_classify, [sentence, pick, owner], answer, api_name="own_classify", api_visibility="private")
+    common.clear_on_refusal(classify.click(own_classify, [sentence, pick, owner], answer, api_name="own_classify",
+                                           api_visibility="private"), [answer], note=answer)
     downloads.wire(download, own_download, [pick, owner], zip_file, download_note, api_name="own_download",
                    api_visibility="private")
     downloads.wire(data_csv, own_data_csv, [pick, owner], csv_file, api_name="own_data_csv", api_visibility="private")

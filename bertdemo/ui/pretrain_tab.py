@@ -536,5 +536,6 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                      api_name="delete_from_page", api_visibility="private", show_progress_on=[status])
     with tab:
         gr.api(api_answers.plain(delete_run_api), api_name="delete_run")
-    order_button.click(run_order_probe, [order_run, order_text], order_out, api_name="order_probe")
+    common.clear_on_refusal(order_button.click(run_order_probe, [order_run, order_text], order_out,
+                                               api_name="order_probe"), [order_out], note=order_out)
     return owner  # the Fine-tune tab's buttons pass the same token: one browser, one owner

@@ -156,10 +156,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 id_out = gr.Markdown()
             specials = gr.Dataframe(headers=["role", "token", "id"], label="Special tokens", interactive=False)
             lookup_in, lookup_out = [model_box, lookup_token, lookup_id], [token_out, id_out, specials]
-            gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup",
-                                                                             **lanes.LIGHT)
-            gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
-                  api_visibility="private", **lanes.LIGHT)
+            for looked_up in (
+                gr.Button("Look up", elem_id="tok-lookup").click(run_lookup, lookup_in, lookup_out, api_name="lookup",
+                                                                 **lanes.LIGHT),
+                gr.on([lookup_token.submit, lookup_id.submit], run_lookup, lookup_in, lookup_out,
+                      api_visibility="private", **lanes.LIGHT),
+            ):  # a refused look-up leaves no answer of the boxes before on screen
+                common.clear_on_refusal(looked_up, lookup_out, note=token_out)
 
         with gr.Accordion("Where do the pieces come from? WordPiece, learnt from text", open=False,
                           elem_id="tok-wordpiece"):
@@ -172,8 +175,10 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                 wp_run = gr.Button("Split it and learn a vocabulary", scale=1, elem_id="tok-wp-run")
             wp_split = gr.Markdown(elem_id="tok-wp-split")
             wp_learnt = gr.Markdown(elem_id="tok-wp-learnt")
-            gr.on([wp_run.click, wp_word.submit], learn_wordpiece, [wp_word, model_box], [wp_split, wp_learnt],
-                  api_visibility="private", show_progress_on=[wp_split], **lanes.LIGHT)
+            common.clear_on_refusal(
+                gr.on([wp_run.click, wp_word.submit], learn_wordpiece, [wp_word, model_box], [wp_split, wp_learnt],
+                      api_visibility="private", show_progress_on=[wp_split], **lanes.LIGHT),
+                [wp_split, wp_learnt], note=wp_split)
 
         with gr.Accordion("Compare two tokenizers", open=False):
             gr.Markdown("The same text through two tokenizers: uncased (lowercased, accents stripped) "
@@ -189,12 +194,13 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                     left_stats, left_chips = gr.Markdown(), gr.HTML()
                 with gr.Column(min_width=160):
                     right_stats, right_chips = gr.Markdown(elem_id="tok-right-stats"), gr.HTML()
-            compare.click(
+            compared = [left_stats, left_chips, right_stats, right_chips]
+            common.clear_on_refusal(compare.click(
                 run_compare,
                 [text, text_pair, left, right],
-                [left_stats, left_chips, right_stats, right_chips],
+                compared,
                 api_name="compare_tokenizers", show_progress_on=[left_stats, right_stats], **lanes.LIGHT,
-            )
+            ), compared, note=left_stats)
 
     inputs, outputs = [text, text_pair, model_box], [chips, stats, table]
     with tab:  # API-only endpoints (a gr.Tabs holds only tabs): the page asks run_page, one event per click

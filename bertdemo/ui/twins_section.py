@@ -193,13 +193,20 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         pick.focus(refresh_pairs, None, [mlm_pick, ltr_pick, availability, heads_model], api_visibility="private")
     for pick in (heads_run, cost_run):
         pick.focus(lambda: gr.update(choices=runs.run_choices()), None, pick, api_visibility="private")
-    heldout_button.click(twin_heldout, [mlm_pick, ltr_pick, blocks], [heldout_plot, heldout_text], api_name="twin_heldout")
-    cloze_button.click(twin_cloze, [mlm_pick, ltr_pick], cloze_text, api_name="twin_cloze")
-    side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k], [side_plot, side_text],
-                      api_name="twin_side_by_side")
-    heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles")
-    steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints")
-    cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost")
+    # each answer's page: a refused request leaves no answer of the models or sentence before on screen
+    for event, outputs in (
+        (heldout_button.click(twin_heldout, [mlm_pick, ltr_pick, blocks], [heldout_plot, heldout_text],
+                              api_name="twin_heldout"), [heldout_plot, heldout_text]),
+        (cloze_button.click(twin_cloze, [mlm_pick, ltr_pick], cloze_text, api_name="twin_cloze"), [cloze_text]),
+        (side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k], [side_plot, side_text],
+                           api_name="twin_side_by_side"), [side_plot, side_text]),
+        (heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles"),
+         [heads_plot, heads_text]),
+        (steps_button.click(head_roles_over_checkpoints, heads_run, steps_text, api_name="head_roles_over_checkpoints"),
+         [steps_text]),
+        (cost_button.click(run_cost, cost_run, cost_text, api_name="run_cost"), [cost_text]),
+    ):
+        common.clear_on_refusal(event, outputs, note=outputs[-1])
 
 
 def drawing_free_bert_base() -> str:

@@ -191,21 +191,24 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
     private = dict(api_visibility="private")
     sim = (user_errors(compare), [word, sentences, model_box], [sim_fig, sim_md, sim_json])
-    gr.on([run.click, word.submit], *sim, show_progress_on=[sim_md], **private)
+    refused = common.clear_on_refusal  # a refused request leaves no answer of the text before on screen
+    refused(gr.on([run.click, word.submit], *sim, show_progress_on=[sim_md], **private), [sim_fig, sim_md, sim_json],
+            note=sim_md)
     tab.select(*sim, show_progress_on=[sim_md], **private)
     readout_box.expand(user_errors(readout), model_box, [readout_fig, readout_md], show_progress_on=[readout_md],
                        **private)
     atlas_inputs = [word, sentences, atlas_layer, clusters, model_box]
     atlas_outputs = [atlas_fig, atlas_md, atlas_layer]
-    gr.on([atlas_run.click, corpus_box.expand], user_errors(picture), atlas_inputs, atlas_outputs,
-          show_progress_on=[atlas_md], **private)
+    refused(gr.on([atlas_run.click, corpus_box.expand], user_errors(picture), atlas_inputs, atlas_outputs,
+                  show_progress_on=[atlas_md], **private), [atlas_fig, atlas_md], note=atlas_md)
     atlas_layer.release(user_errors(picture), atlas_inputs, atlas_outputs, show_progress_on=[atlas_md],
                         trigger_mode="always_last", **private)
-    gr.on([nb_run.click, nb_text.submit], user_errors(find), [nb_text, nb_position, nb_layer, nb_k, model_box],
-          [nb_md, nb_layer], show_progress_on=[nb_md], **private)
+    refused(gr.on([nb_run.click, nb_text.submit], user_errors(find), [nb_text, nb_position, nb_layer, nb_k, model_box],
+                  [nb_md, nb_layer], show_progress_on=[nb_md], **private), [nb_md], note=nb_md)
     attr_inputs = [attr_text, mask_number, target, methods, steps, model_box]
-    gr.on([attr_run.click, attr_text.submit], user_errors(explain), attr_inputs, [attr_fig, attr_md, attr_json],
-          show_progress_on=[attr_md], concurrency_limit=2, concurrency_id="attribution", **private)
+    refused(gr.on([attr_run.click, attr_text.submit], user_errors(explain), attr_inputs, [attr_fig, attr_md, attr_json],
+                  show_progress_on=[attr_md], concurrency_limit=2, concurrency_id="attribution", **private),
+            [attr_fig, attr_md, attr_json], note=attr_md)
     if page is not None:
         _link_fill_mask(page, attr_text)
 

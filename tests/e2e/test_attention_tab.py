@@ -231,3 +231,13 @@ def test_browser_walk(browser_page: Page, app_url: str):
     page.evaluate(f"() => {{ {box}.scrollLeft = {box}.scrollWidth; }}")
     page.wait_for_function(f"() => {fade} === '0px'", timeout=5_000)  # scrolled to the end: no fade
     page.evaluate(f"() => {{ {box}.style.width = ''; {box}.scrollLeft = 0; }}")
+
+    # a refused sentence leaves no heatmap or overview of the sentence before under the "Error" badges: the text above
+    # the heatmap says it was refused, the toast why
+    page.locator("#att-text textarea").fill("")
+    page.click("#att-run")
+    expect(page.locator(".toast-body").filter(has_text="Enter a sentence")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-info")).to_contain_text("Refused", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-heatmap .js-plotly-plot:not(.pf-empty)")).to_have_count(0)  # purged, none drawn
+    expect(page.locator("#att-overview img")).to_have_count(0)
+    expect(page.locator("#att-info")).not_to_contain_text("layers ×")

@@ -92,3 +92,10 @@ def test_masking_tab_in_browser(browser_page, app_url):
     tensors = page.locator("#ml-tensors .mask-tensors").evaluate(
         "b => [b.scrollWidth > b.clientWidth, getComputedStyle(b).backgroundAttachment]")
     assert tensors == [True, "local, local, scroll, scroll"], tensors
+    # a refused sentence leaves no chips of the sentence before under the "Error" badges: the box says it was refused
+    page.locator("#ml-text textarea").fill("")
+    page.click("#ml-run")
+    expect(page.locator(".toast-body").filter(has_text="Enter a sentence to mask")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#ml-chips")).to_contain_text("Refused", timeout=RUN_TIMEOUT_MS)
+    expect(chips).to_have_count(0)
+    expect(page.locator("#ml-tensors")).not_to_contain_text("-100")
