@@ -241,3 +241,9 @@ def test_browser_walk(browser_page: Page, app_url: str):
     expect(page.locator("#att-heatmap .js-plotly-plot:not(.pf-empty)")).to_have_count(0)  # purged, none drawn
     expect(page.locator("#att-overview img")).to_have_count(0)
     expect(page.locator("#att-info")).not_to_contain_text("layers ×")
+    # and the next sentence draws every view again (nothing of what was shown is remembered as drawn)
+    page.locator("#att-text textarea").fill("The cat sat on the mat.")
+    page.click("#att-run")
+    expect(page.locator("#att-heatmap .js-plotly-plot:not(.pf-empty)")).to_have_count(1, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-overview img")).to_have_count(1, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#att-info")).to_contain_text("layers ×")
