@@ -11,8 +11,9 @@ scripts from it), the framework's own query values (``deep_link``, ``page``, ``v
 nothing in these bytes) and whether the browser takes brotli (kept compressed, so the compression runs once too).
 A request that carries one of those headers twice is not kept: the framework reads the first line, and a proxy
 that appends its own after a visitor's would otherwise key a visitor's address as its own. A server with a login
-(``--auth``) varies the page per user: pass ``enabled=False``. Only a 200 without cookies is kept. Standard library
-and brotli only.
+(``--auth``) varies the page per user: pass ``enabled=False``. Only a 200 without cookies is kept. At most
+``MAX_PAGES`` are kept; when full, the least opened goes first, so pages asked for under made-up hosts or query values
+push out each other, not the page a class opens. Standard library and brotli only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
 
 CACHE_S = 600.0  # a page is made again at least this often (making it costs about 1 CPU-s: the config walked)
-MAX_PAGES = 16  # addresses kept at once (each about a megabyte)
+MAX_PAGES = 16  # addresses kept at once (each about a megabyte); when full, the least opened goes (the oldest of those)
 FRAMEWORK_QUERY = ("deep_link", "page", "view", "__theme", "all_endpoints")
 # every header the framework works the page's own address out of (a visitor can send any of them)
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-prefix", b"x-forwarded-port",
@@ -45,6 +46,7 @@ class PageCache:
         self.enabled = enabled
         self.clock = clock
         self._pages: OrderedDict[tuple, tuple[float, int, list, bytes]] = OrderedDict()
+        self._opens: dict[tuple, int] = {}  # per kept page: how often it was sent from memory
         self._lock = threading.Lock()
         self.made = 0  # pages made (the rest were sent from memory)
 
@@ -73,9 +75,11 @@ class PageCache:
             hit = self._pages.get(key)
             if hit is not None and self.clock() - hit[0] > CACHE_S:
                 del self._pages[key]
+                self._opens.pop(key, None)
                 hit = None
             if hit is not None:
                 self._pages.move_to_end(key)
+                self._opens[key] = self._opens.get(key, 0) + 1
         if hit is not None:
             _, status, headers, body = hit
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -94,8 +98,14 @@ class PageCache:
         with self._lock:
             self._pages[key] = (self.clock(), 200, headers, body)
             self._pages.move_to_end(key)
+            self._opens.setdefault(key, 0)
             while len(self._pages) > MAX_PAGES:
-                self._pages.popitem(last=False)
+                # the least opened of the others (the oldest of those): a class's page, opened by every phone, is not
+                # pushed out by one-off pages under made-up hosts or query values
+                others = [k for k in self._pages if k != key]
+                gone = min(others, key=lambda k: self._opens.get(k, 0))  # min keeps the first (oldest) of a tie
+                del self._pages[gone]
+                self._opens.pop(gone, None)
             self.made += 1
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})

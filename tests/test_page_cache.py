@@ -103,3 +103,20 @@ def test_a_visitor_who_names_another_address_never_changes_the_page_the_others_g
         for _ in range(2):
             _open(cache, attack, query)
         assert (_open(cache, []), _open(cache, behind_proxy)) == (honest_direct, honest_proxied), attack
+
+
+def test_a_page_many_visitors_open_stays_when_one_off_pages_fill_the_cache():
+    """A visitor who asks for the page under made-up hosts fills the cache's places; the page the class opens
+    stays in memory (the least opened page goes first), and the made-up ones push out each other."""
+    from bertdemo.page_cache import MAX_PAGES
+
+    app = Framework()
+    cache = PageCache(app)
+    honest = _get(cache)
+    for _ in range(3):
+        assert _get(cache) == honest  # three phones of the class, from memory
+    for n in range(3 * MAX_PAGES):
+        _get(cache, host=b"x%d.example" % n)
+    made = app.made
+    assert _get(cache) == honest and app.made == made  # still kept
+    assert _get(cache, host=b"x0.example")[2] != PAGE + b"2" and app.made == made + 1  # the first made-up one went
