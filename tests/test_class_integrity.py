@@ -194,10 +194,11 @@ def test_the_class_records_the_truth_and_grade_the_server_computes(ctx):
     answer = {"step": "embeddings", "text": SENTENCE, "model_name": ctx.models.get().name, "prediction": forged}
     never_answered = {"question": "order.shuffle-without-positions", "guess": "Yes", "truth": "FORGED TRUTH",
                       "correct": True}
+    asked = predictions.asking("embeddings", SENTENCE, ctx.models.get().name)  # the asking the browser guessed on
     for who, guess in ((ada, count + 5), (bob, count)):
         progress = predictions.empty_progress()
         progress["answers"] = {"embeddings": {"question": "embeddings.token-count", "guess": guess,
-                                              "truth": "FORGED TRUTH", "correct": True},
+                                              "truth": "FORGED TRUTH", "correct": True, "asked": asked},
                                "order": never_answered}
         send_learning(ctx, progress, who.token, answer)
     assert [r[:5] for r in store.own_answers(ada.token)] == [
@@ -209,6 +210,15 @@ def test_the_class_records_the_truth_and_grade_the_server_computes(ctx):
     assert (question.truth, question.right, question.wrong) == (str(count), 1, 1)
     assert "FORGED" not in report_markdown(report, [])
     assert dict(report.funnel) == {"embeddings": 2, "order": 2}  # reaching a step is the browser's to say
+
+    # a guess the browser keeps for another sentence is not this sentence's answer
+    cyd = store.join(new.join_code, "Cyd")
+    progress = predictions.empty_progress()
+    progress["answers"] = {"embeddings": {"question": "embeddings.token-count", "guess": count, "truth": count,
+                                          "correct": True,
+                                          "asked": predictions.asking("embeddings", "Another one.", answer["model_name"])}}
+    send_learning(ctx, progress, cyd.token, answer)
+    assert store.own_answers(cyd.token) == []
 
 
 def test_a_guess_that_is_none_of_the_questions_choices_is_not_recorded(ctx):

@@ -66,7 +66,7 @@ def test_the_question_is_graded_exactly_against_its_truth():
         assert predictions.grade(q, truth)["correct"] is True
         other = predictions.NO if truth == predictions.YES else predictions.YES
         assert predictions.grade(q, other) == {"step": "live-run", "question": live_run.QUESTION_ID, "guess": other,
-                                               "truth": truth, "correct": False}
+                                               "truth": truth, "correct": False, "asked": ""}
 
 
 def test_the_step_sits_in_the_pretraining_stage_and_asks_on_the_reference(tiny_loaded):

@@ -108,6 +108,21 @@ def test_the_people_steps_code_prints_the_same_lists(tiny_loaded, tiny_mlm_dir):
     assert [[t for t, _ in eval(line)] for line in printed[1::2]] == a.numbers["top"]  # our print
 
 
+def test_a_guess_belongs_to_the_sentence_it_was_given_on(tiny_loaded, asked):
+    """A guess kept for one sentence is not shown beside another sentence's answer (its verdict was told before the
+    learner guessed on the new one); the same sentence, typed again, finds it."""
+    q = asked["outputs"]
+    kept = predictions.with_record(None, predictions.grade(q, q["choices"][0]))
+    assert predictions.record_for(kept, q)["guess"] == q["choices"][0]
+    again = learn_path.answer(tiny_loaded, "outputs", "  The cat sat on the mat   because it was tired. ").prediction
+    assert again["asked"] == q["asked"] and predictions.record_for(kept, again) is not None  # spacing aside, the same
+    other = learn_path.answer(tiny_loaded, "outputs", "The dog slept on the rug because it was late.").prediction
+    assert other["id"] == q["id"] and other["asked"] != q["asked"]
+    assert predictions.record_for(kept, other) is None  # asked again
+    assert predictions.answer_records(kept)[0] == {"step": "outputs", "question": q["id"], "guess": q["choices"][0],
+                                                   "truth": q["truth"], "correct": q["truth"] == q["choices"][0]}
+
+
 def test_a_pair_is_two_sentences_each_with_one_mask():
     assert learn_path.people_pair("A man is a [mask]. | A woman is a [MASK].") == (
         "A man is a [MASK].", "A woman is a [MASK].", True)
@@ -127,7 +142,7 @@ def test_grading_is_exact():
     choice = {"step": "nsp", "id": "nsp.pair-label", "kind": "choice", "truth": "IsNext", "tolerance": 0,
               "choices": ["IsNext", "NotNext"]}
     assert predictions.grade(choice, "NotNext") == {"step": "nsp", "question": "nsp.pair-label", "guess": "NotNext",
-                                                   "truth": "IsNext", "correct": False}
+                                                   "truth": "IsNext", "correct": False, "asked": ""}
     for bad, message in ((None, "Pick an answer"), ("", "Pick an answer"), ("isnext", "not one of")):
         with pytest.raises(ValueError, match=message):
             predictions.grade(choice, bad)

@@ -124,7 +124,10 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     a = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
     assert a.numbers["hidden_word"] == "dog" and a.numbers["masked_text"].startswith("The [MASK] barked")
     assert a.numbers["pair"] == pair and a.model_name == f"{twins.TWIN_NAMES[mlm_kind]} and {twins.TWIN_NAMES[ltr_kind]}"
-    assert twin_curve.pair_label(pair) in a.answer
+    assert twin_curve.pair_label(pair) in a.answer and "the words after the blank can decide it" in a.answer
+    short = learn_path.answer(shipped["mlm"], "why-b", "I love Paris.")  # only "." after the hidden word: said so
+    assert short.numbers["masked_text"] == "I love [MASK]." and "can decide it" not in short.answer
+    assert "no word after the blank" in short.answer
     for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
         want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
         assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]

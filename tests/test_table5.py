@@ -196,9 +196,9 @@ def test_the_within_noise_sentence():
 def test_the_beyond_noise_sentence_either_way():
     assert table5.noise_sentence("names", [0.60, 0.62, 0.64], [0.40, 0.45, 0.41]) == (
         "Find the names (token-level): masked LM 62.0% ± 2.0, left-to-right 42.0% ± 2.6 (test word-level F1 of NAME, "
-        "mean ± sd over 3 seeds); the masked LM leads by 20.0 points, beyond seed noise (the per-seed differences "
-        "spread ±3.0 points).")
-    assert "the left-to-right twin leads by 20.0 points, beyond seed noise" in table5.noise_sentence(
+        "mean ± sd over 3 seeds); the masked LM leads by 20.0 points, more than the per-seed differences spread "
+        "(±3.0 points; the same way on 3 of 3 seeds).")
+    assert "the left-to-right twin leads by 20.0 points, more than the per-seed" in table5.noise_sentence(
         "names", [0.40, 0.45, 0.41], [0.60, 0.62, 0.64])
     with pytest.raises(ValueError, match="same seeds"):
         table5.compare([0.1, 0.2], [0.1])
@@ -213,8 +213,8 @@ def test_the_table_from_per_seed_scores(tmp_path):
     assert list(table["comparisons"]) == ["paper"]  # only the pair whose both twins were scored
     assert [table["comparisons"]["paper"][t]["within_noise"] for t in ("topic", "names")] == [True, False]
     assert table5.paper_agreement(table, "paper") == (
-        "The paper pair: as in the paper, the token-level task favours the masked LM (by 20.0 points, beyond seed "
-        "noise): each word's label is read from a vector that has seen the words after it; as in the paper, the "
+        "The paper pair: as in the paper, the token-level task favours the masked LM (by 20.0 points, more than the "
+        "seed-to-seed spread): each word's label is read from a vector that has seen the words after it; as in the paper, the "
         "sentence-level task barely moves (+0.7 points, within seed noise).")
     behind = {"topic": {"mlm": [0.50, 0.52, 0.51], "ltr": [0.60, 0.63, 0.61]}, "names": scores["names"]}
     assert "unlike the paper, the sentence-level task favours the left-to-right twin (by 10.3 points" in \

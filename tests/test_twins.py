@@ -12,6 +12,7 @@ from transformers import BertForMaskedLM, BertLMHeadModel
 from bertdemo.explore import twins
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import count_ngrams
+from bertdemo.viz.twins import cloze_markdown, heldout_markdown
 from tests.helpers import summary_blocks, tiny_bert_config
 
 
@@ -68,6 +69,11 @@ def test_cloze_ranks_are_the_models_own(pair, tokenizer):
     r = np.asarray(result.ranks["tiny-mlm"], dtype=float)
     assert result.summary("tiny-mlm") == pytest.approx({"mrr": (1 / r).mean(), "top1": (r == 1).mean(),
                                                         "top5": (r <= 5).mean(), "median_rank": np.median(r)})
+    # the page says who ranks the right word better sentence by sentence, counted from these ranks
+    better = sum(a < b for a, b in zip(result.ranks["tiny-mlm"], result.ranks["tiny-ltr"]))
+    worse = sum(a > b for a, b in zip(result.ranks["tiny-mlm"], result.ranks["tiny-ltr"]))
+    said = cloze_markdown(result)
+    assert f"**tiny-mlm** ranks the right word better on **{better} of 6**, tiny-ltr on {worse}" in said
 
 
 def test_the_left_to_right_model_reads_only_the_words_before_the_blank(pair):
@@ -183,7 +189,12 @@ def test_a_pair_that_has_not_learned_context_says_it_cannot_show_the_difference_
 
     early = compared(6.90, 6.51)  # the numbers of a 300-step pair: both above the word-before line
     assert "Neither model beats the word-before guesser yet (5.66 nats)" in early.winner_note()
+    assert "the left-to-right model lower by 0.39 nats per word" in early.winner_note()  # who is ahead, in words
+    assert "the masked LM lower by 0.70 nats per word" in compared(5.2, 5.9).winner_note()
     assert compared(5.2, 5.9).training_note() == ""  # the masked LM reads context: nothing to add
+    # a position band where the left-to-right model is lower is named with its size (a small band moves with the sample)
+    assert "left-to-right model is lower at position 1 (10 words)" in heldout_markdown(early)
+    assert "the masked LM is lower at every position band" in heldout_markdown(compared(5.2, 5.9))
     assert compared(5.9, 5.5).training_note() == ""
 
 

@@ -198,8 +198,10 @@ class HeldoutComparison:
         """One sentence: how much lower the masked LM's loss is than the LTR model's, first words and the rest."""
         m, l = self.overall[self.mlm_name], self.overall[self.ltr_name]
         note = (f"Over {self.questions:,} held-out words, {self.mlm_name} (masked LM) averages {m:.2f} nats and "
-                f"{self.ltr_name} (left-to-right) {l:.2f}: a difference of {l - m:+.2f} nats per word "
-                f"(perplexity {math.exp(m):,.1f} vs {math.exp(l):,.1f}).")
+                f"{self.ltr_name} (left-to-right) {l:.2f}: "
+                + (f"the masked LM lower by {l - m:.2f} nats per word " if m < l else
+                   f"the left-to-right model lower by {m - l:.2f} nats per word " if l < m else "the same loss ")
+                + f"(perplexity {math.exp(m):,.1f} vs {math.exp(l):,.1f}).")
         return note + self.training_note()
 
     def training_note(self) -> str:

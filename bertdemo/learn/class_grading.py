@@ -33,7 +33,8 @@ def asked_again(models: Any, step: object, text: object, model: object, *, runs:
     question = path.answer(models.get(model or None), str(step), text, budget=budget).prediction
     if question.get("id") == live_run.QUESTION_ID and runs is not None:
         check, note = live_run.deciding(live_run.own_run_checks(runs, str(owner_token or ""), public))
-        question = predictions.prediction("live-run", live_run.numbers(check, note)).to_json()
+        question = predictions.prediction("live-run", live_run.numbers(check, note)).to_json() | {
+            "asked": question.get("asked", "")}
     return question
 
 

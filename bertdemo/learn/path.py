@@ -610,8 +610,10 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     except ValueError as exc:  # the inside views' limit, said for this tab
         raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
     shown_there = (nums["masked_text"], "") if key == "why-b" else tab_setup(s, loaded, text)  # the step's own blank
-    return LearnAnswer(key, s.question, nums.get("answered_by", loaded.name), text, md, nums, snippet, s.tab,
-                       s.tab_label, *shown_there, prediction=predictions.prediction(key, nums).to_json())
+    answered_by = nums.get("answered_by", loaded.name)
+    question = predictions.prediction(key, nums).to_json() | {"asked": predictions.asking(key, text, answered_by)}
+    return LearnAnswer(key, s.question, answered_by, text, md, nums, snippet, s.tab, s.tab_label, *shown_there,
+                       prediction=question)
 
 
 FUNCTION_WORDS = frozenset(
@@ -655,6 +657,11 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     kinds = dict(zip(("mlm", "ltr"), twins.PAIRS[pair]))
     models = {side: load_twin(kind) for side, kind in kinds.items()}
     masked, word = hide_word_before_context(models["mlm"].tokenizer, text)
+    after = len(re.findall(r"[A-Za-z0-9']+", masked.split("[MASK]", 1)[1]))
+    decided = ("the words after the blank can decide it" if after >= 3 else
+               f"only {after} word{'s' if after != 1 else ''} after the blank, too few to decide it: type a longer "
+               "sentence whose hidden word has words after it" if after else
+               "no word after the blank: type a longer sentence whose hidden word has words after it")
     results = {side: fill_mask.predict(m, masked, top_k=3, targets=[word]) for side, m in models.items()}
     c = curve.pairs[pair]
     lines = []
@@ -670,8 +677,8 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         "little on the sentence-level SST-2 (92.6 → 92.1) and most on the span task SQuAD (F1 87.9 → 77.8). The app "
         f"ships that experiment in miniature: small **twins** ({twins.shape_text()}) trained by its own engine on the "
         f"same batches in the same order for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
-        f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; the words after the blank "
-        "can decide it):\n\n" + "\n".join(lines) + "\n\n"
+        f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; {decided}):\n\n"
+        + "\n".join(lines) + "\n\n"
         "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
         "the blank and every word after it, so changing those words cannot change its answer (bit for bit). "
         f"Along their training: {twin_curve.crossover_sentence(c)} {twin_curve.landmark_sentence(c)} "

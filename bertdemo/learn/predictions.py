@@ -13,6 +13,7 @@ dict kept in their own browser; :func:`clean_progress` bounds whatever a browser
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +27,8 @@ CHOICE, NUMBER = "choice", "number"
 YES, NO = "Yes", "No"
 MAX_GUESS_CHARS = 120  # a choice is one of the question's own; a longer text is no guess of ours
 MAX_ID_CHARS = 60
+ASKED_CHARS = 16  # an asking's digest: 64 bits of a sha256
+ROW_KEYS = ("step", "question", "guess", "truth", "correct")  # an answer as a class and a CSV read it
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,17 @@ class Prediction:
     choices: tuple[str, ...] = ()
     tolerance: float = 0.0  # NUMBER: right when |guess - truth| <= tolerance
     unit: str = ""
+    asked: str = ""  # which asking: the sentence and model it was asked on (:func:`asking`); "" when not said
 
     def to_json(self) -> dict:
         return asdict(self) | {"choices": list(self.choices)}
+
+
+def asking(step: str, text: str, model: str) -> str:
+    """A short digest naming one asking of a step's question: the same step, sentence and model give the same one. A
+    guess is kept for its asking, so a new sentence asks again (the verdict of another sentence's guess beside this
+    sentence's answer told before the learner guessed) and the same sentence shows the guess given."""
+    return hashlib.sha256(f"{step}\n{' '.join(str(text).split())}\n{model}".encode()).hexdigest()[:ASKED_CHARS]
 
 
 def _yes_no(step: str, qid: str, prompt: str, yes: bool, reveal: str) -> Prediction:
@@ -307,16 +318,16 @@ def is_right(question: dict, guess: str | float) -> bool:
 
 
 def grade(question: dict, guess: Any) -> dict:
-    """The record of one guess: {step, question, guess, truth, correct}."""
+    """The record of one guess: {step, question, guess, truth, correct, asked}."""
     value = parse_guess(question, guess)
     return {"step": question["step"], "question": question["id"], "guess": value, "truth": question["truth"],
-            "correct": is_right(question, value)}
+            "correct": is_right(question, value), "asked": str(question.get("asked", ""))}
 
 
 def shown_without_guess(question: dict) -> dict:
     """The record of a step read without a guess ("Just show me"): guess and correct are None."""
     return {"step": question["step"], "question": question["id"], "guess": None, "truth": question["truth"],
-            "correct": None}
+            "correct": None, "asked": str(question.get("asked", ""))}
 
 
 def verdict(record: dict, question: dict) -> str:
@@ -350,9 +361,10 @@ def clean_record(step: str, value: Any) -> dict | None:
     """A stored record, bounded, or None when it is not one."""
     if not isinstance(value, dict) or not isinstance(value.get("question"), str):
         return None
-    correct = value.get("correct")
+    correct, asked = value.get("correct"), value.get("asked")
     return {"step": step, "question": value["question"][:MAX_ID_CHARS], "guess": _plain(value.get("guess")),
-            "truth": _plain(value.get("truth")), "correct": correct if isinstance(correct, bool) else None}
+            "truth": _plain(value.get("truth")), "correct": correct if isinstance(correct, bool) else None,
+            "asked": asked[:ASKED_CHARS] if isinstance(asked, str) else ""}
 
 
 def clean_progress(value: Any) -> dict:
@@ -380,9 +392,12 @@ def with_record(progress: Any, record: dict) -> dict:
 
 
 def record_for(progress: Any, question: dict) -> dict | None:
-    """The stored record of this very question (same step and question id), if any."""
+    """The stored record of this very asking (same step, question id and :func:`asking`: the same sentence and
+    model), if any."""
     record = clean_progress(progress)["answers"].get(question["step"])
-    return record if record is not None and record["question"] == question["id"] else None
+    if record is None or record["question"] != question["id"] or record["asked"] != str(question.get("asked", "")):
+        return None
+    return record
 
 
 # where a learner's answers go: this browser, and their teacher when they joined a class (the Class tab sends a
@@ -410,5 +425,5 @@ def answer_records(progress: Any) -> list[dict]:
     from bertdemo.learn import concept_check
 
     clean = clean_progress(progress)
-    rows = [dict(clean["answers"][k]) for k in STEP_KEYS if k in clean["answers"]]
+    rows = [{key: clean["answers"][k][key] for key in ROW_KEYS} for k in STEP_KEYS if k in clean["answers"]]
     return rows + concept_check.records(clean["concept"])

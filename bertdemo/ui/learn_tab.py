@@ -107,10 +107,16 @@ REFUSED = ("**This sentence was refused** (the message at the top right says why
 REFUSED_PROMPT = "No guess to make yet: the step waits for a sentence it can answer."
 
 
-def reveal(record: dict, question: dict, progress: Any) -> tuple:
-    """(verdict, reveal box, progress, progress line) once a guess is graded or skipped."""
+AGAIN = ("*Your first answer on this sentence counts (the answer was shown with it). Type another sentence and press "
+         "Enter to guess again.*")
+
+
+def reveal(record: dict, question: dict, progress: Any, again: bool = False) -> tuple:
+    """(verdict, reveal box, progress, progress line) once a guess is graded or skipped; ``again``: the learner
+    guessed once more on a sentence whose answer they had seen, and ``record`` is their first answer."""
     kept = predictions.with_record(progress, record)
-    return predictions.verdict(record, question), gr.update(visible=True), kept, predictions.summary(kept)
+    said = predictions.verdict(record, question) + ("  \n" + AGAIN if again else "")
+    return said, gr.update(visible=True), kept, predictions.summary(kept)
 
 
 def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None) -> LearnTab:
@@ -154,7 +160,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         if not question or question.get("id") != live_run.QUESTION_ID:
             return question
         check, note = live_run.deciding(live_run.own_run_checks(ctx.pretrain_runs, str(token or ""), public))
-        return predictions.prediction("live-run", live_run.numbers(check, note)).to_json()
+        return predictions.prediction("live-run", live_run.numbers(check, note)).to_json() | {
+            "asked": question.get("asked", "")}  # the same asking, its truth decided now
 
     @user_errors
     def check_guess(answer: dict | None, choice: str | None, number: float | None, progress: Any,
@@ -163,6 +170,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         question = graded_on_own_run((answer or {}).get("prediction"), token)
         if not question:
             raise ValueError("Wait for the step's answer to be computed, then guess.")
+        given = predictions.record_for(progress, question)
+        if given is not None:  # seen already (a guess or "Just show me"): the first answer counts, as in a class
+            return reveal(given, question, progress, again=True)
         guess = choice if question["kind"] == predictions.CHOICE else number
         return reveal(predictions.grade(question, guess), question, progress)
 
@@ -172,7 +182,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         question = graded_on_own_run((answer or {}).get("prediction"), token)
         if not question:
             return gr.skip(), gr.update(visible=True), gr.skip(), gr.skip()
-        return reveal(predictions.shown_without_guess(question), question, progress)
+        given = predictions.record_for(progress, question)  # a guess given before stays the answer
+        return reveal(given or predictions.shown_without_guess(question), question, progress)
 
     @user_errors
     def grade_concept(when: str, *args) -> tuple:

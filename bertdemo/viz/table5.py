@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, paper_agreement
+from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, noise_sentence, paper_agreement
 from bertdemo.models.twins import PAIRS
 
 SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
@@ -23,8 +23,9 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
     with the paper, and the measurement's record."""
     paper = "\n".join(f"| {name} · {level} | {mlm:.1f} | {ltr:.1f} | {ltr - mlm:+.1f} |"
                       for name, level, mlm, ltr in PAPER_ROWS)
-    head = ("MLM: the masked LM (BERT), LTR: the left-to-right LM; **paper**: BERT-base on the dev sets (sentence, "
-            "sentence pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds — the "
+    head = ("MLM: the masked LM (BERT), LTR: the left-to-right LM; **paper**: Devlin et al.'s Table 5, BERT-base "
+            "without next-sentence prediction (MLM: its *No NSP* row; LTR: *LTR & No NSP*), dev sets (sentence, sentence "
+            "pair, span of tokens); **here**: the shipped twins, test splits, mean ± sd over seeds — the "
             "*paper* pair (the LTR twin predicts every next word) and the *controlled* pair (it predicts the masked "
             "twin's words).\n\n| task | MLM | LTR | LTR − MLM |\n|---|---|---|---|\n"
             f"| **paper** | | | |\n{paper}\n")
@@ -40,7 +41,8 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
                  f"{_pct(c[ltr]['mean'])} ± {_pct(c[ltr]['sd'])} | "
                  f"{-verdicts[task]['mean_diff'] * 100:+.1f} ± {_pct(verdicts[task]['sd_diff'])} |"
                  for task, c in cells.items()]
-        sentences += [f"- {verdicts[task]['sentence']}" for task in cells]
+        # said from the per-seed scores (the shipped record's own sentences were written in the words of its day)
+        sentences += [f"- {noise_sentence(task, c[mlm]['scores'], c[ltr]['scores'], ltr)}" for task, c in cells.items()]
         agreement.append(paper_agreement(shipped, pair))
     twins = [t for t in TWIN_LABELS if all(t in c for c in cells.values())]
     each = "\n".join(f"- {SHORT_TASK[task]}, {TWIN_LABELS[twin]}: {' · '.join(_pct(x) for x in c[twin]['scores'])}"

@@ -59,9 +59,24 @@ def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
              f"**{literal(result.ltr_name)}** (left-to-right: the words before it only) on the same "
              f"{plural(result.questions, 'held-out word')} in {plural(result.sentences, 'complete sentence')} "
              f"of {plural(result.blocks, 'held-out block')}; loss in nats per word, lower is better. "
-             "Landmarks: n-gram guessers counted over the training text (the left-to-right model could at "
-             "best use the word before; only the masked LM can use the word after).")
-    return "\n\n".join(p for p in (intro, corpus_note, md_table(headers, rows), literal(result.winner_note())) if p)
+             "Landmarks: n-gram guessers counted over the training text (the word-before guesser reads one word "
+             "on the left, where a left-to-right model may read them all; the both-neighbours guesser also the word "
+             "after, which only the masked LM can read).")
+    return "\n\n".join(p for p in (intro, corpus_note, md_table(headers, rows), literal(result.winner_note()),
+                                    _bands_note(result)) if p)
+
+
+def _bands_note(result: HeldoutComparison) -> str:
+    """The position bands where the left-to-right model is lower on these words, said with their sizes: a small band
+    of a small sample can disagree with the shipped measurement ("every position", on 915 words)."""
+    m, l = result.loss[result.mlm_name], result.loss[result.ltr_name]
+    behind = [(b, c) for b, c, x, y in zip(result.buckets, result.counts, m, l) if c and y < x]
+    if not behind:
+        return "On these words the masked LM is lower at every position band."
+    bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in behind)
+    return (f"On these words the left-to-right model is lower at position{'s' if len(behind) > 1 else ''} {bands}; "
+            "a band of few words moves with the sample (the twins' card measures 915 words of their own held-out "
+            "text, by position, at every checkpoint).")
 
 
 # --- right-context cloze -----------------------------------------------------------------------------------
@@ -77,8 +92,21 @@ def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
                       *[f"{n}: rank (first guess)" for n in result.names]], rows)
     return (f"Right-context cloze: {plural(len(result.items), 'sentence')} whose words *after* the blank decide the "
             "answer. Rank 1 = the model's first guess; the left-to-right model guesses from the words before the "
-            "blank only.\n\n" + head + "\n\n<details><summary>The rank of the right word, sentence by sentence"
-            "</summary>\n\n" + table + "\n\n</details>")
+            "blank only.\n\n" + head + _who_ranks_better(result) + "\n\n<details><summary>The rank of the right "
+            "word, sentence by sentence</summary>\n\n" + table + "\n\n</details>")
+
+
+def _who_ranks_better(result: ClozeRanks) -> str:
+    """Sentence by sentence, which of two models ranks the right word better (the summary's averages can tie while
+    one model is better on most sentences)."""
+    if len(result.names) != 2:
+        return ""
+    a, b = result.names
+    better = sum(1 for x, y in zip(result.ranks[a], result.ranks[b]) if x < y)
+    worse = sum(1 for x, y in zip(result.ranks[a], result.ranks[b]) if x > y)
+    ties = len(result.items) - better - worse
+    return (f"\n\nSentence by sentence, **{literal(a)}** ranks the right word better on **{better} of "
+            f"{len(result.items)}**, {literal(b)} on {worse}" + (f", {ties} tied" if ties else "") + ".")
 
 
 # --- the learner's sentence --------------------------------------------------------------------------------

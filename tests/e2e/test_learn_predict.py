@@ -62,6 +62,34 @@ def test_predict_then_reveal_and_the_progress_survives_a_reload(browser_page, ap
     expect(verdict).to_contain_text(f"you guessed {top_word}", timeout=TIMEOUT_MS)
     expect(reveal).to_be_visible()
 
+    # a second guess on the same sentence does not replace the first: the answer was shown with it
+    choices = [c.strip() for c in page.locator("#learn-guess-choice label").all_inner_texts()]
+    other = next(c for c in choices if c and c != top_word)
+    page.locator("#learn-guess-choice").get_by_label(other, exact=True).check()
+    page.click("#learn-check-guess")
+    expect(verdict).to_contain_text("Your first answer on this sentence counts", timeout=TIMEOUT_MS)
+    expect(verdict).to_contain_text(f"you guessed {top_word}")
+    expect(page.locator("#learn-progress-line")).to_contain_text("1 of 1 guesses right")
+
+    # a refused sentence, sent twice with Enter: its error once, not gathered into "Error (2)"
+    box = page.locator("#learn-text textarea, #learn-text input").first
+    box.fill("The [MASK] sat on the mat.")
+    box.press("Enter")
+    errors = page.locator(".toast-body.error")
+    expect(errors).to_contain_text("without [MASK]", timeout=TIMEOUT_MS)
+    box.press("Enter")
+    expect(errors.locator(".toast-message-item")).to_have_count(1, timeout=TIMEOUT_MS)
+    # another sentence asks again (no verdict of the sentence before beside its answer), and closes the error
+    box.fill("The dog slept on the rug because it was late.")
+    box.press("Enter")
+    expect(errors).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(prompt).to_contain_text("The dog slept on the rug", timeout=TIMEOUT_MS)
+    expect(reveal).to_be_hidden()
+    expect(verdict).not_to_contain_text("you guessed")
+    box.fill(TEXT)  # the first sentence again: its guess is still there
+    box.press("Enter")
+    expect(verdict).to_contain_text(f"you guessed {top_word}", timeout=TIMEOUT_MS)
+
     page.click("#learn-next")  # the loss step: read without a guess
     expect(page.locator("#learn-question")).to_contain_text(f"Step 5 of {STEPS}", timeout=TIMEOUT_MS)
     expect(prompt).to_contain_text("will the model rank it first", timeout=TIMEOUT_MS)

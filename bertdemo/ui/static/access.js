@@ -349,12 +349,22 @@
 
   // an error stays until it is closed (gr.Error with no duration: a long refusal is read to its end), and gradio
   // gathers every error into one toast: "Error (3)" read out, and shown, three messages, two of them stale and from
-  // other tabs. A press of a button of the page (one outside the toasts) closes the errors before it: what it
-  // brings is then the only error on screen
+  // other tabs. A press of a button of the page (one outside the toasts), or Enter in one of its text boxes (which
+  // sends a request as a button does: Learn's sentence, say), closes the errors before it: what it brings is then
+  // the only error on screen ("Error (2)" after a second Enter, and a refusal kept over an answer that came)
+  function closeErrors() {
+    document.querySelectorAll(".toast-body.error [data-testid=toast-close]").forEach(function (close) { close.click(); });
+  }
   document.addEventListener("click", function (ev) {
     var button = ev.target && ev.target.closest ? ev.target.closest("button") : null;
     if (!button || button.closest(".toast-wrap")) return;
-    document.querySelectorAll(".toast-body.error [data-testid=toast-close]").forEach(function (close) { close.click(); });
+    closeErrors();
+  }, true);
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return;
+    var field = ev.target && ev.target.closest ? ev.target.closest("input, textarea") : null;
+    if (!field || field.closest(".toast-wrap")) return;
+    closeErrors();
   }, true);
 
   // --- keep it so as gradio redraws the page -----------------------------------------------------------
