@@ -143,3 +143,16 @@ def test_fill_mask_result_as_text_and_json(tiny_loaded):
     raw = bars.predictions_json(result, "model")
     assert [m["mask"] for m in raw] == [1, 2] and [t["word"] for t in raw[0]["targets"]] == ["dog", "x|y"]
     assert raw[0]["predictions"][0]["id"] == result.masks[0].candidates[0].id
+
+
+def test_two_models_charts_of_one_mask_share_their_scale(tiny_loaded):
+    """The same mask through two models: one chart each, on one scale, so the bars compare (each chart on its own
+    scale drew a 1.3 % bar as long as the other's 2.1 %); another mask keeps its own."""
+    text = "a [MASK] b [MASK]"
+    ours = fill_mask.predict(tiny_loaded, text, top_k=3)
+    halved = [m.__class__(**{**m.__dict__, "candidates": [c.__class__(**{**c.__dict__, "prob": c.prob / 2})
+                                                          for c in m.candidates]}) for m in ours.masks]
+    fig = bars.fill_mask_figure(ours.masks, ["one", "two"], more=[halved])
+    ranges = [fig.layout[f"xaxis{'' if i == 1 else i}"].range[1] for i in range(1, 5)]  # mask 1: one, two; mask 2
+    assert ranges[0] == ranges[1] == pytest.approx(max(c.prob for c in ours.masks[0].candidates) * 1.35, abs=1e-8)
+    assert ranges[2] == ranges[3] == pytest.approx(max(c.prob for c in ours.masks[1].candidates) * 1.35, abs=1e-8)

@@ -296,3 +296,14 @@ def test_the_vocabulary_check_reads_a_digest_kept_with_the_stored_model(stored, 
     swapped = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
     with pytest.raises(ValueError, match="different vocabularies"):
         twins.check_pair(mlm, twins.Twin("other-ltr", ltr.model, swapped))
+
+
+def test_the_side_by_side_bars_share_one_scale(pair):
+    """Both models' panels on one scale: the bars compare across the models (each panel on its own scale drew a
+    1.3 % bar as long as the other model's 2.1 %)."""
+    from bertdemo.viz.twins import side_by_side_spec
+
+    guesses = twins.side_by_side(list(pair), "The [MASK] barked at the mailman.", top_k=5)
+    spec = side_by_side_spec(guesses)
+    top = max(p for g in guesses for _t, p in g.top)
+    assert spec["layout"]["xaxis"]["range"] == spec["layout"]["xaxis2"]["range"] == [0, pytest.approx(top / 0.7)]

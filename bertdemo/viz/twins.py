@@ -117,10 +117,12 @@ def side_by_side_spec(guesses: list[TwinGuesses]) -> dict:
                         "margin": {"l": 10, "r": 30, "t": 78, "b": 30}, "annotations": []}
     gap = 0.16  # room for the next panel's word labels
     width = (1 - gap * (n - 1)) / n
+    # one scale for both panels, so the bars compare across the models (each on its own drew a 1.3 % bar as long as
+    # the other model's 2.1 %)
+    top = max([p for g in guesses for _t, p in g.top], default=0.0) or 1.0
     for i, g in enumerate(guesses):
         suffix = "" if i == 0 else str(i + 1)
         x0 = i * (width + gap)
-        top = max([p for _t, p in g.top], default=0.0) or 1.0
         # the longest bar ends at 70 % of its panel, so its percentage stays inside the panel at phone width
         layout[f"xaxis{suffix}"] = {"domain": [x0 + 0.06, x0 + width], "showticklabels": False, "range": [0, top / 0.7]}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "automargin": True}
