@@ -139,7 +139,7 @@ def noise_sentence(task: str, mlm: Sequence[float], ltr: Sequence[float], ltr_tw
                 f"these {c['seeds']} seeds do not tell the twins apart.")
     # not "beyond seed noise": three seeds whose differences spread ±1.5 points bound a 2.1-point lead only loosely
     return (f"{head}, more than the per-seed differences spread (±{c['sd_diff'] * 100:.1f} points; the same way on "
-            f"{c.get('same_way', c['seeds'])} of {c['seeds']} seeds).")
+            f"{c['same_way']} of {c['seeds']} seeds).")
 
 
 def table_from_scores(scores: dict[str, dict[str, list[float]]], seeds: Sequence[int]) -> dict[str, Any]:

@@ -151,9 +151,9 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
         "template": _template(),
     }
     # one mask's charts (one per model) share their scale: a 1.3 % bar was drawn as long as the other model's 2.1 %
-    per_mask = len(runs)
-    tops = [max(max(rows[k][1], default=0.0) for k in range(i - i % per_mask, i - i % per_mask + per_mask))
-            for i in range(len(rows))]
+    per_mask = len(runs)  # charts come mask by mask, model by model
+    mask_tops = [max(max(probs, default=0.0) for _, probs, _ in rows[i:i + per_mask])
+                 for i in range(0, len(rows), per_mask)]
     for row, (labels, probs, colors) in enumerate(rows, start=1):
         data.append({
             "type": "bar", "x": probs, "y": labels, "orientation": "h", "marker": {"color": colors},
@@ -163,7 +163,7 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
         x_axis, y_axis = panels.axes_of(row, 1)  # the layout's own axes (it holds the grid's dicts)
         # room right of the longest bar for its percentage label
         x_axis.update({
-            "range": [0, tops[row - 1] * 1.35 + 1e-9],
+            "range": [0, mask_tops[(row - 1) // per_mask] * 1.35 + 1e-9],
             "tickformat": ".2~%", "nticks": 5,  # 0%, 5%, 10% or 0.5%: no ".0" tails
         })
         y_axis.update({"autorange": "reversed", "type": "category", "automargin": True})

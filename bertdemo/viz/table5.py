@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, noise_sentence, paper_agreement
+from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, paper_agreement
 from bertdemo.models.twins import PAIRS
 
 SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
@@ -41,8 +41,7 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
                  f"{_pct(c[ltr]['mean'])} ± {_pct(c[ltr]['sd'])} | "
                  f"{-verdicts[task]['mean_diff'] * 100:+.1f} ± {_pct(verdicts[task]['sd_diff'])} |"
                  for task, c in cells.items()]
-        # said from the per-seed scores (the shipped record's own sentences were written in the words of its day)
-        sentences += [f"- {noise_sentence(task, c[mlm]['scores'], c[ltr]['scores'], ltr)}" for task, c in cells.items()]
+        sentences += [f"- {verdicts[task]['sentence']}" for task in cells]
         agreement.append(paper_agreement(shipped, pair))
     twins = [t for t in TWIN_LABELS if all(t in c for c in cells.values())]
     each = "\n".join(f"- {SHORT_TASK[task]}, {TWIN_LABELS[twin]}: {' · '.join(_pct(x) for x in c[twin]['scores'])}"

@@ -68,15 +68,15 @@ def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
 
 def _bands_note(result: HeldoutComparison) -> str:
     """The position bands where the left-to-right model is lower on these words, said with their sizes: a small band
-    of a small sample can disagree with the shipped measurement ("every position", on 915 words)."""
+    of a small sample can disagree with the shipped measurement ("every position", on every held-out word)."""
     m, l = result.loss[result.mlm_name], result.loss[result.ltr_name]
     behind = [(b, c) for b, c, x, y in zip(result.buckets, result.counts, m, l) if c and y < x]
     if not behind:
         return "On these words the masked LM is lower at every position band."
     bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in behind)
     return (f"On these words the left-to-right model is lower at position{'s' if len(behind) > 1 else ''} {bands}; "
-            "a band of few words moves with the sample (the twins' card measures 915 words of their own held-out "
-            "text, by position, at every checkpoint).")
+            "a band of few words moves with the sample (the twins' card measures all of their held-out words, by "
+            "position, at every checkpoint).")
 
 
 # --- right-context cloze -----------------------------------------------------------------------------------
