@@ -4,8 +4,9 @@ element fits a phone's screen. Import as ``from .pages import ...`` (no test mod
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .conftest import screenshot
 
@@ -32,9 +33,49 @@ def open_app(page: Page, url: str) -> None:
     expect(page.locator("#tok-run")).to_be_visible(timeout=RUN_TIMEOUT_MS)
 
 
+CLICK_TRIES = 3  # a click the page moved away from is made again, at most this many times in all
+TOOK_MS = 5_000  # how long a click's own effect (a tab shown, an accordion opened) may take to show
+
+
+def click_until(click: Callable[[], None], took: Callable[[int], None]) -> None:
+    """``click`` (a target's click) until ``took`` (an ``expect``, given a timeout in ms) holds. Playwright scrolls a target into
+    view and then clicks its point; a page that moves between the two (a section above filling in and pushing it
+    down, a deep link's late scroll) gets the click elsewhere (seen: the Inside BERT test's click on section 4
+    landing on the tab's intro after section 3 opened; the Learn path's return to the Learn tab lost after a Keep
+    exploring). ``took`` must hold only once the click took: a toggle is checked by the caller before each click."""
+    for _ in range(CLICK_TRIES - 1):
+        click()
+        try:
+            took(TOOK_MS)
+            return
+        except AssertionError:
+            continue
+    click()
+    took(RUN_TIMEOUT_MS)
+
+
 def open_tab(page: Page, name: str) -> None:
-    # Gradio may hold a second copy of a tab button (its overflow menu): click the one shown.
-    page.get_by_role("tab", name=name, exact=True).locator("visible=true").first.click()
+    """Show the tab ``name`` (Gradio may hold a second copy of a tab button, in its overflow menu: the one shown is
+    clicked)."""
+    tab = page.get_by_role("tab", name=name, exact=True).locator("visible=true").first
+    click_until(tab.click, lambda ms: expect(tab).to_have_attribute("aria-selected", "true", timeout=ms))
+
+
+OPEN = re.compile(r"(^|\s)open(\s|$)")  # the class an accordion's header (button.label-wrap) has while it is open
+
+
+def set_open(header: Locator, open_: bool = True) -> None:
+    """Open (or, ``open_`` False, close) the accordion whose header is ``header``, then wait until the page is idle
+    (its section filled in, so that the next click finds the page where it was)."""
+    def took(ms: int) -> None:
+        (expect(header).to_have_class if open_ else expect(header).not_to_have_class)(OPEN, timeout=ms)
+
+    def toggle() -> None:  # clicked only while not as wanted: a click that did take is never undone
+        if bool(OPEN.search(header.get_attribute("class") or "")) != open_:
+            header.click()
+
+    click_until(toggle, took)
+    wait_idle(header.page)
 
 
 # every plotly figure on screen has been laid out (plotly sets _fullLayout when it draws); hidden ones wait

@@ -15,11 +15,10 @@ import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
 from bertdemo.ui.access import ANSWERS
-from tests.helpers import wait_until
 
 from .axe import axe_violations, load_axe
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, WIDTH, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
+from .pages import RUN_TIMEOUT_MS, WIDTH, assert_fits, open_app, open_tab_by_name, plot_ready, set_open, wait_idle
 
 # tab -> (its main button, what shows its answer)
 MAIN = {
@@ -139,26 +138,13 @@ def phone_attention(page: Page) -> None:
     assert covered == [], covered
 
 
-def open_section(page: Page, label: str) -> None:
-    """Open the accordion ``label``: pressed again when a busy page lost the press (its tab redrawn just then)."""
-    button = page.locator("button.label-wrap", has_text=label)
-
-    def opened() -> bool:
-        if "open" in (button.get_attribute("class") or "").split():
-            return True
-        button.click()
-        return False
-
-    wait_until(opened, timeout=RUN_TIMEOUT_MS / 1000, interval=3.0, what=f"the section {label!r} to open")
-
-
 INSIDE_PLOTS = ("#in-emb-plot", "#in-neuron-plot", "#in-steps-plot", "#in-lens-plot", "#in-loss-plot")
 
 
 def phone_inside(page: Page) -> None:
     # sections 1 and 2 answer "Look inside"; the others are computed when opened
     for label in ("Every step of this layer", "3 · Through the layers", "4 · The output and the loss"):
-        open_section(page, label)
+        set_open(page.locator("button.label-wrap", has_text=label))
     for plot in INSIDE_PLOTS:
         plot_ready(page, plot)
     wait_idle(page)
@@ -187,7 +173,7 @@ def phone_masking(page: Page) -> None:
 def phone_pretrain(page: Page) -> None:
     # Table 5 in miniature: the paper's rows beside the twins' fit the phone whole (it scrolled 20 px sideways: the
     # prose's own padding around a table already laid out to the screen)
-    page.locator("#pt-table5 button.label-wrap").first.click()
+    set_open(page.locator("#pt-table5 button.label-wrap").first)
     table = page.locator("#pt-table5-table table")
     expect(table).to_be_visible(timeout=RUN_TIMEOUT_MS)
     table.scroll_into_view_if_needed()

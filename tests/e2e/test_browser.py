@@ -23,7 +23,7 @@ from playwright.sync_api import Page, expect
 from tests.helpers import wait_until
 
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, slider, wait_idle
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, set_open, slider, wait_idle
 
 EMBEDDED_LABEL = "embedded/minilm-l6-uncased (offline, no MLM head)"
 
@@ -123,7 +123,7 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     screenshot(page, "tokenizer_wordpiece_phone")
     # every dropdown's text ends in "…" before its arrow, the comparison's pickers too (their text was cut mid-letter
     # under the ▾: "bert-base-uncased (hub unreachal")
-    page.locator("button.label-wrap", has_text="Compare two tokenizers").click()
+    set_open(page.locator("button.label-wrap", has_text="Compare two tokenizers"))
     expect(page.locator("#tok-right input")).to_be_visible()
     endings = page.evaluate("() => [...document.querySelectorAll('.secondary-wrap > input')].filter(i => i.offsetParent)"
                             ".map(i => [i.closest('[id]')?.id, getComputedStyle(i).textOverflow])")

@@ -106,7 +106,7 @@ def _clicks_look_their_components_up_without_walking_the_tree(page) -> None:
 def test_inside_tab_in_the_browser(browser_page, app_url):
     from playwright.sync_api import expect
 
-    from .pages import open_app, open_tab, resize, slider, wait_idle
+    from .pages import open_app, open_tab, resize, set_open, slider, wait_idle
 
     page = browser_page
     open_app(page, app_url)
@@ -117,9 +117,9 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     expect(words).to_have_attribute("placeholder", "e.g. paris", timeout=RUN_TIMEOUT_MS)
     expect(words).to_have_value("")
     loss_section = page.locator("button.label-wrap", has_text="4 · The output and the loss")
-    loss_section.click()  # the example's own loss, with its right word
+    set_open(loss_section)  # the example's own loss, with its right word
     expect(page.locator("#in-loss-info")).to_contain_text("paris", timeout=RUN_TIMEOUT_MS)
-    loss_section.click()  # closed again: opened below with the learner's sentence
+    set_open(loss_section, False)  # closed again: opened below with the learner's sentence
     page.locator("#in-text textarea").fill("The cat sat on the [MASK] near the [MASK].")
     words.fill("mat, door")
     # sections 1 and 2 are open and answer "Look inside"; the others answer when opened
@@ -142,7 +142,7 @@ def test_inside_tab_in_the_browser(browser_page, app_url):
     page.evaluate("() => window.scrollTo(0, 0)")
     for label in ("Order test", "The learned position vectors", "Every step of this layer", "3 · Through the layers",
                   "4 · The output and the loss", "5 · Anatomy"):
-        page.locator("button.label-wrap", has_text=label).click()
+        set_open(page.locator("button.label-wrap", has_text=label))
     expect(page.locator("#in-anatomy")).to_contain_text("parameters", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-order")).to_contain_text("cosine 1.000", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#in-lens-info")).to_contain_text("[MASK] #1", timeout=RUN_TIMEOUT_MS)

@@ -15,7 +15,7 @@ from tests.helpers import wait_until
 
 from .axe import axe_violations
 from .conftest import screenshot
-from .pages import resize, wait_idle
+from .pages import resize, set_open, wait_idle
 
 TEXT = "The children were playing football in the park until it started raining heavily."
 RUN_TIMEOUT_MS = 60_000
@@ -76,7 +76,7 @@ def test_masking_tab_in_browser(browser_page, app_url):
     expect(page.locator("#nsp-result")).to_contain_text("NSP head", timeout=RUN_TIMEOUT_MS)
     # the repeated static epochs (faded) and a JSON viewer's strings keep readable text: axe's colour contrast
     # (the faded rows' labels at 0.55 opacity and gradio's #ce9178 strings on white failed it)
-    page.locator("button.label-wrap", has_text="As JSON (the /mask_sample answer)").click()
+    set_open(page.locator("button.label-wrap", has_text="As JSON (the /mask_sample answer)"))
     expect(page.locator("#ml-epochs-view")).to_contain_text("ep 13 · copy 3")
     # the viewer is read without its line numbers (they were read inside the data: '{ 4 "mlm_probability" : 0.15 , 5')
     viewer = page.locator(".json-node").first

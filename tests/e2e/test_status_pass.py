@@ -11,7 +11,7 @@ parse and rewrite up to 100 past answers in the browser's localStorage at every 
 
 from __future__ import annotations
 
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, wait_idle
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, set_open, wait_idle
 
 UPDATE_STATE = "update_state"
 
@@ -59,7 +59,7 @@ def test_a_click_pushes_only_the_statuses_it_changed(browser_page, app_url):
     assert max(counts) < 250, counts
 
     # the page keeps no run history in the browser: after a public event (those clicks are private ones)
-    page.locator("button.label-wrap").filter(has_text="Vocabulary lookup").click()
+    set_open(page.locator("button.label-wrap").filter(has_text="Vocabulary lookup"))
     page.click("#tok-lookup")  # /lookup: a public event, which the page would record
     expect(page.locator("#tok-lookup-token-out")).to_contain_text("id", timeout=RUN_TIMEOUT_MS)
     wait_idle(page)

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from .api import expect_error
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab_by_name, plot_ready, wait_idle
+from .pages import RUN_TIMEOUT_MS, assert_fits, open_app, open_tab_by_name, plot_ready, set_open, wait_idle
 
 LINES = "river | We sat on the bank of the river.\nmoney | The bank raised its rates.\nriver | The bank was muddy."
 
@@ -48,7 +48,7 @@ def show_tab(page, phone: bool) -> None:
     page.click("#wic-attr-run")
     plot_ready(page, "#wic-attr-plot")
     expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
-    page.locator("button.label-wrap", has_text="2 · The word across the corpus").click()
+    set_open(page.locator("button.label-wrap", has_text="2 · The word across the corpus"))
     plot_ready(page, "#wic-atlas-plot")
     wait_idle(page)
     if phone:
