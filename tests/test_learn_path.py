@@ -44,6 +44,41 @@ def test_hide_word(tiny_loaded):
         learn_path.hide_word(tiny_loaded.tokenizer, "A b, c.")
 
 
+def test_a_word_in_square_brackets_is_the_one_hidden(tiny_loaded):
+    """The learner chooses the hidden word: "The [cat] sat ..." hides *cat*; without brackets the last word is."""
+    tok = tiny_loaded.tokenizer
+    chosen = "The [cat] sat on the mat because it was tired."
+    assert learn_path.hide_word(tok, chosen) == ("The [MASK] sat on the mat because it was tired.", "cat")
+    assert learn_path.hide_word_before_context(tok, "The [mat] was tired.") == ("The [MASK] was tired.", "mat")
+    assert learn_path.plain_text(chosen) == TEXT and learn_path.plain_text("[CLS] a [SEP]") == "[CLS] a [SEP]"
+    with pytest.raises(ValueError, match="square brackets: The \\[dog\\] barked"):
+        learn_path.hide_word(tok, MASKED)  # a typed [MASK] says how to choose the word instead
+    with pytest.raises(ValueError, match="only one word in square brackets, the one to hide; this sentence has 2: \\[cat\\], \\[mat\\]\\."):
+        learn_path.hide_word(tok, "The [cat] sat on the [mat].")
+    pieces = tok.tokenize("unaffable")
+    assert len(pieces) > 1  # the tiny vocabulary splits it
+    with pytest.raises(ValueError, match=f"holds \\*unaffable\\* as {len(pieces)} pieces"):
+        learn_path.hide_word(tok, "An [unaffable] cat.")
+
+
+def test_the_steps_read_the_chosen_word_and_the_others_the_plain_sentence(tiny_loaded):
+    chosen = "The cat sat on the [mat] because it was tired."
+    masked = "The cat sat on the [MASK] because it was tired."
+    loss = learn_path.answer(tiny_loaded, "loss", chosen)
+    enc = tiny_loaded.tokenizer(masked, return_tensors="pt")
+    labels = torch.full_like(enc["input_ids"], -100)
+    labels[enc["input_ids"] == tiny_loaded.tokenizer.mask_token_id] = tiny_loaded.tokenizer.convert_tokens_to_ids("mat")
+    with torch.no_grad():
+        own = float(tiny_loaded.model(**enc, labels=labels).loss)
+    assert (loss.numbers["word"], loss.numbers["masked_text"]) == ("mat", masked)
+    assert loss.numbers["model_loss"] == pytest.approx(own, abs=1e-5)
+    assert (loss.tab, loss.tab_text, loss.tab_words) == ("inside", masked, "mat")  # Keep exploring: the same blank
+    tokens = learn_path.answer(tiny_loaded, "embeddings", chosen)
+    assert tokens.numbers["tokens"] == tiny_loaded.tokenizer.tokenize(TEXT, add_special_tokens=True)  # no brackets
+    assert (tokens.tab_text, tokens.tab_words) == (masked, "mat")
+    assert learn_path.answer(tiny_loaded, "attention", chosen).tab_text == TEXT
+
+
 def test_embeddings_and_order(tiny_loaded, forward):
     a = learn_path.answer(tiny_loaded, "embeddings", TEXT)
     assert a.numbers["tokens"] == tiny_loaded.tokenizer.tokenize(TEXT, add_special_tokens=True)

@@ -52,10 +52,41 @@ class LearnAnswer:
         return dict(self.__dict__)
 
 
-def hide_word(tokenizer, text: str) -> tuple[str, str]:
-    """(the sentence with its last one-piece word of 3+ letters as [MASK], that word)."""
+SPECIAL_NAMES = frozenset({"mask", "cls", "sep", "pad", "unk"})  # [CLS] and the like: special tokens, never a choice
+CHOSEN = re.compile(r"\[([A-Za-z]+)\]")  # a word the learner chose to hide: "The [dog] barked all night."
+TYPED_MASK = ("Type a plain sentence, without [MASK]: the steps hide a word of it themselves. To choose the word, put it "
+              "in square brackets: The [dog] barked all night.")
+
+
+def _chosen(text: str) -> re.Match | None:
+    """The learner's bracketed word in ``text`` (None: no choice); refused: a typed [MASK], two choices."""
     if "[mask]" in text.lower():
-        raise ValueError("Type a plain sentence, without [MASK]: the steps hide a word of it themselves.")
+        raise ValueError(TYPED_MASK)
+    marks = [m for m in CHOSEN.finditer(text) if m.group(1).lower() not in SPECIAL_NAMES]
+    if len(marks) > 1:
+        raise ValueError(f"Put only one word in square brackets, the one to hide; this sentence has {len(marks)}: "
+                         + ", ".join(m.group(0) for m in marks[:4]) + ("…" if len(marks) > 4 else "") + ".")
+    return marks[0] if marks else None
+
+
+def plain_text(text: str) -> str:
+    """``text`` without the brackets of a word chosen to hide: "The [dog] barked." → "The dog barked."."""
+    return CHOSEN.sub(lambda m: m.group(0) if m.group(1).lower() in SPECIAL_NAMES else m.group(1), text)
+
+
+def hide_word(tokenizer, text: str) -> tuple[str, str]:
+    """(the sentence with a word as [MASK], that word): the word the learner put in square brackets, else its last
+    one-piece word of 3+ letters."""
+    chosen = _chosen(text)
+    if chosen is not None:
+        word = chosen.group(1)
+        pieces = word_pieces(tokenizer, word)
+        if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
+            raise ValueError(f"This model's vocabulary holds *{word}* as {len(pieces)} pieces ("
+                             + " ".join(pieces) + "), and one [MASK] hides one: choose a word it holds whole."
+                             if len(pieces) != 1 else f"This model's vocabulary does not hold *{word}*: choose "
+                             "another word to hide.")
+        return plain_text(text[: chosen.start()]) + "[MASK]" + plain_text(text[chosen.end():]), pieces[0]
     for m in reversed(list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))):
         word = m.group(0)
         pieces = word_pieces(tokenizer, word)
@@ -587,9 +618,12 @@ def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
     if s.key == "people":  # the pair's first sentence, [MASK] and all
         return people_pair(text)[0], ""
     if s.tab not in MASKED_TABS:
-        return text, ""
+        return plain_text(text), ""
     masked, word = hide_word(loaded.tokenizer, text)
     return masked, word if s.tab == "inside" else ""
+
+
+HIDES_A_WORD = frozenset({"outputs", "loss", "no-positions", "why-word", "why-b"})  # their answer hides one word
 
 
 def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_reachable: bool = False,
@@ -605,8 +639,9 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     extra = ({"hub_reachable": hub_reachable, "tokenizer_ref": tokenizer_ref} if key == "tiny" else
              {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else
              {"budget": budget} if key == "why-word" else {})
-    try:
-        md, nums, snippet = fn(loaded, text, model_ref or loaded.name, **extra)
+    try:  # the steps that hide a word read the learner's choice; the others get the plain sentence
+        md, nums, snippet = fn(loaded, text if key in HIDES_A_WORD else plain_text(text), model_ref or loaded.name,
+                               **extra)
     except ValueError as exc:  # the inside views' limit, said for this tab
         raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
     shown_there = (nums["masked_text"], "") if key == "why-b" else tab_setup(s, loaded, text)  # the step's own blank
@@ -626,9 +661,10 @@ FUNCTION_WORDS = frozenset(
 def hide_word_before_context(tokenizer, text: str, min_after: int = 3) -> tuple[str, str]:
     """(the sentence with a word as [MASK], that word): the first word of three letters or more that is no function
     word, that the vocabulary holds whole, and that has at least ``min_after`` words after it — so the words after
-    the blank can decide it; the last such word (:func:`hide_word`) when none has that many after it."""
-    if "[mask]" in text.lower():
-        raise ValueError("Type a plain sentence, without [MASK]: the steps hide a word of it themselves.")
+    the blank can decide it; the last such word (:func:`hide_word`) when none has that many after it. A word the
+    learner put in square brackets is the one hidden."""
+    if _chosen(text) is not None:
+        return hide_word(tokenizer, text)
     words = list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))
     for m in words:
         after = len(re.findall(r"[A-Za-z0-9']+", text[m.end():]))

@@ -211,7 +211,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             check_result = gr.Markdown(elem_id="learn-check-result")
         with gr.Row(equal_height=False):
             sentence = gr.Textbox(label="Your sentence (Enter answers again)", value=learn_steps.DEFAULT_SENTENCE,
-                                  lines=1, max_lines=3, scale=2, min_width=240, elem_id="learn-text")
+                                  lines=1, max_lines=3, scale=2, min_width=240, elem_id="learn-text",
+                                  info="Steps that hide a word choose one; put a word in [brackets] to choose it yourself.")
             step = gr.Dropdown([(learn_steps.step_label(s), s.key) for s in learn_steps.STEPS],
                                value=learn_steps.STEP_KEYS[0], label="Step", scale=3, min_width=240,
                                elem_id="learn-step")
