@@ -153,7 +153,7 @@ def resize(page: Page, width: int, height: int) -> None:
 
 def create_class(page: Page, name: str) -> tuple[str, str]:
     """On the open Class tab, create a class named ``name``: its (join link, teacher link)."""
-    page.locator("#class-teach .label-wrap").click()
+    set_open(page.locator("#class-teach .label-wrap"))
     page.locator("#class-name textarea, #class-name input").first.fill(name)
     page.locator("#class-create").click()
     links = page.locator("#class-links textarea").first

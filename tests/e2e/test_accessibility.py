@@ -129,7 +129,7 @@ def phone_attention(page: Page) -> None:
     assert cells >= 0.75  # ... with cells of at least 42 px (56 px drawn): big enough for a finger
     screenshot(page, "attention_phone")
     # the code box's copy and download buttons cover no line of its code (its first lines ran under them)
-    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()
+    set_open(page.locator(".code-panel .label-wrap").locator("visible=true").first)
     expect(page.locator("#att-code")).to_contain_text("import torch", timeout=RUN_TIMEOUT_MS)
     found = page.locator("#att-code").evaluate(CODE_LINES_AND_BUTTONS_JS)
     assert len(found["buttons"]) == 2 and len(found["lines"]) > 5, found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import httpx
 
-from .pages import JOINS
+from .pages import JOINS, set_open
 
 TIMEOUT_MS = 60_000  # first requests on 2 slow cores may wait for the model to load
 
@@ -36,7 +36,7 @@ def test_attention_click_is_one_round_trip_and_a_closed_panel_gets_no_code(brows
     page.click("#att-run")
     expect(heatmap).to_contain_text("pilot", timeout=TIMEOUT_MS)
     panel = page.locator(".code-panel .label-wrap").locator("visible=true").first
-    panel.click()  # opening fills it with the sentence shown
+    set_open(panel)  # opening fills it with the sentence shown
     expect(code).to_contain_text("The pilot did not cross the valley.", timeout=TIMEOUT_MS)
     # a screen reader names the box by what it holds (gradio's name for it: "Code input container")
     expect(code.locator(".cm-content")).to_have_accessible_name("Python code that reproduces this view's numbers "

@@ -14,7 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from tests.e2e.api import wait_status
 from tests.e2e.axe import axe_violations
 from tests.e2e.conftest import screenshot
-from tests.e2e.pages import resize
+from tests.e2e.pages import resize, set_open
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
     assert axe_violations(page) == []  # the tab as a run's curves draw it (the all-tabs pass: before any run)
     # "Start from" ends before its arrow: an ellipsis, never a letter cut under the ▾
     assert page.locator("#ft-init input").evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
-    page.locator("#ft-change-box button.label-wrap").click()
+    set_open(page.locator("#ft-change-box button.label-wrap"))
     page.locator("#ft-change-run input").click()
     page.get_by_role("option").first.click()
     page.click("#ft-change")

@@ -15,7 +15,7 @@ import torch
 from bertdemo.learn import steps as learn_steps
 
 from .conftest import screenshot
-from .pages import open_tab, wait_idle
+from .pages import open_tab, set_open, wait_idle
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the mat because it was [MASK]."
@@ -173,7 +173,7 @@ def test_a_link_opens_the_model_it_names_and_keeps_it_and_an_open_code_panel_fol
     expect(page.locator("#fm-filled")).to_contain_text(f"Answered by {encoder}", timeout=TIMEOUT_MS)
     expect(page.locator("#model-status")).to_contain_text(encoder, timeout=TIMEOUT_MS)
     expect(page.locator("#model-box input")).to_have_value(__import__("re").compile("^" + encoder), timeout=TIMEOUT_MS)
-    page.locator(".code-panel .label-wrap").locator("visible=true").first.click()  # the Fill-Mask tab's panel
+    set_open(page.locator(".code-panel .label-wrap").locator("visible=true").first)  # the Fill-Mask tab's panel
     code = page.locator("#fm-code")
     expect(code).to_contain_text("Hello [MASK] world.", timeout=TIMEOUT_MS)
     page.locator("#fm-text textarea").fill("Good [MASK] to you.")
