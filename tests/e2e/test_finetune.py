@@ -14,7 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from tests.e2e.api import wait_status
 from tests.e2e.axe import axe_violations
 from tests.e2e.conftest import screenshot
-from tests.e2e.pages import resize, set_open
+from tests.e2e.pages import open_tab, resize, set_open
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
     _, snap = finetuned
     page = browser_page
     page.goto(app_url + "?tab=finetune")
-    page.get_by_role("tab", name="Fine-tune").click()
+    open_tab(page, "Fine-tune")
     page.wait_for_function("() => (document.querySelector('#ft-status')?.innerText || '').includes('FINISHED')",
                            timeout=120_000)
     assert snap["run_id"] in page.inner_text("#ft-status")

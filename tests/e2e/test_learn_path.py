@@ -293,7 +293,7 @@ def test_a_link_into_inside_bert_keeps_no_default_right_word_and_the_step_list_c
     expect(page.locator("#in-text textarea")).to_have_value("I sat on the river [MASK].", timeout=TIMEOUT_MS)
     expect(page.locator("#in-words textarea")).to_have_value("", timeout=TIMEOUT_MS)
 
-    page.get_by_role("tab", name="Learn", exact=True).locator("visible=true").first.click()
+    open_tab(page, "Learn")
     box = page.locator("#learn-step input")
     expect(box).to_be_visible(timeout=TIMEOUT_MS)
     box.focus()

@@ -15,7 +15,7 @@ from tests.helpers import wait_until
 
 from .axe import axe_violations
 from .conftest import screenshot
-from .pages import resize, set_open, wait_idle
+from .pages import open_tab, resize, set_open, wait_idle
 
 TEXT = "The children were playing football in the park until it started raining heavily."
 RUN_TIMEOUT_MS = 60_000
@@ -54,7 +54,7 @@ def test_masking_tab_in_browser(browser_page, app_url):
     page = browser_page
     page.goto(app_url)
     expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
-    page.get_by_role("tab", name="Masking & NSP", exact=True).click()
+    open_tab(page, "Masking & NSP")
     page.click("#ml-run")
     chips = page.locator("#ml-chips .mask-chip[data-position]")
     expect(chips.first).to_have_text("[CLS]", timeout=RUN_TIMEOUT_MS)

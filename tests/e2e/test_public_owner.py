@@ -17,6 +17,7 @@ from bertdemo.ui.pretrain_tab import OWNER_KEY
 from tests.helpers import visitor_client
 
 from .api import RUN, app_config, wait_ended, wait_status
+from .pages import open_tab
 
 TIMEOUT_MS = 60_000
 
@@ -35,7 +36,7 @@ def test_a_browser_that_kept_its_token_controls_its_run_and_the_config_holds_no_
     try:
         page = context.new_page()
         page.goto(public_server.url)
-        page.get_by_role("tab", name="Pretrain", exact=True).locator("visible=true").first.click()
+        open_tab(page, "Pretrain")
         expect(page.locator("#pt-status")).to_contain_text("RUNNING", timeout=TIMEOUT_MS)
         page.click("#pt-pause")
         expect(page.locator("#pt-status")).to_contain_text("PAUSED", timeout=TIMEOUT_MS)

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from bertdemo.ui.tab_poll import IDLE_SECONDS
 from tests.helpers import wait_until
 
-from .pages import JOINS, RUN_TIMEOUT_MS
+from .pages import JOINS, RUN_TIMEOUT_MS, open_tab
 
 # the same tiny run as test_pretrain_api.py (one layer on short blocks, quick on 2 cores), no held-out evaluation in
 # the test's minute: the curve's train points are what it reads
@@ -93,10 +93,10 @@ def test_a_tab_polls_only_while_shown_and_live_and_then_its_curve_streams(_brows
         assert _sent(idle, ticks["pretrain"]) == idle_before[1] == 0
 
         # the live page leaves its tab: its timer stops in the page; the other page, now on Pretrain, polls
-        live.get_by_role("tab", name="Fine-tune", exact=True).locator("visible=true").first.click()
+        open_tab(live, "Fine-tune")
         expect(live.locator("#ft-status")).to_contain_text(DRAWN, timeout=RUN_TIMEOUT_MS)
         left = _sent(live, ticks["pretrain"])
-        idle.get_by_role("tab", name="Pretrain", exact=True).locator("visible=true").first.click()
+        open_tab(idle, "Pretrain")
         expect(idle.locator("#pt-status")).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
         idle.wait_for_function("([i, n]) => window.__joins.filter(j => j === i).length >= n",
                                arg=[ticks["pretrain"], 3], timeout=RUN_TIMEOUT_MS)
