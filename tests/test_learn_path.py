@@ -57,7 +57,7 @@ def test_a_word_in_square_brackets_is_the_one_hidden(tiny_loaded):
         learn_path.hide_word(tok, "The [cat] sat on the [mat].")
     pieces = tok.tokenize("unaffable")
     assert len(pieces) > 1  # the tiny vocabulary splits it
-    with pytest.raises(ValueError, match=f"holds \\*unaffable\\* as {len(pieces)} pieces"):
+    with pytest.raises(ValueError, match=f"holds \"unaffable\" as {len(pieces)} pieces"):
         learn_path.hide_word(tok, "An [unaffable] cat.")
 
 
@@ -77,6 +77,14 @@ def test_the_steps_read_the_chosen_word_and_the_others_the_plain_sentence(tiny_l
     assert tokens.numbers["tokens"] == tiny_loaded.tokenizer.tokenize(TEXT, add_special_tokens=True)  # no brackets
     assert (tokens.tab_text, tokens.tab_words) == (masked, "mat")
     assert learn_path.answer(tiny_loaded, "attention", chosen).tab_text == TEXT
+
+
+def test_the_steps_that_read_the_chosen_word_are_the_steps_that_hide_one():
+    """Only the steps that hide a word get the sentence with its brackets; the others read it plain."""
+    import inspect
+
+    hiding = {key for key, fn in learn_path.ANSWERS.items() if "hide_word" in inspect.getsource(fn)}
+    assert hiding == learn_path.HIDES_A_WORD
 
 
 def test_embeddings_and_order(tiny_loaded, forward):

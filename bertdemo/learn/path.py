@@ -82,9 +82,9 @@ def hide_word(tokenizer, text: str) -> tuple[str, str]:
         word = chosen.group(1)
         pieces = word_pieces(tokenizer, word)
         if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
-            raise ValueError(f"This model's vocabulary holds *{word}* as {len(pieces)} pieces ("
+            raise ValueError(f"This model's vocabulary holds \"{word}\" as {len(pieces)} pieces ("
                              + " ".join(pieces) + "), and one [MASK] hides one: choose a word it holds whole."
-                             if len(pieces) != 1 else f"This model's vocabulary does not hold *{word}*: choose "
+                             if len(pieces) != 1 else f"This model's vocabulary does not hold \"{word}\": choose "
                              "another word to hide.")
         return plain_text(text[: chosen.start()]) + "[MASK]" + plain_text(text[chosen.end():]), pieces[0]
     for m in reversed(list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))):
