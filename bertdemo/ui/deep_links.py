@@ -251,17 +251,21 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "  if (el && el.offsetParent !== null) fn(el);"
             "  else if (id && tries) setTimeout(() => laidOut(id, fn, tries - 1), 100); };"
             " const focus = value.focus || {};"
+            # the visitor's own move (a scroll, a key, a press) ends the follow-up's second tries: never undone by them
+            " let moved = false; const mark = () => { moved = true; };"
+            " ['wheel', 'touchmove', 'keydown', 'pointerdown'].forEach(t =>"
+            "  window.addEventListener(t, mark, {once: true, passive: true, capture: true}));"
             " setTimeout(() => {"
             "  if (value.run) when(ids[tab], b => b.click());"
             "  when(focus.open, acc => { const open = () => { const head = acc.querySelector('.label-wrap');"
-            "   if (head && !head.classList.contains('open')) head.click(); };"
+            "   if (!moved && head && !head.classList.contains('open')) head.click(); };"
             "   setTimeout(open, 100); setTimeout(open, 1000); });"  # again if the tab's first drawing closed it
             "  when(focus.click, b => b.click());"
             # a class's link: the part its user acts in, once laid out (the teacher's view after its request)
             "  laidOut(focus.reveal, el => el.scrollIntoView({block: 'start'}));"
             "  laidOut(focus.type, el => { const box = el.querySelector('input, textarea');"
             "   if (box) box.focus({preventScroll: true}); });"
-            "  when(focus.scroll || focus.open, el => { const show = () => el.scrollIntoView({block: 'start'});"
+            "  when(focus.scroll || focus.open, el => { const show = () => { if (!moved) el.scrollIntoView({block: 'start'}); };"
             "   setTimeout(show, 300); setTimeout(show, 1200); });"  # again once the answers have drawn
             " }, 100); return " + returned + "; }")
 

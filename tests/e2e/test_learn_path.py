@@ -90,6 +90,11 @@ def keep_exploring(page, number: int) -> None:
         expect(part).to_be_visible(timeout=TIMEOUT_MS)
         expect(part).to_contain_text(re.compile(r"\d"), timeout=TIMEOUT_MS)  # computed, not waiting
         expect(part).to_be_in_viewport(timeout=TIMEOUT_MS)
+    if number == 9:  # the learner scrolls away at once: the follow-up's second scroll (at 1.2 s) leaves them there
+        page.mouse.wheel(0, -50_000)
+        page.wait_for_function("() => window.scrollY === 0", timeout=TIMEOUT_MS)
+        page.wait_for_timeout(1_500)  # past the follow-up's last scroll
+        expect(page.locator(ANSWERING_PART[number])).not_to_be_in_viewport()
     open_tab(page, "Learn")
     expect(page.locator("#learn-question")).to_contain_text(f"Step {number} of {len(learn_steps.STEPS)}",
                                                             timeout=TIMEOUT_MS)
