@@ -236,7 +236,8 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
     """JS ``(value, model, ...held)`` that opens the tab named in ``value.tab`` (a click on its tab button), when
     ``value.run`` clicks that tab's run button (after the sentence is in its box), then follows ``value.focus``
     (see FOCUS, CLASS_FOCUS): opens an accordion, clicks a button, scrolls the part that answers into view, puts the
-    cursor in a box. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened
+    cursor in a box. The visitor's first wheel, touch move, key or pointer press ends its scrolling and opening: a
+    learner who scrolled away or closed the section meanwhile is not pulled back. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened
     before the link was followed is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
     returned = "shown.length === 1 ? shown[0] : shown"
     return ("(value, model, ...held) => { " + first_show.follow_up_js(tab_ids) + " const ids = " + json.dumps(ids)
@@ -251,7 +252,8 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "  if (el && el.offsetParent !== null) fn(el);"
             "  else if (id && tries) setTimeout(() => laidOut(id, fn, tries - 1), 100); };"
             " const focus = value.focus || {};"
-            # the visitor's own move (a scroll, a key, a press) ends the follow-up's second tries: never undone by them
+            # the visitor's own move (a scroll, a key, a press) ends the follow-up's tries to scroll and open: what they
+            # did is never undone
             " let moved = false; const mark = () => { moved = true; };"
             " ['wheel', 'touchmove', 'keydown', 'pointerdown'].forEach(t =>"
             "  window.addEventListener(t, mark, {once: true, passive: true, capture: true}));"
@@ -262,7 +264,7 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "   setTimeout(open, 100); setTimeout(open, 1000); });"  # again if the tab's first drawing closed it
             "  when(focus.click, b => b.click());"
             # a class's link: the part its user acts in, once laid out (the teacher's view after its request)
-            "  laidOut(focus.reveal, el => el.scrollIntoView({block: 'start'}));"
+            "  laidOut(focus.reveal, el => { if (!moved) el.scrollIntoView({block: 'start'}); });"
             "  laidOut(focus.type, el => { const box = el.querySelector('input, textarea');"
             "   if (box) box.focus({preventScroll: true}); });"
             "  when(focus.scroll || focus.open, el => { const show = () => { if (!moved) el.scrollIntoView({block: 'start'}); };"
