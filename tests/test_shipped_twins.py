@@ -128,6 +128,11 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     short = learn_path.answer(shipped["mlm"], "why-b", "I love Paris.")  # only "." after the hidden word: said so
     assert short.numbers["masked_text"] == "I love [MASK]." and "can decide it" not in short.answer
     assert "no word after the blank" in short.answer
+    chosen = learn_path.answer(shipped["mlm"], "why-b", "The dog [barked] all night and kept the neighbours awake.")
+    assert chosen.numbers["masked_text"] == "The dog [MASK] all night and kept the neighbours awake."
+    with pytest.raises(ValueError, match=r"The twins' own vocabulary \(8,428 pieces, learned on their text\) holds "
+                                         r"\"neighbours\" as 3 pieces \(neigh ##bour ##s\)"):
+        learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the [neighbours] awake.")
     for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
         want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
         assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]

@@ -74,17 +74,17 @@ def plain_text(text: str) -> str:
     return CHOSEN.sub(lambda m: m.group(0) if m.group(1).lower() in SPECIAL_NAMES else m.group(1), text)
 
 
-def hide_word(tokenizer, text: str) -> tuple[str, str]:
+def hide_word(tokenizer, text: str, vocabulary: str = "This model's vocabulary") -> tuple[str, str]:
     """(the sentence with a word as [MASK], that word): the word the learner put in square brackets, else its last
-    one-piece word of 3+ letters."""
+    one-piece word of 3+ letters. ``vocabulary`` names ``tokenizer``'s in a refusal."""
     chosen = _chosen(text)
     if chosen is not None:
         word = chosen.group(1)
         pieces = word_pieces(tokenizer, word)
         if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
-            raise ValueError(f"This model's vocabulary holds \"{word}\" as {len(pieces)} pieces ("
+            raise ValueError(f"{vocabulary} holds \"{word}\" as {len(pieces)} pieces ("
                              + " ".join(pieces) + "), and one [MASK] hides one: choose a word it holds whole."
-                             if len(pieces) != 1 else f"This model's vocabulary does not hold \"{word}\": choose "
+                             if len(pieces) != 1 else f"{vocabulary} does not hold \"{word}\": choose "
                              "another word to hide.")
         return plain_text(text[: chosen.start()]) + "[MASK]" + plain_text(text[chosen.end():]), pieces[0]
     for m in reversed(list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))):
@@ -658,13 +658,14 @@ FUNCTION_WORDS = frozenset(
     "all any each some such own same other into onto over under about after before because while if".split())
 
 
-def hide_word_before_context(tokenizer, text: str, min_after: int = 3) -> tuple[str, str]:
+def hide_word_before_context(tokenizer, text: str, min_after: int = 3,
+                             vocabulary: str = "This model's vocabulary") -> tuple[str, str]:
     """(the sentence with a word as [MASK], that word): the first word of three letters or more that is no function
     word, that the vocabulary holds whole, and that has at least ``min_after`` words after it — so the words after
     the blank can decide it; the last such word (:func:`hide_word`) when none has that many after it. A word the
-    learner put in square brackets is the one hidden."""
+    learner put in square brackets is the one hidden (``vocabulary`` names ``tokenizer``'s in a refusal)."""
     if _chosen(text) is not None:
-        return hide_word(tokenizer, text)
+        return hide_word(tokenizer, text, vocabulary)
     words = list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))
     for m in words:
         after = len(re.findall(r"[A-Za-z0-9']+", text[m.end():]))
@@ -692,7 +693,9 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     pair = twin_curve.showcase_pair(curve)
     kinds = dict(zip(("mlm", "ltr"), twins.PAIRS[pair]))
     models = {side: load_twin(kind) for side, kind in kinds.items()}
-    masked, word = hide_word_before_context(models["mlm"].tokenizer, text)
+    tokenizer = models["mlm"].tokenizer  # the twins' own, learned on their text
+    masked, word = hide_word_before_context(tokenizer, text, vocabulary=f"The twins' own vocabulary ({len(tokenizer):,} "
+                                            "pieces, learned on their text)")
     after = len(re.findall(r"[A-Za-z0-9']+", masked.split("[MASK]", 1)[1]))
     decided = ("the words after the blank can decide it" if after >= 3 else
                f"only {after} word{'s' if after != 1 else ''} after the blank, too few to decide it: type a longer "
