@@ -74,7 +74,7 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**{on}"
     if answer.get("caveat"):
         body += f"  \n*{answer['caveat']}*"
-    return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶")
+    return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶", visible=True)
 
 
 def is_current(answer: dict | None, step_key: str | None) -> bool:
@@ -260,9 +260,12 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         draw = dict(fn=draw_step, inputs=[raw, progress, step, on_screen], outputs=[*drawn, raw, on_screen],
                     api_visibility="private", show_progress_on=[question], **lanes.LIGHT)  # no forward: never waits
 
-        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why) and says so
-            return (REFUSED, "", "", gr.skip(), REFUSED_PROMPT, gr.update(choices=[], value=None),
-                    gr.update(value=None), "", gr.update(visible="hidden"), gr.skip())
+        def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why) and says so:
+            # nor a way into one (Keep exploring took the learner to the sentence before's blank), nor its JSON
+            return (REFUSED, "", "", gr.update(visible=False), REFUSED_PROMPT, gr.update(choices=[], value=None),
+                    gr.update(value=None), "", gr.update(visible="hidden"), gr.skip(), None, None)
+
+        refused = [*drawn, raw, on_screen]
 
         # a pick in the list (.input: the page's own writes of the step — a link, Previous / Next — answer
         # through their own events, so a link to a step costs one request, not two); named first: /learn_step
@@ -271,7 +274,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             **ask_model, api_visibility="private") for button, offset in ((back, -1), (forward, 1))]
         for event in (picked, sentence.submit(**ask_model, api_visibility="private"), *moved):
             event.success(**draw)
-            event.failure(cleared, None, drawn, api_visibility="private", queue=False)
+            event.failure(cleared, None, refused, api_visibility="private", queue=False)
 
         def answer_shown(step_key: str, text: str, model: str, kept: Any) -> tuple:
             """The tab is on screen (first shown, or shown with another model): the step answered and drawn in one
@@ -283,7 +286,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
             return (answer, *drawing(answer, kept), answer)
 
         shown_with.change(answer_shown, [*inputs, progress], [raw, *drawn, on_screen], api_visibility="private",
-                          **shown).failure(cleared, None, drawn, api_visibility="private", queue=False)
+                          **shown).failure(cleared, None, refused, api_visibility="private", queue=False)
         graded = [verdict, revealed, progress, progress_line]
         check.click(check_guess, [raw, choice, number, progress, owner], graded, api_visibility="private",
                     show_progress_on=[verdict], js=WITH_OWNER_JS, **lanes.LIGHT)

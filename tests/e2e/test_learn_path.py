@@ -216,6 +216,14 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
     # the emptied step says why its question and guess are gone, and how to bring them back (D13)
     expect(page.locator("#learn-question")).to_contain_text("This sentence was refused", timeout=TIMEOUT_MS)
+    # nor a way into it: Keep exploring took the learner to the sentence before's view; its JSON is gone too
+    expect(page.locator("#learn-open")).to_be_hidden()
+    set_open(page.locator("button.label-wrap", has_text="As JSON (the /learn_step answer)"))
+    expect(page.locator("#learn-raw")).not_to_contain_text("tokens")
+    page.locator("#learn-text textarea, #learn-text input").first.fill(TEXT)
+    page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
+    expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Inside BERT", timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-open")).to_be_visible()
     # Previous / Next come after the answer: a keyboard user reveals, reads, then tabs forward to Next (D14)
     assert page.evaluate("() => !!(document.querySelector('#learn-answer').compareDocumentPosition("
                          "document.querySelector('#learn-next')) & Node.DOCUMENT_POSITION_FOLLOWING)")
