@@ -232,12 +232,16 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
 
 
+KEEP_IN_VIEW_MS = 15_000  # how long a followed link keeps its answering part in view as the page grows
+
+
 def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
     """JS ``(value, model, ...held)`` that opens the tab named in ``value.tab`` (a click on its tab button), when
     ``value.run`` clicks that tab's run button (after the sentence is in its box), then follows ``value.focus``
     (see FOCUS, CLASS_FOCUS): opens an accordion, clicks a button, scrolls the part that answers into view, puts the
-    cursor in a box. The visitor's first wheel, touch move, key or pointer press ends its scrolling and opening: a
-    learner who scrolled away or closed the section meanwhile is not pulled back. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened
+    cursor in a box, and keeps that part in view while the answers above it draw (at most ``KEEP_IN_VIEW_MS``). The
+    visitor's first wheel, touch move, key or pointer press ends its scrolling and opening: a learner who scrolled
+    away or closed the section meanwhile is not pulled back. Returns the first-show boxes of ``tab_ids`` (``held``): the one of a tab the visitor opened
     before the link was followed is written (:func:`bertdemo.ui.first_show.follow_up_js`)."""
     returned = "shown.length === 1 ? shown[0] : shown"
     return ("(value, model, ...held) => { " + first_show.follow_up_js(tab_ids) + " const ids = " + json.dumps(ids)
@@ -258,7 +262,9 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             " ['wheel', 'touchmove', 'keydown', 'pointerdown'].forEach(t =>"
             "  window.addEventListener(t, mark, {once: true, passive: true, capture: true}));"
             " setTimeout(() => {"
-            "  if (value.run) when(ids[tab], b => b.click());"
+            # the run's own answer is not brought into view on a phone (static/access.js) when the link shows a part
+            "  if (value.run) when(ids[tab], b => { const quiet = !!(focus.scroll || focus.open);"
+            "   if (quiet) b.dataset.bdFollowed = '1'; b.click(); delete b.dataset.bdFollowed; });"
             "  when(focus.open, acc => { const open = () => { const head = acc.querySelector('.label-wrap');"
             "   if (!moved && head && !head.classList.contains('open')) head.click(); };"
             "   setTimeout(open, 100); setTimeout(open, 1000); });"  # again if the tab's first drawing closed it
@@ -267,8 +273,11 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "  laidOut(focus.reveal, el => { if (!moved) el.scrollIntoView({block: 'start'}); });"
             "  laidOut(focus.type, el => { const box = el.querySelector('input, textarea');"
             "   if (box) box.focus({preventScroll: true}); });"
+            # shown, and kept in view while the answers above it draw and push it down (on a phone the sections above
+            # the loss grew 4.5 screens after the last fixed try): until the visitor moves, for at most KEEP_IN_VIEW_MS
             "  when(focus.scroll || focus.open, el => { const show = () => { if (!moved) el.scrollIntoView({block: 'start'}); };"
-            "   setTimeout(show, 300); setTimeout(show, 1200); });"  # again once the answers have drawn
+            "   setTimeout(show, 300); setTimeout(() => { show(); const grown = new ResizeObserver(show);"
+            f"   grown.observe(document.body); setTimeout(() => grown.disconnect(), {KEEP_IN_VIEW_MS}); }}, 1200); }});"
             " }, 100); return " + returned + "; }")
 
 

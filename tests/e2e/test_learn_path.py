@@ -253,6 +253,14 @@ def test_step_9_table_reads_at_phone_width(_browser, app_url):
         text_end = step.evaluate("i => i.getBoundingClientRect().right - parseFloat(getComputedStyle(i).paddingRight)")
         arrow = page.locator("#learn-step .icon-wrap").bounding_box()
         assert text_end <= arrow["x"] + 1 and step.evaluate("i => getComputedStyle(i).textOverflow") == "ellipsis"
+        # Keep exploring on a phone: the anatomy it opens stays on screen once the tab has settled (the phone's own
+        # "bring the answer into view" for the run button it pressed took the page back to the tab's first section)
+        page.click("#learn-open")
+        anatomy = page.locator("#in-anatomy")
+        expect(anatomy).to_contain_text("parameters", timeout=TIMEOUT_MS)
+        wait_idle(page)
+        page.wait_for_timeout(3_500)  # past the last look of the phone's bring-into-view (3 s after the page is idle)
+        expect(anatomy).to_be_in_viewport()
     finally:
         context.close()
 

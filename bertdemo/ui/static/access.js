@@ -344,7 +344,9 @@
     if (window.innerWidth >= SETTINGS.narrow) return;
     var button = ev.target && ev.target.closest ? ev.target.closest("button[id]") : null;
     var target = button && SETTINGS.answers[button.id];
-    if (target) bringIntoView(target);
+    // a link's follow-up that shows another part of the tab presses the run button with data-bd-followed: its own
+    // scroll wins (this one took a phone back to the tab's first section, 4.5 screens above Keep exploring's loss)
+    if (target && !button.dataset.bdFollowed) bringIntoView(target);
   });
 
   // an error stays until it is closed (gr.Error with no duration: a long refusal is read to its end), and gradio
