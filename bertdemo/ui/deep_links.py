@@ -232,7 +232,8 @@ def _boxes(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
 
 
-KEEP_IN_VIEW_MS = 15_000  # how long a followed link keeps its answering part in view as the page grows
+KEEP_IN_VIEW_MS = 5_000  # how long a followed link keeps its answering part in view as the page grows (the first
+# answers of its tab draw within it; longer, and a press made meanwhile could find the page moved under it)
 
 
 def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
