@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bertdemo.learn import live_run, path, predictions
+from bertdemo.learn import path, predictions
 from bertdemo.learn.steps import STEP_KEYS
 from bertdemo.models.load_errors import MAX_NAME_CHARS
 from bertdemo.request_budget import WorkBudget
@@ -31,11 +31,7 @@ def asked_again(models: Any, step: object, text: object, model: object, *, runs:
     if not isinstance(model, str) or len(model) > MAX_NAME_CHARS:
         return None
     question = path.answer(models.get(model or None), str(step), text, budget=budget).prediction
-    if question.get("id") == live_run.QUESTION_ID and runs is not None:
-        check, note = live_run.deciding(live_run.own_run_checks(runs, str(owner_token or ""), public))
-        question = predictions.prediction("live-run", live_run.numbers(check, note)).to_json() | {
-            "asked": question.get("asked", "")}
-    return question
+    return predictions.decided_on_own_run(question, runs, owner_token, public)
 
 
 def graded(progress: object, question: Mapping | None) -> dict | None:

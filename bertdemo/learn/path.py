@@ -54,6 +54,14 @@ class LearnAnswer:
 
 SPECIAL_NAMES = frozenset({"mask", "cls", "sep", "pad", "unk"})  # [CLS] and the like: special tokens, never a choice
 CHOSEN = re.compile(r"\[([A-Za-z]+)\]")  # a word the learner chose to hide: "The [dog] barked all night."
+HIDEABLE = re.compile(r"(?<![\w#])[A-Za-z]{3,}(?!\w)")  # a word the steps may hide themselves: 3+ letters, whole
+
+
+def words_after(text: str) -> int:
+    """How many words ``text`` (what follows a blank) holds."""
+    return len(re.findall(r"[A-Za-z0-9']+", text))
+
+
 TYPED_MASK = ("Type a plain sentence, without [MASK]: the steps hide a word of it themselves. To choose the word, put it "
               "in square brackets: The [dog] barked all night.")
 
@@ -82,12 +90,12 @@ def hide_word(tokenizer, text: str, vocabulary: str = "This model's vocabulary")
         word = chosen.group(1)
         pieces = word_pieces(tokenizer, word)
         if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
-            raise ValueError(f"{vocabulary} holds \"{word}\" as {len(pieces)} pieces ("
-                             + " ".join(pieces) + "), and one [MASK] hides one: choose a word it holds whole."
-                             if len(pieces) != 1 else f"{vocabulary} does not hold \"{word}\": choose "
-                             "another word to hide.")
+            if len(pieces) == 1:  # one piece, but the unknown one
+                raise ValueError(f"{vocabulary} does not hold \"{word}\": choose another word to hide.")
+            raise ValueError(f"{vocabulary} holds \"{word}\" as {len(pieces)} pieces ({' '.join(pieces)}), and one "
+                             "[MASK] hides one: choose a word it holds whole.")
         return plain_text(text[: chosen.start()]) + "[MASK]" + plain_text(text[chosen.end():]), pieces[0]
-    for m in reversed(list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))):
+    for m in reversed(list(HIDEABLE.finditer(text))):
         word = m.group(0)
         pieces = word_pieces(tokenizer, word)
         if len(pieces) == 1 and tokenizer.convert_tokens_to_ids(pieces[0]) != tokenizer.unk_token_id:
@@ -666,9 +674,8 @@ def hide_word_before_context(tokenizer, text: str, min_after: int = 3,
     learner put in square brackets is the one hidden (``vocabulary`` names ``tokenizer``'s in a refusal)."""
     if _chosen(text) is not None:
         return hide_word(tokenizer, text, vocabulary)
-    words = list(re.finditer(r"(?<![\w#])[A-Za-z]{3,}(?!\w)", text))
-    for m in words:
-        after = len(re.findall(r"[A-Za-z0-9']+", text[m.end():]))
+    for m in HIDEABLE.finditer(text):
+        after = words_after(text[m.end():])
         pieces = word_pieces(tokenizer, m.group(0))
         if (after >= min_after and m.group(0).lower() not in FUNCTION_WORDS and len(pieces) == 1
                 and tokenizer.convert_tokens_to_ids(pieces[0]) != tokenizer.unk_token_id):
@@ -696,7 +703,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
     tokenizer = models["mlm"].tokenizer  # the twins' own, learned on their text
     masked, word = hide_word_before_context(tokenizer, text, vocabulary=f"The twins' own vocabulary ({len(tokenizer):,} "
                                             "pieces, learned on their text)")
-    after = len(re.findall(r"[A-Za-z0-9']+", masked.split("[MASK]", 1)[1]))
+    after = words_after(masked.split("[MASK]", 1)[1])
     decided = ("the words after the blank can decide it" if after >= 3 else
                f"only {after} word{'s' if after != 1 else ''} after the blank, too few to decide it: type a longer "
                "sentence whose hidden word has words after it" if after else

@@ -276,6 +276,18 @@ def _live_run(n: dict) -> Prediction:
                    f"**{live_run.clock(n['limit_s'])}** of training?", bool(n["check"]["crossed"]), n["reveal"])
 
 
+def decided_on_own_run(question: dict | None, runs: Any, owner_token: str, public: bool) -> dict | None:
+    """``question`` as it is; the live-run question with its truth decided now by the run of ``owner_token`` in
+    ``runs`` (the pretraining runs; the reference measurement when none decides it, or when ``runs`` is None: as
+    asked), still the same asking."""
+    from bertdemo.learn import live_run
+
+    if not question or question.get("id") != live_run.QUESTION_ID or runs is None:
+        return question
+    check, note = live_run.deciding(live_run.own_run_checks(runs, str(owner_token or ""), public))
+    return prediction("live-run", live_run.numbers(check, note)).to_json() | {"asked": question.get("asked", "")}
+
+
 QUESTIONS: dict[str, Callable[[dict], Prediction]] = {
     "embeddings": _embeddings, "order": _order, "attention": _attention, "outputs": _outputs, "loss": _loss,
     "rates": _rates, "masks": _masks, "nsp": _nsp, "family": _family, "no-positions": _no_positions,

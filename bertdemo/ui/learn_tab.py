@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from bertdemo.lazy import LazyModule
-from bertdemo.learn import concept_check, live_run, predictions, steps as learn_steps
+from bertdemo.learn import concept_check, predictions, steps as learn_steps
 from bertdemo.models import availability
 from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
@@ -157,11 +157,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
     def graded_on_own_run(question: dict | None, token: str) -> dict | None:
         """The live-run question with its truth read from this learner's own run now (or the reference
         measurement when none decides it); any other question as it is."""
-        if not question or question.get("id") != live_run.QUESTION_ID:
-            return question
-        check, note = live_run.deciding(live_run.own_run_checks(ctx.pretrain_runs, str(token or ""), public))
-        return predictions.prediction("live-run", live_run.numbers(check, note)).to_json() | {
-            "asked": question.get("asked", "")}  # the same asking, its truth decided now
+        return predictions.decided_on_own_run(question, ctx.pretrain_runs, token, public)
 
     @user_errors
     def check_guess(answer: dict | None, choice: str | None, number: float | None, progress: Any,
