@@ -97,6 +97,12 @@ TOUCHPOINTS: tuple[Touchpoint, ...] = (
     Touchpoint("gradio frontend", "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, "
                "handle_data", "bertdemo/frontend_patch.py LATEST_ANSWER", GRADIO,
                "an answer to an older request never draws over a newer one's in the same component"),
+    Touchpoint("gradio frontend", "Blocks-*.js: dispatch's failure path (catch) and its error toast (log_cb)",
+               "bertdemo/frontend_patch.py PRESS_KEPT", GRADIO,
+               "a press kept while its event was pending is sent after a failure too, the stale refusal unshown"),
+    Touchpoint("gradio", "Blocks.fns keys, BlockFunction.trigger_mode / .trigger_after",
+               "bertdemo/ui/latest_input.py answer_latest", GRADIO,
+               "an event that answers a box's text keeps a press made while it is pending"),
     Touchpoint("gradio frontend", "statustracker-*.js: the toast's message rendered as sanitized HTML",
                "bertdemo/frontend_patch.py TOAST_TEXT", GRADIO,
                "a toast shows its message as written; the server sends refusals as plain text"),
@@ -236,6 +242,11 @@ def event_alive(event: Any) -> bool | None:
 def event_handlers(blocks: Any) -> Iterable[Any]:
     """Every event handler (``BlockFunction``) of a built app."""
     return blocks.fns.values()
+
+
+def event_handlers_by_id(blocks: Any) -> Iterable[tuple[int, Any]]:
+    """Every event handler of a built app with its id (the number a chained handler's ``trigger_after`` names)."""
+    return blocks.fns.items()
 
 
 def component_id(component: Any) -> int:

@@ -1,6 +1,6 @@
 """Fixes to the web framework's page scripts, applied as they are served (:class:`FrontendPatch`, ASGI).
 
-Six fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
+Seven fixes. :data:`STATUS_PASS`: at every status message of every event (about ten a click) the framework's
 page pushes the loading status of *every* component that any event of the page has shown progress on into its
 component tree again, each push a search of the whole tree from its root plus a walk of the component's own
 subtree — although only the statuses of the event that sent the message changed. The work grows with every
@@ -45,6 +45,12 @@ text to both: the page shows it as written, a caller reads it as written.
 :data:`DONE_ANNOUNCED`: when an event finishes, the page tells a screen reader so in a live region, with the text of
 the translation key ``common.complete``, which the framework's English table does not hold: a screen reader read out
 "common.complete" after every click. The fix announces "Complete" (the table's ``common.error`` reads "Error").
+
+:data:`PRESS_KEPT`: an event whose trigger mode is "always_last" (every event that answers a box's text:
+:mod:`bertdemo.ui.latest_input`) keeps a press made while it is pending and sends it when the pending request
+completes; but when that request failed (a refused sentence), the framework dropped the kept press: Enter on a new
+sentence, pressed while the refusal of the one before was on its way, was never answered. The fix sends it after a
+failure too, and does not show that failure's message: it is about an input the learner already replaced.
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
@@ -178,8 +184,26 @@ DONE_ANNOUNCED = ScriptPatch(
         ("_(t.i18n(`common.complete`),t.status.fn_index)", "_(`Complete`,t.status.fn_index)"),
     ),
 )
+PRESS_KEPT = ScriptPatch(
+    name="send a press kept while its event was pending when that event fails too; its refusal is not shown",
+    file_glob="Blocks-*.js",
+    edits=(
+        # a press of an "always_last" event while it is pending is kept (the queue of deferred events) and sent when
+        # the pending request completes, but a pending request that failed dropped it: the page never answered
+        # the sentence the learner had sent after a refused one. Sent now after a failure as after a success
+        ("c&&this.clear_submission(r.id,c),o.forEach(e=>{this.dispatch({type:`fn`,fn_index:e,event_data:null,"
+         "target_id:l})})}",
+         "c&&this.clear_submission(r.id,c),o.forEach(e=>{this.dispatch({type:`fn`,fn_index:e,event_data:null,"
+         "target_id:l})}),this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e))}"),
+        # and the failed request's message is not shown then: it is about an input the learner has already replaced
+        # (the press that replaced it closed the errors before it; this one came after, over the newer answer)
+        ("throw this.log_cb(s?._title??`Error`,a||``,o,`error`,c.duration,c.visible),Error(`Dependency function failed`)",
+         "throw this.queue.has(r.id)||this.log_cb(s?._title??`Error`,a||``,o,`error`,c.duration,c.visible),"
+         "Error(`Dependency function failed`)"),
+    ),
+)
 PATCHES: tuple[ScriptPatch, ...] = (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT,
-                                    DONE_ANNOUNCED)
+                                    DONE_ANNOUNCED, PRESS_KEPT)
 
 
 class PatchMissing(LookupError):

@@ -206,6 +206,22 @@ def _canary_latest_answer():
     assert len(patched_scripts(compat.frontend_assets(), (LATEST_ANSWER,))) == 1  # every edit found once
 
 
+def _canary_press_kept():
+    from bertdemo.frontend_patch import PRESS_KEPT, patched_scripts
+
+    assert len(patched_scripts(compat.frontend_assets(), (PRESS_KEPT,))) == 1  # the failure path's text found once
+
+
+def _canary_trigger_mode():
+    with gr.Blocks() as demo:
+        box, button = gr.Textbox(), gr.Button()
+        button.click(lambda t: t, box, box).then(lambda t: t, box, box)
+    (first_id, first), (_, then) = sorted(compat.event_handlers_by_id(demo))
+    assert first.trigger_mode == "once" and then.trigger_after == first_id and first._id == first_id
+    first.trigger_mode = "always_last"  # answer_latest sets it after the build
+    assert first.get_config()["trigger_mode"] == "always_last"
+
+
 def _canary_toast_text():
     from bertdemo.frontend_patch import TOAST_TEXT, patched_scripts
 
@@ -520,6 +536,8 @@ CANARIES = {
     "core-*.js: postprocess's find_attached_events step": _canary_attached_events,
     "Blocks-*.js: dispatch's request (add_to_api_calls, run), its stream's handle_data, handle_data":
         _canary_latest_answer,
+    "Blocks-*.js: dispatch's failure path (catch) and its error toast (log_cb)": _canary_press_kept,
+    "Blocks.fns keys, BlockFunction.trigger_mode / .trigger_after": _canary_trigger_mode,
     "statustracker-*.js: the toast's message rendered as sanitized HTML": _canary_toast_text,
     "statustracker-*.js: the screen-reader announcement of a finished event (i18n common.complete)":
         _canary_done_announced,

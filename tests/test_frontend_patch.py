@@ -16,6 +16,7 @@ from bertdemo.frontend_patch import (
     LATEST_ANSWER,
     NODE_LOOKUP,
     PATCHES,
+    PRESS_KEPT,
     STATUS_PASS,
     TOAST_TEXT,
     FrontendPatch,
@@ -51,7 +52,7 @@ def _get(app, path: str, extra: list | None = None):
 
 @pytest.mark.parametrize("patch, prefix", [(STATUS_PASS, "Blocks-"), (NODE_LOOKUP, "core-"), (ATTACHED_EVENTS, "core-"),
                                            (LATEST_ANSWER, "Blocks-"), (TOAST_TEXT, "statustracker-"),
-                                           (DONE_ANNOUNCED, "statustracker-")])
+                                           (DONE_ANNOUNCED, "statustracker-"), (PRESS_KEPT, "Blocks-")])
 def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
     scripts = patched_scripts(compat.frontend_assets(), (patch,))
     assert len(scripts) == 1
@@ -67,7 +68,7 @@ def test_every_edit_applies_once_to_the_installed_framework_file(patch, prefix):
 def test_the_fixes_are_served_in_their_three_files_and_each_file_s_edits_all_apply():
     scripts = patched_scripts(compat.frontend_assets())
     assert sorted(name.split("-")[0] for name in scripts) == ["Blocks", "core", "statustracker"]
-    for prefix, patches in (("core-", (NODE_LOOKUP, ATTACHED_EVENTS)), ("Blocks-", (STATUS_PASS, LATEST_ANSWER)),
+    for prefix, patches in (("core-", (NODE_LOOKUP, ATTACHED_EVENTS)), ("Blocks-", (STATUS_PASS, LATEST_ANSWER, PRESS_KEPT)),
                             ("statustracker-", (TOAST_TEXT,))):
         (text,) = (body.decode() for name, body in scripts.items() if name.startswith(prefix))
         for patch in patches:
@@ -111,4 +112,5 @@ def test_an_edit_whose_text_appears_twice_is_refused():
     assert apply_patch("xay", twice) == "xby"
     with pytest.raises(PatchMissing, match="found 2 times"):
         apply_patch("aa", twice)
-    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT, DONE_ANNOUNCED)
+    assert PATCHES == (STATUS_PASS, NODE_LOOKUP, ATTACHED_EVENTS, LATEST_ANSWER, TOAST_TEXT, DONE_ANNOUNCED,
+                       PRESS_KEPT)

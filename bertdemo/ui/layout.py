@@ -28,6 +28,7 @@ from bertdemo.ui.api_surface import hide_page_loads
 from bertdemo.ui.callers import serve_as_visitors
 from bertdemo.ui.common import model_dropdown, model_status, progress_on_text
 from bertdemo.ui.heavy_requests import apply_budgets
+from bertdemo.ui.latest_input import answer_latest
 from bertdemo.ui.request_limits import guard_events
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     guard_events(demo, ctx.settings.is_public)  # size before work: every handler's inputs checked against their limits
     progress_on_text(demo)  # no event shows its progress on a figure, table or JSON: the page copies those
     status_targets.track_less(demo)  # nor tracks a status it never shows (hidden progress, a closed tab at page load)
+    answer_latest(demo)  # Enter or Run pressed while the answer before is coming asks again: never dropped
     hide_page_loads(demo)  # a function-valued component's page-load event is the page's, not an API endpoint
     return demo
 

@@ -22,6 +22,24 @@ JOINS = """(() => {
   };
 })();"""
 
+# an init script: window.__errorsShown counts the error messages the page has shown in its toasts (each message
+# item added, in a new toast or gathered into one), closed or not
+ERRORS_SHOWN = """(() => {
+  window.__errorsShown = 0;
+  new MutationObserver(records => {
+    for (const record of records) for (const node of record.addedNodes) {
+      if (node.nodeType !== 1) continue;
+      const mine = node.matches('.toast-message-item.error') ? 1 : 0;
+      window.__errorsShown += mine + node.querySelectorAll('.toast-message-item.error').length;
+    }
+  }).observe(document, {childList: true, subtree: true});
+})();"""
+
+
+def errors_shown(page: Page) -> int:
+    """How many error messages the page has shown since it opened (:data:`ERRORS_SHOWN` must be its init script)."""
+    return page.evaluate("window.__errorsShown")
+
 
 def open_app(page: Page, url: str) -> None:
     """Load the page (it opens on the Learn tab), wait until the default model is reported in use, and
