@@ -8,11 +8,11 @@ every event that answers the text in a box ``trigger_mode="always_last"``: a pre
 more, with the box's latest value, when the pending answer has come (at most one waits; further presses
 replace it). The events chained after one (drawing its answer) get it too.
 
-Which events: those triggered by Enter in a box (``submit``, and the Run button that shares the event), and
-those that run a model on typed text from a button (a model endpoint with a text box among its inputs,
-:mod:`bertdemo.ui.heavy_requests`), except a heavy one (a slot of minutes: pressed twice by a double click, it
-would run twice). An event that starts or changes something (a run, a class, a guess) keeps "once": a second
-press there must not start a second one.
+Which events: every one triggered by Enter in a box (``submit``, and the Run button that shares the event: Enter
+means a text was typed, Word in context's attribution included), and those that run a model on typed text from a
+button alone (a model endpoint with a text box among its inputs, :mod:`bertdemo.ui.heavy_requests`), except a heavy
+one (a slot of minutes: a double click would hold it twice). An event that starts or changes something (a run, a
+class, a guess) keeps "once": a second press there must not start a second one.
 """
 
 from __future__ import annotations
