@@ -91,7 +91,7 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     expect(table).not_to_contain_text("2293")
 
     # Enter looks a token up.
-    page.get_by_text("Vocabulary lookup").click()
+    set_open(page.locator("button.label-wrap", has_text="Vocabulary lookup"))
     box = page.locator("#tok-lookup-token textarea, #tok-lookup-token input").first
     expect(box).to_have_value("love", timeout=RUN_TIMEOUT_MS)  # mounted with its example
     wait_idle(page)
@@ -111,7 +111,7 @@ def test_tokenizer_tab(browser_page: Page, app_url: str):
     wait_until(looked_up, timeout=RUN_TIMEOUT_MS / 1000, interval=0.1, what="the lookup of ##ing to answer")
 
     # where the pieces come from: WordPiece split and learnt in the page
-    page.locator("#tok-wordpiece").get_by_text("Where do the pieces come from?").click()
+    set_open(page.locator("#tok-wordpiece button.label-wrap", has_text="Where do the pieces come from?"))
     page.click("#tok-wp-run")
     split = page.locator("#tok-wp-split")
     expect(split).to_contain_text("tokenization → token + ##ization", timeout=RUN_TIMEOUT_MS)

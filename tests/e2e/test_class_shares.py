@@ -140,6 +140,8 @@ def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: P
 
     page.goto(join_link)
     open_tab(page, "Class")
+    expect(page.locator("#class-code input, #class-code textarea").first).to_have_value(
+        join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in: a join before it sends none
     page.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
     page.locator("#class-join").click()
     expect(page.locator(".toast-body")).to_contain_text("No class has this join code", timeout=RUN_TIMEOUT_MS)

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, Route, expect
 from bertdemo.ui.tokenizer_tab import EXAMPLE_A
 from tests.helpers import wait_until
 
-from .pages import RUN_TIMEOUT_MS, open_tab
+from .pages import RUN_TIMEOUT_MS, open_tab, set_open
 
 # an init script: window.__completed lists the event id of every answer the queue's stream has brought (read from a
 # copy of the stream, beside the page's own reading of it)
@@ -78,7 +78,7 @@ def test_the_tabs_first_answer_coming_last_leaves_the_visitors_own_answer_drawn(
     wait_until(lambda: event_id in page.evaluate("window.__completed"), timeout=RUN_TIMEOUT_MS / 1000,
                what="the held request to be answered")
     # a request sent after that answer came: its answer, drawn, comes after it in the page's stream
-    page.get_by_text("Vocabulary lookup").click()
+    set_open(page.locator("button.label-wrap", has_text="Vocabulary lookup"))
     page.click("#tok-lookup")
     expect(page.locator("#tok-lookup-token-out")).to_contain_text("2293", timeout=RUN_TIMEOUT_MS)  # love → 2293
 

@@ -137,7 +137,7 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
     page.unroute("**/queue/join*")
     wait_idle(page)  # Enter's answer has come and gone
     expect(question).to_contain_text(f"Step 2 of {len(learn_steps.STEPS)}", timeout=TIMEOUT_MS)
-    page.get_by_text("As JSON (the /learn_step answer)", exact=True).click()
+    set_open(page.locator("button.label-wrap", has_text="As JSON (the /learn_step answer)"))
     expect(page.locator("#learn-raw")).to_contain_text(re.compile(rf'"?step"?\s*:\s*"{learn_steps.STEP_KEYS[1]}"'),
                                                        timeout=TIMEOUT_MS)
     for number, shown in enumerate(expected[1:], start=2):  # step 1 checked above
@@ -156,7 +156,7 @@ def test_a_learner_walks_the_path(browser_page, app_url, expected):
             page.set_viewport_size({"width": 1280, "height": 1000})
         if number in KEPT_EXPLORING:
             keep_exploring(page, number)
-    page.locator("#learn-code-panel").get_by_text("Show the code").click()
+    set_open(page.locator("#learn-code-panel button.label-wrap", has_text="Show the code"))
     expect(page.locator("#learn-code")).to_contain_text("BertForMaskedLM(config)", timeout=TIMEOUT_MS)
 
     page.click("#learn-prev")  # one step back: a pretraining question, answered in the Pretrain tab

@@ -18,7 +18,7 @@ from bertdemo.learn import concept_check, steps as learn_steps
 from tests.helpers import wait_until
 
 from .conftest import screenshot
-from .pages import ERRORS_SHOWN, errors_shown
+from .pages import ERRORS_SHOWN, errors_shown, set_open
 
 TEXT = "The cat sat on the mat because it was tired."
 MASKED = "The cat sat on the mat because it was [MASK]."
@@ -109,7 +109,7 @@ def test_the_concept_check_grades_what_was_picked(browser_page, app_url):
     page = browser_page
     page.goto(app_url)
     items = concept_check.items()
-    page.locator("#learn-check").get_by_text("Concept check").first.click()
+    set_open(page.locator("#learn-check button.label-wrap", has_text="Concept check").first)
     for item in items[:3]:  # three right, one wrong, the rest unanswered
         page.locator(f"#learn-check-{item.id}").get_by_label(item.choices[item.answer], exact=True).check()
     wrong = items[3]

@@ -19,7 +19,7 @@ from bertdemo.classroom.store import ClassStore
 
 from .axe import axe_at_both_widths
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, assert_fits, join_class, open_app, open_tab, resize, wait_idle
+from .pages import RUN_TIMEOUT_MS, assert_fits, join_class, open_app, open_tab, resize, set_open, wait_idle
 
 PREPARE_TIMEOUT_MS = 300_000  # the run's first preparation tokenizes the corpus (a busy machine: minutes)
 
@@ -84,7 +84,7 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
     expect(page.locator("button[role=tab][data-tab-id=pretrain]:visible")).to_have_count(1)
     # the defaults (BERT-tiny on the embedded Wikipedia summaries) but a held-out evaluation every 25 steps, not 125:
     # the curve below needs two of them (the test waited ~20 s more for the second at the default)
-    page.get_by_text("Training settings", exact=True).click()
+    set_open(page.locator("button.label-wrap", has_text="Training settings"))
     page.get_by_label("Evaluate every N steps").fill("25")
     page.click("#pt-start")
 
@@ -164,7 +164,7 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
     # A second run that differs in one setting, overlaid on the first: each curve is labelled by
     # the setting that differs, on a tokens axis with a log-scale loss.
     open_tab(page, "Pretrain")
-    page.get_by_text("Experiments", exact=True).click()
+    set_open(page.locator("button.label-wrap", has_text="Experiments"))
     page.get_by_label("Position embeddings").uncheck()
     page.click("#pt-start")
     expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
@@ -193,7 +193,7 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
     run_id = re.search(r"run (\S+-bert-tiny\S*)", status.inner_text()).group(1)
 
     # Delete asks once more, names the run by what it was, and the deleted run's status leaves the page
-    page.get_by_text("Runs on this server: download, delete").click()
+    set_open(page.locator("button.label-wrap", has_text="Runs on this server: download, delete"))
     page.locator("#pt-run-pick input").click()
     option = page.get_by_role("option").filter(has_text="position_embeddings=False")
     expect(option.first).to_be_visible(timeout=RUN_TIMEOUT_MS)

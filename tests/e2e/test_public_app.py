@@ -187,7 +187,7 @@ def test_bad_uploads_get_their_own_message_and_a_good_one_is_not_served_back(pub
 
     from bertdemo.models.embedded import wiki_summaries
 
-    from .pages import RUN_TIMEOUT_MS, open_app, open_tab
+    from .pages import RUN_TIMEOUT_MS, click_until, open_app, open_tab, set_open
 
     cases = [("binary.txt", b"\x00\x01\x02 some bytes \x00", "looks like a binary file"),
              ("latin1.txt", "caf\xe9 cr\xe8me br\xfbl\xe9e ".encode("latin-1") * 20, "is not UTF-8 text"),
@@ -198,8 +198,11 @@ def test_bad_uploads_get_their_own_message_and_a_good_one_is_not_served_back(pub
     try:
         open_app(page, public_server.url)
         open_tab(page, "Pretrain")
-        page.get_by_label("My file (.txt or .jsonl, upload below)").check()
-        page.get_by_text("Training settings", exact=True).click()
+        # the tab's parts draw one after another (the estimate above the corpus choice grows): a click made while the
+        # page moves lands elsewhere, so it is made again until the choice took
+        mine = page.get_by_label("My file (.txt or .jsonl, upload below)")
+        click_until(mine.click, lambda ms: expect(mine).to_be_checked(timeout=ms))
+        set_open(page.locator("button.label-wrap", has_text="Training settings"))
         page.get_by_label("Steps", exact=True).fill("100")
         upload = page.locator("#pt-upload input[type=file]")
         for name, data, words in cases:

@@ -10,6 +10,7 @@ clock, so no fixed wait stands for "a few poll periods". The config says which e
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 from gradio_client import Client
@@ -84,12 +85,14 @@ def test_a_tab_polls_only_while_shown_and_live_and_then_its_curve_streams(_brows
             " return p && p.data && p.data.some(d => d.name.endsWith(': train') && d.x.length >= 3); }",
             timeout=120_000)
         idle_before = [_sent(idle, ticks["finetune"]), _sent(idle, ticks["pretrain"])]
-        start = _sent(live, ticks["pretrain"])
+        start, began = _sent(live, ticks["pretrain"]), time.monotonic()
         live.wait_for_function("([i, n]) => window.__joins.filter(j => j === i).length >= n",
                                arg=[ticks["pretrain"], start + 12], timeout=RUN_TIMEOUT_MS)
-        # meanwhile (twelve of its one-second ticks) the idle page looked once or twice: nothing it shows is live,
-        # so it polls at the idle pace, and only its own tab's poll
-        assert IDLE_SECONDS == 10.0 and 1 <= _sent(idle, ticks["finetune"]) - idle_before[0] <= 2
+        window = time.monotonic() - began
+        # meanwhile (twelve of its one-second ticks: 11 s or more, longer when a tick waits for the one before on a
+        # busy machine) the idle page looked at the idle pace, once per 10 s, and only its own tab's poll
+        looked = _sent(idle, ticks["finetune"]) - idle_before[0]
+        assert IDLE_SECONDS == 10.0 and 1 <= looked <= window // IDLE_SECONDS + 1, (looked, window)
         assert _sent(idle, ticks["pretrain"]) == idle_before[1] == 0
 
         # the live page leaves its tab: its timer stops in the page; the other page, now on Pretrain, polls

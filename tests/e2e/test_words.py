@@ -96,8 +96,13 @@ def test_the_tab_at_desktop_and_phone_width(_browser, app_url):
         open_tab_by_name(page, "Fill-Mask")
         page.locator("#fm-text textarea").fill("The dog chased the [MASK].")
         page.click("#fm-why")
-        expect(page.locator("#wic-attr-text textarea")).to_have_value("The dog chased the [MASK].")
+        expect(page.locator("#wic-attr-text textarea")).to_have_value("The dog chased the [MASK].",
+                                                                       timeout=RUN_TIMEOUT_MS)
         expect(page.locator("#wic-attr-info")).to_contain_text("Completeness", timeout=RUN_TIMEOUT_MS)
+        # this sentence's explanation, not the tab's example's: its tokens label the figure's bars
+        page.locator("#wic-attr-plot").scroll_into_view_if_needed(timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function("() => { const p = document.querySelector('#wic-attr-plot .js-plotly-plot');"
+                               " return !!p && !!p.data && p.data[0].y.includes('3 chased'); }", timeout=RUN_TIMEOUT_MS)
     finally:
         context.close()
 
