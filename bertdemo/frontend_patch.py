@@ -48,9 +48,11 @@ the translation key ``common.complete``, which the framework's English table doe
 
 :data:`PRESS_KEPT`: an event whose trigger mode is "always_last" (every event that answers a box's text:
 :mod:`bertdemo.ui.latest_input`) keeps a press made while it is pending and sends it when the pending request
-completes; but when that request failed (a refused sentence), the framework dropped the kept press: Enter on a new
-sentence, pressed while the refusal of the one before was on its way, was never answered. The fix sends it after a
-failure too, and does not show that failure's message: it is about an input the learner already replaced.
+completes. Three faults: it sent the press's whole trigger again, so every event on that trigger ran once more, and
+two kept events on one trigger sent each other again at each completion, without end; when the pending request
+failed (a refused sentence) it dropped the kept press, so Enter on a new sentence, pressed while the refusal of the
+one before was on its way, was never answered; and it showed that refusal over the newer answer. The fix sends the
+kept event alone, after a failure too, and does not show a failure's message when a newer press waits.
 
 Each edit names the exact text it replaces, found exactly once in the file of the pinned framework version
 (``bertdemo/compat.py`` lists the touchpoint; ``tests/test_frontend_patch.py`` checks the installed file). When
@@ -184,17 +186,23 @@ DONE_ANNOUNCED = ScriptPatch(
         ("_(t.i18n(`common.complete`),t.status.fn_index)", "_(`Complete`,t.status.fn_index)"),
     ),
 )
+AGAIN = "this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch({...e,type:`fn`,fn_index:r.id}))"
 PRESS_KEPT = ScriptPatch(
-    name="send a press kept while its event was pending when that event fails too; its refusal is not shown",
+    name="send a press kept while its event was pending, that event alone, after a failure too; no stale refusal",
     file_glob="Blocks-*.js",
     edits=(
         # a press of an "always_last" event while it is pending is kept (the queue of deferred events) and sent when
-        # the pending request completes, but a pending request that failed dropped it: the page never answered
-        # the sentence the learner had sent after a refused one. Sent now after a failure as after a success
+        # the pending request completes, as the press's trigger again: every event on that trigger ran once more,
+        # and two kept events on one trigger (Inside BERT's sections and its code panel) sent each other again at
+        # each completion, without end (the views lane held for good). The kept event alone is sent now
+        ("this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e));return}", AGAIN + ";return}"),
+        ("this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e))}}catch{", AGAIN + "}}catch{"),
+        # and a pending request that failed dropped the kept press: the page never answered the sentence the
+        # learner had sent after a refused one. Sent now after a failure as after a success
         ("c&&this.clear_submission(r.id,c),o.forEach(e=>{this.dispatch({type:`fn`,fn_index:e,event_data:null,"
          "target_id:l})})}",
          "c&&this.clear_submission(r.id,c),o.forEach(e=>{this.dispatch({type:`fn`,fn_index:e,event_data:null,"
-         "target_id:l})}),this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e))}"),
+         "target_id:l})})," + AGAIN + "}"),
         # and the failed request's message is not shown then: it is about an input the learner has already replaced
         # (the press that replaced it closed the errors before it; this one came after, over the newer answer)
         ("throw this.log_cb(s?._title??`Error`,a||``,o,`error`,c.duration,c.visible),Error(`Dependency function failed`)",

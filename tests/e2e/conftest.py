@@ -188,6 +188,20 @@ def app_log(app_server):
     return lambda: _read_log(Path(proc.log_path))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser or API test's report carries the tail of the log of each app it used (the session's app,
+    the public one): what the server said while the page waited is in CI's output, not lost with the temp file."""
+    report = yield
+    if report.failed and call.when == "call":
+        for name in ("app_server", "public_server"):
+            server = item.funcargs.get(name)
+            proc = server[1] if isinstance(server, tuple) else getattr(server, "proc", None)
+            if proc is not None and getattr(proc, "log_path", None):
+                report.sections.append((f"{name} log (tail)", _read_log(Path(proc.log_path), limit=4000)))
+    return report
+
+
 # --- browser ---------------------------------------------------------------------------
 
 

@@ -101,11 +101,17 @@ PLOTS_DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
                ".every(g => g._fullLayout || g.offsetParent === null)")
 
 
+# no component on screen waits for an answer: gradio marks a block ``pending`` from the moment its event is sent
+# until the answer comes, queued or processing (its status line says "processing" only once the work has begun)
+NOTHING_PENDING = "() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)"
+
+
 def wait_idle(page: Page) -> None:
-    """Wait until no component shows a pending/processing status and every figure on screen is drawn
-    (e.g. before a screenshot); each bounded by RUN_TIMEOUT_MS."""
+    """Wait until no component on screen waits for an answer (sent, queued or processing) and every figure on
+    screen is drawn (e.g. before a screenshot); each bounded by RUN_TIMEOUT_MS."""
     busy = page.locator("[data-testid='status-tracker']:not(.hide)").filter(has_text="processing")
     expect(busy).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(NOTHING_PENDING, timeout=RUN_TIMEOUT_MS)
     page.wait_for_function(PLOTS_DRAWN, timeout=RUN_TIMEOUT_MS)
 
 
