@@ -199,7 +199,27 @@ def pytest_runtest_makereport(item, call):
             proc = server[1] if isinstance(server, tuple) else getattr(server, "proc", None)
             if proc is not None and getattr(proc, "log_path", None):
                 report.sections.append((f"{name} log (tail)", _read_log(Path(proc.log_path), limit=4000)))
+        page = item.funcargs.get("browser_page")
+        if page is not None:
+            report.sections.append(("the page when the test failed", _page_state(page)))
     return report
+
+
+PAGE_STATE_JS = """() => ({url: location.href, toasts: [...document.querySelectorAll('.toast-body')].map(t => t.innerText),
+  pending: [...document.querySelectorAll('.pending')].filter(e => e.offsetParent !== null)
+    .map(e => e.id || e.className.slice(0, 40)),
+  statuses: [...document.querySelectorAll("[data-testid='status-tracker']:not(.hide)")]
+    .filter(e => e.offsetParent !== null).map(e => (e.closest('[id]') || {}).id + ': ' + e.innerText.slice(0, 60))})"""
+
+
+def _page_state(page) -> str:
+    """What the page showed of its requests: its address, its toasts, the components still waiting for an answer."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    try:
+        return repr(page.evaluate(PAGE_STATE_JS))
+    except PlaywrightError as err:  # a closed or crashed page: say so, the report is still written
+        return f"<the page could not be read: {err}>"
 
 
 # --- browser ---------------------------------------------------------------------------
