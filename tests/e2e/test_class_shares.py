@@ -20,7 +20,7 @@ from bertdemo.ui.class_tab import TEACHER_POLL_S
 from tests.helpers import visitor_client
 
 from .api import RUN, app_config, fn_index, wait_ended
-from .pages import RUN_TIMEOUT_MS, create_class, open_tab
+from .pages import RUN_TIMEOUT_MS, create_class, open_tab, press
 
 LIMITS = ClassLimits()  # what the launched server keeps
 
@@ -143,5 +143,5 @@ def test_a_teacher_closes_their_class_and_its_links_stop_working(browser_page: P
     expect(page.locator("#class-code input, #class-code textarea").first).to_have_value(
         join_link.split("=")[1], timeout=RUN_TIMEOUT_MS)  # the link's code, filled in: a join before it sends none
     page.locator("#class-nickname input, #class-nickname textarea").first.fill("Ada")
-    page.locator("#class-join").click()
+    press(page.locator("#class-join"))
     expect(page.locator(".toast-body")).to_contain_text("No class has this join code", timeout=RUN_TIMEOUT_MS)

@@ -17,7 +17,7 @@ from bertdemo.ui.pretrain_tab import OWNER_KEY
 from tests.helpers import visitor_client
 
 from .api import RUN, app_config, wait_ended, wait_status
-from .pages import open_tab
+from .pages import open_tab, press
 
 TIMEOUT_MS = 60_000
 
@@ -38,7 +38,7 @@ def test_a_browser_that_kept_its_token_controls_its_run_and_the_config_holds_no_
         page.goto(public_server.url)
         open_tab(page, "Pretrain")
         expect(page.locator("#pt-status")).to_contain_text("RUNNING", timeout=TIMEOUT_MS)
-        page.click("#pt-pause")
+        press(page.locator("#pt-pause"))  # the status line above it grows as the run goes: a click could miss
         expect(page.locator("#pt-status")).to_contain_text("PAUSED", timeout=TIMEOUT_MS)
         assert page.evaluate(f"localStorage.getItem({OWNER_KEY!r})") == token
     finally:
