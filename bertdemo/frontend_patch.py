@@ -48,8 +48,8 @@ the translation key ``common.complete``, which the framework's English table doe
 
 :data:`PRESS_KEPT`: an event whose trigger mode is "always_last" (every event that answers a box's text:
 :mod:`bertdemo.ui.latest_input`) keeps a press made while it is pending and sends it when the pending request
-completes. Three faults: it sent the press's whole trigger again, so every event on that trigger ran once more, and
-two kept events on one trigger sent each other again at each completion, without end; when the pending request
+completes. Three faults: it sent the press's whole trigger again, so every event on that trigger ran once more
+(and two kept events on one trigger would send each other again at each completion); when the pending request
 failed (a refused sentence) it dropped the kept press, so Enter on a new sentence, pressed while the refusal of the
 one before was on its way, was never answered; and it showed that refusal over the newer answer. The fix sends the
 kept event alone, after a failure too, and does not show a failure's message when a newer press waits.
@@ -192,9 +192,8 @@ PRESS_KEPT = ScriptPatch(
     file_glob="Blocks-*.js",
     edits=(
         # a press of an "always_last" event while it is pending is kept (the queue of deferred events) and sent when
-        # the pending request completes, as the press's trigger again: every event on that trigger ran once more,
-        # and two kept events on one trigger (Inside BERT's sections and its code panel) sent each other again at
-        # each completion, without end (the views lane held for good). The kept event alone is sent now
+        # the pending request completes, as the press's trigger again: every event on that trigger ran once more
+        # (two kept events on one trigger would send each other again at each completion). The kept event alone now
         ("this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e));return}", AGAIN + ";return}"),
         ("this.queue.has(r.id)&&(this.queue.delete(r.id),this.dispatch(e))}}catch{", AGAIN + "}}catch{"),
         # and a pending request that failed dropped the kept press: the page never answered the sentence the

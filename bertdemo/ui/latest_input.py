@@ -45,7 +45,7 @@ def answer_latest(demo: gr.Blocks) -> int:
     is pending; how many events changed. A chained event that kept "once" was skipped when the answer to the newer
     press came while its drawing of the older answer was still pending: the older sentence stayed on screen."""
     changed, asking = 0, set()
-    for key, block_fn in sorted(dict(compat.event_handlers_by_id(demo)).items()):  # a chained event after its own
+    for key, block_fn in sorted(compat.event_handlers_by_id(demo), key=lambda item: item[0]):  # chained after its own
         if asks_about_text(block_fn) or block_fn.trigger_after in asking:
             asking.add(key)
             if block_fn.trigger_mode == "once":

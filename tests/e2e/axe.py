@@ -13,7 +13,7 @@ from pathlib import Path
 from playwright.sync_api import Page
 
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, resize
+from .pages import NONE_PENDING, RUN_TIMEOUT_MS, resize
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 ORDER_RULES = ("heading-order", "page-has-heading-one")  # headings in order (axe calls these moderate)
@@ -35,7 +35,7 @@ VIOLATIONS_JS = """async (rules) => {
 # transition back), so colours are measured as they settle
 # no progress left, no transition running, and the page's accessibility pass done with what changed last
 # (bertdemo/ui/static/access.js: a table that began to scroll at a phone's width gets its Tab stop there)
-SETTLED_JS = """() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)
+SETTLED_JS = "() => " + NONE_PENDING + """
   && !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')
   && document.documentElement.getAttribute('data-bd-tidy') !== 'pending'"""
 

@@ -111,7 +111,8 @@ PLOTS_DRAWN = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
 
 # no component on screen waits for an answer: gradio marks a block ``pending`` from the moment its event is sent
 # until the answer comes, queued or processing (its status line says "processing" only once the work has begun)
-NOTHING_PENDING = "() => ![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)"
+NONE_PENDING = "![...document.querySelectorAll('.pending')].some(e => e.offsetParent !== null)"  # an expression
+NOTHING_PENDING = "() => " + NONE_PENDING
 
 
 def wait_idle(page: Page) -> None:
