@@ -24,13 +24,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=250)
     args = parser.parse_args()
 
+    from bertdemo.context import AppContext
     from bertdemo.pretrain.service import TRAIN_BOTH
     from bertdemo.settings import ServerSettings
-    from tests.helpers import run_services
 
     work = Path(tempfile.mkdtemp(prefix="bench-twin-estimate-"))
     settings = ServerSettings.build(runs_dir=work / "runs", cache_dir=work / "cache", offline=True)
-    _, service, _ = run_services(settings)
+    service = AppContext.from_settings(settings).pretrain_runs  # the run services as the app builds them
     form = {"steps": args.steps, TRAIN_BOTH: True}
     print("load", [round(x, 1) for x in os.getloadavg()])
     print("estimate on a fresh server:", service.time_estimate(dict(form)), flush=True)

@@ -79,11 +79,11 @@ def _timed(fn) -> float:
 def browser(clicks: int) -> None:
     from playwright.sync_api import sync_playwright
 
+    from bench.app_harness import App
     from bertdemo.assets import sense_sets
-    from tests.e2e.conftest import launch_app, stop_app
 
-    url, proc = launch_app(["--offline", "--model", "embedded/bert-explorer-mlm", "--runs-dir", "/tmp/bench-words-runs"])
-    try:
+    with App("--model", "embedded/bert-explorer-mlm") as app:
+        url = app.url
         with sync_playwright() as p:
             chrome = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"])
             page = chrome.new_page(viewport={"width": 1280, "height": 1000})
@@ -108,8 +108,6 @@ def browser(clicks: int) -> None:
             p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
             print(f"similarity view, click to picture ms: {spread(times)}; p95 {p95:.0f}")
             print("  each:", [round(t) for t in times])
-    finally:
-        stop_app(proc)
 
 
 def main() -> None:

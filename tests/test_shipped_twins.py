@@ -171,6 +171,6 @@ def test_the_cloze_sentence_counts_each_twins_first_guesses_and_says_where_to_re
         for side, kind in (("masked", m), ("left-to-right", l)):
             guesses = last["models"][kind]["first_guess"]
             top = max(sorted(set(guesses)), key=guesses.count)
-            assert f"the {side} LM {twin_curve.code(top)} ({guesses.count(top)} of {len(guesses)})" in sentence
+            assert f"the {side} LM `{top}` ({guesses.count(top)} of {len(guesses)})" in sentence
         assert ("the twins' card counts" in sentence) == (last["models"][m]["top5"] < twin_curve.SELDOM_TOP5)
     assert twin_curve.listed([("sun", 10), ("`", 2)], 61) == "`sun` (10 of 61), `` ` `` (2)"
