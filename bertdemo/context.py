@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertdemo.classroom.service import Classroom
+from bertdemo.disk_meter import DiskMeter
 from bertdemo.finetune.lab import FinetuneLab
 from bertdemo.finetune.service import FinetuneService
 from bertdemo.lazy import LogicLoader, StoreFront
@@ -56,7 +57,7 @@ class AppContext:
         memory = MemoryBudget.gigabytes(settings.memory_budget_gb)
         runs = RunService(settings, clock=clock)  # every run kind registers with it (runs.kinds lists them)
         classes = Classroom(settings.class_db, settings.runs_dir,  # its SQLite file counts in --disk-budget-gb
-                            disk_check=lambda adding: settings.disk.check(adding=adding))
+                            disk_check=DiskMeter(settings.disk).check)  # walks the disk at most once a second
         runs.on_start.append(classes.record_started_run)  # a class member's run goes to their class's gallery
         runs.class_of = classes.class_of  # whose places a member's run may take (--class-places)
         return cls(settings=settings,

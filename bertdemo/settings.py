@@ -101,8 +101,11 @@ class DiskRules:
         """ValueError when the budgeted folders plus ``adding`` minus ``freeing`` bytes exceed the cap."""
         if self.budget_bytes is None:
             return
-        used = storage.folder_bytes(*self.roots)
-        if used + adding - freeing > self.budget_bytes:
+        self.refuse_if_over(storage.folder_bytes(*self.roots), adding, freeing)
+
+    def refuse_if_over(self, used: int, adding: int = 0, freeing: int = 0) -> None:
+        """ValueError when ``used`` bytes of the budgeted folders plus ``adding`` minus ``freeing`` exceed the cap."""
+        if self.budget_bytes is not None and used + adding - freeing > self.budget_bytes:
             raise ValueError(
                 f"This server keeps at most {storage.size_text(self.budget_bytes)} of runs and caches, and "
                 f"{storage.size_text(used)} are used; this needs {storage.size_text(max(adding - freeing, 0))} "
