@@ -94,3 +94,41 @@ def test_build_writes_a_shuffled_jsonl_mix(tmp_path, wordnet_dir, monkeypatch):
     assert texts.count("Hello. Hi, how are you?") == 2
     assert not any("very much" in t for t in texts)
     assert not list(tmp_path.glob(".mix.jsonl*"))  # no temporary file left behind
+
+
+def test_tatoeba_pair_files_give_each_distinct_english_sentence_once(tmp_path):
+    (tmp_path / "swe.txt").write_text("Hi.\tHej.\nThe dog  barked all night.\tHunden skällde hela natten.\n"
+                                      "no tab here\n\tTom.\n", encoding="utf-8")
+    (tmp_path / "fin.txt").write_text("The dog barked all night.\tKoira haukkui koko yön.\n"
+                                      "She dialed her mother's number.\tHän soitti äidilleen.\tCC-BY 2.0 (France)\n",
+                                      encoding="utf-8")
+    assert everyday_text.tatoeba_docs([tmp_path / "swe.txt", tmp_path / "fin.txt"]) == [
+        "Hi.", "The dog barked all night.", "She dialed her mother's number."]
+    with pytest.raises(FileNotFoundError, match="Tatoeba sentence-pair file not found"):
+        everyday_text.tatoeba_docs([tmp_path / "eng.txt"])
+
+
+def test_build_mixes_in_tatoeba_only_when_its_files_are_given_and_keeps_the_cloze_out(tmp_path, wordnet_dir,
+                                                                                      monkeypatch):
+    fortunes = tmp_path / "fortunes_dir"
+    fortunes.mkdir()
+    (fortunes / "fortunes").write_text("A friend in need is a friend indeed.\n", encoding="utf-8")
+    monkeypatch.setattr(everyday_text, "WORDNET_DIR", wordnet_dir)
+    monkeypatch.setattr(everyday_text, "FORTUNES_DIR", fortunes)
+    monkeypatch.setattr(everyday_text, "FORTUNE_FILES", ("fortunes",))
+    monkeypatch.setattr(everyday_text, "chatterbot_docs", list)
+    cloze = tmp_path / "cloze.tsv"
+    cloze.write_text("The [MASK] barked at the mailman.\tdog\n", encoding="utf-8")
+    pairs = tmp_path / "ita.txt"
+    pairs.write_text("The dog barked at the mailman.\tIl cane abbaiò al postino.\n"  # a filled cloze sentence
+                     "The owl hooted all night.\tIl gufo ha bubolato tutta la notte.\n"
+                     "She was eating a banana.\tStava mangiando una banana.\n", encoding="utf-8")  # also WordNet's
+    once = {name: 1 for name in everyday_text.DEFAULT_WEIGHTS}  # as the twins' build mixes them
+    without = everyday_text.build(tmp_path / "a.jsonl", cloze, weights=once, wiki=[], unique=True, log=lambda m: None)
+    assert "tatoeba" not in without
+    counts = everyday_text.build(tmp_path / "b.jsonl", cloze, weights=once, wiki=[], unique=True, log=lambda m: None,
+                                 tatoeba=[pairs])
+    texts = [json.loads(line)["text"] for line in (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert counts["tatoeba"] == 1 and "The owl hooted all night." in texts
+    assert not any("mailman" in t for t in texts)
+    assert texts.count("She was eating a banana.") == 1  # a sentence two sources share, once (unique)

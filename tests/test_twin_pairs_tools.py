@@ -108,3 +108,24 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     twins = measure_twin_pairs.load(last[0], "mlm"), measure_twin_pairs.load(last[1], "ltr-all")
     again = heldout_by_position(*twins, heldout, recorded, max_blocks=len(heldout))
     assert again.overall == pytest.approx(measured["steps"]["12"]["paper"]["overall"])
+
+
+def test_the_prepare_stage_passes_tatoeba_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
+    asked = []
+
+    def corpus(out, tatoeba=None):
+        asked.append(tatoeba)
+        out.write_text('{"text": "The owl hooted."}\n', encoding="utf-8")
+        return {"wiki": 0, "tatoeba": 1}
+
+    def tokenizer(corpus_path, out, vocab_size):
+        out.mkdir(parents=True)
+        (out / "tokenizer.json").write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(build_twin_pairs, "build_corpus", corpus)
+    monkeypatch.setattr(build_twin_pairs, "learn_tokenizer", tokenizer)
+    pairs = tmp_path / "swe.txt"
+    assert build_twin_pairs.main(["--work", str(tmp_path / "w"), "--prepare", "--tatoeba", str(pairs)]) == 0
+    record = json.loads((tmp_path / "w" / "build_record.json").read_text(encoding="utf-8"))
+    assert asked == [[str(pairs)]]
+    assert record["corpus"] == {"wiki": 0, "tatoeba": 1} and record["tatoeba_files"] == ["swe.txt"]

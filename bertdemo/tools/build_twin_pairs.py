@@ -15,7 +15,7 @@ batches in the same order and the same masked positions on every step; only the 
 Stages, each skipped when its output is already there (so the same command resumes a build cut off anywhere):
 
 1. ``WORK/corpus.jsonl``: the embedded Wikipedia summaries (less the topic task's validation and test) mixed with
-   everyday English (:mod:`bertdemo.tools.everyday_text`), each text once (so the engine's held-out split, the
+   everyday English (:mod:`bertdemo.tools.everyday_text`; with ``--tatoeba FILE...`` Tatoeba's sentences too), each text once (so the engine's held-out split, the
    corpus's last blocks, holds no text that is also trained on), every text holding a filled-in sentence of either
    cloze set dropped (no evaluation sentence in the pretraining text).
 2. ``WORK/tokenizer/``: an uncased WordPiece vocabulary of ``--vocab-size`` pieces learned on that corpus (a
@@ -56,9 +56,10 @@ VOCAB_SIZE = 8192
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def build_corpus(out: Path) -> dict[str, int]:
+def build_corpus(out: Path, tatoeba: list[str] | None = None) -> dict[str, int]:
     """Stage 1: the decontaminated mix of Wikipedia summaries (less the topic task's held-out ones) and everyday
-    text, written atomically; documents per source."""
+    text (with ``tatoeba``'s sentence-pair files: their English sentences too), written atomically; documents per
+    source."""
     from bertdemo.corpus.topics import held_out_titles
     from bertdemo.models.embedded import wiki_summaries
     from bertdemo.tools import everyday_text
@@ -66,7 +67,7 @@ def build_corpus(out: Path) -> dict[str, int]:
     wiki = list(wiki_summaries(exclude_titles=held_out_titles()))
     once = {name: 1 for name in everyday_text.DEFAULT_WEIGHTS}  # every text once: the held-out split is unseen
     return everyday_text.build(out, CLOZE_FILES, weights=once, wiki=wiki, unique=True,
-                               log=lambda m: print(m, file=sys.stderr))
+                               log=lambda m: print(m, file=sys.stderr), tatoeba=tatoeba or ())
 
 
 def corpus_texts(corpus: Path):
@@ -214,6 +215,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="each run's wall-time budget (its schedule ends at whichever comes first); 0: none")
     parser.add_argument("--runs", nargs="+", choices=list(RUNS), default=list(RUNS),
                         help="train only these runs (e.g. another seed of the controlled pair: mlm ltr-masked)")
+    parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
+                        help="manythings.org sentence-pair files (tatoeba.org's sentences) whose English sentences join "
+                             "the corpus (stage 1 only: a corpus already built is kept)")
     parser.add_argument("--prepare", action="store_true", help="only build the corpus and the vocabulary, and stop")
     parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
     return parser.parse_args(argv)
@@ -231,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {"sittings": []}
     started = time.time()
     if not (work / "corpus.jsonl").is_file():
-        record["corpus"] = build_corpus(work / "corpus.jsonl")
+        record["corpus"] = build_corpus(work / "corpus.jsonl", args.tatoeba)
+        if args.tatoeba:
+            record["tatoeba_files"] = [Path(f).name for f in args.tatoeba]
     if not (work / "tokenizer" / "tokenizer.json").is_file():
         learn_tokenizer(work / "corpus.jsonl", work / "tokenizer", args.vocab_size)
     if args.prepare:

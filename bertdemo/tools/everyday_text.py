@@ -11,6 +11,10 @@ package registries provide and writes it, mixed with the Wikipedia summaries, as
 * fortune cookies (Debian package ``fortunes``, BSD): quotations, proverbs and jokes, without
   the computing, ASCII-art and offensive files.
 * chatterbot-corpus (PyPI ``chatterbot-corpus``, BSD): short English conversations.
+* Tatoeba's sentences (tatoeba.org, CC-BY 2.0 France), only when their files are given (``--tatoeba FILE...``):
+  the English side of manythings.org's sentence-pair files (``fra.txt``, ``swe.txt``…: English, a tab, the other
+  language), each distinct sentence one document ("The dog barked all night."). Every pair file holds a different
+  share of the same English sentences: the union of 30 of the smaller ones holds about 200,000.
 
 Every text that contains a filled-in sentence of the cloze evaluation set (the words around
 the mask with one of its answers) is dropped, so the evaluation stays on unseen sentences.
@@ -41,7 +45,7 @@ FORTUNE_FILES = (
 )
 DEFAULT_CLOZE = Path(__file__).resolve().parents[2] / "data" / "cloze_everyday.tsv"
 # How many times each source is repeated in the mix (the masks differ on every pass).
-DEFAULT_WEIGHTS = {"wiki": 1, "wordnet_examples": 3, "wordnet_glosses": 1, "fortunes": 1, "chatterbot": 3}
+DEFAULT_WEIGHTS = {"wiki": 1, "wordnet_examples": 3, "wordnet_glosses": 1, "fortunes": 1, "chatterbot": 3, "tatoeba": 1}
 _WORD = re.compile(r"[a-z0-9']+")
 
 
@@ -121,6 +125,23 @@ def chatterbot_docs() -> list[str]:
     return docs
 
 
+def tatoeba_docs(files: Iterable[str | Path]) -> list[str]:
+    """The distinct English sentences of manythings.org's sentence-pair files (the first tab-separated field of each
+    line), in the order first read, whitespace normalised: one document each."""
+    sentences: dict[str, None] = {}
+    for path in files:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"Tatoeba sentence-pair file not found: {path}.")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                english, tab, _ = line.partition("\t")
+                english = " ".join(english.split())
+                if tab and english:
+                    sentences.setdefault(english)
+    return list(sentences)
+
+
 def cloze_windows(cloze_file: Path, width: int = 4) -> set[str]:
     """Word windows of every filled-in cloze sentence that contain the answer: up to `width`
     words before and after it (the whole sentence when it is shorter)."""
@@ -144,15 +165,20 @@ def decontaminate(docs: list[str], windows: set[str]) -> tuple[list[str], int]:
 
 def build(out: Path, cloze_file: Path | Iterable[Path] = DEFAULT_CLOZE, weights: dict[str, int] | None = None,
           seed: int = 1337, log: Callable[[str], object] = print,
-          wiki: Iterable[str] | None = None, unique: bool = False) -> dict[str, int]:
+          wiki: Iterable[str] | None = None, unique: bool = False,
+          tatoeba: Iterable[str | Path] = ()) -> dict[str, int]:
     """Write the mixed, decontaminated, shuffled corpus to `out` (atomically); documents per source. ``cloze_file``:
     one cloze set or several, each kept out; ``wiki``: the Wikipedia documents to mix in (default: every summary);
     ``unique``: every text once (a repeated text dropped, within and across sources), so that a held-out split of the
-    corpus holds no text that is also trained on (use weights of 1 then)."""
+    corpus holds no text that is also trained on (use weights of 1 then); ``tatoeba``: sentence-pair files whose
+    English sentences join the mix (:func:`tatoeba_docs`; none: the source is left out)."""
     weights = {**DEFAULT_WEIGHTS, **(weights or {})}
     examples, glosses = wordnet_docs()
     sources = {"wiki": list(wiki_summaries() if wiki is None else wiki), "wordnet_examples": examples,
                "wordnet_glosses": glosses, "fortunes": fortune_docs(), "chatterbot": chatterbot_docs()}
+    tatoeba = list(tatoeba)
+    if tatoeba:
+        sources["tatoeba"] = tatoeba_docs(tatoeba)
     files = [cloze_file] if isinstance(cloze_file, (str, Path)) else list(cloze_file)
     windows = set().union(*(cloze_windows(Path(f)) for f in files))
     mixed: list[str] = []
@@ -181,9 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/everyday.jsonl", help="the .jsonl corpus to write")
     parser.add_argument("--cloze", default=str(DEFAULT_CLOZE), help="cloze set whose sentences are kept out")
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
+                        help="manythings.org sentence-pair files whose English sentences join the mix")
     args = parser.parse_args(argv)
     try:
-        build(Path(args.out), Path(args.cloze), seed=args.seed, log=lambda m: print(m, file=sys.stderr))
+        build(Path(args.out), Path(args.cloze), seed=args.seed, log=lambda m: print(m, file=sys.stderr),
+              tatoeba=args.tatoeba)
     except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
