@@ -233,3 +233,23 @@ def test_a_guess_that_is_none_of_the_questions_choices_is_not_recorded(ctx):
                                      "truth": "x", "correct": True}}
     send_learning(ctx, progress, ada.token, answer)
     assert store.own_answers(ada.token) == []
+
+
+def test_a_why_the_b_guess_reaches_the_class_graded_on_the_steps_own_twins(ctx):
+    """"Why the B in BERT?" is answered by the shipped twins, whatever the model box says: its answer names them, and
+    the class asks it again on the model the request loaded (the twins' joint name was sent as one model to load, and
+    every guess on the step was refused: "No such folder")."""
+    from bertdemo.learn import path as learn_path
+    from bertdemo.ui.class_tab import send_learning
+
+    store = ctx.classes.store
+    ada = store.join(store.create_class("Year 12").join_code, "Ada")
+    answer = learn_path.answer(ctx.models.get(), "why-b", "The [dog] barked at the mailman all night.").to_json()
+    assert answer["answered_by"] == "embedded/twin-mlm and embedded/twin-ltr"
+    assert answer["model_name"] == ctx.models.get().name
+    question = answer["prediction"]
+    progress = predictions.empty_progress()
+    progress["answers"] = {"why-b": predictions.grade(question, question["truth"]) | {"asked": question["asked"]}}
+    send_learning(ctx, progress, ada.token, answer)
+    assert [r[:5] for r in store.own_answers(ada.token)] == [
+        ("why-b", question["id"], question["truth"], question["truth"], 1)]

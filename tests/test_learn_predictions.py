@@ -242,3 +242,35 @@ def test_an_answer_names_the_sentence_it_was_computed_on():
     answer = {"step": step.key, "answer": "13 tokens.", "model_name": "tiny", "code": "", "text": "The *cat* sat."}
     _question, body, _code, _button = learn_tab.render(answer)
     assert body.endswith("*Answered by* **tiny** *on* “The &#42;cat&#42; sat.”")
+
+
+def test_why_the_b_names_its_own_pair_not_the_model_box(tiny_loaded):
+    """The step is answered by the shipped twins whatever the model box holds: the answer names them and says so."""
+    from bertdemo.ui import learn_tab
+
+    answer = learn_path.answer(tiny_loaded, "why-b", TEXT).to_json()
+    _question, body, _code, _button = learn_tab.render(answer)
+    assert ("*Answered by* **embedded/twin-mlm and embedded/twin-ltr** (this step's own pair, whatever the model "
+            "chosen above) *on*") in body
+    assert answer["model_name"] == tiny_loaded.name
+
+
+def test_a_twin_left_in_the_model_box_is_named_as_a_twin_not_bert_on_the_other_steps(tmp_path):
+    """"Why the B in BERT?"'s Keep exploring opens Fill-Mask with its masked twin in the Model box, which keeps it: the
+    next steps were answered by the twin with nothing saying it is not BERT. Their answer says so, and what to pick."""
+    from bertdemo import compat
+    from bertdemo.context import AppContext
+    from bertdemo.models import embedded
+    from bertdemo.ui import build_app
+
+    ctx = AppContext.for_tests(tmp_path, default_model=embedded.EMBEDDED_MLM_NAME)
+    demo = build_app(ctx)
+    ctx.loader.start()
+    learn_step = next(f.fn for f in compat.event_handlers(demo) if f.api_name == "learn_step")
+    people = learn_step("people", TEXT, "embedded/twin-mlm")
+    assert people["caveat"] == (
+        "embedded/twin-mlm is one of the small twins of “Why the B in BERT?” (3 layers, hidden 256, 4 heads, trained "
+        f"on their own text), not BERT: choose {embedded.EMBEDDED_MLM_NAME} in the Model box above for BERT's own "
+        "answer to this step.")
+    assert learn_step("why-b", TEXT, "embedded/twin-mlm")["caveat"] == ""  # the step's own pair: nothing to warn of
+    assert "twins" not in learn_step("people", TEXT, "")["caveat"]

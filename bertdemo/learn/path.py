@@ -37,7 +37,7 @@ LENGTH_SCHEDULE, SCHEDULE_STEPS = "128:0.9,512:0.1", 1_000_000  # BERT: 90% of 1
 class LearnAnswer:
     step: str
     question: str
-    model_name: str
+    model_name: str  # the model the request loaded (what a class asks the step again on)
     text: str  # the learner's sentence
     answer: str  # Markdown: the answer with its live numbers
     numbers: dict = field(default_factory=dict)  # those numbers, plain values
@@ -47,6 +47,7 @@ class LearnAnswer:
     tab_text: str = ""  # the sentence that tab gets
     tab_words: str = ""  # and the word hidden in it, where the tab asks for the right words (Inside BERT)
     prediction: dict = field(default_factory=dict)  # the question asked before the answer, its truth from numbers
+    answered_by: str = ""  # the model(s) that answered, as the page names them: the step's own pair for why-b
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -655,8 +656,8 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
     shown_there = (nums["masked_text"], "") if key == "why-b" else tab_setup(s, loaded, text)  # the step's own blank
     answered_by = nums.get("answered_by", loaded.name)
     question = predictions.prediction(key, nums).to_json() | {"asked": predictions.asking(key, text, answered_by)}
-    return LearnAnswer(key, s.question, answered_by, text, md, nums, snippet, s.tab, s.tab_label, *shown_there,
-                       prediction=question)
+    return LearnAnswer(key, s.question, loaded.name, text, md, nums, snippet, s.tab, s.tab_label, *shown_there,
+                       prediction=question, answered_by=answered_by)
 
 
 FUNCTION_WORDS = frozenset(

@@ -62,7 +62,8 @@ FOCUS: dict[str, dict] = {
     "why-pretrain": {"scroll": "ft-curves"},
     "layers": {"open": "ft-probes-box"},
     "live-run": {"scroll": "pt-curves"},  # the run's curve and its landmark lines
-    "why-b": {"scroll": "fm-plot", "set": {"fm-second": ""}},  # the step's left-to-right twin (its answer names it)
+    # the step's left-to-right twin and its hidden word (its answer names them)
+    "why-b": {"scroll": "fm-plot", "set": {"fm-second": "", "fm-targets": ""}},
 }
 # a class's links: the part of the Class tab each one's user acts in, scrolled to once it is laid out ("reveal"),
 # and the box the cursor is put in ("type")
@@ -335,7 +336,7 @@ def connect(demo: gr.Blocks, model_box: gr.Dropdown, learn: LearnTab, store: Mod
         if answer.get("step") == "why-b" and numbers.get("mlm_model") and numbers.get("ltr_model"):
             # Fill-Mask with the step's own pair side by side: its masked twin, its left-to-right twin second
             return updates(answer["tab"], answer["tab_text"], model=numbers["mlm_model"], run=True, focus="why-b",
-                           chosen={"fm-second": numbers["ltr_model"]})
+                           chosen={"fm-second": numbers["ltr_model"], "fm-targets": numbers.get("hidden_word", "")})
         return updates(answer["tab"], answer["tab_text"], word=answer.get("tab_words"), run=True,
                        focus=answer.get("step"))
 

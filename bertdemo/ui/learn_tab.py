@@ -22,7 +22,7 @@ import gradio as gr
 
 from bertdemo.lazy import LazyModule
 from bertdemo.learn import concept_check, predictions, steps as learn_steps
-from bertdemo.models import availability
+from bertdemo.models import availability, twins
 from bertdemo.ui import common, first_show, lanes
 from bertdemo.ui.code_panel import engine_tokenizer_reference, model_reference, with_model_note
 from bertdemo.ui.heavy_requests import current_budget
@@ -71,7 +71,9 @@ def render(answer: dict) -> tuple[str, str, str, dict]:
     # the sentence it was computed on: "Just show me" shows the answer to the sentence last sent, which is not the
     # box's when the learner changed it and pressed no Enter (an emptied box showed the example's answer unnamed)
     on = f" *on* “{literal(answer['text'])}”" if answer.get("text") else ""
-    body = answer["answer"] + f"\n\n*Answered by* **{answer['model_name']}**{on}"
+    by = answer.get("answered_by") or answer["model_name"]
+    own = " (this step's own pair, whatever the model chosen above)" if by != answer["model_name"] else ""
+    body = answer["answer"] + f"\n\n*Answered by* **{by}**{own}{on}"
     if answer.get("caveat"):
         body += f"  \n*{answer['caveat']}*"
     return question, body, answer["code"], gr.update(value=f"Keep exploring in {s.tab_label} ▶", visible=True)
@@ -102,13 +104,23 @@ def ask(answer: dict | None, progress: Any) -> tuple:
             gr.update(visible=True if record else "hidden"), line)
 
 
-REFUSED = ("**This sentence was refused** (the message at the top right says why). Change the sentence and press "
-           "Enter: the step's question and its choices come back with the answer for your new sentence.")
+REFUSED = ("**The step could not answer** (the error message says why). Change the sentence and press Enter: the "
+           "step's question and its choices come back with the answer for your new sentence.")
 REFUSED_PROMPT = "No guess to make yet: the step waits for a sentence it can answer."
 
 
 AGAIN = ("*Your first answer on this sentence counts (the answer was shown with it). Type another sentence and press "
          "Enter to guess again.*")
+
+
+TWIN_MODELS = frozenset(twins.TWIN_NAMES.values())
+
+
+def twin_caveat(model: str, default: str) -> str:
+    """What an answer says when the Model box holds one of the twins ("Why the B in BERT?" opens Fill-Mask with its
+    pair, and the box keeps it): that a small twin, not BERT, answered, and how to get BERT back."""
+    return (f"{model} is one of the small twins of “Why the B in BERT?” ({twins.shape_text()}, trained on their own "
+            f"text), not BERT: choose {default} in the Model box above for BERT's own answer to this step.")
 
 
 def reveal(record: dict, question: dict, progress: Any, again: bool = False) -> tuple:
@@ -137,7 +149,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                    tokenizer_ref=engine_tokenizer_reference(store, public), budget=current_budget())
         out = result.to_json()
         out["code"] = with_model_note(note, out["code"])
-        out["caveat"] = (availability.stand_in_caveat(availability.requested_name(store, model), loaded)
+        out["caveat"] = (twin_caveat(model, ctx.settings.default_model) if step != "why-b" and model in TWIN_MODELS
+                         else availability.stand_in_caveat(availability.requested_name(store, model), loaded)
                          if step in PREDICTING_STEPS else "")
         return out
 
@@ -165,7 +178,8 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
         """Grade the learner's guess against the live answer's truth, and reveal the answer."""
         question = graded_on_own_run((answer or {}).get("prediction"), token)
         if not question:
-            raise ValueError("Wait for the step's answer to be computed, then guess.")
+            raise ValueError("No answer to guess on yet: wait for the step's answer, or, if the step could not "
+                             "answer your sentence, change it and press Enter.")
         given = predictions.record_for(progress, question)
         if given is not None:  # seen already (a guess or "Just show me"): the first answer counts, as in a class
             return reveal(given, question, progress, again=True)

@@ -114,6 +114,7 @@ def test_the_fine_tune_tab_shows_the_run(finetuned, browser_page, app_url):
     # stored runs of the embedded model's shape; until that control has run, the status says how to get it
     assert "is read against its control, random weights of this run's shape" in status, status
     assert "stored reference" not in status and "nan" not in status.lower()
+    page.wait_for_function("() => document.querySelectorAll('#ft-curves .legendtext').length > 0", timeout=60_000)
     legend = page.locator("#ft-curves .legendtext").evaluate_all("els => els.map(e => e.textContent)")
     # the stored random runs are of the embedded model's shape: not drawn as the control of a run start
     assert legend and not any("stored reference" in t for t in legend), legend

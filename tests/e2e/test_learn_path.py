@@ -215,7 +215,7 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     expect(page.locator(".toast-body")).to_contain_text("the learning path shows at most", timeout=TIMEOUT_MS)
     expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
     # the emptied step says why its question and guess are gone, and how to bring them back (D13)
-    expect(page.locator("#learn-question")).to_contain_text("This sentence was refused", timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-question")).to_contain_text("The step could not answer", timeout=TIMEOUT_MS)
     # nor a way into it: Keep exploring took the learner to the sentence before's view; its JSON is gone too
     expect(page.locator("#learn-open")).to_be_hidden()
     set_open(page.locator("button.label-wrap", has_text="As JSON (the /learn_step answer)"))
@@ -281,6 +281,7 @@ def test_keep_exploring_why_the_b_puts_the_steps_own_pair_side_by_side_in_fill_m
     expect(page.locator("#fm-text textarea")).to_have_value(
         "The [MASK] barked all night and kept the neighbours awake.", timeout=TIMEOUT_MS)
     expect(page.locator("#fm-second input")).to_have_value(__import__("re").compile(f"^{ltr}"), timeout=TIMEOUT_MS)
+    expect(page.locator("#fm-targets textarea")).to_have_value("dog", timeout=TIMEOUT_MS)  # the step's ranks, there
     expect(page.locator("#fm-plot")).to_contain_text(mlm, timeout=TIMEOUT_MS)
     expect(page.locator("#fm-plot")).to_contain_text(ltr, timeout=TIMEOUT_MS)
 

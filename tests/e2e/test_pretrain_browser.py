@@ -106,8 +106,9 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
     # the run's landmarks on the loss chart, and a rank line per probe on its own chart
     assert page.locator("#pt-curves .js-plotly-plot").evaluate(
         "p => p.layout.annotations.filter(a => a.text.startsWith('uses both neighbours')).length") == 1
-    assert page.locator("#pt-probe-ranks .js-plotly-plot").evaluate(
-        "p => p.data.filter(d => d.name && d.name.includes('[MASK]') && d.y.length >= 1).length") == 7
+    page.wait_for_function("() => { const p = document.querySelector('#pt-probe-ranks .js-plotly-plot');"
+                           " return p && p.data && p.data.filter(d => d.name && d.name.includes('[MASK]')"
+                           " && d.y.length >= 1).length === 7; }", timeout=RUN_TIMEOUT_MS)
     expect(status).to_contain_text("tokens/s")
     screenshot(page, "pretrain")
     # axe on the page as a live run draws it, at both widths (the all-tabs pass sees the tab before any run); on a
