@@ -116,7 +116,12 @@ def test_two_models_get_a_chart_each_per_mask(tiny_loaded):
     one = fill_mask.predict(tiny_loaded, "a [MASK] b [MASK]", top_k=3)
     fig = bars.fill_mask_figure(one.masks, ["model-a", "model-b"], [one.masks])
     titles = [a.text for a in fig.layout.annotations]
-    assert len(fig.data) == 4 and titles[0].endswith("· model-a") and titles[1].endswith("· model-b")
+    assert len(fig.data) == 4 and titles[0].endswith("<br>model-a") and titles[1].endswith("<br>model-b")
+    # the gap between two charts holds the upper one's tick labels and the lower one's two title lines (at 390 px the
+    # title ran over the ticks: 53 px for them both)
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    gap_px = (fig.layout.yaxis.domain[0] - fig.layout.yaxis2.domain[1]) * plot_px
+    assert gap_px >= 20 + 2 * 20 + 10, gap_px
 
 
 def test_stacked_charts_sit_where_make_subplots_puts_them(tiny_loaded):

@@ -17,6 +17,7 @@ from bertdemo.viz.text import literal, md_bold, md_table, plotly_text
 _BAR_COLOR = "#4f46e5"
 _TARGET_COLOR = "#f59e0b"  # a word the user named: amber, inside or outside the top-k
 _ROW_PX = 28
+_TWO_LINE_GAP_PX = 78  # an axis's tick labels (~20 px) and a two-line panel title at 16 px (~2 x 20), with room
 
 
 def percent(p: float) -> str:
@@ -137,17 +138,21 @@ def fill_mask_figure(masks: list[MaskPrediction], model_names: list[str] | None 
     for i in range(len(masks)):
         for r, run in enumerate(runs):
             m = run[i]
-            who = f" · {model_names[r]}" if model_names and len(runs) > 1 else ""
+            who = f"<br>{model_names[r]}" if model_names and len(runs) > 1 else ""  # the model: a line of its own
             charts.append((f"[MASK] #{m.index + 1} → {m.candidates[0].text}{who}", m))
     rows = [_bar_data(m) for _, m in charts]
     heights = [_ROW_PX * len(labels) + 40 for labels, _, _ in rows]
-    panels = grid(len(charts), 1, [title for title, _ in charts], row_heights=heights,
-                  vertical_spacing=min(0.12, 0.3 / len(charts)))
+    height = sum(heights) + 60 * len(charts) + 40
+    margin = {"l": 10, "r": 20, "t": 50, "b": 30}
+    spacing = min(0.12, 0.3 / len(charts))
+    if len(runs) > 1:  # between two charts: the upper one's tick labels, then the lower one's two title lines
+        spacing = _TWO_LINE_GAP_PX / (height - margin["t"] - margin["b"])
+    panels = grid(len(charts), 1, [title for title, _ in charts], row_heights=heights, vertical_spacing=spacing)
     data = []
     layout: dict = {
         **panels.layout,
-        "height": sum(heights) + 60 * len(charts) + 40,
-        "margin": {"l": 10, "r": 20, "t": 50, "b": 30},
+        "height": height,
+        "margin": margin,
         "template": _template(),
     }
     # one mask's charts (one per model) share their scale: a 1.3 % bar was drawn as long as the other model's 2.1 %
