@@ -68,6 +68,16 @@ def twin_curve_like() -> dict:
     return curve_spec(read_curve())
 
 
+def long_axis_title() -> go.Figure:
+    """The twins' held-out loss by position (bertdemo.viz.twins.heldout_spec): a long x-axis title above a legend
+    under the plot."""
+    fig = go.Figure([go.Scatter(x=["1", "2", "3", "4–5"], y=[3.5, 6.3, 5.1, 3.6], name="embedded/twin-mlm (masked LM)"),
+                     go.Scatter(x=["1", "2", "3", "4–5"], y=[5.6, 6.7, 5.9, 4.1], name="embedded/twin-ltr")])
+    return fig.update_layout(title="Held-out loss by position", height=420, margin=dict(l=60, r=20, t=60, b=60),
+                             xaxis=dict(title="position of the word in its sentence (1 = first word)", type="category"),
+                             legend=dict(orientation="h", y=-0.25))
+
+
 @pytest.fixture(scope="module")
 def figure_page_url():
     with gr.Blocks() as demo:
@@ -79,6 +89,7 @@ def figure_page_url():
         PlotlyFigure(attention_like(), elem_id="heatmap")
         PlotlyFigure(twin_curve_like(), elem_id="curve")
         PlotlyFigure(runs_like(), elem_id="runs")
+        PlotlyFigure(long_axis_title(), elem_id="axis-title")
         with gr.Accordion("Later", open=False, elem_id="later-box"):
             later = PlotlyFigure(go.Figure(go.Bar(x=["x"], y=[7])), elem_id="later")
         next_button.click(lambda n: (n + 1, grid(int(n) + 1)), step, [step, figure])
@@ -228,3 +239,21 @@ def test_a_charts_text_twin_names_each_table_by_its_panel_and_tells_lines_of_one
                                                 "Runs — accuracy — reference (2 of 2)"]
     finally:
         context.close()
+
+
+def test_on_a_phone_a_long_x_axis_title_wraps_inside_the_figure_above_its_legend(page):
+    """The held-out-by-position chart's axis title ran off a 390 px screen at "(1 = first": it wraps between words
+    inside the figure, and the legend under the plot still clears it."""
+    gd = "document.querySelector('#axis-title .js-plotly-plot')"
+    page.set_viewport_size({"width": 340, "height": 900})
+    page.locator("#axis-title").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => {gd} && {gd}._fullLayout && {gd}._fullLayout.width <= 340", timeout=TIMEOUT_MS)
+    inside = f"""() => {{ const p = {gd}, box = p.getBoundingClientRect();
+        const title = p.querySelector("g[class^='g-x'][class$='title'] > text").getBoundingClientRect();
+        return title.left >= box.left && title.right <= box.right
+               && p.querySelectorAll("g[class^='g-x'][class$='title'] tspan.line").length >= 2; }}"""
+    page.wait_for_function(inside, timeout=10_000)
+    clear = f"""() => {{ const p = {gd};
+        const title = p.querySelector("g[class^='g-x'][class$='title'] > text").getBoundingClientRect();
+        return p.querySelector('g.legend').getBoundingClientRect().top - title.bottom; }}"""
+    page.wait_for_function(f"() => ({clear})() >= 4", timeout=10_000)

@@ -174,6 +174,22 @@
     (layout.annotations || []).forEach(function (a) {
       if (typeof a.text === "string") a.text = wrap(a.text, room(a, layout, width), (a.font && a.font.size) || 12);
     });
+    // an x axis's title too ("position of the word in its sentence (1 = first word)" ran off a phone's edge): the
+    // lines it gains get room under the plot, as many more pixels of margin and of height
+    Object.keys(layout).forEach(function (k) {
+      var axis = layout[k];
+      if (!/^xaxis\d*$/.test(k) || !axis || !textOf(axis.title)) return;
+      var t = typeof axis.title === "string" ? { text: axis.title } : axis.title, size = (t.font && t.font.size) || 14;
+      var before = lines(textOf(t));
+      t.text = wrap(textOf(t), width - 40, size);
+      axis.title = t;
+      var more = (lines(t.text) - before) * Math.round(size * 1.3);
+      if (more > 0) {
+        layout.margin = layout.margin || {};
+        layout.margin.b = (layout.margin.b != null ? layout.margin.b : 80) + more;
+        if (layout.height) layout.height += more;
+      }
+    });
     var title = textOf(layout.title);
     if (title) {
       var t = typeof layout.title === "string" ? { text: title } : layout.title;
