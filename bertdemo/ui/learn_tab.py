@@ -272,8 +272,9 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
 
         def cleared():  # a refused sentence leaves no answer of another sentence (the toast says why) and says so:
             # nor a way into one (Keep exploring took the learner to the sentence before's blank), nor its JSON
-            return (REFUSED, "", "", gr.update(visible=False), REFUSED_PROMPT, gr.update(choices=[], value=None),
-                    gr.update(value=None), "", gr.update(visible="hidden"), gr.skip(), None, None)
+            return (REFUSED, "", "", gr.update(visible=False), REFUSED_PROMPT,  # no empty "Your guess" box either
+                    gr.update(choices=[], value=None, visible=False), gr.update(value=None, visible=False), "",
+                    gr.update(visible="hidden"), gr.skip(), None, None)
 
         refused = [*drawn, raw, on_screen]
 

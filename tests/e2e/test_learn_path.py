@@ -216,6 +216,8 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     expect(answer).not_to_contain_text("Your sentence is", timeout=TIMEOUT_MS)
     # the emptied step says why its question and guess are gone, and how to bring them back (D13)
     expect(page.locator("#learn-question")).to_contain_text("The step could not answer", timeout=TIMEOUT_MS)
+    expect(page.locator("#learn-guess-choice")).to_be_hidden()  # no "Your guess" box without choices
+    expect(page.locator("#learn-guess-number")).to_be_hidden()
     # nor a way into it: Keep exploring took the learner to the sentence before's view; its JSON is gone too
     expect(page.locator("#learn-open")).to_be_hidden()
     set_open(page.locator("button.label-wrap", has_text="As JSON (the /learn_step answer)"))
@@ -224,6 +226,7 @@ def test_a_refused_request_leaves_no_answer_of_another_sentence(browser_page, ap
     page.locator("#learn-text textarea, #learn-text input").first.press("Enter")
     expect(page.locator("#learn-open")).to_contain_text("Keep exploring in Inside BERT", timeout=TIMEOUT_MS)
     expect(page.locator("#learn-open")).to_be_visible()
+    expect(page.locator("#learn-guess-number")).to_be_visible()  # the step's number question asked again
     # Previous / Next come after the answer: a keyboard user reveals, reads, then tabs forward to Next (D14)
     assert page.evaluate("() => !!(document.querySelector('#learn-answer').compareDocumentPosition("
                          "document.querySelector('#learn-next')) & Node.DOCUMENT_POSITION_FOLLOWING)")
