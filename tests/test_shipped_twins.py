@@ -123,7 +123,7 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     mlm_kind, ltr_kind = twins.PAIRS[pair]
     a = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
     assert a.numbers["hidden_word"] == "dog" and a.numbers["masked_text"].startswith("The [MASK] barked")
-    assert a.numbers["pair"] == pair and a.model_name == f"{twins.TWIN_NAMES[mlm_kind]} and {twins.TWIN_NAMES[ltr_kind]}"
+    assert a.numbers["pair"] == pair and a.answered_by == f"{twins.TWIN_NAMES[mlm_kind]} and {twins.TWIN_NAMES[ltr_kind]}"
     assert twin_curve.pair_label(pair) in a.answer and "the words after the blank can decide it" in a.answer
     short = learn_path.answer(shipped["mlm"], "why-b", "I love Paris.")  # only "." after the hidden word: said so
     assert short.numbers["masked_text"] == "I love [MASK]." and "can decide it" not in short.answer

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from bertdemo.models.twins import CURVE_FILE, PAIRS, TWIN_NAMES, shape_text
-from bertdemo.viz.text import md_code
 
 BOTH_NEIGHBOURS = "both neighbours"
 WORD_BEFORE = "word before (bigram)"
@@ -173,8 +172,13 @@ def common_first_guesses(checkpoint: dict[str, Any], kind: str, n: int = 3) -> l
 
 def listed(guesses: list[tuple[str, int]], items: int) -> str:
     """``sun`` (10 of 61), ``ball`` (5), ``first`` (5): each guess as code, its count, the first out of ``items``."""
-    return ", ".join(f"{md_code(word)} ({count} of {items})" if i == 0 else f"{md_code(word)} ({count})"
+    return ", ".join(f"{code(word)} ({count} of {items})" if i == 0 else f"{code(word)} ({count})"
                      for i, (word, count) in enumerate(guesses))
+
+
+def code(word: str) -> str:
+    """``word`` as a Markdown code span (a guess may be punctuation, or a backtick itself)."""
+    return f"`` {word} ``" if "`" in word else f"`{word}`"
 
 
 def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
