@@ -56,6 +56,11 @@ def _plot(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
+SHIPPED_CLOZE_NOTE = ("*These are the shipped twins' fp16 weights, ranked now. The curve's record above was measured on "
+                      "each run's fp32 checkpoint before that export: a median there can differ from this one by a "
+                      "rank or two.*")
+
+
 def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     """Lay out the three sections inside the current Blocks context (the Pretrain tab) and wire their events.
     ``runs``: the pretraining service (run choices, checkpoints, run histories); ``store``: the model store;
@@ -140,7 +145,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     @user_errors
     def twin_cloze(mlm_model: str, ltr_model: str) -> str:
         mlm, ltr = pair(mlm_model, ltr_model)
-        return drawing.cloze_markdown(twins_engine.cloze_ranks([mlm, ltr], budget=current_budget()))
+        text = drawing.cloze_markdown(twins_engine.cloze_ranks([mlm, ltr], budget=current_budget()))
+        return text + ("\n\n" + SHIPPED_CLOZE_NOTE if twins_engine.is_shipped_pair(mlm, ltr) else "")
 
     @user_errors
     def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float):
