@@ -19,11 +19,11 @@ def between_steps(control: RunControl, metrics, step: int, clock: Callable[[], f
         return True, 0.0
     if not control.pause_event.is_set():
         return False, 0.0
-    metrics.update(status=Status.PAUSED)
+    metrics.update(status=Status.PAUSED, message="Paused.")
     paused = control.wait_while_paused(step, clock)
     if control.stop_event.is_set():
         return True, paused
-    metrics.update(status=Status.RUNNING)
+    metrics.update(status=Status.RUNNING, message="")
     return False, paused
 
 

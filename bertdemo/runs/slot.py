@@ -50,6 +50,9 @@ def about(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
+PAUSING = "Pausing after this step…"  # what the status says between a pause asked and the run holding
+
+
 class BackgroundRun:
     """One run of some kind on a daemon thread; every public method is safe to call from the UI thread.
 
@@ -197,11 +200,16 @@ class BackgroundRun:
         return secrets.compare_digest(given, self.owner_token.encode("utf-8", "surrogatepass"))
 
     def pause(self) -> None:
+        """Ask the run to hold after its current step; the status says so at once (a step on a busy server can take
+        a while, and the page showed nothing until the run got there)."""
         if self.status == Status.RUNNING:
             self.control.pause_event.set()
+            self.metrics.update(message=PAUSING)
 
     def resume(self) -> None:
         self.control.pause_event.clear()
+        if self.status == Status.RUNNING and self.metrics.get("message") == PAUSING:  # resumed before it held
+            self.metrics.update(message="Training.")
 
     def stop(self) -> None:
         if self.active:
