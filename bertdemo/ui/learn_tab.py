@@ -113,9 +113,6 @@ AGAIN = ("*Your first answer on this sentence counts (the answer was shown with 
          "Enter to guess again.*")
 
 
-TWIN_MODELS = frozenset(twins.TWIN_NAMES.values())
-
-
 def twin_caveat(model: str, default: str) -> str:
     """What an answer says when the Model box holds one of the twins ("Why the B in BERT?" opens Fill-Mask with its
     pair, and the box keeps it): that a small twin, not BERT, answered, and how to get BERT back."""
@@ -149,7 +146,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown, page: gr.Blocks | None = None
                                    tokenizer_ref=engine_tokenizer_reference(store, public), budget=current_budget())
         out = result.to_json()
         out["code"] = with_model_note(note, out["code"])
-        out["caveat"] = (twin_caveat(model, ctx.settings.default_model) if step != "why-b" and model in TWIN_MODELS
+        out["caveat"] = (twin_caveat(model, ctx.settings.default_model) if step != "why-b" and twins.twin_kind(model)
                          else availability.stand_in_caveat(availability.requested_name(store, model), loaded)
                          if step in PREDICTING_STEPS else "")
         return out
