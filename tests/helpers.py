@@ -93,6 +93,26 @@ def tiny_run_config(corpus: str, tmp_path: Path, *presets: dict, **overrides) ->
     return TrainConfig.from_flat(**base)
 
 
+TWIN_OBJECTIVES = {"mlm": {"objective": "mlm"}, "ltr-masked": {"objective": "ltr", "ltr_targets": "masked"},
+                   "ltr-all": {"objective": "ltr"}}  # the twins' three runs (bertdemo.tools.build_twin_pairs.RUNS)
+
+
+def train_tiny_twins(work: Path, corpus: str, tokenizer: str, init_from: Callable[[str], str] | None = None,
+                     **overrides) -> None:
+    """The twins' three runs, tiny (:func:`tiny_run_config`, 8 steps, a checkpoint every 4, milestones kept), in
+    ``work/<run>``: one seed, so the same batches; ``init_from(run)``: the folder each warm-starts from."""
+    from bertdemo.pretrain.metrics import MetricsBuffer
+    from bertdemo.pretrain.trainer import run_training
+    from bertdemo.settings import DiskRules
+
+    for run, objective in TWIN_OBJECTIVES.items():
+        start = {"init_from": init_from(run)} if init_from else {}
+        cfg = tiny_run_config(corpus, work, objective, {"steps": 8, "checkpoint_every": 4}, tokenizer=tokenizer,
+                              **start, **overrides)
+        assert run_training(cfg, metrics=MetricsBuffer(), run_folder=work / run,
+                            disk=DiskRules(keep_milestones=8)) == "finished"
+
+
 def run_services(settings: ServerSettings, speeds: SpeedBook | None = None, clock: Callable[[], float] = time.monotonic,
                  ) -> tuple[RunService, PretrainService, FinetuneService]:
     """The shared run service of ``settings`` with both run kinds registered, as the app context builds them

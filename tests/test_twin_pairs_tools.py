@@ -17,14 +17,8 @@ from bertdemo.models import twin_curve
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import __main__ as engine_cli
 from bertdemo.pretrain.config import TrainConfig, leaf_fields
-from bertdemo.pretrain.metrics import MetricsBuffer
-from bertdemo.pretrain.trainer import run_training
-from bertdemo.settings import DiskRules
 from bertdemo.tools import build_twin_pairs, measure_twin_pairs
-from tests.helpers import tiny_run_config
-
-OBJECTIVES = {"mlm": {"objective": "mlm"}, "ltr-masked": {"objective": "ltr", "ltr_targets": "masked"},
-              "ltr-all": {"objective": "ltr"}}
+from tests.helpers import train_tiny_twins
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +27,7 @@ def work(tmp_path_factory, corpus):
     work = tmp_path_factory.mktemp("twin-pairs")
     shutil.copy(corpus, work / "corpus.jsonl")
     shutil.copytree(tokenizer_dir(), work / "tokenizer")
-    for run, objective in OBJECTIVES.items():
-        cfg = tiny_run_config(str(work / "corpus.jsonl"), work, objective, steps=12, checkpoint_every=4,
-                              tokenizer=str(work / "tokenizer"))
-        assert run_training(cfg, metrics=MetricsBuffer(), run_folder=work / run,
-                            disk=DiskRules(keep_milestones=8)) == "finished"
+    train_tiny_twins(work, str(work / "corpus.jsonl"), str(work / "tokenizer"), steps=12)
     return work
 
 

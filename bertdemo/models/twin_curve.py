@@ -60,6 +60,7 @@ class TwinCurve:
     tokens_per_step: int
     pairs: dict[str, PairCurve]
     cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
+    stages: tuple[dict[str, Any], ...] = ()  # the build, then each stage that continued it on other text (curve.json)
 
     @property
     def final_tokens(self) -> int:
@@ -84,7 +85,29 @@ def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
             {k: last["overall"][k] for k in (UNIGRAM, WORD_BEFORE, BOTH_NEIGHBOURS)}, raw["crossover"][pair],
             last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
     cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
-    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze)
+    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, tuple(raw.get("stages", ())))
+
+
+def later_stages(curve: TwinCurve) -> list[dict[str, Any]]:
+    """The stages after the build (each: where it began, in tokens, and its corpus), in order; none for a curve of
+    one build."""
+    return [s for s in curve.stages if int(s.get("from_tokens") or 0) > 0]
+
+
+def stage_sentence(curve: TwinCurve) -> str:
+    """What changed along the curve, in words: from which token count the twins read on from their weights, and on
+    what text ("" when the curve is one build)."""
+    parts = []
+    for stage in later_stages(curve):
+        corpus = stage.get("corpus") or {}
+        tatoeba = int(corpus.get("tatoeba_sentences") or 0)
+        copies = int(corpus.get("tatoeba_copies") or 1)
+        mixed = (f" mixed with {tatoeba:,} everyday sentences from Tatoeba" + (f" ({copies} copies)" if copies > 1
+                                                                                else "") if tatoeba else "")
+        parts.append(f"From {millions(int(stage['from_tokens']))} tokens the three twins read on from their weights, "
+                     f"on the same batches, on their own text{mixed}: a later stage of training (the twins' card says "
+                     f"how, and on what machine).")
+    return " ".join(parts)
 
 
 def pair_label(pair: str) -> str:

@@ -89,6 +89,36 @@ def heldout_data(work: Path):
     return blocks.heldout[:HELDOUT_BLOCKS], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
 
 
+def stage_heldout_data(work: Path, checkpoint: Path):
+    """(held-out blocks, n-gram counts) of a stage of :mod:`bertdemo.tools.continue_twins`: the shipped twins' own
+    held-out questions and landmarks, from the base corpus it rebuilt (checked against the ``heldout.npz`` it
+    started from), cut as :func:`heldout_data` cuts a build's, with the tokenizer of the stage's ``checkpoint``; so
+    the stage's checkpoints continue the shipped curve on the same words."""
+    from transformers import AutoTokenizer
+
+    from bertdemo.pretrain.data import prepare_blocks
+    from bertdemo.pretrain.landmarks import count_ngrams
+
+    tok = AutoTokenizer.from_pretrained(str(checkpoint))
+    blocks = prepare_blocks(str(work / "base.jsonl"), tok, SEQ_LEN, work / "cache", 50_000_000, 0.02)
+    shipped = np.load(work / "prior" / "heldout.npz")["blocks"]
+    if not np.array_equal(blocks.heldout[:len(shipped)].astype(np.int64), shipped.astype(np.int64)):
+        raise SystemExit("The stage's base corpus does not give the shipped held-out blocks.")
+    return blocks.heldout[:len(shipped)], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+
+
+def prior_curve(work: Path) -> tuple[list[dict], list[dict], dict]:
+    """What a stage continues: the shipped curve's checkpoints (models named by run, as this tool measures them),
+    its stages (the first: the build itself) and the shipped ``build.json``."""
+    curve = json.loads((work / "prior" / "curve.json").read_text(encoding="utf-8"))
+    build = json.loads((work / "prior" / "build.json").read_text(encoding="utf-8"))
+    inverse = {v: k for k, v in EXPORT_NAMES.items()}
+    checkpoints = _renamed(curve["checkpoints"], inverse)
+    stages = curve.get("stages") or [{"stage": 0, "from_tokens": 0, "tokens_per_step": curve["tokens_per_step"],
+                                      "corpus": build.get("corpus"), "command": build.get("build_command")}]
+    return checkpoints, stages, build
+
+
 def comparison_record(result) -> dict:
     """A :class:`~bertdemo.explore.twins.HeldoutComparison` as plain values, the models named by run."""
     return {"overall": result.overall, "loss": result.loss, "counts": result.counts, "buckets": result.buckets,
@@ -244,9 +274,11 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
     return 0
 
 
-def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log) -> None:
+def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log,
+           prior_build: dict | None = None, stage_record: dict | None = None) -> None:
     """The final models (fp16, stock folders), the held-out questions with their landmark losses, the curve and
-    the Table 5 files, into ``assets``."""
+    the Table 5 files, into ``assets`` (a stage's: with the ``build.json`` it continued, ``prior_build``, and its
+    ``stage.json``, ``stage_record``)."""
     import torch
 
     from bertdemo.explore.twins import heldout_landmarks
@@ -268,7 +300,10 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
     with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
         np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
     storage.write_text(assets / "curve.json", json.dumps(measured["curve_export"], indent=1) + "\n")
-    storage.write_text(assets / "build.json", json.dumps(build_record(folders, measured, assets), indent=1) + "\n")
+    record = build_record(folders, measured, assets)
+    if prior_build:
+        record = stage_build_record(prior_build, record, stage_record or {})
+    storage.write_text(assets / "build.json", json.dumps(record, indent=1) + "\n")
     if measured.get("table5"):
         storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
 
@@ -300,13 +335,33 @@ def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict
                                                        if k not in models}, "twins": models}
 
 
-def _renamed(value):
-    """``value`` with every run name (a dict key or a string) replaced by its asset folder's name."""
+def stage_build_record(prior: dict, stage: dict, record: dict) -> dict:
+    """The shipped ``build.json`` after a stage (``stage``: :func:`build_record` of its runs; ``record``: its
+    ``stage.json``): each model's tokens and training hours the sum of the stages', its
+    step and speed the stage's, and every stage's commands, sittings and corpus in ``stages`` (the first: the build
+    the stages continue)."""
+    stages = prior.get("stages") or [{key: prior.get(key) for key in
+                                      ("script", "device", "build_command", "measure_command", "date", "sittings",
+                                       "corpus")}]
+    stages = stages + [{"build_command": record.get("command"), "measure_command": stage["measure_command"],
+                        "date": stage["date"], "sittings": record.get("sittings", []),
+                        "corpus": record.get("stage"), "from_sha256": record.get("from_sha256")}]
+    twins = {}
+    for name, model in stage["twins"].items():
+        before = prior["twins"][name]
+        twins[name] = {**model, "stage_tokens": model["tokens"], "tokens": before["tokens"] + model["tokens"],
+                       "training_hours": round(before["training_hours"] + model["training_hours"], 2)}
+    return {"date": stage["date"], "stages": stages, "landmarks": prior["landmarks"], "twins": twins}
+
+
+def _renamed(value, names: dict[str, str] = EXPORT_NAMES):
+    """``value`` with every run name (a dict key or a string) replaced by its asset folder's name (or by
+    ``names``' other mapping)."""
     if isinstance(value, dict):
-        return {EXPORT_NAMES.get(k, k): _renamed(v) for k, v in value.items()}
+        return {names.get(k, k): _renamed(v, names) for k, v in value.items()}
     if isinstance(value, list):
-        return [_renamed(v) for v in value]
-    return EXPORT_NAMES.get(value, value) if isinstance(value, str) else value
+        return [_renamed(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
 
 
 def _swap_in(fresh: Path, target: Path) -> None:
@@ -336,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table5-shipped", action="store_true",
                         help="only fine-tune the models in --assets (a pair built elsewhere, e.g. on a GPU) and write "
                              "their table5.json there; the cells kept in --work")
+    parser.add_argument("--stage", action="store_true",
+                        help="--work is a stage of bertdemo.tools.continue_twins: its checkpoints continue the shipped "
+                             "curve (the same held-out words; tokens counted on from the shipped twins') and its export "
+                             "adds the stage to the shipped record")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
@@ -362,7 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     if not common:
         log("error: no step kept by all three runs yet")
         return 2
-    heldout, counts = heldout_data(work)
+    stage = json.loads((work / "stage.json").read_text(encoding="utf-8")) if args.stage else None
+    prior, stages, prior_build = prior_curve(work) if stage else ([], [], {})
+    offset = int(prior[-1]["tokens"]) if prior else 0  # a stage's tokens come after the shipped twins'
+    heldout, counts = stage_heldout_data(work, runs["mlm"][common[0]]) if stage else heldout_data(work)
     recipe = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
     tokens_per_step = int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])  # every run's recipe
     for step in common:
@@ -370,13 +432,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         began = time.monotonic()
         record = measure_step({run: found[step] for run, found in runs.items()}, heldout, counts)
-        measured["steps"][str(step)] = {"step": step, "tokens": step * tokens_per_step, **record}
+        measured["steps"][str(step)] = {"step": step, "tokens": offset + step * tokens_per_step,
+                                        **({"stage": len(stages)} if stage else {}), **record}
         storage.write_text(path, json.dumps(measured, indent=1) + "\n")
         c = record["controlled"]["overall"]
         p = record["paper"]["overall"]
         log(f"step {step}: mlm {c['mlm']:.3f} · ltr-masked {c['ltr-masked']:.3f} · ltr-all {p['ltr-all']:.3f} "
             f"(both neighbours {c['both neighbours']:.3f}) in {time.monotonic() - began:.0f} s")
-    curve = [measured["steps"][str(s)] for s in common]
+    curve = prior + [measured["steps"][str(s)] for s in common]
     last = common[-1]
     finals = {run: found[last] for run, found in runs.items()}
     if args.table5 is not None:
@@ -393,12 +456,14 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(argv if argv is not None else sys.argv[1:]),
         "pairs": {pair: list(models) for pair, models in PAIRS.items()},
         "crossover": {pair: crossover(curve, pair) for pair in PAIRS},
+        **({"stages": stages + [{"stage": len(stages), "from_tokens": offset, "tokens_per_step": tokens_per_step,
+                                 "corpus": stage["stage"], "command": stage.get("command")}]} if stage else {}),
         "checkpoints": curve})
     storage.write_text(path, json.dumps(measured, indent=1) + "\n")
     for pair in PAIRS:
         log(f"{pair}: {measured['curve_export']['crossover'][pair]}")
     if args.export:
-        export(finals, heldout, counts, measured, Path(args.assets), log)
+        export(finals, heldout, counts, measured, Path(args.assets), log, prior_build, stage)
     return 0
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 MLM_COLOR, LTR_COLOR, LTR_MASKED_COLOR = "#4f46e5", "#dc2626", "#ea580c"  # the twins' colours in every twin view
 LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
+STAGE_COLOR = "#047857"  # the line where a later stage of training began
 
 
 def loss_text(v: float) -> str:
@@ -23,6 +24,7 @@ def loss_text(v: float) -> str:
 def curve_spec(curve: TwinCurve) -> dict:
     """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
     twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
+    from bertdemo.models import twin_curve
     from bertdemo.models.twins import TWIN_NAMES
 
     controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
@@ -39,11 +41,14 @@ def curve_spec(curve: TwinCurve) -> dict:
                      "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
     crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
                 if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c.crossover["tokens"], "x1": c.crossover["tokens"],
-               "y0": 0, "y1": 1, "line": {"color": color, "dash": "dot", "width": 1.5}} for c, color in crossing]
-    notes = [{"text": f"{c.pair}: crossing", "x": math.log10(c.crossover["tokens"]), "xref": "x", "y": 1,
-              "yref": "paper", "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": color}}
-             for c, color in crossing]
+    marks = [(c.crossover["tokens"], f"{c.pair}: crossing", color, "center") for c, color in crossing]
+    marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right")  # its text left of the line: the
+              for s in twin_curve.later_stages(curve)]                      # stage begins near the axis's end
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
+               "line": {"color": color, "dash": "dot", "width": 1.5}} for at, _, color, _ in marks]
+    notes = [{"text": text, "x": math.log10(at), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
+              "xanchor": anchor, "showarrow": False, "font": {"size": 11, "color": color}}
+             for at, text, color, anchor in marks]
     return {"data": data, "layout": {
         "title": {"text": "Held-out loss along training: the same words for every model"},
         "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
@@ -64,6 +69,9 @@ def curve_markdown(curve: TwinCurve) -> str:
                      f"- **By position:** {twin_curve.position_sentence(c)}\n"
                      f"- **Against the guessers:** {twin_curve.landmark_sentence(c)}\n"
                      f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}")
+    stages = twin_curve.stage_sentence(curve)
+    if stages:
+        parts.insert(0, stages)
     controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
     rows = [[f"{t:,}", loss_text(m), loss_text(lm), loss_text(la)]
             for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]

@@ -1,0 +1,236 @@
+"""Continue the shipped twins on wider everyday text: a next stage of all three, from their shipped weights, on the
+same batches — a build that fits a CPU, a stage per sitting.
+
+    python -m bertdemo.tools.continue_twins --work runs/twin-stage --tatoeba PAIRS/*.txt --prepare
+    python -m bertdemo.tools.continue_twins --work runs/twin-stage --tatoeba PAIRS/*.txt --steps 2500
+    python -m bertdemo.tools.continue_twins --work runs/twin-stage --status
+
+A from-scratch build of the twins (:mod:`bertdemo.tools.build_twin_pairs`, 98 M tokens each) needs a GPU. This
+tool adds tokens to the shipped ones instead: each of the three runs warm-starts from its shipped folder
+(``bertdemo/assets/twins/<kind>``), with the shipped tokenizer, and all three read the same batches in the same order
+(one seed), so both pairs stay pairs in which only the objective differs. Its checkpoints are measured and exported
+by :mod:`bertdemo.tools.measure_twin_pairs` like a build's (``--stage``), and the next stage starts from what was
+exported: the repository carries a long build from one sitting to the next.
+
+Stages of one sitting, each skipped when its output is already there (the same command resumes):
+
+1. ``WORK/base.jsonl``: the shipped twins' own corpus, rebuilt (:func:`build_twin_pairs.build_corpus`, no Tatoeba),
+   and checked: tokenized with the shipped tokenizer, its held-out blocks must be the shipped ``heldout.npz``'s.
+2. ``WORK/corpus.jsonl``: the base corpus's training documents and ``--copies`` copies of Tatoeba's English sentences
+   (decontaminated against both cloze sets, and without any sentence equal to a held-out document or one of its
+   sentences; each copy in its own shuffled order), shuffled together, then the base
+   corpus's held-out documents, last and in order. The engine holds out the last ``--heldout-fraction`` of the blocks;
+   the tool checks that this covers every held-out document (so no held-out word is ever trained on) and writes that
+   fraction to ``stage.json``; the shipped records the stage continues (curve, build, Table 5, held-out questions)
+   are copied to ``WORK/prior/``, since exporting the stage replaces them.
+3. The three runs at once, one CPU thread each (``--auto-resume``), logs in ``WORK/<run>.log``.
+
+Then ``python -m bertdemo.tools.measure_twin_pairs --work WORK --stage --table5 --export`` measures the stage's
+log-spaced checkpoints on the shipped held-out words and cloze sets, runs Table 5 on its last one, and ships it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from bertdemo import storage
+from bertdemo.tools.build_twin_pairs import (
+    CLOZE_FILES,
+    ROOT,
+    RUNS,
+    _machine,
+    _quote,
+    build_corpus,
+    corpus_texts,
+    status,
+)
+
+SHIPPED = ROOT / "bertdemo" / "assets" / "twins"
+RUN_KIND = {"mlm": "mlm", "ltr-masked": "ltr-masked", "ltr-all": "ltr"}  # run -> shipped folder
+SEQ_LEN = 128
+MAX_CORPUS_TOKENS = 50_000_000  # the build's own (build_twin_pairs.engine_command)
+PRIOR_FILES = ("build.json", "curve.json", "table5.json", "heldout.npz")
+
+
+def doc_lengths(docs: list[str], tokenizer) -> np.ndarray:
+    """Tokens each document takes in the engine's stream (its pieces and the [SEP] after it)."""
+    from bertdemo.pretrain.data import tokenize
+
+    lengths = []
+    for i in range(0, len(docs), 1024):
+        lengths += [len(ids) + 1 for ids in tokenize(tokenizer, docs[i:i + 1024], add_special_tokens=False)["input_ids"]]
+    return np.asarray(lengths)
+
+
+def heldout_start(lengths: np.ndarray, heldout_fraction: float = 0.02, seq_len: int = SEQ_LEN) -> int:
+    """The index of the first document the engine's held-out split touches (the blocks are cut from the stream of all
+    documents, the held-out ones its last)."""
+    from bertdemo.pretrain.data import split_heldout
+
+    body = seq_len - 2
+    n_blocks = int(min(lengths.sum(), MAX_CORPUS_TOKENS)) // body
+    first_heldout_token = (n_blocks - split_heldout(n_blocks, heldout_fraction)) * body
+    return int(np.searchsorted(np.cumsum(lengths), first_heldout_token, side="right"))
+
+
+def normalised(text: str) -> str:
+    """A text's words, lowercased, one space apart (how two texts are compared)."""
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def held_out_sentences(docs: list[str]) -> set[str]:
+    """Every held-out document and each of its sentences, :func:`normalised`: a Tatoeba sentence equal to one of
+    them ("Step aside.") would put a held-out text in training."""
+    found = {normalised(part) for doc in docs for part in [doc, *re.split(r"(?<=[.!?])\s+", doc)]}
+    found.discard("")
+    return found
+
+
+def check_base(base: Path, tokenizer, cache: Path) -> None:
+    """The rebuilt base corpus must give the shipped held-out blocks (else the held-out words are not the shipped
+    twins' and the stage's figures would not continue their curve)."""
+    from bertdemo.pretrain.data import prepare_blocks
+
+    blocks = prepare_blocks(str(base), tokenizer, SEQ_LEN, cache, MAX_CORPUS_TOKENS, 0.02)
+    shipped = np.load(SHIPPED / "heldout.npz")["blocks"]
+    if not np.array_equal(blocks.heldout[:len(shipped)].astype(np.int64), shipped.astype(np.int64)):
+        raise SystemExit(f"{base} does not rebuild the shipped twins' held-out blocks: not their corpus.")
+
+
+def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokenizer, seed: int,
+                 seq_len: int = SEQ_LEN) -> dict:
+    """Stage 2: the mixed corpus (training documents and Tatoeba shuffled, the base's held-out documents last), written
+    atomically; returns the stage's record (documents, tokens, the engine's held-out fraction)."""
+    from bertdemo.pretrain.data import split_heldout
+    from bertdemo.tools import everyday_text
+
+    docs = list(corpus_texts(base))
+    lengths = doc_lengths(docs, tokenizer)
+    cut = heldout_start(lengths, seq_len=seq_len)
+    train, held = docs[:cut], docs[cut:]
+    windows = set().union(*(everyday_text.cloze_windows(f) for f in CLOZE_FILES))
+    sentences, dropped = everyday_text.decontaminate(everyday_text.tatoeba_docs(tatoeba), windows)
+    heldout_texts = held_out_sentences(held)
+    kept = [t for t in sentences if normalised(t) not in heldout_texts]  # no held-out text is ever trained on
+    sentences, held_out_dropped = kept, len(sentences) - len(kept)
+    rng = random.Random(seed)
+    mixed = list(train)
+    for _ in range(copies):
+        copy = list(sentences)
+        rng.shuffle(copy)
+        mixed += copy
+    rng.shuffle(mixed)
+    mixed_tokens = int(sum(doc_lengths(mixed, tokenizer)))
+    held_tokens = int(lengths[cut:].sum())
+    body = seq_len - 2
+    n_blocks = min(mixed_tokens + held_tokens, MAX_CORPUS_TOKENS) // body
+    if mixed_tokens + held_tokens > MAX_CORPUS_TOKENS:
+        raise SystemExit(f"The mixed corpus ({mixed_tokens + held_tokens:,} tokens) is over the engine's "
+                         f"{MAX_CORPUS_TOKENS:,}: fewer --copies.")
+    n_held = -(-held_tokens // body) + 1  # every held-out document inside the held-out blocks, with one to spare
+    fraction = round(n_held / n_blocks + 1e-6, 6)
+    if n_blocks * body - split_heldout(n_blocks, fraction) * body > mixed_tokens:
+        raise SystemExit("The held-out split would not cover the held-out documents.")
+    with storage.atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps({"text": text}) + "\n" for text in mixed + held)
+    return {"base_train_documents": len(train), "base_heldout_documents": len(held),
+            "tatoeba_sentences": len(sentences), "tatoeba_dropped_for_cloze": dropped,
+            "tatoeba_dropped_as_heldout": held_out_dropped, "tatoeba_copies": copies,
+            "tatoeba_files": [Path(f).name for f in tatoeba], "training_tokens": mixed_tokens,
+            "heldout_tokens": held_tokens, "heldout_fraction": fraction}
+
+
+def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]:
+    """The ``python -m bertdemo.pretrain`` command of one run: the shipped twin's weights, the shipped tokenizer,
+    the stage's corpus (resumable: ``--auto-resume``)."""
+    work = Path(args.work)
+    return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--init-from", str(SHIPPED / RUN_KIND[run]),
+            "--tokenizer", str(SHIPPED / "mlm"), "--corpus", str(work / "corpus.jsonl"),
+            "--heldout-fraction", str(stage["heldout_fraction"]), "--max-corpus-tokens", str(MAX_CORPUS_TOKENS),
+            "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+            "--warmup-steps", str(args.warmup_steps), "--locality-bias", "0", "--seed", str(args.seed),
+            "--num-threads", "1", "--device", "cpu", "--dropout", str(args.dropout),
+            "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
+            "--keep-milestones", "8", "--no-progress", "--auto-resume", "--out", str(work / run)]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's settings."""
+    parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.continue_twins",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--work", default="runs/twin-stage", help="folder of the stage's corpus and runs")
+    parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
+                        help="manythings.org sentence-pair files whose English sentences join the corpus")
+    parser.add_argument("--copies", type=int, default=2, help="copies of Tatoeba's sentences in the mix")
+    parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--warmup-steps", type=int, default=100)
+    parser.add_argument("--dropout", type=float, default=0.1, help="the shipped twins' own")
+    parser.add_argument("--checkpoint-every", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--prepare", action="store_true", help="only build and check the corpus, and stop")
+    parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: the corpus (rebuilt, checked, mixed), then the three runs; 0 on success."""
+    args = parse_args(argv)
+    work = Path(args.work)
+    if args.status:
+        print(json.dumps(status(argparse.Namespace(work=args.work, steps=args.steps)), indent=1))
+        return 0
+    from transformers import AutoTokenizer
+
+    work.mkdir(parents=True, exist_ok=True)
+    record_path = work / "stage.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {"sittings": []}
+    tokenizer = AutoTokenizer.from_pretrained(str(SHIPPED / "mlm"))
+    if not (work / "base.jsonl").is_file():
+        record["base_corpus"] = build_corpus(work / "base.tmp.jsonl")
+        check_base(work / "base.tmp.jsonl", tokenizer, work / "cache")
+        (work / "base.tmp.jsonl").rename(work / "base.jsonl")
+    if not (work / "corpus.jsonl").is_file():
+        if not args.tatoeba:
+            raise SystemExit("--tatoeba FILE... is needed to build the stage's corpus.")
+        record["stage"] = stage_corpus(work / "base.jsonl", work / "corpus.jsonl", args.tatoeba, args.copies,
+                                       tokenizer, args.seed)
+        prior = work / "prior"  # what the stage starts from: exporting the stage replaces the shipped files
+        prior.mkdir(exist_ok=True)
+        for name in PRIOR_FILES:
+            shutil.copy2(SHIPPED / name, prior / name)
+        record["from_sha256"] = {kind: hashlib.sha256((SHIPPED / kind / "model.safetensors").read_bytes()).hexdigest()
+                                 for kind in RUN_KIND.values()}
+        storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+    if args.prepare:
+        return 0
+    started = time.time()
+    lines = [" ".join(_quote(c) for c in engine_command(run, args, record["stage"]))
+             + f" >> {_quote(str(work / (run + '.log')))} 2>&1" for run in RUNS]
+    workers = [subprocess.Popen(["bash", "-c", line], cwd=str(ROOT)) for line in lines]
+    codes = [w.wait() for w in workers]
+    record["command"] = "python -m bertdemo.tools.continue_twins " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+    record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
+                               "wall_s": round(time.time() - started), "exit_codes": codes,
+                               "machine": _machine("cpu")})
+    storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+    return max(codes, default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
