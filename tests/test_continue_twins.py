@@ -146,5 +146,5 @@ def test_each_run_of_a_stage_starts_from_its_shipped_twin_with_one_recipe(tmp_pa
     differing = {run: {k for k in flat[run] if flat[run][k] != flat["mlm"][k]} for run in ("ltr-masked", "ltr-all")}
     assert differing == {"ltr-masked": {"objective", "ltr_targets", "init_from"},
                          "ltr-all": {"objective", "init_from"}}
-    assert (configs["mlm"].optim.steps, configs["mlm"].data.heldout_fraction, configs["mlm"].system.seed) == (
-        2000, 0.008344, 1337)
+    assert (configs["mlm"].optim.steps, configs["mlm"].optim.time_budget_s, configs["mlm"].data.heldout_fraction,
+            configs["mlm"].system.seed) == (2000, 0, 0.008344, 1337)  # the three end on the same step

@@ -154,12 +154,13 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
 
 def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]:
     """The ``python -m bertdemo.pretrain`` command of one run: the shipped twin's weights, the shipped tokenizer,
-    the stage's corpus (resumable: ``--auto-resume``)."""
+    the stage's corpus; its schedule ends at ``--steps`` (no time budget, so the three end on the same step);
+    resumable (``--auto-resume``)."""
     work = Path(args.work)
     return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--init-from", str(SHIPPED / RUN_KIND[run]),
             "--tokenizer", str(SHIPPED / "mlm"), "--corpus", str(work / "corpus.jsonl"),
             "--heldout-fraction", str(stage["heldout_fraction"]), "--max-corpus-tokens", str(MAX_CORPUS_TOKENS),
-            "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+            "--steps", str(args.steps), "--time-budget-s", "0", "--batch-size", str(args.batch_size), "--lr", str(args.lr),
             "--warmup-steps", str(args.warmup_steps), "--locality-bias", "0", "--seed", str(args.seed),
             "--num-threads", "1", "--device", "cpu", "--dropout", str(args.dropout),
             "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
