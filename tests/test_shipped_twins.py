@@ -1,5 +1,5 @@
 """The shipped twins: a masked LM and two left-to-right LMs of one shape, trained by the project's engine with one
-recipe for 98 M tokens each; plain model folders that stock transformers opens, pickable wherever a model is, loaded
+recipe for 105.7 M tokens each (two stages); plain model folders that stock transformers opens, pickable wherever a model is, loaded
 by load_twin; what the page says about them (the curve, the held-out words, the cloze, the Learn step) is what their
 weights answer."""
 

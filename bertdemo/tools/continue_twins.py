@@ -167,6 +167,12 @@ def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]
             "--keep-milestones", "8", "--no-progress", "--auto-resume", "--out", str(work / run)]
 
 
+def recorded_command(argv: list[str], tatoeba: list[str]) -> str:
+    """The command as the record keeps it: each Tatoeba file by its name (where it lay is this machine's business)."""
+    files = set(tatoeba)
+    return "python -m bertdemo.tools.continue_twins " + " ".join(Path(a).name if a in files else a for a in argv)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line's settings."""
     parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.continue_twins",
@@ -224,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
              + f" >> {_quote(str(work / (run + '.log')))} 2>&1" for run in RUNS]
     workers = [subprocess.Popen(["bash", "-c", line], cwd=str(ROOT)) for line in lines]
     codes = [w.wait() for w in workers]
-    record["command"] = "python -m bertdemo.tools.continue_twins " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+    record["command"] = recorded_command(argv if argv is not None else sys.argv[1:], args.tatoeba)
     record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
                                "machine": _machine("cpu")})

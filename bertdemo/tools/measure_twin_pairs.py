@@ -275,10 +275,12 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
 
 
 def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log,
-           prior_build: dict | None = None, stage_record: dict | None = None) -> None:
+           prior_build: dict | None = None, stage_record: dict | None = None, prior_heldout: Path | None = None,
+           ) -> None:
     """The final models (fp16, stock folders), the held-out questions with their landmark losses, the curve and
     the Table 5 files, into ``assets`` (a stage's: with the ``build.json`` it continued, ``prior_build``, and its
-    ``stage.json``, ``stage_record``)."""
+    ``stage.json``, ``stage_record``, and the held-out questions it asked again, ``prior_heldout``: shipped as they
+    were, not recounted)."""
     import torch
 
     from bertdemo.explore.twins import heldout_landmarks
@@ -295,10 +297,14 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
             (tmp / "generation_config.json").unlink(missing_ok=True)
         _swap_in(fresh, target)
         log(f"exported {run} -> {target} ({(target / 'model.safetensors').stat().st_size / 1e6:.1f} MB)")
-    twins = {run: load(folder, run) for run, folder in folders.items()}
-    landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
-    with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
+    if prior_heldout is not None:  # a stage asks the questions it continues (checked equal): the file as shipped
+        with storage.atomic_path(assets / "heldout.npz") as tmp:
+            shutil.copyfile(prior_heldout, tmp)
+    else:
+        twins = {run: load(folder, run) for run, folder in folders.items()}
+        landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
+        with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
+            np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
     storage.write_text(assets / "curve.json", json.dumps(measured["curve_export"], indent=1) + "\n")
     record = build_record(folders, measured, assets)
     if prior_build:
@@ -463,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     for pair in PAIRS:
         log(f"{pair}: {measured['curve_export']['crossover'][pair]}")
     if args.export:
-        export(finals, heldout, counts, measured, Path(args.assets), log, prior_build, stage)
+        export(finals, heldout, counts, measured, Path(args.assets), log, prior_build, stage,
+               work / "prior" / "heldout.npz" if stage else None)
     return 0
 
 
