@@ -4,6 +4,7 @@
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --table5         # + Table 5 at the last step
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --export         # + write bertdemo/assets/twins
     python -m bertdemo.tools.measure_twin_pairs --table5-shipped                         # Table 5 of the shipped models
+    python -m bertdemo.tools.measure_twin_pairs --work runs/twin-stage --stage --table5 --export   # a later stage
 
 At every step that all three runs kept (the log-spaced checkpoints, and the last), on the same held-out words of the
 pairs' own corpus (its held-out blocks, never trained on; each word asked alone: the masked LM reads the sentence
@@ -16,7 +17,10 @@ model on the topic and names tasks, 3 seeds (:func:`bertdemo.finetune.twin_finet
 Everything measured is kept in ``WORK/measure.json`` (a step measured before is not measured again). ``--export``
 writes the three final models in fp16 with their tokenizer (``mlm/``, ``ltr/`` = ``ltr-all``, ``ltr-masked/``),
 ``heldout.npz`` (the held-out blocks asked and each question's landmark losses, so the page recomputes the models'
-side from their weights), ``curve.json`` and the Table 5 files into ``--assets``.
+side from their weights), ``curve.json`` and the Table 5 files into ``--assets``. With ``--stage`` the work folder is
+a later stage of the shipped twins (:mod:`bertdemo.tools.continue_twins`): its checkpoints are asked the shipped
+held-out questions, counted on from the shipped curve's tokens and appended to it, and its export keeps the shipped
+``heldout.npz`` and adds the stage to ``build.json``'s ``stages``.
 """
 
 from __future__ import annotations
