@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLOZE_FILES = (ROOT / "data" / "cloze_everyday.tsv", ROOT / "data" / "right_context_cloze.tsv")
 VOCAB_SIZE = 8192
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+MAX_CORPUS_TOKENS = 50_000_000  # the engine's --max-corpus-tokens of every twin run (the corpora are far smaller)
 
 
 def build_corpus(out: Path, tatoeba: list[str] | None = None) -> dict[str, int]:
@@ -122,7 +123,7 @@ def engine_command(run: str, args: argparse.Namespace) -> list[str]:
             "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1", *shape_flags(args.preset),
             "--device", args.device, "--dropout", str(args.dropout),
             "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
-            "--keep-milestones", "8", "--max-corpus-tokens", "50000000", "--no-progress", "--auto-resume",
+            "--keep-milestones", "8", "--max-corpus-tokens", str(MAX_CORPUS_TOKENS), "--no-progress", "--auto-resume",
             "--out", str(work / run)]
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from bertdemo import storage
 from bertdemo.tools.build_twin_pairs import (
     CLOZE_FILES,
+    MAX_CORPUS_TOKENS,
     ROOT,
     RUNS,
     _machine,
@@ -56,11 +57,9 @@ from bertdemo.tools.build_twin_pairs import (
     corpus_texts,
     status,
 )
+from bertdemo.tools.measure_twin_pairs import EXPORT_NAMES, SEQ_LEN, base_blocks
 
 SHIPPED = ROOT / "bertdemo" / "assets" / "twins"
-RUN_KIND = {"mlm": "mlm", "ltr-masked": "ltr-masked", "ltr-all": "ltr"}  # run -> shipped folder
-SEQ_LEN = 128
-MAX_CORPUS_TOKENS = 50_000_000  # the build's own (build_twin_pairs.engine_command)
 PRIOR_FILES = ("build.json", "curve.json", "table5.json", "heldout.npz")
 
 
@@ -98,17 +97,6 @@ def held_out_sentences(docs: list[str]) -> set[str]:
     return found
 
 
-def check_base(base: Path, tokenizer, cache: Path) -> None:
-    """The rebuilt base corpus must give the shipped held-out blocks (else the held-out words are not the shipped
-    twins' and the stage's figures would not continue their curve)."""
-    from bertdemo.pretrain.data import prepare_blocks
-
-    blocks = prepare_blocks(str(base), tokenizer, SEQ_LEN, cache, MAX_CORPUS_TOKENS, 0.02)
-    shipped = np.load(SHIPPED / "heldout.npz")["blocks"]
-    if not np.array_equal(blocks.heldout[:len(shipped)].astype(np.int64), shipped.astype(np.int64)):
-        raise SystemExit(f"{base} does not rebuild the shipped twins' held-out blocks: not their corpus.")
-
-
 def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokenizer, seed: int,
                  seq_len: int = SEQ_LEN) -> dict:
     """Stage 2: the mixed corpus (training documents and Tatoeba shuffled, the base's held-out documents last), written
@@ -132,13 +120,13 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
         rng.shuffle(copy)
         mixed += copy
     rng.shuffle(mixed)
-    mixed_tokens = int(sum(doc_lengths(mixed, tokenizer)))
+    mixed_tokens = int(lengths[:cut].sum()) + copies * int(doc_lengths(sentences, tokenizer).sum())
     held_tokens = int(lengths[cut:].sum())
-    body = seq_len - 2
-    n_blocks = min(mixed_tokens + held_tokens, MAX_CORPUS_TOKENS) // body
     if mixed_tokens + held_tokens > MAX_CORPUS_TOKENS:
         raise SystemExit(f"The mixed corpus ({mixed_tokens + held_tokens:,} tokens) is over the engine's "
                          f"{MAX_CORPUS_TOKENS:,}: fewer --copies.")
+    body = seq_len - 2
+    n_blocks = (mixed_tokens + held_tokens) // body
     n_held = -(-held_tokens // body) + 1  # every held-out document inside the held-out blocks, with one to spare
     fraction = round(n_held / n_blocks + 1e-6, 6)
     if n_blocks * body - split_heldout(n_blocks, fraction) * body > mixed_tokens:
@@ -157,7 +145,7 @@ def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]
     the stage's corpus; its schedule ends at ``--steps`` (no time budget, so the three end on the same step);
     resumable (``--auto-resume``)."""
     work = Path(args.work)
-    return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--init-from", str(SHIPPED / RUN_KIND[run]),
+    return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--init-from", str(SHIPPED / EXPORT_NAMES[run]),
             "--tokenizer", str(SHIPPED / "mlm"), "--corpus", str(work / "corpus.jsonl"),
             "--heldout-fraction", str(stage["heldout_fraction"]), "--max-corpus-tokens", str(MAX_CORPUS_TOKENS),
             "--steps", str(args.steps), "--time-budget-s", "0", "--batch-size", str(args.batch_size), "--lr", str(args.lr),
@@ -209,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = AutoTokenizer.from_pretrained(str(SHIPPED / "mlm"))
     if not (work / "base.jsonl").is_file():
         record["base_corpus"] = build_corpus(work / "base.tmp.jsonl")
-        check_base(work / "base.tmp.jsonl", tokenizer, work / "cache")
+        base_blocks(work / "base.tmp.jsonl", tokenizer, work / "cache", SHIPPED / "heldout.npz")
         (work / "base.tmp.jsonl").rename(work / "base.jsonl")
     if not (work / "corpus.jsonl").is_file():
         if not args.tatoeba:
@@ -221,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in PRIOR_FILES:
             shutil.copy2(SHIPPED / name, prior / name)
         record["from_sha256"] = {kind: hashlib.sha256((SHIPPED / kind / "model.safetensors").read_bytes()).hexdigest()
-                                 for kind in RUN_KIND.values()}
+                                 for kind in EXPORT_NAMES.values()}
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
     if args.prepare:
         return 0

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from bertdemo import storage
+from bertdemo.tools.build_twin_pairs import MAX_CORPUS_TOKENS
 
 PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr-all")}
 EXPORT_NAMES = {"mlm": "mlm", "ltr-masked": "ltr-masked", "ltr-all": "ltr"}  # run -> asset folder
@@ -89,8 +90,21 @@ def heldout_data(work: Path):
     from bertdemo.pretrain.landmarks import count_ngrams
 
     tok = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
-    blocks = prepare_blocks(str(work / "corpus.jsonl"), tok, SEQ_LEN, max_tokens=50_000_000)
+    blocks = prepare_blocks(str(work / "corpus.jsonl"), tok, SEQ_LEN, max_tokens=MAX_CORPUS_TOKENS)
     return blocks.heldout[:HELDOUT_BLOCKS], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+
+
+def base_blocks(base: Path, tokenizer, cache: Path, heldout_file: Path):
+    """The rebuilt base corpus's blocks, cut as the build cut them; they must give the held-out blocks of
+    ``heldout_file`` (a shipped ``heldout.npz``), else the held-out words are not the shipped twins' and a stage's
+    figures would not continue their curve (SystemExit)."""
+    from bertdemo.pretrain.data import prepare_blocks
+
+    blocks = prepare_blocks(str(base), tokenizer, SEQ_LEN, cache, MAX_CORPUS_TOKENS, 0.02)
+    shipped = np.load(heldout_file)["blocks"]
+    if not np.array_equal(blocks.heldout[:len(shipped)].astype(np.int64), shipped.astype(np.int64)):
+        raise SystemExit(f"{base.name} does not rebuild the shipped twins' held-out blocks: not their corpus.")
+    return blocks
 
 
 def stage_heldout_data(work: Path, checkpoint: Path):
@@ -100,15 +114,12 @@ def stage_heldout_data(work: Path, checkpoint: Path):
     the stage's checkpoints continue the shipped curve on the same words."""
     from transformers import AutoTokenizer
 
-    from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.landmarks import count_ngrams
 
     tok = AutoTokenizer.from_pretrained(str(checkpoint))
-    blocks = prepare_blocks(str(work / "base.jsonl"), tok, SEQ_LEN, work / "cache", 50_000_000, 0.02)
-    shipped = np.load(work / "prior" / "heldout.npz")["blocks"]
-    if not np.array_equal(blocks.heldout[:len(shipped)].astype(np.int64), shipped.astype(np.int64)):
-        raise SystemExit("The stage's base corpus does not give the shipped held-out blocks.")
-    return blocks.heldout[:len(shipped)], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
+    blocks = base_blocks(work / "base.jsonl", tok, work / "cache", work / "prior" / "heldout.npz")
+    asked = len(np.load(work / "prior" / "heldout.npz")["blocks"])
+    return blocks.heldout[:asked], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
 
 
 def prior_curve(work: Path) -> tuple[list[dict], list[dict], dict]:
