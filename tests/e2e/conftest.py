@@ -11,9 +11,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -202,6 +204,8 @@ def pytest_runtest_makereport(item, call):
         page = item.funcargs.get("browser_page")
         if page is not None:
             report.sections.append(("the page when the test failed", _page_state(page)))
+        if getattr(item, "page_log", None):
+            report.sections.append(("the page's last requests and script errors", "\n".join(item.page_log)))
     return report
 
 
@@ -223,6 +227,35 @@ def _page_state(page) -> str:
 
 
 # --- browser ---------------------------------------------------------------------------
+
+
+PAGE_LOG_LINES = 40
+
+
+def log_page(page) -> deque:
+    """The last lines of what ``page`` did that a failed test's report needs: each event it sent to the app (the
+    queue's join, a direct call: the function's index and the start of its data), each answer's HTTP status, each
+    script error and console error, with the seconds since the page opened. A press that sent nothing, or sent the
+    box's old text, reads differently here from an answer that came and was not drawn."""
+    lines: deque = deque(maxlen=PAGE_LOG_LINES)
+    start = time.monotonic()
+
+    def add(text: str) -> None:
+        lines.append(f"{time.monotonic() - start:7.2f}s {text}")
+
+    def sent(req) -> None:
+        if req.method == "POST" and "/gradio_api/" in req.url:
+            add(f"POST {urllib.parse.urlsplit(req.url).path} {(req.post_data or '')[:240]}")
+
+    def answered(resp) -> None:
+        if resp.request.method == "POST" and "/gradio_api/" in resp.url:
+            add(f"  {resp.status} {urllib.parse.urlsplit(resp.url).path}")
+
+    page.on("request", sent)
+    page.on("response", answered)
+    page.on("pageerror", lambda err: add(f"script error: {err}"))
+    page.on("console", lambda msg: msg.type == "error" and add(f"console error: {msg.text[:300]}"))
+    return lines
 
 
 def chromium_path() -> str:
@@ -269,10 +302,12 @@ SITE_DATA = "cookies,local_storage,session_storage,indexeddb,cache_storage,servi
 
 
 @pytest.fixture
-def browser_page(_page_context, app_url):
+def browser_page(_page_context, app_url, request):
     """A fresh page (1280x1000) in the system Chromium, as a new visitor's: no cookie and no stored data of any site
-    it or an earlier test opened (cleared when each test ends); the app URL is at hand as ``app_url``."""
+    it or an earlier test opened (cleared when each test ends); the app URL is at hand as ``app_url``. What the page
+    sent to the app and its script errors are kept for a failed test's report (:func:`log_page`)."""
     page = _page_context.new_page()
+    request.node.page_log = log_page(page)
     origins = {urllib.parse.urlsplit(app_url)._replace(path="", query="", fragment="").geturl()}
     page.on("framenavigated", lambda frame: origins.add(
         urllib.parse.urlsplit(frame.url)._replace(path="", query="", fragment="").geturl()))
