@@ -229,13 +229,51 @@ def _page_state(page) -> str:
 # --- browser ---------------------------------------------------------------------------
 
 
-PAGE_LOG_LINES = 40
+PAGE_LOG_LINES = 60
+# the queue as the page heard it: each join's event id, and each message of the event stream but the heartbeats and
+# progress ticks (the page's fetch of the stream is teed: gradio reads its own copy as before)
+QUEUE_LOG_JS = """(() => {
+  const real = window.fetch, say = text => window.__bdQueueMsg && window.__bdQueueMsg(text);
+  const note = m => {
+    if (m.msg === 'heartbeat' || m.msg === 'progress') return;
+    const out = m.output || {}, error = out.error ? ' error=' + String(out.error).slice(0, 160) : '';
+    say(`  ${m.msg} event ${m.event_id || ''}${'success' in m ? ' success=' + m.success : ''}${error}`);
+  };
+  window.fetch = async function (...args) {
+    const res = await real.apply(this, args);
+    const url = String((args[0] && args[0].url) || args[0]);
+    if (url.includes('/queue/join')) {
+      res.clone().json().then(j => say(`  joined as event ${j.event_id}`)).catch(() => {});
+    }
+    if (!url.includes('/queue/data') || !res.body) return res;
+    const [mine, theirs] = res.body.tee();
+    (async () => {
+      const reader = mine.getReader(), decoder = new TextDecoder();
+      let buffer = '';
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, {stream: true});
+        let end;
+        while ((end = buffer.indexOf('\\n\\n')) >= 0) {
+          const chunk = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          for (const line of chunk.split('\\n')) {
+            if (line.startsWith('data:')) { try { note(JSON.parse(line.slice(5))); } catch (e) {} }
+          }
+        }
+      }
+    })().catch(() => {});
+    return new Response(theirs, {status: res.status, statusText: res.statusText, headers: res.headers});
+  };
+})();"""
 
 
 def log_page(page) -> deque:
     """The last lines of what ``page`` did that a failed test's report needs: each event it sent to the app (the
     queue's join, a direct call: the function's index and the start of its data), each answer's HTTP status, each
-    script error and console error, with the seconds since the page opened. A press that sent nothing, or sent the
+    script error and console error, and what the queue's event stream told it (each event's start and end, and
+its error), with the seconds since the page opened. A press that sent nothing, or sent the
     box's old text, reads differently here from an answer that came and was not drawn."""
     lines: deque = deque(maxlen=PAGE_LOG_LINES)
     start = time.monotonic()
@@ -251,6 +289,8 @@ def log_page(page) -> deque:
         if resp.request.method == "POST" and "/gradio_api/" in resp.url:
             add(f"  {resp.status} {urllib.parse.urlsplit(resp.url).path}")
 
+    page.expose_binding("__bdQueueMsg", lambda source, text: add(str(text)))
+    page.add_init_script(QUEUE_LOG_JS)
     page.on("request", sent)
     page.on("response", answered)
     page.on("pageerror", lambda err: add(f"script error: {err}"))
