@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -83,6 +84,36 @@ def test_the_stage_corpus_trains_no_held_out_word_and_holds_the_new_sentences(ba
     assert stream(shipped.heldout[:-1]) in stream(stage.heldout)
 
 
+def test_stories_join_the_stage_corpus_each_copy_once_and_decontaminated(base, tmp_path, tokenizer) -> None:
+    docs = [json.loads(line)["text"] for line in base.read_text(encoding="utf-8").splitlines()]
+    cut = continue_twins.heldout_start(continue_twins.doc_lengths(docs, tokenizer), seq_len=SEQ_LEN)
+    held_sentence = re.split(r"(?<=[.!?])\s+", docs[cut + 1])[0]
+    stories = tmp_path / "stories.txt"
+    lines = [
+        "Once upon a time a little duck quacked at the pond. Her mother duck swam to her.",
+        "",  # a blank line is no story
+        "Tom had a red  ball.   He threw it to   his dog, and the dog barked and ran after it.",
+        "Once upon a time a little duck quacked at the pond. Her mother duck swam to her.",  # the same story again
+        "The dog barked at the mailman. Then it slept.",  # holds a filled-in cloze sentence
+        held_sentence,  # a held-out document's sentence
+    ]
+    stories.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    record = continue_twins.stage_corpus(base, tmp_path / "corpus.jsonl", [], 0, tokenizer, seed=0, seq_len=SEQ_LEN,
+                                         stories=[str(stories)], story_copies=3)
+    texts = [json.loads(line)["text"] for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
+    trained = texts[:-record["base_heldout_documents"]]
+    assert [trained.count(s) for s in (
+        "Once upon a time a little duck quacked at the pond. Her mother duck swam to her.",
+        "Tom had a red ball. He threw it to his dog, and the dog barked and ran after it.",  # whitespace normalised
+        "The dog barked at the mailman. Then it slept.", held_sentence)] == [3, 3, 0, 0]
+    assert len(trained) == len(docs) - record["base_heldout_documents"] + 2 * 3
+    assert (record["stories"], record["stories_dropped_for_cloze"], record["stories_dropped_as_heldout"],
+            record["story_copies"], record["story_files"], record["tatoeba_sentences"]) == (2, 1, 1, 3, ["stories.txt"], 0)
+    stage = prepare_blocks(str(tmp_path / "corpus.jsonl"), tokenizer, SEQ_LEN, tmp_path / "cache", 50_000_000,
+                           record["heldout_fraction"])
+    assert len(stage.train) * (SEQ_LEN - 2) <= record["training_tokens"]  # training ends before the held-out text
+
+
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory, base):
     """A tiny build exported as the app ships one (its curve, record and held-out questions), from ``base``."""
@@ -148,3 +179,16 @@ def test_each_run_of_a_stage_starts_from_its_shipped_twin_with_one_recipe(tmp_pa
                          "ltr-all": {"objective", "init_from"}}
     assert (configs["mlm"].optim.steps, configs["mlm"].optim.time_budget_s, configs["mlm"].data.heldout_fraction,
             configs["mlm"].system.seed) == (2000, 0, 0.008344, 1337)  # the three end on the same step
+
+
+def test_the_curve_names_each_text_a_stage_added() -> None:
+    curve = SimpleNamespace(stages=(
+        {"from_tokens": 0, "corpus": {"wiki": 7322}},
+        {"from_tokens": 98_000_000, "corpus": {"tatoeba_sentences": 201_418, "tatoeba_copies": 3}},
+        {"from_tokens": 105_000_000, "corpus": {"tatoeba_sentences": 201_418, "tatoeba_copies": 1,
+                                                "stories": 8_224, "story_copies": 4}}))
+    first, second = twin_curve.stage_sentence(curve).split(". From ")
+    assert "mixed with 201,418 everyday sentences from Tatoeba (3 copies):" in first
+    assert first.startswith("From 98 M tokens the three twins read on") and second.startswith("105 M tokens")
+    assert "mixed with 201,418 everyday sentences from Tatoeba and 8,224 short stories from TinyStories (4 copies):" \
+        in second

@@ -101,10 +101,12 @@ def stage_sentence(curve: TwinCurve) -> str:
     parts = []
     for stage in later_stages(curve):
         corpus = stage.get("corpus") or {}
-        tatoeba = int(corpus.get("tatoeba_sentences") or 0)
-        copies = int(corpus.get("tatoeba_copies") or 1)
-        mixed = (f" mixed with {tatoeba:,} everyday sentences from Tatoeba" + (f" ({copies} copies)" if copies > 1
-                                                                                else "") if tatoeba else "")
+        added = [f"{int(corpus[count]):,} {what}" + (f" ({int(corpus.get(copies) or 1)} copies)"
+                                                     if int(corpus.get(copies) or 1) > 1 else "")
+                 for count, copies, what in (("tatoeba_sentences", "tatoeba_copies", "everyday sentences from Tatoeba"),
+                                             ("stories", "story_copies", "short stories from TinyStories"))
+                 if int(corpus.get(count) or 0)]
+        mixed = f" mixed with {' and '.join(added)}" if added else ""
         parts.append(f"From {millions(int(stage['from_tokens']))} tokens the three twins read on from their weights, "
                      f"on the same batches, on their own text{mixed}: a later stage of training (the twins' card says "
                      f"how, and on what machine).")

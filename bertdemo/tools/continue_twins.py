@@ -16,9 +16,10 @@ Stages of one sitting, each skipped when its output is already there (the same c
 
 1. ``WORK/base.jsonl``: the shipped twins' own corpus, rebuilt (:func:`build_twin_pairs.build_corpus`, no Tatoeba),
    and checked: tokenized with the shipped tokenizer, its held-out blocks must be the shipped ``heldout.npz``'s.
-2. ``WORK/corpus.jsonl``: the base corpus's training documents and ``--copies`` copies of Tatoeba's English sentences
-   (decontaminated against both cloze sets, and without any sentence equal to a held-out document or one of its
-   sentences; each copy in its own shuffled order), shuffled together, then the base
+2. ``WORK/corpus.jsonl``: the base corpus's training documents, ``--copies`` copies of Tatoeba's English sentences
+   and ``--story-copies`` copies of the ``--stories`` (plain text, a story a line: TinyStories), each decontaminated
+   against both cloze sets and without any text equal to a held-out document or one of its sentences (each copy in
+   its own shuffled order), shuffled together, then the base
    corpus's held-out documents, last and in order. The engine holds out the last ``--heldout-fraction`` of the blocks;
    the tool checks that this covers every held-out document (so no held-out word is ever trained on) and writes that
    fraction to ``stage.json``; the shipped records the stage continues (curve, build, Table 5, held-out questions)
@@ -97,10 +98,25 @@ def held_out_sentences(docs: list[str]) -> set[str]:
     return found
 
 
+def story_docs(files: list[str]) -> list[str]:
+    """The distinct stories of plain-text files (one story per non-empty line, as TinyStories is often kept), in the
+    order first read, whitespace normalised: one document each."""
+    stories: dict[str, None] = {}
+    for path in map(Path, files):
+        if not path.is_file():
+            raise FileNotFoundError(f"Story file not found: {path}.")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                text = " ".join(line.split())
+                if text:
+                    stories.setdefault(text)
+    return list(stories)
+
+
 def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokenizer, seed: int,
-                 seq_len: int = SEQ_LEN) -> dict:
-    """Stage 2: the mixed corpus (training documents and Tatoeba shuffled, the base's held-out documents last), written
-    atomically; returns the stage's record (documents, tokens, the engine's held-out fraction)."""
+                 seq_len: int = SEQ_LEN, stories: list[str] = (), story_copies: int = 1) -> dict:
+    """Stage 2: the mixed corpus (training documents, Tatoeba and the stories shuffled, the base's held-out documents
+    last), written atomically; returns the stage's record (documents, tokens, the engine's held-out fraction)."""
     from bertdemo.pretrain.data import split_heldout
     from bertdemo.tools import everyday_text
 
@@ -109,18 +125,27 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
     cut = heldout_start(lengths, seq_len=seq_len)
     train, held = docs[:cut], docs[cut:]
     windows = set().union(*(everyday_text.cloze_windows(f) for f in CLOZE_FILES))
-    sentences, dropped = everyday_text.decontaminate(everyday_text.tatoeba_docs(tatoeba), windows)
     heldout_texts = held_out_sentences(held)
-    kept = [t for t in sentences if normalised(t) not in heldout_texts]  # no held-out text is ever trained on
-    sentences, held_out_dropped = kept, len(sentences) - len(kept)
+
+    def clean(texts: list[str]) -> tuple[list[str], int, int]:
+        """The texts less those holding a filled-in cloze window or equal to a held-out text; (kept, both counts)."""
+        texts, for_cloze = everyday_text.decontaminate(texts, windows)
+        kept = [t for t in texts if normalised(t) not in heldout_texts]  # no held-out text is ever trained on
+        return kept, for_cloze, len(texts) - len(kept)
+
+    sentences, dropped, held_out_dropped = clean(everyday_text.tatoeba_docs(tatoeba))
+    tales, tales_for_cloze, tales_as_heldout = clean(story_docs(list(stories)))
     rng = random.Random(seed)
     mixed = list(train)
-    for _ in range(copies):
-        copy = list(sentences)
-        rng.shuffle(copy)
-        mixed += copy
+    for texts, times in ((sentences, copies), (tales, story_copies)):
+        for _ in range(times):
+            copy = list(texts)
+            rng.shuffle(copy)
+            mixed += copy
     rng.shuffle(mixed)
     mixed_tokens = int(lengths[:cut].sum()) + copies * int(doc_lengths(sentences, tokenizer).sum())
+    if tales:
+        mixed_tokens += story_copies * int(doc_lengths(tales, tokenizer).sum())
     held_tokens = int(lengths[cut:].sum())
     if mixed_tokens + held_tokens > MAX_CORPUS_TOKENS:
         raise SystemExit(f"The mixed corpus ({mixed_tokens + held_tokens:,} tokens) is over the engine's "
@@ -136,8 +161,11 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
     return {"base_train_documents": len(train), "base_heldout_documents": len(held),
             "tatoeba_sentences": len(sentences), "tatoeba_dropped_for_cloze": dropped,
             "tatoeba_dropped_as_heldout": held_out_dropped, "tatoeba_copies": copies,
-            "tatoeba_files": [Path(f).name for f in tatoeba], "training_tokens": mixed_tokens,
-            "heldout_tokens": held_tokens, "heldout_fraction": fraction}
+            "tatoeba_files": [Path(f).name for f in tatoeba],
+            **({"stories": len(tales), "stories_dropped_for_cloze": tales_for_cloze,
+                "stories_dropped_as_heldout": tales_as_heldout, "story_copies": story_copies,
+                "story_files": [Path(f).name for f in stories]} if stories else {}),
+            "training_tokens": mixed_tokens, "heldout_tokens": held_tokens, "heldout_fraction": fraction}
 
 
 def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]:
@@ -156,7 +184,8 @@ def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]
 
 
 def recorded_command(argv: list[str], tatoeba: list[str]) -> str:
-    """The command as the record keeps it: each Tatoeba file by its name (where it lay is this machine's business)."""
+    """The command as the record keeps it: each text file (Tatoeba's, the stories) by its name (where it lay is this
+    machine's business)."""
     files = set(tatoeba)
     return "python -m bertdemo.tools.continue_twins " + " ".join(Path(a).name if a in files else a for a in argv)
 
@@ -170,6 +199,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
                         help="manythings.org sentence-pair files whose English sentences join the corpus")
     parser.add_argument("--copies", type=int, default=2, help="copies of Tatoeba's sentences in the mix")
+    parser.add_argument("--stories", nargs="+", default=[], metavar="FILE",
+                        help="plain-text files of short stories (one per line, e.g. TinyStories) that join the corpus")
+    parser.add_argument("--story-copies", type=int, default=1, help="copies of the stories in the mix")
     parser.add_argument("--steps", type=int, default=2500)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=5e-4)
@@ -200,10 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         base_blocks(work / "base.tmp.jsonl", tokenizer, work / "cache", SHIPPED / "heldout.npz")
         (work / "base.tmp.jsonl").rename(work / "base.jsonl")
     if not (work / "corpus.jsonl").is_file():
-        if not args.tatoeba:
-            raise SystemExit("--tatoeba FILE... is needed to build the stage's corpus.")
+        if not args.tatoeba and not args.stories:
+            raise SystemExit("--tatoeba FILE... or --stories FILE... is needed to build the stage's corpus.")
         record["stage"] = stage_corpus(work / "base.jsonl", work / "corpus.jsonl", args.tatoeba, args.copies,
-                                       tokenizer, args.seed)
+                                       tokenizer, args.seed, stories=args.stories, story_copies=args.story_copies)
         prior = work / "prior"  # what the stage starts from: exporting the stage replaces the shipped files
         prior.mkdir(exist_ok=True)
         for name in PRIOR_FILES:
@@ -218,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
              + f" >> {_quote(str(work / (run + '.log')))} 2>&1" for run in RUNS]
     workers = [subprocess.Popen(["bash", "-c", line], cwd=str(ROOT)) for line in lines]
     codes = [w.wait() for w in workers]
-    record["command"] = recorded_command(argv if argv is not None else sys.argv[1:], args.tatoeba)
+    record["command"] = recorded_command(argv if argv is not None else sys.argv[1:], args.tatoeba + args.stories)
     record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
                                "machine": _machine("cpu")})
