@@ -11,11 +11,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,7 +204,7 @@ def pytest_runtest_makereport(item, call):
         if page is not None:
             report.sections.append(("the page when the test failed", _page_state(page)))
         if getattr(item, "page_log", None):
-            report.sections.append(("the page's last requests and script errors", "\n".join(item.page_log)))
+            report.sections.append(("the page's last requests and script errors", "\n".join(item.page_log())))
     return report
 
 
@@ -230,21 +229,31 @@ def _page_state(page) -> str:
 
 
 PAGE_LOG_LINES = 60
-# the queue as the page heard it: each join's event id, and each message of the event stream but the heartbeats and
-# progress ticks (the page's fetch of the stream is teed: gradio reads its own copy as before)
-QUEUE_LOG_JS = """(() => {
-  const real = window.fetch, say = text => window.__bdQueueMsg && window.__bdQueueMsg(text);
+# Kept in the page itself (no round trip to the test per event): each post to the app (the queue's join, a direct
+# call: the start of its data, which holds the function's index and the text sent) and its HTTP status, each join's
+# event id, each message of the queue's event stream but heartbeats and progress ticks (the page's fetch of the stream
+# is teed: the framework reads its own copy), each script error and unhandled rejection; seconds since the page opened
+PAGE_LOG_JS = """(() => {
+  const log = window.__bdLog = [], t0 = performance.now();
+  const add = text => {
+    log.push(((performance.now() - t0) / 1000).toFixed(2).padStart(7) + 's ' + text);
+    if (log.length > __LINES__) log.shift();
+  };
+  window.addEventListener('error', e => add('script error: ' + e.message));
+  window.addEventListener('unhandledrejection', e => add('unhandled rejection: ' + String(e.reason).slice(0, 200)));
   const note = m => {
     if (m.msg === 'heartbeat' || m.msg === 'progress') return;
     const out = m.output || {}, error = out.error ? ' error=' + String(out.error).slice(0, 160) : '';
-    say(`  ${m.msg} event ${m.event_id || ''}${'success' in m ? ' success=' + m.success : ''}${error}`);
+    add(`  ${m.msg} event ${m.event_id || ''}${'success' in m ? ' success=' + m.success : ''}${error}`);
   };
+  const real = window.fetch;
   window.fetch = async function (...args) {
+    const target = args[0], url = String((target && target.url) || target), init = args[1] || {};
+    const posted = url.includes('/queue/join') || url.includes('/run/predict');
+    if (posted) add('POST ' + new URL(url, location.href).pathname + ' ' + String(init.body || '').slice(0, 240));
     const res = await real.apply(this, args);
-    const url = String((args[0] && args[0].url) || args[0]);
-    if (url.includes('/queue/join')) {
-      res.clone().json().then(j => say(`  joined as event ${j.event_id}`)).catch(() => {});
-    }
+    if (posted) add('  ' + res.status + ' ' + new URL(url, location.href).pathname);
+    if (url.includes('/queue/join')) res.clone().json().then(j => add('  joined as event ' + j.event_id)).catch(() => {});
     if (!url.includes('/queue/data') || !res.body) return res;
     const [mine, theirs] = res.body.tee();
     (async () => {
@@ -266,36 +275,24 @@ QUEUE_LOG_JS = """(() => {
     })().catch(() => {});
     return new Response(theirs, {status: res.status, statusText: res.statusText, headers: res.headers});
   };
-})();"""
+})();""".replace("__LINES__", str(PAGE_LOG_LINES))
 
 
-def log_page(page) -> deque:
-    """The last lines of what ``page`` did that a failed test's report needs: each event it sent to the app (the
-    queue's join, a direct call: the function's index and the start of its data), each answer's HTTP status, each
-    script error and console error, and what the queue's event stream told it (each event's start and end, and
-its error), with the seconds since the page opened. A press that sent nothing, or sent the
-    box's old text, reads differently here from an answer that came and was not drawn."""
-    lines: deque = deque(maxlen=PAGE_LOG_LINES)
-    start = time.monotonic()
+def log_page(page) -> Callable[[], list[str]]:
+    """Keep, in ``page`` itself, the last lines of what it did that a failed test's report needs (:data:`PAGE_LOG_JS`);
+    returns the reader of those lines (none when the page cannot be read). A press that sent nothing, or sent the box's
+    old text, reads differently there from an answer that came and was not drawn."""
+    from playwright.sync_api import Error as PlaywrightError
 
-    def add(text: str) -> None:
-        lines.append(f"{time.monotonic() - start:7.2f}s {text}")
+    page.add_init_script(PAGE_LOG_JS)
 
-    def sent(req) -> None:
-        if req.method == "POST" and "/gradio_api/" in req.url:
-            add(f"POST {urllib.parse.urlsplit(req.url).path} {(req.post_data or '')[:240]}")
+    def read() -> list[str]:
+        try:
+            return list(page.evaluate("() => window.__bdLog || []"))
+        except PlaywrightError as err:  # a closed or crashed page: say so, the report is still written
+            return [f"<the page could not be read: {err}>"]
 
-    def answered(resp) -> None:
-        if resp.request.method == "POST" and "/gradio_api/" in resp.url:
-            add(f"  {resp.status} {urllib.parse.urlsplit(resp.url).path}")
-
-    page.expose_binding("__bdQueueMsg", lambda source, text: add(str(text)))
-    page.add_init_script(QUEUE_LOG_JS)
-    page.on("request", sent)
-    page.on("response", answered)
-    page.on("pageerror", lambda err: add(f"script error: {err}"))
-    page.on("console", lambda msg: msg.type == "error" and add(f"console error: {msg.text[:300]}"))
-    return lines
+    return read
 
 
 def chromium_path() -> str:
