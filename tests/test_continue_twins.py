@@ -112,6 +112,9 @@ def test_stories_join_the_stage_corpus_each_copy_once_and_decontaminated(base, t
     stage = prepare_blocks(str(tmp_path / "corpus.jsonl"), tokenizer, SEQ_LEN, tmp_path / "cache", 50_000_000,
                            record["heldout_fraction"])
     assert len(stage.train) * (SEQ_LEN - 2) <= record["training_tokens"]  # training ends before the held-out text
+    with pytest.raises(FileNotFoundError, match="Story file not found"):
+        continue_twins.stage_corpus(base, tmp_path / "other.jsonl", [], 0, tokenizer, seed=0, seq_len=SEQ_LEN,
+                                    stories=[str(tmp_path / "missing.txt")])
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -98,23 +99,8 @@ def held_out_sentences(docs: list[str]) -> set[str]:
     return found
 
 
-def story_docs(files: list[str]) -> list[str]:
-    """The distinct stories of plain-text files (one story per non-empty line, as TinyStories is often kept), in the
-    order first read, whitespace normalised: one document each."""
-    stories: dict[str, None] = {}
-    for path in map(Path, files):
-        if not path.is_file():
-            raise FileNotFoundError(f"Story file not found: {path}.")
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                text = " ".join(line.split())
-                if text:
-                    stories.setdefault(text)
-    return list(stories)
-
-
 def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokenizer, seed: int,
-                 seq_len: int = SEQ_LEN, stories: list[str] = (), story_copies: int = 1) -> dict:
+                 seq_len: int = SEQ_LEN, stories: Sequence[str] = (), story_copies: int = 1) -> dict:
     """Stage 2: the mixed corpus (training documents, Tatoeba and the stories shuffled, the base's held-out documents
     last), written atomically; returns the stage's record (documents, tokens, the engine's held-out fraction)."""
     from bertdemo.pretrain.data import split_heldout
@@ -134,7 +120,7 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
         return kept, for_cloze, len(texts) - len(kept)
 
     sentences, dropped, held_out_dropped = clean(everyday_text.tatoeba_docs(tatoeba))
-    tales, tales_for_cloze, tales_as_heldout = clean(story_docs(list(stories)))
+    tales, tales_for_cloze, tales_as_heldout = clean(everyday_text.story_docs(stories))
     rng = random.Random(seed)
     mixed = list(train)
     for texts, times in ((sentences, copies), (tales, story_copies)):
@@ -183,10 +169,10 @@ def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]
             "--keep-milestones", "8", "--no-progress", "--auto-resume", "--out", str(work / run)]
 
 
-def recorded_command(argv: list[str], tatoeba: list[str]) -> str:
+def recorded_command(argv: list[str], text_files: list[str]) -> str:
     """The command as the record keeps it: each text file (Tatoeba's, the stories) by its name (where it lay is this
     machine's business)."""
-    files = set(tatoeba)
+    files = set(text_files)
     return "python -m bertdemo.tools.continue_twins " + " ".join(Path(a).name if a in files else a for a in argv)
 
 

@@ -125,21 +125,36 @@ def chatterbot_docs() -> list[str]:
     return docs
 
 
+def _distinct_texts(files: Iterable[str | Path], text_of: Callable[[str], str], what: str) -> list[str]:
+    """The distinct texts ``text_of`` reads from the lines of ``files``, in the order first read, whitespace
+    normalised (an empty one skipped)."""
+    texts: dict[str, None] = {}
+    for path in map(Path, files):
+        if not path.is_file():
+            raise FileNotFoundError(f"{what} file not found: {path}.")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                text = " ".join(text_of(line).split())
+                if text:
+                    texts.setdefault(text)
+    return list(texts)
+
+
+def _english_of_pair(line: str) -> str:
+    english, tab, _ = line.partition("\t")
+    return english if tab else ""
+
+
 def tatoeba_docs(files: Iterable[str | Path]) -> list[str]:
     """The distinct English sentences of manythings.org's sentence-pair files (the first tab-separated field of each
     line), in the order first read, whitespace normalised: one document each."""
-    sentences: dict[str, None] = {}
-    for path in files:
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"Tatoeba sentence-pair file not found: {path}.")
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                english, tab, _ = line.partition("\t")
-                english = " ".join(english.split())
-                if tab and english:
-                    sentences.setdefault(english)
-    return list(sentences)
+    return _distinct_texts(files, _english_of_pair, "Tatoeba sentence-pair")
+
+
+def story_docs(files: Iterable[str | Path]) -> list[str]:
+    """The distinct stories of plain-text files (one story per non-empty line, as TinyStories is often kept), in the
+    order first read, whitespace normalised: one document each."""
+    return _distinct_texts(files, str, "Story")
 
 
 def cloze_windows(cloze_file: Path, width: int = 4) -> set[str]:
