@@ -22,7 +22,7 @@ from bertdemo.viz.heatmaps import OverviewGeometry
 
 from .api import as_array, expect_error, plotly_figure
 from .conftest import screenshot
-from .pages import RUN_TIMEOUT_MS, open_app, open_tab, resize, slider, wait_idle
+from .pages import RUN_TIMEOUT_MS, open_app, open_tab, press, resize, slider, wait_idle
 
 
 def test_api_surface(client):
@@ -234,8 +234,9 @@ def test_browser_walk(browser_page: Page, app_url: str):
 
     # a refused sentence leaves no heatmap or overview of the sentence before under the "Error" badges: the text above
     # the heatmap says it was refused, the toast why
+    # (Run pressed from the keyboard: the refusal empties the views below and the page may move under a pointer)
     page.locator("#att-text textarea").fill("")
-    page.click("#att-run")
+    press(page.locator("#att-run"))
     expect(page.locator(".toast-body").filter(has_text="Enter a sentence")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-info")).to_contain_text("Refused", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-heatmap .js-plotly-plot:not(.pf-empty)")).to_have_count(0)  # purged, none drawn
@@ -243,7 +244,7 @@ def test_browser_walk(browser_page: Page, app_url: str):
     expect(page.locator("#att-info")).not_to_contain_text("layers ×")
     # and the next sentence draws every view again (nothing of what was shown is remembered as drawn)
     page.locator("#att-text textarea").fill("The cat sat on the mat.")
-    page.click("#att-run")
+    press(page.locator("#att-run"))
     expect(page.locator("#att-heatmap .js-plotly-plot:not(.pf-empty)")).to_have_count(1, timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-overview img")).to_have_count(1, timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#att-info")).to_contain_text("layers ×")
