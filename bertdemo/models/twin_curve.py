@@ -95,16 +95,24 @@ def later_stages(curve: TwinCurve) -> list[dict[str, Any]]:
     return [s for s in curve.stages if int(s.get("from_tokens") or 0) > 0]
 
 
+# the texts a later stage may add: (the record's count, its copies, what they are in words)
+STAGE_TEXTS = (("tatoeba_sentences", "tatoeba_copies", "everyday sentences from Tatoeba"),
+               ("stories", "story_copies", "short stories from TinyStories"))
+
+
+def _texts_added(corpus: dict[str, Any], count: str, copies: str, what: str) -> str:
+    """"201,418 everyday sentences from Tatoeba (3 copies)": one text a stage added, as its record counts it."""
+    times = int(corpus.get(copies) or 1)
+    return f"{int(corpus[count]):,} {what}" + (f" ({times} copies)" if times > 1 else "")
+
+
 def stage_sentence(curve: TwinCurve) -> str:
     """What changed along the curve, in words: from which token count the twins read on from their weights, and on
     what text ("" when the curve is one build)."""
     parts = []
     for stage in later_stages(curve):
         corpus = stage.get("corpus") or {}
-        added = [f"{int(corpus[count]):,} {what}" + (f" ({int(corpus.get(copies) or 1)} copies)"
-                                                     if int(corpus.get(copies) or 1) > 1 else "")
-                 for count, copies, what in (("tatoeba_sentences", "tatoeba_copies", "everyday sentences from Tatoeba"),
-                                             ("stories", "story_copies", "short stories from TinyStories"))
+        added = [_texts_added(corpus, count, copies, what) for count, copies, what in STAGE_TEXTS
                  if int(corpus.get(count) or 0)]
         mixed = f" mixed with {' and '.join(added)}" if added else ""
         parts.append(f"From {millions(int(stage['from_tokens']))} tokens the three twins read on from their weights, "

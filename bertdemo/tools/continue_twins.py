@@ -122,16 +122,14 @@ def stage_corpus(base: Path, out: Path, tatoeba: list[str], copies: int, tokeniz
     sentences, dropped, held_out_dropped = clean(everyday_text.tatoeba_docs(tatoeba))
     tales, tales_for_cloze, tales_as_heldout = clean(everyday_text.story_docs(stories))
     rng = random.Random(seed)
-    mixed = list(train)
+    mixed, mixed_tokens = list(train), int(lengths[:cut].sum())
     for texts, times in ((sentences, copies), (tales, story_copies)):
+        mixed_tokens += times * int(doc_lengths(texts, tokenizer).sum())
         for _ in range(times):
             copy = list(texts)
             rng.shuffle(copy)
             mixed += copy
     rng.shuffle(mixed)
-    mixed_tokens = int(lengths[:cut].sum()) + copies * int(doc_lengths(sentences, tokenizer).sum())
-    if tales:
-        mixed_tokens += story_copies * int(doc_lengths(tales, tokenizer).sum())
     held_tokens = int(lengths[cut:].sum())
     if mixed_tokens + held_tokens > MAX_CORPUS_TOKENS:
         raise SystemExit(f"The mixed corpus ({mixed_tokens + held_tokens:,} tokens) is over the engine's "

@@ -232,7 +232,8 @@ PAGE_LOG_LINES = 60
 # Kept in the page itself (no round trip to the test per event): each post to the app (the queue's join, a direct
 # call: the start of its data, which holds the function's index and the text sent) and its HTTP status, each join's
 # event id, each message of the queue's event stream but heartbeats and progress ticks (the page's fetch of the stream
-# is teed: the framework reads its own copy), each script error and unhandled rejection; seconds since the page opened
+# is teed: the framework reads its own copy), each script error and unhandled rejection; seconds since the page opened.
+# window.__bdCompleted lists the event id of every answer the stream has brought (all of them, not only the last)
 PAGE_LOG_JS = """(() => {
   const log = window.__bdLog = [], t0 = performance.now();
   const add = text => {
@@ -241,7 +242,9 @@ PAGE_LOG_JS = """(() => {
   };
   window.addEventListener('error', e => add('script error: ' + e.message));
   window.addEventListener('unhandledrejection', e => add('unhandled rejection: ' + String(e.reason).slice(0, 200)));
+  const completed = window.__bdCompleted = [];  // every answer's event id, for a test that waits on one
   const note = m => {
+    if (m.msg === 'process_completed') completed.push(m.event_id);
     if (m.msg === 'heartbeat' || m.msg === 'progress') return;
     const out = m.output || {}, error = out.error ? ' error=' + String(out.error).slice(0, 160) : '';
     add(`  ${m.msg} event ${m.event_id || ''}${'success' in m ? ' success=' + m.success : ''}${error}`);

@@ -16,42 +16,12 @@ from tests.helpers import wait_until
 
 from .pages import RUN_TIMEOUT_MS, open_tab, set_open
 
-# an init script: window.__completed lists the event id of every answer the queue's stream has brought (read from a
-# copy of the stream, beside the page's own reading of it)
-COMPLETED = """(() => {
-  window.__completed = [];
-  const orig = window.fetch.bind(window);
-  window.fetch = async (input, init) => {
-    const response = await orig(input, init);
-    const url = typeof input === 'string' ? input : (input.url || String(input));
-    if (!url.includes('/queue/data') || !response.body) return response;
-    const [mine, copy] = response.body.tee();
-    (async () => {
-      const reader = copy.getReader(), decoder = new TextDecoder();
-      let text = '';
-      for (;;) {
-        const {done, value} = await reader.read();
-        if (done) return;
-        text += decoder.decode(value, {stream: true});
-        const lines = text.split('\\n');
-        text = lines.pop();
-        for (const line of lines) {
-          if (!line.startsWith('data:')) continue;
-          try {
-            const message = JSON.parse(line.slice(5));
-            if (message.msg === 'process_completed') window.__completed.push(message.event_id);
-          } catch (e) {}
-        }
-      }
-    })();
-    return new Response(mine, {status: response.status, statusText: response.statusText, headers: response.headers});
-  };
-})();"""
+# (window.__bdCompleted, kept by every test's page: the event id of every answer the queue's stream has brought;
+# tests/e2e/conftest.py, PAGE_LOG_JS)
 
 
 def test_the_tabs_first_answer_coming_last_leaves_the_visitors_own_answer_drawn(browser_page: Page, app_url: str):
     page = browser_page
-    page.add_init_script(COMPLETED)
     page.goto(app_url)
     expect(page.locator("#model-status")).to_contain_text("Model in use", timeout=RUN_TIMEOUT_MS)
     held: list[Route] = []
@@ -75,7 +45,7 @@ def test_the_tabs_first_answer_coming_last_leaves_the_visitors_own_answer_drawn(
     with page.expect_response("**/queue/join*") as joined:
         held[0].continue_()
     event_id = joined.value.json()["event_id"]
-    wait_until(lambda: event_id in page.evaluate("window.__completed"), timeout=RUN_TIMEOUT_MS / 1000,
+    wait_until(lambda: event_id in page.evaluate("window.__bdCompleted"), timeout=RUN_TIMEOUT_MS / 1000,
                what="the held request to be answered")
     # a request sent after that answer came: its answer, drawn, comes after it in the page's stream
     set_open(page.locator("button.label-wrap", has_text="Vocabulary lookup"))
