@@ -273,8 +273,12 @@ def _open_js(ids: dict[str, str], tab_ids: list[str]) -> str:
             "  when(focus.click, b => b.click());"
             # a class's link: the part its user acts in, once laid out (the teacher's view after its request)
             "  laidOut(focus.reveal, el => { if (!moved) el.scrollIntoView({block: 'start'}); });"
+            # the cursor is put in the box only while the visitor has not moved nor put it anywhere themselves: the
+            # box is laid out up to a poll (100 ms) after it is drawn, and a Join focused and pressed meanwhile (a
+            # keyboard, a screen reader) went to the nickname box instead, and was never sent
             "  laidOut(focus.type, el => { const box = el.querySelector('input, textarea');"
-            "   if (box) box.focus({preventScroll: true}); });"
+            "   const active = document.activeElement;"
+            "   if (box && !moved && (!active || active === document.body)) box.focus({preventScroll: true}); });"
             # shown, and kept in view while the answers above it draw and push it down (on a phone the sections above
             # the loss grew 4.5 screens after the last fixed try): until the visitor moves, for at most KEEP_IN_VIEW_MS
             "  when(focus.scroll || focus.open, el => { const show = () => { if (!moved) el.scrollIntoView({block: 'start'}); };"

@@ -242,6 +242,15 @@ PAGE_LOG_JS = """(() => {
   };
   window.addEventListener('error', e => add('script error: ' + e.message));
   window.addEventListener('unhandledrejection', e => add('unhandled rejection: ' + String(e.reason).slice(0, 200)));
+  // where a press landed: a click, or Enter/Space, and the element it reached (a press that sent nothing reads
+  // differently when it never reached the button from when the button took it and the page sent nothing)
+  const named = el => el && el.nodeType === 1 ? (el.closest('[id]') || el).id || el.tagName.toLowerCase() : String(el);
+  const pressed = e => {
+    if (e.type === 'keydown' && e.key !== 'Enter' && e.key !== ' ') return;
+    add(`${e.type}${e.key ? ' ' + e.key : ''} on ${named(e.target)} (focus: ${named(document.activeElement)})`);
+  };
+  document.addEventListener('click', pressed, true);
+  document.addEventListener('keydown', pressed, true);
   const completed = window.__bdCompleted = [];  // every answer's event id, for a test that waits on one
   const note = m => {
     if (m.msg === 'process_completed') completed.push(m.event_id);
