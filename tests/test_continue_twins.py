@@ -154,6 +154,13 @@ def test_a_stage_continues_the_shipped_curve_and_record(shipped, base, tmp_path,
     spec = twin_curve_viz.curve_spec(after)
     assert [n["text"] for n in spec["layout"]["annotations"]][-1] == "everyday text added"
     assert spec["layout"]["shapes"][-1]["x0"] == build_tokens
+    # the stage close up: its points from the build's last, against the tokens read since it began (linear x)
+    close_up = twin_curve_viz.stage_spec(after)
+    assert [trace["x"] for trace in close_up["data"][:3]] == [[0, 4 * 256, 8 * 256]] * 3
+    assert close_up["data"][0]["y"] == [round(v, 4) for v in after.pairs["controlled"].mlm_loss[1:]]
+    assert close_up["data"][2]["y"] == [round(v, 4) for v in after.pairs["paper"].ltr_loss[1:]]
+    assert close_up["layout"]["xaxis"].get("type") is None  # linear
+    assert twin_curve_viz.stage_spec(before) is None  # one build: no close up
     # the stage's measurement asked the shipped held-out questions (checked against them), with the build's landmarks
     with np.load(shipped / "heldout.npz") as was, np.load(assets / "heldout.npz") as now:
         assert all(np.array_equal(was[k], now[k]) for k in was.files) and set(was.files) == set(now.files)

@@ -84,6 +84,10 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
                 tokens=twin_curve.millions(curve.final_tokens), shape=twins.shape_text()), elem_id="pt-twins-curve-note")
             PlotlyFigure(_plot(curve_drawing.curve_spec(curve)), label="Where bidirectional pays: the shipped twins along "
                          "their training", elem_id="pt-twins-curve-plot", lazy=True)
+            close_up = curve_drawing.stage_spec(curve)
+            if close_up is not None:  # a later stage's points, a sliver at the log curve's right edge, close up
+                PlotlyFigure(_plot(close_up), label="The later stage close up", elem_id="pt-twins-stage-plot",
+                             lazy=True)
             gr.Markdown(curve_drawing.curve_markdown(curve), elem_id="pt-twins-curve")
         with gr.Row():
             mlm_pick = gr.Dropdown(mlm_choices, value=mlm_default, label="Masked LM (reads both sides)",

@@ -57,6 +57,37 @@ def curve_spec(curve: TwinCurve) -> dict:
         "legend": {"orientation": "h", "y": -0.3}}}
 
 
+def stage_spec(curve: TwinCurve) -> dict | None:
+    """The last later stage close up (None for a curve of one build): on the log-x curve its points stand in a sliver at
+    the right edge. Here the same held-out losses against the tokens read since the stage began, a linear x from its
+    first point (the build's last), with the landmarks dashed."""
+    from bertdemo.models import twin_curve
+    from bertdemo.models.twins import TWIN_NAMES
+
+    stages = twin_curve.later_stages(curve)
+    if not stages:
+        return None
+    start = int(stages[-1]["from_tokens"])
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    kept = [i for i, t in enumerate(controlled.tokens) if t >= start]
+    x = [controlled.tokens[i] - start for i in kept]
+    lines = ((controlled.mlm_loss, MLM_COLOR, "mlm"), (controlled.ltr_loss, LTR_MASKED_COLOR, "ltr-masked"),
+             (paper.ltr_loss, LTR_COLOR, "ltr"))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": x, "y": [round(loss[i], 4) for i in kept],
+             "name": plotly_text(TWIN_NAMES[kind]), "line": {"color": color, "width": 3},
+             "hovertemplate": "%{x:,} tokens into the stage: %{y:.2f} nats<extra></extra>"}
+            for loss, color, kind in lines]
+    data += [{"type": "scatter", "mode": "lines", "x": [x[0], x[-1]], "y": [round(value, 4)] * 2,
+              "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
+              "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}}
+             for k, (name, value) in enumerate(controlled.landmarks.items())]
+    return {"data": data, "layout": {
+        "title": {"text": f"Close up: the stage from {twin_curve.millions(start)} tokens (linear scale)"},
+        "xaxis": {"title": {"text": "tokens read since the stage began"}, "rangemode": "tozero", "tickformat": "~s"},
+        "yaxis": {"title": {"text": "loss (nats per word)"}},
+        "height": 400, "margin": {"l": 60, "r": 20, "t": 60, "b": 60}, "legend": {"orientation": "h", "y": -0.3}}}
+
+
 def curve_markdown(curve: TwinCurve) -> str:
     """The curve's text twin: each pair's crossover, positions, landmarks and cloze in words, then the numbers."""
     from bertdemo.models import twin_curve
