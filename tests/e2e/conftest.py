@@ -228,18 +228,25 @@ def _page_state(page) -> str:
 # --- browser ---------------------------------------------------------------------------
 
 
-PAGE_LOG_LINES = 60
+PAGE_LOG_LINES = 100
 # Kept in the page itself (no round trip to the test per event): each post to the app (the queue's join, a direct
 # call: the start of its data, which holds the function's index and the text sent) and its HTTP status, each join's
 # event id, each message of the queue's event stream but heartbeats and progress ticks (the page's fetch of the stream
 # is teed: the framework reads its own copy), each script error and unhandled rejection; seconds since the page opened.
-# window.__bdCompleted lists the event id of every answer the stream has brought (all of them, not only the last)
+# window.__bdCompleted lists the event id of every answer the stream has brought (all of them, not only the last).
+# A page that navigates carries its lines over (the tab's sessionStorage, written as each document is left), after a
+# line naming the new address: a failure read after a test's second page still shows what its first one did
 PAGE_LOG_JS = """(() => {
-  const log = window.__bdLog = [], t0 = performance.now();
+  let before = [];
+  try { before = JSON.parse(sessionStorage.getItem('__bdLog') || '[]'); } catch (e) {}  // no storage: about:blank
+  const log = window.__bdLog = before.length ? [...before, '--- ' + location.href] : [], t0 = performance.now();
   const add = text => {
     log.push(((performance.now() - t0) / 1000).toFixed(2).padStart(7) + 's ' + text);
-    if (log.length > __LINES__) log.shift();
+    while (log.length > __LINES__) log.shift();
   };
+  window.addEventListener('pagehide', () => {
+    try { sessionStorage.setItem('__bdLog', JSON.stringify(log)); } catch (e) {}
+  });
   window.addEventListener('error', e => add('script error: ' + e.message));
   window.addEventListener('unhandledrejection', e => add('unhandled rejection: ' + String(e.reason).slice(0, 200)));
   // where a press landed: a click, or Enter/Space, and the element it reached (a press that sent nothing reads
