@@ -21,6 +21,23 @@ def loss_text(v: float) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{v:.2f}"
 
 
+def _twin_lines(curve: TwinCurve) -> tuple[tuple[str, list[float], str, str], ...]:
+    """The three twins' lines, in the legend's order: (run kind, held-out loss at each point, colour, what it
+    predicts)."""
+    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    return ((controlled.mlm, controlled.mlm_loss, MLM_COLOR, "masked LM: both sides, 15 % of the words"),
+            (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
+            (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
+
+
+def _landmark_traces(landmarks: dict[str, float], ends: list[int]) -> list[dict]:
+    """Each landmark (a guesser's loss on the same words) as a dashed level line from ``ends[0]`` to ``ends[1]``."""
+    return [{"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
+             "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
+             "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}}
+            for k, (name, value) in enumerate(landmarks.items())]
+
+
 def curve_spec(curve: TwinCurve) -> dict:
     """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
     twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
@@ -28,17 +45,10 @@ def curve_spec(curve: TwinCurve) -> dict:
     from bertdemo.models.twins import TWIN_NAMES
 
     controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
-    lines = ((controlled.mlm, controlled.mlm_loss, MLM_COLOR, "masked LM: both sides, 15 % of the words"),
-             (controlled.ltr, controlled.ltr_loss, LTR_MASKED_COLOR, "left-to-right: the same words"),
-             (paper.ltr, paper.ltr_loss, LTR_COLOR, "left-to-right: every next word"))
     data = [{"type": "scatter", "mode": "lines+markers", "x": controlled.tokens, "y": [round(v, 4) for v in loss],
              "name": f"{plotly_text(TWIN_NAMES[kind])}<br>({plotly_text(what)})", "line": {"color": color, "width": 3},
-             "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in lines]
-    ends = [controlled.tokens[0], controlled.tokens[-1]]
-    for k, (name, value) in enumerate(controlled.landmarks.items()):
-        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [round(value, 4)] * 2,
-                     "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
-                     "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}})
+             "hovertemplate": "%{x:,} tokens: %{y:.2f} nats<extra></extra>"} for kind, loss, color, what in _twin_lines(curve)]
+    data += _landmark_traces(controlled.landmarks, [controlled.tokens[0], controlled.tokens[-1]])
     crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
                 if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
     marks = [(c.crossover["tokens"], f"{c.pair}: crossing", color, "center") for c, color in crossing]
@@ -68,19 +78,14 @@ def stage_spec(curve: TwinCurve) -> dict | None:
     if not stages:
         return None
     start = int(stages[-1]["from_tokens"])
-    controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
+    controlled = curve.pairs["controlled"]
     kept = [i for i, t in enumerate(controlled.tokens) if t >= start]
     x = [controlled.tokens[i] - start for i in kept]
-    lines = ((controlled.mlm_loss, MLM_COLOR, "mlm"), (controlled.ltr_loss, LTR_MASKED_COLOR, "ltr-masked"),
-             (paper.ltr_loss, LTR_COLOR, "ltr"))
     data = [{"type": "scatter", "mode": "lines+markers", "x": x, "y": [round(loss[i], 4) for i in kept],
              "name": plotly_text(TWIN_NAMES[kind]), "line": {"color": color, "width": 3},
              "hovertemplate": "%{x:,} tokens into the stage: %{y:.2f} nats<extra></extra>"}
-            for loss, color, kind in lines]
-    data += [{"type": "scatter", "mode": "lines", "x": [x[0], x[-1]], "y": [round(value, 4)] * 2,
-              "name": plotly_text(f"landmark: {name}"), "hovertemplate": f"{plotly_text(name)}: {value:.2f} nats<extra></extra>",
-              "line": {"color": LANDMARK_COLORS[k % len(LANDMARK_COLORS)], "width": 1.5, "dash": "dash"}}
-             for k, (name, value) in enumerate(controlled.landmarks.items())]
+            for kind, loss, color, _ in _twin_lines(curve)]
+    data += _landmark_traces(controlled.landmarks, [x[0], x[-1]])
     return {"data": data, "layout": {
         "title": {"text": f"Close up: the stage from {twin_curve.millions(start)} tokens (linear scale)"},
         "xaxis": {"title": {"text": "tokens read since the stage began"}, "rangemode": "tozero", "tickformat": "~s"},
