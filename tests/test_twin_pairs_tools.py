@@ -119,3 +119,27 @@ def test_the_prepare_stage_passes_tatoeba_files_to_the_corpus_and_records_them(t
     record = json.loads((tmp_path / "w" / "build_record.json").read_text(encoding="utf-8"))
     assert asked == [[str(pairs)]]
     assert record["corpus"] == {"wiki": 0, "tatoeba": 1} and record["tatoeba_files"] == ["swe.txt"]
+
+
+@pytest.mark.slow  # 18 fine-tunes of the tiny twins
+def test_table5_cells_run_once_each_and_the_shipped_table_is_their_summary(work, tmp_path) -> None:
+    """``--table5`` end to end: one model's cells in a sitting of its own (``--cells-at``, as beside a training),
+    then the rest; each cell run once; the exported ``table5.json`` is the cells' Table 5, read as the page reads it."""
+    from bertdemo.finetune import table5
+
+    cells_path = work / "table5_cells.json"
+    assert measure_twin_pairs.main(["--work", str(work), "--table5", "mlm", "--cells-at", "12",
+                                    "--table5-steps", "10"]) == 0
+    first = json.loads(cells_path.read_text())
+    assert sorted(first) == [f"{task}/mlm/{seed}@12" for task in ("names", "topic") for seed in (0, 1, 2)]
+    assets = tmp_path / "assets"
+    assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--table5", "--table5-steps", "10",
+                                    "--export"]) == 0
+    cells = json.loads(cells_path.read_text())
+    assert len(cells) == 2 * 3 * 3 and all(cells[key] == cell for key, cell in first.items())  # none run again
+    shipped = table5.read_shipped(assets / "table5.json")
+    assert shipped["step"] == 12 and table5.shipped_settings(assets / "table5.json").steps == 10
+    scores = {task: {kind: [cells[f"{task}/{kind}/{seed}@12"]["test"] for seed in (0, 1, 2)]
+                     for kind in ("mlm", "ltr-masked", "ltr")} for task in ("topic", "names")}
+    assert {k: v for k, v in shipped.items() if k in table5.table_from_scores(scores, [0, 1, 2])} == \
+        table5.table_from_scores(scores, [0, 1, 2])
