@@ -137,7 +137,7 @@ def test_the_shipped_twins_open_the_comparison(tmp_path):
     # the shipped curve's later stage, close up under the curve: its points from the build's last, linear x
     (close_up,) = [json.loads(b.value["plot"]) for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pt-twins-stage-plot"]
     curve = twin_curve.read_curve()
-    start = twin_curve.later_stages(curve)[-1]["from_tokens"]
+    start = twin_curve.later_stages(curve)[0]["from_tokens"]
     assert close_up["data"][0]["x"] == [t - start for t in curve.pairs["controlled"].tokens if t >= start]
     assert close_up["data"][0]["x"][0] == 0
 

@@ -85,8 +85,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
             PlotlyFigure(_plot(curve_drawing.curve_spec(curve)), label="Where bidirectional pays: the shipped twins along "
                          "their training", elem_id="pt-twins-curve-plot", lazy=True)
             close_up = curve_drawing.stage_spec(curve)
-            if close_up is not None:  # a later stage's points, a sliver at the log curve's right edge, close up
-                PlotlyFigure(_plot(close_up), label="The later stage close up", elem_id="pt-twins-stage-plot",
+            if close_up is not None:  # the later stages' points, a sliver at the log curve's right edge, close up
+                PlotlyFigure(_plot(close_up), label="The later stages close up", elem_id="pt-twins-stage-plot",
                              lazy=True)
             gr.Markdown(curve_drawing.curve_markdown(curve), elem_id="pt-twins-curve")
         with gr.Row():

@@ -53,7 +53,8 @@ def curve_spec(curve: TwinCurve) -> dict:
                 if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
     marks = [(c.crossover["tokens"], f"{c.pair}: crossing", color, "center") for c, color in crossing]
     marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right")  # its text left of the line: the
-              for s in twin_curve.later_stages(curve)]                      # stage begins near the axis's end
+              for s in twin_curve.later_stages(curve)[:1]]                  # stage begins near the axis's end (the
+    # later ones stand too close to it on a log axis to be told apart: the close up marks each)
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
                "line": {"color": color, "dash": "dot", "width": 1.5}} for at, _, color, _ in marks]
     notes = [{"text": text, "x": math.log10(at), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
@@ -68,28 +69,37 @@ def curve_spec(curve: TwinCurve) -> dict:
 
 
 def stage_spec(curve: TwinCurve) -> dict | None:
-    """The last later stage close up (None for a curve of one build): on the log-x curve its points stand in a sliver at
-    the right edge. Here the same held-out losses against the tokens read since the stage began, a linear x from its
-    first point (the build's last), with the landmarks dashed."""
+    """The later stages close up (None for a curve of one build): on the log-x curve their points stand in a sliver at
+    the right edge. Here the same held-out losses against the tokens read since the first later stage began, a linear
+    x from its first point (the build's last), with the landmarks dashed and a dotted line where each further stage
+    began."""
     from bertdemo.models import twin_curve
     from bertdemo.models.twins import TWIN_NAMES
 
     stages = twin_curve.later_stages(curve)
     if not stages:
         return None
-    start = int(stages[-1]["from_tokens"])
+    start = int(stages[0]["from_tokens"])
     controlled = curve.pairs["controlled"]
     kept = [i for i, t in enumerate(controlled.tokens) if t >= start]
     x = [controlled.tokens[i] - start for i in kept]
     data = [{"type": "scatter", "mode": "lines+markers", "x": x, "y": [round(loss[i], 4) for i in kept],
              "name": plotly_text(TWIN_NAMES[kind]), "line": {"color": color, "width": 3},
-             "hovertemplate": "%{x:,} tokens into the stage: %{y:.2f} nats<extra></extra>"}
+             "hovertemplate": "%{x:,} tokens into the later stages: %{y:.2f} nats<extra></extra>"}
             for kind, loss, color, _ in _twin_lines(curve)]
     data += _landmark_traces(controlled.landmarks, [x[0], x[-1]])
+    begins = [(int(s["from_tokens"]) - start, f"stage {number} began") for number, s in enumerate(stages, start=2)][1:]
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
+               "line": {"color": STAGE_COLOR, "dash": "dot", "width": 1.5}} for at, _ in begins]
+    notes = [{"text": text, "x": at, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "xanchor": "left",
+              "showarrow": False, "font": {"size": 11, "color": STAGE_COLOR}} for at, text in begins]
+    what = "the stage" if len(stages) == 1 else f"the {len(stages)} later stages"
     return {"data": data, "layout": {
-        "title": {"text": f"Close up: the stage from {twin_curve.millions(start)} tokens (linear scale)"},
-        "xaxis": {"title": {"text": "tokens read since the stage began"}, "rangemode": "tozero", "tickformat": "~s"},
+        "title": {"text": f"Close up: {what} from {twin_curve.millions(start)} tokens (linear scale)"},
+        "xaxis": {"title": {"text": "tokens read since the build's last checkpoint"}, "rangemode": "tozero",
+                  "tickformat": "~s"},
         "yaxis": {"title": {"text": "loss (nats per word)"}},
+        "shapes": shapes, "annotations": notes,
         "height": 400, "margin": {"l": 60, "r": 20, "t": 60, "b": 60}, "legend": {"orientation": "h", "y": -0.3}}}
 
 
