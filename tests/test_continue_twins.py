@@ -3,6 +3,7 @@ corpus never trains a held-out word, and its checkpoints continue the shipped cu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -160,7 +161,18 @@ def test_a_stage_continues_the_shipped_curve_and_record(shipped, base, tmp_path,
     assert close_up["data"][0]["y"] == [round(v, 4) for v in after.pairs["controlled"].mlm_loss[1:]]
     assert close_up["data"][2]["y"] == [round(v, 4) for v in after.pairs["paper"].ltr_loss[1:]]
     assert close_up["layout"]["xaxis"].get("type") is None  # linear
+    assert close_up["layout"]["shapes"] == [] and close_up["layout"]["title"]["text"].startswith("Close up: the stage")
     assert twin_curve_viz.stage_spec(before) is None  # one build: no close up
+    # a further stage: the close up counts from where the first later stage began and marks where the next began;
+    # the log curve marks the first alone (the next would stand on top of it)
+    two = dataclasses.replace(after, stages=(*after.stages, {"stage": 2, "from_tokens": build_tokens + 4 * 256}))
+    close_up = twin_curve_viz.stage_spec(two)
+    assert close_up["data"][0]["x"] == [0, 4 * 256, 8 * 256]
+    assert [(line["x0"], note["text"]) for line, note in zip(close_up["layout"]["shapes"],
+                                                             close_up["layout"]["annotations"], strict=True)] == [
+        (4 * 256, "stage 3 began")]
+    assert close_up["layout"]["title"]["text"].startswith("Close up: the 2 later stages from")
+    assert [n["text"] for n in twin_curve_viz.curve_spec(two)["layout"]["annotations"]].count("everyday text added") == 1
     # the stage's measurement asked the shipped held-out questions (checked against them), with the build's landmarks
     with np.load(shipped / "heldout.npz") as was, np.load(assets / "heldout.npz") as now:
         assert all(np.array_equal(was[k], now[k]) for k in was.files) and set(was.files) == set(now.files)
