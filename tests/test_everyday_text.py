@@ -108,8 +108,8 @@ def test_tatoeba_pair_files_give_each_distinct_english_sentence_once(tmp_path):
         everyday_text.tatoeba_docs([tmp_path / "eng.txt"])
 
 
-def test_build_mixes_in_tatoeba_only_when_its_files_are_given_and_keeps_the_cloze_out(tmp_path, wordnet_dir,
-                                                                                      monkeypatch):
+def test_build_mixes_in_tatoeba_and_stories_only_when_their_files_are_given_and_keeps_the_cloze_out(
+        tmp_path, wordnet_dir, monkeypatch):
     fortunes = tmp_path / "fortunes_dir"
     fortunes.mkdir()
     (fortunes / "fortunes").write_text("A friend in need is a friend indeed.\n", encoding="utf-8")
@@ -125,10 +125,18 @@ def test_build_mixes_in_tatoeba_only_when_its_files_are_given_and_keeps_the_cloz
                      "She was eating a banana.\tStava mangiando una banana.\n", encoding="utf-8")  # also WordNet's
     once = {name: 1 for name in everyday_text.DEFAULT_WEIGHTS}  # as the twins' build mixes them
     without = everyday_text.build(tmp_path / "a.jsonl", cloze, weights=once, wiki=[], unique=True, log=lambda m: None)
-    assert "tatoeba" not in without
+    assert "tatoeba" not in without and "stories" not in without
     counts = everyday_text.build(tmp_path / "b.jsonl", cloze, weights=once, wiki=[], unique=True, log=lambda m: None,
                                  tatoeba=[pairs])
     texts = [json.loads(line)["text"] for line in (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()]
     assert counts["tatoeba"] == 1 and "The owl hooted all night." in texts
     assert not any("mailman" in t for t in texts)
     assert texts.count("She was eating a banana.") == 1  # a sentence two sources share, once (unique)
+    tales = tmp_path / "tales.txt"
+    tales.write_text("Tom had a dog. The dog barked at the mailman.\n"  # holds a filled cloze sentence: dropped
+                     "Lily found a red ball in the park.\n\nThe owl hooted all night.\n", encoding="utf-8")
+    counts = everyday_text.build(tmp_path / "c.jsonl", cloze, weights=once, wiki=[], unique=True, log=lambda m: None,
+                                 tatoeba=[pairs], stories=[tales])
+    texts = [json.loads(line)["text"] for line in (tmp_path / "c.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert counts["stories"] == 1 and "Lily found a red ball in the park." in texts
+    assert texts.count("The owl hooted all night.") == 1 and not any("mailman" in t for t in texts)

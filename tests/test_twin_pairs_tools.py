@@ -100,11 +100,11 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     assert again.overall == pytest.approx(measured["steps"]["12"]["paper"]["overall"])
 
 
-def test_the_prepare_stage_passes_tatoeba_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
+def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
     asked = []
 
-    def corpus(out, tatoeba=None):
-        asked.append(tatoeba)
+    def corpus(out, tatoeba=None, stories=None):
+        asked.append((tatoeba, stories))
         out.write_text('{"text": "The owl hooted."}\n', encoding="utf-8")
         return {"wiki": 0, "tatoeba": 1}
 
@@ -114,11 +114,17 @@ def test_the_prepare_stage_passes_tatoeba_files_to_the_corpus_and_records_them(t
 
     monkeypatch.setattr(build_twin_pairs, "build_corpus", corpus)
     monkeypatch.setattr(build_twin_pairs, "learn_tokenizer", tokenizer)
-    pairs = tmp_path / "swe.txt"
-    assert build_twin_pairs.main(["--work", str(tmp_path / "w"), "--prepare", "--tatoeba", str(pairs)]) == 0
+    pairs, tales = tmp_path / "swe.txt", tmp_path / "tales.txt"
+    argv = ["--work", str(tmp_path / "w"), "--prepare", "--tatoeba", str(pairs), "--stories", str(tales)]
+    assert build_twin_pairs.main(argv) == 0
     record = json.loads((tmp_path / "w" / "build_record.json").read_text(encoding="utf-8"))
-    assert asked == [[str(pairs)]]
+    assert asked == [([str(pairs)], [str(tales)])]
     assert record["corpus"] == {"wiki": 0, "tatoeba": 1} and record["tatoeba_files"] == ["swe.txt"]
+    assert record["story_files"] == ["tales.txt"]
+    # a sitting's record names each text file, not where it lay on the machine that built it
+    assert build_twin_pairs.recorded_command("build_twin_pairs", argv, [str(pairs), str(tales)]) == (
+        f"python -m bertdemo.tools.build_twin_pairs --work {tmp_path / 'w'} --prepare --tatoeba swe.txt "
+        "--stories tales.txt")
 
 
 @pytest.mark.slow  # 18 fine-tunes of the tiny twins

@@ -15,7 +15,8 @@ batches in the same order and the same masked positions on every step; only the 
 Stages, each skipped when its output is already there (so the same command resumes a build cut off anywhere):
 
 1. ``WORK/corpus.jsonl``: the embedded Wikipedia summaries (less the topic task's validation and test) mixed with
-   everyday English (:mod:`bertdemo.tools.everyday_text`; with ``--tatoeba FILE...`` Tatoeba's sentences too), each text once (so the engine's held-out split, the
+   everyday English (:mod:`bertdemo.tools.everyday_text`; with ``--tatoeba FILE...`` Tatoeba's sentences too, with
+   ``--stories FILE...`` short stories too), each text once (so the engine's held-out split, the
    corpus's last blocks, holds no text that is also trained on), every text holding a filled-in sentence of either
    cloze set dropped (no evaluation sentence in the pretraining text).
 2. ``WORK/tokenizer/``: an uncased WordPiece vocabulary of ``--vocab-size`` pieces learned on that corpus (a
@@ -57,10 +58,10 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MAX_CORPUS_TOKENS = 50_000_000  # the engine's --max-corpus-tokens of every twin run (the corpora are far smaller)
 
 
-def build_corpus(out: Path, tatoeba: list[str] | None = None) -> dict[str, int]:
+def build_corpus(out: Path, tatoeba: list[str] | None = None, stories: list[str] | None = None) -> dict[str, int]:
     """Stage 1: the decontaminated mix of Wikipedia summaries (less the topic task's held-out ones) and everyday
-    text (with ``tatoeba``'s sentence-pair files: their English sentences too), written atomically; documents per
-    source."""
+    text (with ``tatoeba``'s sentence-pair files: their English sentences too; with ``stories``' files: their short
+    stories too), written atomically; documents per source."""
     from bertdemo.corpus.topics import held_out_titles
     from bertdemo.models.embedded import wiki_summaries
     from bertdemo.tools import everyday_text
@@ -68,7 +69,8 @@ def build_corpus(out: Path, tatoeba: list[str] | None = None) -> dict[str, int]:
     wiki = list(wiki_summaries(exclude_titles=held_out_titles()))
     once = {name: 1 for name in everyday_text.DEFAULT_WEIGHTS}  # every text once: the held-out split is unseen
     return everyday_text.build(out, CLOZE_FILES, weights=once, wiki=wiki, unique=True,
-                               log=lambda m: print(m, file=sys.stderr), tatoeba=tatoeba or ())
+                               log=lambda m: print(m, file=sys.stderr), tatoeba=tatoeba or (),
+                               stories=stories or ())
 
 
 def corpus_texts(corpus: Path):
@@ -168,6 +170,13 @@ def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
     return subprocess.Popen(["bash", "-c", "\n".join(lines)], cwd=str(ROOT))  # one thread each: --num-threads 1
 
 
+def recorded_command(tool: str, argv: list[str], text_files: list[str]) -> str:
+    """``tool``'s command as a record keeps it: each text file (Tatoeba's, the stories) by its name (where it lay is
+    this machine's business)."""
+    files = set(text_files)
+    return f"python -m bertdemo.tools.{tool} " + " ".join(Path(a).name if a in files else a for a in argv)
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -219,6 +228,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
                         help="manythings.org sentence-pair files (tatoeba.org's sentences) whose English sentences join "
                              "the corpus (stage 1 only: a corpus already built is kept)")
+    parser.add_argument("--stories", nargs="+", default=[], metavar="FILE",
+                        help="plain-text files of short stories (one a line, e.g. TinyStories) that join the corpus "
+                             "(stage 1 only)")
     parser.add_argument("--prepare", action="store_true", help="only build the corpus and the vocabulary, and stop")
     parser.add_argument("--status", action="store_true", help="print how far each run is, and stop")
     return parser.parse_args(argv)
@@ -236,9 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {"sittings": []}
     started = time.time()
     if not (work / "corpus.jsonl").is_file():
-        record["corpus"] = build_corpus(work / "corpus.jsonl", args.tatoeba)
+        record["corpus"] = build_corpus(work / "corpus.jsonl", args.tatoeba, args.stories)
         if args.tatoeba:
             record["tatoeba_files"] = [Path(f).name for f in args.tatoeba]
+        if args.stories:
+            record["story_files"] = [Path(f).name for f in args.stories]
     if not (work / "tokenizer" / "tokenizer.json").is_file():
         learn_tokenizer(work / "corpus.jsonl", work / "tokenizer", args.vocab_size)
     if args.prepare:
@@ -246,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     workers = [worker(runs, args) for runs in planned_runs(args) if runs]
     codes = [w.wait() for w in workers]
-    record["command"] = "python -m bertdemo.tools.build_twin_pairs " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+    record["command"] = recorded_command("build_twin_pairs", argv if argv is not None else sys.argv[1:],
+                                         args.tatoeba + args.stories)
     record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
                                "machine": _machine(args.device)})

@@ -57,6 +57,7 @@ from bertdemo.tools.build_twin_pairs import (
     _quote,
     build_corpus,
     corpus_texts,
+    recorded_command,
     status,
 )
 from bertdemo.tools.measure_twin_pairs import EXPORT_NAMES, SEQ_LEN, base_blocks
@@ -167,13 +168,6 @@ def engine_command(run: str, args: argparse.Namespace, stage: dict) -> list[str]
             "--keep-milestones", "8", "--no-progress", "--auto-resume", "--out", str(work / run)]
 
 
-def recorded_command(argv: list[str], text_files: list[str]) -> str:
-    """The command as the record keeps it: each text file (Tatoeba's, the stories) by its name (where it lay is this
-    machine's business)."""
-    files = set(text_files)
-    return "python -m bertdemo.tools.continue_twins " + " ".join(Path(a).name if a in files else a for a in argv)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line's settings."""
     parser = argparse.ArgumentParser(prog="python -m bertdemo.tools.continue_twins",
@@ -234,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
              + f" >> {_quote(str(work / (run + '.log')))} 2>&1" for run in RUNS]
     workers = [subprocess.Popen(["bash", "-c", line], cwd=str(ROOT)) for line in lines]
     codes = [w.wait() for w in workers]
-    record["command"] = recorded_command(argv if argv is not None else sys.argv[1:], args.tatoeba + args.stories)
+    record["command"] = recorded_command("continue_twins", argv if argv is not None else sys.argv[1:],
+                                         args.tatoeba + args.stories)
     record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
                                "wall_s": round(time.time() - started), "exit_codes": codes,
                                "machine": _machine("cpu")})

@@ -45,7 +45,8 @@ FORTUNE_FILES = (
 )
 DEFAULT_CLOZE = Path(__file__).resolve().parents[2] / "data" / "cloze_everyday.tsv"
 # How many times each source is repeated in the mix (the masks differ on every pass).
-DEFAULT_WEIGHTS = {"wiki": 1, "wordnet_examples": 3, "wordnet_glosses": 1, "fortunes": 1, "chatterbot": 3, "tatoeba": 1}
+DEFAULT_WEIGHTS = {"wiki": 1, "wordnet_examples": 3, "wordnet_glosses": 1, "fortunes": 1, "chatterbot": 3, "tatoeba": 1,
+                   "stories": 1}
 _WORD = re.compile(r"[a-z0-9']+")
 
 
@@ -181,12 +182,13 @@ def decontaminate(docs: list[str], windows: set[str]) -> tuple[list[str], int]:
 def build(out: Path, cloze_file: Path | Iterable[Path] = DEFAULT_CLOZE, weights: dict[str, int] | None = None,
           seed: int = 1337, log: Callable[[str], object] = print,
           wiki: Iterable[str] | None = None, unique: bool = False,
-          tatoeba: Iterable[str | Path] = ()) -> dict[str, int]:
+          tatoeba: Iterable[str | Path] = (), stories: Iterable[str | Path] = ()) -> dict[str, int]:
     """Write the mixed, decontaminated, shuffled corpus to `out` (atomically); documents per source. ``cloze_file``:
     one cloze set or several, each kept out; ``wiki``: the Wikipedia documents to mix in (default: every summary);
     ``unique``: every text once (a repeated text dropped, within and across sources), so that a held-out split of the
     corpus holds no text that is also trained on (use weights of 1 then); ``tatoeba``: sentence-pair files whose
-    English sentences join the mix (:func:`tatoeba_docs`; none: the source is left out)."""
+    English sentences join the mix (:func:`tatoeba_docs`; none: the source is left out); ``stories``: plain-text files of
+    short stories, one a line (:func:`story_docs`; none: left out)."""
     weights = {**DEFAULT_WEIGHTS, **(weights or {})}
     examples, glosses = wordnet_docs()
     sources = {"wiki": list(wiki_summaries() if wiki is None else wiki), "wordnet_examples": examples,
@@ -194,6 +196,9 @@ def build(out: Path, cloze_file: Path | Iterable[Path] = DEFAULT_CLOZE, weights:
     tatoeba = list(tatoeba)
     if tatoeba:
         sources["tatoeba"] = tatoeba_docs(tatoeba)
+    stories = list(stories)
+    if stories:
+        sources["stories"] = story_docs(stories)
     files = [cloze_file] if isinstance(cloze_file, (str, Path)) else list(cloze_file)
     windows = set().union(*(cloze_windows(Path(f)) for f in files))
     mixed: list[str] = []
@@ -224,10 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
                         help="manythings.org sentence-pair files whose English sentences join the mix")
+    parser.add_argument("--stories", nargs="+", default=[], metavar="FILE",
+                        help="plain-text files of short stories (one a line, e.g. TinyStories) that join the mix")
     args = parser.parse_args(argv)
     try:
         build(Path(args.out), Path(args.cloze), seed=args.seed, log=lambda m: print(m, file=sys.stderr),
-              tatoeba=args.tatoeba)
+              tatoeba=args.tatoeba, stories=args.stories)
     except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
