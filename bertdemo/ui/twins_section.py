@@ -86,7 +86,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
                          "their training", elem_id="pt-twins-curve-plot", lazy=True)
             close_up = curve_drawing.stage_spec(curve)
             if close_up is not None:  # the later stages' points, a sliver at the log curve's right edge, close up
-                PlotlyFigure(_plot(close_up), label="The later stages close up", elem_id="pt-twins-stage-plot",
+                stages = "stage" if len(twin_curve.later_stages(curve)) == 1 else "stages"
+                PlotlyFigure(_plot(close_up), label=f"The later {stages} close up", elem_id="pt-twins-stage-plot",
                              lazy=True)
             gr.Markdown(curve_drawing.curve_markdown(curve), elem_id="pt-twins-curve")
         with gr.Row():
