@@ -52,9 +52,9 @@ def curve_spec(curve: TwinCurve) -> dict:
     crossing = [(c, color) for c, color in ((controlled, LTR_MASKED_COLOR), (paper, LTR_COLOR))
                 if c.crossover.get("crosses") and not c.crossover.get("ahead_from_first")]
     marks = [(c.crossover["tokens"], f"{c.pair}: crossing", color, "center") for c, color in crossing]
-    marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right")  # its text left of the line: the
-              for s in twin_curve.later_stages(curve)[:1]]                  # stage begins near the axis's end (the
-    # later ones stand too close to it on a log axis to be told apart: the close up marks each)
+    # the first later stage alone (a further one stands on top of it on a log axis: the close up marks each), its
+    # text left of the line: the stage begins near the axis's end
+    marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right") for s in twin_curve.later_stages(curve)[:1]]
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
                "line": {"color": color, "dash": "dot", "width": 1.5}} for at, _, color, _ in marks]
     notes = [{"text": text, "x": math.log10(at), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
