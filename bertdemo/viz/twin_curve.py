@@ -38,6 +38,17 @@ def _landmark_traces(landmarks: dict[str, float], ends: list[int]) -> list[dict]
             for k, (name, value) in enumerate(landmarks.items())]
 
 
+def _vertical_marks(marks: list[tuple[float, str, str, str]], log_x: bool) -> tuple[list[dict], list[dict]]:
+    """Each mark (its x, its text, colour, the text's anchor) as a dotted line across the plot, with its text above it:
+    (shapes, annotations). On a log x axis an annotation's x is the log of the value."""
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
+               "line": {"color": color, "dash": "dot", "width": 1.5}} for at, _, color, _ in marks]
+    notes = [{"text": text, "x": math.log10(at) if log_x else at, "xref": "x", "y": 1, "yref": "paper",
+              "yanchor": "bottom", "xanchor": anchor, "showarrow": False, "font": {"size": 11, "color": color}}
+             for at, text, color, anchor in marks]
+    return shapes, notes
+
+
 def curve_spec(curve: TwinCurve) -> dict:
     """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
     twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
@@ -55,11 +66,7 @@ def curve_spec(curve: TwinCurve) -> dict:
     # the first later stage alone (a further one stands on top of it on a log axis: the close up marks each), its
     # text left of the line: the stage begins near the axis's end
     marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right") for s in twin_curve.later_stages(curve)[:1]]
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
-               "line": {"color": color, "dash": "dot", "width": 1.5}} for at, _, color, _ in marks]
-    notes = [{"text": text, "x": math.log10(at), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
-              "xanchor": anchor, "showarrow": False, "font": {"size": 11, "color": color}}
-             for at, text, color, anchor in marks]
+    shapes, notes = _vertical_marks(marks, log_x=True)
     return {"data": data, "layout": {
         "title": {"text": "Held-out loss along training: the same words for every model"},
         "xaxis": {"title": {"text": "tokens read (log scale)"}, "type": "log"},
@@ -88,11 +95,8 @@ def stage_spec(curve: TwinCurve) -> dict | None:
              "hovertemplate": "%{x:,} tokens into the later stages: %{y:.2f} nats<extra></extra>"}
             for kind, loss, color, _ in _twin_lines(curve)]
     data += _landmark_traces(controlled.landmarks, [x[0], x[-1]])
-    begins = [(int(s["from_tokens"]) - start, f"stage {number} began") for number, s in enumerate(stages, start=2)][1:]
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
-               "line": {"color": STAGE_COLOR, "dash": "dot", "width": 1.5}} for at, _ in begins]
-    notes = [{"text": text, "x": at, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "xanchor": "left",
-              "showarrow": False, "font": {"size": 11, "color": STAGE_COLOR}} for at, text in begins]
+    shapes, notes = _vertical_marks([(int(s["from_tokens"]) - start, f"stage {number} began", STAGE_COLOR, "left")
+                                     for number, s in enumerate(stages, start=2)][1:], log_x=False)
     what = "the stage" if len(stages) == 1 else f"the {len(stages)} later stages"
     return {"data": data, "layout": {
         "title": {"text": f"Close up: {what} from {twin_curve.millions(start)} tokens (linear scale)"},
