@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from bertdemo.explore.twins import RecordedLandmarks, heldout_asked, heldout_by_
 from bertdemo.models import twin_curve
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import __main__ as engine_cli
+from bertdemo.pretrain.checkpoints import latest_checkpoint, read_state
 from bertdemo.pretrain.config import TrainConfig, leaf_fields
 from bertdemo.tools import build_twin_pairs, measure_twin_pairs
 from tests.helpers import train_tiny_twins
@@ -125,6 +130,40 @@ def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_reco
     assert build_twin_pairs.recorded_command("build_twin_pairs", argv, [str(pairs), str(tales)]) == (
         f"python -m bertdemo.tools.build_twin_pairs --work {tmp_path / 'w'} --prepare --tatoeba swe.txt "
         "--stories tales.txt")
+
+
+@pytest.mark.slow  # a real sitting: the tool, a worker and the engine, stopped as a person stops it
+def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tmp_path, corpus) -> None:
+    """SIGTERM to the tool (as a machine's shutdown sends, or kill): the running engine finishes its step and saves,
+    the next run of its worker is not started, and the record says when the sitting began and that it was stopped."""
+    work = tmp_path / "w"
+    work.mkdir()
+    shutil.copy(corpus, work / "corpus.jsonl")
+    shutil.copytree(tokenizer_dir(), work / "tokenizer")
+    tool = subprocess.Popen([sys.executable, "-m", "bertdemo.tools.build_twin_pairs", "--work", str(work),
+                             "--preset", "1,32,2,64", "--batch-size", "4", "--steps", "1000000",
+                             "--checkpoint-every", "20", "--runs", "mlm", "ltr-masked"], cwd=build_twin_pairs.ROOT)
+    try:
+        deadline = time.monotonic() + 180
+        while not (work / "mlm" / "LATEST").is_file() and time.monotonic() < deadline and tool.poll() is None:
+            time.sleep(0.2)
+        assert (work / "mlm" / "LATEST").is_file(), "the first run saved no checkpoint within 3 minutes"
+        during = json.loads((work / "build_record.json").read_text(encoding="utf-8"))
+        tool.send_signal(signal.SIGTERM)
+        assert tool.wait(timeout=180) == 130
+    finally:
+        if tool.poll() is None:
+            tool.kill()
+    # written before the runs began: the command and the sitting's start
+    assert during["command"].startswith("python -m bertdemo.tools.build_twin_pairs --work ")
+    assert list(during["sittings"][0]) == ["started", "machine"]
+    record = json.loads((work / "build_record.json").read_text(encoding="utf-8"))
+    (sitting,) = record["sittings"]
+    assert sitting["exit_codes"] == [130] and sitting["stopped"] >= sitting["started"] and "ended" not in sitting
+    saved = read_state(latest_checkpoint(work / "mlm"))["step"]
+    assert saved >= 20 and record["runs"]["mlm"]["step"] == saved  # the record names the step the run saved at
+    assert "stopped: step" in (work / "mlm.log").read_text(encoding="utf-8")
+    assert not (work / "ltr-masked.log").exists()  # the worker's next run never began
 
 
 @pytest.mark.slow  # 18 fine-tunes of the tiny twins

@@ -27,6 +27,8 @@ Stages, each skipped when its output is already there (so the same command resum
    one, ``ltr-all`` on the other: about equal work), with ``--device cuda`` all at once on the GPU (the shipped
    twins: ``bertdemo/tools/build_twin_pairs_gpu.sh``), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
    ``--checkpoint-every`` steps, the log-spaced ones kept (1x, 2x, 4x… the first) for the crossover curve.
+   The sitting's command and start are written to ``WORK/build_record.json`` before the runs begin, its end
+   after; stopped (Ctrl-C, SIGTERM), each run saves where it stood and the record says the sitting was stopped.
 
 Checkpoints stay out of git (``runs/`` is ignored); :mod:`bertdemo.tools.measure_twin_pairs` measures them and
 exports the shipped pairs.
@@ -37,9 +39,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLOZE_FILES = (ROOT / "data" / "cloze_everyday.tsv", ROOT / "data" / "right_context_cloze.tsv")
 VOCAB_SIZE = 8192
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+STOP_WAIT_S = 300.0  # how long a stopped sitting waits for its runs to save and end
 MAX_CORPUS_TOKENS = 50_000_000  # the engine's --max-corpus-tokens of every twin run (the corpora are far smaller)
 
 
@@ -160,14 +165,90 @@ def planned_runs(args: argparse.Namespace) -> list[tuple[str, ...]]:
             for runs in worker_groups(args.device)]
 
 
-def worker(runs: tuple[str, ...], args: argparse.Namespace) -> subprocess.Popen:
-    """One shell process that trains ``runs`` one after the other, each appending to its log."""
-    work = Path(args.work)
-    lines = []
-    for run in runs:
-        command = " ".join(_quote(c) for c in engine_command(run, args))
-        lines.append(f"{command} >> {_quote(str(work / (run + '.log')))} 2>&1 || exit $?")
-    return subprocess.Popen(["bash", "-c", "\n".join(lines)], cwd=str(ROOT))  # one thread each: --num-threads 1
+def worker_script(commands: list[tuple[str, list[str]]], work: Path) -> str:
+    """The bash script of one worker: each ``(run, engine command)`` after the other, each appending to its log
+    (``WORK/<run>.log``), the first failure ending it. Asked to stop (SIGINT), it lets the running engine finish its
+    step and save, then ends without starting the next run."""
+    lines = ["trap 'exit 130' INT"]
+    for run, command in commands:
+        lines.append(" ".join(_quote(c) for c in command) + f" >> {_quote(str(work / (run + '.log')))} 2>&1 || exit $?")
+    return "\n".join(lines)
+
+
+def worker(runs: tuple[str, ...], args: argparse.Namespace) -> str:
+    """The script of one worker that trains ``runs`` one after the other (one thread each: ``--num-threads 1``)."""
+    return worker_script([(run, engine_command(run, args)) for run in runs], Path(args.work))
+
+
+def run_sitting(record_path: Path, record: dict, command: str, device: str, scripts: list[str],
+                after: Callable[[dict], None] = lambda record: None, stop_wait_s: float = STOP_WAIT_S) -> list[int]:
+    """One sitting: ``scripts`` (:func:`worker_script`) at once, each in a process group of its own, their exit codes.
+
+    The record (``record_path``) gets the command and the sitting's start before the workers begin, and its end
+    after, so a sitting that is stopped keeps its record too. Stopped (Ctrl-C, SIGTERM), it asks each worker to stop
+    as the engine's own Ctrl-C does (finish the step, save a checkpoint, end), waits up to ``stop_wait_s`` for
+    them, writes that the sitting was stopped, and returns (130 for a worker still running). ``after`` adds to the
+    record before each write (the runs' steps)."""
+    def write() -> None:
+        after(record)
+        storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+
+    record["command"] = command
+    sitting = {"started": _now(), "machine": _machine(device, "the start")}
+    record.setdefault("sittings", []).append(sitting)
+    write()
+    started = time.time()
+    # Ctrl-C's signal taken here even where a shell started this in the background (which ignores it): the workers
+    # then start with it handled as by default, so that their trap can take it (bash cannot trap what it was
+    # started ignoring)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler), signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    workers = [subprocess.Popen(["bash", "-c", script], cwd=str(ROOT), start_new_session=True) for script in scripts]
+    try:
+        codes = [w.wait() for w in workers]
+    except (KeyboardInterrupt, SittingStopped):
+        sitting.update(stopped=_now(), wall_s=round(time.time() - started))
+        write()  # before the wait: a second Ctrl-C cannot take the record
+        codes = _stop(workers, stop_wait_s)
+        sitting.update(exit_codes=codes)
+        write()
+        print(f"Stopped: each run saved where it stood; the same command continues ({record_path.parent}).",
+              file=sys.stderr)
+        return [130 if code is None else code for code in codes]
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+    sitting.update(ended=_now(), wall_s=round(time.time() - started), exit_codes=codes,
+                   machine=_machine(device, "the end"))
+    write()
+    return codes
+
+
+def _stop(workers: list[subprocess.Popen], wait_s: float) -> list[int | None]:
+    """Ask each worker's process group to stop as Ctrl-C does, and wait up to ``wait_s`` in all: each exit code, or
+    None for a worker still running then (it goes on alone: a run is never killed in the middle of a save)."""
+    for w in workers:
+        if w.poll() is None:
+            os.killpg(w.pid, signal.SIGINT)
+    deadline = time.time() + wait_s
+    codes: list[int | None] = []
+    for w in workers:
+        try:
+            codes.append(w.wait(timeout=max(0.0, deadline - time.time())))
+        except subprocess.TimeoutExpired:
+            codes.append(None)
+    return codes
+
+
+class SittingStopped(Exception):
+    """A sitting was asked to stop (SIGTERM)."""
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    raise SittingStopped(f"signal {signum}")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def recorded_command(tool: str, argv: list[str], text_files: list[str]) -> str:
@@ -181,14 +262,14 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _machine(device: str) -> str:
-    """The machine a sitting trained on, in words."""
+def _machine(device: str, when: str) -> str:
+    """The machine a sitting trained on, in words, with its load average at ``when``."""
     where = f"{os.uname().machine}, {os.cpu_count()} CPU cores"
     if device != "cpu":
         import torch
 
         where += f", one {torch.cuda.get_device_name(0)} shared by the runs at once, torch {torch.__version__}"
-    return f"{where}, one CPU thread per run, load average {os.getloadavg()[0]:.1f} at the end"
+    return f"{where}, one CPU thread per run, load average {os.getloadavg()[0]:.1f} at {when}"
 
 
 def status(args: argparse.Namespace) -> dict[str, dict]:
@@ -246,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     record_path = work / "build_record.json"
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {"sittings": []}
-    started = time.time()
     if not (work / "corpus.jsonl").is_file():
         record["corpus"] = build_corpus(work / "corpus.jsonl", args.tatoeba, args.stories)
         if args.tatoeba:
@@ -258,15 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
         return 0
-    workers = [worker(runs, args) for runs in planned_runs(args) if runs]
-    codes = [w.wait() for w in workers]
-    record["command"] = recorded_command("build_twin_pairs", argv if argv is not None else sys.argv[1:],
-                                         args.tatoeba + args.stories)
-    record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
-                               "wall_s": round(time.time() - started), "exit_codes": codes,
-                               "machine": _machine(args.device)})
-    record["runs"] = status(args)
-    storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+    command = recorded_command("build_twin_pairs", argv if argv is not None else sys.argv[1:],
+                               args.tatoeba + args.stories)
+    codes = run_sitting(record_path, record, command, args.device,
+                        [worker(runs, args) for runs in planned_runs(args) if runs],
+                        after=lambda rec: rec.update(runs=status(args)))
     return max(codes, default=0)
 
 

@@ -24,7 +24,9 @@ Stages of one sitting, each skipped when its output is already there (the same c
    the tool checks that this covers every held-out document (so no held-out word is ever trained on) and writes that
    fraction to ``stage.json``; the shipped records the stage continues (curve, build, Table 5, held-out questions)
    are copied to ``WORK/prior/``, since exporting the stage replaces them.
-3. The three runs at once, one CPU thread each (``--auto-resume``), logs in ``WORK/<run>.log``.
+3. The three runs at once, one CPU thread each (``--auto-resume``), logs in ``WORK/<run>.log``; the sitting's
+   command and start written to ``stage.json`` before they begin, its end after — or, stopped (Ctrl-C, SIGTERM),
+   that it was stopped, each run having saved where it stood (:func:`build_twin_pairs.run_sitting`).
 
 Then ``python -m bertdemo.tools.measure_twin_pairs --work WORK --stage --table5 --export`` measures the stage's
 log-spaced checkpoints on the shipped held-out words and cloze sets, runs Table 5 on its last one, and ships it.
@@ -38,11 +40,8 @@ import json
 import random
 import re
 import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -53,12 +52,12 @@ from bertdemo.tools.build_twin_pairs import (
     MAX_CORPUS_TOKENS,
     ROOT,
     RUNS,
-    _machine,
-    _quote,
     build_corpus,
     corpus_texts,
     recorded_command,
+    run_sitting,
     status,
+    worker_script,
 )
 from bertdemo.tools.measure_twin_pairs import EXPORT_NAMES, SEQ_LEN, base_blocks
 
@@ -223,17 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
     if args.prepare:
         return 0
-    started = time.time()
-    lines = [" ".join(_quote(c) for c in engine_command(run, args, record["stage"]))
-             + f" >> {_quote(str(work / (run + '.log')))} 2>&1" for run in RUNS]
-    workers = [subprocess.Popen(["bash", "-c", line], cwd=str(ROOT)) for line in lines]
-    codes = [w.wait() for w in workers]
-    record["command"] = recorded_command("continue_twins", argv if argv is not None else sys.argv[1:],
-                                         args.tatoeba + args.stories)
-    record["sittings"].append({"ended": datetime.now(UTC).isoformat(timespec="seconds"),
-                               "wall_s": round(time.time() - started), "exit_codes": codes,
-                               "machine": _machine("cpu")})
-    storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+    command = recorded_command("continue_twins", argv if argv is not None else sys.argv[1:],
+                               args.tatoeba + args.stories)
+    codes = run_sitting(record_path, record, command, "cpu",
+                        [worker_script([(run, engine_command(run, args, record["stage"]))], work) for run in RUNS],
+                        after=lambda rec: rec.update(runs=status(argparse.Namespace(work=args.work, steps=args.steps))))
     return max(codes, default=0)
 
 
