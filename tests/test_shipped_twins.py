@@ -17,6 +17,7 @@ from bertdemo.models import twin_curve, twins
 from bertdemo.models.catalog import model_choices
 from bertdemo.models.loading import load_twin
 from bertdemo.models.store import ModelStore
+from bertdemo.viz import twin_curve as curve_drawing
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +161,45 @@ def test_the_controlled_pair_shows_where_reading_both_sides_pays(curve) -> None:
     paper = curve.pairs["paper"].crossover
     assert paper["crosses"] and not paper.get("ahead_from_first")
     assert curve.pairs["paper"].tokens[0] < paper["tokens"] < curve.pairs["paper"].tokens[-1]
+
+
+def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_and_the_controlled_claims_hold(
+        shipped, curve) -> None:
+    """The twins trained on blocks cut from one stream of texts, where a text starts after [SEP], not after [CLS]:
+    the record of the final models asked that way (``text_start``) is what their weights answer on the cloze, its
+    other format is the curve's last checkpoint, and the controlled pair's claims hold asked either way."""
+    record = curve.text_start
+    assert record["asked_as"] == "[CLS] [SEP] sentence [SEP]" and record["tokens"] == curve.final_tokens
+    ranks = twins_engine.cloze_ranks([twins_engine.twin_of(shipped[k]) for k in twins.TWIN_KINDS], text_start=True)
+    for kind in twins.TWIN_KINDS:
+        assert ranks.ranks[twins.TWIN_NAMES[kind]] == record["cloze"]["models"][kind]["ranks"]
+        assert ranks.first_guess[twins.TWIN_NAMES[kind]] == record["cloze"]["models"][kind]["first_guess"]
+    for pair, (m, l) in twins.PAIRS.items():
+        c = curve.pairs[pair]
+        assert record["heldout_as_page"][m]["overall"] == pytest.approx(c.mlm_loss[-1], abs=0.02)
+        assert record["heldout_as_page"][l]["overall"] == pytest.approx(c.ltr_loss[-1], abs=0.02)
+        fair = record["heldout"]
+        assert all(a < b for a, b in zip(fair[m]["by_position"], fair[l]["by_position"], strict=True))
+    cloze = record["cloze"]
+    assert cloze["controlled"]["mlm_better"] >= 2 / 3 * cloze["items"]
+    assert 3 * cloze["models"]["mlm"]["median_rank"] <= cloze["models"]["ltr-masked"]["median_rank"]
+    said = twin_curve.text_start_sentence(curve, "controlled")
+    assert f"better on {cloze['controlled']['mlm_better']} of {cloze['items']}" in said and "at every position band" in said
+    assert "`[CLS] [SEP] sentence [SEP]`" in twin_curve.text_start_note(curve)
+    page = curve_drawing.curve_markdown(curve)
+    assert page.index(twin_curve.text_start_note(curve)) < page.index(said)  # the why, then each pair's numbers
+
+
+@pytest.mark.slow  # every held-out word of the three twins, asked again (about 10 s)
+def test_the_held_out_words_asked_as_a_texts_start_are_what_the_weights_answer(shipped, curve) -> None:
+    with np.load(twins.TWINS_DIR / "heldout.npz") as data:
+        blocks = data["blocks"]
+    got = twins_engine.heldout_losses([twins_engine.twin_of(shipped[k]) for k in twins.TWIN_KINDS], blocks,
+                                      text_start=True)
+    for kind in twins.TWIN_KINDS:
+        want = curve.text_start["heldout"][kind]
+        assert got[twins.TWIN_NAMES[kind]]["overall"] == pytest.approx(want["overall"], abs=1e-4)
+        assert got[twins.TWIN_NAMES[kind]]["by_position"] == pytest.approx(want["by_position"], abs=1e-4)
 
 
 def test_the_cloze_sentence_counts_each_twins_first_guesses_and_says_where_to_read_why(curve) -> None:

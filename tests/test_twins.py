@@ -76,6 +76,44 @@ def test_cloze_ranks_are_the_models_own(pair, tokenizer):
     assert f"**tiny-mlm** ranks the right word better on **{better} of 6**, tiny-ltr on {worse}" in said
 
 
+def test_asked_as_a_texts_start_each_model_reads_a_sep_after_cls_and_nothing_else_changes(pair, blocks, tokenizer):
+    """``text_start``: each sentence read ``[CLS] [SEP] words [SEP]``, as the engine's packed blocks show a text's
+    start; the ranks and the held-out losses are the models' own forward on exactly that input."""
+    mlm, ltr = pair
+    items = twins.read_right_context_cloze()[:4]
+    result = twins.cloze_ranks([mlm, ltr], items, text_start=True)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    for k, it in enumerate(items):
+        ids = tokenizer(it.sentence, return_tensors="pt")["input_ids"][0].tolist()
+        fair = torch.tensor([[cls, sep, *ids[1:]]])
+        blank = fair[0].tolist().index(tokenizer.mask_token_id)
+        target = tokenizer.convert_tokens_to_ids(it.answer)
+        with torch.no_grad():
+            m, l = mlm.model(input_ids=fair).logits[0, blank], ltr.model(input_ids=fair).logits[0, blank - 1]
+        assert result.ranks["tiny-mlm"][k] == int((m > m[target]).sum()) + 1
+        assert result.ranks["tiny-ltr"][k] == int((l > l[target]).sum()) + 1
+    assert result.ranks != twins.cloze_ranks([mlm, ltr], items).ranks  # the [SEP] is read
+    _train, heldout = blocks
+    page = twins.heldout_losses([mlm, ltr], heldout[:3])
+    fair = twins.heldout_losses([mlm, ltr], heldout[:3], text_start=True)
+    counts = count_ngrams(_train, len(tokenizer), tokenizer.all_special_ids)
+    by_position = twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=3)
+    assert page["tiny-ltr"]["overall"] == pytest.approx(by_position.overall["tiny-ltr"], abs=1e-6)
+    assert page["tiny-mlm"]["by_position"][0] == pytest.approx(by_position.loss["tiny-mlm"][0], abs=1e-6)
+    asked = twins.heldout_asked(tokenizer, heldout[:3])
+    first = next(i for i, p in enumerate(asked.positions) if p == 1)  # a sentence's first word, read after [SEP]
+    sentences, questions = twins._joined(asked.questions)
+    s, i = questions[first]
+    fair_input = torch.as_tensor(twins.as_text_start(sentences[s], sep))[None]
+    assert fair_input[0, :2].tolist() == [cls, sep] and fair_input[0, i + 1] == sentences[s][i]
+    with torch.no_grad():
+        logits = ltr.model(input_ids=fair_input).logits[0, i]  # the output before the word
+    want = float(F.cross_entropy(logits[None], torch.tensor([int(sentences[s][i])])))
+    got = twins._ltr_nll(ltr, [fair_input[0].numpy()], [(0, i + 1)], twins.unbounded())[0]
+    assert got == pytest.approx(want, abs=1e-5)
+    assert fair["tiny-ltr"]["overall"] != pytest.approx(page["tiny-ltr"]["overall"], abs=1e-6)
+
+
 def test_the_left_to_right_model_reads_only_the_words_before_the_blank(pair):
     mlm, ltr = pair
     a = twins.side_by_side([mlm, ltr], "The [MASK] barked at the mailman.", top_k=5)

@@ -351,6 +351,26 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
                              sum(len(b.sentences) for b in questions), len(blocks), list(nll))
 
 
+def heldout_losses(twins: list[Twin], blocks: np.ndarray, text_start: bool = False) -> dict[str, dict[str, Any]]:
+    """Each model's loss on the held-out questions of ``blocks`` (as :func:`heldout_by_position` asks them: each
+    sentence alone, or with ``text_start`` as a text's start, :func:`as_text_start`), overall and by position band;
+    no landmarks (those were counted for the sentences as :func:`heldout_by_position` reads them)."""
+    tok = twins[0].tokenizer
+    asked = heldout_asked(tok, np.asarray(blocks, dtype=np.int64))
+    sentences, questions = _joined(asked.questions)
+    if text_start:
+        sentences = [as_text_start(s, tok.sep_token_id) for s in sentences]
+        questions = [(s, i + 1) for s, i in questions]
+    bucket = np.array([_bucket_of(int(p)) for p in asked.positions])
+    out = {}
+    for twin in twins:
+        nll = (_ltr_nll if twin.objective == "ltr" else _mlm_nll)(twin, sentences, questions, unbounded())
+        out[twin.name] = {"overall": float(nll.mean()),
+                          "by_position": [float(nll[bucket == b].mean()) if (bucket == b).any() else float("nan")
+                                          for b in range(len(POSITION_BUCKETS))]}
+    return out
+
+
 @dataclass(frozen=True)
 class BlockQuestions:
     """One held-out block's complete sentences (``[CLS] words [SEP]``) and its questions in them, as
@@ -461,27 +481,42 @@ class ClozeRanks:
                 "median_rank": float(np.median(r))}
 
 
-def _blank_inputs(tokenizer: Any, sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Padded ids, attention mask and the blank's index of each sentence (exactly one [MASK] each)."""
+def _blank_inputs(tokenizer: Any, sentences: list[str], text_start: bool = False,
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Padded ids, attention mask and the blank's index of each sentence (exactly one [MASK] each); ``text_start``:
+    each read as a text's start (:func:`as_text_start`)."""
     texts = [normalise_masks(s, tokenizer.mask_token) for s in sentences]
     enc = tokenize(tokenizer, texts, padding=True, return_tensors="pt")
-    where = enc["input_ids"] == tokenizer.mask_token_id
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    if text_start:
+        ids = torch.cat([ids[:, :1], torch.full_like(ids[:, :1], tokenizer.sep_token_id), ids[:, 1:]], dim=1)
+        mask = torch.cat([mask[:, :1], mask[:, :1], mask[:, 1:]], dim=1)
+    where = ids == tokenizer.mask_token_id
     if not bool((where.sum(dim=1) == 1).all()):
         raise ValueError("Each sentence needs exactly one [MASK].")
-    return enc["input_ids"], enc["attention_mask"], where.long().argmax(dim=1)
+    return ids, mask, where.long().argmax(dim=1)
 
 
-def blank_logits(twin: Twin, sentences: list[str]) -> torch.Tensor:
+def as_text_start(sentence: np.ndarray, sep_id: int) -> np.ndarray:
+    """``[CLS] words [SEP]`` as ``[CLS] [SEP] words [SEP]``: a sentence read as a text's start the way this project's
+    engine trains — on one stream of texts joined by [SEP] and cut into blocks anywhere, so that a block's [CLS] is
+    followed by the middle of a text (all but by chance) and a text starts after a [SEP] (:func:`bertdemo.pretrain.data.pack_stream`)."""
+    return np.concatenate([sentence[:1], [sep_id], sentence[1:]])
+
+
+def blank_logits(twin: Twin, sentences: list[str], text_start: bool = False) -> torch.Tensor:
     """(S, V) logits for each sentence's blank: the masked LM's output at the [MASK]; the LTR model's output at
-    the position before it (its prediction of the next word, from the words before the blank only)."""
-    ids, mask, blank = _blank_inputs(twin.tokenizer, sentences)
+    the position before it (its prediction of the next word, from the words before the blank only); ``text_start``:
+    each sentence read as a text's start (:func:`as_text_start`)."""
+    ids, mask, blank = _blank_inputs(twin.tokenizer, sentences, text_start)
     cols = blank - 1 if twin.objective == "ltr" else blank
     return _logits_at(twin.model, ids, mask, torch.arange(len(sentences)), cols)
 
 
 def cloze_ranks(twins: list[Twin], items: list[ClozeItem] | None = None,
-                budget: WorkBudget | None = None) -> ClozeRanks:
-    """Each model's rank of the right word on the right-context cloze set (the shipped one by default)."""
+                budget: WorkBudget | None = None, text_start: bool = False) -> ClozeRanks:
+    """Each model's rank of the right word on the right-context cloze set (the shipped one by default); each
+    sentence read alone (``[CLS] sentence [SEP]``), or with ``text_start`` as a text's start (:func:`as_text_start`)."""
     items = read_right_context_cloze() if items is None else items
     budget = budget or unbounded()
     ranks, first = {}, {}
@@ -493,7 +528,7 @@ def cloze_ranks(twins: list[Twin], items: list[ClozeItem] | None = None,
         missing = [it.answer for it in items if it.answer not in vocab]
         if missing:
             raise ValueError(f"{twin.name}'s vocabulary lacks the answers {', '.join(missing[:5])}.")
-        logits = blank_logits(twin, [it.sentence for it in items])
+        logits = blank_logits(twin, [it.sentence for it in items], text_start)
         targets = torch.tensor([vocab[it.answer] for it in items])
         ranks[twin.name] = _ranks(logits, targets).tolist()
         first[twin.name] = twin.tokenizer.convert_ids_to_tokens(logits.argmax(dim=1).tolist())

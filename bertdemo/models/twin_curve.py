@@ -62,6 +62,7 @@ class TwinCurve:
     pairs: dict[str, PairCurve]
     cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
     stages: tuple[dict[str, Any], ...] = ()  # the build, then each stage that continued it on other text (curve.json)
+    text_start: dict[str, Any] | None = None  # the final models asked as a text's start (measure_twin_pairs)
 
     @property
     def final_tokens(self) -> int:
@@ -86,7 +87,8 @@ def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
             {k: last["overall"][k] for k in (UNIGRAM, WORD_BEFORE, BOTH_NEIGHBOURS)}, raw["crossover"][pair],
             last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
     cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
-    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, tuple(raw.get("stages", ())))
+    return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, tuple(raw.get("stages", ())),
+                     raw.get("text_start"))
 
 
 def later_stages(curve: TwinCurve) -> list[dict[str, Any]]:
@@ -174,24 +176,58 @@ def landmark_sentence(curve: PairCurve) -> str:
 def cloze_sentence(curve: TwinCurve, pair: str) -> str:
     """The right-context cloze at the last checkpoint for ``pair``: who ranks the right word better, how often,
     the median ranks and the top-5 shares."""
-    mlm, ltr = PAIRS[pair]
+    mlm = PAIRS[pair][0]
     last = curve.cloze[-1]
-    m, l = last["models"][mlm], last["models"][ltr]
-    versus = last[pair]
-    if m["median_rank"] <= l["median_rank"]:
-        median = (f"median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} (the masked LM's "
-                  f"{l['median_rank'] / m['median_rank']:.1f}× better)")
-    else:
-        median = (f"median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} (the left-to-right LM's "
-                  f"median is the better one)")
-    guesses = "; ".join(f"the {side} LM {listed(common_first_guesses(last, kind), last['items'])}"
-                        for side, kind in (("masked", mlm), ("left-to-right", ltr)))
     return (f"Right-context cloze ({last['items']} sentences whose words after the blank decide it), at "
-            f"{millions(last['tokens'])} tokens: the masked LM ranks the right word better on {versus['mlm_better']} "
-            f"of {last['items']}, the left-to-right LM on {versus['ltr_better']}; {median}; the right word in the "
-            f"top 5: {m['top5']:.0%} against {l['top5']:.0%}. First guesses, most often: {guesses}"
+            f"{millions(last['tokens'])} tokens: {_cloze_words(last, pair)}"
             + (" (why the right word so seldom reaches the top 5: the twins' card counts what their training text "
-               "holds of these scenes)." if m["top5"] < SELDOM_TOP5 else "."))
+               "holds of these scenes)." if last["models"][mlm]["top5"] < SELDOM_TOP5 else "."))
+
+
+def _cloze_words(checkpoint: dict[str, Any], pair: str) -> str:
+    """A cloze record's verdict for ``pair`` in words: who ranks the right word better and how often, the median
+    ranks, the top-5 shares and each twin's most frequent first guesses (no closing full stop)."""
+    mlm, ltr = PAIRS[pair]
+    m, l = checkpoint["models"][mlm], checkpoint["models"][ltr]
+    versus, items = checkpoint[pair], checkpoint["items"]
+    median = (f"the masked LM's {l['median_rank'] / m['median_rank']:.1f}× better" if m["median_rank"] <= l["median_rank"]
+              else "the left-to-right LM's median is the better one")
+    guesses = "; ".join(f"the {side} LM {listed(common_first_guesses(checkpoint, kind), items)}"
+                        for side, kind in (("masked", mlm), ("left-to-right", ltr)))
+    return (f"the masked LM ranks the right word better on {versus['mlm_better']} of {items}, the left-to-right LM on "
+            f"{versus['ltr_better']}; median rank {m['median_rank']:,.0f} against {l['median_rank']:,.0f} ({median}); "
+            f"the right word in the top 5: {m['top5']:.0%} against {l['top5']:.0%}. First guesses, most often: {guesses}")
+
+
+def text_start_note(curve: TwinCurve) -> str:
+    """Why the page's way of asking a sentence (alone, after [CLS]) differs from a text's start in the twins'
+    training, and what :func:`text_start_sentence` reports; "" when the curve has no such record."""
+    if not curve.text_start:
+        return ""
+    return ("**How a sentence is asked.** The page asks each sentence alone, `[CLS] sentence [SEP]`, as a notebook's "
+            "pipeline does. The twins trained on one stream of texts joined by `[SEP]` and cut into blocks anywhere, "
+            "so in training a `[CLS]` is almost never followed by a text's start: asked `[CLS] The …`, a "
+            "left-to-right twin reads *The* as the middle of a text. Each pair's last line asks its final models as "
+            f"their training showed a text's start, `{curve.text_start['asked_as']}`.")
+
+
+def text_start_sentence(curve: TwinCurve, pair: str) -> str:
+    """``pair``'s final models asked as their training showed a text's start (:func:`text_start_note`), beside as
+    the page asks them: the held-out words and the cloze (the record ``measure_twin_pairs`` writes); "" when the
+    curve has none."""
+    record = curve.text_start
+    if not record:
+        return ""
+    mlm, ltr = PAIRS[pair]
+    fair, page = record["heldout"], record["heldout_as_page"]
+    asked = [(m, l) for m, l in zip(fair[mlm]["by_position"], fair[ltr]["by_position"], strict=True)
+             if math.isfinite(m) and math.isfinite(l)]  # a band without a held-out word has no mean
+    bands = sum(m < l for m, l in asked)
+    where = "at every position band" if bands == len(asked) else f"at {bands} of {len(asked)} position bands"
+    return (f"At {millions(record['tokens'])} tokens: held-out loss {fair[mlm]['overall']:.2f} against "
+            f"{fair[ltr]['overall']:.2f} nats per word (as asked above: {page[mlm]['overall']:.2f} against "
+            f"{page[ltr]['overall']:.2f}), the masked LM lower {where}; on the cloze "
+            f"{_cloze_words(record['cloze'], pair)}.")
 
 
 SELDOM_TOP5 = 0.2  # below this share of the cloze items in the masked twin's top 5, the sentence says where to read why

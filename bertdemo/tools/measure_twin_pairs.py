@@ -4,6 +4,7 @@
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --table5         # + Table 5 at the last step
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-pairs --export         # + write bertdemo/assets/twins
     python -m bertdemo.tools.measure_twin_pairs --table5-shipped                         # Table 5 of the shipped models
+    python -m bertdemo.tools.measure_twin_pairs --text-start-shipped                     # the shipped, asked as a text's start
     python -m bertdemo.tools.measure_twin_pairs --work runs/twin-stage --stage --table5 --export   # a later stage
 
 At every step that all three runs kept (the log-spaced checkpoints, and the last), on the same held-out words of the
@@ -289,6 +290,32 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
     return 0
 
 
+def text_start_record(assets: Path) -> dict:
+    """The shipped models in ``assets`` asked as their training showed a text's start (``[CLS] [SEP] sentence
+    [SEP]``, :func:`bertdemo.explore.twins.as_text_start`) beside as the page asks (``[CLS] sentence [SEP]``): the
+    held-out words of ``heldout.npz`` by position band, and the right-context cloze. The engine packs one stream of
+    texts into blocks cut anywhere, so a [CLS] is all but never followed by a text's start in training: a left-to-right
+    twin asked "[CLS] The" reads "The" as the middle of a text."""
+    from bertdemo.explore.twins import cloze_ranks, heldout_losses
+
+    twins = [load(assets / EXPORT_NAMES[run], run) for run in RUNS]
+    with np.load(assets / "heldout.npz") as data:
+        blocks = data["blocks"]
+    step = json.loads((assets / "build.json").read_text(encoding="utf-8"))["twins"]["mlm"]
+    return _renamed({"asked_as": "[CLS] [SEP] sentence [SEP]", "tokens": int(step["tokens"]),
+                     "heldout": heldout_losses(twins, blocks, text_start=True),
+                     "heldout_as_page": heldout_losses(twins, blocks),
+                     "cloze": cloze_record(cloze_ranks(twins, text_start=True))})
+
+
+def add_text_start(assets: Path, log) -> None:
+    """:func:`text_start_record` of the models in ``assets``, into its ``curve.json`` (``text_start``)."""
+    curve = json.loads((assets / "curve.json").read_text(encoding="utf-8"))
+    curve["text_start"] = text_start_record(assets)
+    storage.write_text(assets / "curve.json", json.dumps(curve, indent=1) + "\n")
+    log(f"wrote text_start into {assets / 'curve.json'}")
+
+
 def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict, assets: Path, log,
            prior_build: dict | None = None, stage_record: dict | None = None, prior_heldout: Path | None = None,
            ) -> None:
@@ -327,6 +354,7 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
     storage.write_text(assets / "build.json", json.dumps(record, indent=1) + "\n")
     if measured.get("table5"):
         storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
+    add_text_start(assets, log)
 
 
 def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict:
@@ -412,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table5-shipped", action="store_true",
                         help="only fine-tune the models in --assets (a pair built elsewhere, e.g. on a GPU) and write "
                              "their table5.json there; the cells kept in --work")
+    parser.add_argument("--text-start-shipped", action="store_true",
+                        help="only ask the models in --assets as their training showed a text's start ([CLS] [SEP] "
+                             "sentence [SEP]) beside as the page asks, and write it into their curve.json")
     parser.add_argument("--stage", action="store_true",
                         help="--work is a stage of bertdemo.tools.continue_twins: its checkpoints continue the shipped "
                              "curve (the same held-out words; tokens counted on from the shipped twins') and its export "
@@ -437,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.table5_shipped:
         return table5_of_shipped(Path(args.assets), work, args, argv, log)
+    if args.text_start_shipped:
+        add_text_start(Path(args.assets), log)
+        return 0
     kept = sorted(set.intersection(*(set(found) for found in runs.values())))
     common = log_spaced(kept)
     if not common:

@@ -118,7 +118,12 @@ def curve_markdown(curve: TwinCurve) -> str:
                      f"- **Where the lines cross:** {twin_curve.crossover_sentence(c)}\n"
                      f"- **By position:** {twin_curve.position_sentence(c)}\n"
                      f"- **Against the guessers:** {twin_curve.landmark_sentence(c)}\n"
-                     f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}")
+                     f"- **Cloze:** {twin_curve.cloze_sentence(curve, pair)}"
+                     + (f"\n- **Asked as a text's start:** {fair}" if (fair := twin_curve.text_start_sentence(curve, pair))
+                        else ""))
+    asked = twin_curve.text_start_note(curve)
+    if asked:
+        parts.insert(0, asked)
     stages = twin_curve.stage_sentence(curve)
     if stages:
         parts.insert(0, stages)
