@@ -134,6 +134,12 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     with pytest.raises(ValueError, match=r"The twins' own vocabulary \(8,428 pieces, learned on their text\) holds "
                                          r"\"neighbours\" as 3 pieces \(neigh ##bour ##s\)"):
         learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the [neighbours] awake.")
+    fair = {side: twins_engine.side_by_side([twins_engine.twin_of(shipped[kind])], a.numbers["masked_text"], top_k=3,
+                                            text_start=True)[0] for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind))}
+    assert a.numbers["mlm_text_start_top"] == [token for token, _p in fair["mlm"].top]
+    assert a.numbers["ltr_text_start_top"] == [token for token, _p in fair["ltr"].top] != a.numbers["ltr_top"]
+    assert (f"asked that way (`[CLS] [SEP] …`), the masked twin guesses **{fair['mlm'].top[0][0]}**" in a.answer
+            and f"and the left-to-right twin **{fair['ltr'].top[0][0]}**" in a.answer)
     for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
         want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
         assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]

@@ -546,11 +546,12 @@ class TwinGuesses:
     read: str  # the words the model used: the whole sentence, or those before the blank
 
 
-def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGuesses]:
+def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool = False) -> list[TwinGuesses]:
     """Top-k words at the one [MASK] of ``text`` from each model, among the pieces that can stand there (Fill-Mask's
     rule: :func:`~bertdemo.pretrain.masking.mask_contexts`; special tokens are no words: a left-to-right model
     offered [SEP], the end of a sentence, for a blank); the LTR model answers from the words before it. Each
-    probability is the model's own, over its whole vocabulary."""
+    probability is the model's own, over its whole vocabulary; ``text_start``: the sentence read as a text's start
+    (:func:`as_text_start`)."""
     text = (text or "").strip()
     if not 1 <= int(top_k) <= MAX_TWIN_TOP_K:
         raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
@@ -566,7 +567,7 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10) -> list[TwinGues
         n = enc["input_ids"].shape[1]
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
-        probs = blank_logits(twin, [text]).softmax(dim=-1)[0]
+        probs = blank_logits(twin, [text], text_start).softmax(dim=-1)[0]
         # what may stand at the blank, by Fill-Mask's rule: no ## piece where a word starts ("Le [MASK] est …" was
         # answered with ##o, ##xic), only ## pieces glued to letters
         blank = int((enc["input_ids"][0] == twin.tokenizer.mask_token_id).nonzero()[0, 0])
