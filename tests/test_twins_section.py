@@ -53,6 +53,29 @@ def test_side_by_side_through_the_store(handlers, folders):
     assert "only the words before the blank" in text
 
 
+def test_asked_as_a_texts_start_through_the_store(handlers, folders, tokenizer):
+    """The box that asks each sentence as the twins' training showed a text's start reaches both the cloze and the
+    learner's sentence: the answers are the models' own on [CLS] [SEP] …, and the page says how it asked."""
+    from bertdemo.explore import twins as twins_engine
+    from bertdemo.models.loading import load_masked_lm
+    from bertdemo.ui.twins_section import TEXT_START_NOTE
+    from bertdemo.viz.text import literal
+
+    sentence = "The [MASK] barked at the mailman."
+    _plot, alone = handlers["twin_side_by_side"](folders["mlm"], folders["ltr"], sentence, 5)
+    _plot, fair = handlers["twin_side_by_side"](folders["mlm"], folders["ltr"], sentence, 5, True)
+    twins = [twins_engine.twin_of(load_masked_lm(folders[k], "cpu")) for k in ("mlm", "ltr")]
+    want = twins_engine.side_by_side(twins, sentence, 5, text_start=True)
+    for rank, (m, l) in enumerate(zip(want[0].top, want[1].top, strict=True), start=1):
+        assert f"| {rank} | {m[0]} " in fair and f" | {l[0]} " in fair.split(f"| {rank} | ")[1].split("\n")[0]
+    assert fair != alone and fair.count(literal(", as a text's start ([CLS] [SEP] …)")) == 2  # as the page writes it
+    cloze = handlers["twin_cloze"](folders["mlm"], folders["ltr"], True)
+    assert cloze.startswith(TEXT_START_NOTE) and TEXT_START_NOTE not in handlers["twin_cloze"](folders["mlm"], folders["ltr"])
+    ranks = twins_engine.cloze_ranks(twins, text_start=True)
+    ltr_name = twins[1].name
+    assert literal(f"{ranks.ranks[ltr_name][0]:,} ({ranks.first_guess[ltr_name][0]})") in cloze  # the first sentence's
+
+
 def test_the_pair_is_checked(handlers, folders):
     import gradio as gr
 

@@ -579,7 +579,8 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
         tokens = twin.tokenizer.convert_ids_to_tokens(ids.tolist())
         before = normalise_masks(text, "[MASK]").split("[MASK]")[0].strip()
         read = (f"only the words before the blank: “{before} …”" if twin.objective == "ltr"
-                else "the whole sentence, both sides of the blank")
+                else "the whole sentence, both sides of the blank") + (", as a text's start ([CLS] [SEP] …)" if text_start
+                                                                       else "")
         out.append(TwinGuesses(twin.name, twin.objective, list(zip(tokens, p.tolist())), read))
     return out
 

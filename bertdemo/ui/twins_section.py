@@ -57,6 +57,12 @@ def _plot(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
+TEXT_START_LABEL = "Ask each sentence as a text's start: [CLS] [SEP] sentence [SEP]"
+TEXT_START_INFO = ("How the twins' training showed one: the engine cuts one stream of texts, joined by [SEP], into "
+                   "blocks anywhere, so a text starts after [SEP], almost never right after [CLS]. Unticked, a sentence "
+                   "is asked alone, [CLS] sentence [SEP], as a pipeline asks it. For the cloze and your sentence.")
+TEXT_START_NOTE = ("*Each sentence asked as a text's start, `[CLS] [SEP] sentence [SEP]`, as the twins' training blocks "
+                   "showed one.*")
 SHIPPED_CLOZE_NOTE = ("*These are the shipped twins' fp16 weights, ranked now. The curve's record above was measured on "
                       "each run's fp32 checkpoint before that export: a median there can differ from this one by a "
                       "rank or two.*")
@@ -102,6 +108,7 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
             heldout_button = gr.Button("Compare on held-out words", elem_id="pt-twins-heldout-run", scale=1)
         heldout_plot = PlotlyFigure(label="Held-out loss by position in the sentence", elem_id="pt-twins-heldout-plot")
         heldout_text = gr.Markdown(elem_id="pt-twins-heldout")
+        text_start = gr.Checkbox(False, label=TEXT_START_LABEL, info=TEXT_START_INFO, elem_id="pt-twins-text-start")
         cloze_button = gr.Button("Rank the right word on the right-context cloze set", elem_id="pt-twins-cloze-run")
         cloze_text = gr.Markdown(elem_id="pt-twins-cloze")
         with gr.Row():
@@ -149,15 +156,16 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         return _plot(drawing.heldout_spec(result)), drawing.heldout_markdown(result, corpus_note)
 
     @user_errors
-    def twin_cloze(mlm_model: str, ltr_model: str) -> str:
+    def twin_cloze(mlm_model: str, ltr_model: str, text_start: bool = False) -> str:
         mlm, ltr = pair(mlm_model, ltr_model)
-        text = drawing.cloze_markdown(twins_engine.cloze_ranks([mlm, ltr], budget=current_budget()))
-        return text + ("\n\n" + SHIPPED_CLOZE_NOTE if twins_engine.is_shipped_pair(mlm, ltr) else "")
+        ranks = twins_engine.cloze_ranks([mlm, ltr], budget=current_budget(), text_start=bool(text_start))
+        text = (TEXT_START_NOTE + "\n\n" if text_start else "") + drawing.cloze_markdown(ranks)
+        return text + ("\n\n" + SHIPPED_CLOZE_NOTE if twins_engine.is_shipped_pair(mlm, ltr) and not text_start else "")
 
     @user_errors
-    def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float):
+    def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float, text_start: bool = False):
         mlm, ltr = pair(mlm_model, ltr_model)
-        guesses = twins_engine.side_by_side([mlm, ltr], text, int(top_k))
+        guesses = twins_engine.side_by_side([mlm, ltr], text, int(top_k), text_start=bool(text_start))
         return _plot(drawing.side_by_side_spec(guesses)), drawing.side_by_side_markdown(guesses)
 
     @user_errors
@@ -209,8 +217,9 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
     for event, outputs in (
         (heldout_button.click(twin_heldout, [mlm_pick, ltr_pick, blocks], [heldout_plot, heldout_text],
                               api_name="twin_heldout"), [heldout_plot, heldout_text]),
-        (cloze_button.click(twin_cloze, [mlm_pick, ltr_pick], cloze_text, api_name="twin_cloze"), [cloze_text]),
-        (side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k], [side_plot, side_text],
+        (cloze_button.click(twin_cloze, [mlm_pick, ltr_pick, text_start], cloze_text, api_name="twin_cloze"),
+         [cloze_text]),
+        (side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k, text_start], [side_plot, side_text],
                            api_name="twin_side_by_side"), [side_plot, side_text]),
         (heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles"),
          [heads_plot, heads_text]),

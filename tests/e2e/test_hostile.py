@@ -248,8 +248,8 @@ HEAVIEST = {  # each endpoint at the top of what its declared limits allow (size
     "tag": [("Ada " * 250)[:1000], "ft:no-such-run", "x" * 256],  # 1,000 characters (its limit), 250 words; a token at its limit
     "run_metrics_csv": ["no-such-run"],
     # the twin comparison, the heads, a run's cost (no left-to-right model on this server: refused by name)
-    "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run"],
-    "twin_side_by_side": [EMBEDDED, "no-such-ltr-run", SENTENCE_64, 20], "head_roles": [EMBEDDED],
+    "twin_heldout": [EMBEDDED, "no-such-ltr-run", 64], "twin_cloze": [EMBEDDED, "no-such-ltr-run", True],
+    "twin_side_by_side": [EMBEDDED, "no-such-ltr-run", SENTENCE_64, 20, True], "head_roles": [EMBEDDED],
     "head_roles_over_checkpoints": ["no-such-run"], "run_cost": ["no-such-run"],
     "layer_change": ["ft:no-such-run"],  # a fine-tuning run of the server's: none in this barrage
 }
