@@ -51,6 +51,9 @@ OBJECTIVES = {MLM: "masked LM (BERT): predicts each hidden word from the words o
 LTR_TARGETS = {"all": "every next word (GPT)",
                "masked": "only the words a masked-LM run of the same seed would mask (the controlled twin)"}
 
+BLOCK_STARTS = {"anywhere": "one stream of texts cut every T-2 tokens (a block's [CLS] before the middle of a text)",
+                "text": "each block begins at a text's start (BERT: an input begins with a sentence)"}
+
 LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters (CR, LF, tab, NUL…), line and paragraph separators
 
 
@@ -101,6 +104,7 @@ class DataConfig:
     seq_len_schedule: str = ""  # e.g. "128:0.9,512:0.1": block length by fraction of the steps ("" = seq_len)
     max_corpus_tokens: int = 20_000_000  # stop tokenizing a (large) corpus after this many tokens
     heldout_fraction: float = 0.02  # blocks held out for evaluation (at least a few)
+    block_starts: str = "anywhere"  # "anywhere": one stream of texts joined by [SEP], cut every T-2 tokens (RoBERTa-style packing; a block's [CLS] is then followed by the middle of a text); "text": each block begins at a text's start, as BERT's inputs begin with a sentence (a text that does not fit fills the rest of a block with its beginning and begins the next one again; a longer text than a block runs on)
     cache_dir: str = ""  # tokenized-block cache; "" = the app's cache folder
 
 
@@ -280,6 +284,8 @@ class TrainConfig:
         for _, length in self.seq_len_phases():
             if not 16 <= length <= MAX_SEQ_LEN:
                 raise ValueError(f"block length must be between 16 and {MAX_SEQ_LEN}, got {length}.")
+        if d.block_starts not in BLOCK_STARTS:
+            raise ValueError(f"block_starts must be one of {list(BLOCK_STARTS)}, got {str(d.block_starts)[:40]!r}.")
         if not 0.0 <= d.heldout_fraction < 0.5:
             raise ValueError(f"heldout_fraction must be in [0, 0.5), got {d.heldout_fraction}.")
         if d.max_corpus_tokens < 1000:

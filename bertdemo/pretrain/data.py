@@ -156,6 +156,8 @@ def open_corpus(corpus: str) -> Corpus:
 # Each block is ``[CLS] t_1 ... t_{T-2} [SEP]`` cut from one token stream in which the
 # documents follow each other separated by ``[SEP]`` (RoBERTa's FULL-SENTENCES packing):
 # no padding anywhere, so every position trains and no attention mask is needed.
+# With ``block_starts="text"`` each block begins at a text's start instead (:func:`pack_at_text_starts`), as
+# BERT's inputs begin with a sentence, so that a [CLS] is followed by a text's start as when a sentence is asked.
 # Blocks are stored as ``np.uint16`` (``np.int32`` for vocabularies over 65535 ids) in
 # ``.npy`` files written atomically and keyed by corpus + tokenizer + block length.
 # The held-out split is the last blocks of the stream (at least a few), disjoint from training.
@@ -210,6 +212,47 @@ def pack_stream(ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int, dtype: 
     return blocks
 
 
+def pack_at_text_starts(texts: list[np.ndarray], seq_len: int, cls_id: int, sep_id: int, dtype: npt.DTypeLike,
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """``texts`` (token ids, each ending in its [SEP]) as (N, T) blocks ``[CLS] body [SEP]`` that each begin at a
+    text's start, no padding: texts fill a body in order; one that does not fit fills the rest with its beginning
+    and begins the next block again from its start (those tokens read twice); a text longer than a body runs on into
+    the next blocks (which then begin in its middle, the one exception). Also, per block, whether its body ends
+    with the beginning of the next block's first text. The incomplete last block is dropped."""
+    body = seq_len - 2
+    rows: list[np.ndarray] = []
+    repeats: list[bool] = []
+    parts: list[np.ndarray] = []
+    used = 0
+    pending = list(reversed(texts))  # a stack: the next text on top
+    while pending:
+        text = pending.pop()
+        room = body - used
+        if len(text) <= room:
+            parts.append(text)
+            used += len(text)
+            if used < body:
+                continue
+            repeat = False
+        elif used == 0:  # longer than a body: its first body's worth, then the rest as the next block's start
+            parts.append(text[:body])
+            pending.append(text[body:])
+            repeat = False
+        else:  # the rest of this block holds its beginning; the next block begins with it whole
+            parts.append(text[:room])
+            pending.append(text)
+            repeat = True
+        rows.append(np.concatenate(parts))
+        repeats.append(repeat)
+        parts, used = [], 0
+    blocks = np.empty((len(rows), seq_len), dtype=dtype)
+    blocks[:, 0] = cls_id
+    blocks[:, -1] = sep_id
+    if rows:
+        blocks[:, 1:-1] = np.stack(rows)
+    return blocks, np.array(repeats, dtype=bool)
+
+
 def prepare_blocks(
     corpus: str,
     tokenizer: PreTrainedTokenizerBase,
@@ -218,8 +261,10 @@ def prepare_blocks(
     max_tokens: int = 20_000_000,
     heldout_fraction: float = 0.02,
     progress: ProgressFn | None = None,
+    block_starts: str = "anywhere",
 ) -> Blocks:
-    """Packed train/held-out blocks of `corpus`, from the cache or tokenized now (reporting progress)."""
+    """Packed train/held-out blocks of `corpus`, from the cache or tokenized now (reporting progress);
+    ``block_starts``: "anywhere" (:func:`pack_stream`) or "text" (:func:`pack_at_text_starts`)."""
     report = progress or (lambda fraction, message: None)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
@@ -227,6 +272,7 @@ def prepare_blocks(
     src = open_corpus(corpus)
     key_payload = json.dumps(
         [CACHE_VERSION, src.key, tokenizer_fingerprint(tokenizer), seq_len, max_tokens, heldout_fraction]
+        + ([] if block_starts == "anywhere" else [block_starts])  # the caches made before the choice keep their keys
     )
     key = f"{src.key}-T{seq_len}-{hashlib.sha1(key_payload.encode()).hexdigest()[:12]}"
     meta_path = cache / f"{key}.json"
@@ -259,10 +305,18 @@ def prepare_blocks(
                 break
     if batch:
         flush()
-    stream = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
-    blocks = pack_stream(stream[:max_tokens], seq_len, tokenizer.cls_token_id, sep_id, dtype)
+    if block_starts == "text":
+        kept = np.cumsum([len(c) for c in chunks]) <= max_tokens if chunks else np.zeros(0, dtype=bool)
+        blocks, repeats = pack_at_text_starts([c for c, keep in zip(chunks, kept) if keep], seq_len,
+                                              tokenizer.cls_token_id, sep_id, dtype)
+    else:
+        stream = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+        blocks = pack_stream(stream[:max_tokens], seq_len, tokenizer.cls_token_id, sep_id, dtype)
+        repeats = np.zeros(len(blocks), dtype=bool)
     n_held = split_heldout(len(blocks), heldout_fraction)
-    train, heldout = blocks[:-n_held], blocks[-n_held:]
+    # a training block whose end repeats the first held-out block's beginning is dropped: no held-out token trained on
+    last_train = len(blocks) - n_held - int(repeats[len(blocks) - n_held - 1]) if len(blocks) > n_held else 0
+    train, heldout = blocks[:last_train], blocks[-n_held:]
     storage.save_npy(train_path, train)
     storage.save_npy(heldout_path, heldout)
     meta = {"corpus": src.label, "key": src.key, "seq_len": seq_len, "tokens": int(n_tokens),

@@ -238,7 +238,8 @@ class Trainer:
         if not self.dist.is_main:
             _barrier(self.dist)
         blocks = prepare_blocks(self.cfg.data.corpus, self.tokenizer, seq_len, self.cfg.data.cache_dir,
-                                self.cfg.data.max_corpus_tokens, self.cfg.data.heldout_fraction, progress)
+                                self.cfg.data.max_corpus_tokens, self.cfg.data.heldout_fraction, progress,
+                                self.cfg.data.block_starts)
         if self.dist.is_main:
             _barrier(self.dist)
         return blocks

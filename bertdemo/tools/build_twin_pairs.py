@@ -128,7 +128,7 @@ def engine_command(run: str, args: argparse.Namespace) -> list[str]:
             "--tokenizer", str(work / "tokenizer"), "--steps", str(args.steps), "--time-budget-s", str(args.time_budget_s),
             "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps),
             "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1", *shape_flags(args.preset),
-            "--device", args.device, "--dropout", str(args.dropout),
+            "--device", args.device, "--dropout", str(args.dropout), "--block-starts", args.block_starts,
             "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
             "--keep-milestones", "8", "--max-corpus-tokens", str(MAX_CORPUS_TOKENS), "--no-progress", "--auto-resume",
             "--out", str(work / run)]
@@ -300,6 +300,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--preset", default="bert-tiny", help="the shape of all three models: a preset, or layers,hidden,heads,ffn")
     parser.add_argument("--dropout", type=float, default=0.0, help="hidden + attention dropout of all three")
+    parser.add_argument("--block-starts", choices=["anywhere", "text"], default="anywhere",
+                        help="where the engine's blocks begin: 'anywhere' in one stream of texts (the shipped twins), "
+                             "or at a text's start, so that a sentence asked alone ([CLS] sentence [SEP]) reads as "
+                             "in training")
     parser.add_argument("--device", default="cpu", help="'cpu' (two runs at a time, one core each) or 'cuda' (all "
                                                        "three at once on the one GPU)")
     parser.add_argument("--time-budget-s", type=int, default=0,

@@ -27,6 +27,7 @@ EVERY=${EVERY:-90}
 BUDGET=${BUDGET:-240}
 DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-3,256,4,1024}
+BLOCK_STARTS=${BLOCK_STARTS:-text}  # each block begins at a text's start (the shipped twins: anywhere)
 export PYTHONUNBUFFERED=1
 mkdir -p "$WORK" "$DEST"
 DEST=$(cd "$DEST" && pwd)
@@ -49,7 +50,7 @@ nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv -l 20 > "$W
 began=$(date +%s)
 python3 -m bertdemo.tools.build_twin_pairs --work "$WORK" --device "$DEVICE" --preset "$PRESET" --dropout 0.1 \
     --batch-size "$BATCH" --steps "$STEPS" --lr 5e-4 --warmup-steps 200 --checkpoint-every "$EVERY" \
-    --time-budget-s "$BUDGET"
+    --time-budget-s "$BUDGET" --block-starts "$BLOCK_STARTS"
 code=$?
 echo "build: $(( $(date +%s) - began )) s (exit $code)"
 kill %1 2>/dev/null

@@ -83,15 +83,17 @@ def load(folder: Path, name: str):
     return Twin(name, model, AutoTokenizer.from_pretrained(str(folder)))
 
 
-def heldout_data(work: Path):
-    """(held-out blocks, n-gram counts of the training blocks) of the pairs' corpus with their tokenizer."""
+def heldout_data(work: Path, block_starts: str = "anywhere"):
+    """(held-out blocks, n-gram counts of the training blocks) of the pairs' corpus with their tokenizer, packed as
+    the runs packed it (``block_starts``: their recipe's)."""
     from transformers import AutoTokenizer
 
     from bertdemo.pretrain.data import prepare_blocks
     from bertdemo.pretrain.landmarks import count_ngrams
 
     tok = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
-    blocks = prepare_blocks(str(work / "corpus.jsonl"), tok, SEQ_LEN, max_tokens=MAX_CORPUS_TOKENS)
+    blocks = prepare_blocks(str(work / "corpus.jsonl"), tok, SEQ_LEN, max_tokens=MAX_CORPUS_TOKENS,
+                            block_starts=block_starts)
     return blocks.heldout[:HELDOUT_BLOCKS], count_ngrams(blocks.train, len(tok), tok.all_special_ids)
 
 
@@ -479,8 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     stage = json.loads((work / "stage.json").read_text(encoding="utf-8")) if args.stage else None
     prior, stages, prior_build = prior_curve(work) if stage else ([], [], {})
     offset = int(prior[-1]["tokens"]) if prior else 0  # a stage's tokens come after the shipped twins'
-    heldout, counts = stage_heldout_data(work, runs["mlm"][common[0]]) if stage else heldout_data(work)
     recipe = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
+    heldout, counts = (stage_heldout_data(work, runs["mlm"][common[0]]) if stage
+                       else heldout_data(work, recipe["data"].get("block_starts", "anywhere")))
     tokens_per_step = int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])  # every run's recipe
     for step in common:
         if str(step) in measured["steps"]:
