@@ -5,6 +5,7 @@ weights answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -194,6 +195,11 @@ def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_
     assert "`[CLS] [SEP] sentence [SEP]`" in twin_curve.text_start_note(curve)
     page = curve_drawing.curve_markdown(curve)
     assert page.index(twin_curve.text_start_note(curve)) < page.index(said)  # the why, then each pair's numbers
+    assert record["blocks_began"] == "anywhere" and "cut into blocks anywhere" in twin_curve.text_start_note(curve)
+    # a build whose blocks began at a text's start (--block-starts text) is told so instead
+    text_built = dataclasses.replace(curve, text_start={**record, "blocks_began": "text"})
+    note = twin_curve.text_start_note(text_built)
+    assert "as the twins' training blocks began: at a text's start" in note and "anywhere" not in note
 
 
 @pytest.mark.slow  # every held-out word of the three twins, asked again (about 10 s)

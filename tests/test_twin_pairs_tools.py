@@ -82,6 +82,10 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     ltr = AutoModelForCausalLM.from_pretrained(str(assets / "ltr"), dtype=torch.float32).eval()
     assert type(ltr) is BertLMHeadModel and ltr.config.is_decoder and mlm.config.vocab_size == ltr.config.vocab_size
     assert json.loads((assets / "mlm" / "config.json").read_text())["dtype"] == "float16"
+    recipe = json.loads((measure_twin_pairs.step_folders(work / "mlm")[12] / "train_config.json").read_text())
+    asked = json.loads((assets / "curve.json").read_text())["text_start"]  # the export asks them both ways too
+    assert asked["blocks_began"] == recipe["data"]["block_starts"] and asked["tokens"] == 12 * 8 * 32
+    assert set(asked["heldout"]) == set(asked["heldout_as_page"]) == {"mlm", "ltr-masked", "ltr"}
     build = json.loads((assets / "build.json").read_text())
     assert {k: (v["class"], v["step"], v["tokens"]) for k, v in build["twins"].items()} == {
         "mlm": ("BertForMaskedLM", 12, 12 * 8 * 32), "ltr-masked": ("BertLMHeadModel", 12, 12 * 8 * 32),

@@ -204,11 +204,16 @@ def text_start_note(curve: TwinCurve) -> str:
     training, and what :func:`text_start_sentence` reports; "" when the curve has no such record."""
     if not curve.text_start:
         return ""
+    asked = f"`{curve.text_start['asked_as']}`"
+    if curve.text_start.get("blocks_began", "anywhere") == "text":
+        return ("**How a sentence is asked.** The page asks each sentence alone, `[CLS] sentence [SEP]`, as a "
+                "notebook's pipeline does, and as the twins' training blocks began: at a text's start. Each pair's last "
+                f"line asks its final models after a `[SEP]` too, {asked}, as a text starts inside a block.")
     return ("**How a sentence is asked.** The page asks each sentence alone, `[CLS] sentence [SEP]`, as a notebook's "
             "pipeline does. The twins trained on one stream of texts joined by `[SEP]` and cut into blocks anywhere, "
             "so in training a `[CLS]` is almost never followed by a text's start: asked `[CLS] The …`, a "
             "left-to-right twin reads *The* as the middle of a text. Each pair's last line asks its final models as "
-            f"their training showed a text's start, `{curve.text_start['asked_as']}`.")
+            f"their training showed a text's start, {asked}.")
 
 
 def text_start_sentence(curve: TwinCurve, pair: str) -> str:
