@@ -32,10 +32,21 @@ def _call(demo, handler, *inputs) -> str:
     return run_coroutine(demo.call_function(handler, list(inputs), None, None))["prediction"]
 
 
-def test_a_run_started_and_stopped_through_the_api_answers_plain_text(app):
+def test_a_run_started_and_stopped_through_the_api_answers_plain_text(app, monkeypatch):
+    import threading
+
+    from bertdemo.finetune.own_run import OwnRun
+
     ctx, handlers, demo = app
-    started = _call(demo, handlers["start_finetune"], {"task": "own", "lines": LINES, "init": "random",
-                                                        "epochs": 20, "time_budget_s": 0}, "")
+    # the run's thread waits before its work: the answer to the start reads the run's first message whatever the
+    # machine's load (its work replaces it with "Loading the starting model…" as soon as it begins)
+    go, work = threading.Event(), OwnRun.work
+    monkeypatch.setattr(OwnRun, "work", lambda run: go.wait(timeout=120) and work(run))
+    try:
+        started = _call(demo, handlers["start_finetune"], {"task": "own", "lines": LINES, "init": "random",
+                                                            "epochs": 20, "time_budget_s": 0}, "")
+    finally:
+        go.set()
     stopped = _call(demo, handlers["stop_run"], "")
     for answer in (started, stopped):
         assert "&#" not in answer and "<code>" not in answer, answer

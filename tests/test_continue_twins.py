@@ -214,3 +214,12 @@ def test_the_curve_names_each_text_a_stage_added() -> None:
     assert first.startswith("From 98 M tokens the three twins read on") and second.startswith("105 M tokens")
     assert "mixed with 201,418 everyday sentences from Tatoeba and 8,224 short stories from TinyStories (4 copies):" \
         in second
+
+
+def test_a_stage_refuses_twins_whose_blocks_began_at_a_texts_start(tmp_path) -> None:
+    """Its held-out split is worked out for blocks cut anywhere (the shipped twins'): twins built with
+    --block-starts text are refused with the reason, before anything is built."""
+    continue_twins.check_packed_anywhere()  # the shipped twins: cut anywhere
+    (tmp_path / "curve.json").write_text(json.dumps({"text_start": {"blocks_began": "text"}}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="--block-starts text"):
+        continue_twins.check_packed_anywhere(tmp_path)

@@ -141,6 +141,10 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     assert a.numbers["ltr_text_start_top"] == [token for token, _p in fair["ltr"].top] != a.numbers["ltr_top"]
     assert (f"asked that way (`[CLS] [SEP] …`), the masked twin guesses **{fair['mlm'].top[0][0]}**" in a.answer
             and f"and the left-to-right twin **{fair['ltr'].top[0][0]}**" in a.answer)
+    long = ("The dog barked all night and kept the neighbours awake, " + "and the people next door were tired, " * 6
+            + "so they moved.")  # past what the side by side reads: the step answers, without that sentence
+    past = learn_path.answer(shipped["mlm"], "why-b", long)
+    assert past.numbers["ltr_text_start_top"] == [] and "asked that way" not in past.answer and past.numbers["mlm_top"]
     for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
         want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
         assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]
@@ -202,7 +206,7 @@ def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_
     assert "as the twins' training blocks began: at a text's start" in note and "anywhere" not in note
 
 
-@pytest.mark.slow  # every held-out word of the three twins, asked again (about 10 s)
+@pytest.mark.slow  # every held-out word of the three twins, asked again (about 7 s on a quiet machine)
 def test_the_held_out_words_asked_as_a_texts_start_are_what_the_weights_answer(shipped, curve) -> None:
     with np.load(twins.TWINS_DIR / "heldout.npz") as data:
         blocks = data["blocks"]

@@ -100,18 +100,24 @@ def test_asked_as_a_texts_start_each_model_reads_a_sep_after_cls_and_nothing_els
     by_position = twins.heldout_by_position(mlm, ltr, heldout, counts, max_blocks=3)
     assert page["tiny-ltr"]["overall"] == pytest.approx(by_position.overall["tiny-ltr"], abs=1e-6)
     assert page["tiny-mlm"]["by_position"][0] == pytest.approx(by_position.loss["tiny-mlm"][0], abs=1e-6)
+    # every question by hand, each sentence read [CLS] [SEP] words [SEP]: the masked LM with the word alone hidden,
+    # the left-to-right LM from its output before the word
     asked = twins.heldout_asked(tokenizer, heldout[:3])
-    first = next(i for i, p in enumerate(asked.positions) if p == 1)  # a sentence's first word, read after [SEP]
     sentences, questions = twins._joined(asked.questions)
-    s, i = questions[first]
-    fair_input = torch.as_tensor(twins.as_text_start(sentences[s], sep))[None]
-    assert fair_input[0, :2].tolist() == [cls, sep] and fair_input[0, i + 1] == sentences[s][i]
-    with torch.no_grad():
-        logits = ltr.model(input_ids=fair_input).logits[0, i]  # the output before the word
-    want = float(F.cross_entropy(logits[None], torch.tensor([int(sentences[s][i])])))
-    got = twins._ltr_nll(ltr, [fair_input[0].numpy()], [(0, i + 1)], twins.unbounded())[0]
-    assert got == pytest.approx(want, abs=1e-5)
-    assert fair["tiny-ltr"]["overall"] != pytest.approx(page["tiny-ltr"]["overall"], abs=1e-6)
+    m_nll, l_nll = [], []
+    for s, i in questions:
+        fair_input = torch.as_tensor(twins.as_text_start(sentences[s], sep))[None]
+        assert fair_input[0, :2].tolist() == [cls, sep] and fair_input[0, i + 1] == sentences[s][i]
+        word = torch.tensor([int(sentences[s][i])])
+        masked = fair_input.clone()
+        masked[0, i + 1] = tokenizer.mask_token_id
+        with torch.no_grad():
+            m_nll.append(float(F.cross_entropy(mlm.model(input_ids=masked).logits[0, i + 1][None], word)))
+            l_nll.append(float(F.cross_entropy(ltr.model(input_ids=fair_input).logits[0, i][None], word)))
+    assert fair["tiny-mlm"]["overall"] == pytest.approx(np.mean(m_nll), abs=1e-5)
+    assert fair["tiny-ltr"]["overall"] == pytest.approx(np.mean(l_nll), abs=1e-5)
+    firsts = [k for k, p in enumerate(asked.positions) if p == 1]
+    assert fair["tiny-ltr"]["by_position"][0] == pytest.approx(np.mean([l_nll[k] for k in firsts]), abs=1e-5)
 
 
 def test_the_left_to_right_model_reads_only_the_words_before_the_blank(pair):

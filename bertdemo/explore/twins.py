@@ -564,7 +564,7 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
         masked = normalise_masks(text, twin.tokenizer.mask_token)
         enc = tokenize(twin.tokenizer, masked, return_tensors="pt",
                        return_offsets_mapping=bool(getattr(twin.tokenizer, "is_fast", False)))
-        n = enc["input_ids"].shape[1]
+        n = enc["input_ids"].shape[1] + int(text_start)  # the [SEP] a text's start reads too
         if n > MAX_TWIN_TOKENS:
             raise ValueError(f"The sentence is {n} tokens long; keep it within {MAX_TWIN_TOKENS}.")
         probs = blank_logits(twin, [text], text_start).softmax(dim=-1)[0]

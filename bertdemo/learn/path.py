@@ -710,11 +710,14 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
                "sentence whose hidden word has words after it" if after else
                "no word after the blank: type a longer sentence whose hidden word has words after it")
     results = {side: fill_mask.predict(m, masked, top_k=3, targets=[word]) for side, m in models.items()}
-    from bertdemo.explore.twins import side_by_side, twin_of
+    from bertdemo.explore.twins import MAX_TWIN_TOKENS, side_by_side, twin_of
+    from bertdemo.locks import tokenize
 
-    # both twins once more, the sentence read as their training showed a text's start (after [SEP])
+    # both twins once more, the sentence read as their training showed a text's start (after [SEP]), where it is
+    # within what the side by side reads
+    fits = len(tokenize(tokenizer, masked.replace("[MASK]", tokenizer.mask_token))["input_ids"]) + 1 <= MAX_TWIN_TOKENS
     fair = {side: [token for token, _p in side_by_side([twin_of(m)], masked, top_k=3, text_start=True)[0].top]
-            for side, m in models.items()}
+            for side, m in models.items()} if fits else {}
     c = curve.pairs[pair]
     lines = []
     for side, what, loss in (("mlm", "masked LM, sees both sides", c.mlm_loss[-1]),
@@ -731,12 +734,12 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         f"same batches in the same order for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
         f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; {decided}):\n\n"
         + "\n".join(lines) + "\n\n"
-        "The twins trained on one stream of texts cut into blocks anywhere, where a text starts after a `[SEP]`, "
-        "not after `[CLS]`; asked that way (`[CLS] [SEP] …`), the masked twin guesses "
-        + ", ".join(f"**{literal(token)}**" for token in fair["mlm"]) + " and the left-to-right twin "
-        + ", ".join(f"**{literal(token)}**" for token in fair["ltr"]) + " (the curve's text on the Pretrain tab "
-        "measures both ways of asking).\n\n"
-        "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
+        + ("The twins trained on one stream of texts cut into blocks anywhere, where a text starts after a `[SEP]`, "
+           "not after `[CLS]`; asked that way (`[CLS] [SEP] …`), the masked twin guesses "
+           + ", ".join(f"**{literal(token)}**" for token in fair["mlm"]) + " and the left-to-right twin "
+           + ", ".join(f"**{literal(token)}**" for token in fair["ltr"]) + " (the curve's text on the Pretrain tab "
+           "measures both ways of asking).\n\n" if fair else "")
+        + "The left-to-right twin answers from its output at the position *before* the blank: the causal mask hides "
         "the blank and every word after it, so changing those words cannot change its answer (bit for bit). "
         f"Along their training: {twin_curve.crossover_sentence(c)} {twin_curve.landmark_sentence(c)} "
         "Train your own pair: Pretrain tab, *Train both*."
@@ -746,7 +749,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
             **{f"{side}_model": twins.TWIN_NAMES[kind] for side, kind in kinds.items()},
             **{f"{side}_top": [cand.token for cand in results[side].masks[0].candidates] for side in kinds},
             **{f"{side}_rank": results[side].masks[0].targets[0].rank for side in kinds},
-            **{f"{side}_text_start_top": fair[side] for side in kinds},
+            **{f"{side}_text_start_top": fair.get(side, []) for side in kinds},
             "mlm_heldout_loss": c.mlm_loss[-1], "ltr_heldout_loss": c.ltr_loss[-1]}
     folders = {side: f"bertdemo/assets/twins/{kind}" for side, kind in kinds.items()}
     snippet = (

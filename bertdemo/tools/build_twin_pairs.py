@@ -188,7 +188,8 @@ def run_sitting(record_path: Path, record: dict, command: str, device: str, scri
     after, so a sitting that is stopped keeps its record too. Stopped (Ctrl-C, SIGTERM), it asks each worker to stop
     as the engine's own Ctrl-C does (finish the step, save a checkpoint, end), waits up to ``stop_wait_s`` for
     them, writes that the sitting was stopped, and returns (130 for a worker still running). ``after`` adds to the
-    record before each write (the runs' steps)."""
+    record before each write (the runs' steps). The workers live in sessions of their own: a hang-up or SIGKILL of
+    this process leaves them training, and the record at its start."""
     def write() -> None:
         after(record)
         storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
@@ -202,13 +203,18 @@ def run_sitting(record_path: Path, record: dict, command: str, device: str, scri
     # then start with it handled as by default, so that their trap can take it (bash cannot trap what it was
     # started ignoring)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler), signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    workers = [subprocess.Popen(["bash", "-c", script], cwd=str(ROOT), start_new_session=True) for script in scripts]
+    workers: list[subprocess.Popen] = []
     try:
+        for script in scripts:  # one by one: a stop while they start reaches those already running
+            workers.append(subprocess.Popen(["bash", "-c", script], cwd=str(ROOT), start_new_session=True))
         codes = [w.wait() for w in workers]
     except (KeyboardInterrupt, SittingStopped):
+        for number in (signal.SIGINT, signal.SIGTERM):  # the stop runs to its end: a second Ctrl-C cannot cut it
+            signal.signal(number, signal.SIG_IGN)
+        _ask_to_stop(workers)
         sitting.update(stopped=_now(), wall_s=round(time.time() - started))
-        write()  # before the wait: a second Ctrl-C cannot take the record
-        codes = _stop(workers, stop_wait_s)
+        write()
+        codes = _wait(workers, stop_wait_s)
         sitting.update(exit_codes=codes)
         write()
         print(f"Stopped: each run saved where it stood; the same command continues ({record_path.parent}).",
@@ -223,12 +229,16 @@ def run_sitting(record_path: Path, record: dict, command: str, device: str, scri
     return codes
 
 
-def _stop(workers: list[subprocess.Popen], wait_s: float) -> list[int | None]:
-    """Ask each worker's process group to stop as Ctrl-C does, and wait up to ``wait_s`` in all: each exit code, or
-    None for a worker still running then (it goes on alone: a run is never killed in the middle of a save)."""
+def _ask_to_stop(workers: list[subprocess.Popen]) -> None:
+    """Ask each running worker's process group to stop as Ctrl-C does (its engine finishes the step and saves)."""
     for w in workers:
         if w.poll() is None:
             os.killpg(w.pid, signal.SIGINT)
+
+
+def _wait(workers: list[subprocess.Popen], wait_s: float) -> list[int | None]:
+    """Each worker's exit code, waiting up to ``wait_s`` in all; None for a worker still running then (it goes on
+    alone: a run is never killed in the middle of a save)."""
     deadline = time.time() + wait_s
     codes: list[int | None] = []
     for w in workers:
@@ -243,11 +253,13 @@ class SittingStopped(Exception):
     """A sitting was asked to stop (SIGTERM)."""
 
 
-def _stop_on_sigterm(signum, frame) -> None:
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM as a stop of the sitting (:func:`run_sitting`)."""
     raise SittingStopped(f"signal {signum}")
 
 
 def _now() -> str:
+    """This moment in UTC, to the second, as a record writes it."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 

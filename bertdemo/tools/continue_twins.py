@@ -191,6 +191,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_packed_anywhere(shipped: Path = SHIPPED) -> None:
+    """SystemExit unless the shipped twins' blocks were cut anywhere in one stream of texts (their record's
+    ``text_start.blocks_began``; none: the first builds'): a stage's held-out split (:func:`heldout_start`) and its
+    check against the shipped held-out blocks are worked out for that packing."""
+    curve = shipped / "curve.json"
+    record = json.loads(curve.read_text(encoding="utf-8")).get("text_start") if curve.is_file() else None
+    began = (record or {}).get("blocks_began", "anywhere")
+    if began != "anywhere":
+        raise SystemExit(f"The shipped twins' training blocks began {began!r} (--block-starts {began}); a stage continues "
+                         "only twins whose blocks were cut anywhere, for which its held-out split is worked out.")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: the corpus (rebuilt, checked, mixed), then the three runs; 0 on success."""
     args = parse_args(argv)
@@ -198,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.status:
         print(json.dumps(status(argparse.Namespace(work=args.work, steps=args.steps)), indent=1))
         return 0
+    check_packed_anywhere()
     from transformers import AutoTokenizer
 
     work.mkdir(parents=True, exist_ok=True)

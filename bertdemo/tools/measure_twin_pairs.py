@@ -34,8 +34,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +85,7 @@ def load(folder: Path, name: str):
     return Twin(name, model, AutoTokenizer.from_pretrained(str(folder)))
 
 
-def heldout_data(work: Path, block_starts: str = "anywhere"):
+def heldout_data(work: Path, block_starts: str = "anywhere") -> tuple[np.ndarray, Any]:
     """(held-out blocks, n-gram counts of the training blocks) of the pairs' corpus with their tokenizer, packed as
     the runs packed it (``block_starts``: their recipe's)."""
     from transformers import AutoTokenizer
@@ -311,7 +313,7 @@ def text_start_record(assets: Path, block_starts: str = "anywhere") -> dict:
                      "cloze": cloze_record(cloze_ranks(twins, text_start=True))})
 
 
-def add_text_start(assets: Path, log, block_starts: str | None = None) -> None:
+def add_text_start(assets: Path, log: Callable[[str], None], block_starts: str | None = None) -> None:
     """:func:`text_start_record` of the models in ``assets``, into its ``curve.json`` (``text_start``);
     ``block_starts``: their recipe's (None: as the record there says, else "anywhere", the shipped twins')."""
     curve = json.loads((assets / "curve.json").read_text(encoding="utf-8"))

@@ -59,8 +59,9 @@ def _plot(spec: dict) -> str:
 
 TEXT_START_LABEL = "Ask each sentence as a text's start: [CLS] [SEP] sentence [SEP]"
 TEXT_START_INFO = ("How the twins' training showed one: the engine cuts one stream of texts, joined by [SEP], into "
-                   "blocks anywhere, so a text starts after [SEP], almost never right after [CLS]. Unticked, a sentence "
-                   "is asked alone, [CLS] sentence [SEP], as a pipeline asks it. For the cloze and your sentence.")
+                   "blocks anywhere (unless a run began its blocks at texts' starts), so a text starts after [SEP], "
+                   "almost never right after [CLS]. Unticked, a sentence is asked alone, [CLS] sentence [SEP], as a "
+                   "pipeline asks it. For the cloze and your sentence.")
 TEXT_START_NOTE = ("*Each sentence asked as a text's start, `[CLS] [SEP] sentence [SEP]`, as the twins' training blocks "
                    "showed one.*")
 SHIPPED_CLOZE_NOTE = ("*These are the shipped twins' fp16 weights, ranked now. The curve's record above was measured on "
