@@ -294,11 +294,11 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
     return 0
 
 
-def text_start_record(assets: Path, block_starts: str = "anywhere") -> dict:
+def text_start_record(assets: Path, curve: dict, block_starts: str = "anywhere") -> dict:
     """The shipped models in ``assets`` asked after a [SEP] (``[CLS] [SEP] sentence [SEP]``,
     :func:`bertdemo.explore.twins.as_text_start`) beside as the page asks (``[CLS] sentence [SEP]``): the held-out
-    words of ``heldout.npz`` by position band, and the right-context cloze; ``block_starts``: how their training
-    blocks began (the recipe's). Packed "anywhere" (one stream of texts cut into blocks anywhere), a [CLS] is all but
+    words of ``heldout.npz`` by position band, and the right-context cloze, at ``curve``'s (their ``curve.json``'s)
+    last checkpoint; ``block_starts``: how their training blocks began (the recipe's). Packed "anywhere" (one stream of texts cut into blocks anywhere), a [CLS] is all but
     never followed by a text's start in training, a [SEP] is: a left-to-right twin asked "[CLS] The" reads "The" as
     the middle of a text."""
     from bertdemo.explore.twins import cloze_ranks, heldout_losses
@@ -306,19 +306,19 @@ def text_start_record(assets: Path, block_starts: str = "anywhere") -> dict:
     twins = [load(assets / EXPORT_NAMES[run], run) for run in RUNS]
     with np.load(assets / "heldout.npz") as data:
         blocks = data["blocks"]
-    step = json.loads((assets / "build.json").read_text(encoding="utf-8"))["twins"]["mlm"]
-    return _renamed({"asked_as": "[CLS] [SEP] sentence [SEP]", "blocks_began": block_starts, "tokens": int(step["tokens"]),
+    tokens = int(curve["checkpoints"][-1]["tokens"])
+    return _renamed({"asked_as": "[CLS] [SEP] sentence [SEP]", "blocks_began": block_starts, "tokens": tokens,
                      "heldout": heldout_losses(twins, blocks, text_start=True),
                      "heldout_as_page": heldout_losses(twins, blocks),
                      "cloze": cloze_record(cloze_ranks(twins, text_start=True))})
 
 
-def add_text_start(assets: Path, log: Callable[[str], None], block_starts: str | None = None) -> None:
-    """:func:`text_start_record` of the models in ``assets``, into its ``curve.json`` (``text_start``);
-    ``block_starts``: their recipe's (None: as the record there says, else "anywhere", the shipped twins')."""
+def add_text_start(assets: Path, log: Callable[[str], None]) -> None:
+    """:func:`text_start_record` of the models in ``assets``, into its ``curve.json`` (``text_start``), their blocks'
+    start as the record there says (none: "anywhere", the shipped twins')."""
     curve = json.loads((assets / "curve.json").read_text(encoding="utf-8"))
-    began = block_starts or (curve.get("text_start") or {}).get("blocks_began", "anywhere")
-    curve["text_start"] = text_start_record(assets, began)
+    began = (curve.get("text_start") or {}).get("blocks_began", "anywhere")
+    curve["text_start"] = text_start_record(assets, curve, began)
     storage.write_text(assets / "curve.json", json.dumps(curve, indent=1) + "\n")
     log(f"wrote text_start into {assets / 'curve.json'}")
 
@@ -354,15 +354,16 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
         landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
         with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
             np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
-    storage.write_text(assets / "curve.json", json.dumps(measured["curve_export"], indent=1) + "\n")
+    recipe = json.loads((folders["mlm"] / "train_config.json").read_text(encoding="utf-8"))
+    curve = measured["curve_export"]  # with the exported models asked after a [SEP] too (their fp16 weights)
+    curve = {**curve, "text_start": text_start_record(assets, curve, recipe["data"].get("block_starts", "anywhere"))}
+    storage.write_text(assets / "curve.json", json.dumps(curve, indent=1) + "\n")
     record = build_record(folders, measured, assets)
     if prior_build:
         record = stage_build_record(prior_build, record, stage_record or {})
     storage.write_text(assets / "build.json", json.dumps(record, indent=1) + "\n")
     if measured.get("table5"):
         storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
-    recipe = json.loads((folders["mlm"] / "train_config.json").read_text(encoding="utf-8"))
-    add_text_start(assets, log, recipe["data"].get("block_starts", "anywhere"))
 
 
 def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict:
