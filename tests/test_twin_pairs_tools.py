@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -107,6 +108,32 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     twins = measure_twin_pairs.load(last[0], "mlm"), measure_twin_pairs.load(last[1], "ltr-all")
     again = heldout_by_position(*twins, heldout, recorded, max_blocks=len(heldout))
     assert again.overall == pytest.approx(measured["steps"]["12"]["paper"]["overall"])
+
+
+def test_a_build_whose_blocks_began_at_text_starts_is_measured_and_shipped_as_its_recipe_says(corpus, tmp_path) -> None:
+    """The GPU script's build (``BLOCK_STARTS=text``) through the measurement and the export, as a session with a
+    GPU would ship it: the held-out blocks packed at text starts too, and the record saying so."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(corpus, work / "corpus.jsonl")
+    shutil.copytree(tokenizer_dir(), work / "tokenizer")
+    train_tiny_twins(work, str(work / "corpus.jsonl"), str(work / "tokenizer"), block_starts="text")
+    assets = tmp_path / "assets"
+    assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--export"]) == 0
+    assert json.loads((assets / "curve.json").read_text())["text_start"]["blocks_began"] == "text"
+    text_packed, _ = measure_twin_pairs.heldout_data(work, "text")
+    anywhere, _ = measure_twin_pairs.heldout_data(work)
+    with np.load(assets / "heldout.npz") as data:
+        shipped = data["blocks"]
+    assert np.array_equal(shipped, text_packed) and not np.array_equal(shipped, anywhere)
+    # a block after one whose body holds a [SEP] begins with a text of the corpus, from its first word
+    tok = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
+    texts = [json.loads(line)["text"] for line in (work / "corpus.jsonl").read_text().splitlines()]
+    openings = {tuple(ids[:6]) for ids in tok(texts, add_special_tokens=False)["input_ids"]}
+    after_an_end = [block for before, block in pairwise(shipped) if tok.sep_token_id in before[1:-1]]
+    assert after_an_end and all(tuple(block[1:7]) in openings for block in after_an_end)
+    opened = [sum(tuple(block[1:7]) in openings for block in blocks) for blocks in (shipped, anywhere)]
+    assert opened[0] > opened[1], opened  # cut anywhere, a block begins with a text's opening only by chance
 
 
 def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
