@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.budget import SpeedBook
 from bertdemo.pretrain.config import TrainConfig
 from bertdemo.pretrain.service import PretrainService
@@ -293,3 +294,19 @@ def test_a_preparing_runs_status_line_names_no_parameter_count_before_the_model_
     built = RunSnapshot(run_id="x", status="running", preset="bert-tiny", corpus="wiki", param_count=4_416_698,
                         device="cpu")
     assert "bert-tiny (4,416,698 parameters) · " in status_markdown(built)
+
+
+def test_a_visitors_run_can_begin_each_block_at_a_texts_start_and_keeps_it_when_resumed(tmp_path):
+    """The form's "Where each block begins" (``block_starts``): a public visitor may choose it; the run trains on
+    blocks that begin at a text's start, says so in its name, and a resume packs its blocks the same way."""
+    service = _service(tmp_path, public=True)
+    corpus = wiki_corpus_file(tmp_path / "gradio" / "up1")
+    run = service.start({**SMALL, "corpus": "upload", "upload": corpus, "block_starts": "text", "checkpoint_every": 3},
+                        "secret-a", upload_root=str(tmp_path / "gradio"))
+    assert run.join(60) and run.status == "finished", run.snapshot().message
+    assert run.cfg.data.block_starts == "text"
+    assert checkpoints.experiment_label(run.cfg.flat()).endswith("block_starts=text")
+    resumed = service.start({"resume_from": service.status()["last_checkpoint"], "steps": 9}, "secret-a")
+    assert resumed.join(60) and resumed.snapshot().step == 9 and resumed.cfg.data.block_starts == "text"
+    with pytest.raises(ValueError, match="block_starts must be one of"):
+        service.start({**SMALL, "block_starts": "middle"}, "secret-b")

@@ -246,6 +246,13 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                                           info="As BERT: 90 % of steps at 128 tokens, then 512 — attention costs grow "
                                                "with S² (512 costs 16× 128); positions beyond 128 train only in "
                                                "the second phase.")
+                    block_starts = gr.Radio(
+                        [("anywhere in one stream of texts (default)", "anywhere"), ("at a text's start", "text")],
+                        value=d.data.block_starts, label="Where each block begins", elem_id="pt-block-starts",
+                        info="Anywhere: the texts are joined by [SEP] and cut every block length (RoBERTa's packing), "
+                             "so a block's [CLS] comes before the middle of a text, and a sentence asked alone later "
+                             "reads to the model as a text's middle. At a text's start: as BERT's inputs begin with a "
+                             "sentence; a text that does not fit begins the next block again (read twice).")
                 with gr.Accordion("Training settings", open=False):
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")
@@ -329,7 +336,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                 whole_word_masking=whole_word, static_masks=static_masks, nsp=nsp, locality_fade=locality,
                 objective=objective, train_both=train_both, neighbour_init=neighbour_init,
                 mlm_probability=mlm_prob,
-                mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule,
+                mask_replace_prob=mask_prob, random_replace_prob=random_prob, seq_len_schedule=schedule, block_starts=block_starts,
                 seq_len=seq_len, batch_size=batch_size, steps=steps, time_budget_s=time_budget, lr=lr,
                 warmup_steps=warmup,
                 eval_every=eval_every, checkpoint_every=ckpt_every, seed=seed, resume_from=resume, probe_text=probe,

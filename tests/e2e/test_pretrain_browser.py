@@ -162,11 +162,12 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
     bars = page.locator("#fm-plot .bars path")
     assert bars.count() >= 5
 
-    # A second run that differs in one setting, overlaid on the first: each curve is labelled by
-    # the setting that differs, on a tokens axis with a log-scale loss.
+    # A second run that differs in two experiments (no position embeddings; each block begins at a text's start),
+    # overlaid on the first: each curve is labelled by the settings that differ, on a tokens axis with a log-scale loss.
     open_tab(page, "Pretrain")
     set_open(page.locator("button.label-wrap", has_text="Experiments"))
     page.get_by_label("Position embeddings").uncheck()
+    page.locator("#pt-block-starts").get_by_label("at a text's start").check()
     page.click("#pt-start")
     expect(status).to_contain_text("RUNNING", timeout=RUN_TIMEOUT_MS)
     page.locator("#pt-compare input").click()
@@ -178,7 +179,8 @@ def test_start_watch_stop_and_query_checkpoint(browser_page: Page, app_url: str,
         """() => { const p = document.querySelector('#pt-curves .js-plotly-plot');
                    if (!p || !p.data) return false;
                    const names = p.data.map(d => d.name);
-                   return names.some(n => n.startsWith('live run') && n.includes('position_embeddings=False'))
+                   return names.some(n => n.startsWith('live run') && n.includes('position_embeddings=False')
+                                            && n.includes('block_starts=text'))
                        && names.some(n => !n.startsWith('live run') && n.includes('position_embeddings=True') && n.includes(': held-out'))
                        && p.layout.yaxis.type === 'log'; }""",
         timeout=120_000,
