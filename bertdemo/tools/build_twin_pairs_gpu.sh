@@ -4,7 +4,8 @@
 # each), then measured along their log-spaced checkpoints. On one NVIDIA H200 the whole script took 259 s.
 #
 #   here (a CPU, once):  python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs --prepare
-#                        (the mixed corpus: add --tatoeba PAIRS/*.txt --stories STORIES.txt; the files stay here)
+#                        (the mixed corpus: add --tatoeba DIR/tatoeba/*.txt --stories DIR/stories.txt, DIR from
+#                        python -m bertdemo.tools.gather_everyday_text; the files stay here)
 #   there (the GPU):     bash bertdemo/tools/build_twin_pairs_gpu.sh runs/twin-pairs OUTDIR    # runs/twin-pairs carried
 #   here again:          unpack OUTDIR's archives into bertdemo/assets/twins, then
 #                        python -m bertdemo.tools.measure_twin_pairs --table5-shipped --work runs/twin-pairs-gpu
