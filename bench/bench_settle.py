@@ -7,10 +7,11 @@
 
 The views inside the Pretrain and Fine-tune tabs are measured the same way, each opened first as a learner
 opens it: the twin comparison (held-out words by position, a new number of blocks each click; the learner's
-sentence side by side), what the heads became (the two shipped twins in turn), names tagging (a names run
-fine-tuned through ``/start_finetune`` before the clicks) and classifying with a run on the learner's own data
-(the 20-sentence example fine-tuned from the page before the clicks). Those two tabs poll their runs every 1–2 s:
-a poll sent after the click is a queue event like any other, and the click settles once it is answered too.
+sentence side by side, asked alone and as a text's start), what the heads became (the two shipped twins in turn),
+names tagging (a names run fine-tuned through ``/start_finetune`` before the clicks) and classifying with a run on
+the learner's own data (the 20-sentence example fine-tuned from the page before the clicks). Those two tabs poll
+their runs every 1–2 s: a poll sent after the click is a queue event like any other, and the click settles once
+it is answered too.
 
 A click is *settled* when, measured in the page from the click:
 
@@ -235,6 +236,13 @@ def own_run(page, side: Side) -> None:
     page.wait_for_function("() => !!document.querySelector('#own-pick input')?.value", timeout=RUN_WAIT_S * 1000)
 
 
+def twins_as_text_start(page, side: Side) -> None:
+    """The twins' section opened, its "as a text's start" box ticked (and answered) before the clicks."""
+    open_section("The B in BERT")(page, side)
+    page.locator("#pt-twins-text-start input").check()
+    page.wait_for_timeout(300)
+
+
 def twins_blocks(i: int) -> str:
     return str(2 + i % 15)  # 2 … 16 held-out blocks: each click a new answer
 
@@ -245,6 +253,8 @@ VIEWS = [
           label="Twins: held-out by position", value=twins_blocks, prepare=open_section("The B in BERT")),
     Click("Pretrain", "#pt-twins textarea", "#pt-twins-side-run", "#pt-twins-side", MASKED,
           label="Twins: side by side", prepare=open_section("The B in BERT")),
+    Click("Pretrain", "#pt-twins textarea", "#pt-twins-side-run", "#pt-twins-side", MASKED,
+          label="Twins: side by side as a text's start", prepare=twins_as_text_start),
     Click("Pretrain", "#pt-heads-model input", "#pt-heads-run", "#pt-heads-out", "", label="Head roles",
           value=lambda i: TWINS[i % 2], commit=True, prepare=open_section("What the heads became")),
     Click("Fine-tune", "#ft-tag-text textarea", "#ft-tag", "#ft-tag-out", "The {s} met Anna in {p} last May.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from bertdemo.models import twins
 from bertdemo.pretrain.budget import SpeedBook, flops_per_token
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import TrainConfig
@@ -71,6 +72,8 @@ def test_the_estimate_of_train_both_counts_both_twins(tmp_path) -> None:
     assert "about about" not in text and "**about " in text  # the duration says "about" once
     # the pair is placed on the shipped twins' curve: 6 steps x 8 blocks x 32 tokens = 1,536 tokens each
     assert "On the shipped twins' curve (Pretrain → The B in BERT): your pair: 1,536 tokens" in text
+    # the form's shape is not the shipped twins': the shipped crossover is said to be a landmark, not a prediction
+    assert f"({twins.shape_text()}): about" in text and "Yours is another shape (1 layer, hidden 32, 2 heads)" in text
     mlm = TrainConfig.from_flat(**SMALL)
     # a left-to-right step projects every position onto the vocabulary, a masked LM's only the masked 15 %
     assert flops_per_token(mlm.replace(objective="ltr")) > flops_per_token(mlm)

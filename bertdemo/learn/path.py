@@ -727,7 +727,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         lines.append(f"- `{twins.TWIN_NAMES[kinds[side]]}` ({what}): {top}; *{literal(word)}* ranks "
                      f"**{mask.targets[0].rank:,}**; held-out loss {loss:.2f}")
     md = (
-        "BERT's paper tests its first claim, *bidirectional pretraining is important*, with one controlled experiment "
+        "BERT's paper tests its first claim, *bidirectional pretraining is important*, with one experiment "
         "(Table 5): the same data and recipe, only the objective changed — a left-to-right LM (GPT-style) lost "
         "little on the sentence-level SST-2 (92.6 → 92.1) and most on the span task SQuAD (F1 87.9 → 77.8). The app "
         f"ships that experiment in miniature: small **twins** ({twins.shape_text()}) trained by its own engine on the "

@@ -425,7 +425,7 @@ def summary(progress: Any) -> str:
     if not answers:
         return f"*{WHERE_KEPT}* 0 of {len(STEP_KEYS)} steps done."
     unguessed = len(answers) - len(guessed)
-    guesses = f"**{right} of {len(guessed)}** guesses right" if guessed else "no guesses yet"
+    guesses = (f"**{right} of {len(guessed)}** guessed right (each step counts its latest sentence)" if guessed else "no guesses yet")
     return (f"*{WHERE_KEPT}* **{len(answers)} of {len(STEP_KEYS)}** steps done; " + guesses
             + (f", {unguessed} read without a guess" if unguessed and guessed else "") + ".")
 

@@ -245,10 +245,16 @@ def common_first_guesses(checkpoint: dict[str, Any], kind: str, n: int = 3) -> l
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:n]
 
 
+SPECIAL_GUESSES = {"[SEP]": "the text ends", "[CLS]": "a block starts"}  # a left-to-right model may guess them
+
+
 def listed(guesses: list[tuple[str, int]], items: int) -> str:
-    """``sun`` (10 of 61), ``ball`` (5), ``first`` (5): each guess as code, its count, the first out of ``items``."""
-    return ", ".join(f"{code(word)} ({count} of {items})" if i == 0 else f"{code(word)} ({count})"
-                     for i, (word, count) in enumerate(guesses))
+    """``sun`` (10 of 61), ``ball`` (5), ``[SEP]`` (the text ends: 5): each guess as code, its count, the first out
+    of ``items``; a special token glossed."""
+    def said(i: int, word: str, count: int) -> str:
+        gloss = f"{SPECIAL_GUESSES[word]}: " if word in SPECIAL_GUESSES else ""
+        return f"{code(word)} ({gloss}{count}" + (f" of {items})" if i == 0 else ")")
+    return ", ".join(said(i, word, count) for i, (word, count) in enumerate(guesses))
 
 
 def code(word: str) -> str:
@@ -256,23 +262,26 @@ def code(word: str) -> str:
     return f"`` {word} ``" if "`" in word else f"`{word}`"
 
 
-def place_run(curve: TwinCurve, pair: str, tokens: float) -> str:
+def place_run(curve: TwinCurve, pair: str, tokens: float, yours: str = "") -> str:
     """Where a learner's own pair of runs stands on the shipped curve: "your pair: 0.3 M tokens, before the
     crossover of the shipped paper pair (3 layers, hidden 256, 4 heads: about 1.8 M tokens)" — the shipped pair's
-    shape named, since a pair of another size crosses elsewhere."""
+    shape named, since a pair of another size crosses elsewhere; ``yours``: the learner's shape in the same words,
+    said beside it when it differs."""
     c = curve.pairs[pair].crossover
     where = f"your pair: {millions(tokens)} tokens"
     shape = shape_text()
     shipped = f"the shipped {pair} pair" + (f" ({shape})" if shape else "")
+    other = (f" Yours is another shape ({yours}): the crossover moves with a model's size and recipe, so the shipped "
+             "pair's is a landmark for yours, not its prediction." if yours and shape and yours != shape else "")
     if c.get("crosses"):
         at = float(c["tokens"])
         if c.get("ahead_from_first"):
-            return f"{where}; {shipped} had the masked LM ahead from its first checkpoint ({millions(at)})."
+            return f"{where}; {shipped} had the masked LM ahead from its first checkpoint ({millions(at)}).{other}"
         side = "before" if tokens < at else "past"
-        return f"{where}, {side} the crossover of {shipped}: about {millions(at)} tokens."
+        return f"{where}, {side} the crossover of {shipped}: about {millions(at)} tokens.{other}"
     needed = c.get("extrapolated_tokens")
     return (f"{where}; {shipped} had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
-            + (f" (extrapolated: near {millions(needed)})." if needed else "."))
+            + (f" (extrapolated: near {millions(needed)})." if needed else ".") + other)
 
 
 def showcase_pair(curve: TwinCurve) -> str:

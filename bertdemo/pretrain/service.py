@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bertdemo.english import plural
 from bertdemo.locks import LOGIC_IMPORT_LOCK
 from bertdemo.models import run_access, run_refs, twin_curve
 from bertdemo.models.hub import HubProbe
@@ -335,21 +336,24 @@ class PretrainService:
             return ""
         if twin_est is not None:
             tokens = cfg.optim.steps * cfg.optim.batch_size * cfg.data.seq_len
-            return twin_estimate_text(est, twin_est, cfg.optim.steps, self.settings.public_limits, tokens)
+            layers, hidden, heads, _ffn = cfg.model_shape()
+            return twin_estimate_text(est, twin_est, cfg.optim.steps, self.settings.public_limits, tokens,
+                                      f"{plural(layers, 'layer')}, hidden {hidden}, {plural(heads, 'head')}")
         return estimate_text(est, cfg, self.speeds.estimate_seconds(cfg, cfg.optim.steps), self.settings.public_limits)
 
 
 def twin_estimate_text(mlm: budget.TimeEstimate, ltr: budget.TimeEstimate, steps: int, public: Limits | None,
-                       tokens: int | None = None) -> str:
+                       tokens: int | None = None, shape: str = "") -> str:
     """How long "Train both" takes: the two twins one after the other, each ``steps`` steps (no time budget); with
-    ``tokens`` (what each twin reads), where such a pair stands on the shipped twins' curve."""
+    ``tokens`` (what each twin reads), where such a pair stands on the shipped twins' curve (``shape``: the pair's,
+    as "2 layers, hidden 128, 2 heads")."""
     duration = budget.duration_text  # "about 2 min": the word "about" is its own
     text = (f"**Train both** on this machine: **{duration(mlm.total_s + ltr.total_s)}** — the masked-LM twin "
             f"{duration(mlm.total_s)}, then the left-to-right twin {duration(ltr.total_s)} (it predicts every position, "
             f"so each of its steps costs more), each {steps:,} steps on the same batches; the time budget is off.")
     curve = twin_curve.read_curve() if tokens else None
     if curve is not None:
-        text += f" On the shipped twins' curve (Pretrain → The B in BERT): {twin_curve.place_run(curve, 'paper', tokens)}"
+        text += f" On the shipped twins' curve (Pretrain → The B in BERT): {twin_curve.place_run(curve, 'paper', tokens, shape)}"
     if public is not None and mlm.total_s + ltr.total_s > public.max_seconds:
         text += f" More than this server's {public.max_minutes:g}-minute limit: lower Steps."
     elif mlm.total_s + ltr.total_s > TrainConfig().optim.time_budget_s * 2:

@@ -249,10 +249,12 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                     block_starts = gr.Radio(
                         [("anywhere in one stream of texts (default)", "anywhere"), ("at a text's start", "text")],
                         value=d.data.block_starts, label="Where each block begins", elem_id="pt-block-starts",
-                        info="Anywhere: the texts are joined by [SEP] and cut every block length (RoBERTa's packing), "
-                             "so a block's [CLS] comes before the middle of a text, and a sentence asked alone later "
-                             "reads to the model as a text's middle. At a text's start: as BERT's inputs begin with a "
-                             "sentence; a text that does not fit begins the next block again (read twice).")
+                        info="Anywhere: the texts are joined into one stream, [SEP] between them, and cut every block "
+                             "length (RoBERTa's packing), so a block mostly begins mid-sentence, and one sentence typed "
+                             "later looks to the model like the middle of a text. At a text's start: each block begins "
+                             "where a text begins, as BERT's inputs begin at a sentence's start; a text too long for the "
+                             "rest of a block is cut there and starts the next block again from its first word (its "
+                             "opening trained twice).")
                 with gr.Accordion("Training settings", open=False):
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")

@@ -24,7 +24,7 @@ from bertdemo.ui.tab_poll import TabPoll
 from bertdemo.viz import table5 as viz
 
 INTRO = (
-    "BERT's paper tested its claim with one controlled experiment (§5.1, Table 5): the same data, fine-tuning "
+    "BERT's paper tested its claim with one experiment (§5.1, Table 5): the same data, fine-tuning "
     "recipe and hyperparameters, only the pretraining objective changed — a masked LM against a left-to-right LM "
     "that keeps its left-only view at fine-tuning. The one-sentence task (SST-2) barely moved (−0.5 points) and "
     "MNLI little (−1.8), but the paraphrase task MRPC fell 9.0 points and the span task (SQuAD) most (−10.1). Here the shipped twins are fine-tuned the same way on a sentence-level task (a summary's topic) "

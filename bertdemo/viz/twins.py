@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from bertdemo.english import plural
 from bertdemo.viz.bars import percent
-from bertdemo.viz.text import Code, literal, md_table, plotly_text
+from bertdemo.viz.text import Code, html_code, literal, md_table, plotly_text
 from bertdemo.viz.twin_curve import LANDMARK_COLORS, LTR_COLOR, MLM_COLOR, loss_text
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
                       *[f"{n}: rank (first guess)" for n in result.names]], rows)
     return (f"Right-context cloze: {plural(len(result.items), 'sentence')} whose words *after* the blank decide the "
             "answer. Rank 1 = the model's first guess; the left-to-right model guesses from the words before the "
-            "blank only.\n\n" + head + _who_ranks_better(result) + "\n\n<details><summary>The rank of the right "
+            "blank only.\n\n" + head + _who_ranks_better(result) + _where_the_ltr_model_leads(result)
+            + "\n\n<details><summary>The rank of the right "
             "word, sentence by sentence</summary>\n\n" + table + "\n\n</details>")
 
 
@@ -107,6 +108,38 @@ def _who_ranks_better(result: ClozeRanks) -> str:
     ties = len(result.items) - better - worse
     return (f"\n\nSentence by sentence, **{literal(a)}** ranks the right word better on **{better} of "
             f"{len(result.items)}**, {literal(b)} on {worse}" + (f", {ties} tied" if ties else "") + ".")
+
+
+SUMMARY_COLUMNS = (("mean reciprocal rank", "mrr", "{:.3f}", True), ("top-1", "top1", "{:.1%}", True),
+                   ("top-5", "top5", "{:.1%}", True), ("median rank", "median_rank", "{:,.0f}", False))
+
+
+def _where_the_ltr_model_leads(result: ClozeRanks) -> str:
+    """For a masked LM beside a left-to-right model: the summary columns the left-to-right one leads, said in words
+    with what they count (the first guesses, where a few sentences decide them), and the sentences on which the
+    left-to-right model has the answer in its top 5 from the words before the blank alone (the set is written so that
+    the words after decide it; there the words before, or the answer's being a common word after them, suffice)."""
+    by_objective = {result.objectives[n]: n for n in result.names}
+    if len(result.names) != 2 or set(by_objective) != {"mlm", "ltr"}:
+        return ""
+    mlm, ltr = by_objective["mlm"], by_objective["ltr"]
+    m, l = result.summary(mlm), result.summary(ltr)
+    ahead = [f"{label} ({fmt.format(l[key])} against {fmt.format(m[key])})" for label, key, fmt, higher in SUMMARY_COLUMNS
+             if (l[key] > m[key] if higher else l[key] < m[key])]
+    first, five = ({n: sum(r <= k for r in result.ranks[n]) for n in (mlm, ltr)} for k in (1, 5))
+    hinted = [it.answer for it, r in zip(result.items, result.ranks[ltr]) if r <= 5]
+    said = ""
+    if ahead:
+        said += (f"\n\n{literal(ltr)} (left-to-right) is ahead on {', '.join(ahead)}. Those columns count only a "
+                 "model's first guess or first five, which a few sentences decide: the right word comes first on "
+                 f"{plural(first[mlm], 'sentence')} for the masked LM and {first[ltr]} for the left-to-right model, in the first "
+                 f"five on {five[mlm]} and {five[ltr]}; the count sentence by sentence above weighs every sentence.")
+    if hinted:
+        said += (f"\n\nOn {plural(len(hinted), 'sentence')} the left-to-right model has the right word in its top 5 "
+                 f"from the words before the blank alone ({', '.join(html_code(w) for w in hinted)}): a common word "
+                 "after those words, or words that point to it; there the words after the blank are not all that "
+                 "decides it.")
+    return said
 
 
 # --- the learner's sentence --------------------------------------------------------------------------------

@@ -53,14 +53,14 @@ def test_predict_then_reveal_and_the_progress_survives_a_reload(browser_page, ap
     expect(verdict).to_contain_text("Right", timeout=TIMEOUT_MS)
     expect(verdict).to_contain_text(f"you guessed {top_word}")
     expect(reveal).to_be_visible()
-    expect(page.locator("#learn-progress-line")).to_contain_text(f"1 of {STEPS} steps done; 1 of 1 guesses right")
+    expect(page.locator("#learn-progress-line")).to_contain_text(f"1 of {STEPS} steps done; 1 of 1 guessed right (each step counts its latest sentence)")
     screenshot(page, "learn_predict")
     page.set_viewport_size({"width": 390, "height": 844})
     screenshot(page, "learn_predict_phone")
     page.set_viewport_size({"width": 1280, "height": 1000})
 
     page.reload()  # kept in this browser: the line and the step's earlier guess come back
-    expect(page.locator("#learn-progress-line")).to_contain_text(f"1 of {STEPS} steps done; 1 of 1 guesses right",
+    expect(page.locator("#learn-progress-line")).to_contain_text(f"1 of {STEPS} steps done; 1 of 1 guessed right (each step counts its latest sentence)",
                                                                  timeout=TIMEOUT_MS)
     expect(verdict).to_contain_text(f"you guessed {top_word}", timeout=TIMEOUT_MS)
     expect(reveal).to_be_visible()
@@ -72,7 +72,7 @@ def test_predict_then_reveal_and_the_progress_survives_a_reload(browser_page, ap
     page.click("#learn-check-guess")
     expect(verdict).to_contain_text("Your first answer on this sentence counts", timeout=TIMEOUT_MS)
     expect(verdict).to_contain_text(f"you guessed {top_word}")
-    expect(page.locator("#learn-progress-line")).to_contain_text("1 of 1 guesses right")
+    expect(page.locator("#learn-progress-line")).to_contain_text("1 of 1 guessed right (each step counts its latest sentence)")
 
     # a refused sentence, sent twice with Enter: its error once, not gathered into "Error (2)"
     box = page.locator("#learn-text textarea, #learn-text input").first
@@ -102,7 +102,7 @@ def test_predict_then_reveal_and_the_progress_survives_a_reload(browser_page, ap
     expect(verdict).to_contain_text("No guess made", timeout=TIMEOUT_MS)
     expect(reveal).to_be_visible()
     expect(page.locator("#learn-progress-line")).to_contain_text(
-        f"2 of {STEPS} steps done; 1 of 1 guesses right, 1 read without a guess")
+        f"2 of {STEPS} steps done; 1 of 1 guessed right (each step counts its latest sentence), 1 read without a guess")
 
 
 def test_the_concept_check_grades_what_was_picked(browser_page, app_url):
