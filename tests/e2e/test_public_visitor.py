@@ -109,8 +109,8 @@ def start_from_page(base: str, token: str, file_path: str, file_name: str, **ove
     values = [components[i]["props"].get("value") for i in dependency["inputs"][1:]]  # [0]: the owner token
     names = ["preset", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "corpus",
              "upload", "position_embeddings", "whole_word_masking", "static_masks", "nsp", "locality_fade",
-             "objective", "train_both", "neighbour_init", "mlm_probability", "mask_replace_prob", "random_replace_prob", "seq_len_schedule", "seq_len", "batch_size",
-             "steps", "time_budget_s", "lr", "warmup_steps", "eval_every", "checkpoint_every", "seed", "resume_from",
+             "objective", "train_both", "neighbour_init", "mlm_probability", "mask_replace_prob",
+             "random_replace_prob", "seq_len_schedule", "block_starts", "seq_len", "batch_size", "steps", "time_budget_s", "lr", "warmup_steps", "eval_every", "checkpoint_every", "seed", "resume_from",
              "probe_text", "probe_expected"]
     assert len(names) == len(values)
     form = dict(zip(names, values))
