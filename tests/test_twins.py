@@ -252,6 +252,9 @@ def test_heldout_by_position_is_the_models_own_loss(pair, blocks, tokenizer):
 
 def test_a_pair_that_has_not_learned_context_says_it_cannot_show_the_difference_yet():
     from bertdemo.explore.twins import LANDMARK_SERIES, HeldoutComparison
+    from bertdemo.viz.twins import BOTH_NEIGHBOURS
+
+    assert BOTH_NEIGHBOURS == LANDMARK_SERIES["both"]
 
     def compared(mlm: float, ltr: float) -> HeldoutComparison:
         overall = {"m": mlm, "l": ltr, LANDMARK_SERIES["unigram"]: 7.1, LANDMARK_SERIES["left"]: 5.66,
@@ -266,6 +269,10 @@ def test_a_pair_that_has_not_learned_context_says_it_cannot_show_the_difference_
     # a position band where the left-to-right model is lower is named with its size (a small band moves with the sample)
     assert "left-to-right model is lower at position 1 (10 words)" in heldout_markdown(early)
     assert "the masked LM is lower at every position band" in heldout_markdown(compared(5.2, 5.9))
+    # a band where the both-neighbours guesser is lower than the masked LM is named too
+    assert ("The both-neighbours guesser is lower than the masked LM at position 1 (10 words)"
+            in heldout_markdown(early))
+    assert "both-neighbours guesser is lower" not in heldout_markdown(compared(5.0, 5.9))
     assert compared(5.9, 5.5).training_note() == ""
 
 

@@ -28,6 +28,9 @@ ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb",
 
 
 # --- held-out words by position ----------------------------------------------------------------------------
+BOTH_NEIGHBOURS = "both neighbours"  # the series name of explore.twins.LANDMARK_SERIES["both"] (which loads torch)
+
+
 def heldout_spec(result: HeldoutComparison) -> dict:
     """Loss (nats per word) by the word's position in its sentence: the two models solid, the landmarks dashed."""
     data = []
@@ -72,11 +75,20 @@ def _bands_note(result: HeldoutComparison) -> str:
     m, l = result.loss[result.mlm_name], result.loss[result.ltr_name]
     behind = [(b, c) for b, c, x, y in zip(result.buckets, result.counts, m, l) if c and y < x]
     if not behind:
-        return "On these words the masked LM is lower at every position band."
-    bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in behind)
-    return (f"On these words the left-to-right model is lower at position{'s' if len(behind) > 1 else ''} {bands}; "
-            "a band of few words moves with the sample (the twins' card measures all of their held-out words, by "
-            "position, at every checkpoint).")
+        said = "On these words the masked LM is lower at every position band."
+    else:
+        bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in behind)
+        said = (f"On these words the left-to-right model is lower at position{'s' if len(behind) > 1 else ''} {bands}; "
+                "a band of few words moves with the sample (the twins' card measures all of their held-out words, by "
+                "position, at every checkpoint).")
+    guesser = result.loss.get(BOTH_NEIGHBOURS)
+    under = [(b, c) for b, c, x, g in zip(result.buckets, result.counts, m, guesser or []) if c and g < x]
+    if under:
+        bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in under)
+        said += (f" The both-neighbours guesser is lower than the masked LM at position{'s' if len(under) > 1 else ''} "
+                 f"{bands}: there a word's two neighbours, counted over the training text, say more than the model "
+                 "has learned to read from its whole sentence.")
+    return said
 
 
 # --- right-context cloze -----------------------------------------------------------------------------------
