@@ -53,6 +53,25 @@ def test_side_by_side_through_the_store(handlers, folders):
     assert "only the words before the blank" in text
 
 
+def test_the_word_the_learner_expects_is_ranked_by_each_model_as_its_own_guesses_are(handlers, folders):
+    from bertdemo.explore import twins as twins_engine
+    from bertdemo.models.loading import load_masked_lm
+    from bertdemo.viz.bars import percent
+
+    sentence = "The [MASK] barked at the mailman."
+    twins = [twins_engine.twin_of(load_masked_lm(folders[k], "cpu")) for k in ("mlm", "ltr")]
+    top = twins_engine.side_by_side(twins, sentence, 20)
+    word, p = top[0].top[2]  # the masked LM's third guess, not among the left-to-right model's first 20
+    assert word not in [t for t, _p in top[1].top]
+    _plot, text = handlers["twin_side_by_side"](folders["mlm"], folders["ltr"], sentence, 5, False, word)
+    assert f"The word you expect, <code>{word}</code>: rank **3** for {top[0].name} ({percent(p)}); rank **" in text
+    assert int(text.split(f"for {top[0].name}")[1].split("**")[1].replace(",", "")) > 20
+    # a word of several pieces has no rank: said, and the guesses still shown
+    odd = twins_engine.side_by_side(twins, sentence, 5, expected="qxzvjk")
+    assert [g.expected for g in odd] == [None, None] and len(odd[0].top) == 5
+    assert odd[0].expected_note.startswith(f"not one piece of {odd[0].name}'s vocabulary (it reads q ##")
+
+
 def test_asked_as_a_texts_start_through_the_store(handlers, folders, tokenizer):
     """The box that asks each sentence as the twins' training showed a text's start reaches both the cloze and the
     learner's sentence: the answers are the models' own on [CLS] [SEP] …, and the page says how it asked."""

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertdemo.explore.encoding import normalise_masks
+from bertdemo.explore.encoding import normalise_masks, word_pieces
 from bertdemo.locks import tokenize
 from bertdemo.models.threads import small_forward
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
@@ -544,14 +544,28 @@ class TwinGuesses:
     objective: str
     top: list[tuple[str, float]]  # (token, probability)
     read: str  # the words the model used: the whole sentence, or those before the blank
+    expected: tuple[str, int, float] | None = None  # the learner's word: (its piece, its rank, its probability)
+    expected_note: str = ""  # why the learner's word has no rank here (it is no single piece of this vocabulary)
 
 
-def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool = False) -> list[TwinGuesses]:
+def expected_piece(tokenizer: Any, word: str, model_name: str) -> tuple[int | None, str]:
+    """(the id of ``word`` as one piece of ``tokenizer``'s vocabulary, ""), or (None, why not): a twin ranks pieces,
+    and a word of several has no one rank at one blank."""
+    pieces = word_pieces(tokenizer, word.strip())
+    if len(pieces) != 1 or pieces[0] == tokenizer.unk_token:
+        split = " ".join(pieces) if pieces else "nothing"
+        return None, f"not one piece of {model_name}'s vocabulary (it reads {split}), so no rank"
+    return int(tokenizer.convert_tokens_to_ids(pieces[0])), ""
+
+
+def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool = False,
+                 expected: str = "") -> list[TwinGuesses]:
     """Top-k words at the one [MASK] of ``text`` from each model, among the pieces that can stand there (Fill-Mask's
     rule: :func:`~bertdemo.pretrain.masking.mask_contexts`; special tokens are no words: a left-to-right model
     offered [SEP], the end of a sentence, for a blank); the LTR model answers from the words before it. Each
     probability is the model's own, over its whole vocabulary; ``text_start``: the sentence read as a text's start
-    (:func:`as_text_start`)."""
+    (:func:`as_text_start`); ``expected``: a word the learner expects there, ranked by each model among the same
+    pieces (1 = its first guess)."""
     text = (text or "").strip()
     if not 1 <= int(top_k) <= MAX_TWIN_TOP_K:
         raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
@@ -577,11 +591,17 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
         ids = words.topk(int(top_k)).indices
         p = probs[ids]  # each word's probability as the model gives it (over every token, specials included)
         tokens = twin.tokenizer.convert_ids_to_tokens(ids.tolist())
+        mark, why_not = None, ""
+        if expected.strip():
+            wanted, why_not = expected_piece(twin.tokenizer, expected, twin.name)
+            if wanted is not None:
+                mark = (twin.tokenizer.convert_ids_to_tokens(wanted), int((words > words[wanted]).sum()) + 1,
+                        float(probs[wanted]))
         before = normalise_masks(text, "[MASK]").split("[MASK]")[0].strip()
         read = (f"only the words before the blank: “{before} …”" if twin.objective == "ltr"
                 else "the whole sentence, both sides of the blank") + (", as a text's start ([CLS] [SEP] …)" if text_start
                                                                        else "")
-        out.append(TwinGuesses(twin.name, twin.objective, list(zip(tokens, p.tolist())), read))
+        out.append(TwinGuesses(twin.name, twin.objective, list(zip(tokens, p.tolist())), read, mark, why_not))
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from bertdemo import limits
 from bertdemo.explore.twin_choices import checkpoint_step, default_pair, pair_choices
 from bertdemo.lazy import LazyModule
 from bertdemo.models import twin_curve, twins
@@ -114,6 +115,9 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         cloze_text = gr.Markdown(elem_id="pt-twins-cloze")
         with gr.Row():
             sentence = gr.Textbox("The [MASK] barked at the mailman.", label="Your sentence with one [MASK]", scale=3)
+            expected = gr.Textbox("dog", label="The word you expect (optional)", elem_id="pt-twins-expected", scale=1,
+                                  min_width=140, max_length=limits.MAX_EXPECTED_CHARS,
+                                  info="Each model's rank of it at the blank.")
             top_k = gr.Slider(1, 20, value=8, step=1, label="Guesses", scale=2, min_width=180)
             side_button = gr.Button("Both models fill it", elem_id="pt-twins-side-run", scale=1)
         side_plot = PlotlyFigure(label="Top guesses, side by side", elem_id="pt-twins-side-plot")
@@ -164,9 +168,11 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
         return text + ("\n\n" + SHIPPED_CLOZE_NOTE if twins_engine.is_shipped_pair(mlm, ltr) and not text_start else "")
 
     @user_errors
-    def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float, text_start: bool = False):
+    def twin_side_by_side(mlm_model: str, ltr_model: str, text: str, top_k: float, text_start: bool = False,
+                          expected: str = ""):
         mlm, ltr = pair(mlm_model, ltr_model)
-        guesses = twins_engine.side_by_side([mlm, ltr], text, int(top_k), text_start=bool(text_start))
+        guesses = twins_engine.side_by_side([mlm, ltr], text, int(top_k), text_start=bool(text_start),
+                                            expected=str(expected or ""))
         return _plot(drawing.side_by_side_spec(guesses)), drawing.side_by_side_markdown(guesses)
 
     @user_errors
@@ -220,7 +226,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
                               api_name="twin_heldout"), [heldout_plot, heldout_text]),
         (cloze_button.click(twin_cloze, [mlm_pick, ltr_pick, text_start], cloze_text, api_name="twin_cloze"),
          [cloze_text]),
-        (side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k, text_start], [side_plot, side_text],
+        (side_button.click(twin_side_by_side, [mlm_pick, ltr_pick, sentence, top_k, text_start, expected],
+                           [side_plot, side_text],
                            api_name="twin_side_by_side"), [side_plot, side_text]),
         (heads_button.click(head_roles, heads_model, [heads_plot, heads_text], api_name="head_roles"),
          [heads_plot, heads_text]),

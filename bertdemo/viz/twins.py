@@ -190,7 +190,12 @@ def side_by_side_markdown(guesses: list[TwinGuesses]) -> str:
     rows = [[str(r + 1), *[f"{g.top[r][0]} {percent(g.top[r][1])}" if r < len(g.top) else "" for g in guesses]]
             for r in range(k)]
     notes = "\n".join(f"- **{literal(g.name)}** read {literal(g.read)}" for g in guesses)
-    return notes + "\n\n" + md_table(["rank", *[g.name for g in guesses]], rows)
+    said = [f"rank **{g.expected[1]:,}** for {literal(g.name)} ({percent(g.expected[2])})" if g.expected else
+            f"{literal(g.expected_note)} for {literal(g.name)}" for g in guesses if g.expected or g.expected_note]
+    word = next((html_code(g.expected[0]) for g in guesses if g.expected), "")
+    expected = ("\n\nThe word you expect" + (f", {word}" if word else "") + ": " + "; ".join(said)
+                + " (rank 1 = the model's first guess, among the words that can stand at the blank)." if said else "")
+    return notes + expected + "\n\n" + md_table(["rank", *[g.name for g in guesses]], rows)
 
 
 # --- heads -------------------------------------------------------------------------------------------------
