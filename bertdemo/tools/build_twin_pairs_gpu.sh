@@ -7,6 +7,7 @@
 #                        (the mixed corpus: add --tatoeba DIR/tatoeba/*.txt --stories DIR/stories.txt, DIR from
 #                        python -m bertdemo.tools.gather_everyday_text; the files stay here)
 #   there (the GPU):     bash bertdemo/tools/build_twin_pairs_gpu.sh runs/twin-pairs OUTDIR    # runs/twin-pairs carried
+#                        (it calls python3: with a virtualenv, put its bin/ first on the PATH)
 #   here again:          unpack OUTDIR's archives into bertdemo/assets/twins, then
 #                        python -m bertdemo.tools.measure_twin_pairs --table5-shipped --work runs/twin-pairs-gpu
 #
