@@ -32,6 +32,7 @@ def test_punctuation_read_as_windows_1252_is_written_back() -> None:
     assert gather.mend_wrong_decoding(wrong) == right and wrong != right
     assert gather.mend_wrong_decoding("she said, â€œhi!â€ and ranâ€™s â€” onâ€¦") == "she said, “hi!” and ran’s — on…"
     assert gather.mend_wrong_decoding("plain text, no â€") == "plain text, no ”"
+    assert gather.mend_wrong_decoding("“hiâ€â€™s") == "“hi”’s"  # a lost byte right before another mark
 
 
 def test_a_story_read_before_in_any_case_or_in_part_is_left_out() -> None:
@@ -57,7 +58,7 @@ def test_the_sources_are_read_at_their_commits_written_and_recorded(tmp_path, mo
     (repo / "data").mkdir()
     pairs = "The dog barked.\tLe chien a aboyé.\nThank you.\tMerci.\n"
     (repo / "data" / "fra.txt").write_text(pairs, encoding="utf-8")
-    (repo / "stories.txt").write_text("Tom had a dog.\n<|endoftext|>\n", encoding="utf-8")
+    (repo / "stories.txt").write_bytes(b"Tom had a dog.\r\nIt ran.\r\n<|endoftext|>\r\n")  # Windows line ends
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "copies")
     commit = _git(repo, "rev-parse", "HEAD")
@@ -68,10 +69,18 @@ def test_the_sources_are_read_at_their_commits_written_and_recorded(tmp_path, mo
     out = tmp_path / "out"
     with pytest.raises(ValueError, match="missing: me/copy"):
         gather.gather(out, {})
+    with pytest.raises(ValueError, match="is no clone of me/copy holding commit"):
+        gather.gather(out, {"me/copy": tmp_path / "nowhere"})
+    clones = gather.parse_clones([f"me/copy={repo / '.git'}"])
+    (out / "tatoeba").mkdir(parents=True)
+    (out / "tatoeba" / "old.txt").write_text("from an earlier gathering\tx\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="1 source file.s. absent from their clones"):
+        gather.gather(out, clones, log=lambda line: None)  # deu.txt is not in the commit
     said: list[str] = []
-    record = gather.gather(out, gather.parse_clones([f"me/copy={repo / '.git'}"]), log=said.append)
+    record = gather.gather(out, clones, log=said.append, allow_missing=True)
+    assert sorted(p.name for p in (out / "tatoeba").iterdir()) == ["fra.txt"]  # the earlier gathering's file gone
     assert (out / "tatoeba" / "fra.txt").read_text(encoding="utf-8") == pairs
-    assert (out / "stories.txt").read_text(encoding="utf-8") == "Tom had a dog.\n"
+    assert (out / "stories.txt").read_text(encoding="utf-8") == "Tom had a dog. It ran.\n"
     assert record["tatoeba"][0]["sha256"] == hashlib.sha256(pairs.encode()).hexdigest()
     assert record["absent"] == ["me/copy:data/deu.txt"] and said[0] == "absent from its clone, left out: me/copy:data/deu.txt"
     assert json.loads((out / "SOURCES.json").read_text(encoding="utf-8")) == record

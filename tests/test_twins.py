@@ -92,9 +92,16 @@ def test_the_cloze_says_in_words_which_columns_the_left_to_right_model_leads_and
     # MRR (1 + 1/40 + 1/4 + 1/900) / 4 against (1/3 + 1/2 + 1/50 + 1/8) / 4; top-1 1 of 4 against 0; top-5 2 and 2
     # (a tie: not named); the median 22 against 5.5 (the masked LM's)
     assert ("l (left-to-right) is ahead on mean reciprocal rank (0.319 against 0.245), top-1 (25.0% against 0.0%). "
-            "Those columns count only a model's first guess or first five") in said
-    assert ("the right word comes first on 0 sentences for the masked LM and 1 for the left-to-right model, in the "
-            "first five on 2 and 2") in said
+            "Top-1, top-5 and the mean reciprocal rank weigh a model's first guesses, which a few sentences decide: "
+            "the right word comes first on 0 sentences for the masked LM and 1 for the left-to-right model, in the "
+            "first five on 2 and 2.") in said
+    assert "The median rank is the middle sentence's" not in said  # the masked LM's median is the better one
+    # a lead on the median alone is said as what the median is, not as first guesses
+    middle = twins.ClozeRanks(["m", "l"], objectives, items + [items[0]], {"m": [1, 1, 100, 100, 100],
+                              "l": [50] * 5}, {"m": ["a"] * 5, "l": ["b"] * 5})
+    said_middle = cloze_markdown(middle)
+    assert "l (left-to-right) is ahead on median rank (50 against 100). The median rank is the middle sentence's" in said_middle
+    assert "weigh a model's first guesses" not in said_middle
     assert ("On 2 sentences the left-to-right model has the right word in its top 5 from the words before the blank "
             "alone (<code>dog</code>, <code>teeth</code>)") in said
     behind = twins.ClozeRanks(["m", "l"], objectives, items, {"m": [1, 2, 3, 4], "l": [9, 40, 60, 900]},

@@ -70,6 +70,11 @@ def test_the_word_the_learner_expects_is_ranked_by_each_model_as_its_own_guesses
     odd = twins_engine.side_by_side(twins, sentence, 5, expected="qxzvjk")
     assert [g.expected for g in odd] == [None, None] and len(odd[0].top) == 5
     assert odd[0].expected_note.startswith(f"not one piece of {odd[0].name}'s vocabulary (it reads q ##")
+    # a special token, or a word's start where the blank continues a word, cannot stand there: no rank either
+    for text, word in ((sentence, "[SEP]"), ("The play[MASK] barked.", "dog")):
+        barred = twins_engine.side_by_side(twins, text, 5, expected=word)
+        assert [g.expected for g in barred] == [None, None]
+        assert all("cannot stand at this blank" in g.expected_note for g in barred)
 
 
 def test_asked_as_a_texts_start_through_the_store(handlers, folders, tokenizer):

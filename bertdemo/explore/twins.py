@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from bertdemo.explore.encoding import normalise_masks, word_pieces
-from bertdemo.locks import tokenize
+from bertdemo.locks import tokenize, tokenizer_lock
 from bertdemo.models.threads import small_forward
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import NgramCounts
@@ -551,7 +551,8 @@ class TwinGuesses:
 def expected_piece(tokenizer: Any, word: str, model_name: str) -> tuple[int | None, str]:
     """(the id of ``word`` as one piece of ``tokenizer``'s vocabulary, ""), or (None, why not): a twin ranks pieces,
     and a word of several has no one rank at one blank."""
-    pieces = word_pieces(tokenizer, word.strip())
+    with tokenizer_lock(tokenizer):  # a shared tokenizer: tokenize() resets padding another request may have set
+        pieces = word_pieces(tokenizer, word.strip())
     if len(pieces) != 1 or pieces[0] == tokenizer.unk_token:
         split = " ".join(pieces) if pieces else "nothing"
         return None, f"not one piece of {model_name}'s vocabulary (it reads {split}), so no rank"
@@ -594,6 +595,10 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
         mark, why_not = None, ""
         if expected.strip():
             wanted, why_not = expected_piece(twin.tokenizer, expected, twin.name)
+            if wanted is not None and float(words[wanted]) <= 0:  # a special token, or a piece barred at this blank
+                wanted, why_not = None, (f"{twin.tokenizer.convert_ids_to_tokens(wanted)} cannot stand at this blank "
+                                         "(a special token, or a word's start where the blank continues a word), "
+                                         "so no rank")
             if wanted is not None:
                 mark = (twin.tokenizer.convert_ids_to_tokens(wanted), int((words > words[wanted]).sum()) + 1,
                         float(probs[wanted]))

@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -109,25 +110,50 @@ def _cp1252_byte(char: str) -> int:
         return ord(char) if ord(char) < 256 else 0
 
 
+# the characters Windows-1252 shows for the bytes 0x80-0xBF (latin-1's for the five it leaves undefined): the last
+# byte of a UTF-8 sequence E2 80 xx (U+2000-U+203F: quotes, dashes, the ellipsis) read that way
+_CONTINUATION = "".join(bytes([b]).decode("cp1252", errors="ignore") or chr(b) for b in range(0x80, 0xC0))
+_WRONGLY_DECODED = re.compile("â€([" + re.escape(_CONTINUATION) + "])?")
+
+
 def mend_wrong_decoding(text: str) -> str:
     """UTF-8 punctuation once read as Windows-1252 (``â€œ`` for “, ``â€™`` for ’, ``â€”`` for —) written back as it
-    was. ” (bytes E2 80 9D) lost its last byte that way, which Windows-1252 leaves undefined: an ``â€`` whose next
-    character does not complete a UTF-8 sequence is ”."""
+    was. ” (bytes E2 80 9D) lost its last byte that way, which Windows-1252 leaves undefined: an ``â€`` that no
+    such byte follows is ”."""
     def mended(match: re.Match) -> str:
-        raw = bytes(_cp1252_byte(c) for c in match.group(0))
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return "\u201d" + match.group(0)[2:]
-    return re.sub("â€.?", mended, text, flags=re.DOTALL)
+        last = match.group(1)
+        return "\u201d" if last is None else bytes([0xE2, 0x80, _cp1252_byte(last)]).decode("utf-8")
+    return _WRONGLY_DECODED.sub(mended, text)
+
+
+def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, check=False)
+
+
+def check_clones(clones: dict[str, Path]) -> None:
+    """ValueError for a clone that is no git repository or lacks the commit its sources are read at."""
+    for source in TATOEBA + STORIES:
+        if _git(clones[source.repo], "cat-file", "-e", f"{source.commit}^{{commit}}").returncode != 0:
+            raise ValueError(f"{clones[source.repo]} is no clone of {source.repo} holding commit {source.commit[:8]} "
+                             "(give its .git folder, or a bare clone).")
 
 
 def read_source(source: Source, clones: dict[str, Path]) -> bytes | None:
-    """The file's bytes at its commit in the clone given for its repository; None when that clone lacks it."""
-    git_dir = clones[source.repo]
-    done = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{source.commit}:{source.path}"],
-                          capture_output=True, check=False)
+    """The file's bytes at its commit in the clone given for its repository; None when that clone lacks the file
+    (a partial clone, or a snapshot that leaves large files out)."""
+    done = _git(clones[source.repo], "cat-file", "blob", f"{source.commit}:{source.path}")
     return done.stdout if done.returncode == 0 else None
+
+
+def _text(data: bytes) -> str:
+    """UTF-8 text, Windows line ends made plain; a character cut in two where a copy ends is dropped."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(data) - 3:
+            raise
+        text = data[:err.start].decode("utf-8")
+    return text.replace("\r\n", "\n")
 
 
 def distinct_stories(texts: list[tuple[Source, str]]) -> tuple[list[str], list[dict]]:
@@ -149,12 +175,15 @@ def distinct_stories(texts: list[tuple[Source, str]]) -> tuple[list[str], list[d
     return kept, counts
 
 
-def gather(out: Path, clones: dict[str, Path], log: Callable[[str], object] = print) -> dict:
+def gather(out: Path, clones: dict[str, Path], log: Callable[[str], object] = print, allow_missing: bool = False) -> dict:
     """Write the Tatoeba files, the stories and ``SOURCES.json`` under ``out`` (see the module's docstring); the
-    record written."""
+    record written. A source file absent from its clone is a ValueError after the record is written, unless
+    ``allow_missing``."""
     missing_repos = sorted({s.repo for s in TATOEBA + STORIES} - set(clones))
     if missing_repos:
         raise ValueError(f"Give a clone of each repository (--repo OWNER/NAME=GITDIR); missing: {', '.join(missing_repos)}.")
+    check_clones(clones)
+    shutil.rmtree(out / "tatoeba", ignore_errors=True)  # no file of an earlier gathering left to be read as this one's
     record: dict = {"tatoeba": [], "stories": [], "absent": []}
     for source in TATOEBA:
         data = read_source(source, clones)
@@ -170,7 +199,7 @@ def gather(out: Path, clones: dict[str, Path], log: Callable[[str], object] = pr
         if data is None:
             record["absent"].append(f"{source.repo}:{source.path}")
             continue
-        texts.append((source, data.decode("utf-8")))
+        texts.append((source, _text(data)))
         record["stories"].append({**source.__dict__, "sha256": hashlib.sha256(data).hexdigest()})
     stories, counts = distinct_stories(texts)
     for entry, count in zip(record["stories"], counts):
@@ -181,6 +210,10 @@ def gather(out: Path, clones: dict[str, Path], log: Callable[[str], object] = pr
     storage.write_text(out / "SOURCES.json", json.dumps(record, indent=1) + "\n")
     for gone in record["absent"]:
         log(f"absent from its clone, left out: {gone}")
+    if record["absent"] and not allow_missing:
+        raise ValueError(f"{len(record['absent'])} source file(s) absent from their clones (listed above and in "
+                         f"{out / 'SOURCES.json'}); the corpus would differ from the twins'. Use a full clone, or "
+                         "--allow-missing to go on without them.")
     log(f"{len(record['tatoeba'])} Tatoeba files, {len(stories):,} stories "
         f"({', '.join(str(c['new']) for c in counts)} new from each source) -> {out}")
     return record
@@ -202,9 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the folder to write into")
     parser.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=GITDIR",
                         help="a clone of one source repository (its .git folder, or a bare clone); once for each")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="go on when a source file is absent from its clone (recorded in SOURCES.json)")
     args = parser.parse_args(argv)
     try:
-        gather(Path(args.out), parse_clones(args.repo))
+        gather(Path(args.out), parse_clones(args.repo), allow_missing=args.allow_missing)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2

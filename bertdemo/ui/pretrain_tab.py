@@ -254,7 +254,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
                              "later looks to the model like the middle of a text. At a text's start: each block begins "
                              "where a text begins, as BERT's inputs begin at a sentence's start; a text too long for the "
                              "rest of a block is cut there and starts the next block again from its first word (its "
-                             "opening trained twice).")
+                             "opening trained twice); one longer than a whole block runs on into the next.")
                 with gr.Accordion("Training settings", open=False):
                     seq_len = gr.Slider(16, 512, value=d.data.seq_len, step=16, label="Block length (tokens)")
                     batch_size = gr.Slider(2, 256, value=d.optim.batch_size, step=2, label="Batch size (blocks per step)")

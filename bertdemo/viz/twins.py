@@ -95,8 +95,8 @@ def _bands_note(result: HeldoutComparison) -> str:
 def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
     """Summary per model (mean reciprocal rank, top-1, top-5, median rank), then the rank per sentence."""
     kind = {"mlm": "masked LM", "ltr": "left-to-right"}
-    summary = [[f"{n} ({kind[result.objectives[n]]})", f"{s['mrr']:.3f}", f"{s['top1']:.1%}", f"{s['top5']:.1%}",
-                f"{s['median_rank']:,.0f}"] for n in result.names for s in [result.summary(n)]]
+    summary = [[f"{n} ({kind[result.objectives[n]]})", *[shown(s[key]) for _label, key, shown, _h in SUMMARY_COLUMNS]]
+               for n in result.names for s in [result.summary(n)]]
     head = md_table(["model", "mean reciprocal rank", "top-1", "top-5", "median rank"], summary)
     rows = [[it.sentence, Code(it.answer), *[f"{result.ranks[n][k]:,} ({result.first_guess[n][k]})" for n in result.names]]
             for k, it in enumerate(result.items[:max_rows])]
@@ -122,30 +122,42 @@ def _who_ranks_better(result: ClozeRanks) -> str:
             f"{len(result.items)}**, {literal(b)} on {worse}" + (f", {ties} tied" if ties else "") + ".")
 
 
-SUMMARY_COLUMNS = (("mean reciprocal rank", "mrr", "{:.3f}", True), ("top-1", "top1", "{:.1%}", True),
-                   ("top-5", "top5", "{:.1%}", True), ("median rank", "median_rank", "{:,.0f}", False))
+def _median_text(v: float) -> str:
+    """A median rank as the table shows it: whole, or halfway between two ranks."""
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
+
+
+SUMMARY_COLUMNS = (("mean reciprocal rank", "mrr", "{:.3f}".format, True), ("top-1", "top1", "{:.1%}".format, True),
+                   ("top-5", "top5", "{:.1%}".format, True), ("median rank", "median_rank", _median_text, False))
+FIRST_GUESS_COLUMNS = ("mean reciprocal rank", "top-1", "top-5")  # they weigh a model's first guesses
 
 
 def _where_the_ltr_model_leads(result: ClozeRanks) -> str:
-    """For a masked LM beside a left-to-right model: the summary columns the left-to-right one leads, said in words
-    with what they count (the first guesses, where a few sentences decide them), and the sentences on which the
-    left-to-right model has the answer in its top 5 from the words before the blank alone (the set is written so that
-    the words after decide it; there the words before, or the answer's being a common word after them, suffice)."""
+    """For a masked LM beside a left-to-right model: the summary columns the left-to-right one leads (as the table
+    shows them: a lead that rounds away is none), said in words with what they count — the first guesses, where a
+    few sentences decide them, or the middle sentence's rank — and the sentences on which the left-to-right model
+    has the answer in its top 5 from the words before the blank alone (the set is written so that the words after
+    decide it; there the words before, or the answer's being a common word after them, suffice)."""
     by_objective = {result.objectives[n]: n for n in result.names}
     if len(result.names) != 2 or set(by_objective) != {"mlm", "ltr"}:
         return ""
     mlm, ltr = by_objective["mlm"], by_objective["ltr"]
     m, l = result.summary(mlm), result.summary(ltr)
-    ahead = [f"{label} ({fmt.format(l[key])} against {fmt.format(m[key])})" for label, key, fmt, higher in SUMMARY_COLUMNS
-             if (l[key] > m[key] if higher else l[key] < m[key])]
+    ahead = [(label, shown(l[key]), shown(m[key])) for label, key, shown, higher in SUMMARY_COLUMNS
+             if shown(l[key]) != shown(m[key]) and (l[key] > m[key] if higher else l[key] < m[key])]
     first, five = ({n: sum(r <= k for r in result.ranks[n]) for n in (mlm, ltr)} for k in (1, 5))
     hinted = [it.answer for it, r in zip(result.items, result.ranks[ltr]) if r <= 5]
     said = ""
     if ahead:
-        said += (f"\n\n{literal(ltr)} (left-to-right) is ahead on {', '.join(ahead)}. Those columns count only a "
-                 "model's first guess or first five, which a few sentences decide: the right word comes first on "
-                 f"{plural(first[mlm], 'sentence')} for the masked LM and {first[ltr]} for the left-to-right model, in the first "
-                 f"five on {five[mlm]} and {five[ltr]}; the count sentence by sentence above weighs every sentence.")
+        said += (f"\n\n{literal(ltr)} (left-to-right) is ahead on "
+                 + ", ".join(f"{label} ({a} against {b})" for label, a, b in ahead) + ".")
+        if any(label in FIRST_GUESS_COLUMNS for label, _a, _b in ahead):
+            said += (" Top-1, top-5 and the mean reciprocal rank weigh a model's first guesses, which a few sentences "
+                     f"decide: the right word comes first on {plural(first[mlm], 'sentence')} for the masked LM and "
+                     f"{first[ltr]} for the left-to-right model, in the first five on {five[mlm]} and {five[ltr]}.")
+        if any(label == "median rank" for label, _a, _b in ahead):
+            said += " The median rank is the middle sentence's: half the sentences rank the right word at it or better."
+        said += " The count sentence by sentence above weighs every sentence alike."
     if hinted:
         said += (f"\n\nOn {plural(len(hinted), 'sentence')} the left-to-right model has the right word in its top 5 "
                  f"from the words before the blank alone ({', '.join(html_code(w) for w in hinted)}): a common word "
