@@ -20,6 +20,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from bertdemo.english import plural
+
 TWINS_DIR = Path(__file__).resolve().parents[1] / "assets" / "twins"
 TWIN_KINDS = ("mlm", "ltr", "ltr-masked")
 TWIN_NAMES = {"mlm": "embedded/twin-mlm", "ltr": "embedded/twin-ltr", "ltr-masked": "embedded/twin-ltr-masked"}
@@ -49,6 +51,11 @@ def twin_dir(kind: str) -> Path:
     return TWINS_DIR / kind
 
 
+def shape_words(layers: int, hidden: int, heads: int) -> str:
+    """A model's shape in words, as the page names every shape: "3 layers, hidden 256, 4 heads"."""
+    return f"{plural(layers, 'layer')}, hidden {hidden}, {plural(heads, 'head')}"
+
+
 @lru_cache(maxsize=len(TWIN_KINDS))
 def shape_text(kind: str = "mlm") -> str:
     """The twin's shape in words, read once from its shipped config: "3 layers, hidden 256, 4 heads" ("" when not
@@ -57,7 +64,7 @@ def shape_text(kind: str = "mlm") -> str:
         cfg = json.loads((twin_dir(kind) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
-    return f"{cfg['num_hidden_layers']} layers, hidden {cfg['hidden_size']}, {cfg['num_attention_heads']} heads"
+    return shape_words(cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"])
 
 
 def twin_note(kind: str) -> str:

@@ -54,6 +54,12 @@ LTR_TARGETS = {"all": "every next word (GPT)",
 BLOCK_STARTS = {"anywhere": "one stream of texts cut every T-2 tokens (a block's [CLS] before the middle of a text)",
                 "text": "each block begins at a text's start (BERT: an input begins with a sentence)"}
 
+
+def check_block_starts(value: str) -> None:
+    """ValueError unless ``value`` is one of :data:`BLOCK_STARTS`."""
+    if value not in BLOCK_STARTS:
+        raise ValueError(f"block_starts must be one of {list(BLOCK_STARTS)}, got {str(value)[:40]!r}.")
+
 LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters (CR, LF, tab, NUL…), line and paragraph separators
 
 
@@ -284,8 +290,7 @@ class TrainConfig:
         for _, length in self.seq_len_phases():
             if not 16 <= length <= MAX_SEQ_LEN:
                 raise ValueError(f"block length must be between 16 and {MAX_SEQ_LEN}, got {length}.")
-        if d.block_starts not in BLOCK_STARTS:
-            raise ValueError(f"block_starts must be one of {list(BLOCK_STARTS)}, got {str(d.block_starts)[:40]!r}.")
+        check_block_starts(d.block_starts)
         if not 0.0 <= d.heldout_fraction < 0.5:
             raise ValueError(f"heldout_fraction must be in [0, 0.5), got {d.heldout_fraction}.")
         if d.max_corpus_tokens < 1000:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from bertdemo import storage
 from bertdemo.locks import tokenize
 from bertdemo.models.embedded import wiki_summaries
-from bertdemo.pretrain.config import BLOCK_STARTS
+from bertdemo.pretrain.config import check_block_starts
 from bertdemo.runs.uploads import upload_key
 
 if TYPE_CHECKING:
@@ -266,8 +266,7 @@ def prepare_blocks(
 ) -> Blocks:
     """Packed train/held-out blocks of `corpus`, from the cache or tokenized now (reporting progress);
     ``block_starts``: "anywhere" (:func:`pack_stream`) or "text" (:func:`pack_at_text_starts`)."""
-    if block_starts not in BLOCK_STARTS:
-        raise ValueError(f"block_starts must be one of {list(BLOCK_STARTS)}, got {str(block_starts)[:40]!r}.")
+    check_block_starts(block_starts)
     report = progress or (lambda fraction, message: None)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)

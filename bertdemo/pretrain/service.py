@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bertdemo.english import plural
 from bertdemo.locks import LOGIC_IMPORT_LOCK
-from bertdemo.models import run_access, run_refs, twin_curve
+from bertdemo.models import run_access, run_refs, twin_curve, twins
 from bertdemo.models.hub import HubProbe
 from bertdemo.pretrain import budget, checkpoints, run_folders
 from bertdemo.pretrain.config import APP_CORPORA, TrainConfig
@@ -338,7 +337,7 @@ class PretrainService:
             tokens = cfg.optim.steps * cfg.optim.batch_size * cfg.data.seq_len
             layers, hidden, heads, _ffn = cfg.model_shape()
             return twin_estimate_text(est, twin_est, cfg.optim.steps, self.settings.public_limits, tokens,
-                                      f"{plural(layers, 'layer')}, hidden {hidden}, {plural(heads, 'head')}")
+                                      twins.shape_words(layers, hidden, heads))
         return estimate_text(est, cfg, self.speeds.estimate_seconds(cfg, cfg.optim.steps), self.settings.public_limits)
 
 

@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from bertdemo.english import plural
+from bertdemo.models.twin_curve import BOTH_NEIGHBOURS
 from bertdemo.viz.bars import percent
 from bertdemo.viz.text import Code, html_code, literal, md_table, plotly_text
 from bertdemo.viz.twin_curve import LANDMARK_COLORS, LTR_COLOR, MLM_COLOR, loss_text
@@ -28,9 +29,6 @@ ROLE_COLORS = ("#fca5a5", "#93c5fd", "#fde68a", "#c4b5fd", "#86efac", "#e5e7eb",
 
 
 # --- held-out words by position ----------------------------------------------------------------------------
-BOTH_NEIGHBOURS = "both neighbours"  # the series name of explore.twins.LANDMARK_SERIES["both"] (which loads torch)
-
-
 def heldout_spec(result: HeldoutComparison) -> dict:
     """Loss (nats per word) by the word's position in its sentence: the two models solid, the landmarks dashed."""
     data = []
@@ -72,23 +70,22 @@ def heldout_markdown(result: HeldoutComparison, corpus_note: str = "") -> str:
 def _bands_note(result: HeldoutComparison) -> str:
     """The position bands where the left-to-right model is lower on these words, said with their sizes: a small band
     of a small sample can disagree with the shipped measurement ("every position", on every held-out word)."""
-    m, l = result.loss[result.mlm_name], result.loss[result.ltr_name]
-    behind = [(b, c) for b, c, x, y in zip(result.buckets, result.counts, m, l) if c and y < x]
-    if not behind:
-        said = "On these words the masked LM is lower at every position band."
-    else:
-        bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in behind)
-        said = (f"On these words the left-to-right model is lower at position{'s' if len(behind) > 1 else ''} {bands}; "
-                "a band of few words moves with the sample (the twins' card measures all of their held-out words, by "
-                "position, at every checkpoint).")
-    guesser = result.loss.get(BOTH_NEIGHBOURS)
-    under = [(b, c) for b, c, x, g in zip(result.buckets, result.counts, m, guesser or []) if c and g < x]
-    if under:
-        bands = ", ".join(f"{b} ({plural(c, 'word')})" for b, c in under)
-        said += (f" The both-neighbours guesser is lower than the masked LM at position{'s' if len(under) > 1 else ''} "
-                 f"{bands}: there a word's two neighbours, counted over the training text, say more than the model "
-                 "has learned to read from its whole sentence.")
-    return said
+    m = result.loss[result.mlm_name]
+
+    def lower_than_mlm(series: list[float]) -> str:
+        """The bands (with their sizes) where ``series`` is below the masked LM: "position 1 (10 words)"; "" if none."""
+        bands = [(b, c) for b, c, x, y in zip(result.buckets, result.counts, m, series) if c and y < x]
+        return (f"position{'s' if len(bands) > 1 else ''} " + ", ".join(f"{b} ({plural(c, 'word')})" for b, c in bands)
+                if bands else "")
+
+    behind = lower_than_mlm(result.loss[result.ltr_name])
+    said = (f"On these words the left-to-right model is lower at {behind}; a band of few words moves with the sample "
+            "(the twins' card measures all of their held-out words, by position, at every checkpoint)." if behind
+            else "On these words the masked LM is lower at every position band.")
+    under = lower_than_mlm(result.loss.get(BOTH_NEIGHBOURS, []))
+    return said + (f" The both-neighbours guesser is lower than the masked LM at {under}: there a word's two "
+                   "neighbours, counted over the training text, say more than the model has learned to read from its "
+                   "whole sentence." if under else "")
 
 
 # --- right-context cloze -----------------------------------------------------------------------------------
@@ -97,7 +94,7 @@ def cloze_markdown(result: ClozeRanks, max_rows: int = 100) -> str:
     kind = {"mlm": "masked LM", "ltr": "left-to-right"}
     summary = [[f"{n} ({kind[result.objectives[n]]})", *[shown(s[key]) for _label, key, shown, _h in SUMMARY_COLUMNS]]
                for n in result.names for s in [result.summary(n)]]
-    head = md_table(["model", "mean reciprocal rank", "top-1", "top-5", "median rank"], summary)
+    head = md_table(["model", *[label for label, _key, _shown, _h in SUMMARY_COLUMNS]], summary)
     rows = [[it.sentence, Code(it.answer), *[f"{result.ranks[n][k]:,} ({result.first_guess[n][k]})" for n in result.names]]
             for k, it in enumerate(result.items[:max_rows])]
     table = md_table(["sentence (the words after the blank decide it)", "answer",
