@@ -211,6 +211,10 @@ def test_sentence_spans():
     block = np.array([cls, 5, 6, dot, 7, 8, 9, dot, 10, sep, 11, 12, dot, 13, sep])
     # the block's first text is cut mid-sentence; "10" never ends; after [SEP] a new text starts
     assert twins.sentence_spans(block, {dot}, {cls, sep}) == [(4, 8), (10, 13)]
+    # packed at a text's start, the block's first sentence is whole: it is asked too
+    assert twins.sentence_spans(block, {dot}, {cls, sep}, "text") == [(1, 4), (4, 8), (10, 13)]
+    with pytest.raises(ValueError, match="block_starts must be one of"):
+        twins.sentence_spans(block, {dot}, {cls, sep}, "middle")
 
 
 def test_heldout_by_position_is_the_models_own_loss(pair, blocks, tokenizer):

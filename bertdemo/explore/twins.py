@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from bertdemo.explore.encoding import normalise_masks, word_pieces
 from bertdemo.locks import tokenize, tokenizer_lock
 from bertdemo.models.threads import small_forward
+from bertdemo.pretrain.config import check_block_starts
 from bertdemo.pretrain.heldout import IGNORE_INDEX, heldout_questions
 from bertdemo.pretrain.landmarks import NgramCounts
 from bertdemo.pretrain.masking import allowed_pieces, continuation_ids, mask_contexts
@@ -217,16 +218,20 @@ class HeldoutComparison:
                 "buys. Train the twins longer (Pretrain → Train both) and compare them here.")
 
 
-def sentence_spans(block: np.ndarray, end_ids: set[int], boundary_ids: set[int]) -> list[tuple[int, int]]:
+def sentence_spans(block: np.ndarray, end_ids: set[int], boundary_ids: set[int],
+                   block_starts: str = "anywhere") -> list[tuple[int, int]]:
     """(start, stop) of the complete sentences of one packed block: a span starts right after a sentence end
-    or a [SEP] (never at the block's start, which is cut from the middle of a text) and runs through its
-    sentence end (". ! ?"); a text that stops without one is no sentence. Spans longer than
-    :data:`MAX_SENTENCE_TOKENS` go."""
+    or a [SEP] and runs through its sentence end (". ! ?"); a text that stops without one is no sentence. Spans
+    longer than :data:`MAX_SENTENCE_TOKENS` go. At the block's start, after its [CLS], a span starts only where the
+    blocks were packed at a text's start (``block_starts`` "text", :data:`bertdemo.pretrain.config.BLOCK_STARTS`);
+    packed "anywhere", a block begins in the middle of a text."""
+    check_block_starts(block_starts)
+    opens_text = block_starts == "text"
     spans: list[tuple[int, int]] = []
     start = None
     for i, tok in enumerate(block.tolist()):
-        if tok in boundary_ids:  # [CLS] opens the block mid-text; after a [SEP] a new text starts
-            start = i + 1 if i > 0 else None
+        if tok in boundary_ids:  # after a [SEP] a new text starts; [CLS] opens the block, mid-text unless packed so
+            start = i + 1 if i > 0 or opens_text else None
         elif tok in end_ids:
             if start is not None and i + 1 - start <= MAX_SENTENCE_TOKENS:
                 spans.append((start, i + 1))
@@ -264,9 +269,10 @@ class HeldoutAsked:
     right: np.ndarray
 
 
-def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray) -> HeldoutAsked:
+def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray, block_starts: str = "anywhere") -> HeldoutAsked:
     """The fixed held-out questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) of ``blocks`` that lie in
-    complete sentences, each sentence read alone (``[CLS] sentence [SEP]``); ValueError when there is none."""
+    complete sentences (:func:`sentence_spans`; ``block_starts``: how the blocks were packed), each sentence read
+    alone (``[CLS] sentence [SEP]``); ValueError when there is none."""
     blocks = np.asarray(blocks, dtype=np.int64)
     specials = list(tok.all_special_ids)
     q = heldout_questions(blocks, specials, tok.mask_token_id, max_tokens=len(blocks) * blocks.shape[1])
@@ -276,7 +282,7 @@ def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray) -> HeldoutAs
     for b, block in enumerate(blocks):
         sentences_b: list[np.ndarray] = []  # [CLS] words [SEP]
         asked_b: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
-        for start, stop in sentence_spans(block, end_ids, boundary):
+        for start, stop in sentence_spans(block, end_ids, boundary, block_starts):
             cols = [c for c in range(start, stop) if q.labels[b, c] != IGNORE_INDEX]
             if not cols:
                 continue
@@ -290,10 +296,11 @@ def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray) -> HeldoutAs
                         np.array([sentences[s][i - 1] for s, i in asked]), np.array([sentences[s][i + 1] for s, i in asked]))
 
 
-def heldout_landmarks(tok: PreTrainedTokenizerBase, blocks: np.ndarray, counts: NgramCounts) -> dict[str, np.ndarray]:
+def heldout_landmarks(tok: PreTrainedTokenizerBase, blocks: np.ndarray, counts: NgramCounts,
+                      block_starts: str = "anywhere") -> dict[str, np.ndarray]:
     """What :class:`RecordedLandmarks` keeps of ``blocks``' questions: each question's word and neighbours, and its
     log-probability under every landmark counted in ``counts`` (the training text, which a page does not ship)."""
-    asked = heldout_asked(tok, blocks)
+    asked = heldout_asked(tok, blocks, block_starts)
     logp = counts.log_probs(asked.words, asked.left, asked.right)
     return {"words": asked.words, "left": asked.left, "right": asked.right,
             **{f"logp_{key}": logp[key].astype(np.float64) for key in LANDMARK_SERIES}}
@@ -316,20 +323,21 @@ class RecordedLandmarks:
 
 
 def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts: NgramCounts | RecordedLandmarks,
-                        max_blocks: int = DEFAULT_HELDOUT_BLOCKS, budget: WorkBudget | None = None) -> HeldoutComparison:
+                        max_blocks: int = DEFAULT_HELDOUT_BLOCKS, budget: WorkBudget | None = None,
+                        block_starts: str = "anywhere") -> HeldoutComparison:
     """Each model's loss on the same held-out words, by position in the sentence, beside the landmarks.
 
     ``heldout_blocks``: (N, T) packed held-out blocks (:func:`bertdemo.pretrain.data.prepare_blocks`), whose
     fixed questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) inside complete sentences are the
-    words asked; ``counts``: the n-grams of the training blocks (:func:`~bertdemo.pretrain.landmarks.count_ngrams`).
-    The masked LM reads the sentence with that one word hidden; the LTR model the sentence (its output before
+    words asked; ``counts``: the n-grams of the training blocks (:func:`~bertdemo.pretrain.landmarks.count_ngrams`);
+    ``block_starts``: how the blocks were packed (:func:`sentence_spans`). The masked LM reads the sentence with that one word hidden; the LTR model the sentence (its output before
     the word; the words after it cannot reach that output)."""
     check_pair(mlm, ltr)
     budget = budget or unbounded()
     if not 1 <= int(max_blocks) <= MAX_HELDOUT_BLOCKS:
         raise ValueError(f"Read between 1 and {MAX_HELDOUT_BLOCKS} held-out blocks.")
     blocks = np.asarray(heldout_blocks, dtype=np.int64)[: int(max_blocks)]
-    asked = heldout_asked(mlm.tokenizer, blocks)
+    asked = heldout_asked(mlm.tokenizer, blocks, block_starts)
     questions, words, positions, left, right = asked.questions, asked.words, asked.positions, asked.left, asked.right
     kept = {twin.name: twin.kept_losses([b.key for b in questions]) for twin in (mlm, ltr)}
     to_read = [block for b, block in enumerate(questions) if any(b not in k for k in kept.values())]
@@ -351,12 +359,14 @@ def heldout_by_position(mlm: Twin, ltr: Twin, heldout_blocks: np.ndarray, counts
                              sum(len(b.sentences) for b in questions), len(blocks), list(nll))
 
 
-def heldout_losses(twins: list[Twin], blocks: np.ndarray, text_start: bool = False) -> dict[str, dict[str, Any]]:
-    """Each model's loss on the held-out questions of ``blocks`` (as :func:`heldout_by_position` asks them: each
-    sentence alone, or with ``text_start`` as a text's start, :func:`as_text_start`), overall and by position band;
-    no landmarks (those were counted for the sentences as :func:`heldout_by_position` reads them)."""
+def heldout_losses(twins: list[Twin], blocks: np.ndarray, text_start: bool = False,
+                   block_starts: str = "anywhere") -> dict[str, dict[str, Any]]:
+    """Each model's loss on the held-out questions of ``blocks`` (packed as ``block_starts`` says; as
+    :func:`heldout_by_position` asks them: each sentence alone, or with ``text_start`` as a text's start,
+    :func:`as_text_start`), overall and by position band; no landmarks (those were counted for the sentences as
+    :func:`heldout_by_position` reads them)."""
     tok = twins[0].tokenizer
-    asked = heldout_asked(tok, np.asarray(blocks, dtype=np.int64))
+    asked = heldout_asked(tok, np.asarray(blocks, dtype=np.int64), block_starts)
     sentences, questions = _joined(asked.questions)
     if text_start:
         sentences = [as_text_start(s, tok.sep_token_id) for s in sentences]
@@ -655,14 +665,32 @@ def is_shipped_pair(mlm: Twin, ltr: Twin) -> bool:
     return twin_kind(mlm.name) is not None and twin_kind(ltr.name) is not None
 
 
-def shipped_heldout() -> tuple[np.ndarray, RecordedLandmarks]:
+@dataclass(frozen=True)
+class HeldoutFile:
+    """A build's held-out questions as shipped (``heldout.npz``, written by
+    :mod:`bertdemo.tools.measure_twin_pairs`): the packed blocks, how they were packed (``block_starts``; a file
+    without the entry is from a build packed "anywhere") and the landmarks recorded for their questions."""
+
+    blocks: np.ndarray
+    block_starts: str
+    landmarks: RecordedLandmarks
+
+
+def read_heldout_file(path: str | Path) -> HeldoutFile:
+    """:class:`HeldoutFile` from ``path``."""
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    block_starts = str(arrays.pop("block_starts", "anywhere"))
+    check_block_starts(block_starts)
+    return HeldoutFile(arrays.pop("blocks").astype(np.int64), block_starts, RecordedLandmarks(arrays))
+
+
+def shipped_heldout() -> HeldoutFile:
     """The shipped twins' held-out blocks and the landmarks recorded for their questions
-    (``bertdemo/assets/twins/heldout.npz``, written by :mod:`bertdemo.tools.measure_twin_pairs`)."""
+    (``bertdemo/assets/twins/heldout.npz``)."""
     from bertdemo.models.twins import HELDOUT_FILE
 
-    with np.load(HELDOUT_FILE) as data:
-        arrays = {k: data[k] for k in data.files}
-    return arrays.pop("blocks").astype(np.int64), RecordedLandmarks(arrays)
+    return read_heldout_file(HELDOUT_FILE)
 
 
 def heldout_for(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks: int = DEFAULT_HELDOUT_BLOCKS,
@@ -670,6 +698,7 @@ def heldout_for(mlm: Twin, ltr: Twin, cache_dir: str | Path, max_blocks: int = D
     """The held-out comparison on the words the pair never trained on, and the sentence that says which words: the
     twins' own held-out split for the shipped twins, the embedded Wikipedia summaries' for every other pair."""
     if is_shipped_pair(mlm, ltr):
-        blocks, landmarks = mlm.kept("shipped twins' held-out words", shipped_heldout)
-        return heldout_by_position(mlm, ltr, blocks, landmarks, max_blocks, budget), SHIPPED_CORPUS_NOTE
+        shipped = mlm.kept("shipped twins' held-out words", shipped_heldout)
+        return (heldout_by_position(mlm, ltr, shipped.blocks, shipped.landmarks, max_blocks, budget,
+                                    shipped.block_starts), SHIPPED_CORPUS_NOTE)
     return heldout_from_corpus(mlm, ltr, cache_dir, max_blocks, budget), WIKI_CORPUS_NOTE

@@ -159,12 +159,14 @@ def cloze_record(ranks) -> dict:
     return out
 
 
-def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts) -> dict:
-    """One step of all three runs: both pairs on the held-out words, the three models on the cloze set."""
+def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts, block_starts: str = "anywhere") -> dict:
+    """One step of all three runs: both pairs on the held-out words (``heldout``, packed as ``block_starts`` says),
+    the three models on the cloze set."""
     from bertdemo.explore.twins import cloze_ranks, heldout_by_position
 
     twins = {run: load(folder, run) for run, folder in folders.items()}
-    record = {pair: comparison_record(heldout_by_position(twins[m], twins[l], heldout, counts, HELDOUT_BLOCKS))
+    record = {pair: comparison_record(heldout_by_position(twins[m], twins[l], heldout, counts, HELDOUT_BLOCKS,
+                                                          block_starts=block_starts))
               for pair, (m, l) in PAIRS.items()}
     record["cloze"] = cloze_record(cloze_ranks([twins["mlm"], twins["ltr-masked"], twins["ltr-all"]]))
     return record
@@ -301,15 +303,14 @@ def text_start_record(assets: Path, curve: dict, block_starts: str = "anywhere")
     last checkpoint; ``block_starts``: how their training blocks began (the recipe's). Packed "anywhere" (one stream of texts cut into blocks anywhere), a [CLS] is all but
     never followed by a text's start in training, a [SEP] is: a left-to-right twin asked "[CLS] The" reads "The" as
     the middle of a text."""
-    from bertdemo.explore.twins import cloze_ranks, heldout_losses
+    from bertdemo.explore.twins import cloze_ranks, heldout_losses, read_heldout_file
 
     twins = [load(assets / EXPORT_NAMES[run], run) for run in RUNS]
-    with np.load(assets / "heldout.npz") as data:
-        blocks = data["blocks"]
+    heldout = read_heldout_file(assets / "heldout.npz")
     tokens = int(curve["checkpoints"][-1]["tokens"])
     return _renamed({"asked_as": "[CLS] [SEP] sentence [SEP]", "blocks_began": block_starts, "tokens": tokens,
-                     "heldout": heldout_losses(twins, blocks, text_start=True),
-                     "heldout_as_page": heldout_losses(twins, blocks),
+                     "heldout": heldout_losses(twins, heldout.blocks, True, heldout.block_starts),
+                     "heldout_as_page": heldout_losses(twins, heldout.blocks, block_starts=heldout.block_starts),
                      "cloze": cloze_record(cloze_ranks(twins, text_start=True))})
 
 
@@ -334,6 +335,8 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
 
     from bertdemo.explore.twins import heldout_landmarks
 
+    recipe = json.loads((folders["mlm"] / "train_config.json").read_text(encoding="utf-8"))
+    block_starts = recipe["data"].get("block_starts", "anywhere")  # how the runs' blocks, the held-out ones too, began
     for run, folder in folders.items():
         twin = load(folder, run)
         target = assets / EXPORT_NAMES[run]
@@ -351,12 +354,12 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
             shutil.copyfile(prior_heldout, tmp)
     else:
         twins = {run: load(folder, run) for run, folder in folders.items()}
-        landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts)
+        landmarks = heldout_landmarks(twins["mlm"].tokenizer, heldout, counts, block_starts)
         with storage.atomic_path(assets / "heldout.npz") as tmp, open(tmp, "wb") as fh:
-            np.savez_compressed(fh, blocks=heldout.astype(np.uint16), **landmarks)
-    recipe = json.loads((folders["mlm"] / "train_config.json").read_text(encoding="utf-8"))
+            np.savez_compressed(fh, blocks=heldout.astype(np.uint16), block_starts=np.array(block_starts),
+                                **landmarks)
     curve = measured["curve_export"]  # with the exported models asked after a [SEP] too (their fp16 weights)
-    curve = {**curve, "text_start": text_start_record(assets, curve, recipe["data"].get("block_starts", "anywhere"))}
+    curve = {**curve, "text_start": text_start_record(assets, curve, block_starts)}
     storage.write_text(assets / "curve.json", json.dumps(curve, indent=1) + "\n")
     record = build_record(folders, measured, assets)
     if prior_build:
@@ -489,14 +492,14 @@ def main(argv: list[str] | None = None) -> int:
     prior, stages, prior_build = prior_curve(work) if stage else ([], [], {})
     offset = int(prior[-1]["tokens"]) if prior else 0  # a stage's tokens come after the shipped twins'
     recipe = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
-    heldout, counts = (stage_heldout_data(work, runs["mlm"][common[0]]) if stage
-                       else heldout_data(work, recipe["data"].get("block_starts", "anywhere")))
+    block_starts = recipe["data"].get("block_starts", "anywhere")
+    heldout, counts = stage_heldout_data(work, runs["mlm"][common[0]]) if stage else heldout_data(work, block_starts)
     tokens_per_step = int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])  # every run's recipe
     for step in common:
         if str(step) in measured["steps"]:
             continue
         began = time.monotonic()
-        record = measure_step({run: found[step] for run, found in runs.items()}, heldout, counts)
+        record = measure_step({run: found[step] for run, found in runs.items()}, heldout, counts, block_starts)
         measured["steps"][str(step)] = {"step": step, "tokens": offset + step * tokens_per_step,
                                         **({"stage": len(stages)} if stage else {}), **record}
         storage.write_text(path, json.dumps(measured, indent=1) + "\n")
