@@ -5,6 +5,7 @@ as stock model folders with the record the page reads (bertdemo.models.twin_curv
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer, BertLMHeadModel
 
-from bertdemo.explore.twins import RecordedLandmarks, heldout_asked, heldout_by_position
+from bertdemo.explore.twins import RecordedLandmarks, heldout_asked, heldout_by_position, read_heldout_file
 from bertdemo.models import twin_curve
 from bertdemo.models.embedded import tokenizer_dir
 from bertdemo.pretrain import __main__ as engine_cli
@@ -64,6 +65,20 @@ def test_a_gpu_build_trains_the_three_at_once_in_the_shape_asked(tmp_path) -> No
     assert build_twin_pairs.planned_runs(another_seed) == [("mlm",), ("ltr-masked",), ()]
 
 
+def test_a_cpu_build_trains_the_runs_left_on_all_its_cores(tmp_path) -> None:
+    every = build_twin_pairs.parse_args(["--work", str(tmp_path)])
+    assert build_twin_pairs.planned_runs(every) == [("mlm", "ltr-masked"), ("ltr-all",)]  # about equal work a core
+    controlled = build_twin_pairs.parse_args(["--work", str(tmp_path), "--runs", "mlm", "ltr-masked"])
+    assert build_twin_pairs.planned_runs(controlled) == [("mlm",), ("ltr-masked",)]  # at once, not one after the other
+    alone = build_twin_pairs.parse_args(["--work", str(tmp_path), "--runs", "ltr-all"])
+    assert build_twin_pairs.planned_runs(alone) == [("ltr-all",)]
+    cores = os.cpu_count() or 1
+    assert build_twin_pairs.threads_per_run("cpu", 1) == cores and build_twin_pairs.threads_per_run("cuda", 1) == 1
+    assert build_twin_pairs.threads_per_run("cpu", 2) == max(1, cores // 2)
+    command = build_twin_pairs.engine_command("ltr-all", alone, threads=2)
+    assert command[command.index("--num-threads") + 1] == "2"
+
+
 def test_the_vocabulary_holds_every_cloze_answer_whole(tmp_path, corpus) -> None:
     tok = build_twin_pairs.learn_tokenizer(corpus, tmp_path / "tok", vocab_size=400)
     answers = build_twin_pairs.answer_words()
@@ -95,7 +110,7 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     heldout, counts = measure_twin_pairs.heldout_data(work)
     with np.load(assets / "heldout.npz") as data:
         shipped = {k: data[k] for k in data.files}
-    assert np.array_equal(shipped.pop("blocks"), heldout)
+    assert np.array_equal(shipped.pop("blocks"), heldout) and str(shipped.pop("block_starts")) == "anywhere"
     recorded = RecordedLandmarks(shipped)
     asked = heldout_asked(AutoTokenizer.from_pretrained(str(work / "tokenizer")), heldout)
     want = counts.log_probs(asked.words, asked.left, asked.right)
@@ -134,6 +149,12 @@ def test_a_build_whose_blocks_began_at_text_starts_is_measured_and_shipped_as_it
     assert after_an_end and all(tuple(block[1:7]) in openings for block in after_an_end)
     opened = [sum(tuple(block[1:7]) in openings for block in blocks) for blocks in (shipped, anywhere)]
     assert opened[0] > opened[1], opened  # cut anywhere, a block begins with a text's opening only by chance
+    # the shipped file says how its blocks were packed, and the page asks each block's first sentence too
+    recorded = read_heldout_file(assets / "heldout.npz")
+    assert recorded.block_starts == "text" and np.array_equal(recorded.blocks, text_packed)
+    as_text, as_anywhere = heldout_asked(tok, text_packed, "text"), heldout_asked(tok, text_packed)
+    assert len(as_text.words) > len(as_anywhere.words)
+    assert np.array_equal(recorded.landmarks.arrays["words"], as_text.words)
 
 
 def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:

@@ -24,7 +24,7 @@ Stages, each skipped when its output is already there (so the same command resum
    cheaper on a CPU, docs/benchmarks.md), then every answer word of the two cloze sets that it would split added
    as one whole-word piece (as each is in bert-base-uncased's vocabulary), so that a blank is one prediction.
 3. The three runs (or those ``--runs`` names), on a CPU two at a time on one core each (``mlm`` then ``ltr-masked`` on
-   one, ``ltr-all`` on the other: about equal work), with ``--device cuda`` all at once on the GPU (the shipped
+   one, ``ltr-all`` on the other: about equal work; two runs left, one on each core; one left, on all), with ``--device cuda`` all at once on the GPU (the shipped
    twins: ``bertdemo/tools/build_twin_pairs_gpu.sh``), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
    ``--checkpoint-every`` steps, the log-spaced ones kept (1x, 2x, 4x… the first) for the crossover curve.
    The sitting's command and start are written to ``WORK/build_record.json`` before the runs begin, its end
@@ -121,13 +121,14 @@ def learn_tokenizer(corpus: Path, out: Path, vocab_size: int = VOCAB_SIZE):
     return fast
 
 
-def engine_command(run: str, args: argparse.Namespace) -> list[str]:
-    """The ``python -m bertdemo.pretrain`` command of one run (resumable: ``--auto-resume``)."""
+def engine_command(run: str, args: argparse.Namespace, threads: int = 1) -> list[str]:
+    """The ``python -m bertdemo.pretrain`` command of one run (resumable: ``--auto-resume``) on ``threads`` CPU
+    threads (not part of its experiment: a run may continue on another count)."""
     work = Path(args.work)
     return [sys.executable, "-m", "bertdemo.pretrain", *RUNS[run], "--corpus", str(work / "corpus.jsonl"),
             "--tokenizer", str(work / "tokenizer"), "--steps", str(args.steps), "--time-budget-s", str(args.time_budget_s),
             "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps),
-            "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", "1", *shape_flags(args.preset),
+            "--locality-bias", "0", "--seed", str(args.seed), "--num-threads", str(threads), *shape_flags(args.preset),
             "--device", args.device, "--dropout", str(args.dropout), "--block-starts", args.block_starts,
             "--eval-every", str(2 * args.checkpoint_every), "--checkpoint-every", str(args.checkpoint_every),
             "--keep-milestones", "8", "--max-corpus-tokens", str(MAX_CORPUS_TOKENS), "--no-progress", "--auto-resume",
@@ -159,10 +160,20 @@ def worker_groups(device: str) -> tuple[tuple[str, ...], ...]:
 
 def planned_runs(args: argparse.Namespace) -> list[tuple[str, ...]]:
     """Per worker, the runs it will train: those asked for (``--runs``) and not finished yet, in the device's
-    groups (:func:`worker_groups`)."""
+    groups (:func:`worker_groups`); on a CPU, when no more runs are left than it has workers, one run each (the
+    controlled pair alone trains its two runs at once, not one after the other)."""
     work = Path(args.work)
-    return [tuple(r for r in runs if r in args.runs and not finished(work / r, args.steps))
-            for runs in worker_groups(args.device)]
+    groups = [tuple(r for r in runs if r in args.runs and not finished(work / r, args.steps))
+              for runs in worker_groups(args.device)]
+    left = [run for runs in groups for run in runs]
+    if args.device == "cpu" and len(left) <= len(WORKERS):
+        return [(run,) for run in left]
+    return groups
+
+
+def threads_per_run(device: str, workers: int) -> int:
+    """CPU threads each run takes: on a CPU its share of the cores (a run alone takes them all), on a GPU one."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers)) if device == "cpu" else 1
 
 
 def worker_script(commands: list[tuple[str, list[str]]], work: Path) -> str:
@@ -175,9 +186,9 @@ def worker_script(commands: list[tuple[str, list[str]]], work: Path) -> str:
     return "\n".join(lines)
 
 
-def worker(runs: tuple[str, ...], args: argparse.Namespace) -> str:
-    """The script of one worker that trains ``runs`` one after the other (one thread each: ``--num-threads 1``)."""
-    return worker_script([(run, engine_command(run, args)) for run in runs], Path(args.work))
+def worker(runs: tuple[str, ...], args: argparse.Namespace, threads: int = 1) -> str:
+    """The script of one worker that trains ``runs`` one after the other, each on ``threads`` CPU threads."""
+    return worker_script([(run, engine_command(run, args, threads)) for run in runs], Path(args.work))
 
 
 def run_sitting(record_path: Path, record: dict, command: str, device: str, scripts: list[str],
@@ -281,7 +292,7 @@ def _machine(device: str, when: str) -> str:
         import torch
 
         where += f", one {torch.cuda.get_device_name(0)} shared by the runs at once, torch {torch.__version__}"
-    return f"{where}, one CPU thread per run, load average {os.getloadavg()[0]:.1f} at {when}"
+    return f"{where}, load average {os.getloadavg()[0]:.1f} at {when}"
 
 
 def status(args: argparse.Namespace) -> dict[str, dict]:
@@ -356,8 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = recorded_command("build_twin_pairs", argv if argv is not None else sys.argv[1:],
                                args.tatoeba + args.stories)
-    codes = run_sitting(record_path, record, command, args.device,
-                        [worker(runs, args) for runs in planned_runs(args) if runs],
+    plans = [runs for runs in planned_runs(args) if runs]
+    threads = threads_per_run(args.device, len(plans))
+    codes = run_sitting(record_path, record, command, args.device, [worker(runs, args, threads) for runs in plans],
                         after=lambda rec: rec.update(runs=status(args)))
     return max(codes, default=0)
 
