@@ -208,10 +208,10 @@ def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_
 
 @pytest.mark.slow  # every held-out word of the three twins, asked again (about 7 s on a quiet machine)
 def test_the_held_out_words_asked_as_a_texts_start_are_what_the_weights_answer(shipped, curve) -> None:
-    with np.load(twins.TWINS_DIR / "heldout.npz") as data:
-        blocks = data["blocks"]
-    got = twins_engine.heldout_losses([twins_engine.twin_of(shipped[k]) for k in twins.TWIN_KINDS], blocks,
-                                      text_start=True)
+    heldout = twins_engine.shipped_heldout()
+    assert heldout.block_starts == curve.text_start["blocks_began"]  # the file and the record say one packing
+    got = twins_engine.heldout_losses([twins_engine.twin_of(shipped[k]) for k in twins.TWIN_KINDS], heldout.blocks,
+                                      text_start=True, block_starts=heldout.block_starts)
     for kind in twins.TWIN_KINDS:
         want = curve.text_start["heldout"][kind]
         assert got[twins.TWIN_NAMES[kind]]["overall"] == pytest.approx(want["overall"], abs=1e-4)
