@@ -77,6 +77,8 @@ def test_a_cpu_build_trains_the_runs_left_on_all_its_cores(tmp_path) -> None:
     assert build_twin_pairs.threads_per_run("cpu", 2) == max(1, cores // 2)
     command = build_twin_pairs.engine_command("ltr-all", alone, threads=2)
     assert command[command.index("--num-threads") + 1] == "2"
+    beside = build_twin_pairs.parse_args(["--work", str(tmp_path), "--runs", "ltr-all", "--threads", "1"])
+    assert beside.threads == 1 and "'--num-threads' '1'" in build_twin_pairs.worker(("ltr-all",), beside, beside.threads)
 
 
 def test_the_vocabulary_holds_every_cloze_answer_whole(tmp_path, corpus) -> None:

@@ -331,6 +331,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                        "three at once on the one GPU)")
     parser.add_argument("--time-budget-s", type=int, default=0,
                         help="each run's wall-time budget (its schedule ends at whichever comes first); 0: none")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU threads of each run; 0: its share of the cores (a run alone takes them all)")
     parser.add_argument("--runs", nargs="+", choices=list(RUNS), default=list(RUNS),
                         help="train only these runs (e.g. another seed of the controlled pair: mlm ltr-masked)")
     parser.add_argument("--tatoeba", nargs="+", default=[], metavar="FILE",
@@ -368,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     command = recorded_command("build_twin_pairs", argv if argv is not None else sys.argv[1:],
                                args.tatoeba + args.stories)
     plans = [runs for runs in planned_runs(args) if runs]
-    threads = threads_per_run(args.device, len(plans))
+    threads = args.threads or threads_per_run(args.device, len(plans))
     codes = run_sitting(record_path, record, command, args.device, [worker(runs, args, threads) for runs in plans],
                         after=lambda rec: rec.update(runs=status(args)))
     return max(codes, default=0)
