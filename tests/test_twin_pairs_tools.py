@@ -242,3 +242,35 @@ def test_table5_cells_run_once_each_and_the_shipped_table_is_their_summary(work,
                      for kind in ("mlm", "ltr-masked", "ltr")} for task in ("topic", "names")}
     assert {k: v for k, v in shipped.items() if k in table5.table_from_scores(scores, [0, 1, 2])} == \
         table5.table_from_scores(scores, [0, 1, 2])
+
+
+@pytest.mark.slow  # the GPU path's whole script, on this CPU in a tiny shape: the build, the measurement, the archives
+def test_the_gpu_script_runs_end_to_end_and_brings_back_every_archive(corpus, tmp_path) -> None:
+    """``build_twin_pairs_gpu.sh`` is what a session with a lent GPU runs once, on a machine without a network: run
+    here with ``DEVICE=cpu`` and a tiny shape, it trains the three runs packed at text starts, measures and exports
+    them, and leaves in its out folder the archives a session unpacks into the shipped twins."""
+    import tarfile
+
+    source, out = tmp_path / "prepared", tmp_path / "out"
+    source.mkdir()
+    shutil.copy(corpus, source / "corpus.jsonl")
+    shutil.copytree(tokenizer_dir(), source / "tokenizer")
+    env = {**os.environ, "PYTHON": sys.executable, "DEVICE": "cpu", "PRESET": "1,32,2,64", "STEPS": "12",
+           "BATCH": "4", "EVERY": "4", "BUDGET": "120", "WORK": str(tmp_path / "work")}
+    done = subprocess.run(["bash", str(build_twin_pairs.ROOT / "bertdemo/tools/build_twin_pairs_gpu.sh"), str(source),
+                           str(out)], cwd=build_twin_pairs.ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == ["curve.tgz", "logs.tgz", "ltr-masked.tgz", "ltr.tgz", "measure.json",
+                                                     "mlm.tgz"]
+    assets = tmp_path / "assets"
+    for archive in out.glob("*.tgz"):
+        if archive.name != "logs.tgz":
+            with tarfile.open(archive) as tar:
+                tar.extractall(assets, filter="data")
+    curve = json.loads((assets / "curve.json").read_text())
+    assert curve["text_start"]["blocks_began"] == "text" and curve["checkpoints"][-1]["tokens"] == 12 * 4 * 128
+    assert read_heldout_file(assets / "heldout.npz").block_starts == "text"
+    build = json.loads((assets / "build.json").read_text())
+    assert {kind: twin["step"] for kind, twin in build["twins"].items()} == {"mlm": 12, "ltr-masked": 12, "ltr": 12}
+    assert type(AutoModelForMaskedLM.from_pretrained(str(assets / "mlm"))).__name__ == "BertForMaskedLM"
+    assert "build: " in done.stdout and "measure: " in done.stdout

@@ -7,7 +7,7 @@
 #                        (the mixed corpus: add --tatoeba DIR/tatoeba/*.txt --stories DIR/stories.txt, DIR from
 #                        python -m bertdemo.tools.gather_everyday_text; the files stay here)
 #   there (the GPU):     bash bertdemo/tools/build_twin_pairs_gpu.sh runs/twin-pairs OUTDIR    # runs/twin-pairs carried
-#                        (it calls python3: with a virtualenv, put its bin/ first on the PATH)
+#                        (PYTHON=.venv/bin/python to use a virtualenv; by default python3)
 #   here again:          unpack OUTDIR's archives into bertdemo/assets/twins, then
 #                        python -m bertdemo.tools.measure_twin_pairs --table5-shipped --work runs/twin-pairs-gpu
 #
@@ -29,6 +29,7 @@ EVERY=${EVERY:-90}
 BUDGET=${BUDGET:-240}
 DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-3,256,4,1024}
+PYTHON=${PYTHON:-python3}
 BLOCK_STARTS=${BLOCK_STARTS:-text}  # each block begins at a text's start (the shipped twins: anywhere)
 export PYTHONUNBUFFERED=1
 mkdir -p "$WORK" "$DEST"
@@ -46,11 +47,11 @@ collect() {  # whatever exists, into DEST: six files at most
 }
 trap collect EXIT
 
-python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
+"$PYTHON" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv -l 20 > "$WORK/gpu.log" 2>&1 &
 began=$(date +%s)
-python3 -m bertdemo.tools.build_twin_pairs --work "$WORK" --device "$DEVICE" --preset "$PRESET" --dropout 0.1 \
+"$PYTHON" -m bertdemo.tools.build_twin_pairs --work "$WORK" --device "$DEVICE" --preset "$PRESET" --dropout 0.1 \
     --batch-size "$BATCH" --steps "$STEPS" --lr 5e-4 --warmup-steps 200 --checkpoint-every "$EVERY" \
     --time-budget-s "$BUDGET" --block-starts "$BLOCK_STARTS"
 code=$?
@@ -58,5 +59,5 @@ echo "build: $(( $(date +%s) - began )) s (exit $code)"
 kill %1 2>/dev/null
 for run in mlm ltr-masked ltr-all; do tail -n 2 "$WORK/$run.log"; done
 began=$(date +%s)
-python3 -m bertdemo.tools.measure_twin_pairs --work "$WORK" --threads 4 --export --assets "$WORK/assets"
+"$PYTHON" -m bertdemo.tools.measure_twin_pairs --work "$WORK" --threads 4 --export --assets "$WORK/assets"
 echo "measure: $(( $(date +%s) - began )) s"
