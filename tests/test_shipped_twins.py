@@ -141,6 +141,13 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     assert a.numbers["ltr_text_start_top"] == [token for token, _p in fair["ltr"].top] != a.numbers["ltr_top"]
     assert (f"asked that way (`[CLS] [SEP] …`), the masked twin guesses **{fair['mlm'].top[0][0]}**" in a.answer
             and f"and the left-to-right twin **{fair['ltr'].top[0][0]}**" in a.answer)
+    # twins whose blocks began at a text's start read the sentence asked alone as their training showed one
+    monkeypatch.setattr(twin_curve, "read_curve", lambda: dataclasses.replace(
+        curve, text_start={**curve.text_start, "blocks_began": "text"}))
+    text_built = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
+    assert "asked that way" not in text_built.answer and text_built.numbers["mlm_text_start_top"] == []
+    assert text_built.numbers["mlm_top"] == a.numbers["mlm_top"]
+    monkeypatch.undo()
     long = ("The dog barked all night and kept the neighbours awake, " + "and the people next door were tired, " * 6
             + "so they moved.")  # past what the side by side reads: the step answers, without that sentence
     past = learn_path.answer(shipped["mlm"], "why-b", long)
@@ -204,6 +211,12 @@ def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_
     text_built = dataclasses.replace(curve, text_start={**record, "blocks_began": "text"})
     note = twin_curve.text_start_note(text_built)
     assert "as the twins' training blocks began: at a text's start" in note and "anywhere" not in note
+    # the box that asks after a [SEP] says what unticked means for the shipped twins' packing
+    from bertdemo.ui.twins_section import text_start_info
+
+    assert twin_curve.blocks_began(curve) == "anywhere" and twin_curve.blocks_began(text_built) == "text"
+    assert "into blocks anywhere" in text_start_info(twin_curve.blocks_began(curve))
+    assert "began at a text's start" in text_start_info("text") and "anywhere" not in text_start_info("text")
 
 
 @pytest.mark.slow  # every held-out word of the three twins, asked again (about 7 s on a quiet machine)

@@ -715,9 +715,10 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
 
     # both twins once more, the sentence read as their training showed a text's start (after [SEP]), where it is
     # within what the side by side reads
+    # (twins whose blocks began at a text's start read the sentence asked alone as their training showed one)
     fits = len(tokenize(tokenizer, masked.replace("[MASK]", tokenizer.mask_token))["input_ids"]) + 1 <= MAX_TWIN_TOKENS
     fair = {side: [token for token, _p in side_by_side([twin_of(m)], masked, top_k=3, text_start=True)[0].top]
-            for side, m in models.items()} if fits else {}
+            for side, m in models.items()} if fits and twin_curve.blocks_began(curve) == "anywhere" else {}
     c = curve.pairs[pair]
     lines = []
     for side, what, loss in (("mlm", "masked LM, sees both sides", c.mlm_loss[-1]),

@@ -199,13 +199,19 @@ def _cloze_words(checkpoint: dict[str, Any], pair: str) -> str:
             f"the right word in the top 5: {m['top5']:.0%} against {l['top5']:.0%}. First guesses, most often: {guesses}")
 
 
+def blocks_began(curve: TwinCurve | None) -> str:
+    """Where the shipped twins' training blocks began, as their record says: "anywhere" (one stream of texts cut
+    anywhere; a record without the entry is from such a build) or "text" (at a text's start)."""
+    return str(((curve.text_start if curve else None) or {}).get("blocks_began", "anywhere"))
+
+
 def text_start_note(curve: TwinCurve) -> str:
     """Why the page's way of asking a sentence (alone, after [CLS]) differs from a text's start in the twins'
     training, and what :func:`text_start_sentence` reports; "" when the curve has no such record."""
     if not curve.text_start:
         return ""
     asked = f"`{curve.text_start['asked_as']}`"
-    if curve.text_start.get("blocks_began", "anywhere") == "text":
+    if blocks_began(curve) == "text":
         return ("**How a sentence is asked.** The page asks each sentence alone, `[CLS] sentence [SEP]`, as a "
                 "notebook's pipeline does, and as the twins' training blocks began: at a text's start. Each pair's last "
                 f"line asks its final models after a `[SEP]` too, {asked}, as a text starts inside a block.")

@@ -58,13 +58,21 @@ def _plot(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"))
 
 
-TEXT_START_LABEL = "Ask each sentence as a text's start: [CLS] [SEP] sentence [SEP]"
-TEXT_START_INFO = ("How the twins' training showed one: the engine cuts one stream of texts, joined by [SEP], into "
-                   "blocks anywhere (unless a run began its blocks at texts' starts), so a text starts after [SEP], "
-                   "almost never right after [CLS]. Unticked, a sentence is asked alone, [CLS] sentence [SEP], as a "
-                   "pipeline asks it. For the cloze and your sentence.")
-TEXT_START_NOTE = ("*Each sentence asked as a text's start, `[CLS] [SEP] sentence [SEP]`, as the twins' training blocks "
-                   "showed one.*")
+TEXT_START_LABEL = "Ask each sentence as a text that starts inside a training block: [CLS] [SEP] sentence [SEP]"
+TEXT_START_NOTE = "*Each sentence asked after a `[SEP]`, `[CLS] [SEP] sentence [SEP]`, as a text starts inside a training block.*"
+
+
+def text_start_info(blocks_began: str) -> str:
+    """What the box changes, said for the shipped twins' packing (``blocks_began``, their record's)."""
+    if blocks_began == "text":
+        return ("The shipped twins' training blocks began at a text's start: a block's first text right after [CLS], "
+                "the next ones after [SEP]. Unticked, a sentence is asked alone, [CLS] sentence [SEP], as a pipeline "
+                "asks it and as a block's first text reads. For the cloze and your sentence.")
+    return ("The shipped twins' training cut one stream of texts, joined by [SEP], into blocks anywhere, so a text "
+            "starts after [SEP], almost never right after [CLS]. Unticked, a sentence is asked alone, [CLS] sentence "
+            "[SEP], as a pipeline asks it. For the cloze and your sentence.")
+
+
 SHIPPED_CLOZE_NOTE = ("*These are the shipped twins' fp16 weights, ranked now. The curve's record above was measured on "
                       "each run's fp32 checkpoint before that export: a median there can differ from this one by a "
                       "rank or two.*")
@@ -110,7 +118,8 @@ def build(ctx: Any, runs: Any, store: Any, poll: Any) -> None:
             heldout_button = gr.Button("Compare on held-out words", elem_id="pt-twins-heldout-run", scale=1)
         heldout_plot = PlotlyFigure(label="Held-out loss by position in the sentence", elem_id="pt-twins-heldout-plot")
         heldout_text = gr.Markdown(elem_id="pt-twins-heldout")
-        text_start = gr.Checkbox(False, label=TEXT_START_LABEL, info=TEXT_START_INFO, elem_id="pt-twins-text-start")
+        text_start = gr.Checkbox(False, label=TEXT_START_LABEL, info=text_start_info(twin_curve.blocks_began(curve)),
+                                 elem_id="pt-twins-text-start")
         cloze_button = gr.Button("Rank the right word on the right-context cloze set", elem_id="pt-twins-cloze-run")
         cloze_text = gr.Markdown(elem_id="pt-twins-cloze")
         with gr.Row():
