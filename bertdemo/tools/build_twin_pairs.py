@@ -24,8 +24,8 @@ Stages, each skipped when its output is already there (so the same command resum
    cheaper on a CPU, docs/benchmarks.md), then every answer word of the two cloze sets that it would split added
    as one whole-word piece (as each is in bert-base-uncased's vocabulary), so that a blank is one prediction.
 3. The three runs (or those ``--runs`` names), on a CPU two at a time on one core each (``mlm`` then ``ltr-masked`` on
-   one, ``ltr-all`` on the other: about equal work; two runs left, one on each core; one left, on all), with ``--device cuda`` all at once on the GPU (the shipped
-   twins: ``bertdemo/tools/build_twin_pairs_gpu.sh``), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
+   one, ``ltr-all`` on the other: about equal work; two runs left, one on each core; one left, on all), with
+   ``--device cuda`` all at once on the GPU (the shipped twins: ``bertdemo/tools/build_twin_pairs_gpu.sh``), each with ``--auto-resume``, its log in ``WORK/<run>.log``; checkpoints every
    ``--checkpoint-every`` steps, the log-spaced ones kept (1x, 2x, 4x… the first) for the crossover curve.
    The sitting's command and start are written to ``WORK/build_record.json`` before the runs begin, its end
    after; stopped (Ctrl-C, SIGTERM), each run saves where it stood and the record says the sitting was stopped.
