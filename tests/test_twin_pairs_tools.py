@@ -196,12 +196,13 @@ def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tm
     shutil.copytree(tokenizer_dir(), work / "tokenizer")
     tool = subprocess.Popen([sys.executable, "-m", "bertdemo.tools.build_twin_pairs", "--work", str(work),
                              "--preset", "1,32,2,64", "--batch-size", "4", "--steps", "1000000",
-                             "--checkpoint-every", "20", "--runs", "mlm", "ltr-masked"], cwd=build_twin_pairs.ROOT)
+                             "--checkpoint-every", "20"], cwd=build_twin_pairs.ROOT)  # mlm then ltr-masked; ltr-all
     try:
         deadline = time.monotonic() + 600  # seconds on a quiet machine; room for a loaded one
-        while not (work / "mlm" / "LATEST").is_file() and time.monotonic() < deadline and tool.poll() is None:
+        saved = [work / run / "LATEST" for run in ("mlm", "ltr-all")]  # each worker's first run, training
+        while not all(f.is_file() for f in saved) and time.monotonic() < deadline and tool.poll() is None:
             time.sleep(0.2)
-        assert (work / "mlm" / "LATEST").is_file(), "the first run saved no checkpoint within 10 minutes"
+        assert all(f.is_file() for f in saved), "a first run saved no checkpoint within 10 minutes"
         during = json.loads((work / "build_record.json").read_text(encoding="utf-8"))
         tool.send_signal(signal.SIGTERM)
         assert tool.wait(timeout=600) == 130
@@ -213,11 +214,12 @@ def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tm
     assert list(during["sittings"][0]) == ["started", "machine"]
     record = json.loads((work / "build_record.json").read_text(encoding="utf-8"))
     (sitting,) = record["sittings"]
-    assert sitting["exit_codes"] == [130] and "stopped" in sitting and "ended" not in sitting
+    assert sitting["exit_codes"] == [130, 130] and "stopped" in sitting and "ended" not in sitting
     saved = read_state(latest_checkpoint(work / "mlm"))["step"]
     assert saved >= 20 and record["runs"]["mlm"]["step"] == saved  # the record names the step the run saved at
     assert "stopped: step" in (work / "mlm.log").read_text(encoding="utf-8")
-    assert not (work / "ltr-masked.log").exists()  # the worker's next run never began
+    assert not (work / "ltr-masked.log").exists()  # the first worker's next run never began
+    assert "stopped: step" in (work / "ltr-all.log").read_text(encoding="utf-8")  # the other worker's run saved too
 
 
 @pytest.mark.slow  # 18 fine-tunes of the tiny twins
