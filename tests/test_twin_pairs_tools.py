@@ -211,7 +211,7 @@ def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tm
             tool.kill()
     # written before the runs began: the command and the sitting's start
     assert during["command"].startswith("python -m bertdemo.tools.build_twin_pairs --work ")
-    assert list(during["sittings"][0]) == ["started", "machine"]
+    assert list(during["sittings"][0]) == ["started", "machine", "process"]
     record = json.loads((work / "build_record.json").read_text(encoding="utf-8"))
     (sitting,) = record["sittings"]
     assert sitting["exit_codes"] == [130, 130] and "stopped" in sitting and "ended" not in sitting
@@ -220,6 +220,23 @@ def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tm
     assert "stopped: step" in (work / "mlm.log").read_text(encoding="utf-8")
     assert not (work / "ltr-masked.log").exists()  # the first worker's next run never began
     assert "stopped: step" in (work / "ltr-all.log").read_text(encoding="utf-8")  # the other worker's run saved too
+
+
+def test_two_sittings_of_one_folder_at_once_keep_each_others_record(tmp_path) -> None:
+    """The third run trained beside the controlled pair (two sittings of one folder): each writes its own sitting
+    into the record as it is on disk, so the one that writes last does not drop the other's."""
+    path = tmp_path / "build_record.json"
+    path.write_text(json.dumps({"sittings": [{"started": "earlier"}], "corpus": {"wiki": 1}}), encoding="utf-8")
+    pair_record, pair = json.loads(path.read_text()), {"started": "t1", "process": 11}
+    build_twin_pairs.write_sitting(path, {**pair_record, "command": "pair"}, pair)
+    third_record, third = json.loads(path.read_text()), {"started": "t2", "process": 12}
+    build_twin_pairs.write_sitting(path, {**third_record, "command": "third"}, third)
+    pair["ended"] = "t3"  # the pair's sitting ends: its record in memory never saw the third's sitting
+    build_twin_pairs.write_sitting(path, {**pair_record, "command": "pair"}, pair, after=lambda r: r.update(runs=2))
+    final = json.loads(path.read_text())
+    assert final["sittings"] == [{"started": "earlier"}, {"started": "t1", "process": 11, "ended": "t3"},
+                                 {"started": "t2", "process": 12}]
+    assert final["corpus"] == {"wiki": 1} and final["command"] == "pair" and final["runs"] == 2
 
 
 @pytest.mark.slow  # 18 fine-tunes of the tiny twins

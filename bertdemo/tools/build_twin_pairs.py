@@ -200,14 +200,13 @@ def run_sitting(record_path: Path, record: dict, command: str, device: str, scri
     as the engine's own Ctrl-C does (finish the step, save a checkpoint, end), waits up to ``stop_wait_s`` for
     them, writes that the sitting was stopped, and returns (130 for a worker still running). ``after`` adds to the
     record before each write (the runs' steps). The workers live in sessions of their own: a hang-up or SIGKILL of
-    this process leaves them training, and the record at its start."""
+    this process leaves them training, and the record at its start. Another sitting may train other runs of the
+    same folder at once (the third run beside the controlled pair): each write keeps the other's sitting."""
     def write() -> None:
-        after(record)
-        storage.write_text(record_path, json.dumps(record, indent=1) + "\n")
+        write_sitting(record_path, record, sitting, after)
 
     record["command"] = command
     sitting = {"started": _now(), "machine": _machine(device, "the start")}
-    record.setdefault("sittings", []).append(sitting)
     write()
     started = time.time()
     # Ctrl-C's signal taken here even where a shell started this in the background (which ignores it): the workers
@@ -238,6 +237,27 @@ def run_sitting(record_path: Path, record: dict, command: str, device: str, scri
                    machine=_machine(device, "the end"))
     write()
     return codes
+
+
+def write_sitting(record_path: Path, record: dict, sitting: dict, after: Callable[[dict], None] = lambda r: None,
+                  ) -> dict:
+    """Write ``sitting`` into the record at ``record_path`` as it is on disk now (under a lock: another sitting of
+    the same folder may be writing its own), in its place if it is there (the same ``started`` and process), else
+    after the others; the record's other entries from ``record``, then ``after``'s; the record written."""
+    import fcntl
+
+    sitting.setdefault("process", os.getpid())
+    mine = (sitting["started"], sitting["process"])
+    with open(record_path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
+        sittings = current.get("sittings", [])
+        at = next((i for i, s in enumerate(sittings) if (s.get("started"), s.get("process")) == mine), len(sittings))
+        merged = {**current, **{k: v for k, v in record.items() if k != "sittings"},
+                  "sittings": [*sittings[:at], sitting, *sittings[at + 1:]]}
+        after(merged)
+        storage.write_text(record_path, json.dumps(merged, indent=1) + "\n")
+    return merged
 
 
 def _ask_to_stop(workers: list[subprocess.Popen]) -> None:
