@@ -222,6 +222,16 @@ def test_a_stopped_sitting_saves_each_run_where_it_stood_and_keeps_its_record(tm
     assert "stopped: step" in (work / "ltr-all.log").read_text(encoding="utf-8")  # the other worker's run saved too
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="the kernel groups no sessions (autogroup)")
+def test_a_worker_started_nice_stays_nice_in_its_own_session(tmp_path) -> None:
+    """A worker runs in a session of its own; where the scheduler groups sessions (autogroup), the group's nice
+    decides its share, so the worker's group takes the nice the build was started with."""
+    script = build_twin_pairs.worker_script([("probe", ["cat", "/proc/self/autogroup"])], tmp_path)
+    worker = subprocess.Popen(["nice", "-n", "7", "bash", "-c", script], start_new_session=True)
+    assert worker.wait(timeout=60) == 0
+    assert (tmp_path / "probe.log").read_text().strip().endswith("nice 7")
+
+
 def test_two_sittings_of_one_folder_at_once_keep_each_others_record(tmp_path) -> None:
     """The third run trained beside the controlled pair (two sittings of one folder): each writes its own sitting
     into the record as it is on disk, so the one that writes last does not drop the other's."""
