@@ -229,7 +229,7 @@ def test_a_worker_started_nice_stays_nice_in_its_own_session(tmp_path) -> None:
     script = build_twin_pairs.worker_script([("probe", ["cat", "/proc/self/autogroup"])], tmp_path)
     worker = subprocess.Popen(["nice", "-n", "7", "bash", "-c", script], start_new_session=True)
     assert worker.wait(timeout=60) == 0
-    assert (tmp_path / "probe.log").read_text().strip().endswith("nice 7")
+    assert (tmp_path / "probe.log").read_text().strip().endswith(f"nice {min(19, os.nice(0) + 7)}")  # nice adds
 
 
 def test_two_sittings_of_one_folder_at_once_keep_each_others_record(tmp_path) -> None:
@@ -285,7 +285,7 @@ def test_the_gpu_script_runs_end_to_end_and_brings_back_every_archive(corpus, tm
     shutil.copy(corpus, source / "corpus.jsonl")
     shutil.copytree(tokenizer_dir(), source / "tokenizer")
     env = {**os.environ, "PYTHON": sys.executable, "DEVICE": "cpu", "PRESET": "1,32,2,64", "STEPS": "12",
-           "BATCH": "4", "EVERY": "4", "BUDGET": "120", "WORK": str(tmp_path / "work")}
+           "BATCH": "4", "EVERY": "4", "BUDGET": "900", "WORK": str(tmp_path / "work")}
     done = subprocess.run(["bash", str(build_twin_pairs.ROOT / "bertdemo/tools/build_twin_pairs_gpu.sh"), str(source),
                            str(out)], cwd=build_twin_pairs.ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

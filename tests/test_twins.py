@@ -211,10 +211,19 @@ def test_sentence_spans():
     block = np.array([cls, 5, 6, dot, 7, 8, 9, dot, 10, sep, 11, 12, dot, 13, sep])
     # the block's first text is cut mid-sentence; "10" never ends; after [SEP] a new text starts
     assert twins.sentence_spans(block, {dot}, {cls, sep}) == [(4, 8), (10, 13)]
-    # packed at a text's start, the block's first sentence is whole: it is asked too
-    assert twins.sentence_spans(block, {dot}, {cls, sep}, "text") == [(1, 4), (4, 8), (10, 13)]
+    # a block that opens with a text's start: its first sentence is whole, and asked too
+    assert twins.sentence_spans(block, {dot}, {cls, sep}, opens_text=True) == [(1, 4), (4, 8), (10, 13)]
+
+
+def test_which_packed_blocks_open_with_a_texts_start():
+    cls, sep = 101, 102
+    blocks = np.array([[cls, 5, 6, 7, 8, sep],  # a long text fills the body: it runs on into the next block
+                       [cls, 9, 10, sep, 11, sep],  # ... which begins in its middle; this body ends it (a [SEP])
+                       [cls, 11, 12, 13, 14, sep]])  # so this one begins with the next text, whole
+    assert twins.blocks_opening_texts(blocks, sep, "text") == [True, False, True]
+    assert twins.blocks_opening_texts(blocks, sep) == [False, False, False]  # cut anywhere: mid-text
     with pytest.raises(ValueError, match="block_starts must be one of"):
-        twins.sentence_spans(block, {dot}, {cls, sep}, "middle")
+        twins.blocks_opening_texts(blocks, sep, "middle")
 
 
 def test_heldout_by_position_is_the_models_own_loss(pair, blocks, tokenizer):

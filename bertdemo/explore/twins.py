@@ -219,14 +219,11 @@ class HeldoutComparison:
 
 
 def sentence_spans(block: np.ndarray, end_ids: set[int], boundary_ids: set[int],
-                   block_starts: str = "anywhere") -> list[tuple[int, int]]:
+                   opens_text: bool = False) -> list[tuple[int, int]]:
     """(start, stop) of the complete sentences of one packed block: a span starts right after a sentence end
     or a [SEP] and runs through its sentence end (". ! ?"); a text that stops without one is no sentence. Spans
     longer than :data:`MAX_SENTENCE_TOKENS` go. At the block's start, after its [CLS], a span starts only where the
-    blocks were packed at a text's start (``block_starts`` "text", :data:`bertdemo.pretrain.config.BLOCK_STARTS`);
-    packed "anywhere", a block begins in the middle of a text."""
-    check_block_starts(block_starts)
-    opens_text = block_starts == "text"
+    block opens with a text's start (``opens_text``, :func:`blocks_opening_texts`); else it begins mid-text."""
     spans: list[tuple[int, int]] = []
     start = None
     for i, tok in enumerate(block.tolist()):
@@ -269,6 +266,18 @@ class HeldoutAsked:
     right: np.ndarray
 
 
+def blocks_opening_texts(blocks: np.ndarray, sep_id: int, block_starts: str = "anywhere") -> list[bool]:
+    """Which of consecutive packed ``blocks`` (``[CLS] body [SEP]``) open with a text's start. Packed "anywhere"
+    none does (a block is cut from one stream of texts); packed at a text's start
+    (:data:`bertdemo.pretrain.config.BLOCK_STARTS`) the first does (a held-out split begins with its first text) and
+    each one after a block whose body ends a text (holds a [SEP]): a text longer than a body runs on into the next
+    block, which then begins in its middle."""
+    check_block_starts(block_starts)
+    if block_starts == "anywhere":
+        return [False] * len(blocks)
+    return [b == 0 or bool((np.asarray(blocks[b - 1])[1:-1] == sep_id).any()) for b in range(len(blocks))]
+
+
 def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray, block_starts: str = "anywhere") -> HeldoutAsked:
     """The fixed held-out questions (:func:`~bertdemo.pretrain.heldout.heldout_questions`) of ``blocks`` that lie in
     complete sentences (:func:`sentence_spans`; ``block_starts``: how the blocks were packed), each sentence read
@@ -279,10 +288,11 @@ def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray, block_starts
     end_ids = {i for i in tok.convert_tokens_to_ids(list(SENTENCE_ENDS)) if i is not None and i != tok.unk_token_id}
     boundary = {i for i in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if i is not None}
     questions: list[BlockQuestions] = []  # each block's sentences and the questions asked in them
+    opening = blocks_opening_texts(blocks, tok.sep_token_id, block_starts)
     for b, block in enumerate(blocks):
         sentences_b: list[np.ndarray] = []  # [CLS] words [SEP]
         asked_b: list[tuple[int, int]] = []  # (sentence, index in its input) of each question
-        for start, stop in sentence_spans(block, end_ids, boundary, block_starts):
+        for start, stop in sentence_spans(block, end_ids, boundary, opening[b]):
             cols = [c for c in range(start, stop) if q.labels[b, c] != IGNORE_INDEX]
             if not cols:
                 continue

@@ -181,8 +181,11 @@ def worker_script(commands: list[tuple[str, list[str]]], work: Path) -> str:
     (``WORK/<run>.log``), the first failure ending it. Asked to stop (SIGINT), it lets the running engine finish its
     step and save, then ends without starting the next run. A worker starts a session of its own, and where the
     kernel groups a session's processes for the scheduler (autogroup), a nice value counts only inside its group: the
-    worker sets its group's to the tool's, so that ``nice -n 19`` still leaves the machine to other work."""
-    lines = ["trap 'exit 130' INT", 'echo "$(nice)" 2>/dev/null > /proc/self/autogroup || true']
+    worker sets its group's to the tool's, so that ``nice -n 19`` still leaves the machine to other work (a few tries:
+    the kernel refuses a second such write within 100 ms to a process without privileges, and workers start
+    together)."""
+    lines = ["trap 'exit 130' INT",
+             'for try in 1 2 3 4 5; do echo "$(nice)" 2>/dev/null > /proc/self/autogroup && break; sleep 0.3; done']
     for run, command in commands:
         lines.append(" ".join(_quote(c) for c in command) + f" >> {_quote(str(work / (run + '.log')))} 2>&1 || exit $?")
     return "\n".join(lines)
