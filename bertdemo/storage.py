@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -87,6 +87,21 @@ def write_text(target: str | Path, text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``target`` atomically (no newline translation: the text as given)."""
     with atomic_path(target) as tmp, open(tmp, "w", encoding=encoding, newline="") as fh:
         fh.write(text)
+
+
+def update_json(target: str | Path, change: Callable[[dict], dict], indent: int = 1) -> dict:
+    """Read the JSON object at ``target`` ({} when absent), write ``change(it)`` back atomically, all under a lock
+    (a ``.lock`` file beside it: other processes may be updating the same file), and return what was written."""
+    import fcntl
+    import json
+
+    target = Path(target)
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}
+        new = change(current)
+        write_text(target, json.dumps(new, indent=indent) + "\n")
+    return new
 
 
 def save_npy(target: str | Path, array: np.ndarray) -> None:

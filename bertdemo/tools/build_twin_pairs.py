@@ -249,20 +249,18 @@ def write_sitting(record_path: Path, record: dict, sitting: dict, after: Callabl
     """Write ``sitting`` into the record at ``record_path`` as it is on disk now (under a lock: another sitting of
     the same folder may be writing its own), in its place if it is there (the same ``started`` and process), else
     after the others; the record's other entries from ``record``, then ``after``'s; the record written."""
-    import fcntl
-
     sitting.setdefault("process", os.getpid())
     mine = (sitting["started"], sitting["process"])
-    with open(record_path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        current = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
+
+    def merged(current: dict) -> dict:
         sittings = current.get("sittings", [])
         at = next((i for i, s in enumerate(sittings) if (s.get("started"), s.get("process")) == mine), len(sittings))
-        merged = {**current, **{k: v for k, v in record.items() if k != "sittings"},
-                  "sittings": [*sittings[:at], sitting, *sittings[at + 1:]]}
-        after(merged)
-        storage.write_text(record_path, json.dumps(merged, indent=1) + "\n")
-    return merged
+        out = {**current, **{k: v for k, v in record.items() if k != "sittings"},
+               "sittings": [*sittings[:at], sitting, *sittings[at + 1:]]}
+        after(out)
+        return out
+
+    return storage.update_json(record_path, merged)
 
 
 def _ask_to_stop(workers: list[subprocess.Popen]) -> None:

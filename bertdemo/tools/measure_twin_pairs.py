@@ -225,14 +225,7 @@ def table5_cells(folders: dict[str, Path], step: int, settings, seeds: tuple[int
 def _keep_cell(cells_path: Path, key: str, cell: dict) -> dict:
     """Add one cell to the cells file (another process may be measuring other models' cells into it: read, add and
     write under a lock); every cell now in it."""
-    import fcntl
-
-    with open(cells_path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        cells = json.loads(cells_path.read_text(encoding="utf-8")) if cells_path.is_file() else {}
-        cells[key] = cell
-        storage.write_text(cells_path, json.dumps(cells, indent=1) + "\n")
-    return cells
+    return storage.update_json(cells_path, lambda cells: {**cells, key: cell})
 
 
 def table5(cells: dict, step: int, seeds: tuple[int, ...], settings) -> dict:
