@@ -211,6 +211,41 @@ def test_beta2_and_time_budget(tmp_path, corpus):
     assert make_optimizer(trainer.model, cfg, torch.device("cpu")).param_groups[0]["betas"] == (0.9, 0.98)
 
 
+def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_model_it_began_from(tmp_path, corpus):
+    """A run that finished its schedule (6 steps, lr decayed to 0), continued to 12: its learning rate warms up
+    again from its first new step (a tenth of the peak, then the peak) instead of jumping to the middle of a
+    stretched schedule, decays to 0 at step 12, and its continuation keeps that start for a later resume; the save
+    that ended the first schedule stays on disk among the milestones, and the curve tool asks it."""
+    from bertdemo.pretrain.checkpoints import ended_schedule, read_state, run_checkpoints
+    from bertdemo.pretrain.trainer import rewarm_step
+    from bertdemo.settings import DiskRules
+    from bertdemo.tools.measure_twin_pairs import log_spaced
+
+    cfg = tiny_run_config(corpus, tmp_path, steps=6, warmup_steps=2, lr=1e-3, log_every=1, checkpoint_every=1)
+    disk = DiskRules(keep_checkpoints=2, keep_milestones=2)
+    assert run_training(cfg, metrics=MetricsBuffer(), run_folder=tmp_path / "ck", disk=disk) == "finished"
+    first = latest_checkpoint(tmp_path / "ck")
+    assert read_state(first)["step"] == 6 and ended_schedule(first)
+    metrics = MetricsBuffer()
+    longer = cfg.replace(steps=12, resume_from=str(first))
+    assert run_training(longer, metrics=metrics, run_folder=tmp_path / "ck", disk=disk) == "finished"
+    snap = metrics.snapshot()
+    lrs = dict(zip(snap.steps, snap.lr))
+    assert lrs[6] == pytest.approx(1e-3 / 6)  # the first schedule's last step, decayed by its share done (5/6)
+    assert lrs[7] == pytest.approx(1e-4 * 5)  # warmup again: (0 + 1) / 2 of the peak (not 1e-3 * 7/10 stretched)
+    assert lrs[8] == pytest.approx(1e-3)
+    assert lrs[12] == pytest.approx(1e-3 * 1 / 4)  # then by steps (not the time budget's share) down to 0 at 12
+    assert lr_at(12, longer, None, 6) == 0.0 and lr_at(9, longer, None, 6) == pytest.approx(1e-3 * 3 / 4)
+    last = latest_checkpoint(tmp_path / "ck")
+    assert read_state(last)["rewarm_at"] == 6 and read_state(last)["step"] == 12
+    assert rewarm_step({"step": 9, "total_steps": 12, "rewarm_at": 6}, 12) == 6  # a later resume keeps it
+    assert rewarm_step({"step": 3, "total_steps": 6}, 12) == 0  # stopped before its end: the schedule stretches
+    assert rewarm_step({"step": 6, "total_steps": 6}, 6) == 0  # resumed to the same end: nothing to continue
+    kept = [read_state(p)["step"] for p in run_checkpoints(tmp_path / "ck")]
+    assert kept == [12, 11, 6, 2, 1]  # the latest two, two milestones and the model the continuation began from
+    assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
+
+
 def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
     cfg = tiny_run_config(corpus, tmp_path, steps=100_000, time_budget_s=0.5, eval_every=1000)
     metrics = MetricsBuffer()

@@ -134,12 +134,22 @@ def _discard(folder: Path) -> None:
 
 def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0) -> list[Path]:
     """What goes once ``latest`` is the run's latest: other saves of its step, and all but the ``keep`` - 1
-    highest earlier ones and the first ``milestones`` log-spaced ones (:func:`milestone_folders`)."""
+    highest earlier ones, the first ``milestones`` log-spaced ones (:func:`milestone_folders`) and, with milestones,
+    each save that ended a schedule (:func:`ended_schedule`: the model a continued run was continued from)."""
     others = [p for p in [*step_folders(run), *step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
-    kept = set(milestone_folders(rest, milestones))
+    kept = set(milestone_folders(rest, milestones)) | ({p for p in rest if ended_schedule(p)} if milestones else set())
     return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
+
+
+def ended_schedule(folder: Path) -> bool:
+    """Whether a step folder is the save at the end of its run's schedule (its step at its ``total_steps``)."""
+    try:
+        state = read_state(folder)
+    except (ValueError, OSError, json.JSONDecodeError):
+        return False
+    return int(state.get("step") or 0) == int(state.get("total_steps") or -1)
 
 
 def milestone_folders(folders: list[Path], most: int) -> list[Path]:

@@ -148,11 +148,12 @@ class Trainer:
         """The model: continued (weights in hand, or the checkpoint to resume) or new and seeded; returns
         the trainer state it continues from (None for a new run)."""
         cfg, metrics = self.cfg, self.metrics
-        self.start_step = 0
+        self.start_step = self.rewarm_at = 0
         state = None
         if initial is not None or cfg.system.resume_from:
             state = initial.state if initial is not None else checkpoints.read_state(cfg.system.resume_from)
             self.start_step = int(state.get("step", 0))
+            self.rewarm_at = rewarm_step(state, cfg.optim.steps)
             restore_history(metrics, state.get("history", {}))
             if initial is not None:  # weights in hand: a model of the run's architecture, then its state dict
                 self.model = model_from_config(initial.model_config, cfg.objective.nsp)
@@ -282,7 +283,7 @@ class Trainer:
         batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
         self.cursor += batch_size
         self.tokens_seen += batch_size * length * self.dist.world_size
-        self.lr = lr_at(self.step, cfg, progress)
+        self.lr = lr_at(self.step, cfg, progress, self.rewarm_at)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         with autocast(self.device, self.bf16):
@@ -398,6 +399,8 @@ class Trainer:
         state = {**self.run_info, "step": self.step, "total_steps": self.cfg.optim.steps, "preset": self.cfg.model.preset,
                  "nsp": self.cfg.objective.nsp, "objective": self.cfg.objective.objective, "corpus": self.cfg.data.corpus, "param_count": self.n_params,
                  "history": history_dict(snap)}
+        if self.rewarm_at:  # a continued run keeps where its schedule began again, for its next resume
+            state["rewarm_at"] = self.rewarm_at
         strength = self.locality.strength
         if strength > 0:  # the saved model is a stock BERT: it predicts without the bias the run still trains with
             state["locality_strength"] = strength
@@ -560,15 +563,29 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
     return torch.optim.AdamW(groups, lr=cfg.optim.lr, betas=(0.9, cfg.optim.adam_beta2), eps=1e-8, **extra)
 
 
-def lr_at(step: int, cfg: TrainConfig, progress: float | None = None) -> float:
+def lr_at(step: int, cfg: TrainConfig, progress: float | None = None, rewarm_at: int = 0) -> float:
     """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps; with a
-    time budget, to 0 as the run's ``progress`` (the share of its budget used, 0..1) reaches 1."""
-    if step < cfg.optim.warmup_steps:
-        return cfg.optim.lr * (step + 1) / cfg.optim.warmup_steps
-    if cfg.optim.time_budget_s > 0 and progress is not None:
+    time budget, to 0 as the run's ``progress`` (the share of its budget used, 0..1) reaches 1. A run continued
+    past the end of its schedule (``rewarm_at``: the step it had finished at) warms up again from there, over
+    warmup_steps, and decays to 0 at cfg.optim.steps, by steps: the learning rate never jumps from 0 to near its
+    peak."""
+    start = rewarm_at if 0 < rewarm_at <= step else 0
+    if step - start < cfg.optim.warmup_steps:
+        return cfg.optim.lr * (step - start + 1) / cfg.optim.warmup_steps
+    if cfg.optim.time_budget_s > 0 and progress is not None and not start:
         return cfg.optim.lr * max(0.0, 1.0 - progress)
-    remaining = max(1, cfg.optim.steps - cfg.optim.warmup_steps)
-    return cfg.optim.lr * max(0.0, 1.0 - (step - cfg.optim.warmup_steps) / remaining)
+    remaining = max(1, cfg.optim.steps - start - cfg.optim.warmup_steps)
+    return cfg.optim.lr * max(0.0, 1.0 - (step - start - cfg.optim.warmup_steps) / remaining)
+
+
+def rewarm_step(state: dict, steps: int) -> int:
+    """The step a resumed run's schedule starts again from (0: it does not): where a run that had finished its
+    schedule (its checkpoint's ``step`` at its ``total_steps``) is continued to more ``steps``, or where an earlier
+    continuation did (the checkpoint's ``rewarm_at``)."""
+    if state.get("rewarm_at"):
+        return int(state["rewarm_at"])
+    step, scheduled = int(state.get("step", 0)), int(state.get("total_steps") or 0)
+    return step if 0 < scheduled <= step < steps else 0
 
 
 # --- faults ---------------------------------------------------------------------------------------

@@ -30,6 +30,11 @@ Stages, each skipped when its output is already there (so the same command resum
    The sitting's command and start are written to ``WORK/build_record.json`` before the runs begin, its end
    after; stopped (Ctrl-C, SIGTERM), each run saves where it stood and the record says the sitting was stopped.
 
+A finished build runs on with a larger ``--steps`` (the same command otherwise): each run continues from its last
+checkpoint (the three on the same batches, drawn as a resumed run draws them), its learning rate warming up again over ``--warmup-steps`` and decaying
+to 0 at the new end (the engine's ``lr_at``), and the checkpoint that ended the first schedule is kept and measured
+beside the log-spaced ones.
+
 Checkpoints stay out of git (``runs/`` is ignored); :mod:`bertdemo.tools.measure_twin_pairs` measures them and
 exports the shipped pairs.
 """

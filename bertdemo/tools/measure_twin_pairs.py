@@ -63,13 +63,15 @@ def step_folders(run: Path) -> dict[int, Path]:
     return found
 
 
-def log_spaced(steps: list[int]) -> list[int]:
-    """The curve's points among the steps every run kept: the first, each power-of-two multiple of it, and the last
-    (the save before the last, which a run also keeps, is left out)."""
+def log_spaced(steps: list[int], ends: frozenset[int] | set[int] = frozenset()) -> list[int]:
+    """The curve's points among the steps every run kept: the first, each power-of-two multiple of it, each step in
+    ``ends`` (where a schedule ended and the runs were continued from) and the last (the save before the last, which
+    a run also keeps, is left out)."""
     if not steps:
         return []
     first = steps[0]
-    return [s for s in steps if s == steps[-1] or (s % first == 0 and ((s // first) & (s // first - 1)) == 0)]
+    return [s for s in steps
+            if s == steps[-1] or s in ends or (s % first == 0 and ((s // first) & (s // first - 1)) == 0)]
 
 
 def load(folder: Path, name: str):
@@ -477,7 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         add_text_start(Path(args.assets), log)
         return 0
     kept = sorted(set.intersection(*(set(found) for found in runs.values())))
-    common = log_spaced(kept)
+    from bertdemo.pretrain.checkpoints import ended_schedule
+
+    common = log_spaced(kept, {step for step in kept if ended_schedule(runs["mlm"][step])})
     if not common:
         log("error: no step kept by all three runs yet")
         return 2
