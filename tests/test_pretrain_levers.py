@@ -238,6 +238,10 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert lr_at(12, longer, None, 6) == 0.0 and lr_at(9, longer, None, 6) == pytest.approx(1e-3 * 3 / 4)
     last = latest_checkpoint(tmp_path / "ck")
     assert read_state(last)["rewarm_at"] == 6 and read_state(last)["step"] == 12
+    # its clock goes on from the first schedule's, as the command line resumes it (no run info passed)
+    assert read_state(last)["elapsed_s"] > read_state(first)["elapsed_s"] > 0
+    assert snap.wall_s == sorted(snap.wall_s)  # one clock through both schedules
+    assert snap.wall_s[-1] <= read_state(last)["elapsed_s"]
     assert rewarm_step({"step": 9, "total_steps": 12, "rewarm_at": 6}, 12) == 6  # a later resume keeps it
     assert rewarm_step({"step": 3, "total_steps": 6}, 12) == 0  # stopped before its end: the schedule stretches
     assert rewarm_step({"step": 6, "total_steps": 6}, 6) == 0  # resumed to the same end: nothing to continue

@@ -169,6 +169,8 @@ class Trainer:
                 self.model = build_model(cfg, self.tokenizer)
         self.run_info.setdefault("started_at", (state or {}).get("started_at",
                                                                  datetime.now().isoformat(timespec="seconds")))
+        if state is not None:  # a resumed run's clock goes on from its checkpoint's (the command line passes none)
+            self.run_info.setdefault("elapsed_s", float(state.get("elapsed_s") or 0.0))
         self.n_params = param_count_of_model(self.model)
         metrics.update(param_count=self.n_params, step=self.start_step, total_steps=cfg.optim.steps)
         self.objective = PretrainObjective(self.model).to(self.device).train()
