@@ -217,9 +217,11 @@ def test_the_curve_names_each_text_a_stage_added() -> None:
 
 
 def test_a_stage_refuses_twins_whose_blocks_began_at_a_texts_start(tmp_path) -> None:
-    """Its held-out split is worked out for blocks cut anywhere (the shipped twins'): twins built with
-    --block-starts text are refused with the reason, before anything is built."""
-    continue_twins.check_packed_anywhere()  # the shipped twins: cut anywhere
-    (tmp_path / "curve.json").write_text(json.dumps({"text_start": {"blocks_began": "text"}}), encoding="utf-8")
-    with pytest.raises(SystemExit, match="--block-starts text"):
-        continue_twins.check_packed_anywhere(tmp_path)
+    """Its held-out split is worked out for blocks cut anywhere (the first shipped builds'): twins built with
+    --block-starts text (the shipped ones now) are refused with the reason and the way on, before anything is built."""
+    with pytest.raises(SystemExit, match=r"--block-starts text.*build_twin_pairs .*--steps"):
+        continue_twins.check_packed_anywhere()  # the shipped twins: packed at text starts
+    (tmp_path / "curve.json").write_text(json.dumps({"text_start": {"blocks_began": "anywhere"}}), encoding="utf-8")
+    continue_twins.check_packed_anywhere(tmp_path)
+    (tmp_path / "curve.json").write_text(json.dumps({"date": "2026-12-04"}), encoding="utf-8")  # before the record
+    continue_twins.check_packed_anywhere(tmp_path)

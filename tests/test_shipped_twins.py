@@ -1,5 +1,5 @@
 """The shipped twins: a masked LM and two left-to-right LMs of one shape, trained by the project's engine with one
-recipe for 105.7 M tokens each (two stages); plain model folders that stock transformers opens, pickable wherever a model is, loaded
+recipe for 41.0 M tokens each, from scratch on a 2-core CPU, their blocks begun at a text's start; plain model folders that stock transformers opens, pickable wherever a model is, loaded
 by load_twin; what the page says about them (the curve, the held-out words, the cloze, the Learn step) is what their
 weights answer."""
 
@@ -132,26 +132,27 @@ def test_the_learn_step_why_the_b_shows_the_showcase_pair_and_its_code_reproduce
     assert "no word after the blank" in short.answer
     chosen = learn_path.answer(shipped["mlm"], "why-b", "The dog [barked] all night and kept the neighbours awake.")
     assert chosen.numbers["masked_text"] == "The dog [MASK] all night and kept the neighbours awake."
-    with pytest.raises(ValueError, match=r"The twins' own vocabulary \(8,428 pieces, learned on their text\) holds "
-                                         r"\"neighbours\" as 3 pieces \(neigh ##bour ##s\)"):
+    with pytest.raises(ValueError, match=r"The twins' own vocabulary \(8,372 pieces, learned on their text\) holds "
+                                         r"\"neighbours\" as 2 pieces \(neighbour ##s\)"):
         learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the [neighbours] awake.")
-    fair = {side: twins_engine.side_by_side([twins_engine.twin_of(shipped[kind])], a.numbers["masked_text"], top_k=3,
-                                            text_start=True)[0] for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind))}
-    assert a.numbers["mlm_text_start_top"] == [token for token, _p in fair["mlm"].top]
-    assert a.numbers["ltr_text_start_top"] == [token for token, _p in fair["ltr"].top] != a.numbers["ltr_top"]
-    assert (f"asked that way (`[CLS] [SEP] …`), the masked twin guesses **{fair['mlm'].top[0][0]}**" in a.answer
-            and f"and the left-to-right twin **{fair['ltr'].top[0][0]}**" in a.answer)
-    # twins whose blocks began at a text's start read the sentence asked alone as their training showed one
+    # the shipped twins' blocks began at a text's start: the sentence asked alone is a text's start to them, once
+    assert "asked that way" not in a.answer and a.numbers["mlm_text_start_top"] == a.numbers["ltr_text_start_top"] == []
+    # twins whose blocks were cut anywhere are asked a second time, as their training showed a text's start
     monkeypatch.setattr(twin_curve, "read_curve", lambda: dataclasses.replace(
-        curve, text_start={**curve.text_start, "blocks_began": "text"}))
-    text_built = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
-    assert "asked that way" not in text_built.answer and text_built.numbers["mlm_text_start_top"] == []
-    assert text_built.numbers["mlm_top"] == a.numbers["mlm_top"]
-    monkeypatch.undo()
+        curve, text_start={**curve.text_start, "blocks_began": "anywhere"}))
+    cut_anywhere = learn_path.answer(shipped["mlm"], "why-b", "The dog barked all night and kept the neighbours awake.")
     long = ("The dog barked all night and kept the neighbours awake, " + "and the people next door were tired, " * 6
             + "so they moved.")  # past what the side by side reads: the step answers, without that sentence
     past = learn_path.answer(shipped["mlm"], "why-b", long)
+    monkeypatch.undo()
     assert past.numbers["ltr_text_start_top"] == [] and "asked that way" not in past.answer and past.numbers["mlm_top"]
+    fair = {side: twins_engine.side_by_side([twins_engine.twin_of(shipped[kind])], a.numbers["masked_text"], top_k=3,
+                                            text_start=True)[0] for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind))}
+    assert cut_anywhere.numbers["mlm_text_start_top"] == [token for token, _p in fair["mlm"].top]
+    assert cut_anywhere.numbers["ltr_text_start_top"] == [token for token, _p in fair["ltr"].top]
+    assert (f"asked that way (`[CLS] [SEP] …`), the masked twin guesses **{fair['mlm'].top[0][0]}**"
+            in cut_anywhere.answer and f"and the left-to-right twin **{fair['ltr'].top[0][0]}**" in cut_anywhere.answer)
+    assert cut_anywhere.numbers["mlm_top"] == a.numbers["mlm_top"]
     for side, kind in (("mlm", mlm_kind), ("ltr", ltr_kind)):
         want = fill_mask.predict(shipped[kind], a.numbers["masked_text"], top_k=3, targets=["dog"]).masks[0]
         assert a.numbers[f"{side}_top"] == [c.token for c in want.candidates]
@@ -206,16 +207,17 @@ def test_asked_as_their_training_showed_a_texts_start_the_record_is_the_weights_
     assert "`[CLS] [SEP] sentence [SEP]`" in twin_curve.text_start_note(curve)
     page = curve_drawing.curve_markdown(curve)
     assert page.index(twin_curve.text_start_note(curve)) < page.index(said)  # the why, then each pair's numbers
-    assert record["blocks_began"] == "anywhere" and "cut into blocks anywhere" in twin_curve.text_start_note(curve)
-    # a build whose blocks began at a text's start (--block-starts text) is told so instead
-    text_built = dataclasses.replace(curve, text_start={**record, "blocks_began": "text"})
-    note = twin_curve.text_start_note(text_built)
+    note = twin_curve.text_start_note(curve)
+    assert record["blocks_began"] == "text"  # --block-starts text: the shipped twins are told so
     assert "as the twins' training blocks began: at a text's start" in note and "anywhere" not in note
+    # a build whose blocks were cut anywhere is told why asking after a [SEP] differs
+    cut_anywhere = dataclasses.replace(curve, text_start={**record, "blocks_began": "anywhere"})
+    assert "cut into blocks anywhere" in twin_curve.text_start_note(cut_anywhere)
     # the box that asks after a [SEP] says what unticked means for the shipped twins' packing
     from bertdemo.ui.twins_section import text_start_info
 
-    assert twin_curve.blocks_began(curve) == "anywhere" and twin_curve.blocks_began(text_built) == "text"
-    assert "into blocks anywhere" in text_start_info(twin_curve.blocks_began(curve))
+    assert twin_curve.blocks_began(curve) == "text" and twin_curve.blocks_began(cut_anywhere) == "anywhere"
+    assert "into blocks anywhere" in text_start_info(twin_curve.blocks_began(cut_anywhere))
     assert "began at a text's start" in text_start_info("text") and "anywhere" not in text_start_info("text")
 
 

@@ -1,7 +1,7 @@
 """Where bidirectional pays: what the shipped twins measured along their training, read for the page (torch-free).
 
-The twins (:mod:`bertdemo.models.twins`) were trained together (98 M tokens each, then a second stage of 7.4 M on
-wider everyday text: ``build.json``) and measured at every
+The twins (:mod:`bertdemo.models.twins`) were trained together (41 M tokens each from scratch, ``build.json``; a
+curve may also hold later stages that continued a build on other text) and measured at every
 log-spaced checkpoint by :mod:`bertdemo.tools.measure_twin_pairs` (``bertdemo/assets/twins/curve.json``): on the
 same held-out words of their own corpus (each word alone asked: the masked LM reads both sides of it, a
 left-to-right LM the words before it), by the word's position in its sentence, beside the n-gram landmarks; and on

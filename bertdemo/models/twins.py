@@ -1,5 +1,5 @@
 """The twins that ship with the app: a masked LM and two left-to-right LMs of one shape, trained by this project's
-engine with one recipe, on the same batches in the same order (two stages: ``build.json``) — only the objective
+engine with one recipe, on the same batches in the same order (one build: ``build.json``) — only the objective
 differs (BERT's Table 5 and Figure 5 in miniature: what bidirectional pretraining buys, with no training to wait for). They make two pairs
 (:data:`PAIRS`): *controlled* (the left-to-right twin predicts the same words as the masked one; only what each
 prediction may read differs) and *paper* (the left-to-right twin predicts every next word, as GPT does).

@@ -30,7 +30,7 @@ BUDGET=${BUDGET:-240}
 DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-3,256,4,1024}
 PYTHON=${PYTHON:-python3}
-BLOCK_STARTS=${BLOCK_STARTS:-text}  # each block begins at a text's start (the shipped twins: anywhere)
+BLOCK_STARTS=${BLOCK_STARTS:-text}  # each block begins at a text's start (the twins shipped until 2026-12-07: anywhere)
 export PYTHONUNBUFFERED=1
 mkdir -p "$WORK" "$DEST"
 DEST=$(cd "$DEST" && pwd)

@@ -5,8 +5,10 @@ same batches — a build that fits a CPU, a stage per sitting.
     python -m bertdemo.tools.continue_twins --work runs/twin-stage --tatoeba PAIRS/*.txt --steps 2500
     python -m bertdemo.tools.continue_twins --work runs/twin-stage --status
 
-A from-scratch build of the twins (:mod:`bertdemo.tools.build_twin_pairs`, 98 M tokens each) needs a GPU. This
-tool adds tokens to the shipped ones instead: each of the three runs warm-starts from its shipped folder
+For twins whose training blocks were cut anywhere in the text stream (the builds shipped until 2026-12-07; twins
+packed at text starts, ``--block-starts text``, as shipped now, run on in their own build folder instead:
+:mod:`bertdemo.tools.build_twin_pairs` with a larger ``--steps``). This tool adds tokens to the shipped ones, on other
+text: each of the three runs warm-starts from its shipped folder
 (``bertdemo/assets/twins/<kind>``), with the shipped tokenizer, and all three read the same batches in the same order
 (one seed), so both pairs stay pairs in which only the objective differs. Its checkpoints are measured and exported
 by :mod:`bertdemo.tools.measure_twin_pairs` like a build's (``--stage``), and the next stage starts from what was
@@ -200,7 +202,8 @@ def check_packed_anywhere(shipped: Path = SHIPPED) -> None:
     began = (record or {}).get("blocks_began", "anywhere")
     if began != "anywhere":
         raise SystemExit(f"The shipped twins' training blocks began {began!r} (--block-starts {began}); a stage continues "
-                         "only twins whose blocks were cut anywhere, for which its held-out split is worked out.")
+                         "only twins whose blocks were cut anywhere, for which its held-out split is worked out. Such a "
+                         "build runs on in its own folder: the same build_twin_pairs command with a larger --steps.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,8 +45,8 @@ HEADS_NOTE = (
     "start shows whether they grow on their own.")
 CURVE_NOTE = (
     "**Where bidirectional pays.** The app ships three twins of one shape ({shape}; the same batches in the same "
-    "order, {tokens} tokens each, one seed; a second seed of the controlled pair's first stage shows the same, the "
-    "twins' card): "
+    "order, {tokens} tokens each, one seed; earlier builds of other recipes, a second seed among them, show the "
+    "same: the twins' card): "
     "a masked LM and two left-to-right LMs. Beside the first left-to-right twin, which "
     "predicts the same words as the masked one on every batch, only what each prediction may read differs (the "
     "*controlled* pair); beside the second, which predicts every next word as GPT does, it is the paper's setting. "
