@@ -69,12 +69,9 @@ def main() -> None:
     print(f"{'docs':>5} {'rank':>5}  answer / the stem of its best-taught word after the blank")
     for taught, rank, answer, best, sentence in sorted(rows):
         print(f"{taught:5d} {rank:5d}  {answer} / {best}   {sentence}")
-    low = [r for t, r, *_ in rows if t <= 3]
-    high = [r for t, r, *_ in rows if t >= 10]
-    print(f"taught in <= 3 documents: {len(low)} items, median rank {statistics.median(low):.0f}, "
-          f"top 5: {sum(r <= 5 for r in low)}")
-    print(f"taught in >= 10 documents: {len(high)} items, median rank {statistics.median(high):.0f}, "
-          f"top 5: {sum(r <= 5 for r in high)}")
+    for label, group in (("<= 3", [r for t, r, *_ in rows if t <= 3]), (">= 10", [r for t, r, *_ in rows if t >= 10])):
+        median = f"median rank {statistics.median(group):.0f}" if group else "no median"  # a wide text leaves none few
+        print(f"taught in {label} documents: {len(group)} items, {median}, top 5: {sum(r <= 5 for r in group)}")
     rho = spearmanr([t for t, *_ in rows], [r for _, r, *_ in rows]).statistic
     print(f"Spearman rho (documents, rank): {rho:+.2f}")
 
