@@ -213,7 +213,7 @@ def test_beta2_and_time_budget(tmp_path, corpus):
 
 def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_model_it_began_from(tmp_path, corpus):
     """A run that finished its schedule (6 steps, lr decayed to 0), continued to 12: its learning rate warms up
-    again from its first new step (a tenth of the peak, then the peak) instead of jumping to the middle of a
+    again from its first new step (half the peak over a 2-step warm-up, then the peak) instead of jumping to the middle of a
     stretched schedule, decays to 0 at step 12, and its continuation keeps that start for a later resume; the save
     that ended the first schedule stays on disk among the milestones, and the curve tool asks it."""
     from bertdemo.pretrain.checkpoints import ended_schedule, read_state, run_checkpoints
@@ -243,6 +243,7 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert snap.wall_s == sorted(snap.wall_s)  # one clock through both schedules
     assert snap.wall_s[-1] <= read_state(last)["elapsed_s"]
     assert rewarm_step({"step": 9, "total_steps": 12, "rewarm_at": 6}, 12) == 6  # a later resume keeps it
+    assert rewarm_step({"step": 12, "total_steps": 12, "rewarm_at": 6}, 20) == 12  # continued again: from its end
     assert rewarm_step({"step": 3, "total_steps": 6}, 12) == 0  # stopped before its end: the schedule stretches
     assert rewarm_step({"step": 6, "total_steps": 6}, 6) == 0  # resumed to the same end: nothing to continue
     kept = [read_state(p)["step"] for p in run_checkpoints(tmp_path / "ck")]

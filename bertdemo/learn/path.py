@@ -732,7 +732,7 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
         "(Table 5): the same data and recipe, only the objective changed — a left-to-right LM (GPT-style) lost "
         "little on the sentence-level SST-2 (92.6 → 92.1) and most on the span task SQuAD (F1 87.9 → 77.8). The app "
         f"ships that experiment in miniature: small **twins** ({twins.shape_text()}) trained by its own engine on the "
-        f"same batches in the same order for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
+        f"same data with one recipe and one seed for {twin_curve.millions(c.tokens[-1])} tokens each. Here: **{twin_curve.pair_label(pair)}** — "
         f"{twins.PAIR_NOTES[pair]}. On {shown(masked)} (the word *{literal(word)}* hidden; {decided}):\n\n"
         + "\n".join(lines) + "\n\n"
         + ("The twins trained on one stream of texts cut into blocks anywhere, where a text starts after a `[SEP]`, "

@@ -270,7 +270,7 @@ def code(word: str) -> str:
 
 def place_run(curve: TwinCurve, pair: str, tokens: float, yours: str = "") -> str:
     """Where a learner's own pair of runs stands on the shipped curve: "your pair: 0.3 M tokens, before the
-    crossover of the shipped paper pair (3 layers, hidden 256, 4 heads: about 1.8 M tokens)" — the shipped pair's
+    crossover of the shipped paper pair (3 layers, hidden 256, 4 heads: about 2.2 M tokens)" — the shipped pair's
     shape named, since a pair of another size crosses elsewhere; ``yours``: the learner's shape in the same words,
     said beside it when it differs."""
     c = curve.pairs[pair].crossover

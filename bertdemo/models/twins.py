@@ -1,7 +1,7 @@
 """The twins that ship with the app: a masked LM and two left-to-right LMs of one shape, trained by this project's
-engine with one recipe, on the same batches in the same order (one build: ``build.json``) — only the objective
+engine with one recipe and one seed, on the same data (one build: ``build.json``) — only the objective
 differs (BERT's Table 5 and Figure 5 in miniature: what bidirectional pretraining buys, with no training to wait for). They make two pairs
-(:data:`PAIRS`): *controlled* (the left-to-right twin predicts the same words as the masked one; only what each
+(:data:`PAIRS`): *controlled* (the left-to-right twin predicts the words the masking rule picks, as the masked one does; only what each
 prediction may read differs) and *paper* (the left-to-right twin predicts every next word, as GPT does).
 
 ``bertdemo/assets/twins/mlm`` holds a ``BertForMaskedLM``, ``ltr`` and ``ltr-masked`` a ``BertLMHeadModel``
@@ -28,15 +28,15 @@ TWIN_NAMES = {"mlm": "embedded/twin-mlm", "ltr": "embedded/twin-ltr", "ltr-maske
 TWIN_NOTES = {
     "mlm": "the masked-LM twin (BERT: sees both sides), trained by this project",
     "ltr": "the left-to-right twin (GPT-style: predicts every next word from the words before), trained by this "
-           "project on the same batches as the masked-LM twin",
+           "project on the same data with the masked-LM twin's recipe",
     "ltr-masked": "the controlled left-to-right twin (sees only the words before, and predicts only the words the "
-                  "masked-LM twin predicts), trained by this project on the same batches",
+                  "masking rule picks, as the masked-LM twin does), trained by this project on the same data",
 }
 # name -> (masked LM, left-to-right LM): the two comparisons the twins make
 PAIRS = {"controlled": ("mlm", "ltr-masked"), "paper": ("mlm", "ltr")}
 PAIR_NOTES = {
-    "controlled": "only the context differs: both predict the same 15 % of the words on every batch; the masked LM "
-                  "reads both sides of each, the left-to-right LM the words before it",
+    "controlled": "only the context differs: both predict 15 % of the words of every batch, picked by one masking "
+                  "rule; the masked LM reads both sides of each, the left-to-right LM the words before it",
     "paper": "the paper's setting: the masked LM predicts 15 % of the words, the left-to-right LM every next word "
              "(GPT)",
 }

@@ -99,7 +99,7 @@ def write_checkpoint(
         taken = {p.name for p in (run / STEPS_DIRNAME).iterdir()} if (run / STEPS_DIRNAME).is_dir() else set()
         name = _free_name(taken, step)
         folder = run / STEPS_DIRNAME / name
-        pruned = _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones)
+        pruned = _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, int(state.get("rewarm_at") or 0))
         freed = sum(storage.unshared_bytes(p) for p in pruned)
         try:
             with storage.atomic_folder(folder) as tmp:
@@ -116,7 +116,7 @@ def write_checkpoint(
             if pointed_step(run) != folder:  # the pointer did not move: the new folder goes, the latest stays
                 _discard(folder)
             raise
-        for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones):
+        for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, int(state.get("rewarm_at") or 0)):
             _discard(old)
     return folder
 
@@ -132,14 +132,17 @@ def _discard(folder: Path) -> None:
     shutil.rmtree(hidden, ignore_errors=True)
 
 
-def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0) -> list[Path]:
+def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0, rewarm_at: int = 0) -> list[Path]:
     """What goes once ``latest`` is the run's latest: other saves of its step, and all but the ``keep`` - 1
     highest earlier ones, the first ``milestones`` log-spaced ones (:func:`milestone_folders`) and, with milestones,
-    each save that ended a schedule (:func:`ended_schedule`: the model a continued run was continued from)."""
+    the save at ``rewarm_at`` (where the schedule of a run continued past its end began again: the model it was
+    continued from)."""
     others = [p for p in [*step_folders(run), *step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
-    kept = set(milestone_folders(rest, milestones)) | ({p for p in rest if ended_schedule(p)} if milestones else set())
+    kept = set(milestone_folders(rest, milestones))
+    if milestones and rewarm_at:
+        kept |= {p for p in rest if step_of(p)[0] == rewarm_at}
     return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
 
 

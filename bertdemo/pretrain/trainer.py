@@ -569,8 +569,9 @@ def lr_at(step: int, cfg: TrainConfig, progress: float | None = None, rewarm_at:
     """Linear warmup to cfg.optim.lr over warmup_steps, then linear decay to 0 at cfg.optim.steps; with a
     time budget, to 0 as the run's ``progress`` (the share of its budget used, 0..1) reaches 1. A run continued
     past the end of its schedule (``rewarm_at``: the step it had finished at) warms up again from there, over
-    warmup_steps, and decays to 0 at cfg.optim.steps, by steps: the learning rate never jumps from 0 to near its
-    peak."""
+    warmup_steps, and decays to 0 at cfg.optim.steps, by steps, not by a time budget's share (a run ended by its time
+    budget has not finished its schedule: continued, its schedule stretches): the learning rate never jumps from 0
+    to near its peak."""
     start = rewarm_at if 0 < rewarm_at <= step else 0
     if step - start < cfg.optim.warmup_steps:
         return cfg.optim.lr * (step - start + 1) / cfg.optim.warmup_steps
@@ -584,10 +585,10 @@ def rewarm_step(state: dict, steps: int) -> int:
     """The step a resumed run's schedule starts again from (0: it does not): where a run that had finished its
     schedule (its checkpoint's ``step`` at its ``total_steps``) is continued to more ``steps``, or where an earlier
     continuation did (the checkpoint's ``rewarm_at``)."""
-    if state.get("rewarm_at"):
-        return int(state["rewarm_at"])
     step, scheduled = int(state.get("step", 0)), int(state.get("total_steps") or 0)
-    return step if 0 < scheduled <= step < steps else 0
+    if 0 < scheduled <= step < steps:  # a finished schedule, a continuation's too, continued to more steps
+        return step
+    return int(state.get("rewarm_at") or 0)
 
 
 # --- faults ---------------------------------------------------------------------------------------

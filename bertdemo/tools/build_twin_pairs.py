@@ -4,7 +4,9 @@
     python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs --status   # how far each run is
 
 Three runs of the project's own engine (``python -m bertdemo.pretrain``), one recipe, one seed, so the same
-batches in the same order and the same masked positions on every step; only the objective differs:
+batches in the same order and the same masked positions on every step while no run is resumed at another step than
+the others (a resumed run draws its order and masks afresh from the step it resumed at: the same data, other draws);
+only the objective differs:
 
 * ``mlm``: a ``BertForMaskedLM`` (BERT: 15 % of the words hidden, each predicted from both sides);
 * ``ltr-masked``: a ``BertLMHeadModel`` (``is_decoder=True``) predicting **the same 15 %** of the words, each
@@ -31,7 +33,7 @@ Stages, each skipped when its output is already there (so the same command resum
    after; stopped (Ctrl-C, SIGTERM), each run saves where it stood and the record says the sitting was stopped.
 
 A finished build runs on with a larger ``--steps`` (the same command otherwise): each run continues from its last
-checkpoint (the three on the same batches, drawn as a resumed run draws them), its learning rate warming up again over ``--warmup-steps`` and decaying
+checkpoint, its learning rate warming up again over ``--warmup-steps`` and decaying
 to 0 at the new end (the engine's ``lr_at``), and the checkpoint that ended the first schedule is kept and measured
 beside the log-spaced ones.
 

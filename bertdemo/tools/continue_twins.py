@@ -1,14 +1,14 @@
-"""Continue the shipped twins on wider everyday text: a next stage of all three, from their shipped weights, on the
-same batches — a build that fits a CPU, a stage per sitting.
+"""Continue shipped twins whose blocks were cut anywhere on wider everyday text: a next stage of all three, from
+their shipped weights, on the same batches — a build that fits a CPU, a stage per sitting.
 
     python -m bertdemo.tools.continue_twins --work runs/twin-stage --tatoeba PAIRS/*.txt --prepare
     python -m bertdemo.tools.continue_twins --work runs/twin-stage --tatoeba PAIRS/*.txt --steps 2500
     python -m bertdemo.tools.continue_twins --work runs/twin-stage --status
 
-For twins whose training blocks were cut anywhere in the text stream (the builds shipped until 2026-12-07; twins
-packed at text starts, ``--block-starts text``, as shipped now, run on in their own build folder instead:
-:mod:`bertdemo.tools.build_twin_pairs` with a larger ``--steps``). This tool adds tokens to the shipped ones, on other
-text: each of the three runs warm-starts from its shipped folder
+It serves twins whose training blocks were cut anywhere in the text stream (the builds shipped until 2026-12-07).
+Twins packed at text starts (``--block-starts text``, as shipped now) are refused: they run on in their own build
+folder instead (:mod:`bertdemo.tools.build_twin_pairs` with a larger ``--steps``). This tool adds tokens to shipped
+twins on other text: each of the three runs warm-starts from its shipped folder
 (``bertdemo/assets/twins/<kind>``), with the shipped tokenizer, and all three read the same batches in the same order
 (one seed), so both pairs stay pairs in which only the objective differs. Its checkpoints are measured and exported
 by :mod:`bertdemo.tools.measure_twin_pairs` like a build's (``--stage``), and the next stage starts from what was

@@ -58,7 +58,7 @@ class Source:
 TATOEBA = tuple(Source(*LANGUAGE_IDENTIFICATION, f"data/{lang}.txt", "pairs", f"{lang}.txt")
                 for lang in PAIR_LANGUAGES) + (
     Source("13luoyu/Transformer-machine-translation", "aa43963320ccfacebd1d3542deae559bbca58d03", "cmn.txt", "pairs",
-           "cmn-2.txt"),)  # the names the twins' second stage read them by (build.json), in the same order
+           "cmn-2.txt"),)  # the names the twins' builds read them by, in the same order
 STORIES = (
     # the train split's first 2 MiB: stories between end marks, a paragraph a line
     Source("gusjengis/toy-RNN", "e4c7ff8bba4ff7989e69a3a816ebe4b14813b41e", "data/tinystories_sample.txt",

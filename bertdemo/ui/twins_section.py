@@ -44,11 +44,11 @@ HEADS_NOTE = (
     "start has previous- and next-word heads from step 0 (planted at initialisation); a run with the plain random "
     "start shows whether they grow on their own.")
 CURVE_NOTE = (
-    "**Where bidirectional pays.** The app ships three twins of one shape ({shape}; the same batches in the same "
-    "order, {tokens} tokens each, one seed; earlier builds of other recipes, a second seed among them, show the "
+    "**Where bidirectional pays.** The app ships three twins of one shape ({shape}; one recipe, one seed, the "
+    "same data, {tokens} tokens each; earlier builds of other recipes, a second seed among them, show the "
     "same: the twins' card): "
     "a masked LM and two left-to-right LMs. Beside the first left-to-right twin, which "
-    "predicts the same words as the masked one on every batch, only what each prediction may read differs (the "
+    "predicts the words its masking rule picks on every batch, as the masked one does, only what each prediction may read differs (the "
     "*controlled* pair); beside the second, which predicts every next word as GPT does, it is the paper's setting. "
     "Each checkpoint was measured on the same held-out words, each asked alone, and on sentences whose words after "
     "the blank decide it. The paper's Figure 5 shows the masked LM converging a little slower, then leading.")
