@@ -251,6 +251,33 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
 
 
+def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted(tmp_path, corpus):
+    """The data order and the masks follow the seed and the step: a run resumed from its step-4 checkpoint
+    (as a sitting that ended there) has the uninterrupted run's losses at steps 5-8 and its final weights, so twins
+    stopped and resumed at different steps still read the same batches."""
+    import shutil
+
+    from bertdemo.pretrain.checkpoints import read_state, run_checkpoints
+    from bertdemo.settings import DiskRules
+
+    cfg = tiny_run_config(corpus, tmp_path, steps=8, log_every=1, checkpoint_every=4, time_budget_s=0.0,
+                          eval_every=1000)
+    whole = MetricsBuffer()
+    assert run_training(cfg, metrics=whole, run_folder=tmp_path / "whole", disk=DiskRules(keep_checkpoints=4)) == "finished"
+    (half,) = [p for p in run_checkpoints(tmp_path / "whole") if read_state(p)["step"] == 4]
+    shutil.copytree(half, tmp_path / "part" / "steps" / "step-4")
+    resumed = MetricsBuffer()
+    assert run_training(cfg.replace(resume_from=str(tmp_path / "part" / "steps" / "step-4")), metrics=resumed,
+                        run_folder=tmp_path / "part") == "finished"
+    losses = {name: dict(zip(m.snapshot().steps, m.snapshot().train_loss)) for name, m in
+              (("whole", whole), ("resumed", resumed))}
+    assert [losses["resumed"][s] for s in range(5, 9)] == pytest.approx([losses["whole"][s] for s in range(5, 9)],
+                                                                      rel=1e-5)
+    ends = [load_checkpoint_model(str(latest_checkpoint(tmp_path / run)), False) for run in ("whole", "part")]
+    for (name, a), (_, b) in zip(ends[0].state_dict().items(), ends[1].state_dict().items(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+
+
 def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
     cfg = tiny_run_config(corpus, tmp_path, steps=100_000, time_budget_s=0.5, eval_every=1000)
     metrics = MetricsBuffer()

@@ -112,14 +112,16 @@ class Trainer:
         self._setup_evaluation(phase_blocks)
         self.make_batch = BatchMaker(cfg, self.tokenizer, device)
         self.bf16 = use_bf16(device, cfg.system.precision)
-        self.generator = torch.Generator(device=device)
-        self.generator.manual_seed(cfg.system.seed + 7919 * dist.rank + self.start_step)
+        # the data order and the masks are functions of the seed and the step, not of the step a run began at: a run
+        # resumed anywhere draws what it would have drawn uninterrupted (so twins stopped at different steps stay
+        # on the same batches)
+        self.seed_base = (cfg.system.seed + 7919 * dist.rank) * 1_000_003
+        self.generator = torch.Generator(device=device)  # each step's masks (and NSP pairs), reseeded per step
+        self.order_key: tuple[int, int] | None = None
         self.step = self.start_step
         self.saved_step = self.start_step if state is not None else -1
         self.seq_len = self.phase_length(self.step)
         self.train_blocks, self.heldout = self.data[self.seq_len]
-        self.epoch = 0
-        self.perm, self.cursor = torch.randperm(len(self.train_blocks), generator=self.generator, device=device), 0
         done = metrics.get("tokens")
         self.tokens_seen = done[-1] if done else self.start_step * cfg.optim.batch_size * self.seq_len * dist.world_size
         self.loss_sum = torch.zeros((), device=device)  # masked-LM loss summed since the last log
@@ -233,6 +235,29 @@ class Trainer:
         """The block length the schedule uses at `step`."""
         return [length for first, length in self.phases if first <= step][-1]
 
+    def data_place(self, step: int) -> tuple[int, int, int]:
+        """Where `step`'s batch lies in the data order: (block length, epoch counted over the whole run, the first
+        place of the batch in that epoch's order). An epoch is ``len(blocks) // batch_size`` batches of one random
+        order (the blocks left over wait for the next order); a new block length starts a new epoch."""
+        batch_size, epoch = self.cfg.optim.batch_size, 0
+        for i, (first, length) in enumerate(self.phases):
+            end = self.phases[i + 1][0] if i + 1 < len(self.phases) else None
+            per_epoch = max(1, len(self.data[length][0]) // batch_size)
+            if end is None or step < end:
+                done = step - first
+                return length, epoch + done // per_epoch, (done % per_epoch) * batch_size
+            epoch += -(-(end - first) // per_epoch)  # the epochs this block length began
+        raise AssertionError("unreachable: the last phase has no end")
+
+    def data_order(self, length: int, epoch: int) -> torch.Tensor:
+        """Epoch `epoch`'s random order of the blocks of `length` (seeded by the run's seed and the epoch)."""
+        if self.order_key != (length, epoch):
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(self.seed_base + 2 * epoch)
+            self.order = torch.randperm(len(self.data[length][0]), generator=generator, device=self.device)
+            self.order_key = (length, epoch)
+        return self.order
+
     def _blocks(self, seq_len: int) -> Blocks:
         """Packed blocks of the corpus; rank 0 tokenizes and caches first, the others then read the cache."""
         def progress(fraction: float, message: str) -> None:
@@ -264,7 +289,7 @@ class Trainer:
         return self.locality.applied_strength()
 
     def train_step(self) -> None:
-        """One optimizer step on the next batch (new epoch order when the blocks run out; new masks always)."""
+        """One optimizer step on the step's batch (:meth:`data_place`; new masks always)."""
         cfg = self.cfg
         started = self.clock()
         progress = self.progress()  # the locality bias was set for it when the last step ended (or at start)
@@ -273,17 +298,13 @@ class Trainer:
         if length != self.seq_len:  # the schedule moves to longer blocks: a new epoch over them
             previous, self.seq_len = self.seq_len, length
             self.train_blocks, self.heldout = self.data[length]
-            self.cursor = len(self.train_blocks)
             self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
                                         f"embeddings {previous}-{length - 1} train only from now on.")
             self.metrics.log_event(timeline.length_event(previous, length), self.step, self.tokens_seen, self.elapsed)
-        if self.cursor + batch_size > len(self.train_blocks):
-            self.perm = torch.randperm(len(self.train_blocks), generator=self.generator, device=self.device)
-            self.cursor = 0
-            self.epoch += 1
-        ids = self.perm[self.cursor : self.cursor + batch_size]  # (B,) block indices
-        batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=self.epoch)
-        self.cursor += batch_size
+        _length, epoch, first = self.data_place(self.step)
+        ids = self.data_order(length, epoch)[first : first + batch_size]  # (B,) block indices
+        self.generator.manual_seed(self.seed_base + 2 * self.step + 1)
+        batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=epoch)
         self.tokens_seen += batch_size * length * self.dist.world_size
         self.lr = lr_at(self.step, cfg, progress, self.rewarm_at)
         for group in self.optimizer.param_groups:

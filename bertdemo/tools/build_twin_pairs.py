@@ -4,9 +4,9 @@
     python -m bertdemo.tools.build_twin_pairs --work runs/twin-pairs --status   # how far each run is
 
 Three runs of the project's own engine (``python -m bertdemo.pretrain``), one recipe, one seed, so the same
-batches in the same order and the same masked positions on every step while no run is resumed at another step than
-the others (a resumed run draws its order and masks afresh from the step it resumed at: the same data, other draws);
-only the objective differs:
+batches in the same order and the same masked positions on every step, however each run was stopped and resumed (the
+engine draws a step's batch and masks from the seed and the step; before 2026-12-07 a resumed run drew them afresh
+from the step it resumed at, as the shipped build's runs did); only the objective differs:
 
 * ``mlm``: a ``BertForMaskedLM`` (BERT: 15 % of the words hidden, each predicted from both sides);
 * ``ltr-masked``: a ``BertLMHeadModel`` (``is_decoder=True``) predicting **the same 15 %** of the words, each
