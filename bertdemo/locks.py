@@ -4,11 +4,13 @@
   two threads importing the same submodule at once can see it half-initialised ("cannot import name").
 * :data:`MODEL_INIT_LOCK`: transformers 5 changes process-wide state while it builds a model
   (``PreTrainedModel.tie_weights`` a no-op, torch's default dtype) and puts it back afterwards.
-* :func:`tokenizer_lock` / :func:`tokenize`: a fast tokenizer (transformers' ``TokenizersBackend``) changes
+* :func:`tokenizer_lock` / :func:`tokenize` / :func:`pieces_of`: a fast tokenizer (transformers' ``TokenizersBackend``) changes
   its backend's truncation and padding state on every call that passes different settings
   (``no_truncation()``, ``enable_truncation()``, ``enable_padding()``), unlocked; two threads calling one
   tokenizer with different settings then race (huggingface/transformers#47085, "RuntimeError: Already
-  borrowed"). Each tokenizer gets its own lock, held around every such call.
+  borrowed"). ``tokenizer.tokenize(word)`` is such a call too (it encodes with truncation and padding off), so
+  a word's pieces asked beside another visitor's padded batch left that batch ragged. Each tokenizer gets its own
+  lock, held around every such call.
 
 Standard library only: every floor of the package may use it.
 """
@@ -59,3 +61,10 @@ def tokenize(tokenizer: Any, *args: Any, **kwargs: Any) -> Any:
     tokenizer with truncation or padding settings)."""
     with tokenizer_lock(tokenizer):
         return tokenizer(*args, **kwargs)
+
+
+def pieces_of(tokenizer: Any, text: str) -> list[str]:
+    """``tokenizer.tokenize(text)`` under :func:`tokenizer_lock`: a fast tokenizer's ``tokenize`` encodes with its
+    truncation and padding switched off, which a padded call in another thread would otherwise see."""
+    with tokenizer_lock(tokenizer):
+        return tokenizer.tokenize(text)

@@ -208,3 +208,33 @@ def test_two_visitors_attention_views_and_fill_mask_at_once_give_their_serial_an
         assert [c.token for c in g.masks[0].candidates] == [c.token for c in w.masks[0].candidates]
         np.testing.assert_allclose([c.prob for c in g.masks[0].candidates], [c.prob for c in w.masks[0].candidates],
                                    rtol=1e-5)
+
+
+def test_every_encoding_of_a_shared_tokenizer_holds_its_lock(monkeypatch):
+    """A fast tokenizer switches its truncation and padding on every encoding, a word's pieces included
+    (``tokenize`` encodes with both off): one such call beside another visitor's padded batch left that batch
+    ragged ("expected sequence of length 9 at dim 1 (got 10)", seen once in the concurrent test above). Every
+    encoding the views make of a shared tokenizer runs under the tokenizer's lock."""
+    from bertdemo import locks
+    from bertdemo.explore.encoding import word_pieces
+    from bertdemo.learn import path as learn_path
+
+    loaded = _load()
+    tokenizer = loaded.tokenizer
+    lock = locks.tokenizer_lock(tokenizer)
+    unlocked: list[str] = []
+    encode = tokenizer._encode_plus
+
+    def watched(*args, **kwargs):
+        if not lock._is_owned():
+            unlocked.append(str(kwargs.get("text", args[0] if args else ""))[:40])
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(tokenizer, "_encode_plus", watched)
+    word_in_context.similarities(loaded, WIC[0], WIC[1])
+    fill_mask.predict(loaded, SENTENCES[0], top_k=3, targets=["mat", "doorway"])
+    learn_path._cls_vectors(loaded, SENTENCES[1])
+    word_pieces(tokenizer, "doorway")
+    assert unlocked == []
+    tokenizer.tokenize("doorway")  # an encoding outside the lock, as the views made them before: seen
+    assert unlocked == ["doorway"]

@@ -12,7 +12,7 @@ import torch
 
 from bertdemo.explore.typed_pair import split_pair
 from bertdemo.limits import MAX_CHARS
-from bertdemo.locks import tokenize
+from bertdemo.locks import pieces_of, tokenize
 from bertdemo.models.store import LoadedModel
 
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
@@ -90,5 +90,5 @@ def _byte_level(tokenizer) -> bool:
 def word_pieces(tokenizer, word: str) -> list[str]:
     """Pieces of ``word`` as it would appear mid-sentence (byte-level BPE needs the leading space)."""
     if _byte_level(tokenizer):
-        return tokenizer.tokenize(" " + word)
-    return tokenizer.tokenize(word)
+        return pieces_of(tokenizer, " " + word)
+    return pieces_of(tokenizer, word)

@@ -39,7 +39,7 @@ from bertdemo.explore import pll
 from bertdemo.explore.encoding import check_chars, normalise_pair, pad_batch, parse_word_list, word_pieces
 from bertdemo.explore.messages import no_head_message
 from bertdemo.limits import MAX_MASKS, MAX_TARGET_CHARS, MAX_TARGETS, MAX_TOP_K, MAX_WHOLE_WORD_MASKS
-from bertdemo.locks import tokenize
+from bertdemo.locks import pieces_of, tokenize
 from bertdemo.models import attention_modes, int8
 from bertdemo.models.batching import MicroBatcher
 from bertdemo.models.causal import LEFT_TO_RIGHT_NOTE, is_left_to_right, predicting_positions
@@ -246,7 +246,7 @@ def _score_targets(loaded: LoadedModel, base: dict[str, list[int]], pos: int, wo
 def _plan_extra_passes(loaded: LoadedModel, length: int, words: list[str], contexts: list[str],
                        whole_words: bool, budget: WorkBudget) -> None:
     """Count the passes PLL and the whole-word search will run, and refuse them up front when too costly."""
-    pieces = [len(loaded.tokenizer.tokenize(w)) for w in words]
+    pieces = [len(pieces_of(loaded.tokenizer, w)) for w in words]
     per_mask = sum(n for n in pieces if n > 1)  # one pass per piece of each several-piece target
     passes = per_mask * len(contexts)
     if whole_words:

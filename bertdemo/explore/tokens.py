@@ -214,7 +214,7 @@ def lookup_token(tokenizer, token: str) -> int:
 
     if (found := vocab_id(token)) is not None:
         return found
-    pieces = tokenizer.tokenize(token)
+    pieces = locks.pieces_of(tokenizer, token)
     if len(pieces) == 1 and pieces[0] != tokenizer.unk_token and (found := vocab_id(pieces[0])) is not None:
         return found
     raise ValueError(

@@ -31,6 +31,7 @@ from bertdemo.explore.word_vectors import (
     word_position,
 )
 from bertdemo.limits import MAX_WIC_SENTENCES, MAX_WIC_TOKENS, MAX_WIC_WORD_CHARS
+from bertdemo.locks import pieces_of
 from bertdemo.models.store import LoadedModel
 
 BASELINE_SENTENCES = 64  # corpus sentences the random-word baseline is measured on
@@ -119,7 +120,7 @@ def _similarities(loaded: LoadedModel, word: str, sentences: list[str], senses: 
             raise ValueError(f"Sentence {i + 1} does not use the word '{word}' on its own: {text[:80]!r}.")
         positions.append(pos)
     vectors = run.hidden[:, np.arange(len(sentences)), positions]  # (L + 1, n, H)
-    pieces = loaded.tokenizer.tokenize(word)
+    pieces = pieces_of(loaded.tokenizer, word)
     ids = loaded.tokenizer.convert_tokens_to_ids(pieces[:1])
     static = loaded.model.get_input_embeddings().weight[ids[0]].detach().float().cpu().numpy()
     static_cos = float(static @ static / (np.linalg.norm(static) ** 2))

@@ -42,7 +42,7 @@ from bertdemo.finetune.engine import (
 from bertdemo.finetune.loop import train_steps
 from bertdemo.finetune.metrics import FinetuneMetrics
 from bertdemo.finetune.own_data import shown_codes
-from bertdemo.locks import tokenize
+from bertdemo.locks import pieces_of, tokenize
 from bertdemo.models.load_errors import shown_fault
 from bertdemo.runs.control import RunControl
 from bertdemo.runs.status import Status
@@ -128,7 +128,7 @@ NO_PIECE = "has no WordPiece: the model reads nothing of it (only invisible or c
 def pieceless(tokenizer: PreTrainedTokenizerBase, words: Sequence[str], item: Encoded) -> int | None:
     """The first of ``words`` (encoded as ``item``) the tokenizer reads no piece of (U+200B, NUL, U+FEFF: BERT's
     cleaning drops them), else None: a word without a first piece is then one the length limit cut."""
-    return next((w for w, pos in enumerate(item.first_piece) if pos < 0 and not tokenizer.tokenize(words[w])), None)
+    return next((w for w, pos in enumerate(item.first_piece) if pos < 0 and not pieces_of(tokenizer, words[w])), None)
 
 
 def _batch(items: Sequence[Encoded], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:

@@ -410,7 +410,10 @@ MEASURED = {  # the controls' test accuracy; the starts' are finetune.reference'
 def _cls_vectors(loaded: LoadedModel, text: str):
     import torch
 
-    enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=loaded.max_length).to(loaded.device)
+    from bertdemo.locks import tokenize
+
+    enc = tokenize(loaded.tokenizer, text, return_tensors="pt", truncation=True,
+                   max_length=loaded.max_length).to(loaded.device)
     with torch.inference_mode():
         out = loaded.model.base_model(**enc, output_hidden_states=True)
     return enc, out

@@ -11,6 +11,7 @@ import gradio as gr
 
 from bertdemo import limits
 from bertdemo.lazy import LazyModule
+from bertdemo.locks import pieces_of
 from bertdemo.models import availability
 from bertdemo.request_budget import WorkStopped
 from bertdemo.snippets import views as snippets
@@ -77,7 +78,7 @@ def build(ctx: AppContext, model_box: gr.Dropdown) -> gr.Markdown:
         words = fill_mask.parse_targets(targets)
         heavy = [what for what, on in (
             ("whole words", whole_words), ("a second model", len(models) > 1),
-            ("target words of several pieces", any(len(models[0][1].tokenizer.tokenize(w)) > 1 for w in words)),
+            ("target words of several pieces", any(len(pieces_of(models[0][1].tokenizer, w)) > 1 for w in words)),
         ) if on]
         def computing(done: int, planned: int) -> None:  # the page's progress bar while the extra passes run
             progress((done, planned), desc=f"Computing {', '.join(heavy)}", unit="passes")
