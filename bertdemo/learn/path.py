@@ -19,6 +19,7 @@ from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import predictions
 from bertdemo.learn.names_step import names_step
 from bertdemo.learn.steps import LearnStep, step as find_step
+from bertdemo.locks import tokenize
 from bertdemo.models import bert_family
 from bertdemo.models.store import LoadedModel
 from bertdemo.pretrain.config import PRESETS, param_count_of_model, parse_seq_len_schedule
@@ -410,8 +411,6 @@ MEASURED = {  # the controls' test accuracy; the starts' are finetune.reference'
 def _cls_vectors(loaded: LoadedModel, text: str):
     import torch
 
-    from bertdemo.locks import tokenize
-
     enc = tokenize(loaded.tokenizer, text, return_tensors="pt", truncation=True,
                    max_length=loaded.max_length).to(loaded.device)
     with torch.inference_mode():
@@ -714,7 +713,6 @@ def _why_b(loaded: LoadedModel, text: str, model_ref: str) -> tuple[str, dict, s
                "no word after the blank: type a longer sentence whose hidden word has words after it")
     results = {side: fill_mask.predict(m, masked, top_k=3, targets=[word]) for side, m in models.items()}
     from bertdemo.explore.twins import MAX_TWIN_TOKENS, side_by_side, twin_of
-    from bertdemo.locks import tokenize
 
     # both twins once more, the sentence read as their training showed a text's start (after [SEP]), where it is
     # within what the side by side reads

@@ -99,7 +99,8 @@ def write_checkpoint(
         taken = {p.name for p in (run / STEPS_DIRNAME).iterdir()} if (run / STEPS_DIRNAME).is_dir() else set()
         name = _free_name(taken, step)
         folder = run / STEPS_DIRNAME / name
-        pruned = _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, int(state.get("rewarm_at") or 0))
+        rewarm_at = int(state.get("rewarm_at") or 0)  # the save a continued run began again from stays
+        pruned = _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, rewarm_at)
         freed = sum(storage.unshared_bytes(p) for p in pruned)
         try:
             with storage.atomic_folder(folder) as tmp:
@@ -116,7 +117,7 @@ def write_checkpoint(
             if pointed_step(run) != folder:  # the pointer did not move: the new folder goes, the latest stays
                 _discard(folder)
             raise
-        for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, int(state.get("rewarm_at") or 0)):
+        for old in _pruned_after(run, folder, disk.keep_checkpoints, disk.keep_milestones, rewarm_at):
             _discard(old)
     return folder
 
@@ -146,13 +147,17 @@ def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0, rewar
     return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
 
 
+def finished_schedule(state: dict) -> bool:
+    """Whether a checkpoint's trainer state is the end of its run's schedule (its step at its ``total_steps``)."""
+    return 0 < int(state.get("total_steps") or 0) <= int(state.get("step") or 0)
+
+
 def ended_schedule(folder: Path) -> bool:
-    """Whether a step folder is the save at the end of its run's schedule (its step at its ``total_steps``)."""
+    """Whether a step folder is the save at the end of its run's schedule (:func:`finished_schedule`)."""
     try:
-        state = read_state(folder)
+        return finished_schedule(read_state(folder))
     except (ValueError, OSError, json.JSONDecodeError):
         return False
-    return int(state.get("step") or 0) == int(state.get("total_steps") or -1)
 
 
 def milestone_folders(folders: list[Path], most: int) -> list[Path]:

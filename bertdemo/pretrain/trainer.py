@@ -235,9 +235,9 @@ class Trainer:
         """The block length the schedule uses at `step`."""
         return [length for first, length in self.phases if first <= step][-1]
 
-    def data_place(self, step: int) -> tuple[int, int, int]:
-        """Where `step`'s batch lies in the data order: (block length, epoch counted over the whole run, the first
-        place of the batch in that epoch's order). An epoch is ``len(blocks) // batch_size`` batches of one random
+    def data_place(self, step: int) -> tuple[int, int]:
+        """Where `step`'s batch lies in the data order: (epoch counted over the whole run, the first place of the
+        batch in that epoch's order of the blocks of :meth:`phase_length`). An epoch is ``len(blocks) // batch_size`` batches of one random
         order (the blocks left over wait for the next order); a new block length starts a new epoch."""
         batch_size, epoch = self.cfg.optim.batch_size, 0
         for i, (first, length) in enumerate(self.phases):
@@ -245,7 +245,7 @@ class Trainer:
             per_epoch = max(1, len(self.data[length][0]) // batch_size)
             if end is None or step < end:
                 done = step - first
-                return length, epoch + done // per_epoch, (done % per_epoch) * batch_size
+                return epoch + done // per_epoch, (done % per_epoch) * batch_size
             epoch += -(-(end - first) // per_epoch)  # the epochs this block length began
         raise AssertionError("unreachable: the last phase has no end")
 
@@ -301,7 +301,7 @@ class Trainer:
             self.metrics.update(message=f"Block length {previous} -> {length} at step {self.step}: position "
                                         f"embeddings {previous}-{length - 1} train only from now on.")
             self.metrics.log_event(timeline.length_event(previous, length), self.step, self.tokens_seen, self.elapsed)
-        _length, epoch, first = self.data_place(self.step)
+        epoch, first = self.data_place(self.step)
         ids = self.data_order(length, epoch)[first : first + batch_size]  # (B,) block indices
         self.generator.manual_seed(self.seed_base + 2 * self.step + 1)
         batch = self.make_batch(self.train_blocks[ids], self.generator, block_ids=ids, epoch=epoch)
@@ -606,8 +606,8 @@ def rewarm_step(state: dict, steps: int) -> int:
     """The step a resumed run's schedule starts again from (0: it does not): where a run that had finished its
     schedule (its checkpoint's ``step`` at its ``total_steps``) is continued to more ``steps``, or where an earlier
     continuation did (the checkpoint's ``rewarm_at``)."""
-    step, scheduled = int(state.get("step", 0)), int(state.get("total_steps") or 0)
-    if 0 < scheduled <= step < steps:  # a finished schedule, a continuation's too, continued to more steps
+    step = int(state.get("step", 0))
+    if checkpoints.finished_schedule(state) and step < steps:  # a finished schedule (a continuation's too), longer
         return step
     return int(state.get("rewarm_at") or 0)
 
