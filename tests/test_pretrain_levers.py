@@ -278,6 +278,29 @@ def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
 
 
+def test_a_run_resumed_between_its_logs_counts_every_token_it_read(tmp_path, corpus):
+    """A sitting saved at step 4 whose last log was step 3: the resumed run's token counts at steps 6 and 8 are the
+    uninterrupted run's (step x 4 blocks x 32 tokens), not one step short."""
+    import shutil
+
+    from bertdemo.pretrain.checkpoints import read_state, run_checkpoints
+    from bertdemo.settings import DiskRules
+
+    cfg = tiny_run_config(corpus, tmp_path, steps=8, log_every=3, checkpoint_every=4, time_budget_s=0.0,
+                          eval_every=1000, batch_size=4, seq_len=32)
+    whole = MetricsBuffer()
+    assert run_training(cfg, metrics=whole, run_folder=tmp_path / "whole", disk=DiskRules(keep_checkpoints=4)) == "finished"
+    (half,) = [p for p in run_checkpoints(tmp_path / "whole") if read_state(p)["step"] == 4]
+    assert read_state(half)["history"]["steps"][-1] == 3
+    shutil.copytree(half, tmp_path / "part" / "steps" / "step-4")
+    resumed = MetricsBuffer()
+    assert run_training(cfg.replace(resume_from=str(tmp_path / "part" / "steps" / "step-4")), metrics=resumed,
+                        run_folder=tmp_path / "part") == "finished"
+    counted = dict(zip(resumed.snapshot().steps, resumed.snapshot().tokens))
+    assert dict(zip(whole.snapshot().steps, whole.snapshot().tokens)) == {3: 384, 6: 768, 8: 1024}
+    assert {step: counted[step] for step in (6, 8)} == {6: 768, 8: 1024}
+
+
 def test_a_run_ends_when_its_time_budget_is_spent(tmp_path, corpus):
     cfg = tiny_run_config(corpus, tmp_path, steps=100_000, time_budget_s=0.5, eval_every=1000)
     metrics = MetricsBuffer()

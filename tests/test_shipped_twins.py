@@ -51,6 +51,8 @@ def test_the_twins_are_one_shape_three_objectives_and_load_in_stock_transformers
     steps = {kind: build["twins"][kind]["step"] for kind in twins.TWIN_KINDS}
     assert len(set(steps.values())) == 1  # the same number of steps, the same batches
     assert min(build["twins"][kind]["tokens"] for kind in twins.TWIN_KINDS) >= 15_000_000
+    curve = json.loads((twins.TWINS_DIR / "curve.json").read_text())["checkpoints"][-1]
+    assert {build["twins"][kind]["tokens"] for kind in twins.TWIN_KINDS} == {curve["tokens"]}  # what the curve says
     for kind in twins.TWIN_KINDS:  # fp16, at most 20 MB each
         assert (twins.twin_dir(kind) / "model.safetensors").stat().st_size < 20e6
         assert json.loads((twins.twin_dir(kind) / "config.json").read_text())["dtype"] == "float16"

@@ -108,6 +108,15 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     assert {k: (v["class"], v["step"], v["tokens"]) for k, v in build["twins"].items()} == {
         "mlm": ("BertForMaskedLM", 12, 12 * 8 * 32), "ltr-masked": ("BertLMHeadModel", 12, 12 * 8 * 32),
         "ltr": ("BertLMHeadModel", 12, 12 * 8 * 32)}  # the tiny runs read 32-token blocks
+    # a save whose history an older engine resumed between two logs (a step short) still counts by its step
+    folders = {run: measure_twin_pairs.step_folders(work / run)[12] for run in ("mlm", "ltr-masked", "ltr-all")}
+    copied = tmp_path / "copy" / "mlm" / "steps" / "step-12"
+    shutil.copytree(folders["mlm"], copied)
+    state = json.loads((copied / "trainer_state.json").read_text())
+    state["history"]["tokens"] = [n - 8 * 32 for n in state["history"]["tokens"]]
+    (copied / "trainer_state.json").write_text(json.dumps(state))
+    record = measure_twin_pairs.build_record({**folders, "mlm": copied}, measured, assets)
+    assert record["twins"]["mlm"]["tokens"] == 12 * 8 * 32
     # the shipped held-out questions and landmarks are those the measurement asked
     heldout, counts = measure_twin_pairs.heldout_data(work)
     with np.load(assets / "heldout.npz") as data:

@@ -122,8 +122,9 @@ class Trainer:
         self.saved_step = self.start_step if state is not None else -1
         self.seq_len = self.phase_length(self.step)
         self.train_blocks, self.heldout = self.data[self.seq_len]
-        done = metrics.get("tokens")
-        self.tokens_seen = done[-1] if done else self.start_step * cfg.optim.batch_size * self.seq_len * dist.world_size
+        # the tokens read before this sitting: its history's last log, and the steps between that log and the save
+        done, logged = metrics.get("tokens"), metrics.get("steps")
+        self.tokens_seen = (done[-1] if done else 0) + self.tokens_between(logged[-1] if done else 0, self.start_step)
         self.loss_sum = torch.zeros((), device=device)  # masked-LM loss summed since the last log
         self.nsp_loss_sum = torch.zeros((), device=device)  # NSP loss summed since the last log
         self.steps_since_log = 0
@@ -234,6 +235,11 @@ class Trainer:
     def phase_length(self, step: int) -> int:
         """The block length the schedule uses at `step`."""
         return [length for first, length in self.phases if first <= step][-1]
+
+    def tokens_between(self, first: int, end: int) -> int:
+        """The tokens every rank together reads in steps ``first`` to ``end - 1`` (each at its block length)."""
+        per_batch = self.cfg.optim.batch_size * self.dist.world_size
+        return sum(per_batch * self.phase_length(step) for step in range(first, end))
 
     def data_place(self, step: int) -> tuple[int, int]:
         """Where `step`'s batch lies in the data order: (epoch counted over the whole run, the first place of the

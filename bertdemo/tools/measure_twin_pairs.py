@@ -364,6 +364,11 @@ def export(folders: dict[str, Path], heldout: np.ndarray, counts, measured: dict
         storage.write_text(assets / "table5.json", json.dumps(measured["table5"], indent=1) + "\n")
 
 
+def recipe_tokens_per_step(recipe: dict) -> int:
+    """The tokens one step of a twin's run reads (its ``train_config.json``: a batch of blocks of one length)."""
+    return int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])
+
+
 def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict:
     """What the build and the measurement did, beside the models (``build.json``): the commands, the sittings of
     the build, and each model's steps, tokens, training hours, speed, final held-out loss and size."""
@@ -377,7 +382,10 @@ def build_record(folders: dict[str, Path], measured: dict, assets: Path) -> dict
     for run, folder in folders.items():
         state = read_state(folder)
         history = state.get("history", {})
-        tokens, wall = (history.get("tokens") or [0])[-1], (history.get("wall_s") or [0])[-1]
+        recipe = json.loads((folder / "train_config.json").read_text(encoding="utf-8"))
+        # tokens by the step, as the curve counts them (a history resumed by an older engine between two logs
+        # counts from the earlier log)
+        tokens, wall = state["step"] * recipe_tokens_per_step(recipe), (history.get("wall_s") or [0])[-1]
         pair = "controlled" if run != "ltr-all" else "paper"
         name = EXPORT_NAMES[run]
         models[name] = {"class": "BertLMHeadModel" if run != "mlm" else "BertForMaskedLM", "run": run,
@@ -491,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = json.loads((runs["mlm"][common[0]] / "train_config.json").read_text(encoding="utf-8"))
     block_starts = recipe["data"].get("block_starts", "anywhere")
     heldout, counts = stage_heldout_data(work, runs["mlm"][common[0]]) if stage else heldout_data(work, block_starts)
-    tokens_per_step = int(recipe["optim"]["batch_size"]) * int(recipe["data"]["seq_len"])  # every run's recipe
+    tokens_per_step = recipe_tokens_per_step(recipe)  # every run's recipe
     for step in common:
         if str(step) in measured["steps"]:
             continue
