@@ -248,6 +248,7 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert rewarm_step({"step": 6, "total_steps": 6}, 6) == 0  # resumed to the same end: nothing to continue
     kept = [read_state(p)["step"] for p in run_checkpoints(tmp_path / "ck")]
     assert kept == [12, 11, 6, 2, 1]  # the latest two, two milestones and the model the continuation began from
+    assert disk.kept_per_run == len(kept)  # what the disk estimate counts
     assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
 
 
