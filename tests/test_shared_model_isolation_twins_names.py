@@ -233,3 +233,18 @@ def test_two_visitors_layer_changes_at_once_give_their_serial_answers(tuned_runs
     assert want[0].mlm_loss_after is not None and want[0].weight_change != want[1].weight_change
     for answers in together(calls, rounds=2):
         assert answers == want
+
+
+def test_a_twin_keeps_its_held_out_losses_apart_for_each_packing(folders, heldout):
+    """The held-out losses a model keeps follow the questions asked: a block packed at a text's start is asked its
+    first sentence too, so the same blocks asked as packed anywhere, then at a text's start, then anywhere again each
+    give the answer of models that keep nothing."""
+    blocks, counts = heldout
+    mlm, ltr = pair_of(_loaded(folders))
+    plain = [twins.Twin(t.name, t.model, t.tokenizer) for t in (mlm, ltr)]  # no store entry: nothing kept
+    asked = {}
+    for starts in ("anywhere", "text", "anywhere"):
+        got = twins.heldout_by_position(mlm, ltr, blocks, counts, max_blocks=4, block_starts=starts)
+        assert_close(got, twins.heldout_by_position(*plain, blocks, counts, max_blocks=4, block_starts=starts))
+        asked[starts] = got.questions
+    assert asked["text"] > asked["anywhere"]  # the two packings ask different questions of the same blocks

@@ -298,7 +298,7 @@ def heldout_asked(tok: PreTrainedTokenizerBase, blocks: np.ndarray, block_starts
                 continue
             asked_b += [(len(sentences_b), c - start + 1) for c in cols]
             sentences_b.append(np.concatenate([[tok.cls_token_id], block[start:stop], [tok.sep_token_id]]))
-        questions.append(BlockQuestions(_block_key(block), sentences_b, asked_b))
+        questions.append(BlockQuestions(_block_key(block, opening[b]), sentences_b, asked_b))
     sentences, asked = _joined(questions)
     if not asked:
         raise ValueError("The held-out blocks hold no complete sentence with a held-out question: read more blocks.")
@@ -394,15 +394,18 @@ def heldout_losses(twins: list[Twin], blocks: np.ndarray, text_start: bool = Fal
 @dataclass(frozen=True)
 class BlockQuestions:
     """One held-out block's complete sentences (``[CLS] words [SEP]``) and its questions in them, as
-    (sentence, index in its input); ``key``: the block's digest (its questions follow from its tokens)."""
+    (sentence, index in its input); ``key``: the block's digest (its questions follow from its tokens and whether
+    it opens a text)."""
 
     key: str
     sentences: list[np.ndarray]
     asked: list[tuple[int, int]]
 
 
-def _block_key(block: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(block, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
+def _block_key(block: np.ndarray, opens_text: bool) -> str:
+    digest = hashlib.blake2b(np.ascontiguousarray(block, dtype=np.int64).tobytes(), digest_size=16)
+    digest.update(b"opens a text" if opens_text else b"")  # its first sentence is then asked too
+    return digest.hexdigest()
 
 
 def _joined(blocks: list[BlockQuestions]) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
