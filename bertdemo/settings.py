@@ -94,10 +94,9 @@ class DiskRules:
 
     @property
     def kept_per_run(self) -> int:
-        """The most checkpoints one run keeps on disk: the latest ones, the log-spaced milestones and, with
-        milestones kept, the save a run continued past its schedule's end began again from."""
-        milestones = max(0, self.keep_milestones)
-        return max(1, self.keep_checkpoints) + milestones + (1 if milestones else 0)
+        """The most checkpoints one run keeps on disk: the latest ones and the log-spaced milestones (a run
+        continued past its schedule's end keeps one more: :func:`bertdemo.pretrain.budget.kept_saves`)."""
+        return max(1, self.keep_checkpoints) + max(0, self.keep_milestones)
 
     def check(self, adding: int = 0, freeing: int = 0) -> None:
         """ValueError when the budgeted folders plus ``adding`` minus ``freeing`` bytes exceed the cap."""

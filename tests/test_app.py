@@ -41,7 +41,7 @@ def test_the_command_line_becomes_one_settings_object(monkeypatch, tmp_path):
     local = app.settings_from_args(app.parse_args(["--runs-dir", str(tmp_path), "--keep-checkpoints", "3",
                                                         "--keep-milestones", "5"]))
     assert local.public is None and local.disk.budget_bytes is None and local.disk.keep_checkpoints == 3
-    assert local.disk.keep_milestones == 5 and local.disk.kept_per_run == 9
+    assert local.disk.keep_milestones == 5 and local.disk.kept_per_run == 8
     assert local.runs_dir == tmp_path and local.disk.roots[0] == tmp_path and local.admin_token == "s3cret"
     public = app.settings_from_args(app.parse_args(["--public", "--model", "my/bert", "--max-steps", "100",
                                                     "--max-model-gb", "0.5"]))

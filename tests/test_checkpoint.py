@@ -137,7 +137,7 @@ def test_a_run_keeps_its_last_n_checkpoints(tmp_path, tokenizer):
 def test_a_run_keeps_log_spaced_early_checkpoints_for_the_when_probe(tmp_path, tokenizer):
     """With 2 latest and 4 milestones, a run saved every 100 steps up to 1,200 keeps the first save and the
     first at or after 2x, 4x, 8x it (100, 200, 400, 800) beside its latest two; none of them is ever deleted
-    and then needed, and the disk estimate counts all six (and one more, for a continued run)."""
+    and then needed, and the disk estimate counts all six."""
     rules = DiskRules(keep_checkpoints=2, keep_milestones=4)
     run = tmp_path / "run-m"
     seen_after = {}
@@ -146,7 +146,7 @@ def test_a_run_keeps_log_spaced_early_checkpoints_for_the_when_probe(tmp_path, t
         seen_after[step] = _names(run / "steps")
     assert _steps(run) == ["step-1200", "step-1100", "step-800", "step-400", "step-200", "step-100"]
     assert seen_after[500] == ["step-100", "step-200", "step-400", "step-500"]  # 300 went when it fell out
-    assert rules.kept_per_run == 7  # these six, and the save a run continued past its end began again from
+    assert rules.kept_per_run == 6
     milestones = ckpt.milestone_folders([run / "steps" / f"step-{s}" for s in (100, 200, 300, 400, 900)], 3)
     assert [p.name for p in milestones] == ["step-100", "step-200", "step-400"]
     assert ckpt.milestone_folders([run / "steps" / "step-50"], 0) == []

@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 from bertdemo.models.embedded import tokenizer_dir, wiki_summaries
 from bertdemo.models.partial_forward import encode_at
 from bertdemo.models.store import load_masked_lm
-from bertdemo.pretrain import locality
+from bertdemo.pretrain import budget, locality
 from bertdemo.pretrain.checkpoints import latest_checkpoint
 from bertdemo.pretrain.config import LTR, TrainConfig
 from bertdemo.pretrain.metrics import MetricsBuffer, RunSnapshot
@@ -216,8 +216,7 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     again from its first new step (half the peak over a 2-step warm-up, then the peak) instead of jumping to the middle of a
     stretched schedule, decays to 0 at step 12, and its continuation keeps that start for a later resume; the save
     that ended the first schedule stays on disk among the milestones, and the curve tool asks it."""
-    from bertdemo.pretrain.checkpoints import ended_schedule, read_state, run_checkpoints
-    from bertdemo.pretrain.trainer import rewarm_step
+    from bertdemo.pretrain.checkpoints import ended_schedule, read_state, rewarm_step, run_checkpoints
     from bertdemo.settings import DiskRules
     from bertdemo.tools.measure_twin_pairs import log_spaced
 
@@ -248,7 +247,8 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert rewarm_step({"step": 6, "total_steps": 6}, 6) == 0  # resumed to the same end: nothing to continue
     kept = [read_state(p)["step"] for p in run_checkpoints(tmp_path / "ck")]
     assert kept == [12, 11, 6, 2, 1]  # the latest two, two milestones and the model the continuation began from
-    assert disk.kept_per_run == len(kept)  # what the disk estimate counts
+    assert budget.kept_saves(longer, disk) == len(kept)  # what the disk estimate counts: one more than a run
+    assert budget.kept_saves(cfg, disk) == disk.kept_per_run == 4  # that is not continued
     assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertdemo import storage
+from bertdemo.pretrain import checkpoints
 from bertdemo.pretrain.config import VOCAB_SIZE, TrainConfig, param_count_of_run
 from bertdemo.pretrain.heldout import EVAL_TOKENS
 from bertdemo.settings import DiskRules, Limits  # Limits: the caps check_public applies (its home: settings)
@@ -100,11 +101,24 @@ def checkpoint_bytes(cfg: TrainConfig) -> int:
     return param_count_of_run(cfg) * CHECKPOINT_BYTES_PER_PARAM + CHECKPOINT_EXTRA_BYTES
 
 
+def kept_saves(cfg: TrainConfig, disk: DiskRules) -> int:
+    """The most checkpoints this run keeps: ``disk.kept_per_run``, and one more for a run resumed to continue a
+    finished schedule (or an earlier continuation) with milestones kept: the save its schedule began again from."""
+    kept = disk.kept_per_run
+    if not cfg.system.resume_from or disk.keep_milestones <= 0:
+        return kept
+    try:
+        state = checkpoints.read_state(Path(cfg.system.resume_from))
+    except (ValueError, OSError):  # not a checkpoint: the run itself refuses it
+        return kept
+    return kept + (1 if checkpoints.rewarm_step(state, cfg.optim.steps) else 0)
+
+
 def check_disk(cfg: TrainConfig, runs_dir: str | Path, disk: DiskRules) -> int:
-    """Disk the run's kept checkpoints (the latest ``disk.keep_checkpoints`` and the log-spaced
-    ``disk.keep_milestones``) need; ValueError when the server's disk budget (``disk``) or the free space of
-    ``runs_dir``'s disk cannot hold them (in every mode)."""
-    need = checkpoint_bytes(cfg) * disk.kept_per_run
+    """Disk the run's kept checkpoints (:func:`kept_saves`: the latest ``disk.keep_checkpoints``, the log-spaced
+    ``disk.keep_milestones`` and a continuation's first save) need; ValueError when the server's disk budget
+    (``disk``) or the free space of ``runs_dir``'s disk cannot hold them (in every mode)."""
+    need = checkpoint_bytes(cfg) * kept_saves(cfg, disk)
     disk.check(adding=need)
     folder = Path(runs_dir)
     while not folder.exists() and folder != folder.parent:

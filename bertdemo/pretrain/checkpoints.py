@@ -152,6 +152,16 @@ def finished_schedule(state: dict) -> bool:
     return 0 < int(state.get("total_steps") or 0) <= int(state.get("step") or 0)
 
 
+def rewarm_step(state: dict, steps: int) -> int:
+    """The step a resumed run's schedule starts again from (0: it does not): where a run that had finished its
+    schedule (its checkpoint's ``step`` at its ``total_steps``) is continued to more ``steps``, or where an earlier
+    continuation did (the checkpoint's ``rewarm_at``)."""
+    step = int(state.get("step", 0))
+    if finished_schedule(state) and step < steps:  # a finished schedule (a continuation's too), longer
+        return step
+    return int(state.get("rewarm_at") or 0)
+
+
 def ended_schedule(folder: Path) -> bool:
     """Whether a step folder is the save at the end of its run's schedule (:func:`finished_schedule`)."""
     try:

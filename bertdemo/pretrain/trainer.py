@@ -156,7 +156,7 @@ class Trainer:
         if initial is not None or cfg.system.resume_from:
             state = initial.state if initial is not None else checkpoints.read_state(cfg.system.resume_from)
             self.start_step = int(state.get("step", 0))
-            self.rewarm_at = rewarm_step(state, cfg.optim.steps)
+            self.rewarm_at = checkpoints.rewarm_step(state, cfg.optim.steps)
             restore_history(metrics, state.get("history", {}))
             if initial is not None:  # weights in hand: a model of the run's architecture, then its state dict
                 self.model = model_from_config(initial.model_config, cfg.objective.nsp)
@@ -606,16 +606,6 @@ def lr_at(step: int, cfg: TrainConfig, progress: float | None = None, rewarm_at:
         return cfg.optim.lr * max(0.0, 1.0 - progress)
     remaining = max(1, cfg.optim.steps - start - cfg.optim.warmup_steps)
     return cfg.optim.lr * max(0.0, 1.0 - (step - start - cfg.optim.warmup_steps) / remaining)
-
-
-def rewarm_step(state: dict, steps: int) -> int:
-    """The step a resumed run's schedule starts again from (0: it does not): where a run that had finished its
-    schedule (its checkpoint's ``step`` at its ``total_steps``) is continued to more ``steps``, or where an earlier
-    continuation did (the checkpoint's ``rewarm_at``)."""
-    step = int(state.get("step", 0))
-    if checkpoints.finished_schedule(state) and step < steps:  # a finished schedule (a continuation's too), longer
-        return step
-    return int(state.get("rewarm_at") or 0)
 
 
 # --- faults ---------------------------------------------------------------------------------------
