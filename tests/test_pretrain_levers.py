@@ -6,6 +6,7 @@ from the engine are refused by name."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -252,17 +253,14 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
 
 
-def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted(tmp_path, corpus):
-    """The data order and the masks follow the seed and the step: a run resumed from its step-4 checkpoint
-    (as a sitting that ended there) has the uninterrupted run's losses at steps 5-8 and its final weights, so twins
-    stopped and resumed at different steps still read the same batches."""
+def _whole_and_resumed_at_4(cfg: TrainConfig, tmp_path: Path) -> tuple[MetricsBuffer, MetricsBuffer]:
+    """``cfg`` trained uninterrupted (in ``whole``), and again resumed from that run's step-4 checkpoint (in ``part``,
+    as a sitting that ended there): each run's metrics."""
     import shutil
 
     from bertdemo.pretrain.checkpoints import read_state, run_checkpoints
     from bertdemo.settings import DiskRules
 
-    cfg = tiny_run_config(corpus, tmp_path, steps=8, log_every=1, checkpoint_every=4, time_budget_s=0.0,
-                          eval_every=1000)
     whole = MetricsBuffer()
     assert run_training(cfg, metrics=whole, run_folder=tmp_path / "whole", disk=DiskRules(keep_checkpoints=4)) == "finished"
     (half,) = [p for p in run_checkpoints(tmp_path / "whole") if read_state(p)["step"] == 4]
@@ -270,6 +268,16 @@ def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted
     resumed = MetricsBuffer()
     assert run_training(cfg.replace(resume_from=str(tmp_path / "part" / "steps" / "step-4")), metrics=resumed,
                         run_folder=tmp_path / "part") == "finished"
+    return whole, resumed
+
+
+def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted(tmp_path, corpus):
+    """The data order and the masks follow the seed and the step: a run resumed from its step-4 checkpoint
+    (as a sitting that ended there) has the uninterrupted run's losses at steps 5-8 and its final weights, so twins
+    stopped and resumed at different steps still read the same batches."""
+    cfg = tiny_run_config(corpus, tmp_path, steps=8, log_every=1, checkpoint_every=4, time_budget_s=0.0,
+                          eval_every=1000)
+    whole, resumed = _whole_and_resumed_at_4(cfg, tmp_path)
     losses = {name: dict(zip(m.snapshot().steps, m.snapshot().train_loss)) for name, m in
               (("whole", whole), ("resumed", resumed))}
     assert [losses["resumed"][s] for s in range(5, 9)] == pytest.approx([losses["whole"][s] for s in range(5, 9)],
@@ -282,21 +290,12 @@ def test_a_run_resumed_part_way_trains_on_what_it_would_have_drawn_uninterrupted
 def test_a_run_resumed_between_its_logs_counts_every_token_it_read(tmp_path, corpus):
     """A sitting saved at step 4 whose last log was step 3: the resumed run's token counts at steps 6 and 8 are the
     uninterrupted run's (step x 4 blocks x 32 tokens), not one step short."""
-    import shutil
-
-    from bertdemo.pretrain.checkpoints import read_state, run_checkpoints
-    from bertdemo.settings import DiskRules
+    from bertdemo.pretrain.checkpoints import read_state
 
     cfg = tiny_run_config(corpus, tmp_path, steps=8, log_every=3, checkpoint_every=4, time_budget_s=0.0,
                           eval_every=1000, batch_size=4, seq_len=32)
-    whole = MetricsBuffer()
-    assert run_training(cfg, metrics=whole, run_folder=tmp_path / "whole", disk=DiskRules(keep_checkpoints=4)) == "finished"
-    (half,) = [p for p in run_checkpoints(tmp_path / "whole") if read_state(p)["step"] == 4]
-    assert read_state(half)["history"]["steps"][-1] == 3
-    shutil.copytree(half, tmp_path / "part" / "steps" / "step-4")
-    resumed = MetricsBuffer()
-    assert run_training(cfg.replace(resume_from=str(tmp_path / "part" / "steps" / "step-4")), metrics=resumed,
-                        run_folder=tmp_path / "part") == "finished"
+    whole, resumed = _whole_and_resumed_at_4(cfg, tmp_path)
+    assert read_state(tmp_path / "part" / "steps" / "step-4")["history"]["steps"][-1] == 3
     counted = dict(zip(resumed.snapshot().steps, resumed.snapshot().tokens))
     assert dict(zip(whole.snapshot().steps, whole.snapshot().tokens)) == {3: 384, 6: 768, 8: 1024}
     assert {step: counted[step] for step in (6, 8)} == {6: 768, 8: 1024}

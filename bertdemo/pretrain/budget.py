@@ -108,7 +108,7 @@ def kept_saves(cfg: TrainConfig, disk: DiskRules) -> int:
     if not cfg.system.resume_from or disk.keep_milestones <= 0:
         return kept
     try:
-        state = checkpoints.read_state(Path(cfg.system.resume_from))
+        state = checkpoints.read_state(cfg.system.resume_from)
     except (ValueError, OSError):  # not a checkpoint: the run itself refuses it
         return kept
     return kept + (1 if checkpoints.rewarm_step(state, cfg.optim.steps) else 0)
