@@ -60,6 +60,57 @@ def test_the_twins_are_one_shape_three_objectives_and_load_in_stock_transformers
     assert vocab["mlm"] == vocab["ltr"] == vocab["ltr-masked"]  # one vocabulary: the same words, the same ids
 
 
+def card_table(card: str, first_header: str) -> list[list[str]]:
+    """The rows of the twins' card's markdown table whose header's first cell is ``first_header``, each a list of
+    its cells without markdown's bold, header and separator left out."""
+    def cells(line: str) -> list[str]:
+        return [cell.replace("**", "").strip() for cell in line.strip().strip("|").split("|")]
+
+    lines = card.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|") and cells(line)[0] == first_header)
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(cells(line))
+    return rows
+
+
+def test_the_twins_card_states_the_records_figures() -> None:
+    """The card (README.md beside the weights) is what a visitor of the model folder reads: its tables carry the
+    figures of build.json, curve.json and table5.json as they are, not those of an earlier build."""
+    card = (twins.TWINS_DIR / "README.md").read_text()
+    build = json.loads((twins.TWINS_DIR / "build.json").read_text())
+    record = json.loads((twins.TWINS_DIR / "curve.json").read_text())
+    table5 = json.loads((twins.TWINS_DIR / "table5.json").read_text())
+    columns = ("mlm", "ltr-masked", "ltr")
+    models = {row[0]: row[1:] for row in card_table(card, "")}
+    loss_row = next(cells for name, cells in models.items() if name.startswith("Held-out loss at the end"))
+    assert loss_row == [f"{build['twins'][k]['heldout_loss']:.2f}" for k in columns]
+    time_row = next(cells for name, cells in models.items() if name.startswith("Training time"))
+    assert [cell.split(" h ")[0] for cell in time_row] == [f"{build['twins'][k]['training_hours']:.2f}" for k in columns]
+    assert [cell.split("(")[1].split()[0].rstrip(")") for cell in time_row] == \
+        [f"{build['twins'][k]['tokens_per_s']:,}" for k in columns]
+    final = record["checkpoints"][-1]
+    assert f"{final['tokens'] / 1e6:.1f} M tokens each" in card and f"{final['step']:,} steps" in card
+    rows = card_table(card, "tokens read")
+    assert len(rows) == len(record["checkpoints"])  # one row a checkpoint, in order
+    for row, checkpoint in zip(rows, record["checkpoints"], strict=True):
+        cloze = checkpoint["cloze"]
+        mlm = cloze["models"]["mlm"]
+        assert row[0].split(" M")[0] == f"{checkpoint['tokens'] / 1e6:.1f}"
+        assert row[1:4] == [f"{checkpoint['controlled']['overall']['mlm']:.2f}",
+                            f"{checkpoint['controlled']['overall']['ltr-masked']:.2f}",
+                            f"{checkpoint['paper']['overall']['ltr']:.2f}"]
+        assert row[4].split(" of ")[0] == f"{cloze['controlled']['mlm_better']} · {cloze['paper']['mlm_better']}"
+        assert row[5] == f"{round(mlm['top5'] * cloze['items'])} · {int(mlm['median_rank']):,}"
+    tasks = {"Find the names": "names", "Topic of a sentence": "topic"}
+    for row in card_table(card, "task"):
+        cells = table5["cells"][next(task for name, task in tasks.items() if row[0].startswith(name))]
+        assert row[1:] == [f"{100 * cells[k]['mean']:.1f} ± {100 * cells[k]['sd']:.1f}" for k in columns]
+    assert len(card_table(card, "task")) == len(tasks)
+
+
 def test_the_twins_are_pickable_by_name_and_the_page_names_which_answered(shipped) -> None:
     values = [value for _, value in model_choices("bert-base-uncased")]
     assert all(twins.TWIN_NAMES[kind] in values for kind in twins.TWIN_KINDS)
