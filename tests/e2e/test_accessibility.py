@@ -47,6 +47,14 @@ IN_UPPER_HALF_JS = """(selector) => { const b = document.querySelector(selector)
   return b.top < window.innerHeight / 2 && b.bottom > 0; }"""
 
 
+# a box's place on the screen, the page's scroll, and its figure's drawing element's classes (pf-stale: left for when it
+# comes near the screen), for a failure's message
+WHERE_JS = """(selector) => { const box = document.querySelector(selector); if (!box) return {missing: selector};
+  const r = box.getBoundingClientRect(), drawing = box.querySelector('.pf-drawing');
+  return {top: Math.round(r.top), bottom: Math.round(r.bottom), width: Math.round(r.width), scrollY: Math.round(scrollY),
+          innerHeight: innerHeight, drawing: drawing ? drawing.className : null}; }"""
+
+
 def run_main_action(page: Page, tab: str, keyboard: bool) -> None:
     """Press the tab's main button (Enter where the keyboard has put the focus on it, else a tap) and wait for its
     answer: Learn's next question, another tab's result; the tabs without one (Pretrain, Fine-tune, Class) are
@@ -62,7 +70,10 @@ def run_main_action(page: Page, tab: str, keyboard: bool) -> None:
     if tab == "Learn":
         expect(page.locator("#learn-question")).not_to_have_text(before, timeout=RUN_TIMEOUT_MS)
     else:
-        expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        try:
+            expect(page.locator(answer).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        except AssertionError as missed:  # where the answer's box lay, and whether a figure was left for later
+            raise AssertionError(f"{tab}: {page.evaluate(WHERE_JS, answer.split()[0])}") from missed
     wait_idle(page)
 
 
