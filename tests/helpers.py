@@ -98,15 +98,19 @@ TWIN_OBJECTIVES = {"mlm": {"objective": "mlm"}, "ltr-masked": {"objective": "ltr
 
 
 def train_tiny_twins(work: Path, corpus: str, tokenizer: str, init_from: Callable[[str], str] | None = None,
-                     **overrides) -> None:
+                     resume: bool = False, **overrides) -> None:
     """The twins' three runs, tiny (:func:`tiny_run_config`, 8 steps, a checkpoint every 4, milestones kept), in
-    ``work/<run>``: one seed, so the same batches; ``init_from(run)``: the folder each warm-starts from."""
+    ``work/<run>``: one seed, so the same batches; ``init_from(run)``: the folder each warm-starts from; ``resume``:
+    each run goes on from its latest save (to more ``steps``: a new schedule, as the command line continues a build)."""
+    from bertdemo.pretrain.checkpoints import latest_checkpoint
     from bertdemo.pretrain.metrics import MetricsBuffer
     from bertdemo.pretrain.trainer import run_training
     from bertdemo.settings import DiskRules
 
     for run, objective in TWIN_OBJECTIVES.items():
         start = {"init_from": init_from(run)} if init_from else {}
+        if resume:
+            start["resume_from"] = str(latest_checkpoint(work / run))
         cfg = tiny_run_config(corpus, work, objective, {"steps": 8, "checkpoint_every": 4}, tokenizer=tokenizer,
                               **start, **overrides)
         assert run_training(cfg, metrics=MetricsBuffer(), run_folder=work / run,

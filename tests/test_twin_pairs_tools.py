@@ -168,6 +168,43 @@ def test_a_build_whose_blocks_began_at_text_starts_is_measured_and_shipped_as_it
     assert np.array_equal(recorded.landmarks.arrays["words"], as_text.words)
 
 
+def test_a_build_continued_past_its_schedule_is_measured_with_the_line_where_its_learning_rate_rose_again(
+        corpus, tmp_path) -> None:
+    """A build that finished its 8 steps, then went on to 12 (the command line's --steps on a finished build: the
+    learning rate warmed up again): its record and the page's curve say where, in tokens, beside the point it
+    began from, and a build of one schedule has no such line."""
+    from bertdemo.viz import twin_curve as curve_drawing
+
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(corpus, work / "corpus.jsonl")
+    shutil.copytree(tokenizer_dir(), work / "tokenizer")
+    train_tiny_twins(work, str(work / "corpus.jsonl"), str(work / "tokenizer"))
+    train_tiny_twins(work, str(work / "corpus.jsonl"), str(work / "tokenizer"), resume=True, steps=12)
+    assert read_state(measure_twin_pairs.step_folders(work / "ltr-all")[12])["rewarm_at"] == 8
+    assets = tmp_path / "assets"
+    assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--export"]) == 0
+    record = json.loads((assets / "curve.json").read_text())
+    assert [p["step"] for p in record["checkpoints"]] == [4, 8, 12]
+    assert record["schedule_restarts"] == [{"step": 8, "tokens": 8 * 8 * 32}]
+    curve = twin_curve.read_curve(assets / "curve.json")
+    assert curve.restarts == (8 * 8 * 32,)
+    said = twin_curve.schedule_sentence(curve)
+    assert said.startswith("At 2,048 tokens the three twins' learning rate had decayed to 0") and "at 3,072 tokens" in said
+    assert said in curve_drawing.curve_markdown(curve)  # the figure's text twin says it
+    layout = curve_drawing.curve_spec(curve)["layout"]
+    assert [(s["x0"], s["line"]["color"]) for s in layout["shapes"] if s["x0"] == 8 * 8 * 32] == [
+        (8 * 8 * 32, curve_drawing.SCHEDULE_COLOR)]
+    assert "lr schedule 2" in [a["text"] for a in layout["annotations"]]
+    # the first schedule alone, as a record written before the field was (the shipped one of 10,000 steps)
+    once = {**record, "checkpoints": record["checkpoints"][:2]}
+    once.pop("schedule_restarts")
+    (tmp_path / "once.json").write_text(json.dumps(once))
+    first = twin_curve.read_curve(tmp_path / "once.json")
+    assert first.restarts == () and twin_curve.schedule_sentence(first) == ""
+    assert all(s["line"]["color"] != curve_drawing.SCHEDULE_COLOR for s in curve_drawing.curve_spec(first)["layout"]["shapes"])
+
+
 def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
     asked = []
 

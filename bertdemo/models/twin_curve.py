@@ -1,6 +1,6 @@
 """Where bidirectional pays: what the shipped twins measured along their training, read for the page (torch-free).
 
-The twins (:mod:`bertdemo.models.twins`) were trained together (41 M tokens each from scratch, ``build.json``; a
+The twins (:mod:`bertdemo.models.twins`) were trained together (from scratch: ``build.json`` says how long; a
 curve may also hold later stages that continued a build on other text) and measured at every
 log-spaced checkpoint by :mod:`bertdemo.tools.measure_twin_pairs` (``bertdemo/assets/twins/curve.json``): on the
 same held-out words of their own corpus (each word alone asked: the masked LM reads both sides of it, a
@@ -63,6 +63,7 @@ class TwinCurve:
     cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
     stages: tuple[dict[str, Any], ...] = ()  # the build, then each stage that continued it on other text (curve.json)
     text_start: dict[str, Any] | None = None  # the final models asked as a text's start (measure_twin_pairs)
+    restarts: tuple[int, ...] = ()  # tokens read where the runs' learning rate was warmed up again (a continued build)
 
     @property
     def final_tokens(self) -> int:
@@ -88,7 +89,7 @@ def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
             last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
     cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
     return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, tuple(raw.get("stages", ())),
-                     raw.get("text_start"))
+                     raw.get("text_start"), tuple(int(r["tokens"]) for r in raw.get("schedule_restarts", ())))
 
 
 def later_stages(curve: TwinCurve) -> list[dict[str, Any]]:
@@ -121,6 +122,18 @@ def stage_sentence(curve: TwinCurve) -> str:
                      f"on the same batches, on their own text{mixed}: a later stage of training (the twins' card says "
                      f"how, and on what machine).")
     return " ".join(parts)
+
+
+def schedule_sentence(curve: TwinCurve) -> str:
+    """Where the build went on past the end of its learning-rate schedule, in words ("" when it ran one schedule):
+    the points after such a line are the same runs read on, their learning rate warmed up again, not a new build."""
+    if not curve.restarts:
+        return ""
+    at = " and ".join(millions(t) for t in curve.restarts)
+    return (f"At {at} tokens the three twins' learning rate had decayed to 0, the end of their schedule; from there "
+            f"all three trained on from their weights on a new schedule, the rate warmed up again and decayed to 0 at "
+            f"{millions(curve.final_tokens)} tokens (the dotted line; the twins' card gives the recipe). The points "
+            f"after it are the same runs trained on, not a new build.")
 
 
 def pair_label(pair: str) -> str:

@@ -161,6 +161,13 @@ def cloze_record(ranks) -> dict:
     return out
 
 
+def schedule_restarts(points: list[int], ends: set[int], offset: int, tokens_per_step: int) -> list[dict]:
+    """Where the runs' learning rate was warmed up again among the curve's ``points`` (steps): each step in ``ends``
+    (a save that ended its schedule) that the runs went on from, with the tokens read by then (a stage's counted
+    after ``offset``)."""
+    return [{"step": step, "tokens": offset + step * tokens_per_step} for step in points[:-1] if step in ends]
+
+
 def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts, block_starts: str = "anywhere") -> dict:
     """One step of all three runs: both pairs on the held-out words (``heldout``, packed as ``block_starts`` says),
     the three models on the cloze set."""
@@ -489,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = sorted(set.intersection(*(set(found) for found in runs.values())))
     from bertdemo.pretrain.checkpoints import ended_schedule
 
-    common = log_spaced(kept, {step for step in kept if ended_schedule(runs["mlm"][step])})
+    ends = {step for step in kept if ended_schedule(runs["mlm"][step])}
+    common = log_spaced(kept, ends)
     if not common:
         log("error: no step kept by all three runs yet")
         return 2
@@ -529,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(argv if argv is not None else sys.argv[1:]),
         "pairs": {pair: list(models) for pair, models in PAIRS.items()},
         "crossover": {pair: crossover(curve, pair) for pair in PAIRS},
+        "schedule_restarts": schedule_restarts(common, ends, offset, tokens_per_step),
         **({"stages": stages + [{"stage": len(stages), "from_tokens": offset, "tokens_per_step": tokens_per_step,
                                  "corpus": stage["stage"], "command": stage.get("command")}]} if stage else {}),
         "checkpoints": curve})

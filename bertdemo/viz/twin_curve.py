@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 MLM_COLOR, LTR_COLOR, LTR_MASKED_COLOR = "#4f46e5", "#dc2626", "#ea580c"  # the twins' colours in every twin view
 LANDMARK_COLORS = ("#9ca3af", "#6b7280", "#374151")
 STAGE_COLOR = "#047857"  # the line where a later stage of training began
+SCHEDULE_COLOR = "#0369a1"  # the line where the runs' learning rate was warmed up again
 
 
 def loss_text(v: float) -> str:
@@ -66,6 +67,8 @@ def curve_spec(curve: TwinCurve) -> dict:
     # the first later stage alone (a further one stands on top of it on a log axis: the close up marks each), its
     # text left of the line: the stage begins near the axis's end
     marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right") for s in twin_curve.later_stages(curve)[:1]]
+    # a new learning-rate schedule, its text left of the line (it falls late on the axis)
+    marks += [(t, f"lr schedule {k}", SCHEDULE_COLOR, "right") for k, t in enumerate(curve.restarts, start=2)]
     shapes, notes = _vertical_marks(marks, log_x=True)
     return {"data": data, "layout": {
         "title": {"text": "Held-out loss along training: the same words for every model"},
@@ -127,6 +130,9 @@ def curve_markdown(curve: TwinCurve) -> str:
     stages = twin_curve.stage_sentence(curve)
     if stages:
         parts.insert(0, stages)
+    schedules = twin_curve.schedule_sentence(curve)
+    if schedules:
+        parts.insert(0, schedules)
     controlled, paper = curve.pairs["controlled"], curve.pairs["paper"]
     rows = [[f"{t:,}", loss_text(m), loss_text(lm), loss_text(la)]
             for t, m, lm, la in zip(controlled.tokens, controlled.mlm_loss, controlled.ltr_loss, paper.ltr_loss)]
