@@ -1,7 +1,7 @@
 """The shipped twins: a masked LM and two left-to-right LMs of one shape, trained by the project's engine with one
-recipe for 41.0 M tokens each, from scratch on a 2-core CPU, their blocks begun at a text's start; plain model folders that stock transformers opens, pickable wherever a model is, loaded
-by load_twin; what the page says about them (the curve, the held-out words, the cloze, the Learn step) is what their
-weights answer."""
+recipe, from scratch on a 2-core CPU (build.json: how many tokens), their blocks begun at a text's start; plain model
+folders that stock transformers opens, pickable wherever a model is, loaded by load_twin; what the page says about
+them (the curve, the held-out words, the cloze, the Learn step) is what their weights answer."""
 
 from __future__ import annotations
 
