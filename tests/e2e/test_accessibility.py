@@ -47,12 +47,14 @@ IN_UPPER_HALF_JS = """(selector) => { const b = document.querySelector(selector)
   return b.top < window.innerHeight / 2 && b.bottom > 0; }"""
 
 
-# a box's place on the screen, the page's scroll, and its figure's drawing element's classes (pf-stale: left for when it
-# comes near the screen), for a failure's message
-WHERE_JS = """(selector) => { const box = document.querySelector(selector); if (!box) return {missing: selector};
+# a box's place on the screen, the page's scroll, its figure's drawing element's classes (pf-stale: left for when it
+# comes near the screen) and the page's error messages (a request past its time budget), for a failure's message
+WHERE_JS = """(selector) => { const box = document.querySelector(selector);
+  const errors = [...document.querySelectorAll('.toast-body')].map((t) => t.textContent.trim().slice(0, 300));
+  if (!box) return {missing: selector, errors};
   const r = box.getBoundingClientRect(), drawing = box.querySelector('.pf-drawing');
   return {top: Math.round(r.top), bottom: Math.round(r.bottom), width: Math.round(r.width), scrollY: Math.round(scrollY),
-          innerHeight: innerHeight, drawing: drawing ? drawing.className : null}; }"""
+          innerHeight: innerHeight, drawing: drawing ? drawing.className : null, errors}; }"""
 
 
 def run_main_action(page: Page, tab: str, keyboard: bool) -> None:
