@@ -132,7 +132,7 @@ def schedule_sentence(curve: TwinCurve) -> str:
     at = " and ".join(millions(t) for t in curve.restarts)
     return (f"At {at} tokens the three twins' learning rate had decayed to 0, the end of their schedule; from there "
             f"all three trained on from their weights on a new schedule, the rate warmed up again and decayed to 0 at "
-            f"{millions(curve.final_tokens)} tokens (the dotted line marked "lr schedule 2"; the twins' card gives the recipe). The points "
+            f"{millions(curve.final_tokens)} tokens (the dotted line marked “lr schedule 2”; the twins' card gives the recipe). The points "
             f"after it are the same runs trained on, not a new build.")
 
 
