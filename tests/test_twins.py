@@ -199,8 +199,12 @@ def test_a_blank_is_offered_only_pieces_that_can_stand_there_as_in_fill_mask(tok
     assert [p for _, p in start.top] == pytest.approx(probs[tokenizer.convert_tokens_to_ids([t for t, _ in start.top])].tolist())
 
 
-@pytest.mark.parametrize("text, message", [("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"),
-                                           ("", "Type a sentence")])
+@pytest.mark.parametrize("text, message", [
+    ("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"), ("", "Type a sentence"),
+    # the Learn tab's way of hiding a word, typed here: the refusal writes the sentence this box takes
+    ("The [dog] barked at the mailman.", "type “The \\[MASK\\] barked at the mailman.” and expect “dog”"),
+    ("The [dog] [SEP] barked.", "type “The \\[MASK\\] \\[SEP\\] barked.” and expect “dog”"),
+    ("The [dog] and the [cat].", "exactly one"), ("The [dog] and a [MASK] [MASK].", "exactly one")])
 def test_side_by_side_refuses(pair, text, message):
     with pytest.raises(ValueError, match=message):
         twins.side_by_side(list(pair), text)

@@ -16,6 +16,14 @@ from bertdemo.locks import pieces_of, tokenize
 from bertdemo.models.store import LoadedModel
 
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
+SPECIAL_NAMES = frozenset({"mask", "cls", "sep", "pad", "unk"})  # [CLS] and the like: special tokens, never a choice
+CHOSEN = re.compile(r"\[([A-Za-z]+)\]")  # a word the learner chose to hide (the Learn tab's way): "The [dog] barked."
+
+
+def chosen_words(text: str) -> list[re.Match]:
+    """The words ``text`` puts in square brackets to hide ("The [dog] barked." → the match of ``[dog]``), special
+    tokens such as ``[MASK]`` or ``[SEP]`` left out."""
+    return [m for m in CHOSEN.finditer(text) if m.group(1).lower() not in SPECIAL_NAMES]
 
 
 def normalise_masks(text: str, mask_token: str) -> str:

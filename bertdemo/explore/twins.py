@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertdemo.explore.encoding import normalise_masks, word_pieces
+from bertdemo.explore.encoding import chosen_words, normalise_masks, word_pieces
 from bertdemo.locks import tokenize, tokenizer_lock
 from bertdemo.models.threads import small_forward
 from bertdemo.pretrain.config import check_block_starts
@@ -596,6 +596,11 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
     if not text:
         raise ValueError("Type a sentence with one [MASK].")
     if normalise_masks(text, "[MASK]").count("[MASK]") != 1:
+        chosen = chosen_words(text)
+        if len(chosen) == 1 and "[MASK]" not in normalise_masks(text, "[MASK]"):  # the Learn tab's way of hiding a word
+            word = chosen[0]
+            raise ValueError(f"Here the blank is written [MASK], and the word you expect goes in its own box: type "
+                             f"“{text[:word.start()]}[MASK]{text[word.end():]}” and expect “{word.group(1)}”.")
         raise ValueError("Put exactly one [MASK] in the sentence: both models fill that one blank.")
     out = []
     for twin in twins:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
-from bertdemo.explore.encoding import word_pieces
+from bertdemo.explore.encoding import CHOSEN, SPECIAL_NAMES, chosen_words, word_pieces
 from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import predictions
 from bertdemo.learn.names_step import names_step
@@ -54,8 +54,6 @@ class LearnAnswer:
         return dict(self.__dict__)
 
 
-SPECIAL_NAMES = frozenset({"mask", "cls", "sep", "pad", "unk"})  # [CLS] and the like: special tokens, never a choice
-CHOSEN = re.compile(r"\[([A-Za-z]+)\]")  # a word the learner chose to hide: "The [dog] barked all night."
 HIDEABLE = re.compile(r"(?<![\w#])[A-Za-z]{3,}(?!\w)")  # a word the steps may hide themselves: 3+ letters, whole
 
 
@@ -72,7 +70,7 @@ def _chosen(text: str) -> re.Match | None:
     """The learner's bracketed word in ``text`` (None: no choice); refused: a typed [MASK], two choices."""
     if "[mask]" in text.lower():
         raise ValueError(TYPED_MASK)
-    marks = [m for m in CHOSEN.finditer(text) if m.group(1).lower() not in SPECIAL_NAMES]
+    marks = chosen_words(text)
     if len(marks) > 1:
         raise ValueError(f"Put only one word in square brackets, the one to hide; this sentence has {len(marks)}: "
                          + ", ".join(m.group(0) for m in marks[:4]) + ("…" if len(marks) > 4 else "") + ".")
