@@ -4,6 +4,7 @@ as stock model folders with the record the page reads (bertdemo.models.twin_curv
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -93,6 +94,7 @@ def test_every_common_checkpoint_is_measured_and_the_export_loads_in_stock_trans
     assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--export"]) == 0
     measured = json.loads((work / "measure.json").read_text())
     assert sorted(map(int, measured["steps"])) == [4, 8, 12]
+    assert json.loads((assets / "curve.json").read_text())["schedule_restarts"] == []  # one schedule, ended at 12
     curve = twin_curve.read_curve(assets / "curve.json")
     assert curve.pairs["paper"].ltr == "ltr" and curve.pairs["controlled"].ltr == "ltr-masked"  # asset names
     assert curve.pairs["controlled"].tokens == [4 * 8 * 32, 8 * 8 * 32, 12 * 8 * 32]  # steps x batch x block
@@ -186,11 +188,12 @@ def test_a_build_continued_past_its_schedule_is_measured_with_the_line_where_its
     assert measure_twin_pairs.main(["--work", str(work), "--assets", str(assets), "--export"]) == 0
     record = json.loads((assets / "curve.json").read_text())
     assert [p["step"] for p in record["checkpoints"]] == [4, 8, 12]
-    assert record["schedule_restarts"] == [{"step": 8, "tokens": 8 * 8 * 32}]
+    assert record["schedule_restarts"] == [{"step": 8, "tokens": 8 * 8 * 32, "until_tokens": 12 * 8 * 32}]
     curve = twin_curve.read_curve(assets / "curve.json")
-    assert curve.restarts == (8 * 8 * 32,)
+    assert curve.restarts == ((8 * 8 * 32, 12 * 8 * 32),)
     said = twin_curve.schedule_sentence(curve)
-    assert said.startswith("At 2,048 tokens the three twins' learning rate had decayed to 0") and "at 3,072 tokens" in said
+    assert said.startswith("At 2,048 tokens the three twins' learning rate had decayed to 0")
+    assert "marked “lr schedule 2”" in said and "decayed to 0 again at 3,072 tokens" in said
     assert said in curve_drawing.curve_markdown(curve)  # the figure's text twin says it
     layout = curve_drawing.curve_spec(curve)["layout"]
     assert [(s["x0"], s["line"]["color"]) for s in layout["shapes"] if s["x0"] == 8 * 8 * 32] == [
@@ -203,6 +206,24 @@ def test_a_build_continued_past_its_schedule_is_measured_with_the_line_where_its
     first = twin_curve.read_curve(tmp_path / "once.json")
     assert first.restarts == () and twin_curve.schedule_sentence(first) == ""
     assert all(s["line"]["color"] != curve_drawing.SCHEDULE_COLOR for s in curve_drawing.curve_spec(first)["layout"]["shapes"])
+    # a build continued twice, measured while its third schedule ran: each line, labelled as the figure labels it
+    twice = dataclasses.replace(curve, restarts=((2048, 3072), (3072, None)))
+    said = twin_curve.schedule_sentence(twice)
+    assert "marked “lr schedule 2”), the rate warmed up again, then decayed to 0 again at 3,072 tokens" in said
+    assert "At 3,072 tokens" in said and "marked “lr schedule 3”), the rate warmed up again, then still coming down at " \
+        "the last point (3,072 tokens)" in said
+    labels = [a["text"] for a in curve_drawing.curve_spec(twice)["layout"]["annotations"]]
+    assert "lr schedule 2" in labels and "lr schedule 3" in labels
+
+
+def test_a_schedule_restart_is_a_point_that_ended_a_schedule_and_the_runs_went_on_from() -> None:
+    """Where each schedule begun again ended: at the next point that ended one, else still running at the last point;
+    a stage's tokens counted after its offset; the last point (a build's end) is never a restart."""
+    assert measure_twin_pairs.schedule_restarts([4, 8, 12, 16], {8, 16}, 100, 10) == [
+        {"step": 8, "tokens": 180, "until_tokens": 260}]
+    assert measure_twin_pairs.schedule_restarts([4, 8, 12, 16], {4, 8}, 0, 10) == [
+        {"step": 4, "tokens": 40, "until_tokens": 80}, {"step": 8, "tokens": 80, "until_tokens": None}]
+    assert measure_twin_pairs.schedule_restarts([4, 8, 12], {12}, 0, 10) == []  # one schedule, ended at the last
 
 
 def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:

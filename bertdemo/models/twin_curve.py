@@ -63,7 +63,9 @@ class TwinCurve:
     cloze: list[dict[str, Any]]  # per checkpoint: {"tokens", "models": {kind: {...}}, "controlled": {...}, "paper": {...}}
     stages: tuple[dict[str, Any], ...] = ()  # the build, then each stage that continued it on other text (curve.json)
     text_start: dict[str, Any] | None = None  # the final models asked as a text's start (measure_twin_pairs)
-    restarts: tuple[int, ...] = ()  # tokens read where the runs' learning rate was warmed up again (a continued build)
+    # where the runs' learning rate was warmed up again (a continued build): (tokens read then, tokens read where that
+    # schedule ended, None while it ran on at the last point)
+    restarts: tuple[tuple[int, int | None], ...] = ()
 
     @property
     def final_tokens(self) -> int:
@@ -89,7 +91,9 @@ def read_curve(path: str | Path = CURVE_FILE) -> TwinCurve | None:
             last["buckets"], last["counts"], last["loss"][mlm], last["loss"][ltr], int(last["questions"]))
     cloze = [{"tokens": int(p["tokens"]), **p["cloze"]} for p in points]
     return TwinCurve(raw["date"], int(raw["tokens_per_step"]), pairs, cloze, tuple(raw.get("stages", ())),
-                     raw.get("text_start"), tuple(int(r["tokens"]) for r in raw.get("schedule_restarts", ())))
+                     raw.get("text_start"),
+                     tuple((int(r["tokens"]), None if r.get("until_tokens") is None else int(r["until_tokens"]))
+                           for r in raw.get("schedule_restarts", ())))
 
 
 def later_stages(curve: TwinCurve) -> list[dict[str, Any]]:
@@ -124,16 +128,26 @@ def stage_sentence(curve: TwinCurve) -> str:
     return " ".join(parts)
 
 
+def schedule_label(number: int) -> str:
+    """The curve's label for the line where the runs' ``number``-th learning-rate schedule began ("lr schedule 2")."""
+    return f"lr schedule {number}"
+
+
 def schedule_sentence(curve: TwinCurve) -> str:
     """Where the build went on past the end of its learning-rate schedule, in words ("" when it ran one schedule):
-    the points after such a line are the same runs read on, their learning rate warmed up again, not a new build."""
-    if not curve.restarts:
+    each line's tokens and where the schedule begun there ended; the points after such a line are the same runs
+    trained on, not a new build."""
+    parts = []
+    for number, (began, until) in enumerate(curve.restarts, start=2):
+        end = (f"decayed to 0 again at {millions(until)} tokens" if until is not None
+               else f"still coming down at the last point ({millions(curve.final_tokens)} tokens)")
+        parts.append(f"At {millions(began)} tokens the three twins' learning rate had decayed to 0, the end of a "
+                     f"schedule; from there all three trained on from their weights on a new one (the dotted line "
+                     f"marked “{schedule_label(number)}”), the rate warmed up again, then {end}.")
+    if not parts:
         return ""
-    at = " and ".join(millions(t) for t in curve.restarts)
-    return (f"At {at} tokens the three twins' learning rate had decayed to 0, the end of their schedule; from there "
-            f"all three trained on from their weights on a new schedule, the rate warmed up again and decayed to 0 at "
-            f"{millions(curve.final_tokens)} tokens (the dotted line marked “lr schedule 2”; the twins' card gives the recipe). The points "
-            f"after it are the same runs trained on, not a new build.")
+    return " ".join(parts) + (" The points after such a line are the same runs trained on, not a new build (the "
+                              "twins' card gives the recipe).")
 
 
 def pair_label(pair: str) -> str:

@@ -131,7 +131,8 @@ def stage_heldout_data(work: Path, checkpoint: Path):
 
 def prior_curve(work: Path) -> tuple[list[dict], list[dict], dict]:
     """What a stage continues: the shipped curve's checkpoints (models named by run, as this tool measures them),
-    its stages (the first: the build itself) and the shipped ``build.json``."""
+    its stages (the first: the build itself) and the shipped ``build.json``; its schedule restarts:
+    :func:`prior_restarts`."""
     curve = json.loads((work / "prior" / "curve.json").read_text(encoding="utf-8"))
     build = json.loads((work / "prior" / "build.json").read_text(encoding="utf-8"))
     inverse = {v: k for k, v in EXPORT_NAMES.items()}
@@ -139,6 +140,12 @@ def prior_curve(work: Path) -> tuple[list[dict], list[dict], dict]:
     stages = curve.get("stages") or [{"stage": 0, "from_tokens": 0, "tokens_per_step": curve["tokens_per_step"],
                                       "corpus": build.get("corpus"), "command": build.get("build_command")}]
     return checkpoints, stages, build
+
+
+def prior_restarts(work: Path) -> list[dict]:
+    """Where the curve a stage continues began a learning-rate schedule again (its ``schedule_restarts``; none for a
+    record written before they were kept)."""
+    return json.loads((work / "prior" / "curve.json").read_text(encoding="utf-8")).get("schedule_restarts", [])
 
 
 def comparison_record(result) -> dict:
@@ -164,8 +171,15 @@ def cloze_record(ranks) -> dict:
 def schedule_restarts(points: list[int], ends: set[int], offset: int, tokens_per_step: int) -> list[dict]:
     """Where the runs' learning rate was warmed up again among the curve's ``points`` (steps): each step in ``ends``
     (a save that ended its schedule) that the runs went on from, with the tokens read by then (a stage's counted
-    after ``offset``)."""
-    return [{"step": step, "tokens": offset + step * tokens_per_step} for step in points[:-1] if step in ends]
+    after ``offset``) and where the schedule begun there ended (``until_tokens``: the next point in ``ends``; None
+    while it was still running at the curve's last point)."""
+    restarts = []
+    for k, step in enumerate(points[:-1]):
+        if step in ends:
+            until = next((later for later in points[k + 1:] if later in ends), None)
+            restarts.append({"step": step, "tokens": offset + step * tokens_per_step,
+                             "until_tokens": None if until is None else offset + until * tokens_per_step})
+    return restarts
 
 
 def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts, block_starts: str = "anywhere") -> dict:
@@ -537,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bertdemo.tools.measure_twin_pairs " + " ".join(argv if argv is not None else sys.argv[1:]),
         "pairs": {pair: list(models) for pair, models in PAIRS.items()},
         "crossover": {pair: crossover(curve, pair) for pair in PAIRS},
-        "schedule_restarts": schedule_restarts(common, ends, offset, tokens_per_step),
+        "schedule_restarts": (prior_restarts(work) if stage else []) + schedule_restarts(common, ends, offset,
+                                                                                      tokens_per_step),
         **({"stages": stages + [{"stage": len(stages), "from_tokens": offset, "tokens_per_step": tokens_per_step,
                                  "corpus": stage["stage"], "command": stage.get("command")}]} if stage else {}),
         "checkpoints": curve})

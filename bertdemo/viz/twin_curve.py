@@ -52,7 +52,8 @@ def _vertical_marks(marks: list[tuple[float, str, str, str]], log_x: bool) -> tu
 
 def curve_spec(curve: TwinCurve) -> dict:
     """Held-out loss (nats per word, the same words for all three models) against tokens read, log x: the masked
-    twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked."""
+    twin, both left-to-right twins, the landmarks dashed, each pair's crossover marked, and a dotted line where a
+    later stage began (the first) and where each new learning-rate schedule began."""
     from bertdemo.models import twin_curve
     from bertdemo.models.twins import TWIN_NAMES
 
@@ -68,7 +69,8 @@ def curve_spec(curve: TwinCurve) -> dict:
     # text left of the line: the stage begins near the axis's end
     marks += [(s["from_tokens"], "everyday text added", STAGE_COLOR, "right") for s in twin_curve.later_stages(curve)[:1]]
     # a new learning-rate schedule, its text left of the line (it falls late on the axis)
-    marks += [(t, f"lr schedule {k}", SCHEDULE_COLOR, "right") for k, t in enumerate(curve.restarts, start=2)]
+    marks += [(began, twin_curve.schedule_label(number), SCHEDULE_COLOR, "right")
+              for number, (began, _until) in enumerate(curve.restarts, start=2)]
     shapes, notes = _vertical_marks(marks, log_x=True)
     return {"data": data, "layout": {
         "title": {"text": "Held-out loss along training: the same words for every model"},
