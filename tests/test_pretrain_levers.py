@@ -251,6 +251,13 @@ def test_a_finished_run_continued_to_more_steps_warms_up_again_and_keeps_the_mod
     assert budget.kept_saves(longer, disk) == len(kept)  # what the disk estimate counts: one more than a run
     assert budget.kept_saves(cfg, disk) == disk.kept_per_run == 4  # that is not continued
     assert log_spaced([1, 2, 6, 11, 12], {6, 12}) == [1, 2, 6, 12]
+    # continued again: the model each schedule began from stays (the first one too, no longer the latest restart)
+    again = longer.replace(steps=14, resume_from=str(last))
+    assert budget.kept_saves(again, disk) == disk.kept_per_run + 2
+    assert run_training(again, metrics=MetricsBuffer(), run_folder=tmp_path / "ck", disk=disk) == "finished"
+    assert read_state(latest_checkpoint(tmp_path / "ck"))["rewarm_at"] == 12
+    kept = [read_state(p)["step"] for p in run_checkpoints(tmp_path / "ck")]
+    assert kept == [14, 13, 12, 6, 2, 1] and len(kept) == budget.kept_saves(again, disk)
 
 
 def _whole_and_resumed_at_4(cfg: TrainConfig, tmp_path: Path) -> tuple[MetricsBuffer, MetricsBuffer]:

@@ -102,8 +102,9 @@ def checkpoint_bytes(cfg: TrainConfig) -> int:
 
 
 def kept_saves(cfg: TrainConfig, disk: DiskRules) -> int:
-    """The most checkpoints this run keeps: ``disk.kept_per_run``, and one more for a run resumed to continue a
-    finished schedule (or an earlier continuation) with milestones kept: the save its schedule began again from."""
+    """The most checkpoints this run keeps: ``disk.kept_per_run``, and, for a run resumed to continue a finished
+    schedule (or an earlier continuation) with milestones kept, each save that ended a schedule in its run's folder
+    up to the step it resumes from (at least the one its schedule begins again from)."""
     kept = disk.kept_per_run
     if not cfg.system.resume_from or disk.keep_milestones <= 0:
         return kept
@@ -111,7 +112,12 @@ def kept_saves(cfg: TrainConfig, disk: DiskRules) -> int:
         state = checkpoints.read_state(cfg.system.resume_from)
     except (ValueError, OSError):  # not a checkpoint: the run itself refuses it
         return kept
-    return kept + (1 if checkpoints.rewarm_step(state, cfg.optim.steps) else 0)
+    if not checkpoints.rewarm_step(state, cfg.optim.steps):
+        return kept
+    run = Path(cfg.system.resume_from).parents[1]  # <run>/steps/<step>: the folder the continuation saves into
+    ended = [p for p in checkpoints.step_folders(run)
+             if checkpoints.step_of(p)[0] <= int(state.get("step", 0)) and checkpoints.ended_schedule(p)]
+    return kept + max(len(ended), 1)
 
 
 def check_disk(cfg: TrainConfig, runs_dir: str | Path, disk: DiskRules) -> int:

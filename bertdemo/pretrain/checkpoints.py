@@ -137,13 +137,14 @@ def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0, rewar
     """What goes once ``latest`` is the run's latest: other saves of its step, and all but the ``keep`` - 1
     highest earlier ones, the first ``milestones`` log-spaced ones (:func:`milestone_folders`) and, with milestones,
     the save at ``rewarm_at`` (where the schedule of a run continued past its end began again: the model it was
-    continued from)."""
+    continued from) and every save that ended a schedule (:func:`ended_schedule`: each model a continuation began
+    from, the earlier ones too once a run is continued again; a curve of the run marks each)."""
     others = [p for p in [*step_folders(run), *step_folders(run, LEGACY_EARLIER_DIRNAME)] if p != latest]
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
     kept = set(milestone_folders(rest, milestones))
-    if milestones and rewarm_at:
-        kept |= {p for p in rest if step_of(p)[0] == rewarm_at}
+    if milestones:
+        kept |= {p for p in rest if (rewarm_at and step_of(p)[0] == rewarm_at) or ended_schedule(p)}
     return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
 
 
