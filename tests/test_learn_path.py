@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bertdemo.explore.encoding import without_brackets
 from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import path as learn_path, steps as learn_steps
 from tests.helpers import explains_the_pooler_report
@@ -50,7 +51,7 @@ def test_a_word_in_square_brackets_is_the_one_hidden(tiny_loaded):
     chosen = "The [cat] sat on the mat because it was tired."
     assert learn_path.hide_word(tok, chosen) == ("The [MASK] sat on the mat because it was tired.", "cat")
     assert learn_path.hide_word_before_context(tok, "The [mat] was tired.") == ("The [MASK] was tired.", "mat")
-    assert learn_path.plain_text(chosen) == TEXT and learn_path.plain_text("[CLS] a [SEP]") == "[CLS] a [SEP]"
+    assert without_brackets(chosen) == TEXT and without_brackets("[CLS] a [SEP]") == "[CLS] a [SEP]"
     with pytest.raises(ValueError, match="square brackets: The \\[dog\\] barked"):
         learn_path.hide_word(tok, MASKED)  # a typed [MASK] says how to choose the word instead
     with pytest.raises(ValueError, match="only one word in square brackets, the one to hide; this sentence has 2: \\[cat\\], \\[mat\\]\\."):

@@ -202,9 +202,11 @@ def test_a_blank_is_offered_only_pieces_that_can_stand_there_as_in_fill_mask(tok
 @pytest.mark.parametrize("text, message", [
     ("No blank here.", "exactly one"), ("[MASK] and [MASK].", "exactly one"), ("", "Type a sentence"),
     # the Learn tab's way of hiding a word, typed here: the refusal writes the sentence this box takes
-    ("The [dog] barked at the mailman.", "type “The \\[MASK\\] barked at the mailman.” and expect “dog”"),
-    ("The [dog] [SEP] barked.", "type “The \\[MASK\\] \\[SEP\\] barked.” and expect “dog”"),
-    ("The [dog] and the [cat].", "exactly one"), ("The [dog] and a [MASK] [MASK].", "exactly one")])
+    ("The [dog] barked at the mailman.",
+     "type “The \\[MASK\\] barked at the mailman.” and put “dog” in “The word you expect”"),
+    ("The [dog] [SEP] barked.", "type “The \\[MASK\\] \\[SEP\\] barked.” and put “dog”"),
+    ("The [dog] and the [cat].", "exactly one"), ("The [dog] and a [MASK] [MASK].", "exactly one"),
+    ("The [dog] barked at [MASK].", "here the blank is the \\[MASK\\]: write “dog” without them")])
 def test_side_by_side_refuses(pair, text, message):
     with pytest.raises(ValueError, match=message):
         twins.side_by_side(list(pair), text)

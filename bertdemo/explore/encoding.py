@@ -26,6 +26,12 @@ def chosen_words(text: str) -> list[re.Match]:
     return [m for m in CHOSEN.finditer(text) if m.group(1).lower() not in SPECIAL_NAMES]
 
 
+def without_brackets(text: str) -> str:
+    """``text`` without the brackets of a word chosen to hide: "The [dog] barked." → "The dog barked." (special
+    tokens such as ``[SEP]`` stay)."""
+    return CHOSEN.sub(lambda m: m.group(0) if m.group(1).lower() in SPECIAL_NAMES else m.group(1), text)
+
+
 def normalise_masks(text: str, mask_token: str) -> str:
     """Let users type ``[MASK]`` (any case) whatever the model's own mask token is."""
     return _MASK_PATTERN.sub(lambda _m: mask_token, text)

@@ -595,13 +595,17 @@ def side_by_side(twins: list[Twin], text: str, top_k: int = 10, text_start: bool
         raise ValueError(f"Ask for between 1 and {MAX_TWIN_TOP_K} guesses.")
     if not text:
         raise ValueError("Type a sentence with one [MASK].")
-    if normalise_masks(text, "[MASK]").count("[MASK]") != 1:
-        chosen = chosen_words(text)
-        if len(chosen) == 1 and "[MASK]" not in normalise_masks(text, "[MASK]"):  # the Learn tab's way of hiding a word
-            word = chosen[0]
-            raise ValueError(f"Here the blank is written [MASK], and the word you expect goes in its own box: type "
-                             f"“{text[:word.start()]}[MASK]{text[word.end():]}” and expect “{word.group(1)}”.")
+    masks, chosen = normalise_masks(text, "[MASK]").count("[MASK]"), chosen_words(text)
+    if masks == 0 and len(chosen) == 1:  # the Learn tab's way of hiding a word
+        word = chosen[0]
+        raise ValueError(f"Here the blank is written [MASK], and the word you expect goes in its own box: type "
+                         f"“{text[:word.start()]}[MASK]{text[word.end():]}” and put “{word.group(1)}” in “The word "
+                         "you expect”.")
+    if masks != 1:
         raise ValueError("Put exactly one [MASK] in the sentence: both models fill that one blank.")
+    if chosen:  # read as the pieces "[", "dog", "]" beside the blank: not what a learner means
+        raise ValueError(f"Square brackets hide a word in the Learn tab; here the blank is the [MASK]: write "
+                         f"{', '.join(f'“{m.group(1)}”' for m in chosen)} without them.")
     out = []
     for twin in twins:
         masked = normalise_masks(text, twin.tokenizer.mask_token)

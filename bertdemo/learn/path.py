@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bertdemo.explore import inside, inside_layer, inside_output, masking_lab, model_outputs, nsp, order_probe
-from bertdemo.explore.encoding import CHOSEN, SPECIAL_NAMES, chosen_words, word_pieces
+from bertdemo.explore.encoding import chosen_words, without_brackets, word_pieces
 from bertdemo.explore.fill_mask import predict
 from bertdemo.learn import predictions
 from bertdemo.learn.names_step import names_step
@@ -77,11 +77,6 @@ def _chosen(text: str) -> re.Match | None:
     return marks[0] if marks else None
 
 
-def plain_text(text: str) -> str:
-    """``text`` without the brackets of a word chosen to hide: "The [dog] barked." → "The dog barked."."""
-    return CHOSEN.sub(lambda m: m.group(0) if m.group(1).lower() in SPECIAL_NAMES else m.group(1), text)
-
-
 def hide_word(tokenizer, text: str, vocabulary: str = "This model's vocabulary") -> tuple[str, str]:
     """(the sentence with a word as [MASK], that word): the word the learner put in square brackets, else its last
     one-piece word of 3+ letters. ``vocabulary`` names ``tokenizer``'s in a refusal."""
@@ -94,7 +89,7 @@ def hide_word(tokenizer, text: str, vocabulary: str = "This model's vocabulary")
                 raise ValueError(f"{vocabulary} does not hold \"{word}\": choose another word to hide.")
             raise ValueError(f"{vocabulary} holds \"{word}\" as {len(pieces)} pieces ({' '.join(pieces)}), and one "
                              "[MASK] hides one: choose a word it holds whole.")
-        return plain_text(text[: chosen.start()]) + "[MASK]" + plain_text(text[chosen.end():]), pieces[0]
+        return without_brackets(text[: chosen.start()]) + "[MASK]" + without_brackets(text[chosen.end():]), pieces[0]
     for m in reversed(list(HIDEABLE.finditer(text))):
         word = m.group(0)
         pieces = word_pieces(tokenizer, word)
@@ -627,7 +622,7 @@ def tab_setup(s: LearnStep, loaded: LoadedModel, text: str) -> tuple[str, str]:
     if s.key == "people":  # the pair's first sentence, [MASK] and all
         return people_pair(text)[0], ""
     if s.tab not in MASKED_TABS:
-        return plain_text(text), ""
+        return without_brackets(text), ""
     masked, word = hide_word(loaded.tokenizer, text)
     return masked, word if s.tab == "inside" else ""
 
@@ -649,7 +644,7 @@ def answer(loaded: LoadedModel, key: str, text: str, model_ref: str = "", hub_re
              {"tokenizer_ref": tokenizer_ref} if key in ("rates", "masks", "no-positions") else
              {"budget": budget} if key == "why-word" else {})
     try:  # the steps that hide a word read the learner's choice; the others get the plain sentence
-        md, nums, snippet = fn(loaded, text if key in HIDES_A_WORD else plain_text(text), model_ref or loaded.name,
+        md, nums, snippet = fn(loaded, text if key in HIDES_A_WORD else without_brackets(text), model_ref or loaded.name,
                                **extra)
     except ValueError as exc:  # the inside views' limit, said for this tab
         raise ValueError(str(exc).replace("the inside views show", "the learning path shows")) from exc
