@@ -67,7 +67,8 @@ def card_table(card: str, first_header: str) -> list[list[str]]:
         return [cell.replace("**", "").strip() for cell in line.strip().strip("|").split("|")]
 
     lines = card.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|") and cells(line)[0] == first_header)
+    start = next((i for i, line in enumerate(lines) if line.startswith("|") and cells(line)[0] == first_header), None)
+    assert start is not None, f"the card has no table whose first header cell is {first_header!r}"
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -85,17 +86,22 @@ def test_the_twins_card_states_the_records_figures() -> None:
     table5 = json.loads((twins.TWINS_DIR / "table5.json").read_text())
     columns = ("mlm", "ltr-masked", "ltr")
     models = {row[0]: row[1:] for row in card_table(card, "")}
-    loss_row = next(cells for name, cells in models.items() if name.startswith("Held-out loss at the end"))
-    assert loss_row == [f"{build['twins'][k]['heldout_loss']:.2f}" for k in columns]
-    time_row = next(cells for name, cells in models.items() if name.startswith("Training time"))
+
+    def models_row(name: str) -> list[str]:
+        found = [cells for label, cells in models.items() if label.startswith(name)]
+        assert len(found) == 1, f"the card's models table has {len(found)} rows named {name!r}"
+        return found[0]
+
+    assert models_row("Held-out loss at the end") == [f"{build['twins'][k]['heldout_loss']:.2f}" for k in columns]
+    assert {build["twins"][k]["megabytes"] for k in columns} == {float(models_row("Weights")[0].split(", ")[-1].split()[0])}
+    time_row = models_row("Training time")
     assert [cell.split(" h ")[0] for cell in time_row] == [f"{build['twins'][k]['training_hours']:.2f}" for k in columns]
     assert [cell.split("(")[1].split()[0].rstrip(")") for cell in time_row] == \
         [f"{build['twins'][k]['tokens_per_s']:,}" for k in columns]
     final = record["checkpoints"][-1]
     assert f"{final['tokens'] / 1e6:.1f} M tokens each" in card and f"{final['step']:,} steps" in card
     rows = card_table(card, "tokens read")
-    assert len(rows) == len(record["checkpoints"])  # one row a checkpoint, in order
-    for row, checkpoint in zip(rows, record["checkpoints"], strict=True):
+    for row, checkpoint in zip(rows, record["checkpoints"], strict=True):  # one row a checkpoint, in order
         cloze = checkpoint["cloze"]
         mlm = cloze["models"]["mlm"]
         assert row[0].split(" M")[0] == f"{checkpoint['tokens'] / 1e6:.1f}"
@@ -105,10 +111,11 @@ def test_the_twins_card_states_the_records_figures() -> None:
         assert row[4].split(" of ")[0] == f"{cloze['controlled']['mlm_better']} · {cloze['paper']['mlm_better']}"
         assert row[5] == f"{round(mlm['top5'] * cloze['items'])} · {int(mlm['median_rank']):,}"
     tasks = {"Find the names": "names", "Topic of a sentence": "topic"}
-    for row in card_table(card, "task"):
-        cells = table5["cells"][next(task for name, task in tasks.items() if row[0].startswith(name))]
-        assert row[1:] == [f"{100 * cells[k]['mean']:.1f} ± {100 * cells[k]['sd']:.1f}" for k in columns]
-    assert len(card_table(card, "task")) == len(tasks)
+    rows = card_table(card, "task")
+    assert [next((task for name, task in tasks.items() if r[0].startswith(name)), r[0]) for r in rows] == list(tasks.values())
+    for r, task in zip(rows, tasks.values(), strict=True):
+        cells = table5["cells"][task]
+        assert r[1:] == [f"{100 * cells[k]['mean']:.1f} ± {100 * cells[k]['sd']:.1f}" for k in columns]
 
 
 def test_the_twins_are_pickable_by_name_and_the_page_names_which_answered(shipped) -> None:
