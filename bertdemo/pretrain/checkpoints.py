@@ -143,9 +143,10 @@ def _pruned_after(run: Path, latest: Path, keep: int, milestones: int = 0, rewar
     superseded = [p for p in others if step_of(p)[0] == step_of(latest)[0]]
     rest = sorted((p for p in others if p not in superseded), key=step_of, reverse=True)
     kept = set(milestone_folders(rest, milestones))
-    if milestones:
-        kept |= {p for p in rest if (rewarm_at and step_of(p)[0] == rewarm_at) or ended_schedule(p)}
-    return superseded + [p for p in rest[max(keep - 1, 0):] if p not in kept]
+    going = [p for p in rest[max(keep - 1, 0):] if p not in kept]
+    if milestones:  # only the saves that would go are read (a state file each)
+        going = [p for p in going if not ((rewarm_at and step_of(p)[0] == rewarm_at) or ended_schedule(p))]
+    return superseded + going
 
 
 def finished_schedule(state: dict) -> bool:
