@@ -27,7 +27,7 @@ STATUS_BUTTONS = {
     ("Learn", "Keep exploring ▶"),
     ("Pretrain", "Cancel my queued run"), ("Pretrain", "Delete run"), ("Pretrain", "GPU burst"), ("Pretrain", "Pause"),
     ("Pretrain", "Re-run this cell"), ("Pretrain", "Resume"), ("Pretrain", "Start"), ("Pretrain", "Stop this cell"),
-    ("Pretrain", "Stop"), ("Pretrain", "Use this probe"), ("Pretrain", "Yes, delete it"),
+    ("Pretrain", "Stop"), ("Pretrain", "Yes, delete it"),
 }
 
 

@@ -5,6 +5,7 @@ when that changes, and a value the page already has is not sent again."""
 from __future__ import annotations
 
 import gradio as gr
+import pytest
 
 from bertdemo.ui.tab_poll import IDLE_SECONDS, TabPoll, unsent
 
@@ -105,3 +106,39 @@ def test_a_first_part_answers_alone_before_the_others_and_the_next_draw_does_not
     assert (again, drawn_curves, timer) == (SKIP, "curves", _every(1.0))
     ticked = fns["tab_tick"].fn(sent, None)
     assert len(ticked) == 4 and ticked[0] == SKIP  # a tick draws the others (the line with them), never the first part
+
+
+def test_a_draw_after_a_control_sends_the_line_again_that_a_tick_reached_the_page_with_first():
+    """A Pause's answer ("Pausing after this step…") is computed before a tick that can reach the page first (the run
+    held at once: "PAUSED"). The page then shows the answer, older, while the poll's record says it shows the tick's;
+    with the run standing still, every later tick found nothing new to send and the page said "Pausing…" for good
+    (CI: three minutes). The draw chained after the press sends the line whatever the record says."""
+    state = {"text": "RUNNING step 84", "live": True}
+    with gr.Blocks() as demo, gr.Tabs(), gr.Tab("Run", id="run") as tab:
+        status, pause = gr.Markdown(elem_id="status"), gr.Button("Pause")
+        poll = TabPoll(1.0, "status")
+        poll.add(lambda request: ((state["text"],), state["live"]), [], [status])
+        pressed = pause.click(lambda: "RUNNING step 84 · Pausing after this step…", None, status)
+        poll.after(pressed, writes=[status])
+        poll.wire(tab)
+    fns = {f.api_name: f for f in demo.fns.values() if f.api_name}
+    redraw = [f for f in demo.fns.values() if f.trigger_after == pressed["id"]]
+    assert len(redraw) == 1 and redraw[0].fn.drawn_again == (status._id,)
+    *_, sent, _ = fns["tab_shown"].fn({}, None)
+    state["text"] = "PAUSED step 85"
+    ticked, sent, _ = fns["tab_tick"].fn(sent, None)  # the tick reaches the page first ...
+    assert ticked == "PAUSED step 85"
+    # ... then the press's answer, older; a tick would leave the page with it, the draw after the press does not
+    assert fns["tab_tick"].fn(sent, None)[0] == SKIP
+    again, *_ = redraw[0].fn(sent, None)
+    assert again == "PAUSED step 85"
+
+
+def test_a_control_may_only_name_outputs_the_poll_draws():
+    with gr.Blocks(), gr.Tabs(), gr.Tab("Run", id="run") as tab:
+        status, other, button = gr.Markdown(elem_id="status"), gr.Markdown(), gr.Button("Stop")
+        poll = TabPoll(1.0, "status")
+        poll.add(lambda request: (("line",), False), [], [status])
+        poll.after(button.click(lambda: "stopping", None, other), writes=[other])
+        with pytest.raises(ValueError, match="does not draw"):
+            poll.wire(tab)

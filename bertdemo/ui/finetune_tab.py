@@ -273,8 +273,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         key = (("no run", busy) if snap is None else
                ("run", snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message, bool(snap.pca_after),
                 snap.checkpoint)) + (tuple(ids or ()), tuple(lab.baselines()))
-        if key == seen_key:
-            return (*(gr.skip() for _ in range(9)), seen_key)
+        if key == seen_key:  # the status line at every draw: the page's may be a control's answer (ui/tab_poll.py)
+            return (status_text(), *(gr.skip() for _ in range(8)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
         choices = runs.choices() if ended else None
         # a run that has just ended (or the latest, on a page's first draw) is selected wherever a model is picked
@@ -430,9 +430,10 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     started = start.click(start_from_page, [owner, *form, then_control], [status, owner], api_name="start_finetune_from_page",
                           api_visibility="private")
-    pause.click(lambda t: control("pause", t), owner, status, api_visibility="private")
-    resume.click(lambda t: control("resume", t), owner, status, api_visibility="private")
-    stop.click(lambda t: control("stop", t), owner, status, api_visibility="private")
+    for action, button in (("pause", pause), ("resume", resume), ("stop", stop)):  # the poll's draw after each sends
+        # the status line again (ui/tab_poll.py): a tick can reach the page before the answer
+        poll.after(button.click(lambda t, action=action: control(action, t), owner, status, api_visibility="private"),
+                   writes=[status])
     outputs = [status, new_md, curve_plot, probe_plot, pca_plot, confusion_plot, compare, run_pick, classify_model, seen]
 
     def run_part(request: gr.Request, seen_key, ids):
@@ -444,7 +445,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
 
     poll.add(run_part, [seen, compare], outputs)
     queue_panel.wire(poll, owner, answers=[status, own_result])  # where the page's starts answer (names: status)
-    poll.after(started)  # a start draws at once and starts the timer
+    poll.after(started, writes=[status])  # a start draws at once and starts the timer
     compare.change(user_errors(curves), compare, curve_plot, api_visibility="private")
     task_box.expand(user_errors(task_view), None, [task_md, balance_plot], api_visibility="private")
     refused = common.clear_on_refusal  # a refused request leaves no answer of the input before on screen
@@ -461,8 +462,8 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     refused(change_btn.click(layer_change_from_page, change_run, [change_plot, change_md], api_visibility="private",
                              concurrency_limit=1, concurrency_id="ft-heavy"), [change_plot, change_md], note=change_md)
     run_pick.change(download_csv, run_pick, csv_button, api_visibility="private")
-    delete.click(delete_run, [run_pick, owner], [run_pick, compare, status], api_name="delete_finetune_from_page",
-                 api_visibility="private")
+    poll.after(delete.click(delete_run, [run_pick, owner], [run_pick, compare, status],
+                            api_name="delete_finetune_from_page", api_visibility="private"), writes=[status])
     for pick in (run_pick, classify_model, compare, change_run):
         pick.focus(lambda: gr.update(choices=runs.choices()), None, pick, api_visibility="private")
     init.focus(lambda: gr.update(choices=_init_choices(pretraining)), None, init, api_visibility="private")

@@ -154,7 +154,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox, form: list, form_
         pick = gr.update(choices=names_runs(), value=f"{live.run_id}") if ended else gr.skip()
         return (curve_of(snap), report_of(snap), pick, key), False
 
-    poll.after(start.click(start_names, [owner, *form], [status, owner], api_visibility="private"))
+    poll.after(start.click(start_names, [owner, *form], [status, owner], api_visibility="private"), writes=[status])
     poll.add(names_part, [seen], [curve, report, model, seen])
     clear_on_refusal(tag_btn.click(tag_from_page, [text, model], tagged, api_name="tag_from_page",
                                    api_visibility="private"), [tagged], note=tagged)

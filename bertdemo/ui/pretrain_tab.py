@@ -65,16 +65,14 @@ def plot_data(spec: dict) -> str:
 
 def poll_view(runs: PretrainService, seen: dict | None, compare: list[str] | None, smoothing: float, log_y: bool,
               x_axis: str) -> tuple[dict[str, Any], dict]:
-    """What one poll of a page sends: {output name: new value} for the parts that changed since ``seen``
-    (the status, the timeline, the curves, the probe ranks and table, ``refresh``: the model lists),
-    and the new ``seen``. A part that did not change is left out: the page receives nothing for it."""
+    """What one poll of a page sends: the status line, and {output name: new value} for the parts that changed
+    since ``seen`` (the timeline, the curves, the probe ranks and table, ``refresh``: the model lists), and the new
+    ``seen``. A part that did not change is left out: the page receives nothing for it."""
     snap = runs.snapshot()
     seen = dict(seen or {})
     if snap is None:
         return {}, seen
     keys = {
-        "status": (snap.run_id, snap.status, snap.step, snap.message, round(snap.prepare_fraction, 2),
-                   len(snap.eval_steps), len(snap.probe_steps)),
         "timeline": (snap.run_id, len(snap.timeline), tuple(snap.landmarks),
                      run_curves.locality_markdown(snap)),  # the locality bias fading (a few words: compared as text)
         "curves": (snap.run_id, snap.active, len(snap.steps), len(snap.eval_steps), len(snap.probe_steps),
@@ -83,9 +81,8 @@ def poll_view(runs: PretrainService, seen: dict | None, compare: list[str] | Non
         "probes": (snap.run_id, len(snap.probe_steps), len(snap.probe), x_axis),
     }
     changed = {name for name, key in keys.items() if seen.get(name) != key}
-    updates: dict[str, Any] = {}
-    if "status" in changed:
-        updates["status"] = run_curves.status_markdown(snap)
+    updates: dict[str, Any] = {"status": run_curves.status_markdown(snap)}  # at every poll: the page's last value
+    # may be a control's answer (ui/tab_poll.py: TabPoll.after), and the poll leaves out a line the page has
     if "timeline" in changed:
         updates["timeline"] = run_curves.timeline_markdown(snap)
     if "curves" in changed:
@@ -400,9 +397,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         return control(RunAction.STOP, owner_token)
 
     @user_errors
-    def update_probe(text: str, expected: str = "", token: str = "") -> str:
-        return (run_curves.status_markdown(runs.set_probe(text, token, expected))
-                + "  \nProbe changed: it runs at the next step.")
+    def update_probe(text: str, expected: str = "", token: str = "") -> None:
+        """The page's Set probe: the run takes it; a note says when it runs (the poll's draw after it shows the run)."""
+        runs.set_probe(text, token, expected)
+        gr.Info("Probe changed: it runs at the next step.")
 
     @user_errors
     def metrics_csv_api(run_id: str) -> str:
@@ -491,11 +489,17 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         gr.api(run_status, api_name="run_status")
         run_starts.add_queue_api(ctx)  # /queue_status, /cancel_queued: a start the busy slot queued
     # the buttons pass this browser's owner token; API callers pass theirs to the gr.api endpoints below
-    pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private")
-    resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private")
-    stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private")
-    burst.click(gpu_burst_from_page, [owner, burst_steps], status, api_visibility="private", concurrency_limit=1)
-    set_probe.click(update_probe, [probe, expected, owner], status, api_name="set_probe_from_page", api_visibility="private")
+    # each answers in the status line at once; the poll's draw after it sends the line again (ui/tab_poll.py): a tick
+    # can reach the page before the answer, and a paused or stopped run would keep the answer's older line
+    for control_event in (
+            pause.click(pause_run, owner, status, api_name="pause_from_page", api_visibility="private"),
+            resume_btn.click(resume_run, owner, status, api_name="resume_from_page", api_visibility="private"),
+            stop.click(stop_run, owner, status, api_name="stop_from_page", api_visibility="private"),
+            burst.click(gpu_burst_from_page, [owner, burst_steps], status, api_visibility="private",
+                        concurrency_limit=1)):
+        poll.after(control_event, writes=[status])
+    poll.after(set_probe.click(update_probe, [probe, expected, owner], None, api_name="set_probe_from_page",
+                               api_visibility="private"))
     with tab:
         gr.api(api_answers.plain(pause_run), api_name="pause_run")
         gr.api(api_answers.plain(resume_run), api_name="resume_run")
@@ -509,7 +513,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         first = seen_now is None
         snap = runs.snapshot()
         *drawn, seen_now = draw(seen_now, *values)
-        if first and snap is None:  # no run: the page's placeholder gives way to the words saying so
+        if snap is None:  # no run (or another visitor's): the words saying so
             drawn[0] = status_text()
         probe_now = (gr.update(value=snap.probe_text or d.monitor.probe_text), gr.update(value=snap.probe_expected)) \
             if first and snap is not None else (gr.skip(), gr.skip())
@@ -530,7 +534,7 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
     poll.add(estimate_part, list(form.values()), [estimate_box], on_show_only=True)  # the form's changes redraw it
     poll.follow(owner, ctx.runs.manager.viewing)  # with several runs at once: this page's own run
     poll.wire(tab)  # the poll shows no progress, not even on its status text
-    poll.after(started)  # a start draws at once and starts the timer
+    poll.after(started, writes=[status])  # a start draws at once and starts the timer
     gr.on([c.change for c in view], user_errors(curves), view, plot, api_visibility="private")
     x_axis.change(user_errors(probe_ranks), x_axis, ranks_plot, api_visibility="private")
     run_pick.change(lambda run_id: download_csv(run_id) if run_id else None, run_pick, csv_button,
@@ -541,8 +545,10 @@ def build(ctx: TabContext, model_box: gr.Dropdown, demo: gr.Blocks) -> gr.Textbo
         pick.focus(lambda: gr.update(choices=runs.run_choices()), None, pick, api_visibility="private")
     delete.click(ask_delete, run_pick, [confirm_row, question], api_visibility="private")
     delete_no.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
-    delete_yes.click(delete_run, [run_pick, owner], [run_pick, compare, resume, model_box, status, confirm_row, order_out],
-                     api_name="delete_from_page", api_visibility="private", show_progress_on=[status])
+    poll.after(delete_yes.click(delete_run, [run_pick, owner],
+                                [run_pick, compare, resume, model_box, status, confirm_row, order_out],
+                                api_name="delete_from_page", api_visibility="private", show_progress_on=[status]),
+               writes=[status])
     with tab:
         gr.api(api_answers.plain(delete_run_api), api_name="delete_run")
     common.clear_on_refusal(order_button.click(run_order_probe, [order_run, order_text], order_out,

@@ -13,10 +13,15 @@ one request answers them all:
   training, preparing, paused or queued that the tab shows), else every :data:`IDLE_SECONDS`, so a tab left
   on screen with nothing live still sees a run another visitor starts (a tick that finds nothing new sends
   nothing back but the skips); a tick switches between the two when liveness changes; leaving the tab stops
-  it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start from the page
+  it in the page, without a request (:data:`STOP_WHEN_HIDDEN_JS`); a start or a control from the page
   (:meth:`TabPoll.after`) draws at once and sets it;
 - an output whose value is the one this page was last sent is left out (the page receives nothing for it):
-  a poll that brings nothing new redraws nothing.
+  a poll that brings nothing new redraws nothing;
+- an event outside the poll that writes one of its outputs (a Pause's answer in the status line) is followed by
+  a draw that sends those outputs whatever the poll last sent (:meth:`TabPoll.after`, ``writes``). The event's
+  answer is computed before a tick that can reach the page first: the page then shows the older answer while
+  the poll believes it shows the tick's, and a run that stands still from there (paused, stopped) would keep
+  the older line for good ("Pausing after this step…" under a run long paused).
 
 Parts only read: the run services answer from memory (snapshots), and every part keys its drawing on what
 changed, so a tick that finds a run standing still costs a few dictionary looks.
@@ -110,10 +115,12 @@ class TabPoll:
         the other parts (a cheap line the learner reads first; never at a tick, and it starts no timer)."""
         self._parts.append(_Part(fn, tuple(inputs), tuple(outputs), on_show_only or first, first))
 
-    def _handler(self, parts: list[_Part], ticking: bool, timed: bool = True) -> tuple[Callable, list, list]:
+    def _handler(self, parts: list[_Part], ticking: bool, timed: bool = True,
+                 forced: Sequence[Any] = ()) -> tuple[Callable, list, list]:
         inputs = [c for p in parts for c in p.inputs]
         outputs = [c for p in parts for c in p.outputs]
         ids = [c._id for c in outputs]
+        forced_keys = {str(c._id) for c in forced}
 
         viewing, follows = self._viewing, self._viewer is not None
 
@@ -127,7 +134,7 @@ class TabPoll:
                     at += len(part.inputs)
                     out.extend(drawn)
                     live = live or part_live
-            out, sent = unsent(out, ids, sent)
+            out, sent = unsent(out, ids, {k: v for k, v in (sent or {}).items() if k not in forced_keys})
             if not timed:  # the first parts' own request: the timer is the rest's to set
                 return (*out, sent)
             every = self.seconds if live else self.idle_seconds
@@ -139,6 +146,7 @@ class TabPoll:
 
         # the api names ui/heavy_requests.py declares
         tab_poll.__name__ = "tab_tick" if ticking else "tab_shown" if timed else "tab_first"
+        tab_poll.drawn_again = tuple(c._id for c in forced)  # the outputs it sends whatever was sent before
         viewer = [self._viewer] if follows else []
         return tab_poll, [self.sent, *viewer, *inputs], [*outputs, self.sent, *([self.timer] if timed else [])]
 
@@ -163,16 +171,26 @@ class TabPoll:
         if isinstance(tabs, gr.Tabs):
             tabs.change(None, None, self.timer, js=STOP_WHEN_HIDDEN_JS % self.shown_id, api_visibility="private",
                         show_progress="hidden")
-        for event in self._after:
-            self._chain(event)
+        for event, writes in self._after:
+            self._chain(event, writes)
 
-    def after(self, event: Any) -> None:
-        """Draw every part once ``event`` (a start from the page) has run, and start the timer if live (chained
-        when the poll is wired: a section may name its start before the tab has all its parts)."""
-        self._after.append(event)
+    def after(self, event: Any, writes: Sequence[Any] = ()) -> None:
+        """Draw every part once ``event`` (a start or a control from the page) has run, and start the timer if
+        live (chained when the poll is wired: a section may name its start before the tab has all its parts).
+        ``writes``: the poll's outputs the event answers in itself; the draw sends them again whatever the poll
+        last sent (see the module's docstring). A part must compute them at every draw for that (a part that
+        keys its own drawing on what changed leaves them out of the key)."""
+        self._after.append((event, tuple(writes)))
         if self._wired:
-            self._chain(event)
+            self._chain(event, tuple(writes))
 
-    def _chain(self, event: Any) -> None:
-        event.then(self._on_show, self._show_inputs, self._show_outputs, api_visibility="private",
+    def _chain(self, event: Any, writes: tuple[Any, ...] = ()) -> None:
+        handler = self._on_show
+        if writes:
+            owned = {c._id for c in self._show_outputs}
+            strays = [c for c in writes if c._id not in owned]
+            if strays:
+                raise ValueError(f"an event writes {len(strays)} component(s) this poll does not draw")
+            handler, _, _ = self._handler([p for p in self._parts if not p.first], ticking=False, forced=writes)
+        event.then(handler, self._show_inputs, self._show_outputs, api_visibility="private",
                    show_progress="hidden", show_progress_on=[])

@@ -107,7 +107,9 @@ def build(ctx: Any, poll: TabPoll) -> None:
 
     go_click = go.click(table5_cell_from_page, [twin, task, seed, token], [cell, token],
                         api_name="table5_cell_from_page", api_visibility="private", show_progress_on=[cell])
-    stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page", api_visibility="private")
+    stop_click = stop.click(table5_stop_from_page, token, cell, api_name="table5_stop_from_page",
+                            api_visibility="private")
     poll.add(cell_part, [token], [cell])  # the tab's one timer follows the cell (ui/tab_poll.py)
-    poll.after(go_click)
+    for event in (go_click, stop_click):  # each answers in the cell; the poll's draw after it sends the cell again
+        poll.after(event, writes=[cell])
     gr.api(api_answers.plain(start_table5_cell), api_name="start_table5_cell")
