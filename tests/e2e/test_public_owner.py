@@ -43,8 +43,9 @@ def test_a_browser_that_kept_its_token_controls_its_run_and_the_config_holds_no_
         # the server took the press (its answer says so at once) ...
         expect(page.locator("#pt-status")).to_contain_text(re.compile("Pausing after this step|PAUSED"),
                                                            timeout=TIMEOUT_MS)
-        # ... and the run holds once its step is done: on a loaded machine its thread (nice 10) once made no step for
-        # a minute, the page's status frozen at RUNNING with the pause asked and nothing saying so
+        # ... and the page shows the run holding once its step is done: the press's answer could reach the page after
+        # a tick that showed PAUSED, and the poll, believing the page had it, left it out from then on (the draw after
+        # a control sends the line again: ui/tab_poll.py, TabPoll.after)
         expect(page.locator("#pt-status")).to_contain_text("PAUSED", timeout=3 * TIMEOUT_MS)
         assert page.evaluate(f"localStorage.getItem({OWNER_KEY!r})") == token
     finally:
