@@ -4,6 +4,7 @@ exact, and a live cell runs in the training slot like any run."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -320,3 +321,50 @@ def viz_table5():
     from bertdemo.viz import table5 as drawing
 
     return drawing
+
+
+def _cells_at(steps: dict[int, float], settings) -> dict:
+    """Table 5 cells kept as ``measure_twin_pairs`` keeps them: at each step, every task, twin and seed; the masked LM
+    ahead on names (0.90 against 0.70 and 0.80), behind on the topic (0.50 against 0.60 and 0.70), plus ``bump``."""
+    base = {"topic": {"mlm": 0.5, "ltr-masked": 0.6, "ltr": 0.7}, "names": {"mlm": 0.9, "ltr-masked": 0.7, "ltr": 0.8}}
+    return {f"{task}/{kind}/{seed}@{step}": {"test": score + bump + 0.01 * seed, "validation": 0.5, "step": 10,
+                                             "seconds": 1.0, "settings": settings.flat()}
+            for step, bump in steps.items() for task, by in base.items() for kind, score in by.items()
+            for seed in (0, 1, 2)}
+
+
+def test_table5_along_training_holds_each_checkpoint_whose_cells_are_all_kept(tmp_path):
+    """Issue 51's curve measures the two Table 5 cells at its checkpoints too: ``--cells-at STEP`` keeps them, and the
+    shipped table5.json's ``along`` is Table 5 at every step whose 18 cells are all kept with the table's settings."""
+    from bertdemo.tools import measure_twin_pairs as measure
+
+    settings = measure.cell_settings(10)
+    cells = _cells_at({100: 0.0, 400: 0.05}, settings)
+    partial = _cells_at({200: 0.0}, settings)
+    partial.pop("names/ltr/2@200")  # a step whose cells are not all there yet
+    other = _cells_at({50: 0.0}, measure.cell_settings(30))  # cells of other settings
+    along = measure.table5_along({**cells, **partial, **other}, 4096, settings)
+    assert [(a["step"], a["tokens"]) for a in along] == [(100, 409_600), (400, 1_638_400)]
+    assert along[1]["cells"]["names"]["mlm"]["scores"] == pytest.approx([0.95, 0.96, 0.97])
+    assert along[1]["comparisons"]["controlled"]["names"]["mean_diff"] == pytest.approx(0.2)
+
+    assets, work = tmp_path / "assets", tmp_path / "work"
+    assets.mkdir(), work.mkdir()
+    (assets / "table5.json").write_text(json.dumps({"step": 400, "seeds": [0, 1, 2]}))
+    (assets / "curve.json").write_text(json.dumps({"tokens_per_step": 4096}))
+    (work / "table5_cells.json").write_text(json.dumps({**cells, **partial}))
+    argv = ["--work", str(work), "--assets", str(assets), "--table5-along", "--table5-steps", "10"]
+    assert measure.main(argv) == 0
+    written = json.loads((assets / "table5.json").read_text())
+    assert written["step"] == 400 and written["along"] == along
+    (assets / "table5.json").write_text(json.dumps({"step": 800, "seeds": [0, 1, 2]}))  # cells short of its step
+    assert measure.main(argv) == 2 and "along" not in json.loads((assets / "table5.json").read_text())
+
+    text = viz_table5().along_markdown(written)
+    assert "| pretrained on (tokens) | MLM | LTR, same words | LTR, every word |" in text
+    assert "| 0.4 M | **91.0** ± 1.0 | 71.0 ± 1.0 | 81.0 ± 1.0 |" in text  # names at 100 steps: the best in bold
+    assert "| 1.6 M | 56.0 ± 1.0 | 66.0 ± 1.0 | **76.0** ± 1.0 |" in text  # the topic at 400
+    assert ("Find the names (token): the masked LM ahead of the same-words twin at 2 of 2 checkpoints (2 beyond the "
+            "seed spread, behind it beyond the spread at 0); the masked LM ahead of the every-word twin at 2 of 2") in text
+    assert "Topic (sentence): the masked LM ahead of the same-words twin at 0 of 2 checkpoints" in text
+    assert viz_table5().along_markdown({**written, "along": along[:1]}) == ""  # one checkpoint: the table above

@@ -281,6 +281,27 @@ def all_cells(cells: dict, step: int) -> bool:
                for seed in SEEDS)
 
 
+def table5_along(cells: dict, tokens_per_step: int, settings, offset: int = 0) -> list[dict]:
+    """Table 5 at every step where all of its cells were measured with ``settings`` (a checkpoint along the curve, and
+    the last), in order: ``{"step", "tokens", "seeds", "cells", "comparisons"}`` as :func:`table5` makes them, the
+    tokens counted as the curve counts them (``offset``: a stage's tokens come after the shipped twins')."""
+    from bertdemo.finetune.table5 import table_from_scores
+
+    flat = settings.flat()
+    steps = sorted({int(key.rsplit("@", 1)[1]) for key, cell in cells.items() if cell.get("settings") == flat})
+    kinds = [EXPORT_NAMES[run] for run in RUNS]
+    along = []
+    for step in steps:
+        keys = {task: {kind: [f"{task}/{kind}/{seed}@{step}" for seed in SEEDS] for kind in kinds}
+                for task in ("topic", "names")}
+        if not all(k in cells and cells[k].get("settings") == flat for by in keys.values() for ks in by.values()
+                   for k in ks):
+            continue
+        scores = {task: {kind: [cells[k]["test"] for k in ks] for kind, ks in by.items()} for task, by in keys.items()}
+        along.append({"step": step, "tokens": offset + step * tokens_per_step, **table_from_scores(scores, SEEDS)})
+    return along
+
+
 def table5_record(cells: dict, step: int, settings, threads: int, load: float, argv: list[str] | None) -> dict:
     """The shipped ``table5.json``: Table 5 at ``step`` with where, when and how long its cells ran."""
     import torch
@@ -309,6 +330,22 @@ def table5_of_shipped(assets: Path, work: Path, args: argparse.Namespace, argv: 
     storage.write_text(assets / "table5.json",
                        json.dumps(table5_record(cells, step, settings, args.threads, load, argv), indent=1) + "\n")
     log(f"wrote {assets / 'table5.json'}")
+    return 0
+
+
+def add_table5_along(assets: Path, cells_path: Path, settings, log) -> int:
+    """Write into ``assets``' table5.json the Table 5 of every checkpoint whose cells ``cells_path`` keeps (the
+    shipped curve's tokens per step; none of a later stage). 2 when the cells do not reach the shipped table's step."""
+    table_path = assets / "table5.json"
+    table = json.loads(table_path.read_text(encoding="utf-8"))
+    curve = json.loads((assets / "curve.json").read_text(encoding="utf-8"))
+    cells = json.loads(cells_path.read_text(encoding="utf-8")) if cells_path.is_file() else {}
+    along = table5_along(cells, int(curve["tokens_per_step"]), settings)
+    if not along or along[-1]["step"] != table["step"]:
+        log(f"error: the kept cells reach {[a['step'] for a in along]}, not the shipped table's step {table['step']}")
+        return 2
+    storage.write_text(table_path, json.dumps({**table, "along": along}, indent=1) + "\n")
+    log(f"wrote Table 5 at steps {[a['step'] for a in along]} into {table_path}")
     return 0
 
 
@@ -476,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table5-shipped", action="store_true",
                         help="only fine-tune the models in --assets (a pair built elsewhere, e.g. on a GPU) and write "
                              "their table5.json there; the cells kept in --work")
+    parser.add_argument("--table5-along", action="store_true",
+                        help="only add to --assets' table5.json the Table 5 of every checkpoint whose cells are all kept "
+                             "in --work (measure them with --cells-at STEP)")
     parser.add_argument("--text-start-shipped", action="store_true",
                         help="only ask the models in --assets as their training showed a text's start ([CLS] [SEP] "
                              "sentence [SEP]) beside as the page asks, and write it into their curve.json")
@@ -507,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.text_start_shipped:
         add_text_start(Path(args.assets), log)
         return 0
+    if args.table5_along:
+        return add_table5_along(Path(args.assets), work / "table5_cells.json", cell_settings(args.table5_steps), log)
     kept = sorted(set.intersection(*(set(found) for found in runs.values())))
     from bertdemo.pretrain.checkpoints import ended_schedule
 
@@ -543,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
         began, load = time.monotonic(), os.getloadavg()[0]
         cells = table5_cells({run: finals[run] for run in which}, last, settings, SEEDS, work / "table5_cells.json", log)
         if all_cells(cells, last):
-            measured["table5"] = table5_record(cells, last, settings, args.threads, load, argv)
+            measured["table5"] = {**table5_record(cells, last, settings, args.threads, load, argv),
+                                  "along": table5_along(cells, tokens_per_step, settings, offset)}
             storage.write_text(path, json.dumps(measured, indent=1) + "\n")
         log(f"table 5: {time.monotonic() - began:.0f} s this sitting")
     measured["curve_export"] = _renamed({  # the shipped record names each model by its asset folder

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from bertdemo.finetune.table5 import METRICS, PAPER_ROWS, TASK_LABELS, TWIN_LABELS, paper_agreement
+from bertdemo.models.twin_curve import millions
 from bertdemo.models.twins import PAIRS
 
 SHORT_TASK = {"topic": "Topic (sentence)", "names": "Find the names (token)"}
@@ -55,6 +56,53 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
             f"scored every {s['eval_every']} steps and at the end, the best weights scored once on test. Topic: "
             "accuracy over 11 topics; names: word-level F1 of NAME. A seed fixes the new head, the data order and "
             "dropout, the same for every twin, so each gap is read seed by seed.")
+
+
+ALONG_COLUMNS = {"mlm": "MLM", "ltr-masked": "LTR, same words", "ltr": "LTR, every word"}
+PAIR_TWIN = {"controlled": "the same-words", "paper": "the every-word"}
+
+
+def _ahead(along: list[dict[str, Any]], task: str, pair: str) -> str:
+    """Where the masked LM leads ``pair``'s left-to-right twin on ``task`` along training, in words."""
+    gaps = [a["comparisons"][pair][task] for a in along]
+    ahead = [g["mean_diff"] > 0 for g in gaps]
+    clear = sum(g["mean_diff"] > 0 and not g["within_noise"] for g in gaps)
+    behind = sum(g["mean_diff"] < 0 and not g["within_noise"] for g in gaps)
+    since = len(ahead)
+    while since > 0 and ahead[since - 1]:
+        since -= 1
+    text = (f"the masked LM ahead of {PAIR_TWIN[pair]} twin at {sum(ahead)} of {len(gaps)} checkpoints "
+            f"({clear} beyond the seed spread, behind it beyond the spread at {behind})")
+    if 0 < since < len(ahead) - 1:
+        text += f", at each from {millions(along[since]['tokens'])} tokens on"
+    return text
+
+
+def along_markdown(shipped: dict[str, Any] | None) -> str:
+    """Table 5 at earlier checkpoints of the same runs (``table5.json``'s ``along``, when measured at two or more):
+    one small table per task, then where the masked LM leads each pair's left-to-right twin, in words."""
+    along = (shipped or {}).get("along") or []
+    if len(along) < 2:
+        return ""
+    seeds = len(along[-1]["seeds"])
+    parts = [f"**Along training.** The same cells at earlier checkpoints of the same runs (each checkpoint's models "
+             f"fine-tuned the same way, {seeds} seeds; test scores in %, mean ± sd), from the curve above's first "
+             "points to the shipped twins:"]
+    for task in ("names", "topic"):
+        kinds = [k for k in ALONG_COLUMNS if all(k in a["cells"][task] for a in along)]
+        rows = []
+        for a in along:
+            cells = a["cells"][task]
+            best = max(cells[k]["mean"] for k in kinds)
+            rows.append(f"| {millions(a['tokens'])} | " + " | ".join(
+                (f"**{_pct(cells[k]['mean'])}** ± {_pct(cells[k]['sd'])}" if cells[k]["mean"] == best
+                 else f"{_pct(cells[k]['mean'])} ± {_pct(cells[k]['sd'])}") for k in kinds) + " |")
+        parts.append(f"{SHORT_TASK[task]}, {METRICS[task].removeprefix('test ')}:\n\n| pretrained on (tokens) | "
+                     + " | ".join(ALONG_COLUMNS[k] for k in kinds) + " |\n|---|" + "---|" * len(kinds) + "\n"
+                     + "\n".join(rows))
+        parts.append(f"{SHORT_TASK[task]}: " + "; ".join(_ahead(along, task, pair) for pair in PAIRS
+                                                        if pair in along[-1]["comparisons"]) + ".")
+    return "\n\n".join(parts)
 
 
 def cell_markdown(status: dict[str, Any] | None, shipped: dict[str, Any] | None) -> str:
