@@ -116,6 +116,12 @@ def test_the_twins_card_states_the_records_figures() -> None:
     for r, task in zip(rows, tasks.values(), strict=True):
         cells = table5["cells"][task]
         assert r[1:] == [f"{100 * cells[k]['mean']:.1f} ± {100 * cells[k]['sd']:.1f}" for k in columns]
+    along = card_table(card, "pretrained on")  # Table 5 along training: one row a checkpoint measured, in order
+    assert len(table5["along"]) >= 6 and table5["along"][-1]["step"] == table5["step"]
+    for r, at in zip(along, table5["along"], strict=True):
+        assert r[0] == f"{at['tokens'] / 1e6:.1f} M"
+        assert r[1:] == [f"{100 * at['cells'][task][k]['mean']:.1f} ± {100 * at['cells'][task][k]['sd']:.1f}"
+                         for task in ("names", "topic") for k in columns]
 
 
 def test_the_twins_are_pickable_by_name_and_the_page_names_which_answered(shipped) -> None:

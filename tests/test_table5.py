@@ -15,6 +15,7 @@ from bertdemo.finetune import table5
 from bertdemo.finetune.engine import batch_of, encode
 from bertdemo.finetune.table5 import CellSettings
 from bertdemo.finetune.twin_finetune import build_twin, finetune_twin, sentence_logits
+from bertdemo.models import twin_curve
 from bertdemo.models.twins import PAIRS
 from bertdemo.runs.status import Status
 from bertdemo.settings import ServerSettings
@@ -294,6 +295,10 @@ def test_the_page_shows_the_measured_table_beside_the_papers_rows_and_checks_a_c
     for pair in PAIRS:  # both pairs' rows, sentences and where each agrees with the paper, in words
         assert shipped["comparisons"][pair]["names"]["sentence"] in table
         assert table5.paper_agreement(shipped, pair) in table
+    along = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pt-table5-along")
+    assert along.visible is True and along.value == viz_table5().along_markdown(shipped)  # the table along training
+    first = shipped["along"][0]
+    assert f"| {twin_curve.millions(first['tokens'])} | " in along.value and len(shipped["along"]) >= 6
     handlers = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
     with pytest.raises(gr.Error, match="Pick a twin"):
         handlers["start_table5_cell"]("gpt", "topic", 0)
@@ -361,10 +366,11 @@ def test_table5_along_training_holds_each_checkpoint_whose_cells_are_all_kept(tm
     assert measure.main(argv) == 2 and "along" not in json.loads((assets / "table5.json").read_text())
 
     text = viz_table5().along_markdown(written)
-    assert "| pretrained on (tokens) | MLM | LTR, same words | LTR, every word |" in text
+    assert "| tokens | MLM | LTR same | LTR every |" in text
     assert "| 0.4 M | **91.0** ± 1.0 | 71.0 ± 1.0 | 81.0 ± 1.0 |" in text  # names at 100 steps: the best in bold
     assert "| 1.6 M | 56.0 ± 1.0 | 66.0 ± 1.0 | **76.0** ± 1.0 |" in text  # the topic at 400
     assert ("Find the names (token): the masked LM ahead of the same-words twin at 2 of 2 checkpoints (2 beyond the "
-            "seed spread, behind it beyond the spread at 0); the masked LM ahead of the every-word twin at 2 of 2") in text
+            "seed spread, behind it beyond the spread at 0), the gap in points +20.0 → +20.0; the masked LM ahead of "
+            "the every-word twin at 2 of 2") in text
     assert "Topic (sentence): the masked LM ahead of the same-words twin at 0 of 2 checkpoints" in text
     assert viz_table5().along_markdown({**written, "along": along[:1]}) == ""  # one checkpoint: the table above

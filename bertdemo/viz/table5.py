@@ -58,12 +58,13 @@ def table_markdown(shipped: dict[str, Any] | None) -> str:
             "dropout, the same for every twin, so each gap is read seed by seed.")
 
 
-ALONG_COLUMNS = {"mlm": "MLM", "ltr-masked": "LTR, same words", "ltr": "LTR, every word"}
+ALONG_COLUMNS = {"mlm": "MLM", "ltr-masked": "LTR same", "ltr": "LTR every"}  # short: the tables fit a phone
 PAIR_TWIN = {"controlled": "the same-words", "paper": "the every-word"}
 
 
 def _ahead(along: list[dict[str, Any]], task: str, pair: str) -> str:
-    """Where the masked LM leads ``pair``'s left-to-right twin on ``task`` along training, in words."""
+    """Where the masked LM leads ``pair``'s left-to-right twin on ``task`` along training, in words, and the gap
+    (masked LM minus the twin) at each checkpoint."""
     gaps = [a["comparisons"][pair][task] for a in along]
     ahead = [g["mean_diff"] > 0 for g in gaps]
     clear = sum(g["mean_diff"] > 0 and not g["within_noise"] for g in gaps)
@@ -75,7 +76,7 @@ def _ahead(along: list[dict[str, Any]], task: str, pair: str) -> str:
             f"({clear} beyond the seed spread, behind it beyond the spread at {behind})")
     if 0 < since < len(ahead) - 1:
         text += f", at each from {millions(along[since]['tokens'])} tokens on"
-    return text
+    return text + ", the gap in points " + " → ".join(f"{100 * g['mean_diff']:+.1f}" for g in gaps)
 
 
 def along_markdown(shipped: dict[str, Any] | None) -> str:
@@ -87,7 +88,8 @@ def along_markdown(shipped: dict[str, Any] | None) -> str:
     seeds = len(along[-1]["seeds"])
     parts = [f"**Along training.** The same cells at earlier checkpoints of the same runs (each checkpoint's models "
              f"fine-tuned the same way, {seeds} seeds; test scores in %, mean ± sd), from the curve above's first "
-             "points to the shipped twins:"]
+             "points to the shipped twins (tokens: what each twin had read; LTR same: the left-to-right twin that "
+             "predicts the masked twin's words; LTR every: the one that predicts every next word):"]
     for task in ("names", "topic"):
         kinds = [k for k in ALONG_COLUMNS if all(k in a["cells"][task] for a in along)]
         rows = []
@@ -97,7 +99,7 @@ def along_markdown(shipped: dict[str, Any] | None) -> str:
             rows.append(f"| {millions(a['tokens'])} | " + " | ".join(
                 (f"**{_pct(cells[k]['mean'])}** ± {_pct(cells[k]['sd'])}" if cells[k]["mean"] == best
                  else f"{_pct(cells[k]['mean'])} ± {_pct(cells[k]['sd'])}") for k in kinds) + " |")
-        parts.append(f"{SHORT_TASK[task]}, {METRICS[task].removeprefix('test ')}:\n\n| pretrained on (tokens) | "
+        parts.append(f"{SHORT_TASK[task]}, {METRICS[task].removeprefix('test ')}:\n\n| tokens | "
                      + " | ".join(ALONG_COLUMNS[k] for k in kinds) + " |\n|---|" + "---|" * len(kinds) + "\n"
                      + "\n".join(rows))
         parts.append(f"{SHORT_TASK[task]}: " + "; ".join(_ahead(along, task, pair) for pair in PAIRS
