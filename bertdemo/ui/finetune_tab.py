@@ -101,12 +101,14 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
     export_dir = Path(tempfile.mkdtemp(prefix="bertdemo-finetune-"))
     reference = load_reference()  # the stored random-weight runs, drawn beside every run
 
-    def status_text() -> str:
-        held = slot.manager.latest
-        busy = held is not None and held.active
-        snap = runs.snapshot()
+    def status_of(snap: Any, busy: bool) -> str:
+        """The status line of ``snap``; ``busy``: another run holds the training slot."""
         return viz.status_markdown(snap, busy_with_pretraining=busy, baselines=lab.baselines(),
                                    reference=reference, partner=runs.partner(snap))
+
+    def status_text() -> str:
+        held = slot.manager.latest
+        return status_of(runs.snapshot(), held is not None and held.active)
 
     def compared(ids: list[str] | None) -> list[tuple[str, Any]]:
         live = runs.snapshot()
@@ -274,7 +276,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
                ("run", snap.run_id, snap.status, snap.step, len(snap.eval_steps), snap.message, bool(snap.pca_after),
                 snap.checkpoint)) + (tuple(ids or ()), tuple(lab.baselines()))
         if key == seen_key:  # the status line at every draw: the page's may be a control's answer (ui/tab_poll.py)
-            return (status_text(), *(gr.skip() for _ in range(8)), seen_key)
+            return (status_of(snap, busy), *(gr.skip() for _ in range(8)), seen_key)
         ended = snap is not None and not snap.active and snap.checkpoint
         choices = runs.choices() if ended else None
         # a run that has just ended (or the latest, on a page's first draw) is selected wherever a model is picked
@@ -282,7 +284,7 @@ def build(ctx: Any, model_box: gr.Dropdown, owner: gr.Textbox) -> None:
         fresh = (ended and drawn_checkpoint != snap.checkpoint
                  and snap.run_id in {run_id for _, run_id in choices})
         picked = {"value": snap.run_id} if fresh else {}
-        return (status_text(), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
+        return (status_of(snap, busy), viz.new_weights_markdown(snap), curves(ids), plot_data(viz.probe_spec(snap)),
                 plot_data(viz.pca_spec(snap)), plot_data(viz.confusion_spec(snap)),
                 gr.update(choices=choices) if choices is not None else gr.skip(),
                 *(gr.update(choices=choices, **picked) if choices is not None else gr.skip() for _ in range(2)), key)

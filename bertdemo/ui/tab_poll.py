@@ -98,6 +98,7 @@ class TabPoll:
         self.shown_id = shown_id
         self._parts: list[_Part] = []
         self._after: list[Any] = []
+        self._shown_parts: list[_Part] = []  # set by wire
         self._wired = False
         self._viewer: Any = None
         self._viewing: Callable[[str], contextlib.AbstractContextManager] | None = None
@@ -120,7 +121,6 @@ class TabPoll:
         inputs = [c for p in parts for c in p.inputs]
         outputs = [c for p in parts for c in p.outputs]
         ids = [c._id for c in outputs]
-        forced_keys = {str(c._id) for c in forced}
 
         viewing, follows = self._viewing, self._viewer is not None
 
@@ -134,7 +134,7 @@ class TabPoll:
                     at += len(part.inputs)
                     out.extend(drawn)
                     live = live or part_live
-            out, sent = unsent(out, ids, {k: v for k, v in (sent or {}).items() if k not in forced_keys})
+            out, sent = unsent(out, ids, forget(sent, forced) if forced else sent)
             if not timed:  # the first parts' own request: the timer is the rest's to set
                 return (*out, sent)
             every = self.seconds if live else self.idle_seconds
@@ -157,7 +157,8 @@ class TabPoll:
             raise RuntimeError("a tab's poll is wired once")
         self._wired = True
         first = [p for p in self._parts if p.first]
-        shown, shown_inputs, shown_outputs = self._handler([p for p in self._parts if not p.first], ticking=False)
+        self._shown_parts = [p for p in self._parts if not p.first]  # what a select draws (the first parts before it)
+        shown, shown_inputs, shown_outputs = self._handler(self._shown_parts, ticking=False)
         self._on_show, self._show_inputs, self._show_outputs = shown, shown_inputs, shown_outputs
         tick, tick_inputs, tick_outputs = self._handler([p for p in self._parts if not p.on_show_only], ticking=True)
         quiet = dict(api_visibility="private", show_progress="hidden", show_progress_on=[])
@@ -191,6 +192,6 @@ class TabPoll:
             strays = [c for c in writes if c._id not in owned]
             if strays:
                 raise ValueError(f"an event writes {len(strays)} component(s) this poll does not draw")
-            handler, _, _ = self._handler([p for p in self._parts if not p.first], ticking=False, forced=writes)
+            handler, _, _ = self._handler(self._shown_parts, ticking=False, forced=writes)
         event.then(handler, self._show_inputs, self._show_outputs, api_visibility="private",
                    show_progress="hidden", show_progress_on=[])

@@ -45,7 +45,8 @@ def build(ctx: Any, poll: TabPoll) -> None:
         gr.Markdown(INTRO.format(shape=twins.shape_text(),
                                  tokens=twin_curve.millions(curve.final_tokens) if curve is not None else "millions of"))
         gr.Markdown(viz.table_markdown(shipped), elem_id="pt-table5-table")
-        gr.Markdown(viz.along_markdown(shipped), elem_id="pt-table5-along", visible=bool(viz.along_markdown(shipped)))
+        along = viz.along_markdown(shipped)
+        gr.Markdown(along, elem_id="pt-table5-along", visible=bool(along))
         gr.Markdown("**Re-run one cell live** (the settings above; it takes the training slot like any run):")
         with gr.Row():
             twin = gr.Dropdown([("masked LM", "mlm"), ("left-to-right, every next word", "ltr"),
