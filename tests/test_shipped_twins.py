@@ -169,12 +169,15 @@ def test_the_curve_says_where_the_lines_cross_with_the_measured_numbers(curve) -
     for c in curve.pairs.values():
         assert len(c.tokens) >= 6 and c.tokens == sorted(c.tokens)  # log-spaced checkpoints, first to last
         assert c.tokens[-1] >= 15_000_000
-        sentence = twin_curve.crossover_sentence(c)
         gap = c.ltr_loss[-1] - c.mlm_loss[-1]
-        assert f"{abs(gap):.2f} nats per word" in sentence
-        crossing = c.crossover
-        if crossing["crosses"] and not crossing.get("ahead_from_first"):
-            assert f"leads until about **{twin_curve.millions(crossing['tokens'])} tokens**" in sentence
+        assert f"{abs(gap):.2f} nats per word" in twin_curve.crossover_sentence(c)
+    # the shipped pairs: the paper's crosses between two checkpoints, the controlled one is ahead from its first
+    paper, controlled = curve.pairs["paper"], curve.pairs["controlled"]
+    assert paper.crossover["crosses"] and paper.tokens[0] < paper.crossover["tokens"] < paper.tokens[-1]
+    assert (f"The left-to-right LM leads until about **{twin_curve.millions(paper.crossover['tokens'])} tokens**; from "
+            "there the masked LM is ahead") in twin_curve.crossover_sentence(paper)
+    assert twin_curve.crossover_sentence(controlled).startswith(
+        f"The masked LM is ahead from the first checkpoint ({twin_curve.millions(controlled.tokens[0])} tokens)")
     placed = twin_curve.place_run(curve, "paper", 307_200)
     assert "your pair: 0.3 M tokens" in placed and f"({twins.shape_text()})" in placed  # the shipped pair's size named
 

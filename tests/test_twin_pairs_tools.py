@@ -226,6 +226,32 @@ def test_a_schedule_restart_is_a_point_that_ended_a_schedule_and_the_runs_went_o
     assert measure_twin_pairs.schedule_restarts([4, 8, 12], {12}, 0, 10) == []  # one schedule, ended at the last
 
 
+def _pair_curve(tokens: list[int], gaps: list[float]) -> list[dict]:
+    """A paper pair's measured checkpoints whose left-to-right loss is ``gap`` above the masked LM's (< 0: behind)."""
+    return [{"tokens": t, "paper": {"overall": {"mlm": 5.0, "ltr-all": 5.0 + g}}} for t, g in zip(tokens, gaps)]
+
+
+def test_a_gap_closing_too_slowly_to_meet_is_said_to_meet_past_the_far_mark_not_an_overflow() -> None:
+    """Tiny runs whose losses barely differ (a slope of a millionth of a nat per e-fold) put the straight line's zero
+    at e^7000 tokens: the record says "past 10^15 tokens" and the page's sentences say so, where math.exp overflowed
+    and the GPU script left the models unexported."""
+    tokens = [2048, 4096, 6144]
+    slow = measure_twin_pairs.crossover(_pair_curve(tokens, [-0.0075 + 1e-6 * np.log(t) for t in tokens]), "paper")
+    assert slow["crosses"] is False and slow["extrapolated_tokens"] is None
+    assert slow["beyond_tokens"] == measure_twin_pairs.FAR_TOKENS == 1e15
+    near = measure_twin_pairs.crossover(_pair_curve([1e6, 2e6, 4e6], [-0.3, -0.2, -0.1]), "paper")
+    assert near["extrapolated_tokens"] == pytest.approx(8e6) and "beyond_tokens" not in near
+    widening = measure_twin_pairs.crossover(_pair_curve([1e6, 2e6, 4e6], [-0.1, -0.2, -0.3]), "paper")
+    assert widening["extrapolated_tokens"] is None and "beyond_tokens" not in widening
+    pair = twin_curve.PairCurve(pair="paper", mlm="mlm", ltr="ltr", tokens=tokens, mlm_loss=[5.0] * 3,
+                                ltr_loss=[4.99] * 3, landmarks={}, crossover=slow, buckets=[], bucket_counts=[],
+                                mlm_by_position=[], ltr_by_position=[], questions=10)
+    assert twin_curve.crossover_sentence(pair) == (
+        "The left-to-right LM still leads at 6,144 tokens, by 0.01 nats per word. The gap shrinks over the last three "
+        "checkpoints, but so slowly that on its straight line (in log tokens) the lines would meet only past "
+        "1.0 × 10¹⁵ tokens.")
+
+
 def test_the_prepare_stage_passes_tatoeba_and_story_files_to_the_corpus_and_records_them(tmp_path, monkeypatch) -> None:
     asked = []
 
@@ -340,6 +366,23 @@ def test_table5_cells_run_once_each_and_the_shipped_table_is_their_summary(work,
         table5.table_from_scores(scores, [0, 1, 2])
 
 
+@pytest.mark.parametrize(("failing", "code"), [("build_twin_pairs", 4), ("measure_twin_pairs", 3)])
+def test_the_gpu_script_exits_with_the_code_of_the_stage_that_failed(tmp_path, failing, code) -> None:
+    """A session with a lent GPU reads the script's exit: a stage that failed (here a stand-in interpreter fails the
+    one named and passes the others) makes it non-zero, and what was written still comes back."""
+    python = tmp_path / "python"
+    python.write_text(f'#!/usr/bin/env bash\ncase "$*" in *{failing}*) echo "{failing} failed" >&2; exit {code};; esac\n'
+                      'exit 0\n')
+    python.chmod(0o755)
+    (tmp_path / "src").mkdir()
+    env = {**os.environ, "PYTHON": str(python), "DEVICE": "cpu", "WORK": str(tmp_path / "work")}
+    done = subprocess.run(["bash", str(build_twin_pairs.ROOT / "bertdemo/tools/build_twin_pairs_gpu.sh"),
+                           str(tmp_path / "src"), str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == code and f"{failing} failed" in done.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["logs.tgz"]
+
+
 @pytest.mark.slow  # the GPU path's whole script, on this CPU in a tiny shape: the build, the measurement, the archives
 def test_the_gpu_script_runs_end_to_end_and_brings_back_every_archive(corpus, tmp_path) -> None:
     """``build_twin_pairs_gpu.sh`` is what a session with a lent GPU runs once, on a machine without a network: run
@@ -357,7 +400,7 @@ def test_the_gpu_script_runs_end_to_end_and_brings_back_every_archive(corpus, tm
                            str(out)], cwd=build_twin_pairs.ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir()) == ["curve.tgz", "logs.tgz", "ltr-masked.tgz", "ltr.tgz", "measure.json",
-                                                     "mlm.tgz"]
+                                                     "mlm.tgz"], done.stdout[-2000:] + done.stderr[-2000:]
     assets = tmp_path / "assets"
     for archive in out.glob("*.tgz"):
         if archive.name != "logs.tgz":

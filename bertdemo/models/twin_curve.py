@@ -28,7 +28,11 @@ UNIGRAM = "unigram"
 
 
 def millions(tokens: float) -> str:
-    """Tokens in words a learner reads: "0.3 M", "15.2 M", "2,048"."""
+    """Tokens in words a learner reads: "0.3 M", "15.2 M", "2,048"; past a trillion, "1.0 × 10¹⁵"."""
+    if tokens >= 1e12:
+        mantissa, exponent = f"{tokens:.1e}".split("e")
+        superscript = str(int(exponent)).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+        return f"{mantissa} × 10{superscript}"
     if tokens >= 95_000:
         return f"{tokens / 1e6:.1f} M" if tokens < 9.95e6 else f"{tokens / 1e6:.0f} M"
     return f"{tokens:,.0f}"
@@ -167,9 +171,11 @@ def crossover_sentence(curve: PairCurve) -> str:
     if c.get("crosses"):
         return (f"The left-to-right LM leads until about **{millions(c['tokens'])} tokens**; from there the masked LM "
                 f"is ahead, by {gap_end:.2f} nats per word at {millions(end)} tokens.")
-    needed = c.get("extrapolated_tokens")
+    needed, beyond = c.get("extrapolated_tokens"), c.get("beyond_tokens")
     line = (f" On the straight line the gap follows over the last three checkpoints (in log tokens), the lines would "
             f"meet near {millions(needed)} tokens." if needed else
+            f" The gap shrinks over the last three checkpoints, but so slowly that on its straight line (in log "
+            f"tokens) the lines would meet only past {millions(beyond)} tokens." if beyond else
             " The gap is not shrinking over the last three checkpoints, so no crossing is in sight on this budget.")
     return (f"The left-to-right LM still leads at {millions(end)} tokens, by {-gap_end:.2f} nats per word." + line)
 
@@ -312,9 +318,10 @@ def place_run(curve: TwinCurve, pair: str, tokens: float, yours: str = "") -> st
             return f"{where}; {shipped} had the masked LM ahead from its first checkpoint ({millions(at)}).{other}"
         side = "before" if tokens < at else "past"
         return f"{where}, {side} the crossover of {shipped}: about {millions(at)} tokens.{other}"
-    needed = c.get("extrapolated_tokens")
+    needed, beyond = c.get("extrapolated_tokens"), c.get("beyond_tokens")
     return (f"{where}; {shipped} had not crossed by {millions(curve.pairs[pair].tokens[-1])} tokens"
-            + (f" (extrapolated: near {millions(needed)})." if needed else ".") + other)
+            + (f" (extrapolated: near {millions(needed)})." if needed else
+               f" (extrapolated: past {millions(beyond)})." if beyond else ".") + other)
 
 
 def showcase_pair(curve: TwinCurve) -> str:

@@ -16,7 +16,8 @@
 # batches in the same order; each ends at STEPS or after BUDGET seconds of training, whichever comes first (its
 # schedule ends there too). measure_twin_pairs then reads every log-spaced checkpoint on the same held-out words and
 # the right-context cloze, and exports the final models (fp16) with curve.json, heldout.npz and build.json.
-# Everything lands in OUTDIR (one archive per model, curve.tgz, measure.json, logs.tgz), whatever stage stops.
+# Everything lands in OUTDIR (one archive per model, curve.tgz, measure.json, logs.tgz), whatever stage stops; the
+# script exits with the code of the first stage that failed.
 # Table 5's cells are fine-tuned afterwards on a CPU (their tasks' splits are made with the datasets package).
 # PRESET=bert-mini trains the larger shape instead (4 layers: 11.1 MB a model, docs/benchmarks.md).
 set -uo pipefail
@@ -60,4 +61,7 @@ kill %1 2>/dev/null
 for run in mlm ltr-masked ltr-all; do tail -n 2 "$WORK/$run.log"; done
 began=$(date +%s)
 "$PYTHON" -m bertdemo.tools.measure_twin_pairs --work "$WORK" --threads 4 --export --assets "$WORK/assets"
-echo "measure: $(( $(date +%s) - began )) s"
+measured=$?
+echo "measure: $(( $(date +%s) - began )) s (exit $measured)"
+[ "$code" -ne 0 ] && exit "$code"  # the first stage that failed names the script's exit; the archives still come
+exit "$measured"

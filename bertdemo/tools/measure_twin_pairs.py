@@ -195,10 +195,14 @@ def measure_step(folders: dict[str, Path], heldout: np.ndarray, counts, block_st
     return record
 
 
+FAR_TOKENS = 1e15  # past any budget of this tool (BERT-base read about 1.3e11): the extrapolation says "beyond"
+
+
 def crossover(curve: list[dict], pair: str) -> dict:
     """Where the masked twin's held-out loss falls below the left-to-right twin's, in tokens seen (geometric
     interpolation between the two checkpoints that bracket it); or, when it does not within the budget, the gap's
-    straight line in log tokens over the last three checkpoints and the tokens where it would reach zero."""
+    straight line in log tokens over the last three checkpoints and the tokens where it would reach zero (past
+    ``FAR_TOKENS``, or never: ``extrapolated_tokens`` is None, and a gap still closing says ``beyond_tokens``)."""
     mlm, ltr = PAIRS[pair]
     points = [(c["tokens"], c[pair]["overall"][ltr] - c[pair]["overall"][mlm]) for c in curve]  # > 0: masked ahead
     for (t0, g0), (t1, g1) in itertools.pairwise(points):
@@ -213,9 +217,11 @@ def crossover(curve: list[dict], pair: str) -> dict:
     x = np.log([t for t, _ in last])
     y = np.array([g for _, g in last])
     slope, intercept = np.polyfit(x, y, 1) if len(last) >= 2 else (0.0, y[-1] if len(y) else 0.0)
-    needed = float(math.exp(-intercept / slope)) if slope > 0 else None
+    log_needed = -intercept / slope if slope > 0 else math.inf  # a gap closing very slowly meets it far out
+    far = log_needed > math.log(FAR_TOKENS)
     return {"crosses": False, "gap_at_end": points[-1][1] if points else None, "slope_per_e": float(slope),
-            "extrapolated_tokens": needed}
+            "extrapolated_tokens": float(math.exp(log_needed)) if not far else None,
+            **({"beyond_tokens": FAR_TOKENS} if far and slope > 0 else {})}
 
 
 def table5_cells(folders: dict[str, Path], step: int, settings, seeds: tuple[int, ...], cells_path: Path,
