@@ -77,6 +77,9 @@ def test_a_cancelled_queued_run_leaves_no_queue_text_behind(app):
             assert "is number 1 in the queue" in page.run(shown)["ft-queue"]
             after = page.run(cancel)
             assert ctx.runs.queued(TOKEN, "") is None and after["ft-queue"] == ""
+            cancel_id = next(i for i, h in compat.event_handlers_by_id(demo) if h is cancel)
+            redraw = next(h for h in compat.event_handlers(demo) if h.trigger_after == cancel_id)
+            assert page.run(redraw)["ft-queue"] == ""  # the poll's draw after it sends the line (now gone) again
             assert "in the queue" not in str(page.value(own_start.outputs[0]))  # the answer box no longer says so
             assert "cancelled" in str(page.value(own_start.outputs[0]))
             # queued again: the poll shows the same line again (it is not skipped as "already on the page")

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from bertdemo.runs.queue import is_place_sentence
-from bertdemo.ui import tab_poll
 from bertdemo.ui.common import user_errors, visitor_of
 
 if TYPE_CHECKING:
@@ -52,17 +51,16 @@ class QueuePanel:
             return place_now(token, request)
 
         @user_errors
-        def cancel_queued_run(token: str, sent: dict, request: gr.Request, *shown: object):
-            """Cancel this visitor's queued run; the line and every answer box that still says its place follow,
-            and the tab's poll forgets what it sent of them (it draws them afresh next time)."""
+        def cancel_queued_run(token: str, request: gr.Request, *shown: object):
+            """Cancel this visitor's queued run; the line and every answer box that still says its place follow
+            (then the tab's poll draws them again: a tick that left before the cancel may reach the page after it)."""
             cancelled = runs.cancel_queued(token or "", visitor_of(request))
             if cancelled:
                 gr.Info(CANCELLED)
             panel, _ = place_now(token, request)
             now = panel[1] or (CANCELLED if cancelled else NOT_WAITING)  # a place that started or failed says so
-            return (*panel, *(now if is_place_sentence(text) else gr.skip() for text in shown),
-                    tab_poll.forget(sent, [*outputs, *answers]))
+            return (*panel, *(now if is_place_sentence(text) else gr.skip() for text in shown))
 
         poll.add(queue_place, [owner], outputs)
-        self.cancel.click(cancel_queued_run, [owner, poll.sent, *answers], [*outputs, *answers, poll.sent],
-                          api_visibility="private")
+        poll.after(self.cancel.click(cancel_queued_run, [owner, *answers], [*outputs, *answers],
+                                     api_visibility="private"), writes=[*outputs, *answers])
