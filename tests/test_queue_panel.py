@@ -88,3 +88,28 @@ def test_a_cancelled_queued_run_leaves_no_queue_text_behind(app):
     finally:
         for _, key, _, _ in ctx.runs.queue.waiting():
             ctx.runs.queue.cancel(key)
+
+
+def test_a_run_that_ended_before_its_starts_answer_reached_the_page_is_drawn_again(app):
+    """Own data's Start answers in the result box ("Started run …"); its run may end at once (stopped here) and a
+    tick draw the ending before that answer reaches the page. The answer, arriving last, then stood until the
+    learner picked another run: the poll believed the box showed the ending. The draw chained after the start sends
+    the run's ending again."""
+    ctx, demo = app
+    page = Page(demo)
+    own_start = next(h for h in compat.event_handlers(demo) if h.api_name == "own_start")
+    tick = _handler(demo, "tab_tick", "own-result")
+    start_id = next(i for i, h in compat.event_handlers_by_id(demo) if h is own_start)
+    redraw = next(h for h in compat.event_handlers(demo) if h.trigger_after == start_id)
+    page.run(tick, **{"pt-owner": TOKEN})  # the page was open: its first tick lists the visitor's runs
+    started = page.run(own_start, **{"own-lines": SENTIMENT_EXAMPLE})
+    assert started["own-result"].startswith("Started run")
+    run = ctx.runs.manager.current
+    run.stop()
+    assert run.join(timeout=120)
+    ending = page.run(tick)["own-result"]  # the tick that left after the run ended reaches the page first…
+    assert "Stopped after" in ending
+    for component in own_start.outputs:  # …then the start's answer
+        page.values[component._id] = started[getattr(component, "elem_id", None) or component._id]
+    assert page.run(redraw)["own-result"] == ending
+    assert page.run(tick).get("own-result") is None  # and a tick after that sends nothing new

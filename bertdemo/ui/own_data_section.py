@@ -57,6 +57,7 @@ INTRO = (
     "tag and per-word memory (the tag each word had most often in training) on the same folds."
 )
 
+ANSWERED = ("answered",)  # what the poll last drew, after a start answered in the result box: no run's (id, status)
 # what the zip holds, said beside its button (bertdemo.finetune.own_export: the weights in fp16, read back as float32)
 ZIP_NOTE = (f"*The zip is one folder stock transformers loads (`AutoModelForSequenceClassification` for sentence "
             f"labels, `AutoModelForTokenClassification` for word labels, `AutoTokenizer`), the label names in its "
@@ -140,10 +141,12 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
                                       lambda: runs.start(cfg, token, visitor=visitor, own=own),
                                       check=lambda: runs.start(cfg, token, visitor=visitor, own=own, check_only=True))
         return (run_starts.answer(outcome, lambda: f"Started run `{outcome.run_id}` on {len(own):,} examples "
-                                  f"({own.source}); its progress shows above, its result here when it ends."), token)
+                                  f"({own.source}); its progress shows above, its result here when it ends."), token,
+                ANSWERED)
 
     def own_poll(token: str, seen_key):
-        """The result of this browser's run once it ends: the picker lists it, selected."""
+        """The result of this browser's run once it ends: the picker lists it, selected (drawn again after a start
+        answered in the box: a run that ended at once may have been drawn before that answer reached the page)."""
         if seen_key is None:  # the tab's first poll: this browser's runs listed, the newest selected (none: as built)
             ids = mine(token)
             return gr.update(choices=ids, value=ids[0]) if ids else gr.skip(), gr.skip(), ("listed",)
@@ -208,7 +211,7 @@ def build(ctx: Any, owner: gr.Textbox, export_dir: Path, poll: Any) -> gr.Markdo
         return own_poll(token, seen_key), False  # the run is the tab's fine-tuning run: its liveness is the tab's
 
     poll.after(start.click(own_start, [owner, lines, upload, text_col, label_col, hub, init, label_per],
-                           [result, owner], api_name="own_start", api_visibility="private"))
+                           [result, owner, seen], api_name="own_start", api_visibility="private"), writes=[result])
     poll.add(own_part, [owner, seen], [pick, result, seen])
     pick.change(own_show, [pick, owner], result, api_name="own_show", api_visibility="private")
     pick.focus(refresh, owner, pick, api_name="own_refresh", api_visibility="private")
