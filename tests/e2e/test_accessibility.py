@@ -193,6 +193,11 @@ def phone_pretrain(page: Page) -> None:
     assert_fits(page, "#pt-table5-table")
     width, shown = table.evaluate("t => [t.scrollWidth, t.clientWidth]")
     assert width <= shown, (width, shown)
+    # and so do its tables along training, one a task (their last column scrolled out of the screen)
+    along = page.locator("#pt-table5-along table")
+    along.last.scroll_into_view_if_needed()
+    assert_fits(page, "#pt-table5-along")
+    assert along.evaluate_all("ts => ts.map(t => t.scrollWidth <= t.clientWidth)") == [True, True]
 
 
 # tab -> what a phone shows there once axe has looked: its main result inside the screen, no element of it wider
