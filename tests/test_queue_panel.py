@@ -49,6 +49,12 @@ class Page:
         return sent
 
 
+def _drawn_after(demo, handler):
+    """The poll's draw the app chains after ``handler`` (TabPoll.after)."""
+    handler_id = next(i for i, h in compat.event_handlers_by_id(demo) if h is handler)
+    return next(h for h in compat.event_handlers(demo) if h.trigger_after == handler_id)
+
+
 def _handler(demo, name: str, output: str):
     """The handler named ``name`` whose outputs include the element ``output``."""
     return next(h for h in compat.event_handlers(demo) if getattr(h.fn, "__name__", "") == name
@@ -77,9 +83,8 @@ def test_a_cancelled_queued_run_leaves_no_queue_text_behind(app):
             assert "is number 1 in the queue" in page.run(shown)["ft-queue"]
             after = page.run(cancel)
             assert ctx.runs.queued(TOKEN, "") is None and after["ft-queue"] == ""
-            cancel_id = next(i for i, h in compat.event_handlers_by_id(demo) if h is cancel)
-            redraw = next(h for h in compat.event_handlers(demo) if h.trigger_after == cancel_id)
-            assert page.run(redraw)["ft-queue"] == ""  # the poll's draw after it sends the line (now gone) again
+            # the poll's draw after it sends the line (now gone) again
+            assert page.run(_drawn_after(demo, cancel))["ft-queue"] == ""
             assert "in the queue" not in str(page.value(own_start.outputs[0]))  # the answer box no longer says so
             assert "cancelled" in str(page.value(own_start.outputs[0]))
             # queued again: the poll shows the same line again (it is not skipped as "already on the page")
@@ -99,8 +104,6 @@ def test_a_run_that_ended_before_its_starts_answer_reached_the_page_is_drawn_aga
     page = Page(demo)
     own_start = next(h for h in compat.event_handlers(demo) if h.api_name == "own_start")
     tick = _handler(demo, "tab_tick", "own-result")
-    start_id = next(i for i, h in compat.event_handlers_by_id(demo) if h is own_start)
-    redraw = next(h for h in compat.event_handlers(demo) if h.trigger_after == start_id)
     page.run(tick, **{"pt-owner": TOKEN})  # the page was open: its first tick lists the visitor's runs
     started = page.run(own_start, **{"own-lines": SENTIMENT_EXAMPLE})
     assert started["own-result"].startswith("Started run")
@@ -111,5 +114,5 @@ def test_a_run_that_ended_before_its_starts_answer_reached_the_page_is_drawn_aga
     assert "Stopped after" in ending
     for component in own_start.outputs:  # …then the start's answer
         page.values[component._id] = started[getattr(component, "elem_id", None) or component._id]
-    assert page.run(redraw)["own-result"] == ending
+    assert page.run(_drawn_after(demo, own_start))["own-result"] == ending
     assert page.run(tick).get("own-result") is None  # and a tick after that sends nothing new
